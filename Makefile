@@ -1,0 +1,43 @@
+# farm: `make demo` and `make test` work from a fresh clone on Debian.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+STAMP := node_modules/.farm-installed
+
+.PHONY: help deps system-deps build proto proto-check test demo bench clean
+
+help:
+	@echo "make demo   - start two simulated phones and farm standalone, list them"
+	@echo "make test   - install what is missing, build, run every test"
+	@echo "make bench  - run the benchmarks in test/bench"
+	@echo "make proto  - regenerate code from proto/ after a schema change"
+
+system-deps:
+	@scripts/install-system-deps.sh
+
+$(STAMP): package-lock.json package.json */package.json
+	npm ci --no-audit --no-fund
+	@touch $(STAMP)
+
+deps: system-deps $(STAMP)
+
+build: deps
+	npx tsc -b
+
+proto: deps
+	npx buf lint
+	npx buf generate
+
+proto-check: deps
+	@scripts/check-proto.sh
+
+test: build proto-check
+	npx vitest run
+
+demo: build
+	node test/dist/demo/main.js
+
+bench: build
+	node test/dist/bench/coordinator-load.js
+
+clean:
+	npx tsc -b --clean

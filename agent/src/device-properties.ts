@@ -1,0 +1,24 @@
+import { create } from "@bufbuild/protobuf";
+import { DevicePropertiesSchema, type DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
+import { shellText, type AdbDeviceClient } from "./adb-client.js";
+
+/** Turns `getprop` output into the properties farm reports. */
+export function toDeviceProperties(props: Record<string, string>, bootId: string): DeviceProperties {
+  const sdk = Number.parseInt(props["ro.build.version.sdk"] ?? "", 10);
+  return create(DevicePropertiesSchema, {
+    model: props["ro.product.model"] ?? "",
+    manufacturer: props["ro.product.manufacturer"] ?? "",
+    apiLevel: Number.isFinite(sdk) && sdk > 0 ? sdk : 0,
+    androidVersion: props["ro.build.version.release"] ?? "",
+    abi: props["ro.product.cpu.abi"] ?? "",
+    serialno: props["ro.serialno"] || props["ro.boot.serialno"] || "",
+    bootId,
+  });
+}
+
+/** Reads a device's properties and boot id over adb. */
+export async function readDeviceProperties(device: AdbDeviceClient): Promise<DeviceProperties> {
+  const props = (await device.getProperties()) as Record<string, string>;
+  const bootId = (await shellText(device, "cat /proc/sys/kernel/random/boot_id")).trim();
+  return toDeviceProperties(props, /^[0-9a-f-]{36}$/i.test(bootId) ? bootId : "");
+}

@@ -1,0 +1,167 @@
+import { hostname } from "node:os";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AsyncQueue } from "@farm/shared/async-queue";
+import { Backoff } from "@farm/shared/backoff";
+import { toErrorReport } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import { FARM_VERSION, PROTOCOL_VERSION } from "@farm/shared/version";
+import {
+  AgentService,
+  AttachRequestSchema,
+  type AttachRequest,
+} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { DeviceEvent, DeviceWatcher } from "./device-watcher.js";
+
+export interface UplinkOptions {
+  coordinatorUrl: string;
+  token: string;
+  agentId: string;
+  name: string;
+  heartbeatIntervalMs: number;
+  watcher: DeviceWatcher;
+  log: Logger;
+  backoff?: { initialMs: number; maxMs: number };
+  /** Told whenever the attached state changes (tests and status output). */
+  onStateChange?: (attached: boolean) => void;
+}
+
+/**
+ * The agent's control stream to the coordinator: hello, full inventory,
+ * device changes as they happen, and heartbeats. Reconnects forever with
+ * exponential backoff and jitter, re-sending the full inventory each time.
+ */
+export class Uplink {
+  private readonly backoff: Backoff;
+  private readonly aborter = new AbortController();
+  private attachedNow = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly opts: UplinkOptions) {
+    this.backoff = new Backoff(opts.backoff ?? { initialMs: 250, maxMs: 15_000 });
+  }
+
+  get attached(): boolean {
+    return this.attachedNow;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.aborter.abort();
+    this.wake?.();
+    await this.loop;
+  }
+
+  private setAttached(v: boolean): void {
+    if (this.attachedNow === v) return;
+    this.attachedNow = v;
+    this.opts.onStateChange?.(v);
+  }
+
+  private async run(): Promise<void> {
+    const transport = this.transport();
+    const client = createClient(AgentService, transport);
+    while (!this.aborter.signal.aborted) {
+      try {
+        await this.session(client);
+        this.opts.log.warn("coordinator closed the control stream");
+      } catch (err) {
+        if (this.aborter.signal.aborted) break;
+        const r = toErrorReport(err);
+        this.opts.log.warn("control stream failed", { code: r.code, error: r.message });
+      } finally {
+        this.setAttached(false);
+      }
+      if (this.aborter.signal.aborted) break;
+      const delay = this.backoff.next();
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+  }
+
+  private transport(): Transport {
+    const auth: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${this.opts.token}`);
+      return next(req);
+    };
+    return createGrpcTransport({
+      baseUrl: this.opts.coordinatorUrl,
+      interceptors: [auth],
+      // HTTP/2 pings notice a dead coordinator even when no heartbeat is due.
+      pingIntervalMs: 10_000,
+      pingTimeoutMs: 10_000,
+    });
+  }
+
+  private async session(client: ReturnType<typeof createClient<typeof AgentService>>): Promise<void> {
+    const out = new AsyncQueue<AttachRequest>();
+    const sessionAbort = new AbortController();
+    const onStop = () => sessionAbort.abort();
+    this.aborter.signal.addEventListener("abort", onStop, { once: true });
+    let heartbeat: NodeJS.Timeout | undefined;
+    let unsubscribe: (() => void) | undefined;
+    out.push(
+      create(AttachRequestSchema, {
+        kind: {
+          case: "hello",
+          value: {
+            agentId: this.opts.agentId,
+            name: this.opts.name,
+            hostname: hostname(),
+            protocolVersion: PROTOCOL_VERSION,
+            agentVersion: FARM_VERSION,
+            adbVersion: this.opts.watcher.adbVersion,
+            heartbeatIntervalMs: this.opts.heartbeatIntervalMs,
+          },
+        },
+      }),
+    );
+    try {
+      for await (const res of client.attach(out, { signal: sessionAbort.signal })) {
+        if (res.kind.case !== "helloAccepted" || this.attachedNow) continue;
+        this.backoff.reset();
+        // Subscribe before the snapshot so no change falls between them.
+        unsubscribe = this.opts.watcher.onEvent((e) => out.push(changeMessage(e)));
+        out.push(
+          create(AttachRequestSchema, {
+            kind: { case: "inventory", value: { devices: this.opts.watcher.snapshot() } },
+          }),
+        );
+        let sequence = 0n;
+        heartbeat = setInterval(() => {
+          sequence += 1n;
+          out.push(create(AttachRequestSchema, { kind: { case: "heartbeat", value: { sequence } } }));
+        }, this.opts.heartbeatIntervalMs);
+        this.setAttached(true);
+        this.opts.log.info("attached to coordinator", {
+          coordinator: this.opts.coordinatorUrl,
+          coordinatorVersion: res.kind.value.coordinatorVersion,
+        });
+      }
+    } finally {
+      clearInterval(heartbeat);
+      unsubscribe?.();
+      out.close();
+      this.aborter.signal.removeEventListener("abort", onStop);
+    }
+  }
+}
+
+function changeMessage(e: DeviceEvent): AttachRequest {
+  return create(AttachRequestSchema, {
+    kind: {
+      case: "deviceChange",
+      value: { kind: e.kind === "upsert" ? { case: "upsert", value: e.report } : { case: "removedSerial", value: e.serial } },
+    },
+  });
+}

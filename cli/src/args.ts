@@ -1,0 +1,42 @@
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { CliError, ErrorCodes } from "@farm/shared/errors";
+
+export type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
+
+export interface Parsed {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+}
+
+/** Strict flag parsing: an unknown or malformed flag is an INVALID_ARGUMENT. */
+export function parseFlags(args: string[], options: OptionSpec, allowPositionals = false): Parsed {
+  try {
+    const r = parseArgs({ args, options, strict: true, allowPositionals });
+    return { values: r.values as Parsed["values"], positionals: r.positionals };
+  } catch (err) {
+    const message = (err as Error).message;
+    const flag = /'(--?[\w-]+)/.exec(message)?.[1];
+    throw new CliError(ErrorCodes.invalidArgument, message, flag?.replace(/^-+/, ""));
+  }
+}
+
+export function stringFlag(p: Parsed, name: string): string | undefined {
+  const v = p.values[name];
+  return typeof v === "string" ? v : undefined;
+}
+
+export function requiredString(p: Parsed, name: string): string {
+  const v = stringFlag(p, name);
+  if (v === undefined || v === "") throw new CliError(ErrorCodes.invalidArgument, `--${name} is required`, name);
+  return v;
+}
+
+/** An integer flag within [min, max]. */
+export function intFlag(p: Parsed, name: string, min: number, max: number): number | undefined {
+  const v = stringFlag(p, name);
+  if (v === undefined) return undefined;
+  if (!/^-?\d+$/.test(v)) throw new CliError(ErrorCodes.invalidArgument, `--${name} must be an integer, got "${v}"`, name);
+  const n = Number(v);
+  if (n < min || n > max) throw new CliError(ErrorCodes.invalidArgument, `--${name} must be within ${min}..${max}, got ${n}`, name);
+  return n;
+}

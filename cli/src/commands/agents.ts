@@ -1,0 +1,37 @@
+import { toJson } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { AgentSchema } from "@farm/shared/gen/farm/v1/registry_pb";
+import { parseFlags } from "../args.js";
+import { serviceClient } from "../client.js";
+import { clientOptions, type Command } from "../command.js";
+import { ago, table } from "../output.js";
+import { clientSession } from "../session.js";
+
+export const agentsCommand: Command = {
+  name: "agents",
+  summary: "List agents, online and offline",
+  usage: "farm agents [--coordinator URL] [--token-file F] [--output json|pretty]",
+  options: clientOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const session = clientSession(ctx, parsed);
+    const client = serviceClient(RegistryService, session.config);
+    const res = await client.listAgents({}, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ agents: res.agents.map((a) => toJson(AgentSchema, a, { alwaysEmitImplicit: true })) }, () =>
+      table(
+        ["NAME", "STATUS", "DEVICES", "VERSION", "HOST", "LAST HEARTBEAT", "ID"],
+        res.agents.map((a) => [
+          a.name,
+          a.online ? "online" : "offline",
+          String(a.deviceCount),
+          a.agentVersion,
+          a.hostname,
+          ago(a.lastHeartbeatTime ? timestampMs(a.lastHeartbeatTime) : undefined),
+          a.id,
+        ]),
+      ),
+    );
+    return 0;
+  },
+};

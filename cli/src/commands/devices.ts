@@ -1,0 +1,39 @@
+import { toJson } from "@bufbuild/protobuf";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
+import { parseFlags, stringFlag } from "../args.js";
+import { serviceClient } from "../client.js";
+import { clientOptions, type Command } from "../command.js";
+import { table } from "../output.js";
+import { clientSession } from "../session.js";
+
+export const devicesCommand: Command = {
+  name: "devices",
+  summary: "List devices on every agent",
+  usage: "farm devices [--agent NAME_OR_ID] [--state STATE] [--output json|pretty]",
+  options: { ...clientOptions, agent: { type: "string" }, state: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const session = clientSession(ctx, parsed);
+    const client = serviceClient(RegistryService, session.config);
+    const res = await client.listDevices(
+      { agent: stringFlag(parsed, "agent") ?? "", state: stringFlag(parsed, "state") ?? "" },
+      { timeoutMs: session.timeoutMs },
+    );
+    ctx.printer.result({ devices: res.devices.map((d) => toJson(DeviceSchema, d, { alwaysEmitImplicit: true })) }, () =>
+      table(
+        ["SERIAL", "STATE", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO"],
+        res.devices.map((d) => [
+          d.serial,
+          d.state,
+          d.properties?.model ?? "",
+          d.properties?.apiLevel ? String(d.properties.apiLevel) : "",
+          d.properties?.androidVersion ?? "",
+          d.agentName,
+          d.properties?.serialno ?? "",
+        ]),
+      ),
+    );
+    return 0;
+  },
+};

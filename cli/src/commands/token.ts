@@ -1,0 +1,85 @@
+import { toJson } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { TokenService, TokenKind, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { parseFlags, requiredString } from "../args.js";
+import { serviceClient } from "../client.js";
+import { clientOptions, type Command, type CommandGroup } from "../command.js";
+import { table } from "../output.js";
+import { clientSession } from "../session.js";
+
+const infoJson = (t: TokenInfo) => toJson(TokenInfoSchema, t, { alwaysEmitImplicit: true });
+const kindName = (k: TokenKind) => (k === TokenKind.AGENT ? "agent" : k === TokenKind.USER ? "user" : "unknown");
+
+const create: Command = {
+  name: "create",
+  summary: "Create a token; the secret is printed once",
+  usage: "farm token create --kind agent|user --name NAME [--admin]",
+  options: { ...clientOptions, kind: { type: "string" }, name: { type: "string" }, admin: { type: "boolean" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const kindText = requiredString(parsed, "kind");
+    const kind = kindText === "agent" ? TokenKind.AGENT : kindText === "user" ? TokenKind.USER : undefined;
+    if (kind === undefined) throw new CliError(ErrorCodes.invalidArgument, `--kind must be agent or user, got "${kindText}"`, "kind");
+    const name = requiredString(parsed, "name");
+    const admin = parsed.values["admin"] === true;
+    if (admin && kind !== TokenKind.USER) throw new CliError(ErrorCodes.invalidArgument, "--admin is only for user tokens", "admin");
+    const session = clientSession(ctx, parsed);
+    const res = await serviceClient(TokenService, session.config).createToken(
+      { kind, name, admin },
+      { timeoutMs: session.timeoutMs },
+    );
+    ctx.printer.result({ token: res.token, info: res.info ? infoJson(res.info) : null }, () =>
+      [`${kindText} token "${name}" created. Store it now; it is not shown again:`, res.token].join("\n"),
+    );
+    return 0;
+  },
+};
+
+const list: Command = {
+  name: "list",
+  summary: "List tokens (names and kinds, never secrets)",
+  usage: "farm token list",
+  options: clientOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const session = clientSession(ctx, parsed);
+    const res = await serviceClient(TokenService, session.config).listTokens({}, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ tokens: res.tokens.map(infoJson) }, () =>
+      table(
+        ["NAME", "KIND", "ADMIN", "CREATED", "REVOKED"],
+        res.tokens.map((t) => [
+          t.name,
+          kindName(t.kind),
+          t.admin ? "yes" : "",
+          t.createTime ? new Date(timestampMs(t.createTime)).toISOString() : "",
+          t.revokeTime ? new Date(timestampMs(t.revokeTime)).toISOString() : "",
+        ]),
+      ),
+    );
+    return 0;
+  },
+};
+
+const revoke: Command = {
+  name: "revoke",
+  summary: "Revoke a token by name; it stops working at once",
+  usage: "farm token revoke NAME",
+  options: clientOptions,
+  positionals: true,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options, true);
+    const name = parsed.positionals[0];
+    if (!name || parsed.positionals.length > 1) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one token NAME", "name");
+    const session = clientSession(ctx, parsed);
+    const res = await serviceClient(TokenService, session.config).revokeToken({ name }, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ info: res.info ? infoJson(res.info) : null }, () => `token "${name}" revoked`);
+    return 0;
+  },
+};
+
+export const tokenGroup: CommandGroup = {
+  name: "token",
+  summary: "Manage agent and user tokens (admin)",
+  commands: [create, list, revoke],
+};

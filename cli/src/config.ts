@@ -1,0 +1,117 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { defaultConfigFile, defaultFarmHome, standaloneFiles } from "@farm/shared/paths";
+import type { OutputFormat } from "./output.js";
+
+export interface ClientConfig {
+  coordinator: string;
+  /** Where the coordinator URL came from, for error messages. */
+  coordinatorSource: string;
+  token: string | undefined;
+  output: OutputFormat | undefined;
+}
+
+export interface ConfigInputs {
+  flags: { coordinator?: string | undefined; tokenFile?: string | undefined; output?: string | undefined };
+  env: NodeJS.ProcessEnv;
+}
+
+interface FileConfig {
+  coordinator?: string;
+  token?: string;
+  tokenFile?: string;
+  output?: string;
+}
+
+export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";
+
+/**
+ * Resolves where and as whom the CLI talks: flags > environment
+ * (FARM_COORDINATOR, FARM_TOKEN) > config file > the local standalone's
+ * files > built-in defaults.
+ */
+export function resolveClientConfig({ flags, env }: ConfigInputs): ClientConfig {
+  const configPath = env["FARM_CONFIG"] || defaultConfigFile(env);
+  const file = readConfigFile(configPath);
+  const home = defaultFarmHome(env);
+  const standalone = readStandalone(join(home, standaloneFiles.address));
+
+  let coordinator = DEFAULT_COORDINATOR;
+  let coordinatorSource = "default";
+  if (flags.coordinator) [coordinator, coordinatorSource] = [flags.coordinator, "--coordinator"];
+  else if (env["FARM_COORDINATOR"]) [coordinator, coordinatorSource] = [env["FARM_COORDINATOR"], "FARM_COORDINATOR"];
+  else if (file.coordinator) [coordinator, coordinatorSource] = [file.coordinator, configPath];
+  else if (standalone) [coordinator, coordinatorSource] = [standalone, join(home, standaloneFiles.address)];
+  validateUrl(coordinator, coordinatorSource);
+
+  let token: string | undefined;
+  if (flags.tokenFile) token = readTokenFile(flags.tokenFile, "token-file");
+  else if (env["FARM_TOKEN"]) token = env["FARM_TOKEN"].trim();
+  else if (file.token) token = file.token;
+  else if (file.tokenFile) token = readTokenFile(file.tokenFile, "tokenFile");
+  else token = readOptional(join(home, standaloneFiles.adminToken));
+
+  const output = flags.output ?? env["FARM_OUTPUT"] ?? file.output;
+  if (output !== undefined && output !== "json" && output !== "pretty") {
+    throw new CliError(ErrorCodes.invalidArgument, `output must be json or pretty, got "${output}"`, "output");
+  }
+  return { coordinator, coordinatorSource, token, output };
+}
+
+function readConfigFile(path: string): FileConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return {};
+  }
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+    return parsed as FileConfig;
+  } catch (err) {
+    throw new CliError(ErrorCodes.invalidArgument, `config file ${path} is not a JSON object: ${(err as Error).message}`, "config");
+  }
+}
+
+function readStandalone(path: string): string | undefined {
+  const text = readOptional(path);
+  if (!text) return undefined;
+  try {
+    const url = (JSON.parse(text) as { url?: unknown }).url;
+    return typeof url === "string" ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function readTokenFile(path: string, field: string): string {
+  try {
+    const t = readFileSync(path, "utf8").trim();
+    if (t === "") throw new Error("file is empty");
+    return t;
+  } catch (err) {
+    throw new CliError(ErrorCodes.invalidArgument, `cannot read token from ${path}: ${(err as Error).message}`, field);
+  }
+}
+
+function readOptional(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function validateUrl(url: string, source: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new CliError(ErrorCodes.invalidArgument, `coordinator URL "${url}" (from ${source}) is not a URL`, "coordinator");
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new CliError(ErrorCodes.invalidArgument, `coordinator URL must be http:// or https://, got "${url}" (from ${source})`, "coordinator");
+  }
+}

@@ -1,0 +1,57 @@
+import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
+
+export type OutputFormat = "json" | "pretty";
+
+/** json when stdout is not a terminal (pipes, CI), pretty on a terminal. */
+export function defaultFormat(isTty = process.stdout.isTTY === true): OutputFormat {
+  return isTty ? "pretty" : "json";
+}
+
+export interface Printer {
+  format: OutputFormat;
+  /** Prints a success: the data as JSON, or the pretty rendering. */
+  result(data: Record<string, unknown>, pretty: () => string): void;
+  failure(err: unknown): ErrorReport;
+}
+
+export function createPrinter(
+  format: OutputFormat,
+  out: (s: string) => void = (s) => process.stdout.write(s),
+  err: (s: string) => void = (s) => process.stderr.write(s),
+): Printer {
+  return {
+    format,
+    result(data, pretty) {
+      if (format === "json") out(JSON.stringify({ ok: true, ...data }) + "\n");
+      else out(pretty() + "\n");
+    },
+    failure(e) {
+      const report = toErrorReport(e);
+      if (format === "json") out(JSON.stringify(report) + "\n");
+      else err(`error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]\n`);
+      return report;
+    },
+  };
+}
+
+/** Renders rows as an aligned plain-text table. */
+export function table(headers: string[], rows: string[][]): string {
+  if (rows.length === 0) return "(none)";
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join("\n");
+}
+
+/** "12s ago" style age for timestamps in pretty output. */
+export function ago(ms: number | undefined, now = Date.now()): string {
+  if (ms === undefined) return "never";
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}

@@ -1,0 +1,25 @@
+import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { intFlag, stringFlag, type Parsed } from "./args.js";
+import { resolveClientConfig, type ClientConfig } from "./config.js";
+import type { CommandContext } from "./command.js";
+
+export interface ClientSession {
+  config: ClientConfig;
+  /** Deadline for each RPC, propagated to the coordinator. */
+  timeoutMs: number;
+}
+
+/** Resolves coordinator, token and deadline for a client command. */
+export function clientSession(ctx: CommandContext, parsed: Parsed): ClientSession {
+  const config = resolveClientConfig({
+    flags: {
+      coordinator: stringFlag(parsed, "coordinator"),
+      tokenFile: stringFlag(parsed, "token-file"),
+      output: stringFlag(parsed, "output"),
+    },
+    env: ctx.env,
+  });
+  const timeoutMs = intFlag(parsed, "timeout", 100, 3_600_000) ?? 30_000;
+  if (!Number.isFinite(timeoutMs)) throw new CliError(ErrorCodes.invalidArgument, "bad timeout", "timeout");
+  return { config, timeoutMs };
+}

@@ -1,0 +1,139 @@
+import { Code, type ConnectRouter } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import { FARM_VERSION, MIN_AGENT_PROTOCOL, PROTOCOL_VERSION } from "@farm/shared/version";
+import {
+  AgentService,
+  AttachResponseSchema,
+  type AgentHello,
+  type AttachRequest,
+} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { requirePrincipal } from "./auth.js";
+import { AttachSession } from "./agent-session.js";
+import type { Registry } from "./registry.js";
+
+export interface AgentServiceDeps {
+  registry: Registry;
+  log: Logger;
+  /** How long a new stream may take to say hello. */
+  helloTimeoutMs: number;
+}
+
+const idPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function registerAgentService(router: ConnectRouter, deps: AgentServiceDeps): void {
+  router.service(AgentService, {
+    async *attach(requests, ctx) {
+      const principal = requirePrincipal(ctx);
+      const it = requests[Symbol.asyncIterator]();
+      const first = await nextWithin(it, deps.helloTimeoutMs, ctx.signal);
+      if (first === undefined || first.kind.case !== "hello") {
+        throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "the first message on an agent stream must be a hello");
+      }
+      const hello = first.kind.value;
+      validateHello(hello);
+      const session = new AttachSession();
+      deps.registry.attach(hello, session);
+      const log = deps.log.child({ agentId: hello.agentId, agent: hello.name });
+      log.info("agent attached", { hostname: hello.hostname, version: hello.agentVersion, token: principal.tokenName });
+      try {
+        session.send(
+          create(AttachResponseSchema, {
+            kind: { case: "helloAccepted", value: { protocolVersion: PROTOCOL_VERSION, coordinatorVersion: FARM_VERSION } },
+          }),
+        );
+        pump(it, hello.agentId, session, deps).then(
+          () => session.end(),
+          (err: unknown) => session.terminate(err instanceof Error ? err : new Error(String(err))),
+        );
+        ctx.signal.addEventListener("abort", () => session.end(), { once: true });
+        for await (const msg of session.outgoing) yield msg;
+        if (session.error) throw session.error;
+      } finally {
+        session.end();
+        deps.registry.detach(hello.agentId, session);
+        log.info("agent detached", session.error ? { reason: session.error.message } : {});
+      }
+    },
+  });
+}
+
+function validateHello(hello: AgentHello): void {
+  if (hello.protocolVersion < MIN_AGENT_PROTOCOL || hello.protocolVersion > PROTOCOL_VERSION) {
+    throw farmError(
+      Code.FailedPrecondition,
+      ErrorCodes.agentVersionIncompatible,
+      `agent speaks protocol version ${hello.protocolVersion} (farm ${hello.agentVersion || "unknown"}); ` +
+        `this coordinator (farm ${FARM_VERSION}) serves protocol versions ${MIN_AGENT_PROTOCOL}..${PROTOCOL_VERSION}`,
+      "protocol_version",
+    );
+  }
+  if (!idPattern.test(hello.agentId)) throw invalidArgument("agent_id", "agent id must be 1-128 of A-Z a-z 0-9 . _ -");
+  if (hello.name === "") throw invalidArgument("name", "agent name is required");
+  if (hello.heartbeatIntervalMs < 50 || hello.heartbeatIntervalMs > 600_000) {
+    throw invalidArgument("heartbeat_interval_ms", "heartbeat interval must be 50..600000 ms");
+  }
+}
+
+/** Applies the agent's messages to the registry until the stream ends. */
+async function pump(
+  it: AsyncIterator<AttachRequest>,
+  agentId: string,
+  session: AttachSession,
+  deps: AgentServiceDeps,
+): Promise<void> {
+  for (;;) {
+    const msg = await nextWithin(it, undefined, session.signal);
+    if (msg === undefined) return;
+    // A session ended by the heartbeat sweep must not touch the registry.
+    if (!deps.registry.isAttached(agentId, session)) return;
+    switch (msg.kind.case) {
+      case "heartbeat":
+        deps.registry.heartbeat(agentId);
+        break;
+      case "inventory":
+        deps.registry.heartbeat(agentId);
+        deps.registry.replaceInventory(agentId, msg.kind.value.devices);
+        break;
+      case "deviceChange": {
+        const change = msg.kind.value.kind;
+        if (change.case === "upsert") deps.registry.upsertDevice(agentId, change.value);
+        else if (change.case === "removedSerial") deps.registry.removeDevice(agentId, change.value);
+        break;
+      }
+      case "hello":
+        throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "hello sent twice");
+      default:
+        // Unknown kinds come from newer agents; ignoring them keeps old coordinators usable.
+        break;
+    }
+  }
+}
+
+/** Next message, or undefined at end of stream or when the signal aborts. */
+async function nextWithin<T>(
+  it: AsyncIterator<T>,
+  timeoutMs: number | undefined,
+  signal: AbortSignal,
+): Promise<T | undefined> {
+  if (signal.aborted) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stop = new Promise<"timeout" | "aborted">((resolve) => {
+    if (timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    onAbort = () => resolve("aborted");
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    const r = await Promise.race([it.next(), stop]);
+    if (r === "timeout") {
+      throw farmError(Code.DeadlineExceeded, ErrorCodes.agentProtocolViolation, `no hello within ${timeoutMs} ms`);
+    }
+    if (r === "aborted" || r.done) return undefined;
+    return r.value;
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+  }
+}

@@ -1,0 +1,56 @@
+import { Code, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
+import type { Principal, TokenKind, TokenStore } from "./token-store.js";
+
+/** What a service demands of its callers. */
+export interface AccessRule {
+  kind: TokenKind | "none";
+  admin?: boolean;
+}
+
+export const principalKey = createContextKey<Principal | undefined>(undefined, {
+  description: "authenticated caller",
+});
+
+/**
+ * Authenticates every RPC with a bearer token and checks the token's kind
+ * against the service's rule. Services not in the table are refused, so a new
+ * service cannot ship unauthenticated by accident.
+ */
+export function authInterceptor(store: TokenStore, rules: Record<string, AccessRule>): Interceptor {
+  return (next) => async (req) => {
+    const rule = rules[req.service.typeName];
+    if (!rule) {
+      throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `no access rule for ${req.service.typeName}`);
+    }
+    if (rule.kind === "none") return next(req);
+    const principal = authenticate(store, req.header.get("authorization"));
+    if (principal.kind !== rule.kind) {
+      throw farmError(
+        Code.PermissionDenied,
+        ErrorCodes.permissionDenied,
+        `a ${principal.kind} token cannot call ${req.service.typeName}; it needs a ${rule.kind} token`,
+      );
+    }
+    if (rule.admin && !principal.admin) {
+      throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `${req.service.typeName} needs an admin user token`);
+    }
+    req.contextValues.set(principalKey, principal);
+    return next(req);
+  };
+}
+
+export function authenticate(store: TokenStore, header: string | null): Principal {
+  const m = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+  if (!m) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "missing bearer token");
+  const result = store.authenticate(m[1] as string);
+  if (result === "unknown") throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "unknown token");
+  if (result === "revoked") throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "token has been revoked");
+  return result;
+}
+
+export function requirePrincipal(ctx: HandlerContext): Principal {
+  const p = ctx.values.get(principalKey);
+  if (!p) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "not authenticated");
+  return p;
+}

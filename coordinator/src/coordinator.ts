@@ -1,0 +1,114 @@
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { Code } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { farmError } from "@farm/shared/errors";
+import { createLogger, type Logger } from "@farm/shared/log";
+import { ensurePrivateDir } from "@farm/shared/secure-file";
+import { FARM_VERSION } from "@farm/shared/version";
+import type { ListenAddress } from "@farm/shared/listen-address";
+import { AgentService } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { openDatabase } from "./db/open-database.js";
+import { TokenStore } from "./token-store.js";
+import { Registry } from "./registry.js";
+import { authInterceptor, type AccessRule } from "./auth.js";
+import { registerAgentService } from "./agent-service.js";
+import { registerRegistryService } from "./registry-service.js";
+import { registerTokenService } from "./token-service.js";
+import { registerHealthService } from "./health-service.js";
+import { createDualServer } from "./http-server.js";
+
+export interface CoordinatorOptions {
+  listen: ListenAddress;
+  dataDir: string;
+  /** Missed heartbeat intervals before an agent is offline. */
+  heartbeatMisses?: number;
+  /** How often the heartbeat sweep runs. */
+  sweepIntervalMs?: number;
+  log?: Logger;
+}
+
+export interface RunningCoordinator {
+  /** Base URL clients use, e.g. http://127.0.0.1:7420 */
+  url: string;
+  port: number;
+  tokens: TokenStore;
+  registry: Registry;
+  close(): Promise<void>;
+}
+
+const rules: Record<string, AccessRule> = {
+  [Health.typeName]: { kind: "none" },
+  [AgentService.typeName]: { kind: "agent" },
+  [RegistryService.typeName]: { kind: "user" },
+  [TokenService.typeName]: { kind: "user", admin: true },
+};
+
+export async function startCoordinator(opts: CoordinatorOptions): Promise<RunningCoordinator> {
+  const log = opts.log ?? createLogger({ base: { component: "coordinator" } });
+  await ensurePrivateDir(opts.dataDir);
+  const database = openDatabase(join(opts.dataDir, "coordinator.db"));
+  const tokens = new TokenStore(database.db);
+  const registry = new Registry(database.db, { heartbeatMisses: opts.heartbeatMisses ?? 3 });
+  const closed = new AbortController();
+
+  const handler = connectNodeAdapter({
+    interceptors: [authInterceptor(tokens, rules)],
+    routes(router) {
+      registerHealthService(router, {
+        services: Object.keys(rules).filter((s) => s !== Health.typeName),
+        serving: () => !closed.signal.aborted,
+        closed: closed.signal,
+      });
+      registerAgentService(router, { registry, log, helloTimeoutMs: 10_000 });
+      registerRegistryService(router, { registry });
+      registerTokenService(router, { tokens });
+    },
+    fallback(req, res) {
+      if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {
+        const ok = !closed.signal.aborted;
+        res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ status: ok ? "ok" : "shutting-down", version: FARM_VERSION }));
+        return;
+      }
+      res.writeHead(404, { "content-type": "text/plain" });
+      res.end("not found\n");
+    },
+  });
+  const dual = createDualServer(handler);
+  await new Promise<void>((resolve, reject) => {
+    dual.server.once("error", reject);
+    dual.server.listen(opts.listen.port, opts.listen.host, () => resolve());
+  });
+  const addr = dual.server.address() as AddressInfo;
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  const url = `http://${host}:${addr.port}`;
+
+  const sweep = setInterval(() => {
+    for (const id of registry.sweep()) log.warn("agent missed heartbeats; marked offline", { agentId: id });
+  }, opts.sweepIntervalMs ?? 250);
+  const flush = setInterval(() => registry.flushHeartbeats(), 10_000);
+  sweep.unref();
+  flush.unref();
+  log.info("coordinator listening", { url, dataDir: opts.dataDir, version: FARM_VERSION });
+
+  return {
+    url,
+    port: addr.port,
+    tokens,
+    registry,
+    async close() {
+      if (closed.signal.aborted) return;
+      closed.abort();
+      clearInterval(sweep);
+      clearInterval(flush);
+      registry.terminateAll(farmError(Code.Unavailable, "COORDINATOR_SHUTTING_DOWN", "coordinator is shutting down"));
+      await dual.close();
+      database.close();
+      log.info("coordinator stopped");
+    },
+  };
+}

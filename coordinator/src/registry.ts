@@ -1,0 +1,328 @@
+import { Code } from "@connectrpc/connect";
+import { eq, and, inArray } from "drizzle-orm";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
+import {
+  AgentSchema,
+  DevicePropertiesSchema,
+  DeviceSchema,
+  type Agent,
+  type Device,
+  type DeviceProperties,
+} from "@farm/shared/gen/farm/v1/registry_pb";
+import type { AgentHello, DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { CoordinatorDb } from "./db/open-database.js";
+import { agents, devices } from "./db/schema.js";
+
+/** State shown for devices whose agent is not attached. */
+export const AGENT_OFFLINE = "agent-offline";
+
+/** The live control stream of an attached agent, as the registry sees it. */
+export interface AgentSession {
+  /** Ends the stream with this error (the agent will reconnect). */
+  terminate(err: Error): void;
+}
+
+interface DeviceEntry {
+  serial: string;
+  state: string;
+  properties: DeviceProperties;
+  updatedAt: number;
+}
+
+interface AgentEntry {
+  id: string;
+  name: string;
+  hostname: string;
+  agentVersion: string;
+  protocolVersion: number;
+  adbVersion: string;
+  heartbeatIntervalMs: number;
+  connectedAt: number | null;
+  lastHeartbeatAt: number | null;
+  session: AgentSession | null;
+  devices: Map<string, DeviceEntry>;
+}
+
+export interface DeviceFilter {
+  agent?: string;
+  state?: string;
+}
+
+/**
+ * Agents and their devices. Reads are served from memory; every change is
+ * written through to SQLite so a restarted coordinator still lists what it
+ * knew (as agent-offline) until agents re-attach. Heartbeats stay in memory
+ * and are flushed in batches: they are frequent and losing one is harmless.
+ */
+export class Registry {
+  private readonly agents = new Map<string, AgentEntry>();
+  private readonly dirtyHeartbeats = new Set<string>();
+
+  constructor(
+    private readonly db: CoordinatorDb,
+    private readonly opts: { heartbeatMisses: number; now?: () => number },
+  ) {
+    this.load();
+  }
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
+  private load(): void {
+    for (const row of this.db.select().from(agents).all()) {
+      this.agents.set(row.id, { ...row, session: null, devices: new Map() });
+    }
+    for (const row of this.db.select().from(devices).all()) {
+      const agent = this.agents.get(row.agentId);
+      if (!agent) continue;
+      agent.devices.set(row.serial, {
+        serial: row.serial,
+        state: row.state,
+        properties: parseProperties(row.properties),
+        updatedAt: row.updatedAt,
+      });
+    }
+  }
+
+  /** Registers an attached agent; refuses a second stream for the same id. */
+  attach(hello: AgentHello, session: AgentSession): void {
+    const existing = this.agents.get(hello.agentId);
+    if (existing?.session) {
+      throw farmError(
+        Code.AlreadyExists,
+        ErrorCodes.agentAlreadyAttached,
+        `agent ${hello.agentId} (${existing.name}) is already attached; a second agent with the same id is refused`,
+        "agent_id",
+      );
+    }
+    const now = this.now();
+    const entry: AgentEntry = {
+      id: hello.agentId,
+      name: hello.name,
+      hostname: hello.hostname,
+      agentVersion: hello.agentVersion,
+      protocolVersion: hello.protocolVersion,
+      adbVersion: hello.adbVersion,
+      heartbeatIntervalMs: hello.heartbeatIntervalMs,
+      connectedAt: now,
+      lastHeartbeatAt: now,
+      session,
+      devices: existing?.devices ?? new Map(),
+    };
+    this.agents.set(entry.id, entry);
+    const row = {
+      id: entry.id,
+      name: entry.name,
+      hostname: entry.hostname,
+      agentVersion: entry.agentVersion,
+      protocolVersion: entry.protocolVersion,
+      adbVersion: entry.adbVersion,
+      heartbeatIntervalMs: entry.heartbeatIntervalMs,
+      connectedAt: now,
+      lastHeartbeatAt: now,
+    };
+    this.db.insert(agents).values(row).onConflictDoUpdate({ target: agents.id, set: row }).run();
+  }
+
+  /** Forgets the stream if it is still the current one. */
+  detach(agentId: string, session: AgentSession): void {
+    const entry = this.agents.get(agentId);
+    if (!entry || entry.session !== session) return;
+    entry.session = null;
+    this.persistHeartbeat(entry);
+  }
+
+  isAttached(agentId: string, session: AgentSession): boolean {
+    return this.agents.get(agentId)?.session === session;
+  }
+
+  heartbeat(agentId: string): void {
+    const entry = this.agents.get(agentId);
+    if (!entry) return;
+    entry.lastHeartbeatAt = this.now();
+    this.dirtyHeartbeats.add(agentId);
+  }
+
+  /** Replaces everything known about this agent's devices. */
+  replaceInventory(agentId: string, reports: DeviceReport[]): void {
+    const entry = this.requireAgent(agentId);
+    const now = this.now();
+    const next = new Map<string, DeviceEntry>();
+    for (const r of reports) next.set(r.serial, toEntry(r, now));
+    entry.devices = next;
+    this.db.transaction((tx) => {
+      tx.delete(devices).where(eq(devices.agentId, agentId)).run();
+      for (const d of next.values()) tx.insert(devices).values(toRow(agentId, d)).run();
+    });
+  }
+
+  upsertDevice(agentId: string, report: DeviceReport): void {
+    const entry = this.requireAgent(agentId);
+    const d = toEntry(report, this.now());
+    entry.devices.set(d.serial, d);
+    const row = toRow(agentId, d);
+    this.db
+      .insert(devices)
+      .values(row)
+      .onConflictDoUpdate({ target: [devices.agentId, devices.serial], set: row })
+      .run();
+  }
+
+  removeDevice(agentId: string, serial: string): void {
+    const entry = this.requireAgent(agentId);
+    entry.devices.delete(serial);
+    this.db
+      .delete(devices)
+      .where(and(eq(devices.agentId, agentId), eq(devices.serial, serial)))
+      .run();
+  }
+
+  /**
+   * Ends the sessions of agents that missed `heartbeatMisses` intervals and
+   * returns their ids. Their devices stay listed as agent-offline.
+   */
+  sweep(): string[] {
+    const now = this.now();
+    const expired: string[] = [];
+    for (const entry of this.agents.values()) {
+      if (!entry.session || entry.lastHeartbeatAt === null) continue;
+      const deadline = entry.lastHeartbeatAt + entry.heartbeatIntervalMs * this.opts.heartbeatMisses;
+      if (now <= deadline) continue;
+      const session = entry.session;
+      entry.session = null;
+      this.persistHeartbeat(entry);
+      expired.push(entry.id);
+      session.terminate(
+        farmError(
+          Code.Unavailable,
+          "AGENT_HEARTBEAT_MISSED",
+          `no heartbeat for ${now - entry.lastHeartbeatAt} ms (${this.opts.heartbeatMisses} intervals of ${entry.heartbeatIntervalMs} ms)`,
+        ),
+      );
+    }
+    return expired;
+  }
+
+  /** Writes batched heartbeat times; called periodically and at shutdown. */
+  flushHeartbeats(): void {
+    if (this.dirtyHeartbeats.size === 0) return;
+    const ids = [...this.dirtyHeartbeats];
+    this.dirtyHeartbeats.clear();
+    this.db.transaction((tx) => {
+      for (const id of ids) {
+        const e = this.agents.get(id);
+        if (e) tx.update(agents).set({ lastHeartbeatAt: e.lastHeartbeatAt }).where(eq(agents.id, id)).run();
+      }
+    });
+  }
+
+  /** Terminates every live session (coordinator shutdown). */
+  terminateAll(err: Error): void {
+    for (const entry of this.agents.values()) {
+      const s = entry.session;
+      if (!s) continue;
+      entry.session = null;
+      s.terminate(err);
+    }
+    this.flushHeartbeats();
+  }
+
+  listAgents(): Agent[] {
+    return [...this.agents.values()].sort(byName).map((e) =>
+      create(AgentSchema, {
+        id: e.id,
+        name: e.name,
+        hostname: e.hostname,
+        online: e.session !== null,
+        agentVersion: e.agentVersion,
+        protocolVersion: e.protocolVersion,
+        adbVersion: e.adbVersion,
+        heartbeatIntervalMs: e.heartbeatIntervalMs,
+        lastHeartbeatTime: e.lastHeartbeatAt === null ? undefined : timestampFromMs(e.lastHeartbeatAt),
+        connectedTime: e.connectedAt === null ? undefined : timestampFromMs(e.connectedAt),
+        deviceCount: e.devices.size,
+      }),
+    );
+  }
+
+  listDevices(filter: DeviceFilter = {}): Device[] {
+    const out: Device[] = [];
+    for (const agent of [...this.agents.values()].sort(byName)) {
+      if (filter.agent && filter.agent !== agent.id && filter.agent !== agent.name) continue;
+      const online = agent.session !== null;
+      const serials = [...agent.devices.keys()].sort();
+      for (const serial of serials) {
+        const d = agent.devices.get(serial) as DeviceEntry;
+        const state = online ? d.state : AGENT_OFFLINE;
+        if (filter.state && filter.state !== state) continue;
+        out.push(
+          create(DeviceSchema, {
+            serial,
+            agentId: agent.id,
+            agentName: agent.name,
+            state,
+            properties: d.properties,
+            updateTime: timestampFromMs(d.updatedAt),
+          }),
+        );
+      }
+    }
+    return out;
+  }
+
+  /** Drops agents (and their devices) from storage, e.g. for `farm agents rm`. */
+  forget(ids: string[]): void {
+    if (ids.length === 0) return;
+    for (const id of ids) this.agents.delete(id);
+    this.db.delete(agents).where(inArray(agents.id, ids)).run();
+  }
+
+  private requireAgent(agentId: string): AgentEntry {
+    const e = this.agents.get(agentId);
+    if (!e) throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "agent is not attached");
+    return e;
+  }
+
+  private persistHeartbeat(entry: AgentEntry): void {
+    this.dirtyHeartbeats.delete(entry.id);
+    this.db.update(agents).set({ lastHeartbeatAt: entry.lastHeartbeatAt }).where(eq(agents.id, entry.id)).run();
+  }
+}
+
+function byName(a: AgentEntry, b: AgentEntry): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+function toEntry(r: DeviceReport, now: number): DeviceEntry {
+  return {
+    serial: r.serial,
+    state: r.state,
+    properties: r.properties ?? create(DevicePropertiesSchema),
+    updatedAt: now,
+  };
+}
+
+function toRow(agentId: string, d: DeviceEntry): typeof devices.$inferInsert {
+  const p = d.properties;
+  const props = {
+    model: p.model,
+    manufacturer: p.manufacturer,
+    apiLevel: p.apiLevel,
+    androidVersion: p.androidVersion,
+    abi: p.abi,
+    serialno: p.serialno,
+    bootId: p.bootId,
+  };
+  return { agentId, serial: d.serial, state: d.state, properties: JSON.stringify(props), updatedAt: d.updatedAt };
+}
+
+function parseProperties(json: string): DeviceProperties {
+  try {
+    return create(DevicePropertiesSchema, JSON.parse(json) as Record<string, unknown>);
+  } catch {
+    return create(DevicePropertiesSchema);
+  }
+}

@@ -1,0 +1,98 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorDetailSchema } from "./gen/farm/v1/error_pb.js";
+
+/**
+ * Stable error codes. Clients branch on these, never on messages, so a code
+ * is never renamed once shipped.
+ */
+export const ErrorCodes = {
+  invalidArgument: "INVALID_ARGUMENT",
+  unauthenticated: "UNAUTHENTICATED",
+  permissionDenied: "PERMISSION_DENIED",
+  notFound: "NOT_FOUND",
+  alreadyExists: "ALREADY_EXISTS",
+  agentAlreadyAttached: "AGENT_ALREADY_ATTACHED",
+  agentVersionIncompatible: "AGENT_VERSION_INCOMPATIBLE",
+  agentProtocolViolation: "AGENT_PROTOCOL_VIOLATION",
+  coordinatorUnavailable: "COORDINATOR_UNAVAILABLE",
+  deadlineExceeded: "DEADLINE_EXCEEDED",
+  deviceOffline: "DEVICE_OFFLINE",
+  notImplemented: "NOT_IMPLEMENTED",
+  internal: "INTERNAL",
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes] | (string & {});
+
+/** Plain-data form of a failure, as the CLI prints it. */
+export interface ErrorReport {
+  ok: false;
+  code: ErrorCode;
+  message: string;
+  field?: string;
+}
+
+/** A ConnectError carrying a farm ErrorDetail with the stable code. */
+export function farmError(
+  grpcCode: Code,
+  code: ErrorCode,
+  message: string,
+  field?: string,
+): ConnectError {
+  return new ConnectError(message, grpcCode, undefined, [
+    { desc: ErrorDetailSchema, value: { code, field: field ?? "" } },
+  ]);
+}
+
+export function invalidArgument(field: string, message: string): ConnectError {
+  return farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, message, field);
+}
+
+/** Maps any thrown value to the report the CLI prints. */
+export function toErrorReport(err: unknown): ErrorReport {
+  if (err instanceof CliError) {
+    return withField({ ok: false, code: err.code, message: err.message }, err.field);
+  }
+  const ce = ConnectError.from(err);
+  const detail = ce.findDetails(ErrorDetailSchema)[0];
+  if (detail !== undefined && detail.code !== "") {
+    return withField({ ok: false, code: detail.code, message: ce.rawMessage }, detail.field);
+  }
+  return { ok: false, code: codeForGrpc(ce.code), message: ce.rawMessage };
+}
+
+/** An error raised on the client side before any RPC, e.g. bad flags. */
+export class CliError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = "CliError";
+  }
+}
+
+function withField(report: ErrorReport, field: string | undefined): ErrorReport {
+  return field ? { ...report, field } : report;
+}
+
+function codeForGrpc(code: Code): ErrorCode {
+  switch (code) {
+    case Code.Unauthenticated:
+      return ErrorCodes.unauthenticated;
+    case Code.PermissionDenied:
+      return ErrorCodes.permissionDenied;
+    case Code.InvalidArgument:
+      return ErrorCodes.invalidArgument;
+    case Code.NotFound:
+      return ErrorCodes.notFound;
+    case Code.DeadlineExceeded:
+      return ErrorCodes.deadlineExceeded;
+    case Code.Unavailable:
+      return ErrorCodes.coordinatorUnavailable;
+    case Code.Unimplemented:
+      return ErrorCodes.notImplemented;
+    default:
+      return ErrorCodes.internal;
+  }
+}
