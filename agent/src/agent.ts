@@ -4,6 +4,7 @@ import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
 import { loadAgentIdentity } from "./agent-identity.js";
 import { DeviceWatcher } from "./device-watcher.js";
+import { adbServerListening } from "./adb-probe.js";
 import { Uplink } from "./uplink.js";
 
 export interface AgentOptions {
@@ -13,6 +14,8 @@ export interface AgentOptions {
   adb: AdbServerAddress;
   name?: string;
   heartbeatIntervalMs?: number;
+  /** Start the adb server when it is not running (adb's own behaviour). Default true. */
+  startAdbServer?: boolean;
   log?: Logger;
   onAttachedChange?: (attached: boolean) => void;
 }
@@ -29,7 +32,12 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const identity = await loadAgentIdentity(opts.dataDir);
   const name = opts.name ?? hostname();
   const log = (opts.log ?? createLogger({ base: { component: "agent" } })).child({ agentId: identity.id });
-  const watcher = new DeviceWatcher({ adb: createAdbClient(opts.adb), log });
+  const watcher = new DeviceWatcher({
+    adb: createAdbClient(opts.adb),
+    server: opts.adb,
+    log,
+    ...(opts.startAdbServer === false ? { serverAvailable: () => adbServerListening(opts.adb) } : {}),
+  });
   watcher.start();
   const uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,

@@ -3,7 +3,8 @@ import { Backoff } from "@farm/shared/backoff";
 import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
-import type { AdbClient } from "./adb-client.js";
+import type { AdbClient, AdbServerAddress } from "./adb-client.js";
+import { AdbDeviceTracker, type AdbDeviceEntry } from "./adb-device-tracker.js";
 import { readDeviceProperties } from "./device-properties.js";
 
 export type DeviceEvent = { kind: "upsert"; report: DeviceReport } | { kind: "removed"; serial: string };
@@ -17,23 +18,30 @@ interface Known {
 
 export interface DeviceWatcherOptions {
   adb: AdbClient;
+  server: AdbServerAddress;
   log: Logger;
   /** Upper bound for reading one device's properties. */
   propertyTimeoutMs?: number;
   backoff?: { initialMs: number; maxMs: number };
+  /**
+   * Checked before each (re)connection; when it says no, tracking waits and
+   * retries instead of letting adbkit start a server of its own.
+   */
+  serverAvailable?: () => Promise<boolean>;
 }
 
 /**
  * Follows the adb server's device list (host:track-devices) and keeps the
  * properties of every online device. When the adb server goes away (restart,
- * crash) tracking is re-established with backoff and the list reconciled.
+ * crash) tracking is re-established with backoff; the first list from the new
+ * server is reconciled against what was known, so vanished devices are removed.
  */
 export class DeviceWatcher {
   private readonly known = new Map<string, Known>();
   private readonly listeners = new Set<(e: DeviceEvent) => void>();
   private readonly backoff: Backoff;
   private stopped = false;
-  private tracker: { end(): unknown } | undefined;
+  private tracker: AdbDeviceTracker | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private adbVersionText = "";
 
@@ -52,7 +60,7 @@ export class DeviceWatcher {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.retryTimer);
-    this.tracker?.end();
+    this.tracker?.stop();
   }
 
   onEvent(listener: (e: DeviceEvent) => void): () => void {
@@ -77,32 +85,24 @@ export class DeviceWatcher {
   private async track(): Promise<void> {
     if (this.stopped) return;
     try {
-      this.adbVersionText = String(await this.opts.adb.version());
-      const tracker = await this.opts.adb.trackDevices();
-      if (this.stopped) {
-        tracker.end();
-        return;
+      if (this.opts.serverAvailable && !(await this.opts.serverAvailable())) {
+        throw new Error("adb server is not running (and starting it is disabled)");
       }
+      // Through adbkit, which starts the server when absent (unless disabled above).
+      this.adbVersionText = String(await this.opts.adb.version());
+      if (this.stopped) return;
+      const tracker = new AdbDeviceTracker();
       this.tracker = tracker;
-      let first = true;
-      tracker.on("changeSet", (set: { added: Dev[]; changed: Dev[]; removed: Dev[] }) => {
+      tracker.on("list", (list: AdbDeviceEntry[]) => {
         this.backoff.reset();
-        if (first) {
-          // The first update of a new tracking connection is the full list.
-          first = false;
-          this.reconcile(set.added);
-          return;
-        }
-        for (const d of [...set.added, ...set.changed]) this.setState(d.id, d.type);
-        for (const d of set.removed) this.remove(d.id);
+        this.reconcile(list);
       });
-      const restart = (reason: string) => {
+      tracker.once("end", (err: Error | undefined) => {
         if (this.tracker !== tracker) return;
         this.tracker = undefined;
-        this.scheduleRetry(reason);
-      };
-      tracker.on("end", () => restart("adb tracking ended"));
-      tracker.on("error", (err: Error) => restart(err.message));
+        this.scheduleRetry(err?.message ?? "adb tracking ended");
+      });
+      tracker.start(this.opts.server);
     } catch (err) {
       this.scheduleRetry((err as Error).message);
     }
@@ -115,15 +115,16 @@ export class DeviceWatcher {
     this.retryTimer = setTimeout(() => void this.track(), delay);
   }
 
-  private reconcile(current: Dev[]): void {
-    const present = new Set(current.map((d) => d.id));
+  /** Applies a complete device list from adb. */
+  private reconcile(current: AdbDeviceEntry[]): void {
+    const present = new Set(current.map((d) => d.serial));
     for (const serial of [...this.known.keys()]) if (!present.has(serial)) this.remove(serial);
-    for (const d of current) this.setState(d.id, d.type, true);
+    for (const d of current) this.setState(d.serial, d.state);
   }
 
-  private setState(serial: string, state: string, refresh = false): void {
+  private setState(serial: string, state: string): void {
     const prev = this.known.get(serial);
-    if (prev && prev.state === state && !refresh) return;
+    if (prev && prev.state === state) return;
     const k: Known = { state, properties: prev?.properties, generation: (prev?.generation ?? 0) + 1 };
     this.known.set(serial, k);
     this.emit({ kind: "upsert", report: this.report(serial, k) });
@@ -155,9 +156,4 @@ export class DeviceWatcher {
       clearTimeout(timer);
     }
   }
-}
-
-interface Dev {
-  id: string;
-  type: string;
 }

@@ -38,7 +38,6 @@ export function isGroup(node: CommandNode): node is CommandGroup {
 export const clientOptions: OptionSpec = {
   coordinator: { type: "string" },
   "token-file": { type: "string" },
-  output: { type: "string" },
   timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
 };

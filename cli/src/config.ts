@@ -2,18 +2,16 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CliError, ErrorCodes } from "@farm/shared/errors";
 import { defaultConfigFile, defaultFarmHome, standaloneFiles } from "@farm/shared/paths";
-import type { OutputFormat } from "./output.js";
 
 export interface ClientConfig {
   coordinator: string;
   /** Where the coordinator URL came from, for error messages. */
   coordinatorSource: string;
   token: string | undefined;
-  output: OutputFormat | undefined;
 }
 
 export interface ConfigInputs {
-  flags: { coordinator?: string | undefined; tokenFile?: string | undefined; output?: string | undefined };
+  flags: { coordinator?: string | undefined; tokenFile?: string | undefined };
   env: NodeJS.ProcessEnv;
 }
 
@@ -32,7 +30,7 @@ export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";
  * files > built-in defaults.
  */
 export function resolveClientConfig({ flags, env }: ConfigInputs): ClientConfig {
-  const configPath = env["FARM_CONFIG"] || defaultConfigFile(env);
+  const configPath = configFilePath(env);
   const file = readConfigFile(configPath);
   const home = defaultFarmHome(env);
   const standalone = readStandalone(join(home, standaloneFiles.address));
@@ -52,11 +50,20 @@ export function resolveClientConfig({ flags, env }: ConfigInputs): ClientConfig 
   else if (file.tokenFile) token = readTokenFile(file.tokenFile, "tokenFile");
   else token = readOptional(join(home, standaloneFiles.adminToken));
 
-  const output = flags.output ?? env["FARM_OUTPUT"] ?? file.output;
-  if (output !== undefined && output !== "json" && output !== "pretty") {
-    throw new CliError(ErrorCodes.invalidArgument, `output must be json or pretty, got "${output}"`, "output");
+  return { coordinator, coordinatorSource, token };
+}
+
+/** The config file's "output" setting, if any (main decides the format). */
+export function configuredOutput(env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    return readConfigFile(configFilePath(env)).output;
+  } catch {
+    return undefined;
   }
-  return { coordinator, coordinatorSource, token, output };
+}
+
+function configFilePath(env: NodeJS.ProcessEnv): string {
+  return env["FARM_CONFIG"] || defaultConfigFile(env);
 }
 
 function readConfigFile(path: string): FileConfig {

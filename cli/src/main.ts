@@ -5,6 +5,7 @@ import { CliError, ErrorCodes } from "@farm/shared/errors";
 import { FARM_VERSION } from "@farm/shared/version";
 import { isGroup, type Command, type CommandNode } from "./command.js";
 import { createPrinter, defaultFormat, type OutputFormat } from "./output.js";
+import { configuredOutput } from "./config.js";
 import { agentsCommand } from "./commands/agents.js";
 import { devicesCommand } from "./commands/devices.js";
 import { tokenGroup } from "./commands/token.js";
@@ -31,7 +32,7 @@ function rootHelp(): string {
     "Commands:",
     ...lines,
     "",
-    "Client flags: --coordinator URL, --token-file FILE, --output json|pretty, --timeout MS",
+    "Flags: --output json|pretty (every command); clients also --coordinator URL, --token-file FILE, --timeout MS",
     "Environment: FARM_COORDINATOR, FARM_TOKEN, FARM_HOME, FARM_CONFIG",
     "Run `farm <command> --help` for a command's flags.",
   ].join("\n");
@@ -46,20 +47,38 @@ function groupHelp(name: string, cmds: Command[], summary: string): string {
   return [`farm ${name}: ${summary}`, "", "Subcommands:", ...cmds.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`)].join("\n");
 }
 
-/** Picks the output format before parsing so even flag errors honour it. */
-function outputFormat(argv: string[], env: NodeJS.ProcessEnv): OutputFormat {
-  const i = argv.findIndex((a) => a === "--output" || a.startsWith("--output="));
-  const v = i < 0 ? env["FARM_OUTPUT"] : argv[i]?.includes("=") ? argv[i]?.split("=")[1] : argv[i + 1];
-  return v === "json" || v === "pretty" ? v : defaultFormat();
+/**
+ * Takes `--output json|pretty` out of argv (every command accepts it) and
+ * picks the format before parsing anything else, so even flag errors honour
+ * it: flag > FARM_OUTPUT > config file > json unless stdout is a terminal.
+ */
+function takeOutputFormat(argv: string[], env: NodeJS.ProcessEnv): { format: OutputFormat; rest: string[]; bad?: string } {
+  const rest: string[] = [];
+  let flag: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--output") flag = argv[++i] ?? "";
+    else if (a.startsWith("--output=")) flag = a.slice("--output=".length);
+    else rest.push(a);
+  }
+  const v = flag ?? env["FARM_OUTPUT"] ?? configuredOutput(env);
+  if (v === undefined) return { format: defaultFormat(), rest };
+  if (v === "json" || v === "pretty") return { format: v, rest };
+  return { format: "json", rest, bad: v };
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const printer = createPrinter(outputFormat(argv, env));
+  const output = takeOutputFormat(argv, env);
+  const printer = createPrinter(output.format);
+  argv = output.rest;
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
+    if (output.bad !== undefined) {
+      throw new CliError(ErrorCodes.invalidArgument, `--output must be json or pretty, got "${output.bad}"`, "output");
+    }
     const [first, ...rest] = argv;
     if (first === undefined || first === "--help" || first === "-h" || first === "help") {
       process.stdout.write(rootHelp() + "\n");

@@ -15,7 +15,6 @@ export function clientSession(ctx: CommandContext, parsed: Parsed): ClientSessio
     flags: {
       coordinator: stringFlag(parsed, "coordinator"),
       tokenFile: stringFlag(parsed, "token-file"),
-      output: stringFlag(parsed, "output"),
     },
     env: ctx.env,
   });

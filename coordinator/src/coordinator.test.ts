@@ -11,6 +11,7 @@ import { createLogger } from "@farm/shared/log";
 import { PROTOCOL_VERSION } from "@farm/shared/version";
 import { AgentService, AttachRequestSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
 import { ListTokensResponseSchema, TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { Health, HealthCheckResponse_ServingStatus } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { startCoordinator, type RunningCoordinator } from "./coordinator.js";
@@ -53,6 +54,16 @@ async function attach(agentId: string, token: string, version = PROTOCOL_VERSION
   } catch (err) {
     out.close();
     return { ok: false as const, error: toErrorReport(err) };
+  }
+}
+
+async function waitForValue<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((res) => setTimeout(res, 20));
   }
 }
 
@@ -143,6 +154,45 @@ describe("coordinator", () => {
     const agents = await createClient(RegistryService, grpc(admin)).listAgents({});
     expect(agents.agents.find((a) => a.id === "same-id")?.online).toBe(true);
     if (first.ok) first.out.close();
+  });
+
+  it("lists an attached agent's devices identically over binary gRPC and Connect JSON", async () => {
+    const r = await attach("inventory-agent", agentToken);
+    if (!r.ok) throw new Error(r.error.message);
+    r.out.push(
+      create(AttachRequestSchema, {
+        kind: {
+          case: "inventory",
+          value: {
+            devices: [
+              { serial: "s2", state: "offline" },
+              { serial: "s1", state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN1", bootId: "b" } },
+            ],
+          },
+        },
+      }),
+    );
+    const grpcClient = createClient(RegistryService, grpc(admin));
+    const devices = await waitForValue(async () => {
+      const d = (await grpcClient.listDevices({ agent: "inventory-agent" })).devices;
+      return d.length === 2 ? d : undefined;
+    });
+    expect(devices.map((d) => [d.serial, d.state, d.properties?.model ?? ""])).toEqual([
+      ["s1", "device", "Pixel 7"],
+      ["s2", "offline", ""],
+    ]);
+    const json = createClient(RegistryService, createConnectTransport({ baseUrl: coordinator.url, httpVersion: "1.1", interceptors: [bearer(admin)] }));
+    const viaJson = (await json.listDevices({ agent: "inventory-agent" })).devices;
+    expect(viaJson.map((d) => toJsonString(DeviceSchema, d))).toEqual(devices.map((d) => toJsonString(DeviceSchema, d)));
+    expect((await grpcClient.listDevices({ agent: "inventory-agent", state: "offline" })).devices.map((d) => d.serial)).toEqual(["s2"]);
+
+    // The agent's stream ends: its devices stay listed, as agent-offline.
+    r.out.close();
+    const after = await waitForValue(async () => {
+      const d = (await grpcClient.listDevices({ agent: "inventory-agent" })).devices;
+      return d.every((x) => x.state === "agent-offline") ? d : undefined;
+    });
+    expect(after.map((d) => d.serial)).toEqual(["s1", "s2"]);
   });
 
   it("rejects a stream that does not start with hello", async () => {

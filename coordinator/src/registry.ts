@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { eq, and, inArray } from "drizzle-orm";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import {
@@ -29,6 +29,8 @@ interface DeviceEntry {
   state: string;
   properties: DeviceProperties;
   updatedAt: number;
+  /** Encoded Device as last listed, and the state/agent it was encoded for. */
+  wire?: { key: string; bytes: Uint8Array };
 }
 
 interface AgentEntry {
@@ -249,7 +251,24 @@ export class Registry {
   }
 
   listDevices(filter: DeviceFilter = {}): Device[] {
-    const out: Device[] = [];
+    return this.selectDevices(filter, (agent, d, state) => toDevice(agent, d, state));
+  }
+
+  /**
+   * The same list as encoded Device messages. Each device is encoded once
+   * and reused until it changes, so listing thousands of devices costs a
+   * copy rather than thousands of reflective encodes.
+   */
+  listDevicesEncoded(filter: DeviceFilter = {}): Uint8Array[] {
+    return this.selectDevices(filter, (agent, d, state) => {
+      const key = `${state}\0${agent.name}`;
+      if (d.wire?.key !== key) d.wire = { key, bytes: toBinary(DeviceSchema, toDevice(agent, d, state)) };
+      return d.wire.bytes;
+    });
+  }
+
+  private selectDevices<T>(filter: DeviceFilter, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): T[] {
+    const out: T[] = [];
     for (const agent of [...this.agents.values()].sort(byName)) {
       if (filter.agent && filter.agent !== agent.id && filter.agent !== agent.name) continue;
       const online = agent.session !== null;
@@ -258,16 +277,7 @@ export class Registry {
         const d = agent.devices.get(serial) as DeviceEntry;
         const state = online ? d.state : AGENT_OFFLINE;
         if (filter.state && filter.state !== state) continue;
-        out.push(
-          create(DeviceSchema, {
-            serial,
-            agentId: agent.id,
-            agentName: agent.name,
-            state,
-            properties: d.properties,
-            updateTime: timestampFromMs(d.updatedAt),
-          }),
-        );
+        out.push(map(agent, d, state));
       }
     }
     return out;
@@ -294,6 +304,17 @@ export class Registry {
 
 function byName(a: AgentEntry, b: AgentEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+function toDevice(agent: AgentEntry, d: DeviceEntry, state: string): Device {
+  return create(DeviceSchema, {
+    serial: d.serial,
+    agentId: agent.id,
+    agentName: agent.name,
+    state,
+    properties: d.properties,
+    updateTime: timestampFromMs(d.updatedAt),
+  });
 }
 
 function toEntry(r: DeviceReport, now: number): DeviceEntry {

@@ -13,7 +13,7 @@ export const agentCommand: Command = {
   name: "agent",
   summary: "Run the agent for the phones on this host",
   usage:
-    "farm agent --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--heartbeat-interval MS]",
+    "farm agent --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start]",
   options: {
     coordinator: { type: "string" },
     "data-dir": { type: "string" },
@@ -22,6 +22,7 @@ export const agentCommand: Command = {
     "adb-host": { type: "string" },
     "adb-port": { type: "string" },
     "heartbeat-interval": { type: "string" },
+    "no-adb-start": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
   async run(ctx) {
@@ -39,6 +40,7 @@ export const agentCommand: Command = {
       dataDir,
       adb,
       heartbeatIntervalMs,
+      startAdbServer: parsed.values["no-adb-start"] !== true,
       ...(name ? { name } : {}),
     });
     ctx.printer.result({ agentId: agent.id, name: agent.name, dataDir }, () => `agent ${agent.name} (${agent.id}) started`);

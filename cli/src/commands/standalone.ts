@@ -16,13 +16,14 @@ import { adbServerAddress } from "../adb-address.js";
 export const standaloneCommand: Command = {
   name: "standalone",
   summary: "Run coordinator and agent in one process on loopback (single machine)",
-  usage: "farm standalone [--listen 127.0.0.1:PORT] [--data-dir DIR] [--adb-host H] [--adb-port N] [--heartbeat-interval MS]",
+  usage: "farm standalone [--listen 127.0.0.1:PORT] [--data-dir DIR] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start]",
   options: {
     listen: { type: "string" },
     "data-dir": { type: "string" },
     "adb-host": { type: "string" },
     "adb-port": { type: "string" },
     "heartbeat-interval": { type: "string" },
+    "no-adb-start": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
   async run(ctx) {
@@ -45,6 +46,7 @@ export const standaloneCommand: Command = {
       dataDir: join(dataDir, "agent"),
       adb,
       heartbeatIntervalMs,
+      startAdbServer: parsed.values["no-adb-start"] !== true,
     });
     const addressFile = join(dataDir, standaloneFiles.address);
     await writePrivateFile(addressFile, JSON.stringify({ url: coordinator.url, pid: process.pid }) + "\n");

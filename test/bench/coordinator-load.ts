@@ -1,0 +1,224 @@
+/**
+ * Coordinator load: many lightweight simulated agents (gRPC clients only, no
+ * adb) attach to a real coordinator process, each reporting devices and
+ * heartbeating. Prints the coordinator's CPU as a fraction of one core, the
+ * ListDevices latency over all devices, and peak RSS, each as a ratio to its
+ * target and to a baseline measured in the same run.
+ *
+ *   node test/dist/bench/coordinator-load.js [--agents 1000] [--devices 10] [--heartbeat-ms 5000] [--window-s 30]
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { performance } from "node:perf_hooks";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AsyncQueue } from "@farm/shared/async-queue";
+import { PROTOCOL_VERSION } from "@farm/shared/version";
+import { AgentService, AttachRequestSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { ListDevicesResponseSchema, RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { startFarm } from "../support/farm-process.js";
+import { makeTempDir } from "../support/temp-dir.js";
+import { cpuSeconds, median, memoryMiB, percentile } from "./proc-stats.js";
+
+const { values } = parseArgs({
+  options: {
+    agents: { type: "string", default: "1000" },
+    devices: { type: "string", default: "10" },
+    "heartbeat-ms": { type: "string", default: "5000" },
+    "window-s": { type: "string", default: "30" },
+  },
+});
+const AGENTS = Number(values.agents);
+const DEVICES = Number(values.devices);
+const HEARTBEAT_MS = Number(values["heartbeat-ms"]);
+const WINDOW_S = Number(values["window-s"]);
+
+const bearer =
+  (token: string): Interceptor =>
+  (next) =>
+  (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+
+async function timeCalls(n: number, call: () => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+function deviceReports(agent: number) {
+  return Array.from({ length: DEVICES }, (_, d) => ({
+    serial: `bench-${agent}-${d}`,
+    state: "device",
+    properties: {
+      model: "Pixel 7",
+      manufacturer: "Google",
+      apiLevel: 34,
+      androidVersion: "14",
+      abi: "arm64-v8a",
+      serialno: `SN${agent}X${d}`,
+      bootId: "00000000-0000-4000-8000-000000000000",
+    },
+  }));
+}
+
+/** One simulated agent: its own HTTP/2 connection and control stream. */
+async function attachAgent(url: string, token: string, i: number, stop: AbortSignal): Promise<void> {
+  const transport: Transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(token)] });
+  const out = new AsyncQueue<AttachRequest>();
+  out.push(
+    create(AttachRequestSchema, {
+      kind: {
+        case: "hello",
+        value: {
+          agentId: `bench-agent-${i}`,
+          name: `bench-${String(i).padStart(4, "0")}`,
+          hostname: `lab-${i}`,
+          protocolVersion: PROTOCOL_VERSION,
+          agentVersion: "bench",
+          heartbeatIntervalMs: HEARTBEAT_MS,
+        },
+      },
+    }),
+  );
+  const it = createClient(AgentService, transport).attach(out, { signal: stop })[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done || first.value.kind.case !== "helloAccepted") throw new Error(`agent ${i} not accepted`);
+  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: deviceReports(i) } } }));
+  // Random phase so heartbeats spread over the interval as real agents' do.
+  let seq = 0n;
+  const beat = () => out.push(create(AttachRequestSchema, { kind: { case: "heartbeat", value: { sequence: ++seq } } }));
+  const phase = setTimeout(() => {
+    beat();
+    const t = setInterval(beat, HEARTBEAT_MS);
+    stop.addEventListener("abort", () => clearInterval(t), { once: true });
+  }, Math.random() * HEARTBEAT_MS);
+  stop.addEventListener("abort", () => {
+    clearTimeout(phase);
+    out.close();
+  }, { once: true });
+  void (async () => {
+    try {
+      for (;;) if ((await it.next()).done) break;
+    } catch {
+      /* stream ends at shutdown */
+    }
+  })();
+}
+
+async function main(): Promise<void> {
+  const dir = await makeTempDir("bench");
+  const coord = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "data")], { FARM_LOG_LEVEL: "warn" });
+  const stop = new AbortController();
+  try {
+    const url = coord.ready["url"] as string;
+    const admin = (await readFile(coord.ready["adminTokenFile"] as string, "utf8")).trim();
+    const userTransport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(admin)] });
+    const registry = createClient(RegistryService, userTransport);
+    const health = createClient(Health, userTransport);
+    const agentToken = (await createClient(TokenService, userTransport).createToken({ name: "bench", kind: TokenKind.AGENT })).token;
+
+    // Baselines in this run: an empty RPC, and the idle process.
+    await timeCalls(50, () => health.check({}));
+    const baselineRpc = median(await timeCalls(200, () => health.check({})));
+    const idleMem = memoryMiB(coord.pid);
+    const idleCpu0 = cpuSeconds(coord.pid);
+    const idleT0 = performance.now();
+    await new Promise((r) => setTimeout(r, 3_000));
+    const idleCpu = (cpuSeconds(coord.pid) - idleCpu0) / ((performance.now() - idleT0) / 1000);
+
+    const attachT0 = performance.now();
+    for (let i = 0; i < AGENTS; i += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, AGENTS - i) }, (_, k) => attachAgent(url, agentToken, i + k, stop.signal)));
+    }
+    for (;;) {
+      const n = (await registry.listDevices({})).devices.length;
+      if (n >= AGENTS * DEVICES) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const attachS = (performance.now() - attachT0) / 1000;
+
+    // Steady state: heartbeats only.
+    const cpu0 = cpuSeconds(coord.pid);
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+    const loadCpu = (cpuSeconds(coord.pid) - cpu0) / ((performance.now() - t0) / 1000);
+
+    const serverMs: number[] = [];
+    const list = await timeCalls(30, () =>
+      registry.listDevices(
+        {},
+        {
+          onHeader: (h) => {
+            const dur = /dur=([\d.]+)/.exec(h.get("server-timing") ?? "")?.[1];
+            if (dur) serverMs.push(Number(dur));
+          },
+        },
+      ),
+    );
+    const listMedian = median(list);
+    const serverMedian = median(serverMs);
+    // The same call as raw bytes (Connect protocol, binary), to split the
+    // end-to-end time into coordinator + transfer and client-side decoding.
+    let body = new Uint8Array();
+    const raw = await timeCalls(30, async () => {
+      const res = await fetch(`${url}/farm.v1.RegistryService/ListDevices`, {
+        method: "POST",
+        headers: { "content-type": "application/proto", authorization: `Bearer ${admin}` },
+        body: new Uint8Array(),
+      });
+      body = new Uint8Array(await res.arrayBuffer());
+    });
+    const rawMedian = median(raw);
+    const decodeMedian = median(await timeCalls(10, async () => fromBinary(ListDevicesResponseSchema, body)));
+    const agentsOnline = (await registry.listAgents({})).agents.filter((a) => a.online).length;
+    const mem = memoryMiB(coord.pid);
+
+    const r = (x: number) => x.toFixed(3);
+    const report = {
+      agents: AGENTS,
+      devicesPerAgent: DEVICES,
+      heartbeatMs: HEARTBEAT_MS,
+      agentsOnline,
+      attachSeconds: Number(attachS.toFixed(2)),
+      coordinatorCpuCores: Number(r(loadCpu)),
+      idleCpuCores: Number(r(idleCpu)),
+      cpuRatioToTarget: Number(r(loadCpu / 0.1)),
+      listDevicesMedianMs: Number(listMedian.toFixed(2)),
+      listDevicesP90Ms: Number(percentile(list, 90).toFixed(2)),
+      listDevicesServerMedianMs: Number(serverMedian.toFixed(2)),
+      listDevicesBytesMedianMs: Number(rawMedian.toFixed(2)),
+      listDevicesDecodeMedianMs: Number(decodeMedian.toFixed(2)),
+      responseBytes: body.length,
+      baselineEmptyRpcMs: Number(baselineRpc.toFixed(2)),
+      listDevicesRatioToEmptyRpc: Number(r(listMedian / baselineRpc)),
+      listDevicesRatioToTarget: Number(r(listMedian / 100)),
+      peakRssMiB: Number(mem.peakRss.toFixed(1)),
+      idleRssMiB: Number(idleMem.rss.toFixed(1)),
+      peakRssRatioToIdle: Number(r(mem.peakRss / idleMem.rss)),
+    };
+    console.log(`coordinator load: ${AGENTS} agents x ${DEVICES} devices, heartbeat ${HEARTBEAT_MS} ms, window ${WINDOW_S} s`);
+    console.log(`  agents online          ${agentsOnline}/${AGENTS} (attached in ${attachS.toFixed(1)} s)`);
+    console.log(`  coordinator CPU        ${(loadCpu * 100).toFixed(2)}% of one core  (ratio to 10% target: ${r(loadCpu / 0.1)}; idle ${(idleCpu * 100).toFixed(2)}%)`);
+    console.log(`  ListDevices (${AGENTS * DEVICES})  median ${listMedian.toFixed(1)} ms  (ratio to 100 ms target: ${r(listMedian / 100)}; to empty RPC ${baselineRpc.toFixed(2)} ms: ${r(listMedian / baselineRpc)}x)`);
+    console.log(`  ListDevices split      registry ${serverMedian.toFixed(1)} ms; request to last byte ${rawMedian.toFixed(1)} ms (ratio to target ${r(rawMedian / 100)}); client decode of ${(body.length / 1048576).toFixed(1)} MiB ${decodeMedian.toFixed(1)} ms`);
+    console.log(`  peak RSS               ${mem.peakRss.toFixed(0)} MiB  (idle ${idleMem.rss.toFixed(0)} MiB, ratio ${r(mem.peakRss / idleMem.rss)})`);
+    console.log(JSON.stringify(report));
+  } finally {
+    stop.abort();
+    await coord.stop();
+    await dir.remove();
+  }
+}
+
+await main();
+process.exit(0);

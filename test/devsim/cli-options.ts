@@ -1,0 +1,67 @@
+import { parseArgs } from 'node:util';
+import { adbPortFromEnv } from './host/devsim.js';
+
+export interface CliOptions {
+  devices: number;
+  adbPort: number;
+  host: string;
+  connect: boolean;
+  format: 'json' | 'table';
+  help: boolean;
+}
+
+export const USAGE = `Usage: npm run devsim -- [options]
+
+Starts simulated Android devices that speak adbd's protocol on loopback
+ports, connects them to an adb server with \`adb connect\`, prints one line
+per device, and runs until SIGINT/SIGTERM (then disconnects them).
+
+Options:
+  --devices N       number of devices (default 1); each imitates a different phone
+  --adb-port N      adb server port (default $ANDROID_ADB_SERVER_PORT or 5037);
+                    like the adb CLI, \`adb connect\` starts a server there if none runs
+  --host ADDR       address to listen on (default 127.0.0.1)
+  --no-connect      only listen; do not run \`adb connect\`
+  --format F        json (one JSON object per line: serial, port, serialno, model)
+                    or table (default: table on a terminal, json otherwise)
+  -h, --help        show this help
+
+Environment:
+  ANDROID_ADB_SERVER_PORT   default adb server port
+  ADB                       adb executable (default: adb on PATH)
+  DEVSIM_DEBUG              1: log connections; packets: also trace every packet`;
+
+/** Parses argv (without node and script); throws with a message on bad input. */
+export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, isTty = false): CliOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      devices: { type: 'string' },
+      'adb-port': { type: 'string' },
+      host: { type: 'string' },
+      'no-connect': { type: 'boolean' },
+      format: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const devices = values.devices === undefined ? 1 : positiveInt('--devices', values.devices);
+  const adbPort = values['adb-port'] === undefined ? adbPortFromEnv(env) : positiveInt('--adb-port', values['adb-port']);
+  if (adbPort > 65535) throw new Error('--adb-port must be at most 65535');
+  const format = values.format ?? (isTty ? 'table' : 'json');
+  if (format !== 'json' && format !== 'table') throw new Error(`--format must be json or table, not ${format}`);
+  return {
+    devices,
+    adbPort,
+    host: values.host ?? '127.0.0.1',
+    connect: !values['no-connect'],
+    format,
+    help: values.help ?? false,
+  };
+}
+
+function positiveInt(name: string, text: string): number {
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1) throw new Error(`${name} needs a positive integer, not ${JSON.stringify(text)}`);
+  return Number(text);
+}

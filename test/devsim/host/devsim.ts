@@ -1,0 +1,102 @@
+import { DEVICE_PROFILES } from '../device/device-profiles.js';
+import { SimDevice, randomSerialno, type SimDeviceOptions } from '../device/sim-device.js';
+import { DEFAULT_ADB_SERVER_PORT } from '../transport/port-rules.js';
+import { adbConnect, adbDisconnect } from './adb-connect.js';
+
+export interface DevsimOptions {
+  /** How many devices (each a different phone model), or one options object per device. */
+  devices: number | SimDeviceOptions[];
+  /** adb server to connect them to; default $ANDROID_ADB_SERVER_PORT or 5037. */
+  adbPort?: number;
+  /** Run `adb connect` for each device (default true). */
+  connect?: boolean;
+  /** Interface to listen on (default 127.0.0.1). */
+  host?: string;
+  /** Deadline per device for connect/disconnect (default 10 s). */
+  timeoutMs?: number;
+}
+
+export interface DevsimDevice {
+  /** adb serial (`HOST:PORT`), as `adb devices` lists it. */
+  serial: string;
+  port: number;
+  device: SimDevice;
+}
+
+export interface Devsim {
+  devices: DevsimDevice[];
+  adbPort: number;
+  /** Disconnects the devices from adb (if connected) and closes them. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** adb server port from ANDROID_ADB_SERVER_PORT, else 5037 (the CLI's rule). */
+export function adbPortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const port = Number(env['ANDROID_ADB_SERVER_PORT']);
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_ADB_SERVER_PORT;
+}
+
+/**
+ * Options for device i of n generated ones: profiles cycle through the
+ * catalogue, and models get a suffix on repeats so every device differs.
+ */
+export function generatedDeviceOptions(count: number): SimDeviceOptions[] {
+  const serials = new Set<string>();
+  return Array.from({ length: count }, (_, index) => {
+    let serialno = randomSerialno();
+    while (serials.has(serialno)) serialno = randomSerialno();
+    serials.add(serialno);
+    const profile = DEVICE_PROFILES[index % DEVICE_PROFILES.length]!;
+    const round = Math.floor(index / DEVICE_PROFILES.length);
+    return {
+      serialno,
+      profile,
+      ...(round > 0 ? { props: { 'ro.product.model': `${profile.model} (${round + 1})` } } : {}),
+    };
+  });
+}
+
+/** Starts simulated devices and (by default) connects them to an adb server. */
+export async function startDevsim(options: DevsimOptions): Promise<Devsim> {
+  const adbPort = options.adbPort ?? adbPortFromEnv();
+  const host = options.host ?? '127.0.0.1';
+  const connect = options.connect ?? true;
+  const timeout = { timeoutMs: options.timeoutMs ?? 10_000 };
+  const deviceOptions =
+    typeof options.devices === 'number'
+      ? generatedDeviceOptions(options.devices)
+      : options.devices.map((device, index) => ({ profile: index, ...device }));
+
+  const started: DevsimDevice[] = [];
+  const connected = new Set<DevsimDevice>();
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await Promise.all(
+        started.map(async (entry) => {
+          if (connected.has(entry)) await adbDisconnect(adbPort, host, entry.port, timeout).catch(() => undefined);
+          await entry.device.close();
+        }),
+      );
+    })());
+
+  try {
+    for (const deviceOption of deviceOptions) {
+      const device = new SimDevice(deviceOption);
+      const port = await device.listen(host);
+      started.push({ serial: `${host}:${port}`, port, device });
+    }
+    if (connect) {
+      await Promise.all(
+        started.map(async (entry) => {
+          await adbConnect(adbPort, host, entry.port, timeout);
+          connected.add(entry);
+        }),
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { devices: started, adbPort, stop };
+}

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { DeviceState } from './device/device-state.js';
+import { BytePipe, CollectingSink, inputFrom } from './shell/io.js';
+import { runInteractive } from './shell/interactive.js';
+import { parseScript } from './shell/parser.js';
+import { Shell } from './shell/shell.js';
+import { ShellSyntaxError } from './shell/tokenizer.js';
+
+const BOOT_ID = '0b6f3c55-0d7e-4bd5-9a43-3a0b4f9d1e2f';
+
+function newDevice(): DeviceState {
+  return new DeviceState({ 'ro.product.model': 'Pixel 7', 'ro.serialno': 'ABC123', 'sys.boot_completed': '1' }, BOOT_ID);
+}
+
+async function sh(script: string, options: { device?: DeviceState; stdin?: string; signal?: AbortSignal } = {}) {
+  const stdout = new CollectingSink();
+  const stderr = new CollectingSink();
+  const shell = new Shell({
+    device: options.device ?? newDevice(),
+    stdout,
+    stderr,
+    ...(options.stdin !== undefined ? { stdin: inputFrom(options.stdin) } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  const status = await shell.run(script);
+  return { status, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+describe('shell parsing', () => {
+  it('parses lists, and-or chains, pipelines and loops', () => {
+    const list = parseScript('a; b && c || d | e\nwhile true; do sleep 1; done');
+    expect(list.items).toHaveLength(3);
+    expect(list.items[1]!.rest.map((r) => r.op)).toEqual(['&&', '||']);
+    expect(list.items[1]!.rest[1]!.pipeline.commands).toHaveLength(2);
+    expect(list.items[2]!.first.commands[0]!.type).toBe('loop');
+  });
+
+  it('marks unfinished input as incomplete and real errors as not', () => {
+    for (const text of ["echo 'abc", 'echo "abc', 'true &&', 'while true; do echo', 'if true; then echo x']) {
+      expect(() => parseScript(text), text).toThrow(expect.objectContaining({ incomplete: true }));
+    }
+    expect(() => parseScript('; echo')).toThrow(ShellSyntaxError);
+    expect(() => parseScript('echo a &')).toThrow(/background/);
+    expect(() => parseScript('echo $(id)')).toThrow(/not supported/);
+  });
+});
+
+describe('shell execution', () => {
+  it('echo with quoting and escapes', async () => {
+    expect((await sh(`echo a   b 'c   d' "e  f" g\\ h`)).stdout).toBe('a b c   d e  f g h\n');
+    expect((await sh(`echo "it's" 'say "hi"' "\\"q\\" \\$x"`)).stdout).toBe(`it's say "hi" "q" $x\n`);
+    expect((await sh(`echo -n x; echo -e 'a\\tb\\c'; echo -ne '1\\n'`)).stdout).toBe('xa\tb1\n');
+    expect((await sh(`echo '' "" x`)).stdout).toBe('  x\n');
+    expect((await sh('echo a#b # comment')).stdout).toBe('a#b\n');
+  });
+
+  it('; && || and $?', async () => {
+    expect(await sh('echo a && echo b')).toMatchObject({ status: 0, stdout: 'a\nb\n' });
+    expect(await sh('false && echo no; echo $?')).toMatchObject({ status: 0, stdout: '1\n' });
+    expect(await sh('false || echo yes')).toMatchObject({ status: 0, stdout: 'yes\n' });
+    expect(await sh('true && false || echo recovered; echo "status=$?"')).toMatchObject({ stdout: 'recovered\nstatus=0\n' });
+    expect(await sh('false; echo ${?}')).toMatchObject({ stdout: '1\n' });
+    expect(await sh('! false && echo negated')).toMatchObject({ stdout: 'negated\n' });
+    expect((await sh('false')).status).toBe(1);
+  });
+
+  it('exit N stops the script with that status', async () => {
+    expect(await sh('echo before; exit 3; echo after')).toMatchObject({ status: 3, stdout: 'before\n' });
+    expect((await sh('exit 258')).status).toBe(2);
+    expect((await sh('false; exit')).status).toBe(1);
+  });
+
+  it('unknown commands: sh error on stderr, status 127', async () => {
+    expect(await sh('nosuchcmd --flag')).toEqual({ status: 127, stdout: '', stderr: '/system/bin/sh: nosuchcmd: not found\n' });
+    expect(await sh('nosuchcmd 2>/dev/null; echo $?')).toEqual({ status: 0, stdout: '127\n', stderr: '' });
+    expect((await sh('/system/bin/getprop ro.serialno')).stdout).toBe('ABC123\n');
+    expect((await sh('/data/local/tmp/getprop')).status).toBe(127);
+  });
+
+  it('redirections apply left to right', async () => {
+    expect(await sh('nosuchcmd 2>&1')).toMatchObject({ stdout: '/system/bin/sh: nosuchcmd: not found\n', stderr: '' });
+    expect(await sh('echo out >/dev/null 2>&1; echo err 1>&2')).toEqual({ status: 0, stdout: '', stderr: 'err\n' });
+    expect(await sh('nosuchcmd 2>&1 >/dev/null')).toMatchObject({ stdout: '/system/bin/sh: nosuchcmd: not found\n' });
+    expect(await sh('cat </proc/sys/kernel/random/boot_id')).toMatchObject({ stdout: `${BOOT_ID}\n` });
+    expect(await sh('echo x > /sdcard/f')).toMatchObject({ status: 1, stderr: expect.stringContaining("can't create /sdcard/f") });
+  });
+
+  it('getprop lists every property or prints one value', async () => {
+    const all = await sh('getprop');
+    expect(all.stdout).toBe('[ro.product.model]: [Pixel 7]\n[ro.serialno]: [ABC123]\n[sys.boot_completed]: [1]\n');
+    expect((await sh('getprop ro.product.model')).stdout).toBe('Pixel 7\n');
+    expect((await sh('getprop no.such.prop')).stdout).toBe('\n');
+    expect((await sh('getprop no.such.prop fallback')).stdout).toBe('fallback\n');
+  });
+
+  it('setprop changes writable properties, refuses set ro.* ones', async () => {
+    const device = newDevice();
+    expect(await sh('setprop debug.devsim "hello world" && getprop debug.devsim', { device })).toMatchObject({ status: 0, stdout: 'hello world\n' });
+    expect(device.props.get('debug.devsim')).toBe('hello world');
+    const refused = await sh('setprop ro.product.model Other', { device });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("failed to set property 'ro.product.model'");
+    expect(device.props.get('ro.product.model')).toBe('Pixel 7');
+  });
+
+  it('cat reads the boot id and stdin; missing files fail', async () => {
+    expect(await sh('cat /proc/sys/kernel/random/boot_id')).toEqual({ status: 0, stdout: `${BOOT_ID}\n`, stderr: '' });
+    expect(await sh('cat', { stdin: 'from stdin' })).toMatchObject({ stdout: 'from stdin' });
+    expect(await sh('cat /nope')).toEqual({ status: 1, stdout: '', stderr: 'cat: /nope: No such file or directory\n' });
+  });
+
+  it('variables, field splitting and pipes', async () => {
+    expect((await sh('X="a  b"; echo $X; echo "$X"')).stdout).toBe('a b\na  b\n');
+    expect((await sh('echo piped | cat | cat')).stdout).toBe('piped\n');
+    expect((await sh('echo $HOSTNAME-$UNSET-')).stdout).toBe('localhost--\n');
+  });
+
+  it('while/until/if, as in adbkit waitBootComplete', async () => {
+    const script = 'while getprop sys.boot_completed 2>/dev/null; do exit 0; done';
+    expect(await sh(script)).toEqual({ status: 0, stdout: '1\n', stderr: '' });
+    expect((await sh('until true; do echo never; done; echo done')).stdout).toBe('done\n');
+    expect((await sh('if false; then echo a; elif true; then echo b; else echo c; fi')).stdout).toBe('b\n');
+  });
+
+  it('sleep waits, and an aborted session stops a running loop', async () => {
+    const started = Date.now();
+    expect((await sh('sleep 0.05 && echo slept')).stdout).toBe('slept\n');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+
+    const abort = new AbortController();
+    const running = sh('while true; do sleep 0.01; done', { signal: abort.signal });
+    setTimeout(() => abort.abort(), 30);
+    expect((await running).status).toBe(129);
+
+    const busy = new AbortController();
+    const spinning = sh('while true; do true; done', { signal: busy.signal });
+    setTimeout(() => busy.abort(), 30);
+    expect((await spinning).status).toBe(129);
+  });
+
+  it('reports syntax errors like sh', async () => {
+    expect(await sh('echo "unterminated')).toMatchObject({ status: 1, stderr: expect.stringContaining('/system/bin/sh: syntax error') });
+  });
+});
+
+describe('interactive shell (script on stdin)', () => {
+  it('runs lines as they arrive, waits for multi-line commands, stops at exit', async () => {
+    const stdin = new BytePipe();
+    const stdout = new CollectingSink();
+    const shell = new Shell({ device: newDevice(), stdin, stdout, stderr: stdout });
+    const done = runInteractive(shell, stdin, stdout, '$ ');
+    await stdin.write('echo one\nif true; then\n');
+    await stdin.write('  echo two\nfi\nexit 4\necho never\n');
+    stdin.close();
+    expect(await done).toBe(4);
+    expect(stdout.text()).toBe('$ one\n$ > > two\n$ ');
+  });
+});

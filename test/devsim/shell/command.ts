@@ -1,0 +1,31 @@
+import type { DeviceState } from '../device/device-state.js';
+import type { InputSource, OutputSink } from './io.js';
+
+/** What a command implementation gets to work with. */
+export interface CommandContext {
+  /** argv[0] as typed (may be a path such as /system/bin/getprop). */
+  name: string;
+  /** Arguments after argv[0]. */
+  args: string[];
+  stdin: InputSource;
+  stdout: OutputSink;
+  stderr: OutputSink;
+  device: DeviceState;
+  /** Exit status of the previous command ($?). */
+  lastStatus: number;
+  /** Aborted when the session ends (host closed the stream, device vanished). */
+  signal: AbortSignal;
+}
+
+/** A shell command; resolves to its exit status (0–255). */
+export type ShellCommand = (ctx: CommandContext) => Promise<number> | number;
+
+export type CommandTable = ReadonlyMap<string, ShellCommand>;
+
+/** Thrown by `exit` to unwind the whole script with a status. */
+export class ExitRequest extends Error {
+  override name = 'ExitRequest';
+  constructor(readonly status: number) {
+    super(`exit ${status}`);
+  }
+}

@@ -1,0 +1,224 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { DeviceState } from '../device/device-state.js';
+import type { AndOrList, CommandList, CommandNode, Pipeline, SimpleCommand } from './ast.js';
+import { ExitRequest, type CommandTable, type ShellCommand } from './command.js';
+import { DEFAULT_COMMANDS } from './commands/index.js';
+import { expandWord, expandWordToString } from './expand.js';
+import { BytePipe, EMPTY_INPUT, type InputSource, type OutputSink } from './io.js';
+import { parseScript } from './parser.js';
+import { RedirectError, applyRedirects, type ShellIO } from './redirects.js';
+import { ShellSyntaxError } from './tokenizer.js';
+
+export interface ShellOptions {
+  device: DeviceState;
+  stdout: OutputSink;
+  stderr: OutputSink;
+  stdin?: InputSource;
+  /** Ends the session (host closed the stream); running commands stop. */
+  signal?: AbortSignal;
+  commands?: CommandTable;
+}
+
+/** Exit status of a shell killed by SIGHUP, what adbd's child sees when the host hangs up. */
+export const STATUS_HANGUP = 128 + 1;
+
+const SHELL_NAME = '/system/bin/sh';
+const BIN_DIRS = new Set(['/system/bin', '/system/xbin', '/bin', '/vendor/bin', '/product/bin', '/apex/com.android.runtime/bin']);
+
+/**
+ * One `sh` process: runs scripts against a device, keeping variables and $?
+ * between `run` calls (so an interactive session can feed it line by line).
+ */
+export class Shell {
+  /** Status of the last pipeline ($?). */
+  lastStatus = 0;
+  /** Set once `exit` ran or the session was aborted. */
+  exited = false;
+  private readonly vars = new Map<string, string>();
+  private readonly io: ShellIO;
+  private readonly signal: AbortSignal;
+  private readonly commands: CommandTable;
+  private readonly pid = 1000 + Math.floor(Math.random() * 30000);
+
+  constructor(private readonly options: ShellOptions) {
+    this.io = { stdin: options.stdin ?? EMPTY_INPUT, stdout: options.stdout, stderr: options.stderr };
+    this.signal = options.signal ?? new AbortController().signal;
+    this.commands = options.commands ?? DEFAULT_COMMANDS;
+    const device = options.device.props.get('ro.product.device') ?? 'localhost';
+    const defaults: Record<string, string> = {
+      PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
+      HOME: '/',
+      TMPDIR: '/data/local/tmp',
+      ANDROID_DATA: '/data',
+      ANDROID_ROOT: '/system',
+      EXTERNAL_STORAGE: '/sdcard',
+      USER: 'shell',
+      LOGNAME: 'shell',
+      HOSTNAME: device,
+    };
+    for (const [key, value] of Object.entries(defaults)) this.vars.set(key, value);
+  }
+
+  /** Parses and runs a script; resolves to its exit status. Never rejects for script errors. */
+  async run(script: string): Promise<number> {
+    let list: CommandList;
+    try {
+      list = parseScript(script);
+    } catch (error) {
+      if (!(error instanceof ShellSyntaxError)) throw error;
+      await this.io.stderr.write(`${SHELL_NAME}: syntax error: ${error.message}\n`);
+      return (this.lastStatus = 1);
+    }
+    try {
+      return (this.lastStatus = await this.list(list, this.io));
+    } catch (error) {
+      if (error instanceof ExitRequest) {
+        this.exited = true;
+        return (this.lastStatus = error.status);
+      }
+      if (this.signal.aborted) {
+        this.exited = true;
+        return (this.lastStatus = STATUS_HANGUP);
+      }
+      throw error;
+    }
+  }
+
+  private async list(list: CommandList, io: ShellIO): Promise<number> {
+    let status = 0;
+    for (const item of list.items) status = await this.andOr(item, io);
+    return status;
+  }
+
+  private async andOr(list: AndOrList, io: ShellIO): Promise<number> {
+    let status = await this.pipeline(list.first, io);
+    for (const { op, pipeline } of list.rest) {
+      if ((op === '&&') === (status === 0)) status = await this.pipeline(pipeline, io);
+    }
+    return status;
+  }
+
+  private async pipeline(pipeline: Pipeline, io: ShellIO): Promise<number> {
+    this.signal.throwIfAborted();
+    let status: number;
+    if (pipeline.commands.length === 1) {
+      status = await this.command(pipeline.commands[0]!, io);
+    } else {
+      status = await this.runPipe(pipeline.commands, io);
+    }
+    if (pipeline.negate) status = status === 0 ? 1 : 0;
+    this.lastStatus = status;
+    return status;
+  }
+
+  /** Runs `a | b | c` concurrently over bounded pipes; status is the last command's. */
+  private async runPipe(commands: readonly CommandNode[], io: ShellIO): Promise<number> {
+    const pipes = commands.slice(1).map(() => new BytePipe());
+    const runs = commands.map(async (command, index) => {
+      const stdin = index === 0 ? io.stdin : pipes[index - 1]!;
+      const stdout = index === commands.length - 1 ? io.stdout : pipes[index]!;
+      try {
+        return await this.command(command, { stdin, stdout, stderr: io.stderr });
+      } catch (error) {
+        // Each pipeline element is a subshell: `exit` ends only that element.
+        if (error instanceof ExitRequest) return error.status;
+        throw error;
+      } finally {
+        if (index < pipes.length) pipes[index]!.close();
+        if (index > 0) pipes[index - 1]!.closeRead();
+      }
+    });
+    const results = await Promise.allSettled(runs);
+    for (const result of results) if (result.status === 'rejected') throw result.reason;
+    const last = results[results.length - 1]!;
+    return last.status === 'fulfilled' ? last.value : 1;
+  }
+
+  private async command(command: CommandNode, io: ShellIO): Promise<number> {
+    if (command.type === 'simple') return this.simple(command, io);
+    const redirected = await this.redirect(command.redirects, io);
+    if (!redirected) return 1;
+    if (command.type === 'loop') {
+      let status = 0;
+      for (;;) {
+        const condition = await this.list(command.condition, redirected);
+        if (command.until ? condition === 0 : condition !== 0) break;
+        status = await this.list(command.body, redirected);
+        // Let socket events (e.g. the host closing the stream) through between iterations.
+        await yieldToEventLoop();
+        this.signal.throwIfAborted();
+      }
+      return status;
+    }
+    for (const branch of command.branches) {
+      if ((await this.list(branch.condition, redirected)) === 0) return this.list(branch.body, redirected);
+    }
+    return command.elseBody ? this.list(command.elseBody, redirected) : 0;
+  }
+
+  private async simple(command: SimpleCommand, io: ShellIO): Promise<number> {
+    const lookup = (name: string) => this.param(name);
+    const argv = command.words.flatMap((word) => expandWord(word, lookup));
+    const redirected = await this.redirect(command.redirects, io);
+    if (!redirected) return 1;
+    const [name, ...args] = argv;
+    if (name === undefined) {
+      for (const { name: variable, value } of command.assignments) this.vars.set(variable, expandWordToString(value, lookup));
+      return 0;
+    }
+    const implementation = this.resolve(name);
+    if (!implementation) {
+      await redirected.stderr.write(`${SHELL_NAME}: ${name}: not found\n`);
+      return 127;
+    }
+    try {
+      const status = await implementation({
+        name,
+        args,
+        ...redirected,
+        device: this.options.device,
+        lastStatus: this.lastStatus,
+        signal: this.signal,
+      });
+      return status & 0xff;
+    } catch (error) {
+      if (error instanceof ExitRequest || this.signal.aborted) throw error;
+      // A bug in a simulated command must not take the device down.
+      await redirected.stderr.write(`${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    }
+  }
+
+  /** Applies redirections, printing the shell's error and returning undefined when one fails. */
+  private async redirect(redirects: SimpleCommand['redirects'], io: ShellIO): Promise<ShellIO | undefined> {
+    if (redirects.length === 0) return io;
+    try {
+      return applyRedirects(redirects, io, (r) => expandWordToString(r.target, (n) => this.param(n)), this.options.device);
+    } catch (error) {
+      if (!(error instanceof RedirectError)) throw error;
+      await io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
+      return undefined;
+    }
+  }
+
+  private resolve(name: string): ShellCommand | undefined {
+    const slash = name.lastIndexOf('/');
+    if (slash < 0) return this.commands.get(name);
+    return BIN_DIRS.has(name.slice(0, slash)) ? this.commands.get(name.slice(slash + 1)) : undefined;
+  }
+
+  private param(name: string): string | undefined {
+    switch (name) {
+      case '?':
+        return String(this.lastStatus);
+      case '$':
+        return String(this.pid);
+      case '#':
+        return '0';
+      case '0':
+        return SHELL_NAME;
+      default:
+        return this.vars.get(name);
+    }
+  }
+}

@@ -1,0 +1,174 @@
+import type { Socket } from 'node:net';
+import { Command, MAX_PAYLOAD, MAX_PAYLOAD_V1, VERSION_MIN, VERSION_SKIP_CHECKSUM, commandName } from '../protocol/constants.js';
+import { PacketParser } from '../protocol/packet-parser.js';
+import { encodePacket, type Packet } from '../protocol/packet.js';
+import type { ServiceDevice } from '../services/service.js';
+import type { ServiceRegistry } from '../services/service-registry.js';
+import { AdbStream, type StreamLink } from './adb-stream.js';
+
+/** What a connection needs from the device that accepted it. */
+export interface ConnectionHost {
+  /** CNXN banner, computed at handshake time so property changes show on reconnect. */
+  banner(): string;
+  readonly services: ServiceRegistry;
+  readonly device: ServiceDevice;
+  /** Max payload this device advertises (adbd: 1 MiB). */
+  readonly maxPayload: number;
+  log(message: string): void;
+  /** Per-packet tracing; arguments are only computed when set. */
+  trace?: ((message: string) => void) | undefined;
+}
+
+/**
+ * adbd's side of one TCP connection from the adb server: the CNXN handshake
+ * (no AUTH), then OPEN/OKAY/WRTE/CLSE for any number of streams.
+ */
+export class DeviceConnection {
+  private readonly parser: PacketParser;
+  private readonly streams = new Map<number, AdbStream>();
+  private nextLocalId = 1;
+  private version = VERSION_MIN;
+  private negotiatedMaxPayload = MAX_PAYLOAD_V1;
+  private isOnline = false;
+  private isClosed = false;
+  private readonly link: StreamLink;
+  /** Resolves when the socket has closed and every stream has stopped. */
+  readonly closed: Promise<void>;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly host: ConnectionHost,
+  ) {
+    this.parser = new PacketParser(Math.max(host.maxPayload, MAX_PAYLOAD_V1));
+    const connection = this;
+    this.link = {
+      send: (command, arg0, arg1, payload) => this.send(command, arg0, arg1, payload),
+      get maxPayload() {
+        return connection.negotiatedMaxPayload;
+      },
+      forget: (localId) => this.streams.delete(localId),
+    };
+    // adbd disables Nagle; with it on, each request/ack round trip costs ~40 ms.
+    socket.setNoDelay(true);
+    this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (error) => this.host.log(`socket error: ${error.message}`));
+    socket.once('close', () => this.onClose());
+  }
+
+  /** True once the host's CNXN was answered. */
+  get online(): boolean {
+    return this.isOnline;
+  }
+
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Drops the connection at once (a device vanishing, a cable pulled). */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    let packets: Packet[];
+    try {
+      packets = this.parser.push(chunk);
+    } catch (error) {
+      // Like adb: a framing error is fatal to the whole transport.
+      this.host.log(`protocol error, dropping connection: ${(error as Error).message}`);
+      this.destroy();
+      return;
+    }
+    for (const packet of packets) {
+      if (this.isClosed) return;
+      this.handle(packet);
+    }
+  }
+
+  private handle(packet: Packet): void {
+    this.host.trace?.(`<- ${describe(packet)}`);
+    switch (packet.command) {
+      case Command.CNXN:
+        return this.onConnect(packet);
+      case Command.OPEN:
+        if (this.isOnline) void this.onOpen(packet);
+        return;
+      case Command.OKAY:
+        this.streams.get(packet.arg1)?.onOkay();
+        return;
+      case Command.WRTE:
+        this.streams.get(packet.arg1)?.onWrite(packet.payload);
+        return;
+      case Command.CLSE:
+        // arg1 names our stream; CLSEs for unknown ids (e.g. the host echoing ours) are ignored.
+        this.streams.get(packet.arg1)?.onRemoteClose();
+        return;
+      default:
+        // AUTH (we never ask for it), SYNC, STLS and unknown commands: ignore, as adbd would.
+        return;
+    }
+  }
+
+  private onConnect(packet: Packet): void {
+    // A repeated CNXN means the host restarted the transport: old streams are gone.
+    for (const stream of [...this.streams.values()]) stream.destroy();
+    this.version = Math.min(packet.arg0, VERSION_SKIP_CHECKSUM);
+    this.negotiatedMaxPayload = Math.min(packet.arg1, this.host.maxPayload);
+    this.isOnline = true;
+    this.send(Command.CNXN, VERSION_SKIP_CHECKSUM, this.host.maxPayload, Buffer.from(this.host.banner()));
+  }
+
+  private async onOpen(packet: Packet): Promise<void> {
+    const remoteId = packet.arg0;
+    const name = packet.payload.toString('utf8').replace(/\0+$/, '');
+    let runner;
+    try {
+      runner = await this.host.services.resolve(name)?.open({ name, device: this.host.device });
+    } catch (error) {
+      this.host.log(`service ${JSON.stringify(name)} failed to open: ${(error as Error).message}`);
+    }
+    if (this.isClosed) return;
+    if (!runner) {
+      this.host.log(`refusing service ${JSON.stringify(name)}`);
+      this.send(Command.CLSE, 0, remoteId);
+      return;
+    }
+    const stream = new AdbStream(this.allocateId(), remoteId, this.link);
+    this.streams.set(stream.localId, stream);
+    this.send(Command.OKAY, stream.localId, remoteId);
+    try {
+      await runner(stream);
+    } catch (error) {
+      if (!stream.closed) this.host.log(`service ${JSON.stringify(name)} failed: ${(error as Error).stack ?? String(error)}`);
+    }
+    stream.end();
+  }
+
+  private allocateId(): number {
+    for (;;) {
+      const id = this.nextLocalId;
+      this.nextLocalId = this.nextLocalId >= 0xffffffff ? 1 : this.nextLocalId + 1;
+      if (!this.streams.has(id)) return id;
+    }
+  }
+
+  private send(command: number, arg0: number, arg1: number, payload: Buffer = Buffer.alloc(0)): void {
+    if (this.isClosed) return;
+    const packet = { command, arg0, arg1, payload };
+    this.host.trace?.(`-> ${describe(packet)}`);
+    this.socket.write(encodePacket(packet, this.version));
+  }
+
+  private onClose(): void {
+    this.isClosed = true;
+    this.isOnline = false;
+    for (const stream of [...this.streams.values()]) stream.destroy();
+    this.streams.clear();
+  }
+}
+
+function describe(packet: Packet): string {
+  const preview = packet.command === Command.WRTE ? `${packet.payload.length} bytes` : JSON.stringify(packet.payload.toString('latin1').slice(0, 80));
+  return `${commandName(packet.command)}(${packet.arg0}, ${packet.arg1}) ${preview}`;
+}

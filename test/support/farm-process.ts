@@ -1,0 +1,129 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { createInterface } from "node:readline";
+
+/** The built CLI entry point; tests run the real binary. */
+export const farmBin = createRequire(import.meta.url).resolve("@farm/cli/main");
+
+export interface FarmProcess {
+  proc: ChildProcess;
+  pid: number;
+  /** The JSON line the service printed when it was ready. */
+  ready: Record<string, unknown>;
+  stderr(): string;
+  /** SIGTERM, then SIGKILL if it has not exited within the grace period. */
+  stop(graceMs?: number): Promise<number | null>;
+  kill(signal: NodeJS.Signals): void;
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts a long-running farm command (coordinator, agent, standalone) as its
+ * own process and waits for its "ready" JSON line on stdout.
+ */
+export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<FarmProcess> {
+  const proc = spawn(process.execPath, [farmBin, ...args, "--output", "json"], {
+    env: { ...process.env, FARM_LOG_LEVEL: "debug", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  proc.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+    if (err.length > 1_000_000) err = err.slice(-500_000);
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
+  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`farm ${args[0]} not ready within ${timeoutMs} ms\n${err}`)), timeoutMs);
+    lines.once("line", (line) => {
+      clearTimeout(timer);
+      try {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        if (parsed["ok"] !== true) reject(new Error(`farm ${args[0]} failed: ${line}\n${err}`));
+        else resolve(parsed);
+      } catch {
+        reject(new Error(`farm ${args[0]} printed non-JSON: ${line}\n${err}`));
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`farm ${args[0]} exited with ${code}\n${err}`));
+    });
+  });
+  return {
+    proc,
+    pid: proc.pid as number,
+    ready,
+    stderr: () => err,
+    exited,
+    kill: (signal) => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+    },
+    async stop(graceMs = 5_000) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      proc.kill("SIGCONT");
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  json: Record<string, unknown>;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a one-shot farm command with JSON output and parses it. */
+export function farm(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [farmBin, ...args], {
+      env: { ...process.env, FARM_OUTPUT: "json", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    proc.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    proc.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    proc.once("error", reject);
+    proc.once("exit", (code) => {
+      let json: Record<string, unknown> = {};
+      try {
+        json = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as Record<string, unknown>;
+      } catch {
+        /* leave empty; the assertion on json will show stdout */
+      }
+      resolve({ code, json, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Re-evaluates `probe` until it returns a value (not undefined) or the
+ * deadline passes. For state that is only observable by asking (a CLI
+ * listing), not by an event.
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  { timeoutMs = 15_000, intervalMs = 100 }: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
