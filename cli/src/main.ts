@@ -44,7 +44,7 @@ function commandHelp(c: Command, path: string): string {
 }
 
 function groupHelp(name: string, cmds: Command[], summary: string): string {
-  return [`farm ${name}: ${summary}`, "", "Subcommands:", ...cmds.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`)].join("\n");
+  return [`farm ${name}: ${summary}`, "", `Usage: farm ${name} <subcommand> [flags]`, "", "Subcommands:", ...cmds.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`)].join("\n");
 }
 
 /**
