@@ -1,4 +1,16 @@
-import { hostname } from "node:os";
+import { hostname, tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { DeviceEventSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { openAgentDb } from "./db/open-agent-db.js";
+import { OwnershipJournal } from "./ownership-journal.js";
+import { PinStore } from "./pin-store.js";
+import { DeviceHistory } from "./device-history.js";
+import { DeviceOwnership } from "./device-ownership.js";
+import { lockDataDir } from "./data-dir-lock.js";
+import { handleCommand } from "./command-handler.js";
+import { shellAction } from "./actions/shell-action.js";
+import { setPropAction } from "./actions/setprop-action.js";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -8,6 +20,8 @@ import { adbServerListening } from "./adb-probe.js";
 import { Uplink } from "./uplink.js";
 
 export interface AgentOptions {
+  /** Where per-device lock files live; shared by every farm process on the host. */
+  lockDir?: string;
   coordinatorUrl: string;
   token: string;
   dataDir: string;
@@ -23,23 +37,48 @@ export interface AgentOptions {
 export interface RunningAgent {
   id: string;
   name: string;
+  lockDir: string;
   readonly attached: boolean;
   close(): Promise<void>;
 }
 
 export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   await ensurePrivateDir(opts.dataDir);
+  const dataDirLock = lockDataDir(opts.dataDir);
   const identity = await loadAgentIdentity(opts.dataDir);
   const name = opts.name ?? hostname();
   const log = (opts.log ?? createLogger({ base: { component: "agent" } })).child({ agentId: identity.id });
-  const watcher = new DeviceWatcher({
+  const lockDir = opts.lockDir ?? defaultLockDir();
+  await ensurePrivateDir(lockDir);
+  const database = openAgentDb(join(opts.dataDir, "agent.db"));
+  const journal = new OwnershipJournal(database.db);
+  const recovered = journal.recoverAfterRestart();
+  if (recovered > 0) log.warn("actions in flight when the agent stopped are now unresolved", { count: recovered });
+  const pins = new PinStore(database.db);
+  let uplink: Uplink | undefined;
+  const history = new DeviceHistory(database.db, (e) => {
+    log.info("device event", { ...e });
+    uplink?.sendEvent(create(DeviceEventSchema, { serial: e.serial, physicalId: e.physicalId, kind: e.kind, detail: e.detail, timeUnixMs: BigInt(e.at) }));
+  });
+  const watcher: DeviceWatcher = new DeviceWatcher({
     adb: createAdbClient(opts.adb),
     server: opts.adb,
     log,
     ...(opts.startAdbServer === false ? { serverAvailable: () => adbServerListening(opts.adb) } : {}),
+    pinFor: (serial) => pins.get(serial),
+    onFacts: (serial, physicalId, facts) => {
+      // Two phones sharing one identity would look like endless reboots.
+      const others = watcher.aliasesOf(physicalId).filter((s) => s !== serial).map((s) => watcher.device(s)?.facts.bootId);
+      if (others.every((b) => !b || b === facts.bootId)) history.observeBoot(physicalId, serial, facts.bootId);
+    },
+    onDuplicate: (serial, physicalId, duplicate) => {
+      if (duplicate) history.record({ physicalId, serial, kind: "duplicate-identity", detail: "another phone presents the same identity with a different boot id" });
+    },
   });
   watcher.start();
-  const uplink = new Uplink({
+  const ownership = new DeviceOwnership({ lockDir, journal, watcher, history, agentId: identity.id });
+  const handlerDeps = { ownership, watcher, pins, history, shell: shellAction(opts.adb), setProp: setPropAction(opts.adb), log };
+  uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,
     token: opts.token,
     agentId: identity.id,
@@ -48,19 +87,32 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     watcher,
     log,
     ...(opts.onAttachedChange ? { onStateChange: opts.onAttachedChange } : {}),
+    onCommand: (cmd) => handleCommand(cmd, handlerDeps),
   });
-  uplink.start();
+  const link = uplink;
+  link.start();
   log.info("agent started", { name, coordinator: opts.coordinatorUrl, adb: `${opts.adb.host}:${opts.adb.port}` });
   return {
     id: identity.id,
     name,
+    lockDir,
     get attached() {
-      return uplink.attached;
+      return link.attached;
     },
     async close() {
       watcher.stop();
-      await uplink.stop();
+      await link.stop();
+      database.close();
+      dataDirLock.release();
       log.info("agent stopped");
     },
   };
+}
+
+/**
+ * Host-wide by default, so every farm process of this OS user on the host
+ * (two agents, an agent and a local tool) contends for the same device locks.
+ */
+export function defaultLockDir(): string {
+  return join(tmpdir(), `farm-device-locks-${userInfo().uid}`);
 }

@@ -2,8 +2,21 @@ import { create } from "@bufbuild/protobuf";
 import { DevicePropertiesSchema, type DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
 import { shellText, type AdbDeviceClient } from "./adb-client.js";
 
-/** Turns `getprop` output into the properties farm reports. */
-export function toDeviceProperties(props: Record<string, string>, bootId: string): DeviceProperties {
+/** What the agent reads from a device: all properties and the boot id. */
+export interface DeviceFacts {
+  props: Record<string, string>;
+  bootId: string;
+}
+
+export interface DeviceIdentity {
+  physicalId: string;
+  identityStatus: "ok" | "duplicate";
+  pinLabel: string;
+}
+
+/** Turns `getprop` output and identity into the properties farm reports. */
+export function toDeviceProperties(facts: DeviceFacts, identity: DeviceIdentity): DeviceProperties {
+  const { props } = facts;
   const sdk = Number.parseInt(props["ro.build.version.sdk"] ?? "", 10);
   return create(DevicePropertiesSchema, {
     model: props["ro.product.model"] ?? "",
@@ -12,13 +25,16 @@ export function toDeviceProperties(props: Record<string, string>, bootId: string
     androidVersion: props["ro.build.version.release"] ?? "",
     abi: props["ro.product.cpu.abi"] ?? "",
     serialno: props["ro.serialno"] || props["ro.boot.serialno"] || "",
-    bootId,
+    bootId: facts.bootId,
+    physicalId: identity.physicalId,
+    identityStatus: identity.identityStatus,
+    pinLabel: identity.pinLabel,
   });
 }
 
 /** Reads a device's properties and boot id over adb. */
-export async function readDeviceProperties(device: AdbDeviceClient): Promise<DeviceProperties> {
+export async function readDeviceFacts(device: AdbDeviceClient): Promise<DeviceFacts> {
   const props = (await device.getProperties()) as Record<string, string>;
   const bootId = (await shellText(device, "cat /proc/sys/kernel/random/boot_id")).trim();
-  return toDeviceProperties(props, /^[0-9a-f-]{36}$/i.test(bootId) ? bootId : "");
+  return { props, bootId: /^[0-9a-f-]{36}$/i.test(bootId) ? bootId : "" };
 }

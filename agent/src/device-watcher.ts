@@ -2,16 +2,17 @@ import { create } from "@bufbuild/protobuf";
 import { Backoff } from "@farm/shared/backoff";
 import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import type { DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { AdbClient, AdbServerAddress } from "./adb-client.js";
 import { AdbDeviceTracker, type AdbDeviceEntry } from "./adb-device-tracker.js";
-import { readDeviceProperties } from "./device-properties.js";
+import { readDeviceFacts, toDeviceProperties, type DeviceFacts, type DeviceIdentity } from "./device-properties.js";
+import { findDuplicateIdentities, physicalIdOf } from "./physical-identity.js";
 
 export type DeviceEvent = { kind: "upsert"; report: DeviceReport } | { kind: "removed"; serial: string };
 
 interface Known {
   state: string;
-  properties: DeviceProperties | undefined;
+  facts: DeviceFacts | undefined;
+  identity: DeviceIdentity | undefined;
   /** Bumped on every state change so a slow property read cannot land late. */
   generation: number;
 }
@@ -28,6 +29,20 @@ export interface DeviceWatcherOptions {
    * retries instead of letting adbkit start a server of its own.
    */
   serverAvailable?: () => Promise<boolean>;
+  /** The operator pin for a serial (see physical-identity.ts). */
+  pinFor?: (serial: string) => string;
+  /** Told when a device's properties have been read (reboot tracking). */
+  onFacts?: (serial: string, physicalId: string, facts: DeviceFacts) => void;
+  /** Told when serials start or stop being flagged as duplicate identities. */
+  onDuplicate?: (serial: string, physicalId: string, duplicate: boolean) => void;
+}
+
+/** What the agent knows about one online serial, for actions. */
+export interface DeviceView {
+  serial: string;
+  state: string;
+  facts: DeviceFacts;
+  identity: DeviceIdentity;
 }
 
 /**
@@ -68,6 +83,29 @@ export class DeviceWatcher {
     return () => this.listeners.delete(listener);
   }
 
+  /** The device behind a serial, if its properties are known. */
+  device(serial: string): DeviceView | undefined {
+    const k = this.known.get(serial);
+    if (!k || !k.facts || !k.identity) return undefined;
+    return { serial, state: k.state, facts: k.facts, identity: k.identity };
+  }
+
+  /** Serials on this agent that are the same physical device. */
+  aliasesOf(physicalId: string): string[] {
+    return [...this.known.entries()]
+      .filter(([, k]) => k.identity?.physicalId === physicalId)
+      .map(([serial]) => serial)
+      .sort();
+  }
+
+  /** Re-derives identities after a pin changed. */
+  refreshIdentities(): void {
+    for (const [serial, k] of this.known) {
+      if (k.facts) k.identity = this.identify(serial, k.facts);
+    }
+    this.markDuplicates(true);
+  }
+
   snapshot(): DeviceReport[] {
     return [...this.known.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -75,7 +113,35 @@ export class DeviceWatcher {
   }
 
   private report(serial: string, k: Known): DeviceReport {
-    return create(DeviceReportSchema, { serial, state: k.state, ...(k.properties ? { properties: k.properties } : {}) });
+    const properties = k.facts && k.identity ? toDeviceProperties(k.facts, k.identity) : undefined;
+    return create(DeviceReportSchema, { serial, state: k.state, ...(properties ? { properties } : {}) });
+  }
+
+  private identify(serial: string, facts: DeviceFacts): DeviceIdentity {
+    const pinLabel = this.opts.pinFor?.(serial) ?? "";
+    return { physicalId: physicalIdOf(facts.props, pinLabel), identityStatus: "ok", pinLabel };
+  }
+
+  /**
+   * Flags serials that share a physical id but show different boot ids: two
+   * phones with one identity. Emits upserts for serials whose flag changed.
+   */
+  private markDuplicates(emitAll = false): void {
+    const list: { serial: string; physicalId: string; bootId: string }[] = [];
+    for (const [serial, k] of this.known) {
+      if (k.facts && k.identity && k.state === "device") list.push({ serial, physicalId: k.identity.physicalId, bootId: k.facts.bootId });
+    }
+    const duplicates = findDuplicateIdentities(list);
+    for (const [serial, k] of this.known) {
+      if (!k.identity) continue;
+      const status = duplicates.has(serial) ? "duplicate" : "ok";
+      const changed = k.identity.identityStatus !== status;
+      if (changed) {
+        k.identity = { ...k.identity, identityStatus: status };
+        this.opts.onDuplicate?.(serial, k.identity.physicalId, status === "duplicate");
+      }
+      if (changed || emitAll) this.emit({ kind: "upsert", report: this.report(serial, k) });
+    }
   }
 
   private emit(e: DeviceEvent): void {
@@ -125,7 +191,7 @@ export class DeviceWatcher {
   private setState(serial: string, state: string): void {
     const prev = this.known.get(serial);
     if (prev && prev.state === state) return;
-    const k: Known = { state, properties: prev?.properties, generation: (prev?.generation ?? 0) + 1 };
+    const k: Known = { state, facts: prev?.facts, identity: prev?.identity, generation: (prev?.generation ?? 0) + 1 };
     this.known.set(serial, k);
     this.emit({ kind: "upsert", report: this.report(serial, k) });
     if (state === "device") void this.loadProperties(serial, k.generation);
@@ -134,22 +200,26 @@ export class DeviceWatcher {
   private remove(serial: string): void {
     if (!this.known.delete(serial)) return;
     this.emit({ kind: "removed", serial });
+    this.markDuplicates();
   }
 
   private async loadProperties(serial: string, generation: number): Promise<void> {
     const timeoutMs = this.opts.propertyTimeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
     try {
-      const props = await Promise.race([
-        readDeviceProperties(this.opts.adb.getDevice(serial)),
+      const facts = await Promise.race([
+        readDeviceFacts(this.opts.adb.getDevice(serial)),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
       const k = this.known.get(serial);
       if (!k || k.generation !== generation) return;
-      k.properties = props;
+      k.facts = facts;
+      k.identity = this.identify(serial, facts);
+      this.opts.onFacts?.(serial, k.identity.physicalId, facts);
       this.emit({ kind: "upsert", report: this.report(serial, k) });
+      this.markDuplicates();
     } catch (err) {
       this.opts.log.warn("could not read device properties", { serial, error: (err as Error).message });
     } finally {

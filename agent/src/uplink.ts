@@ -10,7 +10,10 @@ import { FARM_VERSION, PROTOCOL_VERSION } from "@farm/shared/version";
 import {
   AgentService,
   AttachRequestSchema,
+  type AgentCommand,
   type AttachRequest,
+  type CommandResult,
+  type DeviceEvent as DeviceEventMessage,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceEvent, DeviceWatcher } from "./device-watcher.js";
 
@@ -25,6 +28,8 @@ export interface UplinkOptions {
   backoff?: { initialMs: number; maxMs: number };
   /** Told whenever the attached state changes (tests and status output). */
   onStateChange?: (attached: boolean) => void;
+  /** Runs a routed command; its result goes back on the same stream. */
+  onCommand?: (cmd: AgentCommand) => Promise<CommandResult>;
 }
 
 /**
@@ -36,6 +41,7 @@ export class Uplink {
   private readonly backoff: Backoff;
   private readonly aborter = new AbortController();
   private attachedNow = false;
+  private current: AsyncQueue<AttachRequest> | undefined;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
 
@@ -55,6 +61,11 @@ export class Uplink {
     this.aborter.abort();
     this.wake?.();
     await this.loop;
+  }
+
+  /** Sends a device event if attached (history is also kept on disk). */
+  sendEvent(e: DeviceEventMessage): void {
+    if (this.attachedNow) this.current?.push(create(AttachRequestSchema, { kind: { case: "deviceEvent", value: e } }));
   }
 
   private setAttached(v: boolean): void {
@@ -128,7 +139,17 @@ export class Uplink {
     );
     try {
       for await (const res of client.attach(out, { signal: sessionAbort.signal })) {
+        if (res.kind.case === "command") {
+          const cmd = res.kind.value;
+          const run = this.opts.onCommand;
+          if (!run) continue;
+          // Results of a stream that has since ended are dropped: the caller
+          // has already been told the outcome is unknown.
+          void run(cmd).then((r) => out.push(create(AttachRequestSchema, { kind: { case: "commandResult", value: r } })));
+          continue;
+        }
         if (res.kind.case !== "helloAccepted" || this.attachedNow) continue;
+        this.current = out;
         this.backoff.reset();
         // Subscribe before the snapshot so no change falls between them.
         unsubscribe = this.opts.watcher.onEvent((e) => out.push(changeMessage(e)));

@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient, type Client, type Interceptor } from 
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
 import { CliError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 
 /** A client for one farm service, authenticated with the resolved token. */
@@ -19,20 +20,29 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
     try {
       return await next(req);
     } catch (err) {
-      throw explainUnavailable(err, config);
+      throw explainUnavailable(err, config, req.method.name);
     }
   };
   return createClient(service, createGrpcTransport({ baseUrl: config.coordinator, interceptors: [auth] }));
 }
 
-function explainUnavailable(err: unknown, config: ClientConfig): unknown {
+/** RPCs that change a device: a lost connection leaves their outcome unknown. */
+const mutations = new Set(["RunShell", "SetProperty", "PinIdentity", "AbandonAction", "ReconcileOwnership"]);
+
+function explainUnavailable(err: unknown, config: ClientConfig, method: string): unknown {
   const ce = ConnectError.from(err);
-  if (ce.code !== Code.Unavailable) return err;
-  if (!/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ECONNRESET|socket hang up/i.test(ce.rawMessage)) return err;
+  if (ce.findDetails(ErrorDetailSchema).length > 0) return err;
+  const refused = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/i.test(ce.rawMessage);
+  const lost = /ECONNRESET|socket hang up|stream closed|GOAWAY|session closed/i.test(ce.rawMessage);
+  if (!refused && !lost) return err;
+  const outcome = mutations.has(method) ? (refused ? { dispatched: false, ambiguous: false } : { dispatched: null, ambiguous: true }) : undefined;
   return farmError(
     Code.Unavailable,
     ErrorCodes.coordinatorUnavailable,
-    `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${ce.rawMessage}`,
+    refused
+      ? `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${ce.rawMessage}`
+      : `lost the coordinator at ${config.coordinator} mid-call: ${ce.rawMessage}${outcome?.ambiguous ? "; the outcome is unknown" : ""}`,
     "coordinator",
+    outcome,
   );
 }

@@ -21,11 +21,11 @@ export interface Command {
   run(ctx: CommandContext): Promise<number>;
 }
 
-/** A command with subcommands: `farm token`. */
+/** A command with subcommands: `farm token`, `farm device ownership`. */
 export interface CommandGroup {
   name: string;
   summary: string;
-  commands: Command[];
+  commands: CommandNode[];
 }
 
 export type CommandNode = Command | CommandGroup;
@@ -40,4 +40,11 @@ export const clientOptions: OptionSpec = {
   "token-file": { type: "string" },
   timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
+};
+
+/** Flags of commands that act on one device. */
+export const deviceOptions: OptionSpec = {
+  ...clientOptions,
+  device: { type: "string" },
+  agent: { type: "string" },
 };

@@ -9,6 +9,7 @@ import { configuredOutput } from "./config.js";
 import { agentsCommand } from "./commands/agents.js";
 import { devicesCommand } from "./commands/devices.js";
 import { tokenGroup } from "./commands/token.js";
+import { deviceGroup } from "./commands/device.js";
 import { coordinatorCommand } from "./commands/coordinator.js";
 import { agentCommand } from "./commands/agent.js";
 import { standaloneCommand } from "./commands/standalone.js";
@@ -19,6 +20,7 @@ export const commands: CommandNode[] = [
   agentCommand,
   agentsCommand,
   devicesCommand,
+  deviceGroup,
   tokenGroup,
 ];
 
@@ -43,8 +45,8 @@ function commandHelp(c: Command, path: string): string {
   return [`${path}: ${c.summary}`, "", `Usage: ${c.usage}`, "", "Flags:", ...flags].join("\n");
 }
 
-function groupHelp(name: string, cmds: Command[], summary: string): string {
-  return [`farm ${name}: ${summary}`, "", `Usage: farm ${name} <subcommand> [flags]`, "", "Subcommands:", ...cmds.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`)].join("\n");
+function groupHelp(path: string, cmds: CommandNode[], summary: string): string {
+  return [`${path}: ${summary}`, "", `Usage: ${path} <subcommand> [flags]`, "", "Subcommands:", ...cmds.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`)].join("\n");
 }
 
 /**
@@ -88,29 +90,26 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       printer.result({ version: FARM_VERSION }, () => `farm ${FARM_VERSION}`);
       return 0;
     }
-    const node = commands.find((c) => c.name === first);
+    let node: CommandNode | undefined = commands.find((c) => c.name === first);
     if (!node) throw new CliError(ErrorCodes.invalidArgument, `unknown command "${first}"; see \`farm --help\``, "command");
-    let command: Command;
-    let args: string[];
+    let args = rest;
     let path = `farm ${node.name}`;
-    if (isGroup(node)) {
-      const [sub, ...subArgs] = rest;
+    while (isGroup(node)) {
+      const [sub, ...subArgs]: string[] = args;
       if (sub === undefined || sub === "--help" || sub === "-h") {
-        process.stdout.write(groupHelp(node.name, node.commands, node.summary) + "\n");
+        process.stdout.write(groupHelp(path, node.commands, node.summary) + "\n");
         return sub === undefined ? 1 : 0;
       }
-      const found = node.commands.find((c) => c.name === sub);
-      if (!found) {
-        throw new CliError(ErrorCodes.invalidArgument, `unknown command "farm ${node.name} ${sub}"; see \`farm ${node.name} --help\``, "command");
-      }
-      command = found;
+      const found: CommandNode | undefined = node.commands.find((c) => c.name === sub);
+      if (!found) throw new CliError(ErrorCodes.invalidArgument, `unknown command "${path} ${sub}"; see \`${path} --help\``, "command");
+      node = found;
       args = subArgs;
       path += ` ${sub}`;
-    } else {
-      command = node;
-      args = rest;
     }
-    if (args.includes("--help") || args.includes("-h")) {
+    const command: Command = node;
+    // Arguments after "--" belong to the device command, not to farm.
+    const own = args.includes("--") ? args.slice(0, args.indexOf("--")) : args;
+    if (own.includes("--help") || own.includes("-h")) {
       process.stdout.write(commandHelp(command, path) + "\n");
       return 0;
     }

@@ -102,6 +102,14 @@ async function pump(
         else if (change.case === "removedSerial") deps.registry.removeDevice(agentId, change.value);
         break;
       }
+      case "commandResult":
+        session.resolve(msg.kind.value);
+        break;
+      case "deviceEvent": {
+        const e = msg.kind.value;
+        deps.log.info("device event", { agentId, serial: e.serial, physicalId: e.physicalId, kind: e.kind, detail: e.detail });
+        break;
+      }
       case "hello":
         throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "hello sent twice");
       default:

@@ -1,5 +1,15 @@
 import { AsyncQueue } from "@farm/shared/async-queue";
-import type { AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { randomUUID } from "node:crypto";
+import { Code } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { actionError, ErrorCodes } from "@farm/shared/errors";
+import {
+  AttachResponseSchema,
+  AgentCommandSchema,
+  type AgentCommand,
+  type AttachResponse,
+  type CommandResult,
+} from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { AgentSession } from "./registry.js";
 
 /** One attached agent's control stream on the coordinator side. */
@@ -7,6 +17,7 @@ export class AttachSession implements AgentSession {
   readonly outgoing = new AsyncQueue<AttachResponse>();
   private readonly aborter = new AbortController();
   private failure: Error | undefined;
+  private readonly pending = new Map<string, { resolve: (r: CommandResult) => void; reject: (e: Error) => void }>();
 
   get signal(): AbortSignal {
     return this.aborter.signal;
@@ -20,12 +31,57 @@ export class AttachSession implements AgentSession {
     return this.outgoing.push(msg);
   }
 
+  /**
+   * Sends a command to the agent and waits for its result until the
+   * deadline. If the stream ends or the deadline passes first, the outcome
+   * is unknown to the coordinator: the error says so, and the agent's
+   * journal keeps the truth.
+   */
+  call(command: Pick<AgentCommand, "kind" | "requestedBy" | "requestedByAdmin">, deadlineMs: number): Promise<CommandResult> {
+    const commandId = randomUUID();
+    return new Promise<CommandResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(commandId);
+        reject(actionError(Code.DeadlineExceeded, ErrorCodes.commandTimeout, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
+      }, Math.max(0, deadlineMs - Date.now()));
+      this.pending.set(commandId, {
+        resolve: (r) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      const sent = this.send(create(AttachResponseSchema, {
+          kind: {
+            case: "command",
+            value: create(AgentCommandSchema, { ...command, commandId, deadlineUnixMs: BigInt(Math.floor(deadlineMs)) }),
+          },
+        }));
+      if (!sent) {
+        this.pending.get(commandId)?.reject(actionError(Code.Unavailable, ErrorCodes.agentOffline, "the agent's stream has ended", { dispatched: false, ambiguous: false }));
+        this.pending.delete(commandId);
+      }
+    });
+  }
+
+  /** Delivers an agent's result to the waiting caller. */
+  resolve(result: CommandResult): void {
+    const p = this.pending.get(result.commandId);
+    if (!p) return; // caller already gave up
+    this.pending.delete(result.commandId);
+    p.resolve(result);
+  }
+
   /** Ends the stream with an error the agent will see. */
   terminate(err: Error): void {
     if (this.aborter.signal.aborted) return;
     this.failure = err;
     this.aborter.abort(err);
     this.outgoing.close();
+    this.failPending();
   }
 
   /** Ends the stream normally (the agent closed its side). */
@@ -33,5 +89,13 @@ export class AttachSession implements AgentSession {
     if (this.aborter.signal.aborted) return;
     this.aborter.abort();
     this.outgoing.close();
+    this.failPending();
+  }
+
+  private failPending(): void {
+    for (const p of this.pending.values()) {
+      p.reject(actionError(Code.Unavailable, ErrorCodes.agentOffline, "the agent went away before answering; the outcome is unknown", { dispatched: null, ambiguous: true }));
+    }
+    this.pending.clear();
   }
 }

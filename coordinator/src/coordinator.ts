@@ -19,6 +19,8 @@ import { registerAgentService } from "./agent-service.js";
 import { registerRegistryService } from "./registry-service.js";
 import { registerTokenService } from "./token-service.js";
 import { registerHealthService } from "./health-service.js";
+import { registerDeviceService } from "./device-service.js";
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { createDualServer } from "./http-server.js";
 
 export interface CoordinatorOptions {
@@ -45,6 +47,7 @@ const rules: Record<string, AccessRule> = {
   [AgentService.typeName]: { kind: "agent" },
   [RegistryService.typeName]: { kind: "user" },
   [TokenService.typeName]: { kind: "user", admin: true },
+  [DeviceService.typeName]: { kind: "user" },
 };
 
 export async function startCoordinator(opts: CoordinatorOptions): Promise<RunningCoordinator> {
@@ -66,6 +69,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentService(router, { registry, log, helloTimeoutMs: 10_000 });
       registerRegistryService(router, { registry });
       registerTokenService(router, { tokens });
+      registerDeviceService(router, { registry, log });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {

@@ -2,7 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { eq, and, inArray } from "drizzle-orm";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
 import {
   AgentSchema,
   DevicePropertiesSchema,
@@ -22,6 +22,14 @@ export const AGENT_OFFLINE = "agent-offline";
 export interface AgentSession {
   /** Ends the stream with this error (the agent will reconnect). */
   terminate(err: Error): void;
+}
+
+/** Where a command for a serial goes: exactly one agent, never an alias. */
+export interface Route<S extends AgentSession = AgentSession> {
+  agentId: string;
+  agentName: string;
+  serial: string;
+  session: S;
 }
 
 interface DeviceEntry {
@@ -281,6 +289,35 @@ export class Registry {
       }
     }
     return out;
+  }
+
+  /**
+   * The one agent that reports this adb serial (optionally named). A serial
+   * seen on two agents needs the agent named; a device whose agent is not
+   * attached fails: a command is never re-routed through another alias.
+   */
+  route(serial: string, agent = ""): Route {
+    const matches = [...this.agents.values()].filter(
+      (a) => a.devices.has(serial) && (agent === "" || a.id === agent || a.name === agent),
+    );
+    const notDispatched = { dispatched: false, ambiguous: false };
+    if (matches.length === 0) {
+      throw actionError(Code.NotFound, ErrorCodes.deviceNotFound, `no agent reports a device with serial ${serial}${agent ? ` on agent ${agent}` : ""}`, notDispatched, "serial");
+    }
+    if (matches.length > 1) {
+      throw actionError(
+        Code.FailedPrecondition,
+        ErrorCodes.deviceAmbiguous,
+        `serial ${serial} is reported by agents ${matches.map((m) => m.name).join(", ")}; name one with --agent`,
+        notDispatched,
+        "agent",
+      );
+    }
+    const a = matches[0] as AgentEntry;
+    if (!a.session) {
+      throw actionError(Code.Unavailable, ErrorCodes.deviceOffline, `agent ${a.name}, which owns ${serial}, is offline`, notDispatched, "serial");
+    }
+    return { agentId: a.id, agentName: a.name, serial, session: a.session };
   }
 
   /** Drops agents (and their devices) from storage, e.g. for `farm agents rm`. */

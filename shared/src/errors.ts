@@ -17,6 +17,15 @@ export const ErrorCodes = {
   coordinatorUnavailable: "COORDINATOR_UNAVAILABLE",
   deadlineExceeded: "DEADLINE_EXCEEDED",
   deviceOffline: "DEVICE_OFFLINE",
+  deviceNotFound: "DEVICE_NOT_FOUND",
+  deviceAmbiguous: "DEVICE_AMBIGUOUS",
+  deviceBusy: "DEVICE_BUSY",
+  deviceOwnershipUnresolved: "DEVICE_OWNERSHIP_UNRESOLVED",
+  duplicateIdentity: "DUPLICATE_IDENTITY",
+  actionNotFound: "ACTION_NOT_FOUND",
+  commandTimeout: "COMMAND_TIMEOUT",
+  agentOffline: "AGENT_OFFLINE",
+  agentDataDirLocked: "AGENT_DATA_DIR_LOCKED",
   notImplemented: "NOT_IMPLEMENTED",
   internal: "INTERNAL",
 } as const;
@@ -29,6 +38,15 @@ export interface ErrorReport {
   code: ErrorCode;
   message: string;
   field?: string;
+  /** For device actions: did it reach the device (null = unknown)? */
+  dispatched?: boolean | null;
+  ambiguous?: boolean;
+}
+
+/** What is known about an action that failed. */
+export interface ActionOutcome {
+  dispatched: boolean | null;
+  ambiguous: boolean;
 }
 
 /** A ConnectError carrying a farm ErrorDetail with the stable code. */
@@ -37,10 +55,19 @@ export function farmError(
   code: ErrorCode,
   message: string,
   field?: string,
+  outcome?: ActionOutcome,
 ): ConnectError {
-  return new ConnectError(message, grpcCode, undefined, [
-    { desc: ErrorDetailSchema, value: { code, field: field ?? "" } },
-  ]);
+  const value = {
+    code,
+    field: field ?? "",
+    ...(outcome ? { ambiguous: outcome.ambiguous, ...(outcome.dispatched === null ? {} : { dispatched: outcome.dispatched }) } : {}),
+  };
+  return new ConnectError(message, grpcCode, undefined, [{ desc: ErrorDetailSchema, value }]);
+}
+
+/** A failed device action, carrying what is known about its effect. */
+export function actionError(grpcCode: Code, code: ErrorCode, message: string, outcome: ActionOutcome, field?: string): ConnectError {
+  return farmError(grpcCode, code, message, field, outcome);
 }
 
 export function invalidArgument(field: string, message: string): ConnectError {
@@ -55,7 +82,13 @@ export function toErrorReport(err: unknown): ErrorReport {
   const ce = ConnectError.from(err);
   const detail = ce.findDetails(ErrorDetailSchema)[0];
   if (detail !== undefined && detail.code !== "") {
-    return withField({ ok: false, code: detail.code, message: ce.rawMessage }, detail.field);
+    const report = withField({ ok: false, code: detail.code, message: ce.rawMessage }, detail.field);
+    // An outcome is present for device actions: dispatched is set, or the
+    // result is ambiguous (dispatched unknown).
+    if (detail.dispatched !== undefined || detail.ambiguous) {
+      return { ...report, dispatched: detail.dispatched ?? null, ambiguous: detail.ambiguous };
+    }
+    return report;
   }
   return { ok: false, code: codeForGrpc(ce.code), message: ce.rawMessage };
 }

@@ -13,7 +13,7 @@ export const agentCommand: Command = {
   name: "agent",
   summary: "Run the agent for the phones on this host",
   usage:
-    "farm agent --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start]",
+    "farm agent --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start] [--lock-dir DIR]",
   options: {
     coordinator: { type: "string" },
     "data-dir": { type: "string" },
@@ -23,6 +23,7 @@ export const agentCommand: Command = {
     "adb-port": { type: "string" },
     "heartbeat-interval": { type: "string" },
     "no-adb-start": { type: "boolean" },
+    "lock-dir": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
   async run(ctx) {
@@ -41,6 +42,7 @@ export const agentCommand: Command = {
       adb,
       heartbeatIntervalMs,
       startAdbServer: parsed.values["no-adb-start"] !== true,
+      ...(stringFlag(parsed, "lock-dir") ? { lockDir: stringFlag(parsed, "lock-dir") as string } : {}),
       ...(name ? { name } : {}),
     });
     ctx.printer.result({ agentId: agent.id, name: agent.name, dataDir }, () => `agent ${agent.name} (${agent.id}) started`);

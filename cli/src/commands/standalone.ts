@@ -16,7 +16,7 @@ import { adbServerAddress } from "../adb-address.js";
 export const standaloneCommand: Command = {
   name: "standalone",
   summary: "Run coordinator and agent in one process on loopback (single machine)",
-  usage: "farm standalone [--listen 127.0.0.1:PORT] [--data-dir DIR] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start]",
+  usage: "farm standalone [--listen 127.0.0.1:PORT] [--data-dir DIR] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start] [--lock-dir DIR]",
   options: {
     listen: { type: "string" },
     "data-dir": { type: "string" },
@@ -24,6 +24,7 @@ export const standaloneCommand: Command = {
     "adb-port": { type: "string" },
     "heartbeat-interval": { type: "string" },
     "no-adb-start": { type: "boolean" },
+    "lock-dir": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
   async run(ctx) {
@@ -47,6 +48,7 @@ export const standaloneCommand: Command = {
       adb,
       heartbeatIntervalMs,
       startAdbServer: parsed.values["no-adb-start"] !== true,
+      ...(stringFlag(parsed, "lock-dir") ? { lockDir: stringFlag(parsed, "lock-dir") as string } : {}),
     });
     const addressFile = join(dataDir, standaloneFiles.address);
     await writePrivateFile(addressFile, JSON.stringify({ url: coordinator.url, pid: process.pid }) + "\n");

@@ -4,6 +4,10 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AbandonActionRequest, AbandonActionResponse, GetActionReceiptRequest, GetActionReceiptResponse, GetOwnershipRequest, GetOwnershipResponse, PinIdentityRequest, PinIdentityResponse, ReconcileOwnershipRequest, ReconcileOwnershipResponse, RunShellRequest, RunShellResponse, SetPropertyRequest, SetPropertyResponse } from "./device_service_pb.js";
+import { file_farm_v1_device_service } from "./device_service_pb.js";
+import type { ErrorDetail } from "./error_pb.js";
+import { file_farm_v1_error } from "./error_pb.js";
 import type { DeviceProperties } from "./registry_pb.js";
 import { file_farm_v1_registry } from "./registry_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEixQEKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSABCBgoEa2luZCJKCg5BdHRhY2hSZXNwb25zZRIwCg5oZWxsb19hY2NlcHRlZBgBIAEoCzIWLmZhcm0udjEuSGVsbG9BY2NlcHRlZEgAQgYKBGtpbmQiowEKCkFnZW50SGVsbG8SEAoIYWdlbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIQCghob3N0bmFtZRgDIAEoCRIYChBwcm90b2NvbF92ZXJzaW9uGAQgASgNEhUKDWFnZW50X3ZlcnNpb24YBSABKAkSEwoLYWRiX3ZlcnNpb24YBiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAcgASgNIkYKDUhlbGxvQWNjZXB0ZWQSGAoQcHJvdG9jb2xfdmVyc2lvbhgBIAEoDRIbChNjb29yZGluYXRvcl92ZXJzaW9uGAIgASgJIh0KCUhlYXJ0YmVhdBIQCghzZXF1ZW5jZRgBIAEoBCI5Cg9EZXZpY2VJbnZlbnRvcnkSJgoHZGV2aWNlcxgBIAMoCzIVLmZhcm0udjEuRGV2aWNlUmVwb3J0IlwKDERldmljZVJlcG9ydBIOCgZzZXJpYWwYASABKAkSDQoFc3RhdGUYAiABKAkSLQoKcHJvcGVydGllcxgDIAEoCzIZLmZhcm0udjEuRGV2aWNlUHJvcGVydGllcyJZCgxEZXZpY2VDaGFuZ2USJwoGdXBzZXJ0GAEgASgLMhUuZmFybS52MS5EZXZpY2VSZXBvcnRIABIYCg5yZW1vdmVkX3NlcmlhbBgCIAEoCUgAQgYKBGtpbmQyTQoMQWdlbnRTZXJ2aWNlEj0KBkF0dGFjaBIWLmZhcm0udjEuQXR0YWNoUmVxdWVzdBoXLmZhcm0udjEuQXR0YWNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_farm_v1_registry]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEipQIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASMAoOY29tbWFuZF9yZXN1bHQYBSABKAsyFi5mYXJtLnYxLkNvbW1hbmRSZXN1bHRIABIsCgxkZXZpY2VfZXZlbnQYBiABKAsyFC5mYXJtLnYxLkRldmljZUV2ZW50SABCBgoEa2luZCJ0Cg5BdHRhY2hSZXNwb25zZRIwCg5oZWxsb19hY2NlcHRlZBgBIAEoCzIWLmZhcm0udjEuSGVsbG9BY2NlcHRlZEgAEigKB2NvbW1hbmQYAiABKAsyFS5mYXJtLnYxLkFnZW50Q29tbWFuZEgAQgYKBGtpbmQiggQKDEFnZW50Q29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFAoMcmVxdWVzdGVkX2J5GAMgASgJEhoKEnJlcXVlc3RlZF9ieV9hZG1pbhgEIAEoCBI1Cg1nZXRfb3duZXJzaGlwGAogASgLMhwuZmFybS52MS5HZXRPd25lcnNoaXBSZXF1ZXN0SAASQQoTcmVjb25jaWxlX293bmVyc2hpcBgLIAEoCzIiLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdEgAEj4KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIgLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlcXVlc3RIABI3Cg5hYmFuZG9uX2FjdGlvbhgNIAEoCzIdLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlcXVlc3RIABItCglydW5fc2hlbGwYDiABKAsyGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdEgAEjMKDHNldF9wcm9wZXJ0eRgPIAEoCzIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0SAASMwoMcGluX2lkZW50aXR5GBAgASgLMhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3RIAEIGCgRraW5kIuYDCg1Db21tYW5kUmVzdWx0EhIKCmNvbW1hbmRfaWQYASABKAkSJgoFZXJyb3IYAiABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvckgAEjYKDWdldF9vd25lcnNoaXAYCiABKAsyHS5mYXJtLnYxLkdldE93bmVyc2hpcFJlc3BvbnNlSAASQgoTcmVjb25jaWxlX293bmVyc2hpcBgLIAEoCzIjLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVzcG9uc2VIABI/ChJnZXRfYWN0aW9uX3JlY2VpcHQYDCABKAsyIS5mYXJtLnYxLkdldEFjdGlvblJlY2VpcHRSZXNwb25zZUgAEjgKDmFiYW5kb25fYWN0aW9uGA0gASgLMh4uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVzcG9uc2VIABIuCglydW5fc2hlbGwYDiABKAsyGS5mYXJtLnYxLlJ1blNoZWxsUmVzcG9uc2VIABI0CgxzZXRfcHJvcGVydHkYDyABKAsyHC5mYXJtLnYxLlNldFByb3BlcnR5UmVzcG9uc2VIABI0CgxwaW5faWRlbnRpdHkYECABKAsyHC5mYXJtLnYxLlBpbklkZW50aXR5UmVzcG9uc2VIAEIGCgRraW5kIkUKDENvbW1hbmRFcnJvchIkCgZkZXRhaWwYASABKAsyFC5mYXJtLnYxLkVycm9yRGV0YWlsEg8KB21lc3NhZ2UYAiABKAkiZgoLRGV2aWNlRXZlbnQSDgoGc2VyaWFsGAEgASgJEhMKC3BoeXNpY2FsX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSDgoGZGV0YWlsGAQgASgJEhQKDHRpbWVfdW5peF9tcxgFIAEoAyKjAQoKQWdlbnRIZWxsbxIQCghhZ2VudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SFQoNYWdlbnRfdmVyc2lvbhgFIAEoCRITCgthZGJfdmVyc2lvbhgGIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYByABKA0iRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJNCgxBZ2VudFNlcnZpY2USPQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSgBMAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_registry]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -45,6 +49,18 @@ export type AttachRequest = Message<"farm.v1.AttachRequest"> & {
      */
     value: DeviceChange;
     case: "deviceChange";
+  } | {
+    /**
+     * @generated from field: farm.v1.CommandResult command_result = 5;
+     */
+    value: CommandResult;
+    case: "commandResult";
+  } | {
+    /**
+     * @generated from field: farm.v1.DeviceEvent device_event = 6;
+     */
+    value: DeviceEvent;
+    case: "deviceEvent";
   } | { case: undefined; value?: undefined };
 };
 
@@ -68,6 +84,12 @@ export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
      */
     value: HelloAccepted;
     case: "helloAccepted";
+  } | {
+    /**
+     * @generated from field: farm.v1.AgentCommand command = 2;
+     */
+    value: AgentCommand;
+    case: "command";
   } | { case: undefined; value?: undefined };
 };
 
@@ -77,6 +99,225 @@ export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 1);
+
+/**
+ * A user request the coordinator routes to this agent. Requests travel
+ * verbatim; the agent answers with one CommandResult of the same id.
+ *
+ * @generated from message farm.v1.AgentCommand
+ */
+export type AgentCommand = Message<"farm.v1.AgentCommand"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+
+  /**
+   * Absolute deadline (unix ms) of the caller; the agent works within it.
+   *
+   * @generated from field: int64 deadline_unix_ms = 2;
+   */
+  deadlineUnixMs: bigint;
+
+  /**
+   * Token name of the caller, for the journal and audit log.
+   *
+   * @generated from field: string requested_by = 3;
+   */
+  requestedBy: string;
+
+  /**
+   * @generated from field: bool requested_by_admin = 4;
+   */
+  requestedByAdmin: boolean;
+
+  /**
+   * @generated from oneof farm.v1.AgentCommand.kind
+   */
+  kind: {
+    /**
+     * @generated from field: farm.v1.GetOwnershipRequest get_ownership = 10;
+     */
+    value: GetOwnershipRequest;
+    case: "getOwnership";
+  } | {
+    /**
+     * @generated from field: farm.v1.ReconcileOwnershipRequest reconcile_ownership = 11;
+     */
+    value: ReconcileOwnershipRequest;
+    case: "reconcileOwnership";
+  } | {
+    /**
+     * @generated from field: farm.v1.GetActionReceiptRequest get_action_receipt = 12;
+     */
+    value: GetActionReceiptRequest;
+    case: "getActionReceipt";
+  } | {
+    /**
+     * @generated from field: farm.v1.AbandonActionRequest abandon_action = 13;
+     */
+    value: AbandonActionRequest;
+    case: "abandonAction";
+  } | {
+    /**
+     * @generated from field: farm.v1.RunShellRequest run_shell = 14;
+     */
+    value: RunShellRequest;
+    case: "runShell";
+  } | {
+    /**
+     * @generated from field: farm.v1.SetPropertyRequest set_property = 15;
+     */
+    value: SetPropertyRequest;
+    case: "setProperty";
+  } | {
+    /**
+     * @generated from field: farm.v1.PinIdentityRequest pin_identity = 16;
+     */
+    value: PinIdentityRequest;
+    case: "pinIdentity";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.AgentCommand.
+ * Use `create(AgentCommandSchema)` to create a new message.
+ */
+export const AgentCommandSchema: GenMessage<AgentCommand> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 2);
+
+/**
+ * @generated from message farm.v1.CommandResult
+ */
+export type CommandResult = Message<"farm.v1.CommandResult"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+
+  /**
+   * @generated from oneof farm.v1.CommandResult.kind
+   */
+  kind: {
+    /**
+     * @generated from field: farm.v1.CommandError error = 2;
+     */
+    value: CommandError;
+    case: "error";
+  } | {
+    /**
+     * @generated from field: farm.v1.GetOwnershipResponse get_ownership = 10;
+     */
+    value: GetOwnershipResponse;
+    case: "getOwnership";
+  } | {
+    /**
+     * @generated from field: farm.v1.ReconcileOwnershipResponse reconcile_ownership = 11;
+     */
+    value: ReconcileOwnershipResponse;
+    case: "reconcileOwnership";
+  } | {
+    /**
+     * @generated from field: farm.v1.GetActionReceiptResponse get_action_receipt = 12;
+     */
+    value: GetActionReceiptResponse;
+    case: "getActionReceipt";
+  } | {
+    /**
+     * @generated from field: farm.v1.AbandonActionResponse abandon_action = 13;
+     */
+    value: AbandonActionResponse;
+    case: "abandonAction";
+  } | {
+    /**
+     * @generated from field: farm.v1.RunShellResponse run_shell = 14;
+     */
+    value: RunShellResponse;
+    case: "runShell";
+  } | {
+    /**
+     * @generated from field: farm.v1.SetPropertyResponse set_property = 15;
+     */
+    value: SetPropertyResponse;
+    case: "setProperty";
+  } | {
+    /**
+     * @generated from field: farm.v1.PinIdentityResponse pin_identity = 16;
+     */
+    value: PinIdentityResponse;
+    case: "pinIdentity";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.CommandResult.
+ * Use `create(CommandResultSchema)` to create a new message.
+ */
+export const CommandResultSchema: GenMessage<CommandResult> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 3);
+
+/**
+ * @generated from message farm.v1.CommandError
+ */
+export type CommandError = Message<"farm.v1.CommandError"> & {
+  /**
+   * @generated from field: farm.v1.ErrorDetail detail = 1;
+   */
+  detail?: ErrorDetail | undefined;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message farm.v1.CommandError.
+ * Use `create(CommandErrorSchema)` to create a new message.
+ */
+export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 4);
+
+/**
+ * Something that happened to a device, for the activity history.
+ *
+ * @generated from message farm.v1.DeviceEvent
+ */
+export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
+  /**
+   * @generated from field: string serial = 1;
+   */
+  serial: string;
+
+  /**
+   * @generated from field: string physical_id = 2;
+   */
+  physicalId: string;
+
+  /**
+   * "reboot", "duplicate-identity", ...
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string detail = 4;
+   */
+  detail: string;
+
+  /**
+   * @generated from field: int64 time_unix_ms = 5;
+   */
+  timeUnixMs: bigint;
+};
+
+/**
+ * Describes the message farm.v1.DeviceEvent.
+ * Use `create(DeviceEventSchema)` to create a new message.
+ */
+export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 5);
 
 /**
  * First message on every stream.
@@ -125,7 +366,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 2);
+  messageDesc(file_farm_v1_agent_service, 6);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -147,7 +388,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 3);
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -164,7 +405,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 4);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -184,7 +425,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -211,7 +452,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -242,7 +483,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/error.proto.
  */
 export const file_farm_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChNmYXJtL3YxL2Vycm9yLnByb3RvEgdmYXJtLnYxIioKC0Vycm9yRGV0YWlsEgwKBGNvZGUYASABKAkSDQoFZmllbGQYAiABKAliBnByb3RvMw");
+  fileDesc("ChNmYXJtL3YxL2Vycm9yLnByb3RvEgdmYXJtLnYxImUKC0Vycm9yRGV0YWlsEgwKBGNvZGUYASABKAkSDQoFZmllbGQYAiABKAkSFwoKZGlzcGF0Y2hlZBgDIAEoCEgAiAEBEhEKCWFtYmlndW91cxgEIAEoCEINCgtfZGlzcGF0Y2hlZGIGcHJvdG8z");
 
 /**
  * Attached as a detail to every farm error so clients can branch on a stable
@@ -32,6 +32,22 @@ export type ErrorDetail = Message<"farm.v1.ErrorDetail"> & {
    * @generated from field: string field = 2;
    */
   field: string;
+
+  /**
+   * For actions that change a device: whether the action reached the device.
+   * Unset means unknown.
+   *
+   * @generated from field: optional bool dispatched = 3;
+   */
+  dispatched?: boolean | undefined;
+
+  /**
+   * True when the outcome is unknown and the device stays blocked until
+   * reconciled.
+   *
+   * @generated from field: bool ambiguous = 4;
+   */
+  ambiguous: boolean;
 };
 
 /**

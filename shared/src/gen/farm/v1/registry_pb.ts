@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry.proto.
  */
 export const file_farm_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("ChZmYXJtL3YxL3JlZ2lzdHJ5LnByb3RvEgdmYXJtLnYxIqsCCgVBZ2VudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEg4KBm9ubGluZRgEIAEoCBIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBiABKA0SEwoLYWRiX3ZlcnNpb24YByABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAggASgNEjcKE2xhc3RfaGVhcnRiZWF0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNvbm5lY3RlZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZXZpY2VfY291bnQYCyABKA0ikwEKEERldmljZVByb3BlcnRpZXMSDQoFbW9kZWwYASABKAkSFAoMbWFudWZhY3R1cmVyGAIgASgJEhEKCWFwaV9sZXZlbBgDIAEoDRIXCg9hbmRyb2lkX3ZlcnNpb24YBCABKAkSCwoDYWJpGAUgASgJEhAKCHNlcmlhbG5vGAYgASgJEg8KB2Jvb3RfaWQYByABKAkirQEKBkRldmljZRIOCgZzZXJpYWwYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRINCgVzdGF0ZRgEIAEoCRItCgpwcm9wZXJ0aWVzGAUgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzEi8KC3VwZGF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcGIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChZmYXJtL3YxL3JlZ2lzdHJ5LnByb3RvEgdmYXJtLnYxIqsCCgVBZ2VudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEg4KBm9ubGluZRgEIAEoCBIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBiABKA0SEwoLYWRiX3ZlcnNpb24YByABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAggASgNEjcKE2xhc3RfaGVhcnRiZWF0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNvbm5lY3RlZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZXZpY2VfY291bnQYCyABKA0i1AEKEERldmljZVByb3BlcnRpZXMSDQoFbW9kZWwYASABKAkSFAoMbWFudWZhY3R1cmVyGAIgASgJEhEKCWFwaV9sZXZlbBgDIAEoDRIXCg9hbmRyb2lkX3ZlcnNpb24YBCABKAkSCwoDYWJpGAUgASgJEhAKCHNlcmlhbG5vGAYgASgJEg8KB2Jvb3RfaWQYByABKAkSEwoLcGh5c2ljYWxfaWQYCCABKAkSFwoPaWRlbnRpdHlfc3RhdHVzGAkgASgJEhEKCXBpbl9sYWJlbBgKIAEoCSKtAQoGRGV2aWNlEg4KBnNlcmlhbBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEg0KBXN0YXRlGAQgASgJEi0KCnByb3BlcnRpZXMYBSABKAsyGS5mYXJtLnYxLkRldmljZVByb3BlcnRpZXMSLwoLdXBkYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A host running `farm agent`.
@@ -129,6 +129,29 @@ export type DeviceProperties = Message<"farm.v1.DeviceProperties"> & {
    * @generated from field: string boot_id = 7;
    */
   bootId: string;
+
+  /**
+   * Identity of the phone, independent of how it is connected: every adb
+   * serial (USB, ip:port, ...) of one phone has the same physical id.
+   *
+   * @generated from field: string physical_id = 8;
+   */
+  physicalId: string;
+
+  /**
+   * "ok", or "duplicate" when another phone presents the same identity (the
+   * "0000" serial case) and the two have not been pinned apart.
+   *
+   * @generated from field: string identity_status = 9;
+   */
+  identityStatus: string;
+
+  /**
+   * Operator label that pins this serial's phone apart from duplicates.
+   *
+   * @generated from field: string pin_label = 10;
+   */
+  pinLabel: string;
 };
 
 /**

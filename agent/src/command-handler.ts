@@ -1,0 +1,109 @@
+import { Code } from "@connectrpc/connect";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import { CommandResultSchema, type AgentCommand, type CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { DeviceOwnership, toRecord, type ActionKind } from "./device-ownership.js";
+import type { DeviceWatcher } from "./device-watcher.js";
+import type { PinStore } from "./pin-store.js";
+import type { DeviceHistory } from "./device-history.js";
+import type { ShellOutput, ShellRequest } from "./actions/shell-action.js";
+import type { SetPropRequest } from "./actions/setprop-action.js";
+
+export interface CommandHandlerDeps {
+  ownership: DeviceOwnership;
+  watcher: DeviceWatcher;
+  pins: PinStore;
+  history: DeviceHistory;
+  shell: ActionKind<ShellRequest, ShellOutput>;
+  setProp: ActionKind<SetPropRequest, Record<string, never>>;
+  log: Logger;
+}
+
+const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
+
+/** Runs one routed command and always answers with a CommandResult. */
+export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps): Promise<CommandResult> {
+  const result = (kind: MessageInitShape<typeof CommandResultSchema>["kind"]) => create(CommandResultSchema, { commandId: cmd.commandId, kind });
+  try {
+    const deadlineMs = Number(cmd.deadlineUnixMs) || Date.now() + 30_000;
+    const kinds = new Map<string, ActionKind<never, unknown>>([
+      [deps.shell.kind, deps.shell as ActionKind<never, unknown>],
+      [deps.setProp.kind, deps.setProp as ActionKind<never, unknown>],
+    ]);
+    const ctx = (target: DeviceTarget | undefined) => ({ serial: serialOf(target), deadlineMs, requestedBy: cmd.requestedBy });
+    switch (cmd.kind.case) {
+      case "getOwnership":
+        return result({ case: "getOwnership", value: { ownership: deps.ownership.status(serialOf(cmd.kind.value.target)) } });
+      case "reconcileOwnership": {
+        const serial = serialOf(cmd.kind.value.target);
+        const r = await deps.ownership.reconcile(serial, kinds, deadlineMs);
+        return result({
+          case: "reconcileOwnership",
+          value: { settled: r.settled.map(toRecord), unresolved: r.unresolved.map(toRecord), ownership: deps.ownership.status(serial) },
+        });
+      }
+      case "getActionReceipt": {
+        const v = cmd.kind.value;
+        return result({ case: "getActionReceipt", value: { action: toRecord(deps.ownership.receipt(serialOf(v.target), v.actionId)) } });
+      }
+      case "abandonAction": {
+        const v = cmd.kind.value;
+        if (!cmd.requestedByAdmin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "abandoning an action needs an admin user token");
+        const serial = serialOf(v.target);
+        const action = deps.ownership.abandon(serial, v.actionId, v.reason, cmd.requestedBy);
+        deps.history.record({ physicalId: action.physicalId, serial, kind: "action-abandoned", detail: `${action.actionId} by ${cmd.requestedBy}: ${v.reason}` });
+        deps.log.warn("unresolved action abandoned by an operator", { actionId: action.actionId, by: cmd.requestedBy, reason: v.reason });
+        return result({ case: "abandonAction", value: { action: toRecord(action) } });
+      }
+      case "runShell": {
+        const v = cmd.kind.value;
+        if (v.command.trim() === "") throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "command is empty", "command");
+        const { action, result: out } = await deps.ownership.run(deps.shell, { command: v.command }, ctx(v.target));
+        return result({
+          case: "runShell",
+          value: { actionId: action.actionId, exitCode: out.exitCode, stdout: out.stdout, stderr: out.stderr, dispatched: true, ambiguous: false },
+        });
+      }
+      case "setProperty": {
+        const v = cmd.kind.value;
+        if (!propKey.test(v.key)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "property key must be 1-255 of A-Z a-z 0-9 _ . -", "key");
+        if (/[\n\0]/.test(v.value) || v.value.length > 4096) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "property value must be one line of at most 4096 characters", "value");
+        const { action } = await deps.ownership.run(deps.setProp, { key: v.key, value: v.value }, ctx(v.target));
+        return result({ case: "setProperty", value: { actionId: action.actionId, dispatched: true, ambiguous: false } });
+      }
+      case "pinIdentity": {
+        const v = cmd.kind.value;
+        if (!cmd.requestedByAdmin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "pinning an identity needs an admin user token");
+        if (!/^[A-Za-z0-9._-]{0,64}$/.test(v.label)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "label must be up to 64 of A-Z a-z 0-9 . _ -", "label");
+        const serial = serialOf(v.target);
+        deps.pins.set(serial, v.label);
+        deps.watcher.refreshIdentities();
+        const d = deps.watcher.device(serial);
+        return result({ case: "pinIdentity", value: { physicalId: d?.identity.physicalId ?? "" } });
+      }
+      default:
+        throw farmError(Code.Unimplemented, ErrorCodes.notImplemented, `this agent does not implement command ${cmd.kind.case ?? "(none)"}`);
+    }
+  } catch (err) {
+    const report = toErrorReport(err);
+    return result({
+      case: "error",
+      value: {
+        message: report.message,
+        detail: {
+          code: report.code,
+          field: report.field ?? "",
+          ambiguous: report.ambiguous ?? false,
+          ...(report.dispatched === undefined || report.dispatched === null ? {} : { dispatched: report.dispatched }),
+        },
+      },
+    });
+  }
+}
+
+function serialOf(target: DeviceTarget | undefined): string {
+  if (!target?.serial) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a device serial is required", "serial");
+  return target.serial;
+}

@@ -1,0 +1,44 @@
+import { desc, eq } from "drizzle-orm";
+import type { AgentDb } from "./db/open-agent-db.js";
+import { bootIds, deviceEvents } from "./db/schema.js";
+
+export interface DeviceEventRecord {
+  physicalId: string;
+  serial: string;
+  kind: string;
+  detail: string;
+  at: number;
+}
+
+/** Reboots, duplicate identities and other device events, kept on disk. */
+export class DeviceHistory {
+  constructor(
+    private readonly db: AgentDb,
+    private readonly onEvent: (e: DeviceEventRecord) => void = () => {},
+  ) {}
+
+  record(e: Omit<DeviceEventRecord, "at">): DeviceEventRecord {
+    const full = { ...e, at: Date.now() };
+    this.db.insert(deviceEvents).values(full).run();
+    this.onEvent(full);
+    return full;
+  }
+
+  /**
+   * Notes the boot id a device reports; a different one than last time (even
+   * across agent restarts) is recorded as a reboot.
+   */
+  observeBoot(physicalId: string, serial: string, bootId: string): boolean {
+    if (!bootId) return false;
+    const prev = this.db.select().from(bootIds).where(eq(bootIds.physicalId, physicalId)).get();
+    const row = { physicalId, bootId, seenAt: Date.now() };
+    this.db.insert(bootIds).values(row).onConflictDoUpdate({ target: bootIds.physicalId, set: row }).run();
+    if (!prev || prev.bootId === bootId) return false;
+    this.record({ physicalId, serial, kind: "reboot", detail: `boot id ${prev.bootId} -> ${bootId}` });
+    return true;
+  }
+
+  recent(physicalId: string, limit = 50): DeviceEventRecord[] {
+    return this.db.select().from(deviceEvents).where(eq(deviceEvents.physicalId, physicalId)).orderBy(desc(deviceEvents.at)).limit(limit).all();
+  }
+}

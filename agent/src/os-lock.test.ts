@@ -1,0 +1,77 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OsLock } from "./os-lock.js";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "farm-lock-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const lockModule = fileURLToPath(new URL("../dist/os-lock.js", import.meta.url));
+
+/** A separate Node process that takes the lock and reports when it holds it. */
+function holderProcess(file: string) {
+  const script = `
+    const { OsLock } = await import(${JSON.stringify(lockModule)});
+    const lock = await OsLock.acquire(${JSON.stringify(file)}, { who: "child" }, Date.now() + 10000);
+    console.log(lock ? "held" : "busy");
+    if (lock) setInterval(() => {}, 1000);
+  `;
+  const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  const said = new Promise<string>((resolve) => proc.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  return { proc, said, exited };
+}
+
+describe("OsLock", () => {
+  it("is exclusive within one process and free again after release", () => {
+    const file = join(dir, "a.lock");
+    const first = OsLock.tryAcquire(file, { who: "first" });
+    expect(first).toBeDefined();
+    expect(OsLock.tryAcquire(file, { who: "second" })).toBeUndefined();
+    expect(OsLock.isHeld(file)).toBe(true);
+    expect(OsLock.holder(file)).toMatchObject({ who: "first", pid: process.pid });
+    first?.release();
+    expect(OsLock.isHeld(file)).toBe(false);
+    const again = OsLock.tryAcquire(file, { who: "again" });
+    expect(again).toBeDefined();
+    again?.release();
+  });
+
+  it("is exclusive across processes, and the OS frees it when the holder is killed", async () => {
+    const file = join(dir, "b.lock");
+    const child = holderProcess(file);
+    expect(await child.said).toBe("held");
+    expect(OsLock.tryAcquire(file, { who: "parent" })).toBeUndefined();
+    // A waiting acquire gets it as soon as the holder dies, with no expiry involved.
+    const waiting = OsLock.acquire(file, { who: "parent" }, Date.now() + 10_000);
+    child.proc.kill("SIGKILL");
+    await child.exited;
+    const lock = await waiting;
+    expect(lock).toBeDefined();
+    lock?.release();
+  });
+
+  it("lets exactly one of two racing processes hold it", async () => {
+    const file = join(dir, "c.lock");
+    const a = holderProcess(file);
+    const b = holderProcess(file);
+    // One says "held" at once; the other keeps waiting (and would say "busy" after 10 s).
+    const first = await Promise.race([a.said.then((s) => ({ s, p: a })), b.said.then((s) => ({ s, p: b }))]);
+    expect(first.s).toBe("held");
+    const other = first.p === a ? b : a;
+    expect(OsLock.isHeld(file)).toBe(true);
+    first.p.proc.kill("SIGKILL");
+    await first.p.exited;
+    expect(await other.said).toBe("held");
+    other.proc.kill("SIGKILL");
+    await other.exited;
+  });
+});

@@ -1,0 +1,83 @@
+import Database from "better-sqlite3";
+import { readFileSync, writeFileSync, rmSync } from "node:fs";
+
+/**
+ * An exclusive lock held by the operating system: an EXCLUSIVE transaction
+ * on a small SQLite file, which takes a POSIX record lock on it. The kernel
+ * drops the lock when the holding process dies, so a crashed holder can
+ * never leave it stuck, and a live holder can never lose it to a timeout:
+ * there is no age, no heartbeat, no stealing. SQLite's own bookkeeping makes
+ * it exclusive between connections of one process too.
+ */
+export class OsLock {
+  private db: Database.Database | undefined;
+
+  private constructor(
+    readonly file: string,
+    db: Database.Database,
+  ) {
+    this.db = db;
+  }
+
+  /** Takes the lock if it is free; undefined if someone holds it. */
+  static tryAcquire(file: string, holder: Record<string, unknown>): OsLock | undefined {
+    const db = new Database(file, { timeout: 0 });
+    try {
+      // Rollback-journal mode: BEGIN EXCLUSIVE takes the file lock at once.
+      db.pragma("journal_mode = DELETE");
+      db.exec("BEGIN EXCLUSIVE");
+    } catch (err) {
+      db.close();
+      if ((err as { code?: string }).code === "SQLITE_BUSY") return undefined;
+      throw err;
+    }
+    const lock = new OsLock(file, db);
+    // Who holds it, for status output only: never used to judge the lock.
+    writeFileSync(holderFile(file), JSON.stringify({ ...holder, pid: process.pid, since: new Date().toISOString() }) + "\n", { mode: 0o600 });
+    return lock;
+  }
+
+  /** Polls (without blocking the event loop) until acquired or the deadline. */
+  static async acquire(file: string, holder: Record<string, unknown>, deadlineMs: number, pollMs = 25): Promise<OsLock | undefined> {
+    for (;;) {
+      const lock = OsLock.tryAcquire(file, holder);
+      if (lock) return lock;
+      if (Date.now() + pollMs > deadlineMs) return undefined;
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  }
+
+  /** Whether some process holds the lock right now (probes, never waits). */
+  static isHeld(file: string): boolean {
+    const probe = OsLock.tryAcquire(file, {});
+    if (!probe) return true;
+    probe.release();
+    return false;
+  }
+
+  /** The holder record written by the current holder, if any. */
+  static holder(file: string): Record<string, unknown> | undefined {
+    try {
+      return JSON.parse(readFileSync(holderFile(file), "utf8")) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+  }
+
+  get held(): boolean {
+    return this.db !== undefined;
+  }
+
+  release(): void {
+    const db = this.db;
+    if (!db) return;
+    this.db = undefined;
+    rmSync(holderFile(this.file), { force: true });
+    db.exec("ROLLBACK");
+    db.close();
+  }
+}
+
+function holderFile(lockFile: string): string {
+  return `${lockFile}.holder.json`;
+}

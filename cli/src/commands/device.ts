@@ -1,0 +1,164 @@
+import { create, toJson } from "@bufbuild/protobuf";
+import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, type ActionRecord, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
+import { serviceClient } from "../client.js";
+import { deviceOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
+import { table } from "../output.js";
+import { clientSession, type ClientSession } from "../session.js";
+
+function target(parsed: Parsed): DeviceTarget {
+  return create(DeviceTargetSchema, { serial: requiredString(parsed, "device"), agent: stringFlag(parsed, "agent") ?? "" });
+}
+
+function open(ctx: CommandContext, parsed: Parsed): { client: ReturnType<typeof serviceClient<typeof DeviceService>>; session: ClientSession } {
+  const session = clientSession(ctx, parsed);
+  return { client: serviceClient(DeviceService, session.config), session };
+}
+
+const recordJson = (a: ActionRecord) => toJson(ActionRecordSchema, a, { alwaysEmitImplicit: true });
+
+function actionLine(a: ActionRecord): string[] {
+  const dispatched = a.dispatched === undefined ? "unknown" : a.dispatched ? "yes" : "no";
+  return [a.actionId, a.kind, a.state, dispatched, a.settledBy || a.abandonReason || a.errorMessage];
+}
+
+const shell: Command = {
+  name: "shell",
+  summary: "Run a shell command on a device (a journaled mutation)",
+  usage: "farm device shell --device SERIAL [--agent NAME] -- COMMAND...",
+  options: deviceOptions,
+  positionals: true,
+  async run(ctx) {
+    const dash = ctx.args.indexOf("--");
+    const parsed = parseFlags(dash < 0 ? ctx.args : ctx.args.slice(0, dash), this.options, true);
+    const words = dash < 0 ? parsed.positionals : [...parsed.positionals, ...ctx.args.slice(dash + 1)];
+    if (words.length === 0) throw new CliError(ErrorCodes.invalidArgument, "give the command after --", "command");
+    const { client, session } = open(ctx, parsed);
+    const res = await client.runShell({ target: target(parsed), command: words.join(" ") }, { timeoutMs: session.timeoutMs });
+    const stdout = Buffer.from(res.stdout).toString("utf8");
+    const stderr = Buffer.from(res.stderr).toString("utf8");
+    ctx.printer.result({ actionId: res.actionId, exitCode: res.exitCode, stdout, stderr, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => {
+      if (stderr) process.stderr.write(stderr);
+      return stdout.replace(/\n$/, "");
+    });
+    return res.exitCode === 0 ? 0 : Math.min(255, Math.max(1, res.exitCode));
+  },
+};
+
+const setprop: Command = {
+  name: "setprop",
+  summary: "Set a system property on a device (a journaled mutation)",
+  usage: "farm device setprop --device SERIAL KEY VALUE",
+  options: deviceOptions,
+  positionals: true,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options, true);
+    const [key, value, ...extra] = parsed.positionals;
+    if (key === undefined || value === undefined || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected KEY VALUE", "key");
+    const { client, session } = open(ctx, parsed);
+    const res = await client.setProperty({ target: target(parsed), key, value }, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `${key} set (action ${res.actionId})`);
+    return 0;
+  },
+};
+
+const pin: Command = {
+  name: "pin",
+  summary: "Pin a phone apart from others with the same identity (admin)",
+  usage: "farm device pin --device SERIAL --label LABEL   (--label '' removes the pin)",
+  options: { ...deviceOptions, label: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const label = stringFlag(parsed, "label");
+    if (label === undefined) throw new CliError(ErrorCodes.invalidArgument, "--label is required", "label");
+    const { client, session } = open(ctx, parsed);
+    const res = await client.pinIdentity({ target: target(parsed), label }, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ physicalId: res.physicalId }, () => `pinned; physical id now ${res.physicalId}`);
+    return 0;
+  },
+};
+
+const status: Command = {
+  name: "status",
+  summary: "Show who holds a device and its unresolved actions",
+  usage: "farm device ownership status --device SERIAL",
+  options: deviceOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.getOwnership({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const o = res.ownership;
+    ctx.printer.result({ ownership: o ? toJson(OwnershipSchema, o, { alwaysEmitImplicit: true }) : null }, () =>
+      o
+        ? [
+            `physical id  ${o.physicalId}  (${o.identityStatus}; aliases: ${o.aliases.join(", ")})`,
+            `lock         ${o.locked ? `held by ${o.holder}` : "free"}`,
+            `unresolved   ${o.unresolved.length}`,
+            "",
+            table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...o.unresolved, ...o.recent.filter((r) => !o.unresolved.some((u) => u.actionId === r.actionId))].map(actionLine)),
+          ].join("\n")
+        : "no ownership information",
+    );
+    return o && o.unresolved.length > 0 ? 1 : 0;
+  },
+};
+
+const reconcile: Command = {
+  name: "reconcile",
+  summary: "Settle unresolved actions that can be proven; never replays them",
+  usage: "farm device ownership reconcile --device SERIAL",
+  options: deviceOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.reconcileOwnership({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ settled: res.settled.map(recordJson), unresolved: res.unresolved.map(recordJson) }, () =>
+      [`settled by proof: ${res.settled.length}`, `still unresolved: ${res.unresolved.length}`, "", table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...res.settled, ...res.unresolved].map(actionLine))].join("\n"),
+    );
+    return res.unresolved.length > 0 ? 1 : 0;
+  },
+};
+
+const receipt: Command = {
+  name: "receipt",
+  summary: "Read a retained action record",
+  usage: "farm device ownership receipt --device SERIAL --action-id ID",
+  options: { ...deviceOptions, "action-id": { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.getActionReceipt({ target: target(parsed), actionId: requiredString(parsed, "action-id") }, { timeoutMs: session.timeoutMs });
+    const a = res.action;
+    ctx.printer.result({ action: a ? recordJson(a) : null }, () => (a ? JSON.stringify(recordJson(a), null, 2) : "not found"));
+    return 0;
+  },
+};
+
+const abandon: Command = {
+  name: "abandon",
+  summary: "Accept an unknown outcome (admin, audit-logged, never 'settled')",
+  usage: "farm device ownership abandon --device SERIAL --action-id ID --reason TEXT",
+  options: { ...deviceOptions, "action-id": { type: "string" }, reason: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.abandonAction(
+      { target: target(parsed), actionId: requiredString(parsed, "action-id"), reason: requiredString(parsed, "reason") },
+      { timeoutMs: session.timeoutMs },
+    );
+    ctx.printer.result({ action: res.action ? recordJson(res.action) : null }, () => `action ${res.action?.actionId} abandoned`);
+    return 0;
+  },
+};
+
+export const deviceGroup: CommandGroup = {
+  name: "device",
+  summary: "Act on one device: shell, setprop, pin, ownership",
+  commands: [
+    shell,
+    setprop,
+    pin,
+    { name: "ownership", summary: "Device ownership: status, reconcile, receipt, abandon", commands: [status, reconcile, receipt, abandon] },
+  ],
+};

@@ -1,0 +1,233 @@
+/**
+ * Physical identity and device ownership with real processes: the real adb
+ * server, simulated phones (one in its own process so it can be frozen),
+ * `farm standalone`, and the CLI.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adbConnect, adbDisconnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+
+interface DeviceJson {
+  serial: string;
+  state: string;
+  properties: { physicalId: string; identityStatus: string; bootId: string; serialno: string };
+}
+
+let dir: TempDir;
+let adb: AdbServer;
+let standalone: FarmProcess;
+let env: NodeJS.ProcessEnv;
+let standaloneArgs: string[];
+const sims: SimDevice[] = [];
+let external: { proc: ChildProcess; serial: string; exited: Promise<void> } | undefined;
+
+const devsimMain = createRequire(import.meta.url).resolve("@farm/test/devsim/main");
+
+async function devices(): Promise<DeviceJson[]> {
+  const r = await farm(["devices"], env);
+  if (r.code !== 0) throw new Error(r.stdout + r.stderr);
+  return r.json["devices"] as DeviceJson[];
+}
+
+function device(serial: string): Promise<DeviceJson> {
+  return waitFor(`${serial} with its identity`, async () => (await devices()).find((d) => d.serial === serial && d.state === "device" && d.properties.physicalId !== ""));
+}
+
+async function sim(opts: ConstructorParameters<typeof SimDevice>[0]): Promise<{ device: SimDevice; serial: string }> {
+  const d = new SimDevice(opts);
+  sims.push(d);
+  const port = await d.listen();
+  return { device: d, serial: await adbConnect(adb.port, "127.0.0.1", port) };
+}
+
+/** A simulated phone in its own process, so the test can freeze it (SIGSTOP). */
+async function startExternalDevsim(): Promise<NonNullable<typeof external>> {
+  const proc = spawn(process.execPath, [devsimMain, "--devices", "1", "--adb-port", String(adb.port), "--format", "json"], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).once("line", resolve);
+    void exited.then(() => reject(new Error("devsim exited")));
+  });
+  return { proc, serial: String((JSON.parse(line) as { serial: string }).serial), exited };
+}
+
+beforeAll(async () => {
+  dir = await makeTempDir("ownership");
+  adb = await startAdbServer();
+  env = { FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "" };
+  standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500"];
+  standalone = await startFarm(standaloneArgs, env);
+});
+
+afterAll(async () => {
+  await standalone?.stop();
+  if (external) {
+    external.proc.kill("SIGCONT");
+    external.proc.kill("SIGTERM");
+    await external.exited;
+  }
+  for (const d of sims) await d.close();
+  await adb?.stop();
+  await dir?.remove();
+});
+
+describe("physical identity", () => {
+  it("maps one phone on two serials to one physical id, and shows the aliases", async () => {
+    const bootId = "11111111-2222-4333-8444-555555555555";
+    const props = { "ro.product.model": "Alias Phone" };
+    const a = await sim({ serialno: "ALIAS0001", bootId, props });
+    const b = await sim({ serialno: "ALIAS0001", bootId, props });
+    const [da, db] = [await device(a.serial), await device(b.serial)];
+    expect(da.properties.physicalId).toBe(db.properties.physicalId);
+    expect(da.properties.identityStatus).toBe("ok");
+    const status = await farm(["device", "ownership", "status", "--device", a.serial], env);
+    expect(status.json["ownership"]).toMatchObject({ physicalId: da.properties.physicalId, aliases: [a.serial, b.serial].sort(), locked: false });
+  });
+
+  it("detects two phones that share an identity, refuses to change them, and lets an admin pin them apart", async () => {
+    const props = { "ro.product.model": "Zero Phone" };
+    const a = await sim({ serialno: "0000000000", props });
+    const b = await sim({ serialno: "0000000000", props });
+    const both = await waitFor("both flagged duplicate", async () => {
+      const list = (await devices()).filter((d) => d.serial === a.serial || d.serial === b.serial);
+      return list.length === 2 && list.every((d) => d.properties.identityStatus === "duplicate") ? list : undefined;
+    });
+    expect(both[0]?.properties.physicalId).toBe(both[1]?.properties.physicalId);
+    const refused = await farm(["device", "setprop", "--device", a.serial, "persist.farm.t", "1"], env);
+    expect(refused.json).toMatchObject({ ok: false, code: "DUPLICATE_IDENTITY", dispatched: false, ambiguous: false });
+    expect(a.device.getProp("persist.farm.t")).toBeUndefined();
+
+    const pinned = await farm(["device", "pin", "--device", a.serial, "--label", "left-bench"], env);
+    expect(pinned.code).toBe(0);
+    const after = await waitFor("distinct identities after the pin", async () => {
+      const list = (await devices()).filter((d) => d.serial === a.serial || d.serial === b.serial);
+      return list.length === 2 && list.every((d) => d.properties.identityStatus === "ok") ? list : undefined;
+    });
+    expect(after[0]?.properties.physicalId).not.toBe(after[1]?.properties.physicalId);
+    const ok = await farm(["device", "setprop", "--device", a.serial, "persist.farm.t", "1"], env);
+    expect(ok.json).toMatchObject({ ok: true, dispatched: true, ambiguous: false });
+    expect(a.device.getProp("persist.farm.t")).toBe("1");
+  });
+
+  it("records a reboot when a phone comes back with a new boot id", async () => {
+    const first = await sim({ serialno: "REBOOT0001" });
+    const before = await device(first.serial);
+    const port = first.device.port as number;
+    await first.device.close();
+    await adbDisconnect(adb.port, "127.0.0.1", port);
+    const again = new SimDevice({ serialno: "REBOOT0001" });
+    sims.push(again);
+    await again.listen("127.0.0.1", port);
+    await adbConnect(adb.port, "127.0.0.1", port);
+    const after = await waitFor("the new boot id", async () => {
+      const d = (await devices()).find((x) => x.serial === first.serial);
+      return d && d.properties.bootId === again.bootId ? d : undefined;
+    });
+    expect(after.properties.physicalId).toBe(before.properties.physicalId);
+    const status = await waitFor("the reboot event", async () => {
+      const s = await farm(["device", "ownership", "status", "--device", first.serial], env);
+      const history = (s.json["ownership"] as { history: { kind: string; detail: string }[] }).history;
+      return history.some((h) => h.kind === "reboot") ? history : undefined;
+    });
+    expect(status.find((h) => h.kind === "reboot")?.detail).toContain(again.bootId);
+  });
+});
+
+describe("ownership journal", () => {
+  it("journals a completed action with a receipt", async () => {
+    const { serial } = await sim({ serialno: "JOURNAL001" });
+    await device(serial);
+    const r = await farm(["device", "shell", "--device", serial, "--", "echo", "hi"], env);
+    expect(r.json).toMatchObject({ ok: true, exitCode: 0, stdout: "hi\n", dispatched: true, ambiguous: false });
+    const receipt = await farm(["device", "ownership", "receipt", "--device", serial, "--action-id", String(r.json["actionId"])], env);
+    expect(receipt.json["action"]).toMatchObject({ kind: "shell", state: "settled", dispatched: true, settledBy: "completed" });
+    const failing = await farm(["device", "shell", "--device", serial, "--", "exit", "3"], env);
+    expect(failing.code).toBe(3);
+    expect(failing.json).toMatchObject({ exitCode: 3, dispatched: true });
+  });
+
+  it("keeps an action whose answer never came unresolved across an agent crash, and settles it only on proof", async () => {
+    external = await startExternalDevsim();
+    const serial = external.serial;
+    await device(serial);
+
+    // The phone stops answering (frozen process); the agent journals and sends the action...
+    external.proc.kill("SIGSTOP");
+    const pending = farm(["device", "setprop", "--device", serial, "persist.farm.proof", "yes", "--timeout", "60000"], env);
+    await waitFor("the action to be journaled", async () => {
+      const s = await farm(["device", "ownership", "status", "--device", serial], env);
+      const o = s.json["ownership"] as { locked: boolean } | undefined;
+      return o?.locked ? true : undefined;
+    });
+    // ...and dies before the answer. The frozen phone then wakes and applies it.
+    standalone.kill("SIGKILL");
+    await standalone.exited;
+    const lost = await pending;
+    expect(lost.code).toBe(1);
+    expect(lost.json).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE", dispatched: null, ambiguous: true });
+    external.proc.kill("SIGCONT");
+
+    standalone = await startFarm(standaloneArgs, env);
+    await device(serial);
+    const status = await farm(["device", "ownership", "status", "--device", serial], env);
+    const unresolved = (status.json["ownership"] as { unresolved: { actionId: string; state: string; ambiguous: boolean }[] }).unresolved;
+    expect(unresolved).toHaveLength(1);
+    expect(unresolved[0]).toMatchObject({ state: "unknown", ambiguous: true });
+    const actionId = unresolved[0]?.actionId as string;
+
+    // Mutations are refused; reads work.
+    const refused = await farm(["device", "shell", "--device", serial, "--", "echo", "x"], env);
+    expect(refused.json).toMatchObject({ ok: false, code: "DEVICE_OWNERSHIP_UNRESOLVED", dispatched: false, ambiguous: false });
+    expect((await devices()).find((d) => d.serial === serial)?.state).toBe("device");
+
+    // The property is set on the phone: reconcile proves it and settles the action.
+    const reconciled = await waitFor("the effect to be provable", async () => {
+      const r = await farm(["device", "ownership", "reconcile", "--device", serial], env);
+      return r.code === 0 ? r : undefined;
+    });
+    expect(reconciled.json["settled"]).toEqual([expect.objectContaining({ actionId, state: "settled", settledBy: "reconciled" })]);
+    expect(JSON.parse((reconciled.json["settled"] as { receiptJson: string }[])[0]?.receiptJson ?? "{}")).toMatchObject({ observed: "yes" });
+    const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "free"], env);
+    expect(ok.json).toMatchObject({ ok: true, stdout: "free\n" });
+  });
+
+  it("leaves an action it cannot prove unresolved until an admin abandons it", async () => {
+    const serial = external?.serial as string;
+    const pending = farm(["device", "shell", "--device", serial, "--", "sleep", "30"], env);
+    await waitFor("the action to be journaled", async () => {
+      const s = await farm(["device", "ownership", "status", "--device", serial], env);
+      return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
+    });
+    standalone.kill("SIGKILL");
+    await standalone.exited;
+    expect((await pending).json).toMatchObject({ ok: false, ambiguous: true, dispatched: null });
+    standalone = await startFarm(standaloneArgs, env);
+    await device(serial);
+    const r = await farm(["device", "ownership", "reconcile", "--device", serial], env);
+    expect(r.code).toBe(1);
+    expect(r.json["settled"]).toEqual([]);
+    const unresolved = r.json["unresolved"] as { actionId: string }[];
+    expect(unresolved).toHaveLength(1);
+    const actionId = unresolved[0]?.actionId as string;
+
+    const noReason = await farm(["device", "ownership", "abandon", "--device", serial, "--action-id", actionId], env);
+    expect(noReason.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "reason" });
+    const abandoned = await farm(["device", "ownership", "abandon", "--device", serial, "--action-id", actionId, "--reason", "sleep has no effect"], env);
+    expect(abandoned.json["action"]).toMatchObject({ state: "abandoned", abandonReason: "sleep has no effect" });
+    expect((abandoned.json["action"] as { settledBy: string }).settledBy).toBe("");
+    const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "again"], env);
+    expect(ok.json).toMatchObject({ ok: true, stdout: "again\n" });
+  });
+
+  it("refuses a second agent on the same data dir, naming the owner", async () => {
+    const second = await farm(["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--no-adb-start"], env);
+    expect(second.code).toBe(1);
+    expect(second.json).toMatchObject({ ok: false, code: "AGENT_DATA_DIR_LOCKED" });
+    expect(String(second.json["message"])).toContain(`pid ${standalone.pid}`);
+  });
+});
