@@ -38,6 +38,7 @@ demo: build
 
 bench: build
 	node test/dist/bench/coordinator-load.js
+	node test/dist/bench/ownership-cost.js
 
 clean:
 	npx tsc -b --clean

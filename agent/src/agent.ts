@@ -8,6 +8,7 @@ import { PinStore } from "./pin-store.js";
 import { DeviceHistory } from "./device-history.js";
 import { DeviceOwnership } from "./device-ownership.js";
 import { lockDataDir } from "./data-dir-lock.js";
+import { OsLock } from "./os-lock.js";
 import { handleCommand } from "./command-handler.js";
 import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
@@ -51,7 +52,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const lockDir = opts.lockDir ?? defaultLockDir();
   await ensurePrivateDir(lockDir);
   const database = openAgentDb(join(opts.dataDir, "agent.db"));
-  const journal = new OwnershipJournal(database.db);
+  const journal = new OwnershipJournal(database.db, database.sqlite);
   const recovered = journal.recoverAfterRestart();
   if (recovered > 0) log.warn("actions in flight when the agent stopped are now unresolved", { count: recovered });
   const pins = new PinStore(database.db);
@@ -103,6 +104,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       watcher.stop();
       await link.stop();
       database.close();
+      OsLock.closeIdle();
       dataDirLock.release();
       log.info("agent stopped");
     },

@@ -113,8 +113,8 @@ export class DeviceOwnership {
       );
     }
     try {
-      const unresolved = this.deps.journal.unresolved(physicalId);
-      if (unresolved.length > 0) {
+      if (this.deps.journal.hasUnresolved(physicalId)) {
+        const unresolved = this.deps.journal.unresolved(physicalId);
         throw actionError(
           Code.FailedPrecondition,
           ErrorCodes.deviceOwnershipUnresolved,

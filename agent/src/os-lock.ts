@@ -11,6 +11,11 @@ import { readFileSync, writeFileSync, rmSync } from "node:fs";
  */
 export class OsLock {
   private db: Database.Database | undefined;
+  /**
+   * Idle connections by lock file, reused so taking a lock costs one BEGIN
+   * rather than opening a database. An idle connection holds no lock.
+   */
+  private static readonly idle = new Map<string, Database.Database>();
 
   private constructor(
     readonly file: string,
@@ -21,12 +26,19 @@ export class OsLock {
 
   /** Takes the lock if it is free; undefined if someone holds it. */
   static tryAcquire(file: string, holder: Record<string, unknown>): OsLock | undefined {
-    const db = new Database(file, { timeout: 0 });
+    let db = OsLock.idle.get(file);
+    OsLock.idle.delete(file);
+    const fresh = db === undefined;
+    db ??= new Database(file, { timeout: 0 });
     try {
       // Rollback-journal mode: BEGIN EXCLUSIVE takes the file lock at once.
-      db.pragma("journal_mode = DELETE");
+      if (fresh) db.pragma("journal_mode = DELETE");
       db.exec("BEGIN EXCLUSIVE");
     } catch (err) {
+      if ((err as { code?: string }).code === "SQLITE_BUSY" && !fresh) {
+        OsLock.idle.set(file, db);
+        return undefined;
+      }
       db.close();
       if ((err as { code?: string }).code === "SQLITE_BUSY") return undefined;
       throw err;
@@ -74,7 +86,15 @@ export class OsLock {
     this.db = undefined;
     rmSync(holderFile(this.file), { force: true });
     db.exec("ROLLBACK");
-    db.close();
+    const other = OsLock.idle.get(this.file);
+    if (other) other.close();
+    OsLock.idle.set(this.file, db);
+  }
+
+  /** Closes idle connections (at shutdown; held locks are not affected). */
+  static closeIdle(): void {
+    for (const db of OsLock.idle.values()) db.close();
+    OsLock.idle.clear();
   }
 }
 

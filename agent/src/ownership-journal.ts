@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import type Database from "better-sqlite3";
+import type { Statement } from "better-sqlite3";
+import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import type { AgentDb } from "./db/open-agent-db.js";
 import { actions } from "./db/schema.js";
 
@@ -28,13 +30,37 @@ export interface NewAction {
  * records are never dropped.
  */
 export class OwnershipJournal {
+  private readonly bytes = new Map<string, number>();
+  /** Unresolved action ids per physical device; this process owns the data dir, so memory is authoritative. */
+  private readonly open = new Map<string, Set<string>>();
+  private readonly statements = new Map<string, Statement>();
+
   constructor(
     private readonly db: AgentDb,
+    private readonly sqlite: Database.Database,
     private readonly maxBytesPerDevice = JOURNAL_BYTES_PER_DEVICE,
-  ) {}
+  ) {
+    for (const row of db.select({ actionId: actions.actionId, physicalId: actions.physicalId }).from(actions).where(inArray(actions.state, ["pending", "unknown"])).all()) {
+      this.track(row.physicalId, row.actionId, true);
+    }
+  }
+
+  /** True when the device has actions whose outcome is unknown. */
+  hasUnresolved(physicalId: string): boolean {
+    return (this.open.get(physicalId)?.size ?? 0) > 0;
+  }
+
+  private track(physicalId: string, actionId: string, unresolved: boolean): void {
+    const set = this.open.get(physicalId) ?? new Set<string>();
+    if (unresolved) set.add(actionId);
+    else set.delete(actionId);
+    if (set.size > 0) this.open.set(physicalId, set);
+    else this.open.delete(physicalId);
+  }
 
   /** Marks actions left pending by a previous process as unknown. */
   recoverAfterRestart(): number {
+    // Ids stay in `open`: unknown is as unresolved as pending.
     const r = this.db
       .update(actions)
       .set({ state: "unknown", ambiguous: true, errorMessage: "the agent stopped while this action was in flight" })
@@ -68,8 +94,10 @@ export class OwnershipJournal {
       size: 0,
     };
     row.size = approximateSize(row);
+    // Durable before dispatch: this commit is fsync'd (synchronous=FULL).
     this.db.insert(actions).values(row).run();
-    this.prune(a.physicalId);
+    this.track(row.physicalId, row.actionId, true);
+    this.prune(a.physicalId, row.size);
     return row;
   }
 
@@ -114,20 +142,53 @@ export class OwnershipJournal {
   }
 
   private update(actionId: string, set: Partial<ActionRow>): ActionRow {
-    const row = this.db.update(actions).set(set).where(eq(actions.actionId, actionId)).returning().get();
-    if (!row) throw new Error(`no journal entry ${actionId}`);
+    // An outcome may be committed without its own fsync: if it is lost in a
+    // crash, the action reads back as pending and becomes unknown at start,
+    // which is safe; the next "pending" commit makes it durable anyway.
+    // Prepared statements: this runs on every action's hot path.
+    const keys = Object.keys(set).sort() as (keyof ActionRow)[];
+    const key = keys.join(",");
+    let stmt = this.statements.get(key);
+    if (!stmt) {
+      const assignments = keys.map((k) => `${actions[k].name} = ?`).join(", ");
+      stmt = this.sqlite.prepare(`UPDATE actions SET ${assignments} WHERE action_id = ? RETURNING *`);
+      this.statements.set(key, stmt);
+    }
+    const values = keys.map((k) => {
+      const v = set[k];
+      return typeof v === "boolean" ? (v ? 1 : 0) : v;
+    });
+    this.sqlite.pragma("synchronous = NORMAL");
+    let raw: Record<string, unknown> | undefined;
+    try {
+      raw = stmt.get(...values, actionId) as Record<string, unknown> | undefined;
+    } finally {
+      this.sqlite.pragma("synchronous = FULL");
+    }
+    if (!raw) throw new Error(`no journal entry ${actionId}`);
+    const row = fromRaw(raw);
+    this.track(row.physicalId, row.actionId, row.state === "pending" || row.state === "unknown");
     return row;
   }
 
   /** Drops the oldest settled history beyond the per-device bound. */
-  private prune(physicalId: string): void {
-    const total = this.db
-      .select({ bytes: sql<number>`coalesce(sum(${actions.size}), 0)` })
-      .from(actions)
-      .where(eq(actions.physicalId, physicalId))
-      .get();
-    let excess = (total?.bytes ?? 0) - this.maxBytesPerDevice;
+  private prune(physicalId: string, added: number): void {
+    let total = this.bytes.get(physicalId);
+    if (total === undefined) {
+      total =
+        this.db
+          .select({ bytes: sql<number>`coalesce(sum(${actions.size}), 0)` })
+          .from(actions)
+          .where(eq(actions.physicalId, physicalId))
+          .get()?.bytes ?? 0;
+    } else {
+      total += added;
+    }
+    this.bytes.set(physicalId, total);
+    let excess = total - this.maxBytesPerDevice;
     if (excess <= 0) return;
+    // Recomputed after pruning, from the table itself.
+    this.bytes.delete(physicalId);
     const oldest = this.db
       .select({ actionId: actions.actionId, size: actions.size })
       .from(actions)
@@ -151,6 +212,14 @@ export function canonicalJson(value: unknown): string {
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );
+}
+
+/** Maps a raw SQLite row (snake_case columns) onto the drizzle row shape. */
+function fromRaw(raw: Record<string, unknown>): ActionRow {
+  const out: Record<string, unknown> = {};
+  for (const [prop, column] of Object.entries(getTableColumns(actions))) out[prop] = raw[column.name];
+  out["ambiguous"] = raw["ambiguous"] === 1;
+  return out as ActionRow;
 }
 
 function approximateSize(row: ActionRow): number {

@@ -224,6 +224,43 @@ describe("ownership journal", () => {
     expect(ok.json).toMatchObject({ ok: true, stdout: "again\n" });
   });
 
+  it("makes two agents on one host take turns on a phone they both see", async () => {
+    // A second agent with its own data dir, the same adb server and the same lock dir.
+    const url = String(standalone.ready["url"]);
+    const admin = { ...env, FARM_COORDINATOR: url };
+    const token = await farm(["token", "create", "--kind", "agent", "--name", "second-agent"], admin);
+    const tokenFile = join(dir.path, "second.token");
+    await import("node:fs/promises").then((fs) => fs.writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 }));
+    const second = await startFarm([
+      "agent", "--coordinator", url, "--data-dir", join(dir.path, "second-agent"), "--token-file", tokenFile, "--name", "second",
+      "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500",
+    ], env);
+    try {
+      const { serial } = await sim({ serialno: "SHARED0001" });
+      await waitFor("the phone on both agents", async () => {
+        const list = (await devices()).filter((d) => d.serial === serial && d.properties.physicalId !== "");
+        return list.length === 2 ? list : undefined;
+      });
+      // Without naming the agent, the serial is ambiguous and nothing is sent.
+      const ambiguous = await farm(["device", "shell", "--device", serial, "--", "echo", "x"], env);
+      expect(ambiguous.json).toMatchObject({ ok: false, code: "DEVICE_AMBIGUOUS", field: "agent", dispatched: false });
+
+      const standaloneAgent = String(standalone.ready["agentId"]);
+      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "2"], env);
+      await waitFor("the first agent to hold the phone", async () => {
+        const s = await farm(["device", "ownership", "status", "--device", serial, "--agent", "second"], env);
+        return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
+      });
+      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "1000", "--", "echo", "x"], env);
+      expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY", dispatched: false, ambiguous: false });
+      expect((await long).json).toMatchObject({ ok: true, exitCode: 0 });
+      const after = await farm(["device", "shell", "--device", serial, "--agent", "second", "--", "echo", "mine"], env);
+      expect(after.json).toMatchObject({ ok: true, stdout: "mine\n" });
+    } finally {
+      await second.stop();
+    }
+  });
+
   it("refuses a second agent on the same data dir, naming the owner", async () => {
     const second = await farm(["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--no-adb-start"], env);
     expect(second.code).toBe(1);

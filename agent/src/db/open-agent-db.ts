@@ -12,12 +12,12 @@ const migrationsFolder = fileURLToPath(new URL("../../drizzle", import.meta.url)
  * The agent's SQLite file. synchronous=FULL: a journal entry must be on disk
  * before the action it describes is dispatched, even across a power loss.
  */
-export function openAgentDb(file: string): { db: AgentDb; close(): void } {
+export function openAgentDb(file: string): { db: AgentDb; sqlite: Database.Database; close(): void } {
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = FULL");
   sqlite.pragma("busy_timeout = 5000");
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder });
-  return { db, close: () => sqlite.close() };
+  return { db, sqlite, close: () => sqlite.close() };
 }

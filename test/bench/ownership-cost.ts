@@ -1,0 +1,98 @@
+/**
+ * Cost of device ownership per mutating action: the same `setprop` through
+ * DeviceOwnership (OS lock + journal commit before and after + release)
+ * against a bare adb shell round trip to the same simulated phone, in the
+ * same run. Also journal commits per second on their own.
+ *
+ *   node test/dist/bench/ownership-cost.js [--actions 200]
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { performance } from "node:perf_hooks";
+import { createLogger } from "@farm/shared/log";
+import { createAdbClient } from "@farm/agent/adb-client";
+import { shellV2 } from "@farm/agent/adb-shell";
+import { DeviceWatcher } from "@farm/agent/device-watcher";
+import { openAgentDb } from "@farm/agent/db/open-agent-db";
+import { OwnershipJournal } from "@farm/agent/ownership-journal";
+import { DeviceOwnership } from "@farm/agent/device-ownership";
+import { DeviceHistory } from "@farm/agent/device-history";
+import { setPropAction } from "@farm/agent/actions/setprop-action";
+import { startDevsim, startAdbServer } from "../devsim/index.js";
+import { makeTempDir } from "../support/temp-dir.js";
+import { median, percentile } from "./proc-stats.js";
+
+const { values } = parseArgs({ options: { actions: { type: "string", default: "200" } } });
+const N = Number(values.actions);
+
+async function main(): Promise<void> {
+  const dir = await makeTempDir("bench-own");
+  const adb = await startAdbServer();
+  const sim = await startDevsim({ devices: 1, adbPort: adb.port });
+  const log = createLogger({ level: "error" });
+  const server = { host: "127.0.0.1", port: adb.port };
+  const database = openAgentDb(join(dir.path, "agent.db"));
+  const watcher = new DeviceWatcher({ adb: createAdbClient(server), server, log });
+  try {
+    const serial = (sim.devices[0] as { serial: string }).serial;
+    watcher.start();
+    while (!watcher.device(serial)) await new Promise((r) => setTimeout(r, 20));
+    const journal = new OwnershipJournal(database.db, database.sqlite);
+    const ownership = new DeviceOwnership({ lockDir: join(dir.path, "locks"), journal, watcher, history: new DeviceHistory(database.db), agentId: "bench" });
+    const setprop = setPropAction(server);
+    await import("node:fs/promises").then((fs) => fs.mkdir(join(dir.path, "locks"), { recursive: true }));
+
+    const bare: number[] = [];
+    const owned: number[] = [];
+    // Interleaved so both see the same machine noise.
+    for (let i = 0; i < N + 10; i++) {
+      let t0 = performance.now();
+      const r = await shellV2(server, serial, `setprop persist.bench.v ${i}`);
+      if (r.exitCode !== 0) throw new Error("bare setprop failed");
+      const b = performance.now() - t0;
+      t0 = performance.now();
+      await ownership.run(setprop, { key: "persist.bench.v", value: String(i) }, { serial, deadlineMs: Date.now() + 10_000, requestedBy: "bench" });
+      const o = performance.now() - t0;
+      if (i >= 10) {
+        bare.push(b);
+        owned.push(o);
+      }
+    }
+
+    // Journal commits alone: begin + settle are two durable commits.
+    let commits = 0;
+    const t0 = performance.now();
+    while (performance.now() - t0 < 2_000) {
+      const a = journal.begin({ physicalId: "pd-bench", serial: "s", kind: "setprop", request: { key: "k", value: String(commits) }, bootId: "b", deadlineAt: Date.now() + 1000, requestedBy: "bench" });
+      journal.settle(a.actionId, { exitCode: 0 }, "completed");
+      commits += 2;
+    }
+    const commitsPerSecond = commits / ((performance.now() - t0) / 1000);
+
+    const mb = median(bare);
+    const mo = median(owned);
+    const report = {
+      actions: N,
+      bareShellMedianMs: Number(mb.toFixed(3)),
+      ownedActionMedianMs: Number(mo.toFixed(3)),
+      ownedP90Ms: Number(percentile(owned, 90).toFixed(3)),
+      ratio: Number((mo / mb).toFixed(3)),
+      addedMsPerAction: Number((mo - mb).toFixed(3)),
+      journalCommitsPerSecond: Math.round(commitsPerSecond),
+    };
+    console.log(`ownership cost over ${N} setprop actions on a simulated phone`);
+    console.log(`  bare adb shell round trip   median ${mb.toFixed(2)} ms`);
+    console.log(`  with lock + journal         median ${mo.toFixed(2)} ms  (ratio ${(mo / mb).toFixed(3)}, target <= 1.1; +${(mo - mb).toFixed(2)} ms)`);
+    console.log(`  journal commits per second  ${Math.round(commitsPerSecond)} (synchronous=FULL, WAL)`);
+    console.log(JSON.stringify(report));
+  } finally {
+    watcher.stop();
+    database.close();
+    await sim.stop();
+    await adb.stop();
+    await dir.remove();
+  }
+}
+
+await main();
+process.exit(0);
