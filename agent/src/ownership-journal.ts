@@ -95,7 +95,7 @@ export class OwnershipJournal {
     };
     row.size = approximateSize(row);
     // Durable before dispatch: this commit is fsync'd (synchronous=FULL).
-    this.db.insert(actions).values(row).run();
+    this.insertStatement().run(...insertColumns.map(([prop]) => toSql(row[prop])));
     this.track(row.physicalId, row.actionId, true);
     this.prune(a.physicalId, row.size);
     return row;
@@ -141,6 +141,16 @@ export class OwnershipJournal {
     return this.db.select().from(actions).where(eq(actions.physicalId, physicalId)).orderBy(desc(actions.createdAt)).limit(limit).all();
   }
 
+  private insertStatement(): Statement {
+    let stmt = this.statements.get("insert");
+    if (!stmt) {
+      const names = insertColumns.map(([, column]) => column).join(", ");
+      stmt = this.sqlite.prepare(`INSERT INTO actions (${names}) VALUES (${insertColumns.map(() => "?").join(", ")})`);
+      this.statements.set("insert", stmt);
+    }
+    return stmt;
+  }
+
   private update(actionId: string, set: Partial<ActionRow>): ActionRow {
     // An outcome may be committed without its own fsync: if it is lost in a
     // crash, the action reads back as pending and becomes unknown at start,
@@ -154,10 +164,7 @@ export class OwnershipJournal {
       stmt = this.sqlite.prepare(`UPDATE actions SET ${assignments} WHERE action_id = ? RETURNING *`);
       this.statements.set(key, stmt);
     }
-    const values = keys.map((k) => {
-      const v = set[k];
-      return typeof v === "boolean" ? (v ? 1 : 0) : v;
-    });
+    const values = keys.map((k) => toSql(set[k]));
     this.sqlite.pragma("synchronous = NORMAL");
     let raw: Record<string, unknown> | undefined;
     try {
@@ -212,6 +219,12 @@ export function canonicalJson(value: unknown): string {
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );
+}
+
+const insertColumns = Object.entries(getTableColumns(actions)).map(([prop, column]) => [prop as keyof ActionRow, column.name] as const);
+
+function toSql(v: unknown): unknown {
+  return typeof v === "boolean" ? (v ? 1 : 0) : v;
 }
 
 /** Maps a raw SQLite row (snake_case columns) onto the drizzle row shape. */

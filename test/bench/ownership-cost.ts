@@ -59,6 +59,20 @@ async function main(): Promise<void> {
       }
     }
 
+    // Ownership with nothing to dispatch: its own overhead, without the device.
+    const noop = {
+      kind: "noop",
+      journalRequest: () => ({}),
+      dispatch: async () => ({ result: {}, receipt: {} }),
+      prove: async () => undefined,
+    };
+    const overhead: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const t1 = performance.now();
+      await ownership.run(noop, {}, { serial, deadlineMs: Date.now() + 10_000, requestedBy: "bench" });
+      overhead.push(performance.now() - t1);
+    }
+
     // Journal commits alone: begin + settle are two durable commits.
     let commits = 0;
     const t0 = performance.now();
@@ -79,10 +93,12 @@ async function main(): Promise<void> {
       ratio: Number((mo / mb).toFixed(3)),
       addedMsPerAction: Number((mo - mb).toFixed(3)),
       journalCommitsPerSecond: Math.round(commitsPerSecond),
+      ownershipOnlyMedianMs: Number(median(overhead).toFixed(3)),
     };
     console.log(`ownership cost over ${N} setprop actions on a simulated phone`);
     console.log(`  bare adb shell round trip   median ${mb.toFixed(2)} ms`);
     console.log(`  with lock + journal         median ${mo.toFixed(2)} ms  (ratio ${(mo / mb).toFixed(3)}, target <= 1.1; +${(mo - mb).toFixed(2)} ms)`);
+    console.log(`  ownership alone (no device) median ${median(overhead).toFixed(2)} ms per action (lock, 2 journal commits, release)`);
     console.log(`  journal commits per second  ${Math.round(commitsPerSecond)} (synchronous=FULL, WAL)`);
     console.log(JSON.stringify(report));
   } finally {
