@@ -26,6 +26,11 @@ export const ErrorCodes = {
   commandTimeout: "COMMAND_TIMEOUT",
   agentOffline: "AGENT_OFFLINE",
   agentDataDirLocked: "AGENT_DATA_DIR_LOCKED",
+  evidenceOutputExists: "EVIDENCE_OUTPUT_EXISTS",
+  evidenceCaptureFailed: "EVIDENCE_CAPTURE_FAILED",
+  evidenceNotFound: "EVIDENCE_NOT_FOUND",
+  evidenceVerifyFailed: "EVIDENCE_VERIFY_FAILED",
+  evidenceTransferFailed: "EVIDENCE_TRANSFER_FAILED",
   notImplemented: "NOT_IMPLEMENTED",
   internal: "INTERNAL",
 } as const;

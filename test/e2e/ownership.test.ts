@@ -246,12 +246,12 @@ describe("ownership journal", () => {
       expect(ambiguous.json).toMatchObject({ ok: false, code: "DEVICE_AMBIGUOUS", field: "agent", dispatched: false });
 
       const standaloneAgent = String(standalone.ready["agentId"]);
-      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "2"], env);
+      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "8"], env);
       await waitFor("the first agent to hold the phone", async () => {
         const s = await farm(["device", "ownership", "status", "--device", serial, "--agent", "second"], env);
         return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
       });
-      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "1000", "--", "echo", "x"], env);
+      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "3000", "--", "echo", "x"], env);
       expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY", dispatched: false, ambiguous: false });
       expect((await long).json).toMatchObject({ ok: true, exitCode: 0 });
       const after = await farm(["device", "shell", "--device", serial, "--agent", "second", "--", "echo", "mine"], env);

@@ -1,5 +1,5 @@
 import { ErrorCodes } from "@farm/shared/errors";
-import { AdbShellError } from "../adb-shell.js";
+import { AdbServiceError as AdbShellError } from "../adb-service.js";
 import { DispatchFailure } from "../device-ownership.js";
 
 /** Maps how far a shell call got onto what is known about its dispatch. */

@@ -1,0 +1,167 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+
+/** Bundle manifest, schema version 1. Written last; never hashes itself. */
+export interface EvidenceManifest {
+  schemaVersion: 1;
+  evidenceId: string;
+  kind: "still" | "video";
+  label: string | null;
+  context: Record<string, unknown>;
+  device: EvidenceDevice;
+  startedAt: string;
+  finishedAt: string | null;
+  status: EvidenceStatus;
+  artifacts: EvidenceArtifact[];
+  errors: EvidenceError[];
+}
+
+export type EvidenceStatus = "complete" | "partial" | "failed";
+
+export interface EvidenceDevice {
+  serial: string;
+  physicalId: string | null;
+  agentId: string;
+  agentHost: string;
+  cliVersion: string | null;
+  agentVersion: string;
+  bootId: string | null;
+  appPackage: string | null;
+  hierarchySource: "uiautomator" | "app-sdk";
+  apiLevel: number | null;
+  androidVersion: string | null;
+  manufacturer: string | null;
+  model: string | null;
+  deviceType: "emulator" | "physical" | "unknown";
+  deviceTypeProperties: { "ro.kernel.qemu": string | null; "ro.boot.qemu": string | null };
+  display: { width: number; height: number; density: number | null; rotation: number | null } | null;
+}
+
+export type ArtifactKind = "screenshot" | "hierarchy" | "capture_envelopes" | "video" | "encoder_stderr";
+
+export interface EvidenceArtifact {
+  kind: ArtifactKind;
+  path: string | null;
+  mimeType: string;
+  status: "complete" | "partial" | "failed";
+  bytes: number | null;
+  sha256: string | null;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  commandId: string | null;
+  taskId: string | null;
+  error?: EvidenceError;
+}
+
+export interface EvidenceError {
+  code: string;
+  stage: string;
+  message: string;
+  component: string | null;
+}
+
+const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: "null" }] });
+const isoTime = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$" };
+const sha256 = { type: "string", pattern: "^[0-9a-f]{64}$" };
+const errorSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["code", "stage", "message", "component"],
+  properties: { code: { type: "string", minLength: 1 }, stage: { type: "string" }, message: { type: "string" }, component: nullable({ type: "string" }) },
+};
+
+/** The published JSON Schema (docs/evidence-manifest.schema.json is generated from it). */
+export const evidenceManifestSchema = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  $id: "https://farm.dev/schemas/evidence-manifest-v1.json",
+  title: "farm evidence bundle manifest, schema version 1",
+  type: "object",
+  additionalProperties: false,
+  required: ["schemaVersion", "evidenceId", "kind", "label", "context", "device", "startedAt", "finishedAt", "status", "artifacts", "errors"],
+  properties: {
+    schemaVersion: { const: 1 },
+    evidenceId: { type: "string", pattern: "^[0-9a-f-]{36}$" },
+    kind: { enum: ["still", "video"] },
+    label: nullable({ type: "string", maxLength: 4096 }),
+    context: { type: "object" },
+    device: {
+      type: "object",
+      additionalProperties: false,
+      required: [
+        "serial", "physicalId", "agentId", "agentHost", "cliVersion", "agentVersion", "bootId", "appPackage", "hierarchySource",
+        "apiLevel", "androidVersion", "manufacturer", "model", "deviceType", "deviceTypeProperties", "display",
+      ],
+      properties: {
+        serial: { type: "string", minLength: 1 },
+        physicalId: nullable({ type: "string" }),
+        agentId: { type: "string" },
+        agentHost: { type: "string" },
+        cliVersion: nullable({ type: "string" }),
+        agentVersion: { type: "string" },
+        bootId: nullable({ type: "string" }),
+        appPackage: nullable({ type: "string" }),
+        hierarchySource: { enum: ["uiautomator", "app-sdk"] },
+        apiLevel: nullable({ type: "integer", minimum: 1 }),
+        androidVersion: nullable({ type: "string" }),
+        manufacturer: nullable({ type: "string" }),
+        model: nullable({ type: "string" }),
+        deviceType: { enum: ["emulator", "physical", "unknown"] },
+        deviceTypeProperties: {
+          type: "object",
+          additionalProperties: false,
+          required: ["ro.kernel.qemu", "ro.boot.qemu"],
+          properties: { "ro.kernel.qemu": nullable({ type: "string" }), "ro.boot.qemu": nullable({ type: "string" }) },
+        },
+        display: nullable({
+          type: "object",
+          additionalProperties: false,
+          required: ["width", "height", "density", "rotation"],
+          properties: {
+            width: { type: "integer", minimum: 1 },
+            height: { type: "integer", minimum: 1 },
+            density: nullable({ type: "integer", minimum: 1 }),
+            rotation: nullable({ type: "integer", minimum: 0, maximum: 3 }),
+          },
+        }),
+      },
+    },
+    startedAt: isoTime,
+    finishedAt: nullable(isoTime),
+    status: { enum: ["complete", "partial", "failed"] },
+    artifacts: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["kind", "path", "mimeType", "status", "bytes", "sha256", "startedAt", "finishedAt", "durationMs", "commandId", "taskId"],
+        properties: {
+          kind: { enum: ["screenshot", "hierarchy", "capture_envelopes", "video", "encoder_stderr"] },
+          path: nullable({ type: "string", pattern: "^[A-Za-z0-9._-]+$", not: { const: "manifest.json" } }),
+          mimeType: { type: "string" },
+          status: { enum: ["complete", "partial", "failed"] },
+          bytes: nullable({ type: "integer", minimum: 0 }),
+          sha256: nullable(sha256),
+          startedAt: isoTime,
+          finishedAt: isoTime,
+          durationMs: { type: "number", minimum: 0 },
+          commandId: nullable({ type: "string" }),
+          taskId: nullable({ type: "string" }),
+          error: errorSchema,
+        },
+      },
+    },
+    errors: { type: "array", items: errorSchema },
+  },
+} as const;
+
+let validator: ((v: unknown) => boolean) & { errors?: unknown[] | null } | undefined;
+
+/** Schema errors of a parsed manifest, as readable lines; empty when valid. */
+export function manifestSchemaErrors(value: unknown): string[] {
+  if (!validator) {
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    validator = ajv.compile(evidenceManifestSchema);
+  }
+  if (validator(value)) return [];
+  return ((validator.errors ?? []) as { instancePath: string; message?: string }[]).map((e) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`);
+}
