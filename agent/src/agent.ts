@@ -9,6 +9,8 @@ import { DeviceHistory } from "./device-history.js";
 import { DeviceOwnership } from "./device-ownership.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { OsLock } from "./os-lock.js";
+import { coordinatorTransport } from "./coordinator-transport.js";
+import { FARM_VERSION } from "@farm/shared/version";
 import { handleCommand } from "./command-handler.js";
 import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
@@ -78,10 +80,20 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   });
   watcher.start();
   const ownership = new DeviceOwnership({ lockDir, journal, watcher, history, agentId: identity.id });
-  const handlerDeps = { ownership, watcher, pins, history, shell: shellAction(opts.adb), setProp: setPropAction(opts.adb), log };
+  const transport = coordinatorTransport(opts.coordinatorUrl, opts.token);
+  const handlerDeps = {
+    ownership,
+    watcher,
+    pins,
+    history,
+    shell: shellAction(opts.adb),
+    setProp: setPropAction(opts.adb),
+    log,
+    evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: { id: identity.id, host: hostname(), version: FARM_VERSION } },
+  };
   uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,
-    token: opts.token,
+    transport,
     agentId: identity.id,
     name,
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 5_000,

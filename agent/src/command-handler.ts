@@ -10,6 +10,7 @@ import type { PinStore } from "./pin-store.js";
 import type { DeviceHistory } from "./device-history.js";
 import type { ShellOutput, ShellRequest } from "./actions/shell-action.js";
 import type { SetPropRequest } from "./actions/setprop-action.js";
+import { captureEvidence, type EvidenceDeps } from "./evidence/capture-command.js";
 
 export interface CommandHandlerDeps {
   ownership: DeviceOwnership;
@@ -19,6 +20,7 @@ export interface CommandHandlerDeps {
   shell: ActionKind<ShellRequest, ShellOutput>;
   setProp: ActionKind<SetPropRequest, Record<string, never>>;
   log: Logger;
+  evidence: EvidenceDeps;
 }
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
@@ -83,6 +85,8 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         const d = deps.watcher.device(serial);
         return result({ case: "pinIdentity", value: { physicalId: d?.identity.physicalId ?? "" } });
       }
+      case "captureEvidence":
+        return result({ case: "captureEvidence", value: await captureEvidence(cmd.kind.value, cmd.commandId, deps.watcher, deps.evidence, deps.log) });
       default:
         throw farmError(Code.Unimplemented, ErrorCodes.notImplemented, `this agent does not implement command ${cmd.kind.case ?? "(none)"}`);
     }

@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Interceptor, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createClient, type Transport } from "@connectrpc/connect";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { Backoff } from "@farm/shared/backoff";
 import { toErrorReport } from "@farm/shared/errors";
@@ -19,7 +18,7 @@ import type { DeviceEvent, DeviceWatcher } from "./device-watcher.js";
 
 export interface UplinkOptions {
   coordinatorUrl: string;
-  token: string;
+  transport: Transport;
   agentId: string;
   name: string;
   heartbeatIntervalMs: number;
@@ -75,8 +74,7 @@ export class Uplink {
   }
 
   private async run(): Promise<void> {
-    const transport = this.transport();
-    const client = createClient(AgentService, transport);
+    const client = createClient(AgentService, this.opts.transport);
     while (!this.aborter.signal.aborted) {
       try {
         await this.session(client);
@@ -98,20 +96,6 @@ export class Uplink {
         };
       });
     }
-  }
-
-  private transport(): Transport {
-    const auth: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${this.opts.token}`);
-      return next(req);
-    };
-    return createGrpcTransport({
-      baseUrl: this.opts.coordinatorUrl,
-      interceptors: [auth],
-      // HTTP/2 pings notice a dead coordinator even when no heartbeat is due.
-      pingIntervalMs: 10_000,
-      pingTimeoutMs: 10_000,
-    });
   }
 
   private async session(client: ReturnType<typeof createClient<typeof AgentService>>): Promise<void> {

@@ -10,6 +10,7 @@ import { agentsCommand } from "./commands/agents.js";
 import { devicesCommand } from "./commands/devices.js";
 import { tokenGroup } from "./commands/token.js";
 import { deviceGroup } from "./commands/device.js";
+import { evidenceGroup } from "./commands/evidence.js";
 import { coordinatorCommand } from "./commands/coordinator.js";
 import { agentCommand } from "./commands/agent.js";
 import { standaloneCommand } from "./commands/standalone.js";
@@ -21,6 +22,7 @@ export const commands: CommandNode[] = [
   agentsCommand,
   devicesCommand,
   deviceGroup,
+  evidenceGroup,
   tokenGroup,
 ];
 

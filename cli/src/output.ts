@@ -12,6 +12,8 @@ export interface Printer {
   /** Prints a success: the data as JSON, or the pretty rendering. */
   result(data: Record<string, unknown>, pretty: () => string): void;
   failure(err: unknown): ErrorReport;
+  /** Prints data as given (it carries its own ok), or the pretty rendering. */
+  emit(data: Record<string, unknown>, pretty: () => string): void;
 }
 
 export function createPrinter(
@@ -23,6 +25,10 @@ export function createPrinter(
     format,
     result(data, pretty) {
       if (format === "json") out(JSON.stringify({ ok: true, ...data }) + "\n");
+      else out(pretty() + "\n");
+    },
+    emit(data, pretty) {
+      if (format === "json") out(JSON.stringify(data) + "\n");
       else out(pretty() + "\n");
     },
     failure(e) {

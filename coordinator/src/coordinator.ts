@@ -20,6 +20,11 @@ import { registerRegistryService } from "./registry-service.js";
 import { registerTokenService } from "./token-service.js";
 import { registerHealthService } from "./health-service.js";
 import { registerDeviceService } from "./device-service.js";
+import { registerEvidenceService } from "./evidence-service.js";
+import { registerAgentEvidenceService } from "./agent-evidence-service.js";
+import { EvidenceStore } from "./evidence-store.js";
+import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { AgentEvidenceService } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { createDualServer } from "./http-server.js";
 
@@ -48,6 +53,8 @@ const rules: Record<string, AccessRule> = {
   [RegistryService.typeName]: { kind: "user" },
   [TokenService.typeName]: { kind: "user", admin: true },
   [DeviceService.typeName]: { kind: "user" },
+  [EvidenceService.typeName]: { kind: "user" },
+  [AgentEvidenceService.typeName]: { kind: "agent" },
 };
 
 export async function startCoordinator(opts: CoordinatorOptions): Promise<RunningCoordinator> {
@@ -57,6 +64,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const tokens = new TokenStore(database.db);
   const registry = new Registry(database.db, { heartbeatMisses: opts.heartbeatMisses ?? 3 });
   const closed = new AbortController();
+  const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
+  await evidenceStore.init();
 
   const handler = connectNodeAdapter({
     interceptors: [authInterceptor(tokens, rules)],
@@ -70,6 +79,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerRegistryService(router, { registry });
       registerTokenService(router, { tokens });
       registerDeviceService(router, { registry, log });
+      registerEvidenceService(router, { registry, store: evidenceStore, log });
+      registerAgentEvidenceService(router, { store: evidenceStore, log });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {

@@ -320,6 +320,10 @@ export class Registry {
     return { agentId: a.id, agentName: a.name, serial, session: a.session };
   }
 
+  agentName(agentId: string): string | undefined {
+    return this.agents.get(agentId)?.name;
+  }
+
   /** Drops agents (and their devices) from storage, e.g. for `farm agents rm`. */
   forget(ids: string[]): void {
     if (ids.length === 0) return;

@@ -36,3 +36,18 @@ export const devices = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.serial] })],
 );
+
+/** Evidence bundles in the store; files live under <data-dir>/evidence/<id>/. */
+export const evidence = sqliteTable("evidence", {
+  evidenceId: text("evidence_id").primaryKey(),
+  kind: text("kind").notNull(),
+  status: text("status").notNull(),
+  // NULL when the bundle has no label.
+  label: text("label"),
+  serial: text("serial").notNull(),
+  physicalId: text("physical_id").notNull(),
+  agentId: text("agent_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+  totalBytes: integer("total_bytes").notNull(),
+  manifestSha256: text("manifest_sha256").notNull(),
+});

@@ -1,0 +1,61 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Transport } from "@connectrpc/connect";
+import {
+  AgentEvidenceService,
+  UploadEvidenceRequestSchema,
+  UploadEvidenceStartSchema,
+  type UploadEvidenceRequest,
+} from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
+import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
+
+/** Files ride in chunks of at most 1 MiB, read as they are sent. */
+export const CHUNK_BYTES = 1024 * 1024;
+
+export interface UploadSpec {
+  evidenceId: string;
+  agentId: string;
+  serial: string;
+  physicalId: string;
+  kind: "still" | "video";
+  dir: string;
+  files: string[];
+}
+
+/**
+ * Uploads a staged bundle to the coordinator's store: each file announced
+ * with its size and sha256, then its bytes; the manifest last. Memory stays
+ * bounded by one chunk per file in flight.
+ */
+export async function uploadBundle(transport: Transport, spec: UploadSpec, signal?: AbortSignal): Promise<{ totalBytes: number }> {
+  const client = createClient(AgentEvidenceService, transport);
+  const res = await client.uploadEvidence(messages(spec), { ...(signal ? { signal } : {}) });
+  return { totalBytes: Number(res.totalBytes) };
+}
+
+async function* messages(spec: UploadSpec): AsyncGenerator<UploadEvidenceRequest> {
+  const msg = (kind: UploadEvidenceRequest["kind"]) => create(UploadEvidenceRequestSchema, { kind });
+  yield msg({
+    case: "start",
+    value: create(UploadEvidenceStartSchema, { evidenceId: spec.evidenceId, agentId: spec.agentId, serial: spec.serial, physicalId: spec.physicalId, kind: spec.kind }),
+  });
+  for (const path of spec.files) {
+    const file = join(spec.dir, path);
+    const { size } = await stat(file);
+    const sha256 = await hashFile(file);
+    yield msg({ case: "file", value: create(EvidenceFileHeaderSchema, { path, size: BigInt(size), sha256 }) });
+    for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES })) {
+      yield msg({ case: "chunk", value: new Uint8Array(chunk as Buffer) });
+    }
+  }
+  yield msg({ case: "manifestJson", value: await readFile(join(spec.dir, "manifest.json"), "utf8") });
+}
+
+export async function hashFile(file: string): Promise<string> {
+  const h = createHash("sha256");
+  for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES })) h.update(chunk as Buffer);
+  return h.digest("hex");
+}

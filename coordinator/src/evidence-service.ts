@@ -1,0 +1,96 @@
+import { join } from "node:path";
+import { Code, type ConnectRouter } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
+import type { Logger } from "@farm/shared/log";
+import {
+  EvidenceService,
+  CaptureEvidenceResponseSchema,
+  ListEvidenceResponseSchema,
+  PullEvidenceResponseSchema,
+} from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { EvidenceFileHeaderSchema, EvidenceSummarySchema } from "@farm/shared/gen/farm/v1/evidence_pb";
+import { requirePrincipal } from "./auth.js";
+import type { AttachSession } from "./agent-session.js";
+import type { Registry } from "./registry.js";
+import { readChunks, type EvidenceStore } from "./evidence-store.js";
+
+const CHUNK_BYTES = 1024 * 1024;
+/** Time for upload and bookkeeping on top of the device-work budget. */
+const TRANSFER_ALLOWANCE_MS = 60_000;
+
+export function registerEvidenceService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; log: Logger }): void {
+  router.service(EvidenceService, {
+    async captureEvidence(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      // Bad input fails here, before any agent or device is involved.
+      validateLabel(req.label);
+      validateContext(req.contextJson);
+      const timeoutMs = req.timeoutMs === 0 ? TIMEOUT_DEFAULT_MS : validateTimeout(req.timeoutMs);
+      validateAppPackage(req.appPackage);
+      const serial = req.target?.serial ?? "";
+      if (serial === "") throw invalidArgument("device", "a device serial is required");
+      const route = deps.registry.route(serial, req.target?.agent ?? "");
+      const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
+      const result = await (route.session as AttachSession).call(
+        { kind: { case: "captureEvidence", value: req }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
+        deadline,
+      );
+      if (result.kind.case === "error") {
+        const e = result.kind.value;
+        throw farmError(codeFor(e.detail?.code ?? ""), e.detail?.code || ErrorCodes.internal, e.message, e.detail?.field || undefined);
+      }
+      if (result.kind.case !== "captureEvidence") throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"}`);
+      const r = result.kind.value;
+      // The agent answers after its upload was published; check anyway.
+      deps.store.require(r.evidenceId);
+      const { text } = await deps.store.manifest(r.evidenceId);
+      return create(CaptureEvidenceResponseSchema, { evidenceId: r.evidenceId, status: r.status, manifestJson: text });
+    },
+
+    listEvidence(req) {
+      const rows = deps.store.list({ serial: req.serial, status: req.status, label: req.label });
+      return create(ListEvidenceResponseSchema, {
+        bundles: rows.map((row) =>
+          create(EvidenceSummarySchema, {
+            evidenceId: row.evidenceId,
+            kind: row.kind,
+            status: row.status,
+            ...(row.label === null ? {} : { label: row.label }),
+            serial: row.serial,
+            physicalId: row.physicalId,
+            agentId: row.agentId,
+            agentName: deps.registry.agentName(row.agentId) ?? "",
+            createTime: timestampFromMs(row.createdAt),
+            totalBytes: BigInt(row.totalBytes),
+            manifestSha256: row.manifestSha256,
+          }),
+        ),
+      });
+    },
+
+    async *pullEvidence(req) {
+      const row = deps.store.require(req.evidenceId);
+      const { text, manifest } = await deps.store.manifest(row.evidenceId);
+      for (const a of manifest.artifacts) {
+        if (a.path === null) continue;
+        yield create(PullEvidenceResponseSchema, {
+          kind: { case: "file", value: create(EvidenceFileHeaderSchema, { path: a.path, size: BigInt(a.bytes ?? 0), sha256: a.sha256 ?? "" }) },
+        });
+        for await (const chunk of readChunks(join(deps.store.dir(row.evidenceId), a.path), CHUNK_BYTES)) {
+          yield create(PullEvidenceResponseSchema, { kind: { case: "chunk", value: chunk } });
+        }
+      }
+      yield create(PullEvidenceResponseSchema, { kind: { case: "manifestJson", value: text } });
+    },
+  });
+}
+
+function codeFor(code: string): Code {
+  if (code === ErrorCodes.invalidArgument) return Code.InvalidArgument;
+  if (code === ErrorCodes.notImplemented) return Code.Unimplemented;
+  if (code === ErrorCodes.deviceOffline) return Code.Unavailable;
+  return Code.FailedPrecondition;
+}

@@ -1,0 +1,189 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { open, readFile, rename, rm, stat, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
+import { and, desc, eq, type SQL } from "drizzle-orm";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { manifestSchemaErrors, type EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
+import type { CoordinatorDb } from "./db/open-database.js";
+import { evidence } from "./db/schema.js";
+
+export type EvidenceRow = typeof evidence.$inferSelect;
+
+const idPattern = /^[0-9a-f-]{36}$/;
+const pathPattern = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * The coordinator's evidence store. An upload lands in .incoming/<id>; each
+ * file is checked against the size and sha256 its sender announced, and the
+ * manifest against the files it lists. Only then is the directory renamed
+ * into place and indexed, so a listed bundle is always whole.
+ */
+export class EvidenceStore {
+  readonly root: string;
+
+  constructor(
+    private readonly db: CoordinatorDb,
+    dataDir: string,
+  ) {
+    this.root = join(dataDir, "evidence");
+  }
+
+  async init(): Promise<void> {
+    await ensurePrivateDir(this.root);
+    // Half-finished uploads from a previous run are never published.
+    await rm(join(this.root, ".incoming"), { recursive: true, force: true });
+    await ensurePrivateDir(join(this.root, ".incoming"));
+  }
+
+  beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Upload {
+    if (!idPattern.test(meta.evidenceId)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "bad evidence id", "evidence_id");
+    if (this.get(meta.evidenceId)) throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `evidence ${meta.evidenceId} already exists`, "evidence_id");
+    return new Upload(this, meta);
+  }
+
+  get(evidenceId: string): EvidenceRow | undefined {
+    return this.db.select().from(evidence).where(eq(evidence.evidenceId, evidenceId)).get();
+  }
+
+  require(evidenceId: string): EvidenceRow {
+    const row = idPattern.test(evidenceId) ? this.get(evidenceId) : undefined;
+    if (!row) throw farmError(Code.NotFound, ErrorCodes.evidenceNotFound, `no evidence ${evidenceId} in the store`, "evidence_id");
+    return row;
+  }
+
+  list(filter: { serial?: string; status?: string; label?: string }): EvidenceRow[] {
+    const where: SQL[] = [];
+    if (filter.serial) where.push(eq(evidence.serial, filter.serial));
+    if (filter.status) where.push(eq(evidence.status, filter.status));
+    if (filter.label) where.push(eq(evidence.label, filter.label));
+    return this.db
+      .select()
+      .from(evidence)
+      .where(where.length > 0 ? and(...where) : undefined)
+      .orderBy(desc(evidence.createdAt))
+      .all();
+  }
+
+  dir(evidenceId: string): string {
+    return join(this.root, evidenceId);
+  }
+
+  async manifest(evidenceId: string): Promise<{ text: string; manifest: EvidenceManifest }> {
+    const text = await readFile(join(this.dir(evidenceId), "manifest.json"), "utf8");
+    return { text, manifest: JSON.parse(text) as EvidenceManifest };
+  }
+
+  /** @internal used by Upload */
+  async publish(upload: Upload, manifestText: string, files: Map<string, { size: number; sha256: string }>, totalBytes: number): Promise<EvidenceRow> {
+    let manifest: EvidenceManifest;
+    try {
+      manifest = JSON.parse(manifestText) as EvidenceManifest;
+    } catch {
+      throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the manifest is not JSON", "manifest_json");
+    }
+    const problems = manifestSchemaErrors(manifest);
+    if (problems.length > 0) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `the manifest does not match schema version 1: ${problems.slice(0, 5).join("; ")}`, "manifest_json");
+    if (manifest.evidenceId !== upload.meta.evidenceId) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the manifest names another evidence id", "manifest_json");
+    for (const a of manifest.artifacts) {
+      if (a.path === null) continue;
+      const f = files.get(a.path);
+      if (!f || f.size !== a.bytes || f.sha256 !== a.sha256) {
+        throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `artifact ${a.path} does not match what was uploaded`, "manifest_json");
+      }
+    }
+    await writePrivateFile(join(upload.dir, "manifest.json"), manifestText);
+    await rename(upload.dir, this.dir(upload.meta.evidenceId));
+    const row: EvidenceRow = {
+      evidenceId: upload.meta.evidenceId,
+      kind: manifest.kind,
+      status: manifest.status,
+      label: manifest.label,
+      serial: upload.meta.serial,
+      physicalId: upload.meta.physicalId,
+      agentId: upload.meta.agentId,
+      createdAt: Date.now(),
+      totalBytes,
+      manifestSha256: createHash("sha256").update(manifestText).digest("hex"),
+    };
+    this.db.insert(evidence).values(row).run();
+    return row;
+  }
+}
+
+/** One bundle being received. Files arrive one after another. */
+export class Upload {
+  readonly dir: string;
+  private readonly files = new Map<string, { size: number; sha256: string }>();
+  private current: { path: string; size: number; sha256: string; received: number; hash: ReturnType<typeof createHash>; fh: FileHandle } | undefined;
+  private totalBytes = 0;
+  private started = false;
+
+  constructor(
+    private readonly store: EvidenceStore,
+    readonly meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string },
+  ) {
+    this.dir = join(store.root, ".incoming", meta.evidenceId);
+  }
+
+  async startFile(path: string, size: number, sha256: string): Promise<void> {
+    if (!this.started) {
+      await ensurePrivateDir(this.dir);
+      this.started = true;
+    }
+    await this.endFile();
+    if (!pathPattern.test(path) || path === "manifest.json" || this.files.has(path)) {
+      throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `bad or repeated file name "${path}"`, "path");
+    }
+    const fh = await open(join(this.dir, path), "wx", 0o600);
+    this.current = { path, size, sha256, received: 0, hash: createHash("sha256"), fh };
+  }
+
+  async chunk(bytes: Uint8Array): Promise<void> {
+    const c = this.current;
+    if (!c) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "a chunk arrived before any file header", "chunk");
+    c.received += bytes.length;
+    if (c.received > c.size) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `${c.path} is larger than announced`, "chunk");
+    c.hash.update(bytes);
+    await c.fh.write(bytes);
+  }
+
+  private async endFile(): Promise<void> {
+    const c = this.current;
+    if (!c) return;
+    this.current = undefined;
+    await c.fh.sync();
+    await c.fh.close();
+    const got = c.hash.digest("hex");
+    if (c.received !== c.size || got !== c.sha256) {
+      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${c.path}: received ${c.received} bytes with sha256 ${got}, announced ${c.size} bytes with ${c.sha256}`, "chunk");
+    }
+    this.files.set(c.path, { size: c.size, sha256: c.sha256 });
+    this.totalBytes += c.size;
+  }
+
+  async finish(manifestText: string): Promise<EvidenceRow> {
+    if (!this.started) {
+      await ensurePrivateDir(this.dir);
+      this.started = true;
+    }
+    await this.endFile();
+    return this.store.publish(this, manifestText, this.files, this.totalBytes);
+  }
+
+  async abort(): Promise<void> {
+    const c = this.current;
+    this.current = undefined;
+    await c?.fh.close().catch(() => undefined);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Streams a stored file in chunks of at most `chunkBytes`. */
+export async function* readChunks(file: string, chunkBytes: number): AsyncGenerator<Uint8Array> {
+  const s = await stat(file);
+  if (s.size === 0) return;
+  for await (const chunk of createReadStream(file, { highWaterMark: chunkBytes })) yield new Uint8Array(chunk as Buffer);
+}
