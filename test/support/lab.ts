@@ -1,0 +1,59 @@
+import { join } from "node:path";
+import { adbConnect, SimDevice, startAdbServer, type AdbServer, type SimDeviceOptions } from "../devsim/index.js";
+import { farm, startFarm, waitFor, type FarmProcess } from "./farm-process.js";
+import { makeTempDir, type TempDir } from "./temp-dir.js";
+
+/**
+ * A one-machine lab for end-to-end tests: a private adb server, `farm
+ * standalone` as its own process, and simulated phones added on demand.
+ */
+export interface Lab {
+  dir: TempDir;
+  adb: AdbServer;
+  standalone: FarmProcess;
+  /** Environment for CLI calls: the standalone's home, nothing else. */
+  env: NodeJS.ProcessEnv;
+  standaloneArgs: string[];
+  addDevice(opts?: SimDeviceOptions): Promise<{ device: SimDevice; serial: string }>;
+  /** Restarts standalone (after a kill) with the same data dir. */
+  restart(): Promise<FarmProcess>;
+  stop(): Promise<void>;
+}
+
+export async function startLab(name: string): Promise<Lab> {
+  const dir = await makeTempDir(name);
+  const adb = await startAdbServer();
+  const env = { FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "" };
+  const standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500"];
+  const devices: SimDevice[] = [];
+  const lab: Lab = {
+    dir,
+    adb,
+    env,
+    standaloneArgs,
+    standalone: await startFarm(standaloneArgs, env),
+    async addDevice(opts = {}) {
+      const device = new SimDevice(opts);
+      devices.push(device);
+      const port = await device.listen();
+      const serial = await adbConnect(adb.port, "127.0.0.1", port);
+      await waitFor(`${serial} in farm devices`, async () => {
+        const r = await farm(["devices"], env);
+        const list = (r.json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[];
+        return list.some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId) ? true : undefined;
+      });
+      return { device, serial };
+    },
+    async restart() {
+      lab.standalone = await startFarm(standaloneArgs, env);
+      return lab.standalone;
+    },
+    async stop() {
+      await lab.standalone.stop();
+      for (const d of devices) await d.close();
+      await adb.stop();
+      await dir.remove();
+    },
+  };
+  return lab;
+}
