@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := node_modules/.farm-installed
 
-.PHONY: help deps system-deps build proto proto-check test demo bench clean
+.PHONY: help deps system-deps build proto proto-check test demo bench schema clean
 
 help:
 	@echo "make demo   - start two simulated phones and farm standalone, list them"
@@ -39,6 +39,10 @@ demo: build
 bench: build
 	node test/dist/bench/coordinator-load.js
 	node test/dist/bench/ownership-cost.js
+	node test/dist/bench/evidence-capture.js
+
+schema: build
+	node test/dist/support/write-manifest-schema.js
 
 clean:
 	npx tsc -b --clean

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { manifestSchemaErrors, type EvidenceManifest } from "@farm/shared/evidence-manifest";
+import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
 
 export interface VerifyReport {
   ok: boolean;

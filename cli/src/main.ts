@@ -6,24 +6,20 @@ import { FARM_VERSION } from "@farm/shared/version";
 import { isGroup, type Command, type CommandNode } from "./command.js";
 import { createPrinter, defaultFormat, type OutputFormat } from "./output.js";
 import { configuredOutput } from "./config.js";
-import { agentsCommand } from "./commands/agents.js";
-import { devicesCommand } from "./commands/devices.js";
-import { tokenGroup } from "./commands/token.js";
-import { deviceGroup } from "./commands/device.js";
-import { evidenceGroup } from "./commands/evidence.js";
-import { coordinatorCommand } from "./commands/coordinator.js";
-import { agentCommand } from "./commands/agent.js";
-import { standaloneCommand } from "./commands/standalone.js";
-
-export const commands: CommandNode[] = [
-  standaloneCommand,
-  coordinatorCommand,
-  agentCommand,
-  agentsCommand,
-  devicesCommand,
-  deviceGroup,
-  evidenceGroup,
-  tokenGroup,
+/**
+ * Top-level commands. Each module is loaded only when its command runs, so
+ * a client command does not pay for the coordinator's and agent's code
+ * (SQLite, adb, image decoding) at start-up.
+ */
+export const commands: { name: string; summary: string; load: () => Promise<CommandNode> }[] = [
+  { name: "standalone", summary: "Run coordinator and agent in one process on loopback (single machine)", load: async () => (await import("./commands/standalone.js")).standaloneCommand },
+  { name: "coordinator", summary: "Run the coordinator service", load: async () => (await import("./commands/coordinator.js")).coordinatorCommand },
+  { name: "agent", summary: "Run the agent for the phones on this host", load: async () => (await import("./commands/agent.js")).agentCommand },
+  { name: "agents", summary: "List agents, online and offline", load: async () => (await import("./commands/agents.js")).agentsCommand },
+  { name: "devices", summary: "List devices on every agent", load: async () => (await import("./commands/devices.js")).devicesCommand },
+  { name: "device", summary: "Act on one device: shell, setprop, pin, ownership", load: async () => (await import("./commands/device.js")).deviceGroup },
+  { name: "evidence", summary: "Evidence bundles: capture, list, pull, verify", load: async () => (await import("./commands/evidence.js")).evidenceGroup },
+  { name: "token", summary: "Manage agent and user tokens (admin)", load: async () => (await import("./commands/token.js")).tokenGroup },
 ];
 
 function rootHelp(): string {
@@ -92,7 +88,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       printer.result({ version: FARM_VERSION }, () => `farm ${FARM_VERSION}`);
       return 0;
     }
-    let node: CommandNode | undefined = commands.find((c) => c.name === first);
+    const entry = commands.find((c) => c.name === first);
+    let node: CommandNode | undefined = await entry?.load();
     if (!node) throw new CliError(ErrorCodes.invalidArgument, `unknown command "${first}"; see \`farm --help\``, "command");
     let args = rest;
     let path = `farm ${node.name}`;

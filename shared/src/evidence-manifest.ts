@@ -1,5 +1,3 @@
-import { Ajv2020 } from "ajv/dist/2020.js";
-
 /** Bundle manifest, schema version 1. Written last; never hashes itself. */
 export interface EvidenceManifest {
   schemaVersion: 1;
@@ -154,14 +152,3 @@ export const evidenceManifestSchema = {
   },
 } as const;
 
-let validator: ((v: unknown) => boolean) & { errors?: unknown[] | null } | undefined;
-
-/** Schema errors of a parsed manifest, as readable lines; empty when valid. */
-export function manifestSchemaErrors(value: unknown): string[] {
-  if (!validator) {
-    const ajv = new Ajv2020({ allErrors: true, strict: false });
-    validator = ajv.compile(evidenceManifestSchema);
-  }
-  if (validator(value)) return [];
-  return ((validator.errors ?? []) as { instancePath: string; message?: string }[]).map((e) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`);
-}

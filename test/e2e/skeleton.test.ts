@@ -2,7 +2,7 @@
  * The walking skeleton end to end, every part a real process: simulated
  * phones, the real adb server, `farm coordinator`, `farm agent`, the CLI.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, adbDisconnect, SimDevice, startAdbServer, startDevsim, type AdbServer, type Devsim } from "../devsim/index.js";
@@ -166,7 +166,13 @@ describe("walking skeleton", () => {
   });
 
   it("refuses a second agent that presents an attached agent's id", async () => {
-    const second = await startFarm(agentArgs);
+    // Another host with a copy of this agent's identity (its own data dir:
+    // one data dir is only ever used by one agent process).
+    const otherDir = join(dir.path, "agent-copy");
+    await mkdir(otherDir, { mode: 0o700 });
+    await copyFile(join(dir.path, "agent", "agent.json"), join(otherDir, "agent.json"));
+    const dataDirAt = agentArgs.indexOf("--data-dir") + 1;
+    const second = await startFarm(agentArgs.map((a, i) => (i === dataDirAt ? otherDir : a)));
     try {
       await waitFor("the second agent to be refused", () => (/AGENT_ALREADY_ATTACHED/.test(second.stderr()) ? true : undefined));
       const a = await agents();

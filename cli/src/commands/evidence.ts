@@ -13,7 +13,6 @@ import { clientOptions, type Command, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
 import { claimBundleDir, writePulledBundle } from "../bundle-writer.js";
-import { verifyBundle } from "../bundle-verify.js";
 
 /** Time for upload and transfer on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
@@ -155,6 +154,8 @@ const verify: Command = {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [dir, ...extra] = parsed.positionals;
     if (!dir || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one BUNDLE_DIR", "bundle_dir");
+    // Loaded here: the schema validator is only needed by this command.
+    const { verifyBundle } = await import("../bundle-verify.js");
     const report = await verifyBundle(dir);
     const data = report.ok
       ? { ok: true, evidenceId: report.evidenceId, status: report.status, checked: report.checked }
