@@ -88,7 +88,8 @@ describe('simulated devices through the real adb CLI', () => {
   });
 
   it('unsupported services are refused', async () => {
-    const result = await runAdb(server.port, ['-s', serialOf(0), 'exec-out', 'echo hi']);
+    // `adb reverse` asks the device for `reverse:list-forward`, which devsim does not offer.
+    const result = await runAdb(server.port, ['-s', serialOf(0), 'reverse', '--list']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('closed');
   });

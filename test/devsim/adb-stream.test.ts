@@ -13,7 +13,7 @@ function fakeLink(maxPayload: number) {
   const sent: Sent[] = [];
   const forgotten: number[] = [];
   const link: StreamLink = {
-    send: (command, arg0, arg1, payload = Buffer.alloc(0)) => sent.push({ command: commandName(command), arg0, arg1, payload }),
+    send: (command, arg0, arg1, payload = Buffer.alloc(0)) => sent.push({ command: commandName(command), arg0, arg1, payload: Buffer.concat(Array.isArray(payload) ? payload : [payload as Buffer]) }),
     maxPayload,
     forget: (id) => forgotten.push(id),
   };

@@ -8,6 +8,8 @@ export interface CliOptions {
   connect: boolean;
   format: 'json' | 'table';
   help: boolean;
+  /** Scenario file (devices + fault schedule). */
+  scenario?: string;
 }
 
 export const USAGE = `Usage: npm run devsim -- [options]
@@ -22,14 +24,26 @@ Options:
                     like the adb CLI, \`adb connect\` starts a server there if none runs
   --host ADDR       address to listen on (default 127.0.0.1)
   --no-connect      only listen; do not run \`adb connect\`
-  --format F        json (one JSON object per line: serial, port, serialno, model)
+  --format F        json (one JSON object per line: serial, port, serialno, model, control)
                     or table (default: table on a terminal, json otherwise)
+  --scenario FILE   devices and a fault schedule from a JSON scenario file
   -h, --help        show this help
+
+The control API (fault injection) starts with the devices; its URL is printed
+on stderr as "devsim: control API at URL". Drive it with:
+
+  npm run devsim -- status  [--control URL]
+  npm run devsim -- fault   [--control URL] SERIAL key=value… | --clear
+        e.g. fault 127.0.0.1:40001 storageFull=true latencyMs=200 png=truncated hangServices=sync:
+  npm run devsim -- action  [--control URL] SERIAL vanish|restore|reboot|screen-off|screen-on|lock|unlock|authorize [downMs=N]
+
+(--control defaults to $DEVSIM_CONTROL.)
 
 Environment:
   ANDROID_ADB_SERVER_PORT   default adb server port
   ADB                       adb executable (default: adb on PATH)
-  DEVSIM_DEBUG              1: log connections; packets: also trace every packet`;
+  DEVSIM_DEBUG              1: log connections; packets: also trace every packet
+  DEVSIM_CONTROL            control API URL for the status/fault/action subcommands`;
 
 /** Parses argv (without node and script); throws with a message on bad input. */
 export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, isTty = false): CliOptions {
@@ -41,6 +55,7 @@ export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv 
       host: { type: 'string' },
       'no-connect': { type: 'boolean' },
       format: { type: 'string' },
+      scenario: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -58,6 +73,7 @@ export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv 
     connect: !values['no-connect'],
     format,
     help: values.help ?? false,
+    ...(values.scenario !== undefined ? { scenario: values.scenario } : {}),
   };
 }
 

@@ -123,7 +123,7 @@ describe('device connection on the wire', () => {
     expect(commandName(reply.command)).toBe('CNXN');
     expect(reply.arg0).toBe(VERSION_SKIP_CHECKSUM);
     expect(reply.arg1).toBe(MAX_PAYLOAD);
-    expect(reply.payload.toString()).toBe('device::ro.product.name=panther;ro.product.model=Pixel 7;ro.product.device=panther;features=shell_v2');
+    expect(reply.payload.toString()).toBe('device::ro.product.name=panther;ro.product.model=Pixel 7;ro.product.device=panther;features=shell_v2,stat_v2,ls_v2,fixed_push_mkdir');
     // Negotiated version 0x01000001: checksum left at 0.
     expect(decodeHeader(Buffer.concat(host.raw)).dataCheck).toBe(0);
   });

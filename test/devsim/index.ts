@@ -1,10 +1,39 @@
 // Public API of the device simulator, for tests and tools.
 
 export { SimDevice, IMPLEMENTED_FEATURES, randomSerialno, type SimDeviceOptions } from './device/sim-device.js';
-export { DeviceState } from './device/device-state.js';
+export { DeviceState, type DeviceHooks, type DisplaySpec } from './device/device-state.js';
 export { PropertyStore } from './device/property-store.js';
-export { DEVICE_PROFILES, type DeviceProfile } from './device/device-profiles.js';
+export { DEVICE_PROFILES, EMULATOR_PROFILE, type DeviceProfile } from './device/device-profiles.js';
 export { defaultProperties } from './device/default-properties.js';
+export { PackageManager, type InstalledPackage, type PackageManifest } from './device/package-manager.js';
+export { buildSimApk, parseSimApk } from './device/sim-apk.js';
+export { ProcessTable, parseSignal, type SimProcess } from './device/process-table.js';
+export { SettingsStore, type SettingsNamespace } from './device/settings-store.js';
+export { SocketNamespace, type SocketConnector } from './device/socket-namespace.js';
+export { LogBuffer, type LogEntry } from './device/log-buffer.js';
+export { sdkSocketName } from './device/app-sdk-server.js';
+export type { AuthMode } from './transport/device-connection.js';
+
+export { FileSystem, resolvePath, type StatInfo, type DirEntry } from './fs/file-system.js';
+export { FsError, ERRNO } from './fs/fs-error.js';
+export { ROOT, SHELL, AID, appCaller, type Caller } from './fs/caller.js';
+
+export { Display } from './screen/display.js';
+export { ScreenModel, type ActivityEntry } from './screen/screen-model.js';
+export { ScreenRenderer, type Frame } from './screen/screen-renderer.js';
+export { toUiautomatorXml } from './screen/uiautomator-xml.js';
+export type { UiNode, TapAction, Bounds } from './screen/ui-node.js';
+export type { AppModel, ScreenSpec, ItemSpec } from './screen/screen-spec.js';
+export { DEMO_PACKAGE } from './screen/apps/demo-app.js';
+export { damagePng } from './screen/png-faults.js';
+
+export { DeviceFaults } from './faults/device-faults.js';
+export { parseFaultSettings, FAULT_KEYS, type FaultSettings, type PngFault } from './faults/fault-settings.js';
+export { startControlServer, type ControlServer } from './control/control-server.js';
+export { controlRequest, setFaults, clearFaults, runAction } from './control/control-client.js';
+export { applyDeviceAction, parseDeviceAction, ACTIONS, type DeviceAction } from './control/device-actions.js';
+export { parseScenario, loadScenario, runSchedule, type Scenario, type ScheduledEvent } from './control/scenario.js';
+export type { DeviceSummary } from './control/device-summary.js';
 
 export { startAdbServer, type AdbServer, type StartAdbServerOptions } from './host/adb-server.js';
 export { adbConnect, adbDisconnect, type AdbConnectOptions } from './host/adb-connect.js';
@@ -12,10 +41,11 @@ export { runAdb, adbBinary, type AdbResult, type RunAdbOptions } from './host/ad
 export { waitForDeviceState, type WantedState, type WaitForDeviceOptions } from './host/device-watch.js';
 export { hostRequest, trackDevices, parseDeviceList, AdbServerError, type DeviceList, type DeviceTracker } from './host/host-client.js';
 export { findFreePort } from './host/free-port.js';
-export { startDevsim, adbPortFromEnv, type Devsim, type DevsimDevice, type DevsimOptions } from './host/devsim.js';
+export { waitUntil } from './host/wait-until.js';
+export { startDevsim, adbPortFromEnv, type Devsim, type DevsimDevice, type DevsimDeviceSpec, type DevsimOptions } from './host/devsim.js';
 
 export { Shell, type ShellOptions } from './shell/shell.js';
-export type { ShellCommand, CommandContext, CommandTable } from './shell/command.js';
+export type { ShellCommand, CommandContext, CommandTable, RunOverrides } from './shell/command.js';
 export { DEFAULT_COMMANDS } from './shell/commands/index.js';
 
 export type { Service, ServiceRequest, ServiceRunner, ServiceDevice } from './services/service.js';

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run devsim -- --devices N`: simulated devices for manual runs and scripts.
 import { USAGE, parseCliOptions, type CliOptions } from './cli-options.js';
+import { runControlCommand } from './control-cli.js';
+import { loadScenario } from './control/scenario.js';
 import { startDevsim, type Devsim } from './host/devsim.js';
 
 function formatTable(sim: Devsim): string {
@@ -11,6 +13,15 @@ function formatTable(sim: Devsim): string {
 }
 
 async function main(): Promise<number> {
+  const [first, ...rest] = process.argv.slice(2);
+  if (first === 'status' || first === 'fault' || first === 'action') {
+    try {
+      return await runControlCommand(first, rest, process.env);
+    } catch (error) {
+      process.stderr.write(`devsim ${first}: ${(error as Error).message}\n`);
+      return 1;
+    }
+  }
   let options: CliOptions;
   try {
     options = parseCliOptions(process.argv.slice(2), process.env, Boolean(process.stdout.isTTY));
@@ -23,15 +34,25 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const sim = await startDevsim({ devices: options.devices, adbPort: options.adbPort, connect: options.connect, host: options.host });
+  const scenario = options.scenario ? await loadScenario(options.scenario) : undefined;
+  const sim = await startDevsim({
+    devices: options.devices,
+    adbPort: options.adbPort,
+    connect: options.connect,
+    host: options.host,
+    control: true,
+    ...(scenario ? { scenario } : {}),
+    log: (message) => process.stderr.write(`devsim: ${message}\n`),
+  });
   if (options.format === 'json') {
     for (const { serial, port, device } of sim.devices) {
-      process.stdout.write(`${JSON.stringify({ serial, port, serialno: device.serialno, model: device.model })}\n`);
+      process.stdout.write(`${JSON.stringify({ serial, port, serialno: device.serialno, model: device.model, control: sim.controlUrl })}\n`);
     }
   } else {
     process.stdout.write(`${formatTable(sim)}\n`);
   }
   const where = options.connect ? `connected to the adb server on port ${options.adbPort}` : 'listening (not connected)';
+  process.stderr.write(`devsim: control API at ${sim.controlUrl}\n`);
   process.stderr.write(`devsim: ${sim.devices.length} device(s) ${where}; stop with Ctrl-C\n`);
 
   return new Promise<number>((resolve) => {

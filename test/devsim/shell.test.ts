@@ -41,7 +41,8 @@ describe('shell parsing', () => {
     }
     expect(() => parseScript('; echo')).toThrow(ShellSyntaxError);
     expect(() => parseScript('echo a &')).toThrow(/background/);
-    expect(() => parseScript('echo $(id)')).toThrow(/not supported/);
+    expect(() => parseScript('echo $((1+2))')).toThrow(/not supported/);
+    expect(() => parseScript('echo $(id')).toThrow(expect.objectContaining({ incomplete: true }));
   });
 });
 
@@ -82,7 +83,7 @@ describe('shell execution', () => {
     expect(await sh('echo out >/dev/null 2>&1; echo err 1>&2')).toEqual({ status: 0, stdout: '', stderr: 'err\n' });
     expect(await sh('nosuchcmd 2>&1 >/dev/null')).toMatchObject({ stdout: '/system/bin/sh: nosuchcmd: not found\n' });
     expect(await sh('cat </proc/sys/kernel/random/boot_id')).toMatchObject({ stdout: `${BOOT_ID}\n` });
-    expect(await sh('echo x > /sdcard/f')).toMatchObject({ status: 1, stderr: expect.stringContaining("can't create /sdcard/f") });
+    expect(await sh('echo x > /system/f')).toMatchObject({ status: 1, stderr: "/system/bin/sh: can't create /system/f: Permission denied\n" });
   });
 
   it('getprop lists every property or prints one value', async () => {
@@ -107,6 +108,14 @@ describe('shell execution', () => {
     expect(await sh('cat /proc/sys/kernel/random/boot_id')).toEqual({ status: 0, stdout: `${BOOT_ID}\n`, stderr: '' });
     expect(await sh('cat', { stdin: 'from stdin' })).toMatchObject({ stdout: 'from stdin' });
     expect(await sh('cat /nope')).toEqual({ status: 1, stdout: '', stderr: 'cat: /nope: No such file or directory\n' });
+  });
+
+  it('command substitution: $(…) and backquotes, nested, quoted, trailing newlines removed', async () => {
+    expect((await sh('echo "[$(getprop ro.serialno)]"')).stdout).toBe('[ABC123]\n');
+    expect((await sh('X=$(echo a; echo b); echo $X; echo "$X"')).stdout).toBe('a b\na\nb\n');
+    expect((await sh('echo `echo back` $(echo "$(echo "nested )")")')).stdout).toBe('back nested )\n');
+    expect((await sh('echo $(echo \')\')')).stdout).toBe(')\n');
+    expect((await sh('X=$(false); echo $?')).stdout).toBe('1\n');
   });
 
   it('variables, field splitting and pipes', async () => {
@@ -140,6 +149,31 @@ describe('shell execution', () => {
 
   it('reports syntax errors like sh', async () => {
     expect(await sh('echo "unterminated')).toMatchObject({ status: 1, stderr: expect.stringContaining('/system/bin/sh: syntax error') });
+  });
+});
+
+describe('files', () => {
+  it('> and >> write files that cat, ls and sha256sum see', async () => {
+    const device = newDevice();
+    expect(await sh('echo one > /sdcard/f.txt && echo two >> /sdcard/f.txt && cat /sdcard/f.txt', { device })).toMatchObject({ status: 0, stdout: 'one\ntwo\n' });
+    expect((await sh('sha256sum /sdcard/f.txt', { device })).stdout).toBe('c3f9c8c283a2b1f2f1896f27a01cbe3cddc0c9d93f752e4639035a0f5b36f6e8  /sdcard/f.txt\n');
+    expect((await sh('ls /sdcard/', { device })).stdout).toContain('f.txt\n');
+    expect((await sh('ls -l /storage/emulated/0/f.txt', { device })).stdout).toMatch(/^-rw-r--r-- +1 shell everybody +8 \d{4}-\d\d-\d\d \d\d:\d\d \/storage\/emulated\/0\/f.txt\n$/);
+    expect((await sh('ls -l /sdcard', { device })).stdout).toMatch(/^lrwxrwxrwx .* \/sdcard -> \/storage\/self\/primary\n$/);
+  });
+
+  it('mkdir -p, rm -r, cd and relative paths', async () => {
+    const device = newDevice();
+    expect((await sh('mkdir /data/local/tmp/a/b', { device })).stderr).toBe('mkdir: /data/local/tmp/a/b: No such file or directory\n');
+    expect((await sh('mkdir -p /data/local/tmp/a/b && cd /data/local/tmp/a && echo x > b/c && pwd && ls b', { device })).stdout).toBe('/data/local/tmp/a\nc\n');
+    expect((await sh('rm /data/local/tmp/a', { device })).stderr).toBe('rm: /data/local/tmp/a: Is a directory\n');
+    expect((await sh('rm -r /data/local/tmp/a && ls /data/local/tmp', { device })).stdout).toBe('');
+    expect(await sh('rm -f /data/local/tmp/nothing')).toMatchObject({ status: 0, stderr: '' });
+  });
+
+  it('permissions: shell cannot list /data or read other users’ private files', async () => {
+    expect(await sh('ls /data')).toMatchObject({ status: 1, stderr: 'ls: /data: Permission denied\n' });
+    expect(await sh('cat /proc/sys/kernel/random/boot_id > /data/x')).toMatchObject({ status: 1, stderr: "/system/bin/sh: can't create /data/x: Permission denied\n" });
   });
 });
 

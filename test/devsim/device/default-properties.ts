@@ -48,5 +48,7 @@ export function defaultProperties(profile: DeviceProfile, serialno: string): Rec
     'dev.bootcomplete': '1',
     'gsm.sim.state': 'ABSENT',
     'net.bt.name': 'Android',
+    // Only emulators have these; phones leave them unset.
+    ...(p.emulator ? { 'ro.kernel.qemu': '1', 'ro.boot.qemu': '1', 'ro.build.characteristics': 'emulator' } : {}),
   };
 }

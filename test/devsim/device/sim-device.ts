@@ -4,14 +4,15 @@ import { MAX_PAYLOAD } from '../protocol/constants.js';
 import { formatBanner } from '../protocol/banner.js';
 import { defaultServices } from '../services/default-services.js';
 import type { ServiceRegistry } from '../services/service-registry.js';
-import { DeviceConnection, type ConnectionHost } from '../transport/device-connection.js';
+import { DeviceConnection, type AuthMode, type ConnectionHost } from '../transport/device-connection.js';
 import { isReservedPort } from '../transport/port-rules.js';
 import { defaultProperties } from './default-properties.js';
 import { profileAt, type DeviceProfile } from './device-profiles.js';
 import { DeviceState } from './device-state.js';
+import type { DeviceFaults } from '../faults/device-faults.js';
 
 /** adb features the simulator implements; only these may be advertised. */
-export const IMPLEMENTED_FEATURES = ['shell_v2'] as const;
+export const IMPLEMENTED_FEATURES = ['shell_v2', 'stat_v2', 'ls_v2', 'fixed_push_mkdir'] as const;
 
 export interface SimDeviceOptions {
   /** ro.serialno / ro.boot.serialno; random if omitted. */
@@ -27,6 +28,10 @@ export interface SimDeviceOptions {
   maxPayload?: number;
   /** Services offered (default: shell). */
   services?: ServiceRegistry;
+  /** AUTH handshake: 'none' (default), 'deny' (adb: unauthorized) or 'accept' (after the host sends its key). */
+  auth?: AuthMode;
+  /** How long a reboot keeps the device away (default 2 s). */
+  rebootDownMs?: number;
   /** Diagnostics; default: stderr when DEVSIM_DEBUG is set. */
   log?: (message: string) => void;
   /** Per-packet trace; default: stderr when DEVSIM_DEBUG=packets. */
@@ -50,22 +55,37 @@ export class SimDevice {
   readonly services: ServiceRegistry;
   readonly features: ReadonlySet<string>;
   readonly maxPayload: number;
-  private server: Server | undefined;
-  private listenPort: number | undefined;
+  private readonly servers = new Map<number, { server: Server; host: string }>();
+  /** Addresses listened on before a vanish, for restore(). */
+  private lastAddresses: Array<{ host: string; port: number }> = [];
   private readonly connections = new Set<DeviceConnection>();
   private readonly log: (message: string) => void;
   private readonly trace: ((message: string) => void) | undefined;
+  /** Pending while the device "boots": connections are accepted but CNXN waits. */
+  private booting: Promise<void> | undefined;
+  /** AUTH mode for new connections; change at run time to test authorization flows. */
+  auth: AuthMode;
+  rebootDownMs: number;
+  private bootTimer: NodeJS.Timeout | undefined;
 
   constructor(options: SimDeviceOptions = {}) {
     const profile = typeof options.profile === 'object' ? options.profile : profileAt(options.profile ?? 0);
     const serialno = options.serialno ?? options.props?.['ro.serialno'] ?? randomSerialno();
-    this.state = new DeviceState({ ...defaultProperties(profile, serialno), ...options.props }, options.bootId);
+    this.state = new DeviceState({ ...defaultProperties(profile, serialno), ...options.props }, options.bootId, { width: profile.width, height: profile.height, density: profile.density });
     this.services = options.services ?? defaultServices();
     this.features = new Set(options.features ?? IMPLEMENTED_FEATURES);
     this.maxPayload = options.maxPayload ?? MAX_PAYLOAD;
+    this.auth = options.auth ?? 'none';
+    this.rebootDownMs = options.rebootDownMs ?? 2_000;
     const debug = process.env['DEVSIM_DEBUG'];
     this.log = options.log ?? (debug ? (message) => process.stderr.write(`[devsim ${this.serialno}] ${message}\n`) : () => {});
     this.trace = options.trace ?? (debug === 'packets' ? this.log : undefined);
+    this.state.hooks = {
+      vanish: () => void this.close(),
+      reboot: (downMs) => this.reboot(downMs),
+      restartAdbd: () => this.dropConnections(),
+    };
+    this.state.faults.onVanish = () => void this.close();
   }
 
   get serialno(): string {
@@ -74,6 +94,11 @@ export class SimDevice {
 
   get model(): string {
     return this.state.props.get('ro.product.model') ?? '';
+  }
+
+  /** Faults switched on for this device: `device.faults.set({ storageFull: true })`. */
+  get faults(): DeviceFaults {
+    return this.state.faults;
   }
 
   /** Snapshot of all system properties, sorted by key. */
@@ -94,9 +119,18 @@ export class SimDevice {
     return this.state.bootId;
   }
 
-  /** Port being listened on, if listening. */
+  /** First port being listened on, if listening. */
   get port(): number | undefined {
-    return this.server ? this.listenPort : undefined;
+    return this.servers.keys().next().value;
+  }
+
+  /** Every port this phone is reachable on (one phone, several adb serials). */
+  get ports(): number[] {
+    return [...this.servers.keys()];
+  }
+
+  get isBooting(): boolean {
+    return this.booting !== undefined;
   }
 
   /** Connections from the adb server that completed the CNXN handshake. */
@@ -118,9 +152,10 @@ export class SimDevice {
   /**
    * Starts accepting adb connections; resolves to the port. Port 0 picks a
    * free port, re-picking if the OS hands out one in the emulator range.
+   * May be called again to expose the same phone on another port.
    */
   async listen(host = '127.0.0.1', port = 0): Promise<number> {
-    if (this.server) throw new Error(`device ${this.serialno} is already listening on port ${this.listenPort}`);
+    if (port !== 0 && this.servers.has(port)) throw new Error(`device ${this.serialno} is already listening on port ${port}`);
     if (port !== 0 && isReservedPort(port)) throw new Error(`port ${port} is reserved (adb server or emulator range 5555-5585)`);
     for (let attempt = 0; attempt < MAX_PORT_ATTEMPTS; attempt++) {
       const server = createServer((socket) => this.accept(socket));
@@ -129,22 +164,71 @@ export class SimDevice {
         await closeServer(server);
         continue;
       }
-      this.server = server;
-      this.listenPort = bound;
-      this.state.props.set('service.adb.tcp.port', String(bound));
+      this.servers.set(bound, { server, host });
+      if (!this.state.props.has('service.adb.tcp.port')) this.state.props.set('service.adb.tcp.port', String(bound));
       this.log(`listening on ${host}:${bound}`);
       return bound;
     }
     throw new Error('could not get a port outside the adb emulator range');
   }
 
-  /** Vanishes: drops every connection at once and stops listening. */
+  /** Vanishes: drops every connection at once and stops listening (adb: offline, later gone). */
   async close(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
+    const servers = [...this.servers.values()];
+    this.log(`vanishing: ${this.connections.size} connection(s), ports ${[...this.servers.keys()].join(', ') || 'none'}`);
+    if (servers.length > 0) this.lastAddresses = [...this.servers.entries()].map(([port, { host }]) => ({ host, port }));
+    this.servers.clear();
+    clearTimeout(this.bootTimer);
     const connections = [...this.connections];
     for (const connection of connections) connection.destroy();
-    await Promise.all([server ? closeServer(server) : undefined, ...connections.map((connection) => connection.closed)]);
+    await Promise.all([...servers.map(({ server }) => closeServer(server)), ...connections.map((connection) => connection.closed)]);
+  }
+
+  /** Alias of close(), named after the fault. */
+  vanish(): Promise<void> {
+    return this.close();
+  }
+
+  /** Listens again on the ports used before the last vanish; adb's retries pick it up. */
+  async restore(): Promise<void> {
+    for (const { host, port } of this.lastAddresses) if (!this.servers.has(port)) await this.listen(host, port);
+  }
+
+  /**
+   * Reboots: every connection drops, a new boot id is drawn, and for downMs
+   * the device accepts TCP but withholds CNXN (adb shows it offline), as a
+   * phone whose adbd is not up yet.
+   */
+  reboot(downMs = this.rebootDownMs): void {
+    this.state.reboot();
+    this.state.props.set('sys.boot_completed', '');
+    this.state.props.set('dev.bootcomplete', '');
+    clearTimeout(this.bootTimer);
+    let booted!: () => void;
+    this.booting = new Promise((resolve) => (booted = resolve));
+    this.bootTimer = setTimeout(() => {
+      this.state.props.set('sys.boot_completed', '1');
+      this.state.props.set('dev.bootcomplete', '1');
+      this.booting = undefined;
+      booted();
+    }, downMs);
+    this.dropConnections();
+  }
+
+  /** The user taps "Allow" on every pending USB-debugging prompt: unauthorized → device. */
+  authorize(): void {
+    for (const connection of this.connections) connection.authorize();
+  }
+
+  /** Vanishes and releases host resources (SDK servers, recorders); for shutdown. */
+  async dispose(): Promise<void> {
+    await this.close();
+    await this.state.dispose();
+  }
+
+  /** Drops TCP connections but keeps listening (adbd restarting). */
+  private dropConnections(): void {
+    for (const connection of [...this.connections]) connection.destroy();
   }
 
   private accept(socket: Socket): void {
@@ -156,10 +240,13 @@ export class SimDevice {
       get maxPayload() {
         return device.maxPayload;
       },
+      ready: () => this.booting,
+      auth: () => this.auth,
       log: this.log,
       trace: this.trace,
     };
     const connection = new DeviceConnection(socket, host);
+    this.log(`connection from ${socket.remotePort} on ${socket.localPort}`);
     this.connections.add(connection);
     void connection.closed.then(() => this.connections.delete(connection));
   }

@@ -1,4 +1,11 @@
-import { trackDevices, type DeviceList } from './host-client.js';
+import { hostRequest, parseDeviceList, trackDevices, type DeviceList } from './host-client.js';
+
+/**
+ * adb 29 can miss a change for a tracker that connects while the change
+ * happens (its first list predates the change, and the broadcast skips it),
+ * so a slow `host:devices` check backs the tracker up.
+ */
+const FALLBACK_POLL_MS = 500;
 
 /** A transport state as `adb devices` prints it, or 'gone' for not listed. */
 export type WantedState = 'device' | 'offline' | 'unauthorized' | 'gone' | ((state: string | undefined) => boolean);
@@ -33,6 +40,15 @@ export async function waitForDeviceState(adbPort: number, serial: string, wanted
     options.host,
   );
   let timer: NodeJS.Timeout | undefined;
+  const poll = setInterval(() => {
+    hostRequest(adbPort, 'host:devices', options.host).then(
+      (text) => {
+        const state = parseDeviceList(text).get(serial);
+        if (matches(wanted, state)) settle?.(state);
+      },
+      () => undefined,
+    );
+  }, FALLBACK_POLL_MS);
   try {
     return await Promise.race([
       reached,
@@ -48,6 +64,7 @@ export async function waitForDeviceState(adbPort: number, serial: string, wanted
     ]);
   } finally {
     clearTimeout(timer);
+    clearInterval(poll);
     tracker.close();
   }
 }

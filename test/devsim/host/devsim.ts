@@ -1,11 +1,19 @@
 import { DEVICE_PROFILES } from '../device/device-profiles.js';
 import { SimDevice, randomSerialno, type SimDeviceOptions } from '../device/sim-device.js';
 import { DEFAULT_ADB_SERVER_PORT } from '../transport/port-rules.js';
+import { startControlServer, type ControlServer } from '../control/control-server.js';
+import { runSchedule, type Scenario } from '../control/scenario.js';
 import { adbConnect, adbDisconnect } from './adb-connect.js';
 
+/** One phone to start: SimDevice options plus how many adb serials it gets. */
+export interface DevsimDeviceSpec extends SimDeviceOptions {
+  /** Ports (adb serials) the same phone is reachable on, e.g. 2 for a phone on USB and Wi-Fi (default 1). */
+  serials?: number;
+}
+
 export interface DevsimOptions {
-  /** How many devices (each a different phone model), or one options object per device. */
-  devices: number | SimDeviceOptions[];
+  /** How many devices (each a different phone model), or one spec per device (ignored with a scenario). */
+  devices?: number | DevsimDeviceSpec[];
   /** adb server to connect them to; default $ANDROID_ADB_SERVER_PORT or 5037. */
   adbPort?: number;
   /** Run `adb connect` for each device (default true). */
@@ -14,6 +22,12 @@ export interface DevsimOptions {
   host?: string;
   /** Deadline per device for connect/disconnect (default 10 s). */
   timeoutMs?: number;
+  /** Start the fault-injection control API (JSON over HTTP on loopback; default false). */
+  control?: boolean;
+  /** Devices, initial faults and a fault schedule; overrides `devices`. */
+  scenario?: Scenario;
+  /** Where schedule events are logged. */
+  log?: (message: string) => void;
 }
 
 export interface DevsimDevice {
@@ -26,6 +40,8 @@ export interface DevsimDevice {
 export interface Devsim {
   devices: DevsimDevice[];
   adbPort: number;
+  /** Control API base URL when started with `control: true`. */
+  controlUrl: string | undefined;
   /** Disconnects the devices from adb (if connected) and closes them. Idempotent. */
   stop(): Promise<void>;
 }
@@ -62,29 +78,34 @@ export async function startDevsim(options: DevsimOptions): Promise<Devsim> {
   const host = options.host ?? '127.0.0.1';
   const connect = options.connect ?? true;
   const timeout = { timeoutMs: options.timeoutMs ?? 10_000 };
-  const deviceOptions =
-    typeof options.devices === 'number'
-      ? generatedDeviceOptions(options.devices)
+  const scenario = options.scenario;
+  const deviceOptions: DevsimDeviceSpec[] = scenario
+    ? scenario.devices
+    : typeof options.devices === 'number' || options.devices === undefined
+      ? generatedDeviceOptions(options.devices ?? 1)
       : options.devices.map((device, index) => ({ profile: index, ...device }));
 
   const started: DevsimDevice[] = [];
   const connected = new Set<DevsimDevice>();
   let stopping: Promise<void> | undefined;
+  let control: ControlServer | undefined;
+  let cancelSchedule = () => {};
   const stop = () =>
     (stopping ??= (async () => {
-      await Promise.all(
-        started.map(async (entry) => {
-          if (connected.has(entry)) await adbDisconnect(adbPort, host, entry.port, timeout).catch(() => undefined);
-          await entry.device.close();
-        }),
-      );
+      cancelSchedule();
+      await control?.close();
+      await Promise.all(started.map(async (entry) => (connected.has(entry) ? adbDisconnect(adbPort, host, entry.port, timeout).catch(() => undefined) : undefined)));
+      await Promise.all([...new Set(started.map((entry) => entry.device))].map((device) => device.dispose()));
     })());
 
   try {
     for (const deviceOption of deviceOptions) {
       const device = new SimDevice(deviceOption);
-      const port = await device.listen(host);
-      started.push({ serial: `${host}:${port}`, port, device });
+      const serials = deviceOption.serials ?? 1;
+      for (let alias = 0; alias < serials; alias++) {
+        const port = await device.listen(host);
+        started.push({ serial: `${host}:${port}`, port, device });
+      }
     }
     if (connect) {
       await Promise.all(
@@ -94,9 +115,15 @@ export async function startDevsim(options: DevsimOptions): Promise<Devsim> {
         }),
       );
     }
+    if (options.control) control = await startControlServer(() => started);
+    const devices = [...new Set(started.map((entry) => entry.device))];
+    if (scenario) {
+      scenario.initialFaults.forEach((faults, index) => faults && devices[index]?.faults.set(faults));
+      cancelSchedule = runSchedule(scenario.schedule, devices, options.log);
+    }
   } catch (error) {
     await stop();
     throw error;
   }
-  return { devices: started, adbPort, stop };
+  return { devices: started, adbPort, controlUrl: control?.url, stop };
 }

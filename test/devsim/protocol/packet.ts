@@ -40,6 +40,22 @@ export function encodePacket(packet: Packet, version: number = VERSION_MIN): Buf
   return out;
 }
 
+/**
+ * Just the 24-byte header for a payload given in parts, so large payloads
+ * can be written without being copied together.
+ */
+export function encodeHeader(command: number, arg0: number, arg1: number, parts: readonly Uint8Array[], version: number = VERSION_MIN): Buffer {
+  const out = Buffer.allocUnsafe(HEADER_SIZE);
+  const length = parts.reduce((sum, part) => sum + part.length, 0);
+  out.writeUInt32LE(command >>> 0, 0);
+  out.writeUInt32LE(arg0 >>> 0, 4);
+  out.writeUInt32LE(arg1 >>> 0, 8);
+  out.writeUInt32LE(length, 12);
+  out.writeUInt32LE(version <= VERSION_MIN ? parts.reduce((sum, part) => (sum + checksum(part)) >>> 0, 0) : 0, 16);
+  out.writeUInt32LE((command ^ 0xffffffff) >>> 0, 20);
+  return out;
+}
+
 export function decodeHeader(bytes: Uint8Array): PacketHeader {
   if (bytes.length < HEADER_SIZE) throw new RangeError(`adb header needs ${HEADER_SIZE} bytes, got ${bytes.length}`);
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, HEADER_SIZE);

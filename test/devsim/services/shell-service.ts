@@ -29,7 +29,7 @@ export interface TerminalSize {
   cols: number;
 }
 
-async function runShellSession(stream: ServiceStream, device: ServiceDevice, request: ShellRequest): Promise<void> {
+export async function runShellSession(stream: ServiceStream, device: ServiceDevice, request: ShellRequest): Promise<void> {
   // stdin behaves like a pipe into the shell process: bounded, so a command
   // that does not read stops the host's writes (flow control) once it fills.
   const stdin = new BytePipe();

@@ -3,7 +3,9 @@
 /** Piece of a word: literal text, or a parameter ($?, $NAME) expanded at run time. */
 export type WordPart =
   | { type: 'literal'; value: string; quoted: boolean }
-  | { type: 'param'; name: string; quoted: boolean };
+  | { type: 'param'; name: string; quoted: boolean }
+  /** `$(script)` or `` `script` ``: replaced by the script's output, trailing newlines removed. */
+  | { type: 'command'; script: string; quoted: boolean };
 
 export interface Word {
   parts: WordPart[];

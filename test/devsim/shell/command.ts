@@ -1,5 +1,15 @@
 import type { DeviceState } from '../device/device-state.js';
+import type { Caller } from '../fs/caller.js';
 import type { InputSource, OutputSink } from './io.js';
+
+/** Overrides for a command run on behalf of another (run-as: other uid and cwd). */
+export interface RunOverrides {
+  caller?: Caller;
+  cwd?: string;
+  stdin?: InputSource;
+  stdout?: OutputSink;
+  stderr?: OutputSink;
+}
 
 /** What a command implementation gets to work with. */
 export interface CommandContext {
@@ -15,6 +25,14 @@ export interface CommandContext {
   lastStatus: number;
   /** Aborted when the session ends (host closed the stream, device vanished). */
   signal: AbortSignal;
+  /** The uid/groups the command runs as (file permission checks). */
+  caller: Caller;
+  /** Working directory; relative paths resolve against it. */
+  cwd: string;
+  /** Runs another command (argv, no shell parsing) with the same IO unless overridden. */
+  runCommand(argv: readonly string[], overrides?: RunOverrides): Promise<number>;
+  /** Runs shell text in a child sh (sh -c), with the same IO unless overridden. */
+  runScript(script: string, overrides?: RunOverrides): Promise<number>;
 }
 
 /** A shell command; resolves to its exit status (0–255). */

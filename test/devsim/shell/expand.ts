@@ -3,6 +3,11 @@ import type { Word } from './ast.js';
 /** Looks up a parameter's value ($?, $NAME…); undefined expands to nothing. */
 export type ParamLookup = (name: string) => string | undefined;
 
+/** Output of a command substitution, already run (expansion itself is synchronous). */
+export type CommandOutput = (script: string) => string;
+
+const noCommands: CommandOutput = () => '';
+
 const IFS = /[ \t\n]+/;
 
 /**
@@ -10,7 +15,7 @@ const IFS = /[ \t\n]+/;
  * values are split on whitespace (no globbing), and an empty quoted string
  * still produces one empty field.
  */
-export function expandWord(word: Word, lookup: ParamLookup): string[] {
+export function expandWord(word: Word, lookup: ParamLookup, commandOutput: CommandOutput = noCommands): string[] {
   const fields: string[] = [];
   let current = '';
   let started = false;
@@ -26,7 +31,7 @@ export function expandWord(word: Word, lookup: ParamLookup): string[] {
       started ||= part.quoted || part.value !== '';
       continue;
     }
-    const value = lookup(part.name) ?? '';
+    const value = part.type === 'command' ? commandOutput(part.script) : (lookup(part.name) ?? '');
     if (part.quoted) {
       current += value;
       started = true;
@@ -47,6 +52,6 @@ export function expandWord(word: Word, lookup: ParamLookup): string[] {
 }
 
 /** Expands a word into one string without field splitting (assignments, redirect targets). */
-export function expandWordToString(word: Word, lookup: ParamLookup): string {
-  return word.parts.map((part) => (part.type === 'literal' ? part.value : (lookup(part.name) ?? ''))).join('');
+export function expandWordToString(word: Word, lookup: ParamLookup, commandOutput: CommandOutput = noCommands): string {
+  return word.parts.map((part) => (part.type === 'literal' ? part.value : part.type === 'command' ? commandOutput(part.script) : (lookup(part.name) ?? ''))).join('');
 }

@@ -202,5 +202,5 @@ function asAssignment(word: Word): Assignment | undefined {
 }
 
 function wordText(word: Word): string {
-  return word.parts.map((part) => (part.type === 'literal' ? part.value : `$${part.name}`)).join('');
+  return word.parts.map((part) => (part.type === 'literal' ? part.value : part.type === 'command' ? `$(${part.script})` : `$${part.name}`)).join('');
 }

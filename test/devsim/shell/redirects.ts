@@ -1,4 +1,7 @@
 import type { DeviceState } from '../device/device-state.js';
+import type { Caller } from '../fs/caller.js';
+import { FsError } from '../fs/fs-error.js';
+import type { FileSystem } from '../fs/file-system.js';
 import type { Redirect } from './ast.js';
 import { NULL_SINK, inputFrom, type InputSource, type OutputSink } from './io.js';
 
@@ -23,6 +26,7 @@ export function applyRedirects(
   io: ShellIO,
   expand: (redirect: Redirect) => string,
   device: DeviceState,
+  caller: Caller = device.shellCaller,
 ): ShellIO {
   let { stdin, stdout, stderr } = io;
   const sinkFor = (fd: number): OutputSink => {
@@ -41,13 +45,16 @@ export function applyRedirects(
     switch (redirect.op) {
       case '>':
       case '>>':
-        // Only /dev/null is writable until the simulated filesystem exists.
-        if (target !== '/dev/null') throw new RedirectError(`can't create ${target}: Read-only file system`);
-        setSink(redirect.fd, NULL_SINK);
+        setSink(redirect.fd, fileSink(device.fs, target, caller, redirect.op === '>>'));
         break;
       case '<': {
-        const content = device.readFile(target);
-        if (content === undefined) throw new RedirectError(`can't open ${target}: No such file or directory`);
+        let content: Buffer;
+        try {
+          content = device.fs.readFile(target, caller);
+        } catch (error) {
+          if (error instanceof FsError) throw new RedirectError(`can't open ${target}: ${error.message}`);
+          throw error;
+        }
         if (redirect.fd !== 0) throw new RedirectError(`${redirect.fd}: bad file descriptor`);
         stdin = inputFrom(content);
         break;
@@ -63,4 +70,26 @@ export function applyRedirects(
     }
   }
   return { stdin, stdout, stderr };
+}
+
+/** `> FILE` / `>> FILE`: opened (created/truncated) now, like sh; writes append as they come. */
+function fileSink(fs: FileSystem, path: string, caller: Caller, append: boolean): OutputSink {
+  try {
+    if (fs.lookup(path, caller).kind === 'char') return NULL_SINK;
+  } catch {
+    // Does not exist yet: created below.
+  }
+  try {
+    const file = fs.openForWrite(path, caller, { append });
+    return {
+      write(data) {
+        // ENOSPC surfaces in the writing command, as a failed write(2) would.
+        fs.append(file, Buffer.from(typeof data === 'string' ? Buffer.from(data) : data), path);
+        return Promise.resolve();
+      },
+    };
+  } catch (error) {
+    if (error instanceof FsError) throw new RedirectError(`can't create ${path}: ${error.message}`);
+    throw error;
+  }
 }

@@ -1,10 +1,13 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { DeviceState } from '../device/device-state.js';
-import type { AndOrList, CommandList, CommandNode, Pipeline, SimpleCommand } from './ast.js';
-import { ExitRequest, type CommandTable, type ShellCommand } from './command.js';
+import type { Caller } from '../fs/caller.js';
+import { resolvePath } from '../fs/file-system.js';
+import { FsError } from '../fs/fs-error.js';
+import type { AndOrList, CommandList, CommandNode, Pipeline, SimpleCommand, Word } from './ast.js';
+import { ExitRequest, type CommandTable, type RunOverrides, type ShellCommand } from './command.js';
 import { DEFAULT_COMMANDS } from './commands/index.js';
-import { expandWord, expandWordToString } from './expand.js';
-import { BytePipe, EMPTY_INPUT, type InputSource, type OutputSink } from './io.js';
+import { expandWord, expandWordToString, type CommandOutput } from './expand.js';
+import { BytePipe, CollectingSink, EMPTY_INPUT, type InputSource, type OutputSink } from './io.js';
 import { parseScript } from './parser.js';
 import { RedirectError, applyRedirects, type ShellIO } from './redirects.js';
 import { ShellSyntaxError } from './tokenizer.js';
@@ -17,6 +20,10 @@ export interface ShellOptions {
   /** Ends the session (host closed the stream); running commands stop. */
   signal?: AbortSignal;
   commands?: CommandTable;
+  /** Who the shell runs as (default: the device's adbd shell user). */
+  caller?: Caller;
+  /** Initial working directory (default /). */
+  cwd?: string;
 }
 
 /** Exit status of a shell killed by SIGHUP, what adbd's child sees when the host hangs up. */
@@ -39,11 +46,16 @@ export class Shell {
   private readonly signal: AbortSignal;
   private readonly commands: CommandTable;
   private readonly pid = 1000 + Math.floor(Math.random() * 30000);
+  readonly caller: Caller;
+  /** Working directory (cd changes it). */
+  cwd: string;
 
   constructor(private readonly options: ShellOptions) {
     this.io = { stdin: options.stdin ?? EMPTY_INPUT, stdout: options.stdout, stderr: options.stderr };
     this.signal = options.signal ?? new AbortController().signal;
     this.commands = options.commands ?? DEFAULT_COMMANDS;
+    this.caller = options.caller ?? options.device.shellCaller;
+    this.cwd = options.cwd ?? '/';
     const device = options.device.props.get('ro.product.device') ?? 'localhost';
     const defaults: Record<string, string> = {
       PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
@@ -158,46 +170,120 @@ export class Shell {
 
   private async simple(command: SimpleCommand, io: ShellIO): Promise<number> {
     const lookup = (name: string) => this.param(name);
-    const argv = command.words.flatMap((word) => expandWord(word, lookup));
-    const redirected = await this.redirect(command.redirects, io);
+    const outputs = await this.substitute([...command.words, ...command.assignments.map((a) => a.value), ...command.redirects.map((r) => r.target)], io);
+    const commandOutput = (script: string) => outputs.get(script) ?? '';
+    const argv = command.words.flatMap((word) => expandWord(word, lookup, commandOutput));
+    const redirected = await this.redirect(command.redirects, io, commandOutput);
     if (!redirected) return 1;
     const [name, ...args] = argv;
     if (name === undefined) {
-      for (const { name: variable, value } of command.assignments) this.vars.set(variable, expandWordToString(value, lookup));
+      for (const { name: variable, value } of command.assignments) this.vars.set(variable, expandWordToString(value, lookup, commandOutput));
+      return outputs.size > 0 ? this.lastStatus : 0;
+    }
+    return this.exec(name, args, redirected, {});
+  }
+
+  /** Runs one command by name with its IO (and, for run-as, another caller/cwd). */
+  private async exec(name: string, args: string[], io: ShellIO, overrides: RunOverrides): Promise<number> {
+    // cd, export and exec change this shell's own state, so they cannot be table commands.
+    if (name === 'cd') return this.changeDirectory(args[0] ?? '/', io);
+    if (name === 'export') {
+      for (const arg of args) {
+        const eq = arg.indexOf('=');
+        if (eq > 0) this.vars.set(arg.slice(0, eq), arg.slice(eq + 1));
+      }
       return 0;
+    }
+    if (name === 'exec') {
+      if (args.length === 0) return 0;
+      throw new ExitRequest(await this.exec(args[0]!, args.slice(1), io, overrides));
     }
     const implementation = this.resolve(name);
     if (!implementation) {
-      await redirected.stderr.write(`${SHELL_NAME}: ${name}: not found\n`);
+      await io.stderr.write(`${SHELL_NAME}: ${name}: not found\n`);
       return 127;
     }
+    const caller = overrides.caller ?? this.caller;
+    const cwd = overrides.cwd ?? this.cwd;
     try {
       const status = await implementation({
         name,
         args,
-        ...redirected,
+        ...io,
         device: this.options.device,
         lastStatus: this.lastStatus,
         signal: this.signal,
+        caller,
+        cwd,
+        runCommand: (argv, next = {}) => {
+          const [command, ...rest] = argv;
+          if (command === undefined) return Promise.resolve(0);
+          const nextIo = { stdin: next.stdin ?? io.stdin, stdout: next.stdout ?? io.stdout, stderr: next.stderr ?? io.stderr };
+          return this.exec(command, rest, nextIo, { caller: next.caller ?? caller, cwd: next.cwd ?? cwd });
+        },
+        runScript: (script, next = {}) => {
+          const child = new Shell({
+            ...this.options,
+            stdin: next.stdin ?? io.stdin,
+            stdout: next.stdout ?? io.stdout,
+            stderr: next.stderr ?? io.stderr,
+            signal: this.signal,
+            caller: next.caller ?? caller,
+            cwd: next.cwd ?? cwd,
+          });
+          return child.run(script);
+        },
       });
       return status & 0xff;
     } catch (error) {
       if (error instanceof ExitRequest || this.signal.aborted) throw error;
       // A bug in a simulated command must not take the device down.
-      await redirected.stderr.write(`${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+      await io.stderr.write(`${name}: ${error instanceof Error ? error.message : String(error)}\n`);
       return 1;
     }
   }
 
+  /**
+   * Runs the `$(…)` substitutions of some words in child shells (sharing
+   * stderr, output captured, trailing newlines removed), before expansion.
+   */
+  private async substitute(words: readonly Word[], io: ShellIO): Promise<Map<string, string>> {
+    const outputs = new Map<string, string>();
+    for (const word of words) {
+      for (const part of word.parts) {
+        if (part.type !== 'command' || outputs.has(part.script)) continue;
+        const stdout = new CollectingSink();
+        const child = new Shell({ ...this.options, stdin: io.stdin, stdout, stderr: io.stderr, signal: this.signal, caller: this.caller, cwd: this.cwd });
+        this.lastStatus = await child.run(part.script);
+        outputs.set(part.script, stdout.text().replace(/\n+$/, ''));
+      }
+    }
+    return outputs;
+  }
+
   /** Applies redirections, printing the shell's error and returning undefined when one fails. */
-  private async redirect(redirects: SimpleCommand['redirects'], io: ShellIO): Promise<ShellIO | undefined> {
+  private async redirect(redirects: SimpleCommand['redirects'], io: ShellIO, commandOutput?: CommandOutput): Promise<ShellIO | undefined> {
     if (redirects.length === 0) return io;
     try {
-      return applyRedirects(redirects, io, (r) => expandWordToString(r.target, (n) => this.param(n)), this.options.device);
+      return applyRedirects(redirects, io, (r) => resolveTarget(expandWordToString(r.target, (n) => this.param(n), commandOutput), r.op, this.cwd), this.options.device, this.caller);
     } catch (error) {
       if (!(error instanceof RedirectError)) throw error;
       await io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
       return undefined;
+    }
+  }
+
+  private async changeDirectory(target: string, io: ShellIO): Promise<number> {
+    const path = resolvePath(this.cwd, target);
+    try {
+      const node = this.options.device.fs.lookup(path, this.caller);
+      if (node.kind !== 'dir') throw new FsError('ENOTDIR', path);
+      this.cwd = path;
+      return 0;
+    } catch (error) {
+      if (!(error instanceof FsError)) throw error;
+      await io.stderr.write(`${SHELL_NAME}: cd: ${target}: ${error.message}\n`);
+      return 2;
     }
   }
 
@@ -221,4 +307,10 @@ export class Shell {
         return this.vars.get(name);
     }
   }
+}
+
+/** File targets resolve against the cwd; fd numbers and `-` stay as typed. */
+function resolveTarget(target: string, op: string, cwd: string): string {
+  if (op === '>&' || op === '<&') return target;
+  return resolvePath(cwd, target);
 }

@@ -100,6 +100,7 @@ function readWord(text: string, start: number): [Word, number] {
     else parts.push({ type: 'literal', value, quoted });
   };
   const pushParam = (name: string, quoted: boolean) => parts.push({ type: 'param', name, quoted });
+  const pushCommand = (script: string, quoted: boolean) => parts.push({ type: 'command', script, quoted });
   let i = start;
 
   while (i < text.length && !WORD_END.has(text[i]!)) {
@@ -115,11 +116,11 @@ function readWord(text: string, start: number): [Word, number] {
       i = end + 1;
     } else if (c === '"') {
       pushLiteral('', true);
-      i = readDoubleQuoted(text, i + 1, pushLiteral, pushParam);
+      i = readDoubleQuoted(text, i + 1, pushLiteral, pushParam, pushCommand);
     } else if (c === '$') {
-      i = readParam(text, i, false, pushLiteral, pushParam);
+      i = readParam(text, i, false, pushLiteral, pushParam, pushCommand);
     } else if (c === '`') {
-      throw new ShellSyntaxError('command substitution is not supported by devsim');
+      i = readBackquoted(text, i, false, pushCommand);
     } else {
       pushLiteral(c, false);
       i++;
@@ -133,6 +134,7 @@ function readDoubleQuoted(
   start: number,
   pushLiteral: (value: string, quoted: boolean) => void,
   pushParam: (name: string, quoted: boolean) => void,
+  pushCommand: (script: string, quoted: boolean) => void,
 ): number {
   let i = start;
   while (i < text.length) {
@@ -142,9 +144,9 @@ function readDoubleQuoted(
       if (text[i + 1] !== '\n') pushLiteral(text[i + 1]!, true);
       i += 2;
     } else if (c === '$') {
-      i = readParam(text, i, true, pushLiteral, pushParam);
+      i = readParam(text, i, true, pushLiteral, pushParam, pushCommand);
     } else if (c === '`') {
-      throw new ShellSyntaxError('command substitution is not supported by devsim');
+      i = readBackquoted(text, i, true, pushCommand);
     } else {
       pushLiteral(c, true);
       i++;
@@ -160,9 +162,15 @@ function readParam(
   quoted: boolean,
   pushLiteral: (value: string, quoted: boolean) => void,
   pushParam: (name: string, quoted: boolean) => void,
+  pushCommand: (script: string, quoted: boolean) => void,
 ): number {
   const next = text[i + 1];
-  if (next === '(') throw new ShellSyntaxError('command substitution is not supported by devsim');
+  if (next === '(') {
+    if (text[i + 2] === '(') throw new ShellSyntaxError('arithmetic expansion is not supported by devsim');
+    const end = matchingParen(text, i + 2);
+    pushCommand(text.slice(i + 2, end), quoted);
+    return end + 1;
+  }
   if (next === '{') {
     const end = text.indexOf('}', i + 2);
     if (end < 0) throw new ShellSyntaxError('unterminated ${', true);
@@ -182,6 +190,62 @@ function readParam(
   }
   pushLiteral('$', quoted);
   return i + 1;
+}
+
+/** Index of the `)` closing a `$(` whose body starts at start; quotes and nested substitutions respected. */
+function matchingParen(text: string, start: number): number {
+  let depth = 1;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '\\') i++;
+    else if (c === "'") {
+      i = text.indexOf("'", i + 1);
+      if (i < 0) break;
+    } else if (c === '"') i = closingDoubleQuote(text, i + 1);
+    else if (c === '`') i = closingBackquote(text, i + 1);
+    else if (c === '$' && text[i + 1] === '(') i = matchingParen(text, i + 2);
+    else if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) return i;
+  }
+  throw new ShellSyntaxError('unterminated $(', true);
+}
+
+/** Index of the `"` ending a double-quoted string whose body starts at start. */
+function closingDoubleQuote(text: string, start: number): number {
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '\\') i++;
+    else if (c === '"') return i;
+    else if (c === '`') i = closingBackquote(text, i + 1);
+    else if (c === '$' && text[i + 1] === '(') i = matchingParen(text, i + 2);
+  }
+  throw new ShellSyntaxError('unterminated "', true);
+}
+
+function closingBackquote(text: string, start: number): number {
+  for (let i = start; i < text.length; i++) {
+    if (text[i] === '\\') i++;
+    else if (text[i] === '`') return i;
+  }
+  throw new ShellSyntaxError('unterminated `', true);
+}
+
+/** `` `script` `` at text[i] === '`'. */
+function readBackquoted(text: string, i: number, quoted: boolean, pushCommand: (script: string, quoted: boolean) => void): number {
+  let script = '';
+  for (let j = i + 1; j < text.length; j++) {
+    const c = text[j]!;
+    if (c === '`') {
+      pushCommand(script, quoted);
+      return j + 1;
+    }
+    if (c === '\\' && '$`\\'.includes(text[j + 1] ?? '')) {
+      script += text[++j];
+    } else {
+      script += c;
+    }
+  }
+  throw new ShellSyntaxError('unterminated `', true);
 }
 
 /** The word's text if it is entirely unquoted literal text (keywords, assignments). */

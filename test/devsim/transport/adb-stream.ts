@@ -2,7 +2,8 @@ import { Command } from '../protocol/constants.js';
 
 /** What a stream needs from its connection. */
 export interface StreamLink {
-  send(command: number, arg0: number, arg1: number, payload?: Buffer): void;
+  /** payload may come in parts (a WRTE coalesced from several writes), sent without concatenation. */
+  send(command: number, arg0: number, arg1: number, payload?: Buffer | readonly Buffer[]): void;
   /** Negotiated max payload: no WRTE may be larger. */
   readonly maxPayload: number;
   /** Called once the stream is closed either way, so the connection forgets it. */
@@ -146,28 +147,20 @@ export class AdbStream implements ServiceStream {
     }
   }
 
-  /** Coalesces queued writes into one WRTE payload of at most max bytes. */
-  private takeChunk(max: number): Buffer {
-    const first = this.outQueue[0]!;
-    if (first.length >= max || this.outQueue.length === 1) {
-      const chunk = first.subarray(0, max);
-      if (chunk.length === first.length) this.outQueue.shift();
-      else this.outQueue[0] = first.subarray(max);
-      this.outBytes -= chunk.length;
-      return chunk;
-    }
+  /** Takes queued writes for one WRTE payload of at most max bytes (as parts, not copied). */
+  private takeChunk(max: number): Buffer[] {
     const parts: Buffer[] = [];
     let size = 0;
     while (size < max && this.outQueue.length > 0) {
       const next = this.outQueue[0]!;
       const used = Math.min(next.length, max - size);
-      parts.push(next.subarray(0, used));
+      parts.push(used === next.length ? next : next.subarray(0, used));
       size += used;
       if (used === next.length) this.outQueue.shift();
       else this.outQueue[0] = next.subarray(used);
     }
     this.outBytes -= size;
-    return Buffer.concat(parts, size);
+    return parts;
   }
 
   private releaseWriters(): void {

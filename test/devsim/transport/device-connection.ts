@@ -1,10 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Command, MAX_PAYLOAD, MAX_PAYLOAD_V1, VERSION_MIN, VERSION_SKIP_CHECKSUM, commandName } from '../protocol/constants.js';
 import { PacketParser } from '../protocol/packet-parser.js';
-import { encodePacket, type Packet } from '../protocol/packet.js';
+import { encodeHeader, encodePacket, type Packet } from '../protocol/packet.js';
 import type { ServiceDevice } from '../services/service.js';
 import type { ServiceRegistry } from '../services/service-registry.js';
 import { AdbStream, type StreamLink } from './adb-stream.js';
+import { LinkShaper } from './link-shaper.js';
 
 /** What a connection needs from the device that accepted it. */
 export interface ConnectionHost {
@@ -14,6 +16,14 @@ export interface ConnectionHost {
   readonly device: ServiceDevice;
   /** Max payload this device advertises (adbd: 1 MiB). */
   readonly maxPayload: number;
+  /**
+   * AUTH handshake: 'none' answers CNXN at once (default); 'deny' sends a
+   * token and never accepts (adb shows `unauthorized`); 'accept' accepts the
+   * host's public key (as if the user tapped "Allow").
+   */
+  auth?: () => AuthMode;
+  /** Pending while the device boots: the CNXN answer waits for it. */
+  ready?: () => Promise<void> | undefined;
   log(message: string): void;
   /** Per-packet tracing; arguments are only computed when set. */
   trace?: ((message: string) => void) | undefined;
@@ -23,7 +33,15 @@ export interface ConnectionHost {
  * adbd's side of one TCP connection from the adb server: the CNXN handshake
  * (no AUTH), then OPEN/OKAY/WRTE/CLSE for any number of streams.
  */
+export type AuthMode = 'none' | 'deny' | 'accept';
+
+const AUTH_TOKEN = 1;
+const AUTH_SIGNATURE = 2;
+const AUTH_RSAPUBLICKEY = 3;
+
 export class DeviceConnection {
+  /** The host's CNXN while AUTH is pending; answered by authorize(). */
+  private pendingConnect: Packet | undefined;
   private readonly parser: PacketParser;
   private readonly streams = new Map<number, AdbStream>();
   private nextLocalId = 1;
@@ -32,6 +50,9 @@ export class DeviceConnection {
   private isOnline = false;
   private isClosed = false;
   private readonly link: StreamLink;
+  private readonly shaper: LinkShaper;
+  /** Streams a hang fault froze: accepted, never answered, their data never acknowledged. */
+  private readonly hung = new Set<number>();
   /** Resolves when the socket has closed and every stream has stopped. */
   readonly closed: Promise<void>;
 
@@ -48,6 +69,13 @@ export class DeviceConnection {
       },
       forget: (localId) => this.streams.delete(localId),
     };
+    const faults = host.device.state.faults;
+    this.shaper = new LinkShaper(
+      () => faults.current,
+      (data) => {
+        if (!this.isClosed) socket.write(data);
+      },
+    );
     // adbd disables Nagle; with it on, each request/ack round trip costs ~40 ms.
     socket.setNoDelay(true);
     this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
@@ -89,8 +117,22 @@ export class DeviceConnection {
   private handle(packet: Packet): void {
     this.host.trace?.(`<- ${describe(packet)}`);
     switch (packet.command) {
-      case Command.CNXN:
-        return this.onConnect(packet);
+      case Command.AUTH:
+        return this.onAuth(packet);
+      case Command.CNXN: {
+        if ((this.host.auth?.() ?? 'none') !== 'none' && !this.isOnline) {
+          // Demand authentication: a fresh 20-byte token, as adbd sends.
+          this.pendingConnect = packet;
+          this.send(Command.AUTH, AUTH_TOKEN, 0, randomBytes(20));
+          return;
+        }
+        const booting = this.host.ready?.();
+        if (!booting) return this.onConnect(packet);
+        void booting.then(() => {
+          if (!this.isClosed) this.onConnect(packet);
+        });
+        return;
+      }
       case Command.OPEN:
         if (this.isOnline) void this.onOpen(packet);
         return;
@@ -105,8 +147,30 @@ export class DeviceConnection {
         this.streams.get(packet.arg1)?.onRemoteClose();
         return;
       default:
-        // AUTH (we never ask for it), SYNC, STLS and unknown commands: ignore, as adbd would.
+        // SYNC, STLS and unknown commands: ignore, as adbd would.
         return;
+    }
+  }
+
+  /** True while the host waits in `unauthorized`. */
+  get awaitingAuthorization(): boolean {
+    return this.pendingConnect !== undefined && !this.isOnline;
+  }
+
+  /** The user accepted the key: complete the handshake. */
+  authorize(): void {
+    const packet = this.pendingConnect;
+    this.pendingConnect = undefined;
+    if (packet && !this.isClosed) this.onConnect(packet);
+  }
+
+  private onAuth(packet: Packet): void {
+    if (!this.pendingConnect) return;
+    if (packet.arg0 === AUTH_SIGNATURE) {
+      // We know no keys: every signature fails and the host is asked again.
+      this.send(Command.AUTH, AUTH_TOKEN, 0, randomBytes(20));
+    } else if (packet.arg0 === AUTH_RSAPUBLICKEY && this.host.auth?.() === 'accept') {
+      this.authorize();
     }
   }
 
@@ -122,6 +186,13 @@ export class DeviceConnection {
   private async onOpen(packet: Packet): Promise<void> {
     const remoteId = packet.arg0;
     const name = packet.payload.toString('utf8').replace(/\0+$/, '');
+    if (this.host.device.state.faults.isHung(name)) {
+      // Hang fault: accept, then stay silent; the caller waits until its own deadline.
+      const id = this.allocateId();
+      this.hung.add(id);
+      this.send(Command.OKAY, id, remoteId);
+      return;
+    }
     let runner;
     try {
       runner = await this.host.services.resolve(name)?.open({ name, device: this.host.device });
@@ -149,20 +220,29 @@ export class DeviceConnection {
     for (;;) {
       const id = this.nextLocalId;
       this.nextLocalId = this.nextLocalId >= 0xffffffff ? 1 : this.nextLocalId + 1;
-      if (!this.streams.has(id)) return id;
+      if (!this.streams.has(id) && !this.hung.has(id)) return id;
     }
   }
 
-  private send(command: number, arg0: number, arg1: number, payload: Buffer = Buffer.alloc(0)): void {
+  private send(command: number, arg0: number, arg1: number, payload: Buffer | readonly Buffer[] = Buffer.alloc(0)): void {
     if (this.isClosed) return;
-    const packet = { command, arg0, arg1, payload };
-    this.host.trace?.(`-> ${describe(packet)}`);
-    this.socket.write(encodePacket(packet, this.version));
+    const parts = Array.isArray(payload) ? payload : [payload as Buffer];
+    const size = parts.reduce((sum, part) => sum + part.length, 0);
+    if (this.host.trace) this.host.trace(`-> ${describe({ command, arg0, arg1, payload: Buffer.concat(parts, size) })}`);
+    if (size < 4096) {
+      this.shaper.write(encodePacket({ command, arg0, arg1, payload: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size) }, this.version));
+      return;
+    }
+    // Header and payload parts go out as separate writes: a 1 MiB WRTE is never copied together.
+    this.shaper.write(encodeHeader(command, arg0, arg1, parts, this.version));
+    for (const part of parts) this.shaper.write(part);
   }
 
   private onClose(): void {
     this.isClosed = true;
     this.isOnline = false;
+    this.shaper.stop();
+    this.hung.clear();
     for (const stream of [...this.streams.values()]) stream.destroy();
     this.streams.clear();
   }

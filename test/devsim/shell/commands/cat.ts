@@ -1,4 +1,5 @@
 import type { ShellCommand } from '../command.js';
+import { pathOf, reportFsError } from './file-args.js';
 
 /** `cat [FILE|-]…`: files from the device, `-` or no argument copies stdin. */
 export const catCommand: ShellCommand = async (ctx) => {
@@ -9,13 +10,12 @@ export const catCommand: ShellCommand = async (ctx) => {
       for (let chunk = await ctx.stdin.read(); chunk; chunk = await ctx.stdin.read()) await ctx.stdout.write(chunk);
       continue;
     }
-    const content = ctx.device.readFile(path);
-    if (content === undefined) {
-      await ctx.stderr.write(`cat: ${path}: No such file or directory\n`);
+    try {
+      await ctx.stdout.write(ctx.device.fs.readFile(pathOf(ctx, path), ctx.caller));
+    } catch (error) {
+      await reportFsError(ctx, path, error);
       status = 1;
-      continue;
     }
-    await ctx.stdout.write(content);
   }
   return status;
 };

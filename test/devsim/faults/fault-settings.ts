@@ -1,0 +1,71 @@
+/** Kinds of broken screenshot `screencap -p` can produce. */
+export type PngFault = 'corrupt' | 'truncated' | 'lying-header';
+
+/**
+ * Faults that stay switched on until cleared. One-shot faults (vanish,
+ * reboot, screen off/locked) are actions on SimDevice instead.
+ */
+export interface FaultSettings {
+  /** Vanish (drop connections, stop listening) once this many more bytes of sync file data have moved. */
+  vanishAfterBytes?: number;
+  /** Service-name prefixes (e.g. `sync:`, `shell:`, `exec:`) whose new streams are accepted and then never answered; `''` hangs every service. */
+  hangServices?: string[];
+  /** Added delay for every packet the device sends. */
+  latencyMs?: number;
+  /** Device-to-host bandwidth limit. */
+  bandwidthBytesPerSec?: number;
+  /** screencap -p output is damaged this way. */
+  png?: PngFault;
+  /** screenrecord cannot start its encoder. */
+  screenrecordFails?: boolean;
+  /** Storage is full: sync SEND and file writes fail with ENOSPC. */
+  storageFull?: boolean;
+  /** run-as refuses every package as if none were debuggable. */
+  runAsDenied?: boolean;
+}
+
+export const FAULT_KEYS = [
+  'vanishAfterBytes',
+  'hangServices',
+  'latencyMs',
+  'bandwidthBytesPerSec',
+  'png',
+  'screenrecordFails',
+  'storageFull',
+  'runAsDenied',
+] as const satisfies ReadonlyArray<keyof FaultSettings>;
+
+const PNG_FAULTS: readonly PngFault[] = ['corrupt', 'truncated', 'lying-header'];
+
+/**
+ * Validates untrusted fault settings (control API, scenario files); null
+ * means "clear this fault". Throws with the offending key.
+ */
+export function parseFaultSettings(input: unknown): Partial<Record<keyof FaultSettings, unknown>> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new TypeError('faults must be a JSON object');
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (!(FAULT_KEYS as readonly string[]).includes(key)) throw new TypeError(`unknown fault ${JSON.stringify(key)}; known: ${FAULT_KEYS.join(', ')}`);
+    if (value === null) {
+      out[key] = null;
+      continue;
+    }
+    switch (key) {
+      case 'vanishAfterBytes':
+      case 'latencyMs':
+      case 'bandwidthBytesPerSec':
+        if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`${key} must be a non-negative number`);
+        break;
+      case 'hangServices':
+        if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw new TypeError(`${key} must be an array of service prefixes`);
+        break;
+      case 'png':
+        if (!PNG_FAULTS.includes(value as PngFault)) throw new TypeError(`png must be one of ${PNG_FAULTS.join(', ')}`);
+        break;
+      default:
+        if (typeof value !== 'boolean') throw new TypeError(`${key} must be true or false`);
+    }
+    out[key] = value;
+  }
+  return out;
+}
