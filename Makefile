@@ -40,6 +40,7 @@ bench: build
 	node test/dist/bench/coordinator-load.js
 	node test/dist/bench/ownership-cost.js
 	node test/dist/bench/evidence-capture.js
+	node test/dist/bench/devsim-pull.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js
