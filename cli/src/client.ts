@@ -6,7 +6,7 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 
 /** A client for one farm service, authenticated with the resolved token. */
-export function serviceClient<S extends DescService>(service: S, config: ClientConfig): Client<S> {
+export function serviceClient<S extends DescService>(service: S, config: ClientConfig, opts: { lease?: string | undefined } = {}): Client<S> {
   if (!config.token) {
     throw new CliError(
       ErrorCodes.unauthenticated,
@@ -17,6 +17,7 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
   const token = config.token;
   const auth: Interceptor = (next) => async (req) => {
     req.header.set("authorization", `Bearer ${token}`);
+    if (opts.lease) req.header.set("x-farm-lease", opts.lease);
     try {
       return await next(req);
     } catch (err) {

@@ -47,4 +47,6 @@ export const deviceOptions: OptionSpec = {
   ...clientOptions,
   device: { type: "string" },
   agent: { type: "string" },
+  lease: { type: "string" },
+  "request-id": { type: "string" },
 };

@@ -19,6 +19,9 @@ export const commands: { name: string; summary: string; load: () => Promise<Comm
   { name: "devices", summary: "List devices on every agent", load: async () => (await import("./commands/devices.js")).devicesCommand },
   { name: "device", summary: "Act on one device: shell, setprop, pin, ownership", load: async () => (await import("./commands/device.js")).deviceGroup },
   { name: "evidence", summary: "Evidence bundles: capture, list, pull, verify", load: async () => (await import("./commands/evidence.js")).evidenceGroup },
+  { name: "shell", summary: "Run a shell command on a device (FARM_DEVICE by default)", load: async () => (await import("./commands/device.js")).shellCommand },
+  { name: "lease", summary: "Leases: acquire, renew, release, list, run", load: async () => (await import("./commands/lease.js")).leaseGroup },
+  { name: "activity", summary: "Routed actions: who did what on which device", load: async () => (await import("./commands/activity.js")).activityCommand },
   { name: "token", summary: "Manage agent and user tokens (admin)", load: async () => (await import("./commands/token.js")).tokenGroup },
 ];
 

@@ -20,6 +20,13 @@ import { registerRegistryService } from "./registry-service.js";
 import { registerTokenService } from "./token-service.js";
 import { registerHealthService } from "./health-service.js";
 import { registerDeviceService } from "./device-service.js";
+import { registerLeaseService } from "./lease-service.js";
+import { registerActivityService } from "./activity-service.js";
+import { LeaseManager } from "./lease-manager.js";
+import { ActivityLog } from "./activity-log.js";
+import { IdempotencyCache } from "./idempotency-cache.js";
+import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { registerEvidenceService } from "./evidence-service.js";
 import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceStore } from "./evidence-store.js";
@@ -39,6 +46,7 @@ export interface CoordinatorOptions {
 }
 
 export interface RunningCoordinator {
+  leases: LeaseManager;
   /** Base URL clients use, e.g. http://127.0.0.1:7420 */
   url: string;
   port: number;
@@ -53,6 +61,8 @@ const rules: Record<string, AccessRule> = {
   [RegistryService.typeName]: { kind: "user" },
   [TokenService.typeName]: { kind: "user", admin: true },
   [DeviceService.typeName]: { kind: "user" },
+  [LeaseService.typeName]: { kind: "user" },
+  [ActivityService.typeName]: { kind: "user" },
   [EvidenceService.typeName]: { kind: "user" },
   [AgentEvidenceService.typeName]: { kind: "agent" },
 };
@@ -64,6 +74,9 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const tokens = new TokenStore(database.db);
   const registry = new Registry(database.db, { heartbeatMisses: opts.heartbeatMisses ?? 3 });
   const closed = new AbortController();
+  const leases = new LeaseManager(database.db, registry, log);
+  const activity = new ActivityLog(database.db);
+  const idempotency = new IdempotencyCache();
   const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
   await evidenceStore.init();
 
@@ -78,7 +91,9 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentService(router, { registry, log, helloTimeoutMs: 10_000 });
       registerRegistryService(router, { registry });
       registerTokenService(router, { tokens });
-      registerDeviceService(router, { registry, log });
+      registerDeviceService(router, { registry, leases, activity, idempotency, log });
+      registerLeaseService(router, { leases, registry });
+      registerActivityService(router, { activity });
       registerEvidenceService(router, { registry, store: evidenceStore, log });
       registerAgentEvidenceService(router, { store: evidenceStore, log });
     },
@@ -104,6 +119,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
 
   const sweep = setInterval(() => {
     for (const id of registry.sweep()) log.warn("agent missed heartbeats; marked offline", { agentId: id });
+    leases.sweep();
   }, opts.sweepIntervalMs ?? 250);
   const flush = setInterval(() => registry.flushHeartbeats(), 10_000);
   sweep.unref();
@@ -115,6 +131,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     port: addr.port,
     tokens,
     registry,
+    leases,
     async close() {
       if (closed.signal.aborted) return;
       closed.abort();

@@ -1,14 +1,21 @@
 import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { createHash } from "node:crypto";
+import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import type { AgentCommand, CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
+import type { LeaseManager } from "./lease-manager.js";
+import type { ActivityLog } from "./activity-log.js";
+import type { IdempotencyCache } from "./idempotency-cache.js";
 
 export interface DeviceServiceDeps {
   registry: Registry;
+  leases: LeaseManager;
+  activity: ActivityLog;
+  idempotency: IdempotencyCache;
   log: Logger;
   /** Deadline for calls that set none. */
   defaultTimeoutMs?: number;
@@ -16,6 +23,7 @@ export interface DeviceServiceDeps {
 
 type Kind = NonNullable<AgentCommand["kind"]["case"]>;
 type Value<K extends Kind> = Extract<AgentCommand["kind"], { case: K }>["value"];
+type Request = { target?: DeviceTarget };
 type ResultValue<K extends Kind> = Extract<CommandResult["kind"], { case: K }>["value"];
 
 /**
@@ -26,9 +34,49 @@ type ResultValue<K extends Kind> = Extract<CommandResult["kind"], { case: K }>["
 export function registerDeviceService(router: ConnectRouter, deps: DeviceServiceDeps): void {
   async function route<K extends Kind>(kind: K, req: Value<K> & { target?: DeviceTarget }, ctx: HandlerContext): Promise<ResultValue<K>> {
     const principal = requirePrincipal(ctx);
+    const requestId = req.target?.requestId ?? "";
+    const run = () => recorded(kind, req as Request, ctx) as Promise<ResultValue<K>>;
+    if (requestId === "") return run();
+    if (requestId.length > 128) throw invalidArgument("request-id", "request id is at most 128 characters");
+    return deps.idempotency.run(principal.tokenName, requestId, fingerprint(kind, req), run);
+  }
+
+  /** Runs the call and writes it to the activity log, whatever its outcome. */
+  async function recorded(kind: Kind, req: Request, ctx: HandlerContext): Promise<unknown> {
+    const principal = requirePrincipal(ctx);
+    const t0 = Date.now();
+    const entry = { caller: principal.tokenName, leaseId: "", serial: req.target?.serial ?? "", physicalId: "", agentId: "", command: kind, requestId: req.target?.requestId ?? "", detail: detailOf(kind, req) };
+    try {
+      const value = await dispatch(kind, req, ctx, entry);
+      deps.activity.record({ ...entry, at: t0, outcome: "ok", durationMs: Date.now() - t0 });
+      return value;
+    } catch (err) {
+      deps.activity.record({ ...entry, at: t0, outcome: toErrorReport(err).code, durationMs: Date.now() - t0 });
+      throw err;
+    }
+  }
+
+  async function dispatch(kind: Kind, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<unknown> {
+    const principal = requirePrincipal(ctx);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("serial", "a device serial is required");
     const r = deps.registry.route(serial, req.target?.agent ?? "");
+    entry.physicalId = r.physicalId;
+    entry.agentId = r.agentId;
+    if (mutations.has(kind)) {
+      if (r.identityStatus === "duplicate") {
+        throw farmError(
+          Code.FailedPrecondition,
+          ErrorCodes.duplicateIdentity,
+          `device ${serial} shares its identity (${r.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
+          "serial",
+          { dispatched: false, ambiguous: false },
+        );
+      }
+      entry.leaseId = deps.leases.authorize(r.physicalId, ctx.requestHeader.get("x-farm-lease")).leaseId;
+    } else {
+      entry.leaseId = deps.leases.leaseOf(r.physicalId)?.leaseId ?? "";
+    }
     const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
     const callerDeadline = Date.now() + budget;
     const agentDeadline = callerDeadline - Math.min(1_000, budget * 0.1);
@@ -51,7 +99,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     if (result.kind.case !== kind) {
       throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${r.agentName} answered ${result.kind.case ?? "nothing"} to ${kind}`);
     }
-    return result.kind.value as ResultValue<K>;
+    return result.kind.value;
   }
 
   router.service(DeviceService, {
@@ -66,6 +114,35 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     setProperty: (req, ctx) => route("setProperty", req, ctx),
     pinIdentity: (req, ctx) => route("pinIdentity", req, ctx),
   });
+}
+
+/** Commands that change a device: they need the caller's lease. */
+const mutations = new Set<Kind>(["runShell", "setProperty"]);
+
+function fingerprint(kind: string, req: { target?: DeviceTarget }): string {
+  // The request id itself is not part of what is being asked.
+  const copy = { ...req, target: req.target ? { ...req.target, requestId: "" } : undefined };
+  return createHash("sha256").update(kind).update(canonicalJson(copy)).digest("hex");
+}
+
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => {
+    if (x instanceof Uint8Array) return Buffer.from(x).toString("base64");
+    if (typeof x === "bigint") return x.toString();
+    if (x && typeof x === "object" && !Array.isArray(x)) {
+      return Object.fromEntries(Object.entries(x as Record<string, unknown>).filter(([k]) => k !== "$typeName").sort(([a], [b]) => (a < b ? -1 : 1)));
+    }
+    return x;
+  });
+}
+
+/** A short, secret-free description of the arguments for the activity log. */
+function detailOf(kind: Kind, req: unknown): string {
+  const r = req as Record<string, unknown>;
+  if (kind === "runShell") return String(r["command"] ?? "").slice(0, 200);
+  if (kind === "setProperty") return `${String(r["key"])}=${String(r["value"]).slice(0, 100)}`;
+  if (kind === "getActionReceipt" || kind === "abandonAction") return String(r["actionId"] ?? "");
+  return "";
 }
 
 function grpcCodeFor(code: string): Code {

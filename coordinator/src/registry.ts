@@ -29,7 +29,20 @@ export interface Route<S extends AgentSession = AgentSession> {
   agentId: string;
   agentName: string;
   serial: string;
+  /** Empty until the agent has read the device's identity. */
+  physicalId: string;
+  identityStatus: string;
   session: S;
+}
+
+/** An online serial that leases can be granted through. */
+export interface Candidate {
+  physicalId: string;
+  agentId: string;
+  agentName: string;
+  serial: string;
+  model: string;
+  apiLevel: number;
 }
 
 interface DeviceEntry {
@@ -135,6 +148,7 @@ export class Registry {
       lastHeartbeatAt: now,
     };
     this.db.insert(agents).values(row).onConflictDoUpdate({ target: agents.id, set: row }).run();
+    this.changed();
   }
 
   /** Forgets the stream if it is still the current one. */
@@ -167,6 +181,7 @@ export class Registry {
       tx.delete(devices).where(eq(devices.agentId, agentId)).run();
       for (const d of next.values()) tx.insert(devices).values(toRow(agentId, d)).run();
     });
+    this.changed();
   }
 
   upsertDevice(agentId: string, report: DeviceReport): void {
@@ -179,6 +194,7 @@ export class Registry {
       .values(row)
       .onConflictDoUpdate({ target: [devices.agentId, devices.serial], set: row })
       .run();
+    this.changed();
   }
 
   removeDevice(agentId: string, serial: string): void {
@@ -317,7 +333,42 @@ export class Registry {
     if (!a.session) {
       throw actionError(Code.Unavailable, ErrorCodes.deviceOffline, `agent ${a.name}, which owns ${serial}, is offline`, notDispatched, "serial");
     }
-    return { agentId: a.id, agentName: a.name, serial, session: a.session };
+    const props = a.devices.get(serial)?.properties;
+    return { agentId: a.id, agentName: a.name, serial, physicalId: props?.physicalId ?? "", identityStatus: props?.identityStatus ?? "", session: a.session };
+  }
+
+  /**
+   * Online serials whose phone identity is known and unambiguous, sorted by
+   * agent and serial: what a lease can be granted on.
+   */
+  candidates(): Candidate[] {
+    const out: Candidate[] = [];
+    for (const a of [...this.agents.values()].sort(byName)) {
+      if (!a.session) continue;
+      for (const serial of [...a.devices.keys()].sort()) {
+        const d = a.devices.get(serial) as DeviceEntry;
+        const p = d.properties;
+        if (d.state !== "device" || !p.physicalId || p.identityStatus === "duplicate") continue;
+        out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
+      }
+    }
+    return out;
+  }
+
+  /** The physical id behind any reported serial (first agent that knows it). */
+  physicalIdOf(serial: string): string | undefined {
+    for (const a of this.agents.values()) {
+      const id = a.devices.get(serial)?.properties.physicalId;
+      if (id) return id;
+    }
+    return undefined;
+  }
+
+  /** Called after any change that may free or add a device. */
+  onChange: (() => void) | undefined;
+
+  private changed(): void {
+    this.onChange?.();
   }
 
   agentName(agentId: string): string | undefined {

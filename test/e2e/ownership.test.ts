@@ -28,6 +28,19 @@ let external: { proc: ChildProcess; serial: string; exited: Promise<void> } | un
 
 const devsimMain = createRequire(import.meta.url).resolve("@farm/test/devsim/main");
 
+const leases = new Map<string, NodeJS.ProcessEnv>();
+
+/** The env of a caller holding a lease on this serial's phone (acquired once). */
+async function leaseEnv(serial: string): Promise<NodeJS.ProcessEnv> {
+  const known = leases.get(serial);
+  if (known) return known;
+  const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "10m", "--wait", "30s"], env);
+  if (r.code !== 0) throw new Error(`lease acquire failed: ${r.stdout}${r.stderr}`);
+  const withLease = { ...env, FARM_LEASE: String((r.json["lease"] as { token: string }).token) };
+  leases.set(serial, withLease);
+  return withLease;
+}
+
 async function devices(): Promise<DeviceJson[]> {
   const r = await farm(["devices"], env);
   if (r.code !== 0) throw new Error(r.stdout + r.stderr);
@@ -109,7 +122,7 @@ describe("physical identity", () => {
       return list.length === 2 && list.every((d) => d.properties.identityStatus === "ok") ? list : undefined;
     });
     expect(after[0]?.properties.physicalId).not.toBe(after[1]?.properties.physicalId);
-    const ok = await farm(["device", "setprop", "--device", a.serial, "persist.farm.t", "1"], env);
+    const ok = await farm(["device", "setprop", "--device", a.serial, "persist.farm.t", "1"], await leaseEnv(a.serial));
     expect(ok.json).toMatchObject({ ok: true, dispatched: true, ambiguous: false });
     expect(a.device.getProp("persist.farm.t")).toBe("1");
   });
@@ -142,11 +155,11 @@ describe("ownership journal", () => {
   it("journals a completed action with a receipt", async () => {
     const { serial } = await sim({ serialno: "JOURNAL001" });
     await device(serial);
-    const r = await farm(["device", "shell", "--device", serial, "--", "echo", "hi"], env);
+    const r = await farm(["device", "shell", "--device", serial, "--", "echo", "hi"], await leaseEnv(serial));
     expect(r.json).toMatchObject({ ok: true, exitCode: 0, stdout: "hi\n", dispatched: true, ambiguous: false });
     const receipt = await farm(["device", "ownership", "receipt", "--device", serial, "--action-id", String(r.json["actionId"])], env);
     expect(receipt.json["action"]).toMatchObject({ kind: "shell", state: "settled", dispatched: true, settledBy: "completed" });
-    const failing = await farm(["device", "shell", "--device", serial, "--", "exit", "3"], env);
+    const failing = await farm(["device", "shell", "--device", serial, "--", "exit", "3"], await leaseEnv(serial));
     expect(failing.code).toBe(3);
     expect(failing.json).toMatchObject({ exitCode: 3, dispatched: true });
   });
@@ -158,7 +171,7 @@ describe("ownership journal", () => {
 
     // The phone stops answering (frozen process); the agent journals and sends the action...
     external.proc.kill("SIGSTOP");
-    const pending = farm(["device", "setprop", "--device", serial, "persist.farm.proof", "yes", "--timeout", "60000"], env);
+    const pending = farm(["device", "setprop", "--device", serial, "persist.farm.proof", "yes", "--timeout", "60000"], await leaseEnv(serial));
     await waitFor("the action to be journaled", async () => {
       const s = await farm(["device", "ownership", "status", "--device", serial], env);
       const o = s.json["ownership"] as { locked: boolean } | undefined;
@@ -181,7 +194,7 @@ describe("ownership journal", () => {
     const actionId = unresolved[0]?.actionId as string;
 
     // Mutations are refused; reads work.
-    const refused = await farm(["device", "shell", "--device", serial, "--", "echo", "x"], env);
+    const refused = await farm(["device", "shell", "--device", serial, "--", "echo", "x"], await leaseEnv(serial));
     expect(refused.json).toMatchObject({ ok: false, code: "DEVICE_OWNERSHIP_UNRESOLVED", dispatched: false, ambiguous: false });
     expect((await devices()).find((d) => d.serial === serial)?.state).toBe("device");
 
@@ -192,13 +205,13 @@ describe("ownership journal", () => {
     });
     expect(reconciled.json["settled"]).toEqual([expect.objectContaining({ actionId, state: "settled", settledBy: "reconciled" })]);
     expect(JSON.parse((reconciled.json["settled"] as { receiptJson: string }[])[0]?.receiptJson ?? "{}")).toMatchObject({ observed: "yes" });
-    const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "free"], env);
+    const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "free"], await leaseEnv(serial));
     expect(ok.json).toMatchObject({ ok: true, stdout: "free\n" });
   });
 
   it("leaves an action it cannot prove unresolved until an admin abandons it", async () => {
     const serial = external?.serial as string;
-    const pending = farm(["device", "shell", "--device", serial, "--", "sleep", "30"], env);
+    const pending = farm(["device", "shell", "--device", serial, "--", "sleep", "30"], await leaseEnv(serial));
     await waitFor("the action to be journaled", async () => {
       const s = await farm(["device", "ownership", "status", "--device", serial], env);
       return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
@@ -220,7 +233,7 @@ describe("ownership journal", () => {
     const abandoned = await farm(["device", "ownership", "abandon", "--device", serial, "--action-id", actionId, "--reason", "sleep has no effect"], env);
     expect(abandoned.json["action"]).toMatchObject({ state: "abandoned", abandonReason: "sleep has no effect" });
     expect((abandoned.json["action"] as { settledBy: string }).settledBy).toBe("");
-    const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "again"], env);
+    const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "again"], await leaseEnv(serial));
     expect(ok.json).toMatchObject({ ok: true, stdout: "again\n" });
   });
 
@@ -246,15 +259,15 @@ describe("ownership journal", () => {
       expect(ambiguous.json).toMatchObject({ ok: false, code: "DEVICE_AMBIGUOUS", field: "agent", dispatched: false });
 
       const standaloneAgent = String(standalone.ready["agentId"]);
-      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "8"], env);
+      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "8"], await leaseEnv(serial));
       await waitFor("the first agent to hold the phone", async () => {
         const s = await farm(["device", "ownership", "status", "--device", serial, "--agent", "second"], env);
         return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
       });
-      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "3000", "--", "echo", "x"], env);
+      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "3000", "--", "echo", "x"], await leaseEnv(serial));
       expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY", dispatched: false, ambiguous: false });
       expect((await long).json).toMatchObject({ ok: true, exitCode: 0 });
-      const after = await farm(["device", "shell", "--device", serial, "--agent", "second", "--", "echo", "mine"], env);
+      const after = await farm(["device", "shell", "--device", serial, "--agent", "second", "--", "echo", "mine"], await leaseEnv(serial));
       expect(after.json).toMatchObject({ ok: true, stdout: "mine\n" });
     } finally {
       await second.stop();

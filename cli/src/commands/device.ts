@@ -2,18 +2,27 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { CliError, ErrorCodes } from "@farm/shared/errors";
 import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, type ActionRecord, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
+import { labelGroup } from "./label.js";
 import { serviceClient } from "../client.js";
 import { deviceOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
 
+let env: NodeJS.ProcessEnv = process.env;
+
+/** --device, else FARM_DEVICE (set by `farm lease run`). */
 function target(parsed: Parsed): DeviceTarget {
-  return create(DeviceTargetSchema, { serial: requiredString(parsed, "device"), agent: stringFlag(parsed, "agent") ?? "" });
+  const serial = stringFlag(parsed, "device") || env["FARM_DEVICE"] || "";
+  if (!serial) throw new CliError(ErrorCodes.invalidArgument, "--device is required (or FARM_DEVICE)", "device");
+  return create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "", requestId: stringFlag(parsed, "request-id") ?? "" });
 }
 
+/** A device client presenting --lease, else FARM_LEASE. */
 function open(ctx: CommandContext, parsed: Parsed): { client: ReturnType<typeof serviceClient<typeof DeviceService>>; session: ClientSession } {
+  env = ctx.env;
   const session = clientSession(ctx, parsed);
-  return { client: serviceClient(DeviceService, session.config), session };
+  const lease = stringFlag(parsed, "lease") || ctx.env["FARM_LEASE"] || undefined;
+  return { client: serviceClient(DeviceService, session.config, { lease }), session };
 }
 
 const recordJson = (a: ActionRecord) => toJson(ActionRecordSchema, a, { alwaysEmitImplicit: true });
@@ -154,11 +163,15 @@ const abandon: Command = {
 
 export const deviceGroup: CommandGroup = {
   name: "device",
-  summary: "Act on one device: shell, setprop, pin, ownership",
+  summary: "Act on one device: shell, setprop, pin, ownership, label",
   commands: [
     shell,
     setprop,
     pin,
     { name: "ownership", summary: "Device ownership: status, reconcile, receipt, abandon", commands: [status, reconcile, receipt, abandon] },
+    labelGroup,
   ],
 };
+
+/** `farm shell`: the same command at top level, for use inside `farm lease run`. */
+export const shellCommand: Command = { ...shell, usage: "farm shell [--device SERIAL] -- COMMAND..." };

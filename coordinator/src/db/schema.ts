@@ -1,4 +1,5 @@
-import { sqliteTable, text, integer, primaryKey } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { sqliteTable, text, integer, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const tokens = sqliteTable("tokens", {
   name: text("name").primaryKey(),
@@ -50,4 +51,60 @@ export const evidence = sqliteTable("evidence", {
   createdAt: integer("created_at").notNull(),
   totalBytes: integer("total_bytes").notNull(),
   manifestSha256: text("manifest_sha256").notNull(),
+});
+
+/** Leases; at most one row per physical device has state "active". */
+export const leases = sqliteTable("leases", {
+  leaseId: text("lease_id").primaryKey(),
+  tokenHash: text("token_hash").notNull().unique(),
+  holder: text("holder").notNull(),
+  physicalId: text("physical_id").notNull(),
+  agentId: text("agent_id").notNull(),
+  serial: text("serial").notNull(),
+  acquiredAt: integer("acquired_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+  ttlMs: integer("ttl_ms").notNull(),
+  // active | released | expired
+  state: text("state").notNull(),
+  endedAt: integer("ended_at"),
+}, (t) => [
+  // The database itself refuses a second active lease on one phone.
+  uniqueIndex("leases_one_active").on(t.physicalId).where(sql`state = 'active'`),
+]);
+
+/** Waiting acquire requests, in arrival order (seq). */
+export const leaseWaiters = sqliteTable("lease_waiters", {
+  ticket: text("ticket").primaryKey(),
+  seq: integer("seq").notNull(),
+  holder: text("holder").notNull(),
+  selector: text("selector").notNull(),
+  enqueuedAt: integer("enqueued_at").notNull(),
+  waitDeadline: integer("wait_deadline").notNull(),
+  ttlMs: integer("ttl_ms").notNull(),
+});
+
+export const deviceLabels = sqliteTable(
+  "device_labels",
+  {
+    physicalId: text("physical_id").notNull(),
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.physicalId, t.key] })],
+);
+
+/** Routed actions, newest last. */
+export const activity = sqliteTable("activity", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  at: integer("at").notNull(),
+  caller: text("caller").notNull(),
+  leaseId: text("lease_id").notNull(),
+  serial: text("serial").notNull(),
+  physicalId: text("physical_id").notNull(),
+  agentId: text("agent_id").notNull(),
+  command: text("command").notNull(),
+  outcome: text("outcome").notNull(),
+  durationMs: integer("duration_ms").notNull(),
+  requestId: text("request_id").notNull(),
+  detail: text("detail").notNull(),
 });

@@ -1,0 +1,46 @@
+import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { intFlag, parseFlags, stringFlag } from "../args.js";
+import { serviceClient } from "../client.js";
+import { clientOptions, type Command } from "../command.js";
+import { parseDuration } from "../duration.js";
+import { table } from "../output.js";
+import { clientSession } from "../session.js";
+
+export const activityCommand: Command = {
+  name: "activity",
+  summary: "Routed actions: who did what on which device, and how it ended",
+  usage: "farm activity [--device SERIAL] [--since 1h|ISO-TIME] [--limit N]",
+  options: { ...clientOptions, device: { type: "string" }, since: { type: "string" }, limit: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const session = clientSession(ctx, parsed);
+    const sinceText = stringFlag(parsed, "since");
+    let since: number | undefined;
+    if (sinceText) {
+      since = /^\d{4}-/.test(sinceText) ? Date.parse(sinceText) : Date.now() - parseDuration(sinceText, "since");
+      if (!Number.isFinite(since)) throw new CliError(ErrorCodes.invalidArgument, `--since must be a duration or an ISO time, got "${sinceText}"`, "since");
+    }
+    const res = await serviceClient(ActivityService, session.config).listActivity(
+      { serial: stringFlag(parsed, "device") ?? "", ...(since !== undefined ? { since: timestampFromMs(since) } : {}), limit: intFlag(parsed, "limit", 1, 10_000) ?? 200 },
+      { timeoutMs: session.timeoutMs },
+    );
+    const entries = res.entries.map((e) => ({
+      id: Number(e.id),
+      time: e.time ? new Date(timestampMs(e.time)).toISOString() : null,
+      caller: e.caller,
+      leaseId: e.leaseId,
+      serial: e.serial,
+      physicalId: e.physicalId,
+      agentId: e.agentId,
+      command: e.command,
+      outcome: e.outcome,
+      durationMs: e.durationMs,
+      requestId: e.requestId,
+      detail: e.detail,
+    }));
+    ctx.printer.result({ entries }, () => table(["TIME", "CALLER", "DEVICE", "COMMAND", "OUTCOME", "MS", "DETAIL"], entries.map((e) => [e.time ?? "", e.caller, e.serial, e.command, e.outcome, String(e.durationMs), e.detail])));
+    return 0;
+  },
+};

@@ -1,0 +1,87 @@
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  LeaseService,
+  AcquireLeaseResponseSchema,
+  ListLeasesResponseSchema,
+  ReleaseLeaseResponseSchema,
+  RenewLeaseResponseSchema,
+  RemoveDeviceLabelResponseSchema,
+  SetDeviceLabelsResponseSchema,
+} from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { LeaseSchema, LeaseSelectorSchema, LeaseWaiterSchema, type Lease, type LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
+import { invalidArgument } from "@farm/shared/errors";
+import { requirePrincipal } from "./auth.js";
+import { DEFAULT_TTL_MS, type LeaseManager, type LeaseRow, type Selector } from "./lease-manager.js";
+import type { Registry } from "./registry.js";
+
+export function registerLeaseService(router: ConnectRouter, deps: { leases: LeaseManager; registry: Registry }): void {
+  const toLease = (row: LeaseRow): Lease =>
+    create(LeaseSchema, {
+      leaseId: row.leaseId,
+      holder: row.holder,
+      physicalId: row.physicalId,
+      agentId: row.agentId,
+      agentName: deps.registry.agentName(row.agentId) ?? "",
+      serial: row.serial,
+      acquireTime: timestampFromMs(row.acquiredAt),
+      expireTime: timestampFromMs(row.expiresAt),
+      ttlMs: row.ttlMs,
+    });
+
+  router.service(LeaseService, {
+    async acquireLease(req, ctx: HandlerContext) {
+      const principal = requirePrincipal(ctx);
+      const { lease, token } = await deps.leases.acquire(principal.tokenName, toSelector(req.selector), {
+        waitMs: req.waitMs,
+        ttlMs: req.ttlMs || DEFAULT_TTL_MS,
+        ticket: req.ticket,
+        signal: ctx.signal,
+      });
+      return create(AcquireLeaseResponseSchema, { lease: toLease(lease), token });
+    },
+    renewLease(req) {
+      if (!req.token) throw invalidArgument("lease", "a lease token is required");
+      return create(RenewLeaseResponseSchema, { lease: toLease(deps.leases.renew(req.token, req.ttlMs)) });
+    },
+    releaseLease(req) {
+      if (!req.token) throw invalidArgument("lease", "a lease token is required");
+      return create(ReleaseLeaseResponseSchema, { lease: toLease(deps.leases.release(req.token)) });
+    },
+    listLeases() {
+      const { leases, queue } = deps.leases.list();
+      return create(ListLeasesResponseSchema, {
+        leases: leases.map(toLease),
+        queue: queue.map((w) =>
+          create(LeaseWaiterSchema, {
+            ticket: w.ticket,
+            holder: w.holder,
+            selector: create(LeaseSelectorSchema, w.selector),
+            enqueueTime: timestampFromMs(w.enqueuedAt),
+            waitDeadline: timestampFromMs(w.waitDeadline),
+          }),
+        ),
+      });
+    },
+    setDeviceLabels(req) {
+      if (Object.keys(req.labels).length === 0) throw invalidArgument("label", "give at least one key=value");
+      return create(SetDeviceLabelsResponseSchema, deps.leases.setLabels(req.serial, req.labels));
+    },
+    removeDeviceLabel(req) {
+      return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key));
+    },
+  });
+}
+
+function toSelector(s: LeaseSelector | undefined): Selector {
+  return {
+    serial: s?.serial ?? "",
+    physicalId: s?.physicalId ?? "",
+    labels: { ...(s?.labels ?? {}) },
+    model: s?.model ?? "",
+    apiLevelMin: s?.apiLevelMin ?? 0,
+    apiLevelMax: s?.apiLevelMax ?? 0,
+    agent: s?.agent ?? "",
+  };
+}
