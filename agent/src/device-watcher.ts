@@ -29,6 +29,8 @@ export interface DeviceWatcherOptions {
    * retries instead of letting adbkit start a server of its own.
    */
   serverAvailable?: () => Promise<boolean>;
+  /** How often the full device list is re-read besides tracking. */
+  pollIntervalMs?: number;
   /** The operator pin for a serial (see physical-identity.ts). */
   pinFor?: (serial: string) => string;
   /** Told when a device's properties have been read (reboot tracking). */
@@ -58,6 +60,7 @@ export class DeviceWatcher {
   private stopped = false;
   private tracker: AdbDeviceTracker | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
   private adbVersionText = "";
 
   constructor(private readonly opts: DeviceWatcherOptions) {
@@ -70,10 +73,15 @@ export class DeviceWatcher {
 
   start(): void {
     void this.track();
+    // adb 29 does not always push a TCP device's drop to offline on
+    // track-devices; a periodic host:devices read catches what it misses.
+    this.pollTimer = setInterval(() => void this.poll(), this.opts.pollIntervalMs ?? 2_000);
+    this.pollTimer.unref();
   }
 
   stop(): void {
     this.stopped = true;
+    clearInterval(this.pollTimer);
     clearTimeout(this.retryTimer);
     this.tracker?.stop();
   }
@@ -171,6 +179,16 @@ export class DeviceWatcher {
       tracker.start(this.opts.server);
     } catch (err) {
       this.scheduleRetry((err as Error).message);
+    }
+  }
+
+  private async poll(): Promise<void> {
+    if (this.stopped || !this.tracker) return;
+    try {
+      const list = await this.opts.adb.listDevices();
+      if (!this.stopped && this.tracker) this.reconcile(list.map((d: { id: string; type: string }) => ({ serial: d.id, state: d.type })));
+    } catch {
+      // Tracking notices a lost server and retries on its own.
     }
   }
 

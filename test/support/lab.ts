@@ -45,7 +45,10 @@ export async function startLab(name: string): Promise<Lab> {
       return { device, serial };
     },
     async restart() {
-      lab.standalone = await startFarm(standaloneArgs, env);
+      // Same address, so clients that are retrying find it again.
+      const port = new URL(String(lab.standalone.ready["url"])).port;
+      const args = standaloneArgs.map((a) => (a === "127.0.0.1:0" ? `127.0.0.1:${port}` : a));
+      lab.standalone = await startFarm(args, env);
       return lab.standalone;
     },
     async stop() {
