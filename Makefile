@@ -41,6 +41,8 @@ bench: build
 	node test/dist/bench/ownership-cost.js
 	node test/dist/bench/evidence-capture.js
 	node test/dist/bench/devsim-pull.js
+	node test/dist/bench/lease-cycles.js
+	node test/dist/bench/routing-overhead.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

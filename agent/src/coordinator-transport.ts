@@ -1,5 +1,6 @@
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { noDelaySessionOptions } from "@farm/shared/no-delay";
 
 /** One HTTP/2 connection to the coordinator for the control stream and uploads. */
 export function coordinatorTransport(url: string, token: string): Transport {
@@ -13,5 +14,6 @@ export function coordinatorTransport(url: string, token: string): Transport {
     // HTTP/2 pings notice a dead coordinator even when no heartbeat is due.
     pingIntervalMs: 10_000,
     pingTimeoutMs: 10_000,
+    nodeOptions: noDelaySessionOptions(),
   });
 }

@@ -1,5 +1,6 @@
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import type { DescService } from "@bufbuild/protobuf";
 import { CliError, ErrorCodes, farmError } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
@@ -24,7 +25,7 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
       throw explainUnavailable(err, config, req.method.name);
     }
   };
-  return createClient(service, createGrpcTransport({ baseUrl: config.coordinator, interceptors: [auth] }));
+  return createClient(service, createGrpcTransport({ baseUrl: config.coordinator, interceptors: [auth], nodeOptions: noDelaySessionOptions() }));
 }
 
 /** RPCs that change a device: a lost connection leaves their outcome unknown. */

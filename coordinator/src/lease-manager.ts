@@ -108,6 +108,11 @@ export class LeaseManager {
       if (waiter && waiter.holder !== holder) return reject(farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "that ticket belongs to another caller", "ticket"));
       if (!waiter) {
         waiter = { ticket, seq: ++this.seq, holder, selector, enqueuedAt: this.now(), waitDeadline: this.now() + opts.waitMs, ttlMs: opts.ttlMs };
+        // Nobody is waiting ahead: grant at once without queueing.
+        if (this.waiters.length === 0 && !opts.signal.aborted) {
+          const route = this.pick(this.registry.candidates(), selector);
+          if (route) return resolve(this.grant(waiter, route));
+        }
         this.waiters.push(waiter);
         this.db.insert(leaseWaiters).values({ ...waiter, selector: JSON.stringify(selector) }).run();
       }
@@ -250,20 +255,17 @@ export class LeaseManager {
       do {
         this.dispatchAgain = false;
         if (this.waiters.length === 0) return;
-        const free = this.freeDevices();
-        if (free.size === 0) return;
+        const candidates = this.registry.candidates();
         for (const w of [...this.waiters]) {
           if (!w.deliver) continue; // orphaned until its client comes back
-          const route = this.pick(free, w.selector);
+          const route = this.pick(candidates, w.selector);
           if (!route) continue;
           const { lease, token } = this.grant(w, route);
-          free.delete(route.physicalId);
           if (!w.deliver({ lease, token })) {
             // Committed, but nobody is there to receive it: back to the pool.
             this.end(lease, "released");
             this.dispatchAgain = true;
           }
-          if (free.size === 0) break;
         }
       } while (this.dispatchAgain);
     } finally {
@@ -271,31 +273,22 @@ export class LeaseManager {
     }
   }
 
-  private freeDevices(): Map<string, Candidate[]> {
-    const free = new Map<string, Candidate[]>();
-    for (const c of this.registry.candidates()) {
-      if (this.active.has(c.physicalId)) continue;
-      const list = free.get(c.physicalId) ?? [];
-      list.push(c);
-      free.set(c.physicalId, list);
-    }
-    return free;
-  }
-
-  private pick(free: Map<string, Candidate[]>, s: Selector): Candidate | undefined {
-    for (const [physicalId, routes] of free) {
-      if (s.physicalId && s.physicalId !== physicalId) continue;
-      const labels = this.labels.get(physicalId);
-      if (Object.entries(s.labels).some(([k, v]) => labels?.get(k) !== v)) continue;
-      const route = routes.find(
-        (r) =>
-          (!s.serial || r.serial === s.serial) &&
-          (!s.agent || r.agentId === s.agent || r.agentName === s.agent) &&
-          (!s.model || r.model === s.model) &&
-          (!s.apiLevelMin || r.apiLevel >= s.apiLevelMin) &&
-          (!s.apiLevelMax || r.apiLevel <= s.apiLevelMax),
-      );
-      if (route) return route;
+  /** The first free candidate (in agent, serial order) the selector accepts. */
+  private pick(candidates: Candidate[], s: Selector): Candidate | undefined {
+    for (const r of candidates) {
+      if (this.active.has(r.physicalId)) continue;
+      if (s.physicalId && s.physicalId !== r.physicalId) continue;
+      if (s.serial && r.serial !== s.serial) continue;
+      if (s.agent && r.agentId !== s.agent && r.agentName !== s.agent) continue;
+      if (s.model && r.model !== s.model) continue;
+      if (s.apiLevelMin && r.apiLevel < s.apiLevelMin) continue;
+      if (s.apiLevelMax && r.apiLevel > s.apiLevelMax) continue;
+      const entries = Object.entries(s.labels);
+      if (entries.length > 0) {
+        const labels = this.labels.get(r.physicalId);
+        if (entries.some(([k, v]) => labels?.get(k) !== v)) continue;
+      }
+      return r;
     }
     return undefined;
   }
@@ -317,10 +310,14 @@ export class LeaseManager {
       endedAt: null,
     };
     // Committed (with the waiter's removal) before anyone is told.
-    this.db.transaction((tx) => {
-      tx.insert(leases).values(lease).run();
-      tx.delete(leaseWaiters).where(eq(leaseWaiters.ticket, w.ticket)).run();
-    });
+    if (this.waiters.includes(w)) {
+      this.db.transaction((tx) => {
+        tx.insert(leases).values(lease).run();
+        tx.delete(leaseWaiters).where(eq(leaseWaiters.ticket, w.ticket)).run();
+      });
+    } else {
+      this.db.insert(leases).values(lease).run();
+    }
     this.waiters = this.waiters.filter((x) => x !== w);
     this.active.set(lease.physicalId, lease);
     this.byToken.set(lease.tokenHash, lease);

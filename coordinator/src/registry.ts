@@ -157,6 +157,7 @@ export class Registry {
     if (!entry || entry.session !== session) return;
     entry.session = null;
     this.persistHeartbeat(entry);
+    this.changed();
   }
 
   isAttached(agentId: string, session: AgentSession): boolean {
@@ -200,6 +201,7 @@ export class Registry {
   removeDevice(agentId: string, serial: string): void {
     const entry = this.requireAgent(agentId);
     entry.devices.delete(serial);
+    this.candidateCache = undefined;
     this.db
       .delete(devices)
       .where(and(eq(devices.agentId, agentId), eq(devices.serial, serial)))
@@ -220,6 +222,7 @@ export class Registry {
       const session = entry.session;
       entry.session = null;
       this.persistHeartbeat(entry);
+      this.candidateCache = undefined;
       expired.push(entry.id);
       session.terminate(
         farmError(
@@ -251,6 +254,7 @@ export class Registry {
       const s = entry.session;
       if (!s) continue;
       entry.session = null;
+      this.candidateCache = undefined;
       s.terminate(err);
     }
     this.flushHeartbeats();
@@ -342,6 +346,7 @@ export class Registry {
    * agent and serial: what a lease can be granted on.
    */
   candidates(): Candidate[] {
+    if (this.candidateCache) return this.candidateCache;
     const out: Candidate[] = [];
     for (const a of [...this.agents.values()].sort(byName)) {
       if (!a.session) continue;
@@ -352,8 +357,12 @@ export class Registry {
         out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
       }
     }
+    this.candidateCache = out;
     return out;
   }
+
+  /** Cached list for lease grants; dropped on every change. */
+  private candidateCache: Candidate[] | undefined;
 
   /** The physical id behind any reported serial (first agent that knows it). */
   physicalIdOf(serial: string): string | undefined {
@@ -368,6 +377,7 @@ export class Registry {
   onChange: (() => void) | undefined;
 
   private changed(): void {
+    this.candidateCache = undefined;
     this.onChange?.();
   }
 
