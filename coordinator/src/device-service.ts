@@ -10,6 +10,7 @@ import type { Registry } from "./registry.js";
 import type { LeaseManager } from "./lease-manager.js";
 import type { ActivityLog } from "./activity-log.js";
 import type { IdempotencyCache } from "./idempotency-cache.js";
+import { fromCommandError } from "./command-error.js";
 
 export interface DeviceServiceDeps {
   registry: Registry;
@@ -85,17 +86,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       { kind: { case: kind, value: req } as AgentCommand["kind"], requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
       agentDeadline,
     );
-    if (result.kind.case === "error") {
-      const e = result.kind.value;
-      const d = e.detail;
-      throw farmError(
-        grpcCodeFor(d?.code ?? ""),
-        d?.code || ErrorCodes.internal,
-        e.message,
-        d?.field || undefined,
-        d && (d.dispatched !== undefined || d.ambiguous) ? { dispatched: d.dispatched ?? null, ambiguous: d.ambiguous } : undefined,
-      );
-    }
+    if (result.kind.case === "error") throw fromCommandError(result.kind.value);
     if (result.kind.case !== kind) {
       throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${r.agentName} answered ${result.kind.case ?? "nothing"} to ${kind}`);
     }
@@ -143,25 +134,4 @@ function detailOf(kind: Kind, req: unknown): string {
   if (kind === "setProperty") return `${String(r["key"])}=${String(r["value"]).slice(0, 100)}`;
   if (kind === "getActionReceipt" || kind === "abandonAction") return String(r["actionId"] ?? "");
   return "";
-}
-
-function grpcCodeFor(code: string): Code {
-  switch (code) {
-    case ErrorCodes.invalidArgument:
-      return Code.InvalidArgument;
-    case ErrorCodes.permissionDenied:
-      return Code.PermissionDenied;
-    case ErrorCodes.deviceNotFound:
-    case ErrorCodes.actionNotFound:
-      return Code.NotFound;
-    case ErrorCodes.commandTimeout:
-      return Code.DeadlineExceeded;
-    case ErrorCodes.deviceBusy:
-    case ErrorCodes.deviceOffline:
-      return Code.Unavailable;
-    case ErrorCodes.notImplemented:
-      return Code.Unimplemented;
-    default:
-      return Code.FailedPrecondition;
-  }
 }

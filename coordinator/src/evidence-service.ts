@@ -16,6 +16,7 @@ import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
 import { readChunks, type EvidenceStore } from "./evidence-store.js";
+import { fromCommandError } from "./command-error.js";
 
 const CHUNK_BYTES = 1024 * 1024;
 /** Time for upload and bookkeeping on top of the device-work budget. */
@@ -38,10 +39,7 @@ export function registerEvidenceService(router: ConnectRouter, deps: { registry:
         { kind: { case: "captureEvidence", value: req }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
         deadline,
       );
-      if (result.kind.case === "error") {
-        const e = result.kind.value;
-        throw farmError(codeFor(e.detail?.code ?? ""), e.detail?.code || ErrorCodes.internal, e.message, e.detail?.field || undefined);
-      }
+      if (result.kind.case === "error") throw fromCommandError(result.kind.value);
       if (result.kind.case !== "captureEvidence") throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"}`);
       const r = result.kind.value;
       // The agent answers after its upload was published; check anyway.
@@ -86,11 +84,4 @@ export function registerEvidenceService(router: ConnectRouter, deps: { registry:
       yield create(PullEvidenceResponseSchema, { kind: { case: "manifestJson", value: text } });
     },
   });
-}
-
-function codeFor(code: string): Code {
-  if (code === ErrorCodes.invalidArgument) return Code.InvalidArgument;
-  if (code === ErrorCodes.notImplemented) return Code.Unimplemented;
-  if (code === ErrorCodes.deviceOffline) return Code.Unavailable;
-  return Code.FailedPrecondition;
 }
