@@ -14,6 +14,8 @@ import { FARM_VERSION } from "@farm/shared/version";
 import { handleCommand } from "./command-handler.js";
 import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
+import { inputAction } from "./actions/input-action.js";
+import { rebootAction } from "./actions/reboot-action.js";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -88,6 +90,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     history,
     shell: shellAction(opts.adb),
     setProp: setPropAction(opts.adb),
+    input: inputAction(opts.adb),
+    reboot: rebootAction(opts.adb),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: { id: identity.id, host: hostname(), version: FARM_VERSION } },
   };

@@ -3,7 +3,11 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { CommandResultSchema, type AgentCommand, type CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import type { DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
+import type { DeviceTarget, SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { shellV2 } from "./adb-shell.js";
+import { parseGetprop } from "./evidence/device-observations.js";
+import { shQuote } from "./actions/shell-quote.js";
+import type { InputRequest } from "./actions/input-action.js";
 import { DeviceOwnership, toRecord, type ActionKind } from "./device-ownership.js";
 import type { DeviceWatcher } from "./device-watcher.js";
 import type { PinStore } from "./pin-store.js";
@@ -19,6 +23,8 @@ export interface CommandHandlerDeps {
   history: DeviceHistory;
   shell: ActionKind<ShellRequest, ShellOutput>;
   setProp: ActionKind<SetPropRequest, Record<string, never>>;
+  input: ActionKind<InputRequest, Record<string, never>>;
+  reboot: ActionKind<Record<string, never>, Record<string, never>>;
   log: Logger;
   evidence: EvidenceDeps;
 }
@@ -33,6 +39,8 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
     const kinds = new Map<string, ActionKind<never, unknown>>([
       [deps.shell.kind, deps.shell as ActionKind<never, unknown>],
       [deps.setProp.kind, deps.setProp as ActionKind<never, unknown>],
+      [deps.input.kind, deps.input as ActionKind<never, unknown>],
+      [deps.reboot.kind, deps.reboot as ActionKind<never, unknown>],
     ]);
     const ctx = (target: DeviceTarget | undefined) => ({ serial: serialOf(target), deadlineMs, requestedBy: cmd.requestedBy });
     switch (cmd.kind.case) {
@@ -85,6 +93,33 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         const d = deps.watcher.device(serial);
         return result({ case: "pinIdentity", value: { physicalId: d?.identity.physicalId ?? "" } });
       }
+      case "getProperties": {
+        const serial = serialOf(cmd.kind.value.target);
+        deps.ownership.requireDevice(serial);
+        const r = await shellV2(deps.evidence.adb, serial, "getprop", AbortSignal.timeout(Math.max(1, deadlineMs - Date.now())));
+        return result({ case: "getProperties", value: { properties: parseGetprop(r.stdout.toString("utf8")) } });
+      }
+      case "readLogcat": {
+        const v = cmd.kind.value;
+        const serial = serialOf(v.target);
+        deps.ownership.requireDevice(serial);
+        const lines = v.lines || 500;
+        if (lines > 10_000) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "lines must be 1..10000", "lines");
+        if (v.since && !/^[0-9: .-]{5,32}$/.test(v.since)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "since must be a logcat time like '11-30 06:00:00.000'", "since");
+        const command = v.since ? `logcat -d -v threadtime -T ${shQuote(v.since)}` : `logcat -d -v threadtime -t ${lines}`;
+        const r = await shellV2(deps.evidence.adb, serial, command, AbortSignal.timeout(Math.max(1, deadlineMs - Date.now())));
+        return result({ case: "readLogcat", value: { text: r.stdout.toString("utf8"), truncated: r.truncated } });
+      }
+      case "sendInput": {
+        const v = cmd.kind.value;
+        const { action } = await deps.ownership.run(deps.input, toInput(v), ctx(v.target));
+        return result({ case: "sendInput", value: { actionId: action.actionId, dispatched: true, ambiguous: false } });
+      }
+      case "reboot": {
+        const v = cmd.kind.value;
+        const { action } = await deps.ownership.run(deps.reboot, {}, ctx(v.target));
+        return result({ case: "reboot", value: { actionId: action.actionId, dispatched: true, ambiguous: false } });
+      }
       case "captureEvidence":
         return result({ case: "captureEvidence", value: await captureEvidence(cmd.kind.value, cmd.commandId, deps.watcher, deps.evidence, deps.log) });
       default:
@@ -104,6 +139,25 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         },
       },
     });
+  }
+}
+
+function toInput(v: SendInputRequest): InputRequest {
+  switch (v.kind.case) {
+    case "tap":
+      return { kind: "tap", x: v.kind.value.x, y: v.kind.value.y };
+    case "swipe": {
+      const s = v.kind.value;
+      return { kind: "swipe", x1: s.x1, y1: s.y1, x2: s.x2, y2: s.y2, durationMs: s.durationMs };
+    }
+    case "text":
+      if (v.kind.value === "" || v.kind.value.length > 1000 || /[\n\0]/.test(v.kind.value)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "text must be one line of 1..1000 characters", "text");
+      return { kind: "text", text: v.kind.value };
+    case "key":
+      if (!/^(KEYCODE_[A-Z0-9_]+|\d{1,4})$/.test(v.kind.value)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "key must be a key code number or a KEYCODE_* name", "key");
+      return { kind: "key", key: v.kind.value };
+    default:
+      throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "say tap, swipe, text or key", "input");
   }
 }
 

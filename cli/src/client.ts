@@ -29,7 +29,7 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
 }
 
 /** RPCs that change a device: a lost connection leaves their outcome unknown. */
-const mutations = new Set(["RunShell", "SetProperty", "PinIdentity", "AbandonAction", "ReconcileOwnership"]);
+const mutations = new Set(["RunShell", "SetProperty", "SendInput", "Reboot", "PinIdentity", "AbandonAction", "ReconcileOwnership"]);
 
 function explainUnavailable(err: unknown, config: ClientConfig, method: string): unknown {
   const ce = ConnectError.from(err);

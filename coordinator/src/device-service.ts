@@ -104,11 +104,15 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     runShell: (req, ctx) => route("runShell", req, ctx),
     setProperty: (req, ctx) => route("setProperty", req, ctx),
     pinIdentity: (req, ctx) => route("pinIdentity", req, ctx),
+    getProperties: (req, ctx) => route("getProperties", req, ctx),
+    readLogcat: (req, ctx) => route("readLogcat", req, ctx),
+    sendInput: (req, ctx) => route("sendInput", req, ctx),
+    reboot: (req, ctx) => route("reboot", req, ctx),
   });
 }
 
 /** Commands that change a device: they need the caller's lease. */
-const mutations = new Set<Kind>(["runShell", "setProperty"]);
+const mutations = new Set<Kind>(["runShell", "setProperty", "sendInput", "reboot"]);
 
 function fingerprint(kind: string, req: { target?: DeviceTarget }): string {
   // The request id itself is not part of what is being asked.

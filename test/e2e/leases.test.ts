@@ -199,6 +199,36 @@ describe("routing", () => {
     await farm(["lease", "release", "--lease", held.lease?.token as string], lab.env);
   });
 
+  it("reads properties and the log without a lease; input and reboot need one and are journaled", async () => {
+    const phone = phones[8] as { device: SimDevice; serial: string };
+    const env = { ...lab.env, FARM_DEVICE: phone.serial };
+    const props = await farm(["device", "props"], env);
+    expect((props.json["properties"] as Record<string, string>)["ro.serialno"]).toBe(phone.device.serialno);
+    const log = await farm(["logcat", "--lines", "5"], env);
+    expect(log.json).toMatchObject({ ok: true });
+    expect(typeof log.json["text"]).toBe("string");
+    expect((await farm(["input", "tap", "10", "10"], env)).json).toMatchObject({ ok: false, code: "LEASE_REQUIRED" });
+    const bad = await farm(["input", "tap", "x", "10"], env);
+    expect(bad.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "x" });
+
+    const held = await acquireJson(["--device", phone.serial]);
+    const leased = { ...env, FARM_LEASE: held.lease?.token as string };
+    const key = await farm(["input", "key", "KEYCODE_HOME"], leased);
+    expect(key.json).toMatchObject({ ok: true, dispatched: true, ambiguous: false });
+    const text = await farm(["input", "text", "hello farm"], leased);
+    expect(text.json).toMatchObject({ ok: true });
+    const bootBefore = phone.device.bootId;
+    const reboot = await farm(["reboot"], leased);
+    expect(reboot.json).toMatchObject({ ok: true, dispatched: true });
+    await waitFor("the phone back with a new boot id", async () => {
+      const d = ((await farm(["devices"], lab.env)).json["devices"] as { serial: string; state: string; properties: { bootId: string } }[]).find((x) => x.serial === phone.serial);
+      return d && d.state === "device" && d.properties.bootId && d.properties.bootId !== bootBefore ? true : undefined;
+    }, { timeoutMs: 30_000 });
+    const receipt = await farm(["device", "ownership", "receipt", "--action-id", String(reboot.json["actionId"])], leased);
+    expect(receipt.json["action"]).toMatchObject({ kind: "reboot", state: "settled" });
+    await farm(["lease", "release", "--lease", held.lease?.token as string], lab.env);
+  });
+
   it("routes to exactly the alias named: works through either, fails DEVICE_OFFLINE when that one is gone", async () => {
     const bootId = "22222222-3333-4444-8555-666666666666";
     const a = await lab.addDevice({ serialno: "ALIASLEASE", bootId });

@@ -1,7 +1,7 @@
 import { create, toJson } from "@bufbuild/protobuf";
 import { CliError, ErrorCodes } from "@farm/shared/errors";
-import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, type ActionRecord, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
+import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type DeviceTarget, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { intFlag, parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { labelGroup } from "./label.js";
 import { serviceClient } from "../client.js";
 import { deviceOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
@@ -161,12 +161,89 @@ const abandon: Command = {
   },
 };
 
+const props: Command = {
+  name: "props",
+  summary: "Show a device's system properties (a read)",
+  usage: "farm device props [--device SERIAL]",
+  options: deviceOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.getProperties({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const sorted = Object.fromEntries(Object.entries(res.properties).sort(([a], [b]) => (a < b ? -1 : 1)));
+    ctx.printer.result({ properties: sorted }, () => Object.entries(sorted).map(([k, v]) => `[${k}]: [${v}]`).join("\n"));
+    return 0;
+  },
+};
+
+export const logcatCommand: Command = {
+  name: "logcat",
+  summary: "Read a device's log (the last lines, or since a time)",
+  usage: "farm logcat [--device SERIAL] [--lines N] [--since 'MM-DD HH:MM:SS.mmm']",
+  options: { ...deviceOptions, lines: { type: "string" }, since: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.readLogcat(
+      { target: target(parsed), lines: intFlag(parsed, "lines", 1, 10_000) ?? 0, since: stringFlag(parsed, "since") ?? "" },
+      { timeoutMs: session.timeoutMs },
+    );
+    ctx.printer.result({ text: res.text, truncated: res.truncated }, () => res.text.replace(/\n$/, ""));
+    return 0;
+  },
+};
+
+export const inputCommand: Command = {
+  name: "input",
+  summary: "Send input: tap X Y | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
+  usage: "farm input [--device SERIAL] tap X Y | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
+  options: deviceOptions,
+  positionals: true,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options, true);
+    const [what, ...rest] = parsed.positionals;
+    const num = (v: string | undefined, field: string) => {
+      if (v === undefined || !/^\d{1,5}$/.test(v)) throw new CliError(ErrorCodes.invalidArgument, `${field} must be a non-negative integer`, field);
+      return Number(v);
+    };
+    let kind: SendInputRequest["kind"];
+    if (what === "tap" && rest.length === 2) kind = { case: "tap", value: create(TapSchema, { x: num(rest[0], "x"), y: num(rest[1], "y") }) };
+    else if (what === "swipe" && (rest.length === 4 || rest.length === 5)) {
+      kind = { case: "swipe", value: create(SwipeSchema, { x1: num(rest[0], "x1"), y1: num(rest[1], "y1"), x2: num(rest[2], "x2"), y2: num(rest[3], "y2"), durationMs: rest[4] === undefined ? 0 : num(rest[4], "duration") }) };
+    } else if (what === "text" && rest.length >= 1) kind = { case: "text", value: rest.join(" ") };
+    else if (what === "key" && rest.length === 1) kind = { case: "key", value: rest[0] as string };
+    else throw new CliError(ErrorCodes.invalidArgument, `usage: ${this.usage}`, "input");
+    const { client, session } = open(ctx, parsed);
+    const res = await client.sendInput({ target: target(parsed), kind }, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `sent (action ${res.actionId})`);
+    return 0;
+  },
+};
+
+export const rebootCommand: Command = {
+  name: "reboot",
+  summary: "Reboot a device (a journaled mutation; proven later by a new boot id)",
+  usage: "farm reboot [--device SERIAL]",
+  options: deviceOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const { client, session } = open(ctx, parsed);
+    const res = await client.reboot({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `rebooting (action ${res.actionId})`);
+    return 0;
+  },
+};
+
 export const deviceGroup: CommandGroup = {
   name: "device",
   summary: "Act on one device: shell, setprop, pin, ownership, label",
   commands: [
     shell,
     setprop,
+    props,
+    inputCommand,
+    logcatCommand,
+    rebootCommand,
     pin,
     { name: "ownership", summary: "Device ownership: status, reconcile, receipt, abandon", commands: [status, reconcile, receipt, abandon] },
     labelGroup,

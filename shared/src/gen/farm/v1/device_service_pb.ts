@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/device_service.proto.
  */
 export const file_farm_v1_device_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxmYXJtL3YxL2RldmljZV9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIkEKDERldmljZVRhcmdldBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSLhAwoMQWN0aW9uUmVjb3JkEhEKCWFjdGlvbl9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSDAoEa2luZBgEIAEoCRIWCg5yZXF1ZXN0X3NoYTI1NhgFIAEoCRIUCgxyZXF1ZXN0X2pzb24YBiABKAkSDQoFc3RhdGUYByABKAkSFwoKZGlzcGF0Y2hlZBgIIAEoCEgAiAEBEhEKCWFtYmlndW91cxgJIAEoCBIPCgdib290X2lkGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1kZWFkbGluZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzZXR0bGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVjZWlwdF9qc29uGA4gASgJEhIKCnNldHRsZWRfYnkYDyABKAkSFgoOYWJhbmRvbl9yZWFzb24YECABKAkSFAoMYWJhbmRvbmVkX2J5GBEgASgJEhUKDWVycm9yX21lc3NhZ2UYEiABKAlCDQoLX2Rpc3BhdGNoZWQijAIKCU93bmVyc2hpcBITCgtwaHlzaWNhbF9pZBgBIAEoCRIOCgZzZXJpYWwYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSDgoGbG9ja2VkGAQgASgIEg4KBmhvbGRlchgFIAEoCRIpCgp1bnJlc29sdmVkGAYgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSJQoGcmVjZW50GAcgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSFwoPaWRlbnRpdHlfc3RhdHVzGAggASgJEg8KB2FsaWFzZXMYCSADKAkSLAoHaGlzdG9yeRgKIAMoCzIbLmZhcm0udjEuRGV2aWNlSGlzdG9yeUVudHJ5ImwKEkRldmljZUhpc3RvcnlFbnRyeRIOCgZzZXJpYWwYASABKAkSDAoEa2luZBgCIAEoCRIOCgZkZXRhaWwYAyABKAkSKAoEdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPAoTR2V0T3duZXJzaGlwUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCI9ChRHZXRPd25lcnNoaXBSZXNwb25zZRIlCglvd25lcnNoaXAYASABKAsyEi5mYXJtLnYxLk93bmVyc2hpcCJCChlSZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IpYBChpSZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRImCgdzZXR0bGVkGAEgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSKQoKdW5yZXNvbHZlZBgCIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEiUKCW93bmVyc2hpcBgDIAEoCzISLmZhcm0udjEuT3duZXJzaGlwIlMKF0dldEFjdGlvblJlY2VpcHRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCWFjdGlvbl9pZBgCIAEoCSJBChhHZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiYAoUQWJhbmRvbkFjdGlvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJYWN0aW9uX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSI+ChVBYmFuZG9uQWN0aW9uUmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiSQoPUnVuU2hlbGxSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Eg8KB2NvbW1hbmQYAiABKAkikwEKEFJ1blNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhEKCWV4aXRfY29kZRgCIAEoBRIOCgZzdGRvdXQYAyABKAwSDgoGc3RkZXJyGAQgASgMEhcKCmRpc3BhdGNoZWQYBSABKAhIAIgBARIRCglhbWJpZ3VvdXMYBiABKAhCDQoLX2Rpc3BhdGNoZWQiVwoSU2V0UHJvcGVydHlSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJjChNTZXRQcm9wZXJ0eVJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIkoKElBpbklkZW50aXR5UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsYWJlbBgCIAEoCSIqChNQaW5JZGVudGl0eVJlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJMrkECg1EZXZpY2VTZXJ2aWNlEksKDEdldE93bmVyc2hpcBIcLmZhcm0udjEuR2V0T3duZXJzaGlwUmVxdWVzdBodLmZhcm0udjEuR2V0T3duZXJzaGlwUmVzcG9uc2USXQoSUmVjb25jaWxlT3duZXJzaGlwEiIuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0GiMuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRJXChBHZXRBY3Rpb25SZWNlaXB0EiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBohLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlEk4KDUFiYW5kb25BY3Rpb24SHS5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXF1ZXN0Gh4uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVzcG9uc2USPwoIUnVuU2hlbGwSGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdBoZLmZhcm0udjEuUnVuU2hlbGxSZXNwb25zZRJICgtTZXRQcm9wZXJ0eRIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0GhwuZmFybS52MS5TZXRQcm9wZXJ0eVJlc3BvbnNlEkgKC1BpbklkZW50aXR5EhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3QaHC5mYXJtLnYxLlBpbklkZW50aXR5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChxmYXJtL3YxL2RldmljZV9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIkEKDERldmljZVRhcmdldBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSLhAwoMQWN0aW9uUmVjb3JkEhEKCWFjdGlvbl9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSDAoEa2luZBgEIAEoCRIWCg5yZXF1ZXN0X3NoYTI1NhgFIAEoCRIUCgxyZXF1ZXN0X2pzb24YBiABKAkSDQoFc3RhdGUYByABKAkSFwoKZGlzcGF0Y2hlZBgIIAEoCEgAiAEBEhEKCWFtYmlndW91cxgJIAEoCBIPCgdib290X2lkGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1kZWFkbGluZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzZXR0bGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVjZWlwdF9qc29uGA4gASgJEhIKCnNldHRsZWRfYnkYDyABKAkSFgoOYWJhbmRvbl9yZWFzb24YECABKAkSFAoMYWJhbmRvbmVkX2J5GBEgASgJEhUKDWVycm9yX21lc3NhZ2UYEiABKAlCDQoLX2Rpc3BhdGNoZWQijAIKCU93bmVyc2hpcBITCgtwaHlzaWNhbF9pZBgBIAEoCRIOCgZzZXJpYWwYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSDgoGbG9ja2VkGAQgASgIEg4KBmhvbGRlchgFIAEoCRIpCgp1bnJlc29sdmVkGAYgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSJQoGcmVjZW50GAcgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSFwoPaWRlbnRpdHlfc3RhdHVzGAggASgJEg8KB2FsaWFzZXMYCSADKAkSLAoHaGlzdG9yeRgKIAMoCzIbLmZhcm0udjEuRGV2aWNlSGlzdG9yeUVudHJ5ImwKEkRldmljZUhpc3RvcnlFbnRyeRIOCgZzZXJpYWwYASABKAkSDAoEa2luZBgCIAEoCRIOCgZkZXRhaWwYAyABKAkSKAoEdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPAoTR2V0T3duZXJzaGlwUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCI9ChRHZXRPd25lcnNoaXBSZXNwb25zZRIlCglvd25lcnNoaXAYASABKAsyEi5mYXJtLnYxLk93bmVyc2hpcCJCChlSZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IpYBChpSZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRImCgdzZXR0bGVkGAEgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSKQoKdW5yZXNvbHZlZBgCIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEiUKCW93bmVyc2hpcBgDIAEoCzISLmZhcm0udjEuT3duZXJzaGlwIlMKF0dldEFjdGlvblJlY2VpcHRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCWFjdGlvbl9pZBgCIAEoCSJBChhHZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiYAoUQWJhbmRvbkFjdGlvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJYWN0aW9uX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSI+ChVBYmFuZG9uQWN0aW9uUmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiSQoPUnVuU2hlbGxSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Eg8KB2NvbW1hbmQYAiABKAkikwEKEFJ1blNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhEKCWV4aXRfY29kZRgCIAEoBRIOCgZzdGRvdXQYAyABKAwSDgoGc3RkZXJyGAQgASgMEhcKCmRpc3BhdGNoZWQYBSABKAhIAIgBARIRCglhbWJpZ3VvdXMYBiABKAhCDQoLX2Rpc3BhdGNoZWQiVwoSU2V0UHJvcGVydHlSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJjChNTZXRQcm9wZXJ0eVJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIkoKElBpbklkZW50aXR5UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsYWJlbBgCIAEoCSIqChNQaW5JZGVudGl0eVJlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJIj0KFEdldFByb3BlcnRpZXNSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Io4BChVHZXRQcm9wZXJ0aWVzUmVzcG9uc2USQgoKcHJvcGVydGllcxgBIAMoCzIuLmZhcm0udjEuR2V0UHJvcGVydGllc1Jlc3BvbnNlLlByb3BlcnRpZXNFbnRyeRoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJYChFSZWFkTG9nY2F0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsaW5lcxgCIAEoDRINCgVzaW5jZRgDIAEoCSI1ChJSZWFkTG9nY2F0UmVzcG9uc2USDAoEdGV4dBgBIAEoCRIRCgl0cnVuY2F0ZWQYAiABKAgingEKEFNlbmRJbnB1dFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSGwoDdGFwGAIgASgLMgwuZmFybS52MS5UYXBIABIfCgVzd2lwZRgDIAEoCzIOLmZhcm0udjEuU3dpcGVIABIOCgR0ZXh0GAQgASgJSAASDQoDa2V5GAUgASgJSABCBgoEa2luZCIbCgNUYXASCQoBeBgBIAEoDRIJCgF5GAIgASgNIkwKBVN3aXBlEgoKAngxGAEgASgNEgoKAnkxGAIgASgNEgoKAngyGAMgASgNEgoKAnkyGAQgASgNEhMKC2R1cmF0aW9uX21zGAUgASgNImEKEVNlbmRJbnB1dFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIjYKDVJlYm9vdFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQiXgoOUmVib290UmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhcKCmRpc3BhdGNoZWQYAiABKAhIAIgBARIRCglhbWJpZ3VvdXMYAyABKAhCDQoLX2Rpc3BhdGNoZWQyzwYKDURldmljZVNlcnZpY2USSwoMR2V0T3duZXJzaGlwEhwuZmFybS52MS5HZXRPd25lcnNoaXBSZXF1ZXN0Gh0uZmFybS52MS5HZXRPd25lcnNoaXBSZXNwb25zZRJdChJSZWNvbmNpbGVPd25lcnNoaXASIi5mYXJtLnYxLlJlY29uY2lsZU93bmVyc2hpcFJlcXVlc3QaIy5mYXJtLnYxLlJlY29uY2lsZU93bmVyc2hpcFJlc3BvbnNlElcKEEdldEFjdGlvblJlY2VpcHQSIC5mYXJtLnYxLkdldEFjdGlvblJlY2VpcHRSZXF1ZXN0GiEuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2USTgoNQWJhbmRvbkFjdGlvbhIdLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlcXVlc3QaHi5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXNwb25zZRI/CghSdW5TaGVsbBIYLmZhcm0udjEuUnVuU2hlbGxSZXF1ZXN0GhkuZmFybS52MS5SdW5TaGVsbFJlc3BvbnNlEkgKC1NldFByb3BlcnR5EhsuZmFybS52MS5TZXRQcm9wZXJ0eVJlcXVlc3QaHC5mYXJtLnYxLlNldFByb3BlcnR5UmVzcG9uc2USSAoLUGluSWRlbnRpdHkSGy5mYXJtLnYxLlBpbklkZW50aXR5UmVxdWVzdBocLmZhcm0udjEuUGluSWRlbnRpdHlSZXNwb25zZRJOCg1HZXRQcm9wZXJ0aWVzEh0uZmFybS52MS5HZXRQcm9wZXJ0aWVzUmVxdWVzdBoeLmZhcm0udjEuR2V0UHJvcGVydGllc1Jlc3BvbnNlEkUKClJlYWRMb2djYXQSGi5mYXJtLnYxLlJlYWRMb2djYXRSZXF1ZXN0GhsuZmFybS52MS5SZWFkTG9nY2F0UmVzcG9uc2USQgoJU2VuZElucHV0EhkuZmFybS52MS5TZW5kSW5wdXRSZXF1ZXN0GhouZmFybS52MS5TZW5kSW5wdXRSZXNwb25zZRI5CgZSZWJvb3QSFi5mYXJtLnYxLlJlYm9vdFJlcXVlc3QaFy5mYXJtLnYxLlJlYm9vdFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Names one adb serial; `agent` (id or name) disambiguates a serial that
@@ -598,6 +598,271 @@ export const PinIdentityResponseSchema: GenMessage<PinIdentityResponse> = /*@__P
   messageDesc(file_farm_v1_device_service, 17);
 
 /**
+ * @generated from message farm.v1.GetPropertiesRequest
+ */
+export type GetPropertiesRequest = Message<"farm.v1.GetPropertiesRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+};
+
+/**
+ * Describes the message farm.v1.GetPropertiesRequest.
+ * Use `create(GetPropertiesRequestSchema)` to create a new message.
+ */
+export const GetPropertiesRequestSchema: GenMessage<GetPropertiesRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 18);
+
+/**
+ * @generated from message farm.v1.GetPropertiesResponse
+ */
+export type GetPropertiesResponse = Message<"farm.v1.GetPropertiesResponse"> & {
+  /**
+   * @generated from field: map<string, string> properties = 1;
+   */
+  properties: { [key: string]: string };
+};
+
+/**
+ * Describes the message farm.v1.GetPropertiesResponse.
+ * Use `create(GetPropertiesResponseSchema)` to create a new message.
+ */
+export const GetPropertiesResponseSchema: GenMessage<GetPropertiesResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 19);
+
+/**
+ * @generated from message farm.v1.ReadLogcatRequest
+ */
+export type ReadLogcatRequest = Message<"farm.v1.ReadLogcatRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * Last N lines (1..10000); 0 means 500.
+   *
+   * @generated from field: uint32 lines = 2;
+   */
+  lines: number;
+
+  /**
+   * logcat -T time, e.g. "2026-11-30 06:00:00.000" or "01-01 00:00:00.000"; empty for none.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+};
+
+/**
+ * Describes the message farm.v1.ReadLogcatRequest.
+ * Use `create(ReadLogcatRequestSchema)` to create a new message.
+ */
+export const ReadLogcatRequestSchema: GenMessage<ReadLogcatRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 20);
+
+/**
+ * @generated from message farm.v1.ReadLogcatResponse
+ */
+export type ReadLogcatResponse = Message<"farm.v1.ReadLogcatResponse"> & {
+  /**
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * @generated from field: bool truncated = 2;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message farm.v1.ReadLogcatResponse.
+ * Use `create(ReadLogcatResponseSchema)` to create a new message.
+ */
+export const ReadLogcatResponseSchema: GenMessage<ReadLogcatResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 21);
+
+/**
+ * @generated from message farm.v1.SendInputRequest
+ */
+export type SendInputRequest = Message<"farm.v1.SendInputRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from oneof farm.v1.SendInputRequest.kind
+   */
+  kind: {
+    /**
+     * @generated from field: farm.v1.Tap tap = 2;
+     */
+    value: Tap;
+    case: "tap";
+  } | {
+    /**
+     * @generated from field: farm.v1.Swipe swipe = 3;
+     */
+    value: Swipe;
+    case: "swipe";
+  } | {
+    /**
+     * @generated from field: string text = 4;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * Android key code (number or KEYCODE_* name).
+     *
+     * @generated from field: string key = 5;
+     */
+    value: string;
+    case: "key";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.SendInputRequest.
+ * Use `create(SendInputRequestSchema)` to create a new message.
+ */
+export const SendInputRequestSchema: GenMessage<SendInputRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 22);
+
+/**
+ * @generated from message farm.v1.Tap
+ */
+export type Tap = Message<"farm.v1.Tap"> & {
+  /**
+   * @generated from field: uint32 x = 1;
+   */
+  x: number;
+
+  /**
+   * @generated from field: uint32 y = 2;
+   */
+  y: number;
+};
+
+/**
+ * Describes the message farm.v1.Tap.
+ * Use `create(TapSchema)` to create a new message.
+ */
+export const TapSchema: GenMessage<Tap> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 23);
+
+/**
+ * @generated from message farm.v1.Swipe
+ */
+export type Swipe = Message<"farm.v1.Swipe"> & {
+  /**
+   * @generated from field: uint32 x1 = 1;
+   */
+  x1: number;
+
+  /**
+   * @generated from field: uint32 y1 = 2;
+   */
+  y1: number;
+
+  /**
+   * @generated from field: uint32 x2 = 3;
+   */
+  x2: number;
+
+  /**
+   * @generated from field: uint32 y2 = 4;
+   */
+  y2: number;
+
+  /**
+   * @generated from field: uint32 duration_ms = 5;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message farm.v1.Swipe.
+ * Use `create(SwipeSchema)` to create a new message.
+ */
+export const SwipeSchema: GenMessage<Swipe> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 24);
+
+/**
+ * @generated from message farm.v1.SendInputResponse
+ */
+export type SendInputResponse = Message<"farm.v1.SendInputResponse"> & {
+  /**
+   * @generated from field: string action_id = 1;
+   */
+  actionId: string;
+
+  /**
+   * @generated from field: optional bool dispatched = 2;
+   */
+  dispatched?: boolean | undefined;
+
+  /**
+   * @generated from field: bool ambiguous = 3;
+   */
+  ambiguous: boolean;
+};
+
+/**
+ * Describes the message farm.v1.SendInputResponse.
+ * Use `create(SendInputResponseSchema)` to create a new message.
+ */
+export const SendInputResponseSchema: GenMessage<SendInputResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 25);
+
+/**
+ * @generated from message farm.v1.RebootRequest
+ */
+export type RebootRequest = Message<"farm.v1.RebootRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+};
+
+/**
+ * Describes the message farm.v1.RebootRequest.
+ * Use `create(RebootRequestSchema)` to create a new message.
+ */
+export const RebootRequestSchema: GenMessage<RebootRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 26);
+
+/**
+ * @generated from message farm.v1.RebootResponse
+ */
+export type RebootResponse = Message<"farm.v1.RebootResponse"> & {
+  /**
+   * @generated from field: string action_id = 1;
+   */
+  actionId: string;
+
+  /**
+   * @generated from field: optional bool dispatched = 2;
+   */
+  dispatched?: boolean | undefined;
+
+  /**
+   * @generated from field: bool ambiguous = 3;
+   */
+  ambiguous: boolean;
+};
+
+/**
+ * Describes the message farm.v1.RebootResponse.
+ * Use `create(RebootResponseSchema)` to create a new message.
+ */
+export const RebootResponseSchema: GenMessage<RebootResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 27);
+
+/**
  * Actions on one device, routed by the coordinator to exactly the agent and
  * adb serial the caller named. Ownership (lock + journal) is kept by the
  * agent, keyed by the physical device.
@@ -660,6 +925,38 @@ export const DeviceService: GenService<{
     methodKind: "unary";
     input: typeof PinIdentityRequestSchema;
     output: typeof PinIdentityResponseSchema;
+  },
+  /**
+   * @generated from rpc farm.v1.DeviceService.GetProperties
+   */
+  getProperties: {
+    methodKind: "unary";
+    input: typeof GetPropertiesRequestSchema;
+    output: typeof GetPropertiesResponseSchema;
+  },
+  /**
+   * @generated from rpc farm.v1.DeviceService.ReadLogcat
+   */
+  readLogcat: {
+    methodKind: "unary";
+    input: typeof ReadLogcatRequestSchema;
+    output: typeof ReadLogcatResponseSchema;
+  },
+  /**
+   * @generated from rpc farm.v1.DeviceService.SendInput
+   */
+  sendInput: {
+    methodKind: "unary";
+    input: typeof SendInputRequestSchema;
+    output: typeof SendInputResponseSchema;
+  },
+  /**
+   * @generated from rpc farm.v1.DeviceService.Reboot
+   */
+  reboot: {
+    methodKind: "unary";
+    input: typeof RebootRequestSchema;
+    output: typeof RebootResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_device_service, 0);
