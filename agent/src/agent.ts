@@ -16,6 +16,7 @@ import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
 import { inputAction } from "./actions/input-action.js";
 import { rebootAction } from "./actions/reboot-action.js";
+import { interactiveShellAction } from "./actions/interactive-shell-action.js";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -92,6 +93,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     setProp: setPropAction(opts.adb),
     input: inputAction(opts.adb),
     reboot: rebootAction(opts.adb),
+    interactiveShell: interactiveShellAction(opts.adb, transport),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: { id: identity.id, host: hostname(), version: FARM_VERSION } },
   };

@@ -8,6 +8,7 @@ import { shellV2 } from "./adb-shell.js";
 import { parseGetprop } from "./evidence/device-observations.js";
 import { shQuote } from "./actions/shell-quote.js";
 import type { InputRequest } from "./actions/input-action.js";
+import type { InteractiveShellRequest } from "./actions/interactive-shell-action.js";
 import { DeviceOwnership, toRecord, type ActionKind } from "./device-ownership.js";
 import type { DeviceWatcher } from "./device-watcher.js";
 import type { PinStore } from "./pin-store.js";
@@ -25,6 +26,7 @@ export interface CommandHandlerDeps {
   setProp: ActionKind<SetPropRequest, Record<string, never>>;
   input: ActionKind<InputRequest, Record<string, never>>;
   reboot: ActionKind<Record<string, never>, Record<string, never>>;
+  interactiveShell: ActionKind<InteractiveShellRequest, { exitCode: number }>;
   log: Logger;
   evidence: EvidenceDeps;
 }
@@ -119,6 +121,20 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         const v = cmd.kind.value;
         const { action } = await deps.ownership.run(deps.reboot, {}, ctx(v.target));
         return result({ case: "reboot", value: { actionId: action.actionId, dispatched: true, ambiguous: false } });
+      }
+      case "openShell": {
+        const v = cmd.kind.value;
+        let started!: (id: string) => void;
+        const startedPromise = new Promise<string>((resolve) => (started = resolve));
+        // The session outlives this command: it runs until the terminal exits.
+        const session = deps.ownership.run(
+          deps.interactiveShell,
+          { command: v, onStarted: (id) => started(id) },
+          { ...ctx(v.target), runDeadlineMs: Date.now() + 24 * 3_600_000 },
+        );
+        session.catch((err: unknown) => deps.log.warn("interactive shell ended with an error", { error: (err as Error).message }));
+        const actionId = await Promise.race([startedPromise, session.then(() => { throw new Error("the shell ended before it started"); })]);
+        return result({ case: "openShell", value: { actionId } });
       }
       case "captureEvidence":
         return result({ case: "captureEvidence", value: await captureEvidence(cmd.kind.value, cmd.commandId, deps.watcher, deps.evidence, deps.log) });

@@ -50,7 +50,10 @@ export class ActionFailed extends Error {
 
 export interface ActionContext {
   serial: string;
+  /** Until when to wait for the device lock, and (by default) for the action. */
   deadlineMs: number;
+  /** A longer bound for the action itself (interactive sessions). */
+  runDeadlineMs?: number;
   requestedBy: string;
 }
 
@@ -128,11 +131,11 @@ export class DeviceOwnership {
         kind: kind.kind,
         request: kind.journalRequest(req),
         bootId: device.facts.bootId,
-        deadlineAt: ctx.deadlineMs,
+        deadlineAt: ctx.runDeadlineMs ?? ctx.deadlineMs,
         requestedBy: ctx.requestedBy,
       });
       const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), Math.max(0, ctx.deadlineMs - Date.now()));
+      const timer = setTimeout(() => abort.abort(), Math.max(0, (ctx.runDeadlineMs ?? ctx.deadlineMs) - Date.now()));
       try {
         const { result, receipt } = await kind.dispatch(device, req, action, abort.signal);
         return { action: this.deps.journal.settle(action.actionId, receipt, "completed"), result };

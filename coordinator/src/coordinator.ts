@@ -25,6 +25,10 @@ import { registerActivityService } from "./activity-service.js";
 import { LeaseManager } from "./lease-manager.js";
 import { ActivityLog } from "./activity-log.js";
 import { IdempotencyCache } from "./idempotency-cache.js";
+import { ShellRelay } from "./shell-relay.js";
+import { registerShellService, registerAgentShellService } from "./shell-service.js";
+import { ShellService } from "@farm/shared/gen/farm/v1/shell_service_pb";
+import { AgentShellService } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { registerEvidenceService } from "./evidence-service.js";
@@ -63,6 +67,8 @@ const rules: Record<string, AccessRule> = {
   [DeviceService.typeName]: { kind: "user" },
   [LeaseService.typeName]: { kind: "user" },
   [ActivityService.typeName]: { kind: "user" },
+  [ShellService.typeName]: { kind: "user" },
+  [AgentShellService.typeName]: { kind: "agent" },
   [EvidenceService.typeName]: { kind: "user" },
   [AgentEvidenceService.typeName]: { kind: "agent" },
 };
@@ -77,6 +83,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const leases = new LeaseManager(database.db, registry, log);
   const activity = new ActivityLog(database.db);
   const idempotency = new IdempotencyCache();
+  const shellRelay = new ShellRelay();
   const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
   await evidenceStore.init();
 
@@ -94,6 +101,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerDeviceService(router, { registry, leases, activity, idempotency, log });
       registerLeaseService(router, { leases, registry });
       registerActivityService(router, { activity });
+      registerShellService(router, { registry, leases, activity, relay: shellRelay, log });
+      registerAgentShellService(router, { relay: shellRelay });
       registerEvidenceService(router, { registry, store: evidenceStore, log });
       registerAgentEvidenceService(router, { store: evidenceStore, log });
     },

@@ -6,7 +6,7 @@ import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/devic
 import type { AgentCommand, CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
-import type { Registry } from "./registry.js";
+import type { Registry, Route } from "./registry.js";
 import type { LeaseManager } from "./lease-manager.js";
 import type { ActivityLog } from "./activity-log.js";
 import type { IdempotencyCache } from "./idempotency-cache.js";
@@ -61,23 +61,10 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const principal = requirePrincipal(ctx);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("serial", "a device serial is required");
-    const r = deps.registry.route(serial, req.target?.agent ?? "");
+    const r = routeFor(deps, serial, req.target?.agent ?? "", mutations.has(kind), ctx.requestHeader.get("x-farm-lease"));
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
-    if (mutations.has(kind)) {
-      if (r.identityStatus === "duplicate") {
-        throw farmError(
-          Code.FailedPrecondition,
-          ErrorCodes.duplicateIdentity,
-          `device ${serial} shares its identity (${r.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
-          "serial",
-          { dispatched: false, ambiguous: false },
-        );
-      }
-      entry.leaseId = deps.leases.authorize(r.physicalId, ctx.requestHeader.get("x-farm-lease")).leaseId;
-    } else {
-      entry.leaseId = deps.leases.leaseOf(r.physicalId)?.leaseId ?? "";
-    }
+    entry.leaseId = r.leaseId;
     const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
     const callerDeadline = Date.now() + budget;
     const agentDeadline = callerDeadline - Math.min(1_000, budget * 0.1);
@@ -109,6 +96,32 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     sendInput: (req, ctx) => route("sendInput", req, ctx),
     reboot: (req, ctx) => route("reboot", req, ctx),
   });
+}
+
+/**
+ * The route for a call on one serial, checked: exactly the agent that
+ * reports it, and for a mutation the caller's lease on its physical device
+ * (and no duplicate identity).
+ */
+export function routeFor(
+  deps: { registry: Registry; leases: LeaseManager },
+  serial: string,
+  agent: string,
+  mutation: boolean,
+  leaseToken: string | null,
+): Route & { leaseId: string } {
+  const r = deps.registry.route(serial, agent);
+  if (!mutation) return { ...r, leaseId: deps.leases.leaseOf(r.physicalId)?.leaseId ?? "" };
+  if (r.identityStatus === "duplicate") {
+    throw farmError(
+      Code.FailedPrecondition,
+      ErrorCodes.duplicateIdentity,
+      `device ${serial} shares its identity (${r.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
+      "serial",
+      { dispatched: false, ambiguous: false },
+    );
+  }
+  return { ...r, leaseId: deps.leases.authorize(r.physicalId, leaseToken).leaseId };
 }
 
 /** Commands that change a device: they need the caller's lease. */

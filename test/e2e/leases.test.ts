@@ -3,6 +3,7 @@
  * adb server, simulated phones, the CLI and plain Connect clients.
  */
 import { spawn } from "node:child_process";
+import { spawn as ptySpawn } from "node-pty";
 import { readFile } from "node:fs/promises";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -226,6 +227,38 @@ describe("routing", () => {
     }, { timeoutMs: 30_000 });
     const receipt = await farm(["device", "ownership", "receipt", "--action-id", String(reboot.json["actionId"])], leased);
     expect(receipt.json["action"]).toMatchObject({ kind: "reboot", state: "settled" });
+    await farm(["lease", "release", "--lease", held.lease?.token as string], lab.env);
+  });
+
+  it("runs an interactive shell through a pseudo-terminal: typing, output, resize, exit code", async () => {
+    const phone = phones[9] as { device: SimDevice; serial: string };
+    const held = await acquireJson(["--device", phone.serial]);
+    const term = ptySpawn(process.execPath, [farmBin, "shell", "--device", phone.serial], {
+      cols: 100,
+      rows: 30,
+      env: { ...process.env, ...lab.env, FARM_LEASE: held.lease?.token as string, TERM: "xterm" } as Record<string, string>,
+    });
+    let screen = "";
+    term.onData((d) => (screen += d));
+    const exit = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+    const seen = (text: string) => waitFor(`"${text}" on the terminal`, () => (screen.includes(text) ? true : undefined), { intervalMs: 20 });
+    await seen("$ ");
+    // The terminal echoes what is typed; only the shell's output expands $V.
+    term.write("V=out; echo typed-$V\r");
+    await seen("typed-out");
+    term.write("stty size\r");
+    await seen("30 100");
+    term.resize(120, 40);
+    await new Promise((r) => setTimeout(r, 300));
+    term.write("stty size\r");
+    await seen("40 120");
+    term.write("exit 3\r");
+    expect(await exit).toBe(3);
+    const entries = (await farm(["activity", "--device", phone.serial], lab.env)).json["entries"] as { command: string; outcome: string }[];
+    expect(entries.some((e) => e.command === "openShell" && e.outcome === "ok")).toBe(true);
+    const status = await farm(["device", "ownership", "status", "--device", phone.serial], lab.env);
+    const recent = (status.json["ownership"] as { recent: { kind: string; state: string; receiptJson: string }[] }).recent;
+    expect(recent.find((a) => a.kind === "interactive-shell")).toMatchObject({ state: "settled" });
     await farm(["lease", "release", "--lease", held.lease?.token as string], lab.env);
   });
 

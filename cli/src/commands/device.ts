@@ -35,15 +35,18 @@ function actionLine(a: ActionRecord): string[] {
 const shell: Command = {
   name: "shell",
   summary: "Run a shell command on a device (a journaled mutation)",
-  usage: "farm device shell --device SERIAL [--agent NAME] -- COMMAND...",
+  usage: "farm device shell --device SERIAL [--agent NAME] [-- COMMAND...]   (no command: an interactive terminal)",
   options: deviceOptions,
   positionals: true,
   async run(ctx) {
     const dash = ctx.args.indexOf("--");
     const parsed = parseFlags(dash < 0 ? ctx.args : ctx.args.slice(0, dash), this.options, true);
     const words = dash < 0 ? parsed.positionals : [...parsed.positionals, ...ctx.args.slice(dash + 1)];
-    if (words.length === 0) throw new CliError(ErrorCodes.invalidArgument, "give the command after --", "command");
     const { client, session } = open(ctx, parsed);
+    if (words.length === 0) {
+      const { runInteractiveShell } = await import("../interactive-shell.js");
+      return runInteractiveShell(session.config, target(parsed), stringFlag(parsed, "lease") || ctx.env["FARM_LEASE"] || undefined);
+    }
     const res = await client.runShell({ target: target(parsed), command: words.join(" ") }, { timeoutMs: session.timeoutMs });
     const stdout = Buffer.from(res.stdout).toString("utf8");
     const stderr = Buffer.from(res.stderr).toString("utf8");
@@ -251,4 +254,4 @@ export const deviceGroup: CommandGroup = {
 };
 
 /** `farm shell`: the same command at top level, for use inside `farm lease run`. */
-export const shellCommand: Command = { ...shell, usage: "farm shell [--device SERIAL] -- COMMAND..." };
+export const shellCommand: Command = { ...shell, usage: "farm shell [--device SERIAL] [-- COMMAND...]   (no command: an interactive terminal)" };

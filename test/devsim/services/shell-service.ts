@@ -39,7 +39,7 @@ export async function runShellSession(stream: ServiceStream, device: ServiceDevi
   const stderr = request.v2 ? (request.pty ? onlcr(v2Sink(stream, ShellPacketId.STDERR)) : v2Sink(stream, ShellPacketId.STDERR)) : stdout;
   void pumpInput(stream, stdin, request, stdout, terminal).catch(() => stdin.close());
 
-  const shell = new Shell({ device: device.state, stdin, stdout, stderr, signal: stream.signal });
+  const shell = new Shell({ device: device.state, stdin, stdout, stderr, signal: stream.signal, ...(request.pty ? { terminal } : {}) });
   // Without a command, sh reads its script from stdin (with a prompt on a terminal).
   const prompt = request.pty ? `${device.state.props.get('ro.product.device') ?? 'localhost'}:/ $ ` : undefined;
   const status = request.command !== '' ? await shell.run(request.command) : await runInteractive(shell, stdin, stdout, prompt);

@@ -29,6 +29,8 @@ export interface CommandContext {
   caller: Caller;
   /** Working directory; relative paths resolve against it. */
   cwd: string;
+  /** Set when the session has a terminal (pty). */
+  terminal?: { rows: number; cols: number };
   /** Runs another command (argv, no shell parsing) with the same IO unless overridden. */
   runCommand(argv: readonly string[], overrides?: RunOverrides): Promise<number>;
   /** Runs shell text in a child sh (sh -c), with the same IO unless overridden. */

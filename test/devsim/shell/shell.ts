@@ -24,6 +24,8 @@ export interface ShellOptions {
   caller?: Caller;
   /** Initial working directory (default /). */
   cwd?: string;
+  /** The session's terminal (pty sessions only), updated by window-size packets. */
+  terminal?: { rows: number; cols: number };
 }
 
 /** Exit status of a shell killed by SIGHUP, what adbd's child sees when the host hangs up. */
@@ -215,6 +217,7 @@ export class Shell {
         signal: this.signal,
         caller,
         cwd,
+        ...(this.options.terminal ? { terminal: this.options.terminal } : {}),
         runCommand: (argv, next = {}) => {
           const [command, ...rest] = argv;
           if (command === undefined) return Promise.resolve(0);

@@ -26,6 +26,7 @@ import { headCommand, tailCommand } from './head-tail.js';
 import { screenrecordCommand } from './screenrecord.js';
 import { logcatCommand } from './logcat.js';
 import { idCommand, whoamiCommand } from './id.js';
+import { sttyCommand } from './stty.js';
 
 /**
  * Commands the simulated shell knows, by name. Add a command by writing a
@@ -37,6 +38,7 @@ export const DEFAULT_COMMANDS: CommandTable = new Map<string, ShellCommand>([
   ['false', falseCommand],
   ['exit', exitCommand],
   ['echo', echoCommand],
+  ['stty', sttyCommand],
   ['sleep', sleepCommand],
   ['getprop', getpropCommand],
   ['setprop', setpropCommand],

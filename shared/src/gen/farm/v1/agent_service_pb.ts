@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AbandonActionRequest, AbandonActionResponse, GetActionReceiptRequest, GetActionReceiptResponse, GetOwnershipRequest, GetOwnershipResponse, GetPropertiesRequest, GetPropertiesResponse, PinIdentityRequest, PinIdentityResponse, ReadLogcatRequest, ReadLogcatResponse, RebootRequest, RebootResponse, ReconcileOwnershipRequest, ReconcileOwnershipResponse, RunShellRequest, RunShellResponse, SendInputRequest, SendInputResponse, SetPropertyRequest, SetPropertyResponse } from "./device_service_pb.js";
+import type { AbandonActionRequest, AbandonActionResponse, DeviceTarget, GetActionReceiptRequest, GetActionReceiptResponse, GetOwnershipRequest, GetOwnershipResponse, GetPropertiesRequest, GetPropertiesResponse, PinIdentityRequest, PinIdentityResponse, ReadLogcatRequest, ReadLogcatResponse, RebootRequest, RebootResponse, ReconcileOwnershipRequest, ReconcileOwnershipResponse, RunShellRequest, RunShellResponse, SendInputRequest, SendInputResponse, SetPropertyRequest, SetPropertyResponse } from "./device_service_pb.js";
 import { file_farm_v1_device_service } from "./device_service_pb.js";
 import type { ErrorDetail } from "./error_pb.js";
 import { file_farm_v1_error } from "./error_pb.js";
@@ -12,13 +12,15 @@ import type { CaptureEvidenceRequest, CaptureEvidenceResponse } from "./evidence
 import { file_farm_v1_evidence_service } from "./evidence_service_pb.js";
 import type { DeviceProperties } from "./registry_pb.js";
 import { file_farm_v1_registry } from "./registry_pb.js";
+import type { TerminalSize } from "./shell_pb.js";
+import { file_farm_v1_shell } from "./shell_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEipQIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASMAoOY29tbWFuZF9yZXN1bHQYBSABKAsyFi5mYXJtLnYxLkNvbW1hbmRSZXN1bHRIABIsCgxkZXZpY2VfZXZlbnQYBiABKAsyFC5mYXJtLnYxLkRldmljZUV2ZW50SABCBgoEa2luZCJ0Cg5BdHRhY2hSZXNwb25zZRIwCg5oZWxsb19hY2NlcHRlZBgBIAEoCzIWLmZhcm0udjEuSGVsbG9BY2NlcHRlZEgAEigKB2NvbW1hbmQYAiABKAsyFS5mYXJtLnYxLkFnZW50Q29tbWFuZEgAQgYKBGtpbmQihgYKDEFnZW50Q29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFAoMcmVxdWVzdGVkX2J5GAMgASgJEhoKEnJlcXVlc3RlZF9ieV9hZG1pbhgEIAEoCBI1Cg1nZXRfb3duZXJzaGlwGAogASgLMhwuZmFybS52MS5HZXRPd25lcnNoaXBSZXF1ZXN0SAASQQoTcmVjb25jaWxlX293bmVyc2hpcBgLIAEoCzIiLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdEgAEj4KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIgLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlcXVlc3RIABI3Cg5hYmFuZG9uX2FjdGlvbhgNIAEoCzIdLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlcXVlc3RIABItCglydW5fc2hlbGwYDiABKAsyGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdEgAEjMKDHNldF9wcm9wZXJ0eRgPIAEoCzIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0SAASMwoMcGluX2lkZW50aXR5GBAgASgLMhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3RIABI7ChBjYXB0dXJlX2V2aWRlbmNlGBEgASgLMh8uZmFybS52MS5DYXB0dXJlRXZpZGVuY2VSZXF1ZXN0SAASNwoOZ2V0X3Byb3BlcnRpZXMYEiABKAsyHS5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXF1ZXN0SAASMQoLcmVhZF9sb2djYXQYEyABKAsyGi5mYXJtLnYxLlJlYWRMb2djYXRSZXF1ZXN0SAASLwoKc2VuZF9pbnB1dBgUIAEoCzIZLmZhcm0udjEuU2VuZElucHV0UmVxdWVzdEgAEigKBnJlYm9vdBgVIAEoCzIWLmZhcm0udjEuUmVib290UmVxdWVzdEgAQgYKBGtpbmQi7wUKDUNvbW1hbmRSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRImCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9ySAASNgoNZ2V0X293bmVyc2hpcBgKIAEoCzIdLmZhcm0udjEuR2V0T3duZXJzaGlwUmVzcG9uc2VIABJCChNyZWNvbmNpbGVfb3duZXJzaGlwGAsgASgLMiMuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZUgAEj8KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIhLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlSAASOAoOYWJhbmRvbl9hY3Rpb24YDSABKAsyHi5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXNwb25zZUgAEi4KCXJ1bl9zaGVsbBgOIAEoCzIZLmZhcm0udjEuUnVuU2hlbGxSZXNwb25zZUgAEjQKDHNldF9wcm9wZXJ0eRgPIAEoCzIcLmZhcm0udjEuU2V0UHJvcGVydHlSZXNwb25zZUgAEjQKDHBpbl9pZGVudGl0eRgQIAEoCzIcLmZhcm0udjEuUGluSWRlbnRpdHlSZXNwb25zZUgAEjwKEGNhcHR1cmVfZXZpZGVuY2UYESABKAsyIC5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlc3BvbnNlSAASOAoOZ2V0X3Byb3BlcnRpZXMYEiABKAsyHi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZUgAEjIKC3JlYWRfbG9nY2F0GBMgASgLMhsuZmFybS52MS5SZWFkTG9nY2F0UmVzcG9uc2VIABIwCgpzZW5kX2lucHV0GBQgASgLMhouZmFybS52MS5TZW5kSW5wdXRSZXNwb25zZUgAEikKBnJlYm9vdBgVIAEoCzIXLmZhcm0udjEuUmVib290UmVzcG9uc2VIAEIGCgRraW5kIkUKDENvbW1hbmRFcnJvchIkCgZkZXRhaWwYASABKAsyFC5mYXJtLnYxLkVycm9yRGV0YWlsEg8KB21lc3NhZ2UYAiABKAkiZgoLRGV2aWNlRXZlbnQSDgoGc2VyaWFsGAEgASgJEhMKC3BoeXNpY2FsX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSDgoGZGV0YWlsGAQgASgJEhQKDHRpbWVfdW5peF9tcxgFIAEoAyKjAQoKQWdlbnRIZWxsbxIQCghhZ2VudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SFQoNYWdlbnRfdmVyc2lvbhgFIAEoCRITCgthZGJfdmVyc2lvbhgGIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYByABKA0iRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJNCgxBZ2VudFNlcnZpY2USPQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSgBMAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_evidence_service, file_farm_v1_registry]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEipQIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASMAoOY29tbWFuZF9yZXN1bHQYBSABKAsyFi5mYXJtLnYxLkNvbW1hbmRSZXN1bHRIABIsCgxkZXZpY2VfZXZlbnQYBiABKAsyFC5mYXJtLnYxLkRldmljZUV2ZW50SABCBgoEa2luZCJ0Cg5BdHRhY2hSZXNwb25zZRIwCg5oZWxsb19hY2NlcHRlZBgBIAEoCzIWLmZhcm0udjEuSGVsbG9BY2NlcHRlZEgAEigKB2NvbW1hbmQYAiABKAsyFS5mYXJtLnYxLkFnZW50Q29tbWFuZEgAQgYKBGtpbmQitwYKDEFnZW50Q29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFAoMcmVxdWVzdGVkX2J5GAMgASgJEhoKEnJlcXVlc3RlZF9ieV9hZG1pbhgEIAEoCBI1Cg1nZXRfb3duZXJzaGlwGAogASgLMhwuZmFybS52MS5HZXRPd25lcnNoaXBSZXF1ZXN0SAASQQoTcmVjb25jaWxlX293bmVyc2hpcBgLIAEoCzIiLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdEgAEj4KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIgLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlcXVlc3RIABI3Cg5hYmFuZG9uX2FjdGlvbhgNIAEoCzIdLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlcXVlc3RIABItCglydW5fc2hlbGwYDiABKAsyGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdEgAEjMKDHNldF9wcm9wZXJ0eRgPIAEoCzIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0SAASMwoMcGluX2lkZW50aXR5GBAgASgLMhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3RIABI7ChBjYXB0dXJlX2V2aWRlbmNlGBEgASgLMh8uZmFybS52MS5DYXB0dXJlRXZpZGVuY2VSZXF1ZXN0SAASNwoOZ2V0X3Byb3BlcnRpZXMYEiABKAsyHS5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXF1ZXN0SAASMQoLcmVhZF9sb2djYXQYEyABKAsyGi5mYXJtLnYxLlJlYWRMb2djYXRSZXF1ZXN0SAASLwoKc2VuZF9pbnB1dBgUIAEoCzIZLmZhcm0udjEuU2VuZElucHV0UmVxdWVzdEgAEigKBnJlYm9vdBgVIAEoCzIWLmZhcm0udjEuUmVib290UmVxdWVzdEgAEi8KCm9wZW5fc2hlbGwYFiABKAsyGS5mYXJtLnYxLk9wZW5TaGVsbENvbW1hbmRIAEIGCgRraW5kIoABChBPcGVuU2hlbGxDb21tYW5kEhIKCnNlc3Npb25faWQYASABKAkSJQoGdGFyZ2V0GAIgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSIwoEc2l6ZRgDIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplEgwKBHRlcm0YBCABKAkiJAoPT3BlblNoZWxsUmVzdWx0EhEKCWFjdGlvbl9pZBgBIAEoCSKfBgoNQ29tbWFuZFJlc3VsdBISCgpjb21tYW5kX2lkGAEgASgJEiYKBWVycm9yGAIgASgLMhUuZmFybS52MS5Db21tYW5kRXJyb3JIABI2Cg1nZXRfb3duZXJzaGlwGAogASgLMh0uZmFybS52MS5HZXRPd25lcnNoaXBSZXNwb25zZUgAEkIKE3JlY29uY2lsZV9vd25lcnNoaXAYCyABKAsyIy5mYXJtLnYxLlJlY29uY2lsZU93bmVyc2hpcFJlc3BvbnNlSAASPwoSZ2V0X2FjdGlvbl9yZWNlaXB0GAwgASgLMiEuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2VIABI4Cg5hYmFuZG9uX2FjdGlvbhgNIAEoCzIeLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlc3BvbnNlSAASLgoJcnVuX3NoZWxsGA4gASgLMhkuZmFybS52MS5SdW5TaGVsbFJlc3BvbnNlSAASNAoMc2V0X3Byb3BlcnR5GA8gASgLMhwuZmFybS52MS5TZXRQcm9wZXJ0eVJlc3BvbnNlSAASNAoMcGluX2lkZW50aXR5GBAgASgLMhwuZmFybS52MS5QaW5JZGVudGl0eVJlc3BvbnNlSAASPAoQY2FwdHVyZV9ldmlkZW5jZRgRIAEoCzIgLmZhcm0udjEuQ2FwdHVyZUV2aWRlbmNlUmVzcG9uc2VIABI4Cg5nZXRfcHJvcGVydGllcxgSIAEoCzIeLmZhcm0udjEuR2V0UHJvcGVydGllc1Jlc3BvbnNlSAASMgoLcmVhZF9sb2djYXQYEyABKAsyGy5mYXJtLnYxLlJlYWRMb2djYXRSZXNwb25zZUgAEjAKCnNlbmRfaW5wdXQYFCABKAsyGi5mYXJtLnYxLlNlbmRJbnB1dFJlc3BvbnNlSAASKQoGcmVib290GBUgASgLMhcuZmFybS52MS5SZWJvb3RSZXNwb25zZUgAEi4KCm9wZW5fc2hlbGwYFiABKAsyGC5mYXJtLnYxLk9wZW5TaGVsbFJlc3VsdEgAQgYKBGtpbmQiRQoMQ29tbWFuZEVycm9yEiQKBmRldGFpbBgBIAEoCzIULmZhcm0udjEuRXJyb3JEZXRhaWwSDwoHbWVzc2FnZRgCIAEoCSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIqMBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDSJGCg1IZWxsb0FjY2VwdGVkEhgKEHByb3RvY29sX3ZlcnNpb24YASABKA0SGwoTY29vcmRpbmF0b3JfdmVyc2lvbhgCIAEoCSIdCglIZWFydGJlYXQSEAoIc2VxdWVuY2UYASABKAQiOQoPRGV2aWNlSW52ZW50b3J5EiYKB2RldmljZXMYASADKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydCJcCgxEZXZpY2VSZXBvcnQSDgoGc2VyaWFsGAEgASgJEg0KBXN0YXRlGAIgASgJEi0KCnByb3BlcnRpZXMYAyABKAsyGS5mYXJtLnYxLkRldmljZVByb3BlcnRpZXMiWQoMRGV2aWNlQ2hhbmdlEicKBnVwc2VydBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlUmVwb3J0SAASGAoOcmVtb3ZlZF9zZXJpYWwYAiABKAlIAEIGCgRraW5kMk0KDEFnZW50U2VydmljZRI9CgZBdHRhY2gSFi5mYXJtLnYxLkF0dGFjaFJlcXVlc3QaFy5mYXJtLnYxLkF0dGFjaFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_evidence_service, file_farm_v1_registry, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -208,6 +210,12 @@ export type AgentCommand = Message<"farm.v1.AgentCommand"> & {
      */
     value: RebootRequest;
     case: "reboot";
+  } | {
+    /**
+     * @generated from field: farm.v1.OpenShellCommand open_shell = 22;
+     */
+    value: OpenShellCommand;
+    case: "openShell";
   } | { case: undefined; value?: undefined };
 };
 
@@ -217,6 +225,58 @@ export type AgentCommand = Message<"farm.v1.AgentCommand"> & {
  */
 export const AgentCommandSchema: GenMessage<AgentCommand> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 2);
+
+/**
+ * Starts an interactive shell; the agent then opens AgentShellService.ServeShell
+ * with this session id.
+ *
+ * @generated from message farm.v1.OpenShellCommand
+ */
+export type OpenShellCommand = Message<"farm.v1.OpenShellCommand"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 2;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: farm.v1.TerminalSize size = 3;
+   */
+  size?: TerminalSize | undefined;
+
+  /**
+   * @generated from field: string term = 4;
+   */
+  term: string;
+};
+
+/**
+ * Describes the message farm.v1.OpenShellCommand.
+ * Use `create(OpenShellCommandSchema)` to create a new message.
+ */
+export const OpenShellCommandSchema: GenMessage<OpenShellCommand> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 3);
+
+/**
+ * @generated from message farm.v1.OpenShellResult
+ */
+export type OpenShellResult = Message<"farm.v1.OpenShellResult"> & {
+  /**
+   * @generated from field: string action_id = 1;
+   */
+  actionId: string;
+};
+
+/**
+ * Describes the message farm.v1.OpenShellResult.
+ * Use `create(OpenShellResultSchema)` to create a new message.
+ */
+export const OpenShellResultSchema: GenMessage<OpenShellResult> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 4);
 
 /**
  * @generated from message farm.v1.CommandResult
@@ -308,6 +368,12 @@ export type CommandResult = Message<"farm.v1.CommandResult"> & {
      */
     value: RebootResponse;
     case: "reboot";
+  } | {
+    /**
+     * @generated from field: farm.v1.OpenShellResult open_shell = 22;
+     */
+    value: OpenShellResult;
+    case: "openShell";
   } | { case: undefined; value?: undefined };
 };
 
@@ -316,7 +382,7 @@ export type CommandResult = Message<"farm.v1.CommandResult"> & {
  * Use `create(CommandResultSchema)` to create a new message.
  */
 export const CommandResultSchema: GenMessage<CommandResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 3);
+  messageDesc(file_farm_v1_agent_service, 5);
 
 /**
  * @generated from message farm.v1.CommandError
@@ -338,7 +404,7 @@ export type CommandError = Message<"farm.v1.CommandError"> & {
  * Use `create(CommandErrorSchema)` to create a new message.
  */
 export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 4);
+  messageDesc(file_farm_v1_agent_service, 6);
 
 /**
  * Something that happened to a device, for the activity history.
@@ -379,7 +445,7 @@ export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
  * Use `create(DeviceEventSchema)` to create a new message.
  */
 export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * First message on every stream.
@@ -428,7 +494,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -450,7 +516,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -467,7 +533,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 8);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -487,7 +553,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 9);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -514,7 +580,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 10);
+  messageDesc(file_farm_v1_agent_service, 12);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -545,7 +611,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 11);
+  messageDesc(file_farm_v1_agent_service, 13);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)
