@@ -17,6 +17,7 @@ import { setPropAction } from "./actions/setprop-action.js";
 import { inputAction } from "./actions/input-action.js";
 import { rebootAction } from "./actions/reboot-action.js";
 import { interactiveShellAction } from "./actions/interactive-shell-action.js";
+import { installAction } from "./actions/install-action.js";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -66,8 +67,9 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     log.info("device event", { ...e });
     uplink?.sendEvent(create(DeviceEventSchema, { serial: e.serial, physicalId: e.physicalId, kind: e.kind, detail: e.detail, timeUnixMs: BigInt(e.at) }));
   });
+  const adbClient = createAdbClient(opts.adb);
   const watcher: DeviceWatcher = new DeviceWatcher({
-    adb: createAdbClient(opts.adb),
+    adb: adbClient,
     server: opts.adb,
     log,
     ...(opts.startAdbServer === false ? { serverAvailable: () => adbServerListening(opts.adb) } : {}),
@@ -94,6 +96,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     input: inputAction(opts.adb),
     reboot: rebootAction(opts.adb),
     interactiveShell: interactiveShellAction(opts.adb, transport),
+    install: installAction(opts.adb, adbClient, transport, join(opts.dataDir, "staging")),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: { id: identity.id, host: hostname(), version: FARM_VERSION } },
   };

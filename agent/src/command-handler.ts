@@ -9,6 +9,13 @@ import { parseGetprop } from "./evidence/device-observations.js";
 import { shQuote } from "./actions/shell-quote.js";
 import type { InputRequest } from "./actions/input-action.js";
 import type { InteractiveShellRequest } from "./actions/interactive-shell-action.js";
+import type { InstallRequest } from "./actions/install-action.js";
+import { randomUUID } from "node:crypto";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { execOut } from "./adb-exec.js";
+import { checkPng, PNG_MAX_BYTES } from "./evidence/png-check.js";
+import { putBlob } from "./blob-transfer.js";
 import { DeviceOwnership, toRecord, type ActionKind } from "./device-ownership.js";
 import type { DeviceWatcher } from "./device-watcher.js";
 import type { PinStore } from "./pin-store.js";
@@ -27,6 +34,7 @@ export interface CommandHandlerDeps {
   input: ActionKind<InputRequest, Record<string, never>>;
   reboot: ActionKind<Record<string, never>, Record<string, never>>;
   interactiveShell: ActionKind<InteractiveShellRequest, { exitCode: number }>;
+  install: ActionKind<InstallRequest, { output: string }>;
   log: Logger;
   evidence: EvidenceDeps;
 }
@@ -43,6 +51,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       [deps.setProp.kind, deps.setProp as ActionKind<never, unknown>],
       [deps.input.kind, deps.input as ActionKind<never, unknown>],
       [deps.reboot.kind, deps.reboot as ActionKind<never, unknown>],
+      [deps.install.kind, deps.install as ActionKind<never, unknown>],
     ]);
     const ctx = (target: DeviceTarget | undefined) => ({ serial: serialOf(target), deadlineMs, requestedBy: cmd.requestedBy });
     switch (cmd.kind.case) {
@@ -136,6 +145,16 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         const actionId = await Promise.race([startedPromise, session.then(() => { throw new Error("the shell ended before it started"); })]);
         return result({ case: "openShell", value: { actionId } });
       }
+      case "takeScreenshot": {
+        const serial = serialOf(cmd.kind.value.target);
+        return result({ case: "takeScreenshot", value: await takeScreenshot(serial, deadlineMs, deps) });
+      }
+      case "installApp": {
+        const v = cmd.kind.value;
+        if (!/^[0-9a-f-]{36}$/.test(v.blobId)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a blob id from BlobService.UploadBlob is required", "blob_id");
+        const { action, result: out } = await deps.ownership.run(deps.install, { blobId: v.blobId }, ctx(v.target));
+        return result({ case: "installApp", value: { actionId: action.actionId, output: out.output, dispatched: true, ambiguous: false } });
+      }
       case "captureEvidence":
         return result({ case: "captureEvidence", value: await captureEvidence(cmd.kind.value, cmd.commandId, deps.watcher, deps.evidence, deps.log) });
       default:
@@ -155,6 +174,24 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         },
       },
     });
+  }
+}
+
+/** A verified screenshot, handed over through the blob store (not the control stream). */
+async function takeScreenshot(serial: string, deadlineMs: number, deps: CommandHandlerDeps) {
+  deps.ownership.requireDevice(serial);
+  const shot = await execOut(deps.evidence.adb, serial, "screencap -p", { signal: AbortSignal.timeout(Math.max(1, Math.ceil(deadlineMs - Date.now()))), maxBytes: PNG_MAX_BYTES });
+  if (shot.error) throw farmError(Code.Unavailable, shot.error.code === "DEADLINE_EXCEEDED" ? ErrorCodes.commandTimeout : "SCREENSHOT_TRANSFER_FAILED", `screenshot failed: ${shot.error.message}`);
+  const check = await checkPng(shot.bytes);
+  if (!check.ok) throw farmError(Code.DataLoss, check.code, check.message);
+  await mkdir(deps.evidence.stagingDir, { recursive: true, mode: 0o700 });
+  const file = join(deps.evidence.stagingDir, `screenshot-${randomUUID()}.png`);
+  try {
+    await writeFile(file, shot.bytes, { mode: 0o600 });
+    const blob = await putBlob(deps.evidence.transport, file, "screenshot.png");
+    return { blobId: blob.blobId, width: check.width, height: check.height, size: BigInt(blob.size), sha256: blob.sha256 };
+  } finally {
+    await rm(file, { force: true });
   }
 }
 

@@ -23,6 +23,8 @@ export const commands: { name: string; summary: string; load: () => Promise<Comm
   { name: "input", summary: "Send input to a device: tap, swipe, text, key", load: async () => (await import("./commands/device.js")).inputCommand },
   { name: "logcat", summary: "Read a device's log", load: async () => (await import("./commands/device.js")).logcatCommand },
   { name: "reboot", summary: "Reboot a device", load: async () => (await import("./commands/device.js")).rebootCommand },
+  { name: "screenshot", summary: "Save a verified PNG screenshot of a device", load: async () => (await import("./commands/device.js")).screenshotCommand },
+  { name: "install", summary: "Install an APK on a device", load: async () => (await import("./commands/device.js")).installCommand },
   { name: "lease", summary: "Leases: acquire, renew, release, list, run", load: async () => (await import("./commands/lease.js")).leaseGroup },
   { name: "activity", summary: "Routed actions: who did what on which device", load: async () => (await import("./commands/activity.js")).activityCommand },
   { name: "token", summary: "Manage agent and user tokens (admin)", load: async () => (await import("./commands/token.js")).tokenGroup },
@@ -63,9 +65,19 @@ function takeOutputFormat(argv: string[], env: NodeJS.ProcessEnv): { format: Out
   let flag: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
-    if (a === "--output") flag = argv[++i] ?? "";
-    else if (a.startsWith("--output=")) flag = a.slice("--output=".length);
-    else rest.push(a);
+    if (a === "--") {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    const value = a === "--output" ? argv[i + 1] : a.startsWith("--output=") ? a.slice("--output=".length) : undefined;
+    // Other values stay for the command (`farm screenshot --output shot.png`);
+    // commands without such a flag reject them as an unknown option.
+    if (value === "json" || value === "pretty") {
+      flag = value;
+      if (a === "--output") i++;
+      continue;
+    }
+    rest.push(a);
   }
   const v = flag ?? env["FARM_OUTPUT"] ?? configuredOutput(env);
   if (v === undefined) return { format: defaultFormat(), rest };

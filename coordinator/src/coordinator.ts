@@ -26,6 +26,10 @@ import { LeaseManager } from "./lease-manager.js";
 import { ActivityLog } from "./activity-log.js";
 import { IdempotencyCache } from "./idempotency-cache.js";
 import { ShellRelay } from "./shell-relay.js";
+import { BlobStore } from "./blob-store.js";
+import { registerBlobService, registerAgentBlobService } from "./blob-service.js";
+import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import { AgentBlobService } from "@farm/shared/gen/farm/v1/agent_blob_service_pb";
 import { registerShellService, registerAgentShellService } from "./shell-service.js";
 import { ShellService } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { AgentShellService } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
@@ -69,6 +73,8 @@ const rules: Record<string, AccessRule> = {
   [ActivityService.typeName]: { kind: "user" },
   [ShellService.typeName]: { kind: "user" },
   [AgentShellService.typeName]: { kind: "agent" },
+  [BlobService.typeName]: { kind: "user" },
+  [AgentBlobService.typeName]: { kind: "agent" },
   [EvidenceService.typeName]: { kind: "user" },
   [AgentEvidenceService.typeName]: { kind: "agent" },
 };
@@ -84,6 +90,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const activity = new ActivityLog(database.db);
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
+  const blobs = new BlobStore(opts.dataDir);
+  await blobs.init();
   const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
   await evidenceStore.init();
 
@@ -103,6 +111,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerActivityService(router, { activity });
       registerShellService(router, { registry, leases, activity, relay: shellRelay, log });
       registerAgentShellService(router, { relay: shellRelay });
+      registerBlobService(router, { blobs });
+      registerAgentBlobService(router, { blobs });
       registerEvidenceService(router, { registry, store: evidenceStore, log });
       registerAgentEvidenceService(router, { store: evidenceStore, log });
     },
@@ -130,7 +140,10 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     for (const id of registry.sweep()) log.warn("agent missed heartbeats; marked offline", { agentId: id });
     leases.sweep();
   }, opts.sweepIntervalMs ?? 250);
-  const flush = setInterval(() => registry.flushHeartbeats(), 10_000);
+  const flush = setInterval(() => {
+    registry.flushHeartbeats();
+    void blobs.sweep();
+  }, 10_000);
   sweep.unref();
   flush.unref();
   log.info("coordinator listening", { url, dataDir: opts.dataDir, version: FARM_VERSION });

@@ -95,6 +95,8 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     readLogcat: (req, ctx) => route("readLogcat", req, ctx),
     sendInput: (req, ctx) => route("sendInput", req, ctx),
     reboot: (req, ctx) => route("reboot", req, ctx),
+    takeScreenshot: (req, ctx) => route("takeScreenshot", req, ctx),
+    installApp: (req, ctx) => route("installApp", req, ctx),
   });
 }
 
@@ -125,7 +127,7 @@ export function routeFor(
 }
 
 /** Commands that change a device: they need the caller's lease. */
-const mutations = new Set<Kind>(["runShell", "setProperty", "sendInput", "reboot"]);
+const mutations = new Set<Kind>(["runShell", "setProperty", "sendInput", "reboot", "installApp"]);
 
 function fingerprint(kind: string, req: { target?: DeviceTarget }): string {
   // The request id itself is not part of what is being asked.

@@ -4,6 +4,9 @@
  */
 import { spawn } from "node:child_process";
 import { spawn as ptySpawn } from "node-pty";
+import { stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import sharp from "sharp";
 import { readFile } from "node:fs/promises";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +14,7 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 
-import type { SimDevice } from "../devsim/index.js";
+import { buildSimApk, type SimDevice } from "../devsim/index.js";
 import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
@@ -259,6 +262,33 @@ describe("routing", () => {
     const status = await farm(["device", "ownership", "status", "--device", phone.serial], lab.env);
     const recent = (status.json["ownership"] as { recent: { kind: string; state: string; receiptJson: string }[] }).recent;
     expect(recent.find((a) => a.kind === "interactive-shell")).toMatchObject({ state: "settled" });
+    await farm(["lease", "release", "--lease", held.lease?.token as string], lab.env);
+  });
+
+  it("saves a verified screenshot and installs an APK streamed through the coordinator", async () => {
+    const phone = phones[1] as { device: SimDevice; serial: string };
+    const env = { ...lab.env, FARM_DEVICE: phone.serial };
+    const file = join(lab.dir.path, "shot.png");
+    const shot = await farm(["screenshot", "--output", file], env);
+    expect(shot.json).toMatchObject({ ok: true, file });
+    const meta = await sharp(file).metadata();
+    expect([meta.width, meta.height]).toEqual([shot.json["width"], shot.json["height"]]);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await farm(["screenshot", "--output", file], env)).json).toMatchObject({ ok: false, code: "EVIDENCE_OUTPUT_EXISTS" });
+
+    const apk = join(lab.dir.path, "app.apk");
+    await writeFile(apk, buildSimApk({ name: "com.example.installed", versionCode: 3, versionName: "1.2" }));
+    expect((await farm(["install", apk], env)).json).toMatchObject({ ok: false, code: "LEASE_REQUIRED" });
+    const held = await acquireJson(["--device", phone.serial]);
+    const installed = await farm(["install", apk], { ...env, FARM_LEASE: held.lease?.token as string });
+    expect(installed.json).toMatchObject({ ok: true, dispatched: true });
+    expect(String(installed.json["output"])).toMatch(/^Success/);
+    const path = await farm(["shell", "--", "pm", "path", "com.example.installed"], { ...env, FARM_LEASE: held.lease?.token as string });
+    expect(String(path.json["stdout"])).toContain("package:");
+    const broken = join(lab.dir.path, "broken.apk");
+    await writeFile(broken, "not an apk");
+    const bad = await farm(["install", broken], { ...env, FARM_LEASE: held.lease?.token as string });
+    expect(bad.json).toMatchObject({ ok: false, code: "INSTALL_FAILED", dispatched: true, ambiguous: false });
     await farm(["lease", "release", "--lease", held.lease?.token as string], lab.env);
   });
 

@@ -3,6 +3,9 @@ import { CliError, ErrorCodes } from "@farm/shared/errors";
 import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type DeviceTarget, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { intFlag, parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { labelGroup } from "./label.js";
+import { existsSync } from "node:fs";
+import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import { downloadFile, uploadFile } from "../blob-client.js";
 import { serviceClient } from "../client.js";
 import { deviceOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
@@ -233,6 +236,45 @@ export const rebootCommand: Command = {
     const { client, session } = open(ctx, parsed);
     const res = await client.reboot({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `rebooting (action ${res.actionId})`);
+    return 0;
+  },
+};
+
+export const screenshotCommand: Command = {
+  name: "screenshot",
+  summary: "Save a verified PNG screenshot of a device (a read)",
+  usage: "farm screenshot [--device SERIAL] --output FILE.png",
+  options: { ...deviceOptions, output: { type: "string" } },
+  async run(ctx) {
+    // `--output json|pretty` is the format; any other --output value is the file.
+    const parsed = parseFlags(ctx.args, this.options);
+    const file = stringFlag(parsed, "output");
+    if (!file) throw new CliError(ErrorCodes.invalidArgument, "--output FILE.png is required", "output");
+    if (existsSync(file)) throw new CliError(ErrorCodes.evidenceOutputExists, `${file} already exists`, "output");
+    const { client, session } = open(ctx, parsed);
+    const shot = await client.takeScreenshot({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const blobs = serviceClient(BlobService, session.config);
+    await downloadFile(blobs, shot.blobId, file);
+    ctx.printer.result({ file, width: shot.width, height: shot.height, bytes: Number(shot.size), sha256: shot.sha256 }, () => `${file}: ${shot.width}x${shot.height}, ${shot.size} bytes`);
+    return 0;
+  },
+};
+
+export const installCommand: Command = {
+  name: "install",
+  summary: "Install an APK on a device (streamed upload; a journaled mutation)",
+  usage: "farm install [--device SERIAL] APP.apk",
+  options: deviceOptions,
+  positionals: true,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options, true);
+    const [apk, ...extra] = parsed.positionals;
+    if (!apk || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected one APP.apk", "file");
+    const { client, session } = open(ctx, parsed);
+    const t = target(parsed);
+    const blobId = await uploadFile(serviceClient(BlobService, session.config), apk);
+    const res = await client.installApp({ target: t, blobId }, { timeoutMs: Math.max(session.timeoutMs, 120_000) });
+    ctx.printer.result({ actionId: res.actionId, output: res.output, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => res.output);
     return 0;
   },
 };
