@@ -41,6 +41,9 @@ export function runAdb(adbPort: number, args: readonly string[], options: RunAdb
         resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
       },
     );
+    // adb may exit before reading its stdin (e.g. `adb disconnect`); the
+    // resulting EPIPE is expected and says nothing about the command.
+    child.stdin?.on('error', () => {});
     child.stdin?.end(options.input ?? '');
   });
 }
