@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +10,11 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "farm-lock-"));
 });
+const children: ChildProcess[] = [];
+
 afterAll(async () => {
+  // Whatever a failed assertion left running is stopped here.
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -25,6 +29,7 @@ function holderProcess(file: string) {
     if (lock) setInterval(() => {}, 1000);
   `;
   const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(proc);
   const said = new Promise<string>((resolve) => proc.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   return { proc, said, exited };
