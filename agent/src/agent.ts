@@ -18,6 +18,7 @@ import { inputAction } from "./actions/input-action.js";
 import { rebootAction } from "./actions/reboot-action.js";
 import { interactiveShellAction } from "./actions/interactive-shell-action.js";
 import { installAction } from "./actions/install-action.js";
+import { resumeStagedUploads } from "./evidence/staged-uploads.js";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -108,7 +109,10 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 5_000,
     watcher,
     log,
-    ...(opts.onAttachedChange ? { onStateChange: opts.onAttachedChange } : {}),
+    onStateChange: (attached) => {
+      opts.onAttachedChange?.(attached);
+      if (attached) void resumeStagedUploads({ stagingDir: join(opts.dataDir, "staging"), transport, agentId: identity.id, log });
+    },
     onCommand: (cmd) => handleCommand(cmd, handlerDeps),
   });
   const link = uplink;

@@ -24,6 +24,8 @@ const pathPattern = /^[A-Za-z0-9._-]+$/;
  */
 export class EvidenceStore {
   readonly root: string;
+  /** Uploads in progress, so one bundle is never received twice at once. */
+  readonly receiving = new Set<string>();
 
   constructor(
     private readonly db: CoordinatorDb,
@@ -41,7 +43,10 @@ export class EvidenceStore {
 
   beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Upload {
     if (!idPattern.test(meta.evidenceId)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "bad evidence id", "evidence_id");
-    if (this.get(meta.evidenceId)) throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `evidence ${meta.evidenceId} already exists`, "evidence_id");
+    if (this.get(meta.evidenceId) || this.receiving.has(meta.evidenceId)) {
+      throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `evidence ${meta.evidenceId} already exists`, "evidence_id");
+    }
+    this.receiving.add(meta.evidenceId);
     return new Upload(this, meta);
   }
 
@@ -110,6 +115,7 @@ export class EvidenceStore {
       manifestSha256: createHash("sha256").update(manifestText).digest("hex"),
     };
     this.db.insert(evidence).values(row).run();
+    this.receiving.delete(upload.meta.evidenceId);
     return row;
   }
 }
@@ -179,6 +185,7 @@ export class Upload {
     this.current = undefined;
     await c?.fh.close().catch(() => undefined);
     await rm(this.dir, { recursive: true, force: true });
+    this.store.receiving.delete(this.meta.evidenceId);
   }
 }
 

@@ -3,7 +3,8 @@
  * separate processes: the CLI fails, its directory gets no manifest, and the
  * coordinator's store lists no half-received bundle.
  */
-import { readFile, readdir, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { copyFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
@@ -17,6 +18,7 @@ let agent: FarmProcess;
 let phone: SimDevice;
 let serial: string;
 let env: NodeJS.ProcessEnv;
+let agentArgs: string[];
 
 beforeAll(async () => {
   dir = await makeTempDir("evidence-agent");
@@ -28,10 +30,11 @@ beforeAll(async () => {
   env = { FARM_COORDINATOR: String(coordinator.ready["url"]), FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
   const token = await farm(["token", "create", "--kind", "agent", "--name", "lab"], env);
   await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
-  agent = await startFarm([
+  agentArgs = [
     "agent", "--coordinator", String(coordinator.ready["url"]), "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
     "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"),
-  ]);
+  ];
+  agent = await startFarm(agentArgs);
   await waitFor("the phone", async () => ((await farm(["devices"], env)).json["devices"] as { serial: string; properties: { physicalId: string } }[] | undefined)?.some((d) => d.serial === serial && d.properties.physicalId) ? true : undefined);
 });
 
@@ -59,5 +62,29 @@ describe("agent killed during a capture", () => {
     const incoming = await readdir(join(dir.path, "coordinator", "evidence", ".incoming"));
     expect(incoming).toEqual([]);
     phone.faults.set({ bandwidthBytesPerSec: null });
+  });
+
+  it("uploads a whole bundle a dead agent left in staging once it is back", async () => {
+    agent = await startFarm(agentArgs);
+    await waitFor("the phone", async () => ((await farm(["devices", "--state", "device"], env)).json["devices"] as unknown[] | undefined)?.length === 1 ? true : undefined);
+    const done = join(dir.path, "done");
+    expect((await farm(["evidence", "capture", "--device", serial, "--output-dir", done], env)).code).toBe(0);
+    await agent.stop();
+    // A bundle staged but never uploaded: the same files under a new id.
+    const id = randomUUID();
+    const staged = join(dir.path, "agent", "staging", id);
+    await mkdir(staged, { recursive: true, mode: 0o700 });
+    for (const f of await readdir(done)) await copyFile(join(done, f), join(staged, f));
+    const manifest = JSON.parse(await readFile(join(staged, "manifest.json"), "utf8")) as { evidenceId: string };
+    manifest.evidenceId = id;
+    await writeFile(join(staged, "manifest.json"), JSON.stringify(manifest));
+    agent = await startFarm(agentArgs);
+    await waitFor("the staged bundle in the store", async () =>
+      ((await farm(["evidence", "list"], env)).json["bundles"] as { evidenceId: string }[]).some((b) => b.evidenceId === id) ? true : undefined,
+    );
+    await waitFor("the staged copy removed", async () => ((await readdir(join(dir.path, "agent", "staging"))).includes(id) ? undefined : true));
+    const pulled = join(dir.path, "pulled");
+    expect((await farm(["evidence", "pull", id, "--output-dir", pulled], env)).code).toBe(0);
+    expect((await farm(["evidence", "verify", pulled], env)).code).toBe(0);
   });
 });
