@@ -11,10 +11,8 @@ import { deviceOptions, type Command, type CommandContext, type CommandGroup } f
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
 
-let env: NodeJS.ProcessEnv = process.env;
-
 /** --device, else FARM_DEVICE (set by `farm lease run`). */
-function target(parsed: Parsed): DeviceTarget {
+function target(parsed: Parsed, env: NodeJS.ProcessEnv): DeviceTarget {
   const serial = stringFlag(parsed, "device") || env["FARM_DEVICE"] || "";
   if (!serial) throw new CliError(ErrorCodes.invalidArgument, "--device is required (or FARM_DEVICE)", "device");
   return create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "", requestId: stringFlag(parsed, "request-id") ?? "" });
@@ -22,7 +20,6 @@ function target(parsed: Parsed): DeviceTarget {
 
 /** A device client presenting --lease, else FARM_LEASE. */
 function open(ctx: CommandContext, parsed: Parsed): { client: ReturnType<typeof serviceClient<typeof DeviceService>>; session: ClientSession } {
-  env = ctx.env;
   const session = clientSession(ctx, parsed);
   const lease = stringFlag(parsed, "lease") || ctx.env["FARM_LEASE"] || undefined;
   return { client: serviceClient(DeviceService, session.config, { lease }), session };
@@ -48,9 +45,9 @@ const shell: Command = {
     const { client, session } = open(ctx, parsed);
     if (words.length === 0) {
       const { runInteractiveShell } = await import("../interactive-shell.js");
-      return runInteractiveShell(session.config, target(parsed), stringFlag(parsed, "lease") || ctx.env["FARM_LEASE"] || undefined);
+      return runInteractiveShell(session.config, target(parsed, ctx.env), stringFlag(parsed, "lease") || ctx.env["FARM_LEASE"] || undefined);
     }
-    const res = await client.runShell({ target: target(parsed), command: words.join(" ") }, { timeoutMs: session.timeoutMs });
+    const res = await client.runShell({ target: target(parsed, ctx.env), command: words.join(" ") }, { timeoutMs: session.timeoutMs });
     const stdout = Buffer.from(res.stdout).toString("utf8");
     const stderr = Buffer.from(res.stderr).toString("utf8");
     ctx.printer.result({ actionId: res.actionId, exitCode: res.exitCode, stdout, stderr, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => {
@@ -72,7 +69,7 @@ const setprop: Command = {
     const [key, value, ...extra] = parsed.positionals;
     if (key === undefined || value === undefined || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected KEY VALUE", "key");
     const { client, session } = open(ctx, parsed);
-    const res = await client.setProperty({ target: target(parsed), key, value }, { timeoutMs: session.timeoutMs });
+    const res = await client.setProperty({ target: target(parsed, ctx.env), key, value }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `${key} set (action ${res.actionId})`);
     return 0;
   },
@@ -88,7 +85,7 @@ const pin: Command = {
     const label = stringFlag(parsed, "label");
     if (label === undefined) throw new CliError(ErrorCodes.invalidArgument, "--label is required", "label");
     const { client, session } = open(ctx, parsed);
-    const res = await client.pinIdentity({ target: target(parsed), label }, { timeoutMs: session.timeoutMs });
+    const res = await client.pinIdentity({ target: target(parsed, ctx.env), label }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ physicalId: res.physicalId }, () => `pinned; physical id now ${res.physicalId}`);
     return 0;
   },
@@ -102,7 +99,7 @@ const status: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
-    const res = await client.getOwnership({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const res = await client.getOwnership({ target: target(parsed, ctx.env) }, { timeoutMs: session.timeoutMs });
     const o = res.ownership;
     ctx.printer.result({ ownership: o ? toJson(OwnershipSchema, o, { alwaysEmitImplicit: true }) : null }, () =>
       o
@@ -127,7 +124,7 @@ const reconcile: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
-    const res = await client.reconcileOwnership({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const res = await client.reconcileOwnership({ target: target(parsed, ctx.env) }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ settled: res.settled.map(recordJson), unresolved: res.unresolved.map(recordJson) }, () =>
       [`settled by proof: ${res.settled.length}`, `still unresolved: ${res.unresolved.length}`, "", table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...res.settled, ...res.unresolved].map(actionLine))].join("\n"),
     );
@@ -143,7 +140,7 @@ const receipt: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
-    const res = await client.getActionReceipt({ target: target(parsed), actionId: requiredString(parsed, "action-id") }, { timeoutMs: session.timeoutMs });
+    const res = await client.getActionReceipt({ target: target(parsed, ctx.env), actionId: requiredString(parsed, "action-id") }, { timeoutMs: session.timeoutMs });
     const a = res.action;
     ctx.printer.result({ action: a ? recordJson(a) : null }, () => (a ? JSON.stringify(recordJson(a), null, 2) : "not found"));
     return 0;
@@ -159,7 +156,7 @@ const abandon: Command = {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
     const res = await client.abandonAction(
-      { target: target(parsed), actionId: requiredString(parsed, "action-id"), reason: requiredString(parsed, "reason") },
+      { target: target(parsed, ctx.env), actionId: requiredString(parsed, "action-id"), reason: requiredString(parsed, "reason") },
       { timeoutMs: session.timeoutMs },
     );
     ctx.printer.result({ action: res.action ? recordJson(res.action) : null }, () => `action ${res.action?.actionId} abandoned`);
@@ -175,7 +172,7 @@ const props: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
-    const res = await client.getProperties({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const res = await client.getProperties({ target: target(parsed, ctx.env) }, { timeoutMs: session.timeoutMs });
     const sorted = Object.fromEntries(Object.entries(res.properties).sort(([a], [b]) => (a < b ? -1 : 1)));
     ctx.printer.result({ properties: sorted }, () => Object.entries(sorted).map(([k, v]) => `[${k}]: [${v}]`).join("\n"));
     return 0;
@@ -191,7 +188,7 @@ export const logcatCommand: Command = {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
     const res = await client.readLogcat(
-      { target: target(parsed), lines: intFlag(parsed, "lines", 1, 10_000) ?? 0, since: stringFlag(parsed, "since") ?? "" },
+      { target: target(parsed, ctx.env), lines: intFlag(parsed, "lines", 1, 10_000) ?? 0, since: stringFlag(parsed, "since") ?? "" },
       { timeoutMs: session.timeoutMs },
     );
     ctx.printer.result({ text: res.text, truncated: res.truncated }, () => res.text.replace(/\n$/, ""));
@@ -220,7 +217,7 @@ export const inputCommand: Command = {
     else if (what === "key" && rest.length === 1) kind = { case: "key", value: rest[0] as string };
     else throw new CliError(ErrorCodes.invalidArgument, `usage: ${this.usage}`, "input");
     const { client, session } = open(ctx, parsed);
-    const res = await client.sendInput({ target: target(parsed), kind }, { timeoutMs: session.timeoutMs });
+    const res = await client.sendInput({ target: target(parsed, ctx.env), kind }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `sent (action ${res.actionId})`);
     return 0;
   },
@@ -234,7 +231,7 @@ export const rebootCommand: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const { client, session } = open(ctx, parsed);
-    const res = await client.reboot({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const res = await client.reboot({ target: target(parsed, ctx.env) }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `rebooting (action ${res.actionId})`);
     return 0;
   },
@@ -252,7 +249,7 @@ export const screenshotCommand: Command = {
     if (!file) throw new CliError(ErrorCodes.invalidArgument, "--output FILE.png is required", "output");
     if (existsSync(file)) throw new CliError(ErrorCodes.evidenceOutputExists, `${file} already exists`, "output");
     const { client, session } = open(ctx, parsed);
-    const shot = await client.takeScreenshot({ target: target(parsed) }, { timeoutMs: session.timeoutMs });
+    const shot = await client.takeScreenshot({ target: target(parsed, ctx.env) }, { timeoutMs: session.timeoutMs });
     const blobs = serviceClient(BlobService, session.config);
     await downloadFile(blobs, shot.blobId, file);
     ctx.printer.result({ file, width: shot.width, height: shot.height, bytes: Number(shot.size), sha256: shot.sha256 }, () => `${file}: ${shot.width}x${shot.height}, ${shot.size} bytes`);
@@ -271,7 +268,7 @@ export const installCommand: Command = {
     const [apk, ...extra] = parsed.positionals;
     if (!apk || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected one APP.apk", "file");
     const { client, session } = open(ctx, parsed);
-    const t = target(parsed);
+    const t = target(parsed, ctx.env);
     const blobId = await uploadFile(serviceClient(BlobService, session.config), apk);
     const res = await client.installApp({ target: t, blobId }, { timeoutMs: Math.max(session.timeoutMs, 120_000) });
     ctx.printer.result({ actionId: res.actionId, output: res.output, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => res.output);
