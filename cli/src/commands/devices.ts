@@ -20,18 +20,30 @@ export const devicesCommand: Command = {
       { agent: stringFlag(parsed, "agent") ?? "", state: stringFlag(parsed, "state") ?? "" },
       { timeoutMs: session.timeoutMs },
     );
+    // Aliases of one phone (same physical id) are listed together.
+    const grouped = [...res.devices].sort((a, b) => {
+      const pa = a.properties?.physicalId || `~${a.serial}`;
+      const pb = b.properties?.physicalId || `~${b.serial}`;
+      return pa < pb ? -1 : pa > pb ? 1 : a.serial < b.serial ? -1 : 1;
+    });
     ctx.printer.result({ devices: res.devices.map((d) => toJson(DeviceSchema, d, { alwaysEmitImplicit: true })) }, () =>
       table(
-        ["SERIAL", "STATE", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO"],
-        res.devices.map((d) => [
-          d.serial,
-          d.state,
-          d.properties?.model ?? "",
-          d.properties?.apiLevel ? String(d.properties.apiLevel) : "",
-          d.properties?.androidVersion ?? "",
-          d.agentName,
-          d.properties?.serialno ?? "",
-        ]),
+        ["PHYSICAL", "SERIAL", "STATE", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO"],
+        grouped.map((d, i) => {
+          const id = d.properties?.physicalId ?? "";
+          const sameAsAbove = i > 0 && id !== "" && grouped[i - 1]?.properties?.physicalId === id;
+          const shown = id === "" ? "?" : sameAsAbove ? "  \"" : `${id.slice(0, 15)}${d.properties?.identityStatus === "duplicate" ? " (duplicate!)" : ""}`;
+          return [
+            shown,
+            d.serial,
+            d.state,
+            d.properties?.model ?? "",
+            d.properties?.apiLevel ? String(d.properties.apiLevel) : "",
+            d.properties?.androidVersion ?? "",
+            d.agentName,
+            d.properties?.serialno ?? "",
+          ];
+        }),
       ),
     );
     return 0;
