@@ -105,7 +105,9 @@ export class DeviceOwnership {
       );
     }
     const physicalId = device.identity.physicalId;
-    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind }, ctx.deadlineMs);
+    // Waiting for the lock leaves time to say so before the deadline.
+    const lockDeadline = ctx.deadlineMs - Math.min(500, Math.max(0, ctx.deadlineMs - Date.now()) * 0.2);
+    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind }, lockDeadline);
     if (!lock) {
       const holder = OsLock.holder(this.lockFile(physicalId));
       throw actionError(

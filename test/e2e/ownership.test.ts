@@ -259,12 +259,12 @@ describe("ownership journal", () => {
       expect(ambiguous.json).toMatchObject({ ok: false, code: "DEVICE_AMBIGUOUS", field: "agent", dispatched: false });
 
       const standaloneAgent = String(standalone.ready["agentId"]);
-      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "8"], await leaseEnv(serial));
+      const long = farm(["device", "shell", "--device", serial, "--agent", standaloneAgent, "--", "sleep", "10"], await leaseEnv(serial));
       await waitFor("the first agent to hold the phone", async () => {
         const s = await farm(["device", "ownership", "status", "--device", serial, "--agent", "second"], env);
         return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
       });
-      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "3000", "--", "echo", "x"], await leaseEnv(serial));
+      const busy = await farm(["device", "shell", "--device", serial, "--agent", "second", "--timeout", "5000", "--", "echo", "x"], await leaseEnv(serial));
       expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY", dispatched: false, ambiguous: false });
       expect((await long).json).toMatchObject({ ok: true, exitCode: 0 });
       const after = await farm(["device", "shell", "--device", serial, "--agent", "second", "--", "echo", "mine"], await leaseEnv(serial));
