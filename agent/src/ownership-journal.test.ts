@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openAgentDb } from "./db/open-agent-db.js";
-import { OwnershipJournal, canonicalJson } from "./ownership-journal.js";
+import { OwnershipJournal } from "./ownership-journal.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -62,9 +62,5 @@ describe("OwnershipJournal", () => {
     expect(kept[0]?.requestJson).toContain("echo 100");
     expect(j.get(other.actionId)?.state).toBe("pending");
     db.close();
-  });
-
-  it("hashes requests canonically", () => {
-    expect(canonicalJson({ b: 1, a: { d: 2, c: 3 } })).toBe('{"a":{"c":3,"d":2},"b":1}');
   });
 });

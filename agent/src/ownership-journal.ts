@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
+import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
 import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import type { AgentDb } from "./db/open-agent-db.js";
@@ -210,15 +211,6 @@ export class OwnershipJournal {
     }
     if (drop.length > 0) this.db.delete(actions).where(inArray(actions.actionId, drop)).run();
   }
-}
-
-/** JSON with sorted keys, so equal requests hash equally. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 }
 
 const insertColumns = Object.entries(getTableColumns(actions)).map(([prop, column]) => [prop as keyof ActionRow, column.name] as const);

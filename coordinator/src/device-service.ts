@@ -1,5 +1,6 @@
 import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
+import { canonicalJson } from "@farm/shared/canonical-json";
 import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
@@ -134,17 +135,6 @@ function fingerprint(kind: string, req: { target?: DeviceTarget }): string {
   // The request id itself is not part of what is being asked.
   const copy = { ...req, target: req.target ? { ...req.target, requestId: "" } : undefined };
   return createHash("sha256").update(kind).update(canonicalJson(copy)).digest("hex");
-}
-
-function canonicalJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x instanceof Uint8Array) return Buffer.from(x).toString("base64");
-    if (typeof x === "bigint") return x.toString();
-    if (x && typeof x === "object" && !Array.isArray(x)) {
-      return Object.fromEntries(Object.entries(x as Record<string, unknown>).filter(([k]) => k !== "$typeName").sort(([a], [b]) => (a < b ? -1 : 1)));
-    }
-    return x;
-  });
 }
 
 /** A short, secret-free description of the arguments for the activity log. */

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { CoordinatorDb } from "./db/open-database.js";
@@ -350,11 +350,6 @@ export class LeaseManager {
     const id = this.registry.physicalIdOf(serial);
     if (!id) throw farmError(Code.NotFound, ErrorCodes.deviceNotFound, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
     return id;
-  }
-
-  /** Deletes history older than `ms` (ended leases); active ones are kept. */
-  prune(olderThanMs: number): void {
-    this.db.delete(leases).where(and(eq(leases.state, "released"), lt(leases.endedAt, this.now() - olderThanMs))).run();
   }
 }
 

@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import { eq, and, inArray } from "drizzle-orm";
+import { eq, and } from "drizzle-orm";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
@@ -383,13 +383,6 @@ export class Registry {
 
   agentName(agentId: string): string | undefined {
     return this.agents.get(agentId)?.name;
-  }
-
-  /** Drops agents (and their devices) from storage, e.g. for `farm agents rm`. */
-  forget(ids: string[]): void {
-    if (ids.length === 0) return;
-    for (const id of ids) this.agents.delete(id);
-    this.db.delete(agents).where(inArray(agents.id, ids)).run();
   }
 
   private requireAgent(agentId: string): AgentEntry {

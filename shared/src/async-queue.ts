@@ -21,14 +21,6 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     this.wake();
   }
 
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
-  get size(): number {
-    return this.items.length;
-  }
-
   private wake(): void {
     const n = this.notify;
     this.notify = undefined;
