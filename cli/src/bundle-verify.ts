@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
+import { sha256File } from "@farm/shared/verified-file";
 
 export interface VerifyReport {
   ok: boolean;
@@ -38,9 +37,7 @@ export async function verifyBundle(dir: string): Promise<VerifyReport> {
     try {
       const s = await stat(file);
       if (s.size !== a.bytes) problems.push(`${a.path}: ${s.size} bytes, manifest says ${a.bytes}`);
-      const h = createHash("sha256");
-      for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
-      const sha = h.digest("hex");
+      const sha = await sha256File(file);
       if (sha !== a.sha256) problems.push(`${a.path}: sha256 ${sha}, manifest says ${a.sha256}`);
       checked++;
     } catch (err) {

@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
-import { mkdir, open, type FileHandle } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { writePrivateFile } from "@farm/shared/secure-file";
+import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import type { PullEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 
 const pathPattern = /^[A-Za-z0-9._-]+$/;
@@ -33,18 +33,16 @@ export async function claimBundleDir(dir: string): Promise<void> {
  */
 export async function writePulledBundle(dir: string, stream: AsyncIterable<PullEvidenceResponse>): Promise<EvidenceManifest> {
   const received = new Map<string, { size: number; sha256: string }>();
-  let current: { path: string; size: number; sha256: string; got: number; hash: ReturnType<typeof createHash>; fh: FileHandle } | undefined;
+  let current: { path: string; file: VerifiedFileWriter } | undefined;
   const endFile = async () => {
     const c = current;
     if (!c) return;
     current = undefined;
-    await c.fh.sync();
-    await c.fh.close();
-    const sha = c.hash.digest("hex");
-    if (c.got !== c.size || sha !== c.sha256) {
-      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${c.path}: got ${c.got} bytes with sha256 ${sha}, expected ${c.size} bytes with ${c.sha256}`);
+    const got = await c.file.finish();
+    if (!got.ok) {
+      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${c.path}: got ${got.size} bytes with sha256 ${got.sha256}, expected ${c.file.expected.size} bytes with ${c.file.expected.sha256}`);
     }
-    received.set(c.path, { size: c.size, sha256: c.sha256 });
+    received.set(c.path, c.file.expected);
   };
   try {
     for await (const msg of stream) {
@@ -55,17 +53,13 @@ export async function writePulledBundle(dir: string, stream: AsyncIterable<PullE
           if (!pathPattern.test(path) || path === "manifest.json" || received.has(path)) {
             throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `refusing file name "${path}" from the coordinator`);
           }
-          const fh = await open(join(dir, path), "wx", 0o600);
-          current = { path, size: Number(size), sha256, got: 0, hash: createHash("sha256"), fh };
+          current = { path, file: await VerifiedFileWriter.create(join(dir, path), { size: Number(size), sha256 }) };
           break;
         }
         case "chunk": {
           const c = current;
           if (!c) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, "data arrived before a file header");
-          c.got += msg.kind.value.length;
-          if (c.got > c.size) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${c.path} is larger than announced`);
-          c.hash.update(msg.kind.value);
-          await c.fh.write(msg.kind.value);
+          if (!(await c.file.write(msg.kind.value))) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${c.path} is larger than announced`);
           break;
         }
         case "manifestJson": {
@@ -89,7 +83,7 @@ export async function writePulledBundle(dir: string, stream: AsyncIterable<PullE
       }
     }
   } finally {
-    await current?.fh.close().catch(() => undefined);
+    await current?.file.abort();
   }
   throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, "the transfer ended before the manifest; the directory holds only the files received so far");
 }

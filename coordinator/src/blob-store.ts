@@ -1,16 +1,15 @@
-import { createHash, randomUUID } from "node:crypto";
-import { open, readdir, rename, rm, stat } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { BlobPartSchema, type BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
-import { readChunks } from "./evidence-store.js";
+import { readChunks, VerifiedFileWriter } from "@farm/shared/verified-file";
 
 export const BLOB_MAX_BYTES = 2 * 1024 * 1024 * 1024;
 export const BLOB_TTL_MS = 10 * 60_000;
-const CHUNK = 1024 * 1024;
 const idPattern = /^[0-9a-f-]{36}$/;
 
 /**
@@ -41,30 +40,27 @@ export class BlobStore {
     if (!/^[0-9a-f]{64}$/.test(header.sha256)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "sha256 must be 64 hex digits", "sha256");
     const id = randomUUID();
     const tmp = join(this.dir, `${id}.part`);
-    const fh = await open(tmp, "wx", 0o600);
-    const hash = createHash("sha256");
-    let got = 0;
+    const file = await VerifiedFileWriter.create(tmp, { size, sha256: header.sha256 });
+    let got;
     try {
       for (;;) {
         const n = await it.next();
         if (n.done) break;
         if (n.value?.kind.case !== "chunk") continue;
-        got += n.value.kind.value.length;
-        if (got > size) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the blob is larger than announced", "chunk");
-        hash.update(n.value.kind.value);
-        await fh.write(n.value.kind.value);
+        if (!(await file.write(n.value.kind.value))) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the blob is larger than announced", "chunk");
       }
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    const sha = hash.digest("hex");
-    if (got !== size || sha !== header.sha256) {
+      got = await file.finish();
+    } catch (err) {
+      await file.abort();
       await rm(tmp, { force: true });
-      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `blob arrived as ${got} bytes with sha256 ${sha}; announced ${size} bytes with ${header.sha256}`, "chunk");
+      throw err;
+    }
+    if (!got.ok) {
+      await rm(tmp, { force: true });
+      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `blob arrived as ${got.size} bytes with sha256 ${got.sha256}; announced ${size} bytes with ${header.sha256}`, "chunk");
     }
     await rename(tmp, join(this.dir, id));
-    this.meta.set(id, { size, sha256: sha, name: header.name, at: Date.now() });
+    this.meta.set(id, { size, sha256: got.sha256, name: header.name, at: Date.now() });
     return id;
   }
 
@@ -72,7 +68,7 @@ export class BlobStore {
     const m = idPattern.test(id) ? this.meta.get(id) : undefined;
     if (!m) throw farmError(Code.NotFound, ErrorCodes.notFound, `no blob ${id} (blobs last ${BLOB_TTL_MS / 60_000} minutes)`, "blob_id");
     yield create(BlobPartSchema, { kind: { case: "header", value: { size: BigInt(m.size), sha256: m.sha256, name: m.name } } });
-    for await (const chunk of readChunks(join(this.dir, id), CHUNK)) yield create(BlobPartSchema, { kind: { case: "chunk", value: chunk } });
+    for await (const chunk of readChunks(join(this.dir, id))) yield create(BlobPartSchema, { kind: { case: "chunk", value: chunk } });
   }
 
   async remove(id: string): Promise<void> {

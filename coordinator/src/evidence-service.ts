@@ -15,10 +15,10 @@ import { EvidenceFileHeaderSchema, EvidenceSummarySchema } from "@farm/shared/ge
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
-import { readChunks, type EvidenceStore } from "./evidence-store.js";
+import type { EvidenceStore } from "./evidence-store.js";
+import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
 import { fromCommandError } from "./command-error.js";
 
-const CHUNK_BYTES = 1024 * 1024;
 /** Time for upload and bookkeeping on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
 

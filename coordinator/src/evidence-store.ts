@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { open, readFile, rename, rm, stat, type FileHandle } from "node:fs/promises";
+import { readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { and, desc, eq, type SQL } from "drizzle-orm";
@@ -8,6 +7,7 @@ import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
 import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
+import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { evidence } from "./db/schema.js";
 
@@ -124,7 +124,7 @@ export class EvidenceStore {
 export class Upload {
   readonly dir: string;
   private readonly files = new Map<string, { size: number; sha256: string }>();
-  private current: { path: string; size: number; sha256: string; received: number; hash: ReturnType<typeof createHash>; fh: FileHandle } | undefined;
+  private current: VerifiedFileWriter | undefined;
   private totalBytes = 0;
   private started = false;
 
@@ -144,31 +144,28 @@ export class Upload {
     if (!pathPattern.test(path) || path === "manifest.json" || this.files.has(path)) {
       throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `bad or repeated file name "${path}"`, "path");
     }
-    const fh = await open(join(this.dir, path), "wx", 0o600);
-    this.current = { path, size, sha256, received: 0, hash: createHash("sha256"), fh };
+    this.current = await VerifiedFileWriter.create(join(this.dir, path), { size, sha256 });
+    this.currentPath = path;
   }
+
+  private currentPath = "";
 
   async chunk(bytes: Uint8Array): Promise<void> {
     const c = this.current;
     if (!c) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "a chunk arrived before any file header", "chunk");
-    c.received += bytes.length;
-    if (c.received > c.size) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `${c.path} is larger than announced`, "chunk");
-    c.hash.update(bytes);
-    await c.fh.write(bytes);
+    if (!(await c.write(bytes))) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `${this.currentPath} is larger than announced`, "chunk");
   }
 
   private async endFile(): Promise<void> {
     const c = this.current;
     if (!c) return;
     this.current = undefined;
-    await c.fh.sync();
-    await c.fh.close();
-    const got = c.hash.digest("hex");
-    if (c.received !== c.size || got !== c.sha256) {
-      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${c.path}: received ${c.received} bytes with sha256 ${got}, announced ${c.size} bytes with ${c.sha256}`, "chunk");
+    const got = await c.finish();
+    if (!got.ok) {
+      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${this.currentPath}: received ${got.size} bytes with sha256 ${got.sha256}, announced ${c.expected.size} bytes with ${c.expected.sha256}`, "chunk");
     }
-    this.files.set(c.path, { size: c.size, sha256: c.sha256 });
-    this.totalBytes += c.size;
+    this.files.set(this.currentPath, c.expected);
+    this.totalBytes += c.expected.size;
   }
 
   async finish(manifestText: string): Promise<EvidenceRow> {
@@ -183,15 +180,8 @@ export class Upload {
   async abort(): Promise<void> {
     const c = this.current;
     this.current = undefined;
-    await c?.fh.close().catch(() => undefined);
+    await c?.abort();
     await rm(this.dir, { recursive: true, force: true });
     this.store.receiving.delete(this.meta.evidenceId);
   }
-}
-
-/** Streams a stored file in chunks of at most `chunkBytes`. */
-export async function* readChunks(file: string, chunkBytes: number): AsyncGenerator<Uint8Array> {
-  const s = await stat(file);
-  if (s.size === 0) return;
-  for await (const chunk of createReadStream(file, { highWaterMark: chunkBytes })) yield new Uint8Array(chunk as Buffer);
 }

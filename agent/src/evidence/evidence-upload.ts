@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
+import { readChunks, sha256File } from "@farm/shared/verified-file";
 import {
   AgentEvidenceService,
   UploadEvidenceRequestSchema,
@@ -11,9 +10,6 @@ import {
   type UploadEvidenceRequest,
 } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
 import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
-
-/** Files ride in chunks of at most 1 MiB, read as they are sent. */
-export const CHUNK_BYTES = 1024 * 1024;
 
 export interface UploadSpec {
   evidenceId: string;
@@ -45,17 +41,10 @@ async function* messages(spec: UploadSpec): AsyncGenerator<UploadEvidenceRequest
   for (const path of spec.files) {
     const file = join(spec.dir, path);
     const { size } = await stat(file);
-    const sha256 = await hashFile(file);
+    const sha256 = await sha256File(file);
     yield msg({ case: "file", value: create(EvidenceFileHeaderSchema, { path, size: BigInt(size), sha256 }) });
-    for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES })) {
-      yield msg({ case: "chunk", value: new Uint8Array(chunk as Buffer) });
-    }
+    // Read as sent: memory stays at one chunk per file in flight.
+    for await (const chunk of readChunks(file)) yield msg({ case: "chunk", value: chunk });
   }
   yield msg({ case: "manifestJson", value: await readFile(join(spec.dir, "manifest.json"), "utf8") });
-}
-
-export async function hashFile(file: string): Promise<string> {
-  const h = createHash("sha256");
-  for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES })) h.update(chunk as Buffer);
-  return h.digest("hex");
 }
