@@ -19,6 +19,7 @@ import { rebootAction } from "./actions/reboot-action.js";
 import { interactiveShellAction } from "./actions/interactive-shell-action.js";
 import { installAction } from "./actions/install-action.js";
 import { resumeStagedUploads } from "./evidence/staged-uploads.js";
+import { VideoSessions } from "./video/video-sessions.js";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -87,6 +88,9 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   watcher.start();
   const ownership = new DeviceOwnership({ lockDir, journal, watcher, history, agentId: identity.id });
   const transport = coordinatorTransport(opts.coordinatorUrl, opts.token);
+  const agentInfo = { id: identity.id, host: hostname(), version: FARM_VERSION };
+  const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
+  await video.init();
   const handlerDeps = {
     ownership,
     watcher,
@@ -99,7 +103,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     interactiveShell: interactiveShellAction(opts.adb, transport),
     install: installAction(opts.adb, adbClient, transport, join(opts.dataDir, "staging")),
     log,
-    evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: { id: identity.id, host: hostname(), version: FARM_VERSION } },
+    evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
+    video,
   };
   uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,
@@ -111,7 +116,10 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     log,
     onStateChange: (attached) => {
       opts.onAttachedChange?.(attached);
-      if (attached) void resumeStagedUploads({ stagingDir: join(opts.dataDir, "staging"), transport, agentId: identity.id, log });
+      if (attached) {
+        void resumeStagedUploads({ stagingDir: join(opts.dataDir, "staging"), transport, agentId: identity.id, log });
+        void video.uploadFinished();
+      }
     },
     onCommand: (cmd) => handleCommand(cmd, handlerDeps),
   });
@@ -126,6 +134,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       return link.attached;
     },
     async close() {
+      // Recording workers are detached and finish on their own.
+      video.close();
       watcher.stop();
       await link.stop();
       database.close();

@@ -23,6 +23,7 @@ import type { DeviceHistory } from "./device-history.js";
 import type { ShellOutput, ShellRequest } from "./actions/shell-action.js";
 import type { SetPropRequest } from "./actions/setprop-action.js";
 import { captureEvidence, type EvidenceDeps } from "./evidence/capture-command.js";
+import type { VideoSessions } from "./video/video-sessions.js";
 
 export interface CommandHandlerDeps {
   ownership: DeviceOwnership;
@@ -37,6 +38,7 @@ export interface CommandHandlerDeps {
   install: ActionKind<InstallRequest, { output: string }>;
   log: Logger;
   evidence: EvidenceDeps;
+  video: VideoSessions;
 }
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
@@ -157,6 +159,19 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       }
       case "captureEvidence":
         return result({ case: "captureEvidence", value: await captureEvidence(cmd.kind.value, cmd.commandId, deps.watcher, deps.evidence, deps.log) });
+      case "startVideo":
+        return result({ case: "startVideo", value: { session: await deps.video.start(cmd.kind.value, deadlineMs) } });
+      case "videoStatus":
+        return result({ case: "videoStatus", value: { session: await deps.video.status(cmd.kind.value.sessionId) } });
+      case "stopVideo":
+        return result({ case: "stopVideo", value: { session: await deps.video.stop(cmd.kind.value.sessionId, cmd.requestedBy, deadlineMs) } });
+      case "inspectVideo":
+        return result({ case: "inspectVideo", value: await deps.video.inspect(cmd.kind.value.sessionId) });
+      case "releaseVideo": {
+        if (!cmd.requestedByAdmin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "releasing a recording lock needs an admin token");
+        const v = cmd.kind.value;
+        return result({ case: "releaseVideo", value: { session: await deps.video.release(v.sessionId, cmd.requestedBy, v.reason) } });
+      }
       default:
         throw farmError(Code.Unimplemented, ErrorCodes.notImplemented, `this agent does not implement command ${cmd.kind.case ?? "(none)"}`);
     }

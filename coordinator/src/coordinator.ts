@@ -36,6 +36,9 @@ import { AgentShellService } from "@farm/shared/gen/farm/v1/agent_shell_service_
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { registerEvidenceService } from "./evidence-service.js";
+import { registerVideoService } from "./video-service.js";
+import { VideoSessionIndex } from "./video-session-index.js";
+import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceStore } from "./evidence-store.js";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
@@ -76,6 +79,7 @@ const rules: Record<string, AccessRule> = {
   [BlobService.typeName]: { kind: "user" },
   [AgentBlobService.typeName]: { kind: "agent" },
   [EvidenceService.typeName]: { kind: "user" },
+  [VideoService.typeName]: { kind: "user" },
   [AgentEvidenceService.typeName]: { kind: "agent" },
 };
 
@@ -114,6 +118,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
       registerEvidenceService(router, { registry, store: evidenceStore, log });
+      registerVideoService(router, { registry, store: evidenceStore, index: new VideoSessionIndex(database.db), log });
       registerAgentEvidenceService(router, { store: evidenceStore, log });
     },
     fallback(req, res) {

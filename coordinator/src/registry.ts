@@ -381,6 +381,12 @@ export class Registry {
     this.onChange?.();
   }
 
+  /** The attached session of an agent, for requests bound to that agent (not to a device). */
+  agentSession(agentId: string): { session: AgentSession; name: string } | undefined {
+    const a = this.agents.get(agentId);
+    return a?.session ? { session: a.session, name: a.name } : undefined;
+  }
+
   agentName(agentId: string): string | undefined {
     return this.agents.get(agentId)?.name;
   }

@@ -31,6 +31,10 @@ export const ErrorCodes = {
   evidenceNotFound: "EVIDENCE_NOT_FOUND",
   evidenceVerifyFailed: "EVIDENCE_VERIFY_FAILED",
   evidenceTransferFailed: "EVIDENCE_TRANSFER_FAILED",
+  evidenceRecordingActive: "EVIDENCE_RECORDING_ACTIVE",
+  evidenceSessionNotFound: "EVIDENCE_SESSION_NOT_FOUND",
+  evidenceRecoveryRequired: "EVIDENCE_RECOVERY_REQUIRED",
+  evidenceToolMissing: "EVIDENCE_TOOL_MISSING",
   notImplemented: "NOT_IMPLEMENTED",
   internal: "INTERNAL",
 } as const;

@@ -11,6 +11,25 @@ export interface EvidenceManifest {
   status: EvidenceStatus;
   artifacts: EvidenceArtifact[];
   errors: EvidenceError[];
+  /** Present on video bundles only. */
+  video?: EvidenceVideo;
+}
+
+/** A video bundle's recording facts; host and media durations are independent. */
+export interface EvidenceVideo {
+  requestedDurationSeconds: number;
+  /** Monotonic host time from recorder start to its observed end; null while recording. */
+  hostDurationMs: number | null;
+  /** The decoded media timeline; null until probed. */
+  mediaDurationMs: number | null;
+  requestedSize: { width: number; height: number };
+  actualSize: { width: number; height: number } | null;
+  codec: string | null;
+  stopReason: "requested" | "duration_cap" | "startup_failure" | "failure" | null;
+  /** Device path of the recording; kept after a failure for recovery. */
+  remotePath: string;
+  /** False once the remote file was removed (after successful verification). */
+  remoteRetained: boolean;
 }
 
 export type EvidenceStatus = "complete" | "partial" | "failed";
@@ -24,7 +43,8 @@ export interface EvidenceDevice {
   agentVersion: string;
   bootId: string | null;
   appPackage: string | null;
-  hierarchySource: "uiautomator" | "app-sdk";
+  /** Null on video bundles, which have no hierarchy. */
+  hierarchySource: "uiautomator" | "app-sdk" | null;
   apiLevel: number | null;
   androidVersion: string | null;
   manufacturer: string | null;
@@ -61,6 +81,12 @@ export interface EvidenceError {
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: "null" }] });
 const isoTime = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$" };
 const sha256 = { type: "string", pattern: "^[0-9a-f]{64}$" };
+const sizeSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["width", "height"],
+  properties: { width: { type: "integer", minimum: 1 }, height: { type: "integer", minimum: 1 } },
+};
 const errorSchema = {
   type: "object",
   additionalProperties: false,
@@ -98,7 +124,7 @@ export const evidenceManifestSchema = {
         agentVersion: { type: "string" },
         bootId: nullable({ type: "string" }),
         appPackage: nullable({ type: "string" }),
-        hierarchySource: { enum: ["uiautomator", "app-sdk"] },
+        hierarchySource: { enum: ["uiautomator", "app-sdk", null] },
         apiLevel: nullable({ type: "integer", minimum: 1 }),
         androidVersion: nullable({ type: "string" }),
         manufacturer: nullable({ type: "string" }),
@@ -149,6 +175,25 @@ export const evidenceManifestSchema = {
       },
     },
     errors: { type: "array", items: errorSchema },
+    video: {
+      type: "object",
+      additionalProperties: false,
+      required: ["requestedDurationSeconds", "hostDurationMs", "mediaDurationMs", "requestedSize", "actualSize", "codec", "stopReason", "remotePath", "remoteRetained"],
+      properties: {
+        requestedDurationSeconds: { type: "integer", minimum: 1, maximum: 180 },
+        hostDurationMs: nullable({ type: "number", minimum: 0 }),
+        mediaDurationMs: nullable({ type: "number", minimum: 0 }),
+        requestedSize: sizeSchema,
+        actualSize: nullable(sizeSchema),
+        codec: nullable({ type: "string" }),
+        stopReason: { enum: ["requested", "duration_cap", "startup_failure", "failure", null] },
+        remotePath: { type: "string" },
+        remoteRetained: { type: "boolean" },
+      },
+    },
   },
+  if: { properties: { kind: { const: "video" } } },
+  then: { required: ["video"] },
+  else: { not: { required: ["video"] } },
 } as const;
 

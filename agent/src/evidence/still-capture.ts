@@ -1,14 +1,15 @@
 import { createHash, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { EvidenceArtifact, EvidenceDevice, EvidenceError, EvidenceManifest, EvidenceStatus } from "@farm/shared/evidence-manifest";
+import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus } from "@farm/shared/evidence-manifest";
 import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
 import type { AdbServerAddress } from "../adb-client.js";
 import { execOut } from "../adb-exec.js";
 import { shellV2 } from "../adb-shell.js";
 import type { AdbServiceError } from "../adb-service.js";
 import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
-import { deviceTypeOf, looksLikeHierarchy, parseAwake, parseGetprop, parseLocked, parseRotation, parseWmDensity, parseWmSize } from "./device-observations.js";
+import { looksLikeHierarchy, parseAwake, parseLocked } from "./device-observations.js";
+import { readDeviceMetadata } from "./device-metadata.js";
 
 /** Below this much budget the hierarchy is not attempted (UIAutomator's own minimum). */
 const HIERARCHY_MIN_MS = 1_000;
@@ -155,7 +156,11 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   }
 
   // 3. Metadata, within what is left (persistence may run past the deadline).
-  const device = await readMetadata(deps, req, remaining, fail);
+  const device = await readDeviceMetadata(
+    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: "uiautomator" },
+    remaining,
+    fail,
+  );
 
   // 4. Capture records.
   const capT0 = performance.now();
@@ -237,58 +242,6 @@ async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceI
     const e = err as AdbServiceError;
     return { error: { code: transferCode(e, "HIERARCHY"), message: e.message, component: "adb" }, record: { ok: false, error: e.message } };
   }
-}
-
-async function readMetadata(
-  deps: StillCaptureDeps,
-  req: StillCaptureRequest,
-  remaining: () => number,
-  fail: (code: string, stage: string, message: string, component: string | null) => EvidenceError,
-): Promise<EvidenceDevice> {
-  const run = async (command: string): Promise<string | null> => {
-    try {
-      const r = await shellV2(deps.adb, req.serial, command, AbortSignal.timeout(Math.max(1, Math.ceil(remaining()))));
-      return r.exitCode === 0 ? r.stdout.toString("utf8") : null;
-    } catch {
-      return null;
-    }
-  };
-  const props = parseGetprop((await run("getprop")) ?? "");
-  const prop = (k: string, what: string): string | null => {
-    const v = props[k];
-    if (v === undefined || v === "") {
-      fail("METADATA_UNAVAILABLE", "metadata", `${what} (${k}) could not be read`, "getprop");
-      return null;
-    }
-    return v;
-  };
-  const sdk = Number.parseInt(prop("ro.build.version.sdk", "API level") ?? "", 10);
-  const size = parseWmSize((await run("wm size")) ?? "");
-  const density = parseWmDensity((await run("wm density")) ?? "");
-  const rotation = parseRotation((await run("dumpsys input")) ?? "");
-  if (!size) fail("METADATA_UNAVAILABLE", "metadata", "display size (wm size) could not be read", "wm");
-  if (density === null) fail("METADATA_UNAVAILABLE", "metadata", "display density (wm density) could not be read", "wm");
-  if (rotation === null) fail("METADATA_UNAVAILABLE", "metadata", "display rotation (dumpsys input) could not be read", "dumpsys");
-  const kernelQemu = props["ro.kernel.qemu"] ?? null;
-  const bootQemu = props["ro.boot.qemu"] ?? null;
-  return {
-    serial: req.serial,
-    physicalId: deps.device.physicalId,
-    agentId: deps.agent.id,
-    agentHost: deps.agent.host,
-    cliVersion: req.cliVersion,
-    agentVersion: deps.agent.version,
-    bootId: deps.device.bootId,
-    appPackage: null,
-    hierarchySource: "uiautomator",
-    apiLevel: Number.isFinite(sdk) && sdk > 0 ? sdk : null,
-    androidVersion: prop("ro.build.version.release", "Android version"),
-    manufacturer: prop("ro.product.manufacturer", "manufacturer"),
-    model: prop("ro.product.model", "model"),
-    deviceType: deviceTypeOf(kernelQemu, bootQemu),
-    deviceTypeProperties: { "ro.kernel.qemu": kernelQemu, "ro.boot.qemu": bootQemu },
-    display: size ? { width: size.width, height: size.height, density, rotation } : null,
-  };
 }
 
 function transferCode(e: AdbServiceError, what: "SCREENSHOT" | "HIERARCHY"): string {

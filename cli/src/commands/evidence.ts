@@ -13,6 +13,7 @@ import { clientOptions, type Command, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
 import { claimBundleDir, writePulledBundle } from "../bundle-writer.js";
+import { videoGroup } from "./evidence-video.js";
 
 /** Time for upload and transfer on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
@@ -167,6 +168,6 @@ const verify: Command = {
 
 export const evidenceGroup: CommandGroup = {
   name: "evidence",
-  summary: "Evidence bundles: capture, list, pull, verify",
-  commands: [capture, list, pull, verify],
+  summary: "Evidence bundles: capture, video, list, pull, verify",
+  commands: [capture, videoGroup, list, pull, verify],
 };

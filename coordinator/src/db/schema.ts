@@ -108,3 +108,23 @@ export const activity = sqliteTable("activity", {
   requestId: text("request_id").notNull(),
   detail: text("detail").notNull(),
 });
+
+/**
+ * Video sessions routed through this coordinator: which agent holds each
+ * one, and the last state it reported (the worker's files are the truth).
+ */
+export const videoSessions = sqliteTable("video_sessions", {
+  sessionId: text("session_id").primaryKey(),
+  agentId: text("agent_id").notNull(),
+  serial: text("serial").notNull(),
+  physicalId: text("physical_id").notNull(),
+  requestedBy: text("requested_by").notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+  status: text("status").notNull(),
+  code: text("code").notNull(),
+  message: text("message").notNull(),
+  workerAvailable: integer("worker_available", { mode: "boolean" }).notNull(),
+  recoveryState: text("recovery_state").notNull(),
+  manifestJson: text("manifest_json").notNull(),
+});

@@ -57,6 +57,11 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
       }
     } else if (flag === '--verbose' || flag === '-v') {
       verbose = true;
+    } else if (flag === '--help') {
+      await ctx.stdout.write(
+        'Usage: screenrecord [options] <filename>\n\nAndroid screenrecord v1.3.  Records the device\'s display to a .mp4 file.\n\nOptions:\n--size WIDTHxHEIGHT\n--bit-rate RATE\n--time-limit TIME\n--verbose\n--help\n',
+      );
+      return 0;
     } else if (flag === '--bugreport' || flag === '--rotate') {
       // Accepted, no visible effect here.
     } else if (flag.startsWith('-')) {

@@ -1,0 +1,470 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { closeSync, openSync, watch, type FSWatcher } from "node:fs";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, type Transport } from "@connectrpc/connect";
+import { actionError, ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import type { EvidenceError, EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { validateContext, validateLabel } from "@farm/shared/evidence-options";
+import type { Logger } from "@farm/shared/log";
+import { checkVideoAspect, defaultVideoSize, orientedDisplay, parseVideoSize, validateDurationSeconds, validateSessionId } from "@farm/shared/video-options";
+import {
+  InspectVideoResponseSchema,
+  VideoSessionSchema,
+  type InspectVideoResponse,
+  type StartVideoRequest,
+  type VideoSession,
+} from "@farm/shared/gen/farm/v1/video_service_pb";
+import type { AdbServerAddress } from "../adb-client.js";
+import { shellV2 } from "../adb-shell.js";
+import type { DeviceWatcher } from "../device-watcher.js";
+import { readDeviceMetadata } from "../evidence/device-metadata.js";
+import { uploadBundle } from "../evidence/evidence-upload.js";
+import { checkMediaTools, mediaTools } from "./media-verify.js";
+import { checkRecorder, listRecorders } from "./recorder-identity.js";
+import type { WorkerMessage } from "./video-worker.js";
+import {
+  acquireVideoLock,
+  ensureVideoDirs,
+  readVideoLock,
+  releaseVideoLock,
+  videoLockFile,
+  VideoSessionFiles,
+  type VideoSessionRecord,
+} from "./video-session-files.js";
+
+/** Start answers within this long of spawning the worker. */
+export const START_ACK_MS = 5_000;
+/** Stop waits at most this long for the terminal bundle. */
+export const STOP_WAIT_MS = 15_000;
+
+export interface VideoDeps {
+  adb: AdbServerAddress;
+  dataDir: string;
+  lockDir: string;
+  transport: Transport;
+  watcher: DeviceWatcher;
+  agent: { id: string; host: string; version: string };
+  log: Logger;
+}
+
+const workerScript = fileURLToPath(new URL("./worker-main.js", import.meta.url));
+
+/**
+ * The agent's side of managed video: validates and starts sessions (one
+ * detached worker each), answers status, stop and inspect from the
+ * session's files, and uploads terminal bundles to the coordinator's store.
+ * It never writes a manifest for a live worker and never signals a process.
+ */
+export class VideoSessions {
+  private readonly uploads = new Map<string, Promise<boolean>>();
+  private finishedWatcher: FSWatcher | undefined;
+
+  constructor(private readonly deps: VideoDeps) {}
+
+  async init(): Promise<void> {
+    await ensureVideoDirs(this.deps.dataDir);
+    try {
+      this.finishedWatcher = watch(VideoSessionFiles.finishedDir(this.deps.dataDir), () => void this.uploadFinished());
+    } catch (err) {
+      this.deps.log.warn("cannot watch for finished recordings; they upload on the next attach", { error: (err as Error).message });
+    }
+  }
+
+  close(): void {
+    this.finishedWatcher?.close();
+  }
+
+  async start(req: StartVideoRequest, deadlineMs: number): Promise<VideoSession> {
+    const label = validateLabel(req.label);
+    const context = validateContext(req.contextJson);
+    const durationSeconds = validateDurationSeconds(req.durationSeconds);
+    const explicitSize = parseVideoSize(req.size);
+    const serial = req.target?.serial ?? "";
+    const device = this.deps.watcher.device(serial);
+    if (!device || device.state !== "device") {
+      throw actionError(Code.FailedPrecondition, ErrorCodes.deviceOffline, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
+    }
+    const physicalId = device.identity.physicalId;
+    if (!physicalId) throw farmError(Code.FailedPrecondition, ErrorCodes.deviceOffline, `device ${serial} has no known identity yet`, "serial");
+
+    // Tools and the device's recorder are checked before anything is dispatched.
+    const tools = await checkMediaTools(mediaTools());
+    if (tools) throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceToolMissing, tools);
+    const remaining = () => Math.max(1, deadlineMs - Date.now() - START_ACK_MS - 500);
+    const help = await shellV2(this.deps.adb, serial, "screenrecord --help", AbortSignal.timeout(remaining())).catch((err: Error) => err);
+    if (help instanceof Error || help.exitCode !== 0 || !/screenrecord/i.test(help.stdout.toString("utf8") + help.stderr.toString("utf8"))) {
+      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceToolMissing, `device ${serial} has no usable screenrecord: ${help instanceof Error ? help.message : `exit ${help.exitCode}`}`, "device");
+    }
+    const metadataErrors: EvidenceError[] = [];
+    const meta = await readDeviceMetadata(
+      { adb: this.deps.adb, serial, physicalId, bootId: device.facts.bootId || null, agent: this.deps.agent, cliVersion: req.cliVersion || null, hierarchySource: null },
+      remaining,
+      (code, stage, message, component) => {
+        const e = { code, stage, message, component };
+        metadataErrors.push(e);
+        return e;
+      },
+    );
+    if (!meta.display) throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceCaptureFailed, `the display size of ${serial} could not be read (wm size); no recording was started`, "device");
+    // Rotation is sampled once, here; it is not tracked during the recording.
+    const display = orientedDisplay({ width: meta.display.width, height: meta.display.height }, meta.display.rotation);
+    if (explicitSize) checkVideoAspect(explicitSize, display);
+    const requestedSize = explicitSize ?? defaultVideoSize(display);
+
+    const sessionId = randomUUID();
+    const nonce = randomUUID();
+    const lockFile = videoLockFile(this.deps.lockDir, physicalId);
+    const lock = await acquireVideoLock(lockFile, { sessionId, nonce, physicalId, agentId: this.deps.agent.id, dataDir: this.deps.dataDir, createdAt: new Date().toISOString() });
+    if (!lock.acquired) throw await this.heldError(lock.holder, serial);
+
+    const files = VideoSessionFiles.of(this.deps.dataDir, sessionId);
+    const record: VideoSessionRecord = {
+      sessionId,
+      nonce,
+      serial,
+      physicalId,
+      agentId: this.deps.agent.id,
+      adb: this.deps.adb,
+      durationSeconds,
+      requestedSize,
+      display: { ...display, rotation: meta.display.rotation },
+      label,
+      context,
+      remotePath: `/data/local/tmp/farm-video-${sessionId}.mp4`,
+      createdAt: new Date().toISOString(),
+      deadlineAt: new Date(Date.now() + durationSeconds * 1000).toISOString(),
+      state: "starting",
+      worker: null,
+      recorder: null,
+      recoveryState: "none",
+      recoveryReason: null,
+      lockFile,
+      device: meta,
+      metadataErrors,
+    };
+    try {
+      await mkdir(join(files.dir, "stop-requests"), { recursive: true, mode: 0o700 });
+      await files.writeSession(record);
+    } catch (err) {
+      await releaseVideoLock(lockFile, sessionId, nonce);
+      throw err;
+    }
+    this.deps.log.info("video session starting", { sessionId, serial, durationSeconds, size: `${requestedSize.width}x${requestedSize.height}` });
+    const ack = await this.spawnWorker(files);
+    if (ack.kind === "spawn-failed") {
+      // No recorder was started: record the failure and give the lock back.
+      await files.writeManifest(startupFailureManifest(record, `the video worker could not be started: ${ack.message}`, metadataErrors));
+      await releaseVideoLock(lockFile, sessionId, nonce);
+      await files.writeSession({ ...record, state: "terminal" });
+      void this.upload(sessionId);
+      return this.describe(files, { code: "VIDEO_STARTUP_FAILED", message: ack.message });
+    }
+    if (ack.kind === "timeout") {
+      await files.requestStop(nonce, "start-timeout");
+      return this.describe(files, { code: ErrorCodes.commandTimeout, message: `the recorder was not confirmed live within ${START_ACK_MS / 1000} s; a stop was requested. Session ${sessionId} stays available to status.` });
+    }
+    if (ack.kind === "failed") {
+      await this.waitTerminal(files, Math.min(5_000, Math.max(0, deadlineMs - Date.now() - 500)));
+      void this.upload(sessionId);
+      return this.describe(files, { code: ack.code, message: ack.message });
+    }
+    if (ack.kind === "exited") return this.describe(files, {});
+    return this.describe(files, {});
+  }
+
+  private async heldError(holder: Awaited<ReturnType<typeof readVideoLock>>, serial: string) {
+    if (holder) {
+      const files = VideoSessionFiles.of(holder.dataDir, holder.sessionId);
+      const alive = await files.workerAlive(holder.nonce);
+      if (alive) {
+        return farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecordingActive, `the phone behind ${serial} is already being recorded by session ${holder.sessionId}`, "device");
+      }
+      return farmError(
+        Code.FailedPrecondition,
+        ErrorCodes.evidenceRecoveryRequired,
+        `the phone behind ${serial} is locked by session ${holder.sessionId}, whose worker is gone; inspect it (\`farm evidence video inspect --session ${holder.sessionId}\`) and release it when safe`,
+        "device",
+      );
+    }
+    return farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecoveryRequired, `the recording lock of the phone behind ${serial} is held but unreadable; see the operator guide`, "device");
+  }
+
+  private spawnWorker(files: VideoSessionFiles): Promise<
+    { kind: "recording" } | { kind: "failed"; code: string; message: string } | { kind: "timeout" } | { kind: "exited" } | { kind: "spawn-failed"; message: string }
+  > {
+    return new Promise((resolve) => {
+      let child: ChildProcess;
+      let settled = false;
+      const done = (r: Parameters<typeof resolve>[0]) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        // From here on the worker is on its own: no channel, no ref, its own process group.
+        if (child.connected) child.disconnect();
+        child.unref();
+        resolve(r);
+      };
+      const timer = setTimeout(() => done({ kind: "timeout" }), START_ACK_MS);
+      // The worker's own stdout/stderr go to worker.log in its session dir.
+      const log = openSync(files.path("worker.log"), "a", 0o600);
+      try {
+        child = fork(workerScript, [files.dir], { detached: true, stdio: ["ignore", log, log, "ipc"], cwd: files.dir });
+      } finally {
+        closeSync(log);
+      }
+      child.once("error", (err) => done({ kind: "spawn-failed", message: err.message }));
+      child.once("exit", () => done({ kind: "exited" }));
+      child.on("message", (m: WorkerMessage) => {
+        if (m.type === "recording") done({ kind: "recording" });
+        else if (m.type === "failed") done({ kind: "failed", code: m.code, message: m.message });
+      });
+    });
+  }
+
+  async status(id: string): Promise<VideoSession> {
+    const files = await this.files(id);
+    const m = await files.readManifest();
+    if (m?.manifest.finishedAt) await this.upload(id);
+    return this.describe(files, {});
+  }
+
+  async stop(id: string, requestedBy: string, deadlineMs: number): Promise<VideoSession> {
+    const files = await this.files(id);
+    const rec = await files.readSession();
+    let m = await files.readManifest();
+    if (!m?.manifest.finishedAt) {
+      if (!(await files.workerAlive(rec.nonce))) return this.describe(files, {});
+      await files.requestStop(rec.nonce, requestedBy);
+      const budget = Math.min(STOP_WAIT_MS, Math.max(0, deadlineMs - Date.now() - 1_000));
+      m = await this.waitTerminal(files, budget);
+      if (!m?.manifest.finishedAt) {
+        return this.describe(files, { code: ErrorCodes.commandTimeout, message: `the session was not final within ${Math.round(budget / 1000)} s; poll status or stop again` });
+      }
+    }
+    await this.upload(id);
+    return this.describe(files, {});
+  }
+
+  async inspect(id: string): Promise<InspectVideoResponse> {
+    const files = await this.files(id);
+    const rec = await files.readSession();
+    const text = (p: string) => readFile(p, "utf8").catch((err: Error) => `(unreadable: ${err.message})`);
+    const signal = () => AbortSignal.timeout(5_000);
+    let remoteFile: string;
+    let recorders: string;
+    let verified = false;
+    try {
+      const ls = await shellV2(this.deps.adb, rec.serial, `ls -l ${rec.remotePath}`, signal());
+      remoteFile = (ls.stdout.toString("utf8") + ls.stderr.toString("utf8")).trim();
+    } catch (err) {
+      remoteFile = `(device unreachable: ${(err as Error).message})`;
+    }
+    try {
+      const found = await listRecorders(this.deps.adb, rec.serial, rec.remotePath, signal());
+      recorders = found.map((l) => `${l.pid} ${l.startTime} ${l.args}`).join("\n");
+      if (rec.recorder) verified = (await checkRecorder(this.deps.adb, rec.serial, rec.recorder, rec.remotePath, signal())).verdict === "match";
+    } catch (err) {
+      recorders = `(device unreachable: ${(err as Error).message})`;
+    }
+    return create(InspectVideoResponseSchema, {
+      session: await this.describe(files, {}),
+      sessionJson: await text(files.path("session.json")),
+      heartbeatJson: await text(files.path("heartbeat.json")),
+      lockJson: await text(rec.lockFile),
+      remoteFile,
+      recorderProcesses: recorders,
+      recorderIdentityVerified: verified,
+    });
+  }
+
+  /**
+   * An operator's release of a session whose worker is gone: allowed only
+   * when the device answers and no recorder for the session's path runs.
+   */
+  async release(id: string, by: string, reason: string): Promise<VideoSession> {
+    const files = await this.files(id);
+    const rec = await files.readSession();
+    if (await files.workerAlive(rec.nonce)) {
+      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecordingActive, `session ${id} has a live worker; stop it instead`, "session");
+    }
+    let running: number;
+    try {
+      running = (await listRecorders(this.deps.adb, rec.serial, rec.remotePath, AbortSignal.timeout(5_000))).length;
+    } catch (err) {
+      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecoveryRequired, `cannot prove the recorder is gone: ${(err as Error).message}; reconnect ${rec.serial} and try again`, "session");
+    }
+    if (running > 0) {
+      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecoveryRequired, `a screenrecord for ${rec.remotePath} still runs on ${rec.serial}; it ends at its time limit (${rec.deadlineAt})`, "session");
+    }
+    await files.writeSession({ ...rec, recoveryState: "released", recoveryReason: `released by ${by}: ${reason || "no reason given"}` });
+    const removed = await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce);
+    this.deps.log.warn("video session released by an operator", { sessionId: id, by, lockRemoved: removed });
+    return this.describe(files, {});
+  }
+
+  /** Uploads every terminal bundle not yet in the coordinator's store. */
+  async uploadFinished(): Promise<void> {
+    let names: string[] = [];
+    try {
+      names = await readdir(VideoSessionFiles.sessionsDir(this.deps.dataDir));
+    } catch {
+      return;
+    }
+    for (const id of names) await this.upload(id);
+  }
+
+  /** Upload one terminal bundle once; concurrent callers share the attempt. */
+  upload(id: string): Promise<boolean> {
+    const running = this.uploads.get(id);
+    if (running) return running;
+    const attempt = this.uploadOnce(id).finally(() => this.uploads.delete(id));
+    this.uploads.set(id, attempt);
+    return attempt;
+  }
+
+  private async uploadOnce(id: string): Promise<boolean> {
+    const files = VideoSessionFiles.of(this.deps.dataDir, id);
+    if (await files.uploaded()) return true;
+    const m = await files.readManifest();
+    if (!m?.manifest.finishedAt) return false;
+    const rec = await files.readSession();
+    try {
+      await uploadBundle(this.deps.transport, {
+        evidenceId: id,
+        agentId: this.deps.agent.id,
+        serial: rec.serial,
+        physicalId: rec.physicalId,
+        kind: "video",
+        dir: files.dir,
+        files: m.manifest.artifacts.map((a) => a.path).filter((p): p is string => p !== null),
+      });
+    } catch (err) {
+      const r = toErrorReport(err);
+      if (r.code !== "ALREADY_EXISTS") {
+        this.deps.log.warn("video bundle upload failed; retried on the next status, stop or attach", { sessionId: id, code: r.code });
+        return false;
+      }
+    }
+    await files.markUploaded(id);
+    await rm(join(VideoSessionFiles.finishedDir(this.deps.dataDir), id), { force: true });
+    this.deps.log.info("video bundle stored", { sessionId: id, status: m.manifest.status });
+    return true;
+  }
+
+  private async files(id: string): Promise<VideoSessionFiles> {
+    validateSessionId(id);
+    const files = VideoSessionFiles.of(this.deps.dataDir, id);
+    if (!(await files.exists())) throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `no video session ${id} on this agent`, "session");
+    return files;
+  }
+
+  /** Waits for the terminal manifest (a watcher, with a slow poll behind it). */
+  private async waitTerminal(files: VideoSessionFiles, ms: number): Promise<{ text: string; manifest: EvidenceManifest } | null> {
+    const until = Date.now() + ms;
+    let watcher: FSWatcher | undefined;
+    let wake: (() => void) | undefined;
+    try {
+      watcher = watch(files.dir, () => wake?.());
+    } catch {
+      // Poll only.
+    }
+    try {
+      for (;;) {
+        const m = await files.readManifest();
+        if (m?.manifest.finishedAt) return m;
+        const left = until - Date.now();
+        if (left <= 0) return m;
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, Math.min(250, left));
+          wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+    } finally {
+      watcher?.close();
+    }
+  }
+
+  /** The session as the API reports it, from its files alone. */
+  private async describe(files: VideoSessionFiles, extra: { code?: string; message?: string }): Promise<VideoSession> {
+    const rec = await files.readSession();
+    const m = await files.readManifest();
+    const alive = await files.workerAlive(rec.nonce);
+    let status: string;
+    let code = extra.code ?? "";
+    let message = extra.message ?? "";
+    if (m?.manifest.finishedAt) {
+      status = m.manifest.status;
+      if (!code && rec.recoveryState === "recovery_required") {
+        code = ErrorCodes.evidenceRecoveryRequired;
+        message = rec.recoveryReason ?? "";
+      } else if (!code && status !== "complete") {
+        code = ErrorCodes.evidenceCaptureFailed;
+        message = m.manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", ");
+      }
+    } else if (alive) {
+      status = rec.state === "terminal" ? "finalizing" : rec.state;
+    } else {
+      // The worker is gone before publishing: its last manifest and the lock stay.
+      status = "failed";
+      if (!code) {
+        code = rec.recoveryState === "released" ? ErrorCodes.evidenceCaptureFailed : ErrorCodes.evidenceRecoveryRequired;
+        message =
+          rec.recoveryState === "released"
+            ? `the worker died before finishing; ${rec.recoveryReason ?? "released"}`
+            : `the recording worker is gone (no heartbeat); the lock is kept. Inspect with \`farm evidence video inspect --session ${rec.sessionId}\``;
+      }
+    }
+    return create(VideoSessionSchema, {
+      sessionId: rec.sessionId,
+      status,
+      workerAvailable: alive,
+      code,
+      message,
+      manifestJson: m?.text ?? "",
+      serial: rec.serial,
+      physicalId: rec.physicalId,
+      agentId: rec.agentId,
+      stored: await files.uploaded(),
+      recoveryState: rec.recoveryState,
+      createTime: timestampFromMs(Date.parse(rec.createdAt)),
+      updateTime: timestampFromMs(Date.now()),
+      ...(rec.state === "recording" ? { deadline: timestampFromMs(Date.parse(rec.deadlineAt)) } : {}),
+    });
+  }
+}
+
+function startupFailureManifest(rec: VideoSessionRecord, message: string, metadataErrors: EvidenceError[]): EvidenceManifest {
+  const now = new Date().toISOString();
+  return {
+    schemaVersion: 1,
+    evidenceId: rec.sessionId,
+    kind: "video",
+    label: rec.label,
+    context: rec.context,
+    device: rec.device,
+    startedAt: rec.createdAt,
+    finishedAt: now,
+    status: "failed",
+    artifacts: [],
+    errors: [...metadataErrors, { code: "VIDEO_STARTUP_FAILED", stage: "startup", message, component: "agent" }],
+    video: {
+      requestedDurationSeconds: rec.durationSeconds,
+      hostDurationMs: null,
+      mediaDurationMs: null,
+      requestedSize: rec.requestedSize,
+      actualSize: null,
+      codec: null,
+      stopReason: "startup_failure",
+      remotePath: rec.remotePath,
+      remoteRetained: false,
+    },
+  };
+}

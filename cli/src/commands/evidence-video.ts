@@ -1,0 +1,282 @@
+import { readFile, rmdir, stat } from "node:fs/promises";
+import { dirname, isAbsolute, join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { validateContext, validateLabel, validateOutputDir } from "@farm/shared/evidence-options";
+import { writePrivateFile } from "@farm/shared/secure-file";
+import { FARM_VERSION } from "@farm/shared/version";
+import { parseVideoSize, validateDurationSeconds, validateSessionId, videoFields } from "@farm/shared/video-options";
+import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { VideoService, type InspectVideoResponse, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
+import { serviceClient } from "../client.js";
+import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
+import { table } from "../output.js";
+import { clientSession } from "../session.js";
+import { claimBundleDir, writePulledBundle } from "../bundle-writer.js";
+
+// Video has fixed budgets (start 5 s, stop 15 s); --timeout is only the RPC deadline.
+const START_RPC_MS = 30_000;
+const STOP_RPC_MS = 80_000;
+const TRANSFER_MS = 60_000;
+const LIVE = new Set(["starting", "recording", "finalizing"]);
+
+/** `--session` is a session id, or the manifest path (or directory) of a bundle started with --output-dir. */
+async function resolveSession(text: string | undefined): Promise<{ sessionId: string; dir: string | null; local: EvidenceManifest | null }> {
+  if (text === undefined || text === "") throw invalidArgument(videoFields.session, "--session is required (a session id or a bundle's manifest path)");
+  if (!isAbsolute(text) && !text.includes("/")) return { sessionId: validateSessionId(text), dir: null, local: null };
+  const path = (await stat(text).then((s) => s.isDirectory(), () => false)) ? join(text, "manifest.json") : text;
+  let manifest: EvidenceManifest;
+  try {
+    manifest = JSON.parse(await readFile(path, "utf8")) as EvidenceManifest;
+  } catch (err) {
+    throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `${path} is not a readable bundle manifest: ${(err as Error).message}`, videoFields.session);
+  }
+  if (manifest.kind !== "video" || typeof manifest.evidenceId !== "string") {
+    throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `${path} is not a video bundle's manifest`, videoFields.session);
+  }
+  return { sessionId: validateSessionId(manifest.evidenceId), dir: dirname(path), local: manifest };
+}
+
+/** Status and stop use the session's saved target; a different --device is a mistake, not a redirect. */
+function checkTarget(parsed: Parsed, s: VideoSession): void {
+  const device = stringFlag(parsed, "device");
+  if (device !== undefined && device !== s.serial) {
+    throw invalidArgument("device", `session ${s.sessionId} records ${s.serial}; --device ${device} conflicts with it`);
+  }
+}
+
+/**
+ * Brings a local bundle directory up to date: the active manifest while
+ * recording, then the verified bundle from the store once terminal. A
+ * terminal local bundle is never modified again.
+ */
+async function refreshLocal(ctx: CommandContext, parsed: Parsed, dir: string, s: VideoSession): Promise<void> {
+  const path = join(dir, "manifest.json");
+  const current = await readFile(path, "utf8").then((t) => JSON.parse(t) as EvidenceManifest, () => null);
+  if (current?.finishedAt) return;
+  if (s.stored) {
+    const client = serviceClient(EvidenceService, clientSession(ctx, parsed).config);
+    await writePulledBundle(dir, client.pullEvidence({ evidenceId: s.sessionId }, { timeoutMs: TRANSFER_MS }));
+  } else if (s.manifestJson) {
+    const m = JSON.parse(s.manifestJson) as EvidenceManifest;
+    // Files come only with the terminal bundle; until then just the manifest.
+    if (!m.finishedAt) await writePrivateFile(path, s.manifestJson);
+  }
+}
+
+function view(s: VideoSession, manifestPath: string | null, okWhen: (status: string) => boolean): Record<string, unknown> {
+  const manifest = s.manifestJson ? (JSON.parse(s.manifestJson) as EvidenceManifest) : null;
+  const ok = okWhen(s.status) && s.code === "";
+  return {
+    ok,
+    ...(ok ? {} : { code: s.code || ErrorCodes.evidenceCaptureFailed, message: s.message || `session is ${s.status}` }),
+    sessionId: s.sessionId,
+    status: s.status,
+    manifestPath,
+    serial: s.serial,
+    agent: s.agentName || s.agentId,
+    workerAvailable: s.workerAvailable,
+    stored: s.stored,
+    recoveryState: s.recoveryState,
+    deadline: s.deadline ? new Date(timestampMs(s.deadline)).toISOString() : null,
+    video: manifest?.video ?? null,
+    errors: manifest?.errors ?? [],
+  };
+}
+
+function pretty(d: Record<string, unknown>): string {
+  const v = d["video"] as EvidenceManifest["video"] | null;
+  return [
+    `session ${String(d["sessionId"])}: ${String(d["status"])}${d["code"] ? ` (${String(d["code"])})` : ""}`,
+    d["message"] ? `  ${String(d["message"])}` : null,
+    d["manifestPath"] ? `  manifest: ${String(d["manifestPath"])}` : null,
+    v ? `  requested ${v.requestedSize.width}x${v.requestedSize.height} for ${v.requestedDurationSeconds} s; actual ${v.actualSize ? `${v.actualSize.width}x${v.actualSize.height}` : "-"}, media ${v.mediaDurationMs ?? "-"} ms, host ${v.hostDurationMs ?? "-"} ms, stop: ${v.stopReason ?? "-"}` : null,
+    ...((d["errors"] as EvidenceManifest["errors"]) ?? []).map((e) => `  ${e.stage}: ${e.code}: ${e.message}`),
+  ]
+    .filter((l) => l !== null)
+    .join("\n");
+}
+
+const start: Command = {
+  name: "start",
+  summary: "Start a recording on a phone; answers once the recorder is live",
+  usage:
+    "farm evidence video start --device SERIAL --duration-seconds 1..180 [--size WxH] [--agent NAME] [--label TEXT] [--context-json OBJECT] [--output-dir /absolute/new/dir]",
+  options: {
+    ...clientOptions,
+    device: { type: "string" },
+    agent: { type: "string" },
+    "duration-seconds": { type: "string" },
+    size: { type: "string" },
+    label: { type: "string" },
+    "context-json": { type: "string" },
+    "output-dir": { type: "string" },
+  },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    // Every rule is checked before any device, coordinator or file is touched.
+    const serial = requiredString(parsed, "device");
+    const durationSeconds = validateDurationSeconds(stringFlag(parsed, "duration-seconds"));
+    const size = stringFlag(parsed, "size");
+    parseVideoSize(size);
+    const label = validateLabel(stringFlag(parsed, "label"));
+    const context = validateContext(stringFlag(parsed, "context-json"));
+    const outputFlag = stringFlag(parsed, "output-dir");
+    const outputDir = outputFlag === undefined ? undefined : validateOutputDir(outputFlag);
+    const session = clientSession(ctx, parsed);
+    const client = serviceClient(VideoService, session.config);
+    if (outputDir) await claimBundleDir(outputDir);
+    let res;
+    try {
+      res = await client.startVideo(
+        {
+          target: create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "" }),
+          durationSeconds,
+          size: size ?? "",
+          ...(label === null ? {} : { label }),
+          contextJson: JSON.stringify(context),
+          cliVersion: FARM_VERSION,
+        },
+        { timeoutMs: Math.max(session.timeoutMs, START_RPC_MS) },
+      );
+    } catch (err) {
+      // Refused before anything was recorded: the claimed directory is still empty.
+      if (outputDir) await rmdir(outputDir).catch(() => undefined);
+      throw err;
+    }
+    const s = res.session as VideoSession;
+    let manifestPath: string | null = null;
+    if (outputDir) {
+      await refreshLocal(ctx, parsed, outputDir, s);
+      manifestPath = join(outputDir, "manifest.json");
+    }
+    const data = view(s, manifestPath, (status) => status === "recording");
+    ctx.printer.emit(data, () => pretty(data));
+    return data["ok"] ? 0 : 1;
+  },
+};
+
+function sessionCommand(name: "status" | "stop", summary: string): Command {
+  return {
+    name,
+    summary,
+    usage: `farm evidence video ${name} --session SESSION_ID|/path/to/bundle/manifest.json [--device SERIAL]`,
+    options: { ...clientOptions, session: { type: "string" }, device: { type: "string" } },
+    async run(ctx) {
+      const parsed = parseFlags(ctx.args, this.options);
+      const target = await resolveSession(stringFlag(parsed, "session"));
+      if (target.local) {
+        const device = stringFlag(parsed, "device");
+        if (device !== undefined && device !== target.local.device.serial) {
+          throw invalidArgument("device", `session ${target.sessionId} records ${target.local.device.serial}; --device ${device} conflicts with it`);
+        }
+      }
+      const session = clientSession(ctx, parsed);
+      const client = serviceClient(VideoService, session.config);
+      const res =
+        name === "stop"
+          ? await client.stopVideo({ sessionId: target.sessionId }, { timeoutMs: Math.max(session.timeoutMs, STOP_RPC_MS) })
+          : await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
+      const s = res.session as VideoSession;
+      checkTarget(parsed, s);
+      if (target.dir) await refreshLocal(ctx, parsed, target.dir, s);
+      const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;
+      const data = view(s, manifestPath, name === "stop" ? (st) => st === "complete" : (st) => st === "complete" || LIVE.has(st));
+      ctx.printer.emit(data, () => pretty(data));
+      return data["ok"] ? 0 : 1;
+    },
+  };
+}
+
+const inspect: Command = {
+  name: "inspect",
+  summary: "Show a session's files, worker heartbeat, lock and remote recorder (changes nothing)",
+  usage: "farm evidence video inspect --session SESSION_ID|/path/to/manifest.json",
+  options: { ...clientOptions, session: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const target = await resolveSession(stringFlag(parsed, "session"));
+    const session = clientSession(ctx, parsed);
+    const r: InspectVideoResponse = await serviceClient(VideoService, session.config).inspectVideo({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
+    const parse = (t: string) => {
+      try {
+        return JSON.parse(t) as unknown;
+      } catch {
+        return t;
+      }
+    };
+    const data = {
+      session: r.session ? view(r.session, null, () => true) : null,
+      sessionFile: parse(r.sessionJson),
+      heartbeat: parse(r.heartbeatJson),
+      lock: parse(r.lockJson),
+      remoteFile: r.remoteFile,
+      recorderProcesses: r.recorderProcesses,
+      recorderIdentityVerified: r.recorderIdentityVerified,
+    };
+    ctx.printer.result(data, () =>
+      [
+        r.session ? pretty(view(r.session, null, () => true)) : "",
+        `worker heartbeat: ${r.heartbeatJson}`,
+        `lock: ${r.lockJson}`,
+        `remote file: ${r.remoteFile || "(none)"}`,
+        `recorder processes: ${r.recorderProcesses || "(none)"}`,
+        `recorder identity verified: ${r.recorderIdentityVerified}`,
+        "session.json:",
+        r.sessionJson,
+      ].join("\n"),
+    );
+    return 0;
+  },
+};
+
+const release: Command = {
+  name: "release",
+  summary: "Release the recording lock of a session whose worker is gone (admin; after inspect)",
+  usage: "farm evidence video release --session SESSION_ID --reason TEXT",
+  options: { ...clientOptions, session: { type: "string" }, reason: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const target = await resolveSession(stringFlag(parsed, "session"));
+    const reason = requiredString(parsed, "reason");
+    const session = clientSession(ctx, parsed);
+    const res = await serviceClient(VideoService, session.config).releaseVideo({ sessionId: target.sessionId, reason }, { timeoutMs: session.timeoutMs });
+    const data = view(res.session as VideoSession, null, () => true);
+    ctx.printer.result({ ...data, released: true }, () => `${pretty(data)}\nlock released`);
+    return 0;
+  },
+};
+
+const list: Command = {
+  name: "list",
+  summary: "List video sessions known to the coordinator",
+  usage: "farm evidence video list [--device SERIAL] [--status STATUS]",
+  options: { ...clientOptions, device: { type: "string" }, status: { type: "string" } },
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const session = clientSession(ctx, parsed);
+    const res = await serviceClient(VideoService, session.config).listVideoSessions(
+      { serial: stringFlag(parsed, "device") ?? "", status: stringFlag(parsed, "status") ?? "" },
+      { timeoutMs: session.timeoutMs },
+    );
+    const sessions = res.sessions.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
+    ctx.printer.result({ sessions }, () =>
+      table(
+        ["SESSION", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],
+        sessions.map((s) => [String(s.sessionId), String(s.status), String(s.serial), String(s.agent), String(s.createdAt ?? ""), String((s.video as { stopReason?: string } | null)?.stopReason ?? "")]),
+      ),
+    );
+    return 0;
+  },
+};
+
+export const videoGroup: CommandGroup = {
+  name: "video",
+  summary: "Managed screen recordings: start, status, stop, inspect, release, list",
+  commands: [start, sessionCommand("status", "Show a recording session's state"), sessionCommand("stop", "Stop a recording and wait (15 s) for its verified bundle"), inspect, release, list],
+};

@@ -1,0 +1,168 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { validateContext, validateLabel } from "@farm/shared/evidence-options";
+import type { Logger } from "@farm/shared/log";
+import { parseVideoSize, validateDurationSeconds, validateSessionId } from "@farm/shared/video-options";
+import type { AgentCommand, CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import {
+  VideoService,
+  VideoSessionSchema,
+  ListVideoSessionsResponseSchema,
+  type VideoSession,
+} from "@farm/shared/gen/farm/v1/video_service_pb";
+import { requirePrincipal } from "./auth.js";
+import type { AttachSession } from "./agent-session.js";
+import { fromCommandError } from "./command-error.js";
+import type { EvidenceStore } from "./evidence-store.js";
+import type { Registry } from "./registry.js";
+import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.js";
+
+/** The agent waits 5 s for the recorder; metadata reads come before that. */
+const START_BUDGET_MS = 30_000;
+/** Stop waits 15 s for the bundle, then the agent uploads it. */
+const STOP_BUDGET_MS = 80_000;
+const STATUS_BUDGET_MS = 15_000;
+const TERMINAL = new Set(["complete", "partial", "failed"]);
+
+type VideoKind = "startVideo" | "videoStatus" | "stopVideo" | "inspectVideo" | "releaseVideo";
+
+export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; log: Logger }): void {
+  async function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
+    const principal = requirePrincipal(ctx);
+    const budget = ctx.timeoutMs() ?? budgetMs;
+    // The agent answers early enough for its answer to arrive in time.
+    const deadline = Date.now() + budget - Math.min(1_000, budget * 0.1);
+    const result: CommandResult = await session.call(
+      { kind: { case: kind, value } as AgentCommand["kind"], requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
+      deadline,
+    );
+    if (result.kind.case === "error") throw fromCommandError(result.kind.value);
+    if (result.kind.case !== kind) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
+    return result.kind.value as Extract<CommandResult["kind"], { case: K }>["value"];
+  }
+
+  /** The session's row, or EVIDENCE_SESSION_NOT_FOUND. */
+  function row(sessionId: string): VideoSessionRow {
+    validateSessionId(sessionId);
+    const r = deps.index.get(sessionId);
+    if (!r) throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `no video session ${sessionId}`, "session");
+    return r;
+  }
+
+  /** The agent holding a session; a terminal, stored session is answered from the index when it is offline. */
+  function agentFor(r: VideoSessionRow): AttachSession {
+    const a = deps.registry.agentSession(r.agentId);
+    if (!a) {
+      throw farmError(
+        Code.Unavailable,
+        ErrorCodes.agentOffline,
+        `agent ${deps.registry.agentName(r.agentId) ?? r.agentId}, which runs session ${r.sessionId}, is offline; its worker keeps recording and finishes on its own`,
+        "session",
+      );
+    }
+    return a.session as AttachSession;
+  }
+
+  function record(s: VideoSession | undefined, requestedBy: string): VideoSession {
+    if (!s) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, "agent answered without a session");
+    const existing = deps.index.get(s.sessionId);
+    const now = Date.now();
+    deps.index.upsert({
+      sessionId: s.sessionId,
+      agentId: s.agentId,
+      serial: s.serial,
+      physicalId: s.physicalId,
+      requestedBy: existing?.requestedBy ?? requestedBy,
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+      status: s.status,
+      code: s.code,
+      message: s.message,
+      workerAvailable: s.workerAvailable,
+      recoveryState: s.recoveryState,
+      manifestJson: s.manifestJson,
+    });
+    return decorate(s);
+  }
+
+  function decorate(s: VideoSession): VideoSession {
+    s.agentName = deps.registry.agentName(s.agentId) ?? "";
+    // Stored means in this coordinator's store, whatever the agent believes.
+    s.stored = deps.store.get(s.sessionId) !== undefined;
+    return s;
+  }
+
+  function fromRow(r: VideoSessionRow): VideoSession {
+    return decorate(
+      create(VideoSessionSchema, {
+        sessionId: r.sessionId,
+        status: r.status,
+        workerAvailable: r.workerAvailable,
+        code: r.code,
+        message: r.message,
+        manifestJson: r.manifestJson,
+        serial: r.serial,
+        physicalId: r.physicalId,
+        agentId: r.agentId,
+        recoveryState: r.recoveryState,
+        createTime: timestampFromMs(r.createdAt),
+        updateTime: timestampFromMs(r.updatedAt),
+      }),
+    );
+  }
+
+  router.service(VideoService, {
+    async startVideo(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      // Bad input fails here, before any agent or device is involved.
+      validateLabel(req.label);
+      validateContext(req.contextJson);
+      validateDurationSeconds(req.durationSeconds);
+      parseVideoSize(req.size);
+      const serial = req.target?.serial ?? "";
+      if (serial === "") throw invalidArgument("device", "a device serial is required");
+      const route = deps.registry.route(serial, req.target?.agent ?? "");
+      const res = await call(route.session as AttachSession, "startVideo", req, ctx, START_BUDGET_MS);
+      const s = record(res.session, principal.tokenName);
+      deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
+      return { session: s };
+    },
+
+    async getVideoStatus(req, ctx) {
+      const r = row(req.sessionId);
+      if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
+      const res = await call(agentFor(r), "videoStatus", req, ctx, STATUS_BUDGET_MS);
+      return { session: record(res.session, r.requestedBy) };
+    },
+
+    async stopVideo(req, ctx) {
+      const r = row(req.sessionId);
+      // A repeated stop of a finished, stored session returns the same outcome.
+      if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
+      const res = await call(agentFor(r), "stopVideo", req, ctx, STOP_BUDGET_MS);
+      return { session: record(res.session, r.requestedBy) };
+    },
+
+    async inspectVideo(req, ctx) {
+      const r = row(req.sessionId);
+      const res = await call(agentFor(r), "inspectVideo", req, ctx, STATUS_BUDGET_MS);
+      if (res.session) res.session = decorate(res.session);
+      return res;
+    },
+
+    async releaseVideo(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      if (!principal.admin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "releasing a recording lock needs an admin token");
+      const r = row(req.sessionId);
+      deps.log.warn("video release requested", { sessionId: r.sessionId, by: principal.tokenName, reason: req.reason });
+      const res = await call(agentFor(r), "releaseVideo", req, ctx, STATUS_BUDGET_MS);
+      return { session: record(res.session, r.requestedBy) };
+    },
+
+    listVideoSessions(req) {
+      return create(ListVideoSessionsResponseSchema, { sessions: deps.index.list({ serial: req.serial, status: req.status }).map(fromRow) });
+    },
+  });
+}
