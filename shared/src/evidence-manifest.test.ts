@@ -36,3 +36,24 @@ describe("evidence manifest schema", () => {
     expect(manifestSchemaErrors({ ...valid, artifacts: [{ kind: "screenshot", path: "../x", mimeType: "image/png", status: "complete", bytes: 1, sha256: "0".repeat(64), startedAt: valid.startedAt, finishedAt: valid.finishedAt, durationMs: 1, commandId: null, taskId: null }] }).join()).toContain("/artifacts/0/path");
   });
 });
+
+describe("video manifests", () => {
+  const video = {
+    requestedDurationSeconds: 30, hostDurationMs: null, mediaDurationMs: null, requestedSize: { width: 576, height: 1280 }, actualSize: null, codec: null,
+    stopReason: null, remotePath: "/data/local/tmp/farm-video-x.mp4", remoteRetained: true,
+  };
+  const active = { ...valid, kind: "video", finishedAt: null, status: "partial", device: { ...valid.device, hierarchySource: null }, video };
+
+  it("accepts an active recording (no finish time, no stop reason) and a finished one", () => {
+    expect(manifestSchemaErrors(active)).toEqual([]);
+    const done = { ...active, finishedAt: valid.finishedAt, status: "complete", video: { ...video, hostDurationMs: 30012.5, mediaDurationMs: 29950, actualSize: { width: 576, height: 1280 }, codec: "h264", stopReason: "duration_cap", remoteRetained: false } };
+    expect(manifestSchemaErrors(done)).toEqual([]);
+  });
+
+  it("needs the video block on video bundles only, with a known stop reason", () => {
+    expect(manifestSchemaErrors({ ...active, video: undefined }).join()).toMatch(/video/);
+    expect(manifestSchemaErrors({ ...valid, video }).length).toBeGreaterThan(0);
+    expect(manifestSchemaErrors({ ...active, video: { ...video, stopReason: "bored" } }).join()).toContain("/video/stopReason");
+    expect(manifestSchemaErrors({ ...active, video: { ...video, requestedDurationSeconds: 181 } }).join()).toContain("/video/requestedDurationSeconds");
+  });
+});

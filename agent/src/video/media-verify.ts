@@ -60,19 +60,21 @@ function failure(r: BoundedRun, what: string, deadlineMs: number): string | null
 export async function probeVideo(file: string, tools: MediaTools): Promise<{ probe: Partial<MediaProbe> | null; problem?: MediaProblem; ms: number }> {
   const r = await runBounded(
     tools.ffprobe,
-    ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height,duration:format=duration", "-of", "json", file],
+    ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height,duration,nb_frames:format=duration", "-of", "json", file],
     { deadlineMs: PROBE_DEADLINE_MS, maxOutputBytes: MEDIA_OUTPUT_CAP },
   );
   const killed = failure(r, "ffprobe", PROBE_DEADLINE_MS);
   if (killed) return { probe: null, problem: { code: "VIDEO_PROBE_FAILED", stage: "probe", message: killed }, ms: r.durationMs };
-  let parsed: { streams?: { codec_name?: string; width?: number; height?: number; duration?: string }[]; format?: { duration?: string } } = {};
+  let parsed: { streams?: { codec_name?: string; width?: number; height?: number; duration?: string; nb_frames?: string }[]; format?: { duration?: string } } = {};
   try {
     parsed = JSON.parse(r.stdout || "{}") as typeof parsed;
   } catch {
     // Reported below as an unreadable probe.
   }
   const stream = parsed.streams?.[0];
-  const seconds = Number(stream?.duration ?? parsed.format?.duration ?? NaN);
+  // One frame is one instant: its nominal length is the muxer's default
+  // frame duration, not recorded time, so the timeline counts as zero.
+  const seconds = stream?.nb_frames === "1" ? 0 : Number(stream?.duration ?? parsed.format?.duration ?? NaN);
   const probe: Partial<MediaProbe> = {
     ...(stream?.codec_name ? { codec: stream.codec_name } : {}),
     ...(stream?.width ? { width: stream.width } : {}),

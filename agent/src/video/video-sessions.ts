@@ -161,7 +161,7 @@ export class VideoSessions {
       await files.writeManifest(startupFailureManifest(record, `the video worker could not be started: ${ack.message}`, metadataErrors));
       await releaseVideoLock(lockFile, sessionId, nonce);
       await files.writeSession({ ...record, state: "terminal" });
-      void this.upload(sessionId);
+      await this.upload(sessionId);
       return this.describe(files, { code: "VIDEO_STARTUP_FAILED", message: ack.message });
     }
     if (ack.kind === "timeout") {
@@ -170,7 +170,7 @@ export class VideoSessions {
     }
     if (ack.kind === "failed") {
       await this.waitTerminal(files, Math.min(5_000, Math.max(0, deadlineMs - Date.now() - 500)));
-      void this.upload(sessionId);
+      await this.upload(sessionId);
       return this.describe(files, { code: ack.code, message: ack.message });
     }
     if (ack.kind === "exited") return this.describe(files, {});

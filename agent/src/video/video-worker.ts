@@ -129,8 +129,9 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     await finish(end, false);
     return;
   }
-  send({ type: "recording" });
+  // The active manifest exists before anyone is told the recording started.
   await files.writeManifest(manifest("partial", [], null));
+  send({ type: "recording" });
 
   // 3. Wait for the device's time limit, a stop request, or the stream to break.
   const stop = await waitForStop(files, rec.nonce, ended, rec.durationSeconds * 1000 + FINISH_GRACE_MS - (Date.now() - recorderStartedAt));

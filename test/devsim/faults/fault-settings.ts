@@ -18,6 +18,8 @@ export interface FaultSettings {
   png?: PngFault;
   /** screenrecord cannot start its encoder. */
   screenrecordFails?: boolean;
+  /** screenrecord writes a finalized MP4 whose encoded frames are damaged (a span of the media data is garbage). */
+  screenrecordCorrupt?: boolean;
   /** Storage is full: sync SEND and file writes fail with ENOSPC. */
   storageFull?: boolean;
   /** run-as refuses every package as if none were debuggable. */
@@ -31,6 +33,7 @@ export const FAULT_KEYS = [
   'bandwidthBytesPerSec',
   'png',
   'screenrecordFails',
+  'screenrecordCorrupt',
   'storageFull',
   'runAsDenied',
 ] as const satisfies ReadonlyArray<keyof FaultSettings>;

@@ -140,7 +140,16 @@ export class ScreenRecorder {
     const stdin = this.ffmpeg?.stdin;
     if (this.stopping || !stdin || stdin.destroyed) return;
     const pixels = await this.fit(await this.renderer.frame());
-    if (!stdin.write(pixels)) await new Promise<void>((resolve) => stdin.once('drain', resolve).once('close', resolve));
+    if (!stdin.write(pixels)) {
+      await new Promise<void>((resolve) => {
+        // Whichever comes first; the other listener must not pile up frame after frame.
+        const done = () => {
+          stdin.off('drain', done).off('close', done);
+          resolve();
+        };
+        stdin.once('drain', done).once('close', done);
+      });
+    }
     this.frames++;
   }
 

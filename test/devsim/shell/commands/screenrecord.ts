@@ -15,6 +15,21 @@ function parseBitRate(text: string): number {
 }
 
 /**
+ * Overwrites the middle half of the `mdat` box (the encoded frames) with a
+ * fixed garbage pattern: the container still parses, the frames do not.
+ */
+function corruptMedia(bytes: Buffer): Buffer {
+  const out = Buffer.from(bytes);
+  const at = out.indexOf('mdat');
+  if (at < 4) return out;
+  const size = out.readUInt32BE(at - 4);
+  const start = at + 4 + Math.floor(size / 4);
+  const end = Math.min(out.length, at - 4 + size - Math.floor(size / 4));
+  for (let i = start; i < end; i++) out[i] = (i * 131) & 0xff;
+  return out;
+}
+
+/**
  * `screenrecord [--size WxH] [--bit-rate B] [--time-limit N] [--verbose] FILE`:
  * a foreground process listed by ps; SIGINT/SIGHUP or the time limit
  * (default and maximum 180 s) finalize the MP4, SIGKILL leaves it truncated.
@@ -117,8 +132,9 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
   try {
     await recorder.start();
     const result = await recorder.done;
+    const bytes = device.faults.current.screenrecordCorrupt ? corruptMedia(result.bytes) : result.bytes;
     try {
-      device.fs.writeFile(path, result.bytes, ctx.caller, { mode: 0o660 });
+      device.fs.writeFile(path, bytes, ctx.caller, { mode: 0o660 });
     } catch (error) {
       if (!(error instanceof FsError)) throw error;
       await ctx.stderr.write(`ERROR: write failed: ${error.message}\n`);
