@@ -43,6 +43,7 @@ bench: build
 	node test/dist/bench/devsim-pull.js
 	node test/dist/bench/lease-cycles.js
 	node test/dist/bench/routing-overhead.js
+	node test/dist/bench/video-verify.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js
