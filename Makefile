@@ -22,6 +22,7 @@ deps: system-deps $(STAMP)
 
 build: deps
 	npx tsc -b
+	npm run build --silent -w dashboard
 
 proto: deps
 	npx buf lint

@@ -1,4 +1,5 @@
 import { and, desc, eq, gte, type SQL } from "drizzle-orm";
+import { toErrorReport } from "@farm/shared/errors";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { activity } from "./db/schema.js";
 
@@ -6,10 +7,30 @@ export type ActivityRow = typeof activity.$inferSelect;
 
 /** Every routed action: who, with which lease, on which device, what happened. */
 export class ActivityLog {
+  /** Receives every recorded entry; set by the coordinator for live watchers. */
+  onRecord: ((row: ActivityRow) => void) | undefined;
+
   constructor(private readonly db: CoordinatorDb) {}
 
   record(entry: Omit<ActivityRow, "id">): void {
-    this.db.insert(activity).values(entry).run();
+    const row = this.db.insert(activity).values(entry).returning().get();
+    this.onRecord?.(row);
+  }
+
+  /**
+   * Runs a routed call and records it whatever its outcome. The call fills
+   * in what routing learns (physical id, agent, lease) on the entry it gets.
+   */
+  async track<T>(entry: Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">, run: (entry: Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">) => Promise<T>): Promise<T> {
+    const t0 = Date.now();
+    try {
+      const value = await run(entry);
+      this.record({ ...entry, at: t0, outcome: "ok", durationMs: Date.now() - t0 });
+      return value;
+    } catch (err) {
+      this.record({ ...entry, at: t0, outcome: toErrorReport(err).code, durationMs: Date.now() - t0 });
+      throw err;
+    }
   }
 
   list(filter: { serial?: string; sinceMs?: number; limit?: number }): ActivityRow[] {

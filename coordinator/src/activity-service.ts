@@ -1,15 +1,16 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { ActivityService, ActivityEntrySchema, ListActivityResponseSchema } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { ActivityService, ListActivityResponseSchema } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import type { ActivityLog } from "./activity-log.js";
+import { activityMessage } from "./messages.js";
 
 export function registerActivityService(router: ConnectRouter, deps: { activity: ActivityLog }): void {
   router.service(ActivityService, {
     listActivity(req) {
       const rows = deps.activity.list({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}), limit: req.limit });
       return create(ListActivityResponseSchema, {
-        entries: rows.map((r) => create(ActivityEntrySchema, { ...r, id: BigInt(r.id), time: timestampFromMs(r.at) })),
+        entries: rows.map(activityMessage),
       });
     },
   });

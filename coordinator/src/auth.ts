@@ -1,6 +1,7 @@
 import { Code, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { Principal, TokenKind, TokenStore } from "./token-store.js";
+import { sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
 
 /** What a service demands of its callers. */
 export interface AccessRule {
@@ -17,14 +18,14 @@ export const principalKey = createContextKey<Principal | undefined>(undefined, {
  * against the service's rule. Services not in the table are refused, so a new
  * service cannot ship unauthenticated by accident.
  */
-export function authInterceptor(store: TokenStore, rules: Record<string, AccessRule>): Interceptor {
+export function authInterceptor(store: TokenStore, rules: Record<string, AccessRule>, web?: WebSessions): Interceptor {
   return (next) => async (req) => {
     const rule = rules[req.service.typeName];
     if (!rule) {
       throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `no access rule for ${req.service.typeName}`);
     }
     if (rule.kind === "none") return next(req);
-    const principal = authenticate(store, req.header.get("authorization"));
+    const principal = authenticateRequest(store, req.header, web);
     if (principal.kind !== rule.kind) {
       throw farmError(
         Code.PermissionDenied,
@@ -38,6 +39,33 @@ export function authInterceptor(store: TokenStore, rules: Record<string, AccessR
     req.contextValues.set(principalKey, principal);
     return next(req);
   };
+}
+
+/**
+ * A bearer token, or else a dashboard session cookie. A cookie-carried
+ * request from another site is refused even though SameSite=Strict should
+ * already keep the browser from sending it.
+ */
+export function authenticateRequest(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
+  const authorization = headers.get("authorization");
+  const sessionId = sessionIdFromCookie(headers.get("cookie"));
+  if (authorization || !web || !sessionId) return authenticate(store, authorization);
+  const origin = headers.get("origin");
+  const host = headers.get("host");
+  if (origin && host && originHost(origin) !== host) {
+    throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "cross-site request refused");
+  }
+  const principal = web.principal(sessionId);
+  if (!principal) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "dashboard session expired or signed out; sign in again");
+  return principal;
+}
+
+function originHost(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
+  }
 }
 
 export function authenticate(store: TokenStore, header: string | null): Principal {

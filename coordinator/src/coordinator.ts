@@ -1,3 +1,6 @@
+import type { ServerResponse } from "node:http";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { Code } from "@connectrpc/connect";
@@ -39,6 +42,12 @@ import { registerEvidenceService } from "./evidence-service.js";
 import { registerVideoService } from "./video-service.js";
 import { VideoSessionIndex } from "./video-session-index.js";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
+import { WatchHub } from "./watch-hub.js";
+import { registerWatchService } from "./watch-service.js";
+import { wireWatchHub } from "./watch-wiring.js";
+import { WebSessions } from "./web-sessions.js";
+import { dashboardHandler } from "./dashboard-http.js";
 import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceStore } from "./evidence-store.js";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
@@ -54,6 +63,8 @@ export interface CoordinatorOptions {
   /** How often the heartbeat sweep runs. */
   sweepIntervalMs?: number;
   log?: Logger;
+  /** Built dashboard assets; default: the repository's dashboard/dist when present. */
+  dashboardDir?: string | null;
 }
 
 export interface RunningCoordinator {
@@ -80,6 +91,7 @@ const rules: Record<string, AccessRule> = {
   [AgentBlobService.typeName]: { kind: "agent" },
   [EvidenceService.typeName]: { kind: "user" },
   [VideoService.typeName]: { kind: "user" },
+  [WatchService.typeName]: { kind: "user" },
   [AgentEvidenceService.typeName]: { kind: "agent" },
 };
 
@@ -98,9 +110,16 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await blobs.init();
   const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
   await evidenceStore.init();
+  const videoIndex = new VideoSessionIndex(database.db);
+  const hub = new WatchHub();
+  wireWatchHub(hub, { registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
+  const web = new WebSessions(tokens);
+  const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
+  if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
+  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, assetsDir: dashboardDir, log });
 
   const handler = connectNodeAdapter({
-    interceptors: [authInterceptor(tokens, rules)],
+    interceptors: [authInterceptor(tokens, rules, web)],
     routes(router) {
       registerHealthService(router, {
         services: Object.keys(rules).filter((s) => s !== Health.typeName),
@@ -117,8 +136,9 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentShellService(router, { relay: shellRelay });
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
-      registerEvidenceService(router, { registry, store: evidenceStore, log });
-      registerVideoService(router, { registry, store: evidenceStore, index: new VideoSessionIndex(database.db), log });
+      registerEvidenceService(router, { registry, store: evidenceStore, activity, log });
+      registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log });
+      registerWatchService(router, { hub });
       registerAgentEvidenceService(router, { store: evidenceStore, log });
     },
     fallback(req, res) {
@@ -128,8 +148,11 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
         res.end(JSON.stringify({ status: ok ? "ok" : "shutting-down", version: FARM_VERSION }));
         return;
       }
-      res.writeHead(404, { "content-type": "text/plain" });
-      res.end("not found\n");
+      void dashboard(req, res as ServerResponse).then((handled) => {
+        if (handled) return;
+        res.writeHead(404, { "content-type": "text/plain" });
+        res.end("not found\n");
+      });
     },
   });
   const dual = createDualServer(handler);
@@ -170,4 +193,10 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       log.info("coordinator stopped");
     },
   };
+}
+
+/** The repository's built dashboard (dashboard/dist next to coordinator/), if present. */
+function defaultDashboardDir(): string | null {
+  const dir = fileURLToPath(new URL("../../dashboard/dist", import.meta.url));
+  return existsSync(join(dir, "index.html")) ? dir : null;
 }

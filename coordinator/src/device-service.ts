@@ -46,16 +46,8 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
   /** Runs the call and writes it to the activity log, whatever its outcome. */
   async function recorded(kind: Kind, req: Request, ctx: HandlerContext): Promise<unknown> {
     const principal = requirePrincipal(ctx);
-    const t0 = Date.now();
     const entry = { caller: principal.tokenName, leaseId: "", serial: req.target?.serial ?? "", physicalId: "", agentId: "", command: kind, requestId: req.target?.requestId ?? "", detail: detailOf(kind, req) };
-    try {
-      const value = await dispatch(kind, req, ctx, entry);
-      deps.activity.record({ ...entry, at: t0, outcome: "ok", durationMs: Date.now() - t0 });
-      return value;
-    } catch (err) {
-      deps.activity.record({ ...entry, at: t0, outcome: toErrorReport(err).code, durationMs: Date.now() - t0 });
-      throw err;
-    }
+    return deps.activity.track(entry, (e) => dispatch(kind, req, ctx, e));
   }
 
   async function dispatch(kind: Kind, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<unknown> {

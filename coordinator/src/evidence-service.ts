@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
@@ -11,18 +10,20 @@ import {
   ListEvidenceResponseSchema,
   PullEvidenceResponseSchema,
 } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import { EvidenceFileHeaderSchema, EvidenceSummarySchema } from "@farm/shared/gen/farm/v1/evidence_pb";
+import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
+import { evidenceMessage } from "./messages.js";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
 import { fromCommandError } from "./command-error.js";
+import type { ActivityLog } from "./activity-log.js";
 
 /** Time for upload and bookkeeping on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
 
-export function registerEvidenceService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; log: Logger }): void {
+export function registerEvidenceService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; activity: ActivityLog; log: Logger }): void {
   router.service(EvidenceService, {
     async captureEvidence(req, ctx) {
       const principal = requirePrincipal(ctx);
@@ -33,39 +34,30 @@ export function registerEvidenceService(router: ConnectRouter, deps: { registry:
       validateAppPackage(req.appPackage);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("device", "a device serial is required");
-      const route = deps.registry.route(serial, req.target?.agent ?? "");
-      const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
-      const result = await (route.session as AttachSession).call(
-        { kind: { case: "captureEvidence", value: req }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
-        deadline,
-      );
-      if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-      if (result.kind.case !== "captureEvidence") throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"}`);
-      const r = result.kind.value;
-      // The agent answers after its upload was published; check anyway.
-      deps.store.require(r.evidenceId);
-      const { text } = await deps.store.manifest(r.evidenceId);
-      return create(CaptureEvidenceResponseSchema, { evidenceId: r.evidenceId, status: r.status, manifestJson: text });
+      const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
+      return deps.activity.track(entry, async (e) => {
+        const route = deps.registry.route(serial, req.target?.agent ?? "");
+        e.physicalId = route.physicalId;
+        e.agentId = route.agentId;
+        const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
+        const result = await (route.session as AttachSession).call(
+          { kind: { case: "captureEvidence", value: req }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
+          deadline,
+        );
+        if (result.kind.case === "error") throw fromCommandError(result.kind.value);
+        if (result.kind.case !== "captureEvidence") throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"}`);
+        const r = result.kind.value;
+        // The agent answers after its upload was published; check anyway.
+        deps.store.require(r.evidenceId);
+        const { text } = await deps.store.manifest(r.evidenceId);
+        return create(CaptureEvidenceResponseSchema, { evidenceId: r.evidenceId, status: r.status, manifestJson: text });
+      });
     },
 
     listEvidence(req) {
       const rows = deps.store.list({ serial: req.serial, status: req.status, label: req.label });
       return create(ListEvidenceResponseSchema, {
-        bundles: rows.map((row) =>
-          create(EvidenceSummarySchema, {
-            evidenceId: row.evidenceId,
-            kind: row.kind,
-            status: row.status,
-            ...(row.label === null ? {} : { label: row.label }),
-            serial: row.serial,
-            physicalId: row.physicalId,
-            agentId: row.agentId,
-            agentName: deps.registry.agentName(row.agentId) ?? "",
-            createTime: timestampFromMs(row.createdAt),
-            totalBytes: BigInt(row.totalBytes),
-            manifestSha256: row.manifestSha256,
-          }),
-        ),
+        bundles: rows.map((row) => evidenceMessage(row, deps.registry.agentName(row.agentId) ?? "")),
       });
     },
 

@@ -26,6 +26,8 @@ export class EvidenceStore {
   readonly root: string;
   /** Uploads in progress, so one bundle is never received twice at once. */
   readonly receiving = new Set<string>();
+  /** Receives every newly published bundle; set by the coordinator for live watchers. */
+  onPublish: ((row: EvidenceRow) => void) | undefined;
 
   constructor(
     private readonly db: CoordinatorDb,
@@ -116,6 +118,7 @@ export class EvidenceStore {
     };
     this.db.insert(evidence).values(row).run();
     this.receiving.delete(upload.meta.evidenceId);
+    this.onPublish?.(row);
     return row;
   }
 }

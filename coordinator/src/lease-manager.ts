@@ -25,7 +25,7 @@ export interface Selector {
 
 export type LeaseRow = typeof leases.$inferSelect;
 
-interface Waiter {
+export interface Waiter {
   ticket: string;
   seq: number;
   holder: string;
@@ -50,7 +50,17 @@ const hash = (token: string) => createHash("sha256").update(token).digest("hex")
  * before it can be granted; an unrenewed lease expires and frees the device.
  * Leases, the queue and labels are in SQLite and survive a restart.
  */
+/** What changed, for live watchers (dashboards). */
+export type LeaseEvent =
+  | { kind: "lease"; lease: LeaseRow }
+  | { kind: "leaseEnded"; lease: LeaseRow }
+  | { kind: "queue"; waiters: Waiter[] }
+  | { kind: "labels"; physicalId: string; labels: Record<string, string> };
+
 export class LeaseManager {
+  /** Receives every change watchers should see; set by the coordinator. */
+  onEvent: ((e: LeaseEvent) => void) | undefined;
+
   private readonly active = new Map<string, LeaseRow>();
   private readonly byToken = new Map<string, LeaseRow>();
   private readonly labels = new Map<string, Map<string, string>>();
@@ -115,6 +125,7 @@ export class LeaseManager {
         }
         this.waiters.push(waiter);
         this.db.insert(leaseWaiters).values({ ...waiter, selector: JSON.stringify(selector) }).run();
+        this.queueChanged();
       }
       const w = waiter;
       delete w.orphanUntil;
@@ -163,6 +174,7 @@ export class LeaseManager {
     lease.expiresAt = this.now() + ttl;
     lease.ttlMs = ttl;
     this.db.update(leases).set({ expiresAt: lease.expiresAt, ttlMs: ttl }).where(eq(leases.leaseId, lease.leaseId)).run();
+    this.onEvent?.({ kind: "lease", lease });
     return lease;
   }
 
@@ -216,6 +228,7 @@ export class LeaseManager {
       this.labels.set(physicalId, m);
     }
     this.dispatch();
+    this.onEvent?.({ kind: "labels", physicalId, labels: this.labelsOf(physicalId) });
     return { physicalId, labels: this.labelsOf(physicalId) };
   }
 
@@ -223,6 +236,7 @@ export class LeaseManager {
     const physicalId = this.requirePhysical(serial);
     this.db.delete(deviceLabels).where(and(eq(deviceLabels.physicalId, physicalId), eq(deviceLabels.key, key))).run();
     this.labels.get(physicalId)?.delete(key);
+    this.onEvent?.({ kind: "labels", physicalId, labels: this.labelsOf(physicalId) });
     return { physicalId, labels: this.labelsOf(physicalId) };
   }
 
@@ -310,7 +324,8 @@ export class LeaseManager {
       endedAt: null,
     };
     // Committed (with the waiter's removal) before anyone is told.
-    if (this.waiters.includes(w)) {
+    const queued = this.waiters.includes(w);
+    if (queued) {
       this.db.transaction((tx) => {
         tx.insert(leases).values(lease).run();
         tx.delete(leaseWaiters).where(eq(leaseWaiters.ticket, w.ticket)).run();
@@ -321,6 +336,8 @@ export class LeaseManager {
     this.waiters = this.waiters.filter((x) => x !== w);
     this.active.set(lease.physicalId, lease);
     this.byToken.set(lease.tokenHash, lease);
+    this.onEvent?.({ kind: "lease", lease });
+    if (queued) this.queueChanged();
     return { lease, token };
   }
 
@@ -331,12 +348,23 @@ export class LeaseManager {
     lease.state = state;
     lease.endedAt = this.now();
     this.db.update(leases).set({ state, endedAt: lease.endedAt }).where(eq(leases.leaseId, lease.leaseId)).run();
+    this.onEvent?.({ kind: "leaseEnded", lease });
   }
 
   private removeWaiter(w: Waiter): void {
     if (!this.waiters.includes(w)) return;
     this.waiters = this.waiters.filter((x) => x !== w);
     this.db.delete(leaseWaiters).where(eq(leaseWaiters.ticket, w.ticket)).run();
+    this.queueChanged();
+  }
+
+  private queueChanged(): void {
+    this.onEvent?.({ kind: "queue", waiters: [...this.waiters] });
+  }
+
+  /** Labels of every labelled physical device. */
+  allLabels(): { physicalId: string; labels: Record<string, string> }[] {
+    return [...this.labels.entries()].filter(([, m]) => m.size > 0).map(([physicalId, m]) => ({ physicalId, labels: Object.fromEntries(m) }));
   }
 
   private unknownToken(token: string): Error {

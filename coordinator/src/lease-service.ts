@@ -1,6 +1,5 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
   LeaseService,
   AcquireLeaseResponseSchema,
@@ -9,26 +8,17 @@ import {
   RenewLeaseResponseSchema,
   RemoveDeviceLabelResponseSchema,
   SetDeviceLabelsResponseSchema,
+  ListDeviceLabelsResponseSchema,
 } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { LeaseSchema, LeaseSelectorSchema, LeaseWaiterSchema, type Lease, type LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
+import type { Lease, LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
+import { leaseMessage, waiterMessage } from "./messages.js";
 import { invalidArgument } from "@farm/shared/errors";
 import { requirePrincipal } from "./auth.js";
 import { DEFAULT_TTL_MS, type LeaseManager, type LeaseRow, type Selector } from "./lease-manager.js";
 import type { Registry } from "./registry.js";
 
 export function registerLeaseService(router: ConnectRouter, deps: { leases: LeaseManager; registry: Registry }): void {
-  const toLease = (row: LeaseRow): Lease =>
-    create(LeaseSchema, {
-      leaseId: row.leaseId,
-      holder: row.holder,
-      physicalId: row.physicalId,
-      agentId: row.agentId,
-      agentName: deps.registry.agentName(row.agentId) ?? "",
-      serial: row.serial,
-      acquireTime: timestampFromMs(row.acquiredAt),
-      expireTime: timestampFromMs(row.expiresAt),
-      ttlMs: row.ttlMs,
-    });
+  const toLease = (row: LeaseRow): Lease => leaseMessage(row, deps.registry.agentName(row.agentId) ?? "");
 
   router.service(LeaseService, {
     async acquireLease(req, ctx: HandlerContext) {
@@ -53,15 +43,7 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
       const { leases, queue } = deps.leases.list();
       return create(ListLeasesResponseSchema, {
         leases: leases.map(toLease),
-        queue: queue.map((w) =>
-          create(LeaseWaiterSchema, {
-            ticket: w.ticket,
-            holder: w.holder,
-            selector: create(LeaseSelectorSchema, w.selector),
-            enqueueTime: timestampFromMs(w.enqueuedAt),
-            waitDeadline: timestampFromMs(w.waitDeadline),
-          }),
-        ),
+        queue: queue.map(waiterMessage),
       });
     },
     setDeviceLabels(req) {
@@ -70,6 +52,9 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
     },
     removeDeviceLabel(req) {
       return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key));
+    },
+    listDeviceLabels() {
+      return create(ListDeviceLabelsResponseSchema, { devices: deps.leases.allLabels() });
     },
   });
 }

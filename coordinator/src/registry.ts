@@ -68,6 +68,15 @@ interface AgentEntry {
   devices: Map<string, DeviceEntry>;
 }
 
+/** What changed, for live watchers (dashboards). */
+export type RegistryEvent =
+  | { kind: "device"; device: Device }
+  | { kind: "deviceRemoved"; agentId: string; serial: string }
+  | { kind: "agent"; agent: Agent };
+
+/** An agent's heartbeat time is re-announced to watchers at most this often. */
+const HEARTBEAT_EVENT_MS = 15_000;
+
 export interface DeviceFilter {
   agent?: string;
   state?: string;
@@ -82,6 +91,9 @@ export interface DeviceFilter {
 export class Registry {
   private readonly agents = new Map<string, AgentEntry>();
   private readonly dirtyHeartbeats = new Set<string>();
+  private readonly heartbeatAnnounced = new Map<string, number>();
+  /** Receives every change watchers should see; set by the coordinator. */
+  onEvent: ((e: RegistryEvent) => void) | undefined;
 
   constructor(
     private readonly db: CoordinatorDb,
@@ -149,6 +161,7 @@ export class Registry {
     };
     this.db.insert(agents).values(row).onConflictDoUpdate({ target: agents.id, set: row }).run();
     this.changed();
+    this.announceAgent(entry, true);
   }
 
   /** Forgets the stream if it is still the current one. */
@@ -158,6 +171,7 @@ export class Registry {
     entry.session = null;
     this.persistHeartbeat(entry);
     this.changed();
+    this.announceAgent(entry, true);
   }
 
   isAttached(agentId: string, session: AgentSession): boolean {
@@ -169,6 +183,7 @@ export class Registry {
     if (!entry) return;
     entry.lastHeartbeatAt = this.now();
     this.dirtyHeartbeats.add(agentId);
+    if (this.onEvent && entry.lastHeartbeatAt - (this.heartbeatAnnounced.get(agentId) ?? 0) >= HEARTBEAT_EVENT_MS) this.announceAgent(entry, false);
   }
 
   /** Replaces everything known about this agent's devices. */
@@ -177,12 +192,15 @@ export class Registry {
     const now = this.now();
     const next = new Map<string, DeviceEntry>();
     for (const r of reports) next.set(r.serial, toEntry(r, now));
+    const gone = [...entry.devices.keys()].filter((serial) => !next.has(serial));
     entry.devices = next;
     this.db.transaction((tx) => {
       tx.delete(devices).where(eq(devices.agentId, agentId)).run();
       for (const d of next.values()) tx.insert(devices).values(toRow(agentId, d)).run();
     });
     this.changed();
+    for (const serial of gone) this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
+    this.announceAgent(entry, true);
   }
 
   upsertDevice(agentId: string, report: DeviceReport): void {
@@ -196,6 +214,7 @@ export class Registry {
       .onConflictDoUpdate({ target: [devices.agentId, devices.serial], set: row })
       .run();
     this.changed();
+    this.announceDevice(entry, d);
   }
 
   removeDevice(agentId: string, serial: string): void {
@@ -206,6 +225,8 @@ export class Registry {
       .delete(devices)
       .where(and(eq(devices.agentId, agentId), eq(devices.serial, serial)))
       .run();
+    this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
+    this.announceAgent(entry, false);
   }
 
   /**
@@ -224,6 +245,7 @@ export class Registry {
       this.persistHeartbeat(entry);
       this.candidateCache = undefined;
       expired.push(entry.id);
+      this.announceAgent(entry, true);
       session.terminate(
         farmError(
           Code.Unavailable,
@@ -261,21 +283,19 @@ export class Registry {
   }
 
   listAgents(): Agent[] {
-    return [...this.agents.values()].sort(byName).map((e) =>
-      create(AgentSchema, {
-        id: e.id,
-        name: e.name,
-        hostname: e.hostname,
-        online: e.session !== null,
-        agentVersion: e.agentVersion,
-        protocolVersion: e.protocolVersion,
-        adbVersion: e.adbVersion,
-        heartbeatIntervalMs: e.heartbeatIntervalMs,
-        lastHeartbeatTime: e.lastHeartbeatAt === null ? undefined : timestampFromMs(e.lastHeartbeatAt),
-        connectedTime: e.connectedAt === null ? undefined : timestampFromMs(e.connectedAt),
-        deviceCount: e.devices.size,
-      }),
-    );
+    return [...this.agents.values()].sort(byName).map(toAgent);
+  }
+
+  /** Tells watchers about an agent and, when its online state may have changed, every device it reports. */
+  private announceAgent(entry: AgentEntry, withDevices: boolean): void {
+    if (!this.onEvent) return;
+    this.heartbeatAnnounced.set(entry.id, entry.lastHeartbeatAt ?? 0);
+    this.onEvent({ kind: "agent", agent: toAgent(entry) });
+    if (withDevices) for (const d of entry.devices.values()) this.announceDevice(entry, d);
+  }
+
+  private announceDevice(entry: AgentEntry, d: DeviceEntry): void {
+    this.onEvent?.({ kind: "device", device: toDevice(entry, d, entry.session !== null ? d.state : AGENT_OFFLINE) });
   }
 
   listDevices(filter: DeviceFilter = {}): Device[] {
@@ -405,6 +425,22 @@ export class Registry {
 
 function byName(a: AgentEntry, b: AgentEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+function toAgent(e: AgentEntry): Agent {
+  return create(AgentSchema, {
+    id: e.id,
+    name: e.name,
+    hostname: e.hostname,
+    online: e.session !== null,
+    agentVersion: e.agentVersion,
+    protocolVersion: e.protocolVersion,
+    adbVersion: e.adbVersion,
+    heartbeatIntervalMs: e.heartbeatIntervalMs,
+    lastHeartbeatTime: e.lastHeartbeatAt === null ? undefined : timestampFromMs(e.lastHeartbeatAt),
+    connectedTime: e.connectedAt === null ? undefined : timestampFromMs(e.connectedAt),
+    deviceCount: e.devices.size,
+  });
 }
 
 function toDevice(agent: AgentEntry, d: DeviceEntry, state: string): Device {

@@ -18,6 +18,8 @@ import { fromCommandError } from "./command-error.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { Registry } from "./registry.js";
 import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.js";
+import { videoSessionMessage } from "./messages.js";
+import type { ActivityLog } from "./activity-log.js";
 
 /** The agent waits 5 s for the recorder; metadata reads come before that. */
 const START_BUDGET_MS = 30_000;
@@ -28,7 +30,7 @@ const TERMINAL = new Set(["complete", "partial", "failed"]);
 
 type VideoKind = "startVideo" | "videoStatus" | "stopVideo" | "inspectVideo" | "releaseVideo";
 
-export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; log: Logger }): void {
+export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger }): void {
   async function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
     const principal = requirePrincipal(ctx);
     const budget = ctx.timeoutMs() ?? budgetMs;
@@ -95,22 +97,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
   }
 
   function fromRow(r: VideoSessionRow): VideoSession {
-    return decorate(
-      create(VideoSessionSchema, {
-        sessionId: r.sessionId,
-        status: r.status,
-        workerAvailable: r.workerAvailable,
-        code: r.code,
-        message: r.message,
-        manifestJson: r.manifestJson,
-        serial: r.serial,
-        physicalId: r.physicalId,
-        agentId: r.agentId,
-        recoveryState: r.recoveryState,
-        createTime: timestampFromMs(r.createdAt),
-        updateTime: timestampFromMs(r.updatedAt),
-      }),
-    );
+    return videoSessionMessage(r, deps.registry.agentName(r.agentId) ?? "", deps.store.get(r.sessionId) !== undefined);
   }
 
   router.service(VideoService, {
@@ -123,11 +110,17 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       parseVideoSize(req.size);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("device", "a device serial is required");
-      const route = deps.registry.route(serial, req.target?.agent ?? "");
-      const res = await call(route.session as AttachSession, "startVideo", req, ctx, START_BUDGET_MS);
-      const s = record(res.session, principal.tokenName);
-      deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
-      return { session: s };
+      const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
+      return deps.activity.track(entry, async (e) => {
+        const route = deps.registry.route(serial, req.target?.agent ?? "");
+        e.physicalId = route.physicalId;
+        e.agentId = route.agentId;
+        const res = await call(route.session as AttachSession, "startVideo", req, ctx, START_BUDGET_MS);
+        const s = record(res.session, principal.tokenName);
+        e.detail += `, session ${s.sessionId}: ${s.status}`;
+        deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
+        return { session: s };
+      });
     },
 
     async getVideoStatus(req, ctx) {
@@ -141,8 +134,13 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       const r = row(req.sessionId);
       // A repeated stop of a finished, stored session returns the same outcome.
       if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
-      const res = await call(agentFor(r), "stopVideo", req, ctx, STOP_BUDGET_MS);
-      return { session: record(res.session, r.requestedBy) };
+      const entry = { caller: requirePrincipal(ctx).tokenName, leaseId: "", serial: r.serial, physicalId: r.physicalId, agentId: r.agentId, command: "stopVideo", requestId: "", detail: `session ${r.sessionId}` };
+      return deps.activity.track(entry, async (e) => {
+        const res = await call(agentFor(r), "stopVideo", req, ctx, STOP_BUDGET_MS);
+        const s = record(res.session, r.requestedBy);
+        e.detail += `: ${s.status}`;
+        return { session: s };
+      });
     },
 
     async inspectVideo(req, ctx) {

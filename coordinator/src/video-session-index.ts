@@ -1,6 +1,10 @@
 import { and, desc, eq, type SQL } from "drizzle-orm";
+import { ErrorCodes } from "@farm/shared/errors";
+import type { EvidenceStore } from "./evidence-store.js";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { videoSessions } from "./db/schema.js";
+
+const TERMINAL = new Set(["complete", "partial", "failed"]);
 
 export type VideoSessionRow = typeof videoSessions.$inferSelect;
 
@@ -10,13 +14,19 @@ export type VideoSessionRow = typeof videoSessions.$inferSelect;
  * phone is gone; listings (CLI, dashboard) read it without asking agents.
  */
 export class VideoSessionIndex {
+  /** Receives every change; set by the coordinator for live watchers. */
+  onUpsert: ((row: VideoSessionRow) => void) | undefined;
+
   constructor(private readonly db: CoordinatorDb) {}
 
   get(sessionId: string): VideoSessionRow | undefined {
     return this.db.select().from(videoSessions).where(eq(videoSessions.sessionId, sessionId)).get();
   }
 
-  upsert(row: VideoSessionRow): void {
+  upsert(input: VideoSessionRow): void {
+    // A late answer from before the end must not make a finished session live again.
+    const existing = this.get(input.sessionId);
+    const row = existing && TERMINAL.has(existing.status) && !TERMINAL.has(input.status) ? { ...input, status: existing.status, code: existing.code, message: existing.message, manifestJson: existing.manifestJson, workerAvailable: false } : input;
     // Who asked and when stay as first recorded.
     const set = {
       agentId: row.agentId,
@@ -31,6 +41,21 @@ export class VideoSessionIndex {
       manifestJson: row.manifestJson,
     };
     this.db.insert(videoSessions).values(row).onConflictDoUpdate({ target: videoSessions.sessionId, set }).run();
+    this.onUpsert?.(row);
+  }
+
+  /** Takes a session's terminal state from its stored bundle's manifest. */
+  async settleFromBundle(row: VideoSessionRow, store: EvidenceStore): Promise<void> {
+    const { text, manifest } = await store.manifest(row.sessionId);
+    this.upsert({
+      ...row,
+      status: manifest.status,
+      code: manifest.status === "complete" ? "" : ErrorCodes.evidenceCaptureFailed,
+      message: manifest.status === "complete" ? "" : manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", "),
+      workerAvailable: false,
+      manifestJson: text,
+      updatedAt: Date.now(),
+    });
   }
 
   list(filter: { serial?: string; status?: string }): VideoSessionRow[] {

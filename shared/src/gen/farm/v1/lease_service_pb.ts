@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/lease_service.proto.
  */
 export const file_farm_v1_lease_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2xlYXNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEicAoTQWNxdWlyZUxlYXNlUmVxdWVzdBIoCghzZWxlY3RvchgBIAEoCzIWLmZhcm0udjEuTGVhc2VTZWxlY3RvchIPCgd3YWl0X21zGAIgASgNEg4KBnR0bF9tcxgDIAEoDRIOCgZ0aWNrZXQYBCABKAkiRAoUQWNxdWlyZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlEg0KBXRva2VuGAIgASgJIjIKEVJlbmV3TGVhc2VSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEg4KBnR0bF9tcxgCIAEoDSIzChJSZW5ld0xlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIiQKE1JlbGVhc2VMZWFzZVJlcXVlc3QSDQoFdG9rZW4YASABKAkiNQoUUmVsZWFzZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIhMKEUxpc3RMZWFzZXNSZXF1ZXN0IlkKEkxpc3RMZWFzZXNSZXNwb25zZRIeCgZsZWFzZXMYASADKAsyDi5mYXJtLnYxLkxlYXNlEiMKBXF1ZXVlGAIgAygLMhQuZmFybS52MS5MZWFzZVdhaXRlciKUAQoWU2V0RGV2aWNlTGFiZWxzUmVxdWVzdBIOCgZzZXJpYWwYASABKAkSOwoGbGFiZWxzGAIgAygLMisuZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimwEKF1NldERldmljZUxhYmVsc1Jlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJEjwKBmxhYmVscxgCIAMoCzIsLmZhcm0udjEuU2V0RGV2aWNlTGFiZWxzUmVzcG9uc2UuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI3ChhSZW1vdmVEZXZpY2VMYWJlbFJlcXVlc3QSDgoGc2VyaWFsGAEgASgJEgsKA2tleRgCIAEoCSKfAQoZUmVtb3ZlRGV2aWNlTGFiZWxSZXNwb25zZRITCgtwaHlzaWNhbF9pZBgBIAEoCRI+CgZsYWJlbHMYAiADKAsyLi5mYXJtLnYxLlJlbW92ZURldmljZUxhYmVsUmVzcG9uc2UuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATLoAwoMTGVhc2VTZXJ2aWNlEksKDEFjcXVpcmVMZWFzZRIcLmZhcm0udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBodLmZhcm0udjEuQWNxdWlyZUxlYXNlUmVzcG9uc2USRQoKUmVuZXdMZWFzZRIaLmZhcm0udjEuUmVuZXdMZWFzZVJlcXVlc3QaGy5mYXJtLnYxLlJlbmV3TGVhc2VSZXNwb25zZRJLCgxSZWxlYXNlTGVhc2USHC5mYXJtLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QaHS5mYXJtLnYxLlJlbGVhc2VMZWFzZVJlc3BvbnNlEkUKCkxpc3RMZWFzZXMSGi5mYXJtLnYxLkxpc3RMZWFzZXNSZXF1ZXN0GhsuZmFybS52MS5MaXN0TGVhc2VzUmVzcG9uc2USVAoPU2V0RGV2aWNlTGFiZWxzEh8uZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXF1ZXN0GiAuZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXNwb25zZRJaChFSZW1vdmVEZXZpY2VMYWJlbBIhLmZhcm0udjEuUmVtb3ZlRGV2aWNlTGFiZWxSZXF1ZXN0GiIuZmFybS52MS5SZW1vdmVEZXZpY2VMYWJlbFJlc3BvbnNlYgZwcm90bzM", [file_farm_v1_lease]);
+  fileDesc("ChtmYXJtL3YxL2xlYXNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEicAoTQWNxdWlyZUxlYXNlUmVxdWVzdBIoCghzZWxlY3RvchgBIAEoCzIWLmZhcm0udjEuTGVhc2VTZWxlY3RvchIPCgd3YWl0X21zGAIgASgNEg4KBnR0bF9tcxgDIAEoDRIOCgZ0aWNrZXQYBCABKAkiRAoUQWNxdWlyZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlEg0KBXRva2VuGAIgASgJIjIKEVJlbmV3TGVhc2VSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEg4KBnR0bF9tcxgCIAEoDSIzChJSZW5ld0xlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIiQKE1JlbGVhc2VMZWFzZVJlcXVlc3QSDQoFdG9rZW4YASABKAkiNQoUUmVsZWFzZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIhMKEUxpc3RMZWFzZXNSZXF1ZXN0IlkKEkxpc3RMZWFzZXNSZXNwb25zZRIeCgZsZWFzZXMYASADKAsyDi5mYXJtLnYxLkxlYXNlEiMKBXF1ZXVlGAIgAygLMhQuZmFybS52MS5MZWFzZVdhaXRlciKUAQoWU2V0RGV2aWNlTGFiZWxzUmVxdWVzdBIOCgZzZXJpYWwYASABKAkSOwoGbGFiZWxzGAIgAygLMisuZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimwEKF1NldERldmljZUxhYmVsc1Jlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJEjwKBmxhYmVscxgCIAMoCzIsLmZhcm0udjEuU2V0RGV2aWNlTGFiZWxzUmVzcG9uc2UuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI3ChhSZW1vdmVEZXZpY2VMYWJlbFJlcXVlc3QSDgoGc2VyaWFsGAEgASgJEgsKA2tleRgCIAEoCSKfAQoZUmVtb3ZlRGV2aWNlTGFiZWxSZXNwb25zZRITCgtwaHlzaWNhbF9pZBgBIAEoCRI+CgZsYWJlbHMYAiADKAsyLi5mYXJtLnYxLlJlbW92ZURldmljZUxhYmVsUmVzcG9uc2UuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIZChdMaXN0RGV2aWNlTGFiZWxzUmVxdWVzdCJCChhMaXN0RGV2aWNlTGFiZWxzUmVzcG9uc2USJgoHZGV2aWNlcxgBIAMoCzIVLmZhcm0udjEuRGV2aWNlTGFiZWxzIoUBCgxEZXZpY2VMYWJlbHMSEwoLcGh5c2ljYWxfaWQYASABKAkSMQoGbGFiZWxzGAIgAygLMiEuZmFybS52MS5EZXZpY2VMYWJlbHMuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATLBBAoMTGVhc2VTZXJ2aWNlEksKDEFjcXVpcmVMZWFzZRIcLmZhcm0udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBodLmZhcm0udjEuQWNxdWlyZUxlYXNlUmVzcG9uc2USRQoKUmVuZXdMZWFzZRIaLmZhcm0udjEuUmVuZXdMZWFzZVJlcXVlc3QaGy5mYXJtLnYxLlJlbmV3TGVhc2VSZXNwb25zZRJLCgxSZWxlYXNlTGVhc2USHC5mYXJtLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QaHS5mYXJtLnYxLlJlbGVhc2VMZWFzZVJlc3BvbnNlEkUKCkxpc3RMZWFzZXMSGi5mYXJtLnYxLkxpc3RMZWFzZXNSZXF1ZXN0GhsuZmFybS52MS5MaXN0TGVhc2VzUmVzcG9uc2USVAoPU2V0RGV2aWNlTGFiZWxzEh8uZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXF1ZXN0GiAuZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXNwb25zZRJaChFSZW1vdmVEZXZpY2VMYWJlbBIhLmZhcm0udjEuUmVtb3ZlRGV2aWNlTGFiZWxSZXF1ZXN0GiIuZmFybS52MS5SZW1vdmVEZXZpY2VMYWJlbFJlc3BvbnNlElcKEExpc3REZXZpY2VMYWJlbHMSIC5mYXJtLnYxLkxpc3REZXZpY2VMYWJlbHNSZXF1ZXN0GiEuZmFybS52MS5MaXN0RGV2aWNlTGFiZWxzUmVzcG9uc2ViBnByb3RvMw", [file_farm_v1_lease]);
 
 /**
  * @generated from message farm.v1.AcquireLeaseRequest
@@ -278,6 +278,60 @@ export const RemoveDeviceLabelResponseSchema: GenMessage<RemoveDeviceLabelRespon
   messageDesc(file_farm_v1_lease_service, 11);
 
 /**
+ * @generated from message farm.v1.ListDeviceLabelsRequest
+ */
+export type ListDeviceLabelsRequest = Message<"farm.v1.ListDeviceLabelsRequest"> & {
+};
+
+/**
+ * Describes the message farm.v1.ListDeviceLabelsRequest.
+ * Use `create(ListDeviceLabelsRequestSchema)` to create a new message.
+ */
+export const ListDeviceLabelsRequestSchema: GenMessage<ListDeviceLabelsRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_lease_service, 12);
+
+/**
+ * @generated from message farm.v1.ListDeviceLabelsResponse
+ */
+export type ListDeviceLabelsResponse = Message<"farm.v1.ListDeviceLabelsResponse"> & {
+  /**
+   * @generated from field: repeated farm.v1.DeviceLabels devices = 1;
+   */
+  devices: DeviceLabels[];
+};
+
+/**
+ * Describes the message farm.v1.ListDeviceLabelsResponse.
+ * Use `create(ListDeviceLabelsResponseSchema)` to create a new message.
+ */
+export const ListDeviceLabelsResponseSchema: GenMessage<ListDeviceLabelsResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_lease_service, 13);
+
+/**
+ * The labels of one physical device.
+ *
+ * @generated from message farm.v1.DeviceLabels
+ */
+export type DeviceLabels = Message<"farm.v1.DeviceLabels"> & {
+  /**
+   * @generated from field: string physical_id = 1;
+   */
+  physicalId: string;
+
+  /**
+   * @generated from field: map<string, string> labels = 2;
+   */
+  labels: { [key: string]: string };
+};
+
+/**
+ * Describes the message farm.v1.DeviceLabels.
+ * Use `create(DeviceLabelsSchema)` to create a new message.
+ */
+export const DeviceLabelsSchema: GenMessage<DeviceLabels> = /*@__PURE__*/
+  messageDesc(file_farm_v1_lease_service, 14);
+
+/**
  * Leases for CI jobs and people: one active lease per physical device.
  *
  * @generated from service farm.v1.LeaseService
@@ -333,6 +387,14 @@ export const LeaseService: GenService<{
     methodKind: "unary";
     input: typeof RemoveDeviceLabelRequestSchema;
     output: typeof RemoveDeviceLabelResponseSchema;
+  },
+  /**
+   * @generated from rpc farm.v1.LeaseService.ListDeviceLabels
+   */
+  listDeviceLabels: {
+    methodKind: "unary";
+    input: typeof ListDeviceLabelsRequestSchema;
+    output: typeof ListDeviceLabelsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_lease_service, 0);

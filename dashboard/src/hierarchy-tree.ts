@@ -1,0 +1,26 @@
+import { h } from "./dom.js";
+
+/** What a node is called in the tree: its class, then its text or resource id, then its bounds. */
+function describe(el: Element): string {
+  const cls = (el.getAttribute("class") ?? el.tagName).split(".").pop() ?? el.tagName;
+  const text = el.getAttribute("text") || el.getAttribute("content-desc") || el.getAttribute("resource-id") || "";
+  const bounds = el.getAttribute("bounds") ?? "";
+  return [cls, text && `"${text}"`, bounds].filter(Boolean).join(" ");
+}
+
+/**
+ * A UIAutomator hierarchy as nested disclosure widgets: keyboard operable
+ * (summary is a button), collapsed below the top level so big trees stay
+ * readable.
+ */
+export function hierarchyTree(xml: string): HTMLElement {
+  const doc = new DOMParser().parseFromString(xml, "application/xml");
+  if (doc.querySelector("parsererror")) return h("p", { class: "error" }, "The hierarchy is not well-formed XML.");
+  const build = (el: Element, depth: number): HTMLElement => {
+    const children = [...el.children].filter((c) => c.tagName === "node");
+    if (children.length === 0) return h("div", { class: "leaf", "data-node": describe(el) }, describe(el));
+    return h("details", { open: depth < 1, "data-node": describe(el) }, h("summary", {}, describe(el), ` (${children.length})`), h("div", { class: "children" }, children.map((c) => build(c, depth + 1))));
+  };
+  const roots = [...doc.documentElement.children].filter((c) => c.tagName === "node");
+  return h("div", { class: "tree" }, roots.length ? roots.map((r) => build(r, 0)) : h("p", {}, "Empty hierarchy."));
+}

@@ -1,0 +1,44 @@
+import { h, replaceChildren, table } from "../dom.js";
+import { ago, when } from "../format.js";
+import { batched, type View } from "../view.js";
+
+export const agentsView: View = (root, state) => {
+  const body = h("tbody");
+  root.append(h("h1", {}, "Agents"), table("Agents, online and offline", ["Name", "State", "Host", "Version", "adb", "Last heartbeat", "Devices"], body));
+  const render = batched(() => {
+    const agents = [...state.agents.values()].sort((a, b) => a.name.localeCompare(b.name));
+    const devicesOf = (id: string) => [...state.devices.values()].filter((d) => d.agentId === id);
+    replaceChildren(
+      body,
+      agents.length === 0
+        ? h("tr", {}, h("td", { colspan: 7 }, "No agents yet."))
+        : agents.map((a) => {
+            const devices = devicesOf(a.id);
+            return h(
+              "tr",
+              { "data-agent": a.name },
+              h("th", { scope: "row" }, a.name),
+              h("td", { class: a.online ? "ok" : "bad" }, a.online ? "online" : "offline"),
+              h("td", {}, a.hostname),
+              h("td", {}, a.agentVersion),
+              h("td", {}, a.adbVersion),
+              h("td", { title: when(a.lastHeartbeatTime) }, ago(a.lastHeartbeatTime)),
+              h(
+                "td",
+                {},
+                devices.length === 0
+                  ? "none"
+                  : h("details", {}, h("summary", {}, `${devices.length} device(s)`), h("ul", {}, devices.map((d) => h("li", {}, h("a", { href: `#/devices/${encodeURIComponent(d.properties?.physicalId || `${d.agentId}/${d.serial}`)}` }, d.serial), ` ${d.state}`)))),
+              ),
+            );
+          }),
+    );
+  });
+  const offs = [state.on("agents", render), state.on("devices", render)];
+  const tick = setInterval(render, 5_000);
+  render();
+  return () => {
+    offs.forEach((off) => off());
+    clearInterval(tick);
+  };
+};
