@@ -45,6 +45,7 @@ bench: build
 	node test/dist/bench/lease-cycles.js
 	node test/dist/bench/routing-overhead.js
 	node test/dist/bench/video-verify.js
+	node test/dist/bench/dashboard-devices.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

@@ -11,16 +11,14 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
-import { create, fromBinary } from "@bufbuild/protobuf";
-import { createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { AsyncQueue } from "@farm/shared/async-queue";
-import { PROTOCOL_VERSION } from "@farm/shared/version";
-import { AgentService, AttachRequestSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { ListDevicesResponseSchema, RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { startFarm } from "../support/farm-process.js";
+import { attachFakeAgent, bearer, fakeDevices } from "../support/fake-agent.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { cpuSeconds, median, memoryMiB, percentile } from "./proc-stats.js";
 
@@ -37,14 +35,6 @@ const DEVICES = Number(values.devices);
 const HEARTBEAT_MS = Number(values["heartbeat-ms"]);
 const WINDOW_S = Number(values["window-s"]);
 
-const bearer =
-  (token: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
-
 async function timeCalls(n: number, call: () => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -53,66 +43,6 @@ async function timeCalls(n: number, call: () => Promise<unknown>): Promise<numbe
     out.push(performance.now() - t0);
   }
   return out;
-}
-
-function deviceReports(agent: number) {
-  return Array.from({ length: DEVICES }, (_, d) => ({
-    serial: `bench-${agent}-${d}`,
-    state: "device",
-    properties: {
-      model: "Pixel 7",
-      manufacturer: "Google",
-      apiLevel: 34,
-      androidVersion: "14",
-      abi: "arm64-v8a",
-      serialno: `SN${agent}X${d}`,
-      bootId: "00000000-0000-4000-8000-000000000000",
-    },
-  }));
-}
-
-/** One simulated agent: its own HTTP/2 connection and control stream. */
-async function attachAgent(url: string, token: string, i: number, stop: AbortSignal): Promise<void> {
-  const transport: Transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(token)] });
-  const out = new AsyncQueue<AttachRequest>();
-  out.push(
-    create(AttachRequestSchema, {
-      kind: {
-        case: "hello",
-        value: {
-          agentId: `bench-agent-${i}`,
-          name: `bench-${String(i).padStart(4, "0")}`,
-          hostname: `lab-${i}`,
-          protocolVersion: PROTOCOL_VERSION,
-          agentVersion: "bench",
-          heartbeatIntervalMs: HEARTBEAT_MS,
-        },
-      },
-    }),
-  );
-  const it = createClient(AgentService, transport).attach(out, { signal: stop })[Symbol.asyncIterator]();
-  const first = await it.next();
-  if (first.done || first.value.kind.case !== "helloAccepted") throw new Error(`agent ${i} not accepted`);
-  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: deviceReports(i) } } }));
-  // Random phase so heartbeats spread over the interval as real agents' do.
-  let seq = 0n;
-  const beat = () => out.push(create(AttachRequestSchema, { kind: { case: "heartbeat", value: { sequence: ++seq } } }));
-  const phase = setTimeout(() => {
-    beat();
-    const t = setInterval(beat, HEARTBEAT_MS);
-    stop.addEventListener("abort", () => clearInterval(t), { once: true });
-  }, Math.random() * HEARTBEAT_MS);
-  stop.addEventListener("abort", () => {
-    clearTimeout(phase);
-    out.close();
-  }, { once: true });
-  void (async () => {
-    try {
-      for (;;) if ((await it.next()).done) break;
-    } catch {
-      /* stream ends at shutdown */
-    }
-  })();
 }
 
 async function main(): Promise<void> {
@@ -138,7 +68,7 @@ async function main(): Promise<void> {
 
     const attachT0 = performance.now();
     for (let i = 0; i < AGENTS; i += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, AGENTS - i) }, (_, k) => attachAgent(url, agentToken, i + k, stop.signal)));
+      await Promise.all(Array.from({ length: Math.min(50, AGENTS - i) }, (_, k) => attachFakeAgent({ url, token: agentToken, index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: HEARTBEAT_MS, signal: stop.signal })));
     }
     for (;;) {
       const n = (await registry.listDevices({})).devices.length;

@@ -1,5 +1,6 @@
 import { h, replaceChildren, table } from "../dom.js";
 import { ago, when } from "../format.js";
+import type { Device } from "@farm/shared/gen/farm/v1/registry_pb";
 import { batched, type View } from "../view.js";
 
 export const agentsView: View = (root, state) => {
@@ -7,7 +8,9 @@ export const agentsView: View = (root, state) => {
   root.append(h("h1", {}, "Agents"), table("Agents, online and offline", ["Name", "State", "Host", "Version", "adb", "Last heartbeat", "Devices"], body));
   const render = batched(() => {
     const agents = [...state.agents.values()].sort((a, b) => a.name.localeCompare(b.name));
-    const devicesOf = (id: string) => [...state.devices.values()].filter((d) => d.agentId === id);
+    const byAgent = new Map<string, Device[]>();
+    for (const d of state.devices.values()) byAgent.set(d.agentId, [...(byAgent.get(d.agentId) ?? []), d]);
+    const devicesOf = (id: string) => byAgent.get(id) ?? [];
     replaceChildren(
       body,
       agents.length === 0

@@ -1,0 +1,97 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AsyncQueue } from "@farm/shared/async-queue";
+import { PROTOCOL_VERSION } from "@farm/shared/version";
+import { AgentService, AttachRequestSchema, DeviceReportSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
+
+export type DeviceReportInit = MessageInitShape<typeof DeviceReportSchema>;
+
+export const bearer =
+  (token: string): Interceptor =>
+  (next) =>
+  (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+
+/** `count` plausible phones for lightweight agent number `agent`. */
+export function fakeDevices(agent: number, count: number): DeviceReportInit[] {
+  return Array.from({ length: count }, (_, d) => ({
+    serial: `bench-${agent}-${d}`,
+    state: "device",
+    properties: {
+      model: "Pixel 7",
+      manufacturer: "Google",
+      apiLevel: 34,
+      androidVersion: "14",
+      abi: "arm64-v8a",
+      serialno: `SN${agent}X${d}`,
+      bootId: "00000000-0000-4000-8000-000000000000",
+      physicalId: `pd-bench-${agent}-${d}`,
+      identityStatus: "ok",
+    },
+  }));
+}
+
+export interface FakeAgent {
+  /** Reports one device as changed (state, properties), as a real agent does when adb tells it. */
+  change(report: DeviceReportInit): void;
+}
+
+/**
+ * A lightweight agent for load tests: its own HTTP/2 connection and control
+ * stream, a fixed inventory and heartbeats with a random phase, no adb.
+ */
+export async function attachFakeAgent(opts: { url: string; token: string; index: number; devices: DeviceReportInit[]; heartbeatMs: number; signal: AbortSignal }): Promise<FakeAgent> {
+  const { index: i, signal: stop } = opts;
+  const transport = createGrpcTransport({ baseUrl: opts.url, interceptors: [bearer(opts.token)] });
+  const out = new AsyncQueue<AttachRequest>();
+  out.push(
+    create(AttachRequestSchema, {
+      kind: {
+        case: "hello",
+        value: {
+          agentId: `bench-agent-${i}`,
+          name: `bench-${String(i).padStart(4, "0")}`,
+          hostname: `lab-${i}`,
+          protocolVersion: PROTOCOL_VERSION,
+          agentVersion: "bench",
+          heartbeatIntervalMs: opts.heartbeatMs,
+        },
+      },
+    }),
+  );
+  const it = createClient(AgentService, transport).attach(out, { signal: stop })[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done || first.value.kind.case !== "helloAccepted") throw new Error(`agent ${i} not accepted`);
+  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: opts.devices } } }));
+  // Random phase so heartbeats spread over the interval as real agents' do.
+  let seq = 0n;
+  const beat = () => out.push(create(AttachRequestSchema, { kind: { case: "heartbeat", value: { sequence: ++seq } } }));
+  const phase = setTimeout(() => {
+    beat();
+    const t = setInterval(beat, opts.heartbeatMs);
+    stop.addEventListener("abort", () => clearInterval(t), { once: true });
+  }, Math.random() * opts.heartbeatMs);
+  stop.addEventListener(
+    "abort",
+    () => {
+      clearTimeout(phase);
+      out.close();
+    },
+    { once: true },
+  );
+  void (async () => {
+    try {
+      for (;;) if ((await it.next()).done) break;
+    } catch {
+      /* stream ends at shutdown */
+    }
+  })();
+  return {
+    change(report) {
+      out.push(create(AttachRequestSchema, { kind: { case: "deviceChange", value: { kind: { case: "upsert", value: report } } } }));
+    },
+  };
+}
