@@ -20,6 +20,8 @@ import { interactiveShellAction } from "./actions/interactive-shell-action.js";
 import { installAction } from "./actions/install-action.js";
 import { resumeStagedUploads } from "./evidence/staged-uploads.js";
 import { VideoSessions } from "./video/video-sessions.js";
+import { agentMetrics } from "./agent-metrics.js";
+import type { ListenAddress } from "@farm/shared/listen-address";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { createAdbClient, type AdbServerAddress } from "./adb-client.js";
@@ -41,6 +43,12 @@ export interface AgentOptions {
   startAdbServer?: boolean;
   log?: Logger;
   onAttachedChange?: (attached: boolean) => void;
+  /** PEM bundle to verify the coordinator with instead of the system roots. */
+  caFile?: string;
+  /** Allow the token over cleartext to a non-loopback coordinator. */
+  insecure?: boolean;
+  /** Serve Prometheus metrics here (GET /metrics). */
+  metricsListen?: ListenAddress;
 }
 
 export interface RunningAgent {
@@ -48,6 +56,16 @@ export interface RunningAgent {
   name: string;
   lockDir: string;
   readonly attached: boolean;
+  /** Where the metrics are served, when they are. */
+  metricsUrl: string | undefined;
+  /** Resolves with the reason when the coordinator asks this agent to drain. */
+  drainRequested: Promise<string>;
+  /**
+   * Stops taking work, tells the coordinator (no new leases on its devices),
+   * and waits up to timeoutMs for running commands. Recording workers are
+   * left alone: they are detached and finish on their own.
+   */
+  drain(reason: string, timeoutMs: number): Promise<{ unfinished: number }>;
   close(): Promise<void>;
 }
 
@@ -87,7 +105,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   });
   watcher.start();
   const ownership = new DeviceOwnership({ lockDir, journal, watcher, history, agentId: identity.id });
-  const transport = coordinatorTransport(opts.coordinatorUrl, opts.token);
+  const transport = coordinatorTransport(opts.coordinatorUrl, opts.token, { caFile: opts.caFile, insecure: opts.insecure });
+  if (opts.insecure && !opts.coordinatorUrl.startsWith("https:")) log.warn("--insecure: the agent token may cross the network in cleartext");
   const agentInfo = { id: identity.id, host: hostname(), version: FARM_VERSION };
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
@@ -105,7 +124,15 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
     video,
+    drainReason: () => drainReason,
+    onDrainRequested: (reason: string) => resolveDrain(reason),
   };
+  let drainReason = "";
+  let resolveDrain!: (reason: string) => void;
+  const drainRequested = new Promise<string>((resolve) => (resolveDrain = resolve));
+  const inflight = new Set<Promise<unknown>>();
+  const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers() });
+  const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;
   uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,
     transport,
@@ -121,19 +148,41 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
         void video.uploadFinished();
       }
     },
-    onCommand: (cmd) => handleCommand(cmd, handlerDeps),
+    onCommand: (cmd) => {
+      const run = handleCommand(cmd, handlerDeps).then((r) => {
+        metrics.command(cmd.kind.case ?? "unknown", r.kind.case === "error" ? (r.kind.value.detail?.code ?? "ERROR") : "ok");
+        return r;
+      });
+      inflight.add(run);
+      void run.finally(() => inflight.delete(run));
+      return run;
+    },
   });
   const link = uplink;
   link.start();
-  log.info("agent started", { name, coordinator: opts.coordinatorUrl, adb: `${opts.adb.host}:${opts.adb.port}` });
+  log.info("agent started", { name, coordinator: opts.coordinatorUrl, adb: `${opts.adb.host}:${opts.adb.port}`, ...(metricsUrl ? { metrics: metricsUrl } : {}) });
   return {
     id: identity.id,
     name,
     lockDir,
+    metricsUrl,
+    drainRequested,
     get attached() {
       return link.attached;
     },
+    async drain(reason, timeoutMs) {
+      drainReason = reason;
+      link.setDraining(reason);
+      log.info("draining: no new work; waiting for running commands", { reason, running: inflight.size, timeoutMs });
+      const settled = Promise.allSettled([...inflight]);
+      const timedOut = await Promise.race([settled.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs).unref())]);
+      const unfinished = timedOut ? inflight.size : 0;
+      if (unfinished > 0) log.warn("drain timeout: commands still running are abandoned", { unfinished });
+      else log.info("drained: no command running");
+      return { unfinished };
+    },
     async close() {
+      await metrics.close();
       // Recording workers are detached and finish on their own.
       video.close();
       watcher.stop();

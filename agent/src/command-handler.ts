@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { actionError, ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { CommandResultSchema, type AgentCommand, type CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceTarget, SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
@@ -39,7 +39,14 @@ export interface CommandHandlerDeps {
   log: Logger;
   evidence: EvidenceDeps;
   video: VideoSessions;
+  /** Non-empty while draining: new work is refused. */
+  drainReason(): string;
+  /** The coordinator asked this agent to drain (farm agent drain). */
+  onDrainRequested(reason: string): void;
 }
+
+/** While draining, only what finishes or reports on existing work is taken. */
+const allowedWhileDraining = new Set<AgentCommand["kind"]["case"]>(["videoStatus", "stopVideo", "inspectVideo", "getOwnership", "getActionReceipt", "drain"]);
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
 
@@ -47,6 +54,10 @@ const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
 export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps): Promise<CommandResult> {
   const result = (kind: MessageInitShape<typeof CommandResultSchema>["kind"]) => create(CommandResultSchema, { commandId: cmd.commandId, kind });
   try {
+    const draining = deps.drainReason();
+    if (draining && !allowedWhileDraining.has(cmd.kind.case)) {
+      throw actionError(Code.Unavailable, "AGENT_DRAINING", `agent is draining (${draining}) and takes no new work`, { dispatched: false, ambiguous: false });
+    }
     const deadlineMs = Number(cmd.deadlineUnixMs) || Date.now() + 30_000;
     const kinds = new Map<string, ActionKind<never, unknown>>([
       [deps.shell.kind, deps.shell as ActionKind<never, unknown>],
@@ -159,6 +170,9 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       }
       case "captureEvidence":
         return result({ case: "captureEvidence", value: await captureEvidence(cmd.kind.value, cmd.commandId, deps.watcher, deps.evidence, deps.log) });
+      case "drain":
+        deps.onDrainRequested(cmd.kind.value.reason);
+        return result({ case: "drain", value: {} });
       case "startVideo":
         return result({ case: "startVideo", value: { session: await deps.video.start(cmd.kind.value, deadlineMs) } });
       case "videoStatus":

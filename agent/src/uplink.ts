@@ -62,6 +62,14 @@ export class Uplink {
     await this.loop;
   }
 
+  private drainReason = "";
+
+  /** Tells the coordinator (now, and in every later hello) that this agent drains. */
+  setDraining(reason: string): void {
+    this.drainReason = reason;
+    if (this.attachedNow) this.current?.push(create(AttachRequestSchema, { kind: { case: "draining", value: { reason } } }));
+  }
+
   /** Sends a device event if attached (history is also kept on disk). */
   sendEvent(e: DeviceEventMessage): void {
     if (this.attachedNow) this.current?.push(create(AttachRequestSchema, { kind: { case: "deviceEvent", value: e } }));
@@ -117,6 +125,7 @@ export class Uplink {
             agentVersion: FARM_VERSION,
             adbVersion: this.opts.watcher.adbVersion,
             heartbeatIntervalMs: this.opts.heartbeatIntervalMs,
+            drainReason: this.drainReason,
           },
         },
       }),

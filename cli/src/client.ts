@@ -1,6 +1,5 @@
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { noDelaySessionOptions } from "@farm/shared/no-delay";
+import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { farmTransport } from "@farm/shared/farm-transport";
 import type { DescService } from "@bufbuild/protobuf";
 import { CliError, ErrorCodes, farmError } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
@@ -15,17 +14,27 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
       "token",
     );
   }
-  const token = config.token;
-  const auth: Interceptor = (next) => async (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    if (opts.lease) req.header.set("x-farm-lease", opts.lease);
+  const explain: Interceptor = (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
       throw explainUnavailable(err, config, req.method.name);
     }
   };
-  return createClient(service, createGrpcTransport({ baseUrl: config.coordinator, interceptors: [auth], nodeOptions: noDelaySessionOptions() }));
+  return createClient(service, clientTransport(config, { lease: opts.lease, interceptors: [explain] }));
+}
+
+/** The transport every CLI call uses: token, lease header, TLS roots or --ca-file, the cleartext rule. */
+export function clientTransport(config: ClientConfig, opts: { lease?: string | undefined; interceptors?: Interceptor[] } = {}): Transport {
+  if (!config.token) throw new CliError(ErrorCodes.unauthenticated, "no token", "token");
+  return farmTransport({
+    url: config.coordinator,
+    token: config.token,
+    caFile: config.caFile,
+    insecure: config.insecure,
+    ...(opts.lease ? { headers: { "x-farm-lease": opts.lease } } : {}),
+    ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
+  });
 }
 
 /** RPCs that change a device: a lost connection leaves their outcome unknown. */
@@ -34,6 +43,14 @@ const mutations = new Set(["RunShell", "SetProperty", "SendInput", "Reboot", "Pi
 function explainUnavailable(err: unknown, config: ClientConfig, method: string): unknown {
   const ce = ConnectError.from(err);
   if (ce.findDetails(ErrorDetailSchema).length > 0) return err;
+  if (/certificate|self[- ]signed|unable to verify|CERT_|ERR_TLS/i.test(ce.rawMessage)) {
+    return farmError(
+      Code.Unavailable,
+      "TLS_VERIFY_FAILED",
+      `the coordinator at ${config.coordinator} presented a certificate this client does not trust (${ce.rawMessage}); pass --ca-file (or FARM_CA_FILE) with the lab's CA`,
+      "ca-file",
+    );
+  }
   const refused = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/i.test(ce.rawMessage);
   const lost = /ECONNRESET|socket hang up|stream closed|GOAWAY|session closed/i.test(ce.rawMessage);
   if (!refused && !lost) return err;

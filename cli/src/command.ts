@@ -38,6 +38,8 @@ export function isGroup(node: CommandNode): node is CommandGroup {
 export const clientOptions: OptionSpec = {
   coordinator: { type: "string" },
   "token-file": { type: "string" },
+  "ca-file": { type: "string" },
+  insecure: { type: "boolean" },
   timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
 };

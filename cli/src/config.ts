@@ -8,10 +8,14 @@ export interface ClientConfig {
   /** Where the coordinator URL came from, for error messages. */
   coordinatorSource: string;
   token: string | undefined;
+  /** PEM bundle to verify the coordinator with, instead of the system roots. */
+  caFile: string | undefined;
+  /** Send the token over cleartext to a non-loopback coordinator anyway. */
+  insecure: boolean;
 }
 
 export interface ConfigInputs {
-  flags: { coordinator?: string | undefined; tokenFile?: string | undefined };
+  flags: { coordinator?: string | undefined; tokenFile?: string | undefined; caFile?: string | undefined; insecure?: boolean | undefined };
   env: NodeJS.ProcessEnv;
 }
 
@@ -20,14 +24,16 @@ interface FileConfig {
   token?: string;
   tokenFile?: string;
   output?: string;
+  caFile?: string;
+  insecure?: boolean;
 }
 
 export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";
 
 /**
  * Resolves where and as whom the CLI talks: flags > environment
- * (FARM_COORDINATOR, FARM_TOKEN) > config file > the local standalone's
- * files > built-in defaults.
+ * (FARM_COORDINATOR, FARM_TOKEN, FARM_CA_FILE, FARM_INSECURE) > config file
+ * > the local standalone's files > built-in defaults.
  */
 export function resolveClientConfig({ flags, env }: ConfigInputs): ClientConfig {
   const configPath = configFilePath(env);
@@ -50,7 +56,9 @@ export function resolveClientConfig({ flags, env }: ConfigInputs): ClientConfig 
   else if (file.tokenFile) token = readTokenFile(file.tokenFile, "tokenFile");
   else token = readOptional(join(home, standaloneFiles.adminToken));
 
-  return { coordinator, coordinatorSource, token };
+  const caFile = flags.caFile ?? (env["FARM_CA_FILE"] || undefined) ?? file.caFile;
+  const insecure = flags.insecure === true || env["FARM_INSECURE"] === "1" || file.insecure === true;
+  return { coordinator, coordinatorSource, token, caFile, insecure };
 }
 
 /** The config file's "output" setting, if any (main decides the format). */

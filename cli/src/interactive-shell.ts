@@ -1,13 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { CliError, ErrorCodes } from "@farm/shared/errors";
-import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import type { DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { OpenShellRequestSchema, ShellService, type OpenShellRequest } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { TerminalSizeSchema } from "@farm/shared/gen/farm/v1/shell_pb";
 import type { ClientConfig } from "./config.js";
+import { clientTransport } from "./client.js";
 
 /**
  * `farm shell` without a command: the device shell in this terminal. Local
@@ -17,17 +16,7 @@ import type { ClientConfig } from "./config.js";
 export async function runInteractiveShell(config: ClientConfig, target: DeviceTarget, lease: string | undefined): Promise<number> {
   if (!config.token) throw new CliError(ErrorCodes.unauthenticated, "no token", "token");
   const token = config.token;
-  const transport = createGrpcTransport({
-    baseUrl: config.coordinator,
-    nodeOptions: noDelaySessionOptions(),
-    interceptors: [
-      (next) => (req) => {
-        req.header.set("authorization", `Bearer ${token}`);
-        if (lease) req.header.set("x-farm-lease", lease);
-        return next(req);
-      },
-    ],
-  });
+  const transport = clientTransport({ ...config, token }, { lease });
   const size = () => create(TerminalSizeSchema, { rows: process.stdout.rows || 24, cols: process.stdout.columns || 80 });
   const out = new AsyncQueue<OpenShellRequest>();
   out.push(create(OpenShellRequestSchema, { kind: { case: "start", value: { target, size: size(), term: process.env["TERM"] || "xterm-256color" } } }));

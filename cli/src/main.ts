@@ -28,6 +28,7 @@ export const commands: { name: string; summary: string; load: () => Promise<Comm
   { name: "lease", summary: "Leases: acquire, renew, release, list, run", load: async () => (await import("./commands/lease.js")).leaseGroup },
   { name: "activity", summary: "Routed actions: who did what on which device", load: async () => (await import("./commands/activity.js")).activityCommand },
   { name: "token", summary: "Manage agent and user tokens (admin)", load: async () => (await import("./commands/token.js")).tokenGroup },
+  { name: "tls", summary: "TLS helpers: a self-signed lab CA and coordinator certificate", load: async () => (await import("./commands/tls.js")).tlsGroup },
 ];
 
 function rootHelp(): string {

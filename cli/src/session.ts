@@ -15,6 +15,8 @@ export function clientSession(ctx: CommandContext, parsed: Parsed): ClientSessio
     flags: {
       coordinator: stringFlag(parsed, "coordinator"),
       tokenFile: stringFlag(parsed, "token-file"),
+      caFile: stringFlag(parsed, "ca-file"),
+      insecure: parsed.values["insecure"] === true,
     },
     env: ctx.env,
   });

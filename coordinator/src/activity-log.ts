@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gte, type SQL } from "drizzle-orm";
 import { toErrorReport } from "@farm/shared/errors";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { activity } from "./db/schema.js";
@@ -7,14 +7,27 @@ export type ActivityRow = typeof activity.$inferSelect;
 
 /** Every routed action: who, with which lease, on which device, what happened. */
 export class ActivityLog {
-  /** Receives every recorded entry; set by the coordinator for live watchers. */
-  onRecord: ((row: ActivityRow) => void) | undefined;
+  private readonly listeners = new Set<(row: ActivityRow) => void>();
 
   constructor(private readonly db: CoordinatorDb) {}
 
   record(entry: Omit<ActivityRow, "id">): void {
     const row = this.db.insert(activity).values(entry).returning().get();
-    this.onRecord?.(row);
+    for (const fn of this.listeners) fn(row);
+  }
+
+  /** Calls fn with every entry recorded from now on (live watchers, metrics). */
+  onRecord(fn: (row: ActivityRow) => void): void {
+    this.listeners.add(fn);
+  }
+
+  /** Entries per command and outcome, over the whole log. */
+  countByOutcome(): { command: string; outcome: string; n: number }[] {
+    return this.db
+      .select({ command: activity.command, outcome: activity.outcome, n: count() })
+      .from(activity)
+      .groupBy(activity.command, activity.outcome)
+      .all();
   }
 
   /**

@@ -10,6 +10,7 @@ import {
   type AttachRequest,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { requirePrincipal } from "./auth.js";
+import { peerKey } from "./peer.js";
 import { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
 
@@ -34,9 +35,12 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
       const hello = first.kind.value;
       validateHello(hello);
       const session = new AttachSession();
-      deps.registry.attach(hello, session);
+      const transport = ctx.values.get(peerKey);
+      deps.registry.attach(hello, session, transport);
       const log = deps.log.child({ agentId: hello.agentId, agent: hello.name });
-      log.info("agent attached", { hostname: hello.hostname, version: hello.agentVersion, token: principal.tokenName });
+      log.info("agent attached", { hostname: hello.hostname, version: hello.agentVersion, token: principal.tokenName, transport });
+      if (transport === "cleartext") log.warn("agent attached over cleartext from another machine: its token crossed the network unencrypted (--insecure)");
+      if (hello.drainReason) log.info("agent is draining", { reason: hello.drainReason });
       try {
         session.send(
           create(AttachResponseSchema, {
@@ -104,6 +108,10 @@ async function pump(
       }
       case "commandResult":
         session.resolve(msg.kind.value);
+        break;
+      case "draining":
+        deps.registry.setDraining(agentId, msg.kind.value.reason || "draining");
+        deps.log.info("agent draining: no new leases on its devices", { agentId, reason: msg.kind.value.reason });
         break;
       case "deviceEvent": {
         const e = msg.kind.value;

@@ -2,6 +2,8 @@ import { Code, createContextKey, type HandlerContext, type Interceptor } from "@
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { Principal, TokenKind, TokenStore } from "./token-store.js";
 import { sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
+import { INSECURE_TRANSPORT } from "@farm/shared/transport-security";
+import { peerKey, type Peer } from "./peer.js";
 
 /** What a service demands of its callers. */
 export interface AccessRule {
@@ -18,13 +20,15 @@ export const principalKey = createContextKey<Principal | undefined>(undefined, {
  * against the service's rule. Services not in the table are refused, so a new
  * service cannot ship unauthenticated by accident.
  */
-export function authInterceptor(store: TokenStore, rules: Record<string, AccessRule>, web?: WebSessions): Interceptor {
+export function authInterceptor(store: TokenStore, rules: Record<string, AccessRule>, opts: { web?: WebSessions; insecure?: boolean } = {}): Interceptor {
+  const web = opts.web;
   return (next) => async (req) => {
     const rule = rules[req.service.typeName];
     if (!rule) {
       throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `no access rule for ${req.service.typeName}`);
     }
     if (rule.kind === "none") return next(req);
+    requireSafeTransport(req.contextValues.get(peerKey), opts.insecure === true);
     const principal = authenticateRequest(store, req.header, web);
     if (principal.kind !== rule.kind) {
       throw farmError(
@@ -58,6 +62,16 @@ export function authenticateRequest(store: TokenStore, headers: Headers, web?: W
   const principal = web.principal(sessionId);
   if (!principal) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "dashboard session expired or signed out; sign in again");
   return principal;
+}
+
+/** Credentials only over TLS or loopback, unless the operator passed --insecure. */
+export function requireSafeTransport(peer: Peer, insecure: boolean): void {
+  if (peer !== "cleartext" || insecure) return;
+  throw farmError(
+    Code.PermissionDenied,
+    INSECURE_TRANSPORT,
+    "tokens are refused over cleartext from another machine: serve TLS (--tls-cert/--tls-key) or start the coordinator with --insecure on a trusted network",
+  );
 }
 
 function originHost(origin: string): string | undefined {

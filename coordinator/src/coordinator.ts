@@ -1,9 +1,11 @@
+import { readFile } from "node:fs/promises";
+import { createSecureContext } from "node:tls";
 import type { ServerResponse } from "node:http";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
-import { Code } from "@connectrpc/connect";
+import { Code, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { farmError } from "@farm/shared/errors";
 import { createLogger, type Logger } from "@farm/shared/log";
@@ -53,7 +55,9 @@ import { EvidenceStore } from "./evidence-store.js";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { AgentEvidenceService } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { createDualServer } from "./http-server.js";
+import { createDualServer, createTlsServer, type TlsCredentials } from "./http-server.js";
+import { peerKey, peerOf } from "./peer.js";
+import { coordinatorMetrics } from "./metrics.js";
 
 export interface CoordinatorOptions {
   listen: ListenAddress;
@@ -65,6 +69,10 @@ export interface CoordinatorOptions {
   log?: Logger;
   /** Built dashboard assets; default: the repository's dashboard/dist when present. */
   dashboardDir?: string | null;
+  /** Serve TLS with this certificate chain and key (PEM files, re-read on reloadTls). */
+  tls?: { certFile: string; keyFile: string };
+  /** Accept tokens over cleartext from other machines (trusted networks only). */
+  insecure?: boolean;
 }
 
 export interface RunningCoordinator {
@@ -74,6 +82,8 @@ export interface RunningCoordinator {
   port: number;
   tokens: TokenStore;
   registry: Registry;
+  /** Re-reads the certificate and key; attached agents keep their connections. */
+  reloadTls(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -116,10 +126,15 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const web = new WebSessions(tokens);
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
-  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, assetsDir: dashboardDir, log });
+  const insecure = opts.insecure === true;
+  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, assetsDir: dashboardDir, insecure, log });
+  const metrics = coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
+  const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
+  if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
 
   const handler = connectNodeAdapter({
-    interceptors: [authInterceptor(tokens, rules, web)],
+    interceptors: [authInterceptor(tokens, rules, { web, insecure })],
+    contextValues: (req) => createContextValues().set(peerKey, peerOf(req)),
     routes(router) {
       registerHealthService(router, {
         services: Object.keys(rules).filter((s) => s !== Health.typeName),
@@ -127,7 +142,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
         closed: closed.signal,
       });
       registerAgentService(router, { registry, log, helloTimeoutMs: 10_000 });
-      registerRegistryService(router, { registry });
+      registerRegistryService(router, { registry, log });
       registerTokenService(router, { tokens });
       registerDeviceService(router, { registry, leases, activity, idempotency, log });
       registerLeaseService(router, { leases, registry });
@@ -148,6 +163,14 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
         res.end(JSON.stringify({ status: ok ? "ok" : "shutting-down", version: FARM_VERSION }));
         return;
       }
+      // Counts only, no names or tokens: unauthenticated like /healthz, for Prometheus.
+      if (req.method === "GET" && (req.url === "/metrics" || req.url?.startsWith("/metrics?"))) {
+        void metrics.render().then((text) => {
+          res.writeHead(200, { "content-type": metrics.contentType });
+          res.end(text);
+        });
+        return;
+      }
       void dashboard(req, res as ServerResponse).then((handled) => {
         if (handled) return;
         res.writeHead(404, { "content-type": "text/plain" });
@@ -155,14 +178,14 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       });
     },
   });
-  const dual = createDualServer(handler);
+  const dual = tlsCreds ? createTlsServer(handler, tlsCreds) : createDualServer(handler);
   await new Promise<void>((resolve, reject) => {
     dual.server.once("error", reject);
     dual.server.listen(opts.listen.port, opts.listen.host, () => resolve());
   });
   const addr = dual.server.address() as AddressInfo;
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
-  const url = `http://${host}:${addr.port}`;
+  const url = `${tlsCreds ? "https" : "http"}://${host}:${addr.port}`;
 
   const sweep = setInterval(() => {
     for (const id of registry.sweep()) log.warn("agent missed heartbeats; marked offline", { agentId: id });
@@ -182,6 +205,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     tokens,
     registry,
     leases,
+    async reloadTls() {
+      if (!opts.tls || !dual.reload) throw new Error("this coordinator does not serve TLS");
+      const next = await readTlsCredentials(opts.tls);
+      dual.reload(next);
+      log.info("TLS certificate reloaded", { certFile: opts.tls.certFile });
+    },
     async close() {
       if (closed.signal.aborted) return;
       closed.abort();
@@ -199,4 +228,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
 function defaultDashboardDir(): string | null {
   const dir = fileURLToPath(new URL("../../dashboard/dist", import.meta.url));
   return existsSync(join(dir, "index.html")) ? dir : null;
+}
+
+/** Reads and checks a certificate and key before they replace anything. */
+async function readTlsCredentials(files: { certFile: string; keyFile: string }): Promise<TlsCredentials> {
+  const [cert, key] = await Promise.all([readFile(files.certFile), readFile(files.keyFile)]);
+  // Fails here, with the file named, rather than at the first handshake.
+  createSecureContext({ cert, key });
+  return { cert, key };
 }

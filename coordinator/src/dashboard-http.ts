@@ -5,7 +5,8 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { extname, join, normalize, sep } from "node:path";
 import { toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { authenticateRequest } from "./auth.js";
+import { authenticateRequest, requireSafeTransport } from "./auth.js";
+import { peerOf } from "./peer.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { TokenStore } from "./token-store.js";
 import { SESSION_COOKIE, SESSION_TTL_MS, sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
@@ -38,6 +39,8 @@ export interface DashboardDeps {
   evidence: EvidenceStore;
   /** Built assets (index.html, assets/); null when the dashboard was not built. */
   assetsDir: string | null;
+  /** Allow sign-in and files over cleartext from other machines. */
+  insecure: boolean;
   log: Logger;
 }
 
@@ -59,6 +62,7 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
     if (!path.startsWith(DASHBOARD_PREFIX)) return false;
     const rest = path.slice(DASHBOARD_PREFIX.length);
     try {
+      if (rest.startsWith("api/") || rest.startsWith("files/")) requireSafeTransport(peerOf(req), deps.insecure);
       if (rest === "api/sign-in" && req.method === "POST") return await signIn(deps, req, res);
       if (rest === "api/sign-out" && req.method === "POST") return signOut(deps, req, res);
       if (rest === "api/me" && req.method === "GET") return me(deps, req, res);
@@ -69,7 +73,7 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
     } catch (err) {
       const r = toErrorReport(err);
       deps.log.warn("dashboard request failed", { path, code: r.code });
-      json(res, r.code === "UNAUTHENTICATED" ? 401 : r.code === "PERMISSION_DENIED" ? 403 : 500, { code: r.code, message: r.message });
+      json(res, r.code === "UNAUTHENTICATED" ? 401 : r.code === "PERMISSION_DENIED" || r.code === "INSECURE_TRANSPORT" ? 403 : 500, { code: r.code, message: r.message });
       return true;
     }
   };

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
-import { and, desc, eq, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, sql, type SQL } from "drizzle-orm";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
@@ -60,6 +60,15 @@ export class EvidenceStore {
     const row = idPattern.test(evidenceId) ? this.get(evidenceId) : undefined;
     if (!row) throw farmError(Code.NotFound, ErrorCodes.evidenceNotFound, `no evidence ${evidenceId} in the store`, "evidence_id");
     return row;
+  }
+
+  /** Stored bundles and their bytes per kind and status. */
+  totals(): { kind: string; status: string; bundles: number; bytes: number }[] {
+    return this.db
+      .select({ kind: evidence.kind, status: evidence.status, bundles: count(), bytes: sql<number>`coalesce(sum(${evidence.totalBytes}), 0)` })
+      .from(evidence)
+      .groupBy(evidence.kind, evidence.status)
+      .all();
   }
 
   list(filter: { serial?: string; status?: string; label?: string }): EvidenceRow[] {

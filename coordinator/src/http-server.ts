@@ -1,6 +1,6 @@
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import { createSecureServer, createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 
 export type RequestHandler = (
   req: IncomingMessage | Http2ServerRequest,
@@ -13,6 +13,39 @@ export interface DualServer {
   server: Server;
   /** Closes the listener and every open connection. */
   close(): Promise<void>;
+  /** New certificate and key for new connections; open ones keep theirs. Only with TLS. */
+  reload?(creds: TlsCredentials): void;
+}
+
+export interface TlsCredentials {
+  cert: Buffer;
+  key: Buffer;
+}
+
+/**
+ * One TLS listener for HTTP/2 and HTTP/1.1, chosen by ALPN: gRPC clients
+ * and agents negotiate h2, browsers either. A reload swaps the certificate
+ * for new handshakes without touching established connections (agents stay
+ * attached).
+ */
+export function createTlsServer(handler: RequestHandler, creds: TlsCredentials): DualServer {
+  const server = createSecureServer({ cert: creds.cert, key: creds.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"] }, handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
+  server.setTimeout(0);
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.setNoDelay(true);
+  });
+  return {
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
+    reload: (next) => server.setSecureContext({ cert: next.cert, key: next.key }),
+  };
 }
 
 /**

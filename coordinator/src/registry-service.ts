@@ -1,14 +1,21 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, type ConnectRouter } from "@connectrpc/connect";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { requirePrincipal } from "./auth.js";
+import type { AttachSession } from "./agent-session.js";
+import { fromCommandError } from "./command-error.js";
+import type { Logger } from "@farm/shared/log";
 import { create } from "@bufbuild/protobuf";
 import {
   RegistryService,
   ListAgentsResponseSchema,
   ListDevicesResponseSchema,
+  DrainAgentResponseSchema,
 } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import type { Registry } from "./registry.js";
+import { DrainAgentCommandSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { isBinaryRequest, withPreEncodedField } from "@farm/shared/pre-encoded";
 
-export function registerRegistryService(router: ConnectRouter, deps: { registry: Registry }): void {
+export function registerRegistryService(router: ConnectRouter, deps: { registry: Registry; log: Logger }): void {
   router.service(RegistryService, {
     listAgents() {
       return create(ListAgentsResponseSchema, { agents: deps.registry.listAgents() });
@@ -22,6 +29,25 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
         return withPreEncodedField(ListDevicesResponseSchema, ListDevicesResponseSchema.field.devices.number, encoded);
       }
       return create(ListDevicesResponseSchema, { devices: deps.registry.listDevices(filter) });
+    },
+    /** Asks an agent to drain and exit; it stops getting leases as soon as it says it drains. */
+    async drainAgent(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      if (!principal.admin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "draining an agent needs an admin token");
+      const agent = deps.registry.findAgent(req.agent);
+      if (!agent) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${req.agent}`, "agent");
+      const attached = deps.registry.agentSession(agent.id);
+      if (!attached) throw farmError(Code.Unavailable, ErrorCodes.agentOffline, `agent ${agent.name} is offline`, "agent");
+      const reason = req.reason || `drain requested by ${principal.tokenName}`;
+      deps.log.info("drain requested", { agent: agent.name, by: principal.tokenName, reason });
+      const result = await (attached.session as AttachSession).call(
+        { kind: { case: "drain", value: create(DrainAgentCommandSchema, { reason }) }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
+        Date.now() + (ctx.timeoutMs() ?? 10_000),
+      );
+      if (result.kind.case === "error") throw fromCommandError(result.kind.value);
+      // The agent announces it on its stream too; recording it here closes the gap.
+      deps.registry.setDraining(agent.id, reason);
+      return create(DrainAgentResponseSchema, { agent: deps.registry.findAgent(agent.id) });
     },
   });
 }

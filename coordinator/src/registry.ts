@@ -66,6 +66,10 @@ interface AgentEntry {
   lastHeartbeatAt: number | null;
   session: AgentSession | null;
   devices: Map<string, DeviceEntry>;
+  /** Set while the agent drains; cleared when it attaches again without draining. */
+  drainReason: string;
+  /** How its current or last control stream arrived. */
+  transport: string;
 }
 
 /** What changed, for live watchers (dashboards). */
@@ -108,7 +112,7 @@ export class Registry {
 
   private load(): void {
     for (const row of this.db.select().from(agents).all()) {
-      this.agents.set(row.id, { ...row, session: null, devices: new Map() });
+      this.agents.set(row.id, { ...row, session: null, devices: new Map(), drainReason: "", transport: "" });
     }
     for (const row of this.db.select().from(devices).all()) {
       const agent = this.agents.get(row.agentId);
@@ -123,7 +127,7 @@ export class Registry {
   }
 
   /** Registers an attached agent; refuses a second stream for the same id. */
-  attach(hello: AgentHello, session: AgentSession): void {
+  attach(hello: AgentHello, session: AgentSession, transport = ""): void {
     const existing = this.agents.get(hello.agentId);
     if (existing?.session) {
       throw farmError(
@@ -146,6 +150,8 @@ export class Registry {
       lastHeartbeatAt: now,
       session,
       devices: existing?.devices ?? new Map(),
+      drainReason: hello.drainReason,
+      transport,
     };
     this.agents.set(entry.id, entry);
     const row = {
@@ -172,6 +178,21 @@ export class Registry {
     this.persistHeartbeat(entry);
     this.changed();
     this.announceAgent(entry, true);
+  }
+
+  /** The agent takes no new work: its devices are no longer lease candidates. */
+  setDraining(agentId: string, reason: string): void {
+    const entry = this.agents.get(agentId);
+    if (!entry) return;
+    entry.drainReason = reason;
+    this.changed();
+    this.announceAgent(entry, false);
+  }
+
+  /** Agent by id or name. */
+  findAgent(idOrName: string): Agent | undefined {
+    const e = [...this.agents.values()].find((a) => a.id === idOrName || a.name === idOrName);
+    return e ? toAgent(e) : undefined;
   }
 
   isAttached(agentId: string, session: AgentSession): boolean {
@@ -369,7 +390,7 @@ export class Registry {
     if (this.candidateCache) return this.candidateCache;
     const out: Candidate[] = [];
     for (const a of [...this.agents.values()].sort(byName)) {
-      if (!a.session) continue;
+      if (!a.session || a.drainReason) continue;
       for (const serial of [...a.devices.keys()].sort()) {
         const d = a.devices.get(serial) as DeviceEntry;
         const p = d.properties;
@@ -440,6 +461,9 @@ function toAgent(e: AgentEntry): Agent {
     lastHeartbeatTime: e.lastHeartbeatAt === null ? undefined : timestampFromMs(e.lastHeartbeatAt),
     connectedTime: e.connectedAt === null ? undefined : timestampFromMs(e.connectedAt),
     deviceCount: e.devices.size,
+    draining: e.drainReason !== "",
+    drainReason: e.drainReason,
+    transport: e.transport,
   });
 }
 

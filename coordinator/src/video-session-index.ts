@@ -1,4 +1,4 @@
-import { and, desc, eq, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, type SQL } from "drizzle-orm";
 import { ErrorCodes } from "@farm/shared/errors";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { CoordinatorDb } from "./db/open-database.js";
@@ -56,6 +56,10 @@ export class VideoSessionIndex {
       manifestJson: text,
       updatedAt: Date.now(),
     });
+  }
+
+  countByStatus(): { status: string; n: number }[] {
+    return this.db.select({ status: videoSessions.status, n: count() }).from(videoSessions).groupBy(videoSessions.status).all();
   }
 
   list(filter: { serial?: string; status?: string }): VideoSessionRow[] {

@@ -26,7 +26,7 @@ export function wireWatchHub(hub: WatchHub, src: { registry: Registry; leases: L
         return hub.publish({ case: "labels", value: { physicalId: e.physicalId, labels: e.labels } });
     }
   };
-  src.activity.onRecord = (row) => hub.publish({ case: "activity", value: activityMessage(row) });
+  src.activity.onRecord((row) => hub.publish({ case: "activity", value: activityMessage(row) }));
   src.evidence.onPublish = (row) => {
     hub.publish({ case: "evidence", value: evidenceMessage(row, agentName(row.agentId)) });
     // A stored video bundle is its session's final word, also when nobody

@@ -16,6 +16,6 @@ export function parseListenAddress(value: string, field = "listen"): ListenAddre
 }
 
 /** True for addresses that never leave this machine. */
-export function isLoopbackHost(host: string): boolean {
+export function isLocalOnlyHost(host: string): boolean {
   return host === "localhost" || host === "::1" || host.startsWith("127.");
 }

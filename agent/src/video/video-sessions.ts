@@ -307,6 +307,23 @@ export class VideoSessions {
     return this.describe(files, {});
   }
 
+  /** Sessions whose worker heartbeat is fresh. */
+  async liveWorkers(): Promise<number> {
+    let names: string[] = [];
+    try {
+      names = await readdir(VideoSessionFiles.sessionsDir(this.deps.dataDir));
+    } catch {
+      return 0;
+    }
+    let live = 0;
+    for (const id of names) {
+      const files = VideoSessionFiles.of(this.deps.dataDir, id);
+      const rec = await files.readSession().catch(() => undefined);
+      if (rec && (await files.workerAlive(rec.nonce))) live++;
+    }
+    return live;
+  }
+
   /** Uploads every terminal bundle not yet in the coordinator's store. */
   async uploadFinished(): Promise<void> {
     let names: string[] = [];

@@ -1,58 +1,123 @@
 import { join } from "node:path";
 import { existsSync } from "node:fs";
 import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome } from "@farm/shared/paths";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { startAgent } from "@farm/agent/agent";
-import { intFlag, parseFlags, stringFlag } from "../args.js";
-import type { Command } from "../command.js";
+import { parseFlags, stringFlag, type Parsed } from "../args.js";
+import { serviceClient } from "../client.js";
+import { clientOptions, type Command, type CommandContext } from "../command.js";
 import { readTokenFile } from "../config.js";
 import { untilStopped } from "../service-run.js";
-import { adbServerAddress } from "../adb-address.js";
+import { clientSession } from "../session.js";
+import { applyLogLevel, flagOrFile, loadServiceConfig, setting } from "../service-config.js";
+
+const configKeys = {
+  coordinator: "string",
+  dataDir: "string",
+  tokenFile: "string",
+  name: "string",
+  adbHost: "string",
+  adbPort: "number",
+  adbStart: "boolean",
+  heartbeatInterval: "number",
+  lockDir: "string",
+  caFile: "string",
+  insecure: "boolean",
+  metricsListen: "string",
+  drainTimeout: "number",
+  logLevel: "string",
+} as const;
+
+const DEFAULT_DRAIN_TIMEOUT_S = 30;
 
 export const agentCommand: Command = {
   name: "agent",
-  summary: "Run the agent for the phones on this host",
+  summary: "Run the agent for the phones on this host (`farm agent drain NAME` drains one remotely)",
   usage:
-    "farm agent --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--heartbeat-interval MS] [--no-adb-start] [--lock-dir DIR]",
+    "farm agent [--config FILE] --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--no-adb-start] [--heartbeat-interval MS] [--lock-dir DIR] [--ca-file PEM] [--insecure] [--metrics-listen HOST:PORT] [--drain-timeout S] [--log-level LEVEL]\n       farm agent drain NAME [--reason TEXT]",
   options: {
-    coordinator: { type: "string" },
+    ...clientOptions,
+    config: { type: "string" },
     "data-dir": { type: "string" },
-    "token-file": { type: "string" },
     name: { type: "string" },
     "adb-host": { type: "string" },
     "adb-port": { type: "string" },
     "heartbeat-interval": { type: "string" },
     "no-adb-start": { type: "boolean" },
     "lock-dir": { type: "string" },
-    help: { type: "boolean", short: "h" },
+    "metrics-listen": { type: "string" },
+    "drain-timeout": { type: "string" },
+    "log-level": { type: "string" },
+    reason: { type: "string" },
   },
+  positionals: true,
   async run(ctx) {
-    const parsed = parseFlags(ctx.args, this.options);
-    const coordinatorUrl = stringFlag(parsed, "coordinator") ?? ctx.env["FARM_COORDINATOR"];
-    if (!coordinatorUrl) throw new CliError(ErrorCodes.invalidArgument, "--coordinator URL is required", "coordinator");
-    const dataDir = stringFlag(parsed, "data-dir") ?? join(defaultFarmHome(ctx.env), "agent");
-    const token = agentToken(stringFlag(parsed, "token-file"), ctx.env, dataDir);
-    const adb = adbServerAddress(parsed, ctx.env);
-    const heartbeatIntervalMs = intFlag(parsed, "heartbeat-interval", 50, 600_000) ?? 5_000;
-    const name = stringFlag(parsed, "name");
-    const agent = await startAgent({
-      coordinatorUrl,
-      token,
-      dataDir,
-      adb,
-      heartbeatIntervalMs,
-      startAdbServer: parsed.values["no-adb-start"] !== true,
-      ...(stringFlag(parsed, "lock-dir") ? { lockDir: stringFlag(parsed, "lock-dir") as string } : {}),
-      ...(name ? { name } : {}),
-    });
-    ctx.printer.result({ agentId: agent.id, name: agent.name, dataDir }, () => `agent ${agent.name} (${agent.id}) started`);
-    await untilStopped(ctx.stopSignal);
-    await agent.close();
-    return 0;
+    const parsed = parseFlags(ctx.args, this.options, true);
+    const [sub, ...rest] = parsed.positionals;
+    if (sub === "drain") return drainRemote(ctx, parsed, rest);
+    if (sub !== undefined) throw new CliError(ErrorCodes.invalidArgument, `unknown subcommand "${sub}"; run the agent with flags only, or \`farm agent drain NAME\``, "subcommand");
+    return runAgent(ctx, parsed);
   },
 };
 
-/** Agent credentials: --token-file > FARM_AGENT_TOKEN > <data-dir>/agent.token. */
+function int(text: string | undefined, field: string, min: number, max: number): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(ErrorCodes.invalidArgument, `${field} must be an integer ${min}..${max}, got "${text}"`, field);
+  return n;
+}
+
+async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
+  const file = loadServiceConfig(setting(parsed, "config", ctx.env["FARM_AGENT_CONFIG"], undefined), configKeys);
+  applyLogLevel(parsed, ctx.env, file["logLevel"]);
+  const coordinatorUrl = setting(parsed, "coordinator", ctx.env["FARM_COORDINATOR"], file["coordinator"]);
+  if (!coordinatorUrl) throw new CliError(ErrorCodes.invalidArgument, "--coordinator URL is required", "coordinator");
+  const dataDir = setting(parsed, "data-dir", undefined, file["dataDir"]) ?? join(defaultFarmHome(ctx.env), "agent");
+  const token = agentToken(setting(parsed, "token-file", undefined, file["tokenFile"]), ctx.env, dataDir);
+  const adb = {
+    host: setting(parsed, "adb-host", undefined, file["adbHost"]) ?? "127.0.0.1",
+    port: int(setting(parsed, "adb-port", ctx.env["ANDROID_ADB_SERVER_PORT"], file["adbPort"]), "adb-port", 1, 65535) ?? 5037,
+  };
+  const heartbeatIntervalMs = int(setting(parsed, "heartbeat-interval", undefined, file["heartbeatInterval"]), "heartbeat-interval", 50, 600_000) ?? 5_000;
+  const drainTimeoutS = int(setting(parsed, "drain-timeout", undefined, file["drainTimeout"]), "drain-timeout", 0, 3_600) ?? DEFAULT_DRAIN_TIMEOUT_S;
+  const metricsListen = setting(parsed, "metrics-listen", undefined, file["metricsListen"]);
+  const name = setting(parsed, "name", undefined, file["name"]);
+  const lockDir = setting(parsed, "lock-dir", undefined, file["lockDir"]);
+  const caFile = setting(parsed, "ca-file", ctx.env["FARM_CA_FILE"], file["caFile"]);
+  const agent = await startAgent({
+    coordinatorUrl,
+    token,
+    dataDir,
+    adb,
+    heartbeatIntervalMs,
+    startAdbServer: parsed.values["no-adb-start"] !== true && file["adbStart"] !== false,
+    insecure: flagOrFile(parsed, "insecure", file["insecure"]),
+    ...(caFile ? { caFile } : {}),
+    ...(metricsListen ? { metricsListen: parseListenAddress(metricsListen, "metrics-listen") } : {}),
+    ...(lockDir ? { lockDir } : {}),
+    ...(name ? { name } : {}),
+  });
+  ctx.printer.result({ agentId: agent.id, name: agent.name, dataDir, metricsUrl: agent.metricsUrl ?? null }, () => `agent ${agent.name} (${agent.id}) started`);
+  // SIGTERM (systemctl stop) and a remote `farm agent drain` end the same way.
+  const reason = await Promise.race([untilStopped(ctx.stopSignal).then(() => "stopping (SIGTERM/SIGINT)"), agent.drainRequested]);
+  await agent.drain(reason, drainTimeoutS * 1000);
+  await agent.close();
+  return 0;
+}
+
+async function drainRemote(ctx: CommandContext, parsed: Parsed, rest: string[]): Promise<number> {
+  const [name, ...extra] = rest;
+  if (!name || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one agent NAME (or id)", "agent");
+  const session = clientSession(ctx, parsed);
+  const res = await serviceClient(RegistryService, session.config).drainAgent({ agent: name, reason: stringFlag(parsed, "reason") ?? "" }, { timeoutMs: session.timeoutMs });
+  const a = res.agent;
+  ctx.printer.result({ agent: { id: a?.id, name: a?.name, draining: a?.draining, drainReason: a?.drainReason } }, () => `agent ${a?.name} is draining: ${a?.drainReason}`);
+  return 0;
+}
+
+/** Agent credentials: --token-file (or the config's tokenFile) > FARM_AGENT_TOKEN > <data-dir>/agent.token. */
 function agentToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv, dataDir: string): string {
   if (tokenFile) return readTokenFile(tokenFile, "token-file");
   const fromEnv = env["FARM_AGENT_TOKEN"]?.trim();

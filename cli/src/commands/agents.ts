@@ -20,10 +20,12 @@ export const agentsCommand: Command = {
     const res = await client.listAgents({}, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ agents: res.agents.map((a) => toJson(AgentSchema, a, { alwaysEmitImplicit: true })) }, () =>
       table(
-        ["NAME", "STATUS", "DEVICES", "VERSION", "HOST", "LAST HEARTBEAT", "ID"],
+        ["NAME", "STATUS", "TRANSPORT", "DEVICES", "VERSION", "HOST", "LAST HEARTBEAT", "ID"],
         res.agents.map((a) => [
           a.name,
-          a.online ? "online" : "offline",
+          !a.online ? "offline" : a.draining ? "draining" : "online",
+          // A token that crossed a network in cleartext is worth seeing at a glance.
+          a.transport === "cleartext" ? "CLEARTEXT (insecure)" : a.transport || "-",
           String(a.deviceCount),
           a.agentVersion,
           a.hostname,

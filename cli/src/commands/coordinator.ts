@@ -1,37 +1,63 @@
 import { join } from "node:path";
+import { CliError, ErrorCodes } from "@farm/shared/errors";
 import { parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome } from "@farm/shared/paths";
 import { startCoordinator } from "@farm/coordinator/coordinator";
 import { ensureTokenFile } from "@farm/coordinator/bootstrap-token";
-import { intFlag, parseFlags, stringFlag } from "../args.js";
+import { parseFlags } from "../args.js";
 import type { Command } from "../command.js";
 import { untilStopped } from "../service-run.js";
+import { applyLogLevel, flagOrFile, loadServiceConfig, setting } from "../service-config.js";
+
+const configKeys = { listen: "string", dataDir: "string", heartbeatMisses: "number", tlsCert: "string", tlsKey: "string", insecure: "boolean", logLevel: "string" } as const;
 
 export const coordinatorCommand: Command = {
   name: "coordinator",
   summary: "Run the coordinator service",
-  usage: "farm coordinator [--listen HOST:PORT] [--data-dir DIR] [--heartbeat-misses N]",
+  usage: "farm coordinator [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--heartbeat-misses N] [--tls-cert PEM --tls-key PEM] [--insecure] [--log-level LEVEL]",
   options: {
+    config: { type: "string" },
     listen: { type: "string" },
     "data-dir": { type: "string" },
     "heartbeat-misses": { type: "string" },
+    "tls-cert": { type: "string" },
+    "tls-key": { type: "string" },
+    insecure: { type: "boolean" },
+    "log-level": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
-    const listen = parseListenAddress(stringFlag(parsed, "listen") ?? "127.0.0.1:7420");
-    const dataDir = stringFlag(parsed, "data-dir") ?? join(defaultFarmHome(ctx.env), "coordinator");
-    const heartbeatMisses = intFlag(parsed, "heartbeat-misses", 1, 100) ?? 3;
-    const coordinator = await startCoordinator({ listen, dataDir, heartbeatMisses });
+    const file = loadServiceConfig(setting(parsed, "config", ctx.env["FARM_COORDINATOR_CONFIG"], undefined), configKeys);
+    applyLogLevel(parsed, ctx.env, file["logLevel"]);
+    const listen = parseListenAddress(setting(parsed, "listen", undefined, file["listen"]) ?? "127.0.0.1:7420");
+    const dataDir = setting(parsed, "data-dir", undefined, file["dataDir"]) ?? join(defaultFarmHome(ctx.env), "coordinator");
+    const misses = Number(setting(parsed, "heartbeat-misses", undefined, file["heartbeatMisses"]) ?? 3);
+    if (!Number.isInteger(misses) || misses < 1 || misses > 100) throw new CliError(ErrorCodes.invalidArgument, "heartbeat misses must be an integer 1..100", "heartbeat-misses");
+    const certFile = setting(parsed, "tls-cert", undefined, file["tlsCert"]);
+    const keyFile = setting(parsed, "tls-key", undefined, file["tlsKey"]);
+    if ((certFile === undefined) !== (keyFile === undefined)) throw new CliError(ErrorCodes.invalidArgument, "TLS needs both --tls-cert and --tls-key", certFile ? "tls-key" : "tls-cert");
+    const coordinator = await startCoordinator({
+      listen,
+      dataDir,
+      heartbeatMisses: misses,
+      insecure: flagOrFile(parsed, "insecure", file["insecure"]),
+      ...(certFile && keyFile ? { tls: { certFile, keyFile } } : {}),
+    });
     // First start: an admin token so the operator can create the others.
     const adminTokenFile = join(dataDir, "admin.token");
     if (coordinator.tokens.count() === 0) {
       await ensureTokenFile(coordinator.tokens, adminTokenFile, { baseName: "admin", kind: "user", admin: true });
     }
-    ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile }, () =>
+    // systemctl reload: a renewed certificate without dropping attached agents.
+    const onHup = () =>
+      void coordinator.reloadTls().catch((err: Error) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "TLS reload failed; the old certificate stays", error: err.message }) + "\n"));
+    if (certFile) process.on("SIGHUP", onHup);
+    ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile, tls: certFile !== undefined }, () =>
       [`coordinator listening on ${coordinator.url}`, `data dir: ${dataDir}`, `admin token (first start): ${adminTokenFile}`].join("\n"),
     );
     await untilStopped(ctx.stopSignal);
+    process.off("SIGHUP", onHup);
     await coordinator.close();
     return 0;
   },

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { rm } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import { invalidArgument } from "@farm/shared/errors";
-import { isLoopbackHost, parseListenAddress } from "@farm/shared/listen-address";
+import { isLocalOnlyHost, parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome, standaloneFiles } from "@farm/shared/paths";
 import { writePrivateFile } from "@farm/shared/secure-file";
 import { startCoordinator } from "@farm/coordinator/coordinator";
@@ -30,7 +30,7 @@ export const standaloneCommand: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const listen = parseListenAddress(stringFlag(parsed, "listen") ?? "127.0.0.1:7420");
-    if (!isLoopbackHost(listen.host)) {
+    if (!isLocalOnlyHost(listen.host)) {
       throw invalidArgument("listen", "standalone serves loopback only; run `farm coordinator` to serve a network");
     }
     const dataDir = stringFlag(parsed, "data-dir") ?? defaultFarmHome(ctx.env);

@@ -5,7 +5,7 @@ import { batched, type View } from "../view.js";
 
 export const agentsView: View = (root, state) => {
   const body = h("tbody");
-  root.append(h("h1", {}, "Agents"), table("Agents, online and offline", ["Name", "State", "Host", "Version", "adb", "Last heartbeat", "Devices"], body));
+  root.append(h("h1", {}, "Agents"), table("Agents, online and offline", ["Name", "State", "Transport", "Host", "Version", "adb", "Last heartbeat", "Devices"], body));
   const render = batched(() => {
     const agents = [...state.agents.values()].sort((a, b) => a.name.localeCompare(b.name));
     const byAgent = new Map<string, Device[]>();
@@ -14,14 +14,15 @@ export const agentsView: View = (root, state) => {
     replaceChildren(
       body,
       agents.length === 0
-        ? h("tr", {}, h("td", { colspan: 7 }, "No agents yet."))
+        ? h("tr", {}, h("td", { colspan: 8 }, "No agents yet."))
         : agents.map((a) => {
             const devices = devicesOf(a.id);
             return h(
               "tr",
               { "data-agent": a.name },
               h("th", { scope: "row" }, a.name),
-              h("td", { class: a.online ? "ok" : "bad" }, a.online ? "online" : "offline"),
+              h("td", { class: a.online && !a.draining ? "ok" : "bad", title: a.drainReason }, !a.online ? "offline" : a.draining ? "draining" : "online"),
+              h("td", { class: a.transport === "cleartext" ? "bad" : "" }, a.transport === "cleartext" ? "cleartext (insecure)" : a.transport),
               h("td", {}, a.hostname),
               h("td", {}, a.agentVersion),
               h("td", {}, a.adbVersion),

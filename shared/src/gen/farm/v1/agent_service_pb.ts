@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEipQIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASMAoOY29tbWFuZF9yZXN1bHQYBSABKAsyFi5mYXJtLnYxLkNvbW1hbmRSZXN1bHRIABIsCgxkZXZpY2VfZXZlbnQYBiABKAsyFC5mYXJtLnYxLkRldmljZUV2ZW50SABCBgoEa2luZCJ0Cg5BdHRhY2hSZXNwb25zZRIwCg5oZWxsb19hY2NlcHRlZBgBIAEoCzIWLmZhcm0udjEuSGVsbG9BY2NlcHRlZEgAEigKB2NvbW1hbmQYAiABKAsyFS5mYXJtLnYxLkFnZW50Q29tbWFuZEgAQgYKBGtpbmQirwkKDEFnZW50Q29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEhgKEGRlYWRsaW5lX3VuaXhfbXMYAiABKAMSFAoMcmVxdWVzdGVkX2J5GAMgASgJEhoKEnJlcXVlc3RlZF9ieV9hZG1pbhgEIAEoCBI1Cg1nZXRfb3duZXJzaGlwGAogASgLMhwuZmFybS52MS5HZXRPd25lcnNoaXBSZXF1ZXN0SAASQQoTcmVjb25jaWxlX293bmVyc2hpcBgLIAEoCzIiLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdEgAEj4KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIgLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlcXVlc3RIABI3Cg5hYmFuZG9uX2FjdGlvbhgNIAEoCzIdLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlcXVlc3RIABItCglydW5fc2hlbGwYDiABKAsyGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdEgAEjMKDHNldF9wcm9wZXJ0eRgPIAEoCzIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0SAASMwoMcGluX2lkZW50aXR5GBAgASgLMhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3RIABI7ChBjYXB0dXJlX2V2aWRlbmNlGBEgASgLMh8uZmFybS52MS5DYXB0dXJlRXZpZGVuY2VSZXF1ZXN0SAASNwoOZ2V0X3Byb3BlcnRpZXMYEiABKAsyHS5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXF1ZXN0SAASMQoLcmVhZF9sb2djYXQYEyABKAsyGi5mYXJtLnYxLlJlYWRMb2djYXRSZXF1ZXN0SAASLwoKc2VuZF9pbnB1dBgUIAEoCzIZLmZhcm0udjEuU2VuZElucHV0UmVxdWVzdEgAEigKBnJlYm9vdBgVIAEoCzIWLmZhcm0udjEuUmVib290UmVxdWVzdEgAEi8KCm9wZW5fc2hlbGwYFiABKAsyGS5mYXJtLnYxLk9wZW5TaGVsbENvbW1hbmRIABI5Cg90YWtlX3NjcmVlbnNob3QYFyABKAsyHi5mYXJtLnYxLlRha2VTY3JlZW5zaG90UmVxdWVzdEgAEjEKC2luc3RhbGxfYXBwGBggASgLMhouZmFybS52MS5JbnN0YWxsQXBwUmVxdWVzdEgAEjEKC3N0YXJ0X3ZpZGVvGBkgASgLMhouZmFybS52MS5TdGFydFZpZGVvUmVxdWVzdEgAEjYKDHZpZGVvX3N0YXR1cxgaIAEoCzIeLmZhcm0udjEuR2V0VmlkZW9TdGF0dXNSZXF1ZXN0SAASLwoKc3RvcF92aWRlbxgbIAEoCzIZLmZhcm0udjEuU3RvcFZpZGVvUmVxdWVzdEgAEjUKDWluc3BlY3RfdmlkZW8YHCABKAsyHC5mYXJtLnYxLkluc3BlY3RWaWRlb1JlcXVlc3RIABI1Cg1yZWxlYXNlX3ZpZGVvGB0gASgLMhwuZmFybS52MS5SZWxlYXNlVmlkZW9SZXF1ZXN0SABCBgoEa2luZCKAAQoQT3BlblNoZWxsQ29tbWFuZBISCgpzZXNzaW9uX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EiMKBHNpemUYAyABKAsyFS5mYXJtLnYxLlRlcm1pbmFsU2l6ZRIMCgR0ZXJtGAQgASgJIiQKD09wZW5TaGVsbFJlc3VsdBIRCglhY3Rpb25faWQYASABKAkingkKDUNvbW1hbmRSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRImCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9ySAASNgoNZ2V0X293bmVyc2hpcBgKIAEoCzIdLmZhcm0udjEuR2V0T3duZXJzaGlwUmVzcG9uc2VIABJCChNyZWNvbmNpbGVfb3duZXJzaGlwGAsgASgLMiMuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZUgAEj8KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIhLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlSAASOAoOYWJhbmRvbl9hY3Rpb24YDSABKAsyHi5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXNwb25zZUgAEi4KCXJ1bl9zaGVsbBgOIAEoCzIZLmZhcm0udjEuUnVuU2hlbGxSZXNwb25zZUgAEjQKDHNldF9wcm9wZXJ0eRgPIAEoCzIcLmZhcm0udjEuU2V0UHJvcGVydHlSZXNwb25zZUgAEjQKDHBpbl9pZGVudGl0eRgQIAEoCzIcLmZhcm0udjEuUGluSWRlbnRpdHlSZXNwb25zZUgAEjwKEGNhcHR1cmVfZXZpZGVuY2UYESABKAsyIC5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlc3BvbnNlSAASOAoOZ2V0X3Byb3BlcnRpZXMYEiABKAsyHi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZUgAEjIKC3JlYWRfbG9nY2F0GBMgASgLMhsuZmFybS52MS5SZWFkTG9nY2F0UmVzcG9uc2VIABIwCgpzZW5kX2lucHV0GBQgASgLMhouZmFybS52MS5TZW5kSW5wdXRSZXNwb25zZUgAEikKBnJlYm9vdBgVIAEoCzIXLmZhcm0udjEuUmVib290UmVzcG9uc2VIABIuCgpvcGVuX3NoZWxsGBYgASgLMhguZmFybS52MS5PcGVuU2hlbGxSZXN1bHRIABI6Cg90YWtlX3NjcmVlbnNob3QYFyABKAsyHy5mYXJtLnYxLlRha2VTY3JlZW5zaG90UmVzcG9uc2VIABIyCgtpbnN0YWxsX2FwcBgYIAEoCzIbLmZhcm0udjEuSW5zdGFsbEFwcFJlc3BvbnNlSAASMgoLc3RhcnRfdmlkZW8YGSABKAsyGy5mYXJtLnYxLlN0YXJ0VmlkZW9SZXNwb25zZUgAEjcKDHZpZGVvX3N0YXR1cxgaIAEoCzIfLmZhcm0udjEuR2V0VmlkZW9TdGF0dXNSZXNwb25zZUgAEjAKCnN0b3BfdmlkZW8YGyABKAsyGi5mYXJtLnYxLlN0b3BWaWRlb1Jlc3BvbnNlSAASNgoNaW5zcGVjdF92aWRlbxgcIAEoCzIdLmZhcm0udjEuSW5zcGVjdFZpZGVvUmVzcG9uc2VIABI2Cg1yZWxlYXNlX3ZpZGVvGB0gASgLMh0uZmFybS52MS5SZWxlYXNlVmlkZW9SZXNwb25zZUgAQgYKBGtpbmQiRQoMQ29tbWFuZEVycm9yEiQKBmRldGFpbBgBIAEoCzIULmZhcm0udjEuRXJyb3JEZXRhaWwSDwoHbWVzc2FnZRgCIAEoCSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIqMBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDSJGCg1IZWxsb0FjY2VwdGVkEhgKEHByb3RvY29sX3ZlcnNpb24YASABKA0SGwoTY29vcmRpbmF0b3JfdmVyc2lvbhgCIAEoCSIdCglIZWFydGJlYXQSEAoIc2VxdWVuY2UYASABKAQiOQoPRGV2aWNlSW52ZW50b3J5EiYKB2RldmljZXMYASADKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydCJcCgxEZXZpY2VSZXBvcnQSDgoGc2VyaWFsGAEgASgJEg0KBXN0YXRlGAIgASgJEi0KCnByb3BlcnRpZXMYAyABKAsyGS5mYXJtLnYxLkRldmljZVByb3BlcnRpZXMiWQoMRGV2aWNlQ2hhbmdlEicKBnVwc2VydBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlUmVwb3J0SAASGAoOcmVtb3ZlZF9zZXJpYWwYAiABKAlIAEIGCgRraW5kMk0KDEFnZW50U2VydmljZRI9CgZBdHRhY2gSFi5mYXJtLnYxLkF0dGFjaFJlcXVlc3QaFy5mYXJtLnYxLkF0dGFjaFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_evidence_service, file_farm_v1_registry, file_farm_v1_shell, file_farm_v1_video_service]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi0QIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASMAoOY29tbWFuZF9yZXN1bHQYBSABKAsyFi5mYXJtLnYxLkNvbW1hbmRSZXN1bHRIABIsCgxkZXZpY2VfZXZlbnQYBiABKAsyFC5mYXJtLnYxLkRldmljZUV2ZW50SAASKgoIZHJhaW5pbmcYByABKAsyFi5mYXJtLnYxLkFnZW50RHJhaW5pbmdIAEIGCgRraW5kIh8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIiMKEURyYWluQWdlbnRDb21tYW5kEg4KBnJlYXNvbhgBIAEoCSISChBEcmFpbkFnZW50UmVzdWx0InQKDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASKAoHY29tbWFuZBgCIAEoCzIVLmZhcm0udjEuQWdlbnRDb21tYW5kSABCBgoEa2luZCLcCQoMQWdlbnRDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIUCgxyZXF1ZXN0ZWRfYnkYAyABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAQgASgIEjUKDWdldF9vd25lcnNoaXAYCiABKAsyHC5mYXJtLnYxLkdldE93bmVyc2hpcFJlcXVlc3RIABJBChNyZWNvbmNpbGVfb3duZXJzaGlwGAsgASgLMiIuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0SAASPgoSZ2V0X2FjdGlvbl9yZWNlaXB0GAwgASgLMiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdEgAEjcKDmFiYW5kb25fYWN0aW9uGA0gASgLMh0uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVxdWVzdEgAEi0KCXJ1bl9zaGVsbBgOIAEoCzIYLmZhcm0udjEuUnVuU2hlbGxSZXF1ZXN0SAASMwoMc2V0X3Byb3BlcnR5GA8gASgLMhsuZmFybS52MS5TZXRQcm9wZXJ0eVJlcXVlc3RIABIzCgxwaW5faWRlbnRpdHkYECABKAsyGy5mYXJtLnYxLlBpbklkZW50aXR5UmVxdWVzdEgAEjsKEGNhcHR1cmVfZXZpZGVuY2UYESABKAsyHy5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlcXVlc3RIABI3Cg5nZXRfcHJvcGVydGllcxgSIAEoCzIdLmZhcm0udjEuR2V0UHJvcGVydGllc1JlcXVlc3RIABIxCgtyZWFkX2xvZ2NhdBgTIAEoCzIaLmZhcm0udjEuUmVhZExvZ2NhdFJlcXVlc3RIABIvCgpzZW5kX2lucHV0GBQgASgLMhkuZmFybS52MS5TZW5kSW5wdXRSZXF1ZXN0SAASKAoGcmVib290GBUgASgLMhYuZmFybS52MS5SZWJvb3RSZXF1ZXN0SAASLwoKb3Blbl9zaGVsbBgWIAEoCzIZLmZhcm0udjEuT3BlblNoZWxsQ29tbWFuZEgAEjkKD3Rha2Vfc2NyZWVuc2hvdBgXIAEoCzIeLmZhcm0udjEuVGFrZVNjcmVlbnNob3RSZXF1ZXN0SAASMQoLaW5zdGFsbF9hcHAYGCABKAsyGi5mYXJtLnYxLkluc3RhbGxBcHBSZXF1ZXN0SAASMQoLc3RhcnRfdmlkZW8YGSABKAsyGi5mYXJtLnYxLlN0YXJ0VmlkZW9SZXF1ZXN0SAASNgoMdmlkZW9fc3RhdHVzGBogASgLMh4uZmFybS52MS5HZXRWaWRlb1N0YXR1c1JlcXVlc3RIABIvCgpzdG9wX3ZpZGVvGBsgASgLMhkuZmFybS52MS5TdG9wVmlkZW9SZXF1ZXN0SAASNQoNaW5zcGVjdF92aWRlbxgcIAEoCzIcLmZhcm0udjEuSW5zcGVjdFZpZGVvUmVxdWVzdEgAEjUKDXJlbGVhc2VfdmlkZW8YHSABKAsyHC5mYXJtLnYxLlJlbGVhc2VWaWRlb1JlcXVlc3RIABIrCgVkcmFpbhgeIAEoCzIaLmZhcm0udjEuRHJhaW5BZ2VudENvbW1hbmRIAEIGCgRraW5kIoABChBPcGVuU2hlbGxDb21tYW5kEhIKCnNlc3Npb25faWQYASABKAkSJQoGdGFyZ2V0GAIgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSIwoEc2l6ZRgDIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplEgwKBHRlcm0YBCABKAkiJAoPT3BlblNoZWxsUmVzdWx0EhEKCWFjdGlvbl9pZBgBIAEoCSLKCQoNQ29tbWFuZFJlc3VsdBISCgpjb21tYW5kX2lkGAEgASgJEiYKBWVycm9yGAIgASgLMhUuZmFybS52MS5Db21tYW5kRXJyb3JIABI2Cg1nZXRfb3duZXJzaGlwGAogASgLMh0uZmFybS52MS5HZXRPd25lcnNoaXBSZXNwb25zZUgAEkIKE3JlY29uY2lsZV9vd25lcnNoaXAYCyABKAsyIy5mYXJtLnYxLlJlY29uY2lsZU93bmVyc2hpcFJlc3BvbnNlSAASPwoSZ2V0X2FjdGlvbl9yZWNlaXB0GAwgASgLMiEuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2VIABI4Cg5hYmFuZG9uX2FjdGlvbhgNIAEoCzIeLmZhcm0udjEuQWJhbmRvbkFjdGlvblJlc3BvbnNlSAASLgoJcnVuX3NoZWxsGA4gASgLMhkuZmFybS52MS5SdW5TaGVsbFJlc3BvbnNlSAASNAoMc2V0X3Byb3BlcnR5GA8gASgLMhwuZmFybS52MS5TZXRQcm9wZXJ0eVJlc3BvbnNlSAASNAoMcGluX2lkZW50aXR5GBAgASgLMhwuZmFybS52MS5QaW5JZGVudGl0eVJlc3BvbnNlSAASPAoQY2FwdHVyZV9ldmlkZW5jZRgRIAEoCzIgLmZhcm0udjEuQ2FwdHVyZUV2aWRlbmNlUmVzcG9uc2VIABI4Cg5nZXRfcHJvcGVydGllcxgSIAEoCzIeLmZhcm0udjEuR2V0UHJvcGVydGllc1Jlc3BvbnNlSAASMgoLcmVhZF9sb2djYXQYEyABKAsyGy5mYXJtLnYxLlJlYWRMb2djYXRSZXNwb25zZUgAEjAKCnNlbmRfaW5wdXQYFCABKAsyGi5mYXJtLnYxLlNlbmRJbnB1dFJlc3BvbnNlSAASKQoGcmVib290GBUgASgLMhcuZmFybS52MS5SZWJvb3RSZXNwb25zZUgAEi4KCm9wZW5fc2hlbGwYFiABKAsyGC5mYXJtLnYxLk9wZW5TaGVsbFJlc3VsdEgAEjoKD3Rha2Vfc2NyZWVuc2hvdBgXIAEoCzIfLmZhcm0udjEuVGFrZVNjcmVlbnNob3RSZXNwb25zZUgAEjIKC2luc3RhbGxfYXBwGBggASgLMhsuZmFybS52MS5JbnN0YWxsQXBwUmVzcG9uc2VIABIyCgtzdGFydF92aWRlbxgZIAEoCzIbLmZhcm0udjEuU3RhcnRWaWRlb1Jlc3BvbnNlSAASNwoMdmlkZW9fc3RhdHVzGBogASgLMh8uZmFybS52MS5HZXRWaWRlb1N0YXR1c1Jlc3BvbnNlSAASMAoKc3RvcF92aWRlbxgbIAEoCzIaLmZhcm0udjEuU3RvcFZpZGVvUmVzcG9uc2VIABI2Cg1pbnNwZWN0X3ZpZGVvGBwgASgLMh0uZmFybS52MS5JbnNwZWN0VmlkZW9SZXNwb25zZUgAEjYKDXJlbGVhc2VfdmlkZW8YHSABKAsyHS5mYXJtLnYxLlJlbGVhc2VWaWRlb1Jlc3BvbnNlSAASKgoFZHJhaW4YHiABKAsyGS5mYXJtLnYxLkRyYWluQWdlbnRSZXN1bHRIAEIGCgRraW5kIkUKDENvbW1hbmRFcnJvchIkCgZkZXRhaWwYASABKAsyFC5mYXJtLnYxLkVycm9yRGV0YWlsEg8KB21lc3NhZ2UYAiABKAkiZgoLRGV2aWNlRXZlbnQSDgoGc2VyaWFsGAEgASgJEhMKC3BoeXNpY2FsX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSDgoGZGV0YWlsGAQgASgJEhQKDHRpbWVfdW5peF9tcxgFIAEoAyK5AQoKQWdlbnRIZWxsbxIQCghhZ2VudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SFQoNYWdlbnRfdmVyc2lvbhgFIAEoCRITCgthZGJfdmVyc2lvbhgGIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYByABKA0SFAoMZHJhaW5fcmVhc29uGAggASgJIkYKDUhlbGxvQWNjZXB0ZWQSGAoQcHJvdG9jb2xfdmVyc2lvbhgBIAEoDRIbChNjb29yZGluYXRvcl92ZXJzaW9uGAIgASgJIh0KCUhlYXJ0YmVhdBIQCghzZXF1ZW5jZRgBIAEoBCI5Cg9EZXZpY2VJbnZlbnRvcnkSJgoHZGV2aWNlcxgBIAMoCzIVLmZhcm0udjEuRGV2aWNlUmVwb3J0IlwKDERldmljZVJlcG9ydBIOCgZzZXJpYWwYASABKAkSDQoFc3RhdGUYAiABKAkSLQoKcHJvcGVydGllcxgDIAEoCzIZLmZhcm0udjEuRGV2aWNlUHJvcGVydGllcyJZCgxEZXZpY2VDaGFuZ2USJwoGdXBzZXJ0GAEgASgLMhUuZmFybS52MS5EZXZpY2VSZXBvcnRIABIYCg5yZW1vdmVkX3NlcmlhbBgCIAEoCUgAQgYKBGtpbmQyTQoMQWdlbnRTZXJ2aWNlEj0KBkF0dGFjaBIWLmZhcm0udjEuQXR0YWNoUmVxdWVzdBoXLmZhcm0udjEuQXR0YWNoUmVzcG9uc2UoATABYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_evidence_service, file_farm_v1_registry, file_farm_v1_shell, file_farm_v1_video_service]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -67,6 +67,14 @@ export type AttachRequest = Message<"farm.v1.AttachRequest"> & {
      */
     value: DeviceEvent;
     case: "deviceEvent";
+  } | {
+    /**
+     * The agent is draining: it takes no new work and will exit.
+     *
+     * @generated from field: farm.v1.AgentDraining draining = 7;
+     */
+    value: AgentDraining;
+    case: "draining";
   } | { case: undefined; value?: undefined };
 };
 
@@ -76,6 +84,55 @@ export type AttachRequest = Message<"farm.v1.AttachRequest"> & {
  */
 export const AttachRequestSchema: GenMessage<AttachRequest> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 0);
+
+/**
+ * @generated from message farm.v1.AgentDraining
+ */
+export type AgentDraining = Message<"farm.v1.AgentDraining"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.AgentDraining.
+ * Use `create(AgentDrainingSchema)` to create a new message.
+ */
+export const AgentDrainingSchema: GenMessage<AgentDraining> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 1);
+
+/**
+ * Asks the agent to drain and exit (farm agent drain NAME).
+ *
+ * @generated from message farm.v1.DrainAgentCommand
+ */
+export type DrainAgentCommand = Message<"farm.v1.DrainAgentCommand"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.DrainAgentCommand.
+ * Use `create(DrainAgentCommandSchema)` to create a new message.
+ */
+export const DrainAgentCommandSchema: GenMessage<DrainAgentCommand> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 2);
+
+/**
+ * @generated from message farm.v1.DrainAgentResult
+ */
+export type DrainAgentResult = Message<"farm.v1.DrainAgentResult"> & {
+};
+
+/**
+ * Describes the message farm.v1.DrainAgentResult.
+ * Use `create(DrainAgentResultSchema)` to create a new message.
+ */
+export const DrainAgentResultSchema: GenMessage<DrainAgentResult> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 3);
 
 /**
  * @generated from message farm.v1.AttachResponse
@@ -104,7 +161,7 @@ export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
  * Use `create(AttachResponseSchema)` to create a new message.
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 1);
+  messageDesc(file_farm_v1_agent_service, 4);
 
 /**
  * A user request the coordinator routes to this agent. Requests travel
@@ -260,6 +317,12 @@ export type AgentCommand = Message<"farm.v1.AgentCommand"> & {
      */
     value: ReleaseVideoRequest;
     case: "releaseVideo";
+  } | {
+    /**
+     * @generated from field: farm.v1.DrainAgentCommand drain = 30;
+     */
+    value: DrainAgentCommand;
+    case: "drain";
   } | { case: undefined; value?: undefined };
 };
 
@@ -268,7 +331,7 @@ export type AgentCommand = Message<"farm.v1.AgentCommand"> & {
  * Use `create(AgentCommandSchema)` to create a new message.
  */
 export const AgentCommandSchema: GenMessage<AgentCommand> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 2);
+  messageDesc(file_farm_v1_agent_service, 5);
 
 /**
  * Starts an interactive shell; the agent then opens AgentShellService.ServeShell
@@ -303,7 +366,7 @@ export type OpenShellCommand = Message<"farm.v1.OpenShellCommand"> & {
  * Use `create(OpenShellCommandSchema)` to create a new message.
  */
 export const OpenShellCommandSchema: GenMessage<OpenShellCommand> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 3);
+  messageDesc(file_farm_v1_agent_service, 6);
 
 /**
  * @generated from message farm.v1.OpenShellResult
@@ -320,7 +383,7 @@ export type OpenShellResult = Message<"farm.v1.OpenShellResult"> & {
  * Use `create(OpenShellResultSchema)` to create a new message.
  */
 export const OpenShellResultSchema: GenMessage<OpenShellResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 4);
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * @generated from message farm.v1.CommandResult
@@ -460,6 +523,12 @@ export type CommandResult = Message<"farm.v1.CommandResult"> & {
      */
     value: ReleaseVideoResponse;
     case: "releaseVideo";
+  } | {
+    /**
+     * @generated from field: farm.v1.DrainAgentResult drain = 30;
+     */
+    value: DrainAgentResult;
+    case: "drain";
   } | { case: undefined; value?: undefined };
 };
 
@@ -468,7 +537,7 @@ export type CommandResult = Message<"farm.v1.CommandResult"> & {
  * Use `create(CommandResultSchema)` to create a new message.
  */
 export const CommandResultSchema: GenMessage<CommandResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * @generated from message farm.v1.CommandError
@@ -490,7 +559,7 @@ export type CommandError = Message<"farm.v1.CommandError"> & {
  * Use `create(CommandErrorSchema)` to create a new message.
  */
 export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * Something that happened to a device, for the activity history.
@@ -531,7 +600,7 @@ export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
  * Use `create(DeviceEventSchema)` to create a new message.
  */
 export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * First message on every stream.
@@ -573,6 +642,13 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
    * @generated from field: uint32 heartbeat_interval_ms = 7;
    */
   heartbeatIntervalMs: number;
+
+  /**
+   * Non-empty when the agent (re)attaches while draining.
+   *
+   * @generated from field: string drain_reason = 8;
+   */
+  drainReason: string;
 };
 
 /**
@@ -580,7 +656,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 8);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -602,7 +678,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 9);
+  messageDesc(file_farm_v1_agent_service, 12);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -619,7 +695,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 10);
+  messageDesc(file_farm_v1_agent_service, 13);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -639,7 +715,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 11);
+  messageDesc(file_farm_v1_agent_service, 14);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -666,7 +742,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 12);
+  messageDesc(file_farm_v1_agent_service, 15);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -697,7 +773,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 13);
+  messageDesc(file_farm_v1_agent_service, 16);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)

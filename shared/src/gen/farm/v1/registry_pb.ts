@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry.proto.
  */
 export const file_farm_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("ChZmYXJtL3YxL3JlZ2lzdHJ5LnByb3RvEgdmYXJtLnYxIqsCCgVBZ2VudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEg4KBm9ubGluZRgEIAEoCBIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBiABKA0SEwoLYWRiX3ZlcnNpb24YByABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAggASgNEjcKE2xhc3RfaGVhcnRiZWF0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNvbm5lY3RlZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZXZpY2VfY291bnQYCyABKA0i1AEKEERldmljZVByb3BlcnRpZXMSDQoFbW9kZWwYASABKAkSFAoMbWFudWZhY3R1cmVyGAIgASgJEhEKCWFwaV9sZXZlbBgDIAEoDRIXCg9hbmRyb2lkX3ZlcnNpb24YBCABKAkSCwoDYWJpGAUgASgJEhAKCHNlcmlhbG5vGAYgASgJEg8KB2Jvb3RfaWQYByABKAkSEwoLcGh5c2ljYWxfaWQYCCABKAkSFwoPaWRlbnRpdHlfc3RhdHVzGAkgASgJEhEKCXBpbl9sYWJlbBgKIAEoCSKtAQoGRGV2aWNlEg4KBnNlcmlhbBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEg0KBXN0YXRlGAQgASgJEi0KCnByb3BlcnRpZXMYBSABKAsyGS5mYXJtLnYxLkRldmljZVByb3BlcnRpZXMSLwoLdXBkYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChZmYXJtL3YxL3JlZ2lzdHJ5LnByb3RvEgdmYXJtLnYxIuYCCgVBZ2VudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEg4KBm9ubGluZRgEIAEoCBIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBiABKA0SEwoLYWRiX3ZlcnNpb24YByABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAggASgNEjcKE2xhc3RfaGVhcnRiZWF0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNvbm5lY3RlZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZXZpY2VfY291bnQYCyABKA0SEAoIZHJhaW5pbmcYDCABKAgSFAoMZHJhaW5fcmVhc29uGA0gASgJEhEKCXRyYW5zcG9ydBgOIAEoCSLUAQoQRGV2aWNlUHJvcGVydGllcxINCgVtb2RlbBgBIAEoCRIUCgxtYW51ZmFjdHVyZXIYAiABKAkSEQoJYXBpX2xldmVsGAMgASgNEhcKD2FuZHJvaWRfdmVyc2lvbhgEIAEoCRILCgNhYmkYBSABKAkSEAoIc2VyaWFsbm8YBiABKAkSDwoHYm9vdF9pZBgHIAEoCRITCgtwaHlzaWNhbF9pZBgIIAEoCRIXCg9pZGVudGl0eV9zdGF0dXMYCSABKAkSEQoJcGluX2xhYmVsGAogASgJIq0BCgZEZXZpY2USDgoGc2VyaWFsGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhIKCmFnZW50X25hbWUYAyABKAkSDQoFc3RhdGUYBCABKAkSLQoKcHJvcGVydGllcxgFIAEoCzIZLmZhcm0udjEuRGV2aWNlUHJvcGVydGllcxIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * A host running `farm agent`.
@@ -76,6 +76,26 @@ export type Agent = Message<"farm.v1.Agent"> & {
    * @generated from field: uint32 device_count = 11;
    */
   deviceCount: number;
+
+  /**
+   * Draining: no new leases on its devices; it exits when its work is done.
+   *
+   * @generated from field: bool draining = 12;
+   */
+  draining: boolean;
+
+  /**
+   * @generated from field: string drain_reason = 13;
+   */
+  drainReason: string;
+
+  /**
+   * How its control stream reached the coordinator: "tls", "loopback", or
+   * "cleartext" (a token over an unencrypted network, allowed by --insecure).
+   *
+   * @generated from field: string transport = 14;
+   */
+  transport: string;
 };
 
 /**

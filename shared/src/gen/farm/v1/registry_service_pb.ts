@@ -12,7 +12,48 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry_service.proto.
  */
 export const file_farm_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiEwoRTGlzdEFnZW50c1JlcXVlc3QiNAoSTGlzdEFnZW50c1Jlc3BvbnNlEh4KBmFnZW50cxgBIAMoCzIOLmZhcm0udjEuQWdlbnQiMgoSTGlzdERldmljZXNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg0KBXN0YXRlGAIgASgJIjcKE0xpc3REZXZpY2VzUmVzcG9uc2USIAoHZGV2aWNlcxgBIAMoCzIPLmZhcm0udjEuRGV2aWNlMqIBCg9SZWdpc3RyeVNlcnZpY2USRQoKTGlzdEFnZW50cxIaLmZhcm0udjEuTGlzdEFnZW50c1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJICgtMaXN0RGV2aWNlcxIbLmZhcm0udjEuTGlzdERldmljZXNSZXF1ZXN0GhwuZmFybS52MS5MaXN0RGV2aWNlc1Jlc3BvbnNlYgZwcm90bzM", [file_farm_v1_registry]);
+  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiMgoRRHJhaW5BZ2VudFJlcXVlc3QSDQoFYWdlbnQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKEkRyYWluQWdlbnRSZXNwb25zZRIdCgVhZ2VudBgBIAEoCzIOLmZhcm0udjEuQWdlbnQiEwoRTGlzdEFnZW50c1JlcXVlc3QiNAoSTGlzdEFnZW50c1Jlc3BvbnNlEh4KBmFnZW50cxgBIAMoCzIOLmZhcm0udjEuQWdlbnQiMgoSTGlzdERldmljZXNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg0KBXN0YXRlGAIgASgJIjcKE0xpc3REZXZpY2VzUmVzcG9uc2USIAoHZGV2aWNlcxgBIAMoCzIPLmZhcm0udjEuRGV2aWNlMukBCg9SZWdpc3RyeVNlcnZpY2USRQoKTGlzdEFnZW50cxIaLmZhcm0udjEuTGlzdEFnZW50c1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJICgtMaXN0RGV2aWNlcxIbLmZhcm0udjEuTGlzdERldmljZXNSZXF1ZXN0GhwuZmFybS52MS5MaXN0RGV2aWNlc1Jlc3BvbnNlEkUKCkRyYWluQWdlbnQSGi5mYXJtLnYxLkRyYWluQWdlbnRSZXF1ZXN0GhsuZmFybS52MS5EcmFpbkFnZW50UmVzcG9uc2ViBnByb3RvMw", [file_farm_v1_registry]);
+
+/**
+ * @generated from message farm.v1.DrainAgentRequest
+ */
+export type DrainAgentRequest = Message<"farm.v1.DrainAgentRequest"> & {
+  /**
+   * Agent id or name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.DrainAgentRequest.
+ * Use `create(DrainAgentRequestSchema)` to create a new message.
+ */
+export const DrainAgentRequestSchema: GenMessage<DrainAgentRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 0);
+
+/**
+ * @generated from message farm.v1.DrainAgentResponse
+ */
+export type DrainAgentResponse = Message<"farm.v1.DrainAgentResponse"> & {
+  /**
+   * @generated from field: farm.v1.Agent agent = 1;
+   */
+  agent?: Agent | undefined;
+};
+
+/**
+ * Describes the message farm.v1.DrainAgentResponse.
+ * Use `create(DrainAgentResponseSchema)` to create a new message.
+ */
+export const DrainAgentResponseSchema: GenMessage<DrainAgentResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 1);
 
 /**
  * @generated from message farm.v1.ListAgentsRequest
@@ -25,7 +66,7 @@ export type ListAgentsRequest = Message<"farm.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 0);
+  messageDesc(file_farm_v1_registry_service, 2);
 
 /**
  * @generated from message farm.v1.ListAgentsResponse
@@ -42,7 +83,7 @@ export type ListAgentsResponse = Message<"farm.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 1);
+  messageDesc(file_farm_v1_registry_service, 3);
 
 /**
  * @generated from message farm.v1.ListDevicesRequest
@@ -68,7 +109,7 @@ export type ListDevicesRequest = Message<"farm.v1.ListDevicesRequest"> & {
  * Use `create(ListDevicesRequestSchema)` to create a new message.
  */
 export const ListDevicesRequestSchema: GenMessage<ListDevicesRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 2);
+  messageDesc(file_farm_v1_registry_service, 4);
 
 /**
  * @generated from message farm.v1.ListDevicesResponse
@@ -85,7 +126,7 @@ export type ListDevicesResponse = Message<"farm.v1.ListDevicesResponse"> & {
  * Use `create(ListDevicesResponseSchema)` to create a new message.
  */
 export const ListDevicesResponseSchema: GenMessage<ListDevicesResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 3);
+  messageDesc(file_farm_v1_registry_service, 5);
 
 /**
  * Read access to agents and devices, for users.
@@ -108,6 +149,16 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof ListDevicesRequestSchema;
     output: typeof ListDevicesResponseSchema;
+  },
+  /**
+   * Admin only: the agent stops taking work, finishes what runs, and exits.
+   *
+   * @generated from rpc farm.v1.RegistryService.DrainAgent
+   */
+  drainAgent: {
+    methodKind: "unary";
+    input: typeof DrainAgentRequestSchema;
+    output: typeof DrainAgentResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_registry_service, 0);

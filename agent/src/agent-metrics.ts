@@ -1,0 +1,66 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Counter, Gauge, Registry as MetricsRegistry } from "prom-client";
+import type { ListenAddress } from "@farm/shared/listen-address";
+import type { DeviceWatcher } from "./device-watcher.js";
+
+export interface AgentMetrics {
+  /** Counts one finished command. */
+  command(kind: string, outcome: string): void;
+  /** Serves GET /metrics on the address; resolves to its URL. */
+  listen(addr: ListenAddress): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The agent's Prometheus series, served only when an address is configured. */
+export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => boolean; videoWorkers: () => Promise<number> }): AgentMetrics {
+  const registry = new MetricsRegistry();
+  new Gauge({
+    name: "farm_agent_devices",
+    help: "adb serials on this agent by state",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const d of src.watcher.snapshot()) this.inc({ state: d.state });
+    },
+  });
+  const commands = new Counter({ name: "farm_agent_commands_total", help: "Commands run by this agent, by command and outcome", labelNames: ["command", "outcome"], registers: [registry] });
+  new Gauge({
+    name: "farm_agent_draining",
+    help: "1 while the agent drains",
+    registers: [registry],
+    collect() {
+      this.set(src.draining() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "farm_agent_video_workers",
+    help: "Recording workers with a live heartbeat",
+    registers: [registry],
+    async collect() {
+      this.set(await src.videoWorkers());
+    },
+  });
+  let server: Server | undefined;
+  return {
+    command: (kind, outcome) => commands.inc({ command: kind, outcome }),
+    async listen(addr) {
+      server = createServer((req, res) => {
+        if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
+          res.writeHead(404).end("not found\n");
+          return;
+        }
+        void registry.metrics().then((text) => res.writeHead(200, { "content-type": registry.contentType }).end(text));
+      });
+      const s = server;
+      await new Promise<void>((resolve, reject) => {
+        s.once("error", reject);
+        s.listen(addr.port, addr.host, () => resolve());
+      });
+      const a = s.address() as AddressInfo;
+      return `http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}/metrics`;
+    },
+    close: () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())),
+  };
+}

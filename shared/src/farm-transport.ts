@@ -1,0 +1,48 @@
+import { readFileSync } from "node:fs";
+import type { Interceptor, Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { invalidArgument } from "./errors.js";
+import { noDelaySessionOptions } from "./no-delay.js";
+import { checkTokenTransport } from "./transport-security.js";
+
+export interface FarmTransportOptions {
+  url: string;
+  token: string;
+  /** PEM bundle to verify the coordinator with instead of the system roots. */
+  caFile?: string | undefined;
+  /** Allow a token over cleartext to a non-loopback address. */
+  insecure?: boolean | undefined;
+  /** Extra headers on every call (x-farm-lease). */
+  headers?: Record<string, string>;
+  interceptors?: Interceptor[];
+  /** HTTP/2 pings, for long-lived streams that must notice a dead peer. */
+  pingIntervalMs?: number;
+}
+
+/**
+ * The one way clients (CLI, agent) reach a coordinator: gRPC over HTTP/2,
+ * the bearer token on every call, TLS verified against the system roots or
+ * --ca-file, and no token over cleartext except to loopback or --insecure.
+ */
+export function farmTransport(opts: FarmTransportOptions): Transport {
+  checkTokenTransport(opts.url, opts.insecure === true);
+  let ca: Buffer | undefined;
+  if (opts.caFile) {
+    try {
+      ca = readFileSync(opts.caFile);
+    } catch (err) {
+      throw invalidArgument("ca-file", `cannot read the CA file ${opts.caFile}: ${(err as Error).message}`);
+    }
+  }
+  const auth: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${opts.token}`);
+    for (const [k, v] of Object.entries(opts.headers ?? {})) req.header.set(k, v);
+    return next(req);
+  };
+  return createGrpcTransport({
+    baseUrl: opts.url,
+    interceptors: [auth, ...(opts.interceptors ?? [])],
+    nodeOptions: noDelaySessionOptions(ca ? { ca } : {}),
+    ...(opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {}),
+  });
+}
