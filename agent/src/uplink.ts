@@ -56,10 +56,21 @@ export class Uplink {
     this.loop ??= this.run();
   }
 
-  async stop(): Promise<void> {
-    this.aborter.abort();
+  private stopping = false;
+
+  /**
+   * Ends the control stream: the request side is half-closed first, so
+   * results already queued (a drain's own answer) still reach the
+   * coordinator; after graceMs the stream is cut.
+   */
+  async stop(graceMs = 2_000): Promise<void> {
+    this.stopping = true;
+    this.current?.close();
+    const cut = setTimeout(() => this.aborter.abort(), graceMs);
     this.wake?.();
     await this.loop;
+    clearTimeout(cut);
+    this.aborter.abort();
   }
 
   private drainReason = "";
@@ -83,18 +94,19 @@ export class Uplink {
 
   private async run(): Promise<void> {
     const client = createClient(AgentService, this.opts.transport);
-    while (!this.aborter.signal.aborted) {
+    while (!this.aborter.signal.aborted && !this.stopping) {
       try {
         await this.session(client);
+        if (this.stopping) break;
         this.opts.log.warn("coordinator closed the control stream");
       } catch (err) {
-        if (this.aborter.signal.aborted) break;
+        if (this.aborter.signal.aborted || this.stopping) break;
         const r = toErrorReport(err);
         this.opts.log.warn("control stream failed", { code: r.code, error: r.message });
       } finally {
         this.setAttached(false);
       }
-      if (this.aborter.signal.aborted) break;
+      if (this.aborter.signal.aborted || this.stopping) break;
       const delay = this.backoff.next();
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, delay);

@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -43,9 +44,16 @@ export interface FakeAgent {
  * A lightweight agent for load tests: its own HTTP/2 connection and control
  * stream, a fixed inventory and heartbeats with a random phase, no adb.
  */
-export async function attachFakeAgent(opts: { url: string; token: string; index: number; devices: DeviceReportInit[]; heartbeatMs: number; signal: AbortSignal }): Promise<FakeAgent> {
+export async function attachFakeAgent(opts: { url: string; token: string; index: number; devices: DeviceReportInit[]; heartbeatMs: number; signal: AbortSignal; localAddress?: string }): Promise<FakeAgent> {
   const { index: i, signal: stop } = opts;
-  const transport = createGrpcTransport({ baseUrl: opts.url, interceptors: [bearer(opts.token)] });
+  const transport = createGrpcTransport({
+    baseUrl: opts.url,
+    interceptors: [bearer(opts.token)],
+    // A source address of our choosing stands in for another machine (127.0.0.2).
+    ...(opts.localAddress
+      ? { nodeOptions: { createConnection: (u: URL) => connect({ host: u.hostname, port: Number(u.port), localAddress: opts.localAddress }) } }
+      : {}),
+  });
   const out = new AsyncQueue<AttachRequest>();
   out.push(
     create(AttachRequestSchema, {

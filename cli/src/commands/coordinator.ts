@@ -50,9 +50,13 @@ export const coordinatorCommand: Command = {
       await ensureTokenFile(coordinator.tokens, adminTokenFile, { baseName: "admin", kind: "user", admin: true });
     }
     // systemctl reload: a renewed certificate without dropping attached agents.
-    const onHup = () =>
-      void coordinator.reloadTls().catch((err: Error) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "TLS reload failed; the old certificate stays", error: err.message }) + "\n"));
-    if (certFile) process.on("SIGHUP", onHup);
+    // Handled without TLS too: Node's default for SIGHUP is to exit.
+    const logLine = (level: string, msg: string, fields: Record<string, unknown> = {}) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + "\n");
+    const onHup = () => {
+      if (!certFile) return logLine("info", "SIGHUP: nothing to reload (no TLS certificate configured)");
+      void coordinator.reloadTls().catch((err: Error) => logLine("error", "TLS reload failed; the old certificate stays", { error: err.message }));
+    };
+    process.on("SIGHUP", onHup);
     ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile, tls: certFile !== undefined }, () =>
       [`coordinator listening on ${coordinator.url}`, `data dir: ${dataDir}`, `admin token (first start): ${adminTokenFile}`].join("\n"),
     );
