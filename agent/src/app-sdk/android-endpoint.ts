@@ -1,0 +1,148 @@
+import type { AdbServerAddress } from "../adb-client.js";
+import { forwardToAnyPort, killForward, listForwards } from "../adb-host.js";
+import { shellV2 } from "../adb-shell.js";
+import { bridgeError, BridgeCodes } from "./bridge-error.js";
+import { parseJson, sdkGet, type SdkResponse } from "./sdk-http.js";
+
+/** Where the in-app SDK publishes its endpoint, relative to the app's private dir. */
+export const ANDROID_ENDPOINT_FILE = "files/farm_sdk_endpoint.json";
+export const ANDROID_ENDPOINT_SCHEMA = "farm.android-sdk-endpoint.v1";
+export const DESCRIPTOR_MAX_BYTES = 4096;
+const CHECK_TIMEOUT_MS = 3_000;
+
+const packagePattern = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+const epochPattern = /^[A-Za-z0-9-]{1,64}$/;
+
+export interface AndroidDescriptor {
+  packageName: string;
+  runtimeEpoch: string;
+  socketName: string;
+  version: string;
+  updatedAtMs: number;
+}
+
+export interface AndroidEndpoint extends AndroidDescriptor {
+  serial: string;
+  /** Host port of the adb forward (on the agent's host) to localabstract:socketName. */
+  hostPort: number;
+  /** True when this call created the forward; false when an exact one was reused. */
+  forwardCreated: boolean;
+  verifiedAtMs: number;
+}
+
+export function validatePackageName(pkg: string): string {
+  if (!packagePattern.test(pkg) || pkg.length > 255) throw bridgeError(BridgeCodes.invalid, `"${pkg}" is not an Android package name`, "package");
+  return pkg;
+}
+
+/**
+ * Checks a descriptor exactly: schema, package, epoch, transport, the socket
+ * name that epoch implies, version, readiness. Nothing is guessed or repaired.
+ */
+export function validateAndroidDescriptor(text: string, pkg: string): AndroidDescriptor {
+  if (Buffer.byteLength(text) > DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeCodes.invalid, `the endpoint descriptor is over ${DESCRIPTOR_MAX_BYTES} bytes`);
+  const d = parseJson(Buffer.from(text));
+  if (!d) throw bridgeError(BridgeCodes.invalid, "the endpoint descriptor is not a JSON object");
+  if (d["schema"] !== ANDROID_ENDPOINT_SCHEMA) throw bridgeError(BridgeCodes.invalid, `descriptor schema is ${JSON.stringify(d["schema"])}, expected "${ANDROID_ENDPOINT_SCHEMA}"`);
+  if (d["packageName"] !== pkg) throw bridgeError(BridgeCodes.packageMismatch, `the descriptor names package ${JSON.stringify(d["packageName"])}, not ${pkg}`, "package");
+  const epoch = d["runtimeEpoch"];
+  if (typeof epoch !== "string" || !epochPattern.test(epoch)) throw bridgeError(BridgeCodes.invalid, "the descriptor's runtimeEpoch is missing or malformed");
+  if (d["transport"] !== "localabstract") throw bridgeError(BridgeCodes.invalid, `transport ${JSON.stringify(d["transport"])} is not supported (only "localabstract")`);
+  if (d["socketName"] !== `farm-sdk-${epoch}`) throw bridgeError(BridgeCodes.invalid, `socket ${JSON.stringify(d["socketName"])} does not belong to runtime ${epoch}`);
+  if (typeof d["version"] !== "string" || d["version"] === "") throw bridgeError(BridgeCodes.invalid, "the descriptor has no SDK version");
+  const updatedAtMs = d["updatedAtMs"];
+  if (typeof updatedAtMs !== "number" || !Number.isFinite(updatedAtMs)) throw bridgeError(BridgeCodes.invalid, "the descriptor has no updatedAtMs");
+  if (d["ok"] !== true || d["error"] !== null) {
+    throw bridgeError(BridgeCodes.notReady, `the app's SDK is not ready: ${typeof d["error"] === "string" ? d["error"] : "ok is not true"}`);
+  }
+  return { packageName: pkg, runtimeEpoch: epoch, socketName: d["socketName"] as string, version: d["version"] as string, updatedAtMs };
+}
+
+/** Identity headers every request to the SDK carries; it refuses a mismatch. */
+export function androidIdentityHeaders(d: AndroidDescriptor): Record<string, string> {
+  return { "x-farm-sdk-package": d.packageName, "x-farm-sdk-epoch": d.runtimeEpoch };
+}
+
+/** The reply must name the runtime it came from. */
+export function checkAndroidBinding(res: SdkResponse, d: AndroidDescriptor): Record<string, unknown> {
+  const body = parseJson(res.body);
+  const binding = body?.["runtimeBinding"] as { packageName?: unknown; runtimeEpoch?: unknown } | undefined;
+  if (res.status === 409) throw bridgeError(BridgeCodes.identityMismatch, `the SDK refused the identity ${d.packageName}@${d.runtimeEpoch}: ${String(body?.["error"] ?? "runtime mismatch")}`);
+  if (!binding || binding.packageName !== d.packageName || binding.runtimeEpoch !== d.runtimeEpoch) {
+    throw bridgeError(BridgeCodes.identityMismatch, `the reply came from ${String(binding?.packageName)}@${String(binding?.runtimeEpoch)}, not ${d.packageName}@${d.runtimeEpoch}`);
+  }
+  return body as Record<string, unknown>;
+}
+
+/**
+ * Finds an app's SDK endpoint on exactly this serial: reads its descriptor
+ * through run-as, validates it, creates or reuses the exact adb forward to
+ * its abstract socket, and proves the binding with a request before handing
+ * the route out. No cached port, no scan, no fallback.
+ */
+export async function discoverAndroidEndpoint(adb: AdbServerAddress, serial: string, pkg: string, timeoutMs = 10_000): Promise<AndroidEndpoint> {
+  validatePackageName(pkg);
+  const signal = AbortSignal.timeout(timeoutMs);
+  let read;
+  try {
+    read = await shellV2(adb, serial, `run-as ${pkg} cat ${ANDROID_ENDPOINT_FILE}`, signal);
+  } catch (err) {
+    throw bridgeError(BridgeCodes.discoveryFailed, `reading the descriptor on ${serial} failed: ${(err as Error).message}`);
+  }
+  if (read.exitCode !== 0) {
+    const why = (read.stderr.toString("utf8") + read.stdout.toString("utf8")).trim().slice(0, 300);
+    throw bridgeError(BridgeCodes.discoveryFailed, `run-as ${pkg} could not read ${ANDROID_ENDPOINT_FILE} on ${serial}: ${why || `exit ${read.exitCode}`}`);
+  }
+  if (read.stdout.length > DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeCodes.invalid, `the endpoint descriptor is over ${DESCRIPTOR_MAX_BYTES} bytes`);
+  const d = validateAndroidDescriptor(read.stdout.toString("utf8"), pkg);
+
+  const remote = `localabstract:${d.socketName}`;
+  const existing = (await listForwards(adb, signal)).find((f) => f.serial === serial && f.remote === remote && /^tcp:\d+$/.test(f.local));
+  let hostPort = existing ? Number(existing.local.slice(4)) : 0;
+  let created = false;
+  if (!existing) {
+    hostPort = await forwardToAnyPort(adb, serial, remote, signal).catch((err: Error) => {
+      throw bridgeError(BridgeCodes.discoveryFailed, `adb forward to ${remote} on ${serial} failed: ${err.message}`);
+    });
+    created = true;
+  }
+  // The forward exists; is the SDK on the other end the runtime the descriptor names?
+  let res: SdkResponse;
+  try {
+    res = await sdkGet("127.0.0.1", hostPort, "/v1/info", androidIdentityHeaders(d), CHECK_TIMEOUT_MS);
+  } catch (err) {
+    throw bridgeError(BridgeCodes.notReady, `nothing answers on ${remote} (${(err as Error).message}): the app is not running, or its SDK has not bound yet`);
+  }
+  checkAndroidBinding(res, d);
+  return { ...d, serial, hostPort, forwardCreated: created, verifiedAtMs: Date.now() };
+}
+
+/**
+ * A GET to the app's SDK. If the app restarted between discovery and use
+ * (its new runtime refuses the old identity), the endpoint is discovered
+ * again, once, and the request repeated against the new runtime.
+ */
+export async function androidSdkGet(adb: AdbServerAddress, serial: string, pkg: string, path: string, timeoutMs = 10_000): Promise<{ endpoint: AndroidEndpoint; body: Record<string, unknown>; rediscovered: boolean }> {
+  let endpoint = await discoverAndroidEndpoint(adb, serial, pkg, timeoutMs);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), timeoutMs);
+      const body = checkAndroidBinding(res, endpoint);
+      if (res.status !== 200) throw bridgeError(BridgeCodes.notReady, `the SDK answered ${res.status} to ${path}: ${String(body["error"] ?? "")}`);
+      return { endpoint, body, rediscovered: attempt > 0 };
+    } catch (err) {
+      const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code;
+      const stale = code === BridgeCodes.identityMismatch || /ECONNRESET|socket hang up|ECONNREFUSED/.test((err as Error).message);
+      if (!stale || attempt > 0) throw err;
+      endpoint = await discoverAndroidEndpoint(adb, serial, pkg, timeoutMs);
+    }
+  }
+}
+
+/** Removes a forward only after checking it is this serial's. */
+export async function removeAndroidForward(adb: AdbServerAddress, serial: string, port: number): Promise<void> {
+  const f = (await listForwards(adb)).find((x) => x.local === `tcp:${port}`);
+  if (!f) throw bridgeError(BridgeCodes.forwardNotOwned, `no forward on tcp:${port}`, "port");
+  if (f.serial !== serial) throw bridgeError(BridgeCodes.forwardNotOwned, `forward tcp:${port} belongs to ${f.serial}, not ${serial}`, "port");
+  await killForward(adb, serial, port);
+}
