@@ -21,6 +21,8 @@ import { installAction } from "./actions/install-action.js";
 import { resumeStagedUploads } from "./evidence/staged-uploads.js";
 import { VideoSessions } from "./video/video-sessions.js";
 import { agentMetrics } from "./agent-metrics.js";
+import { IosDevices } from "./ios/ios-devices.js";
+import { parseDevicectl } from "./ios/devicectl.js";
 import type { ListenAddress } from "@farm/shared/listen-address";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
@@ -49,6 +51,8 @@ export interface AgentOptions {
   insecure?: boolean;
   /** Serve Prometheus metrics here (GET /metrics). */
   metricsListen?: ListenAddress;
+  /** Apple's devicectl (e.g. "xcrun devicectl"): report iOS devices and their app endpoints. */
+  devicectl?: string;
 }
 
 export interface RunningAgent {
@@ -108,6 +112,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const transport = coordinatorTransport(opts.coordinatorUrl, opts.token, { caFile: opts.caFile, insecure: opts.insecure });
   if (opts.insecure && !opts.coordinatorUrl.startsWith("https:")) log.warn("--insecure: the agent token may cross the network in cleartext");
   const agentInfo = { id: identity.id, host: hostname(), version: FARM_VERSION };
+  const ios = opts.devicectl ? new IosDevices({ tool: parseDevicectl(opts.devicectl), watcher, log }) : undefined;
+  ios?.start();
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
   const handlerDeps = {
@@ -126,6 +132,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     video,
     drainReason: () => drainReason,
     onDrainRequested: (reason: string) => resolveDrain(reason),
+    ...(ios ? { ios } : {}),
   };
   let drainReason = "";
   let resolveDrain!: (reason: string) => void;
@@ -185,6 +192,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       await metrics.close();
       // Recording workers are detached and finish on their own.
       video.close();
+      ios?.stop();
       watcher.stop();
       await link.stop();
       database.close();

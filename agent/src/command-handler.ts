@@ -24,6 +24,9 @@ import type { ShellOutput, ShellRequest } from "./actions/shell-action.js";
 import type { SetPropRequest } from "./actions/setprop-action.js";
 import { captureEvidence, type EvidenceDeps } from "./evidence/capture-command.js";
 import type { VideoSessions } from "./video/video-sessions.js";
+import { removeAndroidForward } from "./app-sdk/android-endpoint.js";
+import { appEndpoint } from "./app-sdk/app-endpoint-command.js";
+import type { IosDevices } from "./ios/ios-devices.js";
 
 export interface CommandHandlerDeps {
   ownership: DeviceOwnership;
@@ -43,6 +46,8 @@ export interface CommandHandlerDeps {
   drainReason(): string;
   /** The coordinator asked this agent to drain (farm agent drain). */
   onDrainRequested(reason: string): void;
+  /** iOS devices through devicectl, when configured. */
+  ios?: IosDevices;
 }
 
 /** While draining, only what finishes or reports on existing work is taken. */
@@ -173,6 +178,18 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       case "drain":
         deps.onDrainRequested(cmd.kind.value.reason);
         return result({ case: "drain", value: {} });
+      case "getAppEndpoint": {
+        const v = cmd.kind.value;
+        const serial = serialOf(v.target);
+        return result({ case: "getAppEndpoint", value: { endpoint: await appEndpoint(serial, v.app, v.wdaRunner, deadlineMs, deps) } });
+      }
+      case "removeAppForward": {
+        const v = cmd.kind.value;
+        const serial = serialOf(v.target);
+        deps.ownership.requireDevice(serial);
+        await removeAndroidForward(deps.evidence.adb, serial, v.port);
+        return result({ case: "removeAppForward", value: {} });
+      }
       case "startVideo":
         return result({ case: "startVideo", value: { session: await deps.video.start(cmd.kind.value, deadlineMs) } });
       case "videoStatus":

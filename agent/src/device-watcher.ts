@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, equals } from "@bufbuild/protobuf";
 import { Backoff } from "@farm/shared/backoff";
 import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -115,10 +115,28 @@ export class DeviceWatcher {
   }
 
   snapshot(): DeviceReport[] {
-    return [...this.known.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([serial, k]) => this.report(serial, k));
+    return [
+      ...[...this.known.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([serial, k]) => this.report(serial, k)),
+      ...[...this.external.values()].sort((a, b) => (a.serial < b.serial ? -1 : 1)),
+    ];
   }
+
+  private external = new Map<string, DeviceReport>();
+
+  /**
+   * Devices another source reports (iOS devices through devicectl): part of
+   * every snapshot, and their changes go out as events like adb's.
+   */
+  setExternal(reports: DeviceReport[]): void {
+    const next = new Map(reports.map((r) => [r.serial, r]));
+    for (const serial of this.external.keys()) if (!next.has(serial)) this.emit({ kind: "removed", serial });
+    for (const r of reports) {
+      const old = this.external.get(r.serial);
+      if (!old || !equals(DeviceReportSchema, old, r)) this.emit({ kind: "upsert", report: r });
+    }
+    this.external = next;
+  }
+
 
   private report(serial: string, k: Known): DeviceReport {
     const properties = k.facts && k.identity ? toDeviceProperties(k.facts, k.identity) : undefined;

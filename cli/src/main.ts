@@ -25,6 +25,7 @@ export const commands: { name: string; summary: string; load: () => Promise<Comm
   { name: "reboot", summary: "Reboot a device", load: async () => (await import("./commands/device.js")).rebootCommand },
   { name: "screenshot", summary: "Save a verified PNG screenshot of a device", load: async () => (await import("./commands/device.js")).screenshotCommand },
   { name: "install", summary: "Install an APK on a device", load: async () => (await import("./commands/device.js")).installCommand },
+  { name: "app", summary: "App SDK and WebDriverAgent endpoints on a device", load: async () => (await import("./commands/app.js")).appGroup },
   { name: "lease", summary: "Leases: acquire, renew, release, list, run", load: async () => (await import("./commands/lease.js")).leaseGroup },
   { name: "activity", summary: "Routed actions: who did what on which device", load: async () => (await import("./commands/activity.js")).activityCommand },
   { name: "token", summary: "Manage agent and user tokens (admin)", load: async () => (await import("./commands/token.js")).tokenGroup },

@@ -91,6 +91,8 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     reboot: (req, ctx) => route("reboot", req, ctx),
     takeScreenshot: (req, ctx) => route("takeScreenshot", req, ctx),
     installApp: (req, ctx) => route("installApp", req, ctx),
+    getAppEndpoint: (req, ctx) => route("getAppEndpoint", req, ctx),
+    removeAppForward: (req, ctx) => route("removeAppForward", req, ctx),
   });
 }
 
@@ -135,5 +137,7 @@ function detailOf(kind: Kind, req: unknown): string {
   if (kind === "runShell") return String(r["command"] ?? "").slice(0, 200);
   if (kind === "setProperty") return `${String(r["key"])}=${String(r["value"]).slice(0, 100)}`;
   if (kind === "getActionReceipt" || kind === "abandonAction") return String(r["actionId"] ?? "");
+  if (kind === "getAppEndpoint") return `${String(r["app"] ?? "")}${r["wdaRunner"] ? ` wda ${String(r["wdaRunner"])}` : ""}`;
+  if (kind === "removeAppForward") return `tcp:${String(r["port"] ?? "")}`;
   return "";
 }

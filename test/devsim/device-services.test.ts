@@ -23,9 +23,9 @@ afterAll(async () => {
 
 const adb = (index: number, ...args: string[]) => runAdb(server.port, ['-s', sim.devices[index]!.serial, ...args]);
 
-function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
+function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false, headers }, (res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -36,24 +36,39 @@ function httpGet(port: number, path: string): Promise<{ status: number; body: st
 }
 
 describe('device sockets and the app SDK', () => {
-  it('adb forward tcp:0 localabstract:… reaches the app’s HTTP API while the app runs', async () => {
-    const name = 'farm_sdk_com.example.farmdemo';
-    expect((await adb(0, 'shell', 'cat /proc/net/unix')).stdout).not.toContain(`@${name}`);
+  it('publishes its endpoint descriptor; adb forward tcp:0 localabstract:… reaches the SDK, which checks its identity', async () => {
     await adb(0, 'shell', 'am start -n com.example.farmdemo/.MainActivity');
-    expect((await adb(0, 'shell', 'cat /proc/net/unix')).stdout).toMatch(new RegExp(`^0000000000000000: 00000002 00000000 00010000 0001 01 +\\d+ @${name}$`, 'm'));
+    const read = async () => JSON.parse((await adb(0, 'shell', 'run-as com.example.farmdemo cat files/farm_sdk_endpoint.json')).stdout) as { ok: boolean; runtimeEpoch: string; socketName: string; packageName: string; transport: string; schema: string };
+    let d = await read();
+    for (let i = 0; i < 50 && !d.ok; i++) d = await read();
+    expect(d).toMatchObject({ schema: 'farm.android-sdk-endpoint.v1', ok: true, packageName: 'com.example.farmdemo', transport: 'localabstract', socketName: `farm-sdk-${d.runtimeEpoch}`, error: null });
+    expect(sim.devices[0]!.device.state.sdkRuntimeEpoch('com.example.farmdemo')).toBe(d.runtimeEpoch);
+    expect((await adb(0, 'shell', 'cat /proc/net/unix')).stdout).toMatch(new RegExp(`^0000000000000000: 00000002 00000000 00010000 0001 01 +\\d+ @${d.socketName}$`, 'm'));
+    // Only the app (run-as) reads its private files.
+    expect((await adb(0, 'shell', 'cat /data/data/com.example.farmdemo/files/farm_sdk_endpoint.json')).code).not.toBe(0);
 
-    const forward = await adb(0, 'forward', 'tcp:0', `localabstract:${name}`);
+    const forward = await adb(0, 'forward', 'tcp:0', `localabstract:${d.socketName}`);
     expect(forward.code).toBe(0);
     const port = Number(forward.stdout.trim());
-    const info = await httpGet(port, '/v1/info');
+    const identity = { 'x-farm-sdk-package': 'com.example.farmdemo', 'x-farm-sdk-epoch': d.runtimeEpoch };
+    const info = await httpGet(port, '/v1/info', identity);
     expect(info.status).toBe(200);
-    expect(JSON.parse(info.body)).toMatchObject({ package: 'com.example.farmdemo', versionName: '1.4.2', sdk: 'farm-sdk/1' });
-    const tree = JSON.parse((await httpGet(port, '/v1/tree')).body) as { root: { children: unknown[] } };
+    expect(JSON.parse(info.body)).toMatchObject({ package: 'com.example.farmdemo', versionName: '1.4.2', sdk: 'farm-sdk/1', runtimeBinding: { packageName: 'com.example.farmdemo', runtimeEpoch: d.runtimeEpoch } });
+    expect((await httpGet(port, '/v1/info')).status).toBe(400);
+    expect((await httpGet(port, '/v1/info', { ...identity, 'x-farm-sdk-epoch': 'stale' })).status).toBe(409);
+    const tree = JSON.parse((await httpGet(port, '/v1/tree', identity)).body) as { root: { children: unknown[] } };
     expect(JSON.stringify(tree)).toContain('"resourceId":"com.example.farmdemo:id/remember"');
 
-    // The app stops: its socket is gone, the forward's connections are refused.
+    // The app stops: its socket is gone, the forward's connections are refused; the descriptor stays, stale.
     await adb(0, 'shell', 'am force-stop com.example.farmdemo');
-    await expect(httpGet(port, '/v1/info')).rejects.toThrow(/socket hang up|ECONNRESET/);
+    await expect(httpGet(port, '/v1/info', identity)).rejects.toThrow(/socket hang up|ECONNRESET/);
+    expect((await read()).runtimeEpoch).toBe(d.runtimeEpoch);
+    // A new start is a new runtime on a new socket.
+    await adb(0, 'shell', 'am start -n com.example.farmdemo/.MainActivity');
+    let next = await read();
+    for (let i = 0; i < 50 && (!next.ok || next.runtimeEpoch === d.runtimeEpoch); i++) next = await read();
+    expect(next.runtimeEpoch).not.toBe(d.runtimeEpoch);
+    await adb(0, 'shell', 'am force-stop com.example.farmdemo');
     await adb(0, 'forward', '--remove', `tcp:${port}`);
   });
 

@@ -11,7 +11,7 @@ export { ProcessTable, parseSignal, type SimProcess } from './device/process-tab
 export { SettingsStore, type SettingsNamespace } from './device/settings-store.js';
 export { SocketNamespace, type SocketConnector } from './device/socket-namespace.js';
 export { LogBuffer, type LogEntry } from './device/log-buffer.js';
-export { sdkSocketName } from './device/app-sdk-server.js';
+export { SDK_ENDPOINT_FILE, SDK_ENDPOINT_SCHEMA, sdkSocketName } from './device/app-sdk-server.js';
 export type { AuthMode } from './transport/device-connection.js';
 
 export { FileSystem, resolvePath, type StatInfo, type DirEntry } from './fs/file-system.js';

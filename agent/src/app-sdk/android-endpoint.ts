@@ -118,18 +118,26 @@ export async function discoverAndroidEndpoint(adb: AdbServerAddress, serial: str
 }
 
 /**
- * A GET to the app's SDK. If the app restarted between discovery and use
- * (its new runtime refuses the old identity), the endpoint is discovered
+ * A GET to the app's SDK, through an endpoint found earlier (`known`) or
+ * discovered now. If the app restarted in between (its old socket is gone,
+ * or its new runtime refuses the old identity), the endpoint is discovered
  * again, once, and the request repeated against the new runtime.
  */
-export async function androidSdkGet(adb: AdbServerAddress, serial: string, pkg: string, path: string, timeoutMs = 10_000): Promise<{ endpoint: AndroidEndpoint; body: Record<string, unknown>; rediscovered: boolean }> {
-  let endpoint = await discoverAndroidEndpoint(adb, serial, pkg, timeoutMs);
+export async function androidSdkGet(
+  adb: AdbServerAddress,
+  serial: string,
+  pkg: string,
+  path: string,
+  timeoutMs = 10_000,
+  known?: AndroidEndpoint,
+): Promise<{ endpoint: AndroidEndpoint; body: Record<string, unknown>; raw: Buffer; rediscovered: boolean }> {
+  let endpoint = known ?? (await discoverAndroidEndpoint(adb, serial, pkg, timeoutMs));
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), timeoutMs);
       const body = checkAndroidBinding(res, endpoint);
       if (res.status !== 200) throw bridgeError(BridgeCodes.notReady, `the SDK answered ${res.status} to ${path}: ${String(body["error"] ?? "")}`);
-      return { endpoint, body, rediscovered: attempt > 0 };
+      return { endpoint, body, raw: res.body, rediscovered: attempt > 0 };
     } catch (err) {
       const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code;
       const stale = code === BridgeCodes.identityMismatch || /ECONNRESET|socket hang up|ECONNREFUSED/.test((err as Error).message);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { Code, type Transport } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { actionError, ErrorCodes } from "@farm/shared/errors";
 import { validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { CaptureEvidenceResponseSchema, type CaptureEvidenceRequest, type CaptureEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
@@ -33,14 +33,7 @@ export async function captureEvidence(
   const label = validateLabel(req.label);
   const context = validateContext(req.contextJson);
   const timeoutMs = validateTimeout(req.timeoutMs === 0 ? undefined : req.timeoutMs);
-  if (validateAppPackage(req.appPackage) !== "") {
-    throw farmError(
-      Code.Unimplemented,
-      ErrorCodes.notImplemented,
-      "--app-package is not available yet: app SDK endpoint discovery has not landed on this agent",
-      "app-package",
-    );
-  }
+  const appPackage = validateAppPackage(req.appPackage) || null;
   const serial = req.target?.serial ?? "";
   const device = watcher.device(serial);
   if (!device || device.state !== "device") {
@@ -48,7 +41,7 @@ export async function captureEvidence(
   }
   const evidenceId = randomUUID();
   const staged = await captureStill(
-    { evidenceId, commandId, serial, label, context, timeoutMs, cliVersion: req.cliVersion || null },
+    { evidenceId, commandId, serial, label, context, timeoutMs, cliVersion: req.cliVersion || null, appPackage },
     { adb: deps.adb, stagingDir: deps.stagingDir, device: { physicalId: device.identity.physicalId, bootId: device.facts.bootId || null }, agent: deps.agent },
   );
   log.info("evidence captured", { evidenceId, serial, status: staged.manifest.status });

@@ -11,6 +11,7 @@ export interface MetadataTarget {
   agent: { id: string; host: string; version: string };
   cliVersion: string | null;
   hierarchySource: EvidenceDevice["hierarchySource"];
+  appPackage?: string | null;
 }
 
 /**
@@ -57,7 +58,7 @@ export async function readDeviceMetadata(
     cliVersion: deps.cliVersion,
     agentVersion: deps.agent.version,
     bootId: deps.bootId,
-    appPackage: null,
+    appPackage: deps.appPackage ?? null,
     hierarchySource: deps.hierarchySource,
     apiLevel: Number.isFinite(sdk) && sdk > 0 ? sdk : null,
     androidVersion: prop("ro.build.version.release", "Android version"),

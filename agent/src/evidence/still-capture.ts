@@ -10,6 +10,7 @@ import type { AdbServiceError } from "../adb-service.js";
 import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
 import { looksLikeHierarchy, parseAwake, parseLocked } from "./device-observations.js";
 import { readDeviceMetadata } from "./device-metadata.js";
+import { androidSdkGet } from "../app-sdk/android-endpoint.js";
 
 /** Below this much budget the hierarchy is not attempted (UIAutomator's own minimum). */
 const HIERARCHY_MIN_MS = 1_000;
@@ -23,6 +24,8 @@ export interface StillCaptureRequest {
   context: Record<string, unknown>;
   timeoutMs: number;
   cliVersion: string | null;
+  /** Take the hierarchy from this app's SDK (its own view tree) instead of UIAutomator. */
+  appPackage: string | null;
 }
 
 export interface StillCaptureDeps {
@@ -125,21 +128,24 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   const uiT0 = performance.now();
   let hierarchyOk = false;
   {
-    const base = { kind: "hierarchy" as const, mimeType: "application/xml", startedAt: iso(uiStart), commandId: req.commandId, taskId: uiTask };
+    // The app's own tree is JSON from its SDK; UIAutomator's is XML.
+    const fromApp = req.appPackage !== null;
+    const ext = fromApp ? "json" : "xml";
+    const base = { kind: "hierarchy" as const, mimeType: fromApp ? "application/json" : "application/xml", startedAt: iso(uiStart), commandId: req.commandId, taskId: uiTask };
     let error: EvidenceError | undefined;
     let xml: Buffer | undefined;
-    const record: Record<string, unknown> = { source: "uiautomator", commandId: req.commandId, taskId: uiTask };
+    const record: Record<string, unknown> = { source: fromApp ? "app-sdk" : "uiautomator", commandId: req.commandId, taskId: uiTask };
     if (remaining() < HIERARCHY_MIN_MS) {
       error = fail("COMMAND_TIMEOUT", "hierarchy", `less than ${HIERARCHY_MIN_MS} ms of the budget left; the hierarchy was not requested`, null);
       record["result"] = { ok: false, dispatched: false };
     } else {
-      const r = await captureHierarchy(deps.adb, req.serial, req.evidenceId, remaining);
+      const r = fromApp ? await captureAppHierarchy(deps.adb, req.serial, req.appPackage as string, remaining) : await captureHierarchy(deps.adb, req.serial, req.evidenceId, remaining);
       record["result"] = r.record;
       xml = r.xml;
       if (r.error) error = fail(r.error.code, "hierarchy", r.error.message, r.error.component);
       else hierarchyOk = true;
     }
-    const path = hierarchyOk ? "hierarchy.xml" : xml && xml.length > 0 ? "hierarchy.partial.xml" : null;
+    const path = hierarchyOk ? `hierarchy.${ext}` : xml && xml.length > 0 ? `hierarchy.partial.${ext}` : null;
     if (path && xml) await write(path, xml);
     artifacts.push({
       ...base,
@@ -157,7 +163,7 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
 
   // 3. Metadata, within what is left (persistence may run past the deadline).
   const device = await readDeviceMetadata(
-    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: "uiautomator" },
+    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: req.appPackage ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
     remaining,
     fail,
   );
@@ -241,6 +247,31 @@ async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceI
   } catch (err) {
     const e = err as AdbServiceError;
     return { error: { code: transferCode(e, "HIERARCHY"), message: e.message, component: "adb" }, record: { ok: false, error: e.message } };
+  }
+}
+
+/**
+ * The hierarchy from the app's SDK: its endpoint discovered and verified on
+ * this serial, then its own view tree, kept as the bytes it sent. No
+ * fallback to UIAutomator: a capture that asked for the app's tree says why
+ * it did not get it.
+ */
+async function captureAppHierarchy(adb: AdbServerAddress, serial: string, pkg: string, remaining: () => number): Promise<HierarchyResult> {
+  try {
+    const r = await androidSdkGet(adb, serial, pkg, "/v1/tree", Math.max(1_000, Math.floor(remaining())));
+    const record = {
+      ok: true,
+      endpoint: { packageName: r.endpoint.packageName, runtimeEpoch: r.endpoint.runtimeEpoch, socketName: r.endpoint.socketName, hostPort: r.endpoint.hostPort, forwardCreated: r.endpoint.forwardCreated, version: r.endpoint.version },
+      rediscovered: r.rediscovered,
+      bytes: r.raw.length,
+    };
+    if (typeof r.body["root"] !== "object" || r.body["root"] === null) {
+      return { xml: r.raw, error: { code: "HIERARCHY_INVALID", message: "the app's SDK answered without a root node", component: "app-sdk" }, record };
+    }
+    return { xml: r.raw, record };
+  } catch (err) {
+    const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code ?? "HIERARCHY_TRANSFER_FAILED";
+    return { error: { code, message: (err as Error).message, component: "app-sdk" }, record: { ok: false, code } };
   }
 }
 

@@ -28,6 +28,7 @@ const configKeys = {
   metricsListen: "string",
   drainTimeout: "number",
   logLevel: "string",
+  devicectl: "string",
 } as const;
 
 const DEFAULT_DRAIN_TIMEOUT_S = 30;
@@ -36,7 +37,7 @@ export const agentCommand: Command = {
   name: "agent",
   summary: "Run the agent for the phones on this host (`farm agent drain NAME` drains one remotely)",
   usage:
-    "farm agent [--config FILE] --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--no-adb-start] [--heartbeat-interval MS] [--lock-dir DIR] [--ca-file PEM] [--insecure] [--metrics-listen HOST:PORT] [--drain-timeout S] [--log-level LEVEL]\n       farm agent drain NAME [--reason TEXT]",
+    "farm agent [--config FILE] --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--no-adb-start] [--heartbeat-interval MS] [--lock-dir DIR] [--ca-file PEM] [--insecure] [--metrics-listen HOST:PORT] [--drain-timeout S] [--log-level LEVEL] [--devicectl CMD]\n       farm agent drain NAME [--reason TEXT]",
   options: {
     ...clientOptions,
     config: { type: "string" },
@@ -50,6 +51,7 @@ export const agentCommand: Command = {
     "metrics-listen": { type: "string" },
     "drain-timeout": { type: "string" },
     "log-level": { type: "string" },
+    devicectl: { type: "string" },
     reason: { type: "string" },
   },
   positionals: true,
@@ -86,6 +88,8 @@ async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
   const name = setting(parsed, "name", undefined, file["name"]);
   const lockDir = setting(parsed, "lock-dir", undefined, file["lockDir"]);
   const caFile = setting(parsed, "ca-file", ctx.env["FARM_CA_FILE"], file["caFile"]);
+  // iOS devices need Apple's devicectl (macOS hosts); a stand-in with the same command line works too.
+  const devicectl = setting(parsed, "devicectl", ctx.env["FARM_DEVICECTL"], file["devicectl"]);
   const agent = await startAgent({
     coordinatorUrl,
     token,
@@ -95,6 +99,7 @@ async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
     startAdbServer: parsed.values["no-adb-start"] !== true && file["adbStart"] !== false,
     insecure: flagOrFile(parsed, "insecure", file["insecure"]),
     ...(caFile ? { caFile } : {}),
+    ...(devicectl ? { devicectl } : {}),
     ...(metricsListen ? { metricsListen: parseListenAddress(metricsListen, "metrics-listen") } : {}),
     ...(lockDir ? { lockDir } : {}),
     ...(name ? { name } : {}),

@@ -2,14 +2,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { UiNode } from '../screen/ui-node.js';
 
-/** The abstract socket name an app's SDK listens on. */
-export function sdkSocketName(packageName: string): string {
-  return `farm_sdk_${packageName}`;
+/** The abstract socket an SDK runtime listens on: new with every start of the app. */
+export function sdkSocketName(runtimeEpoch: string): string {
+  return `farm-sdk-${runtimeEpoch}`;
 }
+
+/** Where the SDK publishes its endpoint, in the app's private data dir. */
+export const SDK_ENDPOINT_FILE = 'files/farm_sdk_endpoint.json';
+export const SDK_ENDPOINT_SCHEMA = 'farm.android-sdk-endpoint.v1';
 
 export interface SdkAppView {
   packageName: string;
   versionName: string;
+  runtimeEpoch: string;
   pid: () => number | undefined;
   /** The app's own view tree while it is in front, else undefined. */
   tree: () => UiNode | undefined;
@@ -32,15 +37,23 @@ function toJson(node: UiNode): unknown {
 /**
  * The in-app SDK's HTTP API (what farm discovers on `localabstract:`):
  * GET /v1/info, GET /v1/tree (the app's view tree as JSON), anything else 404.
- * Listens on a host loopback port; the device exposes it under the abstract name.
+ * Every request must carry the runtime's identity (X-Farm-Sdk-Package and
+ * X-Farm-Sdk-Epoch): a missing one is 400, another runtime's is 409. Every
+ * reply names its runtime in `runtimeBinding`. Listens on a host loopback
+ * port; the device exposes it under the abstract name.
  */
 export async function startSdkServer(app: SdkAppView): Promise<{ port: number; close: () => Promise<void> }> {
   const server: Server = createServer((request, response) => {
-    const send = (status: number, body: unknown) => {
+    const runtimeBinding = { packageName: app.packageName, runtimeEpoch: app.runtimeEpoch };
+    const send = (status: number, body: Record<string, unknown>) => {
       response.writeHead(status, { 'content-type': 'application/json' });
-      response.end(`${JSON.stringify(body)}\n`);
+      response.end(`${JSON.stringify({ ...body, runtimeBinding })}\n`);
     };
     if (request.method !== 'GET') return send(405, { error: 'method not allowed' });
+    const pkg = request.headers['x-farm-sdk-package'];
+    const epoch = request.headers['x-farm-sdk-epoch'];
+    if (typeof pkg !== 'string' || typeof epoch !== 'string') return send(400, { error: 'missing identity headers' });
+    if (pkg !== app.packageName || epoch !== app.runtimeEpoch) return send(409, { error: `runtime mismatch: this is ${app.packageName}@${app.runtimeEpoch}` });
     if (request.url === '/v1/info') return send(200, { package: app.packageName, versionName: app.versionName, pid: app.pid(), sdk: 'farm-sdk/1' });
     if (request.url === '/v1/tree') {
       const tree = app.tree();

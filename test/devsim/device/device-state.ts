@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
 import { DeviceFaults } from '../faults/device-faults.js';
-import { ROOT, SHELL, type Caller } from '../fs/caller.js';
+import { appCaller, ROOT, SHELL, type Caller } from '../fs/caller.js';
 import { populateDefaultLayout } from '../fs/default-layout.js';
 import { FileSystem } from '../fs/file-system.js';
 import { DEMO_PACKAGE, demoApp } from '../screen/apps/demo-app.js';
@@ -10,7 +10,7 @@ import { launcherApp } from '../screen/apps/launcher-app.js';
 import { Display, type Size } from '../screen/display.js';
 import { ScreenModel } from '../screen/screen-model.js';
 import { ScreenRenderer } from '../screen/screen-renderer.js';
-import { sdkSocketName, startSdkServer } from './app-sdk-server.js';
+import { SDK_ENDPOINT_FILE, SDK_ENDPOINT_SCHEMA, sdkSocketName, startSdkServer } from './app-sdk-server.js';
 import { LogBuffer } from './log-buffer.js';
 import { PackageManager } from './package-manager.js';
 import { SocketNamespace } from './socket-namespace.js';
@@ -51,7 +51,7 @@ export class DeviceState {
   readonly log = new LogBuffer();
   /** Packages whose process serves the farm SDK HTTP API on localabstract. */
   readonly sdkPackages = new Set<string>([DEMO_PACKAGE]);
-  private readonly sdkServers = new Map<string, Promise<{ port: number; close: () => Promise<void> }>>();
+  private readonly sdkServers = new Map<string, { started: Promise<{ port: number; close: () => Promise<void> }>; runtimeEpoch: string }>();
   /** True after `adb root` on a debuggable build: shells run as uid 0. */
   adbdRoot = false;
   hooks: DeviceHooks = { vanish: () => {}, reboot: () => {}, restartAdbd: () => {} };
@@ -107,30 +107,56 @@ export class DeviceState {
     return this.processes.find((p) => p.name === name)?.pid ?? 0;
   }
 
-  /** The app's SDK comes up with its process: an HTTP server behind localabstract:farm_sdk_PKG. */
+  /**
+   * The app's SDK comes up with its process: a new runtime epoch, an HTTP
+   * server behind localabstract:farm-sdk-EPOCH, and its endpoint descriptor
+   * published in the app's private files (not ready, then ready once bound).
+   */
   private startSdk(packageName: string, versionName: string): void {
     if (this.sdkServers.has(packageName)) return;
+    const runtimeEpoch = randomBytes(8).toString('hex');
+    const socketName = sdkSocketName(runtimeEpoch);
     const started = startSdkServer({
       packageName,
       versionName,
+      runtimeEpoch,
       pid: () => this.appProcess(packageName)?.pid,
       tree: () => (this.screen.focusedPackage === packageName ? this.screen.tree() : undefined),
     });
-    this.sdkServers.set(packageName, started);
+    this.sdkServers.set(packageName, { started, runtimeEpoch });
+    const publish = (ready: boolean) => this.writeSdkDescriptor(packageName, { ok: ready, packageName, runtimeEpoch, transport: 'localabstract', socketName, version: 'farm-sdk/1', updatedAtMs: Date.now(), error: ready ? null : 'starting' });
+    publish(false);
     // Registered at once (the app "binds" as it starts); connections wait for the listener.
-    this.sockets.register(`localabstract:${sdkSocketName(packageName)}`, () => {
+    this.sockets.register(`localabstract:${socketName}`, () => {
       const socket = new Socket();
       void started.then((server) => socket.connect({ host: '127.0.0.1', port: server.port }));
       return socket;
     });
+    void started.then(() => {
+      if (this.sdkServers.get(packageName)?.runtimeEpoch === runtimeEpoch) publish(true);
+    });
   }
 
+  /** Writes the descriptor as the app would: its own file, 0600, replaced whole. */
+  writeSdkDescriptor(packageName: string, descriptor: Record<string, unknown> | string): void {
+    const pkg = this.packages.get(packageName);
+    if (!pkg) return;
+    const text = typeof descriptor === 'string' ? descriptor : `${JSON.stringify({ schema: SDK_ENDPOINT_SCHEMA, ...descriptor })}\n`;
+    this.fs.writeFile(`/data/data/${packageName}/${SDK_ENDPOINT_FILE}`, Buffer.from(text), appCaller(pkg.uid), { mode: 0o600 });
+  }
+
+  /** The running SDK's runtime epoch (tests compare with what farm reports). */
+  sdkRuntimeEpoch(packageName: string): string | undefined {
+    return this.sdkServers.get(packageName)?.runtimeEpoch;
+  }
+
+  /** The SDK dies with its process; its descriptor stays behind, stale, as a real file would. */
   private stopSdk(packageName: string): void {
-    const started = this.sdkServers.get(packageName);
-    if (!started) return;
+    const entry = this.sdkServers.get(packageName);
+    if (!entry) return;
     this.sdkServers.delete(packageName);
-    this.sockets.unregister(`localabstract:${sdkSocketName(packageName)}`);
-    void started.then((server) => server.close());
+    this.sockets.unregister(`localabstract:${sdkSocketName(entry.runtimeEpoch)}`);
+    void entry.started.then((server) => server.close());
   }
 
   /** Releases host resources (SDK servers, recorders) when the simulator shuts down. */
@@ -138,7 +164,7 @@ export class DeviceState {
     for (const process of this.processes.list()) process.onSignal?.(9);
     const servers = [...this.sdkServers.values()];
     this.sdkServers.clear();
-    await Promise.all(servers.map(async (server) => (await server).close()));
+    await Promise.all(servers.map(async (entry) => (await entry.started).close()));
   }
 
   appProcess(packageName: string): SimProcess | undefined {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/device_service.proto.
  */
 export const file_farm_v1_device_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxmYXJtL3YxL2RldmljZV9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIkEKDERldmljZVRhcmdldBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSLhAwoMQWN0aW9uUmVjb3JkEhEKCWFjdGlvbl9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSDAoEa2luZBgEIAEoCRIWCg5yZXF1ZXN0X3NoYTI1NhgFIAEoCRIUCgxyZXF1ZXN0X2pzb24YBiABKAkSDQoFc3RhdGUYByABKAkSFwoKZGlzcGF0Y2hlZBgIIAEoCEgAiAEBEhEKCWFtYmlndW91cxgJIAEoCBIPCgdib290X2lkGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1kZWFkbGluZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzZXR0bGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVjZWlwdF9qc29uGA4gASgJEhIKCnNldHRsZWRfYnkYDyABKAkSFgoOYWJhbmRvbl9yZWFzb24YECABKAkSFAoMYWJhbmRvbmVkX2J5GBEgASgJEhUKDWVycm9yX21lc3NhZ2UYEiABKAlCDQoLX2Rpc3BhdGNoZWQijAIKCU93bmVyc2hpcBITCgtwaHlzaWNhbF9pZBgBIAEoCRIOCgZzZXJpYWwYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSDgoGbG9ja2VkGAQgASgIEg4KBmhvbGRlchgFIAEoCRIpCgp1bnJlc29sdmVkGAYgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSJQoGcmVjZW50GAcgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSFwoPaWRlbnRpdHlfc3RhdHVzGAggASgJEg8KB2FsaWFzZXMYCSADKAkSLAoHaGlzdG9yeRgKIAMoCzIbLmZhcm0udjEuRGV2aWNlSGlzdG9yeUVudHJ5ImwKEkRldmljZUhpc3RvcnlFbnRyeRIOCgZzZXJpYWwYASABKAkSDAoEa2luZBgCIAEoCRIOCgZkZXRhaWwYAyABKAkSKAoEdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPAoTR2V0T3duZXJzaGlwUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCI9ChRHZXRPd25lcnNoaXBSZXNwb25zZRIlCglvd25lcnNoaXAYASABKAsyEi5mYXJtLnYxLk93bmVyc2hpcCJCChlSZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IpYBChpSZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRImCgdzZXR0bGVkGAEgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSKQoKdW5yZXNvbHZlZBgCIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEiUKCW93bmVyc2hpcBgDIAEoCzISLmZhcm0udjEuT3duZXJzaGlwIlMKF0dldEFjdGlvblJlY2VpcHRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCWFjdGlvbl9pZBgCIAEoCSJBChhHZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiYAoUQWJhbmRvbkFjdGlvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJYWN0aW9uX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSI+ChVBYmFuZG9uQWN0aW9uUmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiSQoPUnVuU2hlbGxSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Eg8KB2NvbW1hbmQYAiABKAkikwEKEFJ1blNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhEKCWV4aXRfY29kZRgCIAEoBRIOCgZzdGRvdXQYAyABKAwSDgoGc3RkZXJyGAQgASgMEhcKCmRpc3BhdGNoZWQYBSABKAhIAIgBARIRCglhbWJpZ3VvdXMYBiABKAhCDQoLX2Rpc3BhdGNoZWQiVwoSU2V0UHJvcGVydHlSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJjChNTZXRQcm9wZXJ0eVJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIkoKElBpbklkZW50aXR5UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsYWJlbBgCIAEoCSIqChNQaW5JZGVudGl0eVJlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJIj0KFEdldFByb3BlcnRpZXNSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Io4BChVHZXRQcm9wZXJ0aWVzUmVzcG9uc2USQgoKcHJvcGVydGllcxgBIAMoCzIuLmZhcm0udjEuR2V0UHJvcGVydGllc1Jlc3BvbnNlLlByb3BlcnRpZXNFbnRyeRoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJYChFSZWFkTG9nY2F0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsaW5lcxgCIAEoDRINCgVzaW5jZRgDIAEoCSI1ChJSZWFkTG9nY2F0UmVzcG9uc2USDAoEdGV4dBgBIAEoCRIRCgl0cnVuY2F0ZWQYAiABKAgingEKEFNlbmRJbnB1dFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSGwoDdGFwGAIgASgLMgwuZmFybS52MS5UYXBIABIfCgVzd2lwZRgDIAEoCzIOLmZhcm0udjEuU3dpcGVIABIOCgR0ZXh0GAQgASgJSAASDQoDa2V5GAUgASgJSABCBgoEa2luZCIbCgNUYXASCQoBeBgBIAEoDRIJCgF5GAIgASgNIkwKBVN3aXBlEgoKAngxGAEgASgNEgoKAnkxGAIgASgNEgoKAngyGAMgASgNEgoKAnkyGAQgASgNEhMKC2R1cmF0aW9uX21zGAUgASgNImEKEVNlbmRJbnB1dFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIjYKDVJlYm9vdFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQiXgoOUmVib290UmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhcKCmRpc3BhdGNoZWQYAiABKAhIAIgBARIRCglhbWJpZ3VvdXMYAyABKAhCDQoLX2Rpc3BhdGNoZWQiPgoVVGFrZVNjcmVlbnNob3RSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0ImYKFlRha2VTY3JlZW5zaG90UmVzcG9uc2USDwoHYmxvYl9pZBgBIAEoCRINCgV3aWR0aBgCIAEoDRIOCgZoZWlnaHQYAyABKA0SDAoEc2l6ZRgEIAEoAxIOCgZzaGEyNTYYBSABKAkiSwoRSW5zdGFsbEFwcFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDwoHYmxvYl9pZBgCIAEoCSJyChJJbnN0YWxsQXBwUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEg4KBm91dHB1dBgCIAEoCRIXCgpkaXNwYXRjaGVkGAMgASgISACIAQESEQoJYW1iaWd1b3VzGAQgASgIQg0KC19kaXNwYXRjaGVkMukHCg1EZXZpY2VTZXJ2aWNlEksKDEdldE93bmVyc2hpcBIcLmZhcm0udjEuR2V0T3duZXJzaGlwUmVxdWVzdBodLmZhcm0udjEuR2V0T3duZXJzaGlwUmVzcG9uc2USXQoSUmVjb25jaWxlT3duZXJzaGlwEiIuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0GiMuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRJXChBHZXRBY3Rpb25SZWNlaXB0EiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBohLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlEk4KDUFiYW5kb25BY3Rpb24SHS5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXF1ZXN0Gh4uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVzcG9uc2USPwoIUnVuU2hlbGwSGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdBoZLmZhcm0udjEuUnVuU2hlbGxSZXNwb25zZRJICgtTZXRQcm9wZXJ0eRIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0GhwuZmFybS52MS5TZXRQcm9wZXJ0eVJlc3BvbnNlEkgKC1BpbklkZW50aXR5EhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3QaHC5mYXJtLnYxLlBpbklkZW50aXR5UmVzcG9uc2USTgoNR2V0UHJvcGVydGllcxIdLmZhcm0udjEuR2V0UHJvcGVydGllc1JlcXVlc3QaHi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZRJFCgpSZWFkTG9nY2F0EhouZmFybS52MS5SZWFkTG9nY2F0UmVxdWVzdBobLmZhcm0udjEuUmVhZExvZ2NhdFJlc3BvbnNlEkIKCVNlbmRJbnB1dBIZLmZhcm0udjEuU2VuZElucHV0UmVxdWVzdBoaLmZhcm0udjEuU2VuZElucHV0UmVzcG9uc2USOQoGUmVib290EhYuZmFybS52MS5SZWJvb3RSZXF1ZXN0GhcuZmFybS52MS5SZWJvb3RSZXNwb25zZRJRCg5UYWtlU2NyZWVuc2hvdBIeLmZhcm0udjEuVGFrZVNjcmVlbnNob3RSZXF1ZXN0Gh8uZmFybS52MS5UYWtlU2NyZWVuc2hvdFJlc3BvbnNlEkUKCkluc3RhbGxBcHASGi5mYXJtLnYxLkluc3RhbGxBcHBSZXF1ZXN0GhsuZmFybS52MS5JbnN0YWxsQXBwUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChxmYXJtL3YxL2RldmljZV9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIkEKDERldmljZVRhcmdldBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSLhAwoMQWN0aW9uUmVjb3JkEhEKCWFjdGlvbl9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSDAoEa2luZBgEIAEoCRIWCg5yZXF1ZXN0X3NoYTI1NhgFIAEoCRIUCgxyZXF1ZXN0X2pzb24YBiABKAkSDQoFc3RhdGUYByABKAkSFwoKZGlzcGF0Y2hlZBgIIAEoCEgAiAEBEhEKCWFtYmlndW91cxgJIAEoCBIPCgdib290X2lkGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1kZWFkbGluZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzZXR0bGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVjZWlwdF9qc29uGA4gASgJEhIKCnNldHRsZWRfYnkYDyABKAkSFgoOYWJhbmRvbl9yZWFzb24YECABKAkSFAoMYWJhbmRvbmVkX2J5GBEgASgJEhUKDWVycm9yX21lc3NhZ2UYEiABKAlCDQoLX2Rpc3BhdGNoZWQijAIKCU93bmVyc2hpcBITCgtwaHlzaWNhbF9pZBgBIAEoCRIOCgZzZXJpYWwYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSDgoGbG9ja2VkGAQgASgIEg4KBmhvbGRlchgFIAEoCRIpCgp1bnJlc29sdmVkGAYgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSJQoGcmVjZW50GAcgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSFwoPaWRlbnRpdHlfc3RhdHVzGAggASgJEg8KB2FsaWFzZXMYCSADKAkSLAoHaGlzdG9yeRgKIAMoCzIbLmZhcm0udjEuRGV2aWNlSGlzdG9yeUVudHJ5ImwKEkRldmljZUhpc3RvcnlFbnRyeRIOCgZzZXJpYWwYASABKAkSDAoEa2luZBgCIAEoCRIOCgZkZXRhaWwYAyABKAkSKAoEdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPAoTR2V0T3duZXJzaGlwUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCI9ChRHZXRPd25lcnNoaXBSZXNwb25zZRIlCglvd25lcnNoaXAYASABKAsyEi5mYXJtLnYxLk93bmVyc2hpcCJCChlSZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IpYBChpSZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRImCgdzZXR0bGVkGAEgAygLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQSKQoKdW5yZXNvbHZlZBgCIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEiUKCW93bmVyc2hpcBgDIAEoCzISLmZhcm0udjEuT3duZXJzaGlwIlMKF0dldEFjdGlvblJlY2VpcHRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCWFjdGlvbl9pZBgCIAEoCSJBChhHZXRBY3Rpb25SZWNlaXB0UmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiYAoUQWJhbmRvbkFjdGlvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJYWN0aW9uX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSI+ChVBYmFuZG9uQWN0aW9uUmVzcG9uc2USJQoGYWN0aW9uGAEgASgLMhUuZmFybS52MS5BY3Rpb25SZWNvcmQiSQoPUnVuU2hlbGxSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Eg8KB2NvbW1hbmQYAiABKAkikwEKEFJ1blNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhEKCWV4aXRfY29kZRgCIAEoBRIOCgZzdGRvdXQYAyABKAwSDgoGc3RkZXJyGAQgASgMEhcKCmRpc3BhdGNoZWQYBSABKAhIAIgBARIRCglhbWJpZ3VvdXMYBiABKAhCDQoLX2Rpc3BhdGNoZWQiVwoSU2V0UHJvcGVydHlSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJjChNTZXRQcm9wZXJ0eVJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIkoKElBpbklkZW50aXR5UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsYWJlbBgCIAEoCSIqChNQaW5JZGVudGl0eVJlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJIj0KFEdldFByb3BlcnRpZXNSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Io4BChVHZXRQcm9wZXJ0aWVzUmVzcG9uc2USQgoKcHJvcGVydGllcxgBIAMoCzIuLmZhcm0udjEuR2V0UHJvcGVydGllc1Jlc3BvbnNlLlByb3BlcnRpZXNFbnRyeRoxCg9Qcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJYChFSZWFkTG9nY2F0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBINCgVsaW5lcxgCIAEoDRINCgVzaW5jZRgDIAEoCSI1ChJSZWFkTG9nY2F0UmVzcG9uc2USDAoEdGV4dBgBIAEoCRIRCgl0cnVuY2F0ZWQYAiABKAgingEKEFNlbmRJbnB1dFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSGwoDdGFwGAIgASgLMgwuZmFybS52MS5UYXBIABIfCgVzd2lwZRgDIAEoCzIOLmZhcm0udjEuU3dpcGVIABIOCgR0ZXh0GAQgASgJSAASDQoDa2V5GAUgASgJSABCBgoEa2luZCIbCgNUYXASCQoBeBgBIAEoDRIJCgF5GAIgASgNIkwKBVN3aXBlEgoKAngxGAEgASgNEgoKAnkxGAIgASgNEgoKAngyGAMgASgNEgoKAnkyGAQgASgNEhMKC2R1cmF0aW9uX21zGAUgASgNImEKEVNlbmRJbnB1dFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIjYKDVJlYm9vdFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQiXgoOUmVib290UmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEhcKCmRpc3BhdGNoZWQYAiABKAhIAIgBARIRCglhbWJpZ3VvdXMYAyABKAhCDQoLX2Rpc3BhdGNoZWQiPgoVVGFrZVNjcmVlbnNob3RSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0ImYKFlRha2VTY3JlZW5zaG90UmVzcG9uc2USDwoHYmxvYl9pZBgBIAEoCRINCgV3aWR0aBgCIAEoDRIOCgZoZWlnaHQYAyABKA0SDAoEc2l6ZRgEIAEoAxIOCgZzaGEyNTYYBSABKAkiSwoRSW5zdGFsbEFwcFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDwoHYmxvYl9pZBgCIAEoCSJyChJJbnN0YWxsQXBwUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEg4KBm91dHB1dBgCIAEoCRIXCgpkaXNwYXRjaGVkGAMgASgISACIAQESEQoJYW1iaWd1b3VzGAQgASgIQg0KC19kaXNwYXRjaGVkIl8KFUdldEFwcEVuZHBvaW50UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBILCgNhcHAYAiABKAkSEgoKd2RhX3J1bm5lchgDIAEoCSJAChZHZXRBcHBFbmRwb2ludFJlc3BvbnNlEiYKCGVuZHBvaW50GAEgASgLMhQuZmFybS52MS5BcHBFbmRwb2ludCLaAQoLQXBwRW5kcG9pbnQSEAoIcGxhdGZvcm0YASABKAkSDAoEa2luZBgCIAEoCRILCgNhcHAYAyABKAkSFQoNcnVudGltZV9lcG9jaBgEIAEoCRITCgtzb2NrZXRfbmFtZRgFIAEoCRIPCgd2ZXJzaW9uGAYgASgJEgwKBGhvc3QYByABKAkSDAoEcG9ydBgIIAEoDRIXCg9mb3J3YXJkX2NyZWF0ZWQYCSABKAgSEgoKcHJvY2Vzc19pZBgKIAEoDRIYChB2ZXJpZmllZF91bml4X21zGAsgASgDIk4KF1JlbW92ZUFwcEZvcndhcmRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EgwKBHBvcnQYAiABKA0iGgoYUmVtb3ZlQXBwRm9yd2FyZFJlc3BvbnNlMpUJCg1EZXZpY2VTZXJ2aWNlEksKDEdldE93bmVyc2hpcBIcLmZhcm0udjEuR2V0T3duZXJzaGlwUmVxdWVzdBodLmZhcm0udjEuR2V0T3duZXJzaGlwUmVzcG9uc2USXQoSUmVjb25jaWxlT3duZXJzaGlwEiIuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0GiMuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZRJXChBHZXRBY3Rpb25SZWNlaXB0EiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBohLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlEk4KDUFiYW5kb25BY3Rpb24SHS5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXF1ZXN0Gh4uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVzcG9uc2USPwoIUnVuU2hlbGwSGC5mYXJtLnYxLlJ1blNoZWxsUmVxdWVzdBoZLmZhcm0udjEuUnVuU2hlbGxSZXNwb25zZRJICgtTZXRQcm9wZXJ0eRIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0GhwuZmFybS52MS5TZXRQcm9wZXJ0eVJlc3BvbnNlEkgKC1BpbklkZW50aXR5EhsuZmFybS52MS5QaW5JZGVudGl0eVJlcXVlc3QaHC5mYXJtLnYxLlBpbklkZW50aXR5UmVzcG9uc2USTgoNR2V0UHJvcGVydGllcxIdLmZhcm0udjEuR2V0UHJvcGVydGllc1JlcXVlc3QaHi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZRJFCgpSZWFkTG9nY2F0EhouZmFybS52MS5SZWFkTG9nY2F0UmVxdWVzdBobLmZhcm0udjEuUmVhZExvZ2NhdFJlc3BvbnNlEkIKCVNlbmRJbnB1dBIZLmZhcm0udjEuU2VuZElucHV0UmVxdWVzdBoaLmZhcm0udjEuU2VuZElucHV0UmVzcG9uc2USOQoGUmVib290EhYuZmFybS52MS5SZWJvb3RSZXF1ZXN0GhcuZmFybS52MS5SZWJvb3RSZXNwb25zZRJRCg5UYWtlU2NyZWVuc2hvdBIeLmZhcm0udjEuVGFrZVNjcmVlbnNob3RSZXF1ZXN0Gh8uZmFybS52MS5UYWtlU2NyZWVuc2hvdFJlc3BvbnNlEkUKCkluc3RhbGxBcHASGi5mYXJtLnYxLkluc3RhbGxBcHBSZXF1ZXN0GhsuZmFybS52MS5JbnN0YWxsQXBwUmVzcG9uc2USUQoOR2V0QXBwRW5kcG9pbnQSHi5mYXJtLnYxLkdldEFwcEVuZHBvaW50UmVxdWVzdBofLmZhcm0udjEuR2V0QXBwRW5kcG9pbnRSZXNwb25zZRJXChBSZW1vdmVBcHBGb3J3YXJkEiAuZmFybS52MS5SZW1vdmVBcHBGb3J3YXJkUmVxdWVzdBohLmZhcm0udjEuUmVtb3ZlQXBwRm9yd2FyZFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Names one adb serial; `agent` (id or name) disambiguates a serial that
@@ -977,6 +977,173 @@ export const InstallAppResponseSchema: GenMessage<InstallAppResponse> = /*@__PUR
   messageDesc(file_farm_v1_device_service, 31);
 
 /**
+ * @generated from message farm.v1.GetAppEndpointRequest
+ */
+export type GetAppEndpointRequest = Message<"farm.v1.GetAppEndpointRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * Android package or iOS bundle id of the app under test.
+   *
+   * @generated from field: string app = 2;
+   */
+  app: string;
+
+  /**
+   * iOS only: the WebDriverAgent Runner's bundle id; set to ask for WDA instead of the app's SDK.
+   *
+   * @generated from field: string wda_runner = 3;
+   */
+  wdaRunner: string;
+};
+
+/**
+ * Describes the message farm.v1.GetAppEndpointRequest.
+ * Use `create(GetAppEndpointRequestSchema)` to create a new message.
+ */
+export const GetAppEndpointRequestSchema: GenMessage<GetAppEndpointRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 32);
+
+/**
+ * @generated from message farm.v1.GetAppEndpointResponse
+ */
+export type GetAppEndpointResponse = Message<"farm.v1.GetAppEndpointResponse"> & {
+  /**
+   * @generated from field: farm.v1.AppEndpoint endpoint = 1;
+   */
+  endpoint?: AppEndpoint | undefined;
+};
+
+/**
+ * Describes the message farm.v1.GetAppEndpointResponse.
+ * Use `create(GetAppEndpointResponseSchema)` to create a new message.
+ */
+export const GetAppEndpointResponseSchema: GenMessage<GetAppEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 33);
+
+/**
+ * A route proven to reach the named runtime (identity checked by a request).
+ *
+ * @generated from message farm.v1.AppEndpoint
+ */
+export type AppEndpoint = Message<"farm.v1.AppEndpoint"> & {
+  /**
+   * "android" or "ios".
+   *
+   * @generated from field: string platform = 1;
+   */
+  platform: string;
+
+  /**
+   * "sdk" or "wda".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Android package or iOS bundle id the endpoint belongs to.
+   *
+   * @generated from field: string app = 3;
+   */
+  app: string;
+
+  /**
+   * @generated from field: string runtime_epoch = 4;
+   */
+  runtimeEpoch: string;
+
+  /**
+   * Android: the abstract socket; empty on iOS.
+   *
+   * @generated from field: string socket_name = 5;
+   */
+  socketName: string;
+
+  /**
+   * @generated from field: string version = 6;
+   */
+  version: string;
+
+  /**
+   * Where the agent reaches it: 127.0.0.1 and the adb forward's port on the
+   * agent's host (Android), or the device's tunnel address and port (iOS).
+   *
+   * @generated from field: string host = 7;
+   */
+  host: string;
+
+  /**
+   * @generated from field: uint32 port = 8;
+   */
+  port: number;
+
+  /**
+   * Android: whether this call created the forward (false: an exact one was reused).
+   *
+   * @generated from field: bool forward_created = 9;
+   */
+  forwardCreated: boolean;
+
+  /**
+   * iOS: the process the descriptor names.
+   *
+   * @generated from field: uint32 process_id = 10;
+   */
+  processId: number;
+
+  /**
+   * @generated from field: int64 verified_unix_ms = 11;
+   */
+  verifiedUnixMs: bigint;
+};
+
+/**
+ * Describes the message farm.v1.AppEndpoint.
+ * Use `create(AppEndpointSchema)` to create a new message.
+ */
+export const AppEndpointSchema: GenMessage<AppEndpoint> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 34);
+
+/**
+ * @generated from message farm.v1.RemoveAppForwardRequest
+ */
+export type RemoveAppForwardRequest = Message<"farm.v1.RemoveAppForwardRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: uint32 port = 2;
+   */
+  port: number;
+};
+
+/**
+ * Describes the message farm.v1.RemoveAppForwardRequest.
+ * Use `create(RemoveAppForwardRequestSchema)` to create a new message.
+ */
+export const RemoveAppForwardRequestSchema: GenMessage<RemoveAppForwardRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 35);
+
+/**
+ * @generated from message farm.v1.RemoveAppForwardResponse
+ */
+export type RemoveAppForwardResponse = Message<"farm.v1.RemoveAppForwardResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.RemoveAppForwardResponse.
+ * Use `create(RemoveAppForwardResponseSchema)` to create a new message.
+ */
+export const RemoveAppForwardResponseSchema: GenMessage<RemoveAppForwardResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 36);
+
+/**
  * Actions on one device, routed by the coordinator to exactly the agent and
  * adb serial the caller named. Ownership (lock + journal) is kept by the
  * agent, keyed by the physical device.
@@ -1087,6 +1254,27 @@ export const DeviceService: GenService<{
     methodKind: "unary";
     input: typeof InstallAppRequestSchema;
     output: typeof InstallAppResponseSchema;
+  },
+  /**
+   * The verified route to an app's in-app SDK (Android: run-as descriptor +
+   * adb forward; iOS: devicectl descriptor) or to WebDriverAgent (iOS).
+   *
+   * @generated from rpc farm.v1.DeviceService.GetAppEndpoint
+   */
+  getAppEndpoint: {
+    methodKind: "unary";
+    input: typeof GetAppEndpointRequestSchema;
+    output: typeof GetAppEndpointResponseSchema;
+  },
+  /**
+   * Removes an adb forward on the agent's host, after checking it is the serial's.
+   *
+   * @generated from rpc farm.v1.DeviceService.RemoveAppForward
+   */
+  removeAppForward: {
+    methodKind: "unary";
+    input: typeof RemoveAppForwardRequestSchema;
+    output: typeof RemoveAppForwardResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_device_service, 0);
