@@ -46,6 +46,7 @@ bench: build
 	node test/dist/bench/routing-overhead.js
 	node test/dist/bench/video-verify.js
 	node test/dist/bench/dashboard-devices.js
+	node test/dist/bench/app-endpoint.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

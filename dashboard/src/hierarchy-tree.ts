@@ -24,3 +24,31 @@ export function hierarchyTree(xml: string): HTMLElement {
   const roots = [...doc.documentElement.children].filter((c) => c.tagName === "node");
   return h("div", { class: "tree" }, roots.length ? roots.map((r) => build(r, 0)) : h("p", {}, "Empty hierarchy."));
 }
+
+interface SdkNode {
+  class?: string;
+  text?: string;
+  resourceId?: string;
+  contentDesc?: string;
+  bounds?: number[];
+  children?: SdkNode[];
+}
+
+/** The app SDK's own tree (hierarchy.json), shown the same way as UIAutomator's. */
+export function jsonHierarchyTree(json: string): HTMLElement {
+  let root: SdkNode | undefined;
+  try {
+    root = (JSON.parse(json) as { root?: SdkNode }).root;
+  } catch {
+    root = undefined;
+  }
+  if (!root) return h("p", { class: "error" }, "The app's hierarchy has no root node.");
+  const describeNode = (n: SdkNode) =>
+    [(n.class ?? "?").split(".").pop(), n.text || n.contentDesc || n.resourceId ? `"${n.text || n.contentDesc || n.resourceId}"` : "", n.bounds ? `[${n.bounds[0]},${n.bounds[1]}][${n.bounds[2]},${n.bounds[3]}]` : ""].filter(Boolean).join(" ");
+  const build = (n: SdkNode, depth: number): HTMLElement => {
+    const children = n.children ?? [];
+    if (children.length === 0) return h("div", { class: "leaf" }, describeNode(n));
+    return h("details", { open: depth < 1 }, h("summary", {}, describeNode(n), ` (${children.length})`), h("div", { class: "children" }, children.map((c) => build(c, depth + 1))));
+  };
+  return h("div", { class: "tree" }, build(root, 0));
+}

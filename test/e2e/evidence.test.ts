@@ -136,9 +136,12 @@ describe("farm evidence capture", () => {
     expect(after).toBe(before);
   });
 
-  it("says the app SDK hierarchy is not available yet", async () => {
+  it("with --app-package for an app without an SDK, keeps the screenshot and says why there is no hierarchy", async () => {
     const r = await capture(["--output-dir", out("sdk"), "--app-package", "com.example.app"]);
-    expect(r.json).toMatchObject({ ok: false, code: "NOT_IMPLEMENTED", field: "app-package" });
+    expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED", status: "partial" });
+    const m = JSON.parse(await readFile(join(out("sdk"), "manifest.json"), "utf8")) as { device: { hierarchySource: string; appPackage: string }; errors: { code: string; stage: string }[] };
+    expect(m.device).toMatchObject({ hierarchySource: "app-sdk", appPackage: "com.example.app" });
+    expect(m.errors).toContainEqual(expect.objectContaining({ stage: "hierarchy", code: "bridge_endpoint_discovery_failed" }));
   });
 
   it("lets exactly one of two racing captures have a directory", async () => {

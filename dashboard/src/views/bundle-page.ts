@@ -2,7 +2,7 @@ import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { fileUrl } from "../api.js";
 import { h, replaceChildren, table } from "../dom.js";
 import { bytes } from "../format.js";
-import { hierarchyTree } from "../hierarchy-tree.js";
+import { hierarchyTree, jsonHierarchyTree } from "../hierarchy-tree.js";
 import type { View } from "../view.js";
 
 /** One stored bundle: media, artifacts with hashes and downloads, the hierarchy as a tree, errors, the manifest. */
@@ -62,12 +62,14 @@ export const bundleView: View = (root, _state, id) => {
     if (m.errors.length) sections.push(h("h2", {}, "Errors"), h("ul", { class: "errors" }, m.errors.map((e) => h("li", {}, h("strong", {}, e.code), ` at ${e.stage}${e.component ? ` (${e.component})` : ""}: ${e.message}`))));
     sections.push(table("Artifacts", ["Kind", "File", "Status", "Size", "SHA-256", ""], artifacts));
     const treeSlot = h("div");
-    if (has("hierarchy.xml")) sections.push(h("h2", {}, "UI hierarchy"), treeSlot);
+    const treeFile = has("hierarchy.xml") ? "hierarchy.xml" : has("hierarchy.json") ? "hierarchy.json" : null;
+    if (treeFile) sections.push(h("h2", {}, treeFile === "hierarchy.json" ? `UI hierarchy (from ${m.device.appPackage ?? "the app"}'s SDK)` : "UI hierarchy"), treeSlot);
     sections.push(h("details", { class: "manifest" }, h("summary", {}, "manifest.json"), h("pre", {}, JSON.stringify(m, null, 2))));
     replaceChildren(root, ...sections);
-    if (has("hierarchy.xml")) {
-      const x = await fetch(fileUrl(id, "hierarchy.xml"), { signal: ac.signal, credentials: "same-origin" });
-      replaceChildren(treeSlot, x.ok ? hierarchyTree(await x.text()) : h("p", { class: "error" }, "The hierarchy could not be read."));
+    if (treeFile) {
+      const x = await fetch(fileUrl(id, treeFile), { signal: ac.signal, credentials: "same-origin" });
+      const text = x.ok ? await x.text() : undefined;
+      replaceChildren(treeSlot, text === undefined ? h("p", { class: "error" }, "The hierarchy could not be read.") : treeFile === "hierarchy.xml" ? hierarchyTree(text) : jsonHierarchyTree(text));
     }
   })().catch((err: Error) => {
     if (!ac.signal.aborted) replaceChildren(root, h("p", { class: "error" }, err.message));
