@@ -245,9 +245,12 @@ describe("draining and metrics", () => {
   it("drains on SIGTERM: no new leases or work, the running command completes, the agent exits", async () => {
     const lease = await farm(["lease", "acquire", "--device", a], userEnv);
     const token = (lease.json["lease"] as { token: string }).token;
-    const running = farm(["shell", "--device", a, "--lease", token, "--", "sleep 3; echo finished"], userEnv);
-    await waitFor("the command on the device", async () => ((await farm(["activity"], env)).json["entries"] === undefined ? undefined : true));
-    await new Promise((r) => setTimeout(r, 500));
+    // Long enough to outlast the checks below on a loaded machine; the drain waits for it.
+    const running = farm(["shell", "--device", a, "--lease", token, "--", "sleep 8; echo finished"], userEnv);
+    await waitFor("the command running (its device lock held)", async () => {
+      const s = await farm(["device", "ownership", "status", "--device", a], userEnv);
+      return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
+    });
     agent.kill("SIGTERM");
     await waitFor("the agent draining", async () => ((await agentsOf(env)).find((x) => x.name === "drain-lab")?.draining ? true : undefined));
     expect(series(await scrape(`${url}/metrics`), 'farm_agents{state="draining"}')).toBe(1);

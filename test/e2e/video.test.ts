@@ -279,6 +279,31 @@ describe("farm evidence video", () => {
     expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
   });
 
+  it("answers COMMAND_TIMEOUT with the session id when the recorder is not confirmed within 5 s, and stops it", async () => {
+    const { phone, serials } = await addPhone("VIDSLOW");
+    // The recorder starts, but the worker cannot see it: its ps hangs past the startup window.
+    phone.faults.set({ hangServices: ["shell,v2,raw:ps "] });
+    const t0 = Date.now();
+    const started = await start(serials[0]!);
+    // Later ps calls (the worker's cleanup) answer again.
+    phone.faults.set({ hangServices: null });
+    expect(started.code).toBe(1);
+    expect(started.json).toMatchObject({ ok: false, code: "COMMAND_TIMEOUT" });
+    const id = String(started.json["sessionId"]);
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    // Status stays available; the worker ends the session as a startup failure.
+    const done = await waitFor("the session to end", async () => {
+      const r = await farm(["evidence", "video", "status", "--session", id], env);
+      return r.json["status"] === "failed" ? r : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 250 });
+    expect((done.json["video"] as Video).stopReason).toBe("startup_failure");
+    // Its lock went with it.
+    const next = await start(serials[0]!);
+    expect(next.code).toBe(0);
+    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+  });
+
   it("never calls corrupt media video.mp4", async () => {
     const { phone, serials } = await addPhone("VIDBROKEN");
     phone.faults.set({ screenrecordCorrupt: true });

@@ -19,6 +19,8 @@ const STDERR_CAP = 1024 * 1024;
 /** Past the device's time limit, how long a recorder may take to finish its file. */
 const FINISH_GRACE_MS = 15_000;
 const SHELL_STEP_MS = 5_000;
+/** How long a recorder whose stream was hung up may take to leave the process list. */
+const RECORDER_EXIT_WAIT_MS = 10_000;
 
 /** Messages to the agent that started the worker (over IPC, while it listens). */
 export type WorkerMessage = { type: "recording" } | { type: "failed"; code: string; message: string };
@@ -290,23 +292,23 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     const d = rec.device;
     const metadataOk = d.apiLevel !== null && d.androidVersion !== null && d.manufacturer !== null && d.model !== null && d.display !== null;
     const status: EvidenceStatus = videoOk && stderrOk && capOk && metadataOk ? "complete" : videoOk || onlyEmpty ? "partial" : "failed";
-    await files.writeManifest(manifest(status, artifacts, iso()));
 
     // The lock goes once the recorder's end is known; otherwise an operator decides.
     let recorderGone = recEnd.kind === "exit";
-    if (!recorderGone) {
+    // A hung-up recorder (SIGHUP) finishes its file and exits; give it the time to, then look.
+    for (const until = Date.now() + RECORDER_EXIT_WAIT_MS; !recorderGone && Date.now() < until; ) {
       try {
         recorderGone = (await listRecorders(adb, rec.serial, rec.remotePath, step())).length === 0;
       } catch {
-        recorderGone = false;
+        // Unreachable or slow now; it may answer within the wait.
       }
+      if (!recorderGone) await new Promise((r) => setTimeout(r, 250));
     }
-    if (recorderGone) {
-      await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce);
-      await save({ state: "terminal" });
-    } else {
-      await save({ state: "terminal", recoveryState: "recovery_required", recoveryReason: "the recorder's end could not be observed; check the device before releasing the lock" });
-    }
+    // The recovery decision is recorded before the manifest says terminal, so nobody sees it change.
+    if (!recorderGone) await save({ recoveryState: "recovery_required", recoveryReason: "the recorder's end could not be observed; check the device before releasing the lock" });
+    await files.writeManifest(manifest(status, artifacts, iso()));
+    if (recorderGone) await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce);
+    await save({ state: "terminal" });
     clearInterval(heartbeat);
     await files.writeHeartbeat({ nonce: rec.nonce, pid: process.pid, seq: seq++, atMs: Date.now(), final: true });
     // Tells a running agent the bundle is ready to upload.
