@@ -40,7 +40,7 @@ describe("farm standalone", () => {
     });
     expect(list.map((d) => d.serial).sort()).toEqual(sim.devices.map((d) => d.serial).sort());
     const pretty = await farm(["devices", "--output", "pretty"], env);
-    expect(pretty.stdout).toMatch(/^PHYSICAL\s+SERIAL\s+STATE\s+MODEL/);
+    expect(pretty.stdout).toMatch(/^PHYSICAL\s+SERIAL\s+STATE\s+PLATFORM\s+MODEL/);
     for (const d of sim.devices) expect(pretty.stdout).toContain(d.serial);
   });
 

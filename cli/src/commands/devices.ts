@@ -28,7 +28,7 @@ export const devicesCommand: Command = {
     });
     ctx.printer.result({ devices: res.devices.map((d) => toJson(DeviceSchema, d, { alwaysEmitImplicit: true })) }, () =>
       table(
-        ["PHYSICAL", "SERIAL", "STATE", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO"],
+        ["PHYSICAL", "SERIAL", "STATE", "PLATFORM", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO"],
         grouped.map((d, i) => {
           const id = d.properties?.physicalId ?? "";
           const sameAsAbove = i > 0 && id !== "" && grouped[i - 1]?.properties?.physicalId === id;
@@ -37,6 +37,7 @@ export const devicesCommand: Command = {
             shown,
             d.serial,
             d.state,
+            d.properties?.platform || "android",
             d.properties?.model ?? "",
             d.properties?.apiLevel ? String(d.properties.apiLevel) : "",
             d.properties?.androidVersion ?? "",
