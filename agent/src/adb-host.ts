@@ -3,8 +3,8 @@ import type { AdbServerAddress } from "./adb-client.js";
 
 /**
  * One request to the adb server's host services (forward, list-forward,
- * killforward): the length-prefixed request, then OKAY or FAIL, then the
- * replies the service defines. Returns the raw bytes after the first OKAY.
+ * killforward): the length-prefixed request, then everything the server
+ * answers until it closes (statuses and payloads, read with okay()).
  */
 function hostExchange(addr: AdbServerAddress, service: string, signal?: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -21,18 +21,7 @@ function hostExchange(addr: AdbServerAddress, service: string, signal?: AbortSig
     socket.once("connect", () => socket.write(`${Buffer.byteLength(service).toString(16).padStart(4, "0")}${service}`));
     socket.on("data", (chunk: Buffer) => (buf = Buffer.concat([buf, chunk])));
     socket.once("error", (err) => done(err));
-    socket.once("close", () => {
-      const status = buf.subarray(0, 4).toString("latin1");
-      if (status === "OKAY") {
-        buf = buf.subarray(4);
-        return done();
-      }
-      if (status === "FAIL") {
-        const len = Number.parseInt(buf.subarray(4, 8).toString("latin1"), 16);
-        return done(new Error(buf.subarray(8, 8 + len).toString("utf8") || "adb refused the request"));
-      }
-      done(new Error(`adb closed the connection during ${service}`));
-    });
+    socket.once("close", () => done());
   });
 }
 
@@ -60,7 +49,7 @@ export interface Forward {
 
 /** Every forward the adb server holds, for every device. */
 export async function listForwards(addr: AdbServerAddress, signal?: AbortSignal): Promise<Forward[]> {
-  const text = protocolString(await hostExchange(addr, "host:list-forward", signal));
+  const text = protocolString(okay(await hostExchange(addr, "host:list-forward", signal), "list-forward"));
   return text
     .split("\n")
     .map((l) => l.trim().split(/\s+/))
@@ -71,7 +60,7 @@ export async function listForwards(addr: AdbServerAddress, signal?: AbortSignal)
 /** Creates `tcp:0 -> remote` on exactly this serial; returns the host port adb chose. */
 export async function forwardToAnyPort(addr: AdbServerAddress, serial: string, remote: string, signal?: AbortSignal): Promise<number> {
   // On the host, the first OKAY accepts the transport and the second the forward.
-  const rest = okay(await hostExchange(addr, `host-serial:${serial}:forward:tcp:0;${remote}`, signal), "forward");
+  const rest = okay(okay(await hostExchange(addr, `host-serial:${serial}:forward:tcp:0;${remote}`, signal), "forward"), "forward");
   const port = Number(protocolString(rest));
   if (!Number.isInteger(port) || port <= 0) throw new Error("adb did not report the forwarded port");
   return port;
@@ -79,5 +68,5 @@ export async function forwardToAnyPort(addr: AdbServerAddress, serial: string, r
 
 /** Removes the forward on tcp:PORT of this serial. */
 export async function killForward(addr: AdbServerAddress, serial: string, port: number, signal?: AbortSignal): Promise<void> {
-  okay(await hostExchange(addr, `host-serial:${serial}:killforward:tcp:${port}`, signal), "killforward");
+  okay(okay(await hostExchange(addr, `host-serial:${serial}:killforward:tcp:${port}`, signal), "killforward"), "killforward");
 }

@@ -48,3 +48,11 @@ export function applyLogLevel(parsed: Parsed, env: NodeJS.ProcessEnv, file: stri
   if (!["debug", "info", "warn", "error"].includes(level)) throw new CliError(ErrorCodes.invalidArgument, `log level must be debug, info, warn or error, got "${level}"`, "log-level");
   process.env["FARM_LOG_LEVEL"] = level;
 }
+
+/** An integer setting (from a flag, the environment or the file), range-checked with the flag named. */
+export function intSetting(text: string | undefined, field: string, min: number, max: number): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(ErrorCodes.invalidArgument, `${field} must be an integer ${min}..${max}, got "${text}"`, field);
+  return n;
+}

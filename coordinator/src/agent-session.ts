@@ -2,7 +2,8 @@ import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { actionError, ErrorCodes } from "@farm/shared/errors";
+import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { fromCommandError } from "./command-error.js";
 import {
   AttachResponseSchema,
   AgentCommandSchema,
@@ -11,6 +12,10 @@ import {
   type CommandResult,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { AgentSession } from "./registry.js";
+
+export type CommandKind = NonNullable<AgentCommand["kind"]["case"]>;
+/** The answer an agent gives to a command kind. */
+export type ResultOf<K extends CommandKind> = Extract<CommandResult["kind"], { case: K }>["value"];
 
 /** One attached agent's control stream on the coordinator side. */
 export class AttachSession implements AgentSession {
@@ -65,6 +70,22 @@ export class AttachSession implements AgentSession {
         this.pending.delete(commandId);
       }
     });
+  }
+
+  /**
+   * `call`, typed: sends one kind of command and returns the agent's answer
+   * of the same kind, re-raising its CommandError for the caller.
+   */
+  async request<K extends CommandKind>(
+    kind: K,
+    value: unknown,
+    by: { tokenName: string; admin: boolean },
+    deadlineMs: number,
+  ): Promise<ResultOf<K>> {
+    const result = await this.call({ kind: { case: kind, value } as AgentCommand["kind"], requestedBy: by.tokenName, requestedByAdmin: by.admin }, deadlineMs);
+    if (result.kind.case === "error") throw fromCommandError(result.kind.value);
+    if (result.kind.case !== kind) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
+    return result.kind.value as unknown as ResultOf<K>;
   }
 
   /** Delivers an agent's result to the waiting caller. */

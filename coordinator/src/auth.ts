@@ -54,11 +54,7 @@ export function authenticateRequest(store: TokenStore, headers: Headers, web?: W
   const authorization = headers.get("authorization");
   const sessionId = sessionIdFromCookie(headers.get("cookie"));
   if (authorization || !web || !sessionId) return authenticate(store, authorization);
-  const origin = headers.get("origin");
-  const host = headers.get("host");
-  if (origin && host && originHost(origin) !== host) {
-    throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "cross-site request refused");
-  }
+  if (isCrossSite(headers)) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "cross-site request refused");
   const principal = web.principal(sessionId);
   if (!principal) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "dashboard session expired or signed out; sign in again");
   return principal;
@@ -74,11 +70,14 @@ export function requireSafeTransport(peer: Peer, insecure: boolean): void {
   );
 }
 
-function originHost(origin: string): string | undefined {
+/** A browser request from another origin than the one it is sent to (unknown when either header is missing). */
+export function isCrossSite(headers: Headers): boolean {
+  const origin = headers.get("origin");
+  if (!origin || !headers.get("host")) return false;
   try {
-    return new URL(origin).host;
+    return new URL(origin).host !== headers.get("host");
   } catch {
-    return undefined;
+    return true;
   }
 }
 

@@ -5,7 +5,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { extname, join, normalize, sep } from "node:path";
 import { toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { authenticateRequest, requireSafeTransport } from "./auth.js";
+import { authenticateRequest, isCrossSite, requireSafeTransport } from "./auth.js";
 import { peerOf } from "./peer.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { TokenStore } from "./token-store.js";
@@ -96,16 +96,6 @@ function headersOf(req: Req): Headers {
   return h;
 }
 
-function sameOrigin(req: Req): boolean {
-  const h = headersOf(req);
-  const origin = h.get("origin");
-  if (!origin) return true;
-  try {
-    return new URL(origin).host === h.get("host");
-  } catch {
-    return false;
-  }
-}
 
 function cookie(req: Req, value: string, maxAgeS: number): string {
   const secure = "encrypted" in req.socket && req.socket.encrypted ? "; Secure" : "";
@@ -124,7 +114,7 @@ async function readBody(req: Req): Promise<string | undefined> {
 }
 
 async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean> {
-  if (!sameOrigin(req)) return (json(res, 403, { code: "PERMISSION_DENIED", message: "cross-site sign-in refused" }), true);
+  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: "PERMISSION_DENIED", message: "cross-site sign-in refused" }), true);
   const body = await readBody(req);
   let token: unknown;
   try {
@@ -148,7 +138,7 @@ async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean>
 }
 
 function signOut(deps: DashboardDeps, req: Req, res: Res): boolean {
-  if (!sameOrigin(req)) return (json(res, 403, { code: "PERMISSION_DENIED", message: "cross-site sign-out refused" }), true);
+  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: "PERMISSION_DENIED", message: "cross-site sign-out refused" }), true);
   const id = sessionIdFromCookie(headersOf(req).get("cookie"));
   if (id) deps.web.signOut(id);
   res.writeHead(204, { "set-cookie": cookie(req, "", 0), "cache-control": "no-store" });

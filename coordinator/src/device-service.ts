@@ -4,14 +4,13 @@ import { canonicalJson } from "@farm/shared/canonical-json";
 import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
-import type { AgentCommand, CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { AgentCommand } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { requirePrincipal } from "./auth.js";
-import type { AttachSession } from "./agent-session.js";
+import type { AttachSession, CommandKind, ResultOf } from "./agent-session.js";
 import type { Registry, Route } from "./registry.js";
 import type { LeaseManager } from "./lease-manager.js";
 import type { ActivityLog } from "./activity-log.js";
 import type { IdempotencyCache } from "./idempotency-cache.js";
-import { fromCommandError } from "./command-error.js";
 
 export interface DeviceServiceDeps {
   registry: Registry;
@@ -23,10 +22,10 @@ export interface DeviceServiceDeps {
   defaultTimeoutMs?: number;
 }
 
-type Kind = NonNullable<AgentCommand["kind"]["case"]>;
+type Kind = CommandKind;
 type Value<K extends Kind> = Extract<AgentCommand["kind"], { case: K }>["value"];
 type Request = { target?: DeviceTarget };
-type ResultValue<K extends Kind> = Extract<CommandResult["kind"], { case: K }>["value"];
+type ResultValue<K extends Kind> = ResultOf<K>;
 
 /**
  * Routes each request verbatim to the one agent that reports the serial and
@@ -62,16 +61,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const callerDeadline = Date.now() + budget;
     // The agent stops early enough for its answer to reach the caller in time.
     const agentDeadline = callerDeadline - Math.min(1_000, budget * 0.2);
-    const session = r.session as AttachSession;
-    const result = await session.call(
-      { kind: { case: kind, value: req } as AgentCommand["kind"], requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
-      agentDeadline,
-    );
-    if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-    if (result.kind.case !== kind) {
-      throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${r.agentName} answered ${result.kind.case ?? "nothing"} to ${kind}`);
-    }
-    return result.kind.value;
+    return (r.session as AttachSession).request(kind, req, principal, agentDeadline);
   }
 
   router.service(DeviceService, {

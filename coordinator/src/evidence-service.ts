@@ -1,7 +1,7 @@
 import { join } from "node:path";
-import { Code, type ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { invalidArgument } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import {
@@ -17,7 +17,6 @@ import type { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
-import { fromCommandError } from "./command-error.js";
 import type { ActivityLog } from "./activity-log.js";
 
 /** Time for upload and bookkeeping on top of the device-work budget. */
@@ -40,13 +39,7 @@ export function registerEvidenceService(router: ConnectRouter, deps: { registry:
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
         const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
-        const result = await (route.session as AttachSession).call(
-          { kind: { case: "captureEvidence", value: req }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
-          deadline,
-        );
-        if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-        if (result.kind.case !== "captureEvidence") throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"}`);
-        const r = result.kind.value;
+        const r = await (route.session as AttachSession).request("captureEvidence", req, principal, deadline);
         // The agent answers after its upload was published; check anyway.
         deps.store.require(r.evidenceId);
         const { text } = await deps.store.manifest(r.evidenceId);

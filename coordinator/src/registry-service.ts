@@ -2,7 +2,6 @@ import { Code, type ConnectRouter } from "@connectrpc/connect";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
-import { fromCommandError } from "./command-error.js";
 import type { Logger } from "@farm/shared/log";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -40,11 +39,7 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
       if (!attached) throw farmError(Code.Unavailable, ErrorCodes.agentOffline, `agent ${agent.name} is offline`, "agent");
       const reason = req.reason || `drain requested by ${principal.tokenName}`;
       deps.log.info("drain requested", { agent: agent.name, by: principal.tokenName, reason });
-      const result = await (attached.session as AttachSession).call(
-        { kind: { case: "drain", value: create(DrainAgentCommandSchema, { reason }) }, requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
-        Date.now() + (ctx.timeoutMs() ?? 10_000),
-      );
-      if (result.kind.case === "error") throw fromCommandError(result.kind.value);
+      await (attached.session as AttachSession).request("drain", create(DrainAgentCommandSchema, { reason }), principal, Date.now() + (ctx.timeoutMs() ?? 10_000));
       // The agent announces it on its stream too; recording it here closes the gap.
       deps.registry.setDraining(agent.id, reason);
       return create(DrainAgentResponseSchema, { agent: deps.registry.findAgent(agent.id) });

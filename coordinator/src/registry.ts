@@ -98,6 +98,8 @@ export class Registry {
   private readonly heartbeatAnnounced = new Map<string, number>();
   /** Receives every change watchers should see; set by the coordinator. */
   onEvent: ((e: RegistryEvent) => void) | undefined;
+  /** Whether anyone watches now: without watchers, no event is built (attach and heartbeats are hot paths). */
+  watched: () => boolean = () => this.onEvent !== undefined;
 
   constructor(
     private readonly db: CoordinatorDb,
@@ -204,7 +206,7 @@ export class Registry {
     if (!entry) return;
     entry.lastHeartbeatAt = this.now();
     this.dirtyHeartbeats.add(agentId);
-    if (this.onEvent && entry.lastHeartbeatAt - (this.heartbeatAnnounced.get(agentId) ?? 0) >= HEARTBEAT_EVENT_MS) this.announceAgent(entry, false);
+    if (entry.lastHeartbeatAt - (this.heartbeatAnnounced.get(agentId) ?? 0) >= HEARTBEAT_EVENT_MS) this.announceAgent(entry, false);
   }
 
   /** Replaces everything known about this agent's devices. */
@@ -220,7 +222,7 @@ export class Registry {
       for (const d of next.values()) tx.insert(devices).values(toRow(agentId, d)).run();
     });
     this.changed();
-    for (const serial of gone) this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
+    if (this.watched()) for (const serial of gone) this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
     this.announceAgent(entry, true);
   }
 
@@ -309,14 +311,15 @@ export class Registry {
 
   /** Tells watchers about an agent and, when its online state may have changed, every device it reports. */
   private announceAgent(entry: AgentEntry, withDevices: boolean): void {
-    if (!this.onEvent) return;
+    if (!this.onEvent || !this.watched()) return;
     this.heartbeatAnnounced.set(entry.id, entry.lastHeartbeatAt ?? 0);
     this.onEvent({ kind: "agent", agent: toAgent(entry) });
     if (withDevices) for (const d of entry.devices.values()) this.announceDevice(entry, d);
   }
 
   private announceDevice(entry: AgentEntry, d: DeviceEntry): void {
-    this.onEvent?.({ kind: "device", device: toDevice(entry, d, entry.session !== null ? d.state : AGENT_OFFLINE) });
+    if (!this.onEvent || !this.watched()) return;
+    this.onEvent({ kind: "device", device: toDevice(entry, d, entry.session !== null ? d.state : AGENT_OFFLINE) });
   }
 
   listDevices(filter: DeviceFilter = {}): Device[] {

@@ -5,7 +5,6 @@ import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
 import { validateContext, validateLabel } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { parseVideoSize, validateDurationSeconds, validateSessionId } from "@farm/shared/video-options";
-import type { AgentCommand, CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import {
   VideoService,
   VideoSessionSchema,
@@ -14,7 +13,6 @@ import {
 } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
-import { fromCommandError } from "./command-error.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { Registry } from "./registry.js";
 import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.js";
@@ -31,18 +29,10 @@ const TERMINAL = new Set(["complete", "partial", "failed"]);
 type VideoKind = "startVideo" | "videoStatus" | "stopVideo" | "inspectVideo" | "releaseVideo";
 
 export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger }): void {
-  async function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
-    const principal = requirePrincipal(ctx);
+  function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.
-    const deadline = Date.now() + budget - Math.min(1_000, budget * 0.1);
-    const result: CommandResult = await session.call(
-      { kind: { case: kind, value } as AgentCommand["kind"], requestedBy: principal.tokenName, requestedByAdmin: principal.admin },
-      deadline,
-    );
-    if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-    if (result.kind.case !== kind) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
-    return result.kind.value as Extract<CommandResult["kind"], { case: K }>["value"];
+    return session.request(kind, value, requirePrincipal(ctx), Date.now() + budget - Math.min(1_000, budget * 0.1));
   }
 
   /** The session's row, or EVIDENCE_SESSION_NOT_FOUND. */

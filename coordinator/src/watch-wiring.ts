@@ -9,6 +9,7 @@ import type { WatchHub } from "./watch-hub.js";
 /** Connects every source of change to the hub, in the wire form the list RPCs use. */
 export function wireWatchHub(hub: WatchHub, src: { registry: Registry; leases: LeaseManager; activity: ActivityLog; evidence: EvidenceStore; videos: VideoSessionIndex }): void {
   const agentName = (id: string) => src.registry.agentName(id) ?? "";
+  src.registry.watched = () => hub.size > 0;
   src.registry.onEvent = (e) => {
     if (e.kind === "device") hub.publish({ case: "device", value: e.device });
     else if (e.kind === "deviceRemoved") hub.publish({ case: "deviceRemoved", value: { agentId: e.agentId, serial: e.serial } });

@@ -12,10 +12,11 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { androidIdentityHeaders, androidSdkGet, discoverAndroidEndpoint, removeAndroidForward } from "@farm/agent/app-sdk/android-endpoint";
 import { sdkGet } from "@farm/agent/app-sdk/sdk-http";
-import { adbConnect, runAdb, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { adbConnect, runAdb, SimDevice, type AdbServer } from "../devsim/index.js";
 import { IosRuntime } from "../fakes/ios-runtime.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { farm, waitFor } from "../support/farm-process.js";
+import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
+import type { TempDir } from "../support/temp-dir.js";
 
 const PKG = "com.example.farmdemo";
 const IOS_ID = "6A1F3E2B-0C5D-4E7F-9A8B-1C2D3E4F5A6B";
@@ -26,8 +27,7 @@ const devicectl = `${process.execPath} ${fileURLToPath(new URL("../dist/fakes/de
 
 let dir: TempDir;
 let adb: AdbServer;
-let coordinator: FarmProcess;
-let agent: FarmProcess;
+let lab: SplitFarm;
 let env: NodeJS.ProcessEnv;
 let phone: SimDevice;
 let serial: string;
@@ -58,33 +58,29 @@ async function writeIosState(devices: object[]): Promise<void> {
 }
 
 beforeAll(async () => {
-  dir = await makeTempDir("app-endpoints");
-  adb = await startAdbServer();
+  lab = await startSplitFarm("app-endpoints", {
+    agentName: "mac-lab",
+    agentArgs: ["--devicectl", devicectl],
+    agentEnv: (d) => ({ FARM_FAKE_DEVICECTL_STATE: join(d.path, "devicectl.json") }),
+    // The iPhone exists before the agent first asks devicectl.
+    beforeAgent: async (d) => {
+      dir = d;
+      mkdirSync(join(dir.path, "containers", BUNDLE), { recursive: true });
+      mkdirSync(join(dir.path, "containers", RUNNER), { recursive: true });
+      await writeIosState([
+        {
+          identifier: IOS_ID, udid: "00008110-001A2B3C4D5E6F70", name: "Lab iPhone", marketingName: "iPhone 15", osVersion: "17.2", paired: true,
+          tunnelState: "connected", tunnelIPAddress: "127.0.0.1", developerMode: true, ddi: true,
+          containers: { [BUNDLE]: join(dir.path, "containers", BUNDLE), [RUNNER]: join(dir.path, "containers", RUNNER) },
+        },
+      ]);
+    },
+  });
+  ({ adb, env } = lab);
   phone = new SimDevice({ serialno: "SDK0001", props: { "ro.debuggable": "1" } });
   serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
   other = new SimDevice({ serialno: "SDK0002" });
   otherSerial = await adbConnect(adb.port, "127.0.0.1", await other.listen());
-  mkdirSync(join(dir.path, "containers", BUNDLE), { recursive: true });
-  mkdirSync(join(dir.path, "containers", RUNNER), { recursive: true });
-  await writeIosState([
-    {
-      identifier: IOS_ID, udid: "00008110-001A2B3C4D5E6F70", name: "Lab iPhone", marketingName: "iPhone 15", osVersion: "17.2", paired: true,
-      tunnelState: "connected", tunnelIPAddress: "127.0.0.1", developerMode: true, ddi: true,
-      containers: { [BUNDLE]: join(dir.path, "containers", BUNDLE), [RUNNER]: join(dir.path, "containers", RUNNER) },
-    },
-  ]);
-  coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator")]);
-  const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
-  env = { FARM_COORDINATOR: String(coordinator.ready["url"]), FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
-  const token = await farm(["token", "create", "--kind", "agent", "--name", "mac-lab"], env);
-  await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
-  agent = await startFarm(
-    [
-      "agent", "--coordinator", String(coordinator.ready["url"]), "--name", "mac-lab", "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500", "--devicectl", devicectl,
-    ],
-    { FARM_FAKE_DEVICECTL_STATE: join(dir.path, "devicectl.json") },
-  );
   await waitFor("the phones and the iPhone", async () => {
     const list = ((await farm(["devices"], env)).json["devices"] ?? []) as { serial: string; state: string }[];
     return [serial, otherSerial, IOS_ID].every((s) => list.some((d) => d.serial === s && d.state === "device")) ? true : undefined;
@@ -93,12 +89,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const r of runtimes) await r.stop();
-  await agent?.stop();
-  await coordinator?.stop();
   await phone?.close();
   await other?.close();
-  await adb?.stop();
-  await dir?.remove();
+  await lab?.stop();
 });
 
 describe("Android app SDK", () => {
@@ -259,6 +252,6 @@ describe("iOS SDK and WebDriverAgent", () => {
     state.devices[0]!.tunnelState = "disconnected";
     await writeIosState(state.devices);
     await waitFor("the iPhone offline", async () => (((await farm(["devices"], env)).json["devices"] as { serial: string; state: string }[]).find((d) => d.serial === IOS_ID)?.state === "offline" ? true : undefined));
-    expect((await appEndpoint(["--device", IOS_ID, "--bundle-id", BUNDLE])).json).toMatchObject({ ok: false });
+    expect((await appEndpoint(["--device", IOS_ID, "--bundle-id", BUNDLE])).json).toMatchObject({ ok: false, code: "bridge_endpoint_discovery_failed" });
   });
 });

@@ -6,14 +6,15 @@
  * to test-artifacts/dashboard/.
  */
 import { mkdirSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
+import { farm } from "../support/farm-process.js";
+import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
+import type { TempDir } from "../support/temp-dir.js";
 
 const artifacts = fileURLToPath(new URL("../../test-artifacts/dashboard/", import.meta.url));
 /** "Shows up within 2 s" is the requirement; this is its test. */
@@ -21,8 +22,7 @@ const LIVE_MS = 2_000;
 
 let dir: TempDir;
 let adb: AdbServer;
-let coordinator: FarmProcess;
-let agent: FarmProcess;
+let lab: SplitFarm;
 let env: NodeJS.ProcessEnv;
 let url: string;
 let userToken: string;
@@ -44,19 +44,9 @@ const row = (serial: string) => page.locator("#devices tbody tr", { has: page.lo
 
 beforeAll(async () => {
   mkdirSync(artifacts, { recursive: true });
-  dir = await makeTempDir("dashboard");
-  adb = await startAdbServer();
-  coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator")]);
-  url = String(coordinator.ready["url"]);
-  const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
-  env = { FARM_COORDINATOR: url, FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
-  const agentToken = await farm(["token", "create", "--kind", "agent", "--name", "lab-1"], env);
-  await writeFile(join(dir.path, "agent.token"), String(agentToken.json["token"]), { mode: 0o600 });
+  lab = await startSplitFarm("dashboard", { agentName: "lab-1" });
+  ({ dir, adb, env, url } = lab);
   userToken = String((await farm(["token", "create", "--kind", "user", "--name", "alice"], env)).json["token"]);
-  agent = await startFarm([
-    "agent", "--coordinator", url, "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500", "--name", "lab-1",
-  ]);
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
@@ -67,11 +57,8 @@ beforeAll(async () => {
 afterAll(async () => {
   clearInterval(ticker);
   await browser?.close();
-  await agent?.stop();
-  await coordinator?.stop();
   for (const p of phones) await p.close();
-  await adb?.stop();
-  await dir?.remove();
+  await lab?.stop();
 });
 
 describe("dashboard", () => {

@@ -7,13 +7,14 @@ import { randomUUID } from "node:crypto";
 import { copyFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
+import type { TempDir } from "../support/temp-dir.js";
 
 let dir: TempDir;
 let adb: AdbServer;
-let coordinator: FarmProcess;
+let lab: SplitFarm;
 let agent: FarmProcess;
 let phone: SimDevice;
 let serial: string;
@@ -21,29 +22,18 @@ let env: NodeJS.ProcessEnv;
 let agentArgs: string[];
 
 beforeAll(async () => {
-  dir = await makeTempDir("evidence-agent");
-  adb = await startAdbServer();
+  lab = await startSplitFarm("evidence-agent");
+  ({ dir, adb, env, agentArgs, agent } = lab);
   phone = new SimDevice({ serialno: "KILLAGENT1" });
   serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
-  coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator")]);
-  const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
-  env = { FARM_COORDINATOR: String(coordinator.ready["url"]), FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
-  const token = await farm(["token", "create", "--kind", "agent", "--name", "lab"], env);
-  await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
-  agentArgs = [
-    "agent", "--coordinator", String(coordinator.ready["url"]), "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"),
-  ];
-  agent = await startFarm(agentArgs);
   await waitFor("the phone", async () => ((await farm(["devices"], env)).json["devices"] as { serial: string; properties: { physicalId: string } }[] | undefined)?.some((d) => d.serial === serial && d.properties.physicalId) ? true : undefined);
 });
 
 afterAll(async () => {
+  // The agent may have been restarted by a test: stop that one too.
   await agent?.stop();
-  await coordinator?.stop();
   await phone?.close();
-  await adb?.stop();
-  await dir?.remove();
+  await lab?.stop();
 });
 
 describe("agent killed during a capture", () => {

@@ -5,16 +5,17 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
+import type { TempDir } from "../support/temp-dir.js";
 
 let dir: TempDir;
 let adb: AdbServer;
-let coordinator: FarmProcess;
+let lab: SplitFarm;
 let agent: FarmProcess;
 let env: NodeJS.ProcessEnv;
 let agentArgs: string[];
@@ -87,19 +88,9 @@ async function expectCompleteBundle(bundle: string, sessionId: string): Promise<
 }
 
 beforeAll(async () => {
-  dir = await makeTempDir("video");
-  adb = await startAdbServer();
-  coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator")]);
-  const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
-  env = { FARM_COORDINATOR: String(coordinator.ready["url"]), FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
-  const token = await farm(["token", "create", "--kind", "agent", "--name", "lab"], env);
-  await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
-  agentArgs = [
-    "agent", "--coordinator", String(coordinator.ready["url"]), "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
-  ];
-  agent = await startFarm(agentArgs);
-  await import("node:fs/promises").then((fs) => fs.mkdir(join(dir.path, "out")));
+  lab = await startSplitFarm("video");
+  ({ dir, adb, env, agentArgs, agent } = lab);
+  await mkdir(join(dir.path, "out"));
 });
 
 afterAll(async () => {
@@ -110,10 +101,8 @@ afterAll(async () => {
     if (pid && readFileSafe(`/proc/${pid}/cmdline`).includes("worker-main")) process.kill(pid, "SIGKILL");
   }
   await agent?.stop();
-  await coordinator?.stop();
   for (const p of phones) await p.close();
-  await adb?.stop();
-  await dir?.remove();
+  await lab?.stop();
 });
 
 function readFileSafe(path: string): string {

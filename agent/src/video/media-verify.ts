@@ -40,12 +40,18 @@ export interface MediaVerification {
   decodeMs: number;
 }
 
+/** Tool sets found working; a failure is not remembered, so installing ffmpeg needs no restart. */
+const working = new Set<string>();
+
 /** Checks both tools run at all; the answer names the missing one. */
 export async function checkMediaTools(tools: MediaTools): Promise<string | null> {
+  const key = `${tools.ffmpeg}\u0000${tools.ffprobe}`;
+  if (working.has(key)) return null;
   for (const [name, bin] of [["ffmpeg", tools.ffmpeg], ["ffprobe", tools.ffprobe]] as const) {
     const r = await runBounded(bin, ["-version"], { deadlineMs: 10_000, maxOutputBytes: MEDIA_OUTPUT_CAP });
     if (r.spawnError || r.exitCode !== 0) return `${name} (${bin}) is not usable on this host: ${r.spawnError ?? `exit ${r.exitCode}`}; install ffmpeg (it provides both)`;
   }
+  working.add(key);
   return null;
 }
 

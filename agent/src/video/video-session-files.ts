@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { EvidenceDevice, EvidenceError, EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
 import type { Size } from "@farm/shared/video-options";
@@ -89,6 +89,11 @@ export class VideoSessionFiles {
 
   static of(dataDir: string, sessionId: string): VideoSessionFiles {
     return new VideoSessionFiles(join(VideoSessionFiles.sessionsDir(dataDir), sessionId));
+  }
+
+  /** The marker a worker drops when this session's bundle is terminal (see finishedDir). */
+  finishedMarker(): string {
+    return join(this.dir, "..", "..", "finished", basename(this.dir));
   }
 
   path(name: string): string {

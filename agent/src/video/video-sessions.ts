@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { closeSync, openSync, watch, type FSWatcher } from "node:fs";
+import { waitForChange } from "./wait-for-change.js";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,6 +28,7 @@ import { uploadBundle } from "../evidence/evidence-upload.js";
 import { checkMediaTools, mediaTools } from "./media-verify.js";
 import { checkRecorder, listRecorders } from "./recorder-identity.js";
 import type { WorkerMessage } from "./video-worker.js";
+import { initialVideo, videoManifest } from "./video-manifest.js";
 import {
   acquireVideoLock,
   ensureVideoDirs,
@@ -173,7 +175,7 @@ export class VideoSessions {
       await this.upload(sessionId);
       return this.describe(files, { code: ack.code, message: ack.message });
     }
-    if (ack.kind === "exited") return this.describe(files, {});
+    // "recording", or the worker exited early: its files say which.
     return this.describe(files, {});
   }
 
@@ -324,11 +326,15 @@ export class VideoSessions {
     return live;
   }
 
-  /** Uploads every terminal bundle not yet in the coordinator's store. */
+  /**
+   * Uploads the terminal bundles workers have marked as finished and not yet
+   * stored: the marker goes once the upload succeeds, so this reads only
+   * what is pending, not every session ever recorded.
+   */
   async uploadFinished(): Promise<void> {
     let names: string[] = [];
     try {
-      names = await readdir(VideoSessionFiles.sessionsDir(this.deps.dataDir));
+      names = await readdir(VideoSessionFiles.finishedDir(this.deps.dataDir));
     } catch {
       return;
     }
@@ -346,7 +352,11 @@ export class VideoSessions {
 
   private async uploadOnce(id: string): Promise<boolean> {
     const files = VideoSessionFiles.of(this.deps.dataDir, id);
-    if (await files.uploaded()) return true;
+    const marker = files.finishedMarker();
+    if (await files.uploaded()) {
+      await rm(marker, { force: true });
+      return true;
+    }
     const m = await files.readManifest();
     if (!m?.manifest.finishedAt) return false;
     const rec = await files.readSession();
@@ -368,7 +378,7 @@ export class VideoSessions {
       }
     }
     await files.markUploaded(id);
-    await rm(join(VideoSessionFiles.finishedDir(this.deps.dataDir), id), { force: true });
+    await rm(marker, { force: true });
     this.deps.log.info("video bundle stored", { sessionId: id, status: m.manifest.status });
     return true;
   }
@@ -382,31 +392,11 @@ export class VideoSessions {
 
   /** Waits for the terminal manifest (a watcher, with a slow poll behind it). */
   private async waitTerminal(files: VideoSessionFiles, ms: number): Promise<{ text: string; manifest: EvidenceManifest } | null> {
-    const until = Date.now() + ms;
-    let watcher: FSWatcher | undefined;
-    let wake: (() => void) | undefined;
-    try {
-      watcher = watch(files.dir, () => wake?.());
-    } catch {
-      // Poll only.
-    }
-    try {
-      for (;;) {
-        const m = await files.readManifest();
-        if (m?.manifest.finishedAt) return m;
-        const left = until - Date.now();
-        if (left <= 0) return m;
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, Math.min(250, left));
-          wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-      }
-    } finally {
-      watcher?.close();
-    }
+    const terminal = await waitForChange(files.dir, async () => {
+      const m = await files.readManifest();
+      return m?.manifest.finishedAt ? m : undefined;
+    }, { timeoutMs: ms });
+    return terminal ?? (await files.readManifest());
   }
 
   /** The session as the API reports it, from its files alone. */
@@ -459,29 +449,13 @@ export class VideoSessions {
 }
 
 function startupFailureManifest(rec: VideoSessionRecord, message: string, metadataErrors: EvidenceError[]): EvidenceManifest {
-  const now = new Date().toISOString();
-  return {
-    schemaVersion: 1,
-    evidenceId: rec.sessionId,
-    kind: "video",
-    label: rec.label,
-    context: rec.context,
-    device: rec.device,
+  return videoManifest(rec, {
     startedAt: rec.createdAt,
-    finishedAt: now,
+    finishedAt: new Date().toISOString(),
     status: "failed",
     artifacts: [],
     errors: [...metadataErrors, { code: "VIDEO_STARTUP_FAILED", stage: "startup", message, component: "agent" }],
-    video: {
-      requestedDurationSeconds: rec.durationSeconds,
-      hostDurationMs: null,
-      mediaDurationMs: null,
-      requestedSize: rec.requestedSize,
-      actualSize: null,
-      codec: null,
-      stopReason: "startup_failure",
-      remotePath: rec.remotePath,
-      remoteRetained: false,
-    },
-  };
+    // No recorder was started, so nothing was left on the phone.
+    video: { ...initialVideo(rec), stopReason: "startup_failure", remoteRetained: false },
+  });
 }

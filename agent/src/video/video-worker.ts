@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { watch, type FSWatcher } from "node:fs";
 import { readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -9,6 +8,8 @@ import { shellV2, type ShellResult } from "../adb-shell.js";
 import { hostProcessStartIdentity } from "./host-process.js";
 import { mediaTools, verifyVideo, type MediaVerification } from "./media-verify.js";
 import { checkRecorder, listRecorders } from "./recorder-identity.js";
+import { initialVideo, videoManifest } from "./video-manifest.js";
+import { waitForChange } from "./wait-for-change.js";
 import { pullRemoteFile } from "./remote-pull.js";
 import { HEARTBEAT_INTERVAL_MS, releaseVideoLock, VideoSessionFiles, type VideoSessionRecord } from "./video-session-files.js";
 
@@ -62,31 +63,9 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
   const startedAt = iso();
   await save({ worker: { pid: process.pid, startIdentity: hostProcessStartIdentity(process.pid) }, state: "starting" });
 
-  const video: EvidenceVideo = {
-    requestedDurationSeconds: rec.durationSeconds,
-    hostDurationMs: null,
-    mediaDurationMs: null,
-    requestedSize: rec.requestedSize,
-    actualSize: null,
-    codec: null,
-    stopReason: null,
-    remotePath: rec.remotePath,
-    remoteRetained: true,
-  };
-  const manifest = (status: EvidenceStatus, artifacts: EvidenceArtifact[], finishedAt: string | null): EvidenceManifest => ({
-    schemaVersion: 1,
-    evidenceId: rec.sessionId,
-    kind: "video",
-    label: rec.label,
-    context: rec.context,
-    device: rec.device,
-    startedAt,
-    finishedAt,
-    status,
-    artifacts,
-    errors: [...errors],
-    video: { ...video },
-  });
+  const video: EvidenceVideo = initialVideo(rec);
+  const manifest = (status: EvidenceStatus, artifacts: EvidenceArtifact[], finishedAt: string | null): EvidenceManifest =>
+    videoManifest(rec, { startedAt, finishedAt, status, artifacts, errors, video });
 
   // 1. The recorder: a foreground screenrecord on a stream this worker owns.
   const command = `screenrecord --verbose --time-limit ${rec.durationSeconds} --size ${rec.requestedSize.width}x${rec.requestedSize.height} ${rec.remotePath}`;
@@ -312,7 +291,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     clearInterval(heartbeat);
     await files.writeHeartbeat({ nonce: rec.nonce, pid: process.pid, seq: seq++, atMs: Date.now(), final: true });
     // Tells a running agent the bundle is ready to upload.
-    await writeFile(join(sessionDir, "..", "..", "finished", rec.sessionId), "", { mode: 0o600 }).catch(() => undefined);
+    await writeFile(files.finishedMarker(), "", { mode: 0o600 }).catch(() => undefined);
   }
 }
 
@@ -320,28 +299,14 @@ type StopCause = { reason: "requested" | "ended" | "overdue" };
 
 /** Resolves on a stop request bound to this nonce, the recorder's end, or the overdue bound. */
 async function waitForStop(files: VideoSessionFiles, nonce: string, ended: Promise<unknown>, overdueMs: number): Promise<StopCause> {
-  let watcher: FSWatcher | undefined;
-  let poll: NodeJS.Timeout | undefined;
-  let overdue: NodeJS.Timeout | undefined;
+  const done = new AbortController();
   try {
-    return await new Promise<StopCause>((resolve) => {
-      const check = async () => {
-        if ((await files.stopRequests(nonce)).length > 0) resolve({ reason: "requested" });
-      };
-      void ended.then(() => resolve({ reason: "ended" }));
-      overdue = setTimeout(() => resolve({ reason: "overdue" }), Math.max(0, overdueMs));
-      try {
-        watcher = watch(join(files.dir, "stop-requests"), () => void check());
-      } catch {
-        // The directory appears with the first request; the poll covers it.
-      }
-      // A slow poll backs up the watcher (inotify can miss a directory created later).
-      poll = setInterval(() => void check(), 250);
-      void check();
-    });
+    const requested = waitForChange(join(files.dir, "stop-requests"), async () => ((await files.stopRequests(nonce)).length > 0 ? true : undefined), {
+      timeoutMs: overdueMs,
+      signal: done.signal,
+    }).then((r): StopCause => ({ reason: r ? "requested" : "overdue" }));
+    return await Promise.race([requested, ended.then((): StopCause => ({ reason: "ended" }))]);
   } finally {
-    watcher?.close();
-    clearInterval(poll);
-    clearTimeout(overdue);
+    done.abort();
   }
 }

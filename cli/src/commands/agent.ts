@@ -11,7 +11,8 @@ import { clientOptions, type Command, type CommandContext } from "../command.js"
 import { readTokenFile } from "../config.js";
 import { untilStopped } from "../service-run.js";
 import { clientSession } from "../session.js";
-import { applyLogLevel, flagOrFile, loadServiceConfig, setting } from "../service-config.js";
+import { applyLogLevel, flagOrFile, intSetting, loadServiceConfig, setting } from "../service-config.js";
+import { adbServerAddress } from "../adb-address.js";
 
 const configKeys = {
   coordinator: "string",
@@ -64,13 +65,6 @@ export const agentCommand: Command = {
   },
 };
 
-function int(text: string | undefined, field: string, min: number, max: number): number | undefined {
-  if (text === undefined) return undefined;
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(ErrorCodes.invalidArgument, `${field} must be an integer ${min}..${max}, got "${text}"`, field);
-  return n;
-}
-
 async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
   const file = loadServiceConfig(setting(parsed, "config", ctx.env["FARM_AGENT_CONFIG"], undefined), configKeys);
   applyLogLevel(parsed, ctx.env, file["logLevel"]);
@@ -78,12 +72,9 @@ async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
   if (!coordinatorUrl) throw new CliError(ErrorCodes.invalidArgument, "--coordinator URL is required", "coordinator");
   const dataDir = setting(parsed, "data-dir", undefined, file["dataDir"]) ?? join(defaultFarmHome(ctx.env), "agent");
   const token = agentToken(setting(parsed, "token-file", undefined, file["tokenFile"]), ctx.env, dataDir);
-  const adb = {
-    host: setting(parsed, "adb-host", undefined, file["adbHost"]) ?? "127.0.0.1",
-    port: int(setting(parsed, "adb-port", ctx.env["ANDROID_ADB_SERVER_PORT"], file["adbPort"]), "adb-port", 1, 65535) ?? 5037,
-  };
-  const heartbeatIntervalMs = int(setting(parsed, "heartbeat-interval", undefined, file["heartbeatInterval"]), "heartbeat-interval", 50, 600_000) ?? 5_000;
-  const drainTimeoutS = int(setting(parsed, "drain-timeout", undefined, file["drainTimeout"]), "drain-timeout", 0, 3_600) ?? DEFAULT_DRAIN_TIMEOUT_S;
+  const adb = adbServerAddress(parsed, ctx.env, file);
+  const heartbeatIntervalMs = intSetting(setting(parsed, "heartbeat-interval", undefined, file["heartbeatInterval"]), "heartbeat-interval", 50, 600_000) ?? 5_000;
+  const drainTimeoutS = intSetting(setting(parsed, "drain-timeout", undefined, file["drainTimeout"]), "drain-timeout", 0, 3_600) ?? DEFAULT_DRAIN_TIMEOUT_S;
   const metricsListen = setting(parsed, "metrics-listen", undefined, file["metricsListen"]);
   const name = setting(parsed, "name", undefined, file["name"]);
   const lockDir = setting(parsed, "lock-dir", undefined, file["lockDir"]);

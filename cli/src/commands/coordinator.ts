@@ -7,7 +7,7 @@ import { ensureTokenFile } from "@farm/coordinator/bootstrap-token";
 import { parseFlags } from "../args.js";
 import type { Command } from "../command.js";
 import { untilStopped } from "../service-run.js";
-import { applyLogLevel, flagOrFile, loadServiceConfig, setting } from "../service-config.js";
+import { applyLogLevel, flagOrFile, intSetting, loadServiceConfig, setting } from "../service-config.js";
 
 const configKeys = { listen: "string", dataDir: "string", heartbeatMisses: "number", tlsCert: "string", tlsKey: "string", insecure: "boolean", logLevel: "string" } as const;
 
@@ -32,8 +32,7 @@ export const coordinatorCommand: Command = {
     applyLogLevel(parsed, ctx.env, file["logLevel"]);
     const listen = parseListenAddress(setting(parsed, "listen", undefined, file["listen"]) ?? "127.0.0.1:7420");
     const dataDir = setting(parsed, "data-dir", undefined, file["dataDir"]) ?? join(defaultFarmHome(ctx.env), "coordinator");
-    const misses = Number(setting(parsed, "heartbeat-misses", undefined, file["heartbeatMisses"]) ?? 3);
-    if (!Number.isInteger(misses) || misses < 1 || misses > 100) throw new CliError(ErrorCodes.invalidArgument, "heartbeat misses must be an integer 1..100", "heartbeat-misses");
+    const misses = intSetting(setting(parsed, "heartbeat-misses", undefined, file["heartbeatMisses"]), "heartbeat-misses", 1, 100) ?? 3;
     const certFile = setting(parsed, "tls-cert", undefined, file["tlsCert"]);
     const keyFile = setting(parsed, "tls-key", undefined, file["tlsKey"]);
     if ((certFile === undefined) !== (keyFile === undefined)) throw new CliError(ErrorCodes.invalidArgument, "TLS needs both --tls-cert and --tls-key", certFile ? "tls-key" : "tls-cert");
