@@ -43,10 +43,10 @@ async function resolveSession(text: string | undefined): Promise<{ sessionId: st
 }
 
 /** Status and stop use the session's saved target; a different --device is a mistake, not a redirect. */
-function checkTarget(parsed: Parsed, s: VideoSession): void {
+function checkTarget(parsed: Parsed, sessionId: string, serial: string): void {
   const device = stringFlag(parsed, "device");
-  if (device !== undefined && device !== s.serial) {
-    throw invalidArgument("device", `session ${s.sessionId} records ${s.serial}; --device ${device} conflicts with it`);
+  if (device !== undefined && device !== serial) {
+    throw invalidArgument("device", `session ${sessionId} records ${serial}; --device ${device} conflicts with it`);
   }
 }
 
@@ -170,12 +170,8 @@ function sessionCommand(name: "status" | "stop", summary: string): Command {
     async run(ctx) {
       const parsed = parseFlags(ctx.args, this.options);
       const target = await resolveSession(stringFlag(parsed, "session"));
-      if (target.local) {
-        const device = stringFlag(parsed, "device");
-        if (device !== undefined && device !== target.local.device.serial) {
-          throw invalidArgument("device", `session ${target.sessionId} records ${target.local.device.serial}; --device ${device} conflicts with it`);
-        }
-      }
+      // Checked before the call when the bundle says where it was recorded, after it otherwise.
+      if (target.local) checkTarget(parsed, target.sessionId, target.local.device.serial);
       const session = clientSession(ctx, parsed);
       const client = serviceClient(VideoService, session.config);
       const res =
@@ -183,7 +179,7 @@ function sessionCommand(name: "status" | "stop", summary: string): Command {
           ? await client.stopVideo({ sessionId: target.sessionId }, { timeoutMs: Math.max(session.timeoutMs, STOP_RPC_MS) })
           : await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
       const s = res.session as VideoSession;
-      checkTarget(parsed, s);
+      checkTarget(parsed, s.sessionId, s.serial);
       if (target.dir) await refreshLocal(ctx, parsed, target.dir, s);
       const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;
       const data = view(s, manifestPath, name === "stop" ? (st) => st === "complete" : (st) => st === "complete" || LIVE.has(st));
