@@ -21,7 +21,8 @@ per device, and runs until SIGINT/SIGTERM (then disconnects them).
 Options:
   --devices N       number of devices (default 1); each imitates a different phone
   --adb-port N      adb server port (default $ANDROID_ADB_SERVER_PORT or 5037);
-                    like the adb CLI, \`adb connect\` starts a server there if none runs
+                    when none runs there, one is started (\`adb start-server\`) before
+                    any device connects; it keeps running after devsim stops
   --host ADDR       address to listen on (default 127.0.0.1)
   --no-connect      only listen; do not run \`adb connect\`
   --format F        json (one JSON object per line: serial, port, serialno, model, control)

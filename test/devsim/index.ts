@@ -35,7 +35,7 @@ export { applyDeviceAction, parseDeviceAction, ACTIONS, type DeviceAction } from
 export { parseScenario, loadScenario, runSchedule, type Scenario, type ScheduledEvent } from './control/scenario.js';
 export type { DeviceSummary } from './control/device-summary.js';
 
-export { startAdbServer, type AdbServer, type StartAdbServerOptions } from './host/adb-server.js';
+export { ensureAdbServer, startAdbServer, type AdbServer, type StartAdbServerOptions } from './host/adb-server.js';
 export { adbConnect, adbDisconnect, type AdbConnectOptions } from './host/adb-connect.js';
 export { runAdb, adbBinary, type AdbResult, type RunAdbOptions } from './host/adb-cli.js';
 export { waitForDeviceState, type WantedState, type WaitForDeviceOptions } from './host/device-watch.js';

@@ -40,9 +40,36 @@ describe('shell parsing', () => {
       expect(() => parseScript(text), text).toThrow(expect.objectContaining({ incomplete: true }));
     }
     expect(() => parseScript('; echo')).toThrow(ShellSyntaxError);
-    expect(() => parseScript('echo a &')).toThrow(/background/);
+    expect(parseScript('echo a & echo b').items.map((i) => i.background ?? false)).toEqual([true, false]);
     expect(() => parseScript('echo $((1+2))')).toThrow(/not supported/);
     expect(() => parseScript('echo $(id')).toThrow(expect.objectContaining({ incomplete: true }));
+  });
+});
+
+describe('background jobs', () => {
+  it('runs `&` without waiting; wait collects the status and $! names the job', async () => {
+    const r = await sh('sh -c "sleep 0.05; exit 3" & echo started; wait $!; echo "rc=$?"');
+    expect(r.stdout).toBe('started\nrc=3\n');
+  });
+
+  it('a nohup job outlives the session that started it; a plain one does not', async () => {
+    const device = newDevice();
+    const hangup = new AbortController();
+    const run = sh('nohup sh -c "sleep 0.1; echo done > /data/local/tmp/nohup.txt" & sh -c "sleep 0.1; echo done > /data/local/tmp/plain.txt" & wait', { device, signal: hangup.signal });
+    setTimeout(() => hangup.abort(), 20);
+    await run;
+    await new Promise((r) => setTimeout(r, 250));
+    expect(device.readFile('/data/local/tmp/nohup.txt')?.toString()).toBe('done\n');
+    expect(device.readFile('/data/local/tmp/plain.txt')).toBeUndefined();
+  });
+
+  it('a reboot ends nohup jobs; mv renames in one step', async () => {
+    const device = newDevice();
+    await sh('nohup sh -c "sleep 0.1; echo x > /data/local/tmp/a.tmp; mv /data/local/tmp/a.tmp /data/local/tmp/a.done" &', { device });
+    device.reboot();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(device.readFile('/data/local/tmp/a.done')).toBeUndefined();
+    expect(await sh('echo y > /data/local/tmp/b.tmp && mv /data/local/tmp/b.tmp /data/local/tmp/b.done && cat /data/local/tmp/b.done; cat /data/local/tmp/b.tmp', { device })).toMatchObject({ stdout: 'y\n', stderr: expect.stringContaining('b.tmp') });
   });
 });
 

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { FaultSettings } from '../faults/fault-settings.js';
 import type { UiNode } from '../screen/ui-node.js';
 
 /** The abstract socket an SDK runtime listens on: new with every start of the app. */
@@ -18,6 +19,8 @@ export interface SdkAppView {
   pid: () => number | undefined;
   /** The app's own view tree while it is in front, else undefined. */
   tree: () => UiNode | undefined;
+  /** The phone's faults now (sdkTrickleMs bites here). */
+  faults?: () => Readonly<FaultSettings>;
 }
 
 function toJson(node: UiNode): unknown {
@@ -49,6 +52,16 @@ export async function startSdkServer(app: SdkAppView): Promise<{ port: number; c
       response.writeHead(status, { 'content-type': 'application/json' });
       response.end(`${JSON.stringify({ ...body, runtimeBinding })}\n`);
     };
+    const trickleMs = app.faults?.().sdkTrickleMs;
+    if (trickleMs !== undefined) {
+      // A live but endless answer: an idle timeout never fires, only a total deadline ends it.
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{');
+      const timer = setInterval(() => response.write(' '), Math.max(1, trickleMs));
+      timer.unref();
+      response.once('close', () => clearInterval(timer));
+      return;
+    }
     if (request.method !== 'GET') return send(405, { error: 'method not allowed' });
     const pkg = request.headers['x-farm-sdk-package'];
     const epoch = request.headers['x-farm-sdk-epoch'];

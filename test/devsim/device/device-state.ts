@@ -56,6 +56,7 @@ export class DeviceState {
   adbdRoot = false;
   hooks: DeviceHooks = { vanish: () => {}, reboot: () => {}, restartAdbd: () => {} };
   private currentBootId: string;
+  private boot = new AbortController();
 
   constructor(props: Record<string, string>, bootId: string = randomUUID(), display: DisplaySpec = { width: 1080, height: 2400, density: 420 }) {
     this.props = new PropertyStore(props);
@@ -122,6 +123,7 @@ export class DeviceState {
       runtimeEpoch,
       pid: () => this.appProcess(packageName)?.pid,
       tree: () => (this.screen.focusedPackage === packageName ? this.screen.tree() : undefined),
+      faults: () => this.faults.current,
     });
     this.sdkServers.set(packageName, { started, runtimeEpoch });
     const publish = (ready: boolean) => this.writeSdkDescriptor(packageName, { ok: ready, packageName, runtimeEpoch, transport: 'localabstract', socketName, version: 'farm-sdk/1', updatedAtMs: Date.now(), error: ready ? null : 'starting' });
@@ -196,8 +198,15 @@ export class DeviceState {
     return this.currentBootId;
   }
 
+  /** Aborted when this boot ends: what runs detached (nohup jobs) dies with it. */
+  get bootSignal(): AbortSignal {
+    return this.boot.signal;
+  }
+
   /** Starts a new boot: fresh boot id, adbd back to non-root. */
   reboot(): string {
+    this.boot.abort();
+    this.boot = new AbortController();
     this.currentBootId = randomUUID();
     this.adbdRoot = false;
     for (const process of this.processes.list()) {

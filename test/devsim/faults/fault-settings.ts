@@ -24,6 +24,14 @@ export interface FaultSettings {
   storageFull?: boolean;
   /** run-as refuses every package as if none were debuggable. */
   runAsDenied?: boolean;
+  /** `wm density` fails (exit 255, no density printed), as on builds whose window manager refuses the shell. */
+  densityUnavailable?: boolean;
+  /** `dumpsys input` is refused (no viewport, no SurfaceOrientation), as on builds that deny the shell DUMP. */
+  rotationUnavailable?: boolean;
+  /** screenrecord ignores `--time-limit` and records until signalled (or 180 s). */
+  screenrecordOverrun?: boolean;
+  /** The app SDK answers every request with a 200 header, then one byte every N ms, and never finishes the body. */
+  sdkTrickleMs?: number;
 }
 
 export const FAULT_KEYS = [
@@ -36,6 +44,10 @@ export const FAULT_KEYS = [
   'screenrecordCorrupt',
   'storageFull',
   'runAsDenied',
+  'densityUnavailable',
+  'rotationUnavailable',
+  'screenrecordOverrun',
+  'sdkTrickleMs',
 ] as const satisfies ReadonlyArray<keyof FaultSettings>;
 
 const PNG_FAULTS: readonly PngFault[] = ['corrupt', 'truncated', 'lying-header'];
@@ -55,6 +67,7 @@ export function parseFaultSettings(input: unknown): Partial<Record<keyof FaultSe
     }
     switch (key) {
       case 'vanishAfterBytes':
+      case 'sdkTrickleMs':
       case 'latencyMs':
       case 'bandwidthBytesPerSec':
         if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`${key} must be a non-negative number`);

@@ -211,6 +211,23 @@ export class FileSystem {
     return dir;
   }
 
+  /** rename(2): replaces a non-directory target atomically, keeps the inode. */
+  rename(from: string, to: string, caller: Caller): void {
+    const src = resolvePath('/', from);
+    const dst = resolvePath('/', to);
+    const node = this.lookup(src, caller, false);
+    const source = this.parentOf(src, caller);
+    const target = this.parentOf(dst, caller);
+    this.check(source.parent, caller, W | X, src);
+    this.check(target.parent, caller, W | X, dst);
+    const existing = target.parent.children.get(target.name);
+    if (existing?.kind === 'dir') throw new FsError('EISDIR', dst);
+    if (existing?.kind === 'file') this.usedBytes -= existing.data.length;
+    source.parent.children.delete(source.name);
+    target.parent.children.set(target.name, node);
+    source.parent.mtime = target.parent.mtime = nowSeconds();
+  }
+
   symlink(target: string, path: string, caller: Caller): void {
     const full = resolvePath('/', path);
     if (this.tryLookup(full, caller, false)) throw new FsError('EEXIST', full);

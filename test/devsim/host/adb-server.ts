@@ -120,3 +120,22 @@ async function shutDown(child: ChildProcess, port: number, exited: Promise<void>
     }
   }
 }
+
+/**
+ * Makes sure one adb server answers on `port` before anything connects to
+ * it: if none does, `adb start-server` starts one (a daemon, as the adb CLI
+ * would) and this waits until it answers. N `adb connect` calls that each
+ * find no server each try to start one, and the losers fail with
+ * "cannot connect to daemon".
+ */
+export async function ensureAdbServer(port: number, timeoutMs = 10_000): Promise<void> {
+  const answering = () => hostRequest(port, 'host:version').then(() => true, () => false);
+  if (await answering()) return;
+  const started = await runAdb(port, ['start-server'], { timeoutMs });
+  const deadline = Date.now() + timeoutMs;
+  // start-server returns once the daemon said it is up; still, ask it.
+  while (!(await answering())) {
+    if (Date.now() > deadline) throw new Error(`no adb server answers on port ${port} (adb start-server exited ${started.code}: ${`${started.stdout}${started.stderr}`.trim()})`);
+    await delay(READY_POLL_MS);
+  }
+}

@@ -4,6 +4,7 @@ import { DEFAULT_ADB_SERVER_PORT } from '../transport/port-rules.js';
 import { startControlServer, type ControlServer } from '../control/control-server.js';
 import { runSchedule, type Scenario } from '../control/scenario.js';
 import { adbConnect, adbDisconnect } from './adb-connect.js';
+import { ensureAdbServer } from './adb-server.js';
 
 /** One phone to start: SimDevice options plus how many adb serials it gets. */
 export interface DevsimDeviceSpec extends SimDeviceOptions {
@@ -108,6 +109,8 @@ export async function startDevsim(options: DevsimOptions): Promise<Devsim> {
       }
     }
     if (connect) {
+      // One server first: parallel `adb connect`s would each race to start one.
+      await ensureAdbServer(adbPort, timeout.timeoutMs);
       await Promise.all(
         started.map(async (entry) => {
           await adbConnect(adbPort, host, entry.port, timeout);

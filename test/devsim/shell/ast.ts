@@ -60,6 +60,8 @@ export interface Pipeline {
 export interface AndOrList {
   first: Pipeline;
   rest: Array<{ op: '&&' | '||'; pipeline: Pipeline }>;
+  /** Ended by `&`: runs as a background job, the shell goes on at once. */
+  background?: boolean;
 }
 
 /** AndOr lists separated by `;` or newlines. */

@@ -30,10 +30,13 @@ class Parser {
       if (token.type === 'eof') break;
       const keyword = this.keyword(token);
       if (keyword !== undefined && terminators.has(keyword)) break;
-      items.push(this.andOr());
+      const item = this.andOr();
+      items.push(item);
       const after = this.peek();
       if (after.type === 'op' && after.op === '&') {
-        throw new ShellSyntaxError('background jobs (&) are not supported by devsim');
+        item.background = true;
+        this.pos++;
+        continue;
       }
       if (after.type === 'op' && (after.op === ';' || after.op === '\n')) {
         this.pos++;

@@ -48,6 +48,9 @@ export class Shell {
   private readonly signal: AbortSignal;
   private readonly commands: CommandTable;
   private readonly pid = 1000 + Math.floor(Math.random() * 30000);
+  /** Background jobs (`&`) by pid, until `wait` collects them. */
+  private readonly jobs = new Map<number, Promise<number>>();
+  private lastJobPid: number | undefined;
   readonly caller: Caller;
   /** Working directory (cd changes it). */
   cwd: string;
@@ -100,7 +103,56 @@ export class Shell {
 
   private async list(list: CommandList, io: ShellIO): Promise<number> {
     let status = 0;
-    for (const item of list.items) status = await this.andOr(item, io);
+    for (const item of list.items) status = item.background ? this.startJob(item, io) : await this.andOr(item, io);
+    return status;
+  }
+
+  /**
+   * `LIST &`: runs in a subshell without waiting. Without job control its
+   * stdin is empty, and the host hanging up ends it (SIGHUP) unless it was
+   * started under `nohup`; a reboot ends it either way.
+   */
+  private startJob(item: AndOrList, io: ShellIO): number {
+    const first = item.first.commands[0];
+    const word = first?.type === 'simple' ? first.words[0]?.parts : undefined;
+    const nohup = word?.length === 1 && word[0]?.type === 'literal' && word[0].value === 'nohup';
+    const device = this.options.device.bootSignal;
+    const signal = nohup ? device : AbortSignal.any([this.signal, device]);
+    const child = new Shell({ ...this.options, stdin: EMPTY_INPUT, stdout: io.stdout, stderr: io.stderr, signal, caller: this.caller, cwd: this.cwd });
+    for (const [key, value] of this.vars) child.vars.set(key, value);
+    const pid = child.pid;
+    const job = (async () => {
+      await yieldToEventLoop();
+      try {
+        return await child.andOr({ ...item, background: false }, { stdin: EMPTY_INPUT, stdout: io.stdout, stderr: io.stderr });
+      } catch (error) {
+        if (error instanceof ExitRequest) return error.status;
+        if (signal.aborted) return STATUS_HANGUP;
+        return 1;
+      }
+    })();
+    this.jobs.set(pid, job);
+    this.lastJobPid = pid;
+    return 0;
+  }
+
+  /** `wait [PID…]`: the status of the last job waited for (127 for an unknown pid). */
+  private async waitJobs(args: string[]): Promise<number> {
+    const pids = args.length > 0 ? args.map(Number) : [...this.jobs.keys()];
+    let status = 0;
+    for (const pid of pids) {
+      const job = this.jobs.get(pid);
+      if (!job) {
+        status = 127;
+        continue;
+      }
+      // Rejects when this shell's own session ends, as `wait` is interrupted by SIGHUP.
+      status = await Promise.race([job, new Promise<never>((_, reject) => {
+        if (this.signal.aborted) reject(this.signal.reason);
+        this.signal.addEventListener('abort', () => reject(this.signal.reason), { once: true });
+      })]);
+      this.jobs.delete(pid);
+    }
     return status;
   }
 
@@ -189,6 +241,7 @@ export class Shell {
   private async exec(name: string, args: string[], io: ShellIO, overrides: RunOverrides): Promise<number> {
     // cd, export and exec change this shell's own state, so they cannot be table commands.
     if (name === 'cd') return this.changeDirectory(args[0] ?? '/', io);
+    if (name === 'wait') return this.waitJobs(args);
     if (name === 'export') {
       for (const arg of args) {
         const eq = arg.indexOf('=');
@@ -302,6 +355,8 @@ export class Shell {
         return String(this.lastStatus);
       case '$':
         return String(this.pid);
+      case '!':
+        return this.lastJobPid === undefined ? '' : String(this.lastJobPid);
       case '#':
         return '0';
       case '0':

@@ -142,7 +142,9 @@ export const dumpsysCommand: ShellCommand = async (ctx) => {
       text = displayDump(device);
       break;
     case 'input':
-      text = inputDump(device);
+      text = device.faults.current.rotationUnavailable
+        ? 'Permission Denial: can\'t dump input from from pid=4242, uid=2000 due to missing android.permission.DUMP permission\n'
+        : inputDump(device);
       break;
     case 'activity':
       text = activityDump(device);

@@ -27,6 +27,8 @@ import { screenrecordCommand } from './screenrecord.js';
 import { logcatCommand } from './logcat.js';
 import { idCommand, whoamiCommand } from './id.js';
 import { sttyCommand } from './stty.js';
+import { nohupCommand } from './nohup.js';
+import { mvCommand } from './mv.js';
 
 /**
  * Commands the simulated shell knows, by name. Add a command by writing a
@@ -46,6 +48,8 @@ export const DEFAULT_COMMANDS: CommandTable = new Map<string, ShellCommand>([
   ['ls', lsCommand],
   ['mkdir', mkdirCommand],
   ['rm', rmCommand],
+  ['mv', mvCommand],
+  ['nohup', nohupCommand],
   ['rmdir', rmdirCommand],
   ['sha256sum', sha256sumCommand],
   ['pwd', pwdCommand],

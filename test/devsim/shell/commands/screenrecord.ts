@@ -109,7 +109,7 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
     await ctx.stdout.write(`Main display is ${display.width}x${display.height} @60.00fps (orientation=${device.display.rotation})\nConfigured codec video/avc at ${recordSize.width}x${recordSize.height}, bit rate ${bitRate}\n`);
   }
 
-  const recorder = new ScreenRecorder(device.screen, device.renderer, { size: recordSize, bitRate, timeLimitMs: timeLimit * 1000 });
+  const recorder = new ScreenRecorder(device.screen, device.renderer, { size: recordSize, bitRate, timeLimitMs: (device.faults.current.screenrecordOverrun ? MAX_TIME_LIMIT_S : timeLimit) * 1000 });
   let killedBy: number | undefined;
   const process = device.processes.spawn({
     ppid: 1,

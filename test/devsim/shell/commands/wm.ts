@@ -22,6 +22,10 @@ export const wmCommand: ShellCommand = async (ctx) => {
     return 0;
   }
   if (sub === 'density') {
+    if (value === undefined && ctx.device.faults.current.densityUnavailable) {
+      await ctx.stderr.write('Error: Could not access the Window Manager. Is the system running?\n');
+      return 255;
+    }
     if (value === undefined) {
       const lines = [`Physical density: ${display.physicalDensity}`];
       if (display.overrideDensity !== undefined) lines.push(`Override density: ${display.overrideDensity}`);
