@@ -47,11 +47,17 @@ export interface DeviceView {
   identity: DeviceIdentity;
 }
 
+/** The state of a phone whose adb server is gone: still listed, not usable, not leasable. */
+export const ADB_UNAVAILABLE = "unavailable";
+
 /**
  * Follows the adb server's device list (host:track-devices) and keeps the
  * properties of every online device. When the adb server goes away (restart,
- * crash) tracking is re-established with backoff; the first list from the new
- * server is reconciled against what was known, so vanished devices are removed.
+ * crash) its phones turn `unavailable` at once (nothing can reach them, and
+ * saying `device` would let leases and actions pick them), and tracking is
+ * re-established with backoff; the first list from the new server is
+ * reconciled against what was known, so vanished devices are removed and the
+ * others take the state adb gives them.
  */
 export class DeviceWatcher {
   private readonly known = new Map<string, Known>();
@@ -192,10 +198,12 @@ export class DeviceWatcher {
       tracker.once("end", (err: Error | undefined) => {
         if (this.tracker !== tracker) return;
         this.tracker = undefined;
+        this.markUnavailable();
         this.scheduleRetry(err?.message ?? "adb tracking ended");
       });
       tracker.start(this.opts.server);
     } catch (err) {
+      this.markUnavailable();
       this.scheduleRetry((err as Error).message);
     }
   }
@@ -203,6 +211,8 @@ export class DeviceWatcher {
   private async poll(): Promise<void> {
     if (this.stopped || !this.tracker) return;
     try {
+      // adbkit starts a server when it finds none; with starting disabled, look first.
+      if (this.opts.serverAvailable && !(await this.opts.serverAvailable())) return;
       const list = await this.opts.adb.listDevices();
       if (!this.stopped && this.tracker) this.reconcile(list.map((d: { id: string; type: string }) => ({ serial: d.id, state: d.type })));
     } catch {
@@ -222,6 +232,11 @@ export class DeviceWatcher {
     const present = new Set(current.map((d) => d.serial));
     for (const serial of [...this.known.keys()]) if (!present.has(serial)) this.remove(serial);
     for (const d of current) this.setState(d.serial, d.state);
+  }
+
+  /** No adb server: every adb phone is unreachable until a new server lists it again. */
+  private markUnavailable(): void {
+    for (const serial of [...this.known.keys()]) this.setState(serial, ADB_UNAVAILABLE);
   }
 
   private setState(serial: string, state: string): void {

@@ -27,6 +27,12 @@ export class IosRuntime {
   port = 0;
   /** Replies claim this binding instead of the true one (a confused runtime). */
   lieAbout: Partial<Record<string, unknown>> | undefined;
+  /**
+   * The status route's body (runtimeBinding is added): by default
+   * `{ ok: true, ready: true }`; set it to serve a reply without a boolean
+   * `ok`, or with `ok: false` (a runtime that is up but not ready).
+   */
+  statusBody: Record<string, unknown> = { ok: true, ready: true };
   private server: Server | undefined;
 
   constructor(private readonly opts: IosRuntimeOptions) {
@@ -49,7 +55,7 @@ export class IosRuntime {
       if (got.some((v) => typeof v !== "string")) return send(400, { error: "missing identity headers" });
       const want = [b["schemaVersion"], b["bundleId"], b["runtimeEpoch"], String(b["processId"]), String(b["port"])];
       if (got.some((v, i) => v !== want[i])) return send(409, { error: "identity mismatch" });
-      if (req.url === this.opts.statusPath) return send(200, { ready: true });
+      if (req.url === this.opts.statusPath) return send(200, this.statusBody);
       send(404, { error: "no route" });
     });
     const s = this.server;

@@ -1,14 +1,17 @@
 import type { AdbServerAddress } from "../adb-client.js";
-import { forwardToAnyPort, killForward, listForwards } from "../adb-host.js";
+import { forwardToAnyPort, killForward, listForwards, type Forward } from "../adb-host.js";
 import { shellV2 } from "../adb-shell.js";
 import { bridgeError, BridgeCodes } from "./bridge-error.js";
-import { parseJson, sdkGet, type SdkResponse } from "./sdk-http.js";
+import { Budget, parseJson, sdkGet, type SdkResponse } from "./sdk-http.js";
 
 /** Where the in-app SDK publishes its endpoint, relative to the app's private dir. */
 export const ANDROID_ENDPOINT_FILE = "files/farm_sdk_endpoint.json";
 export const ANDROID_ENDPOINT_SCHEMA = "farm.android-sdk-endpoint.v1";
 export const DESCRIPTOR_MAX_BYTES = 4096;
 const CHECK_TIMEOUT_MS = 3_000;
+/** Kept back from a discovery's budget so a forward it made can still be removed in time. */
+const CLEANUP_RESERVE_MS = 300;
+const CLEANUP_TIMEOUT_MS = 500;
 
 const packagePattern = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
 const epochPattern = /^[A-Za-z0-9-]{1,64}$/;
@@ -78,14 +81,19 @@ export function checkAndroidBinding(res: SdkResponse, d: AndroidDescriptor): Rec
  * Finds an app's SDK endpoint on exactly this serial: reads its descriptor
  * through run-as, validates it, creates or reuses the exact adb forward to
  * its abstract socket, and proves the binding with a request before handing
- * the route out. No cached port, no scan, no fallback.
+ * the route out. No cached port, no scan, no fallback. Every step shares
+ * one budget of timeoutMs, and a forward this call made is removed again
+ * if the call fails.
  */
-export async function discoverAndroidEndpoint(adb: AdbServerAddress, serial: string, pkg: string, timeoutMs = 10_000): Promise<AndroidEndpoint> {
+export function discoverAndroidEndpoint(adb: AdbServerAddress, serial: string, pkg: string, timeoutMs = 10_000): Promise<AndroidEndpoint> {
+  return discoverWithin(adb, serial, pkg, new Budget(timeoutMs));
+}
+
+async function discoverWithin(adb: AdbServerAddress, serial: string, pkg: string, budget: Budget): Promise<AndroidEndpoint> {
   validatePackageName(pkg);
-  const signal = AbortSignal.timeout(timeoutMs);
   let read;
   try {
-    read = await shellV2(adb, serial, `run-as ${pkg} cat ${ANDROID_ENDPOINT_FILE}`, signal);
+    read = await shellV2(adb, serial, `run-as ${pkg} cat ${ANDROID_ENDPOINT_FILE}`, budget.signal());
   } catch (err) {
     throw bridgeError(BridgeCodes.discoveryFailed, `reading the descriptor on ${serial} failed: ${(err as Error).message}`);
   }
@@ -97,31 +105,59 @@ export async function discoverAndroidEndpoint(adb: AdbServerAddress, serial: str
   const d = validateAndroidDescriptor(read.stdout.toString("utf8"), pkg);
 
   const remote = `localabstract:${d.socketName}`;
-  const existing = (await listForwards(adb, signal)).find((f) => f.serial === serial && f.remote === remote && /^tcp:\d+$/.test(f.local));
+  const ours = (f: Forward) => f.serial === serial && f.remote === remote && /^tcp:\d+$/.test(f.local);
+  let before: Forward[];
+  try {
+    before = await listForwards(adb, budget.signal(CLEANUP_RESERVE_MS));
+  } catch (err) {
+    throw bridgeError(BridgeCodes.discoveryFailed, `listing adb forwards failed: ${(err as Error).message}`);
+  }
+  const existing = before.find(ours);
   let hostPort = existing ? Number(existing.local.slice(4)) : 0;
-  let created = false;
   if (!existing) {
-    hostPort = await forwardToAnyPort(adb, serial, remote, signal).catch((err: Error) => {
-      throw bridgeError(BridgeCodes.discoveryFailed, `adb forward to ${remote} on ${serial} failed: ${err.message}`);
-    });
-    created = true;
+    try {
+      hostPort = await forwardToAnyPort(adb, serial, remote, budget.signal(CLEANUP_RESERVE_MS));
+    } catch (err) {
+      // Given up on (the deadline) after adb may have made it: remove what is new since we looked.
+      await removeForwards(adb, serial, (f) => ours(f) && !before.some((b) => b.local === f.local));
+      throw bridgeError(BridgeCodes.discoveryFailed, `adb forward to ${remote} on ${serial} failed: ${(err as Error).message}`);
+    }
   }
   // The forward exists; is the SDK on the other end the runtime the descriptor names?
-  let res: SdkResponse;
   try {
-    res = await sdkGet("127.0.0.1", hostPort, "/v1/info", androidIdentityHeaders(d), CHECK_TIMEOUT_MS);
+    let res: SdkResponse;
+    try {
+      res = await sdkGet("127.0.0.1", hostPort, "/v1/info", androidIdentityHeaders(d), budget.slice(CHECK_TIMEOUT_MS, CLEANUP_RESERVE_MS));
+    } catch (err) {
+      throw bridgeError(BridgeCodes.notReady, `nothing answers completely on ${remote} (${(err as Error).message}): the app is not running, its SDK has not bound yet, or it is stuck`);
+    }
+    checkAndroidBinding(res, d);
   } catch (err) {
-    throw bridgeError(BridgeCodes.notReady, `nothing answers on ${remote} (${(err as Error).message}): the app is not running, or its SDK has not bound yet`);
+    // A route that was never proven is not left behind; one we only reused is not ours to remove.
+    if (!existing) await removeForwards(adb, serial, (f) => f.local === `tcp:${hostPort}` && f.remote === remote);
+    throw err;
   }
-  checkAndroidBinding(res, d);
-  return { ...d, serial, hostPort, forwardCreated: created, verifiedAtMs: Date.now() };
+  return { ...d, serial, hostPort, forwardCreated: !existing, verifiedAtMs: Date.now() };
+}
+
+/** Best effort, bounded by its own short deadline (the caller's budget keeps room for it). */
+async function removeForwards(adb: AdbServerAddress, serial: string, which: (f: Forward) => boolean): Promise<void> {
+  try {
+    const signal = AbortSignal.timeout(CLEANUP_TIMEOUT_MS);
+    for (const f of (await listForwards(adb, signal)).filter((x) => x.serial === serial && which(x))) {
+      await killForward(adb, serial, Number(f.local.slice(4)), signal);
+    }
+  } catch {
+    // The adb server is gone or slow: its forwards went with it, or `farm app remove-forward` clears them.
+  }
 }
 
 /**
  * A GET to the app's SDK, through an endpoint found earlier (`known`) or
  * discovered now. If the app restarted in between (its old socket is gone,
  * or its new runtime refuses the old identity), the endpoint is discovered
- * again, once, and the request repeated against the new runtime.
+ * again, once, and the request repeated against the new runtime. All of it
+ * (discovery, request, rediscovery, request) within one budget of timeoutMs.
  */
 export async function androidSdkGet(
   adb: AdbServerAddress,
@@ -131,10 +167,11 @@ export async function androidSdkGet(
   timeoutMs = 10_000,
   known?: AndroidEndpoint,
 ): Promise<{ endpoint: AndroidEndpoint; body: Record<string, unknown>; raw: Buffer; rediscovered: boolean }> {
-  let endpoint = known ?? (await discoverAndroidEndpoint(adb, serial, pkg, timeoutMs));
+  const budget = new Budget(timeoutMs);
+  let endpoint = known ?? (await discoverWithin(adb, serial, pkg, budget));
   for (let attempt = 0; ; attempt++) {
     try {
-      const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), timeoutMs);
+      const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), budget.remaining());
       const body = checkAndroidBinding(res, endpoint);
       if (res.status !== 200) throw bridgeError(BridgeCodes.notReady, `the SDK answered ${res.status} to ${path}: ${String(body["error"] ?? "")}`);
       return { endpoint, body, raw: res.body, rediscovered: attempt > 0 };
@@ -142,7 +179,7 @@ export async function androidSdkGet(
       const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code;
       const stale = code === BridgeCodes.identityMismatch || /ECONNRESET|socket hang up|ECONNREFUSED/.test((err as Error).message);
       if (!stale || attempt > 0) throw err;
-      endpoint = await discoverAndroidEndpoint(adb, serial, pkg, timeoutMs);
+      endpoint = await discoverWithin(adb, serial, pkg, budget);
     }
   }
 }

@@ -7,7 +7,8 @@ import { discoverAndroidEndpoint } from "./android-endpoint.js";
 
 /** GetAppEndpoint on this agent: Android through adb, iOS through devicectl when configured. */
 export async function appEndpoint(serial: string, app: string, wdaRunner: string, deadlineMs: number, deps: CommandHandlerDeps): Promise<AppEndpoint> {
-  const timeoutMs = Math.max(1_000, deadlineMs - Date.now() - 200);
+  // The caller's budget, less the way back; no floor, or the answer would come after the caller gave up.
+  const timeoutMs = Math.max(0, deadlineMs - Date.now() - 200);
   const ios = deps.ios?.device(serial);
   if (ios) {
     const e = wdaRunner ? await deps.ios!.wdaEndpoint(serial, wdaRunner, timeoutMs) : await deps.ios!.sdkEndpoint(serial, app, timeoutMs);

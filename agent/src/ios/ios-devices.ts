@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { bridgeError, BridgeCodes } from "../app-sdk/bridge-error.js";
-import { parseJson, sdkGet } from "../app-sdk/sdk-http.js";
+import { Budget, parseJson, sdkGet } from "../app-sdk/sdk-http.js";
 import type { DeviceWatcher } from "../device-watcher.js";
 import { copyFromAppContainer, listDevices, type Devicectl, type DevicectlDevice } from "./devicectl.js";
 
@@ -144,12 +144,13 @@ export class IosDevices {
    */
   private async endpoint(serial: string, bundleId: string, file: string, schema: string, statusPath: string, timeoutMs: number): Promise<IosEndpoint> {
     if (!bundlePattern.test(bundleId)) throw bridgeError(BridgeCodes.invalid, `"${bundleId}" is not a bundle id`, "app");
+    const budget = new Budget(timeoutMs);
     const d = this.devices.get(serial);
     if (!d) throw bridgeError(BridgeCodes.discoveryFailed, `no iOS device ${serial} on this agent`, "serial");
     if (stateOf(d) !== "device") throw bridgeError(BridgeCodes.discoveryFailed, `iOS device ${serial} is ${stateOf(d)}: it needs a connected developer tunnel, developer mode and its disk image`);
     let bytes: Buffer;
     try {
-      bytes = await copyFromAppContainer(this.opts.tool, d.identifier, bundleId, file, IOS_DESCRIPTOR_MAX_BYTES, timeoutMs);
+      bytes = await copyFromAppContainer(this.opts.tool, d.identifier, bundleId, file, IOS_DESCRIPTOR_MAX_BYTES, budget.remaining());
     } catch (err) {
       if (err instanceof RangeError) throw bridgeError(BridgeCodes.invalid, err.message);
       throw bridgeError(BridgeCodes.discoveryFailed, `copying ${file} from ${bundleId} on ${serial} failed: ${(err as Error).message}`);
@@ -159,7 +160,7 @@ export class IosDevices {
     if (!host) throw bridgeError(BridgeCodes.discoveryFailed, `iOS device ${serial} reports no tunnel address`);
     let res;
     try {
-      res = await sdkGet(host, runtime.port, statusPath, iosIdentityHeaders(runtime), CHECK_TIMEOUT_MS);
+      res = await sdkGet(host, runtime.port, statusPath, iosIdentityHeaders(runtime), budget.slice(CHECK_TIMEOUT_MS));
     } catch (err) {
       throw bridgeError(BridgeCodes.notReady, `nothing answers at ${host}:${runtime.port} (${(err as Error).message})`);
     }
@@ -169,6 +170,11 @@ export class IosDevices {
       throw bridgeError(BridgeCodes.notReady, `status answered ${res.status}`);
     }
     checkIosBinding(body, runtime);
+    // Answering is not being ready: only an explicit boolean ok:true verifies the endpoint.
+    if (body?.["ok"] !== true) {
+      const why = typeof body?.["error"] === "string" ? `: ${body["error"]}` : "";
+      throw bridgeError(BridgeCodes.notReady, `${statusPath} answered ${body && "ok" in body ? `ok: ${JSON.stringify(body["ok"])}` : "without a boolean ok"}${why}; the runtime is not ready`);
+    }
     return { ...runtime, host, verifiedAtMs: Date.now() };
   }
 }
