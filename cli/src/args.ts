@@ -8,16 +8,29 @@ export interface Parsed {
   positionals: string[];
 }
 
-/** Strict flag parsing: an unknown or malformed flag is an INVALID_ARGUMENT. */
+/**
+ * Strict flag parsing: an unknown or malformed flag is an INVALID_ARGUMENT,
+ * and so is a single-value flag given twice (node's parseArgs would silently
+ * keep the last one, so `--device A --device B` would act on B).
+ */
 export function parseFlags(args: string[], options: OptionSpec, allowPositionals = false): Parsed {
+  let r;
   try {
-    const r = parseArgs({ args, options, strict: true, allowPositionals });
-    return { values: r.values as Parsed["values"], positionals: r.positionals };
+    r = parseArgs({ args, options, strict: true, allowPositionals, tokens: true });
   } catch (err) {
     const message = (err as Error).message;
     const flag = /'(--?[\w-]+)/.exec(message)?.[1];
     throw new CliError(ErrorCodes.invalidArgument, message, flag?.replace(/^-+/, ""));
   }
+  const seen = new Set<string>();
+  for (const t of r.tokens) {
+    if (t.kind !== "option") continue;
+    const spec = options[t.name];
+    if (spec?.type !== "string" || spec.multiple === true) continue;
+    if (seen.has(t.name)) throw new CliError(ErrorCodes.invalidArgument, `--${t.name} was given more than once; give it once`, t.name);
+    seen.add(t.name);
+  }
+  return { values: r.values as Parsed["values"], positionals: r.positionals };
 }
 
 export function stringFlag(p: Parsed, name: string): string | undefined {

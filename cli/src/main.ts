@@ -62,9 +62,10 @@ function groupHelp(path: string, cmds: CommandNode[], summary: string): string {
  * picks the format before parsing anything else, so even flag errors honour
  * it: flag > FARM_OUTPUT > config file > json unless stdout is a terminal.
  */
-function takeOutputFormat(argv: string[], env: NodeJS.ProcessEnv): { format: OutputFormat; rest: string[]; bad?: string } {
+function takeOutputFormat(argv: string[], env: NodeJS.ProcessEnv): { format: OutputFormat; rest: string[]; bad?: string; repeated?: boolean } {
   const rest: string[] = [];
   let flag: string | undefined;
+  let repeated = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === "--") {
@@ -75,16 +76,19 @@ function takeOutputFormat(argv: string[], env: NodeJS.ProcessEnv): { format: Out
     // Other values stay for the command (`farm screenshot --output shot.png`);
     // commands without such a flag reject them as an unknown option.
     if (value === "json" || value === "pretty") {
-      flag = value;
+      // Like every single-value flag, given twice it is refused (not "last
+      // wins"); the refusal is printed in the first format asked for.
+      if (flag !== undefined) repeated = true;
+      else flag = value;
       if (a === "--output") i++;
       continue;
     }
     rest.push(a);
   }
   const v = flag ?? env["FARM_OUTPUT"] ?? configuredOutput(env);
-  if (v === undefined) return { format: defaultFormat(), rest };
-  if (v === "json" || v === "pretty") return { format: v, rest };
-  return { format: "json", rest, bad: v };
+  if (v === undefined) return { format: defaultFormat(), rest, repeated };
+  if (v === "json" || v === "pretty") return { format: v, rest, repeated };
+  return { format: "json", rest, bad: v, repeated };
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -99,6 +103,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     if (output.bad !== undefined) {
       throw new CliError(ErrorCodes.invalidArgument, `--output must be json or pretty, got "${output.bad}"`, "output");
     }
+    if (output.repeated) throw new CliError(ErrorCodes.invalidArgument, "--output was given more than once; give it once", "output");
     const [first, ...rest] = argv;
     if (first === undefined || first === "--help" || first === "-h" || first === "help") {
       process.stdout.write(rootHelp() + "\n");

@@ -16,6 +16,34 @@ export async function* readChunks(path: string, chunkBytes = CHUNK_BYTES): Async
   for await (const chunk of createReadStream(path, { highWaterMark: chunkBytes })) yield new Uint8Array(chunk as Buffer);
 }
 
+/** A write that made no progress although bytes were left to write. */
+export class ShortWriteError extends Error {
+  readonly code = "ESHORTWRITE";
+  constructor(
+    readonly path: string,
+    readonly written: number,
+    readonly wanted: number,
+  ) {
+    super(`short write to ${path}: ${written} of ${wanted} bytes written and the file system accepts no more`);
+    this.name = "ShortWriteError";
+  }
+}
+
+/**
+ * Writes every byte at the file's current position, checking `bytesWritten`
+ * of each write: a short write is continued (the next write reports why the
+ * disk refused, usually ENOSPC), and a write that makes no progress throws
+ * ShortWriteError rather than looping.
+ */
+export async function writeAll(fh: FileHandle, bytes: Uint8Array, path = "file"): Promise<void> {
+  let off = 0;
+  while (off < bytes.length) {
+    const { bytesWritten } = await fh.write(bytes, off, bytes.length - off);
+    if (bytesWritten <= 0) throw new ShortWriteError(path, off, bytes.length);
+    off += bytesWritten;
+  }
+}
+
 export interface Expected {
   size: number;
   sha256: string;
@@ -45,21 +73,33 @@ export class VerifiedFileWriter {
     return this.got;
   }
 
-  /** Appends bytes; false (nothing written) if they go past the announced size. */
+  /**
+   * Appends bytes; false (nothing written) if they go past the announced
+   * size. Every byte reaches the file or this throws (a full disk gives its
+   * ENOSPC): a short write is never counted as a whole one.
+   */
   async write(bytes: Uint8Array): Promise<boolean> {
     if (this.got + bytes.length > this.expected.size) return false;
+    await writeAll(this.fh, bytes, this.path);
     this.got += bytes.length;
     this.hash.update(bytes);
-    await this.fh.write(bytes);
     return true;
   }
 
-  /** Syncs and closes; ok when size and sha256 match the announcement. */
+  /**
+   * Syncs and closes; ok when size and sha256 match the announcement and the
+   * file on disk holds exactly the bytes received.
+   */
   async finish(): Promise<{ ok: boolean; size: number; sha256: string }> {
-    await this.fh.sync();
-    await this.fh.close();
+    let onDisk: number;
+    try {
+      await this.fh.sync();
+      onDisk = (await this.fh.stat()).size;
+    } finally {
+      await this.fh.close();
+    }
     const sha256 = this.hash.digest("hex");
-    return { ok: this.got === this.expected.size && sha256 === this.expected.sha256, size: this.got, sha256 };
+    return { ok: this.got === this.expected.size && onDisk === this.got && sha256 === this.expected.sha256, size: this.got, sha256 };
   }
 
   /** Closes without checking (the transfer failed); the caller removes the file. */

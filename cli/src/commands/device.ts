@@ -1,5 +1,6 @@
 import { create, toJson } from "@bufbuild/protobuf";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Code } from "@connectrpc/connect";
+import { CliError, ErrorCodes, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
 import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type DeviceTarget, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { intFlag, parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { labelGroup } from "./label.js";
@@ -25,6 +26,25 @@ function open(ctx: CommandContext, parsed: Parsed): { client: ReturnType<typeof 
   return { client: serviceClient(DeviceService, session.config, { lease }), session };
 }
 
+/**
+ * A command that changes a device: any failure it meets before the
+ * coordinator answered (a bad flag, a missing device) is reported with what
+ * is known, that nothing was dispatched.
+ */
+function mutation(cmd: Command): Command {
+  return {
+    ...cmd,
+    async run(ctx) {
+      try {
+        return await cmd.run.call(this, ctx);
+      } catch (err) {
+        if (err instanceof CliError) throw farmError(Code.InvalidArgument, err.code, err.message, err.field, NOT_DISPATCHED);
+        throw err;
+      }
+    },
+  };
+}
+
 const recordJson = (a: ActionRecord) => toJson(ActionRecordSchema, a, { alwaysEmitImplicit: true });
 
 function actionLine(a: ActionRecord): string[] {
@@ -32,7 +52,7 @@ function actionLine(a: ActionRecord): string[] {
   return [a.actionId, a.kind, a.state, dispatched, a.settledBy || a.abandonReason || a.errorMessage];
 }
 
-const shell: Command = {
+const shell: Command = mutation({
   name: "shell",
   summary: "Run a shell command on a device (a journaled mutation)",
   usage: "farm device shell --device SERIAL [--agent NAME] [-- COMMAND...]   (no command: an interactive terminal)",
@@ -56,9 +76,9 @@ const shell: Command = {
     });
     return res.exitCode === 0 ? 0 : Math.min(255, Math.max(1, res.exitCode));
   },
-};
+});
 
-const setprop: Command = {
+const setprop: Command = mutation({
   name: "setprop",
   summary: "Set a system property on a device (a journaled mutation)",
   usage: "farm device setprop --device SERIAL KEY VALUE",
@@ -73,7 +93,7 @@ const setprop: Command = {
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `${key} set (action ${res.actionId})`);
     return 0;
   },
-};
+});
 
 const pin: Command = {
   name: "pin",
@@ -196,7 +216,7 @@ export const logcatCommand: Command = {
   },
 };
 
-export const inputCommand: Command = {
+export const inputCommand: Command = mutation({
   name: "input",
   summary: "Send input: tap X Y | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
   usage: "farm input [--device SERIAL] tap X Y | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
@@ -221,9 +241,9 @@ export const inputCommand: Command = {
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `sent (action ${res.actionId})`);
     return 0;
   },
-};
+});
 
-export const rebootCommand: Command = {
+export const rebootCommand: Command = mutation({
   name: "reboot",
   summary: "Reboot a device (a journaled mutation; proven later by a new boot id)",
   usage: "farm reboot [--device SERIAL]",
@@ -235,7 +255,7 @@ export const rebootCommand: Command = {
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `rebooting (action ${res.actionId})`);
     return 0;
   },
-};
+});
 
 export const screenshotCommand: Command = {
   name: "screenshot",
@@ -257,7 +277,7 @@ export const screenshotCommand: Command = {
   },
 };
 
-export const installCommand: Command = {
+export const installCommand: Command = mutation({
   name: "install",
   summary: "Install an APK on a device (streamed upload; a journaled mutation)",
   usage: "farm install [--device SERIAL] APP.apk",
@@ -274,7 +294,7 @@ export const installCommand: Command = {
     ctx.printer.result({ actionId: res.actionId, output: res.output, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => res.output);
     return 0;
   },
-};
+});
 
 export const deviceGroup: CommandGroup = {
   name: "device",

@@ -6,7 +6,6 @@ import { Code } from "@connectrpc/connect";
 import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateContext, validateLabel, validateOutputDir } from "@farm/shared/evidence-options";
-import { writePrivateFile } from "@farm/shared/secure-file";
 import { FARM_VERSION } from "@farm/shared/version";
 import { parseVideoSize, validateDurationSeconds, validateSessionId, videoFields } from "@farm/shared/video-options";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
@@ -17,7 +16,7 @@ import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
-import { claimBundleDir, writePulledBundle } from "../bundle-writer.js";
+import { claimBundleDir, publishBundleFile, writePulledBundle } from "../bundle-writer.js";
 
 // Video has fixed budgets (start 5 s, stop 15 s); --timeout is only the RPC deadline.
 const START_RPC_MS = 30_000;
@@ -61,11 +60,16 @@ async function refreshLocal(ctx: CommandContext, parsed: Parsed, dir: string, s:
   if (current?.finishedAt) return;
   if (s.stored) {
     const client = serviceClient(EvidenceService, clientSession(ctx, parsed).config);
-    await writePulledBundle(dir, client.pullEvidence({ evidenceId: s.sessionId }, { timeoutMs: TRANSFER_MS }));
+    await writePulledBundle({ dir, evidenceId: s.sessionId, claim: false }, client.pullEvidence({ evidenceId: s.sessionId }, { timeoutMs: TRANSFER_MS }));
   } else if (s.manifestJson) {
     const m = JSON.parse(s.manifestJson) as EvidenceManifest;
     // Files come only with the terminal bundle; until then just the manifest.
-    if (!m.finishedAt) await writePrivateFile(path, s.manifestJson);
+    if (!m.finishedAt) {
+      const text = s.manifestJson;
+      await publishBundleFile(dir, "manifest.json", text).catch((err: unknown) => {
+        throw farmError(Code.Aborted, ErrorCodes.evidenceCaptureFailed, `session ${s.sessionId}: writing the active manifest into ${dir} failed: ${(err as Error).message}`);
+      });
+    }
   }
 }
 
@@ -170,15 +174,24 @@ function sessionCommand(name: "status" | "stop", summary: string): Command {
     async run(ctx) {
       const parsed = parseFlags(ctx.args, this.options);
       const target = await resolveSession(stringFlag(parsed, "session"));
-      // Checked before the call when the bundle says where it was recorded, after it otherwise.
-      if (target.local) checkTarget(parsed, target.sessionId, target.local.device.serial);
       const session = clientSession(ctx, parsed);
       const client = serviceClient(VideoService, session.config);
-      const res =
+      // A conflicting --device is refused before anything changes: from the
+      // local bundle when there is one, else from the session's saved target,
+      // read (status changes nothing) before a stop is ever sent.
+      let s: VideoSession | undefined;
+      if (target.local) checkTarget(parsed, target.sessionId, target.local.device.serial);
+      else if (stringFlag(parsed, "device") !== undefined) {
+        const saved = (await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })).session as VideoSession;
+        checkTarget(parsed, saved.sessionId, saved.serial);
+        if (name === "status") s = saved;
+      }
+      s ??= (
         name === "stop"
           ? await client.stopVideo({ sessionId: target.sessionId }, { timeoutMs: Math.max(session.timeoutMs, STOP_RPC_MS) })
-          : await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
-      const s = res.session as VideoSession;
+          : await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })
+      ).session as VideoSession;
+      // The coordinator's record is the saved target; a local bundle that disagrees is not trusted.
       checkTarget(parsed, s.sessionId, s.serial);
       if (target.dir) await refreshLocal(ctx, parsed, target.dir, s);
       const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;

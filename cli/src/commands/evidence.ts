@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { CliError, ErrorCodes, toErrorReport } from "@farm/shared/errors";
 import { validateAppPackage, validateContext, validateLabel, validateOutputDir, validateTimeout } from "@farm/shared/evidence-options";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { FARM_VERSION } from "@farm/shared/version";
@@ -9,10 +9,10 @@ import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { parseFlags, requiredString, stringFlag } from "../args.js";
 import { serviceClient } from "../client.js";
-import { clientOptions, type Command, type CommandGroup } from "../command.js";
+import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
-import { claimBundleDir, writePulledBundle } from "../bundle-writer.js";
+import { writePulledBundle } from "../bundle-writer.js";
 import { videoGroup } from "./evidence-video.js";
 
 /** Time for upload and transfer on top of the device-work budget. */
@@ -20,6 +20,18 @@ const TRANSFER_ALLOWANCE_MS = 60_000;
 
 // --timeout here is the device-work budget, not the RPC deadline.
 const connection = Object.fromEntries(Object.entries(clientOptions).filter(([k]) => k !== "timeout"));
+
+/**
+ * A failure after the coordinator has the bundle (the output dir was taken
+ * meanwhile, the disk filled, the transfer broke): printed with the evidence
+ * id, because the stored bundle can still be pulled.
+ */
+function failedAfterStore(ctx: CommandContext, err: unknown, evidenceId: string): number {
+  const report = toErrorReport(err);
+  const data = { ...report, evidenceId };
+  ctx.printer.emit(data, () => `error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]\nevidence ${evidenceId} is in the coordinator's store`);
+  return 1;
+}
 
 const capture: Command = {
   name: "capture",
@@ -48,8 +60,9 @@ const capture: Command = {
     const outputDir = outputFlag === undefined ? undefined : validateOutputDir(outputFlag);
     const session = clientSession(ctx, { ...parsed, values: { ...parsed.values, timeout: undefined } });
     const client = serviceClient(EvidenceService, session.config);
-    if (outputDir) await claimBundleDir(outputDir);
 
+    // The output dir is claimed only once the coordinator has taken the device
+    // and stored a bundle: a wrong device or a refusal leaves no directory behind.
     const res = await client.captureEvidence(
       {
         target: create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "" }),
@@ -64,7 +77,11 @@ const capture: Command = {
     let manifestPath: string | null = null;
     let manifest = JSON.parse(res.manifestJson) as EvidenceManifest;
     if (outputDir) {
-      manifest = await writePulledBundle(outputDir, client.pullEvidence({ evidenceId: res.evidenceId }, { timeoutMs: TRANSFER_ALLOWANCE_MS }));
+      try {
+        manifest = await writePulledBundle({ dir: outputDir, evidenceId: res.evidenceId, claim: true }, client.pullEvidence({ evidenceId: res.evidenceId }, { timeoutMs: TRANSFER_ALLOWANCE_MS }));
+      } catch (err) {
+        return failedAfterStore(ctx, err, res.evidenceId);
+      }
       manifestPath = join(outputDir, "manifest.json");
     }
     const complete = manifest.status === "complete";
@@ -137,8 +154,8 @@ const pull: Command = {
     const outputDir = validateOutputDir(stringFlag(parsed, "output-dir"));
     const session = clientSession(ctx, parsed);
     const client = serviceClient(EvidenceService, session.config);
-    await claimBundleDir(outputDir);
-    const manifest = await writePulledBundle(outputDir, client.pullEvidence({ evidenceId: id }, { timeoutMs: Math.max(session.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
+    // Claimed when the coordinator starts sending: an unknown id creates nothing.
+    const manifest = await writePulledBundle({ dir: outputDir, evidenceId: id, claim: true }, client.pullEvidence({ evidenceId: id }, { timeoutMs: Math.max(session.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
     const manifestPath = join(outputDir, "manifest.json");
     ctx.printer.result({ evidenceId: id, status: manifest.status, manifestPath }, () => `evidence ${id} (${manifest.status}) written to ${outputDir}`);
     return 0;
@@ -147,7 +164,7 @@ const pull: Command = {
 
 const verify: Command = {
   name: "verify",
-  summary: "Check a bundle offline: schema, and every artifact's size and sha256",
+  summary: "Check a bundle offline: schema, every artifact's size and sha256, and that complete media decode as recorded",
   usage: "farm evidence verify BUNDLE_DIR",
   options: { help: { type: "boolean", short: "h" } },
   positionals: true,
