@@ -13,12 +13,21 @@ export interface ShellResult {
 
 const OUTPUT_CAP = 1024 * 1024;
 
+/** Hooks for callers that must know how far a command got if it fails midway. */
+export interface ShellWatch {
+  /** The device accepted the shell service: the command is running. */
+  onOpen?(): void;
+  /** Each stdout packet as it arrives (before the cap applies). */
+  onStdout?(data: Buffer): void;
+}
+
 /**
  * Runs `command` with adb's shell protocol v2 (exit status, separate
  * stdout/stderr): adbkit only speaks the v1 shell, which has no exit status.
  */
-export async function shellV2(addr: AdbServerAddress, serial: string, command: string, signal?: AbortSignal): Promise<ShellResult> {
+export async function shellV2(addr: AdbServerAddress, serial: string, command: string, signal?: AbortSignal, watch?: ShellWatch): Promise<ShellResult> {
   const { socket, leftover } = await openDeviceService(addr, serial, `shell,v2,raw:${command}`, signal);
+  watch?.onOpen?.();
   return new Promise((resolve, reject) => {
     let buf: Buffer = leftover;
     const out: Buffer[] = [];
@@ -46,6 +55,7 @@ export async function shellV2(addr: AdbServerAddress, serial: string, command: s
         if (buf.length < 5 + len) return;
         const data = buf.subarray(5, 5 + len);
         buf = buf.subarray(5 + len);
+        if (id === 1) watch?.onStdout?.(data);
         if (id === 1 || id === 2) {
           const total = id === 1 ? (outBytes += data.length) : (errBytes += data.length);
           if (total <= OUTPUT_CAP) (id === 1 ? out : err).push(Buffer.from(data));

@@ -1,9 +1,13 @@
-import { hostname, tmpdir, userInfo } from "node:os";
+import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { DeviceEventSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { openAgentDb } from "./db/open-agent-db.js";
 import { OwnershipJournal } from "./ownership-journal.js";
+import { openHostJournalDb } from "./db/host-journal-db.js";
+import { importLegacyJournal } from "./legacy-journal.js";
+import { UnresolvedReports } from "./unresolved-reports.js";
+import { DeviceJobs } from "./actions/device-job.js";
 import { PinStore } from "./pin-store.js";
 import { DeviceHistory } from "./device-history.js";
 import { DeviceOwnership } from "./device-ownership.js";
@@ -82,9 +86,10 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const lockDir = opts.lockDir ?? defaultLockDir();
   await ensurePrivateDir(lockDir);
   const database = openAgentDb(join(opts.dataDir, "agent.db"));
-  const journal = new OwnershipJournal(database.db, database.sqlite);
-  const recovered = journal.recoverAfterRestart();
-  if (recovered > 0) log.warn("actions in flight when the agent stopped are now unresolved", { count: recovered });
+  const hostJournal = openHostJournalDb(lockDir);
+  const journal = new OwnershipJournal(hostJournal.db, hostJournal.sqlite);
+  const imported = importLegacyJournal(database, journal, identity.id);
+  if (imported > 0) log.info("moved this agent's journal entries into the host journal", { count: imported, journal: hostJournal.file });
   const pins = new PinStore(database.db);
   let uplink: Uplink | undefined;
   const history = new DeviceHistory(database.db, (e) => {
@@ -108,7 +113,11 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     },
   });
   watcher.start();
-  const ownership = new DeviceOwnership({ lockDir, journal, watcher, history, agentId: identity.id });
+  const reports = new UnresolvedReports(watcher, (physicalId) => journal.unknownIds(physicalId));
+  const ownership = new DeviceOwnership({ lockDir, journal, watcher, history, agentId: identity.id, log, onUnresolvedChange: (physicalId) => reports.changed(physicalId) });
+  const recovered = ownership.recoverOrphans();
+  if (recovered > 0) log.warn("actions in flight when their agent stopped are now unresolved", { count: recovered });
+  const jobs = new DeviceJobs(opts.adb, (physicalId) => journal.unresolvedIds(physicalId));
   const transport = coordinatorTransport(opts.coordinatorUrl, opts.token, { caFile: opts.caFile, insecure: opts.insecure });
   if (opts.insecure && !opts.coordinatorUrl.startsWith("https:")) log.warn("--insecure: the agent token may cross the network in cleartext");
   const agentInfo = { id: identity.id, host: hostname(), version: FARM_VERSION };
@@ -121,12 +130,12 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     watcher,
     pins,
     history,
-    shell: shellAction(opts.adb),
-    setProp: setPropAction(opts.adb),
-    input: inputAction(opts.adb),
-    reboot: rebootAction(opts.adb),
+    shell: shellAction(jobs),
+    setProp: setPropAction(jobs),
+    input: inputAction(jobs),
+    reboot: rebootAction(opts.adb, watcher),
     interactiveShell: interactiveShellAction(opts.adb, transport),
-    install: installAction(opts.adb, adbClient, transport, join(opts.dataDir, "staging")),
+    install: installAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
     video,
@@ -148,6 +157,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 5_000,
     watcher,
     log,
+    decorate: reports.decorate,
     onStateChange: (attached) => {
       opts.onAttachedChange?.(attached);
       if (attached) {
@@ -166,6 +176,13 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     },
   });
   const link = uplink;
+  reports.send = (report) => link.sendDeviceReport(report);
+  // Other agents sharing the host journal change it too.
+  const journalPoll = setInterval(() => {
+    ownership.recoverOrphans();
+    reports.refresh();
+  }, opts.heartbeatIntervalMs ?? 5_000);
+  journalPoll.unref();
   link.start();
   log.info("agent started", { name, coordinator: opts.coordinatorUrl, adb: `${opts.adb.host}:${opts.adb.port}`, ...(metricsUrl ? { metrics: metricsUrl } : {}) });
   return {
@@ -194,8 +211,10 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       video.close();
       ios?.stop();
       watcher.stop();
+      clearInterval(journalPoll);
       await link.stop();
       database.close();
+      hostJournal.close();
       OsLock.closeIdle();
       dataDirLock.release();
       log.info("agent stopped");
@@ -205,8 +224,10 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
 
 /**
  * Host-wide by default, so every farm process of this OS user on the host
- * (two agents, an agent and a local tool) contends for the same device locks.
+ * (two agents, an agent and a local tool) contends for the same device locks
+ * and sees the same journal. A state dir, not /tmp: the journal must survive
+ * a reboot of the host.
  */
-export function defaultLockDir(): string {
-  return join(tmpdir(), `farm-device-locks-${userInfo().uid}`);
+export function defaultLockDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env["XDG_STATE_HOME"] || join(homedir(), ".local", "state"), "farm", "locks");
 }

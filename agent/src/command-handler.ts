@@ -53,6 +53,9 @@ export interface CommandHandlerDeps {
 /** While draining, only what finishes or reports on existing work is taken. */
 const allowedWhileDraining = new Set<AgentCommand["kind"]["case"]>(["videoStatus", "stopVideo", "inspectVideo", "getOwnership", "getActionReceipt", "drain"]);
 
+/** Commands that change a device: every answer says whether they were dispatched. */
+const mutationCommands = new Set<AgentCommand["kind"]["case"]>(["runShell", "setProperty", "sendInput", "reboot", "installApp", "openShell"]);
+
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
 
 /** Runs one routed command and always answers with a CommandResult. */
@@ -208,6 +211,12 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
     }
   } catch (err) {
     const report = toErrorReport(err);
+    // Every failure of a mutation that carries no outcome happened before
+    // its journal entry (argument checks): nothing reached the device.
+    if (mutationCommands.has(cmd.kind.case) && report.dispatched === undefined) {
+      report.dispatched = false;
+      report.ambiguous = false;
+    }
     return result({
       case: "error",
       value: {
@@ -217,6 +226,8 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
           field: report.field ?? "",
           ambiguous: report.ambiguous ?? false,
           ...(report.dispatched === undefined || report.dispatched === null ? {} : { dispatched: report.dispatched }),
+          actionId: report.actionId ?? "",
+          agentId: report.agentId ?? "",
         },
       },
     });

@@ -2,12 +2,27 @@ import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { actionError, ErrorCodes, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
+import { hopDeadline } from "@farm/shared/deadline";
+import type { Logger } from "@farm/shared/log";
 import { ActionRecordSchema, OwnershipSchema, type ActionRecord, type Ownership } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { OsLock } from "./os-lock.js";
 import type { ActionRow, OwnershipJournal } from "./ownership-journal.js";
 import type { DeviceView, DeviceWatcher } from "./device-watcher.js";
 import type { DeviceHistory } from "./device-history.js";
+
+/**
+ * How far a dispatch got, kept up to date by the action kind as it goes:
+ * what the journal records when the action cannot report for itself (it
+ * overran its deadline). "before": nothing reached the device; "sent": the
+ * request left, the device may or may not have taken it; "accepted": the
+ * device took it.
+ */
+export interface DispatchProgress {
+  phase: "before" | "sent" | "accepted";
+  /** Persists facts observed on the way that reconcile may need as proof. */
+  note(facts: Record<string, unknown>): void;
+}
 
 /** How one kind of mutating action reaches the device and proves itself. */
 export interface ActionKind<Req, Res> {
@@ -15,15 +30,19 @@ export interface ActionKind<Req, Res> {
   /** The request as stored in the journal (never secrets). */
   journalRequest(req: Req): Record<string, unknown>;
   /**
-   * Performs the action. Throws DispatchFailure to say how far it got; any
-   * other error counts as an unknown outcome.
+   * Performs the action, stopping when the signal aborts (the deadline).
+   * Throws DispatchFailure to say how far it got; any other error counts
+   * as an unknown outcome.
    */
-  dispatch(device: DeviceView, req: Req, action: ActionRow, signal: AbortSignal): Promise<{ result: Res; receipt: Record<string, unknown> }>;
+  dispatch(device: DeviceView, req: Req, action: ActionRow, signal: AbortSignal, progress: DispatchProgress): Promise<{ result: Res; receipt: Record<string, unknown> }>;
   /**
-   * Looks for proof of the recorded action's effect without replaying it.
-   * Returns a receipt when proven, undefined when it cannot be proven.
+   * Looks for a record the action itself left (never the state of the
+   * device, which someone else may have caused). Returns a receipt when
+   * proven, undefined when it cannot be proven.
    */
   prove(device: DeviceView, action: ActionRow, signal: AbortSignal): Promise<Record<string, unknown> | undefined>;
+  /** Called once the action is settled: removes what the action left on the device for proof. */
+  acknowledge?(device: DeviceView, action: ActionRow): Promise<void>;
 }
 
 export class DispatchFailure extends Error {
@@ -58,9 +77,18 @@ export interface ActionContext {
 }
 
 /**
+ * How long after its deadline an action may still hold the device lock: the
+ * dispatch is aborted at the deadline, and whatever it has not finished by
+ * then plus this margin is recorded as unknown and the lock released.
+ */
+export const LOCK_RELEASE_MARGIN_MS = 250;
+
+const phaseDispatched = { before: false, sent: null, accepted: true } as const;
+
+/**
  * Device ownership on this host: one OS-held lock per physical device, and
- * the journal that records each mutation before it is dispatched. Reads
- * never take the lock and are never blocked by unresolved actions.
+ * the host journal that records each mutation before it is dispatched.
+ * Reads never take the lock and are never blocked by unresolved actions.
  */
 export class DeviceOwnership {
   constructor(
@@ -70,6 +98,9 @@ export class DeviceOwnership {
       watcher: DeviceWatcher;
       history: DeviceHistory;
       agentId: string;
+      log?: Logger;
+      /** Told when a device's unresolved actions may have changed. */
+      onUnresolvedChange?: (physicalId: string) => void;
     },
   ) {}
 
@@ -85,85 +116,146 @@ export class DeviceOwnership {
         Code.FailedPrecondition,
         ErrorCodes.deviceOffline,
         d ? `device ${serial} is ${d.state}` : `device ${serial} is not connected to this agent's adb server`,
-        { dispatched: false, ambiguous: false },
+        NOT_DISPATCHED,
         "serial",
       );
     }
     return d;
   }
 
+  /** Ids of the device's unresolved actions in this host's journal. */
+  unresolvedIds(physicalId: string): string[] {
+    return this.deps.journal.unresolvedIds(physicalId);
+  }
+
+  /**
+   * Finds entries left "pending" by processes that died mid-action (on any
+   * agent sharing the lock dir) and marks them unknown. A pending entry is
+   * only written under the device lock, so one whose lock is free is orphaned.
+   */
+  recoverOrphans(): number {
+    let n = 0;
+    for (const physicalId of this.deps.journal.pendingDevices()) {
+      const lock = OsLock.tryAcquire(this.lockFile(physicalId), { agentId: this.deps.agentId, kind: "recover" });
+      if (!lock) continue;
+      try {
+        n += this.deps.journal.orphanPending(physicalId);
+      } finally {
+        lock.release();
+      }
+      this.deps.onUnresolvedChange?.(physicalId);
+    }
+    return n;
+  }
+
   async run<Req, Res>(kind: ActionKind<Req, Res>, req: Req, ctx: ActionContext): Promise<{ action: ActionRow; result: Res }> {
-    const notDispatched = { dispatched: false, ambiguous: false };
     const device = this.requireDevice(ctx.serial);
     if (device.identity.identityStatus === "duplicate") {
       throw actionError(
         Code.FailedPrecondition,
         ErrorCodes.duplicateIdentity,
         `device ${ctx.serial} shares its identity (${device.identity.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
-        notDispatched,
+        NOT_DISPATCHED,
         "serial",
       );
     }
     const physicalId = device.identity.physicalId;
     // Waiting for the lock leaves time to say so before the deadline.
-    const lockDeadline = ctx.deadlineMs - Math.min(500, Math.max(0, ctx.deadlineMs - Date.now()) * 0.2);
-    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind }, lockDeadline);
+    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind }, hopDeadline(ctx.deadlineMs, 500));
     if (!lock) {
       const holder = OsLock.holder(this.lockFile(physicalId));
       throw actionError(
         Code.Unavailable,
         ErrorCodes.deviceBusy,
         `device ${physicalId} is held by another action${holder ? ` (${describeHolder(holder)})` : ""} and did not come free before the deadline`,
-        notDispatched,
+        NOT_DISPATCHED,
       );
     }
     try {
-      if (this.deps.journal.hasUnresolved(physicalId)) {
-        const unresolved = this.deps.journal.unresolved(physicalId);
+      if (this.deps.journal.orphanPending(physicalId) > 0) this.deps.onUnresolvedChange?.(physicalId);
+      const unresolved = this.deps.journal.unresolved(physicalId);
+      if (unresolved.length > 0) {
+        const first = unresolved[0] as ActionRow;
         throw actionError(
           Code.FailedPrecondition,
           ErrorCodes.deviceOwnershipUnresolved,
-          `device ${physicalId} has ${unresolved.length} action(s) with an unknown outcome (${unresolved.map((a) => a.actionId).join(", ")}); run \`farm device ownership reconcile --device ${ctx.serial}\``,
-          notDispatched,
+          `device ${physicalId} has ${unresolved.length} action(s) with an unknown outcome (${unresolved.map((a) => `${a.actionId} by agent ${a.agentId || "?"}`).join(", ")}); run \`farm device ownership reconcile --device ${ctx.serial}\``,
+          { ...NOT_DISPATCHED, actionId: first.actionId, agentId: first.agentId },
         );
       }
+      const runDeadline = ctx.runDeadlineMs ?? ctx.deadlineMs;
       const action = this.deps.journal.begin({
         physicalId,
+        agentId: this.deps.agentId,
         serial: ctx.serial,
         kind: kind.kind,
         request: kind.journalRequest(req),
         bootId: device.facts.bootId,
-        deadlineAt: ctx.runDeadlineMs ?? ctx.deadlineMs,
+        deadlineAt: runDeadline,
         requestedBy: ctx.requestedBy,
       });
+      this.deps.onUnresolvedChange?.(physicalId);
+      const ids = { actionId: action.actionId, agentId: this.deps.agentId };
+      const journal = this.deps.journal;
+      const progress: DispatchProgress = {
+        phase: "before",
+        note: (facts) => journal.progress(action.actionId, facts),
+      };
       const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), Math.max(0, (ctx.runDeadlineMs ?? ctx.deadlineMs) - Date.now()));
+      const timer = setTimeout(() => abort.abort(), Math.max(0, runDeadline - Date.now()));
+      let overrun: NodeJS.Timeout | undefined;
       try {
-        const { result, receipt } = await kind.dispatch(device, req, action, abort.signal);
-        return { action: this.deps.journal.settle(action.actionId, receipt, "completed"), result };
-      } catch (err) {
+        const outcome = await Promise.race([
+          kind.dispatch(device, req, action, abort.signal, progress).then(
+            (value) => ({ ok: true as const, value }),
+            (error: unknown) => ({ ok: false as const, error }),
+          ),
+          // Whatever the device does, the lock is free shortly after the deadline.
+          new Promise<{ ok: false; error: unknown }>((resolve) => {
+            overrun = setTimeout(() => {
+              this.deps.log?.warn("an action overran its deadline; recording its outcome as unknown and releasing the device", { actionId: action.actionId, kind: kind.kind });
+              resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, phaseDispatched[progress.phase], ErrorCodes.commandTimeout) });
+            }, Math.max(0, runDeadline - Date.now()) + LOCK_RELEASE_MARGIN_MS);
+          }),
+        ]);
+        if (outcome.ok) {
+          const settled = journal.settle(action.actionId, outcome.value.receipt, "completed");
+          this.acknowledge(kind, device, settled);
+          return { action: settled, result: outcome.value.result };
+        }
+        const err = outcome.error;
         if (err instanceof ActionFailed) {
-          this.deps.journal.settle(action.actionId, { ...err.receipt, failed: err.message }, "completed");
-          throw actionError(Code.Aborted, err.code, err.message, { dispatched: true, ambiguous: false });
+          const settled = journal.settle(action.actionId, { ...err.receipt, failed: err.message }, "completed");
+          this.acknowledge(kind, device, settled);
+          throw actionError(Code.Aborted, err.code, err.message, { dispatched: true, ambiguous: false, ...ids });
         }
-        const failure = err instanceof DispatchFailure ? err : new DispatchFailure((err as Error).message, null, ErrorCodes.internal);
+        const failure = err instanceof DispatchFailure ? err : new DispatchFailure((err as Error).message, phaseDispatched[progress.phase], ErrorCodes.internal);
         if (failure.dispatched === false) {
-          this.deps.journal.notDispatched(action.actionId, failure.message);
-          throw actionError(Code.Unavailable, failure.code, failure.message, notDispatched);
+          journal.notDispatched(action.actionId, failure.message);
+          throw actionError(Code.Unavailable, failure.code, failure.message, { ...NOT_DISPATCHED, ...ids });
         }
-        this.deps.journal.unknown(action.actionId, failure.dispatched, failure.message);
+        journal.unknown(action.actionId, failure.dispatched, failure.message);
+        const timedOut = abort.signal.aborted || failure.code === ErrorCodes.commandTimeout;
         throw actionError(
-          abort.signal.aborted ? Code.DeadlineExceeded : Code.Unavailable,
-          abort.signal.aborted ? ErrorCodes.commandTimeout : failure.code,
+          timedOut ? Code.DeadlineExceeded : Code.Unavailable,
+          timedOut ? ErrorCodes.commandTimeout : failure.code,
           `${failure.message}; the outcome of action ${action.actionId} is unknown and ${physicalId} is blocked until reconciled`,
-          { dispatched: failure.dispatched, ambiguous: true },
+          { dispatched: failure.dispatched, ambiguous: true, ...ids },
         );
       } finally {
         clearTimeout(timer);
+        clearTimeout(overrun);
+        abort.abort();
+        this.deps.onUnresolvedChange?.(physicalId);
       }
     } finally {
       lock.release();
     }
+  }
+
+  private acknowledge<Req, Res>(kind: ActionKind<Req, Res>, device: DeviceView, action: ActionRow): void {
+    // Off the caller's path: a record left behind is only pruned later.
+    kind.acknowledge?.(device, action).catch((err: unknown) => this.deps.log?.warn("could not remove an action's record from the device", { actionId: action.actionId, error: (err as Error).message }));
   }
 
   status(serial: string): Ownership {
@@ -194,28 +286,35 @@ export class DeviceOwnership {
   async reconcile(serial: string, kinds: Map<string, ActionKind<never, unknown>>, deadlineMs: number): Promise<{ settled: ActionRow[]; unresolved: ActionRow[] }> {
     const device = this.requireDevice(serial);
     const physicalId = device.identity.physicalId;
-    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial, kind: "reconcile" }, deadlineMs);
+    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial, kind: "reconcile" }, hopDeadline(deadlineMs, 500));
     if (!lock) throw farmError(Code.Unavailable, ErrorCodes.deviceBusy, `device ${physicalId} is held by another action`);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, deadlineMs - Date.now()));
     try {
+      this.deps.journal.orphanPending(physicalId);
       const settled: ActionRow[] = [];
       const unresolved: ActionRow[] = [];
       for (const action of this.deps.journal.unresolved(physicalId)) {
         const kind = kinds.get(action.kind);
         let receipt: Record<string, unknown> | undefined;
         try {
-          receipt = kind ? await kind.prove(device, action, abort.signal) : undefined;
+          receipt = kind && !abort.signal.aborted ? await kind.prove(device, action, abort.signal) : undefined;
         } catch {
           receipt = undefined; // a failed check proves nothing
         }
-        if (receipt) settled.push(this.deps.journal.settle(action.actionId, receipt, "reconciled"));
-        else unresolved.push(action);
+        if (receipt && kind) {
+          const row = this.deps.journal.settle(action.actionId, receipt, "reconciled");
+          settled.push(row);
+          this.acknowledge(kind, device, row);
+        } else {
+          unresolved.push(action);
+        }
       }
       return { settled, unresolved };
     } finally {
       clearTimeout(timer);
       lock.release();
+      this.deps.onUnresolvedChange?.(physicalId);
     }
   }
 
@@ -235,7 +334,9 @@ export class DeviceOwnership {
       throw farmError(Code.FailedPrecondition, ErrorCodes.invalidArgument, `action ${actionId} is ${action.state}, not unresolved`, "action_id");
     }
     if (reason.trim() === "") throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a reason is required", "reason");
-    return this.deps.journal.abandon(actionId, reason, by);
+    const row = this.deps.journal.abandon(actionId, reason, by);
+    this.deps.onUnresolvedChange?.(row.physicalId);
+    return row;
   }
 }
 

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openAgentDb } from "./db/open-agent-db.js";
+import { openHostJournalDb } from "./db/host-journal-db.js";
+import { actions as legacyActions } from "./db/schema.js";
 import { OwnershipJournal } from "./ownership-journal.js";
 
 let dir: string;
@@ -24,28 +26,46 @@ const action = (physicalId: string, i: number, padding = "") => ({
 });
 
 describe("OwnershipJournal", () => {
-  it("turns actions left pending by a dead process into unresolved unknowns", () => {
-    const file = join(dir, "agent.db");
-    const first = openAgentDb(file);
+  it("is one journal for every agent process sharing the lock dir; orphaned pending entries become unknown", () => {
+    const first = openHostJournalDb(dir);
     const j1 = new OwnershipJournal(first.db, first.sqlite);
-    const done = j1.begin(action("p1", 1));
+    const done = j1.begin({ ...action("p1", 1), agentId: "agent-a" });
     j1.settle(done.actionId, { exitCode: 0 }, "completed");
-    const inflight = j1.begin(action("p1", 2));
-    first.close(); // the process "dies" here
+    const inflight = j1.begin({ ...action("p1", 2), agentId: "agent-a" });
 
-    const second = openAgentDb(file);
+    // A second agent process opens the same host journal and sees it at once.
+    const second = openHostJournalDb(dir);
     const j2 = new OwnershipJournal(second.db, second.sqlite);
-    expect(j2.recoverAfterRestart()).toBe(1);
     expect(j2.hasUnresolved("p1")).toBe(true);
-    expect(j2.unresolved("p1").map((a) => [a.actionId, a.state, a.ambiguous, a.dispatched])).toEqual([[inflight.actionId, "unknown", true, null]]);
+    expect(j2.pendingDevices()).toEqual(["p1"]);
+    first.close(); // agent A "dies" mid-action
+    expect(j2.orphanPending("p1")).toBe(1);
+    expect(j2.unresolved("p1").map((a) => [a.actionId, a.state, a.ambiguous, a.dispatched, a.agentId])).toEqual([[inflight.actionId, "unknown", true, null, "agent-a"]]);
+    expect(j2.unresolvedIds("p1")).toEqual([inflight.actionId]);
     expect(j2.get(done.actionId)?.state).toBe("settled");
+    j2.progress(inflight.actionId, { acknowledgedAt: 1 });
+    expect(j2.get(inflight.actionId)?.progressJson).toBe('{"acknowledgedAt":1}');
     j2.settle(inflight.actionId, { proof: "x" }, "reconciled");
     expect(j2.hasUnresolved("p1")).toBe(false);
     second.close();
   });
 
+  it("imports the per-agent journal of older versions without losing unresolved entries", async () => {
+    const { importLegacyJournal } = await import("./legacy-journal.js");
+    const agentDb = openAgentDb(join(dir, "agent.db"));
+    agentDb.db.insert(legacyActions).values({ actionId: "00000000-0000-4000-8000-000000000001", physicalId: "p9", serial: "s", kind: "setprop", requestSha256: "x", requestJson: "{}", state: "unknown", dispatched: null, ambiguous: true, bootId: "b", createdAt: 1, deadlineAt: 2, size: 600 }).run();
+    const host = openHostJournalDb(dir);
+    const j = new OwnershipJournal(host.db, host.sqlite);
+    expect(importLegacyJournal(agentDb, j, "agent-old")).toBe(1);
+    expect(j.unresolved("p9").map((a) => [a.state, a.agentId])).toEqual([["unknown", "agent-old"]]);
+    expect(agentDb.db.select().from(legacyActions).all()).toEqual([]);
+    expect(importLegacyJournal(agentDb, j, "agent-old")).toBe(0);
+    host.close();
+    agentDb.close();
+  });
+
   it("bounds settled history per device and never drops unresolved actions", () => {
-    const db = openAgentDb(join(dir, "agent.db"));
+    const db = openHostJournalDb(dir);
     const j = new OwnershipJournal(db.db, db.sqlite, 64 * 1024);
     const stuck = j.begin(action("p1", 0));
     j.unknown(stuck.actionId, null, "lost");

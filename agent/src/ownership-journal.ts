@@ -3,8 +3,7 @@ import type Database from "better-sqlite3";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
 import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
-import type { AgentDb } from "./db/open-agent-db.js";
-import { actions } from "./db/schema.js";
+import { journalActions as actions, type HostJournalDb } from "./db/host-journal-db.js";
 
 export type ActionState = "pending" | "settled" | "not_dispatched" | "unknown" | "abandoned";
 export type ActionRow = typeof actions.$inferSelect;
@@ -14,6 +13,7 @@ export const JOURNAL_BYTES_PER_DEVICE = 4 * 1024 * 1024;
 
 export interface NewAction {
   physicalId: string;
+  agentId?: string;
   serial: string;
   kind: string;
   request: Record<string, unknown>;
@@ -23,51 +23,81 @@ export interface NewAction {
 }
 
 /**
- * The ownership journal. Each mutating action is committed (fsync'd, see
- * open-agent-db.ts) as "pending" before it is dispatched, then moved to its
- * outcome. "pending" found at start-up and "unknown" are unresolved: they
- * block further mutations of that physical device until reconciled by proof
- * or abandoned by an admin. Settled history is bounded per device; unresolved
- * records are never dropped.
+ * The ownership journal of a host (see host-journal-db.ts), shared by every
+ * agent process that uses the same lock dir. Each mutating action is
+ * committed (fsync'd) as "pending" before it is dispatched, then moved to its
+ * outcome. "pending" and "unknown" are unresolved: they block further
+ * mutations of that physical device, from any agent of the host, until
+ * reconciled by proof or abandoned by an admin. Nothing is cached in memory:
+ * another process may change the journal at any time. Settled history is
+ * bounded per device; unresolved records are never dropped.
  */
 export class OwnershipJournal {
   private readonly bytes = new Map<string, number>();
-  /** Unresolved action ids per physical device; this process owns the data dir, so memory is authoritative. */
-  private readonly open = new Map<string, Set<string>>();
   private readonly statements = new Map<string, Statement>();
+  private readonly unresolvedStmt: Statement;
+  private readonly unknownStmt: Statement;
 
   constructor(
-    private readonly db: AgentDb,
+    private readonly db: HostJournalDb,
     private readonly sqlite: Database.Database,
     private readonly maxBytesPerDevice = JOURNAL_BYTES_PER_DEVICE,
   ) {
-    for (const row of db.select({ actionId: actions.actionId, physicalId: actions.physicalId }).from(actions).where(inArray(actions.state, ["pending", "unknown"])).all()) {
-      this.track(row.physicalId, row.actionId, true);
-    }
+    this.unresolvedStmt = sqlite.prepare("SELECT action_id FROM actions WHERE state IN ('pending', 'unknown') AND physical_id = ? ORDER BY created_at");
+    this.unknownStmt = sqlite.prepare("SELECT action_id FROM actions WHERE state = 'unknown' AND physical_id = ? ORDER BY created_at");
   }
 
-  /** True when the device has actions whose outcome is unknown. */
+  /** True when the device has actions whose outcome is unknown (in this host's journal). */
   hasUnresolved(physicalId: string): boolean {
-    return (this.open.get(physicalId)?.size ?? 0) > 0;
+    return this.unresolvedIds(physicalId).length > 0;
   }
 
-  private track(physicalId: string, actionId: string, unresolved: boolean): void {
-    const set = this.open.get(physicalId) ?? new Set<string>();
-    if (unresolved) set.add(actionId);
-    else set.delete(actionId);
-    if (set.size > 0) this.open.set(physicalId, set);
-    else this.open.delete(physicalId);
+  /** Ids of the device's unresolved actions, oldest first (one indexed read). */
+  unresolvedIds(physicalId: string): string[] {
+    return (this.unresolvedStmt.all(physicalId) as { action_id: string }[]).map((r) => r.action_id);
   }
 
-  /** Marks actions left pending by a previous process as unknown. */
-  recoverAfterRestart(): number {
-    // Ids stay in `open`: unknown is as unresolved as pending.
+  /**
+   * Ids of the device's actions whose outcome is known to be unknown (not
+   * those in flight right now, which the device lock already guards).
+   */
+  unknownIds(physicalId: string): string[] {
+    return (this.unknownStmt.all(physicalId) as { action_id: string }[]).map((r) => r.action_id);
+  }
+
+  /** Physical ids with actions still "pending". */
+  pendingDevices(): string[] {
+    return this.db.selectDistinct({ physicalId: actions.physicalId }).from(actions).where(eq(actions.state, "pending")).all().map((r) => r.physicalId);
+  }
+
+  /**
+   * Marks the device's "pending" actions as unknown. Only called while
+   * holding the device's lock: a pending entry is only written under it, so
+   * any left when the lock is ours belong to a process that died mid-action.
+   */
+  orphanPending(physicalId: string): number {
     const r = this.db
       .update(actions)
-      .set({ state: "unknown", ambiguous: true, errorMessage: "the agent stopped while this action was in flight" })
-      .where(eq(actions.state, "pending"))
+      .set({ state: "unknown", ambiguous: true, errorMessage: "the process dispatching this action stopped before it finished" })
+      .where(and(eq(actions.state, "pending"), eq(actions.physicalId, physicalId)))
       .run();
     return r.changes;
+  }
+
+  /** Copies entries from an older journal (the agent's data dir) once; known ids are kept as they are. */
+  importLegacy(rows: Omit<ActionRow, "agentId" | "progressJson">[], agentId: string): number {
+    let n = 0;
+    this.sqlite.transaction(() => {
+      for (const r of rows) {
+        n += this.db.insert(actions).values({ ...r, agentId, progressJson: "" }).onConflictDoNothing().run().changes;
+      }
+    })();
+    return n;
+  }
+
+  /** Records what a dispatch has observed so far (kept for reconcile's proof). */
+  progress(actionId: string, progress: Record<string, unknown>): void {
+    this.update(actionId, { progressJson: JSON.stringify(progress) });
   }
 
   begin(a: NewAction): ActionRow {
@@ -76,6 +106,7 @@ export class OwnershipJournal {
       actionId: randomUUID(),
       physicalId: a.physicalId,
       serial: a.serial,
+      agentId: a.agentId ?? "",
       kind: a.kind,
       requestSha256: createHash("sha256").update(requestJson).digest("hex"),
       requestJson,
@@ -86,6 +117,7 @@ export class OwnershipJournal {
       createdAt: Date.now(),
       deadlineAt: a.deadlineAt,
       settledAt: null,
+      progressJson: "",
       receiptJson: "",
       settledBy: "",
       abandonReason: "",
@@ -97,7 +129,6 @@ export class OwnershipJournal {
     row.size = approximateSize(row);
     // Durable before dispatch: this commit is fsync'd (synchronous=FULL).
     this.insertStatement().run(...insertColumns.map(([prop]) => toSql(row[prop])));
-    this.track(row.physicalId, row.actionId, true);
     this.prune(a.physicalId, row.size);
     return row;
   }
@@ -174,9 +205,7 @@ export class OwnershipJournal {
       this.sqlite.pragma("synchronous = FULL");
     }
     if (!raw) throw new Error(`no journal entry ${actionId}`);
-    const row = fromRaw(raw);
-    this.track(row.physicalId, row.actionId, row.state === "pending" || row.state === "unknown");
-    return row;
+    return fromRaw(raw);
   }
 
   /** Drops the oldest settled history beyond the per-device bound. */

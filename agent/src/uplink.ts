@@ -13,6 +13,7 @@ import {
   type AttachRequest,
   type CommandResult,
   type DeviceEvent as DeviceEventMessage,
+  type DeviceReport,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceEvent, DeviceWatcher } from "./device-watcher.js";
 
@@ -29,6 +30,8 @@ export interface UplinkOptions {
   onStateChange?: (attached: boolean) => void;
   /** Runs a routed command; its result goes back on the same stream. */
   onCommand?: (cmd: AgentCommand) => Promise<CommandResult>;
+  /** Adds what the watcher does not know (unresolved actions) to each device report sent. */
+  decorate?: (report: DeviceReport) => DeviceReport;
 }
 
 /**
@@ -118,6 +121,12 @@ export class Uplink {
     }
   }
 
+  /** Sends a device report outside the watcher's own changes (e.g. its unresolved actions changed). */
+  sendDeviceReport(report: DeviceReport): void {
+    if (!this.attachedNow) return; // the next attach sends the full inventory
+    this.current?.push(changeMessage({ kind: "upsert", report: this.opts.decorate ? this.opts.decorate(report) : report }));
+  }
+
   private async session(client: ReturnType<typeof createClient<typeof AgentService>>): Promise<void> {
     const out = new AsyncQueue<AttachRequest>();
     const sessionAbort = new AbortController();
@@ -157,10 +166,11 @@ export class Uplink {
         this.current = out;
         this.backoff.reset();
         // Subscribe before the snapshot so no change falls between them.
-        unsubscribe = this.opts.watcher.onEvent((e) => out.push(changeMessage(e)));
+        const decorate = this.opts.decorate ?? ((r: DeviceReport) => r);
+        unsubscribe = this.opts.watcher.onEvent((e) => out.push(changeMessage(e.kind === "upsert" ? { kind: "upsert", report: decorate(e.report) } : e)));
         out.push(
           create(AttachRequestSchema, {
-            kind: { case: "inventory", value: { devices: this.opts.watcher.snapshot() } },
+            kind: { case: "inventory", value: { devices: this.opts.watcher.snapshot().map(decorate) } },
           }),
         );
         let sequence = 0n;

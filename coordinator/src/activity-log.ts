@@ -36,15 +36,25 @@ export class ActivityLog {
    */
   async track<T>(entry: Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">, run: (entry: Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">) => Promise<T>): Promise<T> {
     const t0 = Date.now();
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      const value = await run(entry);
-      this.record({ ...entry, at: t0, outcome: "ok", durationMs: Date.now() - t0 });
-      return value;
-    } catch (err) {
-      this.record({ ...entry, at: t0, outcome: toErrorReport(err).code, durationMs: Date.now() - t0 });
-      throw err;
+      outcome = { ok: true, value: await run(entry) };
+    } catch (error) {
+      outcome = { ok: false, error };
     }
+    // History is written after the fact and never changes what the caller
+    // is told: a full disk here must not turn a done action into an error.
+    try {
+      this.record({ ...entry, at: t0, outcome: outcome.ok ? "ok" : toErrorReport(outcome.error).code, durationMs: Date.now() - t0 });
+    } catch (err) {
+      this.onRecordFailure(err, entry.command);
+    }
+    if (outcome.ok) return outcome.value;
+    throw outcome.error;
   }
+
+  /** Told when an entry could not be written (logged by the coordinator). */
+  onRecordFailure: (err: unknown, command: string) => void = () => {};
 
   list(filter: { serial?: string; sinceMs?: number; limit?: number }): ActivityRow[] {
     const where: SQL[] = [];

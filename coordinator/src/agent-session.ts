@@ -4,6 +4,7 @@ import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
 import { fromCommandError } from "./command-error.js";
+import { hopDeadline } from "@farm/shared/deadline";
 import {
   AttachResponseSchema,
   AgentCommandSchema,
@@ -38,17 +39,22 @@ export class AttachSession implements AgentSession {
 
   /**
    * Sends a command to the agent and waits for its result until the
-   * deadline. If the stream ends or the deadline passes first, the outcome
-   * is unknown to the coordinator: the error says so, and the agent's
-   * journal keeps the truth.
+   * caller's deadline. The agent gets an earlier one (hopDeadline), so it
+   * answers in time with what it knows (an action id, whether it was
+   * dispatched). If the stream ends or the caller's deadline passes first,
+   * the outcome is unknown to the coordinator: the error says so, and the
+   * agent's journal keeps the truth.
    */
-  call(command: Pick<AgentCommand, "kind" | "requestedBy" | "requestedByAdmin">, deadlineMs: number): Promise<CommandResult> {
+  call(command: Pick<AgentCommand, "kind" | "requestedBy" | "requestedByAdmin">, callerDeadlineMs: number): Promise<CommandResult> {
     const commandId = randomUUID();
+    const deadlineMs = hopDeadline(callerDeadlineMs);
+    // Stop waiting just before the caller does, so this answer still reaches it.
+    const waitUntil = callerDeadlineMs - Math.min(100, Math.max(0, callerDeadlineMs - Date.now()) * 0.05);
     return new Promise<CommandResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(commandId);
         reject(actionError(Code.DeadlineExceeded, ErrorCodes.commandTimeout, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
-      }, Math.max(0, deadlineMs - Date.now()));
+      }, Math.max(0, waitUntil - Date.now()));
       this.pending.set(commandId, {
         resolve: (r) => {
           clearTimeout(timer);
@@ -80,9 +86,9 @@ export class AttachSession implements AgentSession {
     kind: K,
     value: unknown,
     by: { tokenName: string; admin: boolean },
-    deadlineMs: number,
+    callerDeadlineMs: number,
   ): Promise<ResultOf<K>> {
-    const result = await this.call({ kind: { case: kind, value } as AgentCommand["kind"], requestedBy: by.tokenName, requestedByAdmin: by.admin }, deadlineMs);
+    const result = await this.call({ kind: { case: kind, value } as AgentCommand["kind"], requestedBy: by.tokenName, requestedByAdmin: by.admin }, callerDeadlineMs);
     if (result.kind.case === "error") throw fromCommandError(result.kind.value);
     if (result.kind.case !== kind) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
     return result.kind.value as unknown as ResultOf<K>;

@@ -10,7 +10,7 @@ export function fromCommandError(e: CommandError): Error {
     d?.code || ErrorCodes.internal,
     e.message,
     d?.field || undefined,
-    d && (d.dispatched !== undefined || d.ambiguous) ? { dispatched: d.dispatched ?? null, ambiguous: d.ambiguous } : undefined,
+    d && (d.dispatched !== undefined || d.ambiguous) ? { dispatched: d.dispatched ?? null, ambiguous: d.ambiguous, actionId: d.actionId, agentId: d.agentId } : undefined,
   );
 }
 

@@ -114,6 +114,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const closed = new AbortController();
   const leases = new LeaseManager(database.db, registry, log);
   const activity = new ActivityLog(database.db);
+  activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
   const blobs = new BlobStore(opts.dataDir);

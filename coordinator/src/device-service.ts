@@ -58,10 +58,8 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
     const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
-    const callerDeadline = Date.now() + budget;
     // The agent stops early enough for its answer to reach the caller in time.
-    const agentDeadline = callerDeadline - Math.min(1_000, budget * 0.2);
-    return (r.session as AttachSession).request(kind, req, principal, agentDeadline);
+    return (r.session as AttachSession).request(kind, req, principal, Date.now() + budget);
   }
 
   router.service(DeviceService, {
@@ -100,6 +98,17 @@ export function routeFor(
 ): Route & { leaseId: string } {
   const r = deps.registry.route(serial, agent);
   if (!mutation) return { ...r, leaseId: deps.leases.leaseOf(r.physicalId)?.leaseId ?? "" };
+  const unresolved = deps.registry.unresolvedOn(r.physicalId);
+  if (unresolved.length > 0) {
+    const first = unresolved[0] as (typeof unresolved)[number];
+    throw farmError(
+      Code.FailedPrecondition,
+      ErrorCodes.deviceOwnershipUnresolved,
+      `device ${serial} (${r.physicalId}) has actions with an unknown outcome: ${unresolved.map((u) => `${u.actionIds.join(", ")} on agent ${u.agentName}`).join("; ")}; reconcile them (\`farm device ownership reconcile --device SERIAL\` on a serial of that agent) or have an admin abandon them`,
+      undefined,
+      { dispatched: false, ambiguous: false, actionId: first.actionIds[0] as string, agentId: first.agentId },
+    );
+  }
   if (r.identityStatus === "duplicate") {
     throw farmError(
       Code.FailedPrecondition,

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { eq, and } from "drizzle-orm";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
 import {
@@ -408,6 +408,24 @@ export class Registry {
   /** Cached list for lease grants; dropped on every change. */
   private candidateCache: Candidate[] | undefined;
 
+  /**
+   * Actions with an unknown outcome on a phone, as every agent that reports
+   * it (online or not) last said: any one of them blocks changes to the
+   * phone through every agent.
+   */
+  unresolvedOn(physicalId: string): { agentId: string; agentName: string; actionIds: string[] }[] {
+    const out: { agentId: string; agentName: string; actionIds: string[] }[] = [];
+    if (!physicalId) return out;
+    for (const a of this.agents.values()) {
+      const ids = new Set<string>();
+      for (const d of a.devices.values()) {
+        if (d.properties.physicalId === physicalId) for (const id of d.properties.unresolvedActionIds) ids.add(id);
+      }
+      if (ids.size > 0) out.push({ agentId: a.id, agentName: a.name, actionIds: [...ids] });
+    }
+    return out;
+  }
+
   /** The physical id behind any reported serial (first agent that knows it). */
   physicalIdOf(serial: string): string | undefined {
     for (const a of this.agents.values()) {
@@ -491,22 +509,14 @@ function toEntry(r: DeviceReport, now: number): DeviceEntry {
 }
 
 function toRow(agentId: string, d: DeviceEntry): typeof devices.$inferInsert {
-  const p = d.properties;
-  const props = {
-    model: p.model,
-    manufacturer: p.manufacturer,
-    apiLevel: p.apiLevel,
-    androidVersion: p.androidVersion,
-    abi: p.abi,
-    serialno: p.serialno,
-    bootId: p.bootId,
-  };
-  return { agentId, serial: d.serial, state: d.state, properties: JSON.stringify(props), updatedAt: d.updatedAt };
+  // Every field, in protobuf JSON: a property added to DeviceProperties survives a restart without a change here.
+  return { agentId, serial: d.serial, state: d.state, properties: toJsonString(DevicePropertiesSchema, d.properties), updatedAt: d.updatedAt };
 }
 
 function parseProperties(json: string): DeviceProperties {
   try {
-    return create(DevicePropertiesSchema, JSON.parse(json) as Record<string, unknown>);
+    // Rows written before every field was kept hold a subset of the same JSON names.
+    return fromJsonString(DevicePropertiesSchema, json, { ignoreUnknownFields: true });
   } catch {
     return create(DevicePropertiesSchema);
   }

@@ -32,7 +32,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
   function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.
-    return session.request(kind, value, requirePrincipal(ctx), Date.now() + budget - Math.min(1_000, budget * 0.1));
+    return session.request(kind, value, requirePrincipal(ctx), Date.now() + budget);
   }
 
   /** The session's row, or EVIDENCE_SESSION_NOT_FOUND. */

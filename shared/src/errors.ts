@@ -35,6 +35,8 @@ export const ErrorCodes = {
   evidenceSessionNotFound: "EVIDENCE_SESSION_NOT_FOUND",
   evidenceRecoveryRequired: "EVIDENCE_RECOVERY_REQUIRED",
   evidenceToolMissing: "EVIDENCE_TOOL_MISSING",
+  /** An evidence file the disk could not hold (full, quota, I/O error, short write); an artifact error. */
+  evidenceStorageFailed: "EVIDENCE_STORAGE_FAILED",
   notImplemented: "NOT_IMPLEMENTED",
   internal: "INTERNAL",
 } as const;
@@ -50,13 +52,23 @@ export interface ErrorReport {
   /** For device actions: did it reach the device (null = unknown)? */
   dispatched?: boolean | null;
   ambiguous?: boolean;
+  /** The journal entry of that action, when one was written. */
+  actionId?: string;
+  /** The agent whose journal holds it. */
+  agentId?: string;
 }
 
 /** What is known about an action that failed. */
 export interface ActionOutcome {
   dispatched: boolean | null;
   ambiguous: boolean;
+  /** The journal entry, when one was written before the failure. */
+  actionId?: string;
+  agentId?: string;
 }
+
+/** The outcome of an action refused before anything reached the device. */
+export const NOT_DISPATCHED: ActionOutcome = Object.freeze({ dispatched: false, ambiguous: false });
 
 /** A ConnectError carrying a farm ErrorDetail with the stable code. */
 export function farmError(
@@ -69,7 +81,14 @@ export function farmError(
   const value = {
     code,
     field: field ?? "",
-    ...(outcome ? { ambiguous: outcome.ambiguous, ...(outcome.dispatched === null ? {} : { dispatched: outcome.dispatched }) } : {}),
+    ...(outcome
+      ? {
+          ambiguous: outcome.ambiguous,
+          ...(outcome.dispatched === null ? {} : { dispatched: outcome.dispatched }),
+          actionId: outcome.actionId ?? "",
+          agentId: outcome.agentId ?? "",
+        }
+      : {}),
   };
   return new ConnectError(message, grpcCode, undefined, [{ desc: ErrorDetailSchema, value }]);
 }
@@ -95,8 +114,15 @@ export function toErrorReport(err: unknown): ErrorReport {
     // An outcome is present for device actions: dispatched is set, or the
     // result is ambiguous (dispatched unknown).
     if (detail.dispatched !== undefined || detail.ambiguous) {
-      return { ...report, dispatched: detail.dispatched ?? null, ambiguous: detail.ambiguous };
+      return {
+        ...report,
+        dispatched: detail.dispatched ?? null,
+        ambiguous: detail.ambiguous,
+        ...(detail.actionId ? { actionId: detail.actionId } : {}),
+        ...(detail.agentId ? { agentId: detail.agentId } : {}),
+      };
     }
+    if (detail.actionId) return { ...report, actionId: detail.actionId, ...(detail.agentId ? { agentId: detail.agentId } : {}) };
     return report;
   }
   return { ok: false, code: codeForGrpc(ce.code), message: ce.rawMessage };

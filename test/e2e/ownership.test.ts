@@ -198,13 +198,13 @@ describe("ownership journal", () => {
     expect(refused.json).toMatchObject({ ok: false, code: "DEVICE_OWNERSHIP_UNRESOLVED", dispatched: false, ambiguous: false });
     expect((await devices()).find((d) => d.serial === serial)?.state).toBe("device");
 
-    // The property is set on the phone: reconcile proves it and settles the action.
+    // The job ran on the phone and left its completion record: reconcile proves it from that record.
     const reconciled = await waitFor("the effect to be provable", async () => {
       const r = await farm(["device", "ownership", "reconcile", "--device", serial], env);
       return r.code === 0 ? r : undefined;
     });
     expect(reconciled.json["settled"]).toEqual([expect.objectContaining({ actionId, state: "settled", settledBy: "reconciled" })]);
-    expect(JSON.parse((reconciled.json["settled"] as { receiptJson: string }[])[0]?.receiptJson ?? "{}")).toMatchObject({ observed: "yes" });
+    expect(JSON.parse((reconciled.json["settled"] as { receiptJson: string }[])[0]?.receiptJson ?? "{}")).toMatchObject({ exitCode: 0, provenBy: expect.stringContaining("device job record") });
     const ok = await farm(["device", "shell", "--device", serial, "--", "echo", "free"], await leaseEnv(serial));
     expect(ok.json).toMatchObject({ ok: true, stdout: "free\n" });
   });

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
@@ -22,8 +23,10 @@ export interface FarmProcess {
  * own process and waits for its "ready" JSON line on stdout.
  */
 export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<FarmProcess> {
+  // The default lock dir (and host journal) lives under XDG_STATE_HOME: keep it inside the test's own home.
+  const state = env["FARM_HOME"] ? { XDG_STATE_HOME: join(String(env["FARM_HOME"]), "state") } : {};
   const proc = spawn(process.execPath, [farmBin, ...args, "--output", "json"], {
-    env: { ...process.env, FARM_LOG_LEVEL: "debug", ...env },
+    env: { ...process.env, FARM_LOG_LEVEL: "debug", ...state, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";

@@ -1,8 +1,6 @@
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2 } from "../adb-shell.js";
 import { ActionFailed, type ActionKind } from "../device-ownership.js";
+import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
-import { toDispatchFailure } from "./shell-outcome.js";
 
 export type InputRequest =
   | { kind: "tap"; x: number; y: number }
@@ -26,26 +24,22 @@ export function inputCommand(req: InputRequest): string {
 }
 
 /**
- * `farm input`: physical input. Its effect cannot be proven afterwards, so an
- * unknown outcome stays unresolved until an admin abandons it.
+ * `farm input`: physical input, sent by a device job so that its completion
+ * record (not the screen, which anything may change) proves it ran.
  */
-export function inputAction(adb: AdbServerAddress): ActionKind<InputRequest, Record<string, never>> {
+export function inputAction(jobs: DeviceJobs): ActionKind<InputRequest, Record<string, never>> {
   return {
     kind: "input",
     journalRequest: (req) => ({ ...req }),
-    async dispatch(device, req, _action, signal) {
-      let r;
-      try {
-        r = await shellV2(adb, device.serial, inputCommand(req), signal);
-      } catch (err) {
-        throw toDispatchFailure(err);
-      }
+    async dispatch(device, req, action, signal, progress) {
+      const r = await jobs.run(device.serial, inputCommand(req), action, signal, progress);
       if (r.exitCode !== 0) {
         const stderr = r.stderr.toString("utf8").trim();
-        throw new ActionFailed(`input exited ${r.exitCode}: ${stderr}`, "INPUT_FAILED", { exitCode: r.exitCode, stderr });
+        throw new ActionFailed(`input exited ${r.exitCode}: ${stderr}`, "INPUT_FAILED", { exitCode: r.exitCode, stderr, record: r.record });
       }
-      return { result: {}, receipt: { exitCode: 0, provenBy: "exit status" } };
+      return { result: {}, receipt: { exitCode: 0, provenBy: "job completion record", record: r.record } };
     },
-    prove: async () => undefined,
+    prove: (device, action, signal) => jobs.prove(device.serial, action, signal),
+    acknowledge: (device, action) => jobs.acknowledge(device.serial, action),
   };
 }

@@ -23,7 +23,7 @@ export function interactiveShellAction(adb: AdbServerAddress, transport: Transpo
   return {
     kind: "interactive-shell",
     journalRequest: (req) => ({ term: req.command.term, rows: req.command.size?.rows ?? 24, cols: req.command.size?.cols ?? 80 }),
-    async dispatch(device, req, action, signal) {
+    async dispatch(device, req, action, signal, progress) {
       const size = req.command.size;
       let term;
       try {
@@ -36,6 +36,7 @@ export function interactiveShellAction(adb: AdbServerAddress, transport: Transpo
       } catch (err) {
         throw new DispatchFailure(`cannot start adb in a terminal: ${(err as Error).message}`, false);
       }
+      progress.phase = "accepted";
       const out = new AsyncQueue<ServeShellRequest>();
       out.push(create(ServeShellRequestSchema, { kind: { case: "sessionId", value: req.command.sessionId } }));
       const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));

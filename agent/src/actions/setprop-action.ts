@@ -1,8 +1,6 @@
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2 } from "../adb-shell.js";
 import { ActionFailed, type ActionKind } from "../device-ownership.js";
+import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
-import { toDispatchFailure } from "./shell-outcome.js";
 
 export interface SetPropRequest {
   key: string;
@@ -10,32 +8,23 @@ export interface SetPropRequest {
 }
 
 /**
- * `farm device setprop`: sets a system property. Its effect is provable by
- * reading the property back, which is what reconciliation does.
+ * `farm device setprop`: sets a system property in a device job. Proven only
+ * by the job's completion record, never by the property's value: the value
+ * may have been set by someone else, or before.
  */
-export function setPropAction(adb: AdbServerAddress): ActionKind<SetPropRequest, Record<string, never>> {
+export function setPropAction(jobs: DeviceJobs): ActionKind<SetPropRequest, Record<string, never>> {
   return {
     kind: "setprop",
     journalRequest: (req) => ({ key: req.key, value: req.value }),
-    async dispatch(device, req, _action, signal) {
-      let r;
-      try {
-        r = await shellV2(adb, device.serial, `setprop ${shQuote(req.key)} ${shQuote(req.value)}`, signal);
-      } catch (err) {
-        throw toDispatchFailure(err);
-      }
+    async dispatch(device, req, action, signal, progress) {
+      const r = await jobs.run(device.serial, `setprop ${shQuote(req.key)} ${shQuote(req.value)}`, action, signal, progress);
       if (r.exitCode !== 0) {
         const stderr = r.stderr.toString("utf8").trim();
-        throw new ActionFailed(`setprop exited ${r.exitCode}: ${stderr}`, "SETPROP_FAILED", { exitCode: r.exitCode, stderr });
+        throw new ActionFailed(`setprop exited ${r.exitCode}: ${stderr}`, "SETPROP_FAILED", { exitCode: r.exitCode, stderr, record: r.record });
       }
-      return { result: {}, receipt: { exitCode: 0, provenBy: "exit status" } };
+      return { result: {}, receipt: { exitCode: 0, provenBy: "job completion record", record: r.record } };
     },
-    async prove(device, action, signal) {
-      const req = JSON.parse(action.requestJson) as SetPropRequest;
-      const r = await shellV2(adb, device.serial, `getprop ${shQuote(req.key)}`, signal);
-      const observed = r.stdout.toString("utf8").replace(/\r?\n$/, "");
-      if (r.exitCode !== 0 || observed !== req.value) return undefined;
-      return { observed, provenBy: `getprop ${req.key}` };
-    },
+    prove: (device, action, signal) => jobs.prove(device.serial, action, signal),
+    acknowledge: (device, action) => jobs.acknowledge(device.serial, action),
   };
 }

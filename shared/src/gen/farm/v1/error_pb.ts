@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/error.proto.
  */
 export const file_farm_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChNmYXJtL3YxL2Vycm9yLnByb3RvEgdmYXJtLnYxImUKC0Vycm9yRGV0YWlsEgwKBGNvZGUYASABKAkSDQoFZmllbGQYAiABKAkSFwoKZGlzcGF0Y2hlZBgDIAEoCEgAiAEBEhEKCWFtYmlndW91cxgEIAEoCEINCgtfZGlzcGF0Y2hlZGIGcHJvdG8z");
+  fileDesc("ChNmYXJtL3YxL2Vycm9yLnByb3RvEgdmYXJtLnYxIooBCgtFcnJvckRldGFpbBIMCgRjb2RlGAEgASgJEg0KBWZpZWxkGAIgASgJEhcKCmRpc3BhdGNoZWQYAyABKAhIAIgBARIRCglhbWJpZ3VvdXMYBCABKAgSEQoJYWN0aW9uX2lkGAUgASgJEhAKCGFnZW50X2lkGAYgASgJQg0KC19kaXNwYXRjaGVkYgZwcm90bzM");
 
 /**
  * Attached as a detail to every farm error so clients can branch on a stable
@@ -48,6 +48,21 @@ export type ErrorDetail = Message<"farm.v1.ErrorDetail"> & {
    * @generated from field: bool ambiguous = 4;
    */
   ambiguous: boolean;
+
+  /**
+   * The journal entry of the action this error is about, when one was
+   * written (look it up with GetActionReceipt).
+   *
+   * @generated from field: string action_id = 5;
+   */
+  actionId: string;
+
+  /**
+   * The agent whose journal holds that action.
+   *
+   * @generated from field: string agent_id = 6;
+   */
+  agentId: string;
 };
 
 /**

@@ -1,0 +1,154 @@
+import type { AdbServerAddress } from "../adb-client.js";
+import { shellV2, type ShellResult } from "../adb-shell.js";
+import { DispatchFailure, type DispatchProgress } from "../device-ownership.js";
+import type { ActionRow } from "../ownership-journal.js";
+import { shQuote } from "./shell-quote.js";
+import { toDispatchFailure } from "./shell-outcome.js";
+
+/** Where the phone keeps the files of each job: command marker, output and completion record. */
+export const JOB_DIR = "/data/local/tmp/farm-jobs";
+/** Jobs kept on a phone at most; acknowledged ones are removed at once, so only orphans pile up. */
+export const JOB_STORE_LIMIT = 512;
+
+const STARTED = "farm-job-started";
+const RECORD = /^farm-job 1 ([0-9a-f-]{36}) ([0-9a-f]{64}) (\d{1,3})$/;
+
+/**
+ * A job's files share one base name: creation time first, so a plain `ls`
+ * lists them oldest first, then the action id that binds them to it.
+ */
+export function jobBase(action: Pick<ActionRow, "actionId" | "createdAt">): string {
+  return `${JOB_DIR}/${action.createdAt}-${action.actionId}`;
+}
+
+export interface JobResult extends ShellResult {
+  /** The completion record's line, as the job wrote it. */
+  record: string;
+}
+
+/**
+ * Runs a shell mutation as a detached job on the phone (nohup, its own
+ * files): it keeps running when the adb stream, the deadline or the agent
+ * goes away, and when it ends it publishes a completion record (action id,
+ * request hash, exit status) with one rename. The caller waits for it on the
+ * same stream; if the wait is cut, reconcile settles the action from that
+ * record once it exists. Nothing is ever started twice for one action.
+ */
+export async function runDeviceJob(
+  adb: AdbServerAddress,
+  serial: string,
+  command: string,
+  action: ActionRow,
+  signal: AbortSignal,
+  progress: DispatchProgress,
+): Promise<JobResult> {
+  const j = jobBase(action);
+  const record = `farm-job 1 ${action.actionId} ${action.requestSha256}`;
+  const inner = `sh -c ${shQuote(command)}; echo "${record} $?" > ${j}.tmp && mv ${j}.tmp ${j}.done`;
+  const script = [
+    `mkdir -p ${JOB_DIR} || exit 1`,
+    // A job is started once per action: an existing marker means it was.
+    `if ls ${j}.job >/dev/null 2>&1; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
+    `echo ${shQuote(`${action.actionId} ${action.requestSha256}`)} > ${j}.job || exit 1`,
+    `nohup sh -c ${shQuote(inner)} </dev/null >${j}.out 2>${j}.err &`,
+    `echo ${STARTED}`,
+    "wait",
+    `cat ${j}.done && cat ${j}.out && cat ${j}.err >&2`,
+  ].join("\n");
+  let seen = "";
+  progress.phase = "sent";
+  // Read through a function: the stdout hook moves the phase while awaiting.
+  const started = (): boolean => progress.phase === "accepted";
+  let r: ShellResult;
+  try {
+    r = await shellV2(adb, serial, script, signal, {
+      onStdout: (data) => {
+        if (progress.phase === "accepted" || seen.length > 64) return;
+        seen += data.toString("latin1");
+        if (seen.startsWith(`${STARTED}\n`)) progress.phase = "accepted";
+      },
+    });
+  } catch (err) {
+    const failure = toDispatchFailure(err);
+    // Once the job is started, nothing that happens to the stream stops it.
+    if (started()) throw new DispatchFailure(failure.message, true, failure.code);
+    // The shell ran, but whether it got as far as starting the job is not known.
+    throw failure.dispatched === false ? failure : new DispatchFailure(failure.message, null, failure.code);
+  }
+  if (!started()) {
+    // The script stopped before starting the job: nothing ran.
+    throw new DispatchFailure(`the job could not be started on the phone: ${r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`}`, false, "DEVICE_JOB_START_FAILED");
+  }
+  const out = r.stdout.subarray(STARTED.length + 1);
+  const nl = out.indexOf(10);
+  const line = out.subarray(0, nl < 0 ? out.length : nl).toString("utf8");
+  const m = RECORD.exec(line);
+  if (!m || m[1] !== action.actionId || m[2] !== action.requestSha256) {
+    throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, true, "DEVICE_JOB_RECORD_MISSING");
+  }
+  return { exitCode: Number(m[3]), stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, record: line };
+}
+
+/**
+ * Reads the job's completion record. Proof only when it names this action
+ * and this request; a job still running, or never started, proves nothing.
+ */
+export async function readJobRecord(adb: AdbServerAddress, serial: string, action: ActionRow, signal: AbortSignal): Promise<{ exitCode: number; record: string } | undefined> {
+  const r = await shellV2(adb, serial, `cat ${jobBase(action)}.done`, signal);
+  const line = r.stdout.toString("utf8").trim();
+  const m = RECORD.exec(line);
+  if (r.exitCode !== 0 || !m || m[1] !== action.actionId || m[2] !== action.requestSha256) return undefined;
+  return { exitCode: Number(m[3]), record: line };
+}
+
+/** Removes a settled job's files: its record has served as proof. */
+export async function removeJob(adb: AdbServerAddress, serial: string, action: ActionRow): Promise<void> {
+  const j = jobBase(action);
+  await shellV2(adb, serial, `rm -f ${j}.job ${j}.out ${j}.err ${j}.tmp ${j}.done`, AbortSignal.timeout(10_000));
+}
+
+/**
+ * Keeps the phone's job store within JOB_STORE_LIMIT jobs: the oldest are
+ * removed, except those of actions still unresolved (their record is the
+ * only proof there will ever be).
+ */
+export async function pruneJobStore(adb: AdbServerAddress, serial: string, keep: ReadonlySet<string>, limit = JOB_STORE_LIMIT): Promise<number> {
+  const r = await shellV2(adb, serial, `ls ${JOB_DIR}`, AbortSignal.timeout(10_000));
+  if (r.exitCode !== 0) return 0;
+  const bases = [...new Set(r.stdout.toString("utf8").split(/\s+/).map((n) => /^(\d+-[0-9a-f-]{36})\./.exec(n)?.[1]).filter((b): b is string => b !== undefined))];
+  bases.sort((a, b) => Number(a.split("-", 1)[0]) - Number(b.split("-", 1)[0]));
+  const excess = bases.length - limit;
+  if (excess <= 0) return 0;
+  const drop = bases.filter((b) => !keep.has(b.slice(b.indexOf("-") + 1))).slice(0, excess);
+  for (let i = 0; i < drop.length; i += 64) {
+    const files = drop.slice(i, i + 64).flatMap((b) => ["job", "out", "err", "tmp", "done"].map((ext) => `${JOB_DIR}/${b}.${ext}`));
+    await shellV2(adb, serial, `rm -f ${files.join(" ")}`, AbortSignal.timeout(10_000));
+  }
+  return drop.length;
+}
+
+/** The device jobs of one agent: run, prove, acknowledge, and keep each phone's store bounded. */
+export class DeviceJobs {
+  private acknowledged = 0;
+
+  constructor(
+    readonly adb: AdbServerAddress,
+    /** Ids of the device's unresolved actions (their records are never pruned). */
+    private readonly unresolved: (physicalId: string) => string[],
+    private readonly pruneEvery = 32,
+  ) {}
+
+  run(serial: string, command: string, action: ActionRow, signal: AbortSignal, progress: DispatchProgress): Promise<JobResult> {
+    return runDeviceJob(this.adb, serial, command, action, signal, progress);
+  }
+
+  async prove(serial: string, action: ActionRow, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
+    const found = await readJobRecord(this.adb, serial, action, signal);
+    return found ? { exitCode: found.exitCode, provenBy: `device job record ${jobBase(action)}.done`, record: found.record } : undefined;
+  }
+
+  async acknowledge(serial: string, action: ActionRow): Promise<void> {
+    await removeJob(this.adb, serial, action);
+    if (++this.acknowledged % this.pruneEvery === 0) await pruneJobStore(this.adb, serial, new Set(this.unresolved(action.physicalId)));
+  }
+}
