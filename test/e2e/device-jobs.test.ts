@@ -1,0 +1,79 @@
+/**
+ * Device jobs against the real adb server and a simulated phone: the job
+ * survives its stream, its record proves only its own action, and the
+ * phone's job store stays bounded without dropping unresolved records.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { JOB_DIR, jobBase, pruneJobStore, readJobRecord, runDeviceJob } from "@farm/agent/actions/device-job";
+import type { DispatchProgress } from "@farm/agent/device-ownership";
+import type { ActionRow } from "@farm/agent/ownership-journal";
+import { adbConnect, ROOT, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+
+let adb: AdbServer;
+let phone: SimDevice;
+let serial: string;
+const server = () => ({ host: "127.0.0.1", port: adb.port });
+
+function action(over: Partial<ActionRow> = {}): ActionRow {
+  return {
+    actionId: randomUUID(), physicalId: "pd-jobs", serial, agentId: "a", kind: "shell", requestSha256: "a".repeat(64), requestJson: "{}", state: "pending",
+    dispatched: null, ambiguous: false, bootId: phone.bootId, createdAt: Date.now(), deadlineAt: Date.now() + 10_000, settledAt: null,
+    progressJson: "", receiptJson: "", settledBy: "", abandonReason: "", abandonedBy: "", errorMessage: "", requestedBy: "t", size: 600, ...over,
+  };
+}
+
+function progress(): DispatchProgress & { notes: Record<string, unknown>[] } {
+  const notes: Record<string, unknown>[] = [];
+  return { phase: "before", notes, note: (f) => notes.push(f) };
+}
+
+beforeAll(async () => {
+  adb = await startAdbServer();
+  phone = new SimDevice({ serialno: "JOBS000001" });
+  serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
+});
+
+afterAll(async () => {
+  await phone?.close();
+  await adb?.stop();
+});
+
+describe("device jobs", () => {
+  it("runs a command, returns its output and exit status, and never starts it twice", async () => {
+    const a = action();
+    const p = progress();
+    const r = await runDeviceJob(server(), serial, "echo out; echo err >&2; exit 4", a, AbortSignal.timeout(10_000), p);
+    expect(p.phase).toBe("accepted");
+    expect(r).toMatchObject({ exitCode: 4, record: `farm-job 1 ${a.actionId} ${a.requestSha256} 4` });
+    expect(r.stdout.toString()).toBe("out\n");
+    expect(r.stderr.toString()).toBe("err\n");
+    await expect(runDeviceJob(server(), serial, "echo again", a, AbortSignal.timeout(10_000), progress())).rejects.toMatchObject({ dispatched: false });
+  });
+
+  it("keeps running when the caller gives up, and its record then proves it", async () => {
+    const a = action();
+    const p = progress();
+    await expect(runDeviceJob(server(), serial, "sleep 0.5; echo late > /data/local/tmp/late.txt", a, AbortSignal.timeout(150), p)).rejects.toMatchObject({ dispatched: true });
+    expect(await readJobRecord(server(), serial, a, AbortSignal.timeout(5_000))).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 800));
+    expect(phone.state.readFile("/data/local/tmp/late.txt")?.toString()).toBe("late\n");
+    expect(await readJobRecord(server(), serial, a, AbortSignal.timeout(5_000))).toMatchObject({ exitCode: 0 });
+    // Bound to its action and request: the same record proves nothing else.
+    expect(await readJobRecord(server(), serial, { ...a, requestSha256: "b".repeat(64) }, AbortSignal.timeout(5_000))).toBeUndefined();
+  });
+
+  it("prunes the oldest jobs beyond the bound, never those of unresolved actions", async () => {
+    const fs = phone.state.fs;
+    for (const e of fs.readdir(JOB_DIR, ROOT)) fs.remove(`${JOB_DIR}/${e.name}`, ROOT);
+    const ids = Array.from({ length: 12 }, (_, i) => ({ actionId: randomUUID(), createdAt: 1_000 + i }));
+    for (const id of ids) fs.writeFile(`${jobBase(id)}.done`, Buffer.from("x\n"), ROOT);
+    const keep = ids[0]?.actionId as string;
+    expect(await pruneJobStore(server(), serial, new Set([keep]), 8)).toBe(4);
+    const left = fs.readdir(JOB_DIR, ROOT).map((e) => e.name);
+    expect(left).toHaveLength(8);
+    expect(left).toContain(`${1_000}-${keep}.done`);
+    expect(left.some((n) => n.includes(ids[1]?.actionId as string))).toBe(false);
+    expect(left).toContain(`${1_011}-${ids[11]?.actionId}.done`);
+  });
+});
