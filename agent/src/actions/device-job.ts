@@ -41,11 +41,14 @@ export async function runDeviceJob(
   action: ActionRow,
   signal: AbortSignal,
   progress: DispatchProgress,
+  /** Files of settled jobs to remove on the way (saves the phone a round trip per action). */
+  removeFirst: readonly string[] = [],
 ): Promise<JobResult> {
   const j = jobBase(action);
   const record = `farm-job 1 ${action.actionId} ${action.requestSha256}`;
   const inner = `sh -c ${shQuote(command)}; echo "${record} $?" > ${j}.tmp && mv ${j}.tmp ${j}.done`;
   const script = [
+    ...(removeFirst.length > 0 ? [`rm -f ${removeFirst.join(" ")}`] : []),
     `mkdir -p ${JOB_DIR} || exit 1`,
     // A job is started once per action: an existing marker means it was.
     `if ls ${j}.job >/dev/null 2>&1; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
@@ -53,7 +56,8 @@ export async function runDeviceJob(
     `nohup sh -c ${shQuote(inner)} </dev/null >${j}.out 2>${j}.err &`,
     `echo ${STARTED}`,
     "wait",
-    `cat ${j}.done && cat ${j}.out && cat ${j}.err >&2`,
+    // The record's line first, then the job's output (a missing record fails the line check).
+    `cat ${j}.done ${j}.out; cat ${j}.err >&2`,
   ].join("\n");
   let seen = "";
   progress.phase = "sent";
@@ -101,10 +105,10 @@ export async function readJobRecord(adb: AdbServerAddress, serial: string, actio
   return { exitCode: Number(m[3]), record: line };
 }
 
-/** Removes a settled job's files: its record has served as proof. */
-export async function removeJob(adb: AdbServerAddress, serial: string, action: ActionRow): Promise<void> {
+/** The files of a job. */
+export function jobFiles(action: Pick<ActionRow, "actionId" | "createdAt">): string[] {
   const j = jobBase(action);
-  await shellV2(adb, serial, `rm -f ${j}.job ${j}.out ${j}.err ${j}.tmp ${j}.done`, AbortSignal.timeout(10_000));
+  return ["job", "out", "err", "tmp", "done"].map((ext) => `${j}.${ext}`);
 }
 
 /**
@@ -127,19 +131,31 @@ export async function pruneJobStore(adb: AdbServerAddress, serial: string, keep:
   return drop.length;
 }
 
-/** The device jobs of one agent: run, prove, acknowledge, and keep each phone's store bounded. */
+/**
+ * The device jobs of one agent: run, prove, acknowledge, and keep each
+ * phone's store bounded. A settled job's files are removed by the next job
+ * on that phone (or after a short idle time), not by a round trip of their own.
+ */
 export class DeviceJobs {
   private acknowledged = 0;
+  private readonly toRemove = new Map<string, string[]>();
+  private readonly flushTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(
     readonly adb: AdbServerAddress,
     /** Ids of the device's unresolved actions (their records are never pruned). */
     private readonly unresolved: (physicalId: string) => string[],
-    private readonly pruneEvery = 32,
+    private readonly opts: { pruneEvery?: number; flushAfterMs?: number } = {},
   ) {}
 
-  run(serial: string, command: string, action: ActionRow, signal: AbortSignal, progress: DispatchProgress): Promise<JobResult> {
-    return runDeviceJob(this.adb, serial, command, action, signal, progress);
+  async run(serial: string, command: string, action: ActionRow, signal: AbortSignal, progress: DispatchProgress): Promise<JobResult> {
+    const removing = this.take(serial);
+    try {
+      return await runDeviceJob(this.adb, serial, command, action, signal, progress, removing);
+    } finally {
+      // Not past the rm line for sure: keep them for the next time.
+      if (progress.phase !== "accepted" && removing.length > 0) this.queue(serial, removing);
+    }
   }
 
   async prove(serial: string, action: ActionRow, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
@@ -148,7 +164,45 @@ export class DeviceJobs {
   }
 
   async acknowledge(serial: string, action: ActionRow): Promise<void> {
-    await removeJob(this.adb, serial, action);
-    if (++this.acknowledged % this.pruneEvery === 0) await pruneJobStore(this.adb, serial, new Set(this.unresolved(action.physicalId)));
+    this.queue(serial, jobFiles(action));
+    if (++this.acknowledged % (this.opts.pruneEvery ?? 32) === 0) {
+      await this.flush(serial);
+      await pruneJobStore(this.adb, serial, new Set(this.unresolved(action.physicalId)));
+    }
+  }
+
+  /** Removes what is queued for the phone now. */
+  async flush(serial: string): Promise<void> {
+    const files = this.take(serial);
+    if (files.length === 0) return;
+    try {
+      await shellV2(this.adb, serial, `rm -f ${files.join(" ")}`, AbortSignal.timeout(10_000));
+    } catch (err) {
+      this.queue(serial, files);
+      throw err;
+    }
+  }
+
+  private queue(serial: string, files: string[]): void {
+    const list = this.toRemove.get(serial) ?? [];
+    // Bounded: beyond this the store's pruning takes over.
+    list.push(...files.slice(0, Math.max(0, 500 - list.length)));
+    this.toRemove.set(serial, list);
+    if (!this.flushTimers.has(serial)) {
+      const timer = setTimeout(() => {
+        this.flushTimers.delete(serial);
+        this.flush(serial).catch(() => undefined); // the phone may be gone; pruning covers it
+      }, this.opts.flushAfterMs ?? 2_000);
+      timer.unref();
+      this.flushTimers.set(serial, timer);
+    }
+  }
+
+  private take(serial: string): string[] {
+    const files = this.toRemove.get(serial) ?? [];
+    this.toRemove.delete(serial);
+    clearTimeout(this.flushTimers.get(serial));
+    this.flushTimers.delete(serial);
+    return files;
   }
 }
