@@ -32,7 +32,9 @@ export async function readDeviceMetadata(
       return null;
     }
   };
-  const props = parseGetprop((await run("getprop")) ?? "");
+  // Independent reads: asked at once, so a short budget is not spent waiting on each in turn.
+  const [getprop, wmSize, wmDensity, input] = await Promise.all([run("getprop"), run("wm size"), run("wm density"), run("dumpsys input")]);
+  const props = parseGetprop(getprop ?? "");
   const prop = (k: string, what: string): string | null => {
     const v = props[k];
     if (v === undefined || v === "") {
@@ -42,9 +44,9 @@ export async function readDeviceMetadata(
     return v;
   };
   const sdk = Number.parseInt(prop("ro.build.version.sdk", "API level") ?? "", 10);
-  const size = parseWmSize((await run("wm size")) ?? "");
-  const density = parseWmDensity((await run("wm density")) ?? "");
-  const rotation = parseRotation((await run("dumpsys input")) ?? "");
+  const size = parseWmSize(wmSize ?? "");
+  const density = parseWmDensity(wmDensity ?? "");
+  const rotation = parseRotation(input ?? "");
   if (!size) fail("METADATA_UNAVAILABLE", "metadata", "display size (wm size) could not be read", "wm");
   if (density === null) fail("METADATA_UNAVAILABLE", "metadata", "display density (wm density) could not be read", "wm");
   if (rotation === null) fail("METADATA_UNAVAILABLE", "metadata", "display rotation (dumpsys input) could not be read", "dumpsys");
@@ -68,4 +70,22 @@ export async function readDeviceMetadata(
     deviceTypeProperties: { "ro.kernel.qemu": kernelQemu, "ro.boot.qemu": bootQemu },
     display: size ? { width: size.width, height: size.height, density, rotation } : null,
   };
+}
+
+/**
+ * Whether every field the bundle contract lists as metadata was observed:
+ * API level, Android version, manufacturer, model and the display's size,
+ * density and rotation. Anything missing makes usable evidence partial.
+ * (An unknown device type is an observation, not a missing field.)
+ */
+export function metadataComplete(d: EvidenceDevice): boolean {
+  return (
+    d.apiLevel !== null &&
+    d.androidVersion !== null &&
+    d.manufacturer !== null &&
+    d.model !== null &&
+    d.display !== null &&
+    d.display.density !== null &&
+    d.display.rotation !== null
+  );
 }

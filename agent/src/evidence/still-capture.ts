@@ -1,20 +1,25 @@
 import { createHash, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { Code } from "@connectrpc/connect";
+import { fsyncDir, isStorageError, writeFileDurably } from "@farm/shared/durable-file";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus } from "@farm/shared/evidence-manifest";
-import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
+import { ensurePrivateDir } from "@farm/shared/secure-file";
 import type { AdbServerAddress } from "../adb-client.js";
-import { execOut } from "../adb-exec.js";
 import { shellV2 } from "../adb-shell.js";
 import type { AdbServiceError } from "../adb-service.js";
+import { androidSdkGet } from "../app-sdk/android-endpoint.js";
 import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
 import { looksLikeHierarchy, parseAwake, parseLocked } from "./device-observations.js";
-import { readDeviceMetadata } from "./device-metadata.js";
-import { androidSdkGet } from "../app-sdk/android-endpoint.js";
+import { metadataComplete, readDeviceMetadata } from "./device-metadata.js";
+import { shellOutput, type OutputFailureCode } from "./shell-output.js";
 
-/** Below this much budget the hierarchy is not attempted (UIAutomator's own minimum). */
+/** The hierarchy floor for budgets of 2000 ms and more (see hierarchyFloorMs). */
 const HIERARCHY_MIN_MS = 1_000;
 const HIERARCHY_MAX_BYTES = 32 * 1024 * 1024;
+/** Removing the dump file from the phone, after the observation. */
+const CLEANUP_MS = 5_000;
 
 export interface StillCaptureRequest {
   evidenceId: string;
@@ -46,14 +51,29 @@ const iso = (ms = Date.now()) => new Date(ms).toISOString();
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 /**
+ * The hierarchy is not requested when less than this is left of the budget:
+ * 1000 ms (UIAutomator is not worth starting with less), but never more
+ * than half of the whole budget, so the documented minimum budget (1000 ms)
+ * still leaves a fast phone room for a complete bundle.
+ */
+export function hierarchyFloorMs(budgetMs: number): number {
+  return Math.min(HIERARCHY_MIN_MS, Math.floor(budgetMs / 2));
+}
+
+/**
  * Captures a still bundle from one device into a staging directory: the
  * screenshot first, then the raw hierarchy on the same device, then the
  * metadata, each within what is left of the budget and independent of the
- * others' failures. The manifest is written last.
+ * others' failures. Files are then published whole (temp name, fsync,
+ * rename, directory fsync), the manifest last. A file the staging disk
+ * cannot hold is a failed artifact with its error; a manifest it cannot hold
+ * fails the capture with EVIDENCE_CAPTURE_FAILED naming the evidence id.
  */
 export async function captureStill(req: StillCaptureRequest, deps: StillCaptureDeps): Promise<StagedBundle> {
   const dir = join(deps.stagingDir, req.evidenceId);
   await ensurePrivateDir(dir);
+  // The bundle's directory outlives a crash, so a restarted agent finds what it staged.
+  await fsyncDir(deps.stagingDir);
   const deadline = performance.now() + req.timeoutMs;
   const remaining = () => Math.max(0, deadline - performance.now());
   const startedAt = iso();
@@ -62,49 +82,48 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   const files: string[] = [];
   const captures: Record<string, unknown> = {};
 
-  const write = async (path: string, bytes: Buffer) => {
-    await writePrivateFile(join(dir, path), bytes);
-    files.push(path);
-  };
   const fail = (code: string, stage: string, message: string, component: string | null): EvidenceError => {
     const e = { code, stage, message, component };
     errors.push(e);
     return e;
   };
+  /** Publishes one file; a failure to store it is returned as that artifact's error. */
+  const persist = async (path: string, bytes: Buffer): Promise<EvidenceError | undefined> => {
+    try {
+      await writeFileDurably(join(dir, path), bytes);
+      files.push(path);
+      return undefined;
+    } catch (err) {
+      return fail(ErrorCodes.evidenceStorageFailed, "persist", `${path} could not be written to the agent's staging dir: ${(err as Error).message}`, "agent");
+    }
+  };
 
-  // 1. Screenshot.
-  const shotTask = randomUUID();
-  const shotStart = Date.now();
-  const shotT0 = performance.now();
-  const shot = await execOut(deps.adb, req.serial, "screencap -p", { signal: AbortSignal.timeout(Math.max(1, Math.ceil(remaining()))), maxBytes: PNG_MAX_BYTES });
-  const shotObserved = Date.now();
-  let screenshotOk = false;
-  {
-    const base = { kind: "screenshot" as const, mimeType: "image/png", startedAt: iso(shotStart), commandId: req.commandId, taskId: shotTask };
+  /** The screenshot: verified, then stored whole under its final or partial name; true when complete. */
+  async function finishScreenshot(): Promise<boolean> {
+    let screenshotOk = false;
     let error: EvidenceError | undefined;
-    let status: EvidenceArtifact["status"] = "failed";
-    let path: string | null = null;
-    if (shot.error) {
-      error = fail(transferCode(shot.error, "SCREENSHOT"), "screenshot", `screenshot transfer failed after ${shot.bytes.length} bytes: ${shot.error.message}`, "adb");
+    if (shot.failure) {
+      error = fail(outputCode(shot.failure.code, "SCREENSHOT"), "screenshot", `screenshot transfer failed after ${shot.bytes.length} bytes: ${shot.failure.message}`, "adb");
     } else {
       const check = await checkPng(shot.bytes);
-      if (check.ok) {
-        screenshotOk = true;
-        status = "complete";
-      } else {
-        error = fail(check.code, "screenshot", check.message, "png-verify");
-      }
+      if (check.ok) screenshotOk = true;
+      else error = fail(check.code, "screenshot", check.message, "png-verify");
     }
-    if (screenshotOk) path = "screenshot.png";
-    else if (shot.bytes.length > 0) {
-      path = "screenshot.partial.png";
-      status = "partial";
+    let path: string | null = screenshotOk ? "screenshot.png" : shot.bytes.length > 0 ? "screenshot.partial.png" : null;
+    const stored = path ? await persist(path, shot.bytes) : undefined;
+    if (stored) {
+      path = null;
+      screenshotOk = false;
+      error = stored;
     }
-    if (path) await write(path, shot.bytes);
     artifacts.push({
-      ...base,
+      kind: "screenshot",
+      mimeType: "image/png",
+      startedAt: iso(shotStart),
+      commandId: req.commandId,
+      taskId: shotTask,
       path,
-      status,
+      status: screenshotOk ? "complete" : path ? "partial" : "failed",
       bytes: path ? shot.bytes.length : null,
       sha256: path ? sha256(shot.bytes) : null,
       finishedAt: iso(),
@@ -115,69 +134,94 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
       source: "adb_screencap",
       commandId: req.commandId,
       taskId: shotTask,
-      command: "exec:screencap -p",
-      result: { ok: !shot.error, bytes: shot.bytes.length, error: shot.error ? { code: shot.error.code, phase: shot.error.phase, message: shot.error.message } : null },
+      command: "shell,v2:screencap -p",
+      // Transport completion only: ok needs the command's exit status, which a cut stream never carries.
+      result: { ok: !shot.failure, exitCode: shot.exitCode, bytes: shot.bytes.length, error: shot.failure ? { code: shot.failure.code, message: shot.failure.message } : null },
       observedAt: iso(shotObserved),
       persistedAt: iso(),
     };
+    return screenshotOk;
   }
 
-  // 2. Raw hierarchy (UIAutomator), read-only readiness first.
+  // 1. Screenshot bytes, over shell v2 so a cut stream is known as one.
+  const shotTask = randomUUID();
+  const shotStart = Date.now();
+  const shotT0 = performance.now();
+  const shot = await shellOutput(deps.adb, req.serial, "screencap -p", { timeoutMs: remaining(), maxBytes: PNG_MAX_BYTES });
+  const shotObserved = Date.now();
+  // Verifying and storing it is host work: it runs while the phone is asked for its hierarchy.
+  const shotFinished = finishScreenshot();
+  // Awaited below; a handler now keeps an early failure from counting as unhandled meanwhile.
+  shotFinished.catch(() => undefined);
+
+  // 2. Raw hierarchy (UIAutomator, or the app's SDK), read-only readiness first.
   const uiTask = randomUUID();
   const uiStart = Date.now();
   const uiT0 = performance.now();
-  let hierarchyOk = false;
-  {
-    // The app's own tree is JSON from its SDK; UIAutomator's is XML.
-    const fromApp = req.appPackage !== null;
-    const ext = fromApp ? "json" : "xml";
-    const base = { kind: "hierarchy" as const, mimeType: fromApp ? "application/json" : "application/xml", startedAt: iso(uiStart), commandId: req.commandId, taskId: uiTask };
-    let error: EvidenceError | undefined;
-    let xml: Buffer | undefined;
-    const record: Record<string, unknown> = { source: fromApp ? "app-sdk" : "uiautomator", commandId: req.commandId, taskId: uiTask };
-    if (remaining() < HIERARCHY_MIN_MS) {
-      error = fail("COMMAND_TIMEOUT", "hierarchy", `less than ${HIERARCHY_MIN_MS} ms of the budget left; the hierarchy was not requested`, null);
-      record["result"] = { ok: false, dispatched: false };
-    } else {
-      const r = fromApp ? await captureAppHierarchy(deps.adb, req.serial, req.appPackage as string, remaining) : await captureHierarchy(deps.adb, req.serial, req.evidenceId, remaining);
-      record["result"] = r.record;
-      xml = r.xml;
-      if (r.error) error = fail(r.error.code, "hierarchy", r.error.message, r.error.component);
-      else hierarchyOk = true;
-    }
-    const path = hierarchyOk ? `hierarchy.${ext}` : xml && xml.length > 0 ? `hierarchy.partial.${ext}` : null;
-    if (path && xml) await write(path, xml);
-    artifacts.push({
-      ...base,
-      path,
-      status: hierarchyOk ? "complete" : path ? "partial" : "failed",
-      bytes: path && xml ? xml.length : null,
-      sha256: path && xml ? sha256(xml) : null,
-      finishedAt: iso(),
-      durationMs: round(performance.now() - uiT0),
-      ...(error ? { error } : {}),
-    });
-    record["persistedAt"] = iso();
-    captures["hierarchy"] = record;
+  const fromApp = req.appPackage !== null;
+  const uiRecord: Record<string, unknown> = { source: fromApp ? "app-sdk" : "uiautomator", commandId: req.commandId, taskId: uiTask };
+  let ui: HierarchyResult;
+  const floor = hierarchyFloorMs(req.timeoutMs);
+  if (remaining() < floor) {
+    ui = { error: { code: "COMMAND_TIMEOUT", message: `less than ${floor} ms of the ${req.timeoutMs} ms budget left; the hierarchy was not requested`, component: null }, record: { ok: false, dispatched: false } };
+  } else {
+    ui = fromApp ? await captureAppHierarchy(deps.adb, req.serial, req.appPackage as string, remaining) : await captureHierarchy(deps.adb, req.serial, req.evidenceId, remaining);
   }
+  const uiObserved = Date.now();
+  let uiError = ui.error ? fail(ui.error.code, "hierarchy", ui.error.message, ui.error.component) : undefined;
 
   // 3. Metadata, within what is left (persistence may run past the deadline).
   const device = await readDeviceMetadata(
-    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: req.appPackage ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
+    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: fromApp ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
     remaining,
     fail,
   );
 
-  // 4. Capture records.
+  const screenshotOk = await shotFinished;
+
+  // 4. The hierarchy, stored the same way.
+  let hierarchyOk = !uiError;
+  {
+    const ext = fromApp ? "json" : "xml";
+    uiRecord["result"] = ui.record;
+    const doc = ui.xml;
+    let path: string | null = hierarchyOk ? `hierarchy.${ext}` : doc && doc.length > 0 ? `hierarchy.partial.${ext}` : null;
+    const stored = path && doc ? await persist(path, doc) : undefined;
+    if (stored) {
+      path = null;
+      hierarchyOk = false;
+      uiError = stored;
+    }
+    artifacts.push({
+      kind: "hierarchy",
+      mimeType: fromApp ? "application/json" : "application/xml",
+      startedAt: iso(uiStart),
+      commandId: req.commandId,
+      taskId: uiTask,
+      path,
+      status: hierarchyOk ? "complete" : path ? "partial" : "failed",
+      bytes: path && doc ? doc.length : null,
+      sha256: path && doc ? sha256(doc) : null,
+      finishedAt: iso(),
+      durationMs: round(performance.now() - uiT0),
+      ...(uiError ? { error: uiError } : {}),
+    });
+    uiRecord["observedAt"] = iso(uiObserved);
+    uiRecord["persistedAt"] = iso();
+    captures["hierarchy"] = uiRecord;
+  }
+
+  // 5. Capture records.
   const capT0 = performance.now();
   const capStart = Date.now();
   const capturesBytes = Buffer.from(JSON.stringify({ evidenceId: req.evidenceId, serial: req.serial, captures }, null, 2) + "\n");
   let capturesOk = true;
   try {
-    await write("captures.json", capturesBytes);
+    await writeFileDurably(join(dir, "captures.json"), capturesBytes);
+    files.push("captures.json");
   } catch (err) {
     capturesOk = false;
-    fail("RECEIPT_WRITE_FAILED", "persist", (err as Error).message, "agent");
+    fail("RECEIPT_WRITE_FAILED", "persist", `captures.json could not be written to the agent's staging dir: ${(err as Error).message}`, "agent");
   }
   artifacts.push({
     kind: "capture_envelopes",
@@ -193,9 +237,8 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
     taskId: null,
   });
 
-  const metadataOk = device.apiLevel !== null && device.androidVersion !== null && device.manufacturer !== null && device.model !== null && device.display !== null;
   const status: EvidenceStatus =
-    screenshotOk && hierarchyOk && metadataOk && capturesOk ? "complete" : screenshotOk || hierarchyOk ? "partial" : "failed";
+    screenshotOk && hierarchyOk && metadataComplete(device) && capturesOk ? "complete" : screenshotOk || hierarchyOk ? "partial" : "failed";
   const manifest: EvidenceManifest = {
     schemaVersion: 1,
     evidenceId: req.evidenceId,
@@ -209,7 +252,15 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
     artifacts,
     errors,
   };
-  await writePrivateFile(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+  try {
+    await writeFileDurably(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+  } catch (err) {
+    throw farmError(
+      isStorageError(err) ? Code.ResourceExhausted : Code.Internal,
+      ErrorCodes.evidenceCaptureFailed,
+      `evidence ${req.evidenceId}: the manifest could not be written to the agent's staging dir (${(err as Error).message}); ${files.length} file(s) written so far stay in ${dir}`,
+    );
+  }
   return { dir, manifest, files };
 }
 
@@ -222,11 +273,10 @@ interface HierarchyResult {
 async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceId: string, remaining: () => number): Promise<HierarchyResult> {
   const signal = () => AbortSignal.timeout(Math.max(1, Math.ceil(remaining())));
   try {
-    // Read-only readiness: never wake the device or send input.
-    const power = await shellV2(adb, serial, "dumpsys power", signal());
+    // Read-only readiness (never a wake or input); both asked at once.
+    const [power, window] = await Promise.all([shellV2(adb, serial, "dumpsys power", signal()), shellV2(adb, serial, "dumpsys window", signal())]);
     const awake = parseAwake(power.stdout.toString("utf8"));
     if (awake === false) return { error: { code: "DEVICE_ASLEEP", message: "the screen is off; the hierarchy is not captured (no wake is attempted)", component: "readiness" }, record: { ok: false, dispatched: false, awake } };
-    const window = await shellV2(adb, serial, "dumpsys window", signal());
     const locked = parseLocked(window.stdout.toString("utf8"));
     if (locked === true) return { error: { code: "DEVICE_LOCKED", message: "the device is locked; the hierarchy is not captured (no unlock is attempted)", component: "readiness" }, record: { ok: false, dispatched: false, awake, locked } };
     const file = `/data/local/tmp/farm-ui-${evidenceId}.xml`;
@@ -236,17 +286,18 @@ async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceI
     if (dump.exitCode !== 0 || !/dumped to/i.test(dumpText)) {
       return { error: { code: "HIERARCHY_DUMP_FAILED", message: `uiautomator dump failed (exit ${dump.exitCode}): ${dumpText.slice(0, 500)}`, component: "uiautomator" }, record };
     }
-    const read = await execOut(adb, serial, `cat ${file}`, { signal: signal(), maxBytes: HIERARCHY_MAX_BYTES });
-    await shellV2(adb, serial, `rm -f ${file}`, signal()).catch(() => undefined);
+    const read = await shellOutput(adb, serial, `cat ${file}`, { timeoutMs: remaining(), maxBytes: HIERARCHY_MAX_BYTES });
+    // Cleanup is not part of the observation: it gets its own short deadline, not the caller's budget.
+    void shellV2(adb, serial, `rm -f ${file}`, AbortSignal.timeout(CLEANUP_MS)).catch(() => undefined);
     record["bytes"] = read.bytes.length;
-    if (read.error) return { xml: read.bytes, error: { code: transferCode(read.error, "HIERARCHY"), message: `reading the dump failed: ${read.error.message}`, component: "adb" }, record };
+    if (read.failure) return { xml: read.bytes, error: { code: outputCode(read.failure.code, "HIERARCHY"), message: `reading the dump failed: ${read.failure.message}`, component: "adb" }, record };
     if (!looksLikeHierarchy(read.bytes.toString("utf8"))) {
       return { xml: read.bytes, error: { code: "HIERARCHY_INVALID", message: "the dump is not a complete UIAutomator hierarchy document", component: "uiautomator" }, record };
     }
     return { xml: read.bytes, record };
   } catch (err) {
     const e = err as AdbServiceError;
-    return { error: { code: transferCode(e, "HIERARCHY"), message: e.message, component: "adb" }, record: { ok: false, error: e.message } };
+    return { error: { code: outputCode(e.code, "HIERARCHY"), message: e.message, component: "adb" }, record: { ok: false, error: e.message } };
   }
 }
 
@@ -258,7 +309,7 @@ async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceI
  */
 async function captureAppHierarchy(adb: AdbServerAddress, serial: string, pkg: string, remaining: () => number): Promise<HierarchyResult> {
   try {
-    const r = await androidSdkGet(adb, serial, pkg, "/v1/tree", Math.max(1_000, Math.floor(remaining())));
+    const r = await androidSdkGet(adb, serial, pkg, "/v1/tree", Math.max(1, Math.floor(remaining())));
     const record = {
       ok: true,
       endpoint: { packageName: r.endpoint.packageName, runtimeEpoch: r.endpoint.runtimeEpoch, socketName: r.endpoint.socketName, hostPort: r.endpoint.hostPort, forwardCreated: r.endpoint.forwardCreated, version: r.endpoint.version },
@@ -275,14 +326,16 @@ async function captureAppHierarchy(adb: AdbServerAddress, serial: string, pkg: s
   }
 }
 
-function transferCode(e: AdbServiceError, what: "SCREENSHOT" | "HIERARCHY"): string {
-  switch (e.code) {
+function outputCode(code: OutputFailureCode | AdbServiceError["code"], what: "SCREENSHOT" | "HIERARCHY"): string {
+  switch (code) {
     case "DEADLINE_EXCEEDED":
       return "COMMAND_TIMEOUT";
     case "OUTPUT_TOO_LARGE":
       return `${what}_TOO_LARGE`;
     case "DEVICE_OFFLINE":
       return "DEVICE_OFFLINE";
+    case "COMMAND_FAILED":
+      return `${what}_COMMAND_FAILED`;
     default:
       return `${what}_TRANSFER_FAILED`;
   }

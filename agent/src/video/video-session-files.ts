@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { writeFileDurably } from "@farm/shared/durable-file";
 import type { EvidenceDevice, EvidenceError, EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
 import type { Size } from "@farm/shared/video-options";
@@ -124,8 +125,9 @@ export class VideoSessionFiles {
     }
   }
 
+  /** Published whole and durably (temp name, fsync, rename, directory fsync): readers judge the session by it. */
   async writeManifest(manifest: EvidenceManifest): Promise<void> {
-    await writePrivateFile(this.path("manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+    await writeFileDurably(this.path("manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
   }
 
   async writeHeartbeat(hb: Heartbeat): Promise<void> {

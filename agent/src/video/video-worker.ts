@@ -1,16 +1,18 @@
 import { createHash } from "node:crypto";
-import { readFile, rename, stat, writeFile } from "node:fs/promises";
+import { rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { renameDurably, writeFileDurably } from "@farm/shared/durable-file";
 import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus, EvidenceVideo } from "@farm/shared/evidence-manifest";
-import { writePrivateFile } from "@farm/shared/secure-file";
+import { sha256File } from "@farm/shared/verified-file";
 import { shellV2, type ShellResult } from "../adb-shell.js";
+import { metadataComplete } from "../evidence/device-metadata.js";
 import { hostProcessStartIdentity } from "./host-process.js";
 import { mediaTools, verifyVideo, type MediaVerification } from "./media-verify.js";
 import { checkRecorder, listRecorders } from "./recorder-identity.js";
 import { initialVideo, videoManifest } from "./video-manifest.js";
 import { waitForChange } from "./wait-for-change.js";
-import { pullRemoteFile } from "./remote-pull.js";
+import { PullError, pullRemoteFile } from "./remote-pull.js";
 import { HEARTBEAT_INTERVAL_MS, releaseVideoLock, VideoSessionFiles, type VideoSessionRecord } from "./video-session-files.js";
 
 /** How long the worker looks for its live recorder before giving up on startup. */
@@ -117,7 +119,17 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
   // 3. Wait for the device's time limit, a stop request, or the stream to break.
   const stop = await waitForStop(files, rec.nonce, ended, rec.durationSeconds * 1000 + FINISH_GRACE_MS - (Date.now() - recorderStartedAt));
   let signalSent = false;
+  // Past the time limit and its grace with no stop asked for: the worker ends it, and says so.
+  const overdue = stop.reason === "overdue" && !end;
   const stopRecord: Record<string, unknown> = { requested: stop.reason === "requested", reason: stop.reason };
+  if (overdue) {
+    fail(
+      "VIDEO_RECORDER_OVERDUE",
+      "stop",
+      `the recorder was still running ${FINISH_GRACE_MS / 1000} s past its ${rec.durationSeconds} s time limit and nobody had asked it to stop; the worker stopped it`,
+      "screenrecord",
+    );
+  }
   if (!end && (stop.reason === "requested" || stop.reason === "overdue")) {
     // 4. Identify before signalling; after an uncertain failure, never signal again.
     try {
@@ -144,7 +156,8 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
   }
   end = await ended;
   video.hostDurationMs = round(end.atMs - t0);
-  if (end.kind === "exit" && end.result.exitCode === 0) video.stopReason = signalSent ? "requested" : "duration_cap";
+  // "requested" only when a stop was asked for and the signal went out; an overdue recorder the worker had to end is a failure of the recorder.
+  if (end.kind === "exit" && end.result.exitCode === 0) video.stopReason = overdue ? "failure" : signalSent && stop.reason === "requested" ? "requested" : "duration_cap";
   else {
     video.stopReason = "failure";
     fail(
@@ -154,9 +167,9 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
       end.kind === "exit" ? "screenrecord" : "adb",
     );
   }
-  await finish(end, true, stopRecord);
+  await finish(end, true, stopRecord, !overdue);
 
-  async function finish(recEnd: RecorderEnd, recorded: boolean, stopRecord: Record<string, unknown> = {}): Promise<void> {
+  async function finish(recEnd: RecorderEnd, recorded: boolean, stopRecord: Record<string, unknown> = {}, stoppedAsAsked = true): Promise<void> {
     await save({ state: "finalizing" });
     const artifacts: EvidenceArtifact[] = [];
     const captures: Record<string, unknown> = {
@@ -176,20 +189,24 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     const errStart = iso();
     const errBytes = stderr.subarray(0, STDERR_CAP);
     let stderrOk = false;
+    let stderrStored = false;
+    let stderrError: EvidenceError | undefined;
     try {
-      await writePrivateFile(files.path("encoder.stderr.txt"), errBytes);
+      await writeFileDurably(files.path("encoder.stderr.txt"), errBytes);
+      stderrStored = true;
       stderrOk = !truncated;
     } catch (err) {
-      fail("RECEIPT_WRITE_FAILED", "persist", (err as Error).message, "worker");
+      stderrError = fail("RECEIPT_WRITE_FAILED", "persist", `encoder.stderr.txt could not be written: ${(err as Error).message}`, "worker");
     }
-    const stderrError = truncated ? fail("ENCODER_STDERR_TRUNCATED", "persist", `encoder stderr passed ${STDERR_CAP} bytes and was truncated`, "screenrecord") : undefined;
+    if (truncated) stderrError = fail("ENCODER_STDERR_TRUNCATED", "persist", `encoder stderr passed ${STDERR_CAP} bytes and was truncated`, "screenrecord");
     artifacts.push({
       kind: "encoder_stderr",
-      path: "encoder.stderr.txt",
+      // Listed only if it is on disk: a manifest never names a file that is not there.
+      path: stderrStored ? "encoder.stderr.txt" : null,
       mimeType: "text/plain",
-      status: stderrOk ? "complete" : "partial",
-      bytes: errBytes.length,
-      sha256: sha256(errBytes),
+      status: stderrOk ? "complete" : stderrStored ? "partial" : "failed",
+      bytes: stderrStored ? errBytes.length : null,
+      sha256: stderrStored ? sha256(errBytes) : null,
       startedAt: errStart,
       finishedAt: iso(),
       durationMs: round(performance.now() - errT0),
@@ -215,7 +232,8 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
         pulled = true;
         captures["pull"] = { ok: true, bytes: p.bytes };
       } catch (err) {
-        captures["pull"] = { ok: false, error: (err as Error).message };
+        // The bytes that did arrive stay as video.partial.mp4 and are listed below.
+        captures["pull"] = { ok: false, bytes: err instanceof PullError ? err.bytes : null, error: (err as Error).message };
         videoArtifact.error = fail("VIDEO_PULL_FAILED", "pull", `pulling ${rec.remotePath} failed: ${(err as Error).message}`, "adb");
       }
       const size = await stat(partial).then((s) => s.size, () => -1);
@@ -234,9 +252,13 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
       }
       if (size > 0) {
         const path = videoOk ? "video.mp4" : "video.partial.mp4";
-        if (videoOk) await rename(partial, files.path(path));
-        const bytes = await readFile(files.path(path));
-        videoArtifact = { ...videoArtifact, path, status: videoOk ? "complete" : "partial", bytes: bytes.length, sha256: sha256(bytes) };
+        // Only verified media gets the final name, and that name survives a crash.
+        if (videoOk) await renameDurably(partial, files.path(path));
+        const digest = await sha256File(files.path(path));
+        videoArtifact = { ...videoArtifact, path, status: videoOk ? "complete" : "partial", bytes: size, sha256: digest };
+      } else if (size === 0) {
+        // An empty pull is not evidence; no empty file is left beside the bundle.
+        await rm(partial, { force: true });
       }
     }
     videoArtifact.finishedAt = iso();
@@ -258,7 +280,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     const capStart = iso();
     let capOk = true;
     try {
-      await writePrivateFile(files.path("captures.json"), capBytes);
+      await writeFileDurably(files.path("captures.json"), capBytes);
     } catch (err) {
       capOk = false;
       fail("RECEIPT_WRITE_FAILED", "persist", (err as Error).message, "worker");
@@ -268,9 +290,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
       bytes: capOk ? capBytes.length : null, sha256: capOk ? sha256(capBytes) : null, startedAt: capStart, finishedAt: iso(), durationMs: 0, commandId: null, taskId: null,
     });
 
-    const d = rec.device;
-    const metadataOk = d.apiLevel !== null && d.androidVersion !== null && d.manufacturer !== null && d.model !== null && d.display !== null;
-    const status: EvidenceStatus = videoOk && stderrOk && capOk && metadataOk ? "complete" : videoOk || onlyEmpty ? "partial" : "failed";
+    const status: EvidenceStatus = videoOk && stderrOk && capOk && stoppedAsAsked && metadataComplete(rec.device) ? "complete" : videoOk || onlyEmpty ? "partial" : "failed";
 
     // The lock goes once the recorder's end is known; otherwise an operator decides.
     let recorderGone = recEnd.kind === "exit";
