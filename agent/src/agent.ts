@@ -1,4 +1,4 @@
-import { homedir, hostname } from "node:os";
+import { homedir, hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { DeviceEventSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -142,6 +142,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     drainReason: () => drainReason,
     onDrainRequested: (reason: string) => resolveDrain(reason),
     ...(ios ? { ios } : {}),
+    hostPaths: [opts.dataDir, lockDir, tmpdir()],
   };
   let drainReason = "";
   let resolveDrain!: (reason: string) => void;

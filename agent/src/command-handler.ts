@@ -1,6 +1,9 @@
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { actionError, ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
+import { withoutHostPaths } from "@farm/shared/host-paths";
+import { tmpdir } from "node:os";
 import type { Logger } from "@farm/shared/log";
 import { CommandResultSchema, type AgentCommand, type CommandResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceTarget, SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
@@ -48,7 +51,13 @@ export interface CommandHandlerDeps {
   onDrainRequested(reason: string): void;
   /** iOS devices through devicectl, when configured. */
   ios?: IosDevices;
+  /** Host directories (data dir, lock dir) whose paths never reach a client. */
+  hostPaths?: string[];
 }
+
+/** Failures of this host rather than of the request: logged at error level where they happen. */
+const hostFailureCodes = new Set<string>([ErrorCodes.internal, ErrorCodes.evidenceStorageFailed, "RECEIPT_WRITE_FAILED"]);
+const hostFailureGrpc = new Set<Code>([Code.Internal, Code.DataLoss, Code.Unknown, Code.ResourceExhausted]);
 
 /** While draining, only what finishes or reports on existing work is taken. */
 const allowedWhileDraining = new Set<AgentCommand["kind"]["case"]>(["videoStatus", "stopVideo", "inspectVideo", "getOwnership", "getActionReceipt", "drain"]);
@@ -101,7 +110,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       }
       case "runShell": {
         const v = cmd.kind.value;
-        if (v.command.trim() === "") throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "command is empty", "command");
+        checkShellCommand(v.command);
         const { action, result: out } = await deps.ownership.run(deps.shell, { command: v.command }, ctx(v.target));
         return result({
           case: "runShell",
@@ -111,7 +120,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       case "setProperty": {
         const v = cmd.kind.value;
         if (!propKey.test(v.key)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "property key must be 1-255 of A-Z a-z 0-9 _ . -", "key");
-        if (/[\n\0]/.test(v.value) || v.value.length > 4096) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "property value must be one line of at most 4096 characters", "value");
+        checkPropValue(v.value);
         const { action } = await deps.ownership.run(deps.setProp, { key: v.key, value: v.value }, ctx(v.target));
         return result({ case: "setProperty", value: { actionId: action.actionId, dispatched: true, ambiguous: false } });
       }
@@ -211,6 +220,10 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
     }
   } catch (err) {
     const report = toErrorReport(err);
+    if (hostFailureCodes.has(report.code) || hostFailureGrpc.has(ConnectError.from(err).code) || isStorageFailure(err)) {
+      deps.log.error("command failed on this host", { command: cmd.kind.case, commandId: cmd.commandId, code: report.code, error: report.message });
+    }
+    report.message = withoutHostPaths(report.message, deps.hostPaths ?? [deps.evidence.stagingDir, tmpdir()]);
     // Every failure of a mutation that carries no outcome happened before
     // its journal entry (argument checks): nothing reached the device.
     if (mutationCommands.has(cmd.kind.case) && report.dispatched === undefined) {
@@ -232,6 +245,12 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       },
     });
   }
+}
+
+/** A file-system failure of this host (full disk, I/O error), whatever code it was reported under. */
+function isStorageFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown; cause?: { code?: unknown } } | null)?.cause?.code ?? (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^E[A-Z]+$/.test(code);
 }
 
 /** A verified screenshot, handed over through the blob store (not the control stream). */

@@ -360,6 +360,8 @@ export function toRecord(a: ActionRow): ActionRecord {
     abandonReason: a.abandonReason,
     abandonedBy: a.abandonedBy,
     errorMessage: a.errorMessage,
+    // The coordinator shows a shell command in full only to this caller (and admins).
+    requestedBy: a.requestedBy,
   });
 }
 

@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 
 /**
  * An exclusive lock held by the operating system: an EXCLUSIVE transaction
@@ -30,6 +30,10 @@ export class OsLock {
     OsLock.idle.delete(file);
     const fresh = db === undefined;
     db ??= new Database(file, { timeout: 0 });
+    // Lock and holder files are private (0600). By chmod, never by opening the
+    // file: closing any descriptor of it would drop the POSIX locks this
+    // process holds on it through another connection.
+    if (fresh) chmodSync(file, 0o600);
     try {
       // Rollback-journal mode: BEGIN EXCLUSIVE takes the file lock at once.
       if (fresh) db.pragma("journal_mode = DELETE");
@@ -46,6 +50,8 @@ export class OsLock {
     const lock = new OsLock(file, db);
     // Who holds it, for status output only: never used to judge the lock.
     writeFileSync(holderFile(file), JSON.stringify({ ...holder, pid: process.pid, since: new Date().toISOString() }) + "\n", { mode: 0o600 });
+    // The mode above applies only when the file is created; one left readable by an older version is tightened once.
+    if (fresh) chmodSync(holderFile(file), 0o600);
     return lock;
   }
 

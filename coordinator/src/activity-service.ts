@@ -3,14 +3,18 @@ import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ActivityService, ListActivityResponseSchema } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import type { ActivityLog } from "./activity-log.js";
+import { requirePrincipal } from "./auth.js";
+import { activityFor } from "./command-privacy.js";
 import { activityMessage } from "./messages.js";
 
 export function registerActivityService(router: ConnectRouter, deps: { activity: ActivityLog }): void {
   router.service(ActivityService, {
-    listActivity(req) {
+    listActivity(req, ctx) {
+      const viewer = requirePrincipal(ctx);
       const rows = deps.activity.list({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}), limit: req.limit });
       return create(ListActivityResponseSchema, {
-        entries: rows.map(activityMessage),
+        // A shell command in full only for its caller and admins.
+        entries: rows.map((row) => activityMessage(activityFor(viewer, row))),
       });
     },
   });

@@ -1,6 +1,6 @@
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { FARM_VERSION, MIN_AGENT_PROTOCOL, PROTOCOL_VERSION } from "@farm/shared/version";
 import {
@@ -13,9 +13,12 @@ import { requirePrincipal } from "./auth.js";
 import { peerKey } from "./peer.js";
 import { AttachSession } from "./agent-session.js";
 import type { Registry } from "./registry.js";
+import type { TokenStore } from "./token-store.js";
+import { isRevocation, TOKEN_REVOKED } from "./open-calls.js";
 
 export interface AgentServiceDeps {
   registry: Registry;
+  tokens: TokenStore;
   log: Logger;
   /** How long a new stream may take to say hello. */
   helloTimeoutMs: number;
@@ -34,7 +37,8 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
       }
       const hello = first.kind.value;
       validateHello(hello);
-      const session = new AttachSession();
+      bindIdentity(deps, principal.tokenName, hello);
+      const session = new AttachSession(principal.tokenName);
       const transport = ctx.values.get(peerKey);
       deps.registry.attach(hello, session, transport);
       const log = deps.log.child({ agentId: hello.agentId, agent: hello.name });
@@ -49,18 +53,44 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
         );
         pump(it, hello.agentId, session, deps).then(
           () => session.end(),
-          (err: unknown) => session.terminate(err instanceof Error ? err : new Error(String(err))),
+          (err: unknown) => {
+            // An over-cap inventory ends the stream; the agent sees why, and so does the log.
+            if (toErrorReport(err).code === ErrorCodes.inventoryTooLarge) log.error("agent inventory refused", { principal: principal.tokenName, error: (err as Error).message });
+            session.terminate(err instanceof Error ? err : new Error(String(err)));
+          },
         );
         ctx.signal.addEventListener("abort", () => session.end(), { once: true });
         for await (const msg of session.outgoing) yield msg;
         if (session.error) throw session.error;
       } finally {
         session.end();
-        deps.registry.detach(hello.agentId, session);
-        log.info("agent detached", session.error ? { reason: session.error.message } : {});
+        const revoked = isRevocation(ctx.signal.reason);
+        deps.registry.detach(hello.agentId, session, revoked ? TOKEN_REVOKED : "");
+        if (revoked) log.warn(`agent detached: its token "${principal.tokenName}" was revoked`, { principal: principal.tokenName });
+        else log.info("agent detached", session.error ? { reason: session.error.message } : {});
       }
     },
   });
+}
+
+/** An agent token attaches only as the agent it is bound to (its first attach binds it). */
+function bindIdentity(deps: AgentServiceDeps, tokenName: string, hello: AgentHello): void {
+  try {
+    deps.tokens.bindAgent(tokenName, hello.agentId);
+  } catch (err) {
+    // Token names are not secrets: the operator needs to know which host's token leaked.
+    // (The field is not called "token": the logger redacts fields by that name.)
+    deps.log.warn(`agent attach refused: agent token "${tokenName}" may attach only as the agent it is bound to`, {
+      code: toErrorReport(err).code,
+      principal: tokenName,
+      agentId: hello.agentId,
+      agent: hello.name,
+      hostname: hello.hostname,
+      boundAgentId: deps.tokens.get(tokenName)?.agentId ?? null,
+      agentBoundTo: deps.tokens.boundTo(hello.agentId) ?? null,
+    });
+    throw err;
+  }
 }
 
 function validateHello(hello: AgentHello): void {

@@ -21,6 +21,12 @@ export type ResultOf<K extends CommandKind> = Extract<CommandResult["kind"], { c
 /** One attached agent's control stream on the coordinator side. */
 export class AttachSession implements AgentSession {
   readonly outgoing = new AsyncQueue<AttachResponse>();
+  /**
+   * @param tokenName the agent token this stream authenticated with: evidence
+   *   ids issued through this session are uploadable only with that token.
+   */
+  constructor(readonly tokenName = "") {}
+
   private readonly aborter = new AbortController();
   private failure: Error | undefined;
   private readonly pending = new Map<string, { resolve: (r: CommandResult) => void; reject: (e: Error) => void }>();

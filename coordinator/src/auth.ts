@@ -1,47 +1,42 @@
 import { Code, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
-import type { Principal, TokenKind, TokenStore } from "./token-store.js";
+import type { Principal, TokenStore } from "./token-store.js";
+import { methodKey, refusal, type AccessRule } from "./access-rules.js";
+import type { OpenCalls } from "./open-calls.js";
 import { sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
 import { INSECURE_TRANSPORT } from "@farm/shared/transport-security";
 import { peerKey, type Peer } from "./peer.js";
-
-/** What a service demands of its callers. */
-export interface AccessRule {
-  kind: TokenKind | "none";
-  admin?: boolean;
-}
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, {
   description: "authenticated caller",
 });
 
 /**
- * Authenticates every RPC with a bearer token and checks the token's kind
- * against the service's rule. Services not in the table are refused, so a new
- * service cannot ship unauthenticated by accident.
+ * Authenticates every RPC with a bearer token (or a dashboard session) and
+ * checks it against the method's row in the access table (access-rules.ts).
+ * Methods without a row are refused, so a new method cannot ship
+ * unauthenticated by accident. With `calls`, every authenticated call is
+ * tracked by token name so that revoking the token ends it.
  */
-export function authInterceptor(store: TokenStore, rules: Record<string, AccessRule>, opts: { web?: WebSessions; insecure?: boolean } = {}): Interceptor {
+export function authInterceptor(
+  store: TokenStore,
+  rules: Readonly<Record<string, AccessRule>>,
+  opts: { web?: WebSessions; insecure?: boolean; calls?: OpenCalls } = {},
+): Interceptor {
   const web = opts.web;
   return (next) => async (req) => {
-    const rule = rules[req.service.typeName];
+    const method = methodKey(req.service, req.method);
+    const rule = rules[method];
     if (!rule) {
-      throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `no access rule for ${req.service.typeName}`);
+      throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `no access rule for ${method}`);
     }
     if (rule.kind === "none") return next(req);
     requireSafeTransport(req.contextValues.get(peerKey), opts.insecure === true);
     const principal = authenticateRequest(store, req.header, web);
-    if (principal.kind !== rule.kind) {
-      throw farmError(
-        Code.PermissionDenied,
-        ErrorCodes.permissionDenied,
-        `a ${principal.kind} token cannot call ${req.service.typeName}; it needs a ${rule.kind} token`,
-      );
-    }
-    if (rule.admin && !principal.admin) {
-      throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `${req.service.typeName} needs an admin user token`);
-    }
+    const why = refusal(rule, principal, method);
+    if (why) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, why);
     req.contextValues.set(principalKey, principal);
-    return next(req);
+    return opts.calls ? opts.calls.run(principal.tokenName, req, next) : next(req);
   };
 }
 
@@ -57,6 +52,13 @@ export function authenticateRequest(store: TokenStore, headers: Headers, web?: W
   if (isCrossSite(headers)) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "cross-site request refused");
   const principal = web.principal(sessionId);
   if (!principal) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "dashboard session expired or signed out; sign in again");
+  return principal;
+}
+
+/** The dashboard's own HTTP endpoints are for people: an agent token gets nothing there. */
+export function authenticateUser(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
+  const principal = authenticateRequest(store, headers, web);
+  if (principal.kind !== "user") throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "agent tokens get nothing from the dashboard; use a user token");
   return principal;
 }
 

@@ -3,6 +3,13 @@ import { create } from "@bufbuild/protobuf";
 import { BlobService, DownloadBlobResponseSchema, UploadBlobResponseSchema } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { AgentBlobService, GetBlobResponseSchema, PutBlobResponseSchema } from "@farm/shared/gen/farm/v1/agent_blob_service_pb";
 import type { BlobStore } from "./blob-store.js";
+import { requirePrincipal } from "./auth.js";
+import type { Principal } from "./token-store.js";
+
+/** Whose quota a blob counts against: the token that uploaded it. */
+function ownerOf(p: Principal): string {
+  return `${p.kind}:${p.tokenName}`;
+}
 
 async function* partsOf<T extends { part?: import("@farm/shared/gen/farm/v1/blob_pb").BlobPart }>(requests: AsyncIterable<T>) {
   for await (const r of requests) yield r.part;
@@ -11,8 +18,8 @@ async function* partsOf<T extends { part?: import("@farm/shared/gen/farm/v1/blob
 /** Callers: upload an APK, download a screenshot. */
 export function registerBlobService(router: ConnectRouter, deps: { blobs: BlobStore }): void {
   router.service(BlobService, {
-    async uploadBlob(requests) {
-      return create(UploadBlobResponseSchema, { blobId: await deps.blobs.put(partsOf(requests)) });
+    async uploadBlob(requests, ctx) {
+      return create(UploadBlobResponseSchema, { blobId: await deps.blobs.put(partsOf(requests), ownerOf(requirePrincipal(ctx))) });
     },
     async *downloadBlob(req) {
       for await (const part of deps.blobs.get(req.blobId)) yield create(DownloadBlobResponseSchema, { part });
@@ -25,8 +32,8 @@ export function registerBlobService(router: ConnectRouter, deps: { blobs: BlobSt
 /** Agents: the same store. */
 export function registerAgentBlobService(router: ConnectRouter, deps: { blobs: BlobStore }): void {
   router.service(AgentBlobService, {
-    async putBlob(requests) {
-      return create(PutBlobResponseSchema, { blobId: await deps.blobs.put(partsOf(requests)) });
+    async putBlob(requests, ctx) {
+      return create(PutBlobResponseSchema, { blobId: await deps.blobs.put(partsOf(requests), ownerOf(requirePrincipal(ctx))) });
     },
     async *getBlob(req) {
       for await (const part of deps.blobs.get(req.blobId)) yield create(GetBlobResponseSchema, { part });

@@ -1,28 +1,47 @@
 import { randomUUID } from "node:crypto";
-import { readdir, rename, rm, stat } from "node:fs/promises";
+import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
+import { isStorageError, renameDurably } from "@farm/shared/durable-file";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { BlobPartSchema, type BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
 import { readChunks, VerifiedFileWriter } from "@farm/shared/verified-file";
 
 export const BLOB_MAX_BYTES = 2 * 1024 * 1024 * 1024;
+/** Bytes of blobs one caller may hold at once (stored and arriving), unless configured otherwise. */
+export const BLOB_QUOTA_DEFAULT = 2 * 1024 * 1024 * 1024;
 export const BLOB_TTL_MS = 10 * 60_000;
 const idPattern = /^[0-9a-f-]{36}$/;
 
 /**
  * Short-lived files between callers and agents. A blob is stored under a
- * temporary name while it arrives, checked against its announced size and
- * sha256, then renamed to its id; anything older than the TTL is removed.
+ * temporary name while it arrives (every write checked), checked against its
+ * announced size and sha256, fsync'd, then renamed to its id and the
+ * directory fsync'd; anything older than the TTL is removed. A disk that
+ * cannot hold it fails the upload with a transfer error, not INTERNAL.
+ * Each owner (token) holds at most `quotaBytes`, counted from what uploads
+ * announce, so an upload over quota is refused before any of its bytes.
  */
 export class BlobStore {
   readonly dir: string;
-  private readonly meta = new Map<string, { size: number; sha256: string; name: string; at: number }>();
+  private readonly meta = new Map<string, { size: number; sha256: string; name: string; at: number; owner: string }>();
+  /** Bytes announced by uploads still arriving, by owner. */
+  private readonly arriving = new Map<string, number>();
 
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    readonly quotaBytes = BLOB_QUOTA_DEFAULT,
+  ) {
     this.dir = join(dataDir, "blobs");
+  }
+
+  /** Bytes an owner holds: stored blobs and uploads under way. */
+  usage(owner: string): number {
+    let n = this.arriving.get(owner) ?? 0;
+    for (const m of this.meta.values()) if (m.owner === owner) n += m.size;
+    return n;
   }
 
   async init(): Promise<void> {
@@ -30,7 +49,7 @@ export class BlobStore {
     await ensurePrivateDir(this.dir);
   }
 
-  async put(parts: AsyncIterable<BlobPart | undefined>): Promise<string> {
+  async put(parts: AsyncIterable<BlobPart | undefined>, owner: string): Promise<string> {
     const it = parts[Symbol.asyncIterator]();
     const first = await it.next();
     const header = first.done ? undefined : first.value?.kind.case === "header" ? first.value.kind.value : undefined;
@@ -38,9 +57,29 @@ export class BlobStore {
     const size = Number(header.size);
     if (size < 0 || size > BLOB_MAX_BYTES) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, `blobs are at most ${BLOB_MAX_BYTES} bytes`, "size");
     if (!/^[0-9a-f]{64}$/.test(header.sha256)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "sha256 must be 64 hex digits", "sha256");
+    const used = this.usage(owner);
+    if (used + size > this.quotaBytes) {
+      throw farmError(Code.ResourceExhausted, ErrorCodes.quotaExceeded, `this blob (${size} bytes) would exceed your blob quota: ${used} of ${this.quotaBytes} bytes in use; blobs are freed once fetched or after ${BLOB_TTL_MS / 60_000} minutes`, "size");
+    }
+    this.arriving.set(owner, (this.arriving.get(owner) ?? 0) + size);
+    try {
+      const id = await this.receive(it, header, size);
+      this.meta.set(id, { size, sha256: header.sha256, name: header.name, at: Date.now(), owner });
+      return id;
+    } finally {
+      const left = (this.arriving.get(owner) ?? size) - size;
+      if (left > 0) this.arriving.set(owner, left);
+      else this.arriving.delete(owner);
+    }
+  }
+
+  /** Stores the chunks after a checked header under a new id. */
+  private async receive(it: AsyncIterator<BlobPart | undefined>, header: { sha256: string }, size: number): Promise<string> {
     const id = randomUUID();
     const tmp = join(this.dir, `${id}.part`);
-    const file = await VerifiedFileWriter.create(tmp, { size, sha256: header.sha256 });
+    const file = await VerifiedFileWriter.create(tmp, { size, sha256: header.sha256 }).catch((err: unknown) => {
+      throw storageError(err);
+    });
     let got;
     try {
       for (;;) {
@@ -53,14 +92,20 @@ export class BlobStore {
     } catch (err) {
       await file.abort();
       await rm(tmp, { force: true });
-      throw err;
+      throw storageError(err);
     }
     if (!got.ok) {
       await rm(tmp, { force: true });
       throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `blob arrived as ${got.size} bytes with sha256 ${got.sha256}; announced ${size} bytes with ${header.sha256}`, "chunk");
     }
-    await rename(tmp, join(this.dir, id));
-    this.meta.set(id, { size, sha256: got.sha256, name: header.name, at: Date.now() });
+    try {
+      // Published only whole, and the name survives a crash.
+      await renameDurably(tmp, join(this.dir, id));
+    } catch (err) {
+      await rm(tmp, { force: true });
+      await rm(join(this.dir, id), { force: true });
+      throw storageError(err);
+    }
     return id;
   }
 
@@ -86,4 +131,10 @@ export class BlobStore {
       if (s && now - s.mtimeMs > BLOB_TTL_MS) await rm(join(this.dir, name), { force: true });
     }
   }
+}
+
+/** A file-system failure while storing a blob, as the caller should see it. */
+function storageError(err: unknown): unknown {
+  if (err instanceof ConnectError || typeof (err as NodeJS.ErrnoException | null)?.code !== "string") return err;
+  return farmError(isStorageError(err) ? Code.ResourceExhausted : Code.Internal, ErrorCodes.evidenceTransferFailed, `the coordinator could not store the blob: ${(err as Error).message}`);
 }

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { writePrivateFile } from "@farm/shared/secure-file";
-import type { TokenKind, TokenStore } from "./token-store.js";
+import type { Role, TokenKind, TokenStore } from "./token-store.js";
 
 /**
  * Makes sure `file` holds a valid token of this kind, creating one (named
@@ -10,7 +10,7 @@ import type { TokenKind, TokenStore } from "./token-store.js";
 export async function ensureTokenFile(
   store: TokenStore,
   file: string,
-  spec: { baseName: string; kind: TokenKind; admin: boolean },
+  spec: { baseName: string; kind: TokenKind; role: Role | null },
 ): Promise<{ created: boolean; name: string }> {
   const existing = await readFile(file, "utf8").then(
     (t) => t.trim(),
@@ -18,14 +18,14 @@ export async function ensureTokenFile(
   );
   if (existing !== "") {
     const p = store.authenticate(existing);
-    if (typeof p === "object" && p.kind === spec.kind && p.admin === spec.admin) {
+    if (typeof p === "object" && p.kind === spec.kind && p.role === spec.role) {
       return { created: false, name: p.tokenName };
     }
   }
   const taken = new Set(store.list().map((t) => t.name));
   let name = spec.baseName;
   for (let i = 2; taken.has(name); i++) name = `${spec.baseName}-${i}`;
-  const { secret } = store.create(name, spec.kind, spec.admin);
+  const { secret } = store.create(name, spec.kind, spec.role);
   await writePrivateFile(file, secret + "\n");
   return { created: true, name };
 }

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { createSecureContext } from "node:tls";
 import type { ServerResponse } from "node:http";
 import { existsSync } from "node:fs";
@@ -12,14 +13,13 @@ import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { FARM_VERSION } from "@farm/shared/version";
 import type { ListenAddress } from "@farm/shared/listen-address";
-import { AgentService } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import { TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { openDatabase } from "./db/open-database.js";
 import { TokenStore } from "./token-store.js";
 import { Registry } from "./registry.js";
-import { authInterceptor, type AccessRule } from "./auth.js";
+import { authInterceptor } from "./auth.js";
+import { accessRules, servicesWithRules } from "./access-rules.js";
+import { OpenCalls } from "./open-calls.js";
 import { registerAgentService } from "./agent-service.js";
 import { registerRegistryService } from "./registry-service.js";
 import { registerTokenService } from "./token-service.js";
@@ -31,20 +31,12 @@ import { LeaseManager } from "./lease-manager.js";
 import { ActivityLog } from "./activity-log.js";
 import { IdempotencyCache } from "./idempotency-cache.js";
 import { ShellRelay } from "./shell-relay.js";
-import { BlobStore } from "./blob-store.js";
+import { BLOB_QUOTA_DEFAULT, BlobStore } from "./blob-store.js";
 import { registerBlobService, registerAgentBlobService } from "./blob-service.js";
-import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
-import { AgentBlobService } from "@farm/shared/gen/farm/v1/agent_blob_service_pb";
 import { registerShellService, registerAgentShellService } from "./shell-service.js";
-import { ShellService } from "@farm/shared/gen/farm/v1/shell_service_pb";
-import { AgentShellService } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
-import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { registerEvidenceService } from "./evidence-service.js";
 import { registerVideoService } from "./video-service.js";
 import { VideoSessionIndex } from "./video-session-index.js";
-import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
-import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { WatchHub } from "./watch-hub.js";
 import { registerWatchService } from "./watch-service.js";
 import { wireWatchHub } from "./watch-wiring.js";
@@ -52,10 +44,12 @@ import { WebSessions } from "./web-sessions.js";
 import { dashboardHandler } from "./dashboard-http.js";
 import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceStore } from "./evidence-store.js";
-import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import { AgentEvidenceService } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
-import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { createDualServer, createTlsServer, type TlsCredentials } from "./http-server.js";
+import { EvidenceGrants } from "./evidence-grants.js";
+import { DEFAULT_EVIDENCE_QUOTA_BYTES } from "./evidence-quota.js";
+import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http-server.js";
+import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./request-gate.js";
+import { withMessageLimits } from "./message-limits.js";
+import { errorLogInterceptor } from "./error-log-interceptor.js";
 import { peerKey, peerOf } from "./peer.js";
 import { coordinatorMetrics } from "./metrics.js";
 
@@ -73,6 +67,14 @@ export interface CoordinatorOptions {
   tls?: { certFile: string; keyFile: string };
   /** Accept tokens over cleartext from other machines (trusted networks only). */
   insecure?: boolean;
+  /** Managed evidence bytes one user may keep in the store (default 10 GiB). */
+  evidenceQuotaBytes?: number;
+  /** Connection timeouts and the HTTP/2 stream cap (http-server.ts has the defaults). */
+  connectionLimits?: Partial<ConnectionLimits>;
+  /** Calls one token may have in flight at once (default 256). */
+  maxStreamsPerPrincipal?: number;
+  /** Blob bytes (uploads for install) one token may hold at once (default 2 GiB). */
+  blobQuotaBytes?: number;
 }
 
 export interface RunningCoordinator {
@@ -87,44 +89,29 @@ export interface RunningCoordinator {
   close(): Promise<void>;
 }
 
-const rules: Record<string, AccessRule> = {
-  [Health.typeName]: { kind: "none" },
-  [AgentService.typeName]: { kind: "agent" },
-  [RegistryService.typeName]: { kind: "user" },
-  [TokenService.typeName]: { kind: "user", admin: true },
-  [DeviceService.typeName]: { kind: "user" },
-  [LeaseService.typeName]: { kind: "user" },
-  [ActivityService.typeName]: { kind: "user" },
-  [ShellService.typeName]: { kind: "user" },
-  [AgentShellService.typeName]: { kind: "agent" },
-  [BlobService.typeName]: { kind: "user" },
-  [AgentBlobService.typeName]: { kind: "agent" },
-  [EvidenceService.typeName]: { kind: "user" },
-  [VideoService.typeName]: { kind: "user" },
-  [WatchService.typeName]: { kind: "user" },
-  [AgentEvidenceService.typeName]: { kind: "agent" },
-};
-
 export async function startCoordinator(opts: CoordinatorOptions): Promise<RunningCoordinator> {
   const log = opts.log ?? createLogger({ base: { component: "coordinator" } });
   await ensurePrivateDir(opts.dataDir);
   const database = openDatabase(join(opts.dataDir, "coordinator.db"));
   const tokens = new TokenStore(database.db);
-  const registry = new Registry(database.db, { heartbeatMisses: opts.heartbeatMisses ?? 3 });
+  const registry = new Registry(database.db, { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
   const closed = new AbortController();
   const leases = new LeaseManager(database.db, registry, log);
   const activity = new ActivityLog(database.db);
   activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
-  const blobs = new BlobStore(opts.dataDir);
+  const blobs = new BlobStore(opts.dataDir, opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT);
   await blobs.init();
   const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
+  const grants = new EvidenceGrants(database.db);
+  const evidenceQuotaBytes = opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES;
   await evidenceStore.init();
   const videoIndex = new VideoSessionIndex(database.db);
   const hub = new WatchHub();
   wireWatchHub(hub, { registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
   const web = new WebSessions(tokens);
+  const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
@@ -134,17 +121,27 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
 
   const handler = connectNodeAdapter({
-    interceptors: [authInterceptor(tokens, rules, { web, insecure })],
+    interceptors: [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls })],
     contextValues: (req) => createContextValues().set(peerKey, peerOf(req)),
-    routes(router) {
+    routes(connectRouter) {
+      // Every service with its message size cap (message-limits.ts).
+      const router = withMessageLimits(connectRouter);
       registerHealthService(router, {
-        services: Object.keys(rules).filter((s) => s !== Health.typeName),
+        services: servicesWithRules().filter((s) => s !== Health.typeName),
         serving: () => !closed.signal.aborted,
         closed: closed.signal,
       });
-      registerAgentService(router, { registry, log, helloTimeoutMs: 10_000 });
+      registerAgentService(router, { registry, tokens, log, helloTimeoutMs: 10_000 });
       registerRegistryService(router, { registry, log });
-      registerTokenService(router, { tokens });
+      registerTokenService(router, {
+        tokens,
+        // Revocation ends what the token opened, not only what it opens next.
+        onRevoked: (name) => {
+          const sessions = web.endSessionsOf(name);
+          const calls = openCalls.revoke(name);
+          log.info("token revoked", { principal: name, endedCalls: calls, endedDashboardSessions: sessions });
+        },
+      });
       registerDeviceService(router, { registry, leases, activity, idempotency, log });
       registerLeaseService(router, { leases, registry });
       registerActivityService(router, { activity });
@@ -152,10 +149,10 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentShellService(router, { relay: shellRelay });
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
-      registerEvidenceService(router, { registry, store: evidenceStore, activity, log });
-      registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log });
+      registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log });
+      registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
       registerWatchService(router, { hub });
-      registerAgentEvidenceService(router, { store: evidenceStore, log });
+      registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {
@@ -179,7 +176,17 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       });
     },
   });
-  const dual = tlsCreds ? createTlsServer(handler, tlsCreds) : createDualServer(handler);
+  // Credentials and announced sizes are checked from the headers, before any body is read.
+  const gated = requestGate(handler, {
+    tokens,
+    web,
+    insecure,
+    isOpen: (method) => accessRules[method]?.kind === "none",
+    maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+    log,
+  });
+  const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connectionLimits };
+  const dual = tlsCreds ? createTlsServer(gated, tlsCreds, limits) : createDualServer(gated, limits);
   await new Promise<void>((resolve, reject) => {
     dual.server.once("error", reject);
     dual.server.listen(opts.listen.port, opts.listen.host, () => resolve());

@@ -3,9 +3,10 @@ import { readFile, stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { extname, join, normalize, sep } from "node:path";
+import { withoutHostPaths } from "@farm/shared/host-paths";
 import { toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { authenticateRequest, isCrossSite, requireSafeTransport } from "./auth.js";
+import { authenticateUser, isCrossSite, requireSafeTransport } from "./auth.js";
 import { peerOf } from "./peer.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { TokenStore } from "./token-store.js";
@@ -72,8 +73,11 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       return true;
     } catch (err) {
       const r = toErrorReport(err);
-      deps.log.warn("dashboard request failed", { path, code: r.code });
-      json(res, r.code === "UNAUTHENTICATED" ? 401 : r.code === "PERMISSION_DENIED" || r.code === "INSECURE_TRANSPORT" ? 403 : 500, { code: r.code, message: r.message });
+      const status = r.code === "UNAUTHENTICATED" ? 401 : r.code === "PERMISSION_DENIED" || r.code === "INSECURE_TRANSPORT" ? 403 : 500;
+      // A failure of this host (storage, a bug) at error level; the caller's own at warn.
+      (status === 500 ? deps.log.error : deps.log.warn).call(deps.log, "dashboard request failed", { path, code: r.code, error: r.message });
+      // The browser gets no host paths (a file the store could not open); the log keeps them.
+      json(res, status, { code: r.code, message: withoutHostPaths(r.message) });
       return true;
     }
   };
@@ -133,7 +137,7 @@ async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean>
     return true;
   }
   deps.log.info("dashboard sign-in", { user: r.principal.tokenName });
-  json(res, 200, { name: r.principal.tokenName, admin: r.principal.admin }, { "set-cookie": cookie(req, r.id, SESSION_TTL_MS / 1000) });
+  json(res, 200, { name: r.principal.tokenName, role: r.principal.role, admin: r.principal.admin }, { "set-cookie": cookie(req, r.id, SESSION_TTL_MS / 1000) });
   return true;
 }
 
@@ -147,8 +151,8 @@ function signOut(deps: DashboardDeps, req: Req, res: Res): boolean {
 }
 
 function me(deps: DashboardDeps, req: Req, res: Res): boolean {
-  const p = authenticateRequest(deps.tokens, headersOf(req), deps.web);
-  json(res, 200, { name: p.tokenName, admin: p.admin });
+  const p = authenticateUser(deps.tokens, headersOf(req), deps.web);
+  json(res, 200, { name: p.tokenName, role: p.role, admin: p.admin });
   return true;
 }
 
@@ -157,7 +161,7 @@ const filePattern = /^[A-Za-z0-9._-]+$/;
 
 /** One artifact of a stored bundle, for a signed-in browser (or a bearer token). */
 async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: string, url: URL): Promise<boolean> {
-  authenticateRequest(deps.tokens, headersOf(req), deps.web);
+  authenticateUser(deps.tokens, headersOf(req), deps.web);
   const [id, file, ...extra] = rest.split("/");
   if (!id || !file || extra.length > 0 || !idPattern.test(id) || !filePattern.test(file)) return (json(res, 404, { code: "NOT_FOUND", message: "no such file" }), true);
   if (!deps.evidence.get(id)) return (json(res, 404, { code: "EVIDENCE_NOT_FOUND", message: `no bundle ${id}` }), true);

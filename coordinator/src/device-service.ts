@@ -6,6 +6,8 @@ import type { Logger } from "@farm/shared/log";
 import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import type { AgentCommand } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { requirePrincipal } from "./auth.js";
+import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
+import { actionRecordFor, ownershipFor } from "./command-privacy.js";
 import type { AttachSession, CommandKind, ResultOf } from "./agent-session.js";
 import type { Registry, Route } from "./registry.js";
 import type { LeaseManager } from "./lease-manager.js";
@@ -51,9 +53,10 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
 
   async function dispatch(kind: Kind, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<unknown> {
     const principal = requirePrincipal(ctx);
+    checkArguments(kind, req);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("serial", "a device serial is required");
-    const r = routeFor(deps, serial, req.target?.agent ?? "", mutations.has(kind), ctx.requestHeader.get("x-farm-lease"));
+    const r = routeFor(deps, serial, req.target?.agent ?? "", mutations.has(kind), ctx.requestHeader.get("x-farm-lease"), holderOnly.has(kind) ? principal : undefined);
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
@@ -63,12 +66,24 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
   }
 
   router.service(DeviceService, {
-    getOwnership: (req, ctx) => route("getOwnership", req, ctx),
-    reconcileOwnership: (req, ctx) => route("reconcileOwnership", req, ctx),
-    getActionReceipt: (req, ctx) => route("getActionReceipt", req, ctx),
-    abandonAction: (req, ctx) => {
+    // Journal records carry command text: each caller sees what is theirs to see (command-privacy.ts).
+    getOwnership: async (req, ctx) => {
+      const res = await route("getOwnership", req, ctx);
+      return { ownership: ownershipFor(requirePrincipal(ctx), res.ownership) };
+    },
+    reconcileOwnership: async (req, ctx) => {
+      const res = await route("reconcileOwnership", req, ctx);
+      const viewer = requirePrincipal(ctx);
+      return { settled: res.settled.map((a) => actionRecordFor(viewer, a)), unresolved: res.unresolved.map((a) => actionRecordFor(viewer, a)), ownership: ownershipFor(viewer, res.ownership) };
+    },
+    getActionReceipt: async (req, ctx) => {
+      const res = await route("getActionReceipt", req, ctx);
+      return { action: res.action && actionRecordFor(requirePrincipal(ctx), res.action) };
+    },
+    abandonAction: async (req, ctx) => {
       deps.log.warn("abandon requested", { serial: req.target?.serial, actionId: req.actionId, by: requirePrincipal(ctx).tokenName });
-      return route("abandonAction", req, ctx);
+      const res = await route("abandonAction", req, ctx);
+      return { action: res.action && actionRecordFor(requirePrincipal(ctx), res.action) };
     },
     runShell: (req, ctx) => route("runShell", req, ctx),
     setProperty: (req, ctx) => route("setProperty", req, ctx),
@@ -87,7 +102,8 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
 /**
  * The route for a call on one serial, checked: exactly the agent that
  * reports it, and for a mutation the caller's lease on its physical device
- * (and no duplicate identity).
+ * (and no duplicate identity). With `holder`, a leased phone is refused to
+ * anyone but its lease holder or an admin.
  */
 export function routeFor(
   deps: { registry: Registry; leases: LeaseManager },
@@ -95,8 +111,10 @@ export function routeFor(
   agent: string,
   mutation: boolean,
   leaseToken: string | null,
+  holder?: { tokenName: string; admin: boolean },
 ): Route & { leaseId: string } {
   const r = deps.registry.route(serial, agent);
+  if (holder) deps.leases.requireHolder(r.physicalId, holder, leaseToken, "create or remove its app forwards");
   if (!mutation) return { ...r, leaseId: deps.leases.leaseOf(r.physicalId)?.leaseId ?? "" };
   const unresolved = deps.registry.unresolvedOn(r.physicalId);
   if (unresolved.length > 0) {
@@ -121,8 +139,20 @@ export function routeFor(
   return { ...r, leaseId: deps.leases.authorize(r.physicalId, leaseToken).leaseId };
 }
 
+/**
+ * Argument caps, checked before a call is routed (the agent checks them
+ * again): a refusal names the field and reached no device.
+ */
+function checkArguments(kind: Kind, req: unknown): void {
+  const r = req as Record<string, unknown>;
+  if (kind === "runShell") checkShellCommand(String(r["command"] ?? ""));
+  if (kind === "setProperty") checkPropValue(String(r["value"] ?? ""));
+}
+
 /** Commands that change a device: they need the caller's lease. */
 const mutations = new Set<Kind>(["runShell", "setProperty", "sendInput", "reboot", "installApp"]);
+/** Commands on what hangs off a lease (app forwards): on a leased phone, only its holder or an admin. */
+const holderOnly = new Set<Kind>(["getAppEndpoint", "removeAppForward"]);
 
 function fingerprint(kind: string, req: { target?: DeviceTarget }): string {
   // The request id itself is not part of what is being asked.

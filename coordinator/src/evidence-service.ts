@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { invalidArgument } from "@farm/shared/errors";
+import { Code } from "@connectrpc/connect";
+import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import {
@@ -18,11 +19,16 @@ import type { Registry } from "./registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
 import type { ActivityLog } from "./activity-log.js";
+import type { EvidenceGrants } from "./evidence-grants.js";
+import { requireEvidenceQuota } from "./evidence-quota.js";
 
 /** Time for upload and bookkeeping on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
 
-export function registerEvidenceService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; activity: ActivityLog; log: Logger }): void {
+export function registerEvidenceService(
+  router: ConnectRouter,
+  deps: { registry: Registry; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger },
+): void {
   router.service(EvidenceService, {
     async captureEvidence(req, ctx) {
       const principal = requirePrincipal(ctx);
@@ -33,17 +39,25 @@ export function registerEvidenceService(router: ConnectRouter, deps: { registry:
       validateAppPackage(req.appPackage);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("device", "a device serial is required");
+      requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
       return deps.activity.track(entry, async (e) => {
         const route = deps.registry.route(serial, req.target?.agent ?? "");
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
         const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
-        const r = await (route.session as AttachSession).request("captureEvidence", req, principal, deadline);
+        const session = route.session as AttachSession;
+        // The id is ours to give: only this agent, for this device, may upload under it.
+        const grant = deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+        const r = await session.request("captureEvidence", { ...req, evidenceId: grant.evidenceId }, principal, deadline);
+        if (r.evidenceId !== grant.evidenceId) {
+          deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
+          throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
+        }
         // The agent answers after its upload was published; check anyway.
-        deps.store.require(r.evidenceId);
-        const { text } = await deps.store.manifest(r.evidenceId);
-        return create(CaptureEvidenceResponseSchema, { evidenceId: r.evidenceId, status: r.status, manifestJson: text });
+        deps.store.require(grant.evidenceId);
+        const { text } = await deps.store.manifest(grant.evidenceId);
+        return create(CaptureEvidenceResponseSchema, { evidenceId: grant.evidenceId, status: r.status, manifestJson: text });
       });
     },
 

@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
-import { readFile, rename, rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { and, count, desc, eq, sql, type SQL } from "drizzle-orm";
+import { fsyncDir, isStorageError, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
 import { ErrorCodes, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
-import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
+import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { evidence } from "./db/schema.js";
@@ -19,8 +20,11 @@ const pathPattern = /^[A-Za-z0-9._-]+$/;
 /**
  * The coordinator's evidence store. An upload lands in .incoming/<id>; each
  * file is checked against the size and sha256 its sender announced, and the
- * manifest against the files it lists. Only then is the directory renamed
- * into place and indexed, so a listed bundle is always whole.
+ * manifest against the files it lists. Only then is the directory fsync'd,
+ * renamed into place (both parents fsync'd) and indexed, so a listed bundle
+ * is always whole. A disk that cannot hold an upload fails it with
+ * EVIDENCE_CAPTURE_FAILED naming the evidence id; the agent keeps its
+ * staged copy and sends it again.
  */
 export class EvidenceStore {
   readonly root: string;
@@ -111,8 +115,20 @@ export class EvidenceStore {
         throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `artifact ${a.path} does not match what was uploaded`, "manifest_json");
       }
     }
-    await writePrivateFile(join(upload.dir, "manifest.json"), manifestText);
-    await rename(upload.dir, this.dir(upload.meta.evidenceId));
+    const id = upload.meta.evidenceId;
+    try {
+      await storing(id, "manifest.json", async () => {
+        await writeFileDurably(join(upload.dir, "manifest.json"), manifestText);
+        // Every file's entry is durable before the bundle's name is.
+        await fsyncDir(upload.dir);
+        // Unindexed, so never published: what a publish cut short (a crash before the index) left there.
+        await rm(this.dir(id), { recursive: true, force: true });
+        await renameDurably(upload.dir, this.dir(id));
+      });
+    } catch (err) {
+      await rm(this.dir(id), { recursive: true, force: true });
+      throw err;
+    }
     const row: EvidenceRow = {
       evidenceId: upload.meta.evidenceId,
       kind: manifest.kind,
@@ -125,7 +141,13 @@ export class EvidenceStore {
       totalBytes,
       manifestSha256: createHash("sha256").update(manifestText).digest("hex"),
     };
-    this.db.insert(evidence).values(row).run();
+    try {
+      this.db.insert(evidence).values(row).run();
+    } catch (err) {
+      // Not indexed, so not published: the agent still has its copy and sends it again.
+      await rm(this.dir(id), { recursive: true, force: true });
+      throw farmError(Code.Unavailable, ErrorCodes.evidenceCaptureFailed, `evidence ${id}: the coordinator could not index the bundle: ${(err as Error).message}`);
+    }
     this.receiving.delete(upload.meta.evidenceId);
     this.onPublish?.(row);
     return row;
@@ -149,14 +171,14 @@ export class Upload {
 
   async startFile(path: string, size: number, sha256: string): Promise<void> {
     if (!this.started) {
-      await ensurePrivateDir(this.dir);
+      await storing(this.meta.evidenceId, ".incoming", () => ensurePrivateDir(this.dir));
       this.started = true;
     }
     await this.endFile();
     if (!pathPattern.test(path) || path === "manifest.json" || this.files.has(path)) {
       throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `bad or repeated file name "${path}"`, "path");
     }
-    this.current = await VerifiedFileWriter.create(join(this.dir, path), { size, sha256 });
+    this.current = await storing(this.meta.evidenceId, path, () => VerifiedFileWriter.create(join(this.dir, path), { size, sha256 }));
     this.currentPath = path;
   }
 
@@ -165,14 +187,14 @@ export class Upload {
   async chunk(bytes: Uint8Array): Promise<void> {
     const c = this.current;
     if (!c) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "a chunk arrived before any file header", "chunk");
-    if (!(await c.write(bytes))) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `${this.currentPath} is larger than announced`, "chunk");
+    if (!(await storing(this.meta.evidenceId, this.currentPath, () => c.write(bytes)))) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `${this.currentPath} is larger than announced`, "chunk");
   }
 
   private async endFile(): Promise<void> {
     const c = this.current;
     if (!c) return;
     this.current = undefined;
-    const got = await c.finish();
+    const got = await storing(this.meta.evidenceId, this.currentPath, () => c.finish());
     if (!got.ok) {
       throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${this.currentPath}: received ${got.size} bytes with sha256 ${got.sha256}, announced ${c.expected.size} bytes with ${c.expected.sha256}`, "chunk");
     }
@@ -182,7 +204,7 @@ export class Upload {
 
   async finish(manifestText: string): Promise<EvidenceRow> {
     if (!this.started) {
-      await ensurePrivateDir(this.dir);
+      await storing(this.meta.evidenceId, ".incoming", () => ensurePrivateDir(this.dir));
       this.started = true;
     }
     await this.endFile();
@@ -195,5 +217,25 @@ export class Upload {
     await c?.abort();
     await rm(this.dir, { recursive: true, force: true });
     this.store.receiving.delete(this.meta.evidenceId);
+  }
+}
+
+/**
+ * Runs one step of storing a bundle; a file-system failure (a full disk, a
+ * short write, an I/O error) becomes EVIDENCE_CAPTURE_FAILED naming the
+ * evidence id and the file, never INTERNAL.
+ */
+async function storing<T>(evidenceId: string, path: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof ConnectError) throw err;
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (typeof code !== "string") throw err;
+    throw farmError(
+      isStorageError(err) ? Code.ResourceExhausted : Code.Internal,
+      ErrorCodes.evidenceCaptureFailed,
+      `evidence ${evidenceId}: the coordinator's evidence store could not write ${path}: ${(err as Error).message}`,
+    );
   }
 }

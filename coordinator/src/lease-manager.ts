@@ -210,6 +210,33 @@ export class LeaseManager {
     return lease;
   }
 
+  /**
+   * A leased phone is its holder's: what hangs off the lease (labels,
+   * recordings, app forwards) changes only by the holder (its token name, or
+   * its lease token presented) or an admin. An unleased phone is anyone's.
+   */
+  requireHolder(physicalId: string, caller: { tokenName: string; admin: boolean }, leaseToken: string | null, what: string): void {
+    const lease = this.active.get(physicalId);
+    if (!lease || caller.admin || this.holds(lease, caller.tokenName, leaseToken)) return;
+    throw farmError(
+      Code.FailedPrecondition,
+      "LEASE_HELD_BY_OTHER",
+      `device ${physicalId} is leased by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}; only the holder or an admin may ${what}`,
+      "lease",
+      { dispatched: false, ambiguous: false },
+    );
+  }
+
+  /** Whether this caller holds the phone's active lease. */
+  isHolder(physicalId: string, tokenName: string, leaseToken: string | null): boolean {
+    const lease = this.active.get(physicalId);
+    return lease !== undefined && this.holds(lease, tokenName, leaseToken);
+  }
+
+  private holds(lease: LeaseRow, tokenName: string, leaseToken: string | null): boolean {
+    return lease.holder === tokenName || (leaseToken !== null && leaseToken !== "" && hash(leaseToken) === lease.tokenHash);
+  }
+
   leaseOf(physicalId: string): LeaseRow | undefined {
     return this.active.get(physicalId);
   }
@@ -218,8 +245,9 @@ export class LeaseManager {
     return Object.fromEntries(this.labels.get(physicalId) ?? []);
   }
 
-  setLabels(serial: string, labels: Record<string, string>): { physicalId: string; labels: Record<string, string> } {
+  setLabels(serial: string, labels: Record<string, string>, caller?: { tokenName: string; admin: boolean; leaseToken: string | null }): { physicalId: string; labels: Record<string, string> } {
     const physicalId = this.requirePhysical(serial);
+    if (caller) this.requireHolder(physicalId, caller, caller.leaseToken, "change its labels");
     for (const [k, v] of Object.entries(labels)) {
       validateLabelPair(k, v);
       this.db.insert(deviceLabels).values({ physicalId, key: k, value: v }).onConflictDoUpdate({ target: [deviceLabels.physicalId, deviceLabels.key], set: { value: v } }).run();
@@ -232,8 +260,9 @@ export class LeaseManager {
     return { physicalId, labels: this.labelsOf(physicalId) };
   }
 
-  removeLabel(serial: string, key: string): { physicalId: string; labels: Record<string, string> } {
+  removeLabel(serial: string, key: string, caller?: { tokenName: string; admin: boolean; leaseToken: string | null }): { physicalId: string; labels: Record<string, string> } {
     const physicalId = this.requirePhysical(serial);
+    if (caller) this.requireHolder(physicalId, caller, caller.leaseToken, "change its labels");
     this.db.delete(deviceLabels).where(and(eq(deviceLabels.physicalId, physicalId), eq(deviceLabels.key, key))).run();
     this.labels.get(physicalId)?.delete(key);
     this.onEvent?.({ kind: "labels", physicalId, labels: this.labelsOf(physicalId) });

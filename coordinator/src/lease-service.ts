@@ -46,17 +46,23 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
         queue: queue.map(waiterMessage),
       });
     },
-    setDeviceLabels(req) {
+    setDeviceLabels(req, ctx) {
       if (Object.keys(req.labels).length === 0) throw invalidArgument("label", "give at least one key=value");
-      return create(SetDeviceLabelsResponseSchema, deps.leases.setLabels(req.serial, req.labels));
+      return create(SetDeviceLabelsResponseSchema, deps.leases.setLabels(req.serial, req.labels, caller(ctx)));
     },
-    removeDeviceLabel(req) {
-      return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key));
+    removeDeviceLabel(req, ctx) {
+      return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key, caller(ctx)));
     },
     listDeviceLabels() {
       return create(ListDeviceLabelsResponseSchema, { devices: deps.leases.allLabels() });
     },
   });
+}
+
+/** Who changes a label, for the holder rule: the lease holder (by name or lease token) or an admin. */
+function caller(ctx: HandlerContext): { tokenName: string; admin: boolean; leaseToken: string | null } {
+  const p = requirePrincipal(ctx);
+  return { tokenName: p.tokenName, admin: p.admin, leaseToken: ctx.requestHeader.get("x-farm-lease") };
 }
 
 function toSelector(s: LeaseSelector | undefined): Selector {

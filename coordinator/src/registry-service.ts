@@ -1,5 +1,5 @@
 import { Code, type ConnectRouter } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { Logger } from "@farm/shared/log";
@@ -9,6 +9,9 @@ import {
   ListAgentsResponseSchema,
   ListDevicesResponseSchema,
   DrainAgentResponseSchema,
+  RemoveAgentResponseSchema,
+  AcceptDeviceAliasResponseSchema,
+  RejectDeviceAliasResponseSchema,
 } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import type { Registry } from "./registry.js";
 import { DrainAgentCommandSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -31,8 +34,8 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
     },
     /** Asks an agent to drain and exit; it stops getting leases as soon as it says it drains. */
     async drainAgent(req, ctx) {
+      // Admin only, by the access table.
       const principal = requirePrincipal(ctx);
-      if (!principal.admin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "draining an agent needs an admin token");
       const agent = deps.registry.findAgent(req.agent);
       if (!agent) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${req.agent}`, "agent");
       const attached = deps.registry.agentSession(agent.id);
@@ -44,5 +47,26 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
       deps.registry.setDraining(agent.id, reason);
       return create(DrainAgentResponseSchema, { agent: deps.registry.findAgent(agent.id) });
     },
+    /** Forgets a detached agent, its stale devices and its alias claims. */
+    removeAgent(req, ctx) {
+      // Admin only, by the access table.
+      const principal = requirePrincipal(ctx);
+      if (req.agent === "") throw invalidArgument("agent", "an agent name or id is required");
+      const { agent, removedDevices } = deps.registry.removeAgent(req.agent);
+      deps.log.warn("agent removed", { agent: agent.name, agentId: agent.id, devices: removedDevices, by: principal.tokenName });
+      return create(RemoveAgentResponseSchema, { agent, removedDevices });
+    },
+    acceptDeviceAlias(req, ctx) {
+      return create(AcceptDeviceAliasResponseSchema, { device: decide(req, "accepted", requirePrincipal(ctx).tokenName) });
+    },
+    rejectDeviceAlias(req, ctx) {
+      return create(RejectDeviceAliasResponseSchema, { device: decide(req, "rejected", requirePrincipal(ctx).tokenName) });
+    },
   });
+
+  function decide(req: { serial: string; agent: string }, decision: "accepted" | "rejected", by: string) {
+    if (req.serial === "") throw invalidArgument("serial", "--device SERIAL is required");
+    if (req.agent === "") throw invalidArgument("agent", "--agent NAME is required: the alias is one agent's claim");
+    return deps.registry.decideAlias(req.serial, req.agent, decision, by);
+  }
 }

@@ -12,11 +12,16 @@ import {
   type DeviceProperties,
 } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { AgentHello, DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { Logger } from "@farm/shared/log";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { agents, devices } from "./db/schema.js";
+import { claimKeys, DeviceClaims } from "./device-claims.js";
+import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-limits.js";
 
 /** State shown for devices whose agent is not attached. */
 export const AGENT_OFFLINE = "agent-offline";
+/** State shown for a serial whose agent's claim on it no admin has accepted: no leases, no routed commands. */
+export const QUARANTINED = "quarantined";
 
 /** The live control stream of an attached agent, as the registry sees it. */
 export interface AgentSession {
@@ -50,6 +55,8 @@ interface DeviceEntry {
   state: string;
   properties: DeviceProperties;
   updatedAt: number;
+  /** Why this agent may not use this serial (an unaccepted claim); empty when it may. */
+  quarantine: string;
   /** Encoded Device as last listed, and the state/agent it was encoded for. */
   wire?: { key: string; bytes: Uint8Array };
 }
@@ -70,6 +77,8 @@ interface AgentEntry {
   drainReason: string;
   /** How its current or last control stream arrived. */
   transport: string;
+  /** Why its last stream ended (e.g. "token revoked"); a new attach starts without one. */
+  offlineReason?: string;
 }
 
 /** What changed, for live watchers (dashboards). */
@@ -96,6 +105,7 @@ export class Registry {
   private readonly agents = new Map<string, AgentEntry>();
   private readonly dirtyHeartbeats = new Set<string>();
   private readonly heartbeatAnnounced = new Map<string, number>();
+  private readonly claims: DeviceClaims;
   /** Receives every change watchers should see; set by the coordinator. */
   onEvent: ((e: RegistryEvent) => void) | undefined;
   /** Whether anyone watches now: without watchers, no event is built (attach and heartbeats are hot paths). */
@@ -103,8 +113,9 @@ export class Registry {
 
   constructor(
     private readonly db: CoordinatorDb,
-    private readonly opts: { heartbeatMisses: number; now?: () => number },
+    private readonly opts: { heartbeatMisses: number; now?: () => number; log?: Logger },
   ) {
+    this.claims = new DeviceClaims(db, () => this.now());
     this.load();
   }
 
@@ -119,11 +130,13 @@ export class Registry {
     for (const row of this.db.select().from(devices).all()) {
       const agent = this.agents.get(row.agentId);
       if (!agent) continue;
+      const properties = parseProperties(row.properties);
       agent.devices.set(row.serial, {
         serial: row.serial,
         state: row.state,
-        properties: parseProperties(row.properties),
+        properties,
         updatedAt: row.updatedAt,
+        quarantine: this.quarantineOf(agent.id, row.serial, properties.physicalId),
       });
     }
   }
@@ -173,10 +186,11 @@ export class Registry {
   }
 
   /** Forgets the stream if it is still the current one. */
-  detach(agentId: string, session: AgentSession): void {
+  detach(agentId: string, session: AgentSession, reason = ""): void {
     const entry = this.agents.get(agentId);
     if (!entry || entry.session !== session) return;
     entry.session = null;
+    entry.offlineReason = reason;
     this.persistHeartbeat(entry);
     this.changed();
     this.announceAgent(entry, true);
@@ -212,15 +226,17 @@ export class Registry {
   /** Replaces everything known about this agent's devices. */
   replaceInventory(agentId: string, reports: DeviceReport[]): void {
     const entry = this.requireAgent(agentId);
+    checkInventory(reports);
     const now = this.now();
     const next = new Map<string, DeviceEntry>();
-    for (const r of reports) next.set(r.serial, toEntry(r, now));
-    const gone = [...entry.devices.keys()].filter((serial) => !next.has(serial));
-    entry.devices = next;
     this.db.transaction((tx) => {
+      // New claims commit with the inventory that makes them: one write, not one per device.
+      for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now)));
       tx.delete(devices).where(eq(devices.agentId, agentId)).run();
       for (const d of next.values()) tx.insert(devices).values(toRow(agentId, d)).run();
     });
+    const gone = [...entry.devices.keys()].filter((serial) => !next.has(serial));
+    entry.devices = next;
     this.changed();
     if (this.watched()) for (const serial of gone) this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
     this.announceAgent(entry, true);
@@ -228,7 +244,11 @@ export class Registry {
 
   upsertDevice(agentId: string, report: DeviceReport): void {
     const entry = this.requireAgent(agentId);
-    const d = toEntry(report, this.now());
+    checkReport(report);
+    if (!entry.devices.has(report.serial) && entry.devices.size >= MAX_DEVICES_PER_AGENT) {
+      throw farmError(Code.ResourceExhausted, ErrorCodes.inventoryTooLarge, `agent ${entry.name} already reports ${entry.devices.size} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
+    }
+    const d = this.claimed(entry, toEntry(report, this.now()));
     entry.devices.set(d.serial, d);
     const row = toRow(agentId, d);
     this.db
@@ -319,7 +339,7 @@ export class Registry {
 
   private announceDevice(entry: AgentEntry, d: DeviceEntry): void {
     if (!this.onEvent || !this.watched()) return;
-    this.onEvent({ kind: "device", device: toDevice(entry, d, entry.session !== null ? d.state : AGENT_OFFLINE) });
+    this.onEvent({ kind: "device", device: toDevice(entry, d, shownState(entry, d)) });
   }
 
   listDevices(filter: DeviceFilter = {}): Device[] {
@@ -333,7 +353,7 @@ export class Registry {
    */
   listDevicesEncoded(filter: DeviceFilter = {}): Uint8Array[] {
     return this.selectDevices(filter, (agent, d, state) => {
-      const key = `${state}\0${agent.name}`;
+      const key = `${state}\0${agent.name}\0${d.quarantine}`;
       if (d.wire?.key !== key) d.wire = { key, bytes: toBinary(DeviceSchema, toDevice(agent, d, state)) };
       return d.wire.bytes;
     });
@@ -343,11 +363,10 @@ export class Registry {
     const out: T[] = [];
     for (const agent of [...this.agents.values()].sort(byName)) {
       if (filter.agent && filter.agent !== agent.id && filter.agent !== agent.name) continue;
-      const online = agent.session !== null;
       const serials = [...agent.devices.keys()].sort();
       for (const serial of serials) {
         const d = agent.devices.get(serial) as DeviceEntry;
-        const state = online ? d.state : AGENT_OFFLINE;
+        const state = shownState(agent, d);
         if (filter.state && filter.state !== state) continue;
         out.push(map(agent, d, state));
       }
@@ -356,8 +375,10 @@ export class Registry {
   }
 
   /**
-   * The one agent that reports this adb serial (optionally named). A serial
-   * seen on two agents needs the agent named; a device whose agent is not
+   * The one agent that reports this adb serial (optionally named). Only
+   * attached agents whose claim on the serial counts are candidates: an
+   * offline agent or a quarantined claim never makes a serial ambiguous, and
+   * two usable agents need the agent named. A device whose agent is not
    * attached fails: a command is never re-routed through another alias.
    */
   route(serial: string, agent = ""): Route {
@@ -368,18 +389,25 @@ export class Registry {
     if (matches.length === 0) {
       throw actionError(Code.NotFound, ErrorCodes.deviceNotFound, `no agent reports a device with serial ${serial}${agent ? ` on agent ${agent}` : ""}`, notDispatched, "serial");
     }
-    if (matches.length > 1) {
+    const online = matches.filter((a) => a.session !== null);
+    const usable = online.filter((a) => !a.devices.get(serial)?.quarantine);
+    if (usable.length > 1) {
       throw actionError(
         Code.FailedPrecondition,
         ErrorCodes.deviceAmbiguous,
-        `serial ${serial} is reported by agents ${matches.map((m) => m.name).join(", ")}; name one with --agent`,
+        `serial ${serial} is reported by online agents ${usable.map((m) => m.name).join(", ")}; name one with --agent`,
         notDispatched,
         "agent",
       );
     }
-    const a = matches[0] as AgentEntry;
-    if (!a.session) {
-      throw actionError(Code.Unavailable, ErrorCodes.deviceOffline, `agent ${a.name}, which owns ${serial}, is offline`, notDispatched, "serial");
+    const a = usable[0];
+    if (!a?.session) {
+      const held = online[0];
+      if (held) {
+        throw actionError(Code.FailedPrecondition, ErrorCodes.deviceQuarantined, `${serial} on agent ${held.name} is quarantined: ${held.devices.get(serial)?.quarantine ?? ""}`, notDispatched, "serial");
+      }
+      const names = matches.map((m) => m.name).join(", ");
+      throw actionError(Code.Unavailable, ErrorCodes.deviceOffline, matches.length === 1 ? `agent ${names}, which owns ${serial}, is offline` : `agents ${names}, which report ${serial}, are offline`, notDispatched, "serial");
     }
     const props = a.devices.get(serial)?.properties;
     return { agentId: a.id, agentName: a.name, serial, physicalId: props?.physicalId ?? "", identityStatus: props?.identityStatus ?? "", session: a.session };
@@ -397,7 +425,7 @@ export class Registry {
       for (const serial of [...a.devices.keys()].sort()) {
         const d = a.devices.get(serial) as DeviceEntry;
         const p = d.properties;
-        if (d.state !== "device" || !p.physicalId || p.identityStatus === "duplicate") continue;
+        if (d.state !== "device" || d.quarantine || !p.physicalId || p.identityStatus === "duplicate") continue;
         out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
       }
     }
@@ -419,20 +447,88 @@ export class Registry {
     for (const a of this.agents.values()) {
       const ids = new Set<string>();
       for (const d of a.devices.values()) {
-        if (d.properties.physicalId === physicalId) for (const id of d.properties.unresolvedActionIds) ids.add(id);
+        // An unaccepted claim cannot block the owner's phone.
+        if (d.properties.physicalId === physicalId && !d.quarantine) for (const id of d.properties.unresolvedActionIds) ids.add(id);
       }
       if (ids.size > 0) out.push({ agentId: a.id, agentName: a.name, actionIds: [...ids] });
     }
     return out;
   }
 
-  /** The physical id behind any reported serial (first agent that knows it). */
+  /** The physical id behind any reported serial (first agent that knows it and whose claim counts). */
   physicalIdOf(serial: string): string | undefined {
     for (const a of this.agents.values()) {
-      const id = a.devices.get(serial)?.properties.physicalId;
-      if (id) return id;
+      const d = a.devices.get(serial);
+      if (d?.properties.physicalId && !d.quarantine) return d.properties.physicalId;
     }
     return undefined;
+  }
+
+  /**
+   * An admin's decision on an agent's claim on one of its serials (and the
+   * physical id it reports there). Returns that device as listed now.
+   */
+  decideAlias(serial: string, agent: string, decision: "accepted" | "rejected", by: string): Device {
+    const entry = [...this.agents.values()].find((a) => a.id === agent || a.name === agent);
+    if (!entry) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${agent}`, "agent");
+    const d = entry.devices.get(serial);
+    if (!d) throw farmError(Code.NotFound, ErrorCodes.deviceNotFound, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
+    const changed = this.claims.decide(entry.id, claimKeys(serial, d.properties.physicalId), decision, by);
+    if (changed > 0) {
+      this.opts.log?.warn(`device alias ${decision}`, { agent: entry.name, serial, physicalId: d.properties.physicalId, by });
+      // Every serial of this agent on the same keys follows the decision.
+      for (const other of entry.devices.values()) other.quarantine = this.quarantineOf(entry.id, other.serial, other.properties.physicalId);
+      this.changed();
+      this.announceAgent(entry, true);
+    }
+    return toDevice(entry, d, shownState(entry, d));
+  }
+
+  /**
+   * Forgets a detached agent, its devices and its claims (a decommissioned
+   * host, or one that claimed what it should not). Refused while attached:
+   * it would report everything again at once.
+   */
+  removeAgent(idOrName: string): { agent: Agent; removedDevices: number } {
+    const entry = [...this.agents.values()].find((a) => a.id === idOrName || a.name === idOrName);
+    if (!entry) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${idOrName}`, "agent");
+    if (entry.session) {
+      throw farmError(Code.FailedPrecondition, ErrorCodes.agentStillAttached, `agent ${entry.name} is attached; stop it (or revoke its token) before removing it`, "agent");
+    }
+    const agent = toAgent(entry);
+    const serials = [...entry.devices.keys()];
+    this.db.transaction((tx) => {
+      tx.delete(devices).where(eq(devices.agentId, entry.id)).run();
+      tx.delete(agents).where(eq(agents.id, entry.id)).run();
+      this.claims.forgetAgent(entry.id);
+    });
+    this.agents.delete(entry.id);
+    this.dirtyHeartbeats.delete(entry.id);
+    this.heartbeatAnnounced.delete(entry.id);
+    this.changed();
+    if (this.watched()) for (const serial of serials) this.onEvent?.({ kind: "deviceRemoved", agentId: entry.id, serial });
+    return { agent, removedDevices: serials.length };
+  }
+
+  /** Records the claims a report makes (logging the contested ones) and marks the entry. */
+  private claimed(agent: AgentEntry, d: DeviceEntry): DeviceEntry {
+    const contested = this.claims.claim(agent.id, claimKeys(d.serial, d.properties.physicalId));
+    d.quarantine = this.quarantineOf(agent.id, d.serial, d.properties.physicalId);
+    if (contested.length > 0) {
+      this.opts.log?.warn("device quarantined: an agent claims what another agent reported first", { agent: agent.name, agentId: agent.id, serial: d.serial, keys: contested, reason: d.quarantine });
+    }
+    return d;
+  }
+
+  private quarantineOf(agentId: string, serial: string, physicalId: string): string {
+    const b = this.claims.blocker(agentId, claimKeys(serial, physicalId));
+    if (!b) return "";
+    const [kind, value] = [b.key.slice(0, b.key.indexOf(":")), b.key.slice(b.key.indexOf(":") + 1)];
+    const what = kind === "physical" ? `physical id ${value}` : `adb serial ${value}`;
+    if (b.status === "rejected") return `${b.decidedBy || "an admin"} rejected this agent's claim on ${what}`;
+    const owners = b.others.map((id) => this.agents.get(id)?.name ?? id);
+    const name = this.agents.get(agentId)?.name ?? agentId;
+    return `${what} is reported by ${owners.length > 0 ? `agent ${owners.join(", ")}` : "another agent"} first; an admin accepts this alias with \`farm device alias accept --device ${serial} --agent ${name}\``;
   }
 
   /** Called after any change that may free or add a device. */
@@ -485,6 +581,7 @@ function toAgent(e: AgentEntry): Agent {
     draining: e.drainReason !== "",
     drainReason: e.drainReason,
     transport: e.transport,
+    offlineReason: e.session === null ? (e.offlineReason ?? "") : "",
   });
 }
 
@@ -496,7 +593,14 @@ function toDevice(agent: AgentEntry, d: DeviceEntry, state: string): Device {
     state,
     properties: d.properties,
     updateTime: timestampFromMs(d.updatedAt),
+    quarantineReason: d.quarantine,
   });
+}
+
+/** Quarantine first (an admin has to act, online or not), then whether the agent is attached. */
+function shownState(agent: AgentEntry, d: DeviceEntry): string {
+  if (d.quarantine) return QUARANTINED;
+  return agent.session !== null ? d.state : AGENT_OFFLINE;
 }
 
 function toEntry(r: DeviceReport, now: number): DeviceEntry {
@@ -505,6 +609,7 @@ function toEntry(r: DeviceReport, now: number): DeviceEntry {
     state: r.state,
     properties: r.properties ?? create(DevicePropertiesSchema),
     updatedAt: now,
+    quarantine: "",
   };
 }
 

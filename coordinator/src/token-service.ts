@@ -5,21 +5,42 @@ import { invalidArgument } from "@farm/shared/errors";
 import {
   TokenService,
   TokenKind,
+  TokenRole,
   TokenInfoSchema,
   CreateTokenResponseSchema,
   ListTokensResponseSchema,
   RevokeTokenResponseSchema,
   type TokenInfo,
 } from "@farm/shared/gen/farm/v1/token_service_pb";
-import type { TokenRecord, TokenStore } from "./token-store.js";
+import type { Role, TokenRecord, TokenStore } from "./token-store.js";
 
-export function registerTokenService(router: ConnectRouter, deps: { tokens: TokenStore }): void {
+const roleOf: Record<TokenRole, Role | undefined> = {
+  [TokenRole.UNSPECIFIED]: undefined,
+  [TokenRole.VIEWER]: "viewer",
+  [TokenRole.OPERATOR]: "operator",
+  [TokenRole.ADMIN]: "admin",
+};
+const roleEnum: Record<Role, TokenRole> = { viewer: TokenRole.VIEWER, operator: TokenRole.OPERATOR, admin: TokenRole.ADMIN };
+
+export interface TokenServiceDeps {
+  tokens: TokenStore;
+  /** Ends what the revoked token opened (streams, attach sessions, dashboard sessions). */
+  onRevoked?: (name: string) => void;
+}
+
+export function registerTokenService(router: ConnectRouter, deps: TokenServiceDeps): void {
   router.service(TokenService, {
     createToken(req) {
       const kind =
         req.kind === TokenKind.AGENT ? "agent" : req.kind === TokenKind.USER ? "user" : undefined;
       if (!kind) throw invalidArgument("kind", "kind must be agent or user");
-      const { record, secret } = deps.tokens.create(req.name, kind, req.admin);
+      if (!(req.role in roleOf)) throw invalidArgument("role", "role must be viewer, operator or admin");
+      const asked = roleOf[req.role];
+      if (kind === "agent" && (asked !== undefined || req.admin)) throw invalidArgument(req.admin ? "admin" : "role", "only user tokens have a role");
+      // `admin` is the older spelling of role=admin; the two must agree.
+      if (req.admin && asked !== undefined && asked !== "admin") throw invalidArgument("role", `admin conflicts with role ${asked}`);
+      const role = kind === "agent" ? null : req.admin ? "admin" : (asked ?? "operator");
+      const { record, secret } = deps.tokens.create(req.name, kind, role);
       return create(CreateTokenResponseSchema, { info: toInfo(record), token: secret });
     },
     listTokens() {
@@ -27,7 +48,9 @@ export function registerTokenService(router: ConnectRouter, deps: { tokens: Toke
     },
     revokeToken(req) {
       if (!req.name) throw invalidArgument("name", "name is required");
-      return create(RevokeTokenResponseSchema, { info: toInfo(deps.tokens.revoke(req.name)) });
+      const info = toInfo(deps.tokens.revoke(req.name));
+      deps.onRevoked?.(req.name);
+      return create(RevokeTokenResponseSchema, { info });
     },
   });
 }
@@ -37,6 +60,8 @@ function toInfo(r: TokenRecord): TokenInfo {
     name: r.name,
     kind: r.kind === "agent" ? TokenKind.AGENT : TokenKind.USER,
     admin: r.admin,
+    role: r.role === null ? TokenRole.UNSPECIFIED : roleEnum[r.role],
+    agentId: r.agentId ?? "",
     createTime: timestampFromMs(r.createdAt),
     revokeTime: r.revokedAt === null ? undefined : timestampFromMs(r.revokedAt),
   });

@@ -18,6 +18,9 @@ import type { Registry } from "./registry.js";
 import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.js";
 import { videoSessionMessage } from "./messages.js";
 import type { ActivityLog } from "./activity-log.js";
+import type { EvidenceGrants } from "./evidence-grants.js";
+import { requireEvidenceQuota } from "./evidence-quota.js";
+import type { LeaseManager } from "./lease-manager.js";
 
 /** The agent waits 5 s for the recorder; metadata reads come before that. */
 const START_BUDGET_MS = 30_000;
@@ -26,9 +29,12 @@ const STOP_BUDGET_MS = 80_000;
 const STATUS_BUDGET_MS = 15_000;
 const TERMINAL = new Set(["complete", "partial", "failed"]);
 
+/** What the coordinator asked an agent about: its answer must be about exactly that. */
+type Asked = Pick<VideoSessionRow, "sessionId" | "agentId" | "serial" | "physicalId">;
+
 type VideoKind = "startVideo" | "videoStatus" | "stopVideo" | "inspectVideo" | "releaseVideo";
 
-export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger }): void {
+export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; evidenceQuotaBytes: number }): void {
   function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.
@@ -57,8 +63,14 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     return a.session as AttachSession;
   }
 
-  function record(s: VideoSession | undefined, requestedBy: string): VideoSession {
+  /**
+   * Stores what an agent answered about the session it was asked about.
+   * An answer naming another session, agent or device is refused: no agent
+   * can re-point a session (its own or another's) by what it says.
+   */
+  function record(s: VideoSession | undefined, requestedBy: string, asked: Asked): VideoSession {
     if (!s) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, "agent answered without a session");
+    checkAnswer(s, asked);
     const existing = deps.index.get(s.sessionId);
     const now = Date.now();
     deps.index.upsert({
@@ -79,11 +91,36 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     return decorate(s);
   }
 
+  function checkAnswer(s: VideoSession, asked: Asked): void {
+    const wrong = [
+      s.sessionId !== asked.sessionId && `session ${s.sessionId}`,
+      s.agentId !== asked.agentId && `agent ${s.agentId}`,
+      s.serial !== asked.serial && `device ${s.serial}`,
+      asked.physicalId !== "" && s.physicalId !== asked.physicalId && `physical id ${s.physicalId}`,
+    ].filter((w): w is string => typeof w === "string");
+    if (wrong.length === 0) return;
+    const agent = deps.registry.agentName(asked.agentId) ?? asked.agentId;
+    deps.log.warn("agent answered about another video session; refused", { agent, sessionId: asked.sessionId, answered: wrong.join(", ") });
+    throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${agent}, asked about session ${asked.sessionId} on ${asked.serial}, answered about ${wrong.join(", ")}; the answer is refused`, "session");
+  }
+
   function decorate(s: VideoSession): VideoSession {
     s.agentName = deps.registry.agentName(s.agentId) ?? "";
     // Stored means in this coordinator's store, whatever the agent believes.
     s.stored = deps.store.get(s.sessionId) !== undefined;
     return s;
+  }
+
+  /**
+   * A recording of a leased phone is the lease holder's to stop (or an
+   * admin's); whoever started it may always stop it. Of an unleased phone,
+   * only its starter or an admin.
+   */
+  function requireMayStop(r: VideoSessionRow, caller: { tokenName: string; admin: boolean }, leaseToken: string | null): void {
+    if (caller.admin || caller.tokenName === r.requestedBy) return;
+    deps.leases.requireHolder(r.physicalId, caller, leaseToken, "stop its recordings");
+    if (deps.leases.isHolder(r.physicalId, caller.tokenName, leaseToken)) return;
+    throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `session ${r.sessionId} was started by ${r.requestedBy}; only they, the phone's lease holder or an admin may stop it`, "session");
   }
 
   function fromRow(r: VideoSessionRow): VideoSession {
@@ -100,13 +137,17 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       parseVideoSize(req.size);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("device", "a device serial is required");
+      requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
       return deps.activity.track(entry, async (e) => {
         const route = deps.registry.route(serial, req.target?.agent ?? "");
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
-        const res = await call(route.session as AttachSession, "startVideo", req, ctx, START_BUDGET_MS);
-        const s = record(res.session, principal.tokenName);
+        const session = route.session as AttachSession;
+        // The session id is ours to give: only this agent, for this device, may upload its bundle.
+        const grant = deps.grants.issue({ kind: "video", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+        const res = await call(session, "startVideo", { ...req, sessionId: grant.evidenceId }, ctx, START_BUDGET_MS);
+        const s = record(res.session, principal.tokenName, { sessionId: grant.evidenceId, agentId: route.agentId, serial, physicalId: route.physicalId });
         e.detail += `, session ${s.sessionId}: ${s.status}`;
         deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
         return { session: s };
@@ -117,17 +158,18 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       const r = row(req.sessionId);
       if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
       const res = await call(agentFor(r), "videoStatus", req, ctx, STATUS_BUDGET_MS);
-      return { session: record(res.session, r.requestedBy) };
+      return { session: record(res.session, r.requestedBy, r) };
     },
 
     async stopVideo(req, ctx) {
       const r = row(req.sessionId);
       // A repeated stop of a finished, stored session returns the same outcome.
       if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
+      requireMayStop(r, requirePrincipal(ctx), ctx.requestHeader.get("x-farm-lease"));
       const entry = { caller: requirePrincipal(ctx).tokenName, leaseId: "", serial: r.serial, physicalId: r.physicalId, agentId: r.agentId, command: "stopVideo", requestId: "", detail: `session ${r.sessionId}` };
       return deps.activity.track(entry, async (e) => {
         const res = await call(agentFor(r), "stopVideo", req, ctx, STOP_BUDGET_MS);
-        const s = record(res.session, r.requestedBy);
+        const s = record(res.session, r.requestedBy, r);
         e.detail += `: ${s.status}`;
         return { session: s };
       });
@@ -136,17 +178,20 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     async inspectVideo(req, ctx) {
       const r = row(req.sessionId);
       const res = await call(agentFor(r), "inspectVideo", req, ctx, STATUS_BUDGET_MS);
-      if (res.session) res.session = decorate(res.session);
+      if (res.session) {
+        checkAnswer(res.session, r);
+        res.session = decorate(res.session);
+      }
       return res;
     },
 
     async releaseVideo(req, ctx) {
+      // Admin only, by the access table.
       const principal = requirePrincipal(ctx);
-      if (!principal.admin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "releasing a recording lock needs an admin token");
       const r = row(req.sessionId);
       deps.log.warn("video release requested", { sessionId: r.sessionId, by: principal.tokenName, reason: req.reason });
       const res = await call(agentFor(r), "releaseVideo", req, ctx, STATUS_BUDGET_MS);
-      return { session: record(res.session, r.requestedBy) };
+      return { session: record(res.session, r.requestedBy, r) };
     },
 
     listVideoSessions(req) {

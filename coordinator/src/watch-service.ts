@@ -1,11 +1,25 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
+import { create } from "@bufbuild/protobuf";
+import { WatchResponseSchema, WatchService, type WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
+import { requirePrincipal } from "./auth.js";
+import { maySeeCommand, redactCommand } from "./command-privacy.js";
+import type { Principal } from "./token-store.js";
 import type { WatchHub } from "./watch-hub.js";
 
 export function registerWatchService(router: ConnectRouter, deps: { hub: WatchHub }): void {
   router.service(WatchService, {
-    watch(_req, ctx) {
-      return deps.hub.subscribe(ctx.signal);
+    async *watch(_req, ctx) {
+      const viewer = requirePrincipal(ctx);
+      for await (const msg of deps.hub.subscribe(ctx.signal)) yield forViewer(viewer, msg);
     },
   });
+}
+
+/** Live activity shows a shell command in full only to its caller and admins, like ListActivity. */
+function forViewer(viewer: Principal, msg: WatchResponse): WatchResponse {
+  if (msg.kind.case !== "activity") return msg;
+  const entry = msg.kind.value;
+  if (entry.command !== "runShell" || maySeeCommand(viewer, entry.caller)) return msg;
+  // Messages are shared between watchers: change a copy.
+  return create(WatchResponseSchema, { kind: { case: "activity", value: { ...entry, detail: redactCommand(entry.detail) } } });
 }

@@ -5,10 +5,14 @@ export const SESSION_COOKIE = "farm_session";
 /** A dashboard sign-in lasts this long; then the user signs in again. */
 export const SESSION_TTL_MS = 12 * 3_600_000;
 const MAX_SESSIONS = 10_000;
+/** Live sign-ins per user token; a new one evicts that user's oldest. */
+export const MAX_SESSIONS_PER_USER = 10;
 
 interface WebSession {
   /** Kept in memory only, to re-check revocation on every use; never logged or written. */
   token: string;
+  /** The token's name, to find a user's sessions (cap, revocation). */
+  tokenName: string;
   expiresAt: number;
 }
 
@@ -29,9 +33,12 @@ export class WebSessions {
     if (p === "unknown" || p === "revoked") return { error: p === "unknown" ? "unknown token" : "token has been revoked" };
     if (p.kind !== "user") return { error: "agent tokens cannot sign in to the dashboard; use a user token" };
     this.prune(now);
+    // One user signing in over and over evicts only their own oldest sessions, never locks others out.
+    const own = [...this.sessions].filter(([, s]) => s.tokenName === p.tokenName);
+    for (const [old] of own.slice(0, Math.max(0, own.length - MAX_SESSIONS_PER_USER + 1))) this.sessions.delete(old);
     if (this.sessions.size >= MAX_SESSIONS) return { error: "too many dashboard sessions; try again later" };
     const id = randomBytes(32).toString("base64url");
-    this.sessions.set(id, { token, expiresAt: now + SESSION_TTL_MS });
+    this.sessions.set(id, { token, tokenName: p.tokenName, expiresAt: now + SESSION_TTL_MS });
     return { id, principal: p };
   }
 
@@ -52,6 +59,22 @@ export class WebSessions {
 
   signOut(id: string): void {
     this.sessions.delete(id);
+  }
+
+  /** Ends every session signed in with this token (it was revoked); returns how many. */
+  endSessionsOf(tokenName: string): number {
+    let n = 0;
+    for (const [id, s] of this.sessions) {
+      if (s.tokenName !== tokenName) continue;
+      this.sessions.delete(id);
+      n++;
+    }
+    return n;
+  }
+
+  /** Live sessions of one token, for tests. */
+  countOf(tokenName: string): number {
+    return [...this.sessions.values()].filter((s) => s.tokenName === tokenName).length;
   }
 
   private prune(now: number): void {

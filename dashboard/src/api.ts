@@ -22,6 +22,8 @@ export const api = {
 
 export interface Me {
   name: string;
+  /** viewer, operator or admin. */
+  role: string;
   admin: boolean;
 }
 

@@ -55,7 +55,7 @@ function signedIn(who: Me): void {
   const state = new LiveState();
   stopState = new AbortController();
   nav.hidden = false;
-  replaceChildren(user, `${who.name}${who.admin ? " (admin)" : ""} `, h("button", { type: "button", onclick: () => void signOut().then(signedOut) }, "Sign out"));
+  replaceChildren(user, `${who.name}${who.role ? ` (${who.role})` : ""} `, h("button", { type: "button", onclick: () => void signOut().then(signedOut) }, "Sign out"));
   const showConnection = () => {
     connection.textContent = state.connection === "live" ? "" : state.connection === "connecting" ? "Connecting…" : "Connection lost; reconnecting…";
   };

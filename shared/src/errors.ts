@@ -12,6 +12,8 @@ export const ErrorCodes = {
   notFound: "NOT_FOUND",
   alreadyExists: "ALREADY_EXISTS",
   agentAlreadyAttached: "AGENT_ALREADY_ATTACHED",
+  /** An agent token presented for another agent than the one it is bound to. */
+  agentIdentityMismatch: "AGENT_IDENTITY_MISMATCH",
   agentVersionIncompatible: "AGENT_VERSION_INCOMPATIBLE",
   agentProtocolViolation: "AGENT_PROTOCOL_VIOLATION",
   coordinatorUnavailable: "COORDINATOR_UNAVAILABLE",
@@ -37,6 +39,22 @@ export const ErrorCodes = {
   evidenceToolMissing: "EVIDENCE_TOOL_MISSING",
   /** An evidence file the disk could not hold (full, quota, I/O error, short write); an artifact error. */
   evidenceStorageFailed: "EVIDENCE_STORAGE_FAILED",
+  /** An evidence upload for an id the coordinator did not issue to that agent for that device. */
+  evidenceNotIssued: "EVIDENCE_NOT_ISSUED",
+  /** A serial whose agent's claim on it (physical id or serial owned by another agent) no admin has accepted. */
+  deviceQuarantined: "DEVICE_QUARANTINED",
+  /** An agent's inventory over the device count or a field's length cap. */
+  inventoryTooLarge: "INVENTORY_TOO_LARGE",
+  /** Removing an agent that is attached. */
+  agentStillAttached: "AGENT_STILL_ATTACHED",
+  /** A per-user cap (stored evidence bytes, ...) is reached. */
+  quotaExceeded: "QUOTA_EXCEEDED",
+  /** A request (or one of its messages) larger than the method accepts; refused before it is read. */
+  messageTooLarge: "MESSAGE_TOO_LARGE",
+  /** Too many calls in flight for one caller; retry when some have ended. */
+  tooManyStreams: "TOO_MANY_STREAMS",
+  /** A limit without a farm code of its own (a message over a method's size cap, read by Connect itself). */
+  resourceExhausted: "RESOURCE_EXHAUSTED",
   notImplemented: "NOT_IMPLEMENTED",
   internal: "INTERNAL",
 } as const;
@@ -160,6 +178,8 @@ function codeForGrpc(code: Code): ErrorCode {
       return ErrorCodes.coordinatorUnavailable;
     case Code.Unimplemented:
       return ErrorCodes.notImplemented;
+    case Code.ResourceExhausted:
+      return ErrorCodes.resourceExhausted;
     default:
       return ErrorCodes.internal;
   }

@@ -1,3 +1,4 @@
+import { chmodSync, closeSync, openSync } from "node:fs";
 import { mkdir, open, rename, chmod } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -24,4 +25,22 @@ export async function writePrivateFile(path: string, data: string | Uint8Array):
   }
   await chmod(tmp, 0o600);
   await rename(tmp, path);
+}
+
+/**
+ * Makes a SQLite database file (and its -wal/-shm/-journal, if present)
+ * private before SQLite opens it: SQLite creates those companions with the
+ * main file's mode, so a 0600 main file keeps every one of them 0600. Files
+ * an older version left readable are tightened too.
+ */
+export function preparePrivateDbFile(file: string): void {
+  if (file === ":memory:" || file === "") return;
+  closeSync(openSync(file, "a", 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    try {
+      chmodSync(f, 0o600);
+    } catch {
+      // Companions appear with the first write, already private.
+    }
+  }
 }

@@ -55,7 +55,9 @@ async function main(): Promise<void> {
     const userTransport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(admin)] });
     const registry = createClient(RegistryService, userTransport);
     const health = createClient(Health, userTransport);
-    const agentToken = (await createClient(TokenService, userTransport).createToken({ name: "bench", kind: TokenKind.AGENT })).token;
+    // An agent token is one agent: each fake agent gets its own.
+    const tokenService = createClient(TokenService, userTransport);
+    const agentToken = async (i: number) => (await tokenService.createToken({ name: `bench-${i}`, kind: TokenKind.AGENT })).token;
 
     // Baselines in this run: an empty RPC, and the idle process.
     await timeCalls(50, () => health.check({}));
@@ -68,7 +70,7 @@ async function main(): Promise<void> {
 
     const attachT0 = performance.now();
     for (let i = 0; i < AGENTS; i += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, AGENTS - i) }, (_, k) => attachFakeAgent({ url, token: agentToken, index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: HEARTBEAT_MS, signal: stop.signal })));
+      await Promise.all(Array.from({ length: Math.min(50, AGENTS - i) }, async (_, k) => attachFakeAgent({ url, token: await agentToken(i + k), index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: HEARTBEAT_MS, signal: stop.signal })));
     }
     for (;;) {
       const n = (await registry.listDevices({})).devices.length;

@@ -18,7 +18,7 @@ import { performance } from "node:perf_hooks";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { TokenKind, TokenRole, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { chromium } from "playwright-core";
 import { attachFakeAgent, bearer, fakeDevices, type FakeAgent } from "../support/fake-agent.js";
 import { startFarm } from "../support/farm-process.js";
@@ -43,11 +43,12 @@ async function main(): Promise<void> {
     const admin = (await readFile(String(coord.ready["adminTokenFile"]), "utf8")).trim();
     const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer(admin)] });
     const tokens = createClient(TokenService, transport);
-    const agentToken = (await tokens.createToken({ name: "bench", kind: TokenKind.AGENT })).token;
-    const userToken = (await tokens.createToken({ name: "viewer", kind: TokenKind.USER })).token;
+    // An agent token is one agent: each fake agent gets its own.
+    const agentToken = async (i: number) => (await tokens.createToken({ name: `bench-${i}`, kind: TokenKind.AGENT })).token;
+    const userToken = (await tokens.createToken({ name: "viewer", kind: TokenKind.USER, role: TokenRole.VIEWER })).token;
     const agents: FakeAgent[] = [];
     for (let i = 0; i < AGENTS; i += 25) {
-      agents.push(...(await Promise.all(Array.from({ length: Math.min(25, AGENTS - i) }, (_, k) => attachFakeAgent({ url, token: agentToken, index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: 5_000, signal: stop.signal })))));
+      agents.push(...(await Promise.all(Array.from({ length: Math.min(25, AGENTS - i) }, async (_, k) => attachFakeAgent({ url, token: await agentToken(i + k), index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: 5_000, signal: stop.signal })))));
     }
     const registry = createClient(RegistryService, transport);
     while ((await registry.listDevices({})).devices.length < TOTAL) await new Promise((r) => setTimeout(r, 200));

@@ -3,7 +3,6 @@
  * separate processes: the CLI fails, its directory gets no manifest, and the
  * coordinator's store lists no half-received bundle.
  */
-import { randomUUID } from "node:crypto";
 import { copyFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -42,7 +41,8 @@ describe("agent killed during a capture", () => {
     phone.faults.set({ bandwidthBytesPerSec: 60_000 });
     const out = join(dir.path, "bundle");
     const pending = farm(["evidence", "capture", "--device", serial, "--output-dir", out, "--timeout", "30000"], env);
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Kill it once the capture is under way on the agent (its staging dir has the bundle's directory).
+    await waitFor("the capture in flight", async () => ((await readdir(join(dir.path, "agent", "staging")).catch(() => [])).length > 0 ? true : undefined));
     agent.kill("SIGKILL");
     const r = await pending;
     expect(r.code).toBe(1);
@@ -62,8 +62,10 @@ describe("agent killed during a capture", () => {
     const done = join(dir.path, "done");
     expect((await farm(["evidence", "capture", "--device", serial, "--output-dir", done], env)).code).toBe(0);
     await agent.stop();
-    // A bundle staged but never uploaded: the same files under a new id.
-    const id = randomUUID();
+    // A bundle staged but never uploaded: the same files under the id the coordinator
+    // issued to the capture killed above (an agent may upload only ids it was issued).
+    const id = (await readdir(join(dir.path, "agent", "staging"))).find((n) => /^[0-9a-f-]{36}$/.test(n)) as string;
+    expect(id).toBeDefined();
     const staged = join(dir.path, "agent", "staging", id);
     await mkdir(staged, { recursive: true, mode: 0o700 });
     for (const f of await readdir(done)) await copyFile(join(done, f), join(staged, f));

@@ -45,6 +45,13 @@ async function phone(opts: ConstructorParameters<typeof SimDevice>[0], seenBy: {
   const serial = await adbConnect(lab.adb.port, "127.0.0.1", await device.listen());
   let physicalId = "";
   for (const { env, agents } of seenBy) {
+    // Agents sharing an adb server see one phone: all but the first to report it are
+    // quarantined until an admin accepts the alias (a no-op for the first).
+    await waitFor(`${serial} reported by ${agents.join(", ")}`, async () => {
+      const list = (await farm(["devices"], env)).json["devices"] as DeviceJson[];
+      return agents.every((a) => list.some((d) => d.serial === serial && d.agentName === a && d.properties.physicalId)) ? true : undefined;
+    });
+    for (const a of agents) await farm(["device", "alias", "accept", "--device", serial, "--agent", a], env);
     await waitFor(`${serial} on ${agents.join(", ")}`, async () => {
       const list = (await farm(["devices"], env)).json["devices"] as DeviceJson[];
       const mine = list.filter((d) => d.serial === serial && d.state === "device" && d.properties.physicalId);

@@ -254,6 +254,10 @@ describe("ownership journal", () => {
         const list = (await devices()).filter((d) => d.serial === serial && d.properties.physicalId !== "");
         return list.length === 2 ? list : undefined;
       });
+      // Whichever agent reported it second is quarantined until an admin accepts the alias.
+      for (const agent of [String(standalone.ready["agentId"]), "second"]) {
+        expect((await farm(["device", "alias", "accept", "--device", serial, "--agent", agent], env)).json["device"]).toMatchObject({ state: "device" });
+      }
       // Without naming the agent, the serial is ambiguous and nothing is sent.
       const ambiguous = await farm(["device", "shell", "--device", serial, "--", "echo", "x"], env);
       expect(ambiguous.json).toMatchObject({ ok: false, code: "DEVICE_AMBIGUOUS", field: "agent", dispatched: false });

@@ -29,6 +29,8 @@ export async function startSplitFarm(
   opts: {
     agentName?: string;
     agentArgs?: string[];
+    /** Extra `farm coordinator` flags (short timeouts, small quotas). */
+    coordinatorArgs?: string[];
     /** Environment for the agent process, from the lab's directory. */
     agentEnv?: (dir: TempDir) => NodeJS.ProcessEnv;
     /** Runs after the coordinator is up and before the agent starts. */
@@ -37,7 +39,7 @@ export async function startSplitFarm(
 ): Promise<SplitFarm> {
   const dir = await makeTempDir(name);
   const adb = await startAdbServer();
-  const coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator")]);
+  const coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator"), ...(opts.coordinatorArgs ?? [])]);
   const url = String(coordinator.ready["url"]);
   const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
   const env = { FARM_COORDINATOR: url, FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };

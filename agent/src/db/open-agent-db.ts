@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { fileURLToPath } from "node:url";
+import { preparePrivateDbFile } from "@farm/shared/secure-file";
 import * as schema from "./schema.js";
 
 export type AgentDb = BetterSQLite3Database<typeof schema>;
@@ -13,6 +14,8 @@ const migrationsFolder = fileURLToPath(new URL("../../drizzle", import.meta.url)
  * before the action it describes is dispatched, even across a power loss.
  */
 export function openAgentDb(file: string): { db: AgentDb; sqlite: Database.Database; close(): void } {
+  // 0600, and so its -wal/-shm: the journal holds command text.
+  preparePrivateDbFile(file);
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = FULL");

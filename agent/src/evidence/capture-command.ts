@@ -1,15 +1,17 @@
-import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { Code, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { actionError, ErrorCodes } from "@farm/shared/errors";
+import { isStorageError } from "@farm/shared/durable-file";
+import { actionError, ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import { validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { CaptureEvidenceResponseSchema, type CaptureEvidenceRequest, type CaptureEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import type { AdbServerAddress } from "../adb-client.js";
 import type { DeviceWatcher } from "../device-watcher.js";
-import { captureStill } from "./still-capture.js";
+import { captureStill, type StagedBundle } from "./still-capture.js";
 import { uploadBundle } from "./evidence-upload.js";
+import { retryStagedUploads } from "./staged-retry.js";
+import { stagedInFlight } from "./staged-uploads.js";
 
 export interface EvidenceDeps {
   adb: AdbServerAddress;
@@ -20,8 +22,10 @@ export interface EvidenceDeps {
 
 /**
  * A still capture routed to this agent: validate, capture into staging,
- * upload to the coordinator's store, then drop the staged copy. Capture is a
- * read: it takes no device lock and is not blocked by unresolved actions.
+ * upload to the coordinator's store, then drop the staged copy. A bundle the
+ * coordinator could not store stays staged and is retried; the caller gets
+ * EVIDENCE_CAPTURE_FAILED naming it. Capture is a read: it takes no device
+ * lock and is not blocked by unresolved actions.
  */
 export async function captureEvidence(
   req: CaptureEvidenceRequest,
@@ -34,27 +38,70 @@ export async function captureEvidence(
   const context = validateContext(req.contextJson);
   const timeoutMs = validateTimeout(req.timeoutMs === 0 ? undefined : req.timeoutMs);
   const appPackage = validateAppPackage(req.appPackage) || null;
+  // The coordinator issues the id: the only one it lets this agent upload this bundle under.
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(req.evidenceId)) {
+    throw invalidArgument("evidence_id", "the coordinator issues evidence ids; this request carries none (an older coordinator?)");
+  }
   const serial = req.target?.serial ?? "";
   const device = watcher.device(serial);
   if (!device || device.state !== "device") {
     throw actionError(Code.FailedPrecondition, ErrorCodes.deviceOffline, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
   }
-  const evidenceId = randomUUID();
-  const staged = await captureStill(
-    { evidenceId, commandId, serial, label, context, timeoutMs, cliVersion: req.cliVersion || null, appPackage },
-    { adb: deps.adb, stagingDir: deps.stagingDir, device: { physicalId: device.identity.physicalId, bootId: device.facts.bootId || null }, agent: deps.agent },
+  const evidenceId = req.evidenceId;
+  stagedInFlight.add(evidenceId);
+  try {
+    let staged: StagedBundle;
+    try {
+      staged = await captureStill(
+        { evidenceId, commandId, serial, label, context, timeoutMs, cliVersion: req.cliVersion || null, appPackage },
+        { adb: deps.adb, stagingDir: deps.stagingDir, device: { physicalId: device.identity.physicalId, bootId: device.facts.bootId || null }, agent: deps.agent },
+      );
+    } catch (err) {
+      throw storageFailure(evidenceId, err);
+    }
+    log.info("evidence captured", { evidenceId, serial, status: staged.manifest.status });
+    try {
+      await uploadBundle(deps.transport, {
+        evidenceId,
+        agentId: deps.agent.id,
+        serial,
+        physicalId: device.identity.physicalId,
+        kind: "still",
+        dir: staged.dir,
+        files: staged.files,
+      });
+    } catch (err) {
+      // The whole bundle stays staged and goes up once the coordinator can take it.
+      retryStagedUploads({ stagingDir: deps.stagingDir, transport: deps.transport, agentId: deps.agent.id, log });
+      const r = toErrorReport(err);
+      log.warn("evidence upload refused; the bundle stays staged", { evidenceId, code: r.code });
+      const why = r.message.replace(`evidence ${evidenceId}: `, "");
+      throw farmError(
+        ConnectError.from(err).code,
+        ErrorCodes.evidenceCaptureFailed,
+        `evidence ${evidenceId}: the coordinator did not store the ${staged.manifest.status} bundle (${r.code}: ${why}); it stays staged on agent ${deps.agent.id} and is uploaded again when the coordinator can take it`,
+      );
+    }
+    // The coordinator holds the verified copy now.
+    await rm(staged.dir, { recursive: true, force: true });
+    return create(CaptureEvidenceResponseSchema, { evidenceId, status: staged.manifest.status, manifestJson: JSON.stringify(staged.manifest) });
+  } finally {
+    stagedInFlight.delete(evidenceId);
+  }
+}
+
+/**
+ * A file-system failure while staging (no space, quota, I/O error) is an
+ * evidence failure naming the bundle, never INTERNAL. Errors that already
+ * carry a farm code pass through.
+ */
+function storageFailure(evidenceId: string, err: unknown): unknown {
+  if (err instanceof ConnectError) return err;
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (typeof code !== "string" || !code.startsWith("E")) return err;
+  return farmError(
+    isStorageError(err) ? Code.ResourceExhausted : Code.Internal,
+    ErrorCodes.evidenceCaptureFailed,
+    `evidence ${evidenceId}: the agent could not stage the bundle: ${(err as Error).message}`,
   );
-  log.info("evidence captured", { evidenceId, serial, status: staged.manifest.status });
-  await uploadBundle(deps.transport, {
-    evidenceId,
-    agentId: deps.agent.id,
-    serial,
-    physicalId: device.identity.physicalId,
-    kind: "still",
-    dir: staged.dir,
-    files: staged.files,
-  });
-  // The coordinator holds the verified copy now.
-  await rm(staged.dir, { recursive: true, force: true });
-  return create(CaptureEvidenceResponseSchema, { evidenceId, status: staged.manifest.status, manifestJson: JSON.stringify(staged.manifest) });
 }

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
 import { readChunks, sha256File } from "@farm/shared/verified-file";
 import {
   AgentEvidenceService,
@@ -24,19 +26,32 @@ export interface UploadSpec {
 /**
  * Uploads a staged bundle to the coordinator's store: each file announced
  * with its size and sha256, then its bytes; the manifest last. Memory stays
- * bounded by one chunk per file in flight.
+ * bounded by one chunk per file in flight. The bundle counts as uploaded
+ * only when the store's manifest is this one (same sha256): a bundle stored
+ * earlier under the same id by someone else is an error, and the caller
+ * keeps its staged copy.
  */
 export async function uploadBundle(transport: Transport, spec: UploadSpec, signal?: AbortSignal): Promise<{ totalBytes: number }> {
+  const manifestText = await readFile(join(spec.dir, "manifest.json"), "utf8");
+  const manifestSha256 = createHash("sha256").update(manifestText).digest("hex");
   const client = createClient(AgentEvidenceService, transport);
-  const res = await client.uploadEvidence(messages(spec), { ...(signal ? { signal } : {}) });
+  const res = await client.uploadEvidence(messages(spec, manifestText, manifestSha256), { ...(signal ? { signal } : {}) });
+  if (res.manifestSha256 !== manifestSha256) {
+    throw farmError(
+      Code.AlreadyExists,
+      ErrorCodes.alreadyExists,
+      `evidence ${spec.evidenceId}: the coordinator's store holds a manifest with sha256 ${res.manifestSha256 || "(none given)"}, not this agent's ${manifestSha256}; the staged copy is kept`,
+      "manifest_json",
+    );
+  }
   return { totalBytes: Number(res.totalBytes) };
 }
 
-async function* messages(spec: UploadSpec): AsyncGenerator<UploadEvidenceRequest> {
+async function* messages(spec: UploadSpec, manifestText: string, manifestSha256: string): AsyncGenerator<UploadEvidenceRequest> {
   const msg = (kind: UploadEvidenceRequest["kind"]) => create(UploadEvidenceRequestSchema, { kind });
   yield msg({
     case: "start",
-    value: create(UploadEvidenceStartSchema, { evidenceId: spec.evidenceId, agentId: spec.agentId, serial: spec.serial, physicalId: spec.physicalId, kind: spec.kind }),
+    value: create(UploadEvidenceStartSchema, { evidenceId: spec.evidenceId, agentId: spec.agentId, serial: spec.serial, physicalId: spec.physicalId, kind: spec.kind, manifestSha256 }),
   });
   for (const path of spec.files) {
     const file = join(spec.dir, path);
@@ -46,5 +61,6 @@ async function* messages(spec: UploadSpec): AsyncGenerator<UploadEvidenceRequest
     // Read as sent: memory stays at one chunk per file in flight.
     for await (const chunk of readChunks(file)) yield msg({ case: "chunk", value: chunk });
   }
-  yield msg({ case: "manifestJson", value: await readFile(join(spec.dir, "manifest.json"), "utf8") });
+  // The manifest as hashed above, so what the store checks is what was announced.
+  yield msg({ case: "manifestJson", value: manifestText });
 }

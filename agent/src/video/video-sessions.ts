@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, type Transport } from "@connectrpc/connect";
-import { actionError, ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { actionError, ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { EvidenceError, EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateContext, validateLabel } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
@@ -86,6 +86,8 @@ export class VideoSessions {
     const context = validateContext(req.contextJson);
     const durationSeconds = validateDurationSeconds(req.durationSeconds);
     const explicitSize = parseVideoSize(req.size);
+    // The coordinator issues the id (the only one it lets this agent upload the bundle under).
+    const sessionId = issuedSessionId(req.sessionId);
     const serial = req.target?.serial ?? "";
     const device = this.deps.watcher.device(serial);
     if (!device || device.state !== "device") {
@@ -118,7 +120,9 @@ export class VideoSessions {
     if (explicitSize) checkVideoAspect(explicitSize, display);
     const requestedSize = explicitSize ?? defaultVideoSize(display);
 
-    const sessionId = randomUUID();
+    if (await VideoSessionFiles.of(this.deps.dataDir, sessionId).exists()) {
+      throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `video session ${sessionId} already exists on this agent`, "session_id");
+    }
     const nonce = randomUUID();
     const lockFile = videoLockFile(this.deps.lockDir, physicalId);
     const lock = await acquireVideoLock(lockFile, { sessionId, nonce, physicalId, agentId: this.deps.agent.id, dataDir: this.deps.dataDir, createdAt: new Date().toISOString() });
@@ -371,11 +375,11 @@ export class VideoSessions {
         files: m.manifest.artifacts.map((a) => a.path).filter((p): p is string => p !== null),
       });
     } catch (err) {
+      // "Already exists" is an upload only when the stored manifest is this one, which
+      // uploadBundle checks; anything else keeps the session's files for another try.
       const r = toErrorReport(err);
-      if (r.code !== "ALREADY_EXISTS") {
-        this.deps.log.warn("video bundle upload failed; retried on the next status, stop or attach", { sessionId: id, code: r.code });
-        return false;
-      }
+      this.deps.log.warn("video bundle upload failed; retried on the next status, stop or attach", { sessionId: id, code: r.code, error: r.message });
+      return false;
     }
     await files.markUploaded(id);
     await rm(marker, { force: true });
@@ -446,6 +450,11 @@ export class VideoSessions {
       ...(rec.state === "recording" ? { deadline: timestampFromMs(Date.parse(rec.deadlineAt)) } : {}),
     });
   }
+}
+
+function issuedSessionId(id: string): string {
+  if (id === "") throw invalidArgument("session_id", "the coordinator issues video session ids; this request carries none (an older coordinator?)");
+  return validateSessionId(id);
 }
 
 function startupFailureManifest(rec: VideoSessionRecord, message: string, metadataErrors: EvidenceError[]): EvidenceManifest {

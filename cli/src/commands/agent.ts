@@ -36,9 +36,9 @@ const DEFAULT_DRAIN_TIMEOUT_S = 30;
 
 export const agentCommand: Command = {
   name: "agent",
-  summary: "Run the agent for the phones on this host (`farm agent drain NAME` drains one remotely)",
+  summary: "Run the agent for the phones on this host (`farm agent drain NAME` drains one remotely, `farm agent remove NAME` forgets a detached one)",
   usage:
-    "farm agent [--config FILE] --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--no-adb-start] [--heartbeat-interval MS] [--lock-dir DIR] [--ca-file PEM] [--insecure] [--metrics-listen HOST:PORT] [--drain-timeout S] [--log-level LEVEL] [--devicectl CMD]\n       farm agent drain NAME [--reason TEXT]",
+    "farm agent [--config FILE] --coordinator URL [--data-dir DIR] [--token-file F] [--name NAME] [--adb-host H] [--adb-port N] [--no-adb-start] [--heartbeat-interval MS] [--lock-dir DIR] [--ca-file PEM] [--insecure] [--metrics-listen HOST:PORT] [--drain-timeout S] [--log-level LEVEL] [--devicectl CMD]\n       farm agent drain NAME [--reason TEXT]\n       farm agent remove NAME   (admin: forgets a detached agent, its devices and alias claims)",
   options: {
     ...clientOptions,
     config: { type: "string" },
@@ -60,7 +60,8 @@ export const agentCommand: Command = {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [sub, ...rest] = parsed.positionals;
     if (sub === "drain") return drainRemote(ctx, parsed, rest);
-    if (sub !== undefined) throw new CliError(ErrorCodes.invalidArgument, `unknown subcommand "${sub}"; run the agent with flags only, or \`farm agent drain NAME\``, "subcommand");
+    if (sub === "remove") return removeRemote(ctx, parsed, rest);
+    if (sub !== undefined) throw new CliError(ErrorCodes.invalidArgument, `unknown subcommand "${sub}"; run the agent with flags only, or \`farm agent drain|remove NAME\``, "subcommand");
     return runAgent(ctx, parsed);
   },
 };
@@ -110,6 +111,16 @@ async function drainRemote(ctx: CommandContext, parsed: Parsed, rest: string[]):
   const res = await serviceClient(RegistryService, session.config).drainAgent({ agent: name, reason: stringFlag(parsed, "reason") ?? "" }, { timeoutMs: session.timeoutMs });
   const a = res.agent;
   ctx.printer.result({ agent: { id: a?.id, name: a?.name, draining: a?.draining, drainReason: a?.drainReason } }, () => `agent ${a?.name} is draining: ${a?.drainReason}`);
+  return 0;
+}
+
+async function removeRemote(ctx: CommandContext, parsed: Parsed, rest: string[]): Promise<number> {
+  const [name, ...extra] = rest;
+  if (!name || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one agent NAME (or id)", "agent");
+  const session = clientSession(ctx, parsed);
+  const res = await serviceClient(RegistryService, session.config).removeAgent({ agent: name }, { timeoutMs: session.timeoutMs });
+  const a = res.agent;
+  ctx.printer.result({ agent: { id: a?.id, name: a?.name }, removedDevices: res.removedDevices }, () => `agent ${a?.name} (${a?.id}) removed with ${res.removedDevices} device(s)`);
   return 0;
 }
 

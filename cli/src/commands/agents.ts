@@ -23,7 +23,7 @@ export const agentsCommand: Command = {
         ["NAME", "STATUS", "TRANSPORT", "DEVICES", "VERSION", "HOST", "LAST HEARTBEAT", "ID"],
         res.agents.map((a) => [
           a.name,
-          !a.online ? "offline" : a.draining ? "draining" : "online",
+          !a.online ? (a.offlineReason ? `offline (${a.offlineReason})` : "offline") : a.draining ? "draining" : "online",
           // A token that crossed a network in cleartext is worth seeing at a glance.
           a.transport === "cleartext" ? "CLEARTEXT (insecure)" : a.transport || "-",
           String(a.deviceCount),

@@ -4,6 +4,7 @@ import { CliError, ErrorCodes, farmError, NOT_DISPATCHED } from "@farm/shared/er
 import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type DeviceTarget, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { intFlag, parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { labelGroup } from "./label.js";
+import { aliasGroup } from "./device-alias.js";
 import { existsSync } from "node:fs";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { downloadFile, uploadFile } from "../blob-client.js";
@@ -298,7 +299,7 @@ export const installCommand: Command = mutation({
 
 export const deviceGroup: CommandGroup = {
   name: "device",
-  summary: "Act on one device: shell, setprop, pin, ownership, label",
+  summary: "Act on one device: shell, setprop, pin, ownership, label, alias",
   commands: [
     shell,
     setprop,
@@ -309,6 +310,7 @@ export const deviceGroup: CommandGroup = {
     pin,
     { name: "ownership", summary: "Device ownership: status, reconcile, receipt, abandon", commands: [status, reconcile, receipt, abandon] },
     labelGroup,
+    aliasGroup,
   ],
 };
 

@@ -39,8 +39,8 @@ export const standaloneCommand: Command = {
     const coordinator = await startCoordinator({ listen, dataDir: join(dataDir, "coordinator") });
     const adminTokenFile = join(dataDir, standaloneFiles.adminToken);
     const agentTokenFile = join(dataDir, standaloneFiles.agentToken);
-    await ensureTokenFile(coordinator.tokens, adminTokenFile, { baseName: "admin", kind: "user", admin: true });
-    await ensureTokenFile(coordinator.tokens, agentTokenFile, { baseName: "standalone-agent", kind: "agent", admin: false });
+    await ensureTokenFile(coordinator.tokens, adminTokenFile, { baseName: "admin", kind: "user", role: "admin" });
+    await ensureTokenFile(coordinator.tokens, agentTokenFile, { baseName: "standalone-agent", kind: "agent", role: null });
     const agent = await startAgent({
       coordinatorUrl: coordinator.url,
       token: readFileSync(agentTokenFile, "utf8").trim(),

@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { CliError, ErrorCodes } from "@farm/shared/errors";
-import { TokenService, TokenKind, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { TokenService, TokenKind, TokenRole, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { parseFlags, requiredString } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandGroup } from "../command.js";
@@ -10,27 +10,39 @@ import { clientSession } from "../session.js";
 
 const infoJson = (t: TokenInfo) => toJson(TokenInfoSchema, t, { alwaysEmitImplicit: true });
 const kindName = (k: TokenKind) => (k === TokenKind.AGENT ? "agent" : k === TokenKind.USER ? "user" : "unknown");
+const roles: Record<string, TokenRole> = { viewer: TokenRole.VIEWER, operator: TokenRole.OPERATOR, admin: TokenRole.ADMIN };
+const roleName = (r: TokenRole) => Object.keys(roles).find((k) => roles[k] === r) ?? "";
 
 const create: Command = {
   name: "create",
-  summary: "Create a token; the secret is printed once",
-  usage: "farm token create --kind agent|user --name NAME [--admin]",
-  options: { ...clientOptions, kind: { type: "string" }, name: { type: "string" }, admin: { type: "boolean" } },
+  summary: "Create a token; the secret is printed once (user tokens: --role viewer|operator|admin, default operator)",
+  usage: "farm token create --kind agent|user --name NAME [--role viewer|operator|admin] [--admin]",
+  options: { ...clientOptions, kind: { type: "string" }, name: { type: "string" }, role: { type: "string" }, admin: { type: "boolean" } },
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const kindText = requiredString(parsed, "kind");
     const kind = kindText === "agent" ? TokenKind.AGENT : kindText === "user" ? TokenKind.USER : undefined;
     if (kind === undefined) throw new CliError(ErrorCodes.invalidArgument, `--kind must be agent or user, got "${kindText}"`, "kind");
     const name = requiredString(parsed, "name");
+    // --admin is the older spelling of --role admin.
     const admin = parsed.values["admin"] === true;
     if (admin && kind !== TokenKind.USER) throw new CliError(ErrorCodes.invalidArgument, "--admin is only for user tokens", "admin");
+    const roleText = parsed.values["role"];
+    let role = TokenRole.UNSPECIFIED;
+    if (typeof roleText === "string") {
+      if (kind !== TokenKind.USER) throw new CliError(ErrorCodes.invalidArgument, "--role is only for user tokens: an agent token may only attach its agent", "role");
+      const r = roles[roleText];
+      if (r === undefined) throw new CliError(ErrorCodes.invalidArgument, `--role must be viewer, operator or admin, got "${roleText}"`, "role");
+      if (admin && r !== TokenRole.ADMIN) throw new CliError(ErrorCodes.invalidArgument, `--admin conflicts with --role ${roleText}`, "role");
+      role = r;
+    }
     const session = clientSession(ctx, parsed);
     const res = await serviceClient(TokenService, session.config).createToken(
-      { kind, name, admin },
+      { kind, name, admin, role },
       { timeoutMs: session.timeoutMs },
     );
     ctx.printer.result({ token: res.token, info: res.info ? infoJson(res.info) : null }, () =>
-      [`${kindText} token "${name}" created. Store it now; it is not shown again:`, res.token].join("\n"),
+      [`${kindText} token "${name}"${res.info?.role ? ` (${roleName(res.info.role)})` : ""} created. Store it now; it is not shown again:`, res.token].join("\n"),
     );
     return 0;
   },
@@ -38,7 +50,7 @@ const create: Command = {
 
 const list: Command = {
   name: "list",
-  summary: "List tokens (names and kinds, never secrets)",
+  summary: "List tokens (names, kinds, roles, bound agents; never secrets)",
   usage: "farm token list",
   options: clientOptions,
   async run(ctx) {
@@ -47,11 +59,12 @@ const list: Command = {
     const res = await serviceClient(TokenService, session.config).listTokens({}, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ tokens: res.tokens.map(infoJson) }, () =>
       table(
-        ["NAME", "KIND", "ADMIN", "CREATED", "REVOKED"],
+        ["NAME", "KIND", "ROLE", "AGENT", "CREATED", "REVOKED"],
         res.tokens.map((t) => [
           t.name,
           kindName(t.kind),
-          t.admin ? "yes" : "",
+          roleName(t.role),
+          t.agentId,
           t.createTime ? new Date(timestampMs(t.createTime)).toISOString() : "",
           t.revokeTime ? new Date(timestampMs(t.revokeTime)).toISOString() : "",
         ]),
@@ -63,7 +76,7 @@ const list: Command = {
 
 const revoke: Command = {
   name: "revoke",
-  summary: "Revoke a token by name; it stops working at once",
+  summary: "Revoke a token by name; it stops working at once and its open streams, attach sessions and dashboard sessions end",
   usage: "farm token revoke NAME",
   options: clientOptions,
   positionals: true,

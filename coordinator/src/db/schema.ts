@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
 
 export const tokens = sqliteTable("tokens", {
   name: text("name").primaryKey(),
@@ -9,6 +9,10 @@ export const tokens = sqliteTable("tokens", {
   hash: text("hash").notNull().unique(),
   createdAt: integer("created_at").notNull(),
   revokedAt: integer("revoked_at"),
+  // User tokens: viewer | operator | admin (the truth; `admin` mirrors it). NULL for agent tokens.
+  role: text("role", { enum: ["viewer", "operator", "admin"] }),
+  // Agent tokens: the agent id bound at first attach; NULL until then.
+  agentId: text("agent_id"),
 });
 
 export const agents = sqliteTable("agents", {
@@ -128,3 +132,42 @@ export const videoSessions = sqliteTable("video_sessions", {
   recoveryState: text("recovery_state").notNull(),
   manifestJson: text("manifest_json").notNull(),
 });
+
+/**
+ * Which agent may report a phone (by physical id) or an adb serial: the
+ * first agent to report a key owns it; a later one's claim is pending
+ * (its serial quarantined) until an admin accepts or rejects it.
+ */
+export const deviceClaims = sqliteTable(
+  "device_claims",
+  {
+    // "physical:<physical id>" or "serial:<adb serial>"
+    key: text("key").notNull(),
+    agentId: text("agent_id").notNull(),
+    // owner | pending | accepted | rejected
+    status: text("status", { enum: ["owner", "pending", "accepted", "rejected"] }).notNull(),
+    createdAt: integer("created_at").notNull(),
+    decidedBy: text("decided_by"),
+    decidedAt: integer("decided_at"),
+  },
+  (t) => [primaryKey({ columns: [t.key, t.agentId] })],
+);
+
+/**
+ * Evidence ids (and video session ids) the coordinator issued: the only
+ * agent (and its token) that may upload each one, for which device, and
+ * the user it counts against.
+ */
+export const evidenceGrants = sqliteTable("evidence_grants", {
+  evidenceId: text("evidence_id").primaryKey(),
+  kind: text("kind", { enum: ["still", "video"] }).notNull(),
+  agentId: text("agent_id").notNull(),
+  agentToken: text("agent_token").notNull(),
+  serial: text("serial").notNull(),
+  physicalId: text("physical_id").notNull(),
+  requestedBy: text("requested_by").notNull(),
+  issuedAt: integer("issued_at").notNull(),
+}, (t) => [
+  // Quota checks sum a user's stored bundles.
+  index("evidence_grants_requested_by").on(t.requestedBy),
+]);

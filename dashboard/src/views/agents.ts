@@ -21,7 +21,7 @@ export const agentsView: View = (root, state) => {
               "tr",
               { "data-agent": a.name },
               h("th", { scope: "row" }, a.name),
-              h("td", { class: a.online && !a.draining ? "ok" : "bad", title: a.drainReason }, !a.online ? "offline" : a.draining ? "draining" : "online"),
+              h("td", { class: a.online && !a.draining ? "ok" : "bad", title: a.online ? a.drainReason : a.offlineReason }, !a.online ? (a.offlineReason ? `offline (${a.offlineReason})` : "offline") : a.draining ? "draining" : "online"),
               h("td", { class: a.transport === "cleartext" ? "bad" : "" }, a.transport === "cleartext" ? "cleartext (insecure)" : a.transport),
               h("td", {}, a.hostname),
               h("td", {}, a.agentVersion),

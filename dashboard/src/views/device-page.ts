@@ -46,7 +46,7 @@ export const devicePageView: View = (root, state, group) => {
       h("p", { "data-cell": "lease" }, lease ? `Leased by ${lease.holder} since ${when(lease.acquireTime)} (${ago(lease.acquireTime)}), expires ${when(lease.expireTime)}` : "Not leased."),
       h("p", {}, "Labels: ", Object.keys(labels).length ? Object.entries(labels).map(([k, v]) => h("span", { class: "label-chip" }, `${k}=${v}`)) : "none"),
     );
-    replaceChildren(aliases, list.map((d) => h("tr", {}, h("th", { scope: "row" }, d.serial), h("td", {}, d.agentName), h("td", { class: `state state-${d.state}` }, d.state), h("td", {}, ago(d.updateTime)))));
+    replaceChildren(aliases, list.map((d) => h("tr", {}, h("th", { scope: "row" }, d.serial), h("td", {}, d.agentName), h("td", { class: `state state-${d.state}`, title: d.quarantineReason }, d.state), h("td", {}, ago(d.updateTime)))));
     replaceChildren(
       props,
       p

@@ -3,10 +3,12 @@ import { ago, shortId, when } from "../format.js";
 import type { LiveState } from "../live-state.js";
 import type { View } from "../view.js";
 
-/** The group's best state: usable if any alias is. */
+/** The group's best state: usable if any alias is; quarantined if one waits for an admin. */
 function stateOf(state: LiveState, group: string): string {
   const aliases = state.aliases(group);
-  return aliases.some((d) => d.state === "device") ? "device" : (aliases[0]?.state ?? "gone");
+  if (aliases.some((d) => d.state === "device")) return "device";
+  if (aliases.some((d) => d.state === "quarantined")) return "quarantined";
+  return aliases[0]?.state ?? "gone";
 }
 
 function row(state: LiveState, group: string): HTMLTableRowElement | undefined {
@@ -22,7 +24,8 @@ function row(state: LiveState, group: string): HTMLTableRowElement | undefined {
     "tr",
     { "data-group": group },
     h("th", { scope: "row" }, h("a", { href: `#/devices/${encodeURIComponent(group)}`, title: physicalId || group }, physicalId ? shortId(physicalId) : first.serial)),
-    h("td", { class: "aliases" }, aliases.map((d) => h("span", { class: "alias", title: `on agent ${d.agentName}: ${d.state}` }, d.serial))),
+    // A quarantined alias (a second agent's unaccepted claim) is marked where it is listed.
+    h("td", { class: "aliases" }, aliases.map((d) => h("span", { class: `alias alias-${d.state}`, title: `on agent ${d.agentName}: ${d.state}${d.quarantineReason ? ` (${d.quarantineReason})` : ""}` }, d.state === "quarantined" ? `${d.serial} on ${d.agentName}: quarantined` : d.serial))),
     h("td", { class: `state state-${st}`, "data-cell": "state" }, st),
     h("td", {}, p?.model ?? ""),
     h("td", {}, p?.apiLevel ? String(p.apiLevel) : ""),
@@ -34,7 +37,7 @@ function row(state: LiveState, group: string): HTMLTableRowElement | undefined {
 
 /** Does the group match the search text and state filter? Read from data, not from the DOM. */
 function matches(state: LiveState, group: string, query: string, wantState: string): boolean {
-  if (wantState && stateOf(state, group) !== wantState) return false;
+  if (wantState && stateOf(state, group) !== wantState && !state.aliases(group).some((d) => d.state === wantState)) return false;
   if (query === "") return true;
   const aliases = state.aliases(group);
   const p = aliases[0]?.properties;
@@ -59,7 +62,7 @@ export const devicesView: View = (root, state) => {
   const stateFilter = h(
     "select",
     { id: "device-state" },
-    ["", "device", "offline", "unauthorized", "agent-offline"].map((s) => h("option", { value: s }, s || "any")),
+    ["", "device", "offline", "unauthorized", "agent-offline", "quarantined"].map((s) => h("option", { value: s }, s || "any")),
   );
   const count = h("p", { class: "count", "aria-live": "polite" });
   const prev = h("button", { type: "button" }, "Previous page");

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_evidence_service.proto.
  */
 export const file_farm_v1_agent_evidence_service: GenFile = /*@__PURE__*/
-  fileDesc("CiRmYXJtL3YxL2FnZW50X2V2aWRlbmNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEipQEKFVVwbG9hZEV2aWRlbmNlUmVxdWVzdBItCgVzdGFydBgBIAEoCzIcLmZhcm0udjEuVXBsb2FkRXZpZGVuY2VTdGFydEgAEisKBGZpbGUYAiABKAsyGy5mYXJtLnYxLkV2aWRlbmNlRmlsZUhlYWRlckgAEg8KBWNodW5rGAMgASgMSAASFwoNbWFuaWZlc3RfanNvbhgEIAEoCUgAQgYKBGtpbmQibwoTVXBsb2FkRXZpZGVuY2VTdGFydBITCgtldmlkZW5jZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSEwoLcGh5c2ljYWxfaWQYBCABKAkSDAoEa2luZBgFIAEoCSJCChZVcGxvYWRFdmlkZW5jZVJlc3BvbnNlEhMKC2V2aWRlbmNlX2lkGAEgASgJEhMKC3RvdGFsX2J5dGVzGAIgASgDMmsKFEFnZW50RXZpZGVuY2VTZXJ2aWNlElMKDlVwbG9hZEV2aWRlbmNlEh4uZmFybS52MS5VcGxvYWRFdmlkZW5jZVJlcXVlc3QaHy5mYXJtLnYxLlVwbG9hZEV2aWRlbmNlUmVzcG9uc2UoAWIGcHJvdG8z", [file_farm_v1_evidence]);
+  fileDesc("CiRmYXJtL3YxL2FnZW50X2V2aWRlbmNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEipQEKFVVwbG9hZEV2aWRlbmNlUmVxdWVzdBItCgVzdGFydBgBIAEoCzIcLmZhcm0udjEuVXBsb2FkRXZpZGVuY2VTdGFydEgAEisKBGZpbGUYAiABKAsyGy5mYXJtLnYxLkV2aWRlbmNlRmlsZUhlYWRlckgAEg8KBWNodW5rGAMgASgMSAASFwoNbWFuaWZlc3RfanNvbhgEIAEoCUgAQgYKBGtpbmQiiAEKE1VwbG9hZEV2aWRlbmNlU3RhcnQSEwoLZXZpZGVuY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDgoGc2VyaWFsGAMgASgJEhMKC3BoeXNpY2FsX2lkGAQgASgJEgwKBGtpbmQYBSABKAkSFwoPbWFuaWZlc3Rfc2hhMjU2GAYgASgJInMKFlVwbG9hZEV2aWRlbmNlUmVzcG9uc2USEwoLZXZpZGVuY2VfaWQYASABKAkSEwoLdG90YWxfYnl0ZXMYAiABKAMSFwoPbWFuaWZlc3Rfc2hhMjU2GAMgASgJEhYKDmFscmVhZHlfc3RvcmVkGAQgASgIMmsKFEFnZW50RXZpZGVuY2VTZXJ2aWNlElMKDlVwbG9hZEV2aWRlbmNlEh4uZmFybS52MS5VcGxvYWRFdmlkZW5jZVJlcXVlc3QaHy5mYXJtLnYxLlVwbG9hZEV2aWRlbmNlUmVzcG9uc2UoAWIGcHJvdG8z", [file_farm_v1_evidence]);
 
 /**
  * @generated from message farm.v1.UploadEvidenceRequest
@@ -88,6 +88,15 @@ export type UploadEvidenceStart = Message<"farm.v1.UploadEvidenceStart"> & {
    * @generated from field: string kind = 5;
    */
   kind: string;
+
+  /**
+   * sha256 of the manifest.json the upload ends with. A bundle already
+   * stored under this id is answered as stored only when its manifest has
+   * this sha256; otherwise ALREADY_EXISTS.
+   *
+   * @generated from field: string manifest_sha256 = 6;
+   */
+  manifestSha256: string;
 };
 
 /**
@@ -110,6 +119,21 @@ export type UploadEvidenceResponse = Message<"farm.v1.UploadEvidenceResponse"> &
    * @generated from field: int64 total_bytes = 2;
    */
   totalBytes: bigint;
+
+  /**
+   * sha256 of the stored manifest: the agent counts the bundle as uploaded
+   * only when it equals its own.
+   *
+   * @generated from field: string manifest_sha256 = 3;
+   */
+  manifestSha256: string;
+
+  /**
+   * The bundle was stored by an earlier upload; nothing was received now.
+   *
+   * @generated from field: bool already_stored = 4;
+   */
+  alreadyStored: boolean;
 };
 
 /**

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry.proto.
  */
 export const file_farm_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("ChZmYXJtL3YxL3JlZ2lzdHJ5LnByb3RvEgdmYXJtLnYxIuYCCgVBZ2VudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEg4KBm9ubGluZRgEIAEoCBIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBiABKA0SEwoLYWRiX3ZlcnNpb24YByABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAggASgNEjcKE2xhc3RfaGVhcnRiZWF0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNvbm5lY3RlZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZXZpY2VfY291bnQYCyABKA0SEAoIZHJhaW5pbmcYDCABKAgSFAoMZHJhaW5fcmVhc29uGA0gASgJEhEKCXRyYW5zcG9ydBgOIAEoCSKFAgoQRGV2aWNlUHJvcGVydGllcxINCgVtb2RlbBgBIAEoCRIUCgxtYW51ZmFjdHVyZXIYAiABKAkSEQoJYXBpX2xldmVsGAMgASgNEhcKD2FuZHJvaWRfdmVyc2lvbhgEIAEoCRILCgNhYmkYBSABKAkSEAoIc2VyaWFsbm8YBiABKAkSDwoHYm9vdF9pZBgHIAEoCRITCgtwaHlzaWNhbF9pZBgIIAEoCRIXCg9pZGVudGl0eV9zdGF0dXMYCSABKAkSEQoJcGluX2xhYmVsGAogASgJEhAKCHBsYXRmb3JtGAsgASgJEh0KFXVucmVzb2x2ZWRfYWN0aW9uX2lkcxgMIAMoCSKtAQoGRGV2aWNlEg4KBnNlcmlhbBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEg0KBXN0YXRlGAQgASgJEi0KCnByb3BlcnRpZXMYBSABKAsyGS5mYXJtLnYxLkRldmljZVByb3BlcnRpZXMSLwoLdXBkYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChZmYXJtL3YxL3JlZ2lzdHJ5LnByb3RvEgdmYXJtLnYxIv4CCgVBZ2VudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEg4KBm9ubGluZRgEIAEoCBIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBiABKA0SEwoLYWRiX3ZlcnNpb24YByABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAggASgNEjcKE2xhc3RfaGVhcnRiZWF0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNvbm5lY3RlZF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZXZpY2VfY291bnQYCyABKA0SEAoIZHJhaW5pbmcYDCABKAgSFAoMZHJhaW5fcmVhc29uGA0gASgJEhEKCXRyYW5zcG9ydBgOIAEoCRIWCg5vZmZsaW5lX3JlYXNvbhgPIAEoCSKFAgoQRGV2aWNlUHJvcGVydGllcxINCgVtb2RlbBgBIAEoCRIUCgxtYW51ZmFjdHVyZXIYAiABKAkSEQoJYXBpX2xldmVsGAMgASgNEhcKD2FuZHJvaWRfdmVyc2lvbhgEIAEoCRILCgNhYmkYBSABKAkSEAoIc2VyaWFsbm8YBiABKAkSDwoHYm9vdF9pZBgHIAEoCRITCgtwaHlzaWNhbF9pZBgIIAEoCRIXCg9pZGVudGl0eV9zdGF0dXMYCSABKAkSEQoJcGluX2xhYmVsGAogASgJEhAKCHBsYXRmb3JtGAsgASgJEh0KFXVucmVzb2x2ZWRfYWN0aW9uX2lkcxgMIAMoCSLIAQoGRGV2aWNlEg4KBnNlcmlhbBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEg0KBXN0YXRlGAQgASgJEi0KCnByb3BlcnRpZXMYBSABKAsyGS5mYXJtLnYxLkRldmljZVByb3BlcnRpZXMSLwoLdXBkYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXF1YXJhbnRpbmVfcmVhc29uGAcgASgJYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A host running `farm agent`.
@@ -96,6 +96,14 @@ export type Agent = Message<"farm.v1.Agent"> & {
    * @generated from field: string transport = 14;
    */
   transport: string;
+
+  /**
+   * Why its last control stream ended, while it is offline (e.g. "token
+   * revoked"); empty when it is online or the reason is unknown.
+   *
+   * @generated from field: string offline_reason = 15;
+   */
+  offlineReason: string;
 };
 
 /**
@@ -236,6 +244,16 @@ export type Device = Message<"farm.v1.Device"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 6;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * Set when state is "quarantined": this agent claims a physical id or adb
+   * serial another agent reported first, and an admin has not accepted the
+   * alias (or rejected it). A quarantined serial gets no leases and no routed
+   * commands.
+   *
+   * @generated from field: string quarantine_reason = 7;
+   */
+  quarantineReason: string;
 };
 
 /**

@@ -12,7 +12,132 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry_service.proto.
  */
 export const file_farm_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiMgoRRHJhaW5BZ2VudFJlcXVlc3QSDQoFYWdlbnQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKEkRyYWluQWdlbnRSZXNwb25zZRIdCgVhZ2VudBgBIAEoCzIOLmZhcm0udjEuQWdlbnQiEwoRTGlzdEFnZW50c1JlcXVlc3QiNAoSTGlzdEFnZW50c1Jlc3BvbnNlEh4KBmFnZW50cxgBIAMoCzIOLmZhcm0udjEuQWdlbnQiMgoSTGlzdERldmljZXNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg0KBXN0YXRlGAIgASgJIjcKE0xpc3REZXZpY2VzUmVzcG9uc2USIAoHZGV2aWNlcxgBIAMoCzIPLmZhcm0udjEuRGV2aWNlMukBCg9SZWdpc3RyeVNlcnZpY2USRQoKTGlzdEFnZW50cxIaLmZhcm0udjEuTGlzdEFnZW50c1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJICgtMaXN0RGV2aWNlcxIbLmZhcm0udjEuTGlzdERldmljZXNSZXF1ZXN0GhwuZmFybS52MS5MaXN0RGV2aWNlc1Jlc3BvbnNlEkUKCkRyYWluQWdlbnQSGi5mYXJtLnYxLkRyYWluQWdlbnRSZXF1ZXN0GhsuZmFybS52MS5EcmFpbkFnZW50UmVzcG9uc2ViBnByb3RvMw", [file_farm_v1_registry]);
+  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiIwoSUmVtb3ZlQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJIk0KE1JlbW92ZUFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50EhcKD3JlbW92ZWRfZGV2aWNlcxgCIAEoDSI5ChhBY2NlcHREZXZpY2VBbGlhc1JlcXVlc3QSDgoGc2VyaWFsGAEgASgJEg0KBWFnZW50GAIgASgJIjwKGUFjY2VwdERldmljZUFsaWFzUmVzcG9uc2USHwoGZGV2aWNlGAEgASgLMg8uZmFybS52MS5EZXZpY2UiOQoYUmVqZWN0RGV2aWNlQWxpYXNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRINCgVhZ2VudBgCIAEoCSI8ChlSZWplY3REZXZpY2VBbGlhc1Jlc3BvbnNlEh8KBmRldmljZRgBIAEoCzIPLmZhcm0udjEuRGV2aWNlIjIKEURyYWluQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzChJEcmFpbkFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50IhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjQKEkxpc3RBZ2VudHNSZXNwb25zZRIeCgZhZ2VudHMYASADKAsyDi5mYXJtLnYxLkFnZW50IjIKEkxpc3REZXZpY2VzUmVxdWVzdBINCgVhZ2VudBgBIAEoCRINCgVzdGF0ZRgCIAEoCSI3ChNMaXN0RGV2aWNlc1Jlc3BvbnNlEiAKB2RldmljZXMYASADKAsyDy5mYXJtLnYxLkRldmljZTLrAwoPUmVnaXN0cnlTZXJ2aWNlEkUKCkxpc3RBZ2VudHMSGi5mYXJtLnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhsuZmFybS52MS5MaXN0QWdlbnRzUmVzcG9uc2USSAoLTGlzdERldmljZXMSGy5mYXJtLnYxLkxpc3REZXZpY2VzUmVxdWVzdBocLmZhcm0udjEuTGlzdERldmljZXNSZXNwb25zZRJFCgpEcmFpbkFnZW50EhouZmFybS52MS5EcmFpbkFnZW50UmVxdWVzdBobLmZhcm0udjEuRHJhaW5BZ2VudFJlc3BvbnNlEkgKC1JlbW92ZUFnZW50EhsuZmFybS52MS5SZW1vdmVBZ2VudFJlcXVlc3QaHC5mYXJtLnYxLlJlbW92ZUFnZW50UmVzcG9uc2USWgoRQWNjZXB0RGV2aWNlQWxpYXMSIS5mYXJtLnYxLkFjY2VwdERldmljZUFsaWFzUmVxdWVzdBoiLmZhcm0udjEuQWNjZXB0RGV2aWNlQWxpYXNSZXNwb25zZRJaChFSZWplY3REZXZpY2VBbGlhcxIhLmZhcm0udjEuUmVqZWN0RGV2aWNlQWxpYXNSZXF1ZXN0GiIuZmFybS52MS5SZWplY3REZXZpY2VBbGlhc1Jlc3BvbnNlYgZwcm90bzM", [file_farm_v1_registry]);
+
+/**
+ * @generated from message farm.v1.RemoveAgentRequest
+ */
+export type RemoveAgentRequest = Message<"farm.v1.RemoveAgentRequest"> & {
+  /**
+   * Agent id or name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+};
+
+/**
+ * Describes the message farm.v1.RemoveAgentRequest.
+ * Use `create(RemoveAgentRequestSchema)` to create a new message.
+ */
+export const RemoveAgentRequestSchema: GenMessage<RemoveAgentRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 0);
+
+/**
+ * @generated from message farm.v1.RemoveAgentResponse
+ */
+export type RemoveAgentResponse = Message<"farm.v1.RemoveAgentResponse"> & {
+  /**
+   * @generated from field: farm.v1.Agent agent = 1;
+   */
+  agent?: Agent | undefined;
+
+  /**
+   * @generated from field: uint32 removed_devices = 2;
+   */
+  removedDevices: number;
+};
+
+/**
+ * Describes the message farm.v1.RemoveAgentResponse.
+ * Use `create(RemoveAgentResponseSchema)` to create a new message.
+ */
+export const RemoveAgentResponseSchema: GenMessage<RemoveAgentResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 1);
+
+/**
+ * @generated from message farm.v1.AcceptDeviceAliasRequest
+ */
+export type AcceptDeviceAliasRequest = Message<"farm.v1.AcceptDeviceAliasRequest"> & {
+  /**
+   * The adb serial as the agent reports it.
+   *
+   * @generated from field: string serial = 1;
+   */
+  serial: string;
+
+  /**
+   * Agent id or name whose claim is decided.
+   *
+   * @generated from field: string agent = 2;
+   */
+  agent: string;
+};
+
+/**
+ * Describes the message farm.v1.AcceptDeviceAliasRequest.
+ * Use `create(AcceptDeviceAliasRequestSchema)` to create a new message.
+ */
+export const AcceptDeviceAliasRequestSchema: GenMessage<AcceptDeviceAliasRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 2);
+
+/**
+ * @generated from message farm.v1.AcceptDeviceAliasResponse
+ */
+export type AcceptDeviceAliasResponse = Message<"farm.v1.AcceptDeviceAliasResponse"> & {
+  /**
+   * The agent's entry for that serial after the decision.
+   *
+   * @generated from field: farm.v1.Device device = 1;
+   */
+  device?: Device | undefined;
+};
+
+/**
+ * Describes the message farm.v1.AcceptDeviceAliasResponse.
+ * Use `create(AcceptDeviceAliasResponseSchema)` to create a new message.
+ */
+export const AcceptDeviceAliasResponseSchema: GenMessage<AcceptDeviceAliasResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 3);
+
+/**
+ * @generated from message farm.v1.RejectDeviceAliasRequest
+ */
+export type RejectDeviceAliasRequest = Message<"farm.v1.RejectDeviceAliasRequest"> & {
+  /**
+   * @generated from field: string serial = 1;
+   */
+  serial: string;
+
+  /**
+   * @generated from field: string agent = 2;
+   */
+  agent: string;
+};
+
+/**
+ * Describes the message farm.v1.RejectDeviceAliasRequest.
+ * Use `create(RejectDeviceAliasRequestSchema)` to create a new message.
+ */
+export const RejectDeviceAliasRequestSchema: GenMessage<RejectDeviceAliasRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 4);
+
+/**
+ * @generated from message farm.v1.RejectDeviceAliasResponse
+ */
+export type RejectDeviceAliasResponse = Message<"farm.v1.RejectDeviceAliasResponse"> & {
+  /**
+   * @generated from field: farm.v1.Device device = 1;
+   */
+  device?: Device | undefined;
+};
+
+/**
+ * Describes the message farm.v1.RejectDeviceAliasResponse.
+ * Use `create(RejectDeviceAliasResponseSchema)` to create a new message.
+ */
+export const RejectDeviceAliasResponseSchema: GenMessage<RejectDeviceAliasResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 5);
 
 /**
  * @generated from message farm.v1.DrainAgentRequest
@@ -36,7 +161,7 @@ export type DrainAgentRequest = Message<"farm.v1.DrainAgentRequest"> & {
  * Use `create(DrainAgentRequestSchema)` to create a new message.
  */
 export const DrainAgentRequestSchema: GenMessage<DrainAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 0);
+  messageDesc(file_farm_v1_registry_service, 6);
 
 /**
  * @generated from message farm.v1.DrainAgentResponse
@@ -53,7 +178,7 @@ export type DrainAgentResponse = Message<"farm.v1.DrainAgentResponse"> & {
  * Use `create(DrainAgentResponseSchema)` to create a new message.
  */
 export const DrainAgentResponseSchema: GenMessage<DrainAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 1);
+  messageDesc(file_farm_v1_registry_service, 7);
 
 /**
  * @generated from message farm.v1.ListAgentsRequest
@@ -66,7 +191,7 @@ export type ListAgentsRequest = Message<"farm.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 2);
+  messageDesc(file_farm_v1_registry_service, 8);
 
 /**
  * @generated from message farm.v1.ListAgentsResponse
@@ -83,7 +208,7 @@ export type ListAgentsResponse = Message<"farm.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 3);
+  messageDesc(file_farm_v1_registry_service, 9);
 
 /**
  * @generated from message farm.v1.ListDevicesRequest
@@ -109,7 +234,7 @@ export type ListDevicesRequest = Message<"farm.v1.ListDevicesRequest"> & {
  * Use `create(ListDevicesRequestSchema)` to create a new message.
  */
 export const ListDevicesRequestSchema: GenMessage<ListDevicesRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 4);
+  messageDesc(file_farm_v1_registry_service, 10);
 
 /**
  * @generated from message farm.v1.ListDevicesResponse
@@ -126,7 +251,7 @@ export type ListDevicesResponse = Message<"farm.v1.ListDevicesResponse"> & {
  * Use `create(ListDevicesResponseSchema)` to create a new message.
  */
 export const ListDevicesResponseSchema: GenMessage<ListDevicesResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 5);
+  messageDesc(file_farm_v1_registry_service, 11);
 
 /**
  * Read access to agents and devices, for users.
@@ -159,6 +284,39 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof DrainAgentRequestSchema;
     output: typeof DrainAgentResponseSchema;
+  },
+  /**
+   * Admin only: forgets a detached agent, its devices and its alias claims
+   * (refused while it is attached).
+   *
+   * @generated from rpc farm.v1.RegistryService.RemoveAgent
+   */
+  removeAgent: {
+    methodKind: "unary";
+    input: typeof RemoveAgentRequestSchema;
+    output: typeof RemoveAgentResponseSchema;
+  },
+  /**
+   * Admin only: lets an agent's quarantined serial be used (one phone on two
+   * hosts). Persisted.
+   *
+   * @generated from rpc farm.v1.RegistryService.AcceptDeviceAlias
+   */
+  acceptDeviceAlias: {
+    methodKind: "unary";
+    input: typeof AcceptDeviceAliasRequestSchema;
+    output: typeof AcceptDeviceAliasResponseSchema;
+  },
+  /**
+   * Admin only: keeps an agent's quarantined serial out of leases and
+   * routing for good. Persisted.
+   *
+   * @generated from rpc farm.v1.RegistryService.RejectDeviceAlias
+   */
+  rejectDeviceAlias: {
+    methodKind: "unary";
+    input: typeof RejectDeviceAliasRequestSchema;
+    output: typeof RejectDeviceAliasResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_registry_service, 0);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/token_service.proto.
  */
 export const file_farm_v1_token_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3Rva2VuX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEirAEKCVRva2VuSW5mbxIMCgRuYW1lGAEgASgJEiAKBGtpbmQYAiABKA4yEi5mYXJtLnYxLlRva2VuS2luZBINCgVhZG1pbhgDIAEoCBIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlMKEkNyZWF0ZVRva2VuUmVxdWVzdBIMCgRuYW1lGAEgASgJEiAKBGtpbmQYAiABKA4yEi5mYXJtLnYxLlRva2VuS2luZBINCgVhZG1pbhgDIAEoCCJGChNDcmVhdGVUb2tlblJlc3BvbnNlEiAKBGluZm8YASABKAsyEi5mYXJtLnYxLlRva2VuSW5mbxINCgV0b2tlbhgCIAEoCSITChFMaXN0VG9rZW5zUmVxdWVzdCI4ChJMaXN0VG9rZW5zUmVzcG9uc2USIgoGdG9rZW5zGAEgAygLMhIuZmFybS52MS5Ub2tlbkluZm8iIgoSUmV2b2tlVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiNwoTUmV2b2tlVG9rZW5SZXNwb25zZRIgCgRpbmZvGAEgASgLMhIuZmFybS52MS5Ub2tlbkluZm8qUgoJVG9rZW5LaW5kEhoKFlRPS0VOX0tJTkRfVU5TUEVDSUZJRUQQABIUChBUT0tFTl9LSU5EX0FHRU5UEAESEwoPVE9LRU5fS0lORF9VU0VSEAIy6QEKDFRva2VuU2VydmljZRJICgtDcmVhdGVUb2tlbhIbLmZhcm0udjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhwuZmFybS52MS5DcmVhdGVUb2tlblJlc3BvbnNlEkUKCkxpc3RUb2tlbnMSGi5mYXJtLnYxLkxpc3RUb2tlbnNSZXF1ZXN0GhsuZmFybS52MS5MaXN0VG9rZW5zUmVzcG9uc2USSAoLUmV2b2tlVG9rZW4SGy5mYXJtLnYxLlJldm9rZVRva2VuUmVxdWVzdBocLmZhcm0udjEuUmV2b2tlVG9rZW5SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChtmYXJtL3YxL3Rva2VuX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi4AEKCVRva2VuSW5mbxIMCgRuYW1lGAEgASgJEiAKBGtpbmQYAiABKA4yEi5mYXJtLnYxLlRva2VuS2luZBINCgVhZG1pbhgDIAEoCBIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiAKBHJvbGUYBiABKA4yEi5mYXJtLnYxLlRva2VuUm9sZRIQCghhZ2VudF9pZBgHIAEoCSJ1ChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIgCgRraW5kGAIgASgOMhIuZmFybS52MS5Ub2tlbktpbmQSDQoFYWRtaW4YAyABKAgSIAoEcm9sZRgEIAEoDjISLmZhcm0udjEuVG9rZW5Sb2xlIkYKE0NyZWF0ZVRva2VuUmVzcG9uc2USIAoEaW5mbxgBIAEoCzISLmZhcm0udjEuVG9rZW5JbmZvEg0KBXRva2VuGAIgASgJIhMKEUxpc3RUb2tlbnNSZXF1ZXN0IjgKEkxpc3RUb2tlbnNSZXNwb25zZRIiCgZ0b2tlbnMYASADKAsyEi5mYXJtLnYxLlRva2VuSW5mbyIiChJSZXZva2VUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChNSZXZva2VUb2tlblJlc3BvbnNlEiAKBGluZm8YASABKAsyEi5mYXJtLnYxLlRva2VuSW5mbypSCglUb2tlbktpbmQSGgoWVE9LRU5fS0lORF9VTlNQRUNJRklFRBAAEhQKEFRPS0VOX0tJTkRfQUdFTlQQARITCg9UT0tFTl9LSU5EX1VTRVIQAiptCglUb2tlblJvbGUSGgoWVE9LRU5fUk9MRV9VTlNQRUNJRklFRBAAEhUKEVRPS0VOX1JPTEVfVklFV0VSEAESFwoTVE9LRU5fUk9MRV9PUEVSQVRPUhACEhQKEFRPS0VOX1JPTEVfQURNSU4QAzLpAQoMVG9rZW5TZXJ2aWNlEkgKC0NyZWF0ZVRva2VuEhsuZmFybS52MS5DcmVhdGVUb2tlblJlcXVlc3QaHC5mYXJtLnYxLkNyZWF0ZVRva2VuUmVzcG9uc2USRQoKTGlzdFRva2VucxIaLmZhcm0udjEuTGlzdFRva2Vuc1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RUb2tlbnNSZXNwb25zZRJICgtSZXZva2VUb2tlbhIbLmZhcm0udjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhwuZmFybS52MS5SZXZva2VUb2tlblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.TokenInfo
@@ -29,6 +29,8 @@ export type TokenInfo = Message<"farm.v1.TokenInfo"> & {
   kind: TokenKind;
 
   /**
+   * Same as role == TOKEN_ROLE_ADMIN (kept for older clients).
+   *
    * @generated from field: bool admin = 3;
    */
   admin: boolean;
@@ -44,6 +46,21 @@ export type TokenInfo = Message<"farm.v1.TokenInfo"> & {
    * @generated from field: google.protobuf.Timestamp revoke_time = 5;
    */
   revokeTime?: Timestamp | undefined;
+
+  /**
+   * User tokens only.
+   *
+   * @generated from field: farm.v1.TokenRole role = 6;
+   */
+  role: TokenRole;
+
+  /**
+   * Agent tokens only: the agent id it attached as first, and the only one it
+   * may attach as; empty until then.
+   *
+   * @generated from field: string agent_id = 7;
+   */
+  agentId: string;
 };
 
 /**
@@ -68,11 +85,18 @@ export type CreateTokenRequest = Message<"farm.v1.CreateTokenRequest"> & {
   kind: TokenKind;
 
   /**
-   * Only for user tokens.
+   * Only for user tokens: the same as role = TOKEN_ROLE_ADMIN.
    *
    * @generated from field: bool admin = 3;
    */
   admin: boolean;
+
+  /**
+   * Only for user tokens; unspecified means operator (admin when admin is set).
+   *
+   * @generated from field: farm.v1.TokenRole role = 4;
+   */
+  role: TokenRole;
 };
 
 /**
@@ -199,6 +223,45 @@ export enum TokenKind {
  */
 export const TokenKindSchema: GenEnum<TokenKind> = /*@__PURE__*/
   enumDesc(file_farm_v1_token_service, 0);
+
+/**
+ * What a user token may do; each role includes the ones before it.
+ *
+ * @generated from enum farm.v1.TokenRole
+ */
+export enum TokenRole {
+  /**
+   * @generated from enum value: TOKEN_ROLE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Read lists, evidence, activity; watch.
+   *
+   * @generated from enum value: TOKEN_ROLE_VIEWER = 1;
+   */
+  VIEWER = 1,
+
+  /**
+   * Also leases, device actions, captures, video, uploads.
+   *
+   * @generated from enum value: TOKEN_ROLE_OPERATOR = 2;
+   */
+  OPERATOR = 2,
+
+  /**
+   * Also tokens, agents, abandon, pin, recording-lock release, drain.
+   *
+   * @generated from enum value: TOKEN_ROLE_ADMIN = 3;
+   */
+  ADMIN = 3,
+}
+
+/**
+ * Describes the enum farm.v1.TokenRole.
+ */
+export const TokenRoleSchema: GenEnum<TokenRole> = /*@__PURE__*/
+  enumDesc(file_farm_v1_token_service, 1);
 
 /**
  * Credentials. Only admin user tokens may call it.

@@ -1,0 +1,116 @@
+import { and, eq } from "drizzle-orm";
+import type { CoordinatorDb } from "./db/open-database.js";
+import { deviceClaims } from "./db/schema.js";
+
+export type ClaimStatus = "owner" | "pending" | "accepted" | "rejected";
+
+/** What keeps an agent from using a serial: its claim on one key, and who else claims that key. */
+export interface ClaimBlocker {
+  key: string;
+  status: "pending" | "rejected";
+  /** Agents whose claim on the key counts (owner or accepted). */
+  others: string[];
+  decidedBy: string;
+}
+
+interface Claim {
+  status: ClaimStatus;
+  decidedBy: string;
+}
+
+/** The keys a device report claims: its adb serial and, once read, its physical id. */
+export function claimKeys(serial: string, physicalId: string): string[] {
+  return physicalId ? [`serial:${serial}`, `physical:${physicalId}`] : [`serial:${serial}`];
+}
+
+/**
+ * Who may report which phone. The first agent to report a physical id or an
+ * adb serial owns it; another agent reporting the same key later gets a
+ * pending claim, and its serial stays quarantined until an admin accepts
+ * (one phone on two hosts) or rejects it. Claims outlive the devices that
+ * made them, so a phone that drops off adb for a reboot cannot be taken
+ * over in the meantime; removing an agent forgets its claims.
+ */
+export class DeviceClaims {
+  private readonly byKey = new Map<string, Map<string, Claim>>();
+
+  constructor(
+    private readonly db: CoordinatorDb,
+    private readonly now: () => number,
+  ) {
+    for (const row of db.select().from(deviceClaims).all()) this.set(row.key, row.agentId, { status: row.status, decidedBy: row.decidedBy ?? "" });
+  }
+
+  /**
+   * Records the claims a report makes and returns the keys this agent now
+   * claims for the first time while another agent holds them.
+   */
+  claim(agentId: string, keys: string[]): string[] {
+    const contested: string[] = [];
+    for (const key of keys) {
+      const claims = this.byKey.get(key);
+      if (claims?.has(agentId)) continue;
+      const status: ClaimStatus = claims && claims.size > 0 ? "pending" : "owner";
+      this.set(key, agentId, { status, decidedBy: "" });
+      this.db.insert(deviceClaims).values({ key, agentId, status, createdAt: this.now() }).onConflictDoNothing().run();
+      if (status === "pending") contested.push(key);
+    }
+    return contested;
+  }
+
+  /** The first key this agent may not use, or undefined when every claim counts. */
+  blocker(agentId: string, keys: string[]): ClaimBlocker | undefined {
+    for (const key of keys) {
+      const claims = this.byKey.get(key);
+      const mine = claims?.get(agentId);
+      if (!claims || !mine || (mine.status !== "pending" && mine.status !== "rejected")) continue;
+      const others = [...claims].filter(([id, c]) => id !== agentId && (c.status === "owner" || c.status === "accepted")).map(([id]) => id);
+      return { key, status: mine.status, others, decidedBy: mine.decidedBy };
+    }
+    return undefined;
+  }
+
+  /**
+   * An admin's decision on this agent's contested claims among `keys`.
+   * Returns how many claims it changed; claims it owns are left alone.
+   */
+  decide(agentId: string, keys: string[], decision: "accepted" | "rejected", by: string): number {
+    let changed = 0;
+    for (const key of keys) {
+      const mine = this.byKey.get(key)?.get(agentId);
+      if (!mine || mine.status === "owner" || mine.status === decision) continue;
+      mine.status = decision;
+      mine.decidedBy = by;
+      this.db
+        .update(deviceClaims)
+        .set({ status: decision, decidedBy: by, decidedAt: this.now() })
+        .where(and(eq(deviceClaims.key, key), eq(deviceClaims.agentId, agentId)))
+        .run();
+      changed++;
+    }
+    return changed;
+  }
+
+  /** Does this agent have a claim on the key it could be given a decision on? */
+  decidable(agentId: string, keys: string[]): boolean {
+    return keys.some((k) => {
+      const s = this.byKey.get(k)?.get(agentId)?.status;
+      return s !== undefined && s !== "owner";
+    });
+  }
+
+  /** Drops every claim of a removed agent. */
+  forgetAgent(agentId: string): void {
+    this.db.delete(deviceClaims).where(eq(deviceClaims.agentId, agentId)).run();
+    for (const [key, claims] of this.byKey) {
+      claims.delete(agentId);
+      if (claims.size === 0) this.byKey.delete(key);
+    }
+  }
+
+  private set(key: string, agentId: string, claim: Claim): void {
+    let claims = this.byKey.get(key);
+    if (!claims) this.byKey.set(key, (claims = new Map()));
+    claims.set(agentId, claim);
+  }
+}

@@ -1,0 +1,115 @@
+import { Code, ConnectError, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { ErrorCodes, farmError } from "@farm/shared/errors";
+
+/** What an agent detached by revocation shows as its offline reason. */
+export const TOKEN_REVOKED = "token revoked";
+
+const revocations = new WeakSet<object>();
+
+/** Whether an abort reason is a token revocation (not a disconnect or deadline). */
+export function isRevocation(reason: unknown): boolean {
+  return typeof reason === "object" && reason !== null && revocations.has(reason);
+}
+
+function revokedError(tokenName: string): ConnectError {
+  const err = farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, `${TOKEN_REVOKED}: "${tokenName}" was revoked while this call was open`);
+  revocations.add(err);
+  return err;
+}
+
+type Next = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
+
+/**
+ * Every call in flight, by the name of the token that authenticated it, so
+ * revoking a token ends what it opened: Watch streams, agent attach
+ * sessions, uploads, waits. Checking the token at the start of a call is
+ * not enough for calls that last hours.
+ */
+export class OpenCalls {
+  private readonly byToken = new Map<string, Set<AbortController>>();
+
+  /** Open calls of a token, for tests and metrics. */
+  count(tokenName: string): number {
+    return this.byToken.get(tokenName)?.size ?? 0;
+  }
+
+  /** Ends every open call of this token with UNAUTHENTICATED; returns how many. */
+  revoke(tokenName: string): number {
+    const calls = this.byToken.get(tokenName);
+    if (!calls) return 0;
+    this.byToken.delete(tokenName);
+    for (const c of calls) c.abort(revokedError(tokenName));
+    return calls.size;
+  }
+
+  /**
+   * Runs the call with a signal that also aborts on revocation, and fails it
+   * (and its streams, both ways) with UNAUTHENTICATED the moment the token is
+   * revoked. The handler's own signal (ctx.signal) is that signal, so
+   * handlers that already stop on abort stop here too.
+   */
+  async run(tokenName: string, req: UnaryRequest | StreamRequest, next: Next): Promise<UnaryResponse | StreamResponse> {
+    const revoke = new AbortController();
+    const calls = this.byToken.get(tokenName) ?? new Set<AbortController>();
+    calls.add(revoke);
+    this.byToken.set(tokenName, calls);
+    // The handler's signal: the caller went away, its deadline passed, or the token was revoked.
+    const handler = new AbortController();
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      req.signal.removeEventListener("abort", fromCaller);
+      revoke.signal.removeEventListener("abort", fromRevoke);
+      const set = this.byToken.get(tokenName);
+      set?.delete(revoke);
+      if (set?.size === 0) this.byToken.delete(tokenName);
+    };
+    // A call its caller ended is no longer the token's to end (and its response may never be read).
+    function fromCaller(): void {
+      handler.abort(req.signal.reason);
+      close();
+    }
+    function fromRevoke(): void {
+      handler.abort(revoke.signal.reason);
+    }
+    revoke.signal.addEventListener("abort", fromRevoke, { once: true });
+    // Only a revocation fails the call from here; every other abort is the handler's to answer.
+    const revoked = new Promise<never>((_, reject) => revoke.signal.addEventListener("abort", () => reject(revoke.signal.reason as Error), { once: true }));
+    revoked.catch(() => undefined);
+    if (req.signal.aborted) fromCaller();
+    else req.signal.addEventListener("abort", fromCaller, { once: true });
+    try {
+      const guarded = req.stream ? { ...req, signal: handler.signal, message: guard(req.message, revoked) } : { ...req, signal: handler.signal };
+      const res = await Promise.race([next(guarded), revoked]);
+      if (!res.stream) {
+        close();
+        return res;
+      }
+      return { ...res, message: guard(res.message, revoked, close) };
+    } catch (err) {
+      close();
+      throw err;
+    }
+  }
+}
+
+/** The same messages until the source ends or the token is revoked (then its error). */
+async function* guard<T>(source: AsyncIterable<T>, revoked: Promise<never>, done?: () => void): AsyncGenerator<T> {
+  const it = source[Symbol.asyncIterator]();
+  let finished = false;
+  try {
+    for (;;) {
+      const r = await Promise.race([it.next(), revoked]);
+      if (r.done) {
+        finished = true;
+        return;
+      }
+      yield r.value;
+    }
+  } finally {
+    done?.();
+    // Not awaited: the source may be parked in an await that only the aborted signal ends.
+    if (!finished) void Promise.resolve(it.return?.()).catch(() => undefined);
+  }
+}
