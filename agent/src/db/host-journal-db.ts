@@ -2,7 +2,8 @@ import Database from "better-sqlite3";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { actionColumns } from "./schema.js";
 
 /**
  * The ownership journal of a host: every mutating action, written before
@@ -13,33 +14,11 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 export const journalActions = sqliteTable(
   "actions",
   {
-    actionId: text("action_id").primaryKey(),
-    physicalId: text("physical_id").notNull(),
-    serial: text("serial").notNull(),
+    ...actionColumns(),
     /** The agent that wrote the entry (its id). */
     agentId: text("agent_id").notNull().default(""),
-    kind: text("kind").notNull(),
-    requestSha256: text("request_sha256").notNull(),
-    requestJson: text("request_json").notNull(),
-    // pending | settled | not_dispatched | unknown | abandoned
-    state: text("state").notNull(),
-    // 1, 0, or NULL for unknown.
-    dispatched: integer("dispatched"),
-    ambiguous: integer("ambiguous", { mode: "boolean" }).notNull().default(false),
-    bootId: text("boot_id").notNull(),
-    createdAt: integer("created_at").notNull(),
-    deadlineAt: integer("deadline_at").notNull(),
-    settledAt: integer("settled_at"),
     /** What the dispatch observed on the way (e.g. a reboot acknowledged), kept for proof. */
     progressJson: text("progress_json").notNull().default(""),
-    receiptJson: text("receipt_json").notNull().default(""),
-    settledBy: text("settled_by").notNull().default(""),
-    abandonReason: text("abandon_reason").notNull().default(""),
-    abandonedBy: text("abandoned_by").notNull().default(""),
-    errorMessage: text("error_message").notNull().default(""),
-    requestedBy: text("requested_by").notNull().default(""),
-    // Approximate bytes this record takes, for the per-device bound.
-    size: integer("size").notNull(),
   },
   (t) => [index("actions_physical_created").on(t.physicalId, t.createdAt), index("actions_state").on(t.state, t.physicalId)],
 );

@@ -1,9 +1,12 @@
 import { sqliteTable, text, integer, index } from "drizzle-orm/sqlite-core";
 
-/** The ownership journal: every mutating action, written before dispatch. */
-export const actions = sqliteTable(
-  "actions",
-  {
+/**
+ * The columns of an ownership journal entry, shared by the host journal
+ * (host-journal-db.ts) and the per-agent table older versions kept here.
+ * A function: drizzle binds column builders to one table each.
+ */
+export function actionColumns() {
+  return {
     actionId: text("action_id").primaryKey(),
     physicalId: text("physical_id").notNull(),
     serial: text("serial").notNull(),
@@ -27,9 +30,14 @@ export const actions = sqliteTable(
     requestedBy: text("requested_by").notNull().default(""),
     // Approximate bytes this record takes, for the per-device bound.
     size: integer("size").notNull(),
-  },
-  (t) => [index("actions_physical_created").on(t.physicalId, t.createdAt), index("actions_state").on(t.state)],
-);
+  };
+}
+
+/**
+ * The journal older agents kept in their data dir; now only read once at
+ * start, to move its entries into the host journal.
+ */
+export const actions = sqliteTable("actions", actionColumns(), (t) => [index("actions_physical_created").on(t.physicalId, t.createdAt), index("actions_state").on(t.state)]);
 
 /** Operator pins that tell duplicate-identity phones apart, by adb serial. */
 export const pins = sqliteTable("pins", {
