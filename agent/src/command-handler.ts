@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { actionError, ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { actionError, Errors, farmError, toErrorReport } from "@farm/shared/errors";
+import { toCommandError } from "@farm/shared/command-error";
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
 import { withoutHostPaths } from "@farm/shared/host-paths";
 import { tmpdir } from "node:os";
@@ -56,7 +57,7 @@ export interface CommandHandlerDeps {
 }
 
 /** Failures of this host rather than of the request: logged at error level where they happen. */
-const hostFailureCodes = new Set<string>([ErrorCodes.internal, ErrorCodes.evidenceStorageFailed, "RECEIPT_WRITE_FAILED"]);
+const hostFailureCodes = new Set<string>([Errors.INTERNAL.code]);
 const hostFailureGrpc = new Set<Code>([Code.Internal, Code.DataLoss, Code.Unknown, Code.ResourceExhausted]);
 
 /** While draining, only what finishes or reports on existing work is taken. */
@@ -73,7 +74,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
   try {
     const draining = deps.drainReason();
     if (draining && !allowedWhileDraining.has(cmd.kind.case)) {
-      throw actionError(Code.Unavailable, "AGENT_DRAINING", `agent is draining (${draining}) and takes no new work`, { dispatched: false, ambiguous: false });
+      throw actionError(Errors.AGENT_DRAINING, `agent is draining (${draining}) and takes no new work`, { dispatched: false, ambiguous: false });
     }
     const deadlineMs = Number(cmd.deadlineUnixMs) || Date.now() + 30_000;
     const kinds = new Map<string, ActionKind<never, unknown>>([
@@ -101,7 +102,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       }
       case "abandonAction": {
         const v = cmd.kind.value;
-        if (!cmd.requestedByAdmin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "abandoning an action needs an admin user token");
+        if (!cmd.requestedByAdmin) throw farmError(Errors.PERMISSION_DENIED, "abandoning an action needs an admin user token");
         const serial = serialOf(v.target);
         const action = deps.ownership.abandon(serial, v.actionId, v.reason, cmd.requestedBy);
         deps.history.record({ physicalId: action.physicalId, serial, kind: "action-abandoned", detail: `${action.actionId} by ${cmd.requestedBy}: ${v.reason}` });
@@ -119,15 +120,15 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       }
       case "setProperty": {
         const v = cmd.kind.value;
-        if (!propKey.test(v.key)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "property key must be 1-255 of A-Z a-z 0-9 _ . -", "key");
+        if (!propKey.test(v.key)) throw farmError(Errors.INVALID_ARGUMENT, "property key must be 1-255 of A-Z a-z 0-9 _ . -", "key");
         checkPropValue(v.value);
         const { action } = await deps.ownership.run(deps.setProp, { key: v.key, value: v.value }, ctx(v.target));
         return result({ case: "setProperty", value: { actionId: action.actionId, dispatched: true, ambiguous: false } });
       }
       case "pinIdentity": {
         const v = cmd.kind.value;
-        if (!cmd.requestedByAdmin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "pinning an identity needs an admin user token");
-        if (!/^[A-Za-z0-9._-]{0,64}$/.test(v.label)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "label must be up to 64 of A-Z a-z 0-9 . _ -", "label");
+        if (!cmd.requestedByAdmin) throw farmError(Errors.PERMISSION_DENIED, "pinning an identity needs an admin user token");
+        if (!/^[A-Za-z0-9._-]{0,64}$/.test(v.label)) throw farmError(Errors.INVALID_ARGUMENT, "label must be up to 64 of A-Z a-z 0-9 . _ -", "label");
         const serial = serialOf(v.target);
         deps.pins.set(serial, v.label);
         deps.watcher.refreshIdentities();
@@ -145,8 +146,8 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
         const serial = serialOf(v.target);
         deps.ownership.requireDevice(serial);
         const lines = v.lines || 500;
-        if (lines > 10_000) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "lines must be 1..10000", "lines");
-        if (v.since && !/^[0-9: .-]{5,32}$/.test(v.since)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "since must be a logcat time like '11-30 06:00:00.000'", "since");
+        if (lines > 10_000) throw farmError(Errors.INVALID_ARGUMENT, "lines must be 1..10000", "lines");
+        if (v.since && !/^[0-9: .-]{5,32}$/.test(v.since)) throw farmError(Errors.INVALID_ARGUMENT, "since must be a logcat time like '11-30 06:00:00.000'", "since");
         const command = v.since ? `logcat -d -v threadtime -T ${shQuote(v.since)}` : `logcat -d -v threadtime -t ${lines}`;
         const r = await shellV2(deps.evidence.adb, serial, command, AbortSignal.timeout(Math.max(1, deadlineMs - Date.now())));
         return result({ case: "readLogcat", value: { text: r.stdout.toString("utf8"), truncated: r.truncated } });
@@ -181,7 +182,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       }
       case "installApp": {
         const v = cmd.kind.value;
-        if (!/^[0-9a-f-]{36}$/.test(v.blobId)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a blob id from BlobService.UploadBlob is required", "blob_id");
+        if (!/^[0-9a-f-]{36}$/.test(v.blobId)) throw farmError(Errors.INVALID_ARGUMENT, "a blob id from BlobService.UploadBlob is required", "blob_id");
         const { action, result: out } = await deps.ownership.run(deps.install, { blobId: v.blobId }, ctx(v.target));
         return result({ case: "installApp", value: { actionId: action.actionId, output: out.output, dispatched: true, ambiguous: false } });
       }
@@ -211,16 +212,17 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       case "inspectVideo":
         return result({ case: "inspectVideo", value: await deps.video.inspect(cmd.kind.value.sessionId) });
       case "releaseVideo": {
-        if (!cmd.requestedByAdmin) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "releasing a recording lock needs an admin token");
+        if (!cmd.requestedByAdmin) throw farmError(Errors.PERMISSION_DENIED, "releasing a recording lock needs an admin token");
         const v = cmd.kind.value;
         return result({ case: "releaseVideo", value: { session: await deps.video.release(v.sessionId, cmd.requestedBy, v.reason) } });
       }
       default:
-        throw farmError(Code.Unimplemented, ErrorCodes.notImplemented, `this agent does not implement command ${cmd.kind.case ?? "(none)"}`);
+        throw farmError(Errors.NOT_IMPLEMENTED, `this agent does not implement command ${cmd.kind.case ?? "(none)"}`);
     }
   } catch (err) {
     const report = toErrorReport(err);
-    if (hostFailureCodes.has(report.code) || hostFailureGrpc.has(ConnectError.from(err).code) || isStorageFailure(err)) {
+    const status = ConnectError.from(err).code;
+    if (hostFailureCodes.has(report.code) || hostFailureGrpc.has(status) || isStorageFailure(err)) {
       deps.log.error("command failed on this host", { command: cmd.kind.case, commandId: cmd.commandId, code: report.code, error: report.message });
     }
     report.message = withoutHostPaths(report.message, deps.hostPaths ?? [deps.evidence.stagingDir, tmpdir()]);
@@ -230,20 +232,7 @@ export async function handleCommand(cmd: AgentCommand, deps: CommandHandlerDeps)
       report.dispatched = false;
       report.ambiguous = false;
     }
-    return result({
-      case: "error",
-      value: {
-        message: report.message,
-        detail: {
-          code: report.code,
-          field: report.field ?? "",
-          ambiguous: report.ambiguous ?? false,
-          ...(report.dispatched === undefined || report.dispatched === null ? {} : { dispatched: report.dispatched }),
-          actionId: report.actionId ?? "",
-          agentId: report.agentId ?? "",
-        },
-      },
-    });
+    return result({ case: "error", value: toCommandError(report, err) });
   }
 }
 
@@ -257,9 +246,9 @@ function isStorageFailure(err: unknown): boolean {
 async function takeScreenshot(serial: string, deadlineMs: number, deps: CommandHandlerDeps) {
   deps.ownership.requireDevice(serial);
   const shot = await execOut(deps.evidence.adb, serial, "screencap -p", { signal: AbortSignal.timeout(Math.max(1, Math.ceil(deadlineMs - Date.now()))), maxBytes: PNG_MAX_BYTES });
-  if (shot.error) throw farmError(Code.Unavailable, shot.error.code === "DEADLINE_EXCEEDED" ? ErrorCodes.commandTimeout : "SCREENSHOT_TRANSFER_FAILED", `screenshot failed: ${shot.error.message}`);
+  if (shot.error) throw farmError(shot.error.code === "DEADLINE_EXCEEDED" ? Errors.COMMAND_TIMEOUT : Errors.SCREENSHOT_TRANSFER_FAILED, `screenshot failed: ${shot.error.message}`);
   const check = await checkPng(shot.bytes);
-  if (!check.ok) throw farmError(Code.DataLoss, check.code, check.message);
+  if (!check.ok) throw farmError(Errors[check.code], check.message);
   await mkdir(deps.evidence.stagingDir, { recursive: true, mode: 0o700 });
   const file = join(deps.evidence.stagingDir, `screenshot-${randomUUID()}.png`);
   try {
@@ -280,17 +269,17 @@ function toInput(v: SendInputRequest): InputRequest {
       return { kind: "swipe", x1: s.x1, y1: s.y1, x2: s.x2, y2: s.y2, durationMs: s.durationMs };
     }
     case "text":
-      if (v.kind.value === "" || v.kind.value.length > 1000 || /[\n\0]/.test(v.kind.value)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "text must be one line of 1..1000 characters", "text");
+      if (v.kind.value === "" || v.kind.value.length > 1000 || /[\n\0]/.test(v.kind.value)) throw farmError(Errors.INVALID_ARGUMENT, "text must be one line of 1..1000 characters", "text");
       return { kind: "text", text: v.kind.value };
     case "key":
-      if (!/^(KEYCODE_[A-Z0-9_]+|\d{1,4})$/.test(v.kind.value)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "key must be a key code number or a KEYCODE_* name", "key");
+      if (!/^(KEYCODE_[A-Z0-9_]+|\d{1,4})$/.test(v.kind.value)) throw farmError(Errors.INVALID_ARGUMENT, "key must be a key code number or a KEYCODE_* name", "key");
       return { kind: "key", key: v.kind.value };
     default:
-      throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "say tap, swipe, text or key", "input");
+      throw farmError(Errors.INVALID_ARGUMENT, "say tap, swipe, text or key", "input");
   }
 }
 
 function serialOf(target: DeviceTarget | undefined): string {
-  if (!target?.serial) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a device serial is required", "serial");
+  if (!target?.serial) throw farmError(Errors.INVALID_ARGUMENT, "a device serial is required", "serial");
   return target.serial;
 }

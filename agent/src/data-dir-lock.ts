@@ -1,6 +1,5 @@
 import { join } from "node:path";
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
 import { OsLock } from "./os-lock.js";
 
 /**
@@ -15,8 +14,7 @@ export function lockDataDir(dataDir: string): OsLock {
   if (lock) return lock;
   const owner = OsLock.holder(file);
   throw farmError(
-    Code.FailedPrecondition,
-    ErrorCodes.agentDataDirLocked,
+    Errors.AGENT_DATA_DIR_LOCKED,
     `data dir ${dataDir} is owned by a running agent${owner ? ` (pid ${String(owner["pid"])}, started ${String(owner["startedAt"])})` : ""}; stop it or use another --data-dir`,
     "data-dir",
   );

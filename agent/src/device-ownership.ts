@@ -1,8 +1,7 @@
 import { join } from "node:path";
-import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { actionError, ErrorCodes, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
+import { actionError, Errors, farmError, NOT_DISPATCHED, type FarmErrorSpec } from "@farm/shared/errors";
 import { hopDeadline } from "@farm/shared/deadline";
 import type { Logger } from "@farm/shared/log";
 import { ActionRecordSchema, OwnershipSchema, type ActionRecord, type Ownership } from "@farm/shared/gen/farm/v1/device_service_pb";
@@ -50,7 +49,7 @@ export class DispatchFailure extends Error {
     message: string,
     /** false: never reached the device; null: unknown; true: reached it, outcome unknown. */
     readonly dispatched: boolean | null,
-    readonly code: string = ErrorCodes.deviceOffline,
+    readonly error: FarmErrorSpec = Errors.DEVICE_OFFLINE,
   ) {
     super(message);
   }
@@ -60,7 +59,7 @@ export class DispatchFailure extends Error {
 export class ActionFailed extends Error {
   constructor(
     message: string,
-    readonly code: string,
+    readonly error: FarmErrorSpec,
     readonly receipt: Record<string, unknown>,
   ) {
     super(message);
@@ -113,8 +112,7 @@ export class DeviceOwnership {
     const d = this.deps.watcher.device(serial);
     if (!d || d.state !== "device") {
       throw actionError(
-        Code.FailedPrecondition,
-        ErrorCodes.deviceOffline,
+        Errors.DEVICE_OFFLINE,
         d ? `device ${serial} is ${d.state}` : `device ${serial} is not connected to this agent's adb server`,
         NOT_DISPATCHED,
         "serial",
@@ -152,8 +150,7 @@ export class DeviceOwnership {
     const device = this.requireDevice(ctx.serial);
     if (device.identity.identityStatus === "duplicate") {
       throw actionError(
-        Code.FailedPrecondition,
-        ErrorCodes.duplicateIdentity,
+        Errors.DUPLICATE_IDENTITY,
         `device ${ctx.serial} shares its identity (${device.identity.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
         NOT_DISPATCHED,
         "serial",
@@ -165,8 +162,7 @@ export class DeviceOwnership {
     if (!lock) {
       const holder = OsLock.holder(this.lockFile(physicalId));
       throw actionError(
-        Code.Unavailable,
-        ErrorCodes.deviceBusy,
+        Errors.DEVICE_BUSY,
         `device ${physicalId} is held by another action${holder ? ` (${describeHolder(holder)})` : ""} and did not come free before the deadline`,
         NOT_DISPATCHED,
       );
@@ -177,8 +173,7 @@ export class DeviceOwnership {
       if (unresolved.length > 0) {
         const first = unresolved[0] as ActionRow;
         throw actionError(
-          Code.FailedPrecondition,
-          ErrorCodes.deviceOwnershipUnresolved,
+          Errors.DEVICE_OWNERSHIP_UNRESOLVED,
           `device ${physicalId} has ${unresolved.length} action(s) with an unknown outcome (${unresolved.map((a) => `${a.actionId} by agent ${a.agentId || "?"}`).join(", ")}); run \`farm device ownership reconcile --device ${ctx.serial}\``,
           { ...NOT_DISPATCHED, actionId: first.actionId, agentId: first.agentId },
         );
@@ -214,7 +209,7 @@ export class DeviceOwnership {
           new Promise<{ ok: false; error: unknown }>((resolve) => {
             overrun = setTimeout(() => {
               this.deps.log?.warn("an action overran its deadline; recording its outcome as unknown and releasing the device", { actionId: action.actionId, kind: kind.kind });
-              resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, phaseDispatched[progress.phase], ErrorCodes.commandTimeout) });
+              resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, phaseDispatched[progress.phase], Errors.COMMAND_TIMEOUT) });
             }, Math.max(0, runDeadline - Date.now()) + LOCK_RELEASE_MARGIN_MS);
           }),
         ]);
@@ -227,18 +222,17 @@ export class DeviceOwnership {
         if (err instanceof ActionFailed) {
           const settled = journal.settle(action.actionId, { ...err.receipt, failed: err.message }, "completed");
           this.acknowledge(kind, device, settled);
-          throw actionError(Code.Aborted, err.code, err.message, { dispatched: true, ambiguous: false, ...ids });
+          throw actionError(err.error, err.message, { dispatched: true, ambiguous: false, ...ids });
         }
-        const failure = err instanceof DispatchFailure ? err : new DispatchFailure((err as Error).message, phaseDispatched[progress.phase], ErrorCodes.internal);
+        const failure = err instanceof DispatchFailure ? err : new DispatchFailure((err as Error).message, phaseDispatched[progress.phase], Errors.INTERNAL);
         if (failure.dispatched === false) {
           journal.notDispatched(action.actionId, failure.message);
-          throw actionError(Code.Unavailable, failure.code, failure.message, { ...NOT_DISPATCHED, ...ids });
+          throw actionError(failure.error, failure.message, { ...NOT_DISPATCHED, ...ids });
         }
         journal.unknown(action.actionId, failure.dispatched, failure.message);
-        const timedOut = abort.signal.aborted || failure.code === ErrorCodes.commandTimeout;
+        const timedOut = abort.signal.aborted || failure.error === Errors.COMMAND_TIMEOUT;
         throw actionError(
-          timedOut ? Code.DeadlineExceeded : Code.Unavailable,
-          timedOut ? ErrorCodes.commandTimeout : failure.code,
+          timedOut ? Errors.COMMAND_TIMEOUT : failure.error,
           `${failure.message}; the outcome of action ${action.actionId} is unknown and ${physicalId} is blocked until reconciled`,
           { dispatched: failure.dispatched, ambiguous: true, ...ids },
         );
@@ -260,7 +254,7 @@ export class DeviceOwnership {
 
   status(serial: string): Ownership {
     const d = this.deps.watcher.device(serial);
-    if (!d) throw farmError(Code.NotFound, ErrorCodes.deviceNotFound, `device ${serial} is not known to this agent (or its properties are not read yet)`, "serial");
+    if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `device ${serial} is not known to this agent (or its properties are not read yet)`, "serial");
     const physicalId = d.identity.physicalId;
     const file = this.lockFile(physicalId);
     const locked = OsLock.isHeld(file);
@@ -287,7 +281,7 @@ export class DeviceOwnership {
     const device = this.requireDevice(serial);
     const physicalId = device.identity.physicalId;
     const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial, kind: "reconcile" }, hopDeadline(deadlineMs, 500));
-    if (!lock) throw farmError(Code.Unavailable, ErrorCodes.deviceBusy, `device ${physicalId} is held by another action`);
+    if (!lock) throw farmError(Errors.DEVICE_BUSY, `device ${physicalId} is held by another action`);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, deadlineMs - Date.now()));
     try {
@@ -322,7 +316,7 @@ export class DeviceOwnership {
     const action = this.deps.journal.get(actionId);
     const d = this.deps.watcher.device(serial);
     if (!action || (d && action.physicalId !== d.identity.physicalId)) {
-      throw farmError(Code.NotFound, ErrorCodes.actionNotFound, `no retained action ${actionId} for device ${serial}`, "action_id");
+      throw farmError(Errors.ACTION_NOT_FOUND, `no retained action ${actionId} for device ${serial}`, "action_id");
     }
     return action;
   }
@@ -331,9 +325,9 @@ export class DeviceOwnership {
   abandon(serial: string, actionId: string, reason: string, by: string): ActionRow {
     const action = this.receipt(serial, actionId);
     if (action.state !== "unknown" && action.state !== "pending") {
-      throw farmError(Code.FailedPrecondition, ErrorCodes.invalidArgument, `action ${actionId} is ${action.state}, not unresolved`, "action_id");
+      throw farmError(Errors.INVALID_ARGUMENT, `action ${actionId} is ${action.state}, not unresolved`, "action_id");
     }
-    if (reason.trim() === "") throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a reason is required", "reason");
+    if (reason.trim() === "") throw farmError(Errors.INVALID_ARGUMENT, "a reason is required", "reason");
     const row = this.deps.journal.abandon(actionId, reason, by);
     this.deps.onUnresolvedChange?.(row.physicalId);
     return row;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CliError } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import { parseFlags, type OptionSpec } from "./args.js";
 
 const options: OptionSpec = {

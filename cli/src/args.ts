@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 
 export type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
 
@@ -20,14 +21,14 @@ export function parseFlags(args: string[], options: OptionSpec, allowPositionals
   } catch (err) {
     const message = (err as Error).message;
     const flag = /'(--?[\w-]+)/.exec(message)?.[1];
-    throw new CliError(ErrorCodes.invalidArgument, message, flag?.replace(/^-+/, ""));
+    throw new CliError(Errors.INVALID_ARGUMENT, message, flag?.replace(/^-+/, ""));
   }
   const seen = new Set<string>();
   for (const t of r.tokens) {
     if (t.kind !== "option") continue;
     const spec = options[t.name];
     if (spec?.type !== "string" || spec.multiple === true) continue;
-    if (seen.has(t.name)) throw new CliError(ErrorCodes.invalidArgument, `--${t.name} was given more than once; give it once`, t.name);
+    if (seen.has(t.name)) throw new CliError(Errors.INVALID_ARGUMENT, `--${t.name} was given more than once; give it once`, t.name);
     seen.add(t.name);
   }
   return { values: r.values as Parsed["values"], positionals: r.positionals };
@@ -40,7 +41,7 @@ export function stringFlag(p: Parsed, name: string): string | undefined {
 
 export function requiredString(p: Parsed, name: string): string {
   const v = stringFlag(p, name);
-  if (v === undefined || v === "") throw new CliError(ErrorCodes.invalidArgument, `--${name} is required`, name);
+  if (v === undefined || v === "") throw new CliError(Errors.INVALID_ARGUMENT, `--${name} is required`, name);
   return v;
 }
 
@@ -48,8 +49,8 @@ export function requiredString(p: Parsed, name: string): string {
 export function intFlag(p: Parsed, name: string, min: number, max: number): number | undefined {
   const v = stringFlag(p, name);
   if (v === undefined) return undefined;
-  if (!/^-?\d+$/.test(v)) throw new CliError(ErrorCodes.invalidArgument, `--${name} must be an integer, got "${v}"`, name);
+  if (!/^-?\d+$/.test(v)) throw new CliError(Errors.INVALID_ARGUMENT, `--${name} must be an integer, got "${v}"`, name);
   const n = Number(v);
-  if (n < min || n > max) throw new CliError(ErrorCodes.invalidArgument, `--${name} must be within ${min}..${max}, got ${n}`, name);
+  if (n < min || n > max) throw new CliError(Errors.INVALID_ARGUMENT, `--${name} must be within ${min}..${max}, got ${n}`, name);
   return n;
 }

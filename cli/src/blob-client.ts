@@ -2,7 +2,8 @@ import { access, rename } from "node:fs/promises";
 import { constants } from "node:fs";
 import type { Client } from "@connectrpc/connect";
 import { fileAsBlobParts, writeBlobParts } from "@farm/shared/blob-parts";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import type { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 
 /** Streams a local file to the coordinator's blob store; returns its id. */
@@ -10,7 +11,7 @@ export async function uploadFile(client: Client<typeof BlobService>, file: strin
   try {
     await access(file, constants.R_OK);
   } catch (err) {
-    throw new CliError(ErrorCodes.invalidArgument, `cannot read ${file}: ${(err as Error).message}`, "file");
+    throw new CliError(Errors.INVALID_ARGUMENT, `cannot read ${file}: ${(err as Error).message}`, "file");
   }
   const res = await client.uploadBlob(
     (async function* () {

@@ -1,7 +1,7 @@
 import { mkdir, open, rename, rm, rmdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { ConnectError } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { VerifiedFileWriter, writeAll } from "@farm/shared/verified-file";
 import type { PullEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
@@ -23,9 +23,9 @@ export async function claimBundleDir(dir: string): Promise<void> {
     await syncDir(dirname(dir)).catch(() => undefined);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") throw farmError(Code.AlreadyExists, ErrorCodes.evidenceOutputExists, `output dir ${dir} already exists; a new capture needs a new directory`, "output-dir");
-    if (code !== undefined && SPACE_CODES.has(code)) throw farmError(Code.ResourceExhausted, ErrorCodes.evidenceCaptureFailed, `cannot create output dir ${dir}: ${(err as Error).message}`, "output-dir");
-    throw farmError(Code.FailedPrecondition, ErrorCodes.invalidArgument, `cannot create output dir ${dir}: ${(err as Error).message}`, "output-dir");
+    if (code === "EEXIST") throw farmError(Errors.EVIDENCE_OUTPUT_EXISTS, `output dir ${dir} already exists; a new capture needs a new directory`, "output-dir");
+    if (code !== undefined && SPACE_CODES.has(code)) throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `cannot create output dir ${dir}: ${(err as Error).message}`, "output-dir");
+    throw farmError(Errors.INVALID_ARGUMENT, `cannot create output dir ${dir}: ${(err as Error).message}`, "output-dir");
   }
 }
 
@@ -86,10 +86,12 @@ function storageFailure(dest: PullDestination, what: string, err: unknown): Conn
   const code = (err as NodeJS.ErrnoException).code;
   const full = code !== undefined && SPACE_CODES.has(code);
   return farmError(
-    full ? Code.ResourceExhausted : Code.Aborted,
-    ErrorCodes.evidenceCaptureFailed,
+    Errors.EVIDENCE_CAPTURE_FAILED,
     `evidence ${dest.evidenceId}: writing ${what} into ${dest.dir} failed${full ? " (the disk is full)" : ""}: ${(err as Error).message}; ` +
       `the bundle is kept in the coordinator's store: \`farm evidence pull ${dest.evidenceId} --output-dir NEW_DIR\` fetches it`,
+    undefined,
+    undefined,
+    err,
   );
 }
 
@@ -112,7 +114,7 @@ function isLocalFsError(err: unknown): boolean {
  */
 export async function writePulledBundle(dest: PullDestination, stream: AsyncIterable<PullEvidenceResponse>): Promise<EvidenceManifest> {
   const { dir, evidenceId } = dest;
-  const transferFailed = (message: string) => farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `evidence ${evidenceId}: ${message}`);
+  const transferFailed = (message: string) => farmError(Errors.EVIDENCE_TRANSFER_FAILED, `evidence ${evidenceId}: ${message}`);
   const received = new Map<string, { size: number; sha256: string }>();
   const it = stream[Symbol.asyncIterator]();
   let claimed = false;

@@ -1,7 +1,8 @@
-import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
 import type { DescService } from "@bufbuild/protobuf";
-import { CliError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 
@@ -9,7 +10,7 @@ import type { ClientConfig } from "./config.js";
 export function serviceClient<S extends DescService>(service: S, config: ClientConfig, opts: { lease?: string | undefined } = {}): Client<S> {
   if (!config.token) {
     throw new CliError(
-      ErrorCodes.unauthenticated,
+      Errors.UNAUTHENTICATED,
       "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally",
       "token",
     );
@@ -26,7 +27,7 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
 
 /** The transport every CLI call uses: token, lease header, TLS roots or --ca-file, the cleartext rule. */
 export function clientTransport(config: ClientConfig, opts: { lease?: string | undefined; interceptors?: Interceptor[] } = {}): Transport {
-  if (!config.token) throw new CliError(ErrorCodes.unauthenticated, "no token", "token");
+  if (!config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token", "token");
   return farmTransport({
     url: config.coordinator,
     token: config.token,
@@ -45,8 +46,7 @@ function explainUnavailable(err: unknown, config: ClientConfig, method: string):
   if (ce.findDetails(ErrorDetailSchema).length > 0) return err;
   if (/certificate|self[- ]signed|unable to verify|CERT_|ERR_TLS/i.test(ce.rawMessage)) {
     return farmError(
-      Code.Unavailable,
-      "TLS_VERIFY_FAILED",
+      Errors.TLS_VERIFY_FAILED,
       `the coordinator at ${config.coordinator} presented a certificate this client does not trust (${ce.rawMessage}); pass --ca-file (or FARM_CA_FILE) with the lab's CA`,
       "ca-file",
     );
@@ -56,8 +56,7 @@ function explainUnavailable(err: unknown, config: ClientConfig, method: string):
   if (!refused && !lost) return err;
   const outcome = mutations.has(method) ? (refused ? { dispatched: false, ambiguous: false } : { dispatched: null, ambiguous: true }) : undefined;
   return farmError(
-    Code.Unavailable,
-    ErrorCodes.coordinatorUnavailable,
+    Errors.COORDINATOR_UNAVAILABLE,
     refused
       ? `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${ce.rawMessage}`
       : `lost the coordinator at ${config.coordinator} mid-call: ${ce.rawMessage}${outcome?.ambiguous ? "; the outcome is unknown" : ""}`,

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import { defaultConfigFile, defaultFarmHome, standaloneFiles } from "@farm/shared/paths";
 
 export interface ClientConfig {
@@ -86,7 +87,7 @@ function readConfigFile(path: string): FileConfig {
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
     return parsed as FileConfig;
   } catch (err) {
-    throw new CliError(ErrorCodes.invalidArgument, `config file ${path} is not a JSON object: ${(err as Error).message}`, "config");
+    throw new CliError(Errors.INVALID_ARGUMENT, `config file ${path} is not a JSON object: ${(err as Error).message}`, "config");
   }
 }
 
@@ -107,7 +108,7 @@ export function readTokenFile(path: string, field: string): string {
     if (t === "") throw new Error("file is empty");
     return t;
   } catch (err) {
-    throw new CliError(ErrorCodes.invalidArgument, `cannot read token from ${path}: ${(err as Error).message}`, field);
+    throw new CliError(Errors.INVALID_ARGUMENT, `cannot read token from ${path}: ${(err as Error).message}`, field);
   }
 }
 
@@ -124,9 +125,9 @@ function validateUrl(url: string, source: string): void {
   try {
     u = new URL(url);
   } catch {
-    throw new CliError(ErrorCodes.invalidArgument, `coordinator URL "${url}" (from ${source}) is not a URL`, "coordinator");
+    throw new CliError(Errors.INVALID_ARGUMENT, `coordinator URL "${url}" (from ${source}) is not a URL`, "coordinator");
   }
   if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new CliError(ErrorCodes.invalidArgument, `coordinator URL must be http:// or https://, got "${url}" (from ${source})`, "coordinator");
+    throw new CliError(Errors.INVALID_ARGUMENT, `coordinator URL must be http:// or https://, got "${url}" (from ${source})`, "coordinator");
   }
 }

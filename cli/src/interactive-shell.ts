@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { AsyncQueue } from "@farm/shared/async-queue";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import type { DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { OpenShellRequestSchema, ShellService, type OpenShellRequest } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { TerminalSizeSchema } from "@farm/shared/gen/farm/v1/shell_pb";
@@ -14,7 +15,7 @@ import { clientTransport } from "./client.js";
  * and the terminal is restored however the session ends.
  */
 export async function runInteractiveShell(config: ClientConfig, target: DeviceTarget, lease: string | undefined): Promise<number> {
-  if (!config.token) throw new CliError(ErrorCodes.unauthenticated, "no token", "token");
+  if (!config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token", "token");
   const token = config.token;
   const transport = clientTransport({ ...config, token }, { lease });
   const size = () => create(TerminalSizeSchema, { rows: process.stdout.rows || 24, cols: process.stdout.columns || 80 });
@@ -41,6 +42,6 @@ export async function runInteractiveShell(config: ClientConfig, target: DeviceTa
     if (raw) stdin.setRawMode(false);
     out.close();
   }
-  if (exitCode === undefined) throw new CliError(ErrorCodes.coordinatorUnavailable, "the shell session ended without an exit status (the agent or coordinator went away)");
+  if (exitCode === undefined) throw new CliError(Errors.COORDINATOR_UNAVAILABLE, "the shell session ended without an exit status (the agent or coordinator went away)");
   return exitCode;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import { FARM_VERSION } from "@farm/shared/version";
 import { isGroup, type Command, type CommandNode } from "./command.js";
 import { createPrinter, defaultFormat, type OutputFormat } from "./output.js";
@@ -101,9 +102,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   process.once("SIGTERM", onSignal);
   try {
     if (output.bad !== undefined) {
-      throw new CliError(ErrorCodes.invalidArgument, `--output must be json or pretty, got "${output.bad}"`, "output");
+      throw new CliError(Errors.INVALID_ARGUMENT, `--output must be json or pretty, got "${output.bad}"`, "output");
     }
-    if (output.repeated) throw new CliError(ErrorCodes.invalidArgument, "--output was given more than once; give it once", "output");
+    if (output.repeated) throw new CliError(Errors.INVALID_ARGUMENT, "--output was given more than once; give it once", "output");
     const [first, ...rest] = argv;
     if (first === undefined || first === "--help" || first === "-h" || first === "help") {
       process.stdout.write(rootHelp() + "\n");
@@ -115,7 +116,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
     const entry = commands.find((c) => c.name === first);
     let node: CommandNode | undefined = await entry?.load();
-    if (!node) throw new CliError(ErrorCodes.invalidArgument, `unknown command "${first}"; see \`farm --help\``, "command");
+    if (!node) throw new CliError(Errors.INVALID_ARGUMENT, `unknown command "${first}"; see \`farm --help\``, "command");
     let args = rest;
     let path = `farm ${node.name}`;
     while (isGroup(node)) {
@@ -125,7 +126,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         return sub === undefined ? 1 : 0;
       }
       const found: CommandNode | undefined = node.commands.find((c) => c.name === sub);
-      if (!found) throw new CliError(ErrorCodes.invalidArgument, `unknown command "${path} ${sub}"; see \`${path} --help\``, "command");
+      if (!found) throw new CliError(Errors.INVALID_ARGUMENT, `unknown command "${path} ${sub}"; see \`${path} --help\``, "command");
       node = found;
       args = subArgs;
       path += ` ${sub}`;

@@ -1,4 +1,5 @@
-import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
+import type { ErrorReport } from "@farm/shared/errors";
+import { cliErrorReport } from "./cli-error.js";
 
 export type OutputFormat = "json" | "pretty";
 
@@ -32,7 +33,7 @@ export function createPrinter(
       else out(pretty() + "\n");
     },
     failure(e) {
-      const report = toErrorReport(e);
+      const report = cliErrorReport(e);
       if (format === "json") out(JSON.stringify(report) + "\n");
       else err(`error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]\n`);
       return report;

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import type { Parsed } from "./args.js";
 
 export type KeyType = "string" | "number" | "boolean";
@@ -15,14 +16,14 @@ export function loadServiceConfig(path: string | undefined, keys: Record<string,
   try {
     value = JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
-    throw new CliError(ErrorCodes.invalidArgument, `cannot read config file ${path}: ${(err as Error).message}`, "config");
+    throw new CliError(Errors.INVALID_ARGUMENT, `cannot read config file ${path}: ${(err as Error).message}`, "config");
   }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new CliError(ErrorCodes.invalidArgument, `config file ${path} must hold a JSON object`, "config");
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new CliError(Errors.INVALID_ARGUMENT, `config file ${path} must hold a JSON object`, "config");
   const out: Record<string, string | number | boolean> = {};
   for (const [k, v] of Object.entries(value)) {
     const type = keys[k];
-    if (!type) throw new CliError(ErrorCodes.invalidArgument, `unknown key "${k}" in ${path}; known: ${Object.keys(keys).join(", ")}`, k);
-    if (typeof v !== type) throw new CliError(ErrorCodes.invalidArgument, `"${k}" in ${path} must be a ${type}`, k);
+    if (!type) throw new CliError(Errors.INVALID_ARGUMENT, `unknown key "${k}" in ${path}; known: ${Object.keys(keys).join(", ")}`, k);
+    if (typeof v !== type) throw new CliError(Errors.INVALID_ARGUMENT, `"${k}" in ${path} must be a ${type}`, k);
     out[k] = v as string | number | boolean;
   }
   return out;
@@ -45,7 +46,7 @@ export function flagOrFile(parsed: Parsed, flag: string, file: string | number |
 export function applyLogLevel(parsed: Parsed, env: NodeJS.ProcessEnv, file: string | number | boolean | undefined): void {
   const level = setting(parsed, "log-level", env["FARM_LOG_LEVEL"], file);
   if (level === undefined) return;
-  if (!["debug", "info", "warn", "error"].includes(level)) throw new CliError(ErrorCodes.invalidArgument, `log level must be debug, info, warn or error, got "${level}"`, "log-level");
+  if (!["debug", "info", "warn", "error"].includes(level)) throw new CliError(Errors.INVALID_ARGUMENT, `log level must be debug, info, warn or error, got "${level}"`, "log-level");
   process.env["FARM_LOG_LEVEL"] = level;
 }
 
@@ -53,6 +54,6 @@ export function applyLogLevel(parsed: Parsed, env: NodeJS.ProcessEnv, file: stri
 export function intSetting(text: string | undefined, field: string, min: number, max: number): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(ErrorCodes.invalidArgument, `${field} must be an integer ${min}..${max}, got "${text}"`, field);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(Errors.INVALID_ARGUMENT, `${field} must be an integer ${min}..${max}, got "${text}"`, field);
   return n;
 }

@@ -1,4 +1,5 @@
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "./cli-error.js";
 import { intFlag, stringFlag, type Parsed } from "./args.js";
 import { resolveClientConfig, type ClientConfig } from "./config.js";
 import type { CommandContext } from "./command.js";
@@ -21,6 +22,6 @@ export function clientSession(ctx: CommandContext, parsed: Parsed): ClientSessio
     env: ctx.env,
   });
   const timeoutMs = intFlag(parsed, "timeout", 100, 3_600_000) ?? 30_000;
-  if (!Number.isFinite(timeoutMs)) throw new CliError(ErrorCodes.invalidArgument, "bad timeout", "timeout");
+  if (!Number.isFinite(timeoutMs)) throw new CliError(Errors.INVALID_ARGUMENT, "bad timeout", "timeout");
   return { config, timeoutMs };
 }

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { accessRules, methodKey, type AccessRule } from "./access-rules.js";
@@ -176,6 +176,6 @@ describe("access rules", () => {
     const err = await createClient(DeviceService, viewer).runShell({}).then(() => null, (e: unknown) => ConnectError.from(e));
     expect(err?.code).toBe(Code.PermissionDenied);
     expect(err?.rawMessage).toContain("needs the operator role");
-    expect(ErrorCodes.permissionDenied).toBe("PERMISSION_DENIED");
+    expect(Errors.PERMISSION_DENIED.code).toBe("PERMISSION_DENIED");
   });
 });

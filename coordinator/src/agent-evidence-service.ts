@@ -1,6 +1,6 @@
-import { Code, type ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { AgentEvidenceService, UploadEvidenceResponseSchema, type UploadEvidenceStart } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
 import { requirePrincipal } from "./auth.js";
@@ -26,7 +26,7 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
         for await (const msg of requests) {
           switch (msg.kind.case) {
             case "start": {
-              if (upload || grant) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "start sent twice");
+              if (upload || grant) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "start sent twice");
               const s = msg.kind.value;
               grant = authorize(s, principal.tokenName);
               const stored = deps.store.get(grant.evidenceId);
@@ -34,25 +34,25 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
                 if (s.manifestSha256 !== "" && s.manifestSha256 === stored.manifestSha256) {
                   return create(UploadEvidenceResponseSchema, { evidenceId: stored.evidenceId, totalBytes: BigInt(stored.totalBytes), manifestSha256: stored.manifestSha256, alreadyStored: true });
                 }
-                throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `evidence ${grant.evidenceId} is already stored with another manifest (sha256 ${stored.manifestSha256}); it is never replaced`, "evidence_id");
+                throw farmError(Errors.ALREADY_EXISTS, `evidence ${grant.evidenceId} is already stored with another manifest (sha256 ${stored.manifestSha256}); it is never replaced`, "evidence_id");
               }
               if (deps.store.receiving.has(grant.evidenceId)) {
-                throw farmError(Code.Unavailable, ErrorCodes.evidenceTransferFailed, `evidence ${grant.evidenceId} is being received on another stream; try again when it ends`, "evidence_id");
+                throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `evidence ${grant.evidenceId} is being received on another stream; try again when it ends`, "evidence_id");
               }
               upload = deps.store.beginUpload({ evidenceId: grant.evidenceId, kind: grant.kind, serial: grant.serial, physicalId: grant.physicalId || s.physicalId, agentId: grant.agentId });
               break;
             }
             case "file":
-              if (!upload) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "file before start");
+              if (!upload) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "file before start");
               announced = checkAnnouncedSize(Number(msg.kind.value.size), announced);
               await upload.startFile(msg.kind.value.path, Number(msg.kind.value.size), msg.kind.value.sha256);
               break;
             case "chunk":
-              if (!upload) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "chunk before start");
+              if (!upload) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "chunk before start");
               await upload.chunk(msg.kind.value);
               break;
             case "manifestJson": {
-              if (!upload || !grant) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "manifest before start");
+              if (!upload || !grant) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "manifest before start");
               checkManifestClaims(msg.kind.value, grant);
               const row = await upload.finish(msg.kind.value);
               deps.log.info("evidence stored", { evidenceId: row.evidenceId, status: row.status, bytes: row.totalBytes });
@@ -63,7 +63,7 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
               break;
           }
         }
-        throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the upload ended before its manifest");
+        throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the upload ended before its manifest");
       } finally {
         // Anything not published is discarded; the agent keeps its staged copy.
         if (upload) await upload.abort();
@@ -85,10 +85,10 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
 /** Per-file and per-bundle caps, checked against what a file header announces before its bytes. */
 function checkAnnouncedSize(size: number, before: number): number {
   if (!Number.isSafeInteger(size) || size < 0 || size > EVIDENCE_FILE_MAX_BYTES) {
-    throw farmError(Code.ResourceExhausted, ErrorCodes.messageTooLarge, `an evidence file is at most ${EVIDENCE_FILE_MAX_BYTES} bytes; this one announces ${size}`, "size");
+    throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence file is at most ${EVIDENCE_FILE_MAX_BYTES} bytes; this one announces ${size}`, "size");
   }
   if (before + size > EVIDENCE_BUNDLE_MAX_BYTES) {
-    throw farmError(Code.ResourceExhausted, ErrorCodes.messageTooLarge, `an evidence bundle is at most ${EVIDENCE_BUNDLE_MAX_BYTES} bytes; its files announce ${before + size}`, "size");
+    throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence bundle is at most ${EVIDENCE_BUNDLE_MAX_BYTES} bytes; its files announce ${before + size}`, "size");
   }
   return before + size;
 }
@@ -103,8 +103,7 @@ function checkManifestClaims(text: string, grant: EvidenceGrant): void {
   }
   if (m?.kind !== grant.kind || m.device?.serial !== grant.serial) {
     throw farmError(
-      Code.PermissionDenied,
-      ErrorCodes.evidenceNotIssued,
+      Errors.EVIDENCE_NOT_ISSUED,
       `evidence ${grant.evidenceId}: the manifest describes a ${String(m?.kind)} bundle of ${String(m?.device?.serial)}; it was issued for a ${grant.kind} bundle of ${grant.serial}`,
       "manifest_json",
     );

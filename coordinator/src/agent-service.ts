@@ -1,6 +1,6 @@
-import { Code, type ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { FARM_VERSION, MIN_AGENT_PROTOCOL, PROTOCOL_VERSION } from "@farm/shared/version";
 import {
@@ -33,7 +33,7 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
       const it = requests[Symbol.asyncIterator]();
       const first = await nextWithin(it, deps.helloTimeoutMs, ctx.signal);
       if (first === undefined || first.kind.case !== "hello") {
-        throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "the first message on an agent stream must be a hello");
+        throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "the first message on an agent stream must be a hello");
       }
       const hello = first.kind.value;
       validateHello(hello);
@@ -55,7 +55,7 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
           () => session.end(),
           (err: unknown) => {
             // An over-cap inventory ends the stream; the agent sees why, and so does the log.
-            if (toErrorReport(err).code === ErrorCodes.inventoryTooLarge) log.error("agent inventory refused", { principal: principal.tokenName, error: (err as Error).message });
+            if (toErrorReport(err).code === Errors.INVENTORY_TOO_LARGE.code) log.error("agent inventory refused", { principal: principal.tokenName, error: (err as Error).message });
             session.terminate(err instanceof Error ? err : new Error(String(err)));
           },
         );
@@ -96,8 +96,7 @@ function bindIdentity(deps: AgentServiceDeps, tokenName: string, hello: AgentHel
 function validateHello(hello: AgentHello): void {
   if (hello.protocolVersion < MIN_AGENT_PROTOCOL || hello.protocolVersion > PROTOCOL_VERSION) {
     throw farmError(
-      Code.FailedPrecondition,
-      ErrorCodes.agentVersionIncompatible,
+      Errors.AGENT_VERSION_INCOMPATIBLE,
       `agent speaks protocol version ${hello.protocolVersion} (farm ${hello.agentVersion || "unknown"}); ` +
         `this coordinator (farm ${FARM_VERSION}) serves protocol versions ${MIN_AGENT_PROTOCOL}..${PROTOCOL_VERSION}`,
       "protocol_version",
@@ -149,7 +148,7 @@ async function pump(
         break;
       }
       case "hello":
-        throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "hello sent twice");
+        throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "hello sent twice");
       default:
         // Unknown kinds come from newer agents; ignoring them keeps old coordinators usable.
         break;
@@ -174,7 +173,7 @@ async function nextWithin<T>(
   try {
     const r = await Promise.race([it.next(), stop]);
     if (r === "timeout") {
-      throw farmError(Code.DeadlineExceeded, ErrorCodes.agentProtocolViolation, `no hello within ${timeoutMs} ms`);
+      throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `no hello within ${timeoutMs} ms`);
     }
     if (r === "aborted" || r.done) return undefined;
     return r.value;

@@ -1,8 +1,7 @@
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
-import { Code } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { actionError, Errors, farmError } from "@farm/shared/errors";
 import { fromCommandError } from "./command-error.js";
 import { hopDeadline } from "@farm/shared/deadline";
 import {
@@ -59,7 +58,7 @@ export class AttachSession implements AgentSession {
     return new Promise<CommandResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(commandId);
-        reject(actionError(Code.DeadlineExceeded, ErrorCodes.commandTimeout, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
+        reject(actionError(Errors.COMMAND_TIMEOUT, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
       }, Math.max(0, waitUntil - Date.now()));
       this.pending.set(commandId, {
         resolve: (r) => {
@@ -78,7 +77,7 @@ export class AttachSession implements AgentSession {
           },
         }));
       if (!sent) {
-        this.pending.get(commandId)?.reject(actionError(Code.Unavailable, ErrorCodes.agentOffline, "the agent's stream has ended", { dispatched: false, ambiguous: false }));
+        this.pending.get(commandId)?.reject(actionError(Errors.AGENT_OFFLINE, "the agent's stream has ended", { dispatched: false, ambiguous: false }));
         this.pending.delete(commandId);
       }
     });
@@ -96,7 +95,7 @@ export class AttachSession implements AgentSession {
   ): Promise<ResultOf<K>> {
     const result = await this.call({ kind: { case: kind, value } as AgentCommand["kind"], requestedBy: by.tokenName, requestedByAdmin: by.admin }, callerDeadlineMs);
     if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-    if (result.kind.case !== kind) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
+    if (result.kind.case !== kind) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
     return result.kind.value as unknown as ResultOf<K>;
   }
 
@@ -127,7 +126,7 @@ export class AttachSession implements AgentSession {
 
   private failPending(): void {
     for (const p of this.pending.values()) {
-      p.reject(actionError(Code.Unavailable, ErrorCodes.agentOffline, "the agent went away before answering; the outcome is unknown", { dispatched: null, ambiguous: true }));
+      p.reject(actionError(Errors.AGENT_OFFLINE, "the agent went away before answering; the outcome is unknown", { dispatched: null, ambiguous: true }));
     }
     this.pending.clear();
   }

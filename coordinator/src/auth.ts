@@ -1,10 +1,9 @@
-import { Code, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { Principal, TokenStore } from "./token-store.js";
 import { methodKey, refusal, type AccessRule } from "./access-rules.js";
 import type { OpenCalls } from "./open-calls.js";
 import { sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
-import { INSECURE_TRANSPORT } from "@farm/shared/transport-security";
 import { peerKey, type Peer } from "./peer.js";
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, {
@@ -28,13 +27,13 @@ export function authInterceptor(
     const method = methodKey(req.service, req.method);
     const rule = rules[method];
     if (!rule) {
-      throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `no access rule for ${method}`);
+      throw farmError(Errors.PERMISSION_DENIED, `no access rule for ${method}`);
     }
     if (rule.kind === "none") return next(req);
     requireSafeTransport(req.contextValues.get(peerKey), opts.insecure === true);
     const principal = authenticateRequest(store, req.header, web);
     const why = refusal(rule, principal, method);
-    if (why) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, why);
+    if (why) throw farmError(Errors.PERMISSION_DENIED, why);
     req.contextValues.set(principalKey, principal);
     return opts.calls ? opts.calls.run(principal.tokenName, req, next) : next(req);
   };
@@ -49,16 +48,16 @@ export function authenticateRequest(store: TokenStore, headers: Headers, web?: W
   const authorization = headers.get("authorization");
   const sessionId = sessionIdFromCookie(headers.get("cookie"));
   if (authorization || !web || !sessionId) return authenticate(store, authorization);
-  if (isCrossSite(headers)) throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "cross-site request refused");
+  if (isCrossSite(headers)) throw farmError(Errors.PERMISSION_DENIED, "cross-site request refused");
   const principal = web.principal(sessionId);
-  if (!principal) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "dashboard session expired or signed out; sign in again");
+  if (!principal) throw farmError(Errors.UNAUTHENTICATED, "dashboard session expired or signed out; sign in again");
   return principal;
 }
 
 /** The dashboard's own HTTP endpoints are for people: an agent token gets nothing there. */
 export function authenticateUser(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
   const principal = authenticateRequest(store, headers, web);
-  if (principal.kind !== "user") throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "agent tokens get nothing from the dashboard; use a user token");
+  if (principal.kind !== "user") throw farmError(Errors.PERMISSION_DENIED, "agent tokens get nothing from the dashboard; use a user token");
   return principal;
 }
 
@@ -66,8 +65,7 @@ export function authenticateUser(store: TokenStore, headers: Headers, web?: WebS
 export function requireSafeTransport(peer: Peer, insecure: boolean): void {
   if (peer !== "cleartext" || insecure) return;
   throw farmError(
-    Code.PermissionDenied,
-    INSECURE_TRANSPORT,
+    Errors.INSECURE_TRANSPORT,
     "tokens are refused over cleartext from another machine: serve TLS (--tls-cert/--tls-key) or start the coordinator with --insecure on a trusted network",
   );
 }
@@ -85,15 +83,15 @@ export function isCrossSite(headers: Headers): boolean {
 
 export function authenticate(store: TokenStore, header: string | null): Principal {
   const m = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
-  if (!m) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "missing bearer token");
+  if (!m) throw farmError(Errors.UNAUTHENTICATED, "missing bearer token");
   const result = store.authenticate(m[1] as string);
-  if (result === "unknown") throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "unknown token");
-  if (result === "revoked") throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "token has been revoked");
+  if (result === "unknown") throw farmError(Errors.UNAUTHENTICATED, "unknown token");
+  if (result === "revoked") throw farmError(Errors.UNAUTHENTICATED, "token has been revoked");
   return result;
 }
 
 export function requirePrincipal(ctx: HandlerContext): Principal {
   const p = ctx.values.get(principalKey);
-  if (!p) throw farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, "not authenticated");
+  if (!p) throw farmError(Errors.UNAUTHENTICATED, "not authenticated");
   return p;
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { isStorageError, renameDurably } from "@farm/shared/durable-file";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { renameDurably } from "@farm/shared/durable-file";
+import { Errors, farmError } from "@farm/shared/errors";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { BlobPartSchema, type BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
 import { readChunks, VerifiedFileWriter } from "@farm/shared/verified-file";
@@ -53,13 +53,13 @@ export class BlobStore {
     const it = parts[Symbol.asyncIterator]();
     const first = await it.next();
     const header = first.done ? undefined : first.value?.kind.case === "header" ? first.value.kind.value : undefined;
-    if (!header) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "a blob starts with its header", "header");
+    if (!header) throw farmError(Errors.INVALID_ARGUMENT, "a blob starts with its header", "header");
     const size = Number(header.size);
-    if (size < 0 || size > BLOB_MAX_BYTES) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, `blobs are at most ${BLOB_MAX_BYTES} bytes`, "size");
-    if (!/^[0-9a-f]{64}$/.test(header.sha256)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "sha256 must be 64 hex digits", "sha256");
+    if (size < 0 || size > BLOB_MAX_BYTES) throw farmError(Errors.INVALID_ARGUMENT, `blobs are at most ${BLOB_MAX_BYTES} bytes`, "size");
+    if (!/^[0-9a-f]{64}$/.test(header.sha256)) throw farmError(Errors.INVALID_ARGUMENT, "sha256 must be 64 hex digits", "sha256");
     const used = this.usage(owner);
     if (used + size > this.quotaBytes) {
-      throw farmError(Code.ResourceExhausted, ErrorCodes.quotaExceeded, `this blob (${size} bytes) would exceed your blob quota: ${used} of ${this.quotaBytes} bytes in use; blobs are freed once fetched or after ${BLOB_TTL_MS / 60_000} minutes`, "size");
+      throw farmError(Errors.QUOTA_EXCEEDED, `this blob (${size} bytes) would exceed your blob quota: ${used} of ${this.quotaBytes} bytes in use; blobs are freed once fetched or after ${BLOB_TTL_MS / 60_000} minutes`, "size");
     }
     this.arriving.set(owner, (this.arriving.get(owner) ?? 0) + size);
     try {
@@ -86,7 +86,7 @@ export class BlobStore {
         const n = await it.next();
         if (n.done) break;
         if (n.value?.kind.case !== "chunk") continue;
-        if (!(await file.write(n.value.kind.value))) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the blob is larger than announced", "chunk");
+        if (!(await file.write(n.value.kind.value))) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the blob is larger than announced", "chunk");
       }
       got = await file.finish();
     } catch (err) {
@@ -96,7 +96,7 @@ export class BlobStore {
     }
     if (!got.ok) {
       await rm(tmp, { force: true });
-      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `blob arrived as ${got.size} bytes with sha256 ${got.sha256}; announced ${size} bytes with ${header.sha256}`, "chunk");
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `blob arrived as ${got.size} bytes with sha256 ${got.sha256}; announced ${size} bytes with ${header.sha256}`, "chunk");
     }
     try {
       // Published only whole, and the name survives a crash.
@@ -111,7 +111,7 @@ export class BlobStore {
 
   async *get(id: string): AsyncGenerator<BlobPart> {
     const m = idPattern.test(id) ? this.meta.get(id) : undefined;
-    if (!m) throw farmError(Code.NotFound, ErrorCodes.notFound, `no blob ${id} (blobs last ${BLOB_TTL_MS / 60_000} minutes)`, "blob_id");
+    if (!m) throw farmError(Errors.NOT_FOUND, `no blob ${id} (blobs last ${BLOB_TTL_MS / 60_000} minutes)`, "blob_id");
     yield create(BlobPartSchema, { kind: { case: "header", value: { size: BigInt(m.size), sha256: m.sha256, name: m.name } } });
     for await (const chunk of readChunks(join(this.dir, id))) yield create(BlobPartSchema, { kind: { case: "chunk", value: chunk } });
   }
@@ -136,5 +136,5 @@ export class BlobStore {
 /** A file-system failure while storing a blob, as the caller should see it. */
 function storageError(err: unknown): unknown {
   if (err instanceof ConnectError || typeof (err as NodeJS.ErrnoException | null)?.code !== "string") return err;
-  return farmError(isStorageError(err) ? Code.ResourceExhausted : Code.Internal, ErrorCodes.evidenceTransferFailed, `the coordinator could not store the blob: ${(err as Error).message}`);
+  return farmError(Errors.EVIDENCE_TRANSFER_FAILED, `the coordinator could not store the blob: ${(err as Error).message}`, undefined, undefined, err);
 }

@@ -4,13 +4,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { extname, join, normalize, sep } from "node:path";
 import { withoutHostPaths } from "@farm/shared/host-paths";
-import { toErrorReport } from "@farm/shared/errors";
+import { Errors, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { authenticateUser, isCrossSite, requireSafeTransport } from "./auth.js";
 import { peerOf } from "./peer.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { TokenStore } from "./token-store.js";
 import { SESSION_COOKIE, SESSION_TTL_MS, sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
+import { headersOf } from "./request-headers.js";
 
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
@@ -69,11 +70,11 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       if (rest === "api/me" && req.method === "GET") return me(deps, req, res);
       if (rest.startsWith("files/evidence/") && (req.method === "GET" || req.method === "HEAD")) return await evidenceFile(deps, req, res, rest.slice("files/evidence/".length), url);
       if (req.method === "GET" || req.method === "HEAD") return await asset(deps, res, rest);
-      json(res, 405, { code: "METHOD_NOT_ALLOWED", message: `${req.method} is not allowed here` });
+      json(res, 405, { code: Errors.METHOD_NOT_ALLOWED.code, message: `${req.method} is not allowed here` });
       return true;
     } catch (err) {
       const r = toErrorReport(err);
-      const status = r.code === "UNAUTHENTICATED" ? 401 : r.code === "PERMISSION_DENIED" || r.code === "INSECURE_TRANSPORT" ? 403 : 500;
+      const status = r.code === Errors.UNAUTHENTICATED.code ? 401 : r.code === Errors.PERMISSION_DENIED.code || r.code === Errors.INSECURE_TRANSPORT.code ? 403 : 500;
       // A failure of this host (storage, a bug) at error level; the caller's own at warn.
       (status === 500 ? deps.log.error : deps.log.warn).call(deps.log, "dashboard request failed", { path, code: r.code, error: r.message });
       // The browser gets no host paths (a file the store could not open); the log keeps them.
@@ -88,17 +89,6 @@ function json(res: Res, status: number, body: unknown, headers: Record<string, s
   res.end(JSON.stringify(body));
 }
 
-function headersOf(req: Req): Headers {
-  const h = new Headers();
-  for (const [k, v] of Object.entries(req.headers)) {
-    if (k.startsWith(":") || v === undefined) continue;
-    h.set(k, Array.isArray(v) ? v.join(", ") : v);
-  }
-  // HTTP/2 carries the host as :authority.
-  const authority = req.headers[":authority"];
-  if (!h.has("host") && typeof authority === "string") h.set("host", authority);
-  return h;
-}
 
 
 function cookie(req: Req, value: string, maxAgeS: number): string {
@@ -118,7 +108,7 @@ async function readBody(req: Req): Promise<string | undefined> {
 }
 
 async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean> {
-  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: "PERMISSION_DENIED", message: "cross-site sign-in refused" }), true);
+  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: Errors.PERMISSION_DENIED.code, message: "cross-site sign-in refused" }), true);
   const body = await readBody(req);
   let token: unknown;
   try {
@@ -127,13 +117,13 @@ async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean>
     token = undefined;
   }
   if (typeof token !== "string" || token.trim() === "") {
-    json(res, 400, { code: "INVALID_ARGUMENT", field: "token", message: "send {\"token\": \"farmu_…\"} with a user token" });
+    json(res, 400, { code: Errors.INVALID_ARGUMENT.code, field: "token", message: "send {\"token\": \"farmu_…\"} with a user token" });
     return true;
   }
   const r = deps.web.signIn(token.trim());
   if ("error" in r) {
     deps.log.info("dashboard sign-in refused", { reason: r.error });
-    json(res, 401, { code: "UNAUTHENTICATED", message: r.error });
+    json(res, 401, { code: Errors.UNAUTHENTICATED.code, message: r.error });
     return true;
   }
   deps.log.info("dashboard sign-in", { user: r.principal.tokenName });
@@ -142,7 +132,7 @@ async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean>
 }
 
 function signOut(deps: DashboardDeps, req: Req, res: Res): boolean {
-  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: "PERMISSION_DENIED", message: "cross-site sign-out refused" }), true);
+  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: Errors.PERMISSION_DENIED.code, message: "cross-site sign-out refused" }), true);
   const id = sessionIdFromCookie(headersOf(req).get("cookie"));
   if (id) deps.web.signOut(id);
   res.writeHead(204, { "set-cookie": cookie(req, "", 0), "cache-control": "no-store" });
@@ -163,11 +153,11 @@ const filePattern = /^[A-Za-z0-9._-]+$/;
 async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: string, url: URL): Promise<boolean> {
   authenticateUser(deps.tokens, headersOf(req), deps.web);
   const [id, file, ...extra] = rest.split("/");
-  if (!id || !file || extra.length > 0 || !idPattern.test(id) || !filePattern.test(file)) return (json(res, 404, { code: "NOT_FOUND", message: "no such file" }), true);
-  if (!deps.evidence.get(id)) return (json(res, 404, { code: "EVIDENCE_NOT_FOUND", message: `no bundle ${id}` }), true);
+  if (!id || !file || extra.length > 0 || !idPattern.test(id) || !filePattern.test(file)) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
+  if (!deps.evidence.get(id)) return (json(res, 404, { code: Errors.EVIDENCE_NOT_FOUND.code, message: `no bundle ${id}` }), true);
   const { manifest } = await deps.evidence.manifest(id);
   const artifact = file === "manifest.json" ? { mimeType: "application/json" } : manifest.artifacts.find((a) => a.path === file);
-  if (!artifact) return (json(res, 404, { code: "NOT_FOUND", message: `${file} is not part of bundle ${id}` }), true);
+  if (!artifact) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: `${file} is not part of bundle ${id}` }), true);
   const full = join(deps.evidence.dir(id), file);
   const size = (await stat(full)).size;
   const headers: Record<string, string> = {
@@ -219,12 +209,12 @@ async function asset(deps: DashboardDeps, res: Res, rest: string): Promise<boole
   // Unknown paths get the app, which routes by the URL's hash.
   const name = rest === "" || !rest.includes(".") ? "index.html" : rest;
   const full = normalize(join(deps.assetsDir, name));
-  if (!full.startsWith(deps.assetsDir + sep)) return (json(res, 404, { code: "NOT_FOUND", message: "no such file" }), true);
+  if (!full.startsWith(deps.assetsDir + sep)) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
   let body: Buffer;
   try {
     body = await readFile(full);
   } catch {
-    return (json(res, 404, { code: "NOT_FOUND", message: "no such file" }), true);
+    return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
   }
   // Built asset names carry a content hash: they never change.
   const cache = name.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache";

@@ -1,7 +1,7 @@
-import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "@farm/shared/canonical-json";
-import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import type { AgentCommand } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -40,7 +40,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const requestId = req.target?.requestId ?? "";
     const run = () => recorded(kind, req as Request, ctx) as Promise<ResultValue<K>>;
     if (requestId === "") return run();
-    if (requestId.length > 128) throw invalidArgument("request-id", "request id is at most 128 characters");
+    if (requestId.length > 128) throw invalidArgument("target.request_id", "request id is at most 128 characters");
     return deps.idempotency.run(principal.tokenName, requestId, fingerprint(kind, req), run);
   }
 
@@ -120,8 +120,7 @@ export function routeFor(
   if (unresolved.length > 0) {
     const first = unresolved[0] as (typeof unresolved)[number];
     throw farmError(
-      Code.FailedPrecondition,
-      ErrorCodes.deviceOwnershipUnresolved,
+      Errors.DEVICE_OWNERSHIP_UNRESOLVED,
       `device ${serial} (${r.physicalId}) has actions with an unknown outcome: ${unresolved.map((u) => `${u.actionIds.join(", ")} on agent ${u.agentName}`).join("; ")}; reconcile them (\`farm device ownership reconcile --device SERIAL\` on a serial of that agent) or have an admin abandon them`,
       undefined,
       { dispatched: false, ambiguous: false, actionId: first.actionIds[0] as string, agentId: first.agentId },
@@ -129,8 +128,7 @@ export function routeFor(
   }
   if (r.identityStatus === "duplicate") {
     throw farmError(
-      Code.FailedPrecondition,
-      ErrorCodes.duplicateIdentity,
+      Errors.DUPLICATE_IDENTITY,
       `device ${serial} shares its identity (${r.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
       "serial",
       { dispatched: false, ambiguous: false },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { LogFields, Logger } from "@farm/shared/log";
 import { errorLogInterceptor } from "./error-log-interceptor.js";
 
@@ -30,7 +30,13 @@ describe("errorLogInterceptor", () => {
   it("logs a storage failure at error level with its code, and keeps host paths out of what the client gets", async () => {
     const { log, lines } = recorder();
     const err = await failWith(
-      farmError(Code.ResourceExhausted, ErrorCodes.evidenceTransferFailed, "the coordinator could not store the blob: ENOSPC: no space left on device, open '/srv/farm/coordinator/blobs/1.part'"),
+      farmError(
+        Errors.EVIDENCE_TRANSFER_FAILED,
+        "the coordinator could not store the blob: ENOSPC: no space left on device, open '/srv/farm/coordinator/blobs/1.part'",
+        undefined,
+        undefined,
+        Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" }),
+      ),
       log,
     );
     expect(lines).toEqual([expect.objectContaining({ level: "error", fields: expect.objectContaining({ method: "farm.v1.BlobService/UploadBlob", code: "EVIDENCE_TRANSFER_FAILED" }) })]);
@@ -43,7 +49,7 @@ describe("errorLogInterceptor", () => {
   it("logs internal errors, not the caller's mistakes", async () => {
     const { log, lines } = recorder();
     await failWith(new Error("boom"), log);
-    await failWith(farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "bad", "size"), log);
+    await failWith(farmError(Errors.INVALID_ARGUMENT, "bad", "size"), log);
     expect(lines.map((l) => l.level)).toEqual(["error"]);
   });
 

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { withoutHostPaths } from "@farm/shared/host-paths";
 import type { Logger } from "@farm/shared/log";
@@ -7,7 +7,6 @@ import { limitsOf } from "./message-limits.js";
 
 /** Failures of this host (storage, bugs) rather than of the request. */
 const hostFailureCodes = new Set<Code>([Code.Internal, Code.DataLoss, Code.Unknown]);
-const storageCodes = new Set<string>([ErrorCodes.evidenceStorageFailed, ErrorCodes.evidenceTransferFailed, ErrorCodes.evidenceCaptureFailed]);
 
 /**
  * The last word on every RPC's failure before it leaves the coordinator:
@@ -46,11 +45,12 @@ function finalError(err: unknown, method: string, service: string, log: Logger, 
   const ce = ConnectError.from(err);
   const detail = ce.findDetails(ErrorDetailSchema)[0];
   if (!detail && ce.code === Code.ResourceExhausted && /readMaxBytes/.test(ce.rawMessage)) {
-    return farmError(Code.ResourceExhausted, ErrorCodes.messageTooLarge, `a message of ${method} is larger than the ${limitsOf(service).messageMaxBytes} bytes it accepts`);
+    return farmError(Errors.MESSAGE_TOO_LARGE, `a message of ${method} is larger than the ${limitsOf(service).messageMaxBytes} bytes it accepts`);
   }
   const code = detail?.code || Code[ce.code];
   const errno = errnoOf(err);
-  if (hostFailureCodes.has(ce.code) || (ce.code === Code.ResourceExhausted && storageCodes.has(code)) || errno !== undefined) {
+  // A storage failure carries its errno as the error's cause, whatever its code.
+  if (hostFailureCodes.has(ce.code) || errno !== undefined) {
     log.error("call failed on the coordinator", { method, code, grpcCode: Code[ce.code], ...(errno ? { errno } : {}), error: ce.rawMessage });
   }
   const message = withoutHostPaths(ce.rawMessage, hostRoots);

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Code } from "@connectrpc/connect";
 import { eq, sql } from "drizzle-orm";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { evidence, evidenceGrants } from "./db/schema.js";
 
@@ -43,7 +42,7 @@ export class EvidenceGrants {
    */
   authorize(claim: UploadClaim, tokenName: string): EvidenceGrant {
     const g = this.get(claim.evidenceId);
-    const refuse = (why: string, field: string) => farmError(Code.PermissionDenied, ErrorCodes.evidenceNotIssued, `evidence ${claim.evidenceId}: ${why}; the upload is refused`, field);
+    const refuse = (why: string, field: string) => farmError(Errors.EVIDENCE_NOT_ISSUED, `evidence ${claim.evidenceId}: ${why}; the upload is refused`, field);
     if (!g) throw refuse("this coordinator never issued that evidence id", "evidence_id");
     if (g.agentToken !== tokenName || g.agentId !== claim.agentId) throw refuse("it was issued to another agent", "agent_id");
     if (g.serial !== claim.serial || (g.physicalId !== "" && g.physicalId !== claim.physicalId)) {

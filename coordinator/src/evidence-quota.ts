@@ -1,5 +1,4 @@
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceGrants } from "./evidence-grants.js";
 
 /** Managed evidence one user may keep in the coordinator's store, by default. */
@@ -14,8 +13,7 @@ export function requireEvidenceQuota(grants: EvidenceGrants, user: string, quota
   const used = grants.storedBytes(user);
   if (used < quotaBytes) return;
   throw farmError(
-    Code.ResourceExhausted,
-    ErrorCodes.quotaExceeded,
+    Errors.QUOTA_EXCEEDED,
     `${user} already stores ${used} bytes of managed evidence; the quota per user is ${quotaBytes} bytes (coordinator --evidence-quota). Nothing was captured`,
     "quota",
   );

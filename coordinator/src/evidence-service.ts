@@ -1,8 +1,7 @@
 import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import {
@@ -38,7 +37,7 @@ export function registerEvidenceService(
       const timeoutMs = req.timeoutMs === 0 ? TIMEOUT_DEFAULT_MS : validateTimeout(req.timeoutMs);
       validateAppPackage(req.appPackage);
       const serial = req.target?.serial ?? "";
-      if (serial === "") throw invalidArgument("device", "a device serial is required");
+      if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
       requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
       return deps.activity.track(entry, async (e) => {
@@ -52,7 +51,7 @@ export function registerEvidenceService(
         const r = await session.request("captureEvidence", { ...req, evidenceId: grant.evidenceId }, principal, deadline);
         if (r.evidenceId !== grant.evidenceId) {
           deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
-          throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
+          throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
         }
         // The agent answers after its upload was published; check anyway.
         deps.store.require(grant.evidenceId);

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { and, count, desc, eq, sql, type SQL } from "drizzle-orm";
-import { fsyncDir, isStorageError, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { fsyncDir, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
@@ -48,9 +48,9 @@ export class EvidenceStore {
   }
 
   beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Upload {
-    if (!idPattern.test(meta.evidenceId)) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "bad evidence id", "evidence_id");
+    if (!idPattern.test(meta.evidenceId)) throw farmError(Errors.INVALID_ARGUMENT, "bad evidence id", "evidence_id");
     if (this.get(meta.evidenceId) || this.receiving.has(meta.evidenceId)) {
-      throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `evidence ${meta.evidenceId} already exists`, "evidence_id");
+      throw farmError(Errors.ALREADY_EXISTS, `evidence ${meta.evidenceId} already exists`, "evidence_id");
     }
     this.receiving.add(meta.evidenceId);
     return new Upload(this, meta);
@@ -62,7 +62,7 @@ export class EvidenceStore {
 
   require(evidenceId: string): EvidenceRow {
     const row = idPattern.test(evidenceId) ? this.get(evidenceId) : undefined;
-    if (!row) throw farmError(Code.NotFound, ErrorCodes.evidenceNotFound, `no evidence ${evidenceId} in the store`, "evidence_id");
+    if (!row) throw farmError(Errors.EVIDENCE_NOT_FOUND, `no evidence ${evidenceId} in the store`, "evidence_id");
     return row;
   }
 
@@ -103,16 +103,16 @@ export class EvidenceStore {
     try {
       manifest = JSON.parse(manifestText) as EvidenceManifest;
     } catch {
-      throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the manifest is not JSON", "manifest_json");
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the manifest is not JSON", "manifest_json");
     }
     const problems = manifestSchemaErrors(manifest);
-    if (problems.length > 0) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `the manifest does not match schema version 1: ${problems.slice(0, 5).join("; ")}`, "manifest_json");
-    if (manifest.evidenceId !== upload.meta.evidenceId) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "the manifest names another evidence id", "manifest_json");
+    if (problems.length > 0) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `the manifest does not match schema version 1: ${problems.slice(0, 5).join("; ")}`, "manifest_json");
+    if (manifest.evidenceId !== upload.meta.evidenceId) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the manifest names another evidence id", "manifest_json");
     for (const a of manifest.artifacts) {
       if (a.path === null) continue;
       const f = files.get(a.path);
       if (!f || f.size !== a.bytes || f.sha256 !== a.sha256) {
-        throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `artifact ${a.path} does not match what was uploaded`, "manifest_json");
+        throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `artifact ${a.path} does not match what was uploaded`, "manifest_json");
       }
     }
     const id = upload.meta.evidenceId;
@@ -146,7 +146,7 @@ export class EvidenceStore {
     } catch (err) {
       // Not indexed, so not published: the agent still has its copy and sends it again.
       await rm(this.dir(id), { recursive: true, force: true });
-      throw farmError(Code.Unavailable, ErrorCodes.evidenceCaptureFailed, `evidence ${id}: the coordinator could not index the bundle: ${(err as Error).message}`);
+      throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${id}: the coordinator could not index the bundle: ${(err as Error).message}`);
     }
     this.receiving.delete(upload.meta.evidenceId);
     this.onPublish?.(row);
@@ -176,7 +176,7 @@ export class Upload {
     }
     await this.endFile();
     if (!pathPattern.test(path) || path === "manifest.json" || this.files.has(path)) {
-      throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `bad or repeated file name "${path}"`, "path");
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `bad or repeated file name "${path}"`, "path");
     }
     this.current = await storing(this.meta.evidenceId, path, () => VerifiedFileWriter.create(join(this.dir, path), { size, sha256 }));
     this.currentPath = path;
@@ -186,8 +186,8 @@ export class Upload {
 
   async chunk(bytes: Uint8Array): Promise<void> {
     const c = this.current;
-    if (!c) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, "a chunk arrived before any file header", "chunk");
-    if (!(await storing(this.meta.evidenceId, this.currentPath, () => c.write(bytes)))) throw farmError(Code.InvalidArgument, ErrorCodes.evidenceTransferFailed, `${this.currentPath} is larger than announced`, "chunk");
+    if (!c) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "a chunk arrived before any file header", "chunk");
+    if (!(await storing(this.meta.evidenceId, this.currentPath, () => c.write(bytes)))) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `${this.currentPath} is larger than announced`, "chunk");
   }
 
   private async endFile(): Promise<void> {
@@ -196,7 +196,7 @@ export class Upload {
     this.current = undefined;
     const got = await storing(this.meta.evidenceId, this.currentPath, () => c.finish());
     if (!got.ok) {
-      throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `${this.currentPath}: received ${got.size} bytes with sha256 ${got.sha256}, announced ${c.expected.size} bytes with ${c.expected.sha256}`, "chunk");
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `${this.currentPath}: received ${got.size} bytes with sha256 ${got.sha256}, announced ${c.expected.size} bytes with ${c.expected.sha256}`, "chunk");
     }
     this.files.set(this.currentPath, c.expected);
     this.totalBytes += c.expected.size;
@@ -233,9 +233,11 @@ async function storing<T>(evidenceId: string, path: string, step: () => Promise<
     const code = (err as NodeJS.ErrnoException | null)?.code;
     if (typeof code !== "string") throw err;
     throw farmError(
-      isStorageError(err) ? Code.ResourceExhausted : Code.Internal,
-      ErrorCodes.evidenceCaptureFailed,
+      Errors.EVIDENCE_CAPTURE_FAILED,
       `evidence ${evidenceId}: the coordinator's evidence store could not write ${path}: ${(err as Error).message}`,
+      undefined,
+      undefined,
+      err,
     );
   }
 }

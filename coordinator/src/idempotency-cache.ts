@@ -1,5 +1,4 @@
-import { Code } from "@connectrpc/connect";
-import { farmError } from "@farm/shared/errors";
+import { farmError, Errors } from "@farm/shared/errors";
 
 /**
  * Results by (caller, request id). A repeat with the same fingerprint (target
@@ -17,7 +16,7 @@ export class IdempotencyCache {
     const hit = this.entries.get(key);
     if (hit) {
       if (hit.fingerprint !== fingerprint) {
-        return Promise.reject(farmError(Code.AlreadyExists, "IDEMPOTENCY_CONFLICT", `request id ${requestId} was used for a different request`, "request-id"));
+        return Promise.reject(farmError(Errors.IDEMPOTENCY_CONFLICT, `request id ${requestId} was used for a different request`, "target.request_id"));
       }
       return hit.result as Promise<T>;
     }

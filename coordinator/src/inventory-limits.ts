@@ -1,6 +1,5 @@
-import { Code } from "@connectrpc/connect";
 import { ScalarType } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { DevicePropertiesSchema } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 
@@ -21,7 +20,7 @@ const stringLists = DevicePropertiesSchema.fields.filter((f) => f.fieldKind === 
  */
 export function checkInventory(reports: readonly DeviceReport[]): void {
   if (reports.length > MAX_DEVICES_PER_AGENT) {
-    throw farmError(Code.ResourceExhausted, ErrorCodes.inventoryTooLarge, `the inventory lists ${reports.length} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
+    throw farmError(Errors.INVENTORY_TOO_LARGE, `the inventory lists ${reports.length} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
   }
   reports.forEach((r, i) => checkReport(r, `devices[${i}]`));
 }
@@ -37,7 +36,7 @@ export function checkReport(r: DeviceReport, at = "device"): void {
   for (const f of stringLists) {
     const list = props[f.localName] as string[];
     if (list.length > MAX_LIST_ENTRIES) {
-      throw farmError(Code.ResourceExhausted, ErrorCodes.inventoryTooLarge, `${at}.properties.${f.name} has ${list.length} entries; at most ${MAX_LIST_ENTRIES}`, `${at}.properties.${f.name}`);
+      throw farmError(Errors.INVENTORY_TOO_LARGE, `${at}.properties.${f.name} has ${list.length} entries; at most ${MAX_LIST_ENTRIES}`, `${at}.properties.${f.name}`);
     }
     list.forEach((v, j) => bounded(v, `${at}.properties.${f.name}[${j}]`));
   }
@@ -45,5 +44,5 @@ export function checkReport(r: DeviceReport, at = "device"): void {
 
 function bounded(value: string, field: string): void {
   if (value.length <= MAX_FIELD_CHARS) return;
-  throw farmError(Code.ResourceExhausted, ErrorCodes.inventoryTooLarge, `${field} is ${value.length} characters long; at most ${MAX_FIELD_CHARS}`, field);
+  throw farmError(Errors.INVENTORY_TOO_LARGE, `${field} is ${value.length} characters long; at most ${MAX_FIELD_CHARS}`, field);
 }

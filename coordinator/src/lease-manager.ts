@@ -1,7 +1,6 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { Code } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { deviceLabels, leases, leaseWaiters } from "./db/schema.js";
@@ -110,12 +109,12 @@ export class LeaseManager {
     if (opts.ttlMs < 1_000 || opts.ttlMs > MAX_TTL_MS) throw invalidArgument("ttl", `ttl must be within 1s..24h, got ${opts.ttlMs} ms`);
     if (opts.waitMs < 0 || opts.waitMs > MAX_WAIT_MS) throw invalidArgument("wait", "wait must be within 0..24h");
     if (selector.serial && !this.registry.physicalIdOf(selector.serial)) {
-      throw farmError(Code.NotFound, ErrorCodes.deviceNotFound, `no agent reports a device with serial ${selector.serial}`, "device");
+      throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
     }
     const ticket = opts.ticket || randomUUID();
     return new Promise((resolve, reject) => {
       let waiter = this.waiters.find((w) => w.ticket === ticket);
-      if (waiter && waiter.holder !== holder) return reject(farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "that ticket belongs to another caller", "ticket"));
+      if (waiter && waiter.holder !== holder) return reject(farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket"));
       if (!waiter) {
         waiter = { ticket, seq: ++this.seq, holder, selector, enqueuedAt: this.now(), waitDeadline: this.now() + opts.waitMs, ttlMs: opts.ttlMs };
         // Nobody is waiting ahead: grant at once without queueing.
@@ -134,7 +133,7 @@ export class LeaseManager {
         // The client is gone: it must never be granted.
         this.removeWaiter(w);
         cleanup();
-        reject(farmError(Code.Canceled, "LEASE_WAIT_CANCELLED", "the caller stopped waiting"));
+        reject(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
       };
       let settled = false;
       const cleanup = () => {
@@ -161,7 +160,7 @@ export class LeaseManager {
       if (!settled && opts.waitMs === 0) {
         this.removeWaiter(w);
         cleanup();
-        reject(farmError(Code.ResourceExhausted, "NO_DEVICE_AVAILABLE", `no free device matches ${describe(selector)}`));
+        reject(farmError(Errors.NO_DEVICE_AVAILABLE, `no free device matches ${describe(selector)}`));
       }
     });
   }
@@ -197,11 +196,10 @@ export class LeaseManager {
   authorize(physicalId: string, leaseToken: string | null): LeaseRow {
     const lease = this.active.get(physicalId);
     const refused = { dispatched: false, ambiguous: false };
-    if (!lease) throw farmError(Code.FailedPrecondition, "LEASE_REQUIRED", `changing device ${physicalId} needs a lease on it (farm lease acquire, or FARM_LEASE)`, "lease", refused);
+    if (!lease) throw farmError(Errors.LEASE_REQUIRED, `changing device ${physicalId} needs a lease on it (farm lease acquire, or FARM_LEASE)`, "lease", refused);
     if (!leaseToken || hash(leaseToken) !== lease.tokenHash) {
       throw farmError(
-        Code.FailedPrecondition,
-        "LEASE_HELD_BY_OTHER",
+        Errors.LEASE_HELD_BY_OTHER,
         `device ${physicalId} is leased by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}`,
         "lease",
         refused,
@@ -219,8 +217,7 @@ export class LeaseManager {
     const lease = this.active.get(physicalId);
     if (!lease || caller.admin || this.holds(lease, caller.tokenName, leaseToken)) return;
     throw farmError(
-      Code.FailedPrecondition,
-      "LEASE_HELD_BY_OTHER",
+      Errors.LEASE_HELD_BY_OTHER,
       `device ${physicalId} is leased by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}; only the holder or an admin may ${what}`,
       "lease",
       { dispatched: false, ambiguous: false },
@@ -281,7 +278,7 @@ export class LeaseManager {
       const orphanGone = w.orphanUntil !== undefined && w.orphanUntil <= now;
       if (w.waitDeadline <= now || orphanGone) {
         this.removeWaiter(w);
-        w.fail?.(farmError(Code.DeadlineExceeded, "LEASE_WAIT_TIMEOUT", `no matching device came free before the wait ended (${describe(w.selector)})`));
+        w.fail?.(farmError(Errors.LEASE_WAIT_TIMEOUT, `no matching device came free before the wait ended (${describe(w.selector)})`));
       }
     }
     this.dispatch();
@@ -398,14 +395,14 @@ export class LeaseManager {
 
   private unknownToken(token: string): Error {
     const row = this.db.select().from(leases).where(eq(leases.tokenHash, hash(token))).get();
-    if (row?.state === "expired") return farmError(Code.FailedPrecondition, "LEASE_EXPIRED", `lease ${row.leaseId} expired at ${new Date(row.expiresAt).toISOString()}; acquire a new one`, "lease");
-    if (row?.state === "released") return farmError(Code.FailedPrecondition, "LEASE_RELEASED", `lease ${row.leaseId} was released`, "lease");
-    return farmError(Code.NotFound, "LEASE_NOT_FOUND", "no such lease", "lease");
+    if (row?.state === "expired") return farmError(Errors.LEASE_EXPIRED, `lease ${row.leaseId} expired at ${new Date(row.expiresAt).toISOString()}; acquire a new one`, "lease");
+    if (row?.state === "released") return farmError(Errors.LEASE_RELEASED, `lease ${row.leaseId} was released`, "lease");
+    return farmError(Errors.LEASE_NOT_FOUND, "no such lease", "lease");
   }
 
   private requirePhysical(serial: string): string {
     const id = this.registry.physicalIdOf(serial);
-    if (!id) throw farmError(Code.NotFound, ErrorCodes.deviceNotFound, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
+    if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
     return id;
   }
 }

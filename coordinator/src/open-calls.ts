@@ -1,5 +1,5 @@
-import { Code, ConnectError, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { ConnectError, type StreamRequest, type StreamResponse, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
 
 /** What an agent detached by revocation shows as its offline reason. */
 export const TOKEN_REVOKED = "token revoked";
@@ -12,7 +12,7 @@ export function isRevocation(reason: unknown): boolean {
 }
 
 function revokedError(tokenName: string): ConnectError {
-  const err = farmError(Code.Unauthenticated, ErrorCodes.unauthenticated, `${TOKEN_REVOKED}: "${tokenName}" was revoked while this call was open`);
+  const err = farmError(Errors.UNAUTHENTICATED, `${TOKEN_REVOKED}: "${tokenName}" was revoked while this call was open`);
   revocations.add(err);
   return err;
 }

@@ -1,5 +1,5 @@
-import { Code, type ConnectRouter } from "@connectrpc/connect";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { Logger } from "@farm/shared/log";
@@ -37,9 +37,9 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
       // Admin only, by the access table.
       const principal = requirePrincipal(ctx);
       const agent = deps.registry.findAgent(req.agent);
-      if (!agent) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${req.agent}`, "agent");
+      if (!agent) throw farmError(Errors.NOT_FOUND, `no agent ${req.agent}`, "agent");
       const attached = deps.registry.agentSession(agent.id);
-      if (!attached) throw farmError(Code.Unavailable, ErrorCodes.agentOffline, `agent ${agent.name} is offline`, "agent");
+      if (!attached) throw farmError(Errors.AGENT_OFFLINE, `agent ${agent.name} is offline`, "agent");
       const reason = req.reason || `drain requested by ${principal.tokenName}`;
       deps.log.info("drain requested", { agent: agent.name, by: principal.tokenName, reason });
       await (attached.session as AttachSession).request("drain", create(DrainAgentCommandSchema, { reason }), principal, Date.now() + (ctx.timeoutMs() ?? 10_000));

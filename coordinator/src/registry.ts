@@ -1,8 +1,7 @@
-import { Code } from "@connectrpc/connect";
 import { eq, and } from "drizzle-orm";
 import { create, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { actionError, ErrorCodes, farmError } from "@farm/shared/errors";
+import { actionError, Errors, farmError } from "@farm/shared/errors";
 import {
   AgentSchema,
   DevicePropertiesSchema,
@@ -146,8 +145,7 @@ export class Registry {
     const existing = this.agents.get(hello.agentId);
     if (existing?.session) {
       throw farmError(
-        Code.AlreadyExists,
-        ErrorCodes.agentAlreadyAttached,
+        Errors.AGENT_ALREADY_ATTACHED,
         `agent ${hello.agentId} (${existing.name}) is already attached; a second agent with the same id is refused`,
         "agent_id",
       );
@@ -246,7 +244,7 @@ export class Registry {
     const entry = this.requireAgent(agentId);
     checkReport(report);
     if (!entry.devices.has(report.serial) && entry.devices.size >= MAX_DEVICES_PER_AGENT) {
-      throw farmError(Code.ResourceExhausted, ErrorCodes.inventoryTooLarge, `agent ${entry.name} already reports ${entry.devices.size} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
+      throw farmError(Errors.INVENTORY_TOO_LARGE, `agent ${entry.name} already reports ${entry.devices.size} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
     }
     const d = this.claimed(entry, toEntry(report, this.now()));
     entry.devices.set(d.serial, d);
@@ -291,8 +289,7 @@ export class Registry {
       this.announceAgent(entry, true);
       session.terminate(
         farmError(
-          Code.Unavailable,
-          "AGENT_HEARTBEAT_MISSED",
+          Errors.AGENT_HEARTBEAT_MISSED,
           `no heartbeat for ${now - entry.lastHeartbeatAt} ms (${this.opts.heartbeatMisses} intervals of ${entry.heartbeatIntervalMs} ms)`,
         ),
       );
@@ -387,14 +384,13 @@ export class Registry {
     );
     const notDispatched = { dispatched: false, ambiguous: false };
     if (matches.length === 0) {
-      throw actionError(Code.NotFound, ErrorCodes.deviceNotFound, `no agent reports a device with serial ${serial}${agent ? ` on agent ${agent}` : ""}`, notDispatched, "serial");
+      throw actionError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial}${agent ? ` on agent ${agent}` : ""}`, notDispatched, "serial");
     }
     const online = matches.filter((a) => a.session !== null);
     const usable = online.filter((a) => !a.devices.get(serial)?.quarantine);
     if (usable.length > 1) {
       throw actionError(
-        Code.FailedPrecondition,
-        ErrorCodes.deviceAmbiguous,
+        Errors.DEVICE_AMBIGUOUS,
         `serial ${serial} is reported by online agents ${usable.map((m) => m.name).join(", ")}; name one with --agent`,
         notDispatched,
         "agent",
@@ -404,10 +400,10 @@ export class Registry {
     if (!a?.session) {
       const held = online[0];
       if (held) {
-        throw actionError(Code.FailedPrecondition, ErrorCodes.deviceQuarantined, `${serial} on agent ${held.name} is quarantined: ${held.devices.get(serial)?.quarantine ?? ""}`, notDispatched, "serial");
+        throw actionError(Errors.DEVICE_QUARANTINED, `${serial} on agent ${held.name} is quarantined: ${held.devices.get(serial)?.quarantine ?? ""}`, notDispatched, "serial");
       }
       const names = matches.map((m) => m.name).join(", ");
-      throw actionError(Code.Unavailable, ErrorCodes.deviceOffline, matches.length === 1 ? `agent ${names}, which owns ${serial}, is offline` : `agents ${names}, which report ${serial}, are offline`, notDispatched, "serial");
+      throw actionError(Errors.DEVICE_OFFLINE, matches.length === 1 ? `agent ${names}, which owns ${serial}, is offline` : `agents ${names}, which report ${serial}, are offline`, notDispatched, "serial");
     }
     const props = a.devices.get(serial)?.properties;
     return { agentId: a.id, agentName: a.name, serial, physicalId: props?.physicalId ?? "", identityStatus: props?.identityStatus ?? "", session: a.session };
@@ -470,9 +466,9 @@ export class Registry {
    */
   decideAlias(serial: string, agent: string, decision: "accepted" | "rejected", by: string): Device {
     const entry = [...this.agents.values()].find((a) => a.id === agent || a.name === agent);
-    if (!entry) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${agent}`, "agent");
+    if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${agent}`, "agent");
     const d = entry.devices.get(serial);
-    if (!d) throw farmError(Code.NotFound, ErrorCodes.deviceNotFound, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
+    if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
     const changed = this.claims.decide(entry.id, claimKeys(serial, d.properties.physicalId), decision, by);
     if (changed > 0) {
       this.opts.log?.warn(`device alias ${decision}`, { agent: entry.name, serial, physicalId: d.properties.physicalId, by });
@@ -491,9 +487,9 @@ export class Registry {
    */
   removeAgent(idOrName: string): { agent: Agent; removedDevices: number } {
     const entry = [...this.agents.values()].find((a) => a.id === idOrName || a.name === idOrName);
-    if (!entry) throw farmError(Code.NotFound, ErrorCodes.notFound, `no agent ${idOrName}`, "agent");
+    if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${idOrName}`, "agent");
     if (entry.session) {
-      throw farmError(Code.FailedPrecondition, ErrorCodes.agentStillAttached, `agent ${entry.name} is attached; stop it (or revoke its token) before removing it`, "agent");
+      throw farmError(Errors.AGENT_STILL_ATTACHED, `agent ${entry.name} is attached; stop it (or revoke its token) before removing it`, "agent");
     }
     const agent = toAgent(entry);
     const serials = [...entry.devices.keys()];
@@ -551,7 +547,7 @@ export class Registry {
 
   private requireAgent(agentId: string): AgentEntry {
     const e = this.agents.get(agentId);
-    if (!e) throw farmError(Code.FailedPrecondition, ErrorCodes.agentProtocolViolation, "agent is not attached");
+    if (!e) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "agent is not attached");
     return e;
   }
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { constants as h2constants, type Http2ServerRequest } from "node:http2";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { ConnectError } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { authenticateRequest, requireSafeTransport } from "./auth.js";
 import type { RequestHandler } from "./http-server.js";
@@ -10,6 +10,7 @@ import { peerOf } from "./peer.js";
 import { refuseHttp, refuseRpc } from "./rpc-refusal.js";
 import type { TokenStore } from "./token-store.js";
 import type { WebSessions } from "./web-sessions.js";
+import { headersOf } from "./request-headers.js";
 
 export interface RequestGateOptions {
   tokens: TokenStore;
@@ -44,7 +45,7 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const announced = contentLength(req);
     if (!m) {
       if (announced !== undefined && announced > PLAIN_BODY_MAX_BYTES) {
-        return refuseHttp(req, res, 413, { code: ErrorCodes.messageTooLarge, message: `request bodies here are at most ${PLAIN_BODY_MAX_BYTES} bytes` });
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${PLAIN_BODY_MAX_BYTES} bytes` });
       }
       return handler(req, res);
     }
@@ -52,7 +53,7 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const method = `${service}/${m[2] as string}`;
     const limits = limitsOf(service);
     const tooLarge = () =>
-      refuseRpc(req, res, farmError(Code.ResourceExhausted, ErrorCodes.messageTooLarge, `${method} takes at most ${limits.bodyMaxBytes} bytes; the request announces ${announced}`, "content-length"));
+      refuseRpc(req, res, farmError(Errors.MESSAGE_TOO_LARGE, `${method} takes at most ${limits.bodyMaxBytes} bytes; the request announces ${announced}`, "content-length"));
     if (opts.isOpen(method)) {
       if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
       return handler(req, res);
@@ -69,7 +70,7 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const n = inFlight.get(key) ?? 0;
     if (n >= opts.maxStreamsPerPrincipal) {
       opts.log.warn("call refused: too many in flight for one token", { principal: key.slice(key.indexOf(":") + 1), method, inFlight: n });
-      return refuseRpc(req, res, farmError(Code.ResourceExhausted, ErrorCodes.tooManyStreams, `this token already has ${n} calls in flight (at most ${opts.maxStreamsPerPrincipal}); wait for some to end`));
+      return refuseRpc(req, res, farmError(Errors.TOO_MANY_STREAMS, `this token already has ${n} calls in flight (at most ${opts.maxStreamsPerPrincipal}); wait for some to end`));
     }
     inFlight.set(key, n + 1);
     let released = false;
@@ -108,13 +109,3 @@ function contentLength(req: IncomingMessage | Http2ServerRequest): number | unde
   return Number.isFinite(n) ? n : Number.MAX_SAFE_INTEGER;
 }
 
-function headersOf(req: IncomingMessage | Http2ServerRequest): Headers {
-  const h = new Headers();
-  for (const [k, v] of Object.entries(req.headers)) {
-    if (k.startsWith(":") || v === undefined) continue;
-    h.set(k, Array.isArray(v) ? v.join(", ") : v);
-  }
-  const authority = req.headers[":authority"];
-  if (!h.has("host") && typeof authority === "string") h.set("host", authority);
-  return h;
-}

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { Code, type ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { ShellService, OpenShellResponseSchema } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { AgentShellService, ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
@@ -35,7 +35,7 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
       if (first.done || first.value.kind.case !== "start") throw invalidArgument("start", "the first message must be start");
       const start = first.value.kind.value;
       const serial = start.target?.serial ?? "";
-      if (!serial) throw invalidArgument("device", "a device serial is required");
+      if (!serial) throw invalidArgument("target.serial", "a device serial is required");
       const t0 = Date.now();
       const r = routeFor(deps, serial, start.target?.agent ?? "", true, ctx.requestHeader.get("x-farm-lease"));
       const sessionId = randomUUID();
@@ -51,10 +51,10 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
           Date.now() + JOIN_TIMEOUT_MS,
         );
         if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-        if (result.kind.case !== "openShell") throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, "the agent did not start the shell");
+        if (result.kind.case !== "openShell") throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "the agent did not start the shell");
         await Promise.race([
           pair.joined,
-          new Promise((_, reject) => setTimeout(() => reject(farmError(Code.DeadlineExceeded, ErrorCodes.commandTimeout, "the agent's shell stream did not arrive")), JOIN_TIMEOUT_MS)),
+          new Promise((_, reject) => setTimeout(() => reject(farmError(Errors.COMMAND_TIMEOUT, "the agent's shell stream did not arrive")), JOIN_TIMEOUT_MS)),
         ]);
         yield create(OpenShellResponseSchema, { kind: { case: "actionId", value: result.kind.value.actionId } });
         // Caller -> agent, in the background; the caller leaving hangs the session up.
@@ -105,7 +105,7 @@ export function registerAgentShellService(router: ConnectRouter, deps: { relay: 
       const first = await it.next();
       if (first.done || first.value.kind.case !== "sessionId") throw invalidArgument("session_id", "the first message must be the session id");
       const pair = deps.relay.claim(first.value.kind.value);
-      if (!pair) throw farmError(Code.NotFound, ErrorCodes.notFound, "no such shell session", "session_id");
+      if (!pair) throw farmError(Errors.NOT_FOUND, "no such shell session", "session_id");
       void (async () => {
         try {
           for (;;) {

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { and, eq, isNull, ne } from "drizzle-orm";
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { tokens } from "./db/schema.js";
 
@@ -66,7 +65,7 @@ export class TokenStore {
     if (role === null && kind === "user") throw invalidArgument("role", "a user token needs a role");
     const existing = this.db.select().from(tokens).where(eq(tokens.name, name)).get();
     if (existing) {
-      throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `a token named "${name}" already exists`, "name");
+      throw farmError(Errors.ALREADY_EXISTS, `a token named "${name}" already exists`, "name");
     }
     const secret = `farm${kind === "agent" ? "a" : "u"}_${randomBytes(32).toString("base64url")}`;
     const record: TokenRecord = { name, kind, role, admin: role === "admin", agentId: null, createdAt: Date.now(), revokedAt: null };
@@ -90,7 +89,7 @@ export class TokenStore {
 
   revoke(name: string): TokenRecord {
     const row = this.db.select().from(tokens).where(eq(tokens.name, name)).get();
-    if (!row) throw farmError(Code.NotFound, ErrorCodes.notFound, `no token named "${name}"`, "name");
+    if (!row) throw farmError(Errors.NOT_FOUND, `no token named "${name}"`, "name");
     if (row.revokedAt === null) {
       row.revokedAt = Date.now();
       this.db.update(tokens).set({ revokedAt: row.revokedAt }).where(eq(tokens.name, name)).run();
@@ -109,9 +108,9 @@ export class TokenStore {
   bindAgent(tokenName: string, agentId: string): void {
     this.db.transaction((tx) => {
       const row = tx.select().from(tokens).where(eq(tokens.name, tokenName)).get();
-      if (!row || row.kind !== "agent") throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, "only agent tokens attach agents");
+      if (!row || row.kind !== "agent") throw farmError(Errors.PERMISSION_DENIED, "only agent tokens attach agents");
       if (row.agentId !== null && row.agentId !== agentId) {
-        throw farmError(Code.PermissionDenied, ErrorCodes.agentIdentityMismatch, `agent token "${tokenName}" is bound to another agent; it can attach only as that agent`, "agent_id");
+        throw farmError(Errors.AGENT_IDENTITY_MISMATCH, `agent token "${tokenName}" is bound to another agent; it can attach only as that agent`, "agent_id");
       }
       const other = tx
         .select({ name: tokens.name })
@@ -119,7 +118,7 @@ export class TokenStore {
         .where(and(eq(tokens.agentId, agentId), ne(tokens.name, tokenName), isNull(tokens.revokedAt)))
         .get();
       if (other) {
-        throw farmError(Code.PermissionDenied, ErrorCodes.agentIdentityMismatch, `agent ${agentId} is bound to another agent token; "${tokenName}" cannot attach as it`, "agent_id");
+        throw farmError(Errors.AGENT_IDENTITY_MISMATCH, `agent ${agentId} is bound to another agent token; "${tokenName}" cannot attach as it`, "agent_id");
       }
       if (row.agentId === null) tx.update(tokens).set({ agentId }).where(eq(tokens.name, tokenName)).run();
     });

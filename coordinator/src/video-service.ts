@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { validateContext, validateLabel } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { parseVideoSize, validateDurationSeconds, validateSessionId } from "@farm/shared/video-options";
@@ -45,7 +45,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
   function row(sessionId: string): VideoSessionRow {
     validateSessionId(sessionId);
     const r = deps.index.get(sessionId);
-    if (!r) throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `no video session ${sessionId}`, "session");
+    if (!r) throw farmError(Errors.EVIDENCE_SESSION_NOT_FOUND, `no video session ${sessionId}`, "session_id");
     return r;
   }
 
@@ -54,10 +54,9 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     const a = deps.registry.agentSession(r.agentId);
     if (!a) {
       throw farmError(
-        Code.Unavailable,
-        ErrorCodes.agentOffline,
+        Errors.AGENT_OFFLINE,
         `agent ${deps.registry.agentName(r.agentId) ?? r.agentId}, which runs session ${r.sessionId}, is offline; its worker keeps recording and finishes on its own`,
-        "session",
+        "session_id",
       );
     }
     return a.session as AttachSession;
@@ -69,7 +68,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
    * can re-point a session (its own or another's) by what it says.
    */
   function record(s: VideoSession | undefined, requestedBy: string, asked: Asked): VideoSession {
-    if (!s) throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, "agent answered without a session");
+    if (!s) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "agent answered without a session");
     checkAnswer(s, asked);
     const existing = deps.index.get(s.sessionId);
     const now = Date.now();
@@ -101,7 +100,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     if (wrong.length === 0) return;
     const agent = deps.registry.agentName(asked.agentId) ?? asked.agentId;
     deps.log.warn("agent answered about another video session; refused", { agent, sessionId: asked.sessionId, answered: wrong.join(", ") });
-    throw farmError(Code.Internal, ErrorCodes.agentProtocolViolation, `agent ${agent}, asked about session ${asked.sessionId} on ${asked.serial}, answered about ${wrong.join(", ")}; the answer is refused`, "session");
+    throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${agent}, asked about session ${asked.sessionId} on ${asked.serial}, answered about ${wrong.join(", ")}; the answer is refused`, "session_id");
   }
 
   function decorate(s: VideoSession): VideoSession {
@@ -120,7 +119,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     if (caller.admin || caller.tokenName === r.requestedBy) return;
     deps.leases.requireHolder(r.physicalId, caller, leaseToken, "stop its recordings");
     if (deps.leases.isHolder(r.physicalId, caller.tokenName, leaseToken)) return;
-    throw farmError(Code.PermissionDenied, ErrorCodes.permissionDenied, `session ${r.sessionId} was started by ${r.requestedBy}; only they, the phone's lease holder or an admin may stop it`, "session");
+    throw farmError(Errors.PERMISSION_DENIED, `session ${r.sessionId} was started by ${r.requestedBy}; only they, the phone's lease holder or an admin may stop it`, "session_id");
   }
 
   function fromRow(r: VideoSessionRow): VideoSession {
@@ -136,7 +135,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       validateDurationSeconds(req.durationSeconds);
       parseVideoSize(req.size);
       const serial = req.target?.serial ?? "";
-      if (serial === "") throw invalidArgument("device", "a device serial is required");
+      if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
       requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
       return deps.activity.track(entry, async (e) => {

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, type SQL } from "drizzle-orm";
-import { ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { videoSessions } from "./db/schema.js";
@@ -50,7 +50,7 @@ export class VideoSessionIndex {
     this.upsert({
       ...row,
       status: manifest.status,
-      code: manifest.status === "complete" ? "" : ErrorCodes.evidenceCaptureFailed,
+      code: manifest.status === "complete" ? "" : Errors.EVIDENCE_CAPTURE_FAILED.code,
       message: manifest.status === "complete" ? "" : manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", "),
       workerAvailable: false,
       manifestJson: text,

@@ -1,8 +1,7 @@
 import { rm, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "./errors.js";
+import { Errors, farmError } from "./errors.js";
 import { BlobPartSchema, type BlobPart } from "./gen/farm/v1/blob_pb.js";
 import { readChunks, sha256File, VerifiedFileWriter } from "./verified-file.js";
 
@@ -24,17 +23,17 @@ export async function writeBlobParts(parts: AsyncIterable<BlobPart | undefined>,
   try {
     for await (const part of parts) {
       if (part?.kind.case === "header") {
-        if (file) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, "a second blob header arrived");
+        if (file) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "a second blob header arrived");
         name = part.kind.value.name;
         file = await VerifiedFileWriter.create(path, { size: Number(part.kind.value.size), sha256: part.kind.value.sha256 });
       } else if (part?.kind.case === "chunk") {
-        if (!file) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, "blob data arrived before its header");
-        if (!(await file.write(part.kind.value))) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, "the blob is larger than announced");
+        if (!file) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "blob data arrived before its header");
+        if (!(await file.write(part.kind.value))) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the blob is larger than announced");
       }
     }
-    if (!file) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, "the blob transfer carried no header");
+    if (!file) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the blob transfer carried no header");
     const got = await file.finish();
-    if (!got.ok) throw farmError(Code.DataLoss, ErrorCodes.evidenceTransferFailed, `the file arrived damaged (${got.size} bytes, sha256 ${got.sha256})`);
+    if (!got.ok) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `the file arrived damaged (${got.size} bytes, sha256 ${got.sha256})`);
     return { size: got.size, sha256: got.sha256, name };
   } catch (err) {
     await file?.abort();

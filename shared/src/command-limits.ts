@@ -1,5 +1,4 @@
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError, NOT_DISPATCHED } from "./errors.js";
+import { Errors, farmError, NOT_DISPATCHED } from "./errors.js";
 
 /**
  * A shell command's length in UTF-8 bytes. adb carries it in a service
@@ -17,15 +16,15 @@ export const PROP_VALUE_MAX_CHARS = 4096;
  * Each refusal names its field and says nothing reached the device.
  */
 export function checkShellCommand(command: string): void {
-  if (command.trim() === "") throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "command is empty", "command", NOT_DISPATCHED);
+  if (command.trim() === "") throw farmError(Errors.INVALID_ARGUMENT, "command is empty", "command", NOT_DISPATCHED);
   const bytes = Buffer.byteLength(command, "utf8");
   if (bytes > SHELL_COMMAND_MAX_BYTES) {
-    throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, `the command is ${bytes} bytes; at most ${SHELL_COMMAND_MAX_BYTES} are allowed`, "command", NOT_DISPATCHED);
+    throw farmError(Errors.INVALID_ARGUMENT, `the command is ${bytes} bytes; at most ${SHELL_COMMAND_MAX_BYTES} are allowed`, "command", NOT_DISPATCHED);
   }
 }
 
 export function checkPropValue(value: string): void {
   if (/[\n\0]/.test(value) || value.length > PROP_VALUE_MAX_CHARS) {
-    throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, `property value must be one line of at most ${PROP_VALUE_MAX_CHARS} characters`, "value", NOT_DISPATCHED);
+    throw farmError(Errors.INVALID_ARGUMENT, `property value must be one line of at most ${PROP_VALUE_MAX_CHARS} characters`, "value", NOT_DISPATCHED);
   }
 }

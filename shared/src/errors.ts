@@ -1,71 +1,147 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "./gen/farm/v1/error_pb.js";
 
-/**
- * Stable error codes. Clients branch on these, never on messages, so a code
- * is never renamed once shipped.
- */
-export const ErrorCodes = {
-  invalidArgument: "INVALID_ARGUMENT",
-  unauthenticated: "UNAUTHENTICATED",
-  permissionDenied: "PERMISSION_DENIED",
-  notFound: "NOT_FOUND",
-  alreadyExists: "ALREADY_EXISTS",
-  agentAlreadyAttached: "AGENT_ALREADY_ATTACHED",
-  /** An agent token presented for another agent than the one it is bound to. */
-  agentIdentityMismatch: "AGENT_IDENTITY_MISMATCH",
-  agentVersionIncompatible: "AGENT_VERSION_INCOMPATIBLE",
-  agentProtocolViolation: "AGENT_PROTOCOL_VIOLATION",
-  coordinatorUnavailable: "COORDINATOR_UNAVAILABLE",
-  deadlineExceeded: "DEADLINE_EXCEEDED",
-  deviceOffline: "DEVICE_OFFLINE",
-  deviceNotFound: "DEVICE_NOT_FOUND",
-  deviceAmbiguous: "DEVICE_AMBIGUOUS",
-  deviceBusy: "DEVICE_BUSY",
-  deviceOwnershipUnresolved: "DEVICE_OWNERSHIP_UNRESOLVED",
-  duplicateIdentity: "DUPLICATE_IDENTITY",
-  actionNotFound: "ACTION_NOT_FOUND",
-  commandTimeout: "COMMAND_TIMEOUT",
-  agentOffline: "AGENT_OFFLINE",
-  agentDataDirLocked: "AGENT_DATA_DIR_LOCKED",
-  evidenceOutputExists: "EVIDENCE_OUTPUT_EXISTS",
-  evidenceCaptureFailed: "EVIDENCE_CAPTURE_FAILED",
-  evidenceNotFound: "EVIDENCE_NOT_FOUND",
-  evidenceVerifyFailed: "EVIDENCE_VERIFY_FAILED",
-  evidenceTransferFailed: "EVIDENCE_TRANSFER_FAILED",
-  evidenceRecordingActive: "EVIDENCE_RECORDING_ACTIVE",
-  evidenceSessionNotFound: "EVIDENCE_SESSION_NOT_FOUND",
-  evidenceRecoveryRequired: "EVIDENCE_RECOVERY_REQUIRED",
-  evidenceToolMissing: "EVIDENCE_TOOL_MISSING",
-  /** An evidence file the disk could not hold (full, quota, I/O error, short write); an artifact error. */
-  evidenceStorageFailed: "EVIDENCE_STORAGE_FAILED",
-  /** An evidence upload for an id the coordinator did not issue to that agent for that device. */
-  evidenceNotIssued: "EVIDENCE_NOT_ISSUED",
-  /** A serial whose agent's claim on it (physical id or serial owned by another agent) no admin has accepted. */
-  deviceQuarantined: "DEVICE_QUARANTINED",
-  /** An agent's inventory over the device count or a field's length cap. */
-  inventoryTooLarge: "INVENTORY_TOO_LARGE",
-  /** Removing an agent that is attached. */
-  agentStillAttached: "AGENT_STILL_ATTACHED",
-  /** A per-user cap (stored evidence bytes, ...) is reached. */
-  quotaExceeded: "QUOTA_EXCEEDED",
-  /** A request (or one of its messages) larger than the method accepts; refused before it is read. */
-  messageTooLarge: "MESSAGE_TOO_LARGE",
-  /** Too many calls in flight for one caller; retry when some have ended. */
-  tooManyStreams: "TOO_MANY_STREAMS",
-  /** A limit without a farm code of its own (a message over a method's size cap, read by Connect itself). */
-  resourceExhausted: "RESOURCE_EXHAUSTED",
-  notImplemented: "NOT_IMPLEMENTED",
-  internal: "INTERNAL",
-} as const;
+/** One error the system can return: a stable code and the gRPC status it always travels with. */
+export interface ErrorSpec {
+  readonly code: string;
+  readonly status: Code;
+}
 
-export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes] | (string & {});
+/**
+ * Every error agent, coordinator and CLI can return. Clients branch on the
+ * code, never on messages, so a code is never renamed once shipped; the
+ * status is part of the entry so no hop has to guess it. Keys are the codes.
+ */
+export const Errors = {
+  INVALID_ARGUMENT: { code: "INVALID_ARGUMENT", status: Code.InvalidArgument },
+  UNAUTHENTICATED: { code: "UNAUTHENTICATED", status: Code.Unauthenticated },
+  PERMISSION_DENIED: { code: "PERMISSION_DENIED", status: Code.PermissionDenied },
+  NOT_FOUND: { code: "NOT_FOUND", status: Code.NotFound },
+  ALREADY_EXISTS: { code: "ALREADY_EXISTS", status: Code.AlreadyExists },
+  /** An HTTP method the dashboard endpoint does not serve. */
+  METHOD_NOT_ALLOWED: { code: "METHOD_NOT_ALLOWED", status: Code.Unimplemented },
+  NOT_IMPLEMENTED: { code: "NOT_IMPLEMENTED", status: Code.Unimplemented },
+  INTERNAL: { code: "INTERNAL", status: Code.Internal },
+  DEADLINE_EXCEEDED: { code: "DEADLINE_EXCEEDED", status: Code.DeadlineExceeded },
+  /** A limit without a farm code of its own (a message over a method's size cap, read by Connect itself). */
+  RESOURCE_EXHAUSTED: { code: "RESOURCE_EXHAUSTED", status: Code.ResourceExhausted },
+  /** A request (or one of its messages) larger than the method accepts; refused before it is read. */
+  MESSAGE_TOO_LARGE: { code: "MESSAGE_TOO_LARGE", status: Code.ResourceExhausted },
+  /** Too many calls in flight for one caller; retry when some have ended. */
+  TOO_MANY_STREAMS: { code: "TOO_MANY_STREAMS", status: Code.ResourceExhausted },
+  /** A per-user cap (stored evidence bytes, ...) is reached. */
+  QUOTA_EXCEEDED: { code: "QUOTA_EXCEEDED", status: Code.ResourceExhausted },
+  /** A repeated request id with different content. */
+  IDEMPOTENCY_CONFLICT: { code: "IDEMPOTENCY_CONFLICT", status: Code.AlreadyExists },
+
+  // Transport and the coordinator itself.
+  COORDINATOR_UNAVAILABLE: { code: "COORDINATOR_UNAVAILABLE", status: Code.Unavailable },
+  COORDINATOR_SHUTTING_DOWN: { code: "COORDINATOR_SHUTTING_DOWN", status: Code.Unavailable },
+  /** A token refused over cleartext to or from another machine. */
+  INSECURE_TRANSPORT: { code: "INSECURE_TRANSPORT", status: Code.PermissionDenied },
+  TLS_VERIFY_FAILED: { code: "TLS_VERIFY_FAILED", status: Code.Unavailable },
+
+  // Agents.
+  AGENT_ALREADY_ATTACHED: { code: "AGENT_ALREADY_ATTACHED", status: Code.AlreadyExists },
+  /** An agent token presented for another agent than the one it is bound to. */
+  AGENT_IDENTITY_MISMATCH: { code: "AGENT_IDENTITY_MISMATCH", status: Code.PermissionDenied },
+  AGENT_VERSION_INCOMPATIBLE: { code: "AGENT_VERSION_INCOMPATIBLE", status: Code.FailedPrecondition },
+  AGENT_PROTOCOL_VIOLATION: { code: "AGENT_PROTOCOL_VIOLATION", status: Code.FailedPrecondition },
+  AGENT_OFFLINE: { code: "AGENT_OFFLINE", status: Code.Unavailable },
+  AGENT_HEARTBEAT_MISSED: { code: "AGENT_HEARTBEAT_MISSED", status: Code.Unavailable },
+  /** The agent is draining and takes no new work. */
+  AGENT_DRAINING: { code: "AGENT_DRAINING", status: Code.Unavailable },
+  AGENT_DATA_DIR_LOCKED: { code: "AGENT_DATA_DIR_LOCKED", status: Code.FailedPrecondition },
+  /** Removing an agent that is attached. */
+  AGENT_STILL_ATTACHED: { code: "AGENT_STILL_ATTACHED", status: Code.FailedPrecondition },
+  /** An agent's inventory over the device count or a field's length cap. */
+  INVENTORY_TOO_LARGE: { code: "INVENTORY_TOO_LARGE", status: Code.ResourceExhausted },
+
+  // Devices and routing.
+  DEVICE_OFFLINE: { code: "DEVICE_OFFLINE", status: Code.Unavailable },
+  DEVICE_NOT_FOUND: { code: "DEVICE_NOT_FOUND", status: Code.NotFound },
+  DEVICE_AMBIGUOUS: { code: "DEVICE_AMBIGUOUS", status: Code.FailedPrecondition },
+  DEVICE_BUSY: { code: "DEVICE_BUSY", status: Code.Unavailable },
+  /** A serial whose agent's claim on it (physical id or serial owned by another agent) no admin has accepted. */
+  DEVICE_QUARANTINED: { code: "DEVICE_QUARANTINED", status: Code.FailedPrecondition },
+  DEVICE_OWNERSHIP_UNRESOLVED: { code: "DEVICE_OWNERSHIP_UNRESOLVED", status: Code.FailedPrecondition },
+  DUPLICATE_IDENTITY: { code: "DUPLICATE_IDENTITY", status: Code.FailedPrecondition },
+
+  // Leases.
+  LEASE_REQUIRED: { code: "LEASE_REQUIRED", status: Code.FailedPrecondition },
+  LEASE_HELD_BY_OTHER: { code: "LEASE_HELD_BY_OTHER", status: Code.FailedPrecondition },
+  LEASE_EXPIRED: { code: "LEASE_EXPIRED", status: Code.FailedPrecondition },
+  LEASE_RELEASED: { code: "LEASE_RELEASED", status: Code.FailedPrecondition },
+  LEASE_NOT_FOUND: { code: "LEASE_NOT_FOUND", status: Code.NotFound },
+  LEASE_WAIT_CANCELLED: { code: "LEASE_WAIT_CANCELLED", status: Code.Canceled },
+  LEASE_WAIT_TIMEOUT: { code: "LEASE_WAIT_TIMEOUT", status: Code.DeadlineExceeded },
+  NO_DEVICE_AVAILABLE: { code: "NO_DEVICE_AVAILABLE", status: Code.ResourceExhausted },
+
+  // Device actions: how far a dispatch got.
+  ACTION_NOT_FOUND: { code: "ACTION_NOT_FOUND", status: Code.NotFound },
+  COMMAND_TIMEOUT: { code: "COMMAND_TIMEOUT", status: Code.DeadlineExceeded },
+  ADB_CONNECTION_LOST: { code: "ADB_CONNECTION_LOST", status: Code.Unavailable },
+  ADB_REFUSED: { code: "ADB_REFUSED", status: Code.Unavailable },
+  OUTPUT_TOO_LARGE: { code: "OUTPUT_TOO_LARGE", status: Code.Unavailable },
+  BLOB_UNAVAILABLE: { code: "BLOB_UNAVAILABLE", status: Code.Unavailable },
+  INSTALL_PUSH_FAILED: { code: "INSTALL_PUSH_FAILED", status: Code.Unavailable },
+  DEVICE_JOB_START_FAILED: { code: "DEVICE_JOB_START_FAILED", status: Code.Unavailable },
+  DEVICE_JOB_RECORD_MISSING: { code: "DEVICE_JOB_RECORD_MISSING", status: Code.Unavailable },
+  /** The action ran on the device and failed (a known, settled outcome). */
+  INSTALL_FAILED: { code: "INSTALL_FAILED", status: Code.Aborted },
+  INPUT_FAILED: { code: "INPUT_FAILED", status: Code.Aborted },
+  SETPROP_FAILED: { code: "SETPROP_FAILED", status: Code.Aborted },
+
+  // Screenshots (a routed call; the same checks name artifact errors in manifests).
+  SCREENSHOT_TRANSFER_FAILED: { code: "SCREENSHOT_TRANSFER_FAILED", status: Code.Unavailable },
+  SCREENSHOT_EMPTY: { code: "SCREENSHOT_EMPTY", status: Code.DataLoss },
+  SCREENSHOT_NOT_PNG: { code: "SCREENSHOT_NOT_PNG", status: Code.DataLoss },
+  SCREENSHOT_INVALID_PNG: { code: "SCREENSHOT_INVALID_PNG", status: Code.DataLoss },
+  SCREENSHOT_TOO_LARGE: { code: "SCREENSHOT_TOO_LARGE", status: Code.DataLoss },
+
+  // App endpoints, named as the app bridge contract names them.
+  bridge_endpoint_discovery_failed: { code: "bridge_endpoint_discovery_failed", status: Code.FailedPrecondition },
+  bridge_endpoint_invalid: { code: "bridge_endpoint_invalid", status: Code.FailedPrecondition },
+  bridge_package_mismatch: { code: "bridge_package_mismatch", status: Code.FailedPrecondition },
+  bridge_not_ready: { code: "bridge_not_ready", status: Code.Unavailable },
+  bridge_identity_mismatch: { code: "bridge_identity_mismatch", status: Code.FailedPrecondition },
+  bridge_forward_not_owned: { code: "bridge_forward_not_owned", status: Code.FailedPrecondition },
+
+  // Evidence.
+  EVIDENCE_OUTPUT_EXISTS: { code: "EVIDENCE_OUTPUT_EXISTS", status: Code.AlreadyExists },
+  EVIDENCE_CAPTURE_FAILED: { code: "EVIDENCE_CAPTURE_FAILED", status: Code.FailedPrecondition },
+  EVIDENCE_NOT_FOUND: { code: "EVIDENCE_NOT_FOUND", status: Code.NotFound },
+  EVIDENCE_VERIFY_FAILED: { code: "EVIDENCE_VERIFY_FAILED", status: Code.DataLoss },
+  /** Bytes that did not arrive whole (or could not be stored) on some hop; a new transfer may succeed. */
+  EVIDENCE_TRANSFER_FAILED: { code: "EVIDENCE_TRANSFER_FAILED", status: Code.Unavailable },
+  EVIDENCE_RECORDING_ACTIVE: { code: "EVIDENCE_RECORDING_ACTIVE", status: Code.FailedPrecondition },
+  EVIDENCE_SESSION_NOT_FOUND: { code: "EVIDENCE_SESSION_NOT_FOUND", status: Code.NotFound },
+  EVIDENCE_RECOVERY_REQUIRED: { code: "EVIDENCE_RECOVERY_REQUIRED", status: Code.FailedPrecondition },
+  EVIDENCE_TOOL_MISSING: { code: "EVIDENCE_TOOL_MISSING", status: Code.FailedPrecondition },
+  /** An evidence upload for an id the coordinator did not issue to that agent for that device. */
+  EVIDENCE_NOT_ISSUED: { code: "EVIDENCE_NOT_ISSUED", status: Code.PermissionDenied },
+} as const satisfies Record<string, ErrorSpec>;
+
+// Each key is its own code, so `Errors[code]` finds the entry for a code off the wire.
+void (Errors satisfies { readonly [K in keyof typeof Errors]: { readonly code: K } });
+
+/** One entry of the table. */
+export type FarmErrorSpec = (typeof Errors)[keyof typeof Errors];
+/** Every code the system can return. */
+export type ErrorCode = FarmErrorSpec["code"];
+
+/** The table entry for a code received from another process, if this build knows it. */
+export function errorSpecOf(code: string): FarmErrorSpec | undefined {
+  return Object.hasOwn(Errors, code) ? Errors[code as ErrorCode] : undefined;
+}
 
 /** Plain-data form of a failure, as the CLI prints it. */
 export interface ErrorReport {
   ok: false;
+  /** A newer peer may send a code this build does not know; it is passed through as is. */
   code: ErrorCode;
   message: string;
+  /** The request field at fault, as a proto field path (`target.serial`). */
   field?: string;
   /** For device actions: did it reach the device (null = unknown)? */
   dispatched?: boolean | null;
@@ -88,14 +164,30 @@ export interface ActionOutcome {
 /** The outcome of an action refused before anything reached the device. */
 export const NOT_DISPATCHED: ActionOutcome = Object.freeze({ dispatched: false, ambiguous: false });
 
-/** A ConnectError carrying a farm ErrorDetail with the stable code. */
-export function farmError(
-  grpcCode: Code,
-  code: ErrorCode,
-  message: string,
-  field?: string,
-  outcome?: ActionOutcome,
-): ConnectError {
+/**
+ * A ConnectError carrying a farm ErrorDetail with the entry's code and
+ * status. `cause` keeps the underlying failure (an errno, say) for the
+ * host's own logging; it never crosses the wire.
+ */
+export function farmError(spec: FarmErrorSpec, message: string, field?: string, outcome?: ActionOutcome, cause?: unknown): ConnectError {
+  return relayedError(spec.status, spec.code, message, field, outcome, cause);
+}
+
+/** A failed device action, carrying what is known about its effect. */
+export function actionError(spec: FarmErrorSpec, message: string, outcome: ActionOutcome, field?: string): ConnectError {
+  return farmError(spec, message, field, outcome);
+}
+
+export function invalidArgument(field: string, message: string): ConnectError {
+  return farmError(Errors.INVALID_ARGUMENT, message, field);
+}
+
+/**
+ * Re-raises a failure that another process reported (code and status as
+ * received): the one place a status is not taken from the table, because
+ * the sender's build may know codes this one does not.
+ */
+export function relayedError(status: Code, code: string, message: string, field?: string, outcome?: ActionOutcome, cause?: unknown): ConnectError {
   const value = {
     code,
     field: field ?? "",
@@ -108,27 +200,15 @@ export function farmError(
         }
       : {}),
   };
-  return new ConnectError(message, grpcCode, undefined, [{ desc: ErrorDetailSchema, value }]);
+  return new ConnectError(message, status, undefined, [{ desc: ErrorDetailSchema, value }], cause);
 }
 
-/** A failed device action, carrying what is known about its effect. */
-export function actionError(grpcCode: Code, code: ErrorCode, message: string, outcome: ActionOutcome, field?: string): ConnectError {
-  return farmError(grpcCode, code, message, field, outcome);
-}
-
-export function invalidArgument(field: string, message: string): ConnectError {
-  return farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, message, field);
-}
-
-/** Maps any thrown value to the report the CLI prints. */
+/** Maps any thrown value to its plain-data report. */
 export function toErrorReport(err: unknown): ErrorReport {
-  if (err instanceof CliError) {
-    return withField({ ok: false, code: err.code, message: err.message }, err.field);
-  }
   const ce = ConnectError.from(err);
   const detail = ce.findDetails(ErrorDetailSchema)[0];
   if (detail !== undefined && detail.code !== "") {
-    const report = withField({ ok: false, code: detail.code, message: ce.rawMessage }, detail.field);
+    const report = withField({ ok: false, code: detail.code as ErrorCode, message: ce.rawMessage }, detail.field);
     // An outcome is present for device actions: dispatched is set, or the
     // result is ambiguous (dispatched unknown).
     if (detail.dispatched !== undefined || detail.ambiguous) {
@@ -143,19 +223,8 @@ export function toErrorReport(err: unknown): ErrorReport {
     if (detail.actionId) return { ...report, actionId: detail.actionId, ...(detail.agentId ? { agentId: detail.agentId } : {}) };
     return report;
   }
+  // Only an error without a farm detail (Connect's own, a transport failure) has its code guessed.
   return { ok: false, code: codeForGrpc(ce.code), message: ce.rawMessage };
-}
-
-/** An error raised on the client side before any RPC, e.g. bad flags. */
-export class CliError extends Error {
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-    this.name = "CliError";
-  }
 }
 
 function withField(report: ErrorReport, field: string | undefined): ErrorReport {
@@ -165,22 +234,22 @@ function withField(report: ErrorReport, field: string | undefined): ErrorReport 
 function codeForGrpc(code: Code): ErrorCode {
   switch (code) {
     case Code.Unauthenticated:
-      return ErrorCodes.unauthenticated;
+      return Errors.UNAUTHENTICATED.code;
     case Code.PermissionDenied:
-      return ErrorCodes.permissionDenied;
+      return Errors.PERMISSION_DENIED.code;
     case Code.InvalidArgument:
-      return ErrorCodes.invalidArgument;
+      return Errors.INVALID_ARGUMENT.code;
     case Code.NotFound:
-      return ErrorCodes.notFound;
+      return Errors.NOT_FOUND.code;
     case Code.DeadlineExceeded:
-      return ErrorCodes.deadlineExceeded;
+      return Errors.DEADLINE_EXCEEDED.code;
     case Code.Unavailable:
-      return ErrorCodes.coordinatorUnavailable;
+      return Errors.COORDINATOR_UNAVAILABLE.code;
     case Code.Unimplemented:
-      return ErrorCodes.notImplemented;
+      return Errors.NOT_IMPLEMENTED.code;
     case Code.ResourceExhausted:
-      return ErrorCodes.resourceExhausted;
+      return Errors.RESOURCE_EXHAUSTED.code;
     default:
-      return ErrorCodes.internal;
+      return Errors.INTERNAL.code;
   }
 }

@@ -1,3 +1,5 @@
+import type { ErrorCode } from "./errors.js";
+
 /** Bundle manifest, schema version 1. Written last; never hashes itself. */
 export interface EvidenceManifest {
   schemaVersion: 1;
@@ -71,8 +73,45 @@ export interface EvidenceArtifact {
   error?: EvidenceError;
 }
 
+/**
+ * Why an artifact is partial or missing. These are artifact errors inside a
+ * manifest, not RPC errors; a capture step that failed with an RPC error
+ * (the app SDK's, a timeout) keeps that error's code.
+ */
+export type ManifestErrorCode =
+  | "SCREENSHOT_EMPTY"
+  | "SCREENSHOT_NOT_PNG"
+  | "SCREENSHOT_INVALID_PNG"
+  | "SCREENSHOT_TOO_LARGE"
+  | "SCREENSHOT_COMMAND_FAILED"
+  | "SCREENSHOT_TRANSFER_FAILED"
+  | "HIERARCHY_DUMP_FAILED"
+  | "HIERARCHY_INVALID"
+  | "HIERARCHY_TOO_LARGE"
+  | "HIERARCHY_COMMAND_FAILED"
+  | "HIERARCHY_TRANSFER_FAILED"
+  | "DEVICE_ASLEEP"
+  | "DEVICE_LOCKED"
+  | "METADATA_UNAVAILABLE"
+  | "VIDEO_STARTUP_FAILED"
+  | "VIDEO_RECORDER_OVERDUE"
+  | "VIDEO_RECORDER_IDENTITY_MISMATCH"
+  | "VIDEO_RECORDER_UNRESPONSIVE"
+  | "VIDEO_RECORDER_FAILED"
+  | "VIDEO_STOP_UNCERTAIN"
+  | "VIDEO_PULL_FAILED"
+  | "VIDEO_EMPTY"
+  | "VIDEO_PROBE_FAILED"
+  | "VIDEO_DECODE_FAILED"
+  | "VIDEO_SIZE_MISMATCH"
+  | "ENCODER_STDERR_TRUNCATED"
+  /** An evidence file the disk could not hold (full, quota, I/O error, short write). */
+  | "EVIDENCE_STORAGE_FAILED"
+  | "RECEIPT_WRITE_FAILED"
+  | ErrorCode;
+
 export interface EvidenceError {
-  code: string;
+  code: ManifestErrorCode;
   stage: string;
   message: string;
   component: string | null;

@@ -1,8 +1,5 @@
 import { isIP } from "node:net";
-import { farmError } from "./errors.js";
-import { Code } from "@connectrpc/connect";
-
-export const INSECURE_TRANSPORT = "INSECURE_TRANSPORT";
+import { Errors, farmError } from "./errors.js";
 
 /**
  * Loopback, for the token rule: exactly 127.0.0.1, ::1 and localhost. Other
@@ -26,8 +23,7 @@ export function checkTokenTransport(url: string, insecure: boolean, field = "coo
   const u = new URL(url);
   if (u.protocol === "https:" || insecure || isLoopbackHost(u.hostname)) return;
   throw farmError(
-    Code.FailedPrecondition,
-    INSECURE_TRANSPORT,
+    Errors.INSECURE_TRANSPORT,
     `refusing to send a token in cleartext to ${u.host}: use https:// (the coordinator's --tls-cert/--tls-key), or pass --insecure if this network is trusted`,
     field,
   );

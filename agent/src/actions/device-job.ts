@@ -1,3 +1,4 @@
+import { Errors } from "@farm/shared/errors";
 import type { AdbServerAddress } from "../adb-client.js";
 import { shellV2, type ShellResult } from "../adb-shell.js";
 import { DispatchFailure, type DispatchProgress } from "../device-ownership.js";
@@ -75,20 +76,20 @@ export async function runDeviceJob(
   } catch (err) {
     const failure = toDispatchFailure(err);
     // Once the job is started, nothing that happens to the stream stops it.
-    if (started()) throw new DispatchFailure(failure.message, true, failure.code);
+    if (started()) throw new DispatchFailure(failure.message, true, failure.error);
     // The shell ran, but whether it got as far as starting the job is not known.
-    throw failure.dispatched === false ? failure : new DispatchFailure(failure.message, null, failure.code);
+    throw failure.dispatched === false ? failure : new DispatchFailure(failure.message, null, failure.error);
   }
   if (!started()) {
     // The script stopped before starting the job: nothing ran.
-    throw new DispatchFailure(`the job could not be started on the phone: ${r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`}`, false, "DEVICE_JOB_START_FAILED");
+    throw new DispatchFailure(`the job could not be started on the phone: ${r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`}`, false, Errors.DEVICE_JOB_START_FAILED);
   }
   const out = r.stdout.subarray(STARTED.length + 1);
   const nl = out.indexOf(10);
   const line = out.subarray(0, nl < 0 ? out.length : nl).toString("utf8");
   const m = RECORD.exec(line);
   if (!m || m[1] !== action.actionId || m[2] !== action.requestSha256) {
-    throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, true, "DEVICE_JOB_RECORD_MISSING");
+    throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, true, Errors.DEVICE_JOB_RECORD_MISSING);
   }
   return { exitCode: Number(m[3]), stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, record: line };
 }

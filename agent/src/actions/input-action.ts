@@ -1,3 +1,4 @@
+import { Errors } from "@farm/shared/errors";
 import { ActionFailed, type ActionKind } from "../device-ownership.js";
 import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
@@ -35,7 +36,7 @@ export function inputAction(jobs: DeviceJobs): ActionKind<InputRequest, Record<s
       const r = await jobs.run(device.serial, inputCommand(req), action, signal, progress);
       if (r.exitCode !== 0) {
         const stderr = r.stderr.toString("utf8").trim();
-        throw new ActionFailed(`input exited ${r.exitCode}: ${stderr}`, "INPUT_FAILED", { exitCode: r.exitCode, stderr, record: r.record });
+        throw new ActionFailed(`input exited ${r.exitCode}: ${stderr}`, Errors.INPUT_FAILED, { exitCode: r.exitCode, stderr, record: r.record });
       }
       return { result: {}, receipt: { exitCode: 0, provenBy: "job completion record", record: r.record } };
     },

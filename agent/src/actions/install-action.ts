@@ -1,3 +1,4 @@
+import { Errors } from "@farm/shared/errors";
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -28,7 +29,7 @@ export function installAction(jobs: DeviceJobs, client: AdbClient, transport: Tr
         try {
           await getBlob(transport, req.blobId, local, signal);
         } catch (err) {
-          throw new DispatchFailure(`could not fetch the APK: ${(err as Error).message}`, false, "BLOB_UNAVAILABLE");
+          throw new DispatchFailure(`could not fetch the APK: ${(err as Error).message}`, false, Errors.BLOB_UNAVAILABLE);
         }
         const remote = `/data/local/tmp/farm-install-${action.actionId}.apk`;
         try {
@@ -43,13 +44,13 @@ export function installAction(jobs: DeviceJobs, client: AdbClient, transport: Tr
           });
         } catch (err) {
           // A partial push changes nothing that matters; the package is not installed.
-          throw new DispatchFailure(`pushing the APK failed: ${(err as Error).message}`, false, "INSTALL_PUSH_FAILED");
+          throw new DispatchFailure(`pushing the APK failed: ${(err as Error).message}`, false, Errors.INSTALL_PUSH_FAILED);
         }
         // pm runs as a device job; the APK is removed once pm is done with it.
         const r = await jobs.run(device.serial, `pm install -r ${shQuote(remote)}; farm_rc=$?; rm -f ${shQuote(remote)}; exit $farm_rc`, action, signal, progress);
         const output = (r.stdout.toString("utf8") + r.stderr.toString("utf8")).trim();
         if (r.exitCode !== 0 || !/^Success/m.test(output)) {
-          throw new ActionFailed(`install failed: ${output.slice(0, 500)}`, "INSTALL_FAILED", { exitCode: r.exitCode, output: output.slice(0, 2000) });
+          throw new ActionFailed(`install failed: ${output.slice(0, 500)}`, Errors.INSTALL_FAILED, { exitCode: r.exitCode, output: output.slice(0, 2000) });
         }
         return { result: { output }, receipt: { exitCode: 0, output: output.slice(0, 2000), provenBy: "job completion record", record: r.record } };
       } finally {

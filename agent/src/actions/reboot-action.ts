@@ -1,3 +1,4 @@
+import { Errors } from "@farm/shared/errors";
 import type { AdbServerAddress } from "../adb-client.js";
 import { openDeviceService } from "../adb-service.js";
 import { DispatchFailure, type ActionKind } from "../device-ownership.js";
@@ -47,11 +48,11 @@ export function rebootAction(adb: AdbServerAddress, watcher: DeviceWatcher): Act
         });
         socket.resume();
       });
-      if (!closed) throw new DispatchFailure("the phone acknowledged the reboot but did not go down before the deadline", true, "COMMAND_TIMEOUT");
+      if (!closed) throw new DispatchFailure("the phone acknowledged the reboot but did not go down before the deadline", true, Errors.COMMAND_TIMEOUT);
       seen.disconnectedAt = Date.now();
       progress.note({ ...seen });
       const bootIdAfter = await newBootId(watcher, device.identity.physicalId, action.bootId, signal);
-      if (bootIdAfter === undefined) throw new DispatchFailure("the phone went down for the reboot but was not back before the deadline", true, "COMMAND_TIMEOUT");
+      if (bootIdAfter === undefined) throw new DispatchFailure("the phone went down for the reboot but was not back before the deadline", true, Errors.COMMAND_TIMEOUT);
       return { result: {}, receipt: { provenBy: "reboot acknowledged, connection dropped, new boot id", bootIdBefore: action.bootId, bootIdAfter, ...seen } };
     },
     async prove(device, action) {

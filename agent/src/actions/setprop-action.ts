@@ -1,3 +1,4 @@
+import { Errors } from "@farm/shared/errors";
 import { ActionFailed, type ActionKind } from "../device-ownership.js";
 import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
@@ -20,7 +21,7 @@ export function setPropAction(jobs: DeviceJobs): ActionKind<SetPropRequest, Reco
       const r = await jobs.run(device.serial, `setprop ${shQuote(req.key)} ${shQuote(req.value)}`, action, signal, progress);
       if (r.exitCode !== 0) {
         const stderr = r.stderr.toString("utf8").trim();
-        throw new ActionFailed(`setprop exited ${r.exitCode}: ${stderr}`, "SETPROP_FAILED", { exitCode: r.exitCode, stderr, record: r.record });
+        throw new ActionFailed(`setprop exited ${r.exitCode}: ${stderr}`, Errors.SETPROP_FAILED, { exitCode: r.exitCode, stderr, record: r.record });
       }
       return { result: {}, receipt: { exitCode: 0, provenBy: "job completion record", record: r.record } };
     },

@@ -1,7 +1,7 @@
 import type { AdbServerAddress } from "../adb-client.js";
 import { forwardToAnyPort, killForward, listForwards, type Forward } from "../adb-host.js";
 import { shellV2 } from "../adb-shell.js";
-import { bridgeError, BridgeCodes } from "./bridge-error.js";
+import { bridgeError, BridgeErrors } from "./bridge-error.js";
 import { Budget, parseJson, sdkGet, type SdkResponse } from "./sdk-http.js";
 
 /** Where the in-app SDK publishes its endpoint, relative to the app's private dir. */
@@ -34,7 +34,7 @@ export interface AndroidEndpoint extends AndroidDescriptor {
 }
 
 export function validatePackageName(pkg: string): string {
-  if (!packagePattern.test(pkg) || pkg.length > 255) throw bridgeError(BridgeCodes.invalid, `"${pkg}" is not an Android package name`, "package");
+  if (!packagePattern.test(pkg) || pkg.length > 255) throw bridgeError(BridgeErrors.invalid, `"${pkg}" is not an Android package name`, "package");
   return pkg;
 }
 
@@ -43,20 +43,20 @@ export function validatePackageName(pkg: string): string {
  * name that epoch implies, version, readiness. Nothing is guessed or repaired.
  */
 export function validateAndroidDescriptor(text: string, pkg: string): AndroidDescriptor {
-  if (Buffer.byteLength(text) > DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeCodes.invalid, `the endpoint descriptor is over ${DESCRIPTOR_MAX_BYTES} bytes`);
+  if (Buffer.byteLength(text) > DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeErrors.invalid, `the endpoint descriptor is over ${DESCRIPTOR_MAX_BYTES} bytes`);
   const d = parseJson(Buffer.from(text));
-  if (!d) throw bridgeError(BridgeCodes.invalid, "the endpoint descriptor is not a JSON object");
-  if (d["schema"] !== ANDROID_ENDPOINT_SCHEMA) throw bridgeError(BridgeCodes.invalid, `descriptor schema is ${JSON.stringify(d["schema"])}, expected "${ANDROID_ENDPOINT_SCHEMA}"`);
-  if (d["packageName"] !== pkg) throw bridgeError(BridgeCodes.packageMismatch, `the descriptor names package ${JSON.stringify(d["packageName"])}, not ${pkg}`, "package");
+  if (!d) throw bridgeError(BridgeErrors.invalid, "the endpoint descriptor is not a JSON object");
+  if (d["schema"] !== ANDROID_ENDPOINT_SCHEMA) throw bridgeError(BridgeErrors.invalid, `descriptor schema is ${JSON.stringify(d["schema"])}, expected "${ANDROID_ENDPOINT_SCHEMA}"`);
+  if (d["packageName"] !== pkg) throw bridgeError(BridgeErrors.packageMismatch, `the descriptor names package ${JSON.stringify(d["packageName"])}, not ${pkg}`, "package");
   const epoch = d["runtimeEpoch"];
-  if (typeof epoch !== "string" || !epochPattern.test(epoch)) throw bridgeError(BridgeCodes.invalid, "the descriptor's runtimeEpoch is missing or malformed");
-  if (d["transport"] !== "localabstract") throw bridgeError(BridgeCodes.invalid, `transport ${JSON.stringify(d["transport"])} is not supported (only "localabstract")`);
-  if (d["socketName"] !== `farm-sdk-${epoch}`) throw bridgeError(BridgeCodes.invalid, `socket ${JSON.stringify(d["socketName"])} does not belong to runtime ${epoch}`);
-  if (typeof d["version"] !== "string" || d["version"] === "") throw bridgeError(BridgeCodes.invalid, "the descriptor has no SDK version");
+  if (typeof epoch !== "string" || !epochPattern.test(epoch)) throw bridgeError(BridgeErrors.invalid, "the descriptor's runtimeEpoch is missing or malformed");
+  if (d["transport"] !== "localabstract") throw bridgeError(BridgeErrors.invalid, `transport ${JSON.stringify(d["transport"])} is not supported (only "localabstract")`);
+  if (d["socketName"] !== `farm-sdk-${epoch}`) throw bridgeError(BridgeErrors.invalid, `socket ${JSON.stringify(d["socketName"])} does not belong to runtime ${epoch}`);
+  if (typeof d["version"] !== "string" || d["version"] === "") throw bridgeError(BridgeErrors.invalid, "the descriptor has no SDK version");
   const updatedAtMs = d["updatedAtMs"];
-  if (typeof updatedAtMs !== "number" || !Number.isFinite(updatedAtMs)) throw bridgeError(BridgeCodes.invalid, "the descriptor has no updatedAtMs");
+  if (typeof updatedAtMs !== "number" || !Number.isFinite(updatedAtMs)) throw bridgeError(BridgeErrors.invalid, "the descriptor has no updatedAtMs");
   if (d["ok"] !== true || d["error"] !== null) {
-    throw bridgeError(BridgeCodes.notReady, `the app's SDK is not ready: ${typeof d["error"] === "string" ? d["error"] : "ok is not true"}`);
+    throw bridgeError(BridgeErrors.notReady, `the app's SDK is not ready: ${typeof d["error"] === "string" ? d["error"] : "ok is not true"}`);
   }
   return { packageName: pkg, runtimeEpoch: epoch, socketName: d["socketName"] as string, version: d["version"] as string, updatedAtMs };
 }
@@ -70,9 +70,9 @@ export function androidIdentityHeaders(d: AndroidDescriptor): Record<string, str
 export function checkAndroidBinding(res: SdkResponse, d: AndroidDescriptor): Record<string, unknown> {
   const body = parseJson(res.body);
   const binding = body?.["runtimeBinding"] as { packageName?: unknown; runtimeEpoch?: unknown } | undefined;
-  if (res.status === 409) throw bridgeError(BridgeCodes.identityMismatch, `the SDK refused the identity ${d.packageName}@${d.runtimeEpoch}: ${String(body?.["error"] ?? "runtime mismatch")}`);
+  if (res.status === 409) throw bridgeError(BridgeErrors.identityMismatch, `the SDK refused the identity ${d.packageName}@${d.runtimeEpoch}: ${String(body?.["error"] ?? "runtime mismatch")}`);
   if (!binding || binding.packageName !== d.packageName || binding.runtimeEpoch !== d.runtimeEpoch) {
-    throw bridgeError(BridgeCodes.identityMismatch, `the reply came from ${String(binding?.packageName)}@${String(binding?.runtimeEpoch)}, not ${d.packageName}@${d.runtimeEpoch}`);
+    throw bridgeError(BridgeErrors.identityMismatch, `the reply came from ${String(binding?.packageName)}@${String(binding?.runtimeEpoch)}, not ${d.packageName}@${d.runtimeEpoch}`);
   }
   return body as Record<string, unknown>;
 }
@@ -95,13 +95,13 @@ async function discoverWithin(adb: AdbServerAddress, serial: string, pkg: string
   try {
     read = await shellV2(adb, serial, `run-as ${pkg} cat ${ANDROID_ENDPOINT_FILE}`, budget.signal());
   } catch (err) {
-    throw bridgeError(BridgeCodes.discoveryFailed, `reading the descriptor on ${serial} failed: ${(err as Error).message}`);
+    throw bridgeError(BridgeErrors.discoveryFailed, `reading the descriptor on ${serial} failed: ${(err as Error).message}`);
   }
   if (read.exitCode !== 0) {
     const why = (read.stderr.toString("utf8") + read.stdout.toString("utf8")).trim().slice(0, 300);
-    throw bridgeError(BridgeCodes.discoveryFailed, `run-as ${pkg} could not read ${ANDROID_ENDPOINT_FILE} on ${serial}: ${why || `exit ${read.exitCode}`}`);
+    throw bridgeError(BridgeErrors.discoveryFailed, `run-as ${pkg} could not read ${ANDROID_ENDPOINT_FILE} on ${serial}: ${why || `exit ${read.exitCode}`}`);
   }
-  if (read.stdout.length > DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeCodes.invalid, `the endpoint descriptor is over ${DESCRIPTOR_MAX_BYTES} bytes`);
+  if (read.stdout.length > DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeErrors.invalid, `the endpoint descriptor is over ${DESCRIPTOR_MAX_BYTES} bytes`);
   const d = validateAndroidDescriptor(read.stdout.toString("utf8"), pkg);
 
   const remote = `localabstract:${d.socketName}`;
@@ -110,7 +110,7 @@ async function discoverWithin(adb: AdbServerAddress, serial: string, pkg: string
   try {
     before = await listForwards(adb, budget.signal(CLEANUP_RESERVE_MS));
   } catch (err) {
-    throw bridgeError(BridgeCodes.discoveryFailed, `listing adb forwards failed: ${(err as Error).message}`);
+    throw bridgeError(BridgeErrors.discoveryFailed, `listing adb forwards failed: ${(err as Error).message}`);
   }
   const existing = before.find(ours);
   let hostPort = existing ? Number(existing.local.slice(4)) : 0;
@@ -120,7 +120,7 @@ async function discoverWithin(adb: AdbServerAddress, serial: string, pkg: string
     } catch (err) {
       // Given up on (the deadline) after adb may have made it: remove what is new since we looked.
       await removeForwards(adb, serial, (f) => ours(f) && !before.some((b) => b.local === f.local));
-      throw bridgeError(BridgeCodes.discoveryFailed, `adb forward to ${remote} on ${serial} failed: ${(err as Error).message}`);
+      throw bridgeError(BridgeErrors.discoveryFailed, `adb forward to ${remote} on ${serial} failed: ${(err as Error).message}`);
     }
   }
   // The forward exists; is the SDK on the other end the runtime the descriptor names?
@@ -129,7 +129,7 @@ async function discoverWithin(adb: AdbServerAddress, serial: string, pkg: string
     try {
       res = await sdkGet("127.0.0.1", hostPort, "/v1/info", androidIdentityHeaders(d), budget.slice(CHECK_TIMEOUT_MS, CLEANUP_RESERVE_MS));
     } catch (err) {
-      throw bridgeError(BridgeCodes.notReady, `nothing answers completely on ${remote} (${(err as Error).message}): the app is not running, its SDK has not bound yet, or it is stuck`);
+      throw bridgeError(BridgeErrors.notReady, `nothing answers completely on ${remote} (${(err as Error).message}): the app is not running, its SDK has not bound yet, or it is stuck`);
     }
     checkAndroidBinding(res, d);
   } catch (err) {
@@ -173,11 +173,11 @@ export async function androidSdkGet(
     try {
       const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), budget.remaining());
       const body = checkAndroidBinding(res, endpoint);
-      if (res.status !== 200) throw bridgeError(BridgeCodes.notReady, `the SDK answered ${res.status} to ${path}: ${String(body["error"] ?? "")}`);
+      if (res.status !== 200) throw bridgeError(BridgeErrors.notReady, `the SDK answered ${res.status} to ${path}: ${String(body["error"] ?? "")}`);
       return { endpoint, body, raw: res.body, rediscovered: attempt > 0 };
     } catch (err) {
       const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code;
-      const stale = code === BridgeCodes.identityMismatch || /ECONNRESET|socket hang up|ECONNREFUSED/.test((err as Error).message);
+      const stale = code === BridgeErrors.identityMismatch.code || /ECONNRESET|socket hang up|ECONNREFUSED/.test((err as Error).message);
       if (!stale || attempt > 0) throw err;
       endpoint = await discoverWithin(adb, serial, pkg, budget);
     }
@@ -187,7 +187,7 @@ export async function androidSdkGet(
 /** Removes a forward only after checking it is this serial's. */
 export async function removeAndroidForward(adb: AdbServerAddress, serial: string, port: number): Promise<void> {
   const f = (await listForwards(adb)).find((x) => x.local === `tcp:${port}`);
-  if (!f) throw bridgeError(BridgeCodes.forwardNotOwned, `no forward on tcp:${port}`, "port");
-  if (f.serial !== serial) throw bridgeError(BridgeCodes.forwardNotOwned, `forward tcp:${port} belongs to ${f.serial}, not ${serial}`, "port");
+  if (!f) throw bridgeError(BridgeErrors.forwardNotOwned, `no forward on tcp:${port}`, "port");
+  if (f.serial !== serial) throw bridgeError(BridgeErrors.forwardNotOwned, `forward tcp:${port} belongs to ${f.serial}, not ${serial}`, "port");
   await killForward(adb, serial, port);
 }

@@ -1,6 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
-import { farmError, ErrorCodes } from "@farm/shared/errors";
+import { farmError, Errors } from "@farm/shared/errors";
 import { AppEndpointSchema, type AppEndpoint } from "@farm/shared/gen/farm/v1/device_service_pb";
 import type { CommandHandlerDeps } from "../command-handler.js";
 import { discoverAndroidEndpoint } from "./android-endpoint.js";
@@ -14,7 +13,7 @@ export async function appEndpoint(serial: string, app: string, wdaRunner: string
     const e = wdaRunner ? await deps.ios!.wdaEndpoint(serial, wdaRunner, timeoutMs) : await deps.ios!.sdkEndpoint(serial, app, timeoutMs);
     return create(AppEndpointSchema, { platform: "ios", kind: wdaRunner ? "wda" : "sdk", app: e.bundleId, runtimeEpoch: e.runtimeEpoch, host: e.host, port: e.port, processId: e.processId, verifiedUnixMs: BigInt(e.verifiedAtMs) });
   }
-  if (wdaRunner) throw farmError(Code.InvalidArgument, ErrorCodes.invalidArgument, "WebDriverAgent is iOS only; this serial is an Android device", "wda-runner");
+  if (wdaRunner) throw farmError(Errors.INVALID_ARGUMENT, "WebDriverAgent is iOS only; this serial is an Android device", "wda-runner");
   deps.ownership.requireDevice(serial);
   const e = await discoverAndroidEndpoint(deps.evidence.adb, serial, app, timeoutMs);
   return create(AppEndpointSchema, {

@@ -1,19 +1,17 @@
-import { Code } from "@connectrpc/connect";
-import { farmError } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
 
-/** Stable codes for app endpoint discovery, as the app bridge contract names them. */
-export const BridgeCodes = {
-  discoveryFailed: "bridge_endpoint_discovery_failed",
-  invalid: "bridge_endpoint_invalid",
-  packageMismatch: "bridge_package_mismatch",
-  notReady: "bridge_not_ready",
-  identityMismatch: "bridge_identity_mismatch",
-  forwardNotOwned: "bridge_forward_not_owned",
+/** App endpoint discovery failures, as the app bridge contract names them (entries of the error table). */
+export const BridgeErrors = {
+  discoveryFailed: Errors.bridge_endpoint_discovery_failed,
+  invalid: Errors.bridge_endpoint_invalid,
+  packageMismatch: Errors.bridge_package_mismatch,
+  notReady: Errors.bridge_not_ready,
+  identityMismatch: Errors.bridge_identity_mismatch,
+  forwardNotOwned: Errors.bridge_forward_not_owned,
 } as const;
 
-export type BridgeCode = (typeof BridgeCodes)[keyof typeof BridgeCodes];
+export type BridgeError = (typeof BridgeErrors)[keyof typeof BridgeErrors];
 
-export function bridgeError(code: BridgeCode, message: string, field?: string) {
-  const grpc = code === BridgeCodes.notReady ? Code.Unavailable : Code.FailedPrecondition;
-  return farmError(grpc, code, message, field);
+export function bridgeError(spec: BridgeError, message: string, field?: string) {
+  return farmError(spec, message, field);
 }

@@ -1,8 +1,7 @@
 import { rm } from "node:fs/promises";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { ConnectError, type Transport } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { isStorageError } from "@farm/shared/durable-file";
-import { actionError, ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import { actionError, Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import { validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { CaptureEvidenceResponseSchema, type CaptureEvidenceRequest, type CaptureEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
@@ -45,7 +44,7 @@ export async function captureEvidence(
   const serial = req.target?.serial ?? "";
   const device = watcher.device(serial);
   if (!device || device.state !== "device") {
-    throw actionError(Code.FailedPrecondition, ErrorCodes.deviceOffline, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
+    throw actionError(Errors.DEVICE_OFFLINE, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
   }
   const evidenceId = req.evidenceId;
   stagedInFlight.add(evidenceId);
@@ -77,8 +76,7 @@ export async function captureEvidence(
       log.warn("evidence upload refused; the bundle stays staged", { evidenceId, code: r.code });
       const why = r.message.replace(`evidence ${evidenceId}: `, "");
       throw farmError(
-        ConnectError.from(err).code,
-        ErrorCodes.evidenceCaptureFailed,
+        Errors.EVIDENCE_CAPTURE_FAILED,
         `evidence ${evidenceId}: the coordinator did not store the ${staged.manifest.status} bundle (${r.code}: ${why}); it stays staged on agent ${deps.agent.id} and is uploaded again when the coordinator can take it`,
       );
     }
@@ -99,9 +97,5 @@ function storageFailure(evidenceId: string, err: unknown): unknown {
   if (err instanceof ConnectError) return err;
   const code = (err as NodeJS.ErrnoException | null)?.code;
   if (typeof code !== "string" || !code.startsWith("E")) return err;
-  return farmError(
-    isStorageError(err) ? Code.ResourceExhausted : Code.Internal,
-    ErrorCodes.evidenceCaptureFailed,
-    `evidence ${evidenceId}: the agent could not stage the bundle: ${(err as Error).message}`,
-  );
+  return farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${evidenceId}: the agent could not stage the bundle: ${(err as Error).message}`, undefined, undefined, err);
 }

@@ -1,4 +1,4 @@
-import type { EvidenceDevice, EvidenceError } from "@farm/shared/evidence-manifest";
+import type { EvidenceDevice, EvidenceError, ManifestErrorCode } from "@farm/shared/evidence-manifest";
 import type { AdbServerAddress } from "../adb-client.js";
 import { shellV2 } from "../adb-shell.js";
 import { deviceTypeOf, parseGetprop, parseRotation, parseWmDensity, parseWmSize } from "./device-observations.js";
@@ -22,7 +22,7 @@ export interface MetadataTarget {
 export async function readDeviceMetadata(
   deps: MetadataTarget,
   remaining: () => number,
-  fail: (code: string, stage: string, message: string, component: string | null) => EvidenceError,
+  fail: (code: ManifestErrorCode, stage: string, message: string, component: string | null) => EvidenceError,
 ): Promise<EvidenceDevice> {
   const run = async (command: string): Promise<string | null> => {
     try {

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { createLogger } from "@farm/shared/log";
-import { ErrorCodes, farmError, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import { AgentEvidenceService, UploadEvidenceResponseSchema, type UploadEvidenceRequest } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
 import { uploadBundle } from "./evidence-upload.js";
 import { resumeStagedUploads } from "./staged-uploads.js";
@@ -78,7 +78,7 @@ describe("\"already exists\" counts as uploaded only for the same manifest", () 
   });
 
   it("keeps the staged copy when the coordinator answers ALREADY_EXISTS", async () => {
-    const transport = storeAnswering(() => farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `evidence ${ID} already exists`, "evidence_id"));
+    const transport = storeAnswering(() => farmError(Errors.ALREADY_EXISTS, `evidence ${ID} already exists`, "evidence_id"));
     const r = await resumeStagedUploads({ stagingDir: staging, transport, agentId: "agent-1", log });
     expect(r.uploaded).toBe(0);
     expect(existsSync(join(bundle, "manifest.json"))).toBe(true);

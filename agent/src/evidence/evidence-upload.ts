@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { Code, createClient, type Transport } from "@connectrpc/connect";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
 import { readChunks, sha256File } from "@farm/shared/verified-file";
 import {
   AgentEvidenceService,
@@ -38,8 +38,7 @@ export async function uploadBundle(transport: Transport, spec: UploadSpec, signa
   const res = await client.uploadEvidence(messages(spec, manifestText, manifestSha256), { ...(signal ? { signal } : {}) });
   if (res.manifestSha256 !== manifestSha256) {
     throw farmError(
-      Code.AlreadyExists,
-      ErrorCodes.alreadyExists,
+      Errors.ALREADY_EXISTS,
       `evidence ${spec.evidenceId}: the coordinator's store holds a manifest with sha256 ${res.manifestSha256 || "(none given)"}, not this agent's ${manifestSha256}; the staged copy is kept`,
       "manifest_json",
     );

@@ -5,7 +5,10 @@ export const PNG_MAX_PIXELS = 32_000_000;
 
 const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
-export type PngCheck = { ok: true; width: number; height: number } | { ok: false; code: string; message: string };
+/** Why a screenshot is refused: an artifact error in a manifest, an RPC error for a routed screenshot. */
+export type PngProblem = "SCREENSHOT_EMPTY" | "SCREENSHOT_NOT_PNG" | "SCREENSHOT_INVALID_PNG" | "SCREENSHOT_TOO_LARGE";
+
+export type PngCheck = { ok: true; width: number; height: number } | { ok: false; code: PngProblem; message: string };
 
 /**
  * A screenshot is complete only if it decodes: a PNG signature, a header with

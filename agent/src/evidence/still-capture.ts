@@ -1,10 +1,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Code } from "@connectrpc/connect";
-import { fsyncDir, isStorageError, writeFileDurably } from "@farm/shared/durable-file";
-import { ErrorCodes, farmError } from "@farm/shared/errors";
-import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus } from "@farm/shared/evidence-manifest";
+import { fsyncDir, writeFileDurably } from "@farm/shared/durable-file";
+import { Errors, farmError, type ErrorCode } from "@farm/shared/errors";
+import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus, ManifestErrorCode } from "@farm/shared/evidence-manifest";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import type { AdbServerAddress } from "../adb-client.js";
 import { shellV2 } from "../adb-shell.js";
@@ -82,7 +81,7 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   const files: string[] = [];
   const captures: Record<string, unknown> = {};
 
-  const fail = (code: string, stage: string, message: string, component: string | null): EvidenceError => {
+  const fail = (code: ManifestErrorCode, stage: string, message: string, component: string | null): EvidenceError => {
     const e = { code, stage, message, component };
     errors.push(e);
     return e;
@@ -94,7 +93,7 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
       files.push(path);
       return undefined;
     } catch (err) {
-      return fail(ErrorCodes.evidenceStorageFailed, "persist", `${path} could not be written to the agent's staging dir: ${(err as Error).message}`, "agent");
+      return fail("EVIDENCE_STORAGE_FAILED", "persist", `${path} could not be written to the agent's staging dir: ${(err as Error).message}`, "agent");
     }
   };
 
@@ -256,9 +255,11 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
     await writeFileDurably(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
   } catch (err) {
     throw farmError(
-      isStorageError(err) ? Code.ResourceExhausted : Code.Internal,
-      ErrorCodes.evidenceCaptureFailed,
+      Errors.EVIDENCE_CAPTURE_FAILED,
       `evidence ${req.evidenceId}: the manifest could not be written to the agent's staging dir (${(err as Error).message}); ${files.length} file(s) written so far stay in ${dir}`,
+      undefined,
+      undefined,
+      err,
     );
   }
   return { dir, manifest, files };
@@ -266,7 +267,7 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
 
 interface HierarchyResult {
   xml?: Buffer;
-  error?: { code: string; message: string; component: string | null };
+  error?: { code: ManifestErrorCode; message: string; component: string | null };
   record: Record<string, unknown>;
 }
 
@@ -321,12 +322,13 @@ async function captureAppHierarchy(adb: AdbServerAddress, serial: string, pkg: s
     }
     return { xml: r.raw, record };
   } catch (err) {
-    const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code ?? "HIERARCHY_TRANSFER_FAILED";
+    // A farm error from the SDK bridge keeps its code (a table code).
+    const code: ManifestErrorCode = ((err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code as ErrorCode | undefined) || "HIERARCHY_TRANSFER_FAILED";
     return { error: { code, message: (err as Error).message, component: "app-sdk" }, record: { ok: false, code } };
   }
 }
 
-function outputCode(code: OutputFailureCode | AdbServiceError["code"], what: "SCREENSHOT" | "HIERARCHY"): string {
+function outputCode(code: OutputFailureCode | AdbServiceError["code"], what: "SCREENSHOT" | "HIERARCHY"): ManifestErrorCode {
   switch (code) {
     case "DEADLINE_EXCEEDED":
       return "COMMAND_TIMEOUT";

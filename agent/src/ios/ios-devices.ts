@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { bridgeError, BridgeCodes } from "../app-sdk/bridge-error.js";
+import { bridgeError, BridgeErrors } from "../app-sdk/bridge-error.js";
 import { Budget, parseJson, sdkGet } from "../app-sdk/sdk-http.js";
 import type { DeviceWatcher } from "../device-watcher.js";
 import { copyFromAppContainer, listDevices, type Devicectl, type DevicectlDevice } from "./devicectl.js";
@@ -43,18 +43,18 @@ export function iosIdentityHeaders(r: IosRuntime): Record<string, string> {
 
 /** A descriptor, checked field by field; only ok:true with a real port authorizes HTTP. */
 export function validateIosDescriptor(bytes: Buffer, schema: string, bundleId: string): IosRuntime {
-  if (bytes.length > IOS_DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeCodes.invalid, `the descriptor is over ${IOS_DESCRIPTOR_MAX_BYTES} bytes`);
+  if (bytes.length > IOS_DESCRIPTOR_MAX_BYTES) throw bridgeError(BridgeErrors.invalid, `the descriptor is over ${IOS_DESCRIPTOR_MAX_BYTES} bytes`);
   const d = parseJson(bytes);
-  if (!d) throw bridgeError(BridgeCodes.invalid, "the descriptor is not a JSON object");
-  if (d["schemaVersion"] !== schema) throw bridgeError(BridgeCodes.invalid, `descriptor schemaVersion is ${JSON.stringify(d["schemaVersion"])}, expected "${schema}"`);
-  if (d["bundleId"] !== bundleId) throw bridgeError(BridgeCodes.packageMismatch, `the descriptor names ${JSON.stringify(d["bundleId"])}, not ${bundleId}`, "app");
+  if (!d) throw bridgeError(BridgeErrors.invalid, "the descriptor is not a JSON object");
+  if (d["schemaVersion"] !== schema) throw bridgeError(BridgeErrors.invalid, `descriptor schemaVersion is ${JSON.stringify(d["schemaVersion"])}, expected "${schema}"`);
+  if (d["bundleId"] !== bundleId) throw bridgeError(BridgeErrors.packageMismatch, `the descriptor names ${JSON.stringify(d["bundleId"])}, not ${bundleId}`, "app");
   const epoch = d["runtimeEpoch"];
-  if (typeof epoch !== "string" || !epochPattern.test(epoch)) throw bridgeError(BridgeCodes.invalid, "the descriptor's runtimeEpoch is missing or malformed");
-  if (d["ok"] !== true) throw bridgeError(BridgeCodes.notReady, `the runtime is not ready: ${typeof d["reason"] === "string" ? d["reason"] : "ok is not true"}`);
+  if (typeof epoch !== "string" || !epochPattern.test(epoch)) throw bridgeError(BridgeErrors.invalid, "the descriptor's runtimeEpoch is missing or malformed");
+  if (d["ok"] !== true) throw bridgeError(BridgeErrors.notReady, `the runtime is not ready: ${typeof d["reason"] === "string" ? d["reason"] : "ok is not true"}`);
   const pid = d["processId"];
-  if (typeof pid !== "number" || !Number.isInteger(pid) || pid < 1) throw bridgeError(BridgeCodes.invalid, "the descriptor's processId is not a positive integer");
+  if (typeof pid !== "number" || !Number.isInteger(pid) || pid < 1) throw bridgeError(BridgeErrors.invalid, "the descriptor's processId is not a positive integer");
   const port = d["port"];
-  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65_535) throw bridgeError(BridgeCodes.invalid, "the descriptor's port is not 1..65535");
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65_535) throw bridgeError(BridgeErrors.invalid, "the descriptor's port is not 1..65535");
   return { schemaVersion: schema, bundleId, runtimeEpoch: epoch, processId: pid, port };
 }
 
@@ -62,7 +62,7 @@ export function validateIosDescriptor(bytes: Buffer, schema: string, bundleId: s
 export function checkIosBinding(body: Record<string, unknown> | undefined, r: IosRuntime): void {
   const b = body?.["runtimeBinding"] as Record<string, unknown> | undefined;
   const same = b && b["schemaVersion"] === r.schemaVersion && b["bundleId"] === r.bundleId && b["runtimeEpoch"] === r.runtimeEpoch && b["processId"] === r.processId && b["port"] === r.port;
-  if (!same) throw bridgeError(BridgeCodes.identityMismatch, `the reply's runtimeBinding ${JSON.stringify(b ?? null)} does not match ${r.bundleId}@${r.runtimeEpoch} pid ${r.processId} port ${r.port}`);
+  if (!same) throw bridgeError(BridgeErrors.identityMismatch, `the reply's runtimeBinding ${JSON.stringify(b ?? null)} does not match ${r.bundleId}@${r.runtimeEpoch} pid ${r.processId} port ${r.port}`);
 }
 
 function stateOf(d: DevicectlDevice): string {
@@ -143,37 +143,37 @@ export class IosDevices {
    * the device's developer tunnel. No URL, port scan or hostname fallback.
    */
   private async endpoint(serial: string, bundleId: string, file: string, schema: string, statusPath: string, timeoutMs: number): Promise<IosEndpoint> {
-    if (!bundlePattern.test(bundleId)) throw bridgeError(BridgeCodes.invalid, `"${bundleId}" is not a bundle id`, "app");
+    if (!bundlePattern.test(bundleId)) throw bridgeError(BridgeErrors.invalid, `"${bundleId}" is not a bundle id`, "app");
     const budget = new Budget(timeoutMs);
     const d = this.devices.get(serial);
-    if (!d) throw bridgeError(BridgeCodes.discoveryFailed, `no iOS device ${serial} on this agent`, "serial");
-    if (stateOf(d) !== "device") throw bridgeError(BridgeCodes.discoveryFailed, `iOS device ${serial} is ${stateOf(d)}: it needs a connected developer tunnel, developer mode and its disk image`);
+    if (!d) throw bridgeError(BridgeErrors.discoveryFailed, `no iOS device ${serial} on this agent`, "serial");
+    if (stateOf(d) !== "device") throw bridgeError(BridgeErrors.discoveryFailed, `iOS device ${serial} is ${stateOf(d)}: it needs a connected developer tunnel, developer mode and its disk image`);
     let bytes: Buffer;
     try {
       bytes = await copyFromAppContainer(this.opts.tool, d.identifier, bundleId, file, IOS_DESCRIPTOR_MAX_BYTES, budget.remaining());
     } catch (err) {
-      if (err instanceof RangeError) throw bridgeError(BridgeCodes.invalid, err.message);
-      throw bridgeError(BridgeCodes.discoveryFailed, `copying ${file} from ${bundleId} on ${serial} failed: ${(err as Error).message}`);
+      if (err instanceof RangeError) throw bridgeError(BridgeErrors.invalid, err.message);
+      throw bridgeError(BridgeErrors.discoveryFailed, `copying ${file} from ${bundleId} on ${serial} failed: ${(err as Error).message}`);
     }
     const runtime = validateIosDescriptor(bytes, schema, bundleId);
     const host = d.connectionProperties?.tunnelIPAddress;
-    if (!host) throw bridgeError(BridgeCodes.discoveryFailed, `iOS device ${serial} reports no tunnel address`);
+    if (!host) throw bridgeError(BridgeErrors.discoveryFailed, `iOS device ${serial} reports no tunnel address`);
     let res;
     try {
       res = await sdkGet(host, runtime.port, statusPath, iosIdentityHeaders(runtime), budget.slice(CHECK_TIMEOUT_MS));
     } catch (err) {
-      throw bridgeError(BridgeCodes.notReady, `nothing answers at ${host}:${runtime.port} (${(err as Error).message})`);
+      throw bridgeError(BridgeErrors.notReady, `nothing answers at ${host}:${runtime.port} (${(err as Error).message})`);
     }
     const body = parseJson(res.body);
     if (res.status !== 200) {
-      if (res.status === 409 || res.status === 400) throw bridgeError(BridgeCodes.identityMismatch, `the runtime refused the identity: ${String(body?.["error"] ?? res.status)}`);
-      throw bridgeError(BridgeCodes.notReady, `status answered ${res.status}`);
+      if (res.status === 409 || res.status === 400) throw bridgeError(BridgeErrors.identityMismatch, `the runtime refused the identity: ${String(body?.["error"] ?? res.status)}`);
+      throw bridgeError(BridgeErrors.notReady, `status answered ${res.status}`);
     }
     checkIosBinding(body, runtime);
     // Answering is not being ready: only an explicit boolean ok:true verifies the endpoint.
     if (body?.["ok"] !== true) {
       const why = typeof body?.["error"] === "string" ? `: ${body["error"]}` : "";
-      throw bridgeError(BridgeCodes.notReady, `${statusPath} answered ${body && "ok" in body ? `ok: ${JSON.stringify(body["ok"])}` : "without a boolean ok"}${why}; the runtime is not ready`);
+      throw bridgeError(BridgeErrors.notReady, `${statusPath} answered ${body && "ok" in body ? `ok: ${JSON.stringify(body["ok"])}` : "without a boolean ok"}${why}; the runtime is not ready`);
     }
     return { ...runtime, host, verifiedAtMs: Date.now() };
   }

@@ -1,5 +1,6 @@
 import type { Size } from "@farm/shared/video-options";
 import { runBounded, type BoundedRun } from "./bounded-process.js";
+import type { ManifestErrorCode } from "@farm/shared/evidence-manifest";
 
 export const PROBE_DEADLINE_MS = 10_000;
 export const DECODE_DEADLINE_MS = 120_000;
@@ -25,7 +26,7 @@ export interface MediaProbe {
 }
 
 export interface MediaProblem {
-  code: string;
+  code: ManifestErrorCode;
   stage: "probe" | "decode";
   message: string;
 }

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, type Transport } from "@connectrpc/connect";
-import { actionError, ErrorCodes, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import type { Transport } from "@connectrpc/connect";
+import { actionError, Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { EvidenceError, EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateContext, validateLabel } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
@@ -29,6 +29,7 @@ import { checkMediaTools, mediaTools } from "./media-verify.js";
 import { checkRecorder, listRecorders } from "./recorder-identity.js";
 import type { WorkerMessage } from "./video-worker.js";
 import { initialVideo, videoManifest } from "./video-manifest.js";
+import { videoStatus } from "./video-status.js";
 import {
   acquireVideoLock,
   ensureVideoDirs,
@@ -91,37 +92,37 @@ export class VideoSessions {
     const serial = req.target?.serial ?? "";
     const device = this.deps.watcher.device(serial);
     if (!device || device.state !== "device") {
-      throw actionError(Code.FailedPrecondition, ErrorCodes.deviceOffline, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
+      throw actionError(Errors.DEVICE_OFFLINE, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
     }
     const physicalId = device.identity.physicalId;
-    if (!physicalId) throw farmError(Code.FailedPrecondition, ErrorCodes.deviceOffline, `device ${serial} has no known identity yet`, "serial");
+    if (!physicalId) throw farmError(Errors.DEVICE_OFFLINE, `device ${serial} has no known identity yet`, "serial");
 
     // Tools and the device's recorder are checked before anything is dispatched.
     const tools = await checkMediaTools(mediaTools());
-    if (tools) throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceToolMissing, tools);
+    if (tools) throw farmError(Errors.EVIDENCE_TOOL_MISSING, tools);
     const remaining = () => Math.max(1, deadlineMs - Date.now() - START_ACK_MS - 500);
     const help = await shellV2(this.deps.adb, serial, "screenrecord --help", AbortSignal.timeout(remaining())).catch((err: Error) => err);
     if (help instanceof Error || help.exitCode !== 0 || !/screenrecord/i.test(help.stdout.toString("utf8") + help.stderr.toString("utf8"))) {
-      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceToolMissing, `device ${serial} has no usable screenrecord: ${help instanceof Error ? help.message : `exit ${help.exitCode}`}`, "device");
+      throw farmError(Errors.EVIDENCE_TOOL_MISSING, `device ${serial} has no usable screenrecord: ${help instanceof Error ? help.message : `exit ${help.exitCode}`}`, "target.serial");
     }
     const metadataErrors: EvidenceError[] = [];
     const meta = await readDeviceMetadata(
       { adb: this.deps.adb, serial, physicalId, bootId: device.facts.bootId || null, agent: this.deps.agent, cliVersion: req.cliVersion || null, hierarchySource: null },
       remaining,
       (code, stage, message, component) => {
-        const e = { code, stage, message, component };
+        const e: EvidenceError = { code, stage, message, component };
         metadataErrors.push(e);
         return e;
       },
     );
-    if (!meta.display) throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceCaptureFailed, `the display size of ${serial} could not be read (wm size); no recording was started`, "device");
+    if (!meta.display) throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `the display size of ${serial} could not be read (wm size); no recording was started`, "target.serial");
     // Rotation is sampled once, here; it is not tracked during the recording.
     const display = orientedDisplay({ width: meta.display.width, height: meta.display.height }, meta.display.rotation);
     if (explicitSize) checkVideoAspect(explicitSize, display);
     const requestedSize = explicitSize ?? defaultVideoSize(display);
 
     if (await VideoSessionFiles.of(this.deps.dataDir, sessionId).exists()) {
-      throw farmError(Code.AlreadyExists, ErrorCodes.alreadyExists, `video session ${sessionId} already exists on this agent`, "session_id");
+      throw farmError(Errors.ALREADY_EXISTS, `video session ${sessionId} already exists on this agent`, "session_id");
     }
     const nonce = randomUUID();
     const lockFile = videoLockFile(this.deps.lockDir, physicalId);
@@ -172,7 +173,7 @@ export class VideoSessions {
     }
     if (ack.kind === "timeout") {
       await files.requestStop(nonce, "start-timeout");
-      return this.describe(files, { code: ErrorCodes.commandTimeout, message: `the recorder was not confirmed live within ${START_ACK_MS / 1000} s; a stop was requested. Session ${sessionId} stays available to status.` });
+      return this.describe(files, { code: Errors.COMMAND_TIMEOUT.code, message: `the recorder was not confirmed live within ${START_ACK_MS / 1000} s; a stop was requested. Session ${sessionId} stays available to status.` });
     }
     if (ack.kind === "failed") {
       await this.waitTerminal(files, Math.min(5_000, Math.max(0, deadlineMs - Date.now() - 500)));
@@ -188,16 +189,15 @@ export class VideoSessions {
       const files = VideoSessionFiles.of(holder.dataDir, holder.sessionId);
       const alive = await files.workerAlive(holder.nonce);
       if (alive) {
-        return farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecordingActive, `the phone behind ${serial} is already being recorded by session ${holder.sessionId}`, "device");
+        return farmError(Errors.EVIDENCE_RECORDING_ACTIVE, `the phone behind ${serial} is already being recorded by session ${holder.sessionId}`, "target.serial");
       }
       return farmError(
-        Code.FailedPrecondition,
-        ErrorCodes.evidenceRecoveryRequired,
+        Errors.EVIDENCE_RECOVERY_REQUIRED,
         `the phone behind ${serial} is locked by session ${holder.sessionId}, whose worker is gone; inspect it (\`farm evidence video inspect --session ${holder.sessionId}\`) and release it when safe`,
-        "device",
+        "target.serial",
       );
     }
-    return farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecoveryRequired, `the recording lock of the phone behind ${serial} is held but unreadable; see the operator guide`, "device");
+    return farmError(Errors.EVIDENCE_RECOVERY_REQUIRED, `the recording lock of the phone behind ${serial} is held but unreadable; see the operator guide`, "target.serial");
   }
 
   private spawnWorker(files: VideoSessionFiles): Promise<
@@ -249,7 +249,7 @@ export class VideoSessions {
       const budget = Math.min(STOP_WAIT_MS, Math.max(0, deadlineMs - Date.now() - 1_000));
       m = await this.waitTerminal(files, budget);
       if (!m?.manifest.finishedAt) {
-        return this.describe(files, { code: ErrorCodes.commandTimeout, message: `the session was not final within ${Math.round(budget / 1000)} s; poll status or stop again` });
+        return this.describe(files, { code: Errors.COMMAND_TIMEOUT.code, message: `the session was not final within ${Math.round(budget / 1000)} s; poll status or stop again` });
       }
     }
     await this.upload(id);
@@ -296,16 +296,16 @@ export class VideoSessions {
     const files = await this.files(id);
     const rec = await files.readSession();
     if (await files.workerAlive(rec.nonce)) {
-      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecordingActive, `session ${id} has a live worker; stop it instead`, "session");
+      throw farmError(Errors.EVIDENCE_RECORDING_ACTIVE, `session ${id} has a live worker; stop it instead`, "session_id");
     }
     let running: number;
     try {
       running = (await listRecorders(this.deps.adb, rec.serial, rec.remotePath, AbortSignal.timeout(5_000))).length;
     } catch (err) {
-      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecoveryRequired, `cannot prove the recorder is gone: ${(err as Error).message}; reconnect ${rec.serial} and try again`, "session");
+      throw farmError(Errors.EVIDENCE_RECOVERY_REQUIRED, `cannot prove the recorder is gone: ${(err as Error).message}; reconnect ${rec.serial} and try again`, "session_id");
     }
     if (running > 0) {
-      throw farmError(Code.FailedPrecondition, ErrorCodes.evidenceRecoveryRequired, `a screenrecord for ${rec.remotePath} still runs on ${rec.serial}; it ends at its time limit (${rec.deadlineAt})`, "session");
+      throw farmError(Errors.EVIDENCE_RECOVERY_REQUIRED, `a screenrecord for ${rec.remotePath} still runs on ${rec.serial}; it ends at its time limit (${rec.deadlineAt})`, "session_id");
     }
     await files.writeSession({ ...rec, recoveryState: "released", recoveryReason: `released by ${by}: ${reason || "no reason given"}` });
     const removed = await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce);
@@ -390,7 +390,7 @@ export class VideoSessions {
   private async files(id: string): Promise<VideoSessionFiles> {
     validateSessionId(id);
     const files = VideoSessionFiles.of(this.deps.dataDir, id);
-    if (!(await files.exists())) throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `no video session ${id} on this agent`, "session");
+    if (!(await files.exists())) throw farmError(Errors.EVIDENCE_SESSION_NOT_FOUND, `no video session ${id} on this agent`, "session_id");
     return files;
   }
 
@@ -408,31 +408,7 @@ export class VideoSessions {
     const rec = await files.readSession();
     const m = await files.readManifest();
     const alive = await files.workerAlive(rec.nonce);
-    let status: string;
-    let code = extra.code ?? "";
-    let message = extra.message ?? "";
-    if (m?.manifest.finishedAt) {
-      status = m.manifest.status;
-      if (!code && rec.recoveryState === "recovery_required") {
-        code = ErrorCodes.evidenceRecoveryRequired;
-        message = rec.recoveryReason ?? "";
-      } else if (!code && status !== "complete") {
-        code = ErrorCodes.evidenceCaptureFailed;
-        message = m.manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", ");
-      }
-    } else if (alive) {
-      status = rec.state === "terminal" ? "finalizing" : rec.state;
-    } else {
-      // The worker is gone before publishing: its last manifest and the lock stay.
-      status = "failed";
-      if (!code) {
-        code = rec.recoveryState === "released" ? ErrorCodes.evidenceCaptureFailed : ErrorCodes.evidenceRecoveryRequired;
-        message =
-          rec.recoveryState === "released"
-            ? `the worker died before finishing; ${rec.recoveryReason ?? "released"}`
-            : `the recording worker is gone (no heartbeat); the lock is kept. Inspect with \`farm evidence video inspect --session ${rec.sessionId}\``;
-      }
-    }
+    const { status, code, message } = videoStatus(rec, m?.manifest ?? null, alive, extra);
     return create(VideoSessionSchema, {
       sessionId: rec.sessionId,
       status,

@@ -3,7 +3,7 @@ import { rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { renameDurably, writeFileDurably } from "@farm/shared/durable-file";
-import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus, EvidenceVideo } from "@farm/shared/evidence-manifest";
+import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus, EvidenceVideo, ManifestErrorCode } from "@farm/shared/evidence-manifest";
 import { sha256File } from "@farm/shared/verified-file";
 import { shellV2, type ShellResult } from "../adb-shell.js";
 import { metadataComplete } from "../evidence/device-metadata.js";
@@ -26,7 +26,7 @@ const SHELL_STEP_MS = 5_000;
 const RECORDER_EXIT_WAIT_MS = 10_000;
 
 /** Messages to the agent that started the worker (over IPC, while it listens). */
-export type WorkerMessage = { type: "recording" } | { type: "failed"; code: string; message: string };
+export type WorkerMessage = { type: "recording" } | { type: "failed"; code: ManifestErrorCode; message: string };
 
 type RecorderEnd = { kind: "exit"; result: ShellResult; atMs: number } | { kind: "lost"; error: Error; atMs: number };
 
@@ -57,7 +57,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
   const adb = rec.adb;
   const tools = mediaTools();
   const errors: EvidenceError[] = [...(rec.metadataErrors ?? [])];
-  const fail = (code: string, stage: string, message: string, component: string | null) => {
+  const fail = (code: ManifestErrorCode, stage: string, message: string, component: string | null) => {
     const e = { code, stage, message, component };
     errors.push(e);
     return e;

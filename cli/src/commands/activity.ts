@@ -1,5 +1,6 @@
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { intFlag, parseFlags, stringFlag } from "../args.js";
 import { serviceClient } from "../client.js";
@@ -20,7 +21,7 @@ export const activityCommand: Command = {
     let since: number | undefined;
     if (sinceText) {
       since = /^\d{4}-/.test(sinceText) ? Date.parse(sinceText) : Date.now() - parseDuration(sinceText, "since");
-      if (!Number.isFinite(since)) throw new CliError(ErrorCodes.invalidArgument, `--since must be a duration or an ISO time, got "${sinceText}"`, "since");
+      if (!Number.isFinite(since)) throw new CliError(Errors.INVALID_ARGUMENT, `--since must be a duration or an ISO time, got "${sinceText}"`, "since");
     }
     const res = await serviceClient(ActivityService, session.config).listActivity(
       { serial: stringFlag(parsed, "device") ?? "", ...(since !== undefined ? { since: timestampFromMs(since) } : {}), limit: intFlag(parsed, "limit", 1, 10_000) ?? 200 },

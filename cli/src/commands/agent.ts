@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { existsSync } from "node:fs";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome } from "@farm/shared/paths";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
@@ -61,7 +62,7 @@ export const agentCommand: Command = {
     const [sub, ...rest] = parsed.positionals;
     if (sub === "drain") return drainRemote(ctx, parsed, rest);
     if (sub === "remove") return removeRemote(ctx, parsed, rest);
-    if (sub !== undefined) throw new CliError(ErrorCodes.invalidArgument, `unknown subcommand "${sub}"; run the agent with flags only, or \`farm agent drain|remove NAME\``, "subcommand");
+    if (sub !== undefined) throw new CliError(Errors.INVALID_ARGUMENT, `unknown subcommand "${sub}"; run the agent with flags only, or \`farm agent drain|remove NAME\``, "subcommand");
     return runAgent(ctx, parsed);
   },
 };
@@ -70,7 +71,7 @@ async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
   const file = loadServiceConfig(setting(parsed, "config", ctx.env["FARM_AGENT_CONFIG"], undefined), configKeys);
   applyLogLevel(parsed, ctx.env, file["logLevel"]);
   const coordinatorUrl = setting(parsed, "coordinator", ctx.env["FARM_COORDINATOR"], file["coordinator"]);
-  if (!coordinatorUrl) throw new CliError(ErrorCodes.invalidArgument, "--coordinator URL is required", "coordinator");
+  if (!coordinatorUrl) throw new CliError(Errors.INVALID_ARGUMENT, "--coordinator URL is required", "coordinator");
   const dataDir = setting(parsed, "data-dir", undefined, file["dataDir"]) ?? join(defaultFarmHome(ctx.env), "agent");
   const token = agentToken(setting(parsed, "token-file", undefined, file["tokenFile"]), ctx.env, dataDir);
   const adb = adbServerAddress(parsed, ctx.env, file);
@@ -106,7 +107,7 @@ async function runAgent(ctx: CommandContext, parsed: Parsed): Promise<number> {
 
 async function drainRemote(ctx: CommandContext, parsed: Parsed, rest: string[]): Promise<number> {
   const [name, ...extra] = rest;
-  if (!name || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one agent NAME (or id)", "agent");
+  if (!name || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected exactly one agent NAME (or id)", "agent");
   const session = clientSession(ctx, parsed);
   const res = await serviceClient(RegistryService, session.config).drainAgent({ agent: name, reason: stringFlag(parsed, "reason") ?? "" }, { timeoutMs: session.timeoutMs });
   const a = res.agent;
@@ -116,7 +117,7 @@ async function drainRemote(ctx: CommandContext, parsed: Parsed, rest: string[]):
 
 async function removeRemote(ctx: CommandContext, parsed: Parsed, rest: string[]): Promise<number> {
   const [name, ...extra] = rest;
-  if (!name || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one agent NAME (or id)", "agent");
+  if (!name || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected exactly one agent NAME (or id)", "agent");
   const session = clientSession(ctx, parsed);
   const res = await serviceClient(RegistryService, session.config).removeAgent({ agent: name }, { timeoutMs: session.timeoutMs });
   const a = res.agent;
@@ -132,7 +133,7 @@ function agentToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv, dataD
   const inDataDir = join(dataDir, "agent.token");
   if (existsSync(inDataDir)) return readTokenFile(inDataDir, "token-file");
   throw new CliError(
-    ErrorCodes.unauthenticated,
+    Errors.UNAUTHENTICATED,
     `no agent token: pass --token-file, set FARM_AGENT_TOKEN, or put it in ${inDataDir} (create one with \`farm token create --kind agent --name NAME\`)`,
     "token-file",
   );

@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { DeviceService, DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { intFlag, parseFlags, stringFlag } from "../args.js";
 import { serviceClient } from "../client.js";
@@ -8,7 +9,7 @@ import { clientSession } from "../session.js";
 
 function target(ctx: { env: NodeJS.ProcessEnv }, parsed: ReturnType<typeof parseFlags>) {
   const serial = stringFlag(parsed, "device") ?? ctx.env["FARM_DEVICE"];
-  if (!serial) throw new CliError(ErrorCodes.invalidArgument, "--device SERIAL (or FARM_DEVICE) is required", "device");
+  if (!serial) throw new CliError(Errors.INVALID_ARGUMENT, "--device SERIAL (or FARM_DEVICE) is required", "device");
   return create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "" });
 }
 
@@ -21,7 +22,7 @@ const endpoint: Command = {
     const parsed = parseFlags(ctx.args, this.options);
     const app = stringFlag(parsed, "package") ?? stringFlag(parsed, "bundle-id") ?? "";
     const wdaRunner = stringFlag(parsed, "wda-runner") ?? "";
-    if (!app && !wdaRunner) throw new CliError(ErrorCodes.invalidArgument, "--package (Android) or --bundle-id (iOS) is required", "package");
+    if (!app && !wdaRunner) throw new CliError(Errors.INVALID_ARGUMENT, "--package (Android) or --bundle-id (iOS) is required", "package");
     const t = target(ctx, parsed);
     const session = clientSession(ctx, parsed);
     const res = await serviceClient(DeviceService, session.config).getAppEndpoint({ target: t, app: wdaRunner && !app ? wdaRunner : app, wdaRunner }, { timeoutMs: session.timeoutMs });
@@ -59,7 +60,7 @@ const removeForward: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const port = intFlag(parsed, "port", 1, 65_535);
-    if (port === undefined) throw new CliError(ErrorCodes.invalidArgument, "--port is required", "port");
+    if (port === undefined) throw new CliError(Errors.INVALID_ARGUMENT, "--port is required", "port");
     const t = target(ctx, parsed);
     const session = clientSession(ctx, parsed);
     await serviceClient(DeviceService, session.config).removeAppForward({ target: t, port }, { timeoutMs: session.timeoutMs });

@@ -1,5 +1,6 @@
 import { join } from "node:path";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome } from "@farm/shared/paths";
 import { startCoordinator, type CoordinatorOptions } from "@farm/coordinator/coordinator";
@@ -46,7 +47,7 @@ export const coordinatorCommand: Command = {
     const keyFile = setting(parsed, "tls-key", undefined, file["tlsKey"]);
     const quota = setting(parsed, "evidence-quota", undefined, file["evidenceQuota"]);
     const limits = coordinatorLimits(parsed, file);
-    if ((certFile === undefined) !== (keyFile === undefined)) throw new CliError(ErrorCodes.invalidArgument, "TLS needs both --tls-cert and --tls-key", certFile ? "tls-key" : "tls-cert");
+    if ((certFile === undefined) !== (keyFile === undefined)) throw new CliError(Errors.INVALID_ARGUMENT, "TLS needs both --tls-cert and --tls-key", certFile ? "tls-key" : "tls-cert");
     const coordinator = await startCoordinator({
       listen,
       dataDir,
@@ -101,6 +102,6 @@ function coordinatorLimits(parsed: Parameters<typeof setting>[0], file: Record<s
 function timeoutSetting(parsed: Parameters<typeof setting>[0], flag: string, fileMs: string | number | boolean | undefined): number | undefined {
   const text = parsed.values[flag];
   const ms = typeof text === "string" ? parseDuration(text, flag) : typeof fileMs === "number" ? fileMs : undefined;
-  if (ms !== undefined && (ms < 100 || ms > 3_600_000)) throw new CliError(ErrorCodes.invalidArgument, `--${flag} must be from 100ms to 1h, got ${ms} ms`, flag);
+  if (ms !== undefined && (ms < 100 || ms > 3_600_000)) throw new CliError(Errors.INVALID_ARGUMENT, `--${flag} must be from 100ms to 1h, got ${ms} ms`, flag);
   return ms;
 }

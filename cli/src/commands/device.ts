@@ -1,6 +1,6 @@
 import { create, toJson } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
-import { CliError, ErrorCodes, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
+import { Errors, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { ActionRecordSchema, DeviceService, DeviceTargetSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type DeviceTarget, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { intFlag, parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { labelGroup } from "./label.js";
@@ -16,7 +16,7 @@ import { clientSession, type ClientSession } from "../session.js";
 /** --device, else FARM_DEVICE (set by `farm lease run`). */
 function target(parsed: Parsed, env: NodeJS.ProcessEnv): DeviceTarget {
   const serial = stringFlag(parsed, "device") || env["FARM_DEVICE"] || "";
-  if (!serial) throw new CliError(ErrorCodes.invalidArgument, "--device is required (or FARM_DEVICE)", "device");
+  if (!serial) throw new CliError(Errors.INVALID_ARGUMENT, "--device is required (or FARM_DEVICE)", "device");
   return create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "", requestId: stringFlag(parsed, "request-id") ?? "" });
 }
 
@@ -39,7 +39,7 @@ function mutation(cmd: Command): Command {
       try {
         return await cmd.run.call(this, ctx);
       } catch (err) {
-        if (err instanceof CliError) throw farmError(Code.InvalidArgument, err.code, err.message, err.field, NOT_DISPATCHED);
+        if (err instanceof CliError) throw farmError(err.spec, err.message, err.field, NOT_DISPATCHED);
         throw err;
       }
     },
@@ -88,7 +88,7 @@ const setprop: Command = mutation({
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [key, value, ...extra] = parsed.positionals;
-    if (key === undefined || value === undefined || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected KEY VALUE", "key");
+    if (key === undefined || value === undefined || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected KEY VALUE", "key");
     const { client, session } = open(ctx, parsed);
     const res = await client.setProperty({ target: target(parsed, ctx.env), key, value }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `${key} set (action ${res.actionId})`);
@@ -104,7 +104,7 @@ const pin: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const label = stringFlag(parsed, "label");
-    if (label === undefined) throw new CliError(ErrorCodes.invalidArgument, "--label is required", "label");
+    if (label === undefined) throw new CliError(Errors.INVALID_ARGUMENT, "--label is required", "label");
     const { client, session } = open(ctx, parsed);
     const res = await client.pinIdentity({ target: target(parsed, ctx.env), label }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ physicalId: res.physicalId }, () => `pinned; physical id now ${res.physicalId}`);
@@ -227,7 +227,7 @@ export const inputCommand: Command = mutation({
     const parsed = parseFlags(ctx.args, this.options, true);
     const [what, ...rest] = parsed.positionals;
     const num = (v: string | undefined, field: string) => {
-      if (v === undefined || !/^\d{1,5}$/.test(v)) throw new CliError(ErrorCodes.invalidArgument, `${field} must be a non-negative integer`, field);
+      if (v === undefined || !/^\d{1,5}$/.test(v)) throw new CliError(Errors.INVALID_ARGUMENT, `${field} must be a non-negative integer`, field);
       return Number(v);
     };
     let kind: SendInputRequest["kind"];
@@ -236,7 +236,7 @@ export const inputCommand: Command = mutation({
       kind = { case: "swipe", value: create(SwipeSchema, { x1: num(rest[0], "x1"), y1: num(rest[1], "y1"), x2: num(rest[2], "x2"), y2: num(rest[3], "y2"), durationMs: rest[4] === undefined ? 0 : num(rest[4], "duration") }) };
     } else if (what === "text" && rest.length >= 1) kind = { case: "text", value: rest.join(" ") };
     else if (what === "key" && rest.length === 1) kind = { case: "key", value: rest[0] as string };
-    else throw new CliError(ErrorCodes.invalidArgument, `usage: ${this.usage}`, "input");
+    else throw new CliError(Errors.INVALID_ARGUMENT, `usage: ${this.usage}`, "input");
     const { client, session } = open(ctx, parsed);
     const res = await client.sendInput({ target: target(parsed, ctx.env), kind }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `sent (action ${res.actionId})`);
@@ -267,8 +267,8 @@ export const screenshotCommand: Command = {
     // `--output json|pretty` is the format; any other --output value is the file.
     const parsed = parseFlags(ctx.args, this.options);
     const file = stringFlag(parsed, "output");
-    if (!file) throw new CliError(ErrorCodes.invalidArgument, "--output FILE.png is required", "output");
-    if (existsSync(file)) throw new CliError(ErrorCodes.evidenceOutputExists, `${file} already exists`, "output");
+    if (!file) throw new CliError(Errors.INVALID_ARGUMENT, "--output FILE.png is required", "output");
+    if (existsSync(file)) throw new CliError(Errors.EVIDENCE_OUTPUT_EXISTS, `${file} already exists`, "output");
     const { client, session } = open(ctx, parsed);
     const shot = await client.takeScreenshot({ target: target(parsed, ctx.env) }, { timeoutMs: session.timeoutMs });
     const blobs = serviceClient(BlobService, session.config);
@@ -287,7 +287,7 @@ export const installCommand: Command = mutation({
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [apk, ...extra] = parsed.positionals;
-    if (!apk || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected one APP.apk", "file");
+    if (!apk || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected one APP.apk", "file");
     const { client, session } = open(ctx, parsed);
     const t = target(parsed, ctx.env);
     const blobId = await uploadFile(serviceClient(BlobService, session.config), apk);

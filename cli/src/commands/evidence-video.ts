@@ -2,8 +2,7 @@ import { readFile, rmdir, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
-import { ErrorCodes, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateContext, validateLabel, validateOutputDir } from "@farm/shared/evidence-options";
 import { FARM_VERSION } from "@farm/shared/version";
@@ -33,10 +32,10 @@ async function resolveSession(text: string | undefined): Promise<{ sessionId: st
   try {
     manifest = JSON.parse(await readFile(path, "utf8")) as EvidenceManifest;
   } catch (err) {
-    throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `${path} is not a readable bundle manifest: ${(err as Error).message}`, videoFields.session);
+    throw farmError(Errors.EVIDENCE_SESSION_NOT_FOUND, `${path} is not a readable bundle manifest: ${(err as Error).message}`, videoFields.session);
   }
   if (manifest.kind !== "video" || typeof manifest.evidenceId !== "string") {
-    throw farmError(Code.NotFound, ErrorCodes.evidenceSessionNotFound, `${path} is not a video bundle's manifest`, videoFields.session);
+    throw farmError(Errors.EVIDENCE_SESSION_NOT_FOUND, `${path} is not a video bundle's manifest`, videoFields.session);
   }
   return { sessionId: validateSessionId(manifest.evidenceId), dir: dirname(path), local: manifest };
 }
@@ -67,7 +66,7 @@ async function refreshLocal(ctx: CommandContext, parsed: Parsed, dir: string, s:
     if (!m.finishedAt) {
       const text = s.manifestJson;
       await publishBundleFile(dir, "manifest.json", text).catch((err: unknown) => {
-        throw farmError(Code.Aborted, ErrorCodes.evidenceCaptureFailed, `session ${s.sessionId}: writing the active manifest into ${dir} failed: ${(err as Error).message}`);
+        throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `session ${s.sessionId}: writing the active manifest into ${dir} failed: ${(err as Error).message}`);
       });
     }
   }
@@ -78,7 +77,7 @@ function view(s: VideoSession, manifestPath: string | null, okWhen: (status: str
   const ok = okWhen(s.status) && s.code === "";
   return {
     ok,
-    ...(ok ? {} : { code: s.code || ErrorCodes.evidenceCaptureFailed, message: s.message || `session is ${s.status}` }),
+    ...(ok ? {} : { code: s.code || Errors.EVIDENCE_CAPTURE_FAILED.code, message: s.message || `session is ${s.status}` }),
     sessionId: s.sessionId,
     status: s.status,
     manifestPath,

@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { CliError, ErrorCodes, toErrorReport } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError, cliErrorReport } from "../cli-error.js";
 import { validateAppPackage, validateContext, validateLabel, validateOutputDir, validateTimeout } from "@farm/shared/evidence-options";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { FARM_VERSION } from "@farm/shared/version";
@@ -27,7 +28,7 @@ const connection = Object.fromEntries(Object.entries(clientOptions).filter(([k])
  * id, because the stored bundle can still be pulled.
  */
 function failedAfterStore(ctx: CommandContext, err: unknown, evidenceId: string): number {
-  const report = toErrorReport(err);
+  const report = cliErrorReport(err);
   const data = { ...report, evidenceId };
   ctx.printer.emit(data, () => `error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]\nevidence ${evidenceId} is in the coordinator's store`);
   return 1;
@@ -89,7 +90,7 @@ const capture: Command = {
       ? { ok: true, status: manifest.status, manifestPath, evidenceId: res.evidenceId }
       : {
           ok: false,
-          code: ErrorCodes.evidenceCaptureFailed,
+          code: Errors.EVIDENCE_CAPTURE_FAILED.code,
           message: `capture is ${manifest.status}: ${manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", ")}`,
           status: manifest.status,
           manifestPath,
@@ -150,7 +151,7 @@ const pull: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [id, ...extra] = parsed.positionals;
-    if (!id || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one EVIDENCE_ID", "evidence_id");
+    if (!id || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected exactly one EVIDENCE_ID", "evidence_id");
     const outputDir = validateOutputDir(stringFlag(parsed, "output-dir"));
     const session = clientSession(ctx, parsed);
     const client = serviceClient(EvidenceService, session.config);
@@ -171,13 +172,13 @@ const verify: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [dir, ...extra] = parsed.positionals;
-    if (!dir || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one BUNDLE_DIR", "bundle_dir");
+    if (!dir || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected exactly one BUNDLE_DIR", "bundle_dir");
     // Loaded here: the schema validator is only needed by this command.
     const { verifyBundle } = await import("../bundle-verify.js");
     const report = await verifyBundle(dir);
     const data = report.ok
       ? { ok: true, evidenceId: report.evidenceId, status: report.status, checked: report.checked }
-      : { ok: false, code: ErrorCodes.evidenceVerifyFailed, message: `${report.problems.length} problem(s) in ${dir}`, evidenceId: report.evidenceId, problems: report.problems };
+      : { ok: false, code: Errors.EVIDENCE_VERIFY_FAILED.code, message: `${report.problems.length} problem(s) in ${dir}`, evidenceId: report.evidenceId, problems: report.problems };
     ctx.printer.emit(data, () => (report.ok ? `ok: ${report.checked} artifact(s) match the manifest` : ["FAILED:", ...report.problems.map((p) => `  ${p}`)].join("\n")));
     return report.ok ? 0 : 1;
   },

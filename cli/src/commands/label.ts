@@ -1,4 +1,5 @@
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { parseFlags } from "../args.js";
 import { serviceClient } from "../client.js";
@@ -10,7 +11,7 @@ export function parseLabels(words: string[], field = "label"): Record<string, st
   const out: Record<string, string> = {};
   for (const w of words) {
     const eq = w.indexOf("=");
-    if (eq <= 0) throw new CliError(ErrorCodes.invalidArgument, `labels are key=value, got "${w}"`, field);
+    if (eq <= 0) throw new CliError(Errors.INVALID_ARGUMENT, `labels are key=value, got "${w}"`, field);
     out[w.slice(0, eq)] = w.slice(eq + 1);
   }
   return out;
@@ -25,7 +26,7 @@ const set: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [serial, ...pairs] = parsed.positionals;
-    if (!serial || pairs.length === 0) throw new CliError(ErrorCodes.invalidArgument, "expected SERIAL key=value...", "label");
+    if (!serial || pairs.length === 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected SERIAL key=value...", "label");
     const session = clientSession(ctx, parsed);
     const res = await serviceClient(LeaseService, session.config).setDeviceLabels({ serial, labels: parseLabels(pairs) }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ physicalId: res.physicalId, labels: res.labels }, () => `${res.physicalId}: ${Object.entries(res.labels).map(([k, v]) => `${k}=${v}`).join(" ")}`);
@@ -42,7 +43,7 @@ const rm: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const [serial, key, ...extra] = parsed.positionals;
-    if (!serial || !key || extra.length > 0) throw new CliError(ErrorCodes.invalidArgument, "expected SERIAL KEY", "label");
+    if (!serial || !key || extra.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, "expected SERIAL KEY", "label");
     const session = clientSession(ctx, parsed);
     const res = await serviceClient(LeaseService, session.config).removeDeviceLabel({ serial, key }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ physicalId: res.physicalId, labels: res.labels }, () => `${res.physicalId}: ${Object.entries(res.labels).map(([k, v]) => `${k}=${v}`).join(" ") || "(no labels)"}`);

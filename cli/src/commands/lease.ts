@@ -3,7 +3,8 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { CliError, ErrorCodes, toErrorReport } from "@farm/shared/errors";
+import { Errors, toErrorReport } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { LeaseSelectorSchema, type Lease, type LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
 import { parseFlags, stringFlag, type OptionSpec, type Parsed } from "../args.js";
@@ -31,7 +32,7 @@ function selectorOf(parsed: Parsed): LeaseSelector {
   let max = 0;
   if (api !== undefined) {
     const m = /^(\d+)(?:\.\.(\d+))?$/.exec(api);
-    if (!m) throw new CliError(ErrorCodes.invalidArgument, `--api-level must be MIN or MIN..MAX, got "${api}"`, "api-level");
+    if (!m) throw new CliError(Errors.INVALID_ARGUMENT, `--api-level must be MIN or MIN..MAX, got "${api}"`, "api-level");
     min = Number(m[1]);
     max = m[2] ? Number(m[2]) : 0;
   }
@@ -82,10 +83,10 @@ async function acquire(ctx: CommandContext, parsed: Parsed): Promise<{ lease: Le
         { selector, waitMs: Math.max(0, deadline - Date.now()), ttlMs, ticket },
         { timeoutMs: Math.max(0, deadline - Date.now()) + 30_000 },
       );
-      if (!res.lease) throw new CliError(ErrorCodes.internal, "the coordinator granted no lease");
+      if (!res.lease) throw new CliError(Errors.INTERNAL, "the coordinator granted no lease");
       return { lease: res.lease, token: res.token };
     } catch (err) {
-      const unavailable = ConnectError.from(err).code === Code.Unavailable && toErrorReport(err).code === ErrorCodes.coordinatorUnavailable;
+      const unavailable = ConnectError.from(err).code === Code.Unavailable && toErrorReport(err).code === Errors.COORDINATOR_UNAVAILABLE.code;
       if (!unavailable || Date.now() >= deadline) throw err;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -109,7 +110,7 @@ const acquireCommand: Command = {
 
 function tokenOf(ctx: CommandContext, parsed: Parsed): string {
   const t = stringFlag(parsed, "lease") || ctx.env["FARM_LEASE"];
-  if (!t) throw new CliError(ErrorCodes.invalidArgument, "--lease TOKEN is required (or FARM_LEASE)", "lease");
+  if (!t) throw new CliError(Errors.INVALID_ARGUMENT, "--lease TOKEN is required (or FARM_LEASE)", "lease");
   return t;
 }
 
@@ -179,7 +180,7 @@ const run: Command = {
   positionals: true,
   async run(ctx) {
     const dash = ctx.args.indexOf("--");
-    if (dash < 0 || dash === ctx.args.length - 1) throw new CliError(ErrorCodes.invalidArgument, "give the command after --", "command");
+    if (dash < 0 || dash === ctx.args.length - 1) throw new CliError(Errors.INVALID_ARGUMENT, "give the command after --", "command");
     const parsed = parseFlags(ctx.args.slice(0, dash), this.options);
     const [cmd, ...args] = ctx.args.slice(dash + 1) as [string, ...string[]];
     const { lease, token } = await acquire(ctx, parsed);

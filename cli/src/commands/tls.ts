@@ -3,7 +3,8 @@ import { isIP } from "node:net";
 import { join } from "node:path";
 import { mkdir, writeFile } from "node:fs/promises";
 import forge from "node-forge";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { parseFlags } from "../args.js";
 import type { Command, CommandGroup } from "../command.js";
 
@@ -27,7 +28,7 @@ async function writeNew(path: string, text: string, mode: number): Promise<void>
   try {
     await writeFile(path, text, { flag: "wx", mode });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new CliError(ErrorCodes.alreadyExists, `${path} exists; choose another --out-dir (nothing was overwritten)`, "out-dir");
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new CliError(Errors.ALREADY_EXISTS, `${path} exists; choose another --out-dir (nothing was overwritten)`, "out-dir");
     throw err;
   }
 }
@@ -40,14 +41,14 @@ const selfSigned: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const hosts = (parsed.values["host"] as string[] | undefined) ?? [];
-    if (hosts.length === 0) throw new CliError(ErrorCodes.invalidArgument, "give at least one --host (the names and addresses clients use for the coordinator)", "host");
+    if (hosts.length === 0) throw new CliError(Errors.INVALID_ARGUMENT, "give at least one --host (the names and addresses clients use for the coordinator)", "host");
     for (const h of hosts) {
       if (!isIP(h) && !/^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(h)) {
-        throw new CliError(ErrorCodes.invalidArgument, `"${h}" is neither a DNS name nor an IP address`, "host");
+        throw new CliError(Errors.INVALID_ARGUMENT, `"${h}" is neither a DNS name nor an IP address`, "host");
       }
     }
     const outDir = parsed.values["out-dir"] as string | undefined;
-    if (!outDir) throw new CliError(ErrorCodes.invalidArgument, "--out-dir is required", "out-dir");
+    if (!outDir) throw new CliError(Errors.INVALID_ARGUMENT, "--out-dir is required", "out-dir");
     await mkdir(outDir, { recursive: true, mode: 0o700 });
 
     const now = new Date();

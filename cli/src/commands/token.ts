@@ -1,6 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { CliError, ErrorCodes } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/errors";
+import { CliError } from "../cli-error.js";
 import { TokenService, TokenKind, TokenRole, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { parseFlags, requiredString } from "../args.js";
 import { serviceClient } from "../client.js";
@@ -22,18 +23,18 @@ const create: Command = {
     const parsed = parseFlags(ctx.args, this.options);
     const kindText = requiredString(parsed, "kind");
     const kind = kindText === "agent" ? TokenKind.AGENT : kindText === "user" ? TokenKind.USER : undefined;
-    if (kind === undefined) throw new CliError(ErrorCodes.invalidArgument, `--kind must be agent or user, got "${kindText}"`, "kind");
+    if (kind === undefined) throw new CliError(Errors.INVALID_ARGUMENT, `--kind must be agent or user, got "${kindText}"`, "kind");
     const name = requiredString(parsed, "name");
     // --admin is the older spelling of --role admin.
     const admin = parsed.values["admin"] === true;
-    if (admin && kind !== TokenKind.USER) throw new CliError(ErrorCodes.invalidArgument, "--admin is only for user tokens", "admin");
+    if (admin && kind !== TokenKind.USER) throw new CliError(Errors.INVALID_ARGUMENT, "--admin is only for user tokens", "admin");
     const roleText = parsed.values["role"];
     let role = TokenRole.UNSPECIFIED;
     if (typeof roleText === "string") {
-      if (kind !== TokenKind.USER) throw new CliError(ErrorCodes.invalidArgument, "--role is only for user tokens: an agent token may only attach its agent", "role");
+      if (kind !== TokenKind.USER) throw new CliError(Errors.INVALID_ARGUMENT, "--role is only for user tokens: an agent token may only attach its agent", "role");
       const r = roles[roleText];
-      if (r === undefined) throw new CliError(ErrorCodes.invalidArgument, `--role must be viewer, operator or admin, got "${roleText}"`, "role");
-      if (admin && r !== TokenRole.ADMIN) throw new CliError(ErrorCodes.invalidArgument, `--admin conflicts with --role ${roleText}`, "role");
+      if (r === undefined) throw new CliError(Errors.INVALID_ARGUMENT, `--role must be viewer, operator or admin, got "${roleText}"`, "role");
+      if (admin && r !== TokenRole.ADMIN) throw new CliError(Errors.INVALID_ARGUMENT, `--admin conflicts with --role ${roleText}`, "role");
       role = r;
     }
     const session = clientSession(ctx, parsed);
@@ -83,7 +84,7 @@ const revoke: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options, true);
     const name = parsed.positionals[0];
-    if (!name || parsed.positionals.length > 1) throw new CliError(ErrorCodes.invalidArgument, "expected exactly one token NAME", "name");
+    if (!name || parsed.positionals.length > 1) throw new CliError(Errors.INVALID_ARGUMENT, "expected exactly one token NAME", "name");
     const session = clientSession(ctx, parsed);
     const res = await serviceClient(TokenService, session.config).revokeToken({ name }, { timeoutMs: session.timeoutMs });
     ctx.printer.result({ info: res.info ? infoJson(res.info) : null }, () => `token "${name}" revoked`);
