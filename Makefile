@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := node_modules/.farm-installed
 
-.PHONY: help deps system-deps build proto proto-check test demo bench schema clean
+.PHONY: help deps system-deps build proto proto-check migrations-check lint test demo bench schema clean
 
 help:
 	@echo "make demo   - start two simulated phones and farm standalone, list them"
@@ -31,7 +31,14 @@ proto: deps
 proto-check: deps
 	@scripts/check-proto.sh
 
-test: build proto-check
+migrations-check: deps
+	@scripts/check-migrations.sh
+
+# Type-aware: reads the built declarations of the packages it imports.
+lint: build
+	npx eslint agent/src coordinator/src cli/src shared/src test
+
+test: build proto-check migrations-check lint
 	npx vitest run
 
 demo: build

@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OsLock } from "./os-lock.js";
 
@@ -18,17 +20,23 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const lockModule = fileURLToPath(new URL("../dist/os-lock.js", import.meta.url));
+// The other process runs this same source, transpiled here, never dist/: a
+// stale build must not stand in for the code under test.
+const lockSource = ts.transpileModule(readFileSync(fileURLToPath(new URL("./os-lock.ts", import.meta.url)), "utf8"), {
+  compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 },
+}).outputText;
+// Its imports (better-sqlite3) resolve from the agent package, as the source's do.
+const agentDir = fileURLToPath(new URL("..", import.meta.url));
 
 /** A separate Node process that takes the lock and reports when it holds it. */
 function holderProcess(file: string) {
   const script = `
-    const { OsLock } = await import(${JSON.stringify(lockModule)});
+    ${lockSource}
     const lock = await OsLock.acquire(${JSON.stringify(file)}, { who: "child" }, Date.now() + 10000);
     console.log(lock ? "held" : "busy");
     if (lock) setInterval(() => {}, 1000);
   `;
-  const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: agentDir, stdio: ["ignore", "pipe", "inherit"] });
   children.push(proc);
   const said = new Promise<string>((resolve) => proc.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));

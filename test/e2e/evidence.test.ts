@@ -173,7 +173,8 @@ describe("captures that cannot be complete", () => {
         const m = await manifestOf(dir);
         const shot = m.artifacts.find((a) => a.kind === "screenshot");
         expect(shot).toMatchObject({ status: "partial", path: "screenshot.partial.png" });
-        expect(shot?.error?.code).toMatch(/^SCREENSHOT_/);
+        // A PNG that arrived whole but does not decode: not a transfer or size failure.
+        expect(shot?.error?.code).toBe("SCREENSHOT_INVALID_PNG");
         expect(m.artifacts.find((a) => a.kind === "hierarchy")?.status).toBe("complete");
         expect((await farm(["evidence", "verify", dir], lab.env)).code).toBe(0);
       } finally {
@@ -215,19 +216,38 @@ describe("captures that cannot be complete", () => {
   });
 
   it("keeps partial screenshot bytes when the phone vanishes mid-transfer", async () => {
-    const flaky = await lab.addDevice({ serialno: "VANISH0001" });
+    // The phone vanishes once it has sent the first PNG packets (4 KiB each,
+    // each sent only after the host took the last), not after a guessed delay.
+    let screencapStream: string | undefined;
+    let packetsSent = 0;
+    let midTransfer: () => void = () => undefined;
+    const sentSome = new Promise<void>((resolve) => (midTransfer = resolve));
+    const trace = (line: string) => {
+      const open = /^<- OPEN\((\d+), \d+\) ".*screencap/.exec(line);
+      if (open) screencapStream = open[1];
+      const wrte = /^-> WRTE\(\d+, (\d+)\)/.exec(line);
+      if (wrte && wrte[1] === screencapStream && ++packetsSent === 3) midTransfer();
+    };
+    const flaky = await lab.addDevice({ serialno: "VANISH0001", maxPayload: 4096, trace });
     flaky.device.faults.set({ bandwidthBytesPerSec: 40_000 });
     const dir = out("vanish");
     const pending = farm(["evidence", "capture", "--device", flaky.serial, "--output-dir", dir, "--timeout", "20000"], lab.env);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sentSome;
     await flaky.device.vanish();
     const r = await pending;
     expect(r.code).toBe(1);
     const m = await manifestOf(dir);
     expect(m.status).not.toBe("complete");
     const shot = m.artifacts.find((a) => a.kind === "screenshot");
-    expect(shot?.status).not.toBe("complete");
-    if (shot?.path) expect(shot.path).toBe("screenshot.partial.png");
+    expect(shot).toMatchObject({ status: "partial", path: "screenshot.partial.png" });
+    // The bytes that arrived are kept as they arrived: at least the packets the host took, and not a PNG that decodes.
+    const bytes = await readFile(join(dir, "screenshot.partial.png"));
+    expect(bytes.length).toBe(shot?.bytes);
+    // Two packets the host acknowledged, each 4096 bytes less shell v2's 5-byte frame header.
+    expect(bytes.length).toBeGreaterThanOrEqual(2 * (4096 - 5));
+    expect(bytes.subarray(1, 4).toString("latin1")).toBe("PNG");
+    await expect(sharp(bytes).raw().toBuffer()).rejects.toThrow();
+    expect((await farm(["evidence", "verify", dir], lab.env)).code).toBe(0);
   });
 });
 

@@ -142,11 +142,26 @@ describe("walking skeleton", () => {
     await devicesWhen("devices back after the agent thaws", (d) => d.length === 2 && d.every((x) => x.state === "device"));
   });
 
-  it("re-attaches the agent with its devices after the coordinator is killed and restarted", async () => {
-    coordinator.kill("SIGKILL");
-    await coordinator.exited;
-    coordinator = await startFarm(["coordinator", "--listen", coordinatorListen, "--data-dir", join(dir.path, "coordinator")]);
-    // Right after the restart the stored devices are listed as agent-offline...
+  it("lists the stored devices agent-offline after the coordinator is killed and restarted, then re-attaches the agent", async () => {
+    const before = await devicesWhen("both devices online", (d) => d.length === 2 && d.every((x) => x.state === "device"));
+    // Frozen, the agent cannot re-attach before the restarted coordinator is asked.
+    agent.kill("SIGSTOP");
+    try {
+      coordinator.kill("SIGKILL");
+      await coordinator.exited;
+      coordinator = await startFarm(["coordinator", "--listen", coordinatorListen, "--data-dir", join(dir.path, "coordinator")]);
+      const stored = await devices();
+      expect(stored.map((d) => d.serial)).toEqual(simSerials());
+      for (const b of before) {
+        const a = stored.find((d) => d.serial === b.serial);
+        expect(a?.state, b.serial).toBe("agent-offline");
+        expect(a?.agentName, b.serial).toBe("lab-1");
+        expect(a?.properties, b.serial).toEqual(b.properties);
+      }
+      expect((await agents())[0]).toMatchObject({ online: false, deviceCount: 2, id: agent.ready["agentId"] });
+    } finally {
+      agent.kill("SIGCONT");
+    }
     const list = await devicesWhen("devices online again", (d) => d.length === 2 && d.every((x) => x.state === "device"), 30_000);
     expect(list.map((d) => d.serial)).toEqual(simSerials());
     const a = await agents();

@@ -18,7 +18,7 @@ describe("checkPng", () => {
     expect(await checkPng(good.subarray(0, Math.floor(good.length / 2)))).toMatchObject({ ok: false, code: "SCREENSHOT_INVALID_PNG" });
     const corrupt = Buffer.from(good);
     for (let i = 60; i < corrupt.length - 20; i += 7) corrupt[i] = (corrupt[i] as number) ^ 0xff;
-    expect(await checkPng(corrupt)).toMatchObject({ ok: false });
+    expect(await checkPng(corrupt)).toMatchObject({ ok: false, code: "SCREENSHOT_INVALID_PNG" });
     const lying = Buffer.from(good);
     lying.writeUInt32BE(216, 16); // header claims twice the width; CRC no longer matches either
     expect(await checkPng(lying)).toMatchObject({ ok: false, code: "SCREENSHOT_INVALID_PNG" });

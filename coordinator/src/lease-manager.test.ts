@@ -1,0 +1,371 @@
+import { createHash } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
+import { createLogger } from "@farm/shared/log";
+import { openDatabase, type OpenedDatabase } from "./db/open-database.js";
+import { leases as leaseRows, leaseWaiters } from "./db/schema.js";
+import { LeaseManager, RESUME_GRACE_MS, type LeaseRow, type Selector } from "./lease-manager.js";
+import { Registry } from "./registry.js";
+
+// A fake clock: time moves only when a test says so, and sweeps run when a test calls them.
+let now = 1_700_000_000_000;
+const clock = () => now;
+const log = createLogger({ level: "error" });
+
+let opened: OpenedDatabase | undefined;
+const managers: LeaseManager[] = [];
+
+afterEach(() => {
+  // End every call still waiting (clears its deadline timer) before the database goes.
+  for (const m of managers) for (const w of m.list().queue) w.fail?.(new Error("test over"));
+  managers.length = 0;
+  opened?.close();
+  opened = undefined;
+});
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+function codeOf(err: unknown): string {
+  return ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.code ?? "";
+}
+
+function sel(over: Partial<Selector> = {}): Selector {
+  return { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "", ...over };
+}
+
+const phones = [
+  { serial: "S-1", physicalId: "pd-1", model: "Pixel 7" },
+  { serial: "S-2", physicalId: "pd-2", model: "Pixel 8" },
+];
+
+/** A coordinator's registry and lease manager on `db`, with one agent attached that reports `phones`. */
+function start(db: OpenedDatabase, attach = true) {
+  const registry = new Registry(db.db, { heartbeatMisses: 3, now: clock });
+  const leases = new LeaseManager(db.db, registry, log, clock);
+  managers.push(leases);
+  if (attach) attachAgent(registry);
+  return { registry, leases };
+}
+
+function attachAgent(registry: Registry): void {
+  registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
+  registry.replaceInventory(
+    "a-1",
+    phones.map((p) => create(DeviceReportSchema, { serial: p.serial, state: "device", properties: { physicalId: p.physicalId, identityStatus: "ok", model: p.model, apiLevel: 34 } })),
+  );
+}
+
+type Grant = { lease: LeaseRow; token: string };
+
+/** An acquire call whose outcome the test can inspect synchronously. */
+function call(leases: LeaseManager, holder: string, selector: Selector, opts: { ticket?: string; waitMs?: number; ttlMs?: number } = {}) {
+  const controller = new AbortController();
+  const c = {
+    controller,
+    ticket: opts.ticket ?? `t-${holder}`,
+    grant: undefined as Grant | undefined,
+    error: undefined as unknown,
+    promise: undefined as unknown as Promise<Grant>,
+  };
+  c.promise = leases.acquire(holder, selector, { waitMs: opts.waitMs ?? 60_000, ttlMs: opts.ttlMs ?? 60_000, ticket: c.ticket, signal: controller.signal });
+  c.promise.then(
+    (g) => (c.grant = g),
+    (e: unknown) => (c.error = e),
+  );
+  return c;
+}
+
+/** Lets settled promises run their handlers. */
+const settle = () => new Promise<void>((r) => setImmediate(r));
+
+function leaseRow(db: OpenedDatabase, leaseId: string) {
+  return db.db.select().from(leaseRows).all().find((r) => r.leaseId === leaseId);
+}
+
+describe("LeaseManager: FIFO", () => {
+  it("grants a freed device to the oldest waiter it matches, skipping older waiters it does not", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    const h2 = call(leases, "h2", sel({ physicalId: "pd-2" }));
+    await settle();
+    expect(h1.grant?.lease.physicalId).toBe("pd-1");
+    expect(h2.grant?.lease.physicalId).toBe("pd-2");
+
+    now += 1;
+    const wantsPixel8 = call(leases, "w1", sel({ model: "Pixel 8" }));
+    const any1 = call(leases, "w2", sel());
+    const any2 = call(leases, "w3", sel());
+    const wantsPixel7 = call(leases, "w4", sel({ model: "Pixel 7" }));
+    await settle();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["w1", "w2", "w3", "w4"]);
+
+    // pd-1 (a Pixel 7) frees: w1 does not match it, w2 is the oldest that does.
+    leases.release(h1.grant!.token);
+    await settle();
+    expect(any1.grant?.lease.physicalId).toBe("pd-1");
+    expect([wantsPixel8, any2, wantsPixel7].map((c) => c.grant)).toEqual([undefined, undefined, undefined]);
+
+    // pd-2 (a Pixel 8) frees: w1 has waited longest and matches.
+    leases.release(h2.grant!.token);
+    await settle();
+    expect(wantsPixel8.grant?.lease.physicalId).toBe("pd-2");
+    expect(any2.grant).toBeUndefined();
+
+    // pd-1 again: w3 arrived before w4, both match.
+    leases.release(any1.grant!.token);
+    await settle();
+    expect(any2.grant?.lease.physicalId).toBe("pd-1");
+    expect(wantsPixel7.grant).toBeUndefined();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["w4"]);
+    expect(opened.db.select().from(leaseWaiters).all().map((w) => w.holder)).toEqual(["w4"]);
+  });
+});
+
+describe("LeaseManager: a waiter whose call ended", () => {
+  it("is removed from the queue and the database, and the device goes to the next waiter", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    const gone = call(leases, "gone", sel({ physicalId: "pd-1" }));
+    const next = call(leases, "next", sel({ physicalId: "pd-1" }));
+    await settle();
+    gone.controller.abort();
+    await settle();
+    expect(codeOf(gone.error)).toBe("LEASE_WAIT_CANCELLED");
+    expect(opened.db.select().from(leaseWaiters).all().map((w) => w.holder)).toEqual(["next"]);
+
+    leases.release(h1.grant!.token);
+    await settle();
+    expect(next.grant?.lease.holder).toBe("next");
+    expect(gone.grant).toBeUndefined();
+    expect(opened.db.select().from(leaseRows).all().filter((r) => r.holder === "gone")).toEqual([]);
+  });
+
+  it("is never handed a device that frees while its call is ending", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    // The device frees inside the abort, before the lease manager's own abort listener runs.
+    const controller = new AbortController();
+    controller.signal.addEventListener("abort", () => leases.release(h1.grant!.token));
+    const gone = { grant: undefined as Grant | undefined, error: undefined as unknown };
+    leases.acquire("gone", sel({ physicalId: "pd-1" }), { waitMs: 60_000, ttlMs: 60_000, ticket: "t-gone", signal: controller.signal }).then(
+      (g) => (gone.grant = g),
+      (e: unknown) => (gone.error = e),
+    );
+    const next = call(leases, "next", sel({ physicalId: "pd-1" }));
+    await settle();
+    controller.abort();
+    await settle();
+    expect(gone.grant).toBeUndefined();
+    expect(codeOf(gone.error)).toBe("LEASE_WAIT_CANCELLED");
+    expect(next.grant?.lease.holder).toBe("next");
+    expect(leases.leaseOf("pd-1")?.holder).toBe("next");
+    // Whatever was committed for the departed caller is not active.
+    expect(opened.db.select().from(leaseRows).all().filter((r) => r.holder === "gone" && r.state === "active")).toEqual([]);
+  });
+
+  it("is never granted when its signal is already aborted", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const controller = new AbortController();
+    controller.abort();
+    await expect(leases.acquire("gone", sel(), { waitMs: 60_000, ttlMs: 60_000, ticket: "", signal: controller.signal })).rejects.toSatisfy((e) => codeOf(e) === "LEASE_WAIT_CANCELLED");
+    expect(leases.list()).toEqual({ leases: [], queue: [] });
+    expect(opened.db.select().from(leaseRows).all()).toEqual([]);
+  });
+});
+
+describe("LeaseManager: a grant is committed before it is returned", () => {
+  it("has the lease row active and the waiter row gone when the caller receives it", async () => {
+    opened = openDatabase(":memory:");
+    const db = opened;
+    const { leases } = start(db);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    const seen: unknown[] = [];
+    const waiting = call(leases, "w", sel({ physicalId: "pd-1" }), { ticket: "t-w" });
+    // Read the database in the very first callback the grant reaches.
+    void waiting.promise.then((g) => {
+      seen.push(leaseRow(db, g.lease.leaseId), db.db.select().from(leaseWaiters).all());
+    });
+    await settle();
+    leases.release(h1.grant!.token);
+    await settle();
+    const grant = waiting.grant!;
+    expect(seen).toEqual([expect.objectContaining({ state: "active", holder: "w", physicalId: "pd-1", tokenHash: sha256(grant.token) }), []]);
+  });
+
+  it("returns nothing, and keeps the waiter queued, when the commit fails", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    // The database refuses every new lease.
+    opened.sqlite.exec("CREATE TRIGGER refuse_leases BEFORE INSERT ON leases BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+    const immediate = call(leases, "now", sel({ physicalId: "pd-1" }));
+    await settle();
+    expect(immediate.grant).toBeUndefined();
+    expect(String(immediate.error)).toMatch(/refused by test/);
+    expect(leases.leaseOf("pd-1")).toBeUndefined();
+
+    opened.sqlite.exec("DROP TRIGGER refuse_leases");
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    const waiting = call(leases, "w", sel({ physicalId: "pd-1" }));
+    await settle();
+    opened.sqlite.exec("CREATE TRIGGER refuse_leases BEFORE INSERT ON leases BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+    try {
+      leases.release(h1.grant!.token);
+    } catch {
+      // Where the failed grant surfaces is not this test's claim; that nothing is handed out is.
+    }
+    await settle();
+    expect(waiting.grant).toBeUndefined();
+    expect(waiting.error).toBeUndefined();
+    expect(leases.leaseOf("pd-1")).toBeUndefined();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["w"]);
+    expect(opened.db.select().from(leaseWaiters).all().map((w) => w.holder)).toEqual(["w"]);
+
+    opened.sqlite.exec("DROP TRIGGER refuse_leases");
+    leases.dispatch();
+    await settle();
+    expect(waiting.grant?.lease.physicalId).toBe("pd-1");
+    expect(leaseRow(opened, waiting.grant!.lease.leaseId)?.state).toBe("active");
+  });
+});
+
+describe("LeaseManager: expiry", () => {
+  it("expires an unrenewed lease at its time and grants the device to the next waiter", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }), { ttlMs: 5_000 });
+    await settle();
+    const next = call(leases, "next", sel({ physicalId: "pd-1" }));
+    await settle();
+
+    now += 4_999;
+    leases.sweep();
+    await settle();
+    expect(next.grant).toBeUndefined();
+    expect(leases.leaseOf("pd-1")?.holder).toBe("h1");
+
+    now += 1;
+    leases.sweep();
+    await settle();
+    expect(leaseRow(opened, h1.grant!.lease.leaseId)).toMatchObject({ state: "expired", endedAt: now });
+    expect(next.grant?.lease).toMatchObject({ holder: "next", physicalId: "pd-1", acquiredAt: now, expiresAt: now + 60_000 });
+    expect(() => leases.renew(h1.grant!.token, 0)).toThrow(expect.toSatisfy((e) => codeOf(e) === "LEASE_EXPIRED"));
+    expect(() => leases.authorize("pd-1", h1.grant!.token)).toThrow(expect.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER"));
+  });
+
+  it("counts the time to live from the last renewal", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }), { ttlMs: 5_000 });
+    await settle();
+    now += 4_000;
+    leases.renew(h1.grant!.token, 0);
+    now += 4_000;
+    leases.sweep();
+    expect(leases.leaseOf("pd-1")?.holder).toBe("h1");
+    now += 1_000;
+    leases.sweep();
+    expect(leases.leaseOf("pd-1")).toBeUndefined();
+  });
+
+  it("ends a wait at its deadline with LEASE_WAIT_TIMEOUT", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    const w = call(leases, "w", sel({ physicalId: "pd-1" }), { waitMs: 10_000 });
+    await settle();
+    now += 10_000;
+    leases.sweep();
+    await settle();
+    expect(codeOf(w.error)).toBe("LEASE_WAIT_TIMEOUT");
+    expect(opened.db.select().from(leaseWaiters).all()).toEqual([]);
+  });
+});
+
+describe("LeaseManager: across a restart", () => {
+  /** Two waiters queued behind h1 on pd-1, then the coordinator "restarts": a new registry and lease manager on the same database. */
+  async function restartWithQueue() {
+    const db = opened as OpenedDatabase;
+    const before = start(db);
+    const h1 = call(before.leases, "h1", sel({ physicalId: "pd-1" }), { ttlMs: 600_000 });
+    await settle();
+    call(before.leases, "alice", sel({ physicalId: "pd-1" }), { ticket: "t-alice", waitMs: 600_000 });
+    now += 1;
+    call(before.leases, "bob", sel({ model: "Pixel 7" }), { ticket: "t-bob", waitMs: 600_000 });
+    await settle();
+    const queuedBefore = before.leases.list().queue.map((w) => ({ ticket: w.ticket, seq: w.seq, holder: w.holder, selector: w.selector }));
+    // The old process is gone: its calls end without touching the database.
+    for (const w of before.leases.list().queue) w.fail?.(new Error("process exited"));
+    now += 1_000;
+    const after = start(db, false);
+    return { h1, queuedBefore, after };
+  }
+
+  it("restores the queue in order, with the active lease, and keeps each place for its returning client", async () => {
+    opened = openDatabase(":memory:");
+    const { h1, queuedBefore, after } = await restartWithQueue();
+    const { leases, registry } = after;
+    expect(leases.list().queue.map((w) => ({ ticket: w.ticket, seq: w.seq, holder: w.holder, selector: w.selector }))).toEqual(queuedBefore);
+    expect(leases.authorize("pd-1", h1.grant!.token).holder).toBe("h1");
+
+    attachAgent(registry);
+    // Both clients come back, bob first; alice keeps the place she had before the restart.
+    const bob = call(leases, "bob", sel(), { ticket: "t-bob" });
+    const alice = call(leases, "alice", sel(), { ticket: "t-alice" });
+    const carol = call(leases, "carol", sel({ physicalId: "pd-1" }));
+    await settle();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["alice", "bob", "carol"]);
+    const seqs = leases.list().queue.map((w) => w.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+
+    leases.release(h1.grant!.token);
+    await settle();
+    expect(alice.grant?.lease.physicalId).toBe("pd-1");
+    leases.release(alice.grant!.token);
+    await settle();
+    // bob's restored selector (model Pixel 7) is the one that counts, not the one sent on return.
+    expect(bob.grant?.lease.physicalId).toBe("pd-1");
+    expect(carol.grant).toBeUndefined();
+  });
+
+  it("lets a returned client be served before an older waiter whose client has not come back, and drops that one after the grace period", async () => {
+    opened = openDatabase(":memory:");
+    const { h1, after } = await restartWithQueue();
+    const { leases, registry } = after;
+    attachAgent(registry);
+    const bob = call(leases, "bob", sel(), { ticket: "t-bob" });
+    await settle();
+    leases.release(h1.grant!.token);
+    await settle();
+    expect(bob.grant?.lease.physicalId).toBe("pd-1");
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["alice"]);
+
+    now += RESUME_GRACE_MS - 1;
+    leases.sweep();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["alice"]);
+    now += 1;
+    leases.sweep();
+    expect(leases.list().queue).toEqual([]);
+    expect(opened.db.select().from(leaseWaiters).all()).toEqual([]);
+  });
+
+  it("refuses another caller's ticket", async () => {
+    opened = openDatabase(":memory:");
+    const { after } = await restartWithQueue();
+    const mallory = call(after.leases, "mallory", sel(), { ticket: "t-alice" });
+    await settle();
+    expect(codeOf(mallory.error)).toBe("PERMISSION_DENIED");
+    expect(after.leases.list().queue.map((w) => w.holder)).toEqual(["alice", "bob"]);
+  });
+});
