@@ -280,6 +280,6 @@ function toInput(v: SendInputRequest): InputRequest {
 }
 
 function serialOf(target: DeviceTarget | undefined): string {
-  if (!target?.serial) throw farmError(Errors.INVALID_ARGUMENT, "a device serial is required", "serial");
+  if (!target?.serial) throw farmError(Errors.INVALID_ARGUMENT, "a device serial is required", "target.serial");
   return target.serial;
 }

@@ -115,7 +115,7 @@ export class DeviceOwnership {
         Errors.DEVICE_OFFLINE,
         d ? `device ${serial} is ${d.state}` : `device ${serial} is not connected to this agent's adb server`,
         NOT_DISPATCHED,
-        "serial",
+        "target.serial",
       );
     }
     return d;
@@ -153,7 +153,7 @@ export class DeviceOwnership {
         Errors.DUPLICATE_IDENTITY,
         `device ${ctx.serial} shares its identity (${device.identity.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
         NOT_DISPATCHED,
-        "serial",
+        "target.serial",
       );
     }
     const physicalId = device.identity.physicalId;
@@ -254,7 +254,7 @@ export class DeviceOwnership {
 
   status(serial: string): Ownership {
     const d = this.deps.watcher.device(serial);
-    if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `device ${serial} is not known to this agent (or its properties are not read yet)`, "serial");
+    if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `device ${serial} is not known to this agent (or its properties are not read yet)`, "target.serial");
     const physicalId = d.identity.physicalId;
     const file = this.lockFile(physicalId);
     const locked = OsLock.isHeld(file);

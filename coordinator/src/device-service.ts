@@ -55,7 +55,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const principal = requirePrincipal(ctx);
     checkArguments(kind, req);
     const serial = req.target?.serial ?? "";
-    if (serial === "") throw invalidArgument("serial", "a device serial is required");
+    if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
     const r = routeFor(deps, serial, req.target?.agent ?? "", mutations.has(kind), ctx.requestHeader.get("x-farm-lease"), holderOnly.has(kind) ? principal : undefined);
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
@@ -130,7 +130,7 @@ export function routeFor(
     throw farmError(
       Errors.DUPLICATE_IDENTITY,
       `device ${serial} shares its identity (${r.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
-      "serial",
+      "target.serial",
       { dispatched: false, ambiguous: false },
     );
   }

@@ -57,7 +57,7 @@ describe("what an agent may claim", () => {
     expect(claimed?.quarantineReason).toContain("lab-a");
     expect(r.listDevices({ state: "quarantined" }).map((d) => d.serial)).toEqual(["FAKE-1"]);
     expect(r.candidates().map((c) => `${c.agentName}/${c.serial}`)).toEqual(["lab-a/USB-1"]);
-    expect(failure(() => r.route("FAKE-1"))).toMatchObject({ code: "DEVICE_QUARANTINED", field: "serial", dispatched: false });
+    expect(failure(() => r.route("FAKE-1"))).toMatchObject({ code: "DEVICE_QUARANTINED", field: "target.serial", dispatched: false });
     expect(r.route("USB-1").agentName).toBe("lab-a");
     // A lease by serial never resolves to the claimant's identity.
     expect(r.physicalIdOf("FAKE-1")).toBeUndefined();
@@ -160,7 +160,7 @@ describe("routing by serial with offline agents", () => {
     r.attach(hello("b", "lab-b"), b);
     r.replaceInventory("b", [report("SHARED", "pid-shared")]);
     const both = failure(() => r.route("SHARED"));
-    expect(both).toMatchObject({ code: "DEVICE_AMBIGUOUS", field: "agent" });
+    expect(both).toMatchObject({ code: "DEVICE_AMBIGUOUS", field: "target.agent" });
     expect(both.message).toContain("lab-a");
     expect(both.message).toContain("lab-b");
 

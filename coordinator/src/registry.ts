@@ -384,7 +384,7 @@ export class Registry {
     );
     const notDispatched = { dispatched: false, ambiguous: false };
     if (matches.length === 0) {
-      throw actionError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial}${agent ? ` on agent ${agent}` : ""}`, notDispatched, "serial");
+      throw actionError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial}${agent ? ` on agent ${agent}` : ""}`, notDispatched, "target.serial");
     }
     const online = matches.filter((a) => a.session !== null);
     const usable = online.filter((a) => !a.devices.get(serial)?.quarantine);
@@ -393,17 +393,17 @@ export class Registry {
         Errors.DEVICE_AMBIGUOUS,
         `serial ${serial} is reported by online agents ${usable.map((m) => m.name).join(", ")}; name one with --agent`,
         notDispatched,
-        "agent",
+        "target.agent",
       );
     }
     const a = usable[0];
     if (!a?.session) {
       const held = online[0];
       if (held) {
-        throw actionError(Errors.DEVICE_QUARANTINED, `${serial} on agent ${held.name} is quarantined: ${held.devices.get(serial)?.quarantine ?? ""}`, notDispatched, "serial");
+        throw actionError(Errors.DEVICE_QUARANTINED, `${serial} on agent ${held.name} is quarantined: ${held.devices.get(serial)?.quarantine ?? ""}`, notDispatched, "target.serial");
       }
       const names = matches.map((m) => m.name).join(", ");
-      throw actionError(Errors.DEVICE_OFFLINE, matches.length === 1 ? `agent ${names}, which owns ${serial}, is offline` : `agents ${names}, which report ${serial}, are offline`, notDispatched, "serial");
+      throw actionError(Errors.DEVICE_OFFLINE, matches.length === 1 ? `agent ${names}, which owns ${serial}, is offline` : `agents ${names}, which report ${serial}, are offline`, notDispatched, "target.serial");
     }
     const props = a.devices.get(serial)?.properties;
     return { agentId: a.id, agentName: a.name, serial, physicalId: props?.physicalId ?? "", identityStatus: props?.identityStatus ?? "", session: a.session };

@@ -145,7 +145,7 @@ describe("an agent that claims another agent's phone", () => {
     const byIdOnAttacker = await farm(["lease", "acquire", "--physical-id", victim.physicalId, "--agent", "attacker", "--wait", "1s", "--ttl", "1m"], env);
     expect(byIdOnAttacker.code).toBe(1);
     const routed = await farm(["device", "props", "--device", clone.serial], env);
-    expect(routed.json).toMatchObject({ ok: false, code: "DEVICE_QUARANTINED", field: "serial" });
+    expect(routed.json).toMatchObject({ ok: false, code: "DEVICE_QUARANTINED", field: "device" });
     // The victim's own serial is untouched.
     const own = await leaseOnce(victim.serial, ["--wait", "5s"]);
     expect(own.json["lease"]).toMatchObject({ agentName: "lab", serial: victim.serial });

@@ -44,7 +44,7 @@ export async function captureEvidence(
   const serial = req.target?.serial ?? "";
   const device = watcher.device(serial);
   if (!device || device.state !== "device") {
-    throw actionError(Errors.DEVICE_OFFLINE, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
+    throw actionError(Errors.DEVICE_OFFLINE, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "target.serial");
   }
   const evidenceId = req.evidenceId;
   stagedInFlight.add(evidenceId);

@@ -146,7 +146,7 @@ export class IosDevices {
     if (!bundlePattern.test(bundleId)) throw bridgeError(BridgeErrors.invalid, `"${bundleId}" is not a bundle id`, "app");
     const budget = new Budget(timeoutMs);
     const d = this.devices.get(serial);
-    if (!d) throw bridgeError(BridgeErrors.discoveryFailed, `no iOS device ${serial} on this agent`, "serial");
+    if (!d) throw bridgeError(BridgeErrors.discoveryFailed, `no iOS device ${serial} on this agent`, "target.serial");
     if (stateOf(d) !== "device") throw bridgeError(BridgeErrors.discoveryFailed, `iOS device ${serial} is ${stateOf(d)}: it needs a connected developer tunnel, developer mode and its disk image`);
     let bytes: Buffer;
     try {

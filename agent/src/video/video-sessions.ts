@@ -92,10 +92,10 @@ export class VideoSessions {
     const serial = req.target?.serial ?? "";
     const device = this.deps.watcher.device(serial);
     if (!device || device.state !== "device") {
-      throw actionError(Errors.DEVICE_OFFLINE, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "serial");
+      throw actionError(Errors.DEVICE_OFFLINE, `device ${serial} is ${device?.state ?? "not connected to this agent's adb server"}`, { dispatched: false, ambiguous: false }, "target.serial");
     }
     const physicalId = device.identity.physicalId;
-    if (!physicalId) throw farmError(Errors.DEVICE_OFFLINE, `device ${serial} has no known identity yet`, "serial");
+    if (!physicalId) throw farmError(Errors.DEVICE_OFFLINE, `device ${serial} has no known identity yet`, "target.serial");
 
     // Tools and the device's recorder are checked before anything is dispatched.
     const tools = await checkMediaTools(mediaTools());
