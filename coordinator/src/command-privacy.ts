@@ -20,15 +20,41 @@ export function redactCommand(command: string): string {
   return `${name} [sha256:${sha256(command)}]`;
 }
 
-/** An activity entry as this viewer may see it (the shell command's text is the entry's detail). */
+/** "persist.ci.token=s3cr3t" -> "persist.ci.token=[sha256:…]": the key is not secret, the value may be. */
+export function redactSetprop(detail: string): string {
+  const eq = detail.indexOf("=");
+  return eq < 0 ? `[sha256:${sha256(detail)}]` : `${detail.slice(0, eq)}=[sha256:${sha256(detail.slice(eq + 1))}]`;
+}
+
+/**
+ * The detail of an activity entry (RunShell: the command; SetProperty:
+ * key=value) as this viewer may see it.
+ */
+export function activityDetailFor(viewer: Principal, entry: { command: string; caller: string; detail: string }): string {
+  if (maySeeCommand(viewer, entry.caller)) return entry.detail;
+  if (entry.command === "runShell") return redactCommand(entry.detail);
+  if (entry.command === "setProperty") return redactSetprop(entry.detail);
+  return entry.detail;
+}
+
+/** An activity entry as this viewer may see it. */
 export function activityFor(viewer: Principal, row: ActivityRow): ActivityRow {
-  if (row.command !== "runShell" || maySeeCommand(viewer, row.caller)) return row;
-  return { ...row, detail: redactCommand(row.detail) };
+  const detail = activityDetailFor(viewer, row);
+  return detail === row.detail ? row : { ...row, detail };
 }
 
 /** An ownership journal record as this viewer may see it. */
 export function actionRecordFor(viewer: Principal, record: ActionRecord): ActionRecord {
-  if (record.kind !== "shell" || maySeeCommand(viewer, record.requestedBy)) return record;
+  if ((record.kind !== "shell" && record.kind !== "setprop") || maySeeCommand(viewer, record.requestedBy)) return record;
+  if (record.kind === "setprop") {
+    let req: { key?: unknown; value?: unknown } = {};
+    try {
+      req = JSON.parse(record.requestJson) as typeof req;
+    } catch {
+      // Not the JSON a setprop journals: show nothing of it.
+    }
+    return create(ActionRecordSchema, { ...record, requestJson: JSON.stringify({ key: String(req.key ?? ""), valueSha256: sha256(String(req.value ?? "")), redacted: true }) });
+  }
   let command = "";
   try {
     command = String((JSON.parse(record.requestJson) as { command?: unknown }).command ?? "");

@@ -2,7 +2,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { WatchResponseSchema, WatchService, type WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { requirePrincipal } from "./auth.js";
-import { maySeeCommand, redactCommand } from "./command-privacy.js";
+import { activityDetailFor } from "./command-privacy.js";
 import type { Principal } from "./token-store.js";
 import type { WatchHub } from "./watch-hub.js";
 
@@ -15,11 +15,12 @@ export function registerWatchService(router: ConnectRouter, deps: { hub: WatchHu
   });
 }
 
-/** Live activity shows a shell command in full only to its caller and admins, like ListActivity. */
+/** Live activity shows command text and property values in full only to their caller and admins, like ListActivity. */
 function forViewer(viewer: Principal, msg: WatchResponse): WatchResponse {
   if (msg.kind.case !== "activity") return msg;
   const entry = msg.kind.value;
-  if (entry.command !== "runShell" || maySeeCommand(viewer, entry.caller)) return msg;
+  const detail = activityDetailFor(viewer, entry);
+  if (detail === entry.detail) return msg;
   // Messages are shared between watchers: change a copy.
-  return create(WatchResponseSchema, { kind: { case: "activity", value: { ...entry, detail: redactCommand(entry.detail) } } });
+  return create(WatchResponseSchema, { kind: { case: "activity", value: { ...entry, detail } } });
 }

@@ -343,7 +343,7 @@ describe("limits before work", () => {
 });
 
 describe("privacy", () => {
-  it("shows a shell command in full only to its caller and admins; others see its name and a hash", async () => {
+  it("shows a shell command or property value in full only to its caller and admins; others see a name and a hash", async () => {
     const alice = users["alice"] as { env: NodeJS.ProcessEnv };
     const bob = users["bob"] as { env: NodeJS.ProcessEnv };
     const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "5m", "--wait", "20s"], alice.env);
@@ -376,6 +376,19 @@ describe("privacy", () => {
     expect(adminsView).toContain(secret);
     expect(bobsView).not.toContain(secret);
     expect(bobsView).toContain(hash);
+
+    // A property value may be a secret too: its key is shown, its value only as a hash.
+    const set = await farm(["device", "setprop", "--device", serial, "debug.farm.secret", secret], withLease);
+    expect(set.json).toMatchObject({ ok: true });
+    const valueHash = (await import("node:crypto")).createHash("sha256").update(secret).digest("hex");
+    const propActivity = async (env: NodeJS.ProcessEnv) =>
+      ((await farm(["activity", "--device", serial], env)).json["entries"] as { command: string; caller: string; detail: string }[]).find((e) => e.command === "setProperty" && e.caller === "alice");
+    expect((await propActivity(alice.env))?.detail).toBe(`debug.farm.secret=${secret}`);
+    expect((await propActivity(bob.env))?.detail).toBe(`debug.farm.secret=[sha256:${valueHash}]`);
+    const bobsStatus = JSON.stringify((await farm(["device", "ownership", "status", "--device", serial], bob.env)).json);
+    expect(bobsStatus).not.toContain(secret);
+    expect(bobsStatus).toContain(valueHash);
+    expect(JSON.stringify((await farm(["device", "ownership", "status", "--device", serial], alice.env)).json)).toContain(secret);
     await farm(["lease", "release", "--lease", String((lease.json["lease"] as { token: string }).token)], alice.env);
   });
 
