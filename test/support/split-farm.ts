@@ -24,22 +24,43 @@ export interface SplitFarm {
   stop(): Promise<void>;
 }
 
+/** How to start a split lab. */
+export interface SplitFarmOptions {
+  agentName?: string;
+  agentArgs?: string[];
+  /** Extra `farm coordinator` flags (short timeouts, small quotas). */
+  coordinatorArgs?: string[];
+  /** Environment for the agent process, from the lab's directory. */
+  agentEnv?: (dir: TempDir) => NodeJS.ProcessEnv;
+  /** Runs after the coordinator is up and before the agent starts. */
+  beforeAgent?: (dir: TempDir) => Promise<void>;
+}
+
 export async function startSplitFarm(
   name: string,
-  opts: {
-    agentName?: string;
-    agentArgs?: string[];
-    /** Extra `farm coordinator` flags (short timeouts, small quotas). */
-    coordinatorArgs?: string[];
-    /** Environment for the agent process, from the lab's directory. */
-    agentEnv?: (dir: TempDir) => NodeJS.ProcessEnv;
-    /** Runs after the coordinator is up and before the agent starts. */
-    beforeAgent?: (dir: TempDir) => Promise<void>;
-  } = {},
+  opts: SplitFarmOptions = {},
 ): Promise<SplitFarm> {
   const dir = await makeTempDir(name);
+  // What started so far, stopped again if a later step fails (the caller never gets a lab to stop).
+  const started: { stop(): Promise<unknown> }[] = [];
+  try {
+    return await build(opts, dir, started);
+  } catch (err) {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    await dir.remove().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function build(
+  opts: SplitFarmOptions,
+  dir: TempDir,
+  started: { stop(): Promise<unknown> }[],
+): Promise<SplitFarm> {
   const adb = await startAdbServer();
+  started.push(adb);
   const coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator"), ...(opts.coordinatorArgs ?? [])]);
+  started.push(coordinator);
   const url = String(coordinator.ready["url"]);
   const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
   const env = { FARM_COORDINATOR: url, FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
