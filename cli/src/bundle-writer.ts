@@ -1,9 +1,10 @@
-import { mkdir, open, rename, rm, rmdir } from "node:fs/promises";
+import { mkdir, rm, rmdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ConnectError } from "@connectrpc/connect";
 import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
-import { VerifiedFileWriter, writeAll } from "@farm/shared/verified-file";
+import { fsyncDir, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
+import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import type { PullEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 
 const pathPattern = /^[A-Za-z0-9._-]+$/;
@@ -20,22 +21,12 @@ export async function claimBundleDir(dir: string): Promise<void> {
   try {
     await mkdir(dir, { mode: 0o700 });
     // Best effort: the new entry in the parent outlives a crash (a parent we may not open is no reason to fail).
-    await syncDir(dirname(dir)).catch(() => undefined);
+    await fsyncDir(dirname(dir)).catch(() => undefined);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "EEXIST") throw farmError(Errors.EVIDENCE_OUTPUT_EXISTS, `output dir ${dir} already exists; a new capture needs a new directory`, "output-dir");
     if (code !== undefined && SPACE_CODES.has(code)) throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `cannot create output dir ${dir}: ${(err as Error).message}`, "output-dir");
     throw farmError(Errors.INVALID_ARGUMENT, `cannot create output dir ${dir}: ${(err as Error).message}`, "output-dir");
-  }
-}
-
-/** Makes renames and creations in `dir` durable (a published name survives a crash). */
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }
 
@@ -49,21 +40,7 @@ const incoming = (dir: string, name: string) => join(dir, `.${name}.incoming-${p
  * the temporary file is removed.
  */
 export async function publishBundleFile(dir: string, name: string, data: string | Uint8Array): Promise<void> {
-  const tmp = incoming(dir, name);
-  try {
-    const fh = await open(tmp, "wx", 0o600);
-    try {
-      await writeAll(fh, typeof data === "string" ? Buffer.from(data, "utf8") : data, tmp);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, join(dir, name));
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
-  await syncDir(dir);
+  await writeFileDurably(join(dir, name), data);
 }
 
 export interface PullDestination {
@@ -136,9 +113,8 @@ export async function writePulledBundle(dest: PullDestination, stream: AsyncIter
       throw transferFailed(`${c.path}: got ${got.size} bytes with sha256 ${got.sha256}, expected ${c.file.expected.size} bytes with ${c.file.expected.sha256}`);
     }
     await disk(c.path, async () => {
-      await rename(c.tmp, join(dir, c.path));
+      await renameDurably(c.tmp, join(dir, c.path));
       current = undefined;
-      await syncDir(dir);
     });
     received.set(c.path, c.file.expected);
   };
