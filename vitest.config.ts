@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["{shared,agent,coordinator,cli}/src/**/*.test.ts", "test/{devsim,e2e,faults,deploy}/**/*.test.ts"],
+    include: ["{shared,agent,coordinator,cli}/src/**/*.test.ts", "test/{devsim,e2e,faults,deploy,contract}/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/dist/**"],
     // Suites start real processes (adb, coordinator, agents): give them room,
     // but keep two files at a time on a 2-core machine.

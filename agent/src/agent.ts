@@ -15,7 +15,9 @@ import { lockDataDir } from "./data-dir-lock.js";
 import { OsLock } from "./os-lock.js";
 import { coordinatorTransport } from "./coordinator-transport.js";
 import { FARM_VERSION } from "@farm/shared/version";
-import { handleCommand } from "./command-handler.js";
+import { callDispatcher } from "./rpc/call-dispatch.js";
+import { agentRoutes, agentServices } from "./rpc/routes.js";
+import type { AgentServiceDeps } from "./rpc/service-deps.js";
 import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
 import { inputAction } from "./actions/input-action.js";
@@ -125,7 +127,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   ios?.start();
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
-  const handlerDeps = {
+  const serviceDeps: AgentServiceDeps = {
     ownership,
     watcher,
     pins,
@@ -148,6 +150,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   let resolveDrain!: (reason: string) => void;
   const drainRequested = new Promise<string>((resolve) => (resolveDrain = resolve));
   const inflight = new Set<Promise<unknown>>();
+  const dispatch = callDispatcher({ routes: agentRoutes(serviceDeps), services: agentServices, drainReason: serviceDeps.drainReason, log, hostPaths: serviceDeps.hostPaths });
   const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers() });
   const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;
   uplink = new Uplink({
@@ -166,9 +169,9 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
         void video.uploadFinished();
       }
     },
-    onCommand: (cmd) => {
-      const run = handleCommand(cmd, handlerDeps).then((r) => {
-        metrics.command(cmd.kind.case ?? "unknown", r.kind.case === "error" ? (r.kind.value.detail?.code ?? "ERROR") : "ok");
+    onCall: (call) => {
+      const run = dispatch(call).then((r) => {
+        metrics.command(commandLabel(call.method), r.error ? (r.error.detail?.code ?? "ERROR") : "ok");
         return r;
       });
       inflight.add(run);
@@ -221,6 +224,12 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       log.info("agent stopped");
     },
   };
+}
+
+/** "farm.v1.DeviceService/RunShell" → "runShell": the method's local name, as the coordinator's metrics and activity log name it. */
+function commandLabel(method: string): string {
+  const name = method.slice(method.lastIndexOf("/") + 1);
+  return name.charAt(0).toLowerCase() + name.slice(1);
 }
 
 /**

@@ -9,9 +9,9 @@ import { FARM_VERSION, PROTOCOL_VERSION } from "@farm/shared/version";
 import {
   AgentService,
   AttachRequestSchema,
-  type AgentCommand,
+  type AgentCall,
+  type AgentCallResult,
   type AttachRequest,
-  type CommandResult,
   type DeviceEvent as DeviceEventMessage,
   type DeviceReport,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -28,8 +28,8 @@ export interface UplinkOptions {
   backoff?: { initialMs: number; maxMs: number };
   /** Told whenever the attached state changes (tests and status output). */
   onStateChange?: (attached: boolean) => void;
-  /** Runs a routed command; its result goes back on the same stream. */
-  onCommand?: (cmd: AgentCommand) => Promise<CommandResult>;
+  /** Runs a routed call; its result goes back on the same stream. */
+  onCall?: (call: AgentCall) => Promise<AgentCallResult>;
   /** Adds what the watcher does not know (unresolved actions) to each device report sent. */
   decorate?: (report: DeviceReport) => DeviceReport;
 }
@@ -153,13 +153,12 @@ export class Uplink {
     );
     try {
       for await (const res of client.attach(out, { signal: sessionAbort.signal })) {
-        if (res.kind.case === "command") {
-          const cmd = res.kind.value;
-          const run = this.opts.onCommand;
+        if (res.kind.case === "call") {
+          const run = this.opts.onCall;
           if (!run) continue;
           // Results of a stream that has since ended are dropped: the caller
           // has already been told the outcome is unknown.
-          void run(cmd).then((r) => out.push(create(AttachRequestSchema, { kind: { case: "commandResult", value: r } })));
+          void run(res.kind.value).then((r) => out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: r } })));
           continue;
         }
         if (res.kind.case !== "helloAccepted" || this.attachedNow) continue;

@@ -1,6 +1,7 @@
 import { ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
-import type { DescService } from "@bufbuild/protobuf";
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { rulesOf } from "@farm/shared/method-rules";
 import { Errors, farmError } from "@farm/shared/errors";
 import { CliError } from "./cli-error.js";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
@@ -19,7 +20,7 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
     try {
       return await next(req);
     } catch (err) {
-      throw explainUnavailable(err, config, req.method.name);
+      throw explainUnavailable(err, config, req.method);
     }
   };
   return createClient(service, clientTransport(config, { lease: opts.lease, interceptors: [explain] }));
@@ -38,10 +39,7 @@ export function clientTransport(config: ClientConfig, opts: { lease?: string | u
   });
 }
 
-/** RPCs that change a device: a lost connection leaves their outcome unknown. */
-const mutations = new Set(["RunShell", "SetProperty", "SendInput", "Reboot", "PinIdentity", "AbandonAction", "ReconcileOwnership"]);
-
-function explainUnavailable(err: unknown, config: ClientConfig, method: string): unknown {
+function explainUnavailable(err: unknown, config: ClientConfig, method: DescMethod): unknown {
   const ce = ConnectError.from(err);
   if (ce.findDetails(ErrorDetailSchema).length > 0) return err;
   if (/certificate|self[- ]signed|unable to verify|CERT_|ERR_TLS/i.test(ce.rawMessage)) {
@@ -54,7 +52,8 @@ function explainUnavailable(err: unknown, config: ClientConfig, method: string):
   const refused = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/i.test(ce.rawMessage);
   const lost = /ECONNRESET|socket hang up|stream closed|GOAWAY|session closed/i.test(ce.rawMessage);
   if (!refused && !lost) return err;
-  const outcome = mutations.has(method) ? (refused ? { dispatched: false, ambiguous: false } : { dispatched: null, ambiguous: true }) : undefined;
+  // A call that changes something, lost mid-flight, has an unknown outcome (method rules in the schema).
+  const outcome = !rulesOf(method).readOnly ? (refused ? { dispatched: false, ambiguous: false } : { dispatched: null, ambiguous: true }) : undefined;
   return farmError(
     Errors.COORDINATOR_UNAVAILABLE,
     refused

@@ -16,6 +16,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Errors } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { Access, rulesOf } from "@farm/shared/method-rules";
 import { accessRules, methodKey, type AccessRule } from "./access-rules.js";
 import { authInterceptor } from "./auth.js";
 import { startCoordinator, type RunningCoordinator } from "./coordinator.js";
@@ -34,6 +35,11 @@ async function generatedServices(): Promise<DescService[]> {
     for (const v of Object.values(mod)) if (isService(v)) services.push(v);
   }
   return services;
+}
+
+/** Served by agents and called by the coordinator only: the coordinator itself must not serve them. */
+function agentServed(s: DescService): boolean {
+  return s.methods.every((m) => rulesOf(m).access === Access.COORDINATOR);
 }
 
 function isService(v: unknown): v is DescService {
@@ -92,6 +98,7 @@ const bearer =
     return next(req);
   };
 
+let agentOnly: DescService[] = [];
 let dir: string;
 let coordinator: RunningCoordinator;
 let services: DescService[];
@@ -108,7 +115,9 @@ beforeAll(async () => {
     admin: coordinator.tokens.create("matrix-admin", "user", "admin").secret,
   };
   for (const c of callers) transports.set(c, createGrpcTransport({ baseUrl: coordinator.url, interceptors: [bearer(tokens[c])] }));
-  services = await generatedServices();
+  const all = await generatedServices();
+  services = all.filter((s) => !agentServed(s));
+  agentOnly = all.filter(agentServed);
 });
 
 afterAll(async () => {
@@ -137,6 +146,20 @@ describe("access rules", () => {
     for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch"]) expect(role(`farm.v1.${m}`)).toBe("viewer");
     for (const m of ["AgentService/Attach", "AgentEvidenceService/UploadEvidence", "AgentBlobService/PutBlob", "AgentShellService/ServeShell"]) expect(role(`farm.v1.${m}`)).toBe("agent");
     expect(role("grpc.health.v1.Health/Check")).toBe("none");
+  });
+
+  it("does not serve the agents' own services (AgentControlService) to anyone", async () => {
+    expect(agentOnly.map((s) => s.typeName)).toContain("farm.v1.AgentControlService");
+    for (const s of agentOnly) {
+      for (const m of s.methods) {
+        expect(accessRules[methodKey(s, m)]).toBeUndefined();
+        for (const caller of callers) {
+          const client = createClient(s, transports.get(caller) as Transport) as unknown as Record<string, (input: unknown, opts: object) => Promise<unknown>>;
+          const err = await (client[m.localName] as (input: unknown, opts: object) => Promise<unknown>)(create(m.input), { timeoutMs: 3_000 }).then(() => null, (e: unknown) => ConnectError.from(e));
+          expect([Code.Unimplemented, Code.PermissionDenied, Code.Unauthenticated], `${methodKey(s, m)} as ${caller}`).toContain(err?.code);
+        }
+      }
+    }
   });
 
   it("refuses a method the table does not know", async () => {

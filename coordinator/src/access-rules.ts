@@ -1,3 +1,20 @@
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { Access, rulesOf } from "@farm/shared/method-rules";
+import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { AgentService } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentShellService } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
+import { AgentBlobService } from "@farm/shared/gen/farm/v1/agent_blob_service_pb";
+import { AgentEvidenceService } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { ShellService } from "@farm/shared/gen/farm/v1/shell_service_pb";
+import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { roleAtLeast, type Role, type TokenKind } from "./token-store.js";
 
 /** What one RPC method demands of its callers. */
@@ -8,89 +25,66 @@ export type AccessRule =
   | { kind: "user"; role: Role };
 
 const none: AccessRule = { kind: "none" };
-const agent: AccessRule = { kind: "agent" };
-const viewer: AccessRule = { kind: "user", role: "viewer" };
-const operator: AccessRule = { kind: "user", role: "operator" };
-const admin: AccessRule = { kind: "user", role: "admin" };
+
+/** Every service the coordinator serves (agent-served services, such as AgentControlService, are not here). */
+export const coordinatorServices: readonly DescService[] = [
+  Health,
+  AgentService,
+  AgentShellService,
+  AgentBlobService,
+  AgentEvidenceService,
+  RegistryService,
+  TokenService,
+  DeviceService,
+  LeaseService,
+  ActivityService,
+  ShellService,
+  BlobService,
+  EvidenceService,
+  VideoService,
+  WatchService,
+];
+
+/** The rule a method declares in the schema (farm.v1.rules), or undefined when it declares none. */
+function ruleOf(method: DescMethod): AccessRule | undefined {
+  switch (rulesOf(method).access) {
+    case Access.PUBLIC:
+      return none;
+    case Access.AGENT:
+      return { kind: "agent" };
+    case Access.VIEWER:
+      return { kind: "user", role: "viewer" };
+    case Access.OPERATOR:
+      return { kind: "user", role: "operator" };
+    case Access.ADMIN:
+      return { kind: "user", role: "admin" };
+    default:
+      return undefined;
+  }
+}
 
 /**
  * Every RPC method the coordinator serves, by fully-qualified name, and who
- * may call it. The auth interceptor reads only this table; a method without
- * a row is refused, so a new method cannot ship open by accident (and the
- * role matrix test fails until it has one). Handlers do not re-check roles:
- * the agent is never asked to decide who may do what.
+ * may call it, read from each method's farm.v1.rules option in the schema.
+ * The auth interceptor reads only this table; a method without a rule is
+ * refused, so a new method cannot ship open by accident (and the role
+ * matrix test fails until it has one). Handlers do not re-check roles: the
+ * agent is never asked to decide who may do what.
  *
  * viewer: read lists, evidence, activity; watch.
  * operator: leases, device actions, captures, video, uploads.
  * admin: tokens, agents (drain, remove), device aliases, abandon, pin,
  * recording-lock release.
  */
-export const accessRules: Readonly<Record<string, AccessRule>> = {
-  "grpc.health.v1.Health/Check": none,
-  "grpc.health.v1.Health/Watch": none,
-
-  "farm.v1.AgentService/Attach": agent,
-  "farm.v1.AgentShellService/ServeShell": agent,
-  "farm.v1.AgentBlobService/PutBlob": agent,
-  "farm.v1.AgentBlobService/GetBlob": agent,
-  "farm.v1.AgentEvidenceService/UploadEvidence": agent,
-
-  "farm.v1.RegistryService/ListAgents": viewer,
-  "farm.v1.RegistryService/ListDevices": viewer,
-  "farm.v1.RegistryService/DrainAgent": admin,
-  "farm.v1.RegistryService/RemoveAgent": admin,
-  "farm.v1.RegistryService/AcceptDeviceAlias": admin,
-  "farm.v1.RegistryService/RejectDeviceAlias": admin,
-
-  "farm.v1.TokenService/CreateToken": admin,
-  "farm.v1.TokenService/ListTokens": admin,
-  "farm.v1.TokenService/RevokeToken": admin,
-
-  "farm.v1.DeviceService/GetOwnership": viewer,
-  "farm.v1.DeviceService/ReconcileOwnership": operator,
-  // A receipt carries an action's output (shell stdout): for those who act.
-  "farm.v1.DeviceService/GetActionReceipt": operator,
-  "farm.v1.DeviceService/AbandonAction": admin,
-  "farm.v1.DeviceService/RunShell": operator,
-  "farm.v1.DeviceService/SetProperty": operator,
-  "farm.v1.DeviceService/PinIdentity": admin,
-  "farm.v1.DeviceService/GetProperties": operator,
-  "farm.v1.DeviceService/ReadLogcat": operator,
-  "farm.v1.DeviceService/SendInput": operator,
-  "farm.v1.DeviceService/Reboot": operator,
-  "farm.v1.DeviceService/TakeScreenshot": operator,
-  "farm.v1.DeviceService/InstallApp": operator,
-  "farm.v1.DeviceService/GetAppEndpoint": operator,
-  "farm.v1.DeviceService/RemoveAppForward": operator,
-
-  "farm.v1.LeaseService/AcquireLease": operator,
-  "farm.v1.LeaseService/RenewLease": operator,
-  "farm.v1.LeaseService/ReleaseLease": operator,
-  "farm.v1.LeaseService/ListLeases": viewer,
-  "farm.v1.LeaseService/SetDeviceLabels": operator,
-  "farm.v1.LeaseService/RemoveDeviceLabel": operator,
-  "farm.v1.LeaseService/ListDeviceLabels": viewer,
-
-  "farm.v1.ActivityService/ListActivity": viewer,
-
-  "farm.v1.ShellService/OpenShell": operator,
-
-  "farm.v1.BlobService/UploadBlob": operator,
-  "farm.v1.BlobService/DownloadBlob": operator,
-
-  "farm.v1.EvidenceService/CaptureEvidence": operator,
-  "farm.v1.EvidenceService/ListEvidence": viewer,
-  "farm.v1.EvidenceService/PullEvidence": viewer,
-
-  "farm.v1.VideoService/StartVideo": operator,
-  "farm.v1.VideoService/GetVideoStatus": viewer,
-  "farm.v1.VideoService/StopVideo": operator,
-  "farm.v1.VideoService/InspectVideo": viewer,
-  "farm.v1.VideoService/ReleaseVideo": admin,
-  "farm.v1.VideoService/ListVideoSessions": viewer,
-
-  "farm.v1.WatchService/Watch": viewer,
-};
+export const accessRules: Readonly<Record<string, AccessRule>> = Object.fromEntries(
+  coordinatorServices.flatMap((s) =>
+    s.methods.flatMap((m) => {
+      // The standard health service cannot carry our option: it is public by design.
+      const rule = s === Health ? none : ruleOf(m);
+      return rule ? [[methodKey(s, m), rule] as const] : [];
+    }),
+  ),
+);
 
 /** The table's key for a method: `package.Service/Method`. */
 export function methodKey(service: { typeName: string }, method: { name: string }): string {

@@ -135,7 +135,7 @@ async function pump(
         else if (change.case === "removedSerial") deps.registry.removeDevice(agentId, change.value);
         break;
       }
-      case "commandResult":
+      case "callResult":
         session.resolve(msg.kind.value);
         break;
       case "draining":

@@ -1,21 +1,13 @@
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, Errors, farmError } from "@farm/shared/errors";
+import { methodPath } from "@farm/shared/method-rules";
 import { fromCommandError } from "./command-error.js";
 import { hopDeadline } from "@farm/shared/deadline";
-import {
-  AttachResponseSchema,
-  AgentCommandSchema,
-  type AgentCommand,
-  type AttachResponse,
-  type CommandResult,
-} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AttachResponseSchema, AgentCallSchema, type AgentCallResult, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { AgentSession } from "./registry.js";
-
-export type CommandKind = NonNullable<AgentCommand["kind"]["case"]>;
-/** The answer an agent gives to a command kind. */
-export type ResultOf<K extends CommandKind> = Extract<CommandResult["kind"], { case: K }>["value"];
 
 /** One attached agent's control stream on the coordinator side. */
 export class AttachSession implements AgentSession {
@@ -28,7 +20,7 @@ export class AttachSession implements AgentSession {
 
   private readonly aborter = new AbortController();
   private failure: Error | undefined;
-  private readonly pending = new Map<string, { resolve: (r: CommandResult) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<string, { resolve: (r: AgentCallResult) => void; reject: (e: Error) => void }>();
 
   get signal(): AbortSignal {
     return this.aborter.signal;
@@ -43,19 +35,35 @@ export class AttachSession implements AgentSession {
   }
 
   /**
-   * Sends a command to the agent and waits for its result until the
-   * caller's deadline. The agent gets an earlier one (hopDeadline), so it
-   * answers in time with what it knows (an action id, whether it was
-   * dispatched). If the stream ends or the caller's deadline passes first,
-   * the outcome is unknown to the coordinator: the error says so, and the
-   * agent's journal keeps the truth.
+   * Calls one method of a service the agent implements, by its descriptor,
+   * and waits for the answer until the caller's deadline. The agent gets an
+   * earlier one (hopDeadline), so it answers in time with what it knows (an
+   * action id, whether it was dispatched). If the stream ends or the
+   * caller's deadline passes first, the outcome is unknown to the
+   * coordinator: the error says so, and the agent's journal keeps the truth.
+   * The agent's error is re-raised with its code, status, field and outcome.
    */
-  call(command: Pick<AgentCommand, "kind" | "requestedBy" | "requestedByAdmin">, callerDeadlineMs: number): Promise<CommandResult> {
+  async call<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    request: MessageInitShape<I>,
+    by: { tokenName: string; admin: boolean },
+    callerDeadlineMs: number,
+  ): Promise<MessageShape<O>> {
+    const result = await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs);
+    if (result.error) throw fromCommandError(result.error);
+    try {
+      return fromBinary(method.output, result.response);
+    } catch (err) {
+      throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent's answer to ${method.name} does not decode: ${(err as Error).message}`);
+    }
+  }
+
+  private exchange(method: DescMethodUnary, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number): Promise<AgentCallResult> {
     const commandId = randomUUID();
     const deadlineMs = hopDeadline(callerDeadlineMs);
     // Stop waiting just before the caller does, so this answer still reaches it.
     const waitUntil = callerDeadlineMs - Math.min(100, Math.max(0, callerDeadlineMs - Date.now()) * 0.05);
-    return new Promise<CommandResult>((resolve, reject) => {
+    return new Promise<AgentCallResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(commandId);
         reject(actionError(Errors.COMMAND_TIMEOUT, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
@@ -70,37 +78,23 @@ export class AttachSession implements AgentSession {
           reject(e);
         },
       });
-      const sent = this.send(create(AttachResponseSchema, {
-          kind: {
-            case: "command",
-            value: create(AgentCommandSchema, { ...command, commandId, deadlineUnixMs: BigInt(Math.floor(deadlineMs)) }),
-          },
-        }));
-      if (!sent) {
+      const call = create(AgentCallSchema, {
+        commandId,
+        method: methodPath(method),
+        deadline: timestampFromMs(Math.floor(deadlineMs)),
+        requestedBy: by.tokenName,
+        requestedByAdmin: by.admin,
+        request,
+      });
+      if (!this.send(create(AttachResponseSchema, { kind: { case: "call", value: call } }))) {
         this.pending.get(commandId)?.reject(actionError(Errors.AGENT_OFFLINE, "the agent's stream has ended", { dispatched: false, ambiguous: false }));
         this.pending.delete(commandId);
       }
     });
   }
 
-  /**
-   * `call`, typed: sends one kind of command and returns the agent's answer
-   * of the same kind, re-raising its CommandError for the caller.
-   */
-  async request<K extends CommandKind>(
-    kind: K,
-    value: unknown,
-    by: { tokenName: string; admin: boolean },
-    callerDeadlineMs: number,
-  ): Promise<ResultOf<K>> {
-    const result = await this.call({ kind: { case: kind, value } as AgentCommand["kind"], requestedBy: by.tokenName, requestedByAdmin: by.admin }, callerDeadlineMs);
-    if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-    if (result.kind.case !== kind) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent answered ${result.kind.case ?? "nothing"} to ${kind}`);
-    return result.kind.value as unknown as ResultOf<K>;
-  }
-
   /** Delivers an agent's result to the waiting caller. */
-  resolve(result: CommandResult): void {
+  resolve(result: AgentCallResult): void {
     const p = this.pending.get(result.commandId);
     if (!p) return; // caller already gave up
     this.pending.delete(result.commandId);

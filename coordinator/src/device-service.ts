@@ -1,14 +1,23 @@
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "@farm/shared/canonical-json";
-import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
-import type { AgentCommand } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { rulesOf } from "@farm/shared/method-rules";
+import {
+  DeviceService,
+  type AbandonActionRequest,
+  type DeviceTarget,
+  type GetActionReceiptResponse,
+  type GetOwnershipResponse,
+  type ReconcileOwnershipResponse,
+} from "@farm/shared/gen/farm/v1/device_service_pb";
 import { requirePrincipal } from "./auth.js";
+import type { Principal } from "./token-store.js";
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
 import { actionRecordFor, ownershipFor } from "./command-privacy.js";
-import type { AttachSession, CommandKind, ResultOf } from "./agent-session.js";
+import type { AttachSession } from "./agent-session.js";
 import type { Registry, Route } from "./registry.js";
 import type { LeaseManager } from "./lease-manager.js";
 import type { ActivityLog } from "./activity-log.js";
@@ -24,79 +33,100 @@ export interface DeviceServiceDeps {
   defaultTimeoutMs?: number;
 }
 
-type Kind = CommandKind;
-type Value<K extends Kind> = Extract<AgentCommand["kind"], { case: K }>["value"];
-type Request = { target?: DeviceTarget };
-type ResultValue<K extends Kind> = ResultOf<K>;
+type Request = Message & { target?: DeviceTarget };
+type Method = DescMethodUnary;
 
 /**
- * Routes each request verbatim to the one agent that reports the serial and
- * returns that agent's answer. The caller's deadline travels with it, a
- * little shorter, so the agent's answer can still arrive in time.
+ * What the coordinator adds to a forwarded method beyond the rules every
+ * method gets: a note before it runs, and the caller's view of the answer
+ * (journal records carry command text: command-privacy.ts).
+ */
+interface MethodHooks {
+  before?(req: Request, caller: Principal, log: Logger): void;
+  view?(res: Message, caller: Principal): Message;
+}
+
+const actionView = (res: Message, viewer: Principal): Message => {
+  const r = res as GetActionReceiptResponse;
+  return { ...r, action: r.action && actionRecordFor(viewer, r.action) } as GetActionReceiptResponse;
+};
+
+const hooks: Partial<Record<string, MethodHooks>> = {
+  getOwnership: {
+    view: (res, viewer) => {
+      const r = res as GetOwnershipResponse;
+      return { ...r, ownership: ownershipFor(viewer, r.ownership) } as GetOwnershipResponse;
+    },
+  },
+  reconcileOwnership: {
+    view: (res, viewer) => {
+      const r = res as ReconcileOwnershipResponse;
+      return {
+        ...r,
+        settled: r.settled.map((a) => actionRecordFor(viewer, a)),
+        unresolved: r.unresolved.map((a) => actionRecordFor(viewer, a)),
+        ownership: ownershipFor(viewer, r.ownership),
+      } as ReconcileOwnershipResponse;
+    },
+  },
+  getActionReceipt: { view: actionView },
+  abandonAction: {
+    before: (req, caller, log) => log.warn("abandon requested", { serial: req.target?.serial, actionId: (req as AbandonActionRequest).actionId, by: caller.tokenName }),
+    view: actionView,
+  },
+};
+
+/**
+ * Forwards every DeviceService method, from its descriptor, to the one
+ * agent that reports the serial and returns that agent's answer. What a
+ * method needs (a lease, the lease holder) comes from its rules in the
+ * schema. The caller's deadline travels with it, a little shorter, so the
+ * agent's answer can still arrive in time.
  */
 export function registerDeviceService(router: ConnectRouter, deps: DeviceServiceDeps): void {
-  async function route<K extends Kind>(kind: K, req: Value<K> & { target?: DeviceTarget }, ctx: HandlerContext): Promise<ResultValue<K>> {
+  async function route(method: Method, req: Request, ctx: HandlerContext): Promise<Message> {
     const principal = requirePrincipal(ctx);
     const requestId = req.target?.requestId ?? "";
-    const run = () => recorded(kind, req as Request, ctx) as Promise<ResultValue<K>>;
+    const run = () => recorded(method, req, ctx);
     if (requestId === "") return run();
     if (requestId.length > 128) throw invalidArgument("target.request_id", "request id is at most 128 characters");
-    return deps.idempotency.run(principal.tokenName, requestId, fingerprint(kind, req), run);
+    return deps.idempotency.run(principal.tokenName, requestId, fingerprint(method, req), run);
   }
 
   /** Runs the call and writes it to the activity log, whatever its outcome. */
-  async function recorded(kind: Kind, req: Request, ctx: HandlerContext): Promise<unknown> {
+  async function recorded(method: Method, req: Request, ctx: HandlerContext): Promise<Message> {
     const principal = requirePrincipal(ctx);
-    const entry = { caller: principal.tokenName, leaseId: "", serial: req.target?.serial ?? "", physicalId: "", agentId: "", command: kind, requestId: req.target?.requestId ?? "", detail: detailOf(kind, req) };
-    return deps.activity.track(entry, (e) => dispatch(kind, req, ctx, e));
+    const entry = { caller: principal.tokenName, leaseId: "", serial: req.target?.serial ?? "", physicalId: "", agentId: "", command: method.localName, requestId: req.target?.requestId ?? "", detail: detailOf(method, req) };
+    return deps.activity.track(entry, (e) => dispatch(method, req, ctx, e));
   }
 
-  async function dispatch(kind: Kind, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<unknown> {
+  async function dispatch(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<Message> {
     const principal = requirePrincipal(ctx);
-    checkArguments(kind, req);
+    const rules = rulesOf(method);
+    checkArguments(method, req);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-    const r = routeFor(deps, serial, req.target?.agent ?? "", mutations.has(kind), ctx.requestHeader.get("x-farm-lease"), holderOnly.has(kind) ? principal : undefined);
+    const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), rules.leaseHolderOnly ? principal : undefined);
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
     const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AttachSession).request(kind, req, principal, Date.now() + budget);
+    return (r.session as AttachSession).call(method, req, principal, Date.now() + budget);
   }
 
-  router.service(DeviceService, {
-    // Journal records carry command text: each caller sees what is theirs to see (command-privacy.ts).
-    getOwnership: async (req, ctx) => {
-      const res = await route("getOwnership", req, ctx);
-      return { ownership: ownershipFor(requirePrincipal(ctx), res.ownership) };
-    },
-    reconcileOwnership: async (req, ctx) => {
-      const res = await route("reconcileOwnership", req, ctx);
-      const viewer = requirePrincipal(ctx);
-      return { settled: res.settled.map((a) => actionRecordFor(viewer, a)), unresolved: res.unresolved.map((a) => actionRecordFor(viewer, a)), ownership: ownershipFor(viewer, res.ownership) };
-    },
-    getActionReceipt: async (req, ctx) => {
-      const res = await route("getActionReceipt", req, ctx);
-      return { action: res.action && actionRecordFor(requirePrincipal(ctx), res.action) };
-    },
-    abandonAction: async (req, ctx) => {
-      deps.log.warn("abandon requested", { serial: req.target?.serial, actionId: req.actionId, by: requirePrincipal(ctx).tokenName });
-      const res = await route("abandonAction", req, ctx);
-      return { action: res.action && actionRecordFor(requirePrincipal(ctx), res.action) };
-    },
-    runShell: (req, ctx) => route("runShell", req, ctx),
-    setProperty: (req, ctx) => route("setProperty", req, ctx),
-    pinIdentity: (req, ctx) => route("pinIdentity", req, ctx),
-    getProperties: (req, ctx) => route("getProperties", req, ctx),
-    readLogcat: (req, ctx) => route("readLogcat", req, ctx),
-    sendInput: (req, ctx) => route("sendInput", req, ctx),
-    reboot: (req, ctx) => route("reboot", req, ctx),
-    takeScreenshot: (req, ctx) => route("takeScreenshot", req, ctx),
-    installApp: (req, ctx) => route("installApp", req, ctx),
-    getAppEndpoint: (req, ctx) => route("getAppEndpoint", req, ctx),
-    removeAppForward: (req, ctx) => route("removeAppForward", req, ctx),
-  });
+  const impl: Record<string, (req: Request, ctx: HandlerContext) => Promise<Message>> = {};
+  for (const m of DeviceService.methods) {
+    const method = m as Method;
+    const h = hooks[method.localName];
+    impl[method.localName] = async (req, ctx) => {
+      const caller = requirePrincipal(ctx);
+      h?.before?.(req, caller, deps.log);
+      const res = await route(method, req, ctx);
+      return h?.view ? h.view(res, caller) : res;
+    };
+  }
+  router.service(DeviceService, impl as unknown as ServiceImpl<typeof DeviceService>);
 }
 
 /**
@@ -141,30 +171,34 @@ export function routeFor(
  * Argument caps, checked before a call is routed (the agent checks them
  * again): a refusal names the field and reached no device.
  */
-function checkArguments(kind: Kind, req: unknown): void {
+function checkArguments(method: Method, req: unknown): void {
   const r = req as Record<string, unknown>;
-  if (kind === "runShell") checkShellCommand(String(r["command"] ?? ""));
-  if (kind === "setProperty") checkPropValue(String(r["value"] ?? ""));
+  if (method === DeviceService.method.runShell) checkShellCommand(String(r["command"] ?? ""));
+  if (method === DeviceService.method.setProperty) checkPropValue(String(r["value"] ?? ""));
 }
 
-/** Commands that change a device: they need the caller's lease. */
-const mutations = new Set<Kind>(["runShell", "setProperty", "sendInput", "reboot", "installApp"]);
-/** Commands on what hangs off a lease (app forwards): on a leased phone, only its holder or an admin. */
-const holderOnly = new Set<Kind>(["getAppEndpoint", "removeAppForward"]);
-
-function fingerprint(kind: string, req: { target?: DeviceTarget }): string {
+function fingerprint(method: Method, req: Request): string {
   // The request id itself is not part of what is being asked.
   const copy = { ...req, target: req.target ? { ...req.target, requestId: "" } : undefined };
-  return createHash("sha256").update(kind).update(canonicalJson(copy)).digest("hex");
+  return createHash("sha256").update(method.localName).update(canonicalJson(copy)).digest("hex");
 }
 
 /** A short, secret-free description of the arguments for the activity log. */
-function detailOf(kind: Kind, req: unknown): string {
+function detailOf(method: Method, req: unknown): string {
   const r = req as Record<string, unknown>;
-  if (kind === "runShell") return String(r["command"] ?? "").slice(0, 200);
-  if (kind === "setProperty") return `${String(r["key"])}=${String(r["value"]).slice(0, 100)}`;
-  if (kind === "getActionReceipt" || kind === "abandonAction") return String(r["actionId"] ?? "");
-  if (kind === "getAppEndpoint") return `${String(r["app"] ?? "")}${r["wdaRunner"] ? ` wda ${String(r["wdaRunner"])}` : ""}`;
-  if (kind === "removeAppForward") return `tcp:${String(r["port"] ?? "")}`;
-  return "";
+  switch (method.localName) {
+    case "runShell":
+      return String(r["command"] ?? "").slice(0, 200);
+    case "setProperty":
+      return `${String(r["key"])}=${String(r["value"]).slice(0, 100)}`;
+    case "getActionReceipt":
+    case "abandonAction":
+      return String(r["actionId"] ?? "");
+    case "getAppEndpoint":
+      return `${String(r["app"] ?? "")}${r["wdaRunner"] ? ` wda ${String(r["wdaRunner"])}` : ""}`;
+    case "removeAppForward":
+      return `tcp:${String(r["port"] ?? "")}`;
+    default:
+      return "";
+  }
 }

@@ -48,7 +48,7 @@ export function registerEvidenceService(
         const session = route.session as AttachSession;
         // The id is ours to give: only this agent, for this device, may upload under it.
         const grant = deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
-        const r = await session.request("captureEvidence", { ...req, evidenceId: grant.evidenceId }, principal, deadline);
+        const r = await session.call(EvidenceService.method.captureEvidence, { ...req, evidenceId: grant.evidenceId }, principal, deadline);
         if (r.evidenceId !== grant.evidenceId) {
           deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
           throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");

@@ -14,7 +14,7 @@ import {
   RejectDeviceAliasResponseSchema,
 } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import type { Registry } from "./registry.js";
-import { DrainAgentCommandSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { isBinaryRequest, withPreEncodedField } from "@farm/shared/pre-encoded";
 
 export function registerRegistryService(router: ConnectRouter, deps: { registry: Registry; log: Logger }): void {
@@ -42,7 +42,7 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
       if (!attached) throw farmError(Errors.AGENT_OFFLINE, `agent ${agent.name} is offline`, "agent");
       const reason = req.reason || `drain requested by ${principal.tokenName}`;
       deps.log.info("drain requested", { agent: agent.name, by: principal.tokenName, reason });
-      await (attached.session as AttachSession).request("drain", create(DrainAgentCommandSchema, { reason }), principal, Date.now() + (ctx.timeoutMs() ?? 10_000));
+      await (attached.session as AttachSession).call(AgentControlService.method.drain, { reason }, principal, Date.now() + (ctx.timeoutMs() ?? 10_000));
       // The agent announces it on its stream too; recording it here closes the gap.
       deps.registry.setDraining(agent.id, reason);
       return create(DrainAgentResponseSchema, { agent: deps.registry.findAgent(agent.id) });

@@ -5,14 +5,13 @@ import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/
 import type { Logger } from "@farm/shared/log";
 import { ShellService, OpenShellResponseSchema } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { AgentShellService, ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
-import { OpenShellCommandSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { ActivityLog } from "./activity-log.js";
 import type { LeaseManager } from "./lease-manager.js";
 import type { Registry } from "./registry.js";
 import { routeFor } from "./device-service.js";
-import { fromCommandError } from "./command-error.js";
 import type { ShellRelay } from "./shell-relay.js";
 
 const JOIN_TIMEOUT_MS = 15_000;
@@ -42,21 +41,17 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
       const pair = deps.relay.open(sessionId);
       let outcome = "ok";
       try {
-        const result = await (r.session as AttachSession).call(
-          {
-            kind: { case: "openShell", value: create(OpenShellCommandSchema, { sessionId, ...(start.target ? { target: start.target } : {}), ...(start.size ? { size: start.size } : {}), term: start.term }) },
-            requestedBy: principal.tokenName,
-            requestedByAdmin: principal.admin,
-          },
+        const started = await (r.session as AttachSession).call(
+          AgentControlService.method.startShell,
+          { sessionId, ...(start.target ? { target: start.target } : {}), ...(start.size ? { size: start.size } : {}), term: start.term },
+          principal,
           Date.now() + JOIN_TIMEOUT_MS,
         );
-        if (result.kind.case === "error") throw fromCommandError(result.kind.value);
-        if (result.kind.case !== "openShell") throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "the agent did not start the shell");
         await Promise.race([
           pair.joined,
           new Promise((_, reject) => setTimeout(() => reject(farmError(Errors.COMMAND_TIMEOUT, "the agent's shell stream did not arrive")), JOIN_TIMEOUT_MS)),
         ]);
-        yield create(OpenShellResponseSchema, { kind: { case: "actionId", value: result.kind.value.actionId } });
+        yield create(OpenShellResponseSchema, { kind: { case: "actionId", value: started.actionId } });
         // Caller -> agent, in the background; the caller leaving hangs the session up.
         void (async () => {
           try {

@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
@@ -32,13 +32,11 @@ const TERMINAL = new Set(["complete", "partial", "failed"]);
 /** What the coordinator asked an agent about: its answer must be about exactly that. */
 type Asked = Pick<VideoSessionRow, "sessionId" | "agentId" | "serial" | "physicalId">;
 
-type VideoKind = "startVideo" | "videoStatus" | "stopVideo" | "inspectVideo" | "releaseVideo";
-
 export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; evidenceQuotaBytes: number }): void {
-  function call<K extends VideoKind>(session: AttachSession, kind: K, value: unknown, ctx: HandlerContext, budgetMs: number) {
+  function call<I extends DescMessage, O extends DescMessage>(session: AttachSession, method: DescMethodUnary<I, O>, value: MessageInitShape<I>, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.
-    return session.request(kind, value, requirePrincipal(ctx), Date.now() + budget);
+    return session.call(method, value, requirePrincipal(ctx), Date.now() + budget);
   }
 
   /** The session's row, or EVIDENCE_SESSION_NOT_FOUND. */
@@ -145,7 +143,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
         const session = route.session as AttachSession;
         // The session id is ours to give: only this agent, for this device, may upload its bundle.
         const grant = deps.grants.issue({ kind: "video", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
-        const res = await call(session, "startVideo", { ...req, sessionId: grant.evidenceId }, ctx, START_BUDGET_MS);
+        const res = await call(session, VideoService.method.startVideo, { ...req, sessionId: grant.evidenceId }, ctx, START_BUDGET_MS);
         const s = record(res.session, principal.tokenName, { sessionId: grant.evidenceId, agentId: route.agentId, serial, physicalId: route.physicalId });
         e.detail += `, session ${s.sessionId}: ${s.status}`;
         deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
@@ -156,7 +154,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     async getVideoStatus(req, ctx) {
       const r = row(req.sessionId);
       if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
-      const res = await call(agentFor(r), "videoStatus", req, ctx, STATUS_BUDGET_MS);
+      const res = await call(agentFor(r), VideoService.method.getVideoStatus, req, ctx, STATUS_BUDGET_MS);
       return { session: record(res.session, r.requestedBy, r) };
     },
 
@@ -167,7 +165,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       requireMayStop(r, requirePrincipal(ctx), ctx.requestHeader.get("x-farm-lease"));
       const entry = { caller: requirePrincipal(ctx).tokenName, leaseId: "", serial: r.serial, physicalId: r.physicalId, agentId: r.agentId, command: "stopVideo", requestId: "", detail: `session ${r.sessionId}` };
       return deps.activity.track(entry, async (e) => {
-        const res = await call(agentFor(r), "stopVideo", req, ctx, STOP_BUDGET_MS);
+        const res = await call(agentFor(r), VideoService.method.stopVideo, req, ctx, STOP_BUDGET_MS);
         const s = record(res.session, r.requestedBy, r);
         e.detail += `: ${s.status}`;
         return { session: s };
@@ -176,7 +174,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
 
     async inspectVideo(req, ctx) {
       const r = row(req.sessionId);
-      const res = await call(agentFor(r), "inspectVideo", req, ctx, STATUS_BUDGET_MS);
+      const res = await call(agentFor(r), VideoService.method.inspectVideo, req, ctx, STATUS_BUDGET_MS);
       if (res.session) {
         checkAnswer(res.session, r);
         res.session = decorate(res.session);
@@ -189,7 +187,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       const principal = requirePrincipal(ctx);
       const r = row(req.sessionId);
       deps.log.warn("video release requested", { sessionId: r.sessionId, by: principal.tokenName, reason: req.reason });
-      const res = await call(agentFor(r), "releaseVideo", req, ctx, STATUS_BUDGET_MS);
+      const res = await call(agentFor(r), VideoService.method.releaseVideo, req, ctx, STATUS_BUDGET_MS);
       return { session: record(res.session, r.requestedBy, r) };
     },
 

@@ -10,16 +10,17 @@ import { readFileSync } from "node:fs";
 import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import { PROTOCOL_VERSION } from "@farm/shared/version";
 import { AgentEvidenceService, UploadEvidenceRequestSchema, type UploadEvidenceRequest } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
-import { AgentService, AttachRequestSchema, type AgentCommand, type AttachRequest, type CommandResultSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentService, AttachRequestSchema, type AgentCall, type AgentCallResultSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
-import { VideoSessionSchema } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { StartVideoRequestSchema, VideoService, VideoSessionSchema } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { methodPath } from "@farm/shared/method-rules";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { bearer } from "../support/fake-agent.js";
 import { farm, startFarm, waitFor, type CliResult, type FarmProcess } from "../support/farm-process.js";
@@ -285,9 +286,9 @@ describe("evidence ids are the coordinator's to issue", () => {
  * An agent driven by hand: attaches with its own token, reports one phone
  * and answers commands as `answer` says: the shape of a compromised host.
  */
-type Answer = MessageInitShape<typeof CommandResultSchema>["kind"];
+type Answer = Pick<MessageInitShape<typeof AgentCallResultSchema>, "error" | "response">;
 
-async function liar(name: string, answer: (cmd: AgentCommand) => Answer): Promise<{ id: string; serial: string; close(): void }> {
+async function liar(name: string, answer: (call: AgentCall) => Answer): Promise<{ id: string; serial: string; close(): void }> {
   const secret = await token("agent", name);
   const id = `${name}-agent-id`;
   const serial = `${name}-phone`;
@@ -304,7 +305,7 @@ async function liar(name: string, answer: (cmd: AgentCommand) => Answer): Promis
     for (;;) {
       const r = await it.next().catch(() => ({ done: true as const, value: undefined }));
       if (r.done) return;
-      if (r.value.kind.case === "command") send({ case: "commandResult", value: { commandId: r.value.kind.value.commandId, kind: answer(r.value.kind.value) } });
+      if (r.value.kind.case === "call") send({ case: "callResult", value: { ...answer(r.value.kind.value), commandId: r.value.kind.value.commandId } });
     }
   })();
   await waitFor(`${name} listed`, async () => ((await devices()).some((d) => d.serial === serial) ? true : undefined));
@@ -330,20 +331,25 @@ describe("video session ids are the coordinator's to issue", () => {
 
     // A lying agent answers a start on its own phone with the lab's live session.
     let honestSession = "";
-    const forger = await liar("forger", (cmd) => {
+    const forger = await liar("forger", (call) => {
       const session = (sessionId: string, status: string) =>
         create(VideoSessionSchema, { sessionId, status, agentId: "forger-agent-id", serial: "forger-phone", physicalId: "pd-forger", workerAvailable: status === "recording" });
-      if (cmd.kind.case === "startVideo") {
+      // Every VideoService answer is { session }: encoded as the method called.
+      const answer = (sessionId: string, status: string): Answer => {
+        const m = VideoService.methods.find((x) => methodPath(x) === call.method) as (typeof VideoService.methods)[number];
+        return { response: toBinary(m.output, create(m.output, { session: session(sessionId, status) })) };
+      };
+      if (call.method === methodPath(VideoService.method.startVideo)) {
         // First start: the lie; any later start: an honest answer for the id it was given.
         if (honestSession === "pending") {
-          honestSession = cmd.kind.value.sessionId;
-          return { case: "startVideo", value: { session: session(honestSession, "recording") } };
+          honestSession = fromBinary(StartVideoRequestSchema, call.request).sessionId;
+          return answer(honestSession, "recording");
         }
-        return { case: "startVideo", value: { session: session(live, "complete") } };
+        return answer(live, "complete");
       }
       // Asked about its own session, it answers about the lab's.
-      if (cmd.kind.case === "videoStatus" || cmd.kind.case === "stopVideo") return { case: cmd.kind.case, value: { session: session(live, "failed") } };
-      return { case: "error", value: { message: "no", detail: { code: "NOT_IMPLEMENTED" } } };
+      if (call.method === methodPath(VideoService.method.getVideoStatus) || call.method === methodPath(VideoService.method.stopVideo)) return answer(live, "failed");
+      return { error: { message: "no", detail: { code: "NOT_IMPLEMENTED" } } };
     });
     try {
       // (As the admin: alice and bob have their one bundle of quota elsewhere.)

@@ -32,6 +32,9 @@ let page: Page;
 const phones: SimDevice[] = [];
 let ticker: NodeJS.Timeout | undefined;
 
+/** The first phone plugged in (its adb serial), for later tests. */
+let firstSerial = "";
+
 async function addPhone(serialno: string): Promise<{ phone: SimDevice; serial: string }> {
   const phone = new SimDevice({ serialno });
   phones.push(phone);
@@ -99,6 +102,7 @@ describe("dashboard", () => {
 
   it("shows devices as they are plugged in, and lease holders as leases are taken, live", async () => {
     const { serial } = await addPhone("DASH0001");
+    firstSerial = serial;
     await page.goto(`${url}/dashboard/#/devices`);
     await expect.poll(() => row(serial).count(), { timeout: 15_000 }).toBe(1);
     expect(await row(serial).locator('[data-cell="state"]').textContent()).toBe("device");
@@ -191,8 +195,15 @@ describe("dashboard", () => {
   });
 
   it("lists routed actions, works from the keyboard and on a narrow screen", async () => {
+    // A journaled change is marked as one, from the method's rules in the schema.
+    const lease = await farm(["lease", "acquire", "--device", firstSerial], { ...env, FARM_TOKEN: userToken });
+    const token = String((lease.json["lease"] as { token: string }).token);
+    expect((await farm(["device", "shell", "--device", firstSerial, "--lease", token, "--", "echo", "hi"], { ...env, FARM_TOKEN: userToken })).code).toBe(0);
+    expect((await farm(["lease", "release", "--lease", token], { ...env, FARM_TOKEN: userToken })).code).toBe(0);
     await page.goto(`${url}/dashboard/#/activity`);
     await expect.poll(() => page.locator("tbody tr").first().textContent()).toContain("alice");
+    const shellRow = page.locator("tbody tr", { hasText: "runShell" }).first();
+    await expect.poll(() => shellRow.locator(".tag.change").textContent()).toBe("changed phone");
     await shot("activity");
     await page.keyboard.press("Tab");
     await page.keyboard.press("Tab");

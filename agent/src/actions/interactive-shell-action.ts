@@ -3,12 +3,12 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { spawn as spawnPty } from "node-pty";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { AgentShellService, ServeShellRequestSchema, type ServeShellRequest } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
-import type { OpenShellCommand } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { StartShellRequest } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import type { AdbServerAddress } from "../adb-client.js";
 import { DispatchFailure, type ActionKind } from "../device-ownership.js";
 
 export interface InteractiveShellRequest {
-  command: OpenShellCommand;
+  command: StartShellRequest;
   /** Told once the terminal runs and its stream to the coordinator is open. */
   onStarted: (actionId: string) => void;
 }

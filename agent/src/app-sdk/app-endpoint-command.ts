@@ -1,11 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import { farmError, Errors } from "@farm/shared/errors";
 import { AppEndpointSchema, type AppEndpoint } from "@farm/shared/gen/farm/v1/device_service_pb";
-import type { CommandHandlerDeps } from "../command-handler.js";
+import type { AgentServiceDeps } from "../rpc/service-deps.js";
 import { discoverAndroidEndpoint } from "./android-endpoint.js";
 
 /** GetAppEndpoint on this agent: Android through adb, iOS through devicectl when configured. */
-export async function appEndpoint(serial: string, app: string, wdaRunner: string, deadlineMs: number, deps: CommandHandlerDeps): Promise<AppEndpoint> {
+export async function appEndpoint(serial: string, app: string, wdaRunner: string, deadlineMs: number, deps: Pick<AgentServiceDeps, "ios" | "ownership" | "evidence">): Promise<AppEndpoint> {
   // The caller's budget, less the way back; no floor, or the answer would come after the caller gave up.
   const timeoutMs = Math.max(0, deadlineMs - Date.now() - 200);
   const ios = deps.ios?.device(serial);

@@ -1,3 +1,5 @@
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { rulesOf } from "@farm/shared/method-rules";
 import { h, replaceChildren, table } from "../dom.js";
 import { when } from "../format.js";
 import { batched, type View } from "../view.js";
@@ -16,7 +18,7 @@ export const activityView: View = (root, state) => {
               {},
               h("td", {}, when(a.time)),
               h("td", {}, a.caller),
-              h("th", { scope: "row" }, a.command),
+              h("th", { scope: "row" }, a.command, ...effect(a.command)),
               h("td", {}, a.serial),
               h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome),
               h("td", {}, `${a.durationMs} ms`),
@@ -30,3 +32,13 @@ export const activityView: View = (root, state) => {
   render();
   return off;
 };
+
+/** Device calls are logged by method name: their rules in the schema say whether they changed the phone. */
+const deviceMethods = new Map(DeviceService.methods.map((m) => [m.localName, rulesOf(m)]));
+
+function effect(command: string): HTMLElement[] {
+  const rules = deviceMethods.get(command);
+  if (rules?.deviceChange) return [h("span", { class: "tag change", title: "a journaled change to the phone" }, "changed phone")];
+  if (rules?.readOnly) return [h("span", { class: "tag", title: "changed nothing" }, "read")];
+  return [];
+}

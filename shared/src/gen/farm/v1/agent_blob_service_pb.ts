@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { BlobPart } from "./blob_pb.js";
 import { file_farm_v1_blob } from "./blob_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_blob_service.proto.
  */
 export const file_farm_v1_agent_blob_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBmYXJtL3YxL2FnZW50X2Jsb2Jfc2VydmljZS5wcm90bxIHZmFybS52MSIxCg5QdXRCbG9iUmVxdWVzdBIfCgRwYXJ0GAEgASgLMhEuZmFybS52MS5CbG9iUGFydCIiCg9QdXRCbG9iUmVzcG9uc2USDwoHYmxvYl9pZBgBIAEoCSIhCg5HZXRCbG9iUmVxdWVzdBIPCgdibG9iX2lkGAEgASgJIjIKD0dldEJsb2JSZXNwb25zZRIfCgRwYXJ0GAEgASgLMhEuZmFybS52MS5CbG9iUGFydDKSAQoQQWdlbnRCbG9iU2VydmljZRI+CgdQdXRCbG9iEhcuZmFybS52MS5QdXRCbG9iUmVxdWVzdBoYLmZhcm0udjEuUHV0QmxvYlJlc3BvbnNlKAESPgoHR2V0QmxvYhIXLmZhcm0udjEuR2V0QmxvYlJlcXVlc3QaGC5mYXJtLnYxLkdldEJsb2JSZXNwb25zZTABYgZwcm90bzM", [file_farm_v1_blob]);
+  fileDesc("CiBmYXJtL3YxL2FnZW50X2Jsb2Jfc2VydmljZS5wcm90bxIHZmFybS52MSIxCg5QdXRCbG9iUmVxdWVzdBIfCgRwYXJ0GAEgASgLMhEuZmFybS52MS5CbG9iUGFydCIiCg9QdXRCbG9iUmVzcG9uc2USDwoHYmxvYl9pZBgBIAEoCSIhCg5HZXRCbG9iUmVxdWVzdBIPCgdibG9iX2lkGAEgASgJIjIKD0dldEJsb2JSZXNwb25zZRIfCgRwYXJ0GAEgASgLMhEuZmFybS52MS5CbG9iUGFydDKkAQoQQWdlbnRCbG9iU2VydmljZRJGCgdQdXRCbG9iEhcuZmFybS52MS5QdXRCbG9iUmVxdWVzdBoYLmZhcm0udjEuUHV0QmxvYlJlc3BvbnNlIgaiuxgCCAIoARJICgdHZXRCbG9iEhcuZmFybS52MS5HZXRCbG9iUmVxdWVzdBoYLmZhcm0udjEuR2V0QmxvYlJlc3BvbnNlIgiiuxgECAIoATABYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_blob]);
 
 /**
  * @generated from message farm.v1.PutBlobRequest

@@ -4,25 +4,20 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AbandonActionRequest, AbandonActionResponse, DeviceTarget, GetActionReceiptRequest, GetActionReceiptResponse, GetAppEndpointRequest, GetAppEndpointResponse, GetOwnershipRequest, GetOwnershipResponse, GetPropertiesRequest, GetPropertiesResponse, InstallAppRequest, InstallAppResponse, PinIdentityRequest, PinIdentityResponse, ReadLogcatRequest, ReadLogcatResponse, RebootRequest, RebootResponse, ReconcileOwnershipRequest, ReconcileOwnershipResponse, RemoveAppForwardRequest, RemoveAppForwardResponse, RunShellRequest, RunShellResponse, SendInputRequest, SendInputResponse, SetPropertyRequest, SetPropertyResponse, TakeScreenshotRequest, TakeScreenshotResponse } from "./device_service_pb.js";
-import { file_farm_v1_device_service } from "./device_service_pb.js";
+import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { ErrorDetail } from "./error_pb.js";
 import { file_farm_v1_error } from "./error_pb.js";
-import type { CaptureEvidenceRequest, CaptureEvidenceResponse } from "./evidence_service_pb.js";
-import { file_farm_v1_evidence_service } from "./evidence_service_pb.js";
 import type { DeviceProperties } from "./registry_pb.js";
 import { file_farm_v1_registry } from "./registry_pb.js";
-import type { TerminalSize } from "./shell_pb.js";
-import { file_farm_v1_shell } from "./shell_pb.js";
-import type { GetVideoStatusRequest, GetVideoStatusResponse, InspectVideoRequest, InspectVideoResponse, ReleaseVideoRequest, ReleaseVideoResponse, StartVideoRequest, StartVideoResponse, StopVideoRequest, StopVideoResponse } from "./video_service_pb.js";
-import { file_farm_v1_video_service } from "./video_service_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi0QIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASMAoOY29tbWFuZF9yZXN1bHQYBSABKAsyFi5mYXJtLnYxLkNvbW1hbmRSZXN1bHRIABIsCgxkZXZpY2VfZXZlbnQYBiABKAsyFC5mYXJtLnYxLkRldmljZUV2ZW50SAASKgoIZHJhaW5pbmcYByABKAsyFi5mYXJtLnYxLkFnZW50RHJhaW5pbmdIAEIGCgRraW5kIh8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIiMKEURyYWluQWdlbnRDb21tYW5kEg4KBnJlYXNvbhgBIAEoCSISChBEcmFpbkFnZW50UmVzdWx0InQKDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASKAoHY29tbWFuZBgCIAEoCzIVLmZhcm0udjEuQWdlbnRDb21tYW5kSABCBgoEa2luZCLYCgoMQWdlbnRDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSGAoQZGVhZGxpbmVfdW5peF9tcxgCIAEoAxIUCgxyZXF1ZXN0ZWRfYnkYAyABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAQgASgIEjUKDWdldF9vd25lcnNoaXAYCiABKAsyHC5mYXJtLnYxLkdldE93bmVyc2hpcFJlcXVlc3RIABJBChNyZWNvbmNpbGVfb3duZXJzaGlwGAsgASgLMiIuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXF1ZXN0SAASPgoSZ2V0X2FjdGlvbl9yZWNlaXB0GAwgASgLMiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdEgAEjcKDmFiYW5kb25fYWN0aW9uGA0gASgLMh0uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVxdWVzdEgAEi0KCXJ1bl9zaGVsbBgOIAEoCzIYLmZhcm0udjEuUnVuU2hlbGxSZXF1ZXN0SAASMwoMc2V0X3Byb3BlcnR5GA8gASgLMhsuZmFybS52MS5TZXRQcm9wZXJ0eVJlcXVlc3RIABIzCgxwaW5faWRlbnRpdHkYECABKAsyGy5mYXJtLnYxLlBpbklkZW50aXR5UmVxdWVzdEgAEjsKEGNhcHR1cmVfZXZpZGVuY2UYESABKAsyHy5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlcXVlc3RIABI3Cg5nZXRfcHJvcGVydGllcxgSIAEoCzIdLmZhcm0udjEuR2V0UHJvcGVydGllc1JlcXVlc3RIABIxCgtyZWFkX2xvZ2NhdBgTIAEoCzIaLmZhcm0udjEuUmVhZExvZ2NhdFJlcXVlc3RIABIvCgpzZW5kX2lucHV0GBQgASgLMhkuZmFybS52MS5TZW5kSW5wdXRSZXF1ZXN0SAASKAoGcmVib290GBUgASgLMhYuZmFybS52MS5SZWJvb3RSZXF1ZXN0SAASLwoKb3Blbl9zaGVsbBgWIAEoCzIZLmZhcm0udjEuT3BlblNoZWxsQ29tbWFuZEgAEjkKD3Rha2Vfc2NyZWVuc2hvdBgXIAEoCzIeLmZhcm0udjEuVGFrZVNjcmVlbnNob3RSZXF1ZXN0SAASMQoLaW5zdGFsbF9hcHAYGCABKAsyGi5mYXJtLnYxLkluc3RhbGxBcHBSZXF1ZXN0SAASMQoLc3RhcnRfdmlkZW8YGSABKAsyGi5mYXJtLnYxLlN0YXJ0VmlkZW9SZXF1ZXN0SAASNgoMdmlkZW9fc3RhdHVzGBogASgLMh4uZmFybS52MS5HZXRWaWRlb1N0YXR1c1JlcXVlc3RIABIvCgpzdG9wX3ZpZGVvGBsgASgLMhkuZmFybS52MS5TdG9wVmlkZW9SZXF1ZXN0SAASNQoNaW5zcGVjdF92aWRlbxgcIAEoCzIcLmZhcm0udjEuSW5zcGVjdFZpZGVvUmVxdWVzdEgAEjUKDXJlbGVhc2VfdmlkZW8YHSABKAsyHC5mYXJtLnYxLlJlbGVhc2VWaWRlb1JlcXVlc3RIABIrCgVkcmFpbhgeIAEoCzIaLmZhcm0udjEuRHJhaW5BZ2VudENvbW1hbmRIABI6ChBnZXRfYXBwX2VuZHBvaW50GB8gASgLMh4uZmFybS52MS5HZXRBcHBFbmRwb2ludFJlcXVlc3RIABI+ChJyZW1vdmVfYXBwX2ZvcndhcmQYICABKAsyIC5mYXJtLnYxLlJlbW92ZUFwcEZvcndhcmRSZXF1ZXN0SABCBgoEa2luZCKAAQoQT3BlblNoZWxsQ29tbWFuZBISCgpzZXNzaW9uX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EiMKBHNpemUYAyABKAsyFS5mYXJtLnYxLlRlcm1pbmFsU2l6ZRIMCgR0ZXJtGAQgASgJIiQKD09wZW5TaGVsbFJlc3VsdBIRCglhY3Rpb25faWQYASABKAkiyAoKDUNvbW1hbmRSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRImCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9ySAASNgoNZ2V0X293bmVyc2hpcBgKIAEoCzIdLmZhcm0udjEuR2V0T3duZXJzaGlwUmVzcG9uc2VIABJCChNyZWNvbmNpbGVfb3duZXJzaGlwGAsgASgLMiMuZmFybS52MS5SZWNvbmNpbGVPd25lcnNoaXBSZXNwb25zZUgAEj8KEmdldF9hY3Rpb25fcmVjZWlwdBgMIAEoCzIhLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlSAASOAoOYWJhbmRvbl9hY3Rpb24YDSABKAsyHi5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXNwb25zZUgAEi4KCXJ1bl9zaGVsbBgOIAEoCzIZLmZhcm0udjEuUnVuU2hlbGxSZXNwb25zZUgAEjQKDHNldF9wcm9wZXJ0eRgPIAEoCzIcLmZhcm0udjEuU2V0UHJvcGVydHlSZXNwb25zZUgAEjQKDHBpbl9pZGVudGl0eRgQIAEoCzIcLmZhcm0udjEuUGluSWRlbnRpdHlSZXNwb25zZUgAEjwKEGNhcHR1cmVfZXZpZGVuY2UYESABKAsyIC5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlc3BvbnNlSAASOAoOZ2V0X3Byb3BlcnRpZXMYEiABKAsyHi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZUgAEjIKC3JlYWRfbG9nY2F0GBMgASgLMhsuZmFybS52MS5SZWFkTG9nY2F0UmVzcG9uc2VIABIwCgpzZW5kX2lucHV0GBQgASgLMhouZmFybS52MS5TZW5kSW5wdXRSZXNwb25zZUgAEikKBnJlYm9vdBgVIAEoCzIXLmZhcm0udjEuUmVib290UmVzcG9uc2VIABIuCgpvcGVuX3NoZWxsGBYgASgLMhguZmFybS52MS5PcGVuU2hlbGxSZXN1bHRIABI6Cg90YWtlX3NjcmVlbnNob3QYFyABKAsyHy5mYXJtLnYxLlRha2VTY3JlZW5zaG90UmVzcG9uc2VIABIyCgtpbnN0YWxsX2FwcBgYIAEoCzIbLmZhcm0udjEuSW5zdGFsbEFwcFJlc3BvbnNlSAASMgoLc3RhcnRfdmlkZW8YGSABKAsyGy5mYXJtLnYxLlN0YXJ0VmlkZW9SZXNwb25zZUgAEjcKDHZpZGVvX3N0YXR1cxgaIAEoCzIfLmZhcm0udjEuR2V0VmlkZW9TdGF0dXNSZXNwb25zZUgAEjAKCnN0b3BfdmlkZW8YGyABKAsyGi5mYXJtLnYxLlN0b3BWaWRlb1Jlc3BvbnNlSAASNgoNaW5zcGVjdF92aWRlbxgcIAEoCzIdLmZhcm0udjEuSW5zcGVjdFZpZGVvUmVzcG9uc2VIABI2Cg1yZWxlYXNlX3ZpZGVvGB0gASgLMh0uZmFybS52MS5SZWxlYXNlVmlkZW9SZXNwb25zZUgAEioKBWRyYWluGB4gASgLMhkuZmFybS52MS5EcmFpbkFnZW50UmVzdWx0SAASOwoQZ2V0X2FwcF9lbmRwb2ludBgfIAEoCzIfLmZhcm0udjEuR2V0QXBwRW5kcG9pbnRSZXNwb25zZUgAEj8KEnJlbW92ZV9hcHBfZm9yd2FyZBggIAEoCzIhLmZhcm0udjEuUmVtb3ZlQXBwRm9yd2FyZFJlc3BvbnNlSABCBgoEa2luZCJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJNCgxBZ2VudFNlcnZpY2USPQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSgBMAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_evidence_service, file_farm_v1_registry, file_farm_v1_shell, file_farm_v1_video_service]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIn0KDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASIgoEY2FsbBgDIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCKgAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwiXQoPQWdlbnRDYWxsUmVzdWx0EhIKCmNvbW1hbmRfaWQYASABKAkSJAoFZXJyb3IYAiABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvchIQCghyZXNwb25zZRgDIAEoDCJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -57,12 +52,6 @@ export type AttachRequest = Message<"farm.v1.AttachRequest"> & {
     case: "deviceChange";
   } | {
     /**
-     * @generated from field: farm.v1.CommandResult command_result = 5;
-     */
-    value: CommandResult;
-    case: "commandResult";
-  } | {
-    /**
      * @generated from field: farm.v1.DeviceEvent device_event = 6;
      */
     value: DeviceEvent;
@@ -75,6 +64,12 @@ export type AttachRequest = Message<"farm.v1.AttachRequest"> & {
      */
     value: AgentDraining;
     case: "draining";
+  } | {
+    /**
+     * @generated from field: farm.v1.AgentCallResult call_result = 8;
+     */
+    value: AgentCallResult;
+    case: "callResult";
   } | { case: undefined; value?: undefined };
 };
 
@@ -103,38 +98,6 @@ export const AgentDrainingSchema: GenMessage<AgentDraining> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 1);
 
 /**
- * Asks the agent to drain and exit (farm agent drain NAME).
- *
- * @generated from message farm.v1.DrainAgentCommand
- */
-export type DrainAgentCommand = Message<"farm.v1.DrainAgentCommand"> & {
-  /**
-   * @generated from field: string reason = 1;
-   */
-  reason: string;
-};
-
-/**
- * Describes the message farm.v1.DrainAgentCommand.
- * Use `create(DrainAgentCommandSchema)` to create a new message.
- */
-export const DrainAgentCommandSchema: GenMessage<DrainAgentCommand> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 2);
-
-/**
- * @generated from message farm.v1.DrainAgentResult
- */
-export type DrainAgentResult = Message<"farm.v1.DrainAgentResult"> & {
-};
-
-/**
- * Describes the message farm.v1.DrainAgentResult.
- * Use `create(DrainAgentResultSchema)` to create a new message.
- */
-export const DrainAgentResultSchema: GenMessage<DrainAgentResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 3);
-
-/**
  * @generated from message farm.v1.AttachResponse
  */
 export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
@@ -149,10 +112,10 @@ export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
     case: "helloAccepted";
   } | {
     /**
-     * @generated from field: farm.v1.AgentCommand command = 2;
+     * @generated from field: farm.v1.AgentCall call = 3;
      */
-    value: AgentCommand;
-    case: "command";
+    value: AgentCall;
+    case: "call";
   } | { case: undefined; value?: undefined };
 };
 
@@ -161,407 +124,94 @@ export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
  * Use `create(AttachResponseSchema)` to create a new message.
  */
 export const AttachResponseSchema: GenMessage<AttachResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 4);
+  messageDesc(file_farm_v1_agent_service, 2);
 
 /**
- * A user request the coordinator routes to this agent. Requests travel
- * verbatim; the agent answers with one CommandResult of the same id.
+ * A call the coordinator routes to this agent (protocol 2): one method of a
+ * service the agent implements, by name, with the request encoded as that
+ * method's input message. The agent answers with one AgentCallResult of the
+ * same id. Adding a routed method needs no change here.
  *
- * @generated from message farm.v1.AgentCommand
+ * @generated from message farm.v1.AgentCall
  */
-export type AgentCommand = Message<"farm.v1.AgentCommand"> & {
+export type AgentCall = Message<"farm.v1.AgentCall"> & {
   /**
    * @generated from field: string command_id = 1;
    */
   commandId: string;
 
   /**
-   * Absolute deadline (unix ms) of the caller; the agent works within it.
+   * "farm.v1.DeviceService/RunShell": package.Service/Method.
    *
-   * @generated from field: int64 deadline_unix_ms = 2;
+   * @generated from field: string method = 2;
    */
-  deadlineUnixMs: bigint;
+  method: string;
+
+  /**
+   * The caller's deadline, shortened by the coordinator so the answer can
+   * still reach the caller; the agent works within it.
+   *
+   * @generated from field: google.protobuf.Timestamp deadline = 3;
+   */
+  deadline?: Timestamp | undefined;
 
   /**
    * Token name of the caller, for the journal and audit log.
    *
-   * @generated from field: string requested_by = 3;
+   * @generated from field: string requested_by = 4;
    */
   requestedBy: string;
 
   /**
-   * @generated from field: bool requested_by_admin = 4;
+   * @generated from field: bool requested_by_admin = 5;
    */
   requestedByAdmin: boolean;
 
   /**
-   * @generated from oneof farm.v1.AgentCommand.kind
+   * The method's input message, binary encoded.
+   *
+   * @generated from field: bytes request = 6;
    */
-  kind: {
-    /**
-     * @generated from field: farm.v1.GetOwnershipRequest get_ownership = 10;
-     */
-    value: GetOwnershipRequest;
-    case: "getOwnership";
-  } | {
-    /**
-     * @generated from field: farm.v1.ReconcileOwnershipRequest reconcile_ownership = 11;
-     */
-    value: ReconcileOwnershipRequest;
-    case: "reconcileOwnership";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetActionReceiptRequest get_action_receipt = 12;
-     */
-    value: GetActionReceiptRequest;
-    case: "getActionReceipt";
-  } | {
-    /**
-     * @generated from field: farm.v1.AbandonActionRequest abandon_action = 13;
-     */
-    value: AbandonActionRequest;
-    case: "abandonAction";
-  } | {
-    /**
-     * @generated from field: farm.v1.RunShellRequest run_shell = 14;
-     */
-    value: RunShellRequest;
-    case: "runShell";
-  } | {
-    /**
-     * @generated from field: farm.v1.SetPropertyRequest set_property = 15;
-     */
-    value: SetPropertyRequest;
-    case: "setProperty";
-  } | {
-    /**
-     * @generated from field: farm.v1.PinIdentityRequest pin_identity = 16;
-     */
-    value: PinIdentityRequest;
-    case: "pinIdentity";
-  } | {
-    /**
-     * @generated from field: farm.v1.CaptureEvidenceRequest capture_evidence = 17;
-     */
-    value: CaptureEvidenceRequest;
-    case: "captureEvidence";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetPropertiesRequest get_properties = 18;
-     */
-    value: GetPropertiesRequest;
-    case: "getProperties";
-  } | {
-    /**
-     * @generated from field: farm.v1.ReadLogcatRequest read_logcat = 19;
-     */
-    value: ReadLogcatRequest;
-    case: "readLogcat";
-  } | {
-    /**
-     * @generated from field: farm.v1.SendInputRequest send_input = 20;
-     */
-    value: SendInputRequest;
-    case: "sendInput";
-  } | {
-    /**
-     * @generated from field: farm.v1.RebootRequest reboot = 21;
-     */
-    value: RebootRequest;
-    case: "reboot";
-  } | {
-    /**
-     * @generated from field: farm.v1.OpenShellCommand open_shell = 22;
-     */
-    value: OpenShellCommand;
-    case: "openShell";
-  } | {
-    /**
-     * @generated from field: farm.v1.TakeScreenshotRequest take_screenshot = 23;
-     */
-    value: TakeScreenshotRequest;
-    case: "takeScreenshot";
-  } | {
-    /**
-     * @generated from field: farm.v1.InstallAppRequest install_app = 24;
-     */
-    value: InstallAppRequest;
-    case: "installApp";
-  } | {
-    /**
-     * @generated from field: farm.v1.StartVideoRequest start_video = 25;
-     */
-    value: StartVideoRequest;
-    case: "startVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetVideoStatusRequest video_status = 26;
-     */
-    value: GetVideoStatusRequest;
-    case: "videoStatus";
-  } | {
-    /**
-     * @generated from field: farm.v1.StopVideoRequest stop_video = 27;
-     */
-    value: StopVideoRequest;
-    case: "stopVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.InspectVideoRequest inspect_video = 28;
-     */
-    value: InspectVideoRequest;
-    case: "inspectVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.ReleaseVideoRequest release_video = 29;
-     */
-    value: ReleaseVideoRequest;
-    case: "releaseVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.DrainAgentCommand drain = 30;
-     */
-    value: DrainAgentCommand;
-    case: "drain";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetAppEndpointRequest get_app_endpoint = 31;
-     */
-    value: GetAppEndpointRequest;
-    case: "getAppEndpoint";
-  } | {
-    /**
-     * @generated from field: farm.v1.RemoveAppForwardRequest remove_app_forward = 32;
-     */
-    value: RemoveAppForwardRequest;
-    case: "removeAppForward";
-  } | { case: undefined; value?: undefined };
+  request: Uint8Array;
 };
 
 /**
- * Describes the message farm.v1.AgentCommand.
- * Use `create(AgentCommandSchema)` to create a new message.
+ * Describes the message farm.v1.AgentCall.
+ * Use `create(AgentCallSchema)` to create a new message.
  */
-export const AgentCommandSchema: GenMessage<AgentCommand> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+export const AgentCallSchema: GenMessage<AgentCall> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 3);
 
 /**
- * Starts an interactive shell; the agent then opens AgentShellService.ServeShell
- * with this session id.
- *
- * @generated from message farm.v1.OpenShellCommand
+ * @generated from message farm.v1.AgentCallResult
  */
-export type OpenShellCommand = Message<"farm.v1.OpenShellCommand"> & {
-  /**
-   * @generated from field: string session_id = 1;
-   */
-  sessionId: string;
-
-  /**
-   * @generated from field: farm.v1.DeviceTarget target = 2;
-   */
-  target?: DeviceTarget | undefined;
-
-  /**
-   * @generated from field: farm.v1.TerminalSize size = 3;
-   */
-  size?: TerminalSize | undefined;
-
-  /**
-   * @generated from field: string term = 4;
-   */
-  term: string;
-};
-
-/**
- * Describes the message farm.v1.OpenShellCommand.
- * Use `create(OpenShellCommandSchema)` to create a new message.
- */
-export const OpenShellCommandSchema: GenMessage<OpenShellCommand> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
-
-/**
- * @generated from message farm.v1.OpenShellResult
- */
-export type OpenShellResult = Message<"farm.v1.OpenShellResult"> & {
-  /**
-   * @generated from field: string action_id = 1;
-   */
-  actionId: string;
-};
-
-/**
- * Describes the message farm.v1.OpenShellResult.
- * Use `create(OpenShellResultSchema)` to create a new message.
- */
-export const OpenShellResultSchema: GenMessage<OpenShellResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
-
-/**
- * @generated from message farm.v1.CommandResult
- */
-export type CommandResult = Message<"farm.v1.CommandResult"> & {
+export type AgentCallResult = Message<"farm.v1.AgentCallResult"> & {
   /**
    * @generated from field: string command_id = 1;
    */
   commandId: string;
 
   /**
-   * @generated from oneof farm.v1.CommandResult.kind
+   * Set when the call failed; response is then empty.
+   *
+   * @generated from field: farm.v1.CommandError error = 2;
    */
-  kind: {
-    /**
-     * @generated from field: farm.v1.CommandError error = 2;
-     */
-    value: CommandError;
-    case: "error";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetOwnershipResponse get_ownership = 10;
-     */
-    value: GetOwnershipResponse;
-    case: "getOwnership";
-  } | {
-    /**
-     * @generated from field: farm.v1.ReconcileOwnershipResponse reconcile_ownership = 11;
-     */
-    value: ReconcileOwnershipResponse;
-    case: "reconcileOwnership";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetActionReceiptResponse get_action_receipt = 12;
-     */
-    value: GetActionReceiptResponse;
-    case: "getActionReceipt";
-  } | {
-    /**
-     * @generated from field: farm.v1.AbandonActionResponse abandon_action = 13;
-     */
-    value: AbandonActionResponse;
-    case: "abandonAction";
-  } | {
-    /**
-     * @generated from field: farm.v1.RunShellResponse run_shell = 14;
-     */
-    value: RunShellResponse;
-    case: "runShell";
-  } | {
-    /**
-     * @generated from field: farm.v1.SetPropertyResponse set_property = 15;
-     */
-    value: SetPropertyResponse;
-    case: "setProperty";
-  } | {
-    /**
-     * @generated from field: farm.v1.PinIdentityResponse pin_identity = 16;
-     */
-    value: PinIdentityResponse;
-    case: "pinIdentity";
-  } | {
-    /**
-     * @generated from field: farm.v1.CaptureEvidenceResponse capture_evidence = 17;
-     */
-    value: CaptureEvidenceResponse;
-    case: "captureEvidence";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetPropertiesResponse get_properties = 18;
-     */
-    value: GetPropertiesResponse;
-    case: "getProperties";
-  } | {
-    /**
-     * @generated from field: farm.v1.ReadLogcatResponse read_logcat = 19;
-     */
-    value: ReadLogcatResponse;
-    case: "readLogcat";
-  } | {
-    /**
-     * @generated from field: farm.v1.SendInputResponse send_input = 20;
-     */
-    value: SendInputResponse;
-    case: "sendInput";
-  } | {
-    /**
-     * @generated from field: farm.v1.RebootResponse reboot = 21;
-     */
-    value: RebootResponse;
-    case: "reboot";
-  } | {
-    /**
-     * @generated from field: farm.v1.OpenShellResult open_shell = 22;
-     */
-    value: OpenShellResult;
-    case: "openShell";
-  } | {
-    /**
-     * @generated from field: farm.v1.TakeScreenshotResponse take_screenshot = 23;
-     */
-    value: TakeScreenshotResponse;
-    case: "takeScreenshot";
-  } | {
-    /**
-     * @generated from field: farm.v1.InstallAppResponse install_app = 24;
-     */
-    value: InstallAppResponse;
-    case: "installApp";
-  } | {
-    /**
-     * @generated from field: farm.v1.StartVideoResponse start_video = 25;
-     */
-    value: StartVideoResponse;
-    case: "startVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetVideoStatusResponse video_status = 26;
-     */
-    value: GetVideoStatusResponse;
-    case: "videoStatus";
-  } | {
-    /**
-     * @generated from field: farm.v1.StopVideoResponse stop_video = 27;
-     */
-    value: StopVideoResponse;
-    case: "stopVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.InspectVideoResponse inspect_video = 28;
-     */
-    value: InspectVideoResponse;
-    case: "inspectVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.ReleaseVideoResponse release_video = 29;
-     */
-    value: ReleaseVideoResponse;
-    case: "releaseVideo";
-  } | {
-    /**
-     * @generated from field: farm.v1.DrainAgentResult drain = 30;
-     */
-    value: DrainAgentResult;
-    case: "drain";
-  } | {
-    /**
-     * @generated from field: farm.v1.GetAppEndpointResponse get_app_endpoint = 31;
-     */
-    value: GetAppEndpointResponse;
-    case: "getAppEndpoint";
-  } | {
-    /**
-     * @generated from field: farm.v1.RemoveAppForwardResponse remove_app_forward = 32;
-     */
-    value: RemoveAppForwardResponse;
-    case: "removeAppForward";
-  } | { case: undefined; value?: undefined };
+  error?: CommandError | undefined;
+
+  /**
+   * The method's output message, binary encoded.
+   *
+   * @generated from field: bytes response = 3;
+   */
+  response: Uint8Array;
 };
 
 /**
- * Describes the message farm.v1.CommandResult.
- * Use `create(CommandResultSchema)` to create a new message.
+ * Describes the message farm.v1.AgentCallResult.
+ * Use `create(AgentCallResultSchema)` to create a new message.
  */
-export const CommandResultSchema: GenMessage<CommandResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 8);
+export const AgentCallResultSchema: GenMessage<AgentCallResult> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 4);
 
 /**
  * @generated from message farm.v1.CommandError
@@ -592,7 +242,7 @@ export type CommandError = Message<"farm.v1.CommandError"> & {
  * Use `create(CommandErrorSchema)` to create a new message.
  */
 export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 9);
+  messageDesc(file_farm_v1_agent_service, 5);
 
 /**
  * Something that happened to a device, for the activity history.
@@ -633,7 +283,7 @@ export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
  * Use `create(DeviceEventSchema)` to create a new message.
  */
 export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 10);
+  messageDesc(file_farm_v1_agent_service, 6);
 
 /**
  * First message on every stream.
@@ -689,7 +339,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 11);
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -711,7 +361,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 12);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -728,7 +378,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 13);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -748,7 +398,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 14);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -775,7 +425,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 15);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -806,7 +456,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 16);
+  messageDesc(file_farm_v1_agent_service, 12);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)

@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { TerminalSize } from "./shell_pb.js";
 import { file_farm_v1_shell } from "./shell_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_shell_service.proto.
  */
 export const file_farm_v1_agent_shell_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFmYXJtL3YxL2FnZW50X3NoZWxsX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiWAoRU2VydmVTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEhAKBm91dHB1dBgCIAEoDEgAEhMKCWV4aXRfY29kZRgDIAEoBUgAQgYKBGtpbmQiaAoSU2VydmVTaGVsbFJlc3BvbnNlEg8KBXN0ZGluGAEgASgMSAASJwoGcmVzaXplGAIgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemVIABIQCgZoYW5ndXAYAyABKAhIAEIGCgRraW5kMl4KEUFnZW50U2hlbGxTZXJ2aWNlEkkKClNlcnZlU2hlbGwSGi5mYXJtLnYxLlNlcnZlU2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2UoATABYgZwcm90bzM", [file_farm_v1_shell]);
+  fileDesc("CiFmYXJtL3YxL2FnZW50X3NoZWxsX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiWAoRU2VydmVTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEhAKBm91dHB1dBgCIAEoDEgAEhMKCWV4aXRfY29kZRgDIAEoBUgAQgYKBGtpbmQiaAoSU2VydmVTaGVsbFJlc3BvbnNlEg8KBXN0ZGluGAEgASgMSAASJwoGcmVzaXplGAIgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemVIABIQCgZoYW5ndXAYAyABKAhIAEIGCgRraW5kMmYKEUFnZW50U2hlbGxTZXJ2aWNlElEKClNlcnZlU2hlbGwSGi5mYXJtLnYxLlNlcnZlU2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2UiBqK7GAIIAigBMAFiBnByb3RvMw", [file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.ServeShellRequest

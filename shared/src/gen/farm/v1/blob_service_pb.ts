@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { BlobPart } from "./blob_pb.js";
 import { file_farm_v1_blob } from "./blob_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/blob_service.proto.
  */
 export const file_farm_v1_blob_service: GenFile = /*@__PURE__*/
-  fileDesc("ChpmYXJtL3YxL2Jsb2Jfc2VydmljZS5wcm90bxIHZmFybS52MSI0ChFVcGxvYWRCbG9iUmVxdWVzdBIfCgRwYXJ0GAEgASgLMhEuZmFybS52MS5CbG9iUGFydCIlChJVcGxvYWRCbG9iUmVzcG9uc2USDwoHYmxvYl9pZBgBIAEoCSImChNEb3dubG9hZEJsb2JSZXF1ZXN0Eg8KB2Jsb2JfaWQYASABKAkiNwoURG93bmxvYWRCbG9iUmVzcG9uc2USHwoEcGFydBgBIAEoCzIRLmZhcm0udjEuQmxvYlBhcnQypQEKC0Jsb2JTZXJ2aWNlEkcKClVwbG9hZEJsb2ISGi5mYXJtLnYxLlVwbG9hZEJsb2JSZXF1ZXN0GhsuZmFybS52MS5VcGxvYWRCbG9iUmVzcG9uc2UoARJNCgxEb3dubG9hZEJsb2ISHC5mYXJtLnYxLkRvd25sb2FkQmxvYlJlcXVlc3QaHS5mYXJtLnYxLkRvd25sb2FkQmxvYlJlc3BvbnNlMAFiBnByb3RvMw", [file_farm_v1_blob]);
+  fileDesc("ChpmYXJtL3YxL2Jsb2Jfc2VydmljZS5wcm90bxIHZmFybS52MSI0ChFVcGxvYWRCbG9iUmVxdWVzdBIfCgRwYXJ0GAEgASgLMhEuZmFybS52MS5CbG9iUGFydCIlChJVcGxvYWRCbG9iUmVzcG9uc2USDwoHYmxvYl9pZBgBIAEoCSImChNEb3dubG9hZEJsb2JSZXF1ZXN0Eg8KB2Jsb2JfaWQYASABKAkiNwoURG93bmxvYWRCbG9iUmVzcG9uc2USHwoEcGFydBgBIAEoCzIRLmZhcm0udjEuQmxvYlBhcnQytwEKC0Jsb2JTZXJ2aWNlEk8KClVwbG9hZEJsb2ISGi5mYXJtLnYxLlVwbG9hZEJsb2JSZXF1ZXN0GhsuZmFybS52MS5VcGxvYWRCbG9iUmVzcG9uc2UiBqK7GAIIBCgBElcKDERvd25sb2FkQmxvYhIcLmZhcm0udjEuRG93bmxvYWRCbG9iUmVxdWVzdBodLmZhcm0udjEuRG93bmxvYWRCbG9iUmVzcG9uc2UiCKK7GAQIBCgBMAFiBnByb3RvMw", [file_farm_v1_method_rules, file_farm_v1_blob]);
 
 /**
  * @generated from message farm.v1.UploadBlobRequest

@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { DeviceTarget } from "./device_service_pb.js";
 import { file_farm_v1_device_service } from "./device_service_pb.js";
 import type { TerminalSize } from "./shell_pb.js";
@@ -14,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/shell_service.proto.
  */
 export const file_farm_v1_shell_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3NoZWxsX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiegoQT3BlblNoZWxsUmVxdWVzdBIkCgVzdGFydBgBIAEoCzITLmZhcm0udjEuU2hlbGxTdGFydEgAEg8KBXN0ZGluGAIgASgMSAASJwoGcmVzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemVIAEIGCgRraW5kImYKClNoZWxsU3RhcnQSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSIwoEc2l6ZRgCIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplEgwKBHRlcm0YAyABKAkiVwoRT3BlblNoZWxsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSAASEAoGb3V0cHV0GAIgASgMSAASEwoJZXhpdF9jb2RlGAMgASgFSABCBgoEa2luZDJWCgxTaGVsbFNlcnZpY2USRgoJT3BlblNoZWxsEhkuZmFybS52MS5PcGVuU2hlbGxSZXF1ZXN0GhouZmFybS52MS5PcGVuU2hlbGxSZXNwb25zZSgBMAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_shell]);
+  fileDesc("ChtmYXJtL3YxL3NoZWxsX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiegoQT3BlblNoZWxsUmVxdWVzdBIkCgVzdGFydBgBIAEoCzITLmZhcm0udjEuU2hlbGxTdGFydEgAEg8KBXN0ZGluGAIgASgMSAASJwoGcmVzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemVIAEIGCgRraW5kImYKClNoZWxsU3RhcnQSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSIwoEc2l6ZRgCIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplEgwKBHRlcm0YAyABKAkiVwoRT3BlblNoZWxsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSAASEAoGb3V0cHV0GAIgASgMSAASEwoJZXhpdF9jb2RlGAMgASgFSABCBgoEa2luZDJeCgxTaGVsbFNlcnZpY2USTgoJT3BlblNoZWxsEhkuZmFybS52MS5PcGVuU2hlbGxSZXF1ZXN0GhouZmFybS52MS5PcGVuU2hlbGxSZXNwb25zZSIGorsYAggEKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_device_service, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.OpenShellRequest

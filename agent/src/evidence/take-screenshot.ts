@@ -1,0 +1,27 @@
+import { randomUUID } from "node:crypto";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Errors, farmError } from "@farm/shared/errors";
+import { execOut } from "../adb-exec.js";
+import { putBlob } from "../blob-transfer.js";
+import type { DeviceOwnership } from "../device-ownership.js";
+import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
+import type { EvidenceDeps } from "./capture-command.js";
+
+/** A verified screenshot, handed over through the blob store (not the control stream). */
+export async function takeScreenshot(serial: string, deadlineMs: number, deps: { ownership: DeviceOwnership; evidence: EvidenceDeps }) {
+  deps.ownership.requireDevice(serial);
+  const shot = await execOut(deps.evidence.adb, serial, "screencap -p", { signal: AbortSignal.timeout(Math.max(1, Math.ceil(deadlineMs - Date.now()))), maxBytes: PNG_MAX_BYTES });
+  if (shot.error) throw farmError(shot.error.code === "DEADLINE_EXCEEDED" ? Errors.COMMAND_TIMEOUT : Errors.SCREENSHOT_TRANSFER_FAILED, `screenshot failed: ${shot.error.message}`);
+  const check = await checkPng(shot.bytes);
+  if (!check.ok) throw farmError(Errors[check.code], check.message);
+  await mkdir(deps.evidence.stagingDir, { recursive: true, mode: 0o700 });
+  const file = join(deps.evidence.stagingDir, `screenshot-${randomUUID()}.png`);
+  try {
+    await writeFile(file, shot.bytes, { mode: 0o600 });
+    const blob = await putBlob(deps.evidence.transport, file, "screenshot.png");
+    return { blobId: blob.blobId, width: check.width, height: check.height, size: BigInt(blob.size), sha256: blob.sha256 };
+  } finally {
+    await rm(file, { force: true });
+  }
+}

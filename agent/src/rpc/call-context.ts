@@ -1,0 +1,45 @@
+import type { HandlerContext } from "@connectrpc/connect";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { AgentCall } from "@farm/shared/gen/farm/v1/agent_service_pb";
+
+/** Who asked for a routed call and by when, as the agent's services see it. */
+export interface CallContext {
+  commandId: string;
+  /** Token name of the caller (for the journal and audit log; never a secret). */
+  requestedBy: string;
+  admin: boolean;
+  /** Absolute deadline (ms since the epoch) the work must fit in. */
+  deadlineMs: number;
+}
+
+/** A call without a deadline gets this much time. */
+const DEFAULT_BUDGET_MS = 30_000;
+
+// The in-process router transport carries request headers to the handler but
+// not context values, so the envelope's fields ride as headers. The deadline
+// is not a Connect timeout: the services answer at the deadline with what
+// they know (an action id, whether it was dispatched) instead of being cut off.
+const H = { commandId: "x-farm-command-id", requestedBy: "x-farm-requested-by", admin: "x-farm-requested-by-admin", deadline: "x-farm-deadline-ms" } as const;
+
+/** The headers that carry an envelope's context to the agent's services. */
+export function callHeaders(call: AgentCall, now = Date.now()): Headers {
+  const deadline = call.deadline ? timestampMs(call.deadline) : now + DEFAULT_BUDGET_MS;
+  return new Headers({
+    [H.commandId]: call.commandId,
+    [H.requestedBy]: call.requestedBy,
+    [H.admin]: call.requestedByAdmin ? "1" : "0",
+    [H.deadline]: String(Math.floor(deadline)),
+  });
+}
+
+/** The context of the call a service handler is running. */
+export function callContext(ctx: HandlerContext): CallContext {
+  const h = ctx.requestHeader;
+  const deadline = Number(h.get(H.deadline));
+  return {
+    commandId: h.get(H.commandId) ?? "",
+    requestedBy: h.get(H.requestedBy) ?? "",
+    admin: h.get(H.admin) === "1",
+    deadlineMs: Number.isFinite(deadline) && deadline > 0 ? deadline : Date.now() + DEFAULT_BUDGET_MS,
+  };
+}

@@ -1,0 +1,136 @@
+import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
+import { Errors, farmError } from "@farm/shared/errors";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { DeviceService, DeviceTarget, SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { shellV2 } from "../adb-shell.js";
+import { parseGetprop } from "../evidence/device-observations.js";
+import { shQuote } from "../actions/shell-quote.js";
+import type { InputRequest } from "../actions/input-action.js";
+import { toRecord, type ActionKind } from "../device-ownership.js";
+import { removeAndroidForward } from "../app-sdk/android-endpoint.js";
+import { appEndpoint } from "../app-sdk/app-endpoint-command.js";
+import { takeScreenshot } from "../evidence/take-screenshot.js";
+import { callContext, type CallContext } from "./call-context.js";
+import type { AgentServiceDeps } from "./service-deps.js";
+
+const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
+
+/**
+ * DeviceService on this agent: the phones it owns. The coordinator has
+ * already checked who may call what (method rules); this side checks the
+ * arguments again and keeps ownership (lock + journal) for every change.
+ */
+export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof DeviceService> {
+  const kinds = new Map<string, ActionKind<never, unknown>>(
+    [deps.shell, deps.setProp, deps.input, deps.reboot, deps.install].map((k) => [k.kind, k as ActionKind<never, unknown>]),
+  );
+  const action = (c: CallContext, target: DeviceTarget | undefined) => ({ serial: serialOf(target), deadlineMs: c.deadlineMs, requestedBy: c.requestedBy });
+  const signal = (c: CallContext) => AbortSignal.timeout(Math.max(1, c.deadlineMs - Date.now()));
+
+  return {
+    getOwnership(req) {
+      return { ownership: deps.ownership.status(serialOf(req.target)) };
+    },
+    async reconcileOwnership(req, ctx) {
+      const serial = serialOf(req.target);
+      const r = await deps.ownership.reconcile(serial, kinds, callContext(ctx).deadlineMs);
+      return { settled: r.settled.map(toRecord), unresolved: r.unresolved.map(toRecord), ownership: deps.ownership.status(serial) };
+    },
+    getActionReceipt(req) {
+      return { action: toRecord(deps.ownership.receipt(serialOf(req.target), req.actionId)) };
+    },
+    abandonAction(req, ctx) {
+      const c = callContext(ctx);
+      if (!c.admin) throw farmError(Errors.PERMISSION_DENIED, "abandoning an action needs an admin user token");
+      const serial = serialOf(req.target);
+      const a = deps.ownership.abandon(serial, req.actionId, req.reason, c.requestedBy);
+      deps.history.record({ physicalId: a.physicalId, serial, kind: "action-abandoned", detail: `${a.actionId} by ${c.requestedBy}: ${req.reason}` });
+      deps.log.warn("unresolved action abandoned by an operator", { actionId: a.actionId, by: c.requestedBy, reason: req.reason });
+      return { action: toRecord(a) };
+    },
+    async runShell(req, ctx) {
+      checkShellCommand(req.command);
+      const { action: a, result: out } = await deps.ownership.run(deps.shell, { command: req.command }, action(callContext(ctx), req.target));
+      return { actionId: a.actionId, exitCode: out.exitCode, stdout: out.stdout, stderr: out.stderr, dispatched: true, ambiguous: false };
+    },
+    async setProperty(req, ctx) {
+      if (!propKey.test(req.key)) throw farmError(Errors.INVALID_ARGUMENT, "property key must be 1-255 of A-Z a-z 0-9 _ . -", "key");
+      checkPropValue(req.value);
+      const { action: a } = await deps.ownership.run(deps.setProp, { key: req.key, value: req.value }, action(callContext(ctx), req.target));
+      return { actionId: a.actionId, dispatched: true, ambiguous: false };
+    },
+    pinIdentity(req, ctx) {
+      if (!callContext(ctx).admin) throw farmError(Errors.PERMISSION_DENIED, "pinning an identity needs an admin user token");
+      if (!/^[A-Za-z0-9._-]{0,64}$/.test(req.label)) throw farmError(Errors.INVALID_ARGUMENT, "label must be up to 64 of A-Z a-z 0-9 . _ -", "label");
+      const serial = serialOf(req.target);
+      deps.pins.set(serial, req.label);
+      deps.watcher.refreshIdentities();
+      return { physicalId: deps.watcher.device(serial)?.identity.physicalId ?? "" };
+    },
+    async getProperties(req, ctx) {
+      const serial = serialOf(req.target);
+      deps.ownership.requireDevice(serial);
+      const r = await shellV2(deps.evidence.adb, serial, "getprop", signal(callContext(ctx)));
+      return { properties: parseGetprop(r.stdout.toString("utf8")) };
+    },
+    async readLogcat(req, ctx) {
+      const serial = serialOf(req.target);
+      deps.ownership.requireDevice(serial);
+      const lines = req.lines || 500;
+      if (lines > 10_000) throw farmError(Errors.INVALID_ARGUMENT, "lines must be 1..10000", "lines");
+      if (req.since && !/^[0-9: .-]{5,32}$/.test(req.since)) throw farmError(Errors.INVALID_ARGUMENT, "since must be a logcat time like '11-30 06:00:00.000'", "since");
+      const command = req.since ? `logcat -d -v threadtime -T ${shQuote(req.since)}` : `logcat -d -v threadtime -t ${lines}`;
+      const r = await shellV2(deps.evidence.adb, serial, command, signal(callContext(ctx)));
+      return { text: r.stdout.toString("utf8"), truncated: r.truncated };
+    },
+    async sendInput(req, ctx) {
+      const { action: a } = await deps.ownership.run(deps.input, toInput(req), action(callContext(ctx), req.target));
+      return { actionId: a.actionId, dispatched: true, ambiguous: false };
+    },
+    async reboot(req, ctx) {
+      const { action: a } = await deps.ownership.run(deps.reboot, {}, action(callContext(ctx), req.target));
+      return { actionId: a.actionId, dispatched: true, ambiguous: false };
+    },
+    async takeScreenshot(req, ctx) {
+      return takeScreenshot(serialOf(req.target), callContext(ctx).deadlineMs, deps);
+    },
+    async installApp(req, ctx) {
+      if (!/^[0-9a-f-]{36}$/.test(req.blobId)) throw farmError(Errors.INVALID_ARGUMENT, "a blob id from BlobService.UploadBlob is required", "blob_id");
+      const { action: a, result: out } = await deps.ownership.run(deps.install, { blobId: req.blobId }, action(callContext(ctx), req.target));
+      return { actionId: a.actionId, output: out.output, dispatched: true, ambiguous: false };
+    },
+    async getAppEndpoint(req, ctx) {
+      return { endpoint: await appEndpoint(serialOf(req.target), req.app, req.wdaRunner, callContext(ctx).deadlineMs, deps) };
+    },
+    async removeAppForward(req) {
+      const serial = serialOf(req.target);
+      deps.ownership.requireDevice(serial);
+      await removeAndroidForward(deps.evidence.adb, serial, req.port);
+      return {};
+    },
+  };
+}
+
+function toInput(v: SendInputRequest): InputRequest {
+  switch (v.kind.case) {
+    case "tap":
+      return { kind: "tap", x: v.kind.value.x, y: v.kind.value.y };
+    case "swipe": {
+      const s = v.kind.value;
+      return { kind: "swipe", x1: s.x1, y1: s.y1, x2: s.x2, y2: s.y2, durationMs: s.durationMs };
+    }
+    case "text":
+      if (v.kind.value === "" || v.kind.value.length > 1000 || /[\n\0]/.test(v.kind.value)) throw farmError(Errors.INVALID_ARGUMENT, "text must be one line of 1..1000 characters", "text");
+      return { kind: "text", text: v.kind.value };
+    case "key":
+      if (!/^(KEYCODE_[A-Z0-9_]+|\d{1,4})$/.test(v.kind.value)) throw farmError(Errors.INVALID_ARGUMENT, "key must be a key code number or a KEYCODE_* name", "key");
+      return { kind: "key", key: v.kind.value };
+    default:
+      throw farmError(Errors.INVALID_ARGUMENT, "say tap, swipe, text or key", "input");
+  }
+}
+
+export function serialOf(target: DeviceTarget | undefined): string {
+  if (!target?.serial) throw farmError(Errors.INVALID_ARGUMENT, "a device serial is required", "target.serial");
+  return target.serial;
+}

@@ -1,0 +1,38 @@
+import type { Logger } from "@farm/shared/log";
+import type { DeviceOwnership, ActionKind } from "../device-ownership.js";
+import type { DeviceWatcher } from "../device-watcher.js";
+import type { PinStore } from "../pin-store.js";
+import type { DeviceHistory } from "../device-history.js";
+import type { ShellOutput, ShellRequest } from "../actions/shell-action.js";
+import type { SetPropRequest } from "../actions/setprop-action.js";
+import type { InputRequest } from "../actions/input-action.js";
+import type { InteractiveShellRequest } from "../actions/interactive-shell-action.js";
+import type { InstallRequest } from "../actions/install-action.js";
+import type { EvidenceDeps } from "../evidence/capture-command.js";
+import type { VideoSessions } from "../video/video-sessions.js";
+import type { IosDevices } from "../ios/ios-devices.js";
+
+/** What the agent's services work with. */
+export interface AgentServiceDeps {
+  ownership: DeviceOwnership;
+  watcher: DeviceWatcher;
+  pins: PinStore;
+  history: DeviceHistory;
+  shell: ActionKind<ShellRequest, ShellOutput>;
+  setProp: ActionKind<SetPropRequest, Record<string, never>>;
+  input: ActionKind<InputRequest, Record<string, never>>;
+  reboot: ActionKind<Record<string, never>, Record<string, never>>;
+  interactiveShell: ActionKind<InteractiveShellRequest, { exitCode: number }>;
+  install: ActionKind<InstallRequest, { output: string }>;
+  log: Logger;
+  evidence: EvidenceDeps;
+  video: VideoSessions;
+  /** Non-empty while draining: new work is refused. */
+  drainReason(): string;
+  /** The coordinator asked this agent to drain (farm agent drain). */
+  onDrainRequested(reason: string): void;
+  /** iOS devices through devicectl, when configured. */
+  ios?: IosDevices;
+  /** Host directories (data dir, lock dir) whose paths never reach a client. */
+  hostPaths: string[];
+}
