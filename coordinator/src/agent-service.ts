@@ -12,7 +12,7 @@ import {
 import { requirePrincipal } from "./auth.js";
 import { peerKey } from "./peer.js";
 import { AttachSession } from "./agent-session.js";
-import type { Registry } from "./registry.js";
+import type { Registry } from "./registry/registry.js";
 import type { TokenStore } from "./token-store.js";
 import { isRevocation, TOKEN_REVOKED } from "./open-calls.js";
 

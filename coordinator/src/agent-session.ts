@@ -7,7 +7,7 @@ import { methodPath } from "@farm/shared/method-rules";
 import { fromCommandError } from "./command-error.js";
 import { hopDeadline } from "@farm/shared/deadline";
 import { AttachResponseSchema, AgentCallSchema, type AgentCallResult, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import type { AgentSession } from "./registry.js";
+import type { AgentSession } from "./registry/registry.js";
 
 /** One attached agent's control stream on the coordinator side. */
 export class AttachSession implements AgentSession {

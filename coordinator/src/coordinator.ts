@@ -16,7 +16,8 @@ import type { ListenAddress } from "@farm/shared/listen-address";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { openDatabase } from "./db/open-database.js";
 import { TokenStore } from "./token-store.js";
-import { Registry } from "./registry.js";
+import { Registry } from "./registry/registry.js";
+import { SqliteRegistryStore } from "./registry/sqlite-registry-store.js";
 import { authInterceptor } from "./auth.js";
 import { accessRules, servicesWithRules } from "./access-rules.js";
 import { OpenCalls } from "./open-calls.js";
@@ -27,7 +28,10 @@ import { registerHealthService } from "./health-service.js";
 import { registerDeviceService } from "./device-service.js";
 import { registerLeaseService } from "./lease-service.js";
 import { registerActivityService } from "./activity-service.js";
-import { LeaseManager } from "./lease-manager.js";
+import { LeaseManager } from "./leases/lease-manager.js";
+import { SqliteLeaseStore } from "./leases/sqlite-lease-store.js";
+import { DeviceLabels } from "./devices/device-labels.js";
+import { SqliteDeviceLabelStore } from "./devices/sqlite-device-label-store.js";
 import { ActivityLog } from "./activity-log.js";
 import { IdempotencyCache } from "./idempotency-cache.js";
 import { ShellRelay } from "./shell-relay.js";
@@ -94,9 +98,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await ensurePrivateDir(opts.dataDir);
   const database = openDatabase(join(opts.dataDir, "coordinator.db"));
   const tokens = new TokenStore(database.db);
-  const registry = new Registry(database.db, { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
+  const registry = new Registry(new SqliteRegistryStore(database.db), { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
   const closed = new AbortController();
-  const leases = new LeaseManager(database.db, registry, log);
+  const labels = new DeviceLabels(new SqliteDeviceLabelStore(database.db));
+  const leases = new LeaseManager(new SqliteLeaseStore(database.db), registry, labels, log);
+  // A device may have come free, or started to match a waiting request.
+  registry.events.on("change", () => leases.dispatch());
+  labels.events.on("changed", () => leases.dispatch());
   const activity = new ActivityLog(database.db);
   activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
@@ -109,7 +117,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await evidenceStore.init();
   const videoIndex = new VideoSessionIndex(database.db);
   const hub = new WatchHub();
-  wireWatchHub(hub, { registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
+  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex });
   const web = new WebSessions(tokens);
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
@@ -225,6 +233,9 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       clearInterval(sweep);
       clearInterval(flush);
       registry.terminateAll(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down"));
+      // Waiting callers are told, but keep their place: the stored queue is
+      // resumed by the next start (the CLI asks again with the same ticket).
+      leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));
       await dual.close();
       database.close();
       log.info("coordinator stopped");

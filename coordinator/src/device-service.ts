@@ -18,8 +18,8 @@ import type { Principal } from "./token-store.js";
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
 import { actionRecordFor, ownershipFor } from "./command-privacy.js";
 import type { AttachSession } from "./agent-session.js";
-import type { Registry, Route } from "./registry.js";
-import type { LeaseManager } from "./lease-manager.js";
+import type { Registry, Route } from "./registry/registry.js";
+import type { LeaseManager } from "./leases/lease-manager.js";
 import type { ActivityLog } from "./activity-log.js";
 import type { IdempotencyCache } from "./idempotency-cache.js";
 

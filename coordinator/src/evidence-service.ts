@@ -14,7 +14,7 @@ import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
 import { evidenceMessage } from "./messages.js";
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
-import type { Registry } from "./registry.js";
+import type { Registry } from "./registry/registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
 import type { ActivityLog } from "./activity-log.js";

@@ -14,8 +14,10 @@ import type { Lease, LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
 import { leaseMessage, waiterMessage } from "./messages.js";
 import { invalidArgument } from "@farm/shared/errors";
 import { requirePrincipal } from "./auth.js";
-import { DEFAULT_TTL_MS, type LeaseManager, type LeaseRow, type Selector } from "./lease-manager.js";
-import type { Registry } from "./registry.js";
+import { DEFAULT_TTL_MS, type LeaseManager } from "./leases/lease-manager.js";
+import type { LeaseRow } from "./leases/lease-store.js";
+import type { Selector } from "./leases/selector.js";
+import type { Registry } from "./registry/registry.js";
 
 export function registerLeaseService(router: ConnectRouter, deps: { leases: LeaseManager; registry: Registry }): void {
   const toLease = (row: LeaseRow): Lease => leaseMessage(row, deps.registry.agentName(row.agentId) ?? "");

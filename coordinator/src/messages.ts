@@ -6,7 +6,7 @@ import { LeaseSchema, LeaseSelectorSchema, LeaseWaiterSchema, type Lease, type L
 import { VideoSessionSchema, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import type { ActivityRow } from "./activity-log.js";
 import type { EvidenceRow } from "./evidence-store.js";
-import type { LeaseRow, Waiter } from "./lease-manager.js";
+import type { LeaseRow, Waiter } from "./leases/lease-store.js";
 import type { VideoSessionRow } from "./video-session-index.js";
 
 /** Wire forms of stored rows, shared by the list RPCs and the watch stream. */

@@ -1,8 +1,8 @@
 import { Counter, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { ActivityLog } from "./activity-log.js";
 import type { EvidenceStore } from "./evidence-store.js";
-import type { LeaseManager } from "./lease-manager.js";
-import type { Registry } from "./registry.js";
+import type { LeaseManager } from "./leases/lease-manager.js";
+import type { Registry } from "./registry/registry.js";
 import type { VideoSessionIndex } from "./video-session-index.js";
 
 export interface CoordinatorMetrics {

@@ -13,7 +13,7 @@ import {
   AcceptDeviceAliasResponseSchema,
   RejectDeviceAliasResponseSchema,
 } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import type { Registry } from "./registry.js";
+import type { Registry } from "./registry/registry.js";
 import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { isBinaryRequest, withPreEncodedField } from "@farm/shared/pre-encoded";
 

@@ -9,8 +9,8 @@ import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_serv
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { ActivityLog } from "./activity-log.js";
-import type { LeaseManager } from "./lease-manager.js";
-import type { Registry } from "./registry.js";
+import type { LeaseManager } from "./leases/lease-manager.js";
+import type { Registry } from "./registry/registry.js";
 import { routeFor } from "./device-service.js";
 import type { ShellRelay } from "./shell-relay.js";
 

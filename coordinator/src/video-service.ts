@@ -14,13 +14,13 @@ import {
 import { requirePrincipal } from "./auth.js";
 import type { AttachSession } from "./agent-session.js";
 import type { EvidenceStore } from "./evidence-store.js";
-import type { Registry } from "./registry.js";
+import type { Registry } from "./registry/registry.js";
 import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.js";
 import { videoSessionMessage } from "./messages.js";
 import type { ActivityLog } from "./activity-log.js";
 import type { EvidenceGrants } from "./evidence-grants.js";
 import { requireEvidenceQuota } from "./evidence-quota.js";
-import type { LeaseManager } from "./lease-manager.js";
+import type { LeaseManager } from "./leases/lease-manager.js";
 
 /** The agent waits 5 s for the recorder; metadata reads come before that. */
 const START_BUDGET_MS = 30_000;

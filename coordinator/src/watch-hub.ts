@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { WatchResponseSchema, type WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
@@ -7,6 +8,11 @@ const MAX_PENDING = 20_000;
 const KEEPALIVE_MS = 15_000;
 
 type Kind = MessageInitShape<typeof WatchResponseSchema>["kind"];
+
+export interface WatchHubEvents {
+  /** The number of watchers changed. */
+  watchers: [count: number];
+}
 
 interface Subscriber {
   items: WatchResponse[];
@@ -20,6 +26,7 @@ interface Subscriber {
  * is ended with RESOURCE_EXHAUSTED rather than slowing anyone else.
  */
 export class WatchHub {
+  readonly events = new EventEmitter<WatchHubEvents>();
   private readonly subscribers = new Set<Subscriber>();
 
   get size(): number {
@@ -46,6 +53,7 @@ export class WatchHub {
     const onAbort = () => sub.wake?.();
     signal.addEventListener("abort", onAbort);
     try {
+      this.events.emit("watchers", this.subscribers.size);
       for (;;) {
         if (signal.aborted) return;
         if (sub.overflowed) throw new ConnectError("watcher fell too far behind; reconnect and re-read the lists", Code.ResourceExhausted);
@@ -66,6 +74,7 @@ export class WatchHub {
     } finally {
       signal.removeEventListener("abort", onAbort);
       this.subscribers.delete(sub);
+      this.events.emit("watchers", this.subscribers.size);
     }
   }
 }

@@ -1,32 +1,45 @@
+import type { Agent, Device } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { ActivityLog } from "./activity-log.js";
+import type { DeviceLabels } from "./devices/device-labels.js";
 import type { EvidenceStore } from "./evidence-store.js";
-import type { LeaseManager } from "./lease-manager.js";
+import type { LeaseManager } from "./leases/lease-manager.js";
+import type { LeaseRow, Waiter } from "./leases/lease-store.js";
 import { activityMessage, evidenceMessage, leaseMessage, videoSessionMessage, waiterMessage } from "./messages.js";
-import type { Registry } from "./registry.js";
+import type { Registry } from "./registry/registry.js";
 import type { VideoSessionIndex } from "./video-session-index.js";
 import type { WatchHub } from "./watch-hub.js";
 
+export interface WatchSources {
+  registry: Registry;
+  leases: LeaseManager;
+  labels: DeviceLabels;
+  activity: ActivityLog;
+  evidence: EvidenceStore;
+  videos: VideoSessionIndex;
+}
+
 /** Connects every source of change to the hub, in the wire form the list RPCs use. */
-export function wireWatchHub(hub: WatchHub, src: { registry: Registry; leases: LeaseManager; activity: ActivityLog; evidence: EvidenceStore; videos: VideoSessionIndex }): void {
+export function wireWatchHub(hub: WatchHub, src: WatchSources): void {
   const agentName = (id: string) => src.registry.agentName(id) ?? "";
-  src.registry.watched = () => hub.size > 0;
-  src.registry.onEvent = (e) => {
-    if (e.kind === "device") hub.publish({ case: "device", value: e.device });
-    else if (e.kind === "deviceRemoved") hub.publish({ case: "deviceRemoved", value: { agentId: e.agentId, serial: e.serial } });
-    else hub.publish({ case: "agent", value: e.agent });
-  };
-  src.leases.onEvent = (e) => {
-    switch (e.kind) {
-      case "lease":
-        return hub.publish({ case: "lease", value: leaseMessage(e.lease, agentName(e.lease.agentId)) });
-      case "leaseEnded":
-        return hub.publish({ case: "leaseEnded", value: { leaseId: e.lease.leaseId, physicalId: e.lease.physicalId, reason: e.lease.state } });
-      case "queue":
-        return hub.publish({ case: "queue", value: { waiters: e.waiters.map(waiterMessage) } });
-      case "labels":
-        return hub.publish({ case: "labels", value: { physicalId: e.physicalId, labels: e.labels } });
-    }
-  };
+  // Sources build their events only while someone listens (attach and
+  // heartbeats are hot paths): listen to them only while someone watches.
+  whileWatched(hub, () => {
+    const onAgent = (agent: Agent) => hub.publish({ case: "agent", value: agent });
+    const onDevice = (device: Device) => hub.publish({ case: "device", value: device });
+    const onDeviceRemoved = (agentId: string, serial: string) => hub.publish({ case: "deviceRemoved", value: { agentId, serial } });
+    const onLease = (lease: LeaseRow) => hub.publish({ case: "lease", value: leaseMessage(lease, agentName(lease.agentId)) });
+    const onLeaseEnded = (lease: LeaseRow) => hub.publish({ case: "leaseEnded", value: { leaseId: lease.leaseId, physicalId: lease.physicalId, reason: lease.state } });
+    const onQueue = (waiters: Waiter[]) => hub.publish({ case: "queue", value: { waiters: waiters.map(waiterMessage) } });
+    const onLabels = (physicalId: string, labels: Record<string, string>) => hub.publish({ case: "labels", value: { physicalId, labels } });
+    src.registry.events.on("agent", onAgent).on("device", onDevice).on("deviceRemoved", onDeviceRemoved);
+    src.leases.events.on("lease", onLease).on("leaseEnded", onLeaseEnded).on("queue", onQueue);
+    src.labels.events.on("changed", onLabels);
+    return () => {
+      src.registry.events.off("agent", onAgent).off("device", onDevice).off("deviceRemoved", onDeviceRemoved);
+      src.leases.events.off("lease", onLease).off("leaseEnded", onLeaseEnded).off("queue", onQueue);
+      src.labels.events.off("changed", onLabels);
+    };
+  });
   src.activity.onRecord((row) => hub.publish({ case: "activity", value: activityMessage(row) }));
   src.evidence.onPublish = (row) => {
     hub.publish({ case: "evidence", value: evidenceMessage(row, agentName(row.agentId)) });
@@ -36,4 +49,17 @@ export function wireWatchHub(hub: WatchHub, src: { registry: Registry; leases: L
     if (session) void src.videos.settleFromBundle(session, src.evidence);
   };
   src.videos.onUpsert = (row) => hub.publish({ case: "videoSession", value: videoSessionMessage(row, agentName(row.agentId), src.evidence.get(row.sessionId) !== undefined) });
+}
+
+/** Runs `listen` when the hub gets its first watcher, and what it returns when the last one leaves. */
+function whileWatched(hub: WatchHub, listen: () => () => void): void {
+  let unlisten: (() => void) | undefined;
+  if (hub.size > 0) unlisten = listen();
+  hub.events.on("watchers", (count) => {
+    if (count > 0 && !unlisten) unlisten = listen();
+    else if (count === 0 && unlisten) {
+      unlisten();
+      unlisten = undefined;
+    }
+  });
 }

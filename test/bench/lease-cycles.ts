@@ -12,8 +12,12 @@ import { create } from "@bufbuild/protobuf";
 import { createLogger } from "@farm/shared/log";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { openDatabase } from "@farm/coordinator/db/open-database";
-import { Registry } from "@farm/coordinator/registry";
-import { LeaseManager } from "@farm/coordinator/lease-manager";
+import { DeviceLabels } from "@farm/coordinator/devices/device-labels";
+import { SqliteDeviceLabelStore } from "@farm/coordinator/devices/sqlite-device-label-store";
+import { LeaseManager } from "@farm/coordinator/leases/lease-manager";
+import { SqliteLeaseStore } from "@farm/coordinator/leases/sqlite-lease-store";
+import { Registry } from "@farm/coordinator/registry/registry";
+import { SqliteRegistryStore } from "@farm/coordinator/registry/sqlite-registry-store";
 import { makeTempDir } from "../support/temp-dir.js";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "3" } } });
@@ -22,8 +26,12 @@ async function main(): Promise<void> {
   const dir = await makeTempDir("bench-lease");
   const db = openDatabase(join(dir.path, "coordinator.db"));
   try {
-    const registry = new Registry(db.db, { heartbeatMisses: 3 });
-    const leases = new LeaseManager(db.db, registry, createLogger({ level: "error" }));
+    const registry = new Registry(new SqliteRegistryStore(db.db), { heartbeatMisses: 3 });
+    const labels = new DeviceLabels(new SqliteDeviceLabelStore(db.db));
+    const leases = new LeaseManager(new SqliteLeaseStore(db.db), registry, labels, createLogger({ level: "error" }));
+    // As the coordinator wires them.
+    registry.events.on("change", () => leases.dispatch());
+    labels.events.on("changed", () => leases.dispatch());
     for (let a = 0; a < 100; a++) {
       const id = `agent-${a}`;
       registry.attach(create(AgentHelloSchema, { agentId: id, name: id, hostname: "h", protocolVersion: 1, agentVersion: "b", heartbeatIntervalMs: 5000 }), { terminate: () => {} });

@@ -1,5 +1,7 @@
+import type { JsonValue } from "@bufbuild/protobuf";
 import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
+import type { Selector } from "../leases/selector.js";
 
 export const tokens = sqliteTable("tokens", {
   name: text("name").primaryKey(),
@@ -35,8 +37,8 @@ export const devices = sqliteTable(
       .references(() => agents.id, { onDelete: "cascade" }),
     serial: text("serial").notNull(),
     state: text("state").notNull(),
-    // DeviceProperties as JSON: read whole, written whole.
-    properties: text("properties").notNull(),
+    // DeviceProperties in protobuf JSON: read whole, written whole.
+    properties: text("properties", { mode: "json" }).notNull().$type<JsonValue>(),
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.serial] })],
@@ -68,8 +70,7 @@ export const leases = sqliteTable("leases", {
   acquiredAt: integer("acquired_at").notNull(),
   expiresAt: integer("expires_at").notNull(),
   ttlMs: integer("ttl_ms").notNull(),
-  // active | released | expired
-  state: text("state").notNull(),
+  state: text("state", { enum: ["active", "released", "expired"] }).notNull(),
   endedAt: integer("ended_at"),
 }, (t) => [
   // The database itself refuses a second active lease on one phone.
@@ -81,7 +82,7 @@ export const leaseWaiters = sqliteTable("lease_waiters", {
   ticket: text("ticket").primaryKey(),
   seq: integer("seq").notNull(),
   holder: text("holder").notNull(),
-  selector: text("selector").notNull(),
+  selector: text("selector", { mode: "json" }).notNull().$type<Selector>(),
   enqueuedAt: integer("enqueued_at").notNull(),
   waitDeadline: integer("wait_deadline").notNull(),
   ttlMs: integer("ttl_ms").notNull(),

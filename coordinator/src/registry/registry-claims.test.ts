@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { toErrorReport } from "@farm/shared/errors";
 import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { openDatabase, type OpenedDatabase } from "./db/open-database.js";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { Registry, type AgentSession } from "./registry.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -23,7 +24,7 @@ const report = (serial: string, physicalId: string, extra: { unresolved?: string
 
 function registry(): Registry {
   opened ??= openDatabase(":memory:");
-  return new Registry(opened.db, { heartbeatMisses: 3 });
+  return new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
 }
 
 /** The error a call throws, as clients see it. */
@@ -91,7 +92,7 @@ describe("what an agent may claim", () => {
     expect(r.candidates().map((c) => `${c.agentName}/${c.serial}/${c.physicalId}`)).toEqual(["lab-a/USB-1/pid-1", "lab-b/FAKE-1/pid-1"]);
     expect(r.route("FAKE-1").agentName).toBe("lab-b");
 
-    const restarted = new Registry((opened as OpenedDatabase).db, { heartbeatMisses: 3 });
+    const restarted = new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
     restarted.attach(hello("b", "lab-b"), session());
     restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
     expect(stateOf(restarted, "lab-b", "FAKE-1")?.state).toBe("device");
@@ -104,7 +105,7 @@ describe("what an agent may claim", () => {
     expect(rejected.quarantineReason).toContain("admin-alice");
     expect(r.candidates().map((c) => c.agentName)).toEqual(["lab-a"]);
 
-    const restarted = new Registry((opened as OpenedDatabase).db, { heartbeatMisses: 3 });
+    const restarted = new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
     restarted.attach(hello("b", "lab-b"), session());
     restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
     expect(stateOf(restarted, "lab-b", "FAKE-1")?.state).toBe("quarantined");
@@ -189,12 +190,12 @@ describe("removing an agent", () => {
     const r = contested();
     expect(failure(() => r.removeAgent("lab-a"))).toMatchObject({ code: "AGENT_STILL_ATTACHED", field: "agent" });
     expect(failure(() => r.removeAgent("nobody"))).toMatchObject({ code: "NOT_FOUND", field: "agent" });
-    const a = new Registry((opened as OpenedDatabase).db, { heartbeatMisses: 3 });
+    const a = new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
     expect(a.removeAgent("lab-a")).toMatchObject({ removedDevices: 1 });
     expect(a.findAgent("lab-a")).toBeUndefined();
     expect(a.listDevices().map((d) => d.agentName)).toEqual(["lab-b"]);
     // Persisted: a restart does not bring it back.
-    expect(new Registry((opened as OpenedDatabase).db, { heartbeatMisses: 3 }).findAgent("a")).toBeUndefined();
+    expect(new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 }).findAgent("a")).toBeUndefined();
     // Its claims are gone: a new agent reporting that phone owns it.
     a.attach(hello("c", "lab-c"), session());
     a.replaceInventory("c", [report("USB-9", "pid-9")]);

@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DevicePropertiesSchema } from "@farm/shared/gen/farm/v1/registry_pb";
-import { openDatabase, type OpenedDatabase } from "./db/open-database.js";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { AGENT_OFFLINE, Registry } from "./registry.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -17,7 +18,7 @@ const hello = create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname
 describe("Registry persistence", () => {
   it("gives a new registry on the same database every property of every device", () => {
     opened = openDatabase(":memory:");
-    const first = new Registry(opened.db, { heartbeatMisses: 3 });
+    const first = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
     const iphone = create(DevicePropertiesSchema, {
       model: "iPhone 15", manufacturer: "Apple", androidVersion: "17.2", serialno: "00008110-00AA", bootId: "",
       physicalId: "ios-00008110-00AA", identityStatus: "ok", pinLabel: "", platform: "ios",
@@ -31,7 +32,7 @@ describe("Registry persistence", () => {
     first.upsertDevice("a-1", create(DeviceReportSchema, { serial: "0000-a", state: "device", properties: pinned }));
 
     // What a restarted coordinator reads back, before the agent attaches again.
-    const second = new Registry(opened.db, { heartbeatMisses: 3 });
+    const second = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
     const listed = second.listDevices();
     expect(listed.map((d) => [d.serial, d.state])).toEqual([
       ["0000-a", AGENT_OFFLINE],
@@ -44,11 +45,11 @@ describe("Registry persistence", () => {
 
   it("still reads rows written with the older, partial property set", () => {
     opened = openDatabase(":memory:");
-    new Registry(opened.db, { heartbeatMisses: 3 }).attach(hello, { terminate: () => undefined });
+    new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 }).attach(hello, { terminate: () => undefined });
     opened.sqlite
       .prepare("INSERT INTO devices (agent_id, serial, state, properties, updated_at) VALUES (?, ?, ?, ?, ?)")
       .run("a-1", "OLD-1", "device", JSON.stringify({ model: "Pixel 6", manufacturer: "Google", apiLevel: 33, androidVersion: "13", abi: "arm64-v8a", serialno: "S1", bootId: "b" }), 1);
-    const listed = new Registry(opened.db, { heartbeatMisses: 3 }).listDevices();
+    const listed = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 }).listDevices();
     expect(listed[0]?.properties).toMatchObject({ model: "Pixel 6", apiLevel: 33, serialno: "S1", physicalId: "" });
   });
 });

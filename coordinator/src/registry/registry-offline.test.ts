@@ -5,8 +5,9 @@ import { ConnectError } from "@connectrpc/connect";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { DevicePropertiesSchema, type Device } from "@farm/shared/gen/farm/v1/registry_pb";
-import { openDatabase, type OpenedDatabase } from "./db/open-database.js";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { AGENT_OFFLINE, Registry } from "./registry.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
 
 // A fake clock: heartbeats are missed because a test moves time, not because it sleeps.
 let now = 1_700_000_000_000;
@@ -41,7 +42,7 @@ describe("Registry: devices of an offline agent", () => {
   it("lists them agent-offline with every property when heartbeats stop, and again after a restart", () => {
     opened = openDatabase(":memory:");
     const terminated: Error[] = [];
-    const first = new Registry(opened.db, { heartbeatMisses: 3, now: clock });
+    const first = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     first.attach(hello, { terminate: (e) => terminated.push(e) });
     first.replaceInventory("a-1", [
       create(DeviceReportSchema, { serial: "P7-1", state: "device", properties: pixel }),
@@ -69,7 +70,7 @@ describe("Registry: devices of an offline agent", () => {
 
     // A restarted coordinator, before the agent comes back.
     now += 60_000;
-    const second = new Registry(opened.db, { heartbeatMisses: 3, now: clock });
+    const second = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const restored = second.listDevices();
     expect(restored.map((d) => [d.serial, d.state])).toEqual([["IOS-1", AGENT_OFFLINE], ["P7-1", AGENT_OFFLINE]]);
     expect(restored.map(identity)).toEqual(online.map(identity));
@@ -91,14 +92,14 @@ describe("Registry: devices of an offline agent", () => {
 
   it("lists them agent-offline after a restart that followed a clean detach", () => {
     opened = openDatabase(":memory:");
-    const first = new Registry(opened.db, { heartbeatMisses: 3, now: clock });
+    const first = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const session = { terminate: () => undefined };
     first.attach(hello, session);
     first.upsertDevice("a-1", create(DeviceReportSchema, { serial: "P7-1", state: "unauthorized", properties: pixel }));
     first.detach("a-1", session, "token revoked");
     expect(first.listAgents()[0]).toMatchObject({ online: false, offlineReason: "token revoked" });
 
-    const second = new Registry(opened.db, { heartbeatMisses: 3, now: clock });
+    const second = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const [d] = second.listDevices();
     expect(d?.state).toBe(AGENT_OFFLINE);
     expect(d?.properties).toEqual(pixel);

@@ -1,8 +1,6 @@
-import { and, eq } from "drizzle-orm";
-import type { CoordinatorDb } from "./db/open-database.js";
-import { deviceClaims } from "./db/schema.js";
+import type { ClaimRow, ClaimStatus } from "./registry-store.js";
 
-export type ClaimStatus = "owner" | "pending" | "accepted" | "rejected";
+export type { ClaimStatus } from "./registry-store.js";
 
 /** What keeps an agent from using a serial: its claim on one key, and who else claims that key. */
 export interface ClaimBlocker {
@@ -10,11 +8,6 @@ export interface ClaimBlocker {
   status: "pending" | "rejected";
   /** Agents whose claim on the key counts (owner or accepted). */
   others: string[];
-  decidedBy: string;
-}
-
-interface Claim {
-  status: ClaimStatus;
   decidedBy: string;
 }
 
@@ -30,32 +23,38 @@ export function claimKeys(serial: string, physicalId: string): string[] {
  * (one phone on two hosts) or rejects it. Claims outlive the devices that
  * made them, so a phone that drops off adb for a reboot cannot be taken
  * over in the meantime; removing an agent forgets its claims.
+ *
+ * In memory only: changes are returned as rows, which the registry writes
+ * together with the change that made them.
  */
 export class DeviceClaims {
-  private readonly byKey = new Map<string, Map<string, Claim>>();
+  private readonly byKey = new Map<string, Map<string, ClaimRow>>();
 
   constructor(
-    private readonly db: CoordinatorDb,
+    rows: readonly ClaimRow[],
     private readonly now: () => number,
   ) {
-    for (const row of db.select().from(deviceClaims).all()) this.set(row.key, row.agentId, { status: row.status, decidedBy: row.decidedBy ?? "" });
+    for (const row of rows) this.set({ ...row });
   }
 
   /**
-   * Records the claims a report makes and returns the keys this agent now
-   * claims for the first time while another agent holds them.
+   * Records the claims a report makes. Returns the new claims (to store)
+   * and the keys this agent now claims for the first time while another
+   * agent holds them.
    */
-  claim(agentId: string, keys: string[]): string[] {
+  claim(agentId: string, keys: string[]): { added: ClaimRow[]; contested: string[] } {
+    const added: ClaimRow[] = [];
     const contested: string[] = [];
     for (const key of keys) {
       const claims = this.byKey.get(key);
       if (claims?.has(agentId)) continue;
       const status: ClaimStatus = claims && claims.size > 0 ? "pending" : "owner";
-      this.set(key, agentId, { status, decidedBy: "" });
-      this.db.insert(deviceClaims).values({ key, agentId, status, createdAt: this.now() }).onConflictDoNothing().run();
+      const row: ClaimRow = { key, agentId, status, createdAt: this.now(), decidedBy: null, decidedAt: null };
+      this.set(row);
+      added.push({ ...row });
       if (status === "pending") contested.push(key);
     }
-    return contested;
+    return { added, contested };
   }
 
   /** The first key this agent may not use, or undefined when every claim counts. */
@@ -65,28 +64,24 @@ export class DeviceClaims {
       const mine = claims?.get(agentId);
       if (!claims || !mine || (mine.status !== "pending" && mine.status !== "rejected")) continue;
       const others = [...claims].filter(([id, c]) => id !== agentId && (c.status === "owner" || c.status === "accepted")).map(([id]) => id);
-      return { key, status: mine.status, others, decidedBy: mine.decidedBy };
+      return { key, status: mine.status, others, decidedBy: mine.decidedBy ?? "" };
     }
     return undefined;
   }
 
   /**
    * An admin's decision on this agent's contested claims among `keys`.
-   * Returns how many claims it changed; claims it owns are left alone.
+   * Returns the claims it changed (to store); claims it owns are left alone.
    */
-  decide(agentId: string, keys: string[], decision: "accepted" | "rejected", by: string): number {
-    let changed = 0;
+  decide(agentId: string, keys: string[], decision: "accepted" | "rejected", by: string): ClaimRow[] {
+    const changed: ClaimRow[] = [];
     for (const key of keys) {
       const mine = this.byKey.get(key)?.get(agentId);
       if (!mine || mine.status === "owner" || mine.status === decision) continue;
       mine.status = decision;
       mine.decidedBy = by;
-      this.db
-        .update(deviceClaims)
-        .set({ status: decision, decidedBy: by, decidedAt: this.now() })
-        .where(and(eq(deviceClaims.key, key), eq(deviceClaims.agentId, agentId)))
-        .run();
-      changed++;
+      mine.decidedAt = this.now();
+      changed.push({ ...mine });
     }
     return changed;
   }
@@ -101,16 +96,15 @@ export class DeviceClaims {
 
   /** Drops every claim of a removed agent. */
   forgetAgent(agentId: string): void {
-    this.db.delete(deviceClaims).where(eq(deviceClaims.agentId, agentId)).run();
     for (const [key, claims] of this.byKey) {
       claims.delete(agentId);
       if (claims.size === 0) this.byKey.delete(key);
     }
   }
 
-  private set(key: string, agentId: string, claim: Claim): void {
-    let claims = this.byKey.get(key);
-    if (!claims) this.byKey.set(key, (claims = new Map()));
-    claims.set(agentId, claim);
+  private set(row: ClaimRow): void {
+    let claims = this.byKey.get(row.key);
+    if (!claims) this.byKey.set(row.key, (claims = new Map()));
+    claims.set(row.agentId, row);
   }
 }

@@ -1,5 +1,5 @@
-import { eq, and } from "drizzle-orm";
-import { create, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { EventEmitter } from "node:events";
+import { create, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, Errors, farmError } from "@farm/shared/errors";
 import {
@@ -12,10 +12,10 @@ import {
 } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { AgentHello, DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { Logger } from "@farm/shared/log";
-import type { CoordinatorDb } from "./db/open-database.js";
-import { agents, devices } from "./db/schema.js";
+import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "../inventory-limits.js";
 import { claimKeys, DeviceClaims } from "./device-claims.js";
-import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-limits.js";
+import { Liveness } from "./liveness.js";
+import type { AgentRow, ClaimRow, DeviceRow, RegistryStore } from "./registry-store.js";
 
 /** State shown for devices whose agent is not attached. */
 export const AGENT_OFFLINE = "agent-offline";
@@ -80,53 +80,57 @@ interface AgentEntry {
   offlineReason?: string;
 }
 
-/** What changed, for live watchers (dashboards). */
-export type RegistryEvent =
-  | { kind: "device"; device: Device }
-  | { kind: "deviceRemoved"; agentId: string; serial: string }
-  | { kind: "agent"; agent: Agent };
-
-/** An agent's heartbeat time is re-announced to watchers at most this often. */
-const HEARTBEAT_EVENT_MS = 15_000;
+/**
+ * What the registry tells its listeners. `agent`, `device` and
+ * `deviceRemoved` are for live watchers (dashboards) and are only built
+ * while someone listens to them: attach and heartbeats are hot paths.
+ */
+export interface RegistryEvents {
+  /** After any change that may free or add a lease candidate. */
+  change: [];
+  /** An agent as it is shown now. */
+  agent: [agent: Agent];
+  /** A device as it is shown now. */
+  device: [device: Device];
+  deviceRemoved: [agentId: string, serial: string];
+}
 
 export interface DeviceFilter {
   agent?: string;
   state?: string;
 }
 
+export interface RegistryOptions {
+  heartbeatMisses: number;
+  now?: () => number;
+  log?: Logger;
+}
+
 /**
  * Agents and their devices. Reads are served from memory; every change is
- * written through to SQLite so a restarted coordinator still lists what it
- * knew (as agent-offline) until agents re-attach. Heartbeats stay in memory
- * and are flushed in batches: they are frequent and losing one is harmless.
+ * written through to the store so a restarted coordinator still lists what
+ * it knew (as agent-offline) until agents re-attach. Heartbeats are batched
+ * (liveness.ts).
  */
 export class Registry {
+  readonly events = new EventEmitter<RegistryEvents>();
   private readonly agents = new Map<string, AgentEntry>();
-  private readonly dirtyHeartbeats = new Set<string>();
-  private readonly heartbeatAnnounced = new Map<string, number>();
   private readonly claims: DeviceClaims;
-  /** Receives every change watchers should see; set by the coordinator. */
-  onEvent: ((e: RegistryEvent) => void) | undefined;
-  /** Whether anyone watches now: without watchers, no event is built (attach and heartbeats are hot paths). */
-  watched: () => boolean = () => this.onEvent !== undefined;
+  private readonly liveness: Liveness;
+  /** Cached list for lease grants; dropped on every change. */
+  private candidateCache: Candidate[] | undefined;
 
   constructor(
-    private readonly db: CoordinatorDb,
-    private readonly opts: { heartbeatMisses: number; now?: () => number; log?: Logger },
+    private readonly store: RegistryStore,
+    private readonly opts: RegistryOptions,
   ) {
-    this.claims = new DeviceClaims(db, () => this.now());
-    this.load();
-  }
-
-  private now(): number {
-    return this.opts.now?.() ?? Date.now();
-  }
-
-  private load(): void {
-    for (const row of this.db.select().from(agents).all()) {
+    const stored = store.load();
+    this.claims = new DeviceClaims(stored.claims, () => this.now());
+    this.liveness = new Liveness(store, opts.heartbeatMisses);
+    for (const row of stored.agents) {
       this.agents.set(row.id, { ...row, session: null, devices: new Map(), drainReason: "", transport: "" });
     }
-    for (const row of this.db.select().from(devices).all()) {
+    for (const row of stored.devices) {
       const agent = this.agents.get(row.agentId);
       if (!agent) continue;
       const properties = parseProperties(row.properties);
@@ -140,6 +144,10 @@ export class Registry {
     }
   }
 
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
   /** Registers an attached agent; refuses a second stream for the same id. */
   attach(hello: AgentHello, session: AgentSession, transport = ""): void {
     const existing = this.agents.get(hello.agentId);
@@ -151,7 +159,7 @@ export class Registry {
       );
     }
     const now = this.now();
-    const entry: AgentEntry = {
+    const row: AgentRow = {
       id: hello.agentId,
       name: hello.name,
       hostname: hello.hostname,
@@ -161,24 +169,10 @@ export class Registry {
       heartbeatIntervalMs: hello.heartbeatIntervalMs,
       connectedAt: now,
       lastHeartbeatAt: now,
-      session,
-      devices: existing?.devices ?? new Map(),
-      drainReason: hello.drainReason,
-      transport,
     };
+    const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
     this.agents.set(entry.id, entry);
-    const row = {
-      id: entry.id,
-      name: entry.name,
-      hostname: entry.hostname,
-      agentVersion: entry.agentVersion,
-      protocolVersion: entry.protocolVersion,
-      adbVersion: entry.adbVersion,
-      heartbeatIntervalMs: entry.heartbeatIntervalMs,
-      connectedAt: now,
-      lastHeartbeatAt: now,
-    };
-    this.db.insert(agents).values(row).onConflictDoUpdate({ target: agents.id, set: row }).run();
+    this.store.saveAgent(row);
     this.changed();
     this.announceAgent(entry, true);
   }
@@ -189,7 +183,7 @@ export class Registry {
     if (!entry || entry.session !== session) return;
     entry.session = null;
     entry.offlineReason = reason;
-    this.persistHeartbeat(entry);
+    this.liveness.persist(entry);
     this.changed();
     this.announceAgent(entry, true);
   }
@@ -205,7 +199,7 @@ export class Registry {
 
   /** Agent by id or name. */
   findAgent(idOrName: string): Agent | undefined {
-    const e = [...this.agents.values()].find((a) => a.id === idOrName || a.name === idOrName);
+    const e = this.agentByIdOrName(idOrName);
     return e ? toAgent(e) : undefined;
   }
 
@@ -217,8 +211,7 @@ export class Registry {
     const entry = this.agents.get(agentId);
     if (!entry) return;
     entry.lastHeartbeatAt = this.now();
-    this.dirtyHeartbeats.add(agentId);
-    if (entry.lastHeartbeatAt - (this.heartbeatAnnounced.get(agentId) ?? 0) >= HEARTBEAT_EVENT_MS) this.announceAgent(entry, false);
+    if (this.liveness.beat(entry)) this.announceAgent(entry, false);
   }
 
   /** Replaces everything known about this agent's devices. */
@@ -227,16 +220,14 @@ export class Registry {
     checkInventory(reports);
     const now = this.now();
     const next = new Map<string, DeviceEntry>();
-    this.db.transaction((tx) => {
-      // New claims commit with the inventory that makes them: one write, not one per device.
-      for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now)));
-      tx.delete(devices).where(eq(devices.agentId, agentId)).run();
-      for (const d of next.values()) tx.insert(devices).values(toRow(agentId, d)).run();
-    });
+    const newClaims: ClaimRow[] = [];
+    for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now), newClaims));
+    // New claims commit with the inventory that makes them: one write, not one per device.
+    this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
     const gone = [...entry.devices.keys()].filter((serial) => !next.has(serial));
     entry.devices = next;
     this.changed();
-    if (this.watched()) for (const serial of gone) this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
+    if (this.listening("deviceRemoved")) for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial);
     this.announceAgent(entry, true);
   }
 
@@ -246,27 +237,21 @@ export class Registry {
     if (!entry.devices.has(report.serial) && entry.devices.size >= MAX_DEVICES_PER_AGENT) {
       throw farmError(Errors.INVENTORY_TOO_LARGE, `agent ${entry.name} already reports ${entry.devices.size} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
     }
-    const d = this.claimed(entry, toEntry(report, this.now()));
+    const newClaims: ClaimRow[] = [];
+    const d = this.claimed(entry, toEntry(report, this.now()), newClaims);
+    this.store.saveDevice(toRow(agentId, d), newClaims);
     entry.devices.set(d.serial, d);
-    const row = toRow(agentId, d);
-    this.db
-      .insert(devices)
-      .values(row)
-      .onConflictDoUpdate({ target: [devices.agentId, devices.serial], set: row })
-      .run();
     this.changed();
     this.announceDevice(entry, d);
   }
 
   removeDevice(agentId: string, serial: string): void {
     const entry = this.requireAgent(agentId);
+    this.store.deleteDevice(agentId, serial);
     entry.devices.delete(serial);
+    // Nothing to dispatch: a device going away frees nothing.
     this.candidateCache = undefined;
-    this.db
-      .delete(devices)
-      .where(and(eq(devices.agentId, agentId), eq(devices.serial, serial)))
-      .run();
-    this.onEvent?.({ kind: "deviceRemoved", agentId, serial });
+    this.events.emit("deviceRemoved", agentId, serial);
     this.announceAgent(entry, false);
   }
 
@@ -278,36 +263,23 @@ export class Registry {
     const now = this.now();
     const expired: string[] = [];
     for (const entry of this.agents.values()) {
-      if (!entry.session || entry.lastHeartbeatAt === null) continue;
-      const deadline = entry.lastHeartbeatAt + entry.heartbeatIntervalMs * this.opts.heartbeatMisses;
-      if (now <= deadline) continue;
       const session = entry.session;
+      if (!session) continue;
+      const missed = this.liveness.overdue(entry, now);
+      if (!missed) continue;
       entry.session = null;
-      this.persistHeartbeat(entry);
+      this.liveness.persist(entry);
       this.candidateCache = undefined;
       expired.push(entry.id);
       this.announceAgent(entry, true);
-      session.terminate(
-        farmError(
-          Errors.AGENT_HEARTBEAT_MISSED,
-          `no heartbeat for ${now - entry.lastHeartbeatAt} ms (${this.opts.heartbeatMisses} intervals of ${entry.heartbeatIntervalMs} ms)`,
-        ),
-      );
+      session.terminate(missed);
     }
     return expired;
   }
 
   /** Writes batched heartbeat times; called periodically and at shutdown. */
   flushHeartbeats(): void {
-    if (this.dirtyHeartbeats.size === 0) return;
-    const ids = [...this.dirtyHeartbeats];
-    this.dirtyHeartbeats.clear();
-    this.db.transaction((tx) => {
-      for (const id of ids) {
-        const e = this.agents.get(id);
-        if (e) tx.update(agents).set({ lastHeartbeatAt: e.lastHeartbeatAt }).where(eq(agents.id, id)).run();
-      }
-    });
+    this.liveness.flush((id) => this.agents.get(id));
   }
 
   /** Terminates every live session (coordinator shutdown). */
@@ -326,19 +298,6 @@ export class Registry {
     return [...this.agents.values()].sort(byName).map(toAgent);
   }
 
-  /** Tells watchers about an agent and, when its online state may have changed, every device it reports. */
-  private announceAgent(entry: AgentEntry, withDevices: boolean): void {
-    if (!this.onEvent || !this.watched()) return;
-    this.heartbeatAnnounced.set(entry.id, entry.lastHeartbeatAt ?? 0);
-    this.onEvent({ kind: "agent", agent: toAgent(entry) });
-    if (withDevices) for (const d of entry.devices.values()) this.announceDevice(entry, d);
-  }
-
-  private announceDevice(entry: AgentEntry, d: DeviceEntry): void {
-    if (!this.onEvent || !this.watched()) return;
-    this.onEvent({ kind: "device", device: toDevice(entry, d, shownState(entry, d)) });
-  }
-
   listDevices(filter: DeviceFilter = {}): Device[] {
     return this.selectDevices(filter, (agent, d, state) => toDevice(agent, d, state));
   }
@@ -354,21 +313,6 @@ export class Registry {
       if (d.wire?.key !== key) d.wire = { key, bytes: toBinary(DeviceSchema, toDevice(agent, d, state)) };
       return d.wire.bytes;
     });
-  }
-
-  private selectDevices<T>(filter: DeviceFilter, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): T[] {
-    const out: T[] = [];
-    for (const agent of [...this.agents.values()].sort(byName)) {
-      if (filter.agent && filter.agent !== agent.id && filter.agent !== agent.name) continue;
-      const serials = [...agent.devices.keys()].sort();
-      for (const serial of serials) {
-        const d = agent.devices.get(serial) as DeviceEntry;
-        const state = shownState(agent, d);
-        if (filter.state && filter.state !== state) continue;
-        out.push(map(agent, d, state));
-      }
-    }
-    return out;
   }
 
   /**
@@ -429,9 +373,6 @@ export class Registry {
     return out;
   }
 
-  /** Cached list for lease grants; dropped on every change. */
-  private candidateCache: Candidate[] | undefined;
-
   /**
    * Actions with an unknown outcome on a phone, as every agent that reports
    * it (online or not) last said: any one of them blocks changes to the
@@ -465,12 +406,13 @@ export class Registry {
    * physical id it reports there). Returns that device as listed now.
    */
   decideAlias(serial: string, agent: string, decision: "accepted" | "rejected", by: string): Device {
-    const entry = [...this.agents.values()].find((a) => a.id === agent || a.name === agent);
+    const entry = this.agentByIdOrName(agent);
     if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${agent}`, "agent");
     const d = entry.devices.get(serial);
     if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
     const changed = this.claims.decide(entry.id, claimKeys(serial, d.properties.physicalId), decision, by);
-    if (changed > 0) {
+    if (changed.length > 0) {
+      this.store.saveClaimDecisions(changed);
       this.opts.log?.warn(`device alias ${decision}`, { agent: entry.name, serial, physicalId: d.properties.physicalId, by });
       // Every serial of this agent on the same keys follows the decision.
       for (const other of entry.devices.values()) other.quarantine = this.quarantineOf(entry.id, other.serial, other.properties.physicalId);
@@ -486,29 +428,51 @@ export class Registry {
    * it would report everything again at once.
    */
   removeAgent(idOrName: string): { agent: Agent; removedDevices: number } {
-    const entry = [...this.agents.values()].find((a) => a.id === idOrName || a.name === idOrName);
+    const entry = this.agentByIdOrName(idOrName);
     if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${idOrName}`, "agent");
     if (entry.session) {
       throw farmError(Errors.AGENT_STILL_ATTACHED, `agent ${entry.name} is attached; stop it (or revoke its token) before removing it`, "agent");
     }
     const agent = toAgent(entry);
     const serials = [...entry.devices.keys()];
-    this.db.transaction((tx) => {
-      tx.delete(devices).where(eq(devices.agentId, entry.id)).run();
-      tx.delete(agents).where(eq(agents.id, entry.id)).run();
-      this.claims.forgetAgent(entry.id);
-    });
+    this.store.deleteAgent(entry.id);
+    this.claims.forgetAgent(entry.id);
     this.agents.delete(entry.id);
-    this.dirtyHeartbeats.delete(entry.id);
-    this.heartbeatAnnounced.delete(entry.id);
+    this.liveness.forget(entry.id);
     this.changed();
-    if (this.watched()) for (const serial of serials) this.onEvent?.({ kind: "deviceRemoved", agentId: entry.id, serial });
+    if (this.listening("deviceRemoved")) for (const serial of serials) this.events.emit("deviceRemoved", entry.id, serial);
     return { agent, removedDevices: serials.length };
   }
 
-  /** Records the claims a report makes (logging the contested ones) and marks the entry. */
-  private claimed(agent: AgentEntry, d: DeviceEntry): DeviceEntry {
-    const contested = this.claims.claim(agent.id, claimKeys(d.serial, d.properties.physicalId));
+  /** The attached session of an agent, for requests bound to that agent (not to a device). */
+  agentSession(agentId: string): { session: AgentSession; name: string } | undefined {
+    const a = this.agents.get(agentId);
+    return a?.session ? { session: a.session, name: a.name } : undefined;
+  }
+
+  agentName(agentId: string): string | undefined {
+    return this.agents.get(agentId)?.name;
+  }
+
+  private selectDevices<T>(filter: DeviceFilter, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): T[] {
+    const out: T[] = [];
+    for (const agent of [...this.agents.values()].sort(byName)) {
+      if (filter.agent && filter.agent !== agent.id && filter.agent !== agent.name) continue;
+      const serials = [...agent.devices.keys()].sort();
+      for (const serial of serials) {
+        const d = agent.devices.get(serial) as DeviceEntry;
+        const state = shownState(agent, d);
+        if (filter.state && filter.state !== state) continue;
+        out.push(map(agent, d, state));
+      }
+    }
+    return out;
+  }
+
+  /** Records the claims a report makes (new ones into `newClaims`, logging the contested ones) and marks the entry. */
+  private claimed(agent: AgentEntry, d: DeviceEntry, newClaims: ClaimRow[]): DeviceEntry {
+    const { added, contested } = this.claims.claim(agent.id, claimKeys(d.serial, d.properties.physicalId));
+    newClaims.push(...added);
     d.quarantine = this.quarantineOf(agent.id, d.serial, d.properties.physicalId);
     if (contested.length > 0) {
       this.opts.log?.warn("device quarantined: an agent claims what another agent reported first", { agent: agent.name, agentId: agent.id, serial: d.serial, keys: contested, reason: d.quarantine });
@@ -527,33 +491,38 @@ export class Registry {
     return `${what} is reported by ${owners.length > 0 ? `agent ${owners.join(", ")}` : "another agent"} first; an admin accepts this alias with \`farm device alias accept --device ${serial} --agent ${name}\``;
   }
 
-  /** Called after any change that may free or add a device. */
-  onChange: (() => void) | undefined;
-
+  /** After any change that may free or add a device. */
   private changed(): void {
     this.candidateCache = undefined;
-    this.onChange?.();
+    this.events.emit("change");
   }
 
-  /** The attached session of an agent, for requests bound to that agent (not to a device). */
-  agentSession(agentId: string): { session: AgentSession; name: string } | undefined {
-    const a = this.agents.get(agentId);
-    return a?.session ? { session: a.session, name: a.name } : undefined;
+  private listening(event: keyof RegistryEvents): boolean {
+    return this.events.listenerCount(event) > 0;
   }
 
-  agentName(agentId: string): string | undefined {
-    return this.agents.get(agentId)?.name;
+  /** Tells watchers about an agent and, when its online state may have changed, every device it reports. */
+  private announceAgent(entry: AgentEntry, withDevices: boolean): void {
+    if (this.listening("agent")) {
+      this.liveness.announced(entry);
+      this.events.emit("agent", toAgent(entry));
+    }
+    if (withDevices && this.listening("device")) for (const d of entry.devices.values()) this.announceDevice(entry, d);
+  }
+
+  private announceDevice(entry: AgentEntry, d: DeviceEntry): void {
+    if (!this.listening("device")) return;
+    this.events.emit("device", toDevice(entry, d, shownState(entry, d)));
+  }
+
+  private agentByIdOrName(idOrName: string): AgentEntry | undefined {
+    return [...this.agents.values()].find((a) => a.id === idOrName || a.name === idOrName);
   }
 
   private requireAgent(agentId: string): AgentEntry {
     const e = this.agents.get(agentId);
     if (!e) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "agent is not attached");
     return e;
-  }
-
-  private persistHeartbeat(entry: AgentEntry): void {
-    this.dirtyHeartbeats.delete(entry.id);
-    this.db.update(agents).set({ lastHeartbeatAt: entry.lastHeartbeatAt }).where(eq(agents.id, entry.id)).run();
   }
 }
 
@@ -609,15 +578,15 @@ function toEntry(r: DeviceReport, now: number): DeviceEntry {
   };
 }
 
-function toRow(agentId: string, d: DeviceEntry): typeof devices.$inferInsert {
+function toRow(agentId: string, d: DeviceEntry): DeviceRow {
   // Every field, in protobuf JSON: a property added to DeviceProperties survives a restart without a change here.
-  return { agentId, serial: d.serial, state: d.state, properties: toJsonString(DevicePropertiesSchema, d.properties), updatedAt: d.updatedAt };
+  return { agentId, serial: d.serial, state: d.state, properties: toJson(DevicePropertiesSchema, d.properties), updatedAt: d.updatedAt };
 }
 
-function parseProperties(json: string): DeviceProperties {
+function parseProperties(json: DeviceRow["properties"]): DeviceProperties {
   try {
     // Rows written before every field was kept hold a subset of the same JSON names.
-    return fromJsonString(DevicePropertiesSchema, json, { ignoreUnknownFields: true });
+    return fromJson(DevicePropertiesSchema, json, { ignoreUnknownFields: true });
   } catch {
     return create(DevicePropertiesSchema);
   }

@@ -5,10 +5,15 @@ import { ConnectError } from "@connectrpc/connect";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { createLogger } from "@farm/shared/log";
-import { openDatabase, type OpenedDatabase } from "./db/open-database.js";
-import { leases as leaseRows, leaseWaiters } from "./db/schema.js";
-import { LeaseManager, RESUME_GRACE_MS, type LeaseRow, type Selector } from "./lease-manager.js";
-import { Registry } from "./registry.js";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
+import { leases as leaseRows, leaseWaiters } from "../db/schema.js";
+import { DeviceLabels } from "../devices/device-labels.js";
+import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
+import { Registry } from "../registry/registry.js";
+import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
+import { LeaseManager, RESUME_GRACE_MS, type Grant } from "./lease-manager.js";
+import type { Selector } from "./selector.js";
+import { SqliteLeaseStore } from "./sqlite-lease-store.js";
 
 // A fake clock: time moves only when a test says so, and sweeps run when a test calls them.
 let now = 1_700_000_000_000;
@@ -20,7 +25,7 @@ const managers: LeaseManager[] = [];
 
 afterEach(() => {
   // End every call still waiting (clears its deadline timer) before the database goes.
-  for (const m of managers) for (const w of m.list().queue) w.fail?.(new Error("test over"));
+  for (const m of managers) m.abandonCalls(new Error("test over"));
   managers.length = 0;
   opened?.close();
   opened = undefined;
@@ -41,13 +46,17 @@ const phones = [
   { serial: "S-2", physicalId: "pd-2", model: "Pixel 8" },
 ];
 
-/** A coordinator's registry and lease manager on `db`, with one agent attached that reports `phones`. */
+/** A coordinator's registry, labels and lease manager on `db`, with one agent attached that reports `phones`. */
 function start(db: OpenedDatabase, attach = true) {
-  const registry = new Registry(db.db, { heartbeatMisses: 3, now: clock });
-  const leases = new LeaseManager(db.db, registry, log, clock);
+  const registry = new Registry(new SqliteRegistryStore(db.db), { heartbeatMisses: 3, now: clock });
+  const labels = new DeviceLabels(new SqliteDeviceLabelStore(db.db));
+  const leases = new LeaseManager(new SqliteLeaseStore(db.db), registry, labels, log, clock);
+  // Wired as the coordinator wires them: a device may have come free or started to match.
+  registry.events.on("change", () => leases.dispatch());
+  labels.events.on("changed", () => leases.dispatch());
   managers.push(leases);
   if (attach) attachAgent(registry);
-  return { registry, leases };
+  return { registry, labels, leases };
 }
 
 function attachAgent(registry: Registry): void {
@@ -57,8 +66,6 @@ function attachAgent(registry: Registry): void {
     phones.map((p) => create(DeviceReportSchema, { serial: p.serial, state: "device", properties: { physicalId: p.physicalId, identityStatus: "ok", model: p.model, apiLevel: 34 } })),
   );
 }
-
-type Grant = { lease: LeaseRow; token: string };
 
 /** An acquire call whose outcome the test can inspect synchronously. */
 function call(leases: LeaseManager, holder: string, selector: Selector, opts: { ticket?: string; waitMs?: number; ttlMs?: number } = {}) {
@@ -169,6 +176,8 @@ describe("LeaseManager: a waiter whose call ended", () => {
     expect(leases.leaseOf("pd-1")?.holder).toBe("next");
     // Whatever was committed for the departed caller is not active.
     expect(opened.db.select().from(leaseRows).all().filter((r) => r.holder === "gone" && r.state === "active")).toEqual([]);
+    // Nothing was: a caller that is gone is skipped before anything is committed.
+    expect(opened.db.select().from(leaseRows).all().filter((r) => r.holder === "gone")).toEqual([]);
   });
 
   it("is never granted when its signal is already aborted", async () => {
@@ -200,6 +209,18 @@ describe("LeaseManager: a grant is committed before it is returned", () => {
     await settle();
     const grant = waiting.grant!;
     expect(seen).toEqual([expect.objectContaining({ state: "active", holder: "w", physicalId: "pd-1", tokenHash: sha256(grant.token) }), []]);
+  });
+
+  it("has the lease row active when a grant made at once (nobody queued) reaches the caller", async () => {
+    opened = openDatabase(":memory:");
+    const db = opened;
+    const { leases } = start(db);
+    const seen: unknown[] = [];
+    const c = call(leases, "h1", sel({ physicalId: "pd-2" }));
+    void c.promise.then((g) => seen.push(leaseRow(db, g.lease.leaseId)));
+    await settle();
+    expect(seen).toEqual([expect.objectContaining({ state: "active", holder: "h1", physicalId: "pd-2", tokenHash: sha256(c.grant!.token) })]);
+    expect(leases.list().queue).toEqual([]);
   });
 
   it("returns nothing, and keeps the waiter queued, when the commit fails", async () => {
@@ -306,7 +327,7 @@ describe("LeaseManager: across a restart", () => {
     await settle();
     const queuedBefore = before.leases.list().queue.map((w) => ({ ticket: w.ticket, seq: w.seq, holder: w.holder, selector: w.selector }));
     // The old process is gone: its calls end without touching the database.
-    for (const w of before.leases.list().queue) w.fail?.(new Error("process exited"));
+    before.leases.abandonCalls(new Error("process exited"));
     now += 1_000;
     const after = start(db, false);
     return { h1, queuedBefore, after };
@@ -367,5 +388,88 @@ describe("LeaseManager: across a restart", () => {
     await settle();
     expect(codeOf(mallory.error)).toBe("PERMISSION_DENIED");
     expect(after.leases.list().queue.map((w) => w.holder)).toEqual(["alice", "bob"]);
+  });
+});
+
+describe("LeaseManager: what lets a waiter through", () => {
+  it("grants a device whose agent attaches while the request waits", async () => {
+    opened = openDatabase(":memory:");
+    const { leases, registry } = start(opened, false);
+    const w = call(leases, "w", sel({ model: "Pixel 8" }));
+    await settle();
+    expect(w.grant).toBeUndefined();
+    attachAgent(registry);
+    await settle();
+    expect(w.grant?.lease).toMatchObject({ holder: "w", physicalId: "pd-2", serial: "S-2", agentId: "a-1" });
+  });
+
+  it("grants a device once it gets the labels the request asks for", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const w = call(leases, "w", sel({ labels: { rack: "b2" } }));
+    await settle();
+    expect(w.grant).toBeUndefined();
+    leases.setLabels("S-2", { rack: "b1" });
+    await settle();
+    expect(w.grant).toBeUndefined();
+    leases.setLabels("S-2", { rack: "b2" });
+    await settle();
+    expect(w.grant?.lease.physicalId).toBe("pd-2");
+  });
+
+  it("lets only the holder (or an admin) change a leased phone's labels", async () => {
+    opened = openDatabase(":memory:");
+    const { leases, labels } = start(opened);
+    const h = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    const other = { tokenName: "mallory", admin: false, leaseToken: null };
+    expect(() => leases.setLabels("S-1", { rack: "x" }, other)).toThrow(expect.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER"));
+    expect(labels.of("pd-1")).toEqual({});
+    expect(leases.setLabels("S-1", { rack: "a1" }, { tokenName: "someone", admin: false, leaseToken: h.grant!.token })).toEqual({ physicalId: "pd-1", labels: { rack: "a1" } });
+    expect(leases.removeLabel("S-1", "rack", { tokenName: "root", admin: true, leaseToken: null })).toEqual({ physicalId: "pd-1", labels: {} });
+  });
+});
+
+describe("LeaseManager: a ticket used by a second call", () => {
+  it("moves the place to the newer call, which a late abort of the older one does not lose", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    const first = call(leases, "w", sel({ physicalId: "pd-1" }), { ticket: "t-w" });
+    const behind = call(leases, "behind", sel({ physicalId: "pd-1" }));
+    await settle();
+    const second = call(leases, "w", sel({ physicalId: "pd-1" }), { ticket: "t-w" });
+    await settle();
+    expect(codeOf(first.error)).toBe("LEASE_WAIT_CANCELLED");
+    first.controller.abort();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["w", "behind"]);
+    leases.release(h1.grant!.token);
+    await settle();
+    expect(second.grant?.lease.holder).toBe("w");
+    expect(behind.grant).toBeUndefined();
+  });
+});
+
+describe("LeaseManager: events", () => {
+  it("tells every subscriber about grants, the queue and ended leases, in that order", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = start(opened);
+    const a: string[] = [];
+    const b: string[] = [];
+    for (const log of [a, b]) {
+      leases.events.on("lease", (l) => log.push(`lease ${l.holder} ${l.state}`));
+      leases.events.on("leaseEnded", (l) => log.push(`ended ${l.holder} ${l.state}`));
+      leases.events.on("queue", (q) => log.push(`queue ${q.map((w) => w.holder).join(",")}`));
+    }
+    const h1 = call(leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    call(leases, "w", sel({ physicalId: "pd-1" }));
+    await settle();
+    leases.release(h1.grant!.token);
+    await settle();
+    const expected = ["lease h1 active", "queue w", "ended h1 released", "lease w active", "queue "];
+    expect(a).toEqual(expected);
+    expect(b).toEqual(expected);
   });
 });

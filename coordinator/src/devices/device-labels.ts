@@ -1,0 +1,75 @@
+import { EventEmitter } from "node:events";
+import { invalidArgument } from "@farm/shared/errors";
+import type { DeviceLabelStore } from "./device-label-store.js";
+
+export interface DeviceLabelEvents {
+  /** A device's labels changed: all of them now. */
+  changed: [physicalId: string, labels: Record<string, string>];
+}
+
+const labelKey = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
+
+export function validateLabelPair(k: string, v: string): void {
+  if (!labelKey.test(k)) throw invalidArgument("label", `label key "${k}" must be 1-63 of A-Z a-z 0-9 . _ / - starting with a letter or digit`);
+  if (v.length > 255 || /[\n\0]/.test(v)) throw invalidArgument("label", `label value for "${k}" must be one line of at most 255 characters`);
+}
+
+/**
+ * key=value labels on physical devices (all serials of a phone share them),
+ * which lease selectors match. Read from memory, written through to the
+ * store. Who may change them is the caller's rule (the lease holder's).
+ */
+export class DeviceLabels {
+  readonly events = new EventEmitter<DeviceLabelEvents>();
+  private readonly byDevice = new Map<string, Map<string, string>>();
+
+  constructor(private readonly store: DeviceLabelStore) {
+    for (const row of store.all()) this.labelsFor(row.physicalId).set(row.key, row.value);
+  }
+
+  of(physicalId: string): Record<string, string> {
+    return Object.fromEntries(this.byDevice.get(physicalId) ?? []);
+  }
+
+  /** Whether the device has every one of these labels. */
+  matches(physicalId: string, wanted: Record<string, string>): boolean {
+    const entries = Object.entries(wanted);
+    if (entries.length === 0) return true;
+    const labels = this.byDevice.get(physicalId);
+    return entries.every(([k, v]) => labels?.get(k) === v);
+  }
+
+  /** Labels of every labelled physical device. */
+  all(): { physicalId: string; labels: Record<string, string> }[] {
+    return [...this.byDevice.entries()].filter(([, m]) => m.size > 0).map(([physicalId, m]) => ({ physicalId, labels: Object.fromEntries(m) }));
+  }
+
+  /** Sets these labels (others stay); all are checked before any is stored. Returns the device's labels now. */
+  set(physicalId: string, labels: Record<string, string>): Record<string, string> {
+    const pairs = Object.entries(labels);
+    for (const [k, v] of pairs) validateLabelPair(k, v);
+    this.store.upsert(pairs.map(([key, value]) => ({ physicalId, key, value })));
+    const m = this.labelsFor(physicalId);
+    for (const [k, v] of pairs) m.set(k, v);
+    return this.changed(physicalId);
+  }
+
+  /** Removes one label. Returns the device's labels now. */
+  remove(physicalId: string, key: string): Record<string, string> {
+    this.store.delete(physicalId, key);
+    this.byDevice.get(physicalId)?.delete(key);
+    return this.changed(physicalId);
+  }
+
+  private changed(physicalId: string): Record<string, string> {
+    const now = this.of(physicalId);
+    this.events.emit("changed", physicalId, now);
+    return now;
+  }
+
+  private labelsFor(physicalId: string): Map<string, string> {
+    let m = this.byDevice.get(physicalId);
+    if (!m) this.byDevice.set(physicalId, (m = new Map()));
+    return m;
+  }
+}

@@ -1,0 +1,124 @@
+import type { LeaseRow, Waiter, WaiterStore } from "./lease-store.js";
+
+/** How long a waiter from before a coordinator restart keeps its place for its client to come back. */
+export const RESUME_GRACE_MS = 30_000;
+
+/** What a waiting call is handed: the committed lease, and the token only its caller ever sees. */
+export interface Grant {
+  lease: LeaseRow;
+  token: string;
+}
+
+/** A client call waiting on a waiter. Lives only in this process. */
+export interface PendingCall {
+  /** Whether the caller has gone (its call ended): it must not be granted. */
+  gone(): boolean;
+  /** Hands the grant over; false when the caller is gone (the grant must be undone). */
+  deliver(grant: Grant): boolean;
+  /** Ends the call with an error. */
+  fail(err: Error): void;
+}
+
+/**
+ * The lease wait queue: stored waiter rows in arrival order, and beside
+ * them the calls waiting on them now. The rows survive a restart; the calls
+ * do not, so a restored waiter is kept for its client to come back (with
+ * the same ticket) until RESUME_GRACE_MS after the restart.
+ */
+export class WaitQueue {
+  private rows: Waiter[] = [];
+  private readonly calls = new Map<string, PendingCall>();
+  /** Restored waiters no call has come back for yet: dropped at this time. */
+  private readonly orphans = new Map<string, number>();
+  private seq = 0;
+
+  constructor(
+    private readonly store: WaiterStore,
+    now: number,
+  ) {
+    for (const w of store.waiters()) {
+      this.rows.push(w);
+      this.orphans.set(w.ticket, Math.min(w.waitDeadline, now + RESUME_GRACE_MS));
+      this.seq = Math.max(this.seq, w.seq);
+    }
+    this.rows.sort((a, b) => a.seq - b.seq);
+  }
+
+  get size(): number {
+    return this.rows.length;
+  }
+
+  /** Every waiter, oldest first (a copy). */
+  list(): Waiter[] {
+    return [...this.rows];
+  }
+
+  find(ticket: string): Waiter | undefined {
+    return this.rows.find((w) => w.ticket === ticket);
+  }
+
+  has(w: Waiter): boolean {
+    return this.rows.includes(w);
+  }
+
+  /** Stores a new waiter at the end of the queue. */
+  enqueue(fields: Omit<Waiter, "seq">): Waiter {
+    const w: Waiter = { ...fields, seq: this.seq + 1 };
+    this.store.insertWaiter(w);
+    this.seq = w.seq;
+    this.rows.push(w);
+    return w;
+  }
+
+  /** Drops a waiter from the store and the queue; false when it was not queued. */
+  remove(w: Waiter): boolean {
+    if (!this.has(w)) return false;
+    this.store.deleteWaiter(w.ticket);
+    this.forget(w);
+    return true;
+  }
+
+  /** Drops a waiter the store already dropped (with the lease granted to it). */
+  granted(w: Waiter): void {
+    this.forget(w);
+  }
+
+  /** Makes `call` the one waiting on this ticket; returns the call it replaces, if any. */
+  attach(ticket: string, call: PendingCall): PendingCall | undefined {
+    const previous = this.calls.get(ticket);
+    this.calls.set(ticket, call);
+    this.orphans.delete(ticket);
+    return previous === call ? undefined : previous;
+  }
+
+  /** Forgets `call` if it is still the one waiting on this ticket. */
+  detach(ticket: string, call: PendingCall): void {
+    if (this.calls.get(ticket) === call) this.calls.delete(ticket);
+  }
+
+  callOf(ticket: string): PendingCall | undefined {
+    return this.calls.get(ticket);
+  }
+
+  /** Waiters past their wait deadline, or restored ones whose client did not come back in time. */
+  due(now: number): Waiter[] {
+    return this.rows.filter((w) => {
+      const orphanUntil = this.orphans.get(w.ticket);
+      return w.waitDeadline <= now || (orphanUntil !== undefined && orphanUntil <= now);
+    });
+  }
+
+  /**
+   * Ends every waiting call with `err` and keeps the stored queue: what a
+   * stopping process does, so that the next one resumes it.
+   */
+  abandon(err: Error): void {
+    for (const call of [...this.calls.values()]) call.fail(err);
+    this.calls.clear();
+  }
+
+  private forget(w: Waiter): void {
+    this.rows = this.rows.filter((x) => x !== w);
+    this.orphans.delete(w.ticket);
+  }
+}

@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { AgentHelloSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
+import { agents } from "../db/schema.js";
+import { Liveness } from "./liveness.js";
+import { Registry } from "./registry.js";
+import type { HeartbeatRow } from "./registry-store.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+
+// A fake clock: time moves only when a test says so.
+let now = 1_700_000_000_000;
+const clock = () => now;
+
+let opened: OpenedDatabase | undefined;
+
+afterEach(() => {
+  opened?.close();
+  opened = undefined;
+});
+
+function codeOf(err: unknown): string {
+  return ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.code ?? "";
+}
+
+const hello = create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
+const storedHeartbeat = (db: OpenedDatabase) => db.db.select().from(agents).get()?.lastHeartbeatAt;
+
+describe("Liveness", () => {
+  it("counts an agent overdue only after `misses` whole intervals, and never one that has not beaten", () => {
+    const l = new Liveness({ saveHeartbeats: () => undefined }, 3);
+    const agent = { id: "a", heartbeatIntervalMs: 1_000, lastHeartbeatAt: now };
+    expect(l.overdue(agent, now + 3_000)).toBeUndefined();
+    const err = l.overdue(agent, now + 3_001);
+    expect(codeOf(err)).toBe("AGENT_HEARTBEAT_MISSED");
+    expect(err?.message).toContain("no heartbeat for 3001 ms (3 intervals of 1000 ms)");
+    expect(l.overdue({ ...agent, lastHeartbeatAt: null }, now + 1e9)).toBeUndefined();
+  });
+
+  it("writes batched heartbeats in one call, for the agents still known, once", () => {
+    const writes: HeartbeatRow[][] = [];
+    const l = new Liveness({ saveHeartbeats: (rows) => writes.push([...rows]) }, 3);
+    const a = { id: "a", heartbeatIntervalMs: 1_000, lastHeartbeatAt: 5 };
+    const b = { id: "b", heartbeatIntervalMs: 1_000, lastHeartbeatAt: 6 };
+    l.beat(a);
+    l.beat(b);
+    l.beat(a);
+    l.flush((id) => (id === "a" ? a : undefined));
+    l.flush(() => a);
+    expect(writes).toEqual([[{ agentId: "a", lastHeartbeatAt: 5 }]]);
+  });
+
+  it("keeps a registry's heartbeats in memory until flushed, and writes one at once when the agent goes offline", () => {
+    opened = openDatabase(":memory:");
+    const registry = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+    const session = { terminate: () => undefined };
+    registry.attach(hello, session);
+    const attachedAt = now;
+    now += 500;
+    registry.heartbeat("a-1");
+    expect(storedHeartbeat(opened)).toBe(attachedAt);
+    registry.flushHeartbeats();
+    expect(storedHeartbeat(opened)).toBe(now);
+
+    now += 700;
+    registry.heartbeat("a-1");
+    registry.detach("a-1", session);
+    expect(storedHeartbeat(opened)).toBe(now);
+  });
+
+  it("ends the session of an agent that stopped beating, writing its last heartbeat", () => {
+    opened = openDatabase(":memory:");
+    const registry = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 2, now: clock });
+    const ended: Error[] = [];
+    registry.attach(hello, { terminate: (e) => ended.push(e) });
+    now += 400;
+    registry.heartbeat("a-1");
+    const last = now;
+    now += 2_000;
+    expect(registry.sweep()).toEqual([]);
+    now += 1;
+    expect(registry.sweep()).toEqual(["a-1"]);
+    expect(ended.map(codeOf)).toEqual(["AGENT_HEARTBEAT_MISSED"]);
+    expect(storedHeartbeat(opened)).toBe(last);
+    // Already offline: a later sweep does not end it again.
+    now += 10_000;
+    expect(registry.sweep()).toEqual([]);
+    expect(ended).toHaveLength(1);
+  });
+});

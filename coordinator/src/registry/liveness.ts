@@ -1,0 +1,72 @@
+import { Errors, farmError } from "@farm/shared/errors";
+import type { RegistryStore } from "./registry-store.js";
+
+/** An agent's heartbeat time is re-announced to watchers at most this often. */
+export const HEARTBEAT_EVENT_MS = 15_000;
+
+/** What liveness reads of an agent. */
+export interface LiveAgent {
+  readonly id: string;
+  readonly heartbeatIntervalMs: number;
+  readonly lastHeartbeatAt: number | null;
+}
+
+/**
+ * Heartbeats of attached agents. Times are kept in memory and written in
+ * batches: they are frequent, and losing one is harmless. An agent that
+ * missed `misses` intervals is overdue; the registry ends its session.
+ */
+export class Liveness {
+  private readonly dirty = new Set<string>();
+  private readonly announcedAt = new Map<string, number>();
+
+  constructor(
+    private readonly store: Pick<RegistryStore, "saveHeartbeats">,
+    private readonly misses: number,
+  ) {}
+
+  /** Notes a heartbeat (already set on the agent) for the next flush; true when watchers are due to hear of it. */
+  beat(agent: LiveAgent): boolean {
+    this.dirty.add(agent.id);
+    return (agent.lastHeartbeatAt ?? 0) - (this.announcedAt.get(agent.id) ?? 0) >= HEARTBEAT_EVENT_MS;
+  }
+
+  /** Watchers were just told this agent's heartbeat time. */
+  announced(agent: LiveAgent): void {
+    this.announcedAt.set(agent.id, agent.lastHeartbeatAt ?? 0);
+  }
+
+  /** The error that ends an overdue agent's session, or undefined while it is in time (exactly at the deadline it still is). */
+  overdue(agent: LiveAgent, now: number): Error | undefined {
+    if (agent.lastHeartbeatAt === null) return undefined;
+    const deadline = agent.lastHeartbeatAt + agent.heartbeatIntervalMs * this.misses;
+    if (now <= deadline) return undefined;
+    return farmError(
+      Errors.AGENT_HEARTBEAT_MISSED,
+      `no heartbeat for ${now - agent.lastHeartbeatAt} ms (${this.misses} intervals of ${agent.heartbeatIntervalMs} ms)`,
+    );
+  }
+
+  /** Writes this agent's heartbeat time now (its session ended), instead of with the next batch. */
+  persist(agent: LiveAgent): void {
+    this.dirty.delete(agent.id);
+    this.store.saveHeartbeats([{ agentId: agent.id, lastHeartbeatAt: agent.lastHeartbeatAt }]);
+  }
+
+  /** Writes the batched heartbeat times of the agents `current` still knows. */
+  flush(current: (agentId: string) => LiveAgent | undefined): void {
+    if (this.dirty.size === 0) return;
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const rows = ids.flatMap((id) => {
+      const a = current(id);
+      return a ? [{ agentId: id, lastHeartbeatAt: a.lastHeartbeatAt }] : [];
+    });
+    this.store.saveHeartbeats(rows);
+  }
+
+  forget(agentId: string): void {
+    this.dirty.delete(agentId);
+    this.announcedAt.delete(agentId);
+  }
+}
