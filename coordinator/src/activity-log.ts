@@ -1,7 +1,8 @@
-import { and, count, desc, eq, gte, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import { toErrorReport } from "@farm/shared/errors";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { activity } from "./db/schema.js";
+import { readPage, type Page, type PageRequest } from "./paging.js";
 
 export type ActivityRow = typeof activity.$inferSelect;
 
@@ -56,16 +57,22 @@ export class ActivityLog {
   /** Told when an entry could not be written (logged by the coordinator). */
   onRecordFailure: (err: unknown, command: string) => void = () => {};
 
-  list(filter: { serial?: string; sinceMs?: number; limit?: number }): ActivityRow[] {
-    const where: SQL[] = [];
-    if (filter.serial) where.push(eq(activity.serial, filter.serial));
-    if (filter.sinceMs) where.push(gte(activity.at, filter.sinceMs));
-    return this.db
-      .select()
-      .from(activity)
-      .where(where.length > 0 ? and(...where) : undefined)
-      .orderBy(desc(activity.id))
-      .limit(Math.min(filter.limit || 200, 10_000))
-      .all();
+  /** One page, newest first; the key is the id (unique, and ascending with time of writing). */
+  listPage(filter: { serial?: string; sinceMs?: number }, page: PageRequest): Page<ActivityRow> {
+    const serial = filter.serial || undefined;
+    const sinceMs = filter.sinceMs || undefined;
+    return readPage(page, { list: "activity", filter: { serial, sinceMs } }, ["number"] as const, (row: ActivityRow) => [row.id] as const, (after, limit) => {
+      const where: SQL[] = [];
+      if (serial) where.push(eq(activity.serial, serial));
+      if (sinceMs) where.push(gte(activity.at, sinceMs));
+      if (after) where.push(lt(activity.id, after[0]));
+      return this.db
+        .select()
+        .from(activity)
+        .where(where.length > 0 ? and(...where) : undefined)
+        .orderBy(desc(activity.id))
+        .limit(limit)
+        .all();
+    });
   }
 }

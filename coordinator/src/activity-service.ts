@@ -11,10 +11,13 @@ export function registerActivityService(router: ConnectRouter, deps: { activity:
   router.service(ActivityService, {
     listActivity(req, ctx) {
       const viewer = requirePrincipal(ctx);
-      const rows = deps.activity.list({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}), limit: req.limit });
+      // The deprecated limit is still a page size for clients that predate paging.
+      const pageSize = req.pageSize !== 0 ? req.pageSize : req.limit;
+      const page = deps.activity.listPage({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}) }, { pageSize, pageToken: req.pageToken });
       return create(ListActivityResponseSchema, {
         // A shell command in full only for its caller and admins.
-        entries: rows.map((row) => activityMessage(activityFor(viewer, row))),
+        entries: page.items.map((row) => activityMessage(activityFor(viewer, row))),
+        nextPageToken: page.nextPageToken,
       });
     },
   });

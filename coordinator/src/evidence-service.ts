@@ -61,9 +61,10 @@ export function registerEvidenceService(
     },
 
     listEvidence(req) {
-      const rows = deps.store.list({ serial: req.serial, status: req.status, label: req.label });
+      const page = deps.store.listPage({ serial: req.serial, status: req.status, label: req.label }, req);
       return create(ListEvidenceResponseSchema, {
-        bundles: rows.map((row) => evidenceMessage(row, deps.registry.agentName(row.agentId) ?? "")),
+        bundles: page.items.map((row) => evidenceMessage(row, deps.registry.agentName(row.agentId) ?? "")),
+        nextPageToken: page.nextPageToken,
       });
     },
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ConnectError } from "@connectrpc/connect";
-import { and, count, desc, eq, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
 import { fsyncDir, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
 import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
@@ -11,6 +11,7 @@ import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { evidence } from "./db/schema.js";
+import { readPage, type Page, type PageRequest } from "./paging.js";
 
 export type EvidenceRow = typeof evidence.$inferSelect;
 
@@ -75,17 +76,23 @@ export class EvidenceStore {
       .all();
   }
 
-  list(filter: { serial?: string; status?: string; label?: string }): EvidenceRow[] {
-    const where: SQL[] = [];
-    if (filter.serial) where.push(eq(evidence.serial, filter.serial));
-    if (filter.status) where.push(eq(evidence.status, filter.status));
-    if (filter.label) where.push(eq(evidence.label, filter.label));
-    return this.db
-      .select()
-      .from(evidence)
-      .where(where.length > 0 ? and(...where) : undefined)
-      .orderBy(desc(evidence.createdAt))
-      .all();
+  /** One page, newest first; the key is (created_at, evidence_id), unique even when bundles share a millisecond. */
+  listPage(filter: { serial?: string; status?: string; label?: string }, page: PageRequest): Page<EvidenceRow> {
+    const scope = { list: "evidence", filter: { serial: filter.serial, status: filter.status, label: filter.label } };
+    return readPage(page, scope, ["number", "string"] as const, (row: EvidenceRow) => [row.createdAt, row.evidenceId] as const, (after, limit) => {
+      const where: SQL[] = [];
+      if (filter.serial) where.push(eq(evidence.serial, filter.serial));
+      if (filter.status) where.push(eq(evidence.status, filter.status));
+      if (filter.label) where.push(eq(evidence.label, filter.label));
+      if (after) where.push(or(lt(evidence.createdAt, after[0]), and(eq(evidence.createdAt, after[0]), lt(evidence.evidenceId, after[1]))) as SQL);
+      return this.db
+        .select()
+        .from(evidence)
+        .where(where.length > 0 ? and(...where) : undefined)
+        .orderBy(desc(evidence.createdAt), desc(evidence.evidenceId))
+        .limit(limit)
+        .all();
+    });
   }
 
   dir(evidenceId: string): string {

@@ -43,8 +43,9 @@ export function registerTokenService(router: ConnectRouter, deps: TokenServiceDe
       const { record, secret } = deps.tokens.create(req.name, kind, role);
       return create(CreateTokenResponseSchema, { info: toInfo(record), token: secret });
     },
-    listTokens() {
-      return create(ListTokensResponseSchema, { tokens: deps.tokens.list().map(toInfo) });
+    listTokens(req) {
+      const page = deps.tokens.listPage(req);
+      return create(ListTokensResponseSchema, { tokens: page.items.map(toInfo), nextPageToken: page.nextPageToken });
     },
     revokeToken(req) {
       if (!req.name) throw invalidArgument("name", "name is required");

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { toErrorReport } from "@farm/shared/errors";
 import { openDatabase } from "./db/open-database.js";
 import * as schema from "./db/schema.js";
+import { encodePageToken } from "./paging.js";
 import { roleAtLeast, TokenStore } from "./token-store.js";
 
 const opened = openDatabase(":memory:");
@@ -123,5 +124,51 @@ describe("migration 0004 (token roles) on an existing database", () => {
     } finally {
       upgraded.close();
     }
+  });
+});
+
+describe("token pages", () => {
+  const db = openDatabase(":memory:");
+  const tokens = new TokenStore(db.db);
+  afterAll(() => db.close());
+  const names = ["t05", "t01", "t09", "t03", "t07"];
+  for (const n of names) tokens.create(n, "user");
+
+  const readAll = (pageSize: number, between?: () => void) => {
+    const seen: string[] = [];
+    let token = "";
+    do {
+      const p = tokens.listPage({ pageSize, pageToken: token });
+      seen.push(...p.items.map((t) => t.name));
+      token = p.nextPageToken;
+      between?.();
+    } while (token);
+    return seen;
+  };
+
+  it("pages by name, ending with an empty token", () => {
+    expect(readAll(2)).toEqual(["t01", "t03", "t05", "t07", "t09"]);
+    expect(tokens.listPage({ pageSize: 5, pageToken: "" }).nextPageToken).toBe("");
+    expect(tokens.listPage({ pageSize: 4, pageToken: "" }).nextPageToken).not.toBe("");
+  });
+
+  it("neither repeats nor skips a token when others are created or revoked between reads", () => {
+    const added = ["t00", "t04", "t10"];
+    let i = 0;
+    const seen = readAll(2, () => {
+      const n = added[i++];
+      if (n) tokens.create(n, "agent");
+      tokens.revoke("t05");
+    });
+    expect(new Set(seen).size).toBe(seen.length);
+    // Every token that was there from the start, in order; new ones only past the reader's place.
+    expect(seen.filter((n) => names.includes(n))).toEqual(["t01", "t03", "t05", "t07", "t09"]);
+    expect(seen).not.toContain("t00");
+  });
+
+  it("refuses a malformed token or another list's", () => {
+    expect(refusal(() => tokens.listPage({ pageSize: 2, pageToken: "zzzz" }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_token" });
+    expect(refusal(() => tokens.listPage({ pageSize: 2, pageToken: encodePageToken({ list: "evidence" }, ["t03"]) }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_token" });
+    expect(refusal(() => tokens.listPage({ pageSize: -1, pageToken: "" }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_size" });
   });
 });

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
-import { and, eq, isNull, ne } from "drizzle-orm";
+import { and, eq, gt, isNull, ne } from "drizzle-orm";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { tokens } from "./db/schema.js";
+import { readPage, type Page, type PageRequest } from "./paging.js";
 
 export type TokenKind = "agent" | "user";
 
@@ -73,6 +74,7 @@ export class TokenStore {
     return { record, secret };
   }
 
+  /** Every token, by name: for the coordinator itself (the API reads pages). */
   list(): TokenRecord[] {
     return this.db
       .select()
@@ -80,6 +82,20 @@ export class TokenStore {
       .orderBy(tokens.name)
       .all()
       .map(toRecord);
+  }
+
+  /** One page, by name (the primary key). */
+  listPage(page: PageRequest): Page<TokenRecord> {
+    return readPage(page, { list: "tokens" }, ["string"] as const, (r: TokenRecord) => [r.name] as const, (after, limit) =>
+      this.db
+        .select()
+        .from(tokens)
+        .where(after ? gt(tokens.name, after[0]) : undefined)
+        .orderBy(tokens.name)
+        .limit(limit)
+        .all()
+        .map(toRecord),
+    );
   }
 
   get(name: string): TokenRecord | undefined {

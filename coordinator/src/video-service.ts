@@ -192,7 +192,8 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     },
 
     listVideoSessions(req) {
-      return create(ListVideoSessionsResponseSchema, { sessions: deps.index.list({ serial: req.serial, status: req.status }).map(fromRow) });
+      const page = deps.index.listPage({ serial: req.serial, status: req.status }, req);
+      return create(ListVideoSessionsResponseSchema, { sessions: page.items.map(fromRow), nextPageToken: page.nextPageToken });
     },
   });
 }

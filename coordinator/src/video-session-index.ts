@@ -1,8 +1,9 @@
-import { and, count, desc, eq, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, lt, or, type SQL } from "drizzle-orm";
 import { Errors } from "@farm/shared/errors";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { CoordinatorDb } from "./db/open-database.js";
 import { videoSessions } from "./db/schema.js";
+import { readPage, type Page, type PageRequest } from "./paging.js";
 
 const TERMINAL = new Set(["complete", "partial", "failed"]);
 
@@ -62,15 +63,24 @@ export class VideoSessionIndex {
     return this.db.select({ status: videoSessions.status, n: count() }).from(videoSessions).groupBy(videoSessions.status).all();
   }
 
-  list(filter: { serial?: string; status?: string }): VideoSessionRow[] {
-    const where: SQL[] = [];
-    if (filter.serial) where.push(eq(videoSessions.serial, filter.serial));
-    if (filter.status) where.push(eq(videoSessions.status, filter.status));
-    return this.db
-      .select()
-      .from(videoSessions)
-      .where(where.length ? and(...where) : undefined)
-      .orderBy(desc(videoSessions.createdAt))
-      .all();
+  /**
+   * One page, newest first; the key is (created_at, session_id): unique, and
+   * stable because an update never changes created_at.
+   */
+  listPage(filter: { serial?: string; status?: string }, page: PageRequest): Page<VideoSessionRow> {
+    const scope = { list: "video-sessions", filter: { serial: filter.serial, status: filter.status } };
+    return readPage(page, scope, ["number", "string"] as const, (row: VideoSessionRow) => [row.createdAt, row.sessionId] as const, (after, limit) => {
+      const where: SQL[] = [];
+      if (filter.serial) where.push(eq(videoSessions.serial, filter.serial));
+      if (filter.status) where.push(eq(videoSessions.status, filter.status));
+      if (after) where.push(or(lt(videoSessions.createdAt, after[0]), and(eq(videoSessions.createdAt, after[0]), lt(videoSessions.sessionId, after[1]))) as SQL);
+      return this.db
+        .select()
+        .from(videoSessions)
+        .where(where.length ? and(...where) : undefined)
+        .orderBy(desc(videoSessions.createdAt), desc(videoSessions.sessionId))
+        .limit(limit)
+        .all();
+    });
   }
 }

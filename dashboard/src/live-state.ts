@@ -8,7 +8,11 @@ import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { api } from "./api.js";
 
 export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "evidence" | "activity" | "connection";
+/** The lists read a page at a time: the first page on load, older ones on request. */
+export type PagedTopic = "sessions" | "evidence" | "activity";
 
+/** Rows per page of a paged list. */
+const PAGE_SIZE = 200;
 const ACTIVITY_KEEP = 500;
 
 /** One physical phone (or a device without identity yet): the key rows are grouped by. */
@@ -37,6 +41,12 @@ export class LiveState {
   readonly evidence = new Map<string, EvidenceSummary>();
   /** Newest first. */
   activity: ActivityEntry[] = [];
+  /** Token of the next (older) page of each paged list; empty when it is all here. */
+  readonly nextPage: Record<PagedTopic, string> = { sessions: "", evidence: "", activity: "" };
+  /** Live events trim activity to this many entries; each page read on request raises it. */
+  private activityKeep = ACTIVITY_KEEP;
+  /** Bumped by each full re-read, so a page asked for before it is dropped. */
+  private generation = 0;
   loaded = false;
   connection: "connecting" | "live" | "reconnecting" = "connecting";
   private readonly listeners = new Map<Topic, Set<(key?: string) => void>>();
@@ -109,10 +119,15 @@ export class LiveState {
       api.registry.listDevices({}),
       api.leases.listLeases({}),
       api.leases.listDeviceLabels({}),
-      api.video.listVideoSessions({}),
-      api.evidence.listEvidence({}),
-      api.activity.listActivity({ limit: 200 }),
+      api.video.listVideoSessions({ pageSize: PAGE_SIZE }),
+      api.evidence.listEvidence({ pageSize: PAGE_SIZE }),
+      api.activity.listActivity({ pageSize: PAGE_SIZE }),
     ]);
+    this.generation++;
+    this.nextPage.sessions = sessions.nextPageToken;
+    this.nextPage.evidence = evidence.nextPageToken;
+    this.nextPage.activity = activity.nextPageToken;
+    this.activityKeep = ACTIVITY_KEEP;
     this.agents.clear();
     for (const a of agents.agents) this.agents.set(a.id, a);
     this.devices.clear();
@@ -128,6 +143,40 @@ export class LiveState {
     this.evidence.clear();
     for (const e of evidence.bundles) this.evidence.set(e.evidenceId, e);
     this.activity = activity.entries;
+  }
+
+  /** Reads the next page of a paged list and adds it; a no-op when there is none. */
+  async loadMore(topic: PagedTopic): Promise<void> {
+    const pageToken = this.nextPage[topic];
+    if (!pageToken) return;
+    const generation = this.generation;
+    const current = () => generation === this.generation && this.nextPage[topic] === pageToken;
+    switch (topic) {
+      case "sessions": {
+        const res = await api.video.listVideoSessions({ pageSize: PAGE_SIZE, pageToken });
+        if (!current()) return;
+        // A watch event may have brought a row of this page already; the map keeps the newest copy.
+        for (const s of res.sessions) if (!this.sessions.has(s.sessionId)) this.sessions.set(s.sessionId, s);
+        this.nextPage.sessions = res.nextPageToken;
+        break;
+      }
+      case "evidence": {
+        const res = await api.evidence.listEvidence({ pageSize: PAGE_SIZE, pageToken });
+        if (!current()) return;
+        for (const e of res.bundles) if (!this.evidence.has(e.evidenceId)) this.evidence.set(e.evidenceId, e);
+        this.nextPage.evidence = res.nextPageToken;
+        break;
+      }
+      case "activity": {
+        const res = await api.activity.listActivity({ pageSize: PAGE_SIZE, pageToken });
+        if (!current()) return;
+        this.activity = [...this.activity, ...res.entries];
+        this.activityKeep += res.entries.length;
+        this.nextPage.activity = res.nextPageToken;
+        break;
+      }
+    }
+    this.emit(topic);
   }
 
   private putDevice(d: Device): string | undefined {
@@ -184,7 +233,12 @@ export class LiveState {
         this.evidence.set(k.value.evidenceId, k.value);
         return this.emit("evidence", k.value.evidenceId);
       case "activity":
-        this.activity = [k.value, ...this.activity].slice(0, ACTIVITY_KEEP);
+        this.activity = [k.value, ...this.activity];
+        if (this.activity.length > this.activityKeep) {
+          this.activity.length = this.activityKeep;
+          // The next page's token follows a row just dropped: reading it would skip the rows between.
+          this.nextPage.activity = "";
+        }
         return this.emit("activity");
       default:
         return;

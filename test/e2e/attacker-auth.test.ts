@@ -15,7 +15,7 @@ import { AsyncQueue } from "@farm/shared/async-queue";
 import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import { PROTOCOL_VERSION } from "@farm/shared/version";
 import { AgentService, AttachRequestSchema, type AttachRequest, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { TokenKind, TokenRole, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { WatchService, type WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { adbConnect, runAdb, SimDevice, startAdbServer } from "../devsim/index.js";
 import { bearer } from "../support/fake-agent.js";
@@ -333,6 +333,33 @@ describe("a leased phone is the holder's", () => {
     } finally {
       clearInterval(ticker);
     }
+  });
+});
+
+describe("an audit sees every token", () => {
+  it("lists tokens past one page: farm token list follows next_page_token, and the server refuses a forged token", async () => {
+    const admin = createClient(TokenService, grpc(adminToken));
+    // More than the largest page (1000), so a list cut at one page would hide some.
+    const names = Array.from({ length: 1010 }, (_, i) => `bulk-${String(i).padStart(4, "0")}`);
+    for (let i = 0; i < names.length; i += 100) {
+      await Promise.all(names.slice(i, i + 100).map((name) => admin.createToken({ kind: TokenKind.USER, name, role: TokenRole.VIEWER })));
+    }
+    const r = await farm(["token", "list"], lab.env);
+    expect(r.code, r.stdout.slice(0, 500)).toBe(0);
+    const listed = (r.json["tokens"] as { name: string }[]).map((t) => t.name);
+    expect(new Set(listed).size).toBe(listed.length);
+    const have = new Set(listed);
+    expect(names.filter((n) => !have.has(n))).toEqual([]);
+    expect(listed).toEqual([...listed].sort());
+
+    // The pages behind it: at most 1000, then the rest, then an empty token.
+    const first = await admin.listTokens({ pageSize: 5000 });
+    expect(first.tokens).toHaveLength(1000);
+    const second = await admin.listTokens({ pageToken: first.nextPageToken });
+    expect(second.nextPageToken).toBe("");
+    expect([...first.tokens, ...second.tokens].map((t) => t.name)).toEqual(listed);
+    expect(await admin.listTokens({ pageToken: "forged" }).then(() => null, toErrorReport)).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_token" });
+    expect(await admin.listTokens({ pageSize: -1 }).then(() => null, toErrorReport)).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_size" });
   });
 });
 

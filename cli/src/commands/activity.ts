@@ -2,6 +2,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { allPages } from "../all-pages.js";
 import { intFlag, parseFlags, stringFlag } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command } from "../command.js";
@@ -23,11 +24,17 @@ export const activityCommand: Command = {
       since = /^\d{4}-/.test(sinceText) ? Date.parse(sinceText) : Date.now() - parseDuration(sinceText, "since");
       if (!Number.isFinite(since)) throw new CliError(Errors.INVALID_ARGUMENT, `--since must be a duration or an ISO time, got "${sinceText}"`, "since");
     }
-    const res = await serviceClient(ActivityService, session.config).listActivity(
-      { serial: stringFlag(parsed, "device") ?? "", ...(since !== undefined ? { since: timestampFromMs(since) } : {}), limit: intFlag(parsed, "limit", 1, 10_000) ?? 200 },
-      { timeoutMs: session.timeoutMs },
+    const client = serviceClient(ActivityService, session.config);
+    const filter = { serial: stringFlag(parsed, "device") ?? "", ...(since !== undefined ? { since: timestampFromMs(since) } : {}) };
+    // Newest first, across pages, until --limit entries.
+    const rows = await allPages(
+      async (page) => {
+        const res = await client.listActivity({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
+        return { items: res.entries, nextPageToken: res.nextPageToken };
+      },
+      { limit: intFlag(parsed, "limit", 1, 10_000) ?? 200 },
     );
-    const entries = res.entries.map((e) => ({
+    const entries = rows.map((e) => ({
       id: Number(e.id),
       time: e.time ? new Date(timestampMs(e.time)).toISOString() : null,
       caller: e.caller,

@@ -10,6 +10,7 @@ import { parseVideoSize, validateDurationSeconds, validateSessionId, videoFields
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { VideoService, type InspectVideoResponse, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
@@ -268,11 +269,13 @@ const list: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const session = clientSession(ctx, parsed);
-    const res = await serviceClient(VideoService, session.config).listVideoSessions(
-      { serial: stringFlag(parsed, "device") ?? "", status: stringFlag(parsed, "status") ?? "" },
-      { timeoutMs: session.timeoutMs },
-    );
-    const sessions = res.sessions.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
+    const client = serviceClient(VideoService, session.config);
+    const filter = { serial: stringFlag(parsed, "device") ?? "", status: stringFlag(parsed, "status") ?? "" };
+    const rows = await allPages(async (page) => {
+      const res = await client.listVideoSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
+      return { items: res.sessions, nextPageToken: res.nextPageToken };
+    });
+    const sessions = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
     ctx.printer.result({ sessions }, () =>
       table(
         ["SESSION", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],

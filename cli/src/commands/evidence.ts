@@ -8,6 +8,7 @@ import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { FARM_VERSION } from "@farm/shared/version";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags, requiredString, stringFlag } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
@@ -116,11 +117,13 @@ const list: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const session = clientSession(ctx, parsed);
-    const res = await serviceClient(EvidenceService, session.config).listEvidence(
-      { serial: stringFlag(parsed, "device") ?? "", status: stringFlag(parsed, "status") ?? "", label: stringFlag(parsed, "label") ?? "" },
-      { timeoutMs: session.timeoutMs },
-    );
-    const bundles = res.bundles.map((b) => ({
+    const client = serviceClient(EvidenceService, session.config);
+    const filter = { serial: stringFlag(parsed, "device") ?? "", status: stringFlag(parsed, "status") ?? "", label: stringFlag(parsed, "label") ?? "" };
+    const rows = await allPages(async (page) => {
+      const res = await client.listEvidence({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
+      return { items: res.bundles, nextPageToken: res.nextPageToken };
+    });
+    const bundles = rows.map((b) => ({
       evidenceId: b.evidenceId,
       kind: b.kind,
       status: b.status,

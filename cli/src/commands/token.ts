@@ -3,6 +3,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { TokenService, TokenKind, TokenRole, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags, requiredString } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandGroup } from "../command.js";
@@ -57,11 +58,15 @@ const list: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const session = clientSession(ctx, parsed);
-    const res = await serviceClient(TokenService, session.config).listTokens({}, { timeoutMs: session.timeoutMs });
-    ctx.printer.result({ tokens: res.tokens.map(infoJson) }, () =>
+    const client = serviceClient(TokenService, session.config);
+    const tokens = await allPages(async (page) => {
+      const res = await client.listTokens(page, { timeoutMs: session.timeoutMs });
+      return { items: res.tokens, nextPageToken: res.nextPageToken };
+    });
+    ctx.printer.result({ tokens: tokens.map(infoJson) }, () =>
       table(
         ["NAME", "KIND", "ROLE", "AGENT", "CREATED", "REVOKED"],
-        res.tokens.map((t) => [
+        tokens.map((t) => [
           t.name,
           kindName(t.kind),
           roleName(t.role),

@@ -57,7 +57,10 @@ export const evidence = sqliteTable("evidence", {
   createdAt: integer("created_at").notNull(),
   totalBytes: integer("total_bytes").notNull(),
   manifestSha256: text("manifest_sha256").notNull(),
-});
+}, (t) => [
+  // ListEvidence pages newest first by (created_at, evidence_id).
+  index("evidence_created").on(t.createdAt, t.evidenceId),
+]);
 
 /** Leases; at most one row per physical device has state "active". */
 export const leases = sqliteTable("leases", {
@@ -132,7 +135,10 @@ export const videoSessions = sqliteTable("video_sessions", {
   workerAvailable: integer("worker_available", { mode: "boolean" }).notNull(),
   recoveryState: text("recovery_state").notNull(),
   manifestJson: text("manifest_json").notNull(),
-});
+}, (t) => [
+  // ListVideoSessions pages newest first by (created_at, session_id).
+  index("video_sessions_created").on(t.createdAt, t.sessionId),
+]);
 
 /**
  * Which agent may report a phone (by physical id) or an adb serial: the

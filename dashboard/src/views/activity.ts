@@ -2,12 +2,15 @@ import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { rulesOf } from "@farm/shared/method-rules";
 import { h, replaceChildren, table } from "../dom.js";
 import { when } from "../format.js";
+import { moreButton } from "../more-button.js";
 import { batched, type View } from "../view.js";
 
 export const activityView: View = (root, state) => {
   const body = h("tbody");
-  root.append(h("h1", {}, "Activity"), table("Routed actions, newest first", ["Time", "Caller", "Command", "Device", "Outcome", "Duration", "Lease", "Detail"], body));
-  const render = batched(() =>
+  const more = moreButton(state, "activity", "activity");
+  root.append(h("h1", {}, "Activity"), table("Routed actions, newest first", ["Time", "Caller", "Command", "Device", "Outcome", "Duration", "Lease", "Detail"], body), more.el);
+  const render = batched(() => {
+    more.update();
     replaceChildren(
       body,
       state.activity.length === 0
@@ -26,8 +29,8 @@ export const activityView: View = (root, state) => {
               h("td", {}, a.detail),
             ),
           ),
-    ),
-  );
+    );
+  });
   const off = state.on("activity", render);
   render();
   return off;

@@ -18,7 +18,7 @@ export const devicePageView: View = (root, state, group) => {
   let activityRows: { t: string; caller: string; command: string; outcome: string; ms: number; detail: string }[] = [];
   const loadActivity = async () => {
     const serials = state.aliases(group).map((d) => d.serial);
-    const lists = await Promise.all(serials.map((serial) => api.activity.listActivity({ serial, limit: 50 })));
+    const lists = await Promise.all(serials.map((serial) => api.activity.listActivity({ serial, pageSize: 50 })));
     activityRows = lists
       .flatMap((l) => l.entries)
       .sort((a, b) => Number(b.id - a.id))

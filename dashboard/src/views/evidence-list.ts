@@ -1,5 +1,6 @@
 import { h, table } from "../dom.js";
 import { bytes, when } from "../format.js";
+import { moreButton } from "../more-button.js";
 import { batched, type View } from "../view.js";
 
 export const evidenceView: View = (root, state) => {
@@ -7,12 +8,15 @@ export const evidenceView: View = (root, state) => {
   const status = h("select", { id: "ev-status" }, ["", "complete", "partial", "failed"].map((s) => h("option", { value: s }, s || "any")));
   const label = h("input", { id: "ev-label", type: "search" });
   const body = h("tbody");
+  const more = moreButton(state, "evidence", "bundles");
   root.append(
     h("h1", {}, "Evidence"),
     h("form", { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() }, h("label", { for: "ev-device" }, "Device"), device, h("label", { for: "ev-status" }, "Status"), status, h("label", { for: "ev-label" }, "Label"), label),
-    table("Bundles in the coordinator's store, newest first", ["Bundle", "Kind", "Status", "Device", "Created", "Size", "Label"], body),
+    table("Bundles in the coordinator's store, newest first (filters apply to the bundles loaded)", ["Bundle", "Kind", "Status", "Device", "Created", "Size", "Label"], body),
+    more.el,
   );
   const render = batched(() => {
+    more.update();
     const d = device.value.trim();
     const l = label.value.trim().toLowerCase();
     const rows = [...state.evidence.values()]

@@ -21,7 +21,8 @@ export const overviewView: View = (root, state) => {
       card("active leases", state.leases.size, "leases"),
       card("waiting for a device", state.queue.length, "queue"),
       card("recordings in progress", recording, "recordings"),
-      card("evidence bundles", state.evidence.size, "evidence"),
+      // Bundles are read a page at a time: with more pages, the count is a lower bound.
+      card("evidence bundles", `${state.evidence.size}${state.nextPage.evidence ? "+" : ""}`, "evidence"),
     );
     const failed = [
       ...state.activity.filter((a) => a.outcome !== "ok").map((a) => ({ t: Number(a.time?.seconds ?? 0n), text: `${a.command} on ${a.serial} by ${a.caller}: ${a.outcome}` })),

@@ -2,14 +2,17 @@ import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { h, replaceChildren, table } from "../dom.js";
 import { when } from "../format.js";
+import { moreButton } from "../more-button.js";
 import { batched, type View } from "../view.js";
 
 const LIVE = new Set(["starting", "recording", "finalizing"]);
 
 export const sessionsView: View = (root, state) => {
   const body = h("tbody");
-  root.append(h("h1", {}, "Recording sessions"), table("Video recordings, newest first", ["Session", "Status", "Device", "Agent", "Started", "Duration", "Stop reason", "Bundle"], body));
+  const more = moreButton(state, "sessions", "recordings");
+  root.append(h("h1", {}, "Recording sessions"), table("Video recordings, newest first", ["Session", "Status", "Device", "Agent", "Started", "Duration", "Stop reason", "Bundle"], body), more.el);
   const render = batched(() => {
+    more.update();
     const sessions = [...state.sessions.values()].sort((a, b) => Number((b.createTime?.seconds ?? 0n) - (a.createTime?.seconds ?? 0n)));
     replaceChildren(
       body,

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/activity_service.proto.
  */
 export const file_farm_v1_activity_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mYXJtL3YxL2FjdGl2aXR5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi+QEKDUFjdGl2aXR5RW50cnkSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGY2FsbGVyGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEg4KBnNlcmlhbBgFIAEoCRITCgtwaHlzaWNhbF9pZBgGIAEoCRIQCghhZ2VudF9pZBgHIAEoCRIPCgdjb21tYW5kGAggASgJEg8KB291dGNvbWUYCSABKAkSEwoLZHVyYXRpb25fbXMYCiABKA0SEgoKcmVxdWVzdF9pZBgLIAEoCRIOCgZkZXRhaWwYDCABKAkiXwoTTGlzdEFjdGl2aXR5UmVxdWVzdBIOCgZzZXJpYWwYASABKAkSKQoFc2luY2UYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxpbWl0GAMgASgNIj8KFExpc3RBY3Rpdml0eVJlc3BvbnNlEicKB2VudHJpZXMYASADKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnkyaAoPQWN0aXZpdHlTZXJ2aWNlElUKDExpc3RBY3Rpdml0eRIcLmZhcm0udjEuTGlzdEFjdGl2aXR5UmVxdWVzdBodLmZhcm0udjEuTGlzdEFjdGl2aXR5UmVzcG9uc2UiCKK7GAQIAygBYgZwcm90bzM", [file_farm_v1_method_rules, file_google_protobuf_timestamp]);
+  fileDesc("Ch5mYXJtL3YxL2FjdGl2aXR5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi+QEKDUFjdGl2aXR5RW50cnkSCgoCaWQYASABKAMSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGY2FsbGVyGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEg4KBnNlcmlhbBgFIAEoCRITCgtwaHlzaWNhbF9pZBgGIAEoCRIQCghhZ2VudF9pZBgHIAEoCRIPCgdjb21tYW5kGAggASgJEg8KB291dGNvbWUYCSABKAkSEwoLZHVyYXRpb25fbXMYCiABKA0SEgoKcmVxdWVzdF9pZBgLIAEoCRIOCgZkZXRhaWwYDCABKAkiigEKE0xpc3RBY3Rpdml0eVJlcXVlc3QSDgoGc2VyaWFsGAEgASgJEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgVsaW1pdBgDIAEoDUICGAESEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiWAoUTGlzdEFjdGl2aXR5UmVzcG9uc2USJwoHZW50cmllcxgBIAMoCzIWLmZhcm0udjEuQWN0aXZpdHlFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyaAoPQWN0aXZpdHlTZXJ2aWNlElUKDExpc3RBY3Rpdml0eRIcLmZhcm0udjEuTGlzdEFjdGl2aXR5UmVxdWVzdBodLmZhcm0udjEuTGlzdEFjdGl2aXR5UmVzcG9uc2UiCKK7GAQIAygBYgZwcm90bzM", [file_farm_v1_method_rules, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.ActivityEntry
@@ -96,6 +96,8 @@ export const ActivityEntrySchema: GenMessage<ActivityEntry> = /*@__PURE__*/
   messageDesc(file_farm_v1_activity_service, 0);
 
 /**
+ * Newest first (by id); filters are kept across pages.
+ *
  * @generated from message farm.v1.ListActivityRequest
  */
 export type ListActivityRequest = Message<"farm.v1.ListActivityRequest"> & {
@@ -110,9 +112,30 @@ export type ListActivityRequest = Message<"farm.v1.ListActivityRequest"> & {
   since?: Timestamp | undefined;
 
   /**
-   * @generated from field: uint32 limit = 3;
+   * Deprecated: use page_size. Read as the page size when page_size is 0
+   * (so at most 1000, with a next_page_token when more entries match).
+   *
+   * @generated from field: uint32 limit = 3 [deprecated = true];
+   * @deprecated
    */
   limit: number;
+
+  /**
+   * At most this many entries per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * A previous response's next_page_token, to read the page after it. It is
+   * valid only with the same filters it was issued for (INVALID_ARGUMENT
+   * otherwise).
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
 };
 
 /**
@@ -130,6 +153,13 @@ export type ListActivityResponse = Message<"farm.v1.ListActivityResponse"> & {
    * @generated from field: repeated farm.v1.ActivityEntry entries = 1;
    */
   entries: ActivityEntry[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/evidence_service.proto.
  */
 export const file_farm_v1_evidence_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mYXJtL3YxL2V2aWRlbmNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEixgEKFkNhcHR1cmVFdmlkZW5jZVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEgoFbGFiZWwYAiABKAlIAIgBARIUCgxjb250ZXh0X2pzb24YAyABKAkSEgoKdGltZW91dF9tcxgEIAEoDRITCgthcHBfcGFja2FnZRgFIAEoCRITCgtjbGlfdmVyc2lvbhgGIAEoCRITCgtldmlkZW5jZV9pZBgHIAEoCUIICgZfbGFiZWwiVQoXQ2FwdHVyZUV2aWRlbmNlUmVzcG9uc2USEwoLZXZpZGVuY2VfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhUKDW1hbmlmZXN0X2pzb24YAyABKAkiRAoTTGlzdEV2aWRlbmNlUmVxdWVzdBIOCgZzZXJpYWwYASABKAkSDgoGc3RhdHVzGAIgASgJEg0KBWxhYmVsGAMgASgJIkEKFExpc3RFdmlkZW5jZVJlc3BvbnNlEikKB2J1bmRsZXMYASADKAsyGC5mYXJtLnYxLkV2aWRlbmNlU3VtbWFyeSIqChNQdWxsRXZpZGVuY2VSZXF1ZXN0EhMKC2V2aWRlbmNlX2lkGAEgASgJInUKFFB1bGxFdmlkZW5jZVJlc3BvbnNlEisKBGZpbGUYASABKAsyGy5mYXJtLnYxLkV2aWRlbmNlRmlsZUhlYWRlckgAEg8KBWNodW5rGAIgASgMSAASFwoNbWFuaWZlc3RfanNvbhgDIAEoCUgAQgYKBGtpbmQynwIKD0V2aWRlbmNlU2VydmljZRJcCg9DYXB0dXJlRXZpZGVuY2USHy5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlcXVlc3QaIC5mYXJtLnYxLkNhcHR1cmVFdmlkZW5jZVJlc3BvbnNlIgaiuxgCCAQSVQoMTGlzdEV2aWRlbmNlEhwuZmFybS52MS5MaXN0RXZpZGVuY2VSZXF1ZXN0Gh0uZmFybS52MS5MaXN0RXZpZGVuY2VSZXNwb25zZSIIorsYBAgDKAESVwoMUHVsbEV2aWRlbmNlEhwuZmFybS52MS5QdWxsRXZpZGVuY2VSZXF1ZXN0Gh0uZmFybS52MS5QdWxsRXZpZGVuY2VSZXNwb25zZSIIorsYBAgDKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_device_service, file_farm_v1_evidence]);
+  fileDesc("Ch5mYXJtL3YxL2V2aWRlbmNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEixgEKFkNhcHR1cmVFdmlkZW5jZVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEgoFbGFiZWwYAiABKAlIAIgBARIUCgxjb250ZXh0X2pzb24YAyABKAkSEgoKdGltZW91dF9tcxgEIAEoDRITCgthcHBfcGFja2FnZRgFIAEoCRITCgtjbGlfdmVyc2lvbhgGIAEoCRITCgtldmlkZW5jZV9pZBgHIAEoCUIICgZfbGFiZWwiVQoXQ2FwdHVyZUV2aWRlbmNlUmVzcG9uc2USEwoLZXZpZGVuY2VfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhUKDW1hbmlmZXN0X2pzb24YAyABKAkiawoTTGlzdEV2aWRlbmNlUmVxdWVzdBIOCgZzZXJpYWwYASABKAkSDgoGc3RhdHVzGAIgASgJEg0KBWxhYmVsGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIloKFExpc3RFdmlkZW5jZVJlc3BvbnNlEikKB2J1bmRsZXMYASADKAsyGC5mYXJtLnYxLkV2aWRlbmNlU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiKgoTUHVsbEV2aWRlbmNlUmVxdWVzdBITCgtldmlkZW5jZV9pZBgBIAEoCSJ1ChRQdWxsRXZpZGVuY2VSZXNwb25zZRIrCgRmaWxlGAEgASgLMhsuZmFybS52MS5FdmlkZW5jZUZpbGVIZWFkZXJIABIPCgVjaHVuaxgCIAEoDEgAEhcKDW1hbmlmZXN0X2pzb24YAyABKAlIAEIGCgRraW5kMp8CCg9FdmlkZW5jZVNlcnZpY2USXAoPQ2FwdHVyZUV2aWRlbmNlEh8uZmFybS52MS5DYXB0dXJlRXZpZGVuY2VSZXF1ZXN0GiAuZmFybS52MS5DYXB0dXJlRXZpZGVuY2VSZXNwb25zZSIGorsYAggEElUKDExpc3RFdmlkZW5jZRIcLmZhcm0udjEuTGlzdEV2aWRlbmNlUmVxdWVzdBodLmZhcm0udjEuTGlzdEV2aWRlbmNlUmVzcG9uc2UiCKK7GAQIAygBElcKDFB1bGxFdmlkZW5jZRIcLmZhcm0udjEuUHVsbEV2aWRlbmNlUmVxdWVzdBodLmZhcm0udjEuUHVsbEV2aWRlbmNlUmVzcG9uc2UiCKK7GAQIAygBMAFiBnByb3RvMw", [file_farm_v1_method_rules, file_farm_v1_device_service, file_farm_v1_evidence]);
 
 /**
  * @generated from message farm.v1.CaptureEvidenceRequest
@@ -106,6 +106,8 @@ export const CaptureEvidenceResponseSchema: GenMessage<CaptureEvidenceResponse> 
   messageDesc(file_farm_v1_evidence_service, 1);
 
 /**
+ * Newest first (by create time, then evidence id).
+ *
  * @generated from message farm.v1.ListEvidenceRequest
  */
 export type ListEvidenceRequest = Message<"farm.v1.ListEvidenceRequest"> & {
@@ -125,6 +127,23 @@ export type ListEvidenceRequest = Message<"farm.v1.ListEvidenceRequest"> & {
    * @generated from field: string label = 3;
    */
   label: string;
+
+  /**
+   * At most this many entries per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * A previous response's next_page_token, to read the page after it. It is
+   * valid only with the same filters it was issued for (INVALID_ARGUMENT
+   * otherwise).
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
 };
 
 /**
@@ -142,6 +161,13 @@ export type ListEvidenceResponse = Message<"farm.v1.ListEvidenceResponse"> & {
    * @generated from field: repeated farm.v1.EvidenceSummary bundles = 1;
    */
   bundles: EvidenceSummary[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**

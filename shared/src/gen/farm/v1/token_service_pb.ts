@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/token_service.proto.
  */
 export const file_farm_v1_token_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3Rva2VuX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi4AEKCVRva2VuSW5mbxIMCgRuYW1lGAEgASgJEiAKBGtpbmQYAiABKA4yEi5mYXJtLnYxLlRva2VuS2luZBINCgVhZG1pbhgDIAEoCBIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiAKBHJvbGUYBiABKA4yEi5mYXJtLnYxLlRva2VuUm9sZRIQCghhZ2VudF9pZBgHIAEoCSJ1ChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIgCgRraW5kGAIgASgOMhIuZmFybS52MS5Ub2tlbktpbmQSDQoFYWRtaW4YAyABKAgSIAoEcm9sZRgEIAEoDjISLmZhcm0udjEuVG9rZW5Sb2xlIkYKE0NyZWF0ZVRva2VuUmVzcG9uc2USIAoEaW5mbxgBIAEoCzISLmZhcm0udjEuVG9rZW5JbmZvEg0KBXRva2VuGAIgASgJIhMKEUxpc3RUb2tlbnNSZXF1ZXN0IjgKEkxpc3RUb2tlbnNSZXNwb25zZRIiCgZ0b2tlbnMYASADKAsyEi5mYXJtLnYxLlRva2VuSW5mbyIiChJSZXZva2VUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChNSZXZva2VUb2tlblJlc3BvbnNlEiAKBGluZm8YASABKAsyEi5mYXJtLnYxLlRva2VuSW5mbypSCglUb2tlbktpbmQSGgoWVE9LRU5fS0lORF9VTlNQRUNJRklFRBAAEhQKEFRPS0VOX0tJTkRfQUdFTlQQARITCg9UT0tFTl9LSU5EX1VTRVIQAiptCglUb2tlblJvbGUSGgoWVE9LRU5fUk9MRV9VTlNQRUNJRklFRBAAEhUKEVRPS0VOX1JPTEVfVklFV0VSEAESFwoTVE9LRU5fUk9MRV9PUEVSQVRPUhACEhQKEFRPS0VOX1JPTEVfQURNSU4QAzKDAgoMVG9rZW5TZXJ2aWNlElAKC0NyZWF0ZVRva2VuEhsuZmFybS52MS5DcmVhdGVUb2tlblJlcXVlc3QaHC5mYXJtLnYxLkNyZWF0ZVRva2VuUmVzcG9uc2UiBqK7GAIIBRJPCgpMaXN0VG9rZW5zEhouZmFybS52MS5MaXN0VG9rZW5zUmVxdWVzdBobLmZhcm0udjEuTGlzdFRva2Vuc1Jlc3BvbnNlIgiiuxgECAUoARJQCgtSZXZva2VUb2tlbhIbLmZhcm0udjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhwuZmFybS52MS5SZXZva2VUb2tlblJlc3BvbnNlIgaiuxgCCAViBnByb3RvMw", [file_farm_v1_method_rules, file_google_protobuf_timestamp]);
+  fileDesc("ChtmYXJtL3YxL3Rva2VuX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi4AEKCVRva2VuSW5mbxIMCgRuYW1lGAEgASgJEiAKBGtpbmQYAiABKA4yEi5mYXJtLnYxLlRva2VuS2luZBINCgVhZG1pbhgDIAEoCBIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiAKBHJvbGUYBiABKA4yEi5mYXJtLnYxLlRva2VuUm9sZRIQCghhZ2VudF9pZBgHIAEoCSJ1ChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIgCgRraW5kGAIgASgOMhIuZmFybS52MS5Ub2tlbktpbmQSDQoFYWRtaW4YAyABKAgSIAoEcm9sZRgEIAEoDjISLmZhcm0udjEuVG9rZW5Sb2xlIkYKE0NyZWF0ZVRva2VuUmVzcG9uc2USIAoEaW5mbxgBIAEoCzISLmZhcm0udjEuVG9rZW5JbmZvEg0KBXRva2VuGAIgASgJIjoKEUxpc3RUb2tlbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIlEKEkxpc3RUb2tlbnNSZXNwb25zZRIiCgZ0b2tlbnMYASADKAsyEi5mYXJtLnYxLlRva2VuSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoSUmV2b2tlVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiNwoTUmV2b2tlVG9rZW5SZXNwb25zZRIgCgRpbmZvGAEgASgLMhIuZmFybS52MS5Ub2tlbkluZm8qUgoJVG9rZW5LaW5kEhoKFlRPS0VOX0tJTkRfVU5TUEVDSUZJRUQQABIUChBUT0tFTl9LSU5EX0FHRU5UEAESEwoPVE9LRU5fS0lORF9VU0VSEAIqbQoJVG9rZW5Sb2xlEhoKFlRPS0VOX1JPTEVfVU5TUEVDSUZJRUQQABIVChFUT0tFTl9ST0xFX1ZJRVdFUhABEhcKE1RPS0VOX1JPTEVfT1BFUkFUT1IQAhIUChBUT0tFTl9ST0xFX0FETUlOEAMygwIKDFRva2VuU2VydmljZRJQCgtDcmVhdGVUb2tlbhIbLmZhcm0udjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhwuZmFybS52MS5DcmVhdGVUb2tlblJlc3BvbnNlIgaiuxgCCAUSTwoKTGlzdFRva2VucxIaLmZhcm0udjEuTGlzdFRva2Vuc1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RUb2tlbnNSZXNwb25zZSIIorsYBAgFKAESUAoLUmV2b2tlVG9rZW4SGy5mYXJtLnYxLlJldm9rZVRva2VuUmVxdWVzdBocLmZhcm0udjEuUmV2b2tlVG9rZW5SZXNwb25zZSIGorsYAggFYgZwcm90bzM", [file_farm_v1_method_rules, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.TokenInfo
@@ -132,9 +132,26 @@ export const CreateTokenResponseSchema: GenMessage<CreateTokenResponse> = /*@__P
   messageDesc(file_farm_v1_token_service, 2);
 
 /**
+ * By name.
+ *
  * @generated from message farm.v1.ListTokensRequest
  */
 export type ListTokensRequest = Message<"farm.v1.ListTokensRequest"> & {
+  /**
+   * At most this many entries per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * A previous ListTokens response's next_page_token, to read the page after
+   * it (INVALID_ARGUMENT when malformed).
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
 };
 
 /**
@@ -152,6 +169,13 @@ export type ListTokensResponse = Message<"farm.v1.ListTokensResponse"> & {
    * @generated from field: repeated farm.v1.TokenInfo tokens = 1;
    */
   tokens: TokenInfo[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
