@@ -201,7 +201,10 @@ export class DeviceOwnership {
       let overrun: NodeJS.Timeout | undefined;
       try {
         const outcome = await Promise.race([
-          kind.dispatch(device, req, action, abort.signal, progress).then(
+          // Through a promise, so a kind that throws synchronously is recorded like one that rejects.
+          Promise.resolve()
+            .then(() => kind.dispatch(device, req, action, abort.signal, progress))
+            .then(
             (value) => ({ ok: true as const, value }),
             (error: unknown) => ({ ok: false as const, error }),
           ),
@@ -209,7 +212,10 @@ export class DeviceOwnership {
           new Promise<{ ok: false; error: unknown }>((resolve) => {
             overrun = setTimeout(() => {
               this.deps.log?.warn("an action overran its deadline; recording its outcome as unknown and releasing the device", { actionId: action.actionId, kind: kind.kind });
-              resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, phaseDispatched[progress.phase], Errors.COMMAND_TIMEOUT) });
+              // Still running after its abort: even one that had not sent yet may send
+              // once the lock is gone, so "before" is no proof of not dispatched here.
+              const dispatched = progress.phase === "before" ? null : phaseDispatched[progress.phase];
+              resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, dispatched, Errors.COMMAND_TIMEOUT) });
             }, Math.max(0, runDeadline - Date.now()) + LOCK_RELEASE_MARGIN_MS);
           }),
         ]);
@@ -224,7 +230,7 @@ export class DeviceOwnership {
           this.acknowledge(kind, device, settled);
           throw actionError(err.error, err.message, { dispatched: true, ambiguous: false, ...ids });
         }
-        const failure = err instanceof DispatchFailure ? err : new DispatchFailure((err as Error).message, phaseDispatched[progress.phase], Errors.INTERNAL);
+        const failure = err instanceof DispatchFailure ? err : new DispatchFailure(err instanceof Error ? err.message : `${kind.kind} failed: ${String(err)}`, phaseDispatched[progress.phase], Errors.INTERNAL);
         if (failure.dispatched === false) {
           journal.notDispatched(action.actionId, failure.message);
           throw actionError(failure.error, failure.message, { ...NOT_DISPATCHED, ...ids });
@@ -249,7 +255,9 @@ export class DeviceOwnership {
 
   private acknowledge<Req, Res>(kind: ActionKind<Req, Res>, device: DeviceView, action: ActionRow): void {
     // Off the caller's path: a record left behind is only pruned later.
-    kind.acknowledge?.(device, action).catch((err: unknown) => this.deps.log?.warn("could not remove an action's record from the device", { actionId: action.actionId, error: (err as Error).message }));
+    Promise.resolve()
+      .then(() => kind.acknowledge?.(device, action))
+      .catch((err: unknown) => this.deps.log?.warn("could not remove an action's record from the device", { actionId: action.actionId, error: (err as Error).message }));
   }
 
   status(serial: string): Ownership {
@@ -292,9 +300,9 @@ export class DeviceOwnership {
         const kind = kinds.get(action.kind);
         let receipt: Record<string, unknown> | undefined;
         try {
-          receipt = kind && !abort.signal.aborted ? await kind.prove(device, action, abort.signal) : undefined;
+          receipt = kind && !abort.signal.aborted ? await withinDeadline(Promise.resolve().then(() => kind.prove(device, action, abort.signal)), deadlineMs + LOCK_RELEASE_MARGIN_MS) : undefined;
         } catch {
-          receipt = undefined; // a failed check proves nothing
+          receipt = undefined; // a failed or overdue check proves nothing
         }
         if (receipt && kind) {
           const row = this.deps.journal.settle(action.actionId, receipt, "reconciled");
@@ -315,7 +323,8 @@ export class DeviceOwnership {
   receipt(serial: string, actionId: string): ActionRow {
     const action = this.deps.journal.get(actionId);
     const d = this.deps.watcher.device(serial);
-    if (!action || (d && action.physicalId !== d.identity.physicalId)) {
+    // A serial this host no longer sees (the phone left) must be the action's own.
+    if (!action || (d ? action.physicalId !== d.identity.physicalId : action.serial !== serial)) {
       throw farmError(Errors.ACTION_NOT_FOUND, `no retained action ${actionId} for device ${serial}`, "action_id");
     }
     return action;
@@ -361,4 +370,11 @@ export function toRecord(a: ActionRow): ActionRecord {
 
 function describeHolder(h: Record<string, unknown>): string {
   return `pid ${String(h["pid"] ?? "?")}, ${String(h["kind"] ?? "action")} on ${String(h["serial"] ?? "?")} since ${String(h["since"] ?? "?")}`;
+}
+
+/** The proof, or undefined once the deadline has passed: a check that never returns proves nothing and must not hold the lock. */
+function withinDeadline<T>(p: Promise<T | undefined>, deadlineMs: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(0, deadlineMs - Date.now()))));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
