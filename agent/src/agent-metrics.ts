@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { ListenAddress } from "@farm/shared/listen-address";
-import type { DeviceWatcher } from "./device-watcher.js";
+import type { DeviceWatcher } from "./devices/device-watcher.js";
 
 export interface AgentMetrics {
   /** Counts one finished command. */

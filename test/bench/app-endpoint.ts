@@ -7,7 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
-import { shellV2 } from "@farm/agent/adb-shell";
+import { shellV2 } from "@farm/agent/adb/adb-shell";
 import { ANDROID_ENDPOINT_FILE, discoverAndroidEndpoint } from "@farm/agent/app-sdk/android-endpoint";
 import { adbConnect, runAdb, SimDevice, startAdbServer } from "../devsim/index.js";
 import { median, percentile } from "./proc-stats.js";

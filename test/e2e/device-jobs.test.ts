@@ -6,8 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JOB_DIR, jobBase, pruneJobStore, readJobRecord, runDeviceJob } from "@farm/agent/actions/device-job";
-import type { DispatchProgress } from "@farm/agent/device-ownership";
-import type { ActionRow } from "@farm/agent/ownership-journal";
+import type { DispatchProgress } from "@farm/agent/ownership/device-ownership";
+import type { ActionRow } from "@farm/agent/ownership/ownership-journal";
 import { adbConnect, ROOT, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
 
 let adb: AdbServer;

@@ -1,8 +1,8 @@
 import { Errors } from "@farm/shared/errors";
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2, type ShellResult } from "../adb-shell.js";
-import { DispatchFailure, type DispatchProgress } from "../device-ownership.js";
-import type { ActionRow } from "../ownership-journal.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { shellV2, type ShellResult } from "../adb/adb-shell.js";
+import { DispatchFailure, type DispatchProgress } from "../ownership/device-ownership.js";
+import type { ActionRow } from "../ownership/ownership-journal.js";
 import { shQuote } from "./shell-quote.js";
 import { toDispatchFailure } from "./shell-outcome.js";
 

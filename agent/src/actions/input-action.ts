@@ -1,5 +1,5 @@
 import { Errors } from "@farm/shared/errors";
-import { ActionFailed, type ActionKind } from "../device-ownership.js";
+import { ActionFailed, type ActionKind } from "../ownership/device-ownership.js";
 import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
 

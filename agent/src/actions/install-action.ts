@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Transport } from "@connectrpc/connect";
-import type { AdbClient } from "../adb-client.js";
-import { getBlob } from "../blob-transfer.js";
-import { ActionFailed, DispatchFailure, type ActionKind } from "../device-ownership.js";
+import type { AdbClient } from "../adb/adb-client.js";
+import { getBlob } from "../uplink/blob-transfer.js";
+import { ActionFailed, DispatchFailure, type ActionKind } from "../ownership/device-ownership.js";
 import { shQuote } from "./shell-quote.js";
 import type { DeviceJobs } from "./device-job.js";
 

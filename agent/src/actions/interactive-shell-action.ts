@@ -4,8 +4,8 @@ import { spawn as spawnPty } from "node-pty";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { AgentShellService, ServeShellRequestSchema, type ServeShellRequest } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import type { StartShellRequest } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
-import type { AdbServerAddress } from "../adb-client.js";
-import { DispatchFailure, type ActionKind } from "../device-ownership.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { DispatchFailure, type ActionKind } from "../ownership/device-ownership.js";
 
 export interface InteractiveShellRequest {
   command: StartShellRequest;

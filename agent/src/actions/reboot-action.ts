@@ -1,8 +1,8 @@
 import { Errors } from "@farm/shared/errors";
-import type { AdbServerAddress } from "../adb-client.js";
-import { openDeviceService } from "../adb-service.js";
-import { DispatchFailure, type ActionKind } from "../device-ownership.js";
-import type { DeviceWatcher } from "../device-watcher.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { openDeviceService } from "../adb/adb-service.js";
+import { DispatchFailure, type ActionKind } from "../ownership/device-ownership.js";
+import type { DeviceWatcher } from "../devices/device-watcher.js";
 import { toDispatchFailure } from "./shell-outcome.js";
 
 /** What a reboot's dispatch saw, in order; kept in the journal as its proof. */

@@ -1,4 +1,4 @@
-import type { ActionKind } from "../device-ownership.js";
+import type { ActionKind } from "../ownership/device-ownership.js";
 import type { DeviceJobs } from "./device-job.js";
 
 export interface ShellRequest {

@@ -1,6 +1,6 @@
 import { Errors, type FarmErrorSpec } from "@farm/shared/errors";
-import { AdbServiceError as AdbShellError, type ServiceErrorCode } from "../adb-service.js";
-import { DispatchFailure } from "../device-ownership.js";
+import { AdbServiceError as AdbShellError, type ServiceErrorCode } from "../adb/adb-service.js";
+import { DispatchFailure } from "../ownership/device-ownership.js";
 
 /** The error a failed adb service call reports to the caller. */
 const errorFor: Record<ServiceErrorCode, FarmErrorSpec> = {

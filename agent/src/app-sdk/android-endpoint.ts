@@ -1,6 +1,6 @@
-import type { AdbServerAddress } from "../adb-client.js";
-import { forwardToAnyPort, killForward, listForwards, type Forward } from "../adb-host.js";
-import { shellV2 } from "../adb-shell.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { forwardToAnyPort, killForward, listForwards, type Forward } from "../adb/adb-host.js";
+import { shellV2 } from "../adb/adb-shell.js";
 import { bridgeError, BridgeErrors } from "./bridge-error.js";
 import { Budget, parseJson, sdkGet, type SdkResponse } from "./sdk-http.js";
 

@@ -5,8 +5,8 @@ import { actionError, Errors, farmError, invalidArgument, toErrorReport } from "
 import { validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { CaptureEvidenceResponseSchema, type CaptureEvidenceRequest, type CaptureEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import type { AdbServerAddress } from "../adb-client.js";
-import type { DeviceWatcher } from "../device-watcher.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import type { DeviceWatcher } from "../devices/device-watcher.js";
 import { captureStill, type StagedBundle } from "./still-capture.js";
 import { uploadBundle } from "./evidence-upload.js";
 import { retryStagedUploads } from "./staged-retry.js";

@@ -1,6 +1,6 @@
 import type { EvidenceDevice, EvidenceError, ManifestErrorCode } from "@farm/shared/evidence-manifest";
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2 } from "../adb-shell.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { shellV2 } from "../adb/adb-shell.js";
 import { deviceTypeOf, parseGetprop, parseRotation, parseWmDensity, parseWmSize } from "./device-observations.js";
 
 export interface MetadataTarget {

@@ -1,6 +1,6 @@
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2 } from "../adb-shell.js";
-import { AdbServiceError } from "../adb-service.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { shellV2 } from "../adb/adb-shell.js";
+import { AdbServiceError } from "../adb/adb-service.js";
 
 export type OutputFailureCode = "DEVICE_OFFLINE" | "DEADLINE_EXCEEDED" | "ADB_CONNECTION_LOST" | "ADB_REFUSED" | "OUTPUT_TOO_LARGE" | "COMMAND_FAILED";
 

@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Errors, farmError } from "@farm/shared/errors";
-import { execOut } from "../adb-exec.js";
-import { putBlob } from "../blob-transfer.js";
-import type { DeviceOwnership } from "../device-ownership.js";
+import { execOut } from "../adb/adb-exec.js";
+import { putBlob } from "../uplink/blob-transfer.js";
+import type { DeviceOwnership } from "../ownership/device-ownership.js";
 import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
 import type { EvidenceDeps } from "./capture-command.js";
 

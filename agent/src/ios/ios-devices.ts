@@ -3,7 +3,7 @@ import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { bridgeError, BridgeErrors } from "../app-sdk/bridge-error.js";
 import { Budget, parseJson, sdkGet } from "../app-sdk/sdk-http.js";
-import type { DeviceWatcher } from "../device-watcher.js";
+import type { DeviceWatcher } from "../devices/device-watcher.js";
 import { copyFromAppContainer, listDevices, type Devicectl, type DevicectlDevice } from "./devicectl.js";
 
 export const IOS_SDK_DESCRIPTOR = "Documents/farm_sdk_runtime.json";

@@ -1,8 +1,8 @@
 import type { Logger } from "@farm/shared/log";
-import type { DeviceOwnership, ActionKind } from "../device-ownership.js";
-import type { DeviceWatcher } from "../device-watcher.js";
-import type { PinStore } from "../pin-store.js";
-import type { DeviceHistory } from "../device-history.js";
+import type { DeviceOwnership, ActionKind } from "../ownership/device-ownership.js";
+import type { DeviceWatcher } from "../devices/device-watcher.js";
+import type { PinStore } from "../devices/pin-store.js";
+import type { DeviceHistory } from "../devices/device-history.js";
 import type { ShellOutput, ShellRequest } from "../actions/shell-action.js";
 import type { SetPropRequest } from "../actions/setprop-action.js";
 import type { InputRequest } from "../actions/input-action.js";

@@ -1,5 +1,5 @@
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2 } from "../adb-shell.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { shellV2 } from "../adb/adb-shell.js";
 import type { RecorderIdentity } from "./video-session-files.js";
 
 export interface PsLine {

@@ -1,6 +1,6 @@
 import { open, rm } from "node:fs/promises";
 import { writeAll } from "@farm/shared/verified-file";
-import { createAdbClient, type AdbServerAddress } from "../adb-client.js";
+import { createAdbClient, type AdbServerAddress } from "../adb/adb-client.js";
 
 /** A pull that failed after `bytes` bytes reached the local file (and were synced). */
 export class PullError extends Error {

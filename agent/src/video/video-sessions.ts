@@ -20,9 +20,9 @@ import {
   type StartVideoRequest,
   type VideoSession,
 } from "@farm/shared/gen/farm/v1/video_service_pb";
-import type { AdbServerAddress } from "../adb-client.js";
-import { shellV2 } from "../adb-shell.js";
-import type { DeviceWatcher } from "../device-watcher.js";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { shellV2 } from "../adb/adb-shell.js";
+import type { DeviceWatcher } from "../devices/device-watcher.js";
 import { readDeviceMetadata } from "../evidence/device-metadata.js";
 import { uploadBundle } from "../evidence/evidence-upload.js";
 import { checkMediaTools, mediaTools } from "./media-verify.js";

@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import { renameDurably, writeFileDurably } from "@farm/shared/durable-file";
 import type { EvidenceArtifact, EvidenceError, EvidenceManifest, EvidenceStatus, EvidenceVideo, ManifestErrorCode } from "@farm/shared/evidence-manifest";
 import { sha256File } from "@farm/shared/verified-file";
-import { shellV2, type ShellResult } from "../adb-shell.js";
+import { shellV2, type ShellResult } from "../adb/adb-shell.js";
 import { metadataComplete } from "../evidence/device-metadata.js";
 import { hostProcessStartIdentity } from "./host-process.js";
 import { mediaTools, verifyVideo, type MediaVerification } from "./media-verify.js";

@@ -2,9 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openAgentDb } from "./db/open-agent-db.js";
-import { openHostJournalDb } from "./db/host-journal-db.js";
-import { actions as legacyActions } from "./db/schema.js";
+import { openAgentDb } from "../db/open-agent-db.js";
+import { openHostJournalDb } from "../db/host-journal-db.js";
+import { actions as legacyActions } from "../db/schema.js";
 import { OwnershipJournal } from "./ownership-journal.js";
 
 let dir: string;

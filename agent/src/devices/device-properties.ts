@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { DevicePropertiesSchema, type DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
-import { shellText, type AdbDeviceClient } from "./adb-client.js";
+import { shellText, type AdbDeviceClient } from "../adb/adb-client.js";
 
 /** What the agent reads from a device: all properties and the boot id. */
 export interface DeviceFacts {

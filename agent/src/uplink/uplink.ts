@@ -15,7 +15,7 @@ import {
   type DeviceEvent as DeviceEventMessage,
   type DeviceReport,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import type { DeviceEvent, DeviceWatcher } from "./device-watcher.js";
+import type { DeviceEvent, DeviceWatcher } from "../devices/device-watcher.js";
 
 export interface UplinkOptions {
   coordinatorUrl: string;

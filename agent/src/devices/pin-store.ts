@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
-import type { AgentDb } from "./db/open-agent-db.js";
-import { pins } from "./db/schema.js";
+import type { AgentDb } from "../db/open-agent-db.js";
+import { pins } from "../db/schema.js";
 
 /** Operator pins by adb serial, cached in memory (read on every identity). */
 export class PinStore {

@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
 import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
-import { journalActions as actions, type HostJournalDb } from "./db/host-journal-db.js";
+import { journalActions as actions, type HostJournalDb } from "../db/host-journal-db.js";
 
 export type ActionState = "pending" | "settled" | "not_dispatched" | "unknown" | "abandoned";
 export type ActionRow = typeof actions.$inferSelect;

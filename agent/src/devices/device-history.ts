@@ -1,6 +1,6 @@
 import { desc, eq } from "drizzle-orm";
-import type { AgentDb } from "./db/open-agent-db.js";
-import { bootIds, deviceEvents } from "./db/schema.js";
+import type { AgentDb } from "../db/open-agent-db.js";
+import { bootIds, deviceEvents } from "../db/schema.js";
 
 export interface DeviceEventRecord {
   physicalId: string;

@@ -2,8 +2,8 @@ import { create, equals } from "@bufbuild/protobuf";
 import { Backoff } from "@farm/shared/backoff";
 import type { Logger } from "@farm/shared/log";
 import { DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import type { AdbClient, AdbServerAddress } from "./adb-client.js";
-import { AdbDeviceTracker, type AdbDeviceEntry } from "./adb-device-tracker.js";
+import type { AdbClient, AdbServerAddress } from "../adb/adb-client.js";
+import { AdbDeviceTracker, type AdbDeviceEntry } from "../adb/adb-device-tracker.js";
 import { readDeviceFacts, toDeviceProperties, type DeviceFacts, type DeviceIdentity } from "./device-properties.js";
 import { findDuplicateIdentities, physicalIdOf } from "./physical-identity.js";
 

@@ -7,8 +7,8 @@ import type { Logger } from "@farm/shared/log";
 import { ActionRecordSchema, OwnershipSchema, type ActionRecord, type Ownership } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { OsLock } from "./os-lock.js";
 import type { ActionRow, OwnershipJournal } from "./ownership-journal.js";
-import type { DeviceView, DeviceWatcher } from "./device-watcher.js";
-import type { DeviceHistory } from "./device-history.js";
+import type { DeviceView, DeviceWatcher } from "../devices/device-watcher.js";
+import type { DeviceHistory } from "../devices/device-history.js";
 
 /**
  * How far a dispatch got, kept up to date by the action kind as it goes:

@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Errors, toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openAgentDb } from "./db/open-agent-db.js";
-import { openHostJournalDb } from "./db/host-journal-db.js";
-import { DeviceHistory } from "./device-history.js";
+import { openAgentDb } from "../db/open-agent-db.js";
+import { openHostJournalDb } from "../db/host-journal-db.js";
+import { DeviceHistory } from "../devices/device-history.js";
 import { ActionFailed, DeviceOwnership, DispatchFailure, LOCK_RELEASE_MARGIN_MS, type ActionKind, type DispatchProgress } from "./device-ownership.js";
-import type { DeviceView, DeviceWatcher } from "./device-watcher.js";
+import type { DeviceView, DeviceWatcher } from "../devices/device-watcher.js";
 import { OsLock } from "./os-lock.js";
 import { OwnershipJournal, type ActionRow } from "./ownership-journal.js";
 

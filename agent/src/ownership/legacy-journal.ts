@@ -1,5 +1,5 @@
-import { actions } from "./db/schema.js";
-import type { AgentDb } from "./db/open-agent-db.js";
+import { actions } from "../db/schema.js";
+import type { AgentDb } from "../db/open-agent-db.js";
 import type { OwnershipJournal } from "./ownership-journal.js";
 
 /**
