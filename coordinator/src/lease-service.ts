@@ -41,11 +41,12 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
       if (!req.token) throw invalidArgument("lease", "a lease token is required");
       return create(ReleaseLeaseResponseSchema, { lease: toLease(deps.leases.release(req.token)) });
     },
-    listLeases() {
-      const { leases, queue } = deps.leases.list();
+    listLeases(req) {
+      const { leases, queue } = deps.leases.listPage(req);
       return create(ListLeasesResponseSchema, {
-        leases: leases.map(toLease),
+        leases: leases.items.map(toLease),
         queue: queue.map(waiterMessage),
+        nextPageToken: leases.nextPageToken,
       });
     },
     setDeviceLabels(req, ctx) {
@@ -55,8 +56,9 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
     removeDeviceLabel(req, ctx) {
       return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key, caller(ctx)));
     },
-    listDeviceLabels() {
-      return create(ListDeviceLabelsResponseSchema, { devices: deps.leases.allLabels() });
+    listDeviceLabels(req) {
+      const page = deps.leases.labelsPage(req);
+      return create(ListDeviceLabelsResponseSchema, { devices: page.items, nextPageToken: page.nextPageToken });
     },
   });
 }

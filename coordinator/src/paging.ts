@@ -108,3 +108,20 @@ function fingerprint(scope: PageScope): string {
   const filter = Object.fromEntries(Object.entries(scope.filter ?? {}).filter(([, v]) => v !== undefined && v !== ""));
   return createHash("sha256").update(`${scope.list}\n${canonicalJson(filter)}`).digest("base64url").slice(0, 16);
 }
+
+/**
+ * For lists kept in memory in key order: the index of the first element for
+ * which `before` is false, by binary search (`before` is true for every
+ * element up to some index, and false from there on). A page then costs
+ * O(log n + page) instead of a sort or a scan.
+ */
+export function partitionPoint<T>(sorted: readonly T[], before: (item: T) => boolean): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(sorted[mid] as T)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

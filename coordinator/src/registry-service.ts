@@ -19,18 +19,23 @@ import { isBinaryRequest, withPreEncodedField } from "@farm/shared/pre-encoded";
 
 export function registerRegistryService(router: ConnectRouter, deps: { registry: Registry; log: Logger }): void {
   router.service(RegistryService, {
-    listAgents() {
-      return create(ListAgentsResponseSchema, { agents: deps.registry.listAgents() });
+    listAgents(req) {
+      const page = deps.registry.listAgentsPage(req);
+      return create(ListAgentsResponseSchema, { agents: page.items, nextPageToken: page.nextPageToken });
     },
     listDevices(req, ctx) {
-      const filter = { ...(req.agent ? { agent: req.agent } : {}), ...(req.state ? { state: req.state } : {}) };
+      const filter = { agent: req.agent, state: req.state, physicalId: req.physicalId };
       if (isBinaryRequest(ctx.requestHeader.get("content-type"))) {
         const t0 = performance.now();
-        const encoded = deps.registry.listDevicesEncoded(filter);
+        const page = deps.registry.listDevicesEncoded(filter, req);
         ctx.responseHeader.set("server-timing", `registry;dur=${(performance.now() - t0).toFixed(2)}`);
-        return withPreEncodedField(ListDevicesResponseSchema, ListDevicesResponseSchema.field.devices.number, encoded);
+        const res = withPreEncodedField(ListDevicesResponseSchema, ListDevicesResponseSchema.field.devices.number, page.items);
+        // A known field, written normally beside the pre-encoded devices.
+        res.nextPageToken = page.nextPageToken;
+        return res;
       }
-      return create(ListDevicesResponseSchema, { devices: deps.registry.listDevices(filter) });
+      const page = deps.registry.listDevicesPage(filter, req);
+      return create(ListDevicesResponseSchema, { devices: page.items, nextPageToken: page.nextPageToken });
     },
     /** Asks an agent to drain and exit; it stops getting leases as soon as it says it drains. */
     async drainAgent(req, ctx) {

@@ -8,12 +8,17 @@ import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { api } from "./api.js";
 
 export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "evidence" | "activity" | "connection";
-/** The lists read a page at a time: the first page on load, older ones on request. */
-export type PagedTopic = "sessions" | "evidence" | "activity";
+/** The lists read a page at a time: the first page on load, the next ones on request. */
+export type PagedTopic = "sessions" | "evidence" | "activity" | "agents" | "devices";
 
 /** Rows per page of a paged list. */
 const PAGE_SIZE = 200;
+/** Pages of the lists read to the end: the largest the coordinator serves. */
+const FULL_PAGE = 1000;
 const ACTIVITY_KEEP = 500;
+
+/** Where a device sits in the coordinator's device list: (agent id, serial). */
+type DeviceKey = readonly [agentId: string, serial: string];
 
 /** One physical phone (or a device without identity yet): the key rows are grouped by. */
 export function groupKey(d: Device): string {
@@ -22,17 +27,45 @@ export function groupKey(d: Device): string {
 
 const deviceKey = (agentId: string, serial: string) => `${agentId}\u0000${serial}`;
 
+/** The coordinator's device order (both sides compare strings by UTF-16 code units). */
+function compareKeys(a: DeviceKey, b: DeviceKey): number {
+  return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+}
+
+/**
+ * Reads a List call to its end by following its tokens: for the lists every
+ * device row joins (leases, labels), which must be whole whatever devices
+ * are read. Both hold at most one entry per phone.
+ */
+async function readToEnd<R extends { nextPageToken: string }>(read: (pageToken: string) => Promise<R>): Promise<R[]> {
+  const pages = [await read("")];
+  const seen = new Set<string>();
+  for (let token = pages[0]?.nextPageToken ?? ""; token && !seen.has(token); token = pages[pages.length - 1]?.nextPageToken ?? "") {
+    seen.add(token);
+    pages.push(await read(token));
+  }
+  return pages;
+}
+
 /**
  * Everything the dashboard shows, kept current by the coordinator's watch
  * stream: the lists are read once after the stream is ready, then each
  * event changes one entry and tells the views which one, so a view updates
  * a row instead of re-reading a list.
+ *
+ * Agents and devices are read a page at a time in the coordinator's order
+ * (agent id, then serial): what is held is every row up to the last one
+ * read, and an event about a row after it is left for its page, so a page
+ * read later neither repeats nor misses a row.
  */
 export class LiveState {
   readonly agents = new Map<string, Agent>();
+  /** The devices read so far (in the state filter, up to the last page read). */
   readonly devices = new Map<string, Device>();
   /** Group key → device keys of its aliases. */
   readonly groups = new Map<string, Set<string>>();
+  /** The coordinator's state filter on the device list; "" for every state. */
+  deviceState = "";
   /** Active leases by physical id. */
   readonly leases = new Map<string, Lease>();
   queue: LeaseWaiter[] = [];
@@ -42,7 +75,18 @@ export class LiveState {
   /** Newest first. */
   activity: ActivityEntry[] = [];
   /** Token of the next (older) page of each paged list; empty when it is all here. */
-  readonly nextPage: Record<PagedTopic, string> = { sessions: "", evidence: "", activity: "" };
+  readonly nextPage: Record<PagedTopic, string> = { sessions: "", evidence: "", activity: "", agents: "", devices: "" };
+  /** The last agent id read while more agents are on the coordinator: agents after it wait for their page. */
+  private agentEdge = "";
+  /** The last device read while more devices are. */
+  private deviceEdge: DeviceKey = ["", ""];
+  /** Agent and device events seen while a page is read: applied again after it, as they may be newer than the page. */
+  private replay: WatchResponse[] | undefined;
+  private reading = 0;
+  /** Bumped by each read of the device list from its start, so a page of the list before it is dropped. */
+  private deviceGeneration = 0;
+  /** One phone's aliases, read on their own for its page (they may be on no page read yet) and kept live. */
+  private followed: { group: string; devices: Map<string, Device>; ready: boolean } | undefined;
   /** Live events trim activity to this many entries; each page read on request raises it. */
   private activityKeep = ACTIVITY_KEEP;
   /** Bumped by each full re-read, so a page asked for before it is dropped. */
@@ -66,6 +110,47 @@ export class LiveState {
     return [...(this.groups.get(group) ?? [])].map((k) => this.devices.get(k)).filter((d): d is Device => d !== undefined);
   }
 
+  /** Every alias of one phone: as read for its page when it is followed, else those among the devices read. */
+  phone(group: string): Device[] {
+    const f = this.followed;
+    return f?.group === group && f.devices.size > 0 ? [...f.devices.values()] : this.aliases(group);
+  }
+
+  /** Whether the phone's own read is still on its way. */
+  phonePending(group: string): boolean {
+    return this.followed?.group === group && !this.followed.ready;
+  }
+
+  /**
+   * Reads every alias of a phone (by physical id, on any agent) and keeps
+   * them live until the returned function is called: its page shows the
+   * phone even when the device list has not read it.
+   */
+  follow(group: string): () => void {
+    const f = { group, devices: new Map<string, Device>(), ready: false };
+    this.followed = f;
+    if (this.loaded) void this.readFollowed(f);
+    return () => {
+      if (this.followed === f) this.followed = undefined;
+    };
+  }
+
+  /** Reads the device list again from its start with another state filter ("" for all). */
+  async setDeviceState(deviceState: string): Promise<void> {
+    if (deviceState === this.deviceState) return;
+    this.deviceState = deviceState;
+    if (!this.loaded) return;
+    const generation = ++this.deviceGeneration;
+    this.beginRead();
+    try {
+      const res = await api.registry.listDevices({ state: deviceState, pageSize: PAGE_SIZE });
+      if (generation !== this.deviceGeneration) return;
+      this.setDevices(res.devices, res.nextPageToken);
+    } finally {
+      this.endRead();
+    }
+    this.emit("devices");
+  }
   /** Runs until the signal aborts, reconnecting (and re-reading) after any break. */
   async run(signal: AbortSignal, onSignedOut: () => void): Promise<void> {
     let delay = 500;
@@ -95,9 +180,12 @@ export class LiveState {
     for await (const ev of api.watch.watch({}, { signal })) {
       if (ev.kind.case === "ready") {
         // Subscribed: now read the lists; events meanwhile wait their turn.
+        const followed = this.followed;
         this.load().then(
           () => {
             for (const e of pending.splice(0)) this.apply(e);
+            // A phone followed while the lists were read has not been read yet.
+            if (this.followed && this.followed !== followed) void this.readFollowed(this.followed);
             listed = true;
             this.loaded = true;
             this.setConnection("live");
@@ -114,30 +202,39 @@ export class LiveState {
   }
 
   private async load(): Promise<void> {
-    const [agents, devices, leases, labels, sessions, evidence, activity] = await Promise.all([
-      api.registry.listAgents({}),
-      api.registry.listDevices({}),
-      api.leases.listLeases({}),
-      api.leases.listDeviceLabels({}),
+    const deviceGeneration = ++this.deviceGeneration;
+    const followed = this.followed;
+    const [agents, devices, leases, labels, sessions, evidence, activity, aliases] = await Promise.all([
+      api.registry.listAgents({ pageSize: PAGE_SIZE }),
+      api.registry.listDevices({ state: this.deviceState, pageSize: PAGE_SIZE }),
+      // Whole: every device row shows its phone's lease and labels.
+      readToEnd((pageToken) => api.leases.listLeases({ pageSize: FULL_PAGE, pageToken })),
+      readToEnd((pageToken) => api.leases.listDeviceLabels({ pageSize: FULL_PAGE, pageToken })),
       api.video.listVideoSessions({ pageSize: PAGE_SIZE }),
       api.evidence.listEvidence({ pageSize: PAGE_SIZE }),
       api.activity.listActivity({ pageSize: PAGE_SIZE }),
+      followed ? readToEnd((pageToken) => api.registry.listDevices({ physicalId: followed.group, pageSize: FULL_PAGE, pageToken })) : undefined,
     ]);
     this.generation++;
+    // Events seen before this read are older than it.
+    if (this.replay) this.replay = [];
     this.nextPage.sessions = sessions.nextPageToken;
     this.nextPage.evidence = evidence.nextPageToken;
     this.nextPage.activity = activity.nextPageToken;
     this.activityKeep = ACTIVITY_KEEP;
     this.agents.clear();
     for (const a of agents.agents) this.agents.set(a.id, a);
-    this.devices.clear();
-    this.groups.clear();
-    for (const d of devices.devices) this.putDevice(d);
+    this.nextPage.agents = agents.nextPageToken;
+    this.agentEdge = agents.agents[agents.agents.length - 1]?.id ?? "";
+    // A filter chosen while this was read reads its own list.
+    if (deviceGeneration === this.deviceGeneration) this.setDevices(devices.devices, devices.nextPageToken);
+    if (followed && aliases && this.followed === followed) this.setFollowed(followed, aliases.flatMap((p) => p.devices));
     this.leases.clear();
-    for (const l of leases.leases) this.leases.set(l.physicalId, l);
-    this.queue = leases.queue;
+    for (const l of leases.flatMap((p) => p.leases)) this.leases.set(l.physicalId, l);
+    // The queue is not paged: it comes whole with the first page.
+    this.queue = leases[0]?.queue ?? [];
     this.labels.clear();
-    for (const l of labels.devices) this.labels.set(l.physicalId, l.labels);
+    for (const l of labels.flatMap((p) => p.devices)) this.labels.set(l.physicalId, l.labels);
     this.sessions.clear();
     for (const s of sessions.sessions) this.sessions.set(s.sessionId, s);
     this.evidence.clear();
@@ -150,33 +247,132 @@ export class LiveState {
     const pageToken = this.nextPage[topic];
     if (!pageToken) return;
     const generation = this.generation;
-    const current = () => generation === this.generation && this.nextPage[topic] === pageToken;
+    const deviceGeneration = this.deviceGeneration;
+    const current = () => generation === this.generation && deviceGeneration === this.deviceGeneration && this.nextPage[topic] === pageToken;
+    this.beginRead();
+    try {
+      if (!(await this.readMore(topic, pageToken, current))) return;
+    } finally {
+      this.endRead();
+    }
+    this.emit(topic);
+  }
+
+  /** Reads and adds the page after `pageToken`; false when the page is no longer the next one. */
+  private async readMore(topic: PagedTopic, pageToken: string, current: () => boolean): Promise<boolean> {
     switch (topic) {
+      case "agents": {
+        const res = await api.registry.listAgents({ pageSize: PAGE_SIZE, pageToken });
+        if (!current()) return false;
+        for (const a of res.agents) if (!this.agents.has(a.id)) this.agents.set(a.id, a);
+        this.agentEdge = res.agents[res.agents.length - 1]?.id ?? this.agentEdge;
+        this.nextPage.agents = res.nextPageToken;
+        return true;
+      }
+      case "devices": {
+        const res = await api.registry.listDevices({ state: this.deviceState, pageSize: PAGE_SIZE, pageToken });
+        if (!current()) return false;
+        for (const d of res.devices) if (!this.devices.has(deviceKey(d.agentId, d.serial))) this.putDevice(d);
+        const last = res.devices[res.devices.length - 1];
+        if (last) this.deviceEdge = [last.agentId, last.serial];
+        this.nextPage.devices = res.nextPageToken;
+        return true;
+      }
       case "sessions": {
         const res = await api.video.listVideoSessions({ pageSize: PAGE_SIZE, pageToken });
-        if (!current()) return;
+        if (!current()) return false;
         // A watch event may have brought a row of this page already; the map keeps the newest copy.
         for (const s of res.sessions) if (!this.sessions.has(s.sessionId)) this.sessions.set(s.sessionId, s);
         this.nextPage.sessions = res.nextPageToken;
-        break;
+        return true;
       }
       case "evidence": {
         const res = await api.evidence.listEvidence({ pageSize: PAGE_SIZE, pageToken });
-        if (!current()) return;
+        if (!current()) return false;
         for (const e of res.bundles) if (!this.evidence.has(e.evidenceId)) this.evidence.set(e.evidenceId, e);
         this.nextPage.evidence = res.nextPageToken;
-        break;
+        return true;
       }
       case "activity": {
         const res = await api.activity.listActivity({ pageSize: PAGE_SIZE, pageToken });
-        if (!current()) return;
+        if (!current()) return false;
         this.activity = [...this.activity, ...res.entries];
         this.activityKeep += res.entries.length;
         this.nextPage.activity = res.nextPageToken;
-        break;
+        return true;
       }
     }
-    this.emit(topic);
+  }
+
+  /** Replaces the devices read with a first page of the list. */
+  private setDevices(devices: Device[], nextPageToken: string): void {
+    this.devices.clear();
+    this.groups.clear();
+    for (const d of devices) this.putDevice(d);
+    this.nextPage.devices = nextPageToken;
+    const last = devices[devices.length - 1];
+    this.deviceEdge = last ? [last.agentId, last.serial] : ["", ""];
+  }
+
+  private async readFollowed(f: NonNullable<LiveState["followed"]>): Promise<void> {
+    this.beginRead();
+    try {
+      const pages = await readToEnd((pageToken) => api.registry.listDevices({ physicalId: f.group, pageSize: FULL_PAGE, pageToken }));
+      if (this.followed === f) this.setFollowed(f, pages.flatMap((p) => p.devices));
+    } catch {
+      // The page shows what the device list holds; the next full read tries again.
+    } finally {
+      this.endRead();
+    }
+    if (this.followed === f) this.emit("devices", f.group);
+  }
+
+  private setFollowed(f: NonNullable<LiveState["followed"]>, devices: Device[]): void {
+    f.devices.clear();
+    for (const d of devices) f.devices.set(deviceKey(d.agentId, d.serial), d);
+    f.ready = true;
+  }
+
+  /** While any page is read, agent and device events are kept to be applied again after it. */
+  private beginRead(): void {
+    this.reading++;
+    this.replay ??= [];
+  }
+
+  private endRead(): void {
+    if (--this.reading > 0) return;
+    const events = this.replay ?? [];
+    this.replay = undefined;
+    // Applying an event twice is harmless: each carries the row as it is now.
+    for (const ev of events) this.apply(ev);
+  }
+
+  /** Whether the list holds this device: in the state filter, and not after the last device read. */
+  private listsDevice(d: Device): boolean {
+    if (this.deviceState && d.state !== this.deviceState) return false;
+    return this.nextPage.devices === "" || compareKeys([d.agentId, d.serial], this.deviceEdge) <= 0;
+  }
+
+  private dropDevice(key: string): void {
+    const old = this.devices.get(key);
+    if (!old) return;
+    this.devices.delete(key);
+    const group = groupKey(old);
+    const set = this.groups.get(group);
+    set?.delete(key);
+    if (set?.size === 0) this.groups.delete(group);
+    this.emit("devices", group);
+  }
+
+  /** Keeps the followed phone's aliases current; true when the event was about one. */
+  private followDevice(key: string, d: Device | undefined): boolean {
+    const f = this.followed;
+    if (!f) return false;
+    if (d && groupKey(d) === f.group) {
+      f.devices.set(key, d);
+      return true;
+    }
+    return f.devices.delete(key);
   }
 
   private putDevice(d: Device): string | undefined {
@@ -194,24 +390,26 @@ export class LiveState {
 
   private apply(ev: WatchResponse): void {
     const k = ev.kind;
+    if (this.replay && (k.case === "device" || k.case === "deviceRemoved" || k.case === "agent")) this.replay.push(ev);
     switch (k.case) {
       case "device": {
-        const moved = this.putDevice(k.value);
+        const d = k.value;
+        const key = deviceKey(d.agentId, d.serial);
+        if (this.followDevice(key, d) && this.followed) this.emit("devices", this.followed.group);
+        // After the last device read, it waits for its page; out of the filter, it leaves the list.
+        if (!this.listsDevice(d)) return this.dropDevice(key);
+        const moved = this.putDevice(d);
         if (moved !== undefined) this.emit("devices", moved);
-        return this.emit("devices", groupKey(k.value));
+        return this.emit("devices", groupKey(d));
       }
       case "deviceRemoved": {
         const key = deviceKey(k.value.agentId, k.value.serial);
-        const old = this.devices.get(key);
-        if (!old) return;
-        this.devices.delete(key);
-        const group = groupKey(old);
-        const set = this.groups.get(group);
-        set?.delete(key);
-        if (set?.size === 0) this.groups.delete(group);
-        return this.emit("devices", group);
+        if (this.followDevice(key, undefined) && this.followed) this.emit("devices", this.followed.group);
+        return this.dropDevice(key);
       }
       case "agent":
+        // An agent after the last one read waits for its page.
+        if (!this.agents.has(k.value.id) && this.nextPage.agents !== "" && k.value.id > this.agentEdge) return;
         this.agents.set(k.value.id, k.value);
         return this.emit("agents", k.value.id);
       case "lease":

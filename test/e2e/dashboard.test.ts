@@ -122,6 +122,14 @@ describe("dashboard", () => {
     await page.getByLabel("Search").fill("DASH0002".toLowerCase());
     await expect.poll(() => row(serial).isHidden()).toBe(true);
     await page.getByLabel("Search").fill("");
+    // The state filter is the coordinator's: choosing one reads the list in that state, a page at a time.
+    const filtered = page.waitForRequest((r) => r.url().includes("ListDevices"));
+    await page.locator("#device-state").selectOption("unauthorized");
+    await filtered;
+    await expect.poll(() => page.locator("#devices tbody tr").count()).toBe(0);
+    await page.locator("#device-state").selectOption("");
+    await expect.poll(() => row(serial).count()).toBe(1);
+    expect(await page.locator('[data-more="devices"]').isVisible()).toBe(false);
     await shot("devices");
     await page.goto(`${url}/dashboard/#/leases`);
     await expect.poll(() => page.locator("tr[data-lease]").first().textContent()).toContain("alice");

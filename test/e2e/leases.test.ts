@@ -10,9 +10,10 @@ import sharp from "sharp";
 import { readFile } from "node:fs/promises";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 
 import { buildSimApk, type SimDevice } from "../devsim/index.js";
 import { farm, farmBin, waitFor } from "../support/farm-process.js";
@@ -22,13 +23,32 @@ let lab: Lab;
 let phones: { device: SimDevice; serial: string }[] = [];
 let admin: string;
 
-function leaseClient() {
+function adminTransport() {
   const auth: Interceptor = (next) => (req) => {
     req.header.set("authorization", `Bearer ${admin}`);
     return next(req);
   };
-  return createClient(LeaseService, createGrpcTransport({ baseUrl: String(lab.standalone.ready["url"]), interceptors: [auth] }));
+  return createGrpcTransport({ baseUrl: String(lab.standalone.ready["url"]), interceptors: [auth] });
 }
+
+function leaseClient() {
+  return createClient(LeaseService, adminTransport());
+}
+
+/** Reads a List call page by page; returns each page. */
+async function pages<P extends { nextPageToken: string }>(read: (pageToken: string) => Promise<P>): Promise<P[]> {
+  const out: P[] = [];
+  let token = "";
+  do {
+    if (out.length > 50) throw new Error("paging does not end");
+    out.push(await read(token));
+    token = out[out.length - 1]?.nextPageToken ?? "";
+  } while (token);
+  return out;
+}
+
+/** The code a call fails with. */
+const codeOf = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => ConnectError.from(err).code);
 
 async function acquireJson(args: string[], env = lab.env) {
   const r = await farm(["lease", "acquire", ...args], env);
@@ -91,6 +111,51 @@ describe("leases", () => {
     await client.releaseLease({ token: first.token });
     await Promise.all(waiting);
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it("pages leases, devices and labels: each row once, the queue on the first page, the CLI lists them all", async () => {
+    const client = leaseClient();
+    const registry = createClient(RegistryService, adminTransport());
+    const held = [];
+    for (const p of phones.slice(0, 7)) held.push(await client.acquireLease({ selector: { serial: p.serial }, waitMs: 10_000, ttlMs: 60_000 }));
+    const stop = new AbortController();
+    const waiting = client.acquireLease({ selector: { serial: phones[0]?.serial as string }, waitMs: 60_000, ttlMs: 60_000, ticket: "paged-waiter" }, { signal: stop.signal }).catch(() => undefined);
+    try {
+      await waitFor("the waiter queued", async () => ((await client.listLeases({})).queue.length === 1 ? true : undefined), { intervalMs: 10 });
+      const leasePages = await pages((pageToken) => client.listLeases({ pageSize: 3, pageToken }));
+      expect(leasePages.map((p) => [p.leases.length, p.queue.length])).toEqual([
+        [3, 1],
+        [3, 0],
+        [1, 0],
+      ]);
+      const ids = leasePages.flatMap((p) => p.leases.map((l) => l.leaseId));
+      expect(new Set(ids)).toEqual(new Set(held.map((h) => h.lease?.leaseId)));
+      expect(await codeOf(client.listLeases({ pageSize: -1 }))).toBe(Code.InvalidArgument);
+      expect(await codeOf(client.listLeases({ pageToken: "not-a-token" }))).toBe(Code.InvalidArgument);
+      const listed = await farm(["lease", "list"], lab.env);
+      expect([(listed.json["leases"] as unknown[]).length, (listed.json["queue"] as unknown[]).length]).toEqual([7, 1]);
+
+      const devicePages = await pages((pageToken) => registry.listDevices({ pageSize: 4, pageToken }));
+      expect(devicePages.map((p) => p.devices.length)).toEqual([4, 4, 2]);
+      const serials = devicePages.flatMap((p) => p.devices.map((d) => d.serial));
+      expect(new Set(serials)).toEqual(new Set(phones.map((p) => p.serial)));
+      expect(((await farm(["devices"], lab.env)).json["devices"] as { serial: string }[]).map((d) => d.serial).sort()).toEqual([...serials].sort());
+      // A token is for the filters it was issued with.
+      expect(await codeOf(registry.listDevices({ state: "offline", pageSize: 4, pageToken: devicePages[0]?.nextPageToken ?? "" }))).toBe(Code.InvalidArgument);
+      const agentPages = await pages((pageToken) => registry.listAgents({ pageSize: 1, pageToken }));
+      expect(agentPages.flatMap((p) => p.agents)).toHaveLength(1);
+    } finally {
+      stop.abort();
+      await waiting;
+      for (const h of held) await client.releaseLease({ token: h.token });
+    }
+
+    for (const p of phones.slice(0, 3)) expect((await farm(["device", "label", "set", p.serial, "paged=yes"], lab.env)).code).toBe(0);
+    const labelPages = await pages((pageToken) => client.listDeviceLabels({ pageSize: 1, pageToken }));
+    expect(labelPages.map((p) => p.devices.length)).toEqual([1, 1, 1]);
+    const labelled = (await farm(["device", "label", "list"], lab.env)).json["devices"] as { physicalId: string; labels: Record<string, string> }[];
+    expect(labelled.filter((d) => d.labels["paged"] === "yes")).toHaveLength(3);
+    for (const p of phones.slice(0, 3)) expect((await farm(["device", "label", "rm", p.serial, "paged"], lab.env)).code).toBe(0);
   });
 
   it("fails at once when nothing matches and no wait is allowed, and refuses to renew an expired lease", async () => {

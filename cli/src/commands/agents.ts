@@ -2,6 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { AgentSchema } from "@farm/shared/gen/farm/v1/registry_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command } from "../command.js";
@@ -17,11 +18,16 @@ export const agentsCommand: Command = {
     const parsed = parseFlags(ctx.args, this.options);
     const session = clientSession(ctx, parsed);
     const client = serviceClient(RegistryService, session.config);
-    const res = await client.listAgents({}, { timeoutMs: session.timeoutMs });
-    ctx.printer.result({ agents: res.agents.map((a) => toJson(AgentSchema, a, { alwaysEmitImplicit: true })) }, () =>
+    const pages = await allPages(async (page) => {
+      const res = await client.listAgents(page, { timeoutMs: session.timeoutMs });
+      return { items: res.agents, nextPageToken: res.nextPageToken };
+    });
+    // The coordinator pages by id (a name can change); people look agents up by name.
+    const agents = pages.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1));
+    ctx.printer.result({ agents: agents.map((a) => toJson(AgentSchema, a, { alwaysEmitImplicit: true })) }, () =>
       table(
         ["NAME", "STATUS", "TRANSPORT", "DEVICES", "VERSION", "HOST", "LAST HEARTBEAT", "ID"],
-        res.agents.map((a) => [
+        agents.map((a) => [
           a.name,
           !a.online ? (a.offlineReason ? `offline (${a.offlineReason})` : "offline") : a.draining ? "draining" : "online",
           // A token that crossed a network in cleartext is worth seeing at a glance.

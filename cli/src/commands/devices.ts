@@ -1,6 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags, stringFlag } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command } from "../command.js";
@@ -16,17 +17,19 @@ export const devicesCommand: Command = {
     const parsed = parseFlags(ctx.args, this.options);
     const session = clientSession(ctx, parsed);
     const client = serviceClient(RegistryService, session.config);
-    const res = await client.listDevices(
-      { agent: stringFlag(parsed, "agent") ?? "", state: stringFlag(parsed, "state") ?? "" },
-      { timeoutMs: session.timeoutMs },
-    );
+    const filter = { agent: stringFlag(parsed, "agent") ?? "", state: stringFlag(parsed, "state") ?? "" };
+    // Every page: the coordinator sends at most 1000 devices a call.
+    const devices = await allPages(async (page) => {
+      const res = await client.listDevices({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
+      return { items: res.devices, nextPageToken: res.nextPageToken };
+    });
     // Aliases of one phone (same physical id) are listed together.
-    const grouped = [...res.devices].sort((a, b) => {
+    const grouped = [...devices].sort((a, b) => {
       const pa = a.properties?.physicalId || `~${a.serial}`;
       const pb = b.properties?.physicalId || `~${b.serial}`;
       return pa < pb ? -1 : pa > pb ? 1 : a.serial < b.serial ? -1 : 1;
     });
-    ctx.printer.result({ devices: res.devices.map((d) => toJson(DeviceSchema, d, { alwaysEmitImplicit: true })) }, () =>
+    ctx.printer.result({ devices: devices.map((d) => toJson(DeviceSchema, d, { alwaysEmitImplicit: true })) }, () =>
       table(
         ["PHYSICAL", "SERIAL", "STATE", "PLATFORM", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO"],
         grouped.map((d, i) => {

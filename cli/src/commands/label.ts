@@ -1,6 +1,7 @@
 import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandGroup } from "../command.js";
@@ -51,4 +52,24 @@ const rm: Command = {
   },
 };
 
-export const labelGroup: CommandGroup = { name: "label", summary: "Device labels: set, rm", commands: [set, rm] };
+const list: Command = {
+  name: "list",
+  summary: "Labels of every labelled device, by physical id",
+  usage: "farm device label list [--output json|pretty]",
+  options: clientOptions,
+  async run(ctx) {
+    const parsed = parseFlags(ctx.args, this.options);
+    const session = clientSession(ctx, parsed);
+    const client = serviceClient(LeaseService, session.config);
+    const devices = await allPages(async (page) => {
+      const res = await client.listDeviceLabels(page, { timeoutMs: session.timeoutMs });
+      return { items: res.devices, nextPageToken: res.nextPageToken };
+    });
+    ctx.printer.result({ devices: devices.map((d) => ({ physicalId: d.physicalId, labels: d.labels })) }, () =>
+      devices.length === 0 ? "no labelled devices" : devices.map((d) => `${d.physicalId}: ${Object.entries(d.labels).map(([k, v]) => `${k}=${v}`).join(" ")}`).join("\n"),
+    );
+    return 0;
+  },
+};
+
+export const labelGroup: CommandGroup = { name: "label", summary: "Device labels: set, rm, list", commands: [set, rm, list] };

@@ -6,7 +6,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Errors, toErrorReport } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { LeaseSelectorSchema, type Lease, type LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
+import { LeaseSelectorSchema, type Lease, type LeaseSelector, type LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
+import { allPages } from "../all-pages.js";
 import { parseFlags, stringFlag, type OptionSpec, type Parsed } from "../args.js";
 import { serviceClient } from "../client.js";
 import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
@@ -151,9 +152,16 @@ const list: Command = {
   async run(ctx) {
     const parsed = parseFlags(ctx.args, this.options);
     const session = clientSession(ctx, parsed);
-    const res = await serviceClient(LeaseService, session.config).listLeases({}, { timeoutMs: session.timeoutMs });
-    const leases = res.leases.map((l) => leaseJson(l));
-    const queue = res.queue.map((w) => ({
+    const client = serviceClient(LeaseService, session.config);
+    // Leases across every page; the queue comes whole with the first page.
+    let waiters: LeaseWaiter[] = [];
+    const rows = await allPages(async (page) => {
+      const res = await client.listLeases(page, { timeoutMs: session.timeoutMs });
+      if (page.pageToken === "") waiters = res.queue;
+      return { items: res.leases, nextPageToken: res.nextPageToken };
+    });
+    const leases = rows.map((l) => leaseJson(l));
+    const queue = waiters.map((w) => ({
       ticket: w.ticket,
       holder: w.holder,
       selector: w.selector,

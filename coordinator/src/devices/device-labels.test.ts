@@ -60,3 +60,47 @@ describe("DeviceLabels", () => {
     expect(b).toEqual(expected);
   });
 });
+
+describe("DeviceLabels: paged listing", () => {
+  /** Every page's physical ids, running `between` after each page but the last. */
+  function readAll(l: DeviceLabels, pageSize: number, between: (page: number) => void = () => undefined): string[] {
+    const out: string[] = [];
+    let pageToken = "";
+    for (let page = 0; page < 100; page++) {
+      const res = l.listPage({ pageSize, pageToken });
+      out.push(...res.items.map((d) => d.physicalId));
+      if (!res.nextPageToken) return out;
+      pageToken = res.nextPageToken;
+      between(page);
+    }
+    throw new Error("paging does not end");
+  }
+
+  it("pages labelled devices by physical id, skipping devices whose labels were all removed", () => {
+    const l = labels();
+    for (const id of ["pd-4", "pd-2", "pd-5", "pd-1", "pd-3"]) l.set(id, { rack: id });
+    l.remove("pd-3", "rack");
+    expect(readAll(l, 2)).toEqual(["pd-1", "pd-2", "pd-4", "pd-5"]);
+    expect(l.listPage({ pageSize: 1, pageToken: "" }).items).toEqual([{ physicalId: "pd-1", labels: { rack: "pd-1" } }]);
+    expect(l.listPage({ pageSize: 4, pageToken: "" }).nextPageToken).toBe("");
+  });
+
+  it("neither repeats nor misses a device labelled or unlabelled between pages", () => {
+    const l = labels();
+    for (const id of ["pd-2", "pd-4", "pd-6", "pd-8"]) l.set(id, { rack: "x" });
+    const ids = readAll(l, 2, (page) => {
+      if (page !== 0) return;
+      // Behind the cursor (pd-4), the cursor itself, and ahead of it.
+      l.set("pd-1", { rack: "x" });
+      l.remove("pd-4", "rack");
+      l.set("pd-5", { rack: "x" });
+    });
+    expect(ids).toEqual(["pd-2", "pd-4", "pd-5", "pd-6", "pd-8"]);
+  });
+
+  it("refuses a negative page size and a malformed token", () => {
+    const l = labels();
+    expect(() => l.listPage({ pageSize: -1, pageToken: "" })).toThrow(expect.toSatisfy((e) => codeOf(e) === "INVALID_ARGUMENT"));
+    expect(() => l.listPage({ pageSize: 1, pageToken: "!!" })).toThrow(expect.toSatisfy((e) => codeOf(e) === "INVALID_ARGUMENT"));
+  });
+});

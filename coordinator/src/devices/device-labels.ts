@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { invalidArgument } from "@farm/shared/errors";
+import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 import type { DeviceLabelStore } from "./device-label-store.js";
 
 export interface DeviceLabelEvents {
@@ -22,6 +23,8 @@ export function validateLabelPair(k: string, v: string): void {
 export class DeviceLabels {
   readonly events = new EventEmitter<DeviceLabelEvents>();
   private readonly byDevice = new Map<string, Map<string, string>>();
+  /** Keys of `byDevice` in order, for paged listing; dropped when a device is added. */
+  private sortedIds: string[] | undefined;
 
   constructor(private readonly store: DeviceLabelStore) {
     for (const row of store.all()) this.labelsFor(row.physicalId).set(row.key, row.value);
@@ -42,6 +45,23 @@ export class DeviceLabels {
   /** Labels of every labelled physical device. */
   all(): { physicalId: string; labels: Record<string, string> }[] {
     return [...this.byDevice.entries()].filter(([, m]) => m.size > 0).map(([physicalId, m]) => ({ physicalId, labels: Object.fromEntries(m) }));
+  }
+
+  /**
+   * One page of labelled devices by physical id (unique and unchanging), so
+   * devices labelled between two pages neither repeat nor push others out.
+   */
+  listPage(page: PageRequest): Page<{ physicalId: string; labels: Record<string, string> }> {
+    return readPage(page, { list: "device-labels" }, ["string"] as const, (r: { physicalId: string }) => [r.physicalId] as const, (after, limit) => {
+      const ids = (this.sortedIds ??= [...this.byDevice.keys()].sort());
+      const out: { physicalId: string; labels: Record<string, string> }[] = [];
+      // A device whose last label was removed keeps its (empty) entry: skipped, as in all().
+      for (let i = after ? partitionPoint(ids, (id) => id <= after[0]) : 0; i < ids.length && out.length < limit; i++) {
+        const m = this.byDevice.get(ids[i] as string);
+        if (m && m.size > 0) out.push({ physicalId: ids[i] as string, labels: Object.fromEntries(m) });
+      }
+      return out;
+    });
   }
 
   /** Sets these labels (others stay); all are checked before any is stored. Returns the device's labels now. */
@@ -69,7 +89,10 @@ export class DeviceLabels {
 
   private labelsFor(physicalId: string): Map<string, string> {
     let m = this.byDevice.get(physicalId);
-    if (!m) this.byDevice.set(physicalId, (m = new Map()));
+    if (!m) {
+      this.byDevice.set(physicalId, (m = new Map()));
+      this.sortedIds = undefined;
+    }
     return m;
   }
 }

@@ -3,6 +3,7 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { DeviceLabels } from "../devices/device-labels.js";
+import { readPage, type Page, type PageRequest } from "../paging.js";
 import type { Candidate, Registry } from "../registry/registry.js";
 import type { LeaseRow, LeaseStore, Waiter } from "./lease-store.js";
 import { describeSelector, validateSelector, type Selector } from "./selector.js";
@@ -155,8 +156,26 @@ export class LeaseManager {
     return lease;
   }
 
+  /** Every active lease and the whole queue: for the coordinator itself (the API reads pages). */
   list(): { leases: LeaseRow[]; queue: Waiter[] } {
-    return { leases: [...this.active.values()].sort((a, b) => a.acquiredAt - b.acquiredAt), queue: this.queue.list() };
+    return { leases: [...this.active.values()].sort(byAcquired), queue: this.queue.list() };
+  }
+
+  /**
+   * One page of active leases, oldest first by (acquired time, lease id):
+   * unique, and stable because a renewal does not change it. The queue is
+   * not paged: it comes whole with the first page (no page token) and is
+   * empty on the others, so a caller reading every page sees it once.
+   */
+  listPage(page: PageRequest): { leases: Page<LeaseRow>; queue: Waiter[] } {
+    const leases = readPage(page, { list: "leases" }, ["number", "string"] as const, (l: LeaseRow) => [l.acquiredAt, l.leaseId] as const, (after, limit) =>
+      // One lease per leased phone: a filter and a sort of those is cheap next to the response.
+      [...this.active.values()]
+        .filter((l) => !after || l.acquiredAt > after[0] || (l.acquiredAt === after[0] && l.leaseId > after[1]))
+        .sort(byAcquired)
+        .slice(0, limit),
+    );
+    return { leases, queue: page.pageToken === "" ? this.queue.list() : [] };
   }
 
   /**
@@ -217,9 +236,9 @@ export class LeaseManager {
     return { physicalId, labels: this.labels.remove(physicalId, key) };
   }
 
-  /** Labels of every labelled physical device. */
-  allLabels(): { physicalId: string; labels: Record<string, string> }[] {
-    return this.labels.all();
+  /** One page of labelled physical devices, by physical id. */
+  labelsPage(page: PageRequest): Page<{ physicalId: string; labels: Record<string, string> }> {
+    return this.labels.listPage(page);
   }
 
   /** Expires leases, drops waiters past their deadline, then grants. */
@@ -355,4 +374,9 @@ export class LeaseManager {
     if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
     return id;
   }
+}
+
+/** Oldest first; the lease id breaks ties so the order is total (the paging key). */
+function byAcquired(a: LeaseRow, b: LeaseRow): number {
+  return a.acquiredAt - b.acquiredAt || (a.leaseId < b.leaseId ? -1 : a.leaseId > b.leaseId ? 1 : 0);
 }

@@ -13,6 +13,7 @@ import {
 import type { AgentHello, DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { Logger } from "@farm/shared/log";
 import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "../inventory-limits.js";
+import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 import { claimKeys, DeviceClaims } from "./device-claims.js";
 import { Liveness } from "./liveness.js";
 import type { AgentRow, ClaimRow, DeviceRow, RegistryStore } from "./registry-store.js";
@@ -72,6 +73,8 @@ interface AgentEntry {
   lastHeartbeatAt: number | null;
   session: AgentSession | null;
   devices: Map<string, DeviceEntry>;
+  /** The keys of `devices` in order, for paged listing; dropped whenever a serial is added or removed. */
+  sortedSerials?: string[];
   /** Set while the agent drains; cleared when it attaches again without draining. */
   drainReason: string;
   /** How its current or last control stream arrived. */
@@ -98,6 +101,14 @@ export interface RegistryEvents {
 export interface DeviceFilter {
   agent?: string;
   state?: string;
+  /** Only the serials of this physical device (its aliases). */
+  physicalId?: string;
+}
+
+/** A listed row with its paging key: (agent id, serial). */
+interface Keyed<T> {
+  key: readonly [string, string];
+  value: T;
 }
 
 export interface RegistryOptions {
@@ -119,6 +130,8 @@ export class Registry {
   private readonly liveness: Liveness;
   /** Cached list for lease grants; dropped on every change. */
   private candidateCache: Candidate[] | undefined;
+  /** Agent ids in order, for paged listing; dropped when an agent is added or removed. */
+  private agentIds: string[] | undefined;
 
   constructor(
     private readonly store: RegistryStore,
@@ -172,6 +185,7 @@ export class Registry {
     };
     const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
     this.agents.set(entry.id, entry);
+    if (!existing) this.agentIds = undefined;
     this.store.saveAgent(row);
     this.changed();
     this.announceAgent(entry, true);
@@ -226,6 +240,7 @@ export class Registry {
     this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
     const gone = [...entry.devices.keys()].filter((serial) => !next.has(serial));
     entry.devices = next;
+    entry.sortedSerials = undefined;
     this.changed();
     if (this.listening("deviceRemoved")) for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial);
     this.announceAgent(entry, true);
@@ -240,6 +255,7 @@ export class Registry {
     const newClaims: ClaimRow[] = [];
     const d = this.claimed(entry, toEntry(report, this.now()), newClaims);
     this.store.saveDevice(toRow(agentId, d), newClaims);
+    if (!entry.devices.has(d.serial)) entry.sortedSerials = undefined;
     entry.devices.set(d.serial, d);
     this.changed();
     this.announceDevice(entry, d);
@@ -248,7 +264,7 @@ export class Registry {
   removeDevice(agentId: string, serial: string): void {
     const entry = this.requireAgent(agentId);
     this.store.deleteDevice(agentId, serial);
-    entry.devices.delete(serial);
+    if (entry.devices.delete(serial)) entry.sortedSerials = undefined;
     // Nothing to dispatch: a device going away frees nothing.
     this.candidateCache = undefined;
     this.events.emit("deviceRemoved", agentId, serial);
@@ -294,21 +310,37 @@ export class Registry {
     this.flushHeartbeats();
   }
 
+  /** Every agent, by name: for the coordinator itself (the API reads pages). */
   listAgents(): Agent[] {
     return [...this.agents.values()].sort(byName).map(toAgent);
   }
 
+  /** One page of agents by id: unlike the name, an agent's id never changes, so its place in the list does not either. */
+  listAgentsPage(page: PageRequest): Page<Agent> {
+    return readPage(page, { list: "agents" }, ["string"] as const, (a: Agent) => [a.id] as const, (after, limit) => {
+      const ids = this.orderedAgentIds();
+      const from = after ? partitionPoint(ids, (id) => id <= after[0]) : 0;
+      return ids.slice(from, from + limit).map((id) => toAgent(this.agents.get(id) as AgentEntry));
+    });
+  }
+
+  /** Every matching device, by agent name and serial: for the coordinator itself (the API reads pages). */
   listDevices(filter: DeviceFilter = {}): Device[] {
     return this.selectDevices(filter, (agent, d, state) => toDevice(agent, d, state));
   }
 
+  /** One page of matching devices, by (agent id, serial). */
+  listDevicesPage(filter: DeviceFilter, page: PageRequest): Page<Device> {
+    return this.devicePage(filter, page, (agent, d, state) => toDevice(agent, d, state));
+  }
+
   /**
-   * The same list as encoded Device messages. Each device is encoded once
+   * The same page as encoded Device messages. Each device is encoded once
    * and reused until it changes, so listing thousands of devices costs a
    * copy rather than thousands of reflective encodes.
    */
-  listDevicesEncoded(filter: DeviceFilter = {}): Uint8Array[] {
-    return this.selectDevices(filter, (agent, d, state) => {
+  listDevicesEncoded(filter: DeviceFilter, page: PageRequest): Page<Uint8Array> {
+    return this.devicePage(filter, page, (agent, d, state) => {
       const key = `${state}\0${agent.name}\0${d.quarantine}`;
       if (d.wire?.key !== key) d.wire = { key, bytes: toBinary(DeviceSchema, toDevice(agent, d, state)) };
       return d.wire.bytes;
@@ -438,6 +470,7 @@ export class Registry {
     this.store.deleteAgent(entry.id);
     this.claims.forgetAgent(entry.id);
     this.agents.delete(entry.id);
+    this.agentIds = undefined;
     this.liveness.forget(entry.id);
     this.changed();
     if (this.listening("deviceRemoved")) for (const serial of serials) this.events.emit("deviceRemoved", entry.id, serial);
@@ -457,16 +490,51 @@ export class Registry {
   private selectDevices<T>(filter: DeviceFilter, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): T[] {
     const out: T[] = [];
     for (const agent of [...this.agents.values()].sort(byName)) {
-      if (filter.agent && filter.agent !== agent.id && filter.agent !== agent.name) continue;
-      const serials = [...agent.devices.keys()].sort();
-      for (const serial of serials) {
+      if (!agentMatches(agent, filter)) continue;
+      for (const serial of serialsOf(agent)) {
         const d = agent.devices.get(serial) as DeviceEntry;
         const state = shownState(agent, d);
-        if (filter.state && filter.state !== state) continue;
-        out.push(map(agent, d, state));
+        if (deviceMatches(d, state, filter)) out.push(map(agent, d, state));
       }
     }
     return out;
+  }
+
+  /**
+   * A keyset page over (agent id, serial), the token bound to the filters.
+   * The key is unique and never changes for a listed device (a state or
+   * name change does not move it), so devices added or removed between two
+   * pages neither repeat nor push others out.
+   */
+  private devicePage<T>(filter: DeviceFilter, page: PageRequest, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): Page<T> {
+    const scope = { list: "devices", filter: { agent: filter.agent, state: filter.state, physicalId: filter.physicalId } };
+    const keyed = readPage(page, scope, ["string", "string"] as const, (r: Keyed<T>) => r.key, (after, limit) => this.devicesAfter(filter, after, limit, map));
+    return { items: keyed.items.map((r) => r.value), nextPageToken: keyed.nextPageToken };
+  }
+
+  /**
+   * Up to `limit` matching devices strictly after `after`, walking the kept
+   * orders from a binary-searched start: no sort per page (orders are
+   * rebuilt only after a serial or an agent is added or removed).
+   */
+  private devicesAfter<T>(filter: DeviceFilter, after: readonly [string, string] | undefined, limit: number, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): Keyed<T>[] {
+    const out: Keyed<T>[] = [];
+    const ids = this.orderedAgentIds();
+    for (let i = after ? partitionPoint(ids, (id) => id < after[0]) : 0; i < ids.length && out.length < limit; i++) {
+      const agent = this.agents.get(ids[i] as string) as AgentEntry;
+      if (!agentMatches(agent, filter)) continue;
+      const serials = serialsOf(agent);
+      for (let j = after && agent.id === after[0] ? partitionPoint(serials, (s) => s <= after[1]) : 0; j < serials.length && out.length < limit; j++) {
+        const d = agent.devices.get(serials[j] as string) as DeviceEntry;
+        const state = shownState(agent, d);
+        if (deviceMatches(d, state, filter)) out.push({ key: [agent.id, d.serial], value: map(agent, d, state) });
+      }
+    }
+    return out;
+  }
+
+  private orderedAgentIds(): string[] {
+    return (this.agentIds ??= [...this.agents.keys()].sort());
   }
 
   /** Records the claims a report makes (new ones into `newClaims`, logging the contested ones) and marks the entry. */
@@ -524,6 +592,19 @@ export class Registry {
     if (!e) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "agent is not attached");
     return e;
   }
+}
+
+/** The agent's serials in order, sorted again only after one was added or removed. */
+function serialsOf(agent: AgentEntry): string[] {
+  return (agent.sortedSerials ??= [...agent.devices.keys()].sort());
+}
+
+function agentMatches(agent: AgentEntry, filter: DeviceFilter): boolean {
+  return !filter.agent || filter.agent === agent.id || filter.agent === agent.name;
+}
+
+function deviceMatches(d: DeviceEntry, state: string, filter: DeviceFilter): boolean {
+  return (!filter.state || filter.state === state) && (!filter.physicalId || filter.physicalId === d.properties.physicalId);
 }
 
 function byName(a: AgentEntry, b: AgentEntry): number {

@@ -16,8 +16,13 @@ export const devicePageView: View = (root, state, group) => {
     table("Recent activity on this device", ["Time", "Caller", "Command", "Outcome", "Duration", "Detail"], activity),
   );
   let activityRows: { t: string; caller: string; command: string; outcome: string; ms: number; detail: string }[] = [];
+  // Its aliases are read on their own: the device list may not have read this phone.
+  const unfollow = state.follow(group);
+  /** The serials the activity was last read for. */
+  let activityOf = "";
   const loadActivity = async () => {
-    const serials = state.aliases(group).map((d) => d.serial);
+    const serials = state.phone(group).map((d) => d.serial);
+    activityOf = serials.join("\n");
     const lists = await Promise.all(serials.map((serial) => api.activity.listActivity({ serial, pageSize: 50 })));
     activityRows = lists
       .flatMap((l) => l.entries)
@@ -33,7 +38,7 @@ export const devicePageView: View = (root, state, group) => {
         : activityRows.slice(0, 50).map((a) => h("tr", {}, h("td", {}, a.t), h("td", {}, a.caller), h("td", {}, a.command), h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome), h("td", {}, `${a.ms} ms`), h("td", {}, a.detail))),
     );
   const render = batched(() => {
-    const list = state.aliases(group);
+    const list = state.phone(group);
     const first = list[0];
     const p = first?.properties;
     const physicalId = p?.physicalId ?? "";
@@ -42,7 +47,7 @@ export const devicePageView: View = (root, state, group) => {
     replaceChildren(
       head,
       h("h1", {}, p?.model ? `${p.manufacturer} ${p.model}` : group),
-      h("p", {}, "Physical id ", h("code", {}, physicalId || "(unknown)"), first ? "" : " — not reported by any agent now."),
+      h("p", {}, "Physical id ", h("code", {}, physicalId || "(unknown)"), first ? "" : state.phonePending(group) ? " — loading…" : " — not reported by any agent now."),
       h("p", { "data-cell": "lease" }, lease ? `Leased by ${lease.holder} since ${when(lease.acquireTime)} (${ago(lease.acquireTime)}), expires ${when(lease.expireTime)}` : "Not leased."),
       h("p", {}, "Labels: ", Object.keys(labels).length ? Object.entries(labels).map(([k, v]) => h("span", { class: "label-chip" }, `${k}=${v}`)) : "none"),
     );
@@ -77,7 +82,12 @@ export const devicePageView: View = (root, state, group) => {
     );
   });
   const offs = [
-    state.on("devices", (g) => (g === undefined || g === group) && render()),
+    state.on("devices", (g) => {
+      if (g !== undefined && g !== group) return;
+      render();
+      // Aliases read after the page opened (or plugged in since) have activity of their own.
+      if (state.phone(group).map((d) => d.serial).join("\n") !== activityOf) void loadActivity();
+    }),
     state.on("leases", render),
     state.on("labels", render),
     state.on("evidence", render),
@@ -85,5 +95,8 @@ export const devicePageView: View = (root, state, group) => {
   ];
   render();
   void loadActivity();
-  return () => offs.forEach((off) => off());
+  return () => {
+    offs.forEach((off) => off());
+    unfollow();
+  };
 };

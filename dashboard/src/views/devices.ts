@@ -1,6 +1,8 @@
+import type { Device } from "@farm/shared/gen/farm/v1/registry_pb";
 import { h } from "../dom.js";
 import { ago, shortId, when } from "../format.js";
 import type { LiveState } from "../live-state.js";
+import { moreButton } from "../more-button.js";
 import type { View } from "../view.js";
 
 /** The group's best state: usable if any alias is; quarantined if one waits for an admin. */
@@ -49,13 +51,16 @@ function matches(state: LiveState, group: string, query: string, wantState: stri
   return hay.includes(query);
 }
 
-/** Rows per page: a lab of thousands of phones stays quick to render and to update. */
-export const PAGE_SIZE = 200;
+/** Where the coordinator lists a device: agent id, then serial (both compare by UTF-16 code units). */
+const listKey = (d: Device) => `${d.agentId}\u0000${d.serial}`;
 
 /**
- * One row per physical phone, a page at a time. The list is read once; a
- * change re-renders only its own row when it is on the page, and otherwise
- * only the counts.
+ * One row per physical phone, for the devices read so far: the coordinator
+ * sends them a page at a time (by agent id, then serial; "More devices"
+ * reads the next), filtered by state on its side. Rows keep the order their
+ * first alias was listed in, so a page read later adds rows below, and an
+ * alias on a later page joins its phone's row. The search narrows the rows
+ * read. A change re-renders only its own row, and otherwise only the counts.
  */
 export const devicesView: View = (root, state) => {
   const search = h("input", { id: "device-search", type: "search", placeholder: "serial, model, label, holder" });
@@ -64,33 +69,31 @@ export const devicesView: View = (root, state) => {
     { id: "device-state" },
     ["", "device", "offline", "unauthorized", "agent-offline", "quarantined"].map((s) => h("option", { value: s }, s || "any")),
   );
+  stateFilter.value = state.deviceState;
   const count = h("p", { class: "count", "aria-live": "polite" });
-  const prev = h("button", { type: "button" }, "Previous page");
-  const next = h("button", { type: "button" }, "Next page");
+  const more = moreButton(state, "devices", "devices");
   const body = h("tbody");
   /** Matching group keys in display order. */
   let visible: string[] = [];
-  let page = 0;
   const rows = new Map<string, HTMLTableRowElement>();
   root.append(
     h("h1", {}, "Devices"),
     h("form", { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() }, h("label", { for: "device-search" }, "Search"), search, h("label", { for: "device-state" }, "State"), stateFilter),
-    h("div", { class: "pager" }, count, prev, next),
+    h("div", { class: "pager" }, count),
     h("div", { class: "table-wrap" }, h("table", { id: "devices" }, h("caption", {}, "One row per physical device; aliases are its adb serials"), h("thead", {}, h("tr", {}, ["Device", "Aliases", "State", "Model", "API", "Labels", "Lease holder", "Since"].map((t) => h("th", { scope: "col" }, t)))), body)),
+    more.el,
   );
   const query = () => search.value.trim().toLowerCase();
   const showCount = () => {
-    const first = visible.length === 0 ? 0 : page * PAGE_SIZE + 1;
-    const last = Math.min(visible.length, (page + 1) * PAGE_SIZE);
-    count.textContent = `${first}–${last} of ${visible.length} matching (${state.groups.size} devices)`;
-    prev.disabled = page === 0;
-    next.disabled = last >= visible.length;
+    const read = `${state.groups.size} device${state.groups.size === 1 ? "" : "s"} read${state.nextPage.devices ? ", more on the coordinator" : ""}`;
+    count.textContent = query() === "" ? read : `${visible.length} matching of ${read}`;
+    more.update();
   };
-  const renderPage = () => {
+  const renderRows = () => {
     const t0 = performance.now();
     rows.clear();
     const frag = document.createDocumentFragment();
-    for (const group of visible.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)) {
+    for (const group of visible) {
       const tr = row(state, group);
       if (!tr) continue;
       rows.set(group, tr);
@@ -98,14 +101,21 @@ export const devicesView: View = (root, state) => {
     }
     body.replaceChildren(frag);
     showCount();
-    root.dataset["rendered"] = String(state.groups.size);
+    root.dataset["rendered"] = String(rows.size);
     performance.measure("farm:devices-render", { start: t0 });
   };
   const refilter = () => {
     const q = query();
-    visible = [...state.groups.keys()].filter((g) => matches(state, g, q, stateFilter.value)).sort();
-    page = Math.min(page, Math.max(0, Math.ceil(visible.length / PAGE_SIZE) - 1));
-    renderPage();
+    // Each phone where its first alias is listed: a page read later only adds rows below.
+    const firstOf = new Map<string, string>();
+    for (const g of state.groups.keys()) {
+      if (!matches(state, g, q, stateFilter.value)) continue;
+      const keys = state.aliases(g).map(listKey);
+      // A phone whose last alias moved to another group has no row.
+      if (keys.length > 0) firstOf.set(g, keys.reduce((a, b) => (b < a ? b : a)));
+    }
+    visible = [...firstOf.keys()].sort((a, b) => ((firstOf.get(a) as string) < (firstOf.get(b) as string) ? -1 : 1));
+    renderRows();
   };
   const update = (group: string) => {
     const t0 = performance.now();
@@ -129,21 +139,11 @@ export const devicesView: View = (root, state) => {
     if (!physicalId) return refilter();
     if (state.groups.has(physicalId)) update(physicalId);
   };
-  search.addEventListener("input", () => {
-    page = 0;
-    refilter();
-  });
+  search.addEventListener("input", refilter);
   stateFilter.addEventListener("change", () => {
-    page = 0;
+    // Rows not in the state go at once; the coordinator's list in that state follows.
     refilter();
-  });
-  prev.addEventListener("click", () => {
-    page = Math.max(0, page - 1);
-    renderPage();
-  });
-  next.addEventListener("click", () => {
-    page += 1;
-    renderPage();
+    state.setDeviceState(stateFilter.value).catch((err: unknown) => (count.textContent = `Could not read the devices: ${err instanceof Error ? err.message : String(err)}`));
   });
   const offs = [
     state.on("devices", (group) => (group === undefined ? refilter() : update(group))),
@@ -151,5 +151,9 @@ export const devicesView: View = (root, state) => {
     state.on("labels", byPhysical),
   ];
   if (state.loaded) refilter();
-  return () => offs.forEach((off) => off());
+  return () => {
+    offs.forEach((off) => off());
+    // The filter is this page's: other pages count every device.
+    if (state.deviceState) state.setDeviceState("").catch(() => undefined);
+  };
 };

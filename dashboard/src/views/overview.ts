@@ -11,13 +11,18 @@ export const overviewView: View = (root, state) => {
     const agents = [...state.agents.values()];
     const byState = new Map<string, number>();
     for (const d of state.devices.values()) byState.set(d.state, (byState.get(d.state) ?? 0) + 1);
+    // Devices are read a page at a time: with more pages, the agents' own counts give the total, and the
+    // counts by state (of the devices read) are lower bounds.
+    const allRead = !state.nextPage.devices && !state.deviceState;
+    const total = allRead ? state.devices.size : `${agents.reduce((n, a) => n + a.deviceCount, 0)}${state.nextPage.agents ? "+" : ""}`;
+    const partial = allRead ? "" : "+";
     const recording = [...state.sessions.values()].filter((s) => ["starting", "recording", "finalizing"].includes(s.status)).length;
     const card = (label: string, value: string | number, id: string) => h("div", { class: "card", "data-metric": id }, h("span", { class: "value" }, value), h("span", { class: "label" }, label));
     replaceChildren(
       body,
       card("agents online", `${agents.filter((a) => a.online).length} / ${agents.length}`, "agents"),
-      card("devices", state.devices.size, "devices"),
-      ...[...byState.entries()].sort().map(([s, n]) => card(`devices ${s}`, n, `devices-${s}`)),
+      card("devices", total, "devices"),
+      ...[...byState.entries()].sort().map(([s, n]) => card(`devices ${s}`, `${n}${partial}`, `devices-${s}`)),
       card("active leases", state.leases.size, "leases"),
       card("waiting for a device", state.queue.length, "queue"),
       card("recordings in progress", recording, "recordings"),

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/lease_service.proto.
  */
 export const file_farm_v1_lease_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2xlYXNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEicAoTQWNxdWlyZUxlYXNlUmVxdWVzdBIoCghzZWxlY3RvchgBIAEoCzIWLmZhcm0udjEuTGVhc2VTZWxlY3RvchIPCgd3YWl0X21zGAIgASgNEg4KBnR0bF9tcxgDIAEoDRIOCgZ0aWNrZXQYBCABKAkiRAoUQWNxdWlyZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlEg0KBXRva2VuGAIgASgJIjIKEVJlbmV3TGVhc2VSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEg4KBnR0bF9tcxgCIAEoDSIzChJSZW5ld0xlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIiQKE1JlbGVhc2VMZWFzZVJlcXVlc3QSDQoFdG9rZW4YASABKAkiNQoUUmVsZWFzZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIhMKEUxpc3RMZWFzZXNSZXF1ZXN0IlkKEkxpc3RMZWFzZXNSZXNwb25zZRIeCgZsZWFzZXMYASADKAsyDi5mYXJtLnYxLkxlYXNlEiMKBXF1ZXVlGAIgAygLMhQuZmFybS52MS5MZWFzZVdhaXRlciKUAQoWU2V0RGV2aWNlTGFiZWxzUmVxdWVzdBIOCgZzZXJpYWwYASABKAkSOwoGbGFiZWxzGAIgAygLMisuZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimwEKF1NldERldmljZUxhYmVsc1Jlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJEjwKBmxhYmVscxgCIAMoCzIsLmZhcm0udjEuU2V0RGV2aWNlTGFiZWxzUmVzcG9uc2UuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI3ChhSZW1vdmVEZXZpY2VMYWJlbFJlcXVlc3QSDgoGc2VyaWFsGAEgASgJEgsKA2tleRgCIAEoCSKfAQoZUmVtb3ZlRGV2aWNlTGFiZWxSZXNwb25zZRITCgtwaHlzaWNhbF9pZBgBIAEoCRI+CgZsYWJlbHMYAiADKAsyLi5mYXJtLnYxLlJlbW92ZURldmljZUxhYmVsUmVzcG9uc2UuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIZChdMaXN0RGV2aWNlTGFiZWxzUmVxdWVzdCJCChhMaXN0RGV2aWNlTGFiZWxzUmVzcG9uc2USJgoHZGV2aWNlcxgBIAMoCzIVLmZhcm0udjEuRGV2aWNlTGFiZWxzIoUBCgxEZXZpY2VMYWJlbHMSEwoLcGh5c2ljYWxfaWQYASABKAkSMQoGbGFiZWxzGAIgAygLMiEuZmFybS52MS5EZXZpY2VMYWJlbHMuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATL9BAoMTGVhc2VTZXJ2aWNlElMKDEFjcXVpcmVMZWFzZRIcLmZhcm0udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBodLmZhcm0udjEuQWNxdWlyZUxlYXNlUmVzcG9uc2UiBqK7GAIIBBJNCgpSZW5ld0xlYXNlEhouZmFybS52MS5SZW5ld0xlYXNlUmVxdWVzdBobLmZhcm0udjEuUmVuZXdMZWFzZVJlc3BvbnNlIgaiuxgCCAQSUwoMUmVsZWFzZUxlYXNlEhwuZmFybS52MS5SZWxlYXNlTGVhc2VSZXF1ZXN0Gh0uZmFybS52MS5SZWxlYXNlTGVhc2VSZXNwb25zZSIGorsYAggEEk8KCkxpc3RMZWFzZXMSGi5mYXJtLnYxLkxpc3RMZWFzZXNSZXF1ZXN0GhsuZmFybS52MS5MaXN0TGVhc2VzUmVzcG9uc2UiCKK7GAQIAygBElwKD1NldERldmljZUxhYmVscxIfLmZhcm0udjEuU2V0RGV2aWNlTGFiZWxzUmVxdWVzdBogLmZhcm0udjEuU2V0RGV2aWNlTGFiZWxzUmVzcG9uc2UiBqK7GAIIBBJiChFSZW1vdmVEZXZpY2VMYWJlbBIhLmZhcm0udjEuUmVtb3ZlRGV2aWNlTGFiZWxSZXF1ZXN0GiIuZmFybS52MS5SZW1vdmVEZXZpY2VMYWJlbFJlc3BvbnNlIgaiuxgCCAQSYQoQTGlzdERldmljZUxhYmVscxIgLmZhcm0udjEuTGlzdERldmljZUxhYmVsc1JlcXVlc3QaIS5mYXJtLnYxLkxpc3REZXZpY2VMYWJlbHNSZXNwb25zZSIIorsYBAgDKAFiBnByb3RvMw", [file_farm_v1_method_rules, file_farm_v1_lease]);
+  fileDesc("ChtmYXJtL3YxL2xlYXNlX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEicAoTQWNxdWlyZUxlYXNlUmVxdWVzdBIoCghzZWxlY3RvchgBIAEoCzIWLmZhcm0udjEuTGVhc2VTZWxlY3RvchIPCgd3YWl0X21zGAIgASgNEg4KBnR0bF9tcxgDIAEoDRIOCgZ0aWNrZXQYBCABKAkiRAoUQWNxdWlyZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlEg0KBXRva2VuGAIgASgJIjIKEVJlbmV3TGVhc2VSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEg4KBnR0bF9tcxgCIAEoDSIzChJSZW5ld0xlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIiQKE1JlbGVhc2VMZWFzZVJlcXVlc3QSDQoFdG9rZW4YASABKAkiNQoUUmVsZWFzZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi5mYXJtLnYxLkxlYXNlIjoKEUxpc3RMZWFzZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJInIKEkxpc3RMZWFzZXNSZXNwb25zZRIeCgZsZWFzZXMYASADKAsyDi5mYXJtLnYxLkxlYXNlEiMKBXF1ZXVlGAIgAygLMhQuZmFybS52MS5MZWFzZVdhaXRlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAkilAEKFlNldERldmljZUxhYmVsc1JlcXVlc3QSDgoGc2VyaWFsGAEgASgJEjsKBmxhYmVscxgCIAMoCzIrLmZhcm0udjEuU2V0RGV2aWNlTGFiZWxzUmVxdWVzdC5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpsBChdTZXREZXZpY2VMYWJlbHNSZXNwb25zZRITCgtwaHlzaWNhbF9pZBgBIAEoCRI8CgZsYWJlbHMYAiADKAsyLC5mYXJtLnYxLlNldERldmljZUxhYmVsc1Jlc3BvbnNlLkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiNwoYUmVtb3ZlRGV2aWNlTGFiZWxSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRILCgNrZXkYAiABKAkinwEKGVJlbW92ZURldmljZUxhYmVsUmVzcG9uc2USEwoLcGh5c2ljYWxfaWQYASABKAkSPgoGbGFiZWxzGAIgAygLMi4uZmFybS52MS5SZW1vdmVEZXZpY2VMYWJlbFJlc3BvbnNlLkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQAoXTGlzdERldmljZUxhYmVsc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiWwoYTGlzdERldmljZUxhYmVsc1Jlc3BvbnNlEiYKB2RldmljZXMYASADKAsyFS5mYXJtLnYxLkRldmljZUxhYmVscxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkihQEKDERldmljZUxhYmVscxITCgtwaHlzaWNhbF9pZBgBIAEoCRIxCgZsYWJlbHMYAiADKAsyIS5mYXJtLnYxLkRldmljZUxhYmVscy5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMv0ECgxMZWFzZVNlcnZpY2USUwoMQWNxdWlyZUxlYXNlEhwuZmFybS52MS5BY3F1aXJlTGVhc2VSZXF1ZXN0Gh0uZmFybS52MS5BY3F1aXJlTGVhc2VSZXNwb25zZSIGorsYAggEEk0KClJlbmV3TGVhc2USGi5mYXJtLnYxLlJlbmV3TGVhc2VSZXF1ZXN0GhsuZmFybS52MS5SZW5ld0xlYXNlUmVzcG9uc2UiBqK7GAIIBBJTCgxSZWxlYXNlTGVhc2USHC5mYXJtLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QaHS5mYXJtLnYxLlJlbGVhc2VMZWFzZVJlc3BvbnNlIgaiuxgCCAQSTwoKTGlzdExlYXNlcxIaLmZhcm0udjEuTGlzdExlYXNlc1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RMZWFzZXNSZXNwb25zZSIIorsYBAgDKAESXAoPU2V0RGV2aWNlTGFiZWxzEh8uZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXF1ZXN0GiAuZmFybS52MS5TZXREZXZpY2VMYWJlbHNSZXNwb25zZSIGorsYAggEEmIKEVJlbW92ZURldmljZUxhYmVsEiEuZmFybS52MS5SZW1vdmVEZXZpY2VMYWJlbFJlcXVlc3QaIi5mYXJtLnYxLlJlbW92ZURldmljZUxhYmVsUmVzcG9uc2UiBqK7GAIIBBJhChBMaXN0RGV2aWNlTGFiZWxzEiAuZmFybS52MS5MaXN0RGV2aWNlTGFiZWxzUmVxdWVzdBohLmZhcm0udjEuTGlzdERldmljZUxhYmVsc1Jlc3BvbnNlIgiiuxgECAMoAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_lease]);
 
 /**
  * @generated from message farm.v1.AcquireLeaseRequest
@@ -154,9 +154,27 @@ export const ReleaseLeaseResponseSchema: GenMessage<ReleaseLeaseResponse> = /*@_
   messageDesc(file_farm_v1_lease_service, 5);
 
 /**
+ * Active leases by acquire time, then lease id (oldest first).
+ *
  * @generated from message farm.v1.ListLeasesRequest
  */
 export type ListLeasesRequest = Message<"farm.v1.ListLeasesRequest"> & {
+  /**
+   * At most this many leases per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT. The queue
+   * does not count.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * A previous ListLeases response's next_page_token, to read the page after
+   * it (INVALID_ARGUMENT when malformed).
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
 };
 
 /**
@@ -176,9 +194,21 @@ export type ListLeasesResponse = Message<"farm.v1.ListLeasesResponse"> & {
   leases: Lease[];
 
   /**
+   * The whole wait queue, oldest first, on the first page only (the request
+   * without page_token) and empty on the pages after it, so a reader of
+   * every page sees it once. Not paged: it holds one entry per waiting
+   * AcquireLease call, and is read as one snapshot of the order.
+   *
    * @generated from field: repeated farm.v1.LeaseWaiter queue = 2;
    */
   queue: LeaseWaiter[];
+
+  /**
+   * Pass as page_token for the next page of leases; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 3;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -279,9 +309,26 @@ export const RemoveDeviceLabelResponseSchema: GenMessage<RemoveDeviceLabelRespon
   messageDesc(file_farm_v1_lease_service, 11);
 
 /**
+ * Labelled physical devices, by physical id.
+ *
  * @generated from message farm.v1.ListDeviceLabelsRequest
  */
 export type ListDeviceLabelsRequest = Message<"farm.v1.ListDeviceLabelsRequest"> & {
+  /**
+   * At most this many devices per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * A previous ListDeviceLabels response's next_page_token, to read the page
+   * after it (INVALID_ARGUMENT when malformed).
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
 };
 
 /**
@@ -299,6 +346,13 @@ export type ListDeviceLabelsResponse = Message<"farm.v1.ListDeviceLabelsResponse
    * @generated from field: repeated farm.v1.DeviceLabels devices = 1;
    */
   devices: DeviceLabels[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry_service.proto.
  */
 export const file_farm_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiIwoSUmVtb3ZlQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJIk0KE1JlbW92ZUFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50EhcKD3JlbW92ZWRfZGV2aWNlcxgCIAEoDSI5ChhBY2NlcHREZXZpY2VBbGlhc1JlcXVlc3QSDgoGc2VyaWFsGAEgASgJEg0KBWFnZW50GAIgASgJIjwKGUFjY2VwdERldmljZUFsaWFzUmVzcG9uc2USHwoGZGV2aWNlGAEgASgLMg8uZmFybS52MS5EZXZpY2UiOQoYUmVqZWN0RGV2aWNlQWxpYXNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRINCgVhZ2VudBgCIAEoCSI8ChlSZWplY3REZXZpY2VBbGlhc1Jlc3BvbnNlEh8KBmRldmljZRgBIAEoCzIPLmZhcm0udjEuRGV2aWNlIjIKEURyYWluQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzChJEcmFpbkFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50IhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjQKEkxpc3RBZ2VudHNSZXNwb25zZRIeCgZhZ2VudHMYASADKAsyDi5mYXJtLnYxLkFnZW50IjIKEkxpc3REZXZpY2VzUmVxdWVzdBINCgVhZ2VudBgBIAEoCRINCgVzdGF0ZRgCIAEoCSI3ChNMaXN0RGV2aWNlc1Jlc3BvbnNlEiAKB2RldmljZXMYASADKAsyDy5mYXJtLnYxLkRldmljZTKfBAoPUmVnaXN0cnlTZXJ2aWNlEk8KCkxpc3RBZ2VudHMSGi5mYXJtLnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhsuZmFybS52MS5MaXN0QWdlbnRzUmVzcG9uc2UiCKK7GAQIAygBElIKC0xpc3REZXZpY2VzEhsuZmFybS52MS5MaXN0RGV2aWNlc1JlcXVlc3QaHC5mYXJtLnYxLkxpc3REZXZpY2VzUmVzcG9uc2UiCKK7GAQIAygBEk0KCkRyYWluQWdlbnQSGi5mYXJtLnYxLkRyYWluQWdlbnRSZXF1ZXN0GhsuZmFybS52MS5EcmFpbkFnZW50UmVzcG9uc2UiBqK7GAIIBRJQCgtSZW1vdmVBZ2VudBIbLmZhcm0udjEuUmVtb3ZlQWdlbnRSZXF1ZXN0GhwuZmFybS52MS5SZW1vdmVBZ2VudFJlc3BvbnNlIgaiuxgCCAUSYgoRQWNjZXB0RGV2aWNlQWxpYXMSIS5mYXJtLnYxLkFjY2VwdERldmljZUFsaWFzUmVxdWVzdBoiLmZhcm0udjEuQWNjZXB0RGV2aWNlQWxpYXNSZXNwb25zZSIGorsYAggFEmIKEVJlamVjdERldmljZUFsaWFzEiEuZmFybS52MS5SZWplY3REZXZpY2VBbGlhc1JlcXVlc3QaIi5mYXJtLnYxLlJlamVjdERldmljZUFsaWFzUmVzcG9uc2UiBqK7GAIIBWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_registry]);
+  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiIwoSUmVtb3ZlQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJIk0KE1JlbW92ZUFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50EhcKD3JlbW92ZWRfZGV2aWNlcxgCIAEoDSI5ChhBY2NlcHREZXZpY2VBbGlhc1JlcXVlc3QSDgoGc2VyaWFsGAEgASgJEg0KBWFnZW50GAIgASgJIjwKGUFjY2VwdERldmljZUFsaWFzUmVzcG9uc2USHwoGZGV2aWNlGAEgASgLMg8uZmFybS52MS5EZXZpY2UiOQoYUmVqZWN0RGV2aWNlQWxpYXNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRINCgVhZ2VudBgCIAEoCSI8ChlSZWplY3REZXZpY2VBbGlhc1Jlc3BvbnNlEh8KBmRldmljZRgBIAEoCzIPLmZhcm0udjEuRGV2aWNlIjIKEURyYWluQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzChJEcmFpbkFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50IjoKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIk0KEkxpc3RBZ2VudHNSZXNwb25zZRIeCgZhZ2VudHMYASADKAsyDi5mYXJtLnYxLkFnZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJMaXN0RGV2aWNlc1JlcXVlc3QSDQoFYWdlbnQYASABKAkSDQoFc3RhdGUYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEwoLcGh5c2ljYWxfaWQYBSABKAkiUAoTTGlzdERldmljZXNSZXNwb25zZRIgCgdkZXZpY2VzGAEgAygLMg8uZmFybS52MS5EZXZpY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMp8ECg9SZWdpc3RyeVNlcnZpY2USTwoKTGlzdEFnZW50cxIaLmZhcm0udjEuTGlzdEFnZW50c1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RBZ2VudHNSZXNwb25zZSIIorsYBAgDKAESUgoLTGlzdERldmljZXMSGy5mYXJtLnYxLkxpc3REZXZpY2VzUmVxdWVzdBocLmZhcm0udjEuTGlzdERldmljZXNSZXNwb25zZSIIorsYBAgDKAESTQoKRHJhaW5BZ2VudBIaLmZhcm0udjEuRHJhaW5BZ2VudFJlcXVlc3QaGy5mYXJtLnYxLkRyYWluQWdlbnRSZXNwb25zZSIGorsYAggFElAKC1JlbW92ZUFnZW50EhsuZmFybS52MS5SZW1vdmVBZ2VudFJlcXVlc3QaHC5mYXJtLnYxLlJlbW92ZUFnZW50UmVzcG9uc2UiBqK7GAIIBRJiChFBY2NlcHREZXZpY2VBbGlhcxIhLmZhcm0udjEuQWNjZXB0RGV2aWNlQWxpYXNSZXF1ZXN0GiIuZmFybS52MS5BY2NlcHREZXZpY2VBbGlhc1Jlc3BvbnNlIgaiuxgCCAUSYgoRUmVqZWN0RGV2aWNlQWxpYXMSIS5mYXJtLnYxLlJlamVjdERldmljZUFsaWFzUmVxdWVzdBoiLmZhcm0udjEuUmVqZWN0RGV2aWNlQWxpYXNSZXNwb25zZSIGorsYAggFYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_registry]);
 
 /**
  * @generated from message farm.v1.RemoveAgentRequest
@@ -182,9 +182,26 @@ export const DrainAgentResponseSchema: GenMessage<DrainAgentResponse> = /*@__PUR
   messageDesc(file_farm_v1_registry_service, 7);
 
 /**
+ * By agent id.
+ *
  * @generated from message farm.v1.ListAgentsRequest
  */
 export type ListAgentsRequest = Message<"farm.v1.ListAgentsRequest"> & {
+  /**
+   * At most this many agents per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * A previous ListAgents response's next_page_token, to read the page after
+   * it (INVALID_ARGUMENT when malformed).
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
 };
 
 /**
@@ -202,6 +219,13 @@ export type ListAgentsResponse = Message<"farm.v1.ListAgentsResponse"> & {
    * @generated from field: repeated farm.v1.Agent agents = 1;
    */
   agents: Agent[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -212,6 +236,9 @@ export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PUR
   messageDesc(file_farm_v1_registry_service, 9);
 
 /**
+ * By agent id, then adb serial: an agent's devices are listed together, and
+ * a device keeps its place whatever its state or agent name.
+ *
  * @generated from message farm.v1.ListDevicesRequest
  */
 export type ListDevicesRequest = Message<"farm.v1.ListDevicesRequest"> & {
@@ -228,6 +255,31 @@ export type ListDevicesRequest = Message<"farm.v1.ListDevicesRequest"> & {
    * @generated from field: string state = 2;
    */
   state: string;
+
+  /**
+   * At most this many devices per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * A previous response's next_page_token, to read the page after it. It is
+   * valid only with the same filters it was issued for (INVALID_ARGUMENT
+   * otherwise).
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+
+  /**
+   * Only the serials of this physical device (DeviceProperties.physical_id)
+   * when set: every alias of one phone, on any agent.
+   *
+   * @generated from field: string physical_id = 5;
+   */
+  physicalId: string;
 };
 
 /**
@@ -245,6 +297,13 @@ export type ListDevicesResponse = Message<"farm.v1.ListDevicesResponse"> & {
    * @generated from field: repeated farm.v1.Device devices = 1;
    */
   devices: Device[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
