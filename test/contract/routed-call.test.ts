@@ -18,7 +18,7 @@ import { DeviceService, GetOwnershipRequestSchema } from "@farm/shared/gen/farm/
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { callDispatcher, type CallDispatcher } from "@farm/agent/rpc/call-dispatch";
 import { callContext, type CallContext } from "@farm/agent/rpc/call-context";
-import { AttachSession } from "@farm/coordinator/agent-session";
+import { AttachSession } from "@farm/coordinator/routing/agent-session";
 
 const by = { tokenName: "alice", admin: false };
 

@@ -26,7 +26,7 @@ const lockSource = ts.transpileModule(readFileSync(fileURLToPath(new URL("./os-l
   compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 },
 }).outputText;
 // Its imports (better-sqlite3) resolve from the agent package, as the source's do.
-const agentDir = fileURLToPath(new URL("..", import.meta.url));
+const agentDir = fileURLToPath(new URL("../..", import.meta.url));
 
 /** A separate Node process that takes the lock and reports when it holds it. */
 function holderProcess(file: string) {

@@ -4,7 +4,7 @@ import { CliError } from "../cli-error.js";
 import { parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome } from "@farm/shared/paths";
 import { startCoordinator, type CoordinatorOptions } from "@farm/coordinator/coordinator";
-import { ensureTokenFile } from "@farm/coordinator/bootstrap-token";
+import { ensureTokenFile } from "@farm/coordinator/auth/bootstrap-token";
 import { parseFlags } from "../args.js";
 import { parseByteSize } from "../byte-size.js";
 import { parseDuration } from "../duration.js";

@@ -6,7 +6,7 @@ import { isLocalOnlyHost, parseListenAddress } from "@farm/shared/listen-address
 import { defaultFarmHome, standaloneFiles } from "@farm/shared/paths";
 import { writePrivateFile } from "@farm/shared/secure-file";
 import { startCoordinator } from "@farm/coordinator/coordinator";
-import { ensureTokenFile } from "@farm/coordinator/bootstrap-token";
+import { ensureTokenFile } from "@farm/coordinator/auth/bootstrap-token";
 import { startAgent } from "@farm/agent/agent";
 import { intFlag, parseFlags, stringFlag } from "../args.js";
 import type { Command } from "../command.js";

@@ -12,7 +12,7 @@ import {
 } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { AgentHello, DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { Logger } from "@farm/shared/log";
-import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "../inventory-limits.js";
+import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-limits.js";
 import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 import { claimKeys, DeviceClaims } from "./device-claims.js";
 import { Liveness } from "./liveness.js";

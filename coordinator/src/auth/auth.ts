@@ -1,0 +1,97 @@
+import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
+import type { Principal, TokenStore } from "./token-store.js";
+import { methodKey, refusal, type AccessRule } from "./access-rules.js";
+import type { OpenCalls } from "./open-calls.js";
+import { sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
+import { peerKey, type Peer } from "../http/peer.js";
+
+export const principalKey = createContextKey<Principal | undefined>(undefined, {
+  description: "authenticated caller",
+});
+
+/**
+ * Authenticates every RPC with a bearer token (or a dashboard session) and
+ * checks it against the method's row in the access table (access-rules.ts).
+ * Methods without a row are refused, so a new method cannot ship
+ * unauthenticated by accident. With `calls`, every authenticated call is
+ * tracked by token name so that revoking the token ends it.
+ */
+export function authInterceptor(
+  store: TokenStore,
+  rules: Readonly<Record<string, AccessRule>>,
+  opts: { web?: WebSessions; insecure?: boolean; calls?: OpenCalls } = {},
+): Interceptor {
+  const web = opts.web;
+  return (next) => async (req) => {
+    const method = methodKey(req.service, req.method);
+    const rule = rules[method];
+    if (!rule) {
+      throw farmError(Errors.PERMISSION_DENIED, `no access rule for ${method}`);
+    }
+    if (rule.kind === "none") return next(req);
+    requireSafeTransport(req.contextValues.get(peerKey), opts.insecure === true);
+    const principal = authenticateRequest(store, req.header, web);
+    const why = refusal(rule, principal, method);
+    if (why) throw farmError(Errors.PERMISSION_DENIED, why);
+    req.contextValues.set(principalKey, principal);
+    return opts.calls ? opts.calls.run(principal.tokenName, req, next) : next(req);
+  };
+}
+
+/**
+ * A bearer token, or else a dashboard session cookie. A cookie-carried
+ * request from another site is refused even though SameSite=Strict should
+ * already keep the browser from sending it.
+ */
+export function authenticateRequest(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
+  const authorization = headers.get("authorization");
+  const sessionId = sessionIdFromCookie(headers.get("cookie"));
+  if (authorization || !web || !sessionId) return authenticate(store, authorization);
+  if (isCrossSite(headers)) throw farmError(Errors.PERMISSION_DENIED, "cross-site request refused");
+  const principal = web.principal(sessionId);
+  if (!principal) throw farmError(Errors.UNAUTHENTICATED, "dashboard session expired or signed out; sign in again");
+  return principal;
+}
+
+/** The dashboard's own HTTP endpoints are for people: an agent token gets nothing there. */
+export function authenticateUser(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
+  const principal = authenticateRequest(store, headers, web);
+  if (principal.kind !== "user") throw farmError(Errors.PERMISSION_DENIED, "agent tokens get nothing from the dashboard; use a user token");
+  return principal;
+}
+
+/** Credentials only over TLS or loopback, unless the operator passed --insecure. */
+export function requireSafeTransport(peer: Peer, insecure: boolean): void {
+  if (peer !== "cleartext" || insecure) return;
+  throw farmError(
+    Errors.INSECURE_TRANSPORT,
+    "tokens are refused over cleartext from another machine: serve TLS (--tls-cert/--tls-key) or start the coordinator with --insecure on a trusted network",
+  );
+}
+
+/** A browser request from another origin than the one it is sent to (unknown when either header is missing). */
+export function isCrossSite(headers: Headers): boolean {
+  const origin = headers.get("origin");
+  if (!origin || !headers.get("host")) return false;
+  try {
+    return new URL(origin).host !== headers.get("host");
+  } catch {
+    return true;
+  }
+}
+
+export function authenticate(store: TokenStore, header: string | null): Principal {
+  const m = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+  if (!m) throw farmError(Errors.UNAUTHENTICATED, "missing bearer token");
+  const result = store.authenticate(m[1] as string);
+  if (result === "unknown") throw farmError(Errors.UNAUTHENTICATED, "unknown token");
+  if (result === "revoked") throw farmError(Errors.UNAUTHENTICATED, "token has been revoked");
+  return result;
+}
+
+export function requirePrincipal(ctx: HandlerContext): Principal {
+  const p = ctx.values.get(principalKey);
+  if (!p) throw farmError(Errors.UNAUTHENTICATED, "not authenticated");
+  return p;
+}

@@ -1,0 +1,86 @@
+import { join } from "node:path";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
+import type { Logger } from "@farm/shared/log";
+import {
+  EvidenceService,
+  CaptureEvidenceResponseSchema,
+  ListEvidenceResponseSchema,
+  PullEvidenceResponseSchema,
+} from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
+import { evidenceMessage } from "../watch/messages.js";
+import { requirePrincipal } from "../auth/auth.js";
+import type { AttachSession } from "../routing/agent-session.js";
+import type { Registry } from "../registry/registry.js";
+import type { EvidenceStore } from "./evidence-store.js";
+import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
+import type { ActivityLog } from "../activity/activity-log.js";
+import type { EvidenceGrants } from "./evidence-grants.js";
+import { requireEvidenceQuota } from "./evidence-quota.js";
+
+/** Time for upload and bookkeeping on top of the device-work budget. */
+const TRANSFER_ALLOWANCE_MS = 60_000;
+
+export function registerEvidenceService(
+  router: ConnectRouter,
+  deps: { registry: Registry; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger },
+): void {
+  router.service(EvidenceService, {
+    async captureEvidence(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      // Bad input fails here, before any agent or device is involved.
+      validateLabel(req.label);
+      validateContext(req.contextJson);
+      const timeoutMs = req.timeoutMs === 0 ? TIMEOUT_DEFAULT_MS : validateTimeout(req.timeoutMs);
+      validateAppPackage(req.appPackage);
+      const serial = req.target?.serial ?? "";
+      if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
+      requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
+      const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
+      return deps.activity.track(entry, async (e) => {
+        const route = deps.registry.route(serial, req.target?.agent ?? "");
+        e.physicalId = route.physicalId;
+        e.agentId = route.agentId;
+        const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
+        const session = route.session as AttachSession;
+        // The id is ours to give: only this agent, for this device, may upload under it.
+        const grant = deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+        const r = await session.call(EvidenceService.method.captureEvidence, { ...req, evidenceId: grant.evidenceId }, principal, deadline);
+        if (r.evidenceId !== grant.evidenceId) {
+          deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
+          throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
+        }
+        // The agent answers after its upload was published; check anyway.
+        deps.store.require(grant.evidenceId);
+        const { text } = await deps.store.manifest(grant.evidenceId);
+        return create(CaptureEvidenceResponseSchema, { evidenceId: grant.evidenceId, status: r.status, manifestJson: text });
+      });
+    },
+
+    listEvidence(req) {
+      const page = deps.store.listPage({ serial: req.serial, status: req.status, label: req.label }, req);
+      return create(ListEvidenceResponseSchema, {
+        bundles: page.items.map((row) => evidenceMessage(row, deps.registry.agentName(row.agentId) ?? "")),
+        nextPageToken: page.nextPageToken,
+      });
+    },
+
+    async *pullEvidence(req) {
+      const row = deps.store.require(req.evidenceId);
+      const { text, manifest } = await deps.store.manifest(row.evidenceId);
+      for (const a of manifest.artifacts) {
+        if (a.path === null) continue;
+        yield create(PullEvidenceResponseSchema, {
+          kind: { case: "file", value: create(EvidenceFileHeaderSchema, { path: a.path, size: BigInt(a.bytes ?? 0), sha256: a.sha256 ?? "" }) },
+        });
+        for await (const chunk of readChunks(join(deps.store.dir(row.evidenceId), a.path), CHUNK_BYTES)) {
+          yield create(PullEvidenceResponseSchema, { kind: { case: "chunk", value: chunk } });
+        }
+      }
+      yield create(PullEvidenceResponseSchema, { kind: { case: "manifestJson", value: text } });
+    },
+  });
+}

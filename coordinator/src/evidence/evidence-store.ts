@@ -1,0 +1,250 @@
+import { createHash } from "node:crypto";
+import { readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { ConnectError } from "@connectrpc/connect";
+import { and, count, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
+import { fsyncDir, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
+import { Errors, farmError } from "@farm/shared/errors";
+import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
+import { ensurePrivateDir } from "@farm/shared/secure-file";
+import { VerifiedFileWriter } from "@farm/shared/verified-file";
+import type { CoordinatorDb } from "../db/open-database.js";
+import { evidence } from "../db/schema.js";
+import { readPage, type Page, type PageRequest } from "../paging.js";
+
+export type EvidenceRow = typeof evidence.$inferSelect;
+
+const idPattern = /^[0-9a-f-]{36}$/;
+const pathPattern = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * The coordinator's evidence store. An upload lands in .incoming/<id>; each
+ * file is checked against the size and sha256 its sender announced, and the
+ * manifest against the files it lists. Only then is the directory fsync'd,
+ * renamed into place (both parents fsync'd) and indexed, so a listed bundle
+ * is always whole. A disk that cannot hold an upload fails it with
+ * EVIDENCE_CAPTURE_FAILED naming the evidence id; the agent keeps its
+ * staged copy and sends it again.
+ */
+export class EvidenceStore {
+  readonly root: string;
+  /** Uploads in progress, so one bundle is never received twice at once. */
+  readonly receiving = new Set<string>();
+  /** Receives every newly published bundle; set by the coordinator for live watchers. */
+  onPublish: ((row: EvidenceRow) => void) | undefined;
+
+  constructor(
+    private readonly db: CoordinatorDb,
+    dataDir: string,
+  ) {
+    this.root = join(dataDir, "evidence");
+  }
+
+  async init(): Promise<void> {
+    await ensurePrivateDir(this.root);
+    // Half-finished uploads from a previous run are never published.
+    await rm(join(this.root, ".incoming"), { recursive: true, force: true });
+    await ensurePrivateDir(join(this.root, ".incoming"));
+  }
+
+  beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Upload {
+    if (!idPattern.test(meta.evidenceId)) throw farmError(Errors.INVALID_ARGUMENT, "bad evidence id", "evidence_id");
+    if (this.get(meta.evidenceId) || this.receiving.has(meta.evidenceId)) {
+      throw farmError(Errors.ALREADY_EXISTS, `evidence ${meta.evidenceId} already exists`, "evidence_id");
+    }
+    this.receiving.add(meta.evidenceId);
+    return new Upload(this, meta);
+  }
+
+  get(evidenceId: string): EvidenceRow | undefined {
+    return this.db.select().from(evidence).where(eq(evidence.evidenceId, evidenceId)).get();
+  }
+
+  require(evidenceId: string): EvidenceRow {
+    const row = idPattern.test(evidenceId) ? this.get(evidenceId) : undefined;
+    if (!row) throw farmError(Errors.EVIDENCE_NOT_FOUND, `no evidence ${evidenceId} in the store`, "evidence_id");
+    return row;
+  }
+
+  /** Stored bundles and their bytes per kind and status. */
+  totals(): { kind: string; status: string; bundles: number; bytes: number }[] {
+    return this.db
+      .select({ kind: evidence.kind, status: evidence.status, bundles: count(), bytes: sql<number>`coalesce(sum(${evidence.totalBytes}), 0)` })
+      .from(evidence)
+      .groupBy(evidence.kind, evidence.status)
+      .all();
+  }
+
+  /** One page, newest first; the key is (created_at, evidence_id), unique even when bundles share a millisecond. */
+  listPage(filter: { serial?: string; status?: string; label?: string }, page: PageRequest): Page<EvidenceRow> {
+    const scope = { list: "evidence", filter: { serial: filter.serial, status: filter.status, label: filter.label } };
+    return readPage(page, scope, ["number", "string"] as const, (row: EvidenceRow) => [row.createdAt, row.evidenceId] as const, (after, limit) => {
+      const where: SQL[] = [];
+      if (filter.serial) where.push(eq(evidence.serial, filter.serial));
+      if (filter.status) where.push(eq(evidence.status, filter.status));
+      if (filter.label) where.push(eq(evidence.label, filter.label));
+      if (after) where.push(or(lt(evidence.createdAt, after[0]), and(eq(evidence.createdAt, after[0]), lt(evidence.evidenceId, after[1]))) as SQL);
+      return this.db
+        .select()
+        .from(evidence)
+        .where(where.length > 0 ? and(...where) : undefined)
+        .orderBy(desc(evidence.createdAt), desc(evidence.evidenceId))
+        .limit(limit)
+        .all();
+    });
+  }
+
+  dir(evidenceId: string): string {
+    return join(this.root, evidenceId);
+  }
+
+  async manifest(evidenceId: string): Promise<{ text: string; manifest: EvidenceManifest }> {
+    const text = await readFile(join(this.dir(evidenceId), "manifest.json"), "utf8");
+    return { text, manifest: JSON.parse(text) as EvidenceManifest };
+  }
+
+  /** @internal used by Upload */
+  async publish(upload: Upload, manifestText: string, files: Map<string, { size: number; sha256: string }>, totalBytes: number): Promise<EvidenceRow> {
+    let manifest: EvidenceManifest;
+    try {
+      manifest = JSON.parse(manifestText) as EvidenceManifest;
+    } catch {
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the manifest is not JSON", "manifest_json");
+    }
+    const problems = manifestSchemaErrors(manifest);
+    if (problems.length > 0) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `the manifest does not match schema version 1: ${problems.slice(0, 5).join("; ")}`, "manifest_json");
+    if (manifest.evidenceId !== upload.meta.evidenceId) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "the manifest names another evidence id", "manifest_json");
+    for (const a of manifest.artifacts) {
+      if (a.path === null) continue;
+      const f = files.get(a.path);
+      if (!f || f.size !== a.bytes || f.sha256 !== a.sha256) {
+        throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `artifact ${a.path} does not match what was uploaded`, "manifest_json");
+      }
+    }
+    const id = upload.meta.evidenceId;
+    try {
+      await storing(id, "manifest.json", async () => {
+        await writeFileDurably(join(upload.dir, "manifest.json"), manifestText);
+        // Every file's entry is durable before the bundle's name is.
+        await fsyncDir(upload.dir);
+        // Unindexed, so never published: what a publish cut short (a crash before the index) left there.
+        await rm(this.dir(id), { recursive: true, force: true });
+        await renameDurably(upload.dir, this.dir(id));
+      });
+    } catch (err) {
+      await rm(this.dir(id), { recursive: true, force: true });
+      throw err;
+    }
+    const row: EvidenceRow = {
+      evidenceId: upload.meta.evidenceId,
+      kind: manifest.kind,
+      status: manifest.status,
+      label: manifest.label,
+      serial: upload.meta.serial,
+      physicalId: upload.meta.physicalId,
+      agentId: upload.meta.agentId,
+      createdAt: Date.now(),
+      totalBytes,
+      manifestSha256: createHash("sha256").update(manifestText).digest("hex"),
+    };
+    try {
+      this.db.insert(evidence).values(row).run();
+    } catch (err) {
+      // Not indexed, so not published: the agent still has its copy and sends it again.
+      await rm(this.dir(id), { recursive: true, force: true });
+      throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${id}: the coordinator could not index the bundle: ${(err as Error).message}`);
+    }
+    this.receiving.delete(upload.meta.evidenceId);
+    this.onPublish?.(row);
+    return row;
+  }
+}
+
+/** One bundle being received. Files arrive one after another. */
+export class Upload {
+  readonly dir: string;
+  private readonly files = new Map<string, { size: number; sha256: string }>();
+  private current: VerifiedFileWriter | undefined;
+  private totalBytes = 0;
+  private started = false;
+
+  constructor(
+    private readonly store: EvidenceStore,
+    readonly meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string },
+  ) {
+    this.dir = join(store.root, ".incoming", meta.evidenceId);
+  }
+
+  async startFile(path: string, size: number, sha256: string): Promise<void> {
+    if (!this.started) {
+      await storing(this.meta.evidenceId, ".incoming", () => ensurePrivateDir(this.dir));
+      this.started = true;
+    }
+    await this.endFile();
+    if (!pathPattern.test(path) || path === "manifest.json" || this.files.has(path)) {
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `bad or repeated file name "${path}"`, "path");
+    }
+    this.current = await storing(this.meta.evidenceId, path, () => VerifiedFileWriter.create(join(this.dir, path), { size, sha256 }));
+    this.currentPath = path;
+  }
+
+  private currentPath = "";
+
+  async chunk(bytes: Uint8Array): Promise<void> {
+    const c = this.current;
+    if (!c) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "a chunk arrived before any file header", "chunk");
+    if (!(await storing(this.meta.evidenceId, this.currentPath, () => c.write(bytes)))) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `${this.currentPath} is larger than announced`, "chunk");
+  }
+
+  private async endFile(): Promise<void> {
+    const c = this.current;
+    if (!c) return;
+    this.current = undefined;
+    const got = await storing(this.meta.evidenceId, this.currentPath, () => c.finish());
+    if (!got.ok) {
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `${this.currentPath}: received ${got.size} bytes with sha256 ${got.sha256}, announced ${c.expected.size} bytes with ${c.expected.sha256}`, "chunk");
+    }
+    this.files.set(this.currentPath, c.expected);
+    this.totalBytes += c.expected.size;
+  }
+
+  async finish(manifestText: string): Promise<EvidenceRow> {
+    if (!this.started) {
+      await storing(this.meta.evidenceId, ".incoming", () => ensurePrivateDir(this.dir));
+      this.started = true;
+    }
+    await this.endFile();
+    return this.store.publish(this, manifestText, this.files, this.totalBytes);
+  }
+
+  async abort(): Promise<void> {
+    const c = this.current;
+    this.current = undefined;
+    await c?.abort();
+    await rm(this.dir, { recursive: true, force: true });
+    this.store.receiving.delete(this.meta.evidenceId);
+  }
+}
+
+/**
+ * Runs one step of storing a bundle; a file-system failure (a full disk, a
+ * short write, an I/O error) becomes EVIDENCE_CAPTURE_FAILED naming the
+ * evidence id and the file, never INTERNAL.
+ */
+async function storing<T>(evidenceId: string, path: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof ConnectError) throw err;
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (typeof code !== "string") throw err;
+    throw farmError(
+      Errors.EVIDENCE_CAPTURE_FAILED,
+      `evidence ${evidenceId}: the coordinator's evidence store could not write ${path}: ${(err as Error).message}`,
+      undefined,
+      undefined,
+      err,
+    );
+  }
+}

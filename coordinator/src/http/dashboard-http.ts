@@ -1,0 +1,224 @@
+import { createReadStream } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { extname, join, normalize, sep } from "node:path";
+import { withoutHostPaths } from "@farm/shared/host-paths";
+import { Errors, toErrorReport } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import { authenticateUser, isCrossSite, requireSafeTransport } from "../auth/auth.js";
+import { peerOf } from "./peer.js";
+import type { EvidenceStore } from "../evidence/evidence-store.js";
+import type { TokenStore } from "../auth/token-store.js";
+import { SESSION_COOKIE, SESSION_TTL_MS, sessionIdFromCookie, type WebSessions } from "../auth/web-sessions.js";
+import { headersOf } from "./request-headers.js";
+
+type Req = IncomingMessage | Http2ServerRequest;
+type Res = ServerResponse | Http2ServerResponse;
+
+export const DASHBOARD_PREFIX = "/dashboard/";
+const MAX_BODY = 8 * 1024;
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".json": "application/json",
+  ".woff2": "font/woff2",
+};
+// The app needs nothing from elsewhere: no CDN, no inline script.
+const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'self'; img-src 'self' blob: data:; media-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+export interface DashboardDeps {
+  web: WebSessions;
+  tokens: TokenStore;
+  evidence: EvidenceStore;
+  /** Built assets (index.html, assets/); null when the dashboard was not built. */
+  assetsDir: string | null;
+  /** Allow sign-in and files over cleartext from other machines. */
+  insecure: boolean;
+  log: Logger;
+}
+
+/**
+ * The dashboard's own HTTP surface next to the RPC services: its static
+ * assets, sign-in and sign-out (a user token for an HttpOnly session
+ * cookie), and evidence files for the browser (with Range, for video).
+ * Data travels only over the same RPC services the CLI uses.
+ */
+export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => Promise<boolean> {
+  return async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://farm.invalid");
+    const path = url.pathname;
+    if (path === "/" || path === "/dashboard") {
+      res.writeHead(302, { location: DASHBOARD_PREFIX });
+      res.end();
+      return true;
+    }
+    if (!path.startsWith(DASHBOARD_PREFIX)) return false;
+    const rest = path.slice(DASHBOARD_PREFIX.length);
+    try {
+      if (rest.startsWith("api/") || rest.startsWith("files/")) requireSafeTransport(peerOf(req), deps.insecure);
+      if (rest === "api/sign-in" && req.method === "POST") return await signIn(deps, req, res);
+      if (rest === "api/sign-out" && req.method === "POST") return signOut(deps, req, res);
+      if (rest === "api/me" && req.method === "GET") return me(deps, req, res);
+      if (rest.startsWith("files/evidence/") && (req.method === "GET" || req.method === "HEAD")) return await evidenceFile(deps, req, res, rest.slice("files/evidence/".length), url);
+      if (req.method === "GET" || req.method === "HEAD") return await asset(deps, res, rest);
+      json(res, 405, { code: Errors.METHOD_NOT_ALLOWED.code, message: `${req.method} is not allowed here` });
+      return true;
+    } catch (err) {
+      const r = toErrorReport(err);
+      const status = r.code === Errors.UNAUTHENTICATED.code ? 401 : r.code === Errors.PERMISSION_DENIED.code || r.code === Errors.INSECURE_TRANSPORT.code ? 403 : 500;
+      // A failure of this host (storage, a bug) at error level; the caller's own at warn.
+      (status === 500 ? deps.log.error : deps.log.warn).call(deps.log, "dashboard request failed", { path, code: r.code, error: r.message });
+      // The browser gets no host paths (a file the store could not open); the log keeps them.
+      json(res, status, { code: r.code, message: withoutHostPaths(r.message) });
+      return true;
+    }
+  };
+}
+
+function json(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...SECURITY_HEADERS, ...headers });
+  res.end(JSON.stringify(body));
+}
+
+
+
+function cookie(req: Req, value: string, maxAgeS: number): string {
+  const secure = "encrypted" in req.socket && req.socket.encrypted ? "; Secure" : "";
+  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${secure}`;
+}
+
+async function readBody(req: Req): Promise<string | undefined> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean> {
+  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: Errors.PERMISSION_DENIED.code, message: "cross-site sign-in refused" }), true);
+  const body = await readBody(req);
+  let token: unknown;
+  try {
+    token = body === undefined ? undefined : (JSON.parse(body) as { token?: unknown }).token;
+  } catch {
+    token = undefined;
+  }
+  if (typeof token !== "string" || token.trim() === "") {
+    json(res, 400, { code: Errors.INVALID_ARGUMENT.code, field: "token", message: "send {\"token\": \"farmu_…\"} with a user token" });
+    return true;
+  }
+  const r = deps.web.signIn(token.trim());
+  if ("error" in r) {
+    deps.log.info("dashboard sign-in refused", { reason: r.error });
+    json(res, 401, { code: Errors.UNAUTHENTICATED.code, message: r.error });
+    return true;
+  }
+  deps.log.info("dashboard sign-in", { user: r.principal.tokenName });
+  json(res, 200, { name: r.principal.tokenName, role: r.principal.role, admin: r.principal.admin }, { "set-cookie": cookie(req, r.id, SESSION_TTL_MS / 1000) });
+  return true;
+}
+
+function signOut(deps: DashboardDeps, req: Req, res: Res): boolean {
+  if (isCrossSite(headersOf(req))) return (json(res, 403, { code: Errors.PERMISSION_DENIED.code, message: "cross-site sign-out refused" }), true);
+  const id = sessionIdFromCookie(headersOf(req).get("cookie"));
+  if (id) deps.web.signOut(id);
+  res.writeHead(204, { "set-cookie": cookie(req, "", 0), "cache-control": "no-store" });
+  res.end();
+  return true;
+}
+
+function me(deps: DashboardDeps, req: Req, res: Res): boolean {
+  const p = authenticateUser(deps.tokens, headersOf(req), deps.web);
+  json(res, 200, { name: p.tokenName, role: p.role, admin: p.admin });
+  return true;
+}
+
+const idPattern = /^[0-9a-f-]{36}$/;
+const filePattern = /^[A-Za-z0-9._-]+$/;
+
+/** One artifact of a stored bundle, for a signed-in browser (or a bearer token). */
+async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: string, url: URL): Promise<boolean> {
+  authenticateUser(deps.tokens, headersOf(req), deps.web);
+  const [id, file, ...extra] = rest.split("/");
+  if (!id || !file || extra.length > 0 || !idPattern.test(id) || !filePattern.test(file)) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
+  if (!deps.evidence.get(id)) return (json(res, 404, { code: Errors.EVIDENCE_NOT_FOUND.code, message: `no bundle ${id}` }), true);
+  const { manifest } = await deps.evidence.manifest(id);
+  const artifact = file === "manifest.json" ? { mimeType: "application/json" } : manifest.artifacts.find((a) => a.path === file);
+  if (!artifact) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: `${file} is not part of bundle ${id}` }), true);
+  const full = join(deps.evidence.dir(id), file);
+  const size = (await stat(full)).size;
+  const headers: Record<string, string> = {
+    "content-type": artifact.mimeType,
+    "accept-ranges": "bytes",
+    "cache-control": "private, max-age=3600",
+    ...SECURITY_HEADERS,
+    ...(url.searchParams.get("download") === "1" ? { "content-disposition": `attachment; filename="${id}-${file}"` } : {}),
+  };
+  const range = /^bytes=(\d*)-(\d*)$/.exec(String(req.headers["range"] ?? ""));
+  let start = 0;
+  let end = size - 1;
+  let status = 200;
+  if (range && (range[1] !== "" || range[2] !== "")) {
+    start = range[1] === "" ? Math.max(0, size - Number(range[2])) : Number(range[1]);
+    end = range[1] !== "" && range[2] !== "" ? Math.min(Number(range[2]), size - 1) : size - 1;
+    if (start > end || start >= size) {
+      res.writeHead(416, { "content-range": `bytes */${size}` });
+      res.end();
+      return true;
+    }
+    status = 206;
+    headers["content-range"] = `bytes ${start}-${end}/${size}`;
+  }
+  headers["content-length"] = String(end - start + 1);
+  res.writeHead(status, headers);
+  if (req.method === "HEAD" || size === 0) {
+    res.end();
+    return true;
+  }
+  await new Promise<void>((resolve) => {
+    const stream = createReadStream(full, { start, end });
+    stream.once("error", () => {
+      res.destroy();
+      resolve();
+    });
+    stream.once("end", resolve);
+    stream.pipe(res as NodeJS.WritableStream);
+  });
+  return true;
+}
+
+async function asset(deps: DashboardDeps, res: Res, rest: string): Promise<boolean> {
+  if (!deps.assetsDir) {
+    res.writeHead(503, { "content-type": "text/plain; charset=utf-8" });
+    res.end("the dashboard is not built on this coordinator (run `make build`)\n");
+    return true;
+  }
+  // Unknown paths get the app, which routes by the URL's hash.
+  const name = rest === "" || !rest.includes(".") ? "index.html" : rest;
+  const full = normalize(join(deps.assetsDir, name));
+  if (!full.startsWith(deps.assetsDir + sep)) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
+  let body: Buffer;
+  try {
+    body = await readFile(full);
+  } catch {
+    return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
+  }
+  // Built asset names carry a content hash: they never change.
+  const cache = name.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache";
+  res.writeHead(200, { "content-type": TYPES[extname(full)] ?? "application/octet-stream", "content-length": String(body.length), "cache-control": cache, ...SECURITY_HEADERS });
+  res.end(body);
+  return true;
+}

@@ -1,0 +1,75 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { BLOB_MAX_BYTES } from "../evidence/blob-store.js";
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+/** Largest evidence file an agent may upload (a 3-minute recording is far below). */
+export const EVIDENCE_FILE_MAX_BYTES = 1 * GiB;
+/** Largest evidence bundle, all files together. */
+export const EVIDENCE_BUNDLE_MAX_BYTES = 2 * GiB;
+/** Bodies of paths that are not RPCs (dashboard sign-in and the like). */
+export const PLAIN_BODY_MAX_BYTES = 64 * KiB;
+
+/**
+ * What one service's calls may carry. `messageMaxBytes` caps every message
+ * (Connect's readMaxBytes, enforced while reading); `bodyMaxBytes` caps what
+ * a request may announce in Content-Length, refused from the header.
+ */
+export interface MessageLimits {
+  messageMaxBytes: number;
+  bodyMaxBytes: number;
+}
+
+const control = (messageMaxBytes: number): MessageLimits => ({ messageMaxBytes, bodyMaxBytes: messageMaxBytes + 5 });
+/** Long-lived or upload streams: many messages; the body as a whole is bounded by what it may carry. */
+const stream = (messageMaxBytes: number, bodyMaxBytes: number): MessageLimits => ({ messageMaxBytes, bodyMaxBytes });
+
+// Uploads send 1 MiB chunks; Connect's JSON encoding (base64) makes one up to 4/3 larger.
+const chunked = 2 * MiB;
+
+const byService: Readonly<Record<string, MessageLimits>> = {
+  "grpc.health.v1.Health": control(4 * KiB),
+  "farm.v1.RegistryService": control(64 * KiB),
+  "farm.v1.TokenService": control(64 * KiB),
+  "farm.v1.LeaseService": control(64 * KiB),
+  "farm.v1.ActivityService": control(64 * KiB),
+  "farm.v1.WatchService": control(64 * KiB),
+  "farm.v1.VideoService": control(64 * KiB),
+  // A shell command (32 KiB) or evidence context and label, with room for JSON escaping.
+  "farm.v1.DeviceService": control(256 * KiB),
+  "farm.v1.EvidenceService": control(256 * KiB),
+  // Terminal input: small messages for as long as the session lasts.
+  "farm.v1.ShellService": stream(256 * KiB, 4 * GiB),
+  // Command results (shell output and stderr of 1 MiB each, an ownership journal of 4 MiB).
+  "farm.v1.AgentService": stream(16 * MiB, 4 * GiB),
+  "farm.v1.AgentShellService": stream(chunked, 4 * GiB),
+  "farm.v1.BlobService": stream(chunked, 2 * BLOB_MAX_BYTES),
+  "farm.v1.AgentBlobService": stream(chunked, 2 * BLOB_MAX_BYTES),
+  // Chunks and the manifest.
+  "farm.v1.AgentEvidenceService": stream(8 * MiB, 2 * EVIDENCE_BUNDLE_MAX_BYTES),
+};
+
+const unknownService = control(64 * KiB);
+
+export function limitsOf(serviceTypeName: string): MessageLimits {
+  return byService[serviceTypeName] ?? unknownService;
+}
+
+/**
+ * The router every service registers on, with its message cap applied:
+ * no service is left at Connect's default of 4 GiB per message.
+ */
+export function withMessageLimits(router: ConnectRouter): ConnectRouter {
+  const limited: ConnectRouter = Object.create(router) as ConnectRouter;
+  limited.service = (service, implementation, options) => {
+    router.service(service, implementation, { readMaxBytes: limitsOf(service.typeName).messageMaxBytes, ...options });
+    return limited;
+  };
+  limited.rpc = (method, implementation, options) => {
+    router.rpc(method, implementation, { readMaxBytes: limitsOf(method.parent.typeName).messageMaxBytes, ...options });
+    return limited;
+  };
+  return limited;
+}

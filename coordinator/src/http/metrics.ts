@@ -1,0 +1,91 @@
+import { Counter, Gauge, Registry as MetricsRegistry } from "prom-client";
+import type { ActivityLog } from "../activity/activity-log.js";
+import type { EvidenceStore } from "../evidence/evidence-store.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { Registry } from "../registry/registry.js";
+import type { VideoSessionIndex } from "../video/video-session-index.js";
+
+export interface CoordinatorMetrics {
+  contentType: string;
+  render(): Promise<string>;
+}
+
+/**
+ * Prometheus series for the coordinator. Gauges are read from the live
+ * state at scrape time; routed actions count from the activity log (loaded
+ * once, then incremented), so the counter survives restarts.
+ */
+export function coordinatorMetrics(src: { registry: Registry; leases: LeaseManager; activity: ActivityLog; evidence: EvidenceStore; videos: VideoSessionIndex }): CoordinatorMetrics {
+  const registry = new MetricsRegistry();
+  new Gauge({
+    name: "farm_agents",
+    help: "Agents by state (online, offline, draining)",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of ["online", "offline", "draining"]) this.set({ state: s }, 0);
+      for (const a of src.registry.listAgents()) this.inc({ state: a.draining && a.online ? "draining" : a.online ? "online" : "offline" });
+    },
+  });
+  new Gauge({
+    name: "farm_devices",
+    help: "adb serials by state (device, offline, unauthorized, agent-offline, ...)",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const d of src.registry.listDevices()) this.inc({ state: d.state });
+    },
+  });
+  new Gauge({
+    name: "farm_leases_active",
+    help: "Active leases",
+    registers: [registry],
+    collect() {
+      this.set(src.leases.list().leases.length);
+    },
+  });
+  new Gauge({
+    name: "farm_lease_queue_length",
+    help: "Lease requests waiting for a device",
+    registers: [registry],
+    collect() {
+      this.set(src.leases.list().queue.length);
+    },
+  });
+  const routed = new Counter({ name: "farm_routed_actions_total", help: "Routed actions by command and outcome (ok or the error code)", labelNames: ["command", "outcome"], registers: [registry] });
+  for (const r of src.activity.countByOutcome()) routed.inc({ command: r.command, outcome: r.outcome }, r.n);
+  src.activity.onRecord((row) => routed.inc({ command: row.command, outcome: row.outcome }));
+  // Bundles are never deleted, so these sums only grow: counters.
+  new Counter({
+    name: "farm_evidence_bytes_total",
+    help: "Bytes of evidence bundles stored",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(src.evidence.totals().reduce((sum, t) => sum + t.bytes, 0));
+    },
+  });
+  new Counter({
+    name: "farm_evidence_bundles_total",
+    help: "Evidence bundles stored, by kind and status",
+    labelNames: ["kind", "status"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const t of src.evidence.totals()) this.inc({ kind: t.kind, status: t.status }, t.bundles);
+    },
+  });
+  new Gauge({
+    name: "farm_video_sessions",
+    help: "Video sessions by last known status",
+    labelNames: ["status"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of src.videos.countByStatus()) this.set({ status: r.status }, r.n);
+    },
+  });
+  return { contentType: registry.contentType, render: () => registry.metrics() };
+}

@@ -1,0 +1,111 @@
+import type { IncomingMessage } from "node:http";
+import { constants as h2constants, type Http2ServerRequest } from "node:http2";
+import { ConnectError } from "@connectrpc/connect";
+import { Errors, farmError } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import { authenticateRequest, requireSafeTransport } from "../auth/auth.js";
+import type { RequestHandler } from "./http-server.js";
+import { limitsOf, PLAIN_BODY_MAX_BYTES } from "./message-limits.js";
+import { peerOf } from "./peer.js";
+import { refuseHttp, refuseRpc } from "./rpc-refusal.js";
+import type { TokenStore } from "../auth/token-store.js";
+import type { WebSessions } from "../auth/web-sessions.js";
+import { headersOf } from "./request-headers.js";
+
+export interface RequestGateOptions {
+  tokens: TokenStore;
+  web?: WebSessions;
+  insecure: boolean;
+  /** Whether a method ("pkg.Service/Method") is served without credentials (health). */
+  isOpen(method: string): boolean;
+  /** Calls one token (or dashboard user) may have in flight at once. */
+  maxStreamsPerPrincipal: number;
+  log: Logger;
+}
+
+/** Calls one token may have in flight: CI fleets share a token, so not small. */
+export const DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 1024;
+
+/** "/pkg.Service/Method": a package-qualified service (a dashboard path like /dashboard/devices is not one). */
+const rpcPath = /^\/([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\/([A-Za-z_]\w*)$/;
+
+/**
+ * Limits before work, at the HTTP layer, before any byte of a body is read
+ * (Connect reads a unary body before its interceptors run): a body larger
+ * than its method may carry is refused from Content-Length; an RPC that
+ * needs credentials is refused unless its headers carry a valid token or
+ * dashboard session; one caller may have only so many calls in flight. The
+ * auth interceptor still decides what an authenticated caller may do.
+ */
+export function requestGate(handler: RequestHandler, opts: RequestGateOptions): RequestHandler {
+  const inFlight = new Map<string, number>();
+  return (req, res) => {
+    const path = (req.url ?? "").split("?", 1)[0] ?? "";
+    const m = rpcPath.exec(path);
+    const announced = contentLength(req);
+    if (!m) {
+      if (announced !== undefined && announced > PLAIN_BODY_MAX_BYTES) {
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${PLAIN_BODY_MAX_BYTES} bytes` });
+      }
+      return handler(req, res);
+    }
+    const service = m[1] as string;
+    const method = `${service}/${m[2] as string}`;
+    const limits = limitsOf(service);
+    const tooLarge = () =>
+      refuseRpc(req, res, farmError(Errors.MESSAGE_TOO_LARGE, `${method} takes at most ${limits.bodyMaxBytes} bytes; the request announces ${announced}`, "content-length"));
+    if (opts.isOpen(method)) {
+      if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
+      return handler(req, res);
+    }
+    let key: string;
+    try {
+      requireSafeTransport(peerOf(req), opts.insecure);
+      const principal = authenticateRequest(opts.tokens, headersOf(req), opts.web);
+      key = `${principal.kind}:${principal.tokenName}`;
+    } catch (err) {
+      return refuseRpc(req, res, ConnectError.from(err));
+    }
+    if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
+    const n = inFlight.get(key) ?? 0;
+    if (n >= opts.maxStreamsPerPrincipal) {
+      opts.log.warn("call refused: too many in flight for one token", { principal: key.slice(key.indexOf(":") + 1), method, inFlight: n });
+      return refuseRpc(req, res, farmError(Errors.TOO_MANY_STREAMS, `this token already has ${n} calls in flight (at most ${opts.maxStreamsPerPrincipal}); wait for some to end`));
+    }
+    inFlight.set(key, n + 1);
+    let released = false;
+    res.once("close", () => {
+      if (released) return;
+      released = true;
+      const left = (inFlight.get(key) ?? 1) - 1;
+      if (left > 0) inFlight.set(key, left);
+      else inFlight.delete(key);
+    });
+    if (req.httpVersionMajor === 2) stopUnreadBody(req as Http2ServerRequest);
+    handler(req, res);
+  };
+}
+
+/**
+ * Once the answer is sent, a client still sending (a message over the cap
+ * was refused mid-body) is told to stop with RST_STREAM NO_ERROR (RFC 9113
+ * §8.1); otherwise Node ends the stream on its side only and the client's
+ * stream hangs against flow control. The reset follows the trailers (the
+ * status): Node sends them on "wantTrailers", the reset goes after them.
+ */
+function stopUnreadBody(req: Http2ServerRequest): void {
+  req.stream.once("wantTrailers", () =>
+    setImmediate(() => {
+      if (!req.readableEnded && !req.stream.closed && !req.stream.destroyed) req.stream.close(h2constants.NGHTTP2_NO_ERROR);
+    }),
+  );
+}
+
+/** The announced body size; undefined when none is announced (chunked, HTTP/2 without one). */
+function contentLength(req: IncomingMessage | Http2ServerRequest): number | undefined {
+  const v = req.headers["content-length"];
+  if (typeof v !== "string" || v === "") return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : Number.MAX_SAFE_INTEGER;
+}
+

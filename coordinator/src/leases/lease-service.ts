@@ -1,0 +1,82 @@
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import {
+  LeaseService,
+  AcquireLeaseResponseSchema,
+  ListLeasesResponseSchema,
+  ReleaseLeaseResponseSchema,
+  RenewLeaseResponseSchema,
+  RemoveDeviceLabelResponseSchema,
+  SetDeviceLabelsResponseSchema,
+  ListDeviceLabelsResponseSchema,
+} from "@farm/shared/gen/farm/v1/lease_service_pb";
+import type { Lease, LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
+import { leaseMessage, waiterMessage } from "../watch/messages.js";
+import { invalidArgument } from "@farm/shared/errors";
+import { requirePrincipal } from "../auth/auth.js";
+import { DEFAULT_TTL_MS, type LeaseManager } from "./lease-manager.js";
+import type { LeaseRow } from "./lease-store.js";
+import type { Selector } from "./selector.js";
+import type { Registry } from "../registry/registry.js";
+
+export function registerLeaseService(router: ConnectRouter, deps: { leases: LeaseManager; registry: Registry }): void {
+  const toLease = (row: LeaseRow): Lease => leaseMessage(row, deps.registry.agentName(row.agentId) ?? "");
+
+  router.service(LeaseService, {
+    async acquireLease(req, ctx: HandlerContext) {
+      const principal = requirePrincipal(ctx);
+      const { lease, token } = await deps.leases.acquire(principal.tokenName, toSelector(req.selector), {
+        waitMs: req.waitMs,
+        ttlMs: req.ttlMs || DEFAULT_TTL_MS,
+        ticket: req.ticket,
+        signal: ctx.signal,
+      });
+      return create(AcquireLeaseResponseSchema, { lease: toLease(lease), token });
+    },
+    renewLease(req) {
+      if (!req.token) throw invalidArgument("lease", "a lease token is required");
+      return create(RenewLeaseResponseSchema, { lease: toLease(deps.leases.renew(req.token, req.ttlMs)) });
+    },
+    releaseLease(req) {
+      if (!req.token) throw invalidArgument("lease", "a lease token is required");
+      return create(ReleaseLeaseResponseSchema, { lease: toLease(deps.leases.release(req.token)) });
+    },
+    listLeases(req) {
+      const { leases, queue } = deps.leases.listPage(req);
+      return create(ListLeasesResponseSchema, {
+        leases: leases.items.map(toLease),
+        queue: queue.map(waiterMessage),
+        nextPageToken: leases.nextPageToken,
+      });
+    },
+    setDeviceLabels(req, ctx) {
+      if (Object.keys(req.labels).length === 0) throw invalidArgument("label", "give at least one key=value");
+      return create(SetDeviceLabelsResponseSchema, deps.leases.setLabels(req.serial, req.labels, caller(ctx)));
+    },
+    removeDeviceLabel(req, ctx) {
+      return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key, caller(ctx)));
+    },
+    listDeviceLabels(req) {
+      const page = deps.leases.labelsPage(req);
+      return create(ListDeviceLabelsResponseSchema, { devices: page.items, nextPageToken: page.nextPageToken });
+    },
+  });
+}
+
+/** Who changes a label, for the holder rule: the lease holder (by name or lease token) or an admin. */
+function caller(ctx: HandlerContext): { tokenName: string; admin: boolean; leaseToken: string | null } {
+  const p = requirePrincipal(ctx);
+  return { tokenName: p.tokenName, admin: p.admin, leaseToken: ctx.requestHeader.get("x-farm-lease") };
+}
+
+function toSelector(s: LeaseSelector | undefined): Selector {
+  return {
+    serial: s?.serial ?? "",
+    physicalId: s?.physicalId ?? "",
+    labels: { ...(s?.labels ?? {}) },
+    model: s?.model ?? "",
+    apiLevelMin: s?.apiLevelMin ?? 0,
+    apiLevelMax: s?.apiLevelMax ?? 0,
+    agent: s?.agent ?? "",
+  };
+}

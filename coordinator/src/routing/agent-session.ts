@@ -1,0 +1,127 @@
+import { AsyncQueue } from "@farm/shared/async-queue";
+import { randomUUID } from "node:crypto";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { actionError, Errors, farmError } from "@farm/shared/errors";
+import { methodPath } from "@farm/shared/method-rules";
+import { fromCommandError } from "./command-error.js";
+import { hopDeadline } from "@farm/shared/deadline";
+import { AttachResponseSchema, AgentCallSchema, type AgentCallResult, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { AgentSession } from "../registry/registry.js";
+
+/** One attached agent's control stream on the coordinator side. */
+export class AttachSession implements AgentSession {
+  readonly outgoing = new AsyncQueue<AttachResponse>();
+  /**
+   * @param tokenName the agent token this stream authenticated with: evidence
+   *   ids issued through this session are uploadable only with that token.
+   */
+  constructor(readonly tokenName = "") {}
+
+  private readonly aborter = new AbortController();
+  private failure: Error | undefined;
+  private readonly pending = new Map<string, { resolve: (r: AgentCallResult) => void; reject: (e: Error) => void }>();
+
+  get signal(): AbortSignal {
+    return this.aborter.signal;
+  }
+
+  get error(): Error | undefined {
+    return this.failure;
+  }
+
+  send(msg: AttachResponse): boolean {
+    return this.outgoing.push(msg);
+  }
+
+  /**
+   * Calls one method of a service the agent implements, by its descriptor,
+   * and waits for the answer until the caller's deadline. The agent gets an
+   * earlier one (hopDeadline), so it answers in time with what it knows (an
+   * action id, whether it was dispatched). If the stream ends or the
+   * caller's deadline passes first, the outcome is unknown to the
+   * coordinator: the error says so, and the agent's journal keeps the truth.
+   * The agent's error is re-raised with its code, status, field and outcome.
+   */
+  async call<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    request: MessageInitShape<I>,
+    by: { tokenName: string; admin: boolean },
+    callerDeadlineMs: number,
+  ): Promise<MessageShape<O>> {
+    const result = await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs);
+    if (result.error) throw fromCommandError(result.error);
+    try {
+      return fromBinary(method.output, result.response);
+    } catch (err) {
+      throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent's answer to ${method.name} does not decode: ${(err as Error).message}`);
+    }
+  }
+
+  private exchange(method: DescMethodUnary, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number): Promise<AgentCallResult> {
+    const commandId = randomUUID();
+    const deadlineMs = hopDeadline(callerDeadlineMs);
+    // Stop waiting just before the caller does, so this answer still reaches it.
+    const waitUntil = callerDeadlineMs - Math.min(100, Math.max(0, callerDeadlineMs - Date.now()) * 0.05);
+    return new Promise<AgentCallResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(commandId);
+        reject(actionError(Errors.COMMAND_TIMEOUT, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
+      }, Math.max(0, waitUntil - Date.now()));
+      this.pending.set(commandId, {
+        resolve: (r) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      const call = create(AgentCallSchema, {
+        commandId,
+        method: methodPath(method),
+        deadline: timestampFromMs(Math.floor(deadlineMs)),
+        requestedBy: by.tokenName,
+        requestedByAdmin: by.admin,
+        request,
+      });
+      if (!this.send(create(AttachResponseSchema, { kind: { case: "call", value: call } }))) {
+        this.pending.get(commandId)?.reject(actionError(Errors.AGENT_OFFLINE, "the agent's stream has ended", { dispatched: false, ambiguous: false }));
+        this.pending.delete(commandId);
+      }
+    });
+  }
+
+  /** Delivers an agent's result to the waiting caller. */
+  resolve(result: AgentCallResult): void {
+    const p = this.pending.get(result.commandId);
+    if (!p) return; // caller already gave up
+    this.pending.delete(result.commandId);
+    p.resolve(result);
+  }
+
+  /** Ends the stream with an error the agent will see. */
+  terminate(err: Error): void {
+    if (this.aborter.signal.aborted) return;
+    this.failure = err;
+    this.aborter.abort(err);
+    this.outgoing.close();
+    this.failPending();
+  }
+
+  /** Ends the stream normally (the agent closed its side). */
+  end(): void {
+    if (this.aborter.signal.aborted) return;
+    this.aborter.abort();
+    this.outgoing.close();
+    this.failPending();
+  }
+
+  private failPending(): void {
+    for (const p of this.pending.values()) {
+      p.reject(actionError(Errors.AGENT_OFFLINE, "the agent went away before answering; the outcome is unknown", { dispatched: null, ambiguous: true }));
+    }
+    this.pending.clear();
+  }
+}

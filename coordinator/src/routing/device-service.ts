@@ -1,0 +1,204 @@
+import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { DescMethodUnary, Message } from "@bufbuild/protobuf";
+import { createHash } from "node:crypto";
+import { canonicalJson } from "@farm/shared/canonical-json";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import { rulesOf } from "@farm/shared/method-rules";
+import {
+  DeviceService,
+  type AbandonActionRequest,
+  type DeviceTarget,
+  type GetActionReceiptResponse,
+  type GetOwnershipResponse,
+  type ReconcileOwnershipResponse,
+} from "@farm/shared/gen/farm/v1/device_service_pb";
+import { requirePrincipal } from "../auth/auth.js";
+import type { Principal } from "../auth/token-store.js";
+import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
+import { actionRecordFor, ownershipFor } from "./command-privacy.js";
+import type { AttachSession } from "./agent-session.js";
+import type { Registry, Route } from "../registry/registry.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { ActivityLog } from "../activity/activity-log.js";
+import type { IdempotencyCache } from "./idempotency-cache.js";
+
+export interface DeviceServiceDeps {
+  registry: Registry;
+  leases: LeaseManager;
+  activity: ActivityLog;
+  idempotency: IdempotencyCache;
+  log: Logger;
+  /** Deadline for calls that set none. */
+  defaultTimeoutMs?: number;
+}
+
+type Request = Message & { target?: DeviceTarget };
+type Method = DescMethodUnary;
+
+/**
+ * What the coordinator adds to a forwarded method beyond the rules every
+ * method gets: a note before it runs, and the caller's view of the answer
+ * (journal records carry command text: command-privacy.ts).
+ */
+interface MethodHooks {
+  before?(req: Request, caller: Principal, log: Logger): void;
+  view?(res: Message, caller: Principal): Message;
+}
+
+const actionView = (res: Message, viewer: Principal): Message => {
+  const r = res as GetActionReceiptResponse;
+  return { ...r, action: r.action && actionRecordFor(viewer, r.action) } as GetActionReceiptResponse;
+};
+
+const hooks: Partial<Record<string, MethodHooks>> = {
+  getOwnership: {
+    view: (res, viewer) => {
+      const r = res as GetOwnershipResponse;
+      return { ...r, ownership: ownershipFor(viewer, r.ownership) } as GetOwnershipResponse;
+    },
+  },
+  reconcileOwnership: {
+    view: (res, viewer) => {
+      const r = res as ReconcileOwnershipResponse;
+      return {
+        ...r,
+        settled: r.settled.map((a) => actionRecordFor(viewer, a)),
+        unresolved: r.unresolved.map((a) => actionRecordFor(viewer, a)),
+        ownership: ownershipFor(viewer, r.ownership),
+      } as ReconcileOwnershipResponse;
+    },
+  },
+  getActionReceipt: { view: actionView },
+  abandonAction: {
+    before: (req, caller, log) => log.warn("abandon requested", { serial: req.target?.serial, actionId: (req as AbandonActionRequest).actionId, by: caller.tokenName }),
+    view: actionView,
+  },
+};
+
+/**
+ * Forwards every DeviceService method, from its descriptor, to the one
+ * agent that reports the serial and returns that agent's answer. What a
+ * method needs (a lease, the lease holder) comes from its rules in the
+ * schema. The caller's deadline travels with it, a little shorter, so the
+ * agent's answer can still arrive in time.
+ */
+export function registerDeviceService(router: ConnectRouter, deps: DeviceServiceDeps): void {
+  async function route(method: Method, req: Request, ctx: HandlerContext): Promise<Message> {
+    const principal = requirePrincipal(ctx);
+    const requestId = req.target?.requestId ?? "";
+    const run = () => recorded(method, req, ctx);
+    if (requestId === "") return run();
+    if (requestId.length > 128) throw invalidArgument("target.request_id", "request id is at most 128 characters");
+    return deps.idempotency.run(principal.tokenName, requestId, fingerprint(method, req), run);
+  }
+
+  /** Runs the call and writes it to the activity log, whatever its outcome. */
+  async function recorded(method: Method, req: Request, ctx: HandlerContext): Promise<Message> {
+    const principal = requirePrincipal(ctx);
+    const entry = { caller: principal.tokenName, leaseId: "", serial: req.target?.serial ?? "", physicalId: "", agentId: "", command: method.localName, requestId: req.target?.requestId ?? "", detail: detailOf(method, req) };
+    return deps.activity.track(entry, (e) => dispatch(method, req, ctx, e));
+  }
+
+  async function dispatch(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<Message> {
+    const principal = requirePrincipal(ctx);
+    const rules = rulesOf(method);
+    checkArguments(method, req);
+    const serial = req.target?.serial ?? "";
+    if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
+    const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), rules.leaseHolderOnly ? principal : undefined);
+    entry.physicalId = r.physicalId;
+    entry.agentId = r.agentId;
+    entry.leaseId = r.leaseId;
+    const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
+    // The agent stops early enough for its answer to reach the caller in time.
+    return (r.session as AttachSession).call(method, req, principal, Date.now() + budget);
+  }
+
+  const impl: Record<string, (req: Request, ctx: HandlerContext) => Promise<Message>> = {};
+  for (const m of DeviceService.methods) {
+    const method = m as Method;
+    const h = hooks[method.localName];
+    impl[method.localName] = async (req, ctx) => {
+      const caller = requirePrincipal(ctx);
+      h?.before?.(req, caller, deps.log);
+      const res = await route(method, req, ctx);
+      return h?.view ? h.view(res, caller) : res;
+    };
+  }
+  router.service(DeviceService, impl as unknown as ServiceImpl<typeof DeviceService>);
+}
+
+/**
+ * The route for a call on one serial, checked: exactly the agent that
+ * reports it, and for a mutation the caller's lease on its physical device
+ * (and no duplicate identity). With `holder`, a leased phone is refused to
+ * anyone but its lease holder or an admin.
+ */
+export function routeFor(
+  deps: { registry: Registry; leases: LeaseManager },
+  serial: string,
+  agent: string,
+  mutation: boolean,
+  leaseToken: string | null,
+  holder?: { tokenName: string; admin: boolean },
+): Route & { leaseId: string } {
+  const r = deps.registry.route(serial, agent);
+  if (holder) deps.leases.requireHolder(r.physicalId, holder, leaseToken, "create or remove its app forwards");
+  if (!mutation) return { ...r, leaseId: deps.leases.leaseOf(r.physicalId)?.leaseId ?? "" };
+  const unresolved = deps.registry.unresolvedOn(r.physicalId);
+  if (unresolved.length > 0) {
+    const first = unresolved[0] as (typeof unresolved)[number];
+    throw farmError(
+      Errors.DEVICE_OWNERSHIP_UNRESOLVED,
+      `device ${serial} (${r.physicalId}) has actions with an unknown outcome: ${unresolved.map((u) => `${u.actionIds.join(", ")} on agent ${u.agentName}`).join("; ")}; reconcile them (\`farm device ownership reconcile --device SERIAL\` on a serial of that agent) or have an admin abandon them`,
+      undefined,
+      { dispatched: false, ambiguous: false, actionId: first.actionIds[0] as string, agentId: first.agentId },
+    );
+  }
+  if (r.identityStatus === "duplicate") {
+    throw farmError(
+      Errors.DUPLICATE_IDENTITY,
+      `device ${serial} shares its identity (${r.physicalId}) with another phone; pin them apart with \`farm device pin\` before changing either`,
+      "target.serial",
+      { dispatched: false, ambiguous: false },
+    );
+  }
+  return { ...r, leaseId: deps.leases.authorize(r.physicalId, leaseToken).leaseId };
+}
+
+/**
+ * Argument caps, checked before a call is routed (the agent checks them
+ * again): a refusal names the field and reached no device.
+ */
+function checkArguments(method: Method, req: unknown): void {
+  const r = req as Record<string, unknown>;
+  if (method === DeviceService.method.runShell) checkShellCommand(String(r["command"] ?? ""));
+  if (method === DeviceService.method.setProperty) checkPropValue(String(r["value"] ?? ""));
+}
+
+function fingerprint(method: Method, req: Request): string {
+  // The request id itself is not part of what is being asked.
+  const copy = { ...req, target: req.target ? { ...req.target, requestId: "" } : undefined };
+  return createHash("sha256").update(method.localName).update(canonicalJson(copy)).digest("hex");
+}
+
+/** A short, secret-free description of the arguments for the activity log. */
+function detailOf(method: Method, req: unknown): string {
+  const r = req as Record<string, unknown>;
+  switch (method.localName) {
+    case "runShell":
+      return String(r["command"] ?? "").slice(0, 200);
+    case "setProperty":
+      return `${String(r["key"])}=${String(r["value"]).slice(0, 100)}`;
+    case "getActionReceipt":
+    case "abandonAction":
+      return String(r["actionId"] ?? "");
+    case "getAppEndpoint":
+      return `${String(r["app"] ?? "")}${r["wdaRunner"] ? ` wda ${String(r["wdaRunner"])}` : ""}`;
+    case "removeAppForward":
+      return `tcp:${String(r["port"] ?? "")}`;
+    default:
+      return "";
+  }
+}

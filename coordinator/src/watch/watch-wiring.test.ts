@@ -1,0 +1,63 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
+import { createLogger } from "@farm/shared/log";
+import { ActivityLog } from "../activity/activity-log.js";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
+import { DeviceLabels } from "../devices/device-labels.js";
+import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
+import { EvidenceStore } from "../evidence/evidence-store.js";
+import { LeaseManager } from "../leases/lease-manager.js";
+import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
+import { Registry } from "../registry/registry.js";
+import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
+import { VideoSessionIndex } from "../video/video-session-index.js";
+import { WatchHub } from "./watch-hub.js";
+import { wireWatchHub } from "./watch-wiring.js";
+
+let opened: OpenedDatabase | undefined;
+
+afterEach(() => {
+  opened?.close();
+  opened = undefined;
+});
+
+function wired() {
+  opened = openDatabase(":memory:");
+  const db = opened.db;
+  const registry = new Registry(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
+  const labels = new DeviceLabels(new SqliteDeviceLabelStore(db));
+  const leases = new LeaseManager(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
+  const hub = new WatchHub();
+  // Nothing here touches the evidence directory.
+  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(db), evidence: new EvidenceStore(db, "/nonexistent"), videos: new VideoSessionIndex(db) });
+  return { registry, leases, labels, hub };
+}
+
+const listening = (r: Registry) => (["agent", "device", "deviceRemoved"] as const).map((e) => r.events.listenerCount(e));
+
+describe("watch wiring", () => {
+  it("listens to the registry only while the hub has watchers, and forwards what it hears", async () => {
+    const { registry, labels, hub } = wired();
+    expect(listening(registry)).toEqual([0, 0, 0]);
+    expect(labels.events.listenerCount("changed")).toBe(0);
+
+    const ac = new AbortController();
+    const watch = hub.subscribe(ac.signal);
+    expect((await watch.next()).value?.kind.case).toBe("ready");
+    expect(listening(registry)).toEqual([1, 1, 1]);
+
+    registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
+    registry.upsertDevice("a-1", create(DeviceReportSchema, { serial: "S-1", state: "device", properties: { physicalId: "pd-1", identityStatus: "ok" } }));
+    labels.set("pd-1", { rack: "b2" });
+    const got: WatchResponse[] = [];
+    for (let i = 0; i < 3; i++) got.push((await watch.next()).value as WatchResponse);
+    expect(got.map((m) => m.kind.case)).toEqual(["agent", "device", "labels"]);
+
+    ac.abort();
+    expect((await watch.next()).done).toBe(true);
+    expect(listening(registry)).toEqual([0, 0, 0]);
+    expect(labels.events.listenerCount("changed")).toBe(0);
+  });
+});

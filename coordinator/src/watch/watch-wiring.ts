@@ -1,0 +1,65 @@
+import type { Agent, Device } from "@farm/shared/gen/farm/v1/registry_pb";
+import type { ActivityLog } from "../activity/activity-log.js";
+import type { DeviceLabels } from "../devices/device-labels.js";
+import type { EvidenceStore } from "../evidence/evidence-store.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { LeaseRow, Waiter } from "../leases/lease-store.js";
+import { activityMessage, evidenceMessage, leaseMessage, videoSessionMessage, waiterMessage } from "./messages.js";
+import type { Registry } from "../registry/registry.js";
+import type { VideoSessionIndex } from "../video/video-session-index.js";
+import type { WatchHub } from "./watch-hub.js";
+
+export interface WatchSources {
+  registry: Registry;
+  leases: LeaseManager;
+  labels: DeviceLabels;
+  activity: ActivityLog;
+  evidence: EvidenceStore;
+  videos: VideoSessionIndex;
+}
+
+/** Connects every source of change to the hub, in the wire form the list RPCs use. */
+export function wireWatchHub(hub: WatchHub, src: WatchSources): void {
+  const agentName = (id: string) => src.registry.agentName(id) ?? "";
+  // Sources build their events only while someone listens (attach and
+  // heartbeats are hot paths): listen to them only while someone watches.
+  whileWatched(hub, () => {
+    const onAgent = (agent: Agent) => hub.publish({ case: "agent", value: agent });
+    const onDevice = (device: Device) => hub.publish({ case: "device", value: device });
+    const onDeviceRemoved = (agentId: string, serial: string) => hub.publish({ case: "deviceRemoved", value: { agentId, serial } });
+    const onLease = (lease: LeaseRow) => hub.publish({ case: "lease", value: leaseMessage(lease, agentName(lease.agentId)) });
+    const onLeaseEnded = (lease: LeaseRow) => hub.publish({ case: "leaseEnded", value: { leaseId: lease.leaseId, physicalId: lease.physicalId, reason: lease.state } });
+    const onQueue = (waiters: Waiter[]) => hub.publish({ case: "queue", value: { waiters: waiters.map(waiterMessage) } });
+    const onLabels = (physicalId: string, labels: Record<string, string>) => hub.publish({ case: "labels", value: { physicalId, labels } });
+    src.registry.events.on("agent", onAgent).on("device", onDevice).on("deviceRemoved", onDeviceRemoved);
+    src.leases.events.on("lease", onLease).on("leaseEnded", onLeaseEnded).on("queue", onQueue);
+    src.labels.events.on("changed", onLabels);
+    return () => {
+      src.registry.events.off("agent", onAgent).off("device", onDevice).off("deviceRemoved", onDeviceRemoved);
+      src.leases.events.off("lease", onLease).off("leaseEnded", onLeaseEnded).off("queue", onQueue);
+      src.labels.events.off("changed", onLabels);
+    };
+  });
+  src.activity.onRecord((row) => hub.publish({ case: "activity", value: activityMessage(row) }));
+  src.evidence.onPublish = (row) => {
+    hub.publish({ case: "evidence", value: evidenceMessage(row, agentName(row.agentId)) });
+    // A stored video bundle is its session's final word, also when nobody
+    // asked (the device's time limit ended it): the index takes it over.
+    const session = src.videos.get(row.evidenceId);
+    if (session) void src.videos.settleFromBundle(session, src.evidence);
+  };
+  src.videos.onUpsert = (row) => hub.publish({ case: "videoSession", value: videoSessionMessage(row, agentName(row.agentId), src.evidence.get(row.sessionId) !== undefined) });
+}
+
+/** Runs `listen` when the hub gets its first watcher, and what it returns when the last one leaves. */
+function whileWatched(hub: WatchHub, listen: () => () => void): void {
+  let unlisten: (() => void) | undefined;
+  if (hub.size > 0) unlisten = listen();
+  hub.events.on("watchers", (count) => {
+    if (count > 0 && !unlisten) unlisten = listen();
+    else if (count === 0 && unlisten) {
+      unlisten();
+      unlisten = undefined;
+    }
+  });
+}
