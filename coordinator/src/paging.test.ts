@@ -1,15 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { toErrorReport } from "@farm/shared/errors";
 import { decodePageToken, DEFAULT_PAGE_SIZE, encodePageToken, MAX_PAGE_SIZE, pageSizeOf, readPage, type PageScope } from "./paging.js";
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-    return null;
-  } catch (err) {
-    return toErrorReport(err);
-  }
-};
+import { refusal } from "@farm/shared/testing/refusal";
 
 const scope: PageScope = { list: "things", filter: { serial: "s1", status: "" } };
 const shape = ["number", "string"] as const;

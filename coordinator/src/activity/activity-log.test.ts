@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { toErrorReport } from "@farm/shared/errors";
 import { ActivityLog, type ActivityRow } from "./activity-log.js";
 import { openDatabase } from "../db/open-database.js";
+import { refusal } from "@farm/shared/testing/refusal";
 
 const opened = openDatabase(":memory:");
 const log = new ActivityLog(opened.db);
@@ -9,15 +9,6 @@ afterAll(() => opened.close());
 
 const T = 1_700_000_000_000;
 const entry = (serial: string, at: number, command = "RunShell"): Omit<ActivityRow, "id"> => ({ at, caller: "alice", leaseId: "", serial, physicalId: "", agentId: "a1", command, outcome: "ok", durationMs: 1, requestId: "", detail: "" });
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-    return null;
-  } catch (err) {
-    return toErrorReport(err);
-  }
-};
 
 describe("activity pages", () => {
   // 7 entries on s1 in the same millisecond, 3 on s2, written in this order.

@@ -6,24 +6,15 @@ import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { afterAll, describe, expect, it } from "vitest";
-import { toErrorReport } from "@farm/shared/errors";
 import { openDatabase } from "../db/open-database.js";
 import * as schema from "../db/schema.js";
 import { encodePageToken } from "../paging.js";
 import { roleAtLeast, TokenStore } from "./token-store.js";
+import { refusal } from "@farm/shared/testing/refusal";
 
 const opened = openDatabase(":memory:");
 const store = new TokenStore(opened.db);
 afterAll(() => opened.close());
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-    return null;
-  } catch (err) {
-    return toErrorReport(err);
-  }
-};
 
 describe("token roles", () => {
   it("gives user tokens a role (operator by default) and agent tokens none", () => {

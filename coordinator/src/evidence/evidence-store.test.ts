@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { afterAll, describe, expect, it } from "vitest";
-import { toErrorReport } from "@farm/shared/errors";
 import { openDatabase } from "../db/open-database.js";
 import { evidence } from "../db/schema.js";
 import { EvidenceStore, type EvidenceRow } from "./evidence-store.js";
+import { refusal } from "@farm/shared/testing/refusal";
 
 const opened = openDatabase(":memory:");
 // Listing reads only the index; nothing here touches the directory.
@@ -32,15 +32,6 @@ function readAll(filter: Filter, pageSize: number, between?: (page: number) => v
   } while (token);
   return { ids, pages };
 }
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-    return null;
-  } catch (err) {
-    return toErrorReport(err);
-  }
-};
 
 describe("evidence pages", () => {
   // Bundles published in the same millisecond are common (a burst of captures).

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { toErrorReport } from "@farm/shared/errors";
 import { openDatabase } from "../db/open-database.js";
 import { VideoSessionIndex, type VideoSessionRow } from "./video-session-index.js";
+import { refusal } from "@farm/shared/testing/refusal";
 
 const opened = openDatabase(":memory:");
 const index = new VideoSessionIndex(opened.db);
@@ -27,15 +27,6 @@ function readAll(filter: Filter, pageSize: number, between?: () => void): string
   } while (token);
   return ids;
 }
-
-const refusal = (f: () => unknown) => {
-  try {
-    f();
-    return null;
-  } catch (err) {
-    return toErrorReport(err);
-  }
-};
 
 describe("video session pages", () => {
   const rows = [...Array.from({ length: 4 }, () => session(T)), session(T - 1), session(T + 1), ...Array.from({ length: 3 }, () => session(T, { serial: "s2", status: "complete" }))];
