@@ -1,4 +1,4 @@
-import { Errors } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 
 const units: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };

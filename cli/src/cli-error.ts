@@ -1,6 +1,10 @@
-import { toErrorReport, type ErrorReport, type FarmErrorSpec } from "@farm/shared/errors";
+import type { ActionOutcome, ErrorReport, FarmErrorSpec } from "@farm/shared/error-codes";
 
-/** An error raised on the client side before any RPC, e.g. bad flags; its field is a flag name. */
+/**
+ * An error raised on the client side before any RPC, e.g. bad flags; its
+ * field is a flag name. Only type imports here: flag parsing raises it at
+ * start-up, from the Connect-free error table (@farm/shared/error-codes).
+ */
 export class CliError extends Error {
   readonly code: FarmErrorSpec["code"];
 
@@ -8,39 +12,26 @@ export class CliError extends Error {
     readonly spec: FarmErrorSpec,
     message: string,
     readonly field?: string,
+    /** For commands that change a device: what is known of the action (nothing was dispatched). */
+    readonly outcome?: ActionOutcome,
   ) {
     super(message);
     this.name = "CliError";
     this.code = spec.code;
   }
-}
 
-/**
- * The flag a request field is set by, where the two names differ. Servers
- * name fields by their proto path; the CLI prints what the user typed.
- */
-const flagForField: Readonly<Record<string, string>> = {
-  "target.serial": "device",
-  "target.agent": "agent",
-  "target.request_id": "request-id",
-  action_id: "action-id",
-  session_id: "session",
-  x_farm_lease: "lease",
-  duration_seconds: "duration-seconds",
-  context_json: "context-json",
-  timeout_ms: "timeout",
-  app_package: "app-package",
-  "selector.api_level": "api-level",
-};
+  /** The same refusal, marked as not dispatched (a device mutation refused before sending). */
+  notDispatched(): CliError {
+    return this.outcome ? this : new CliError(this.spec, this.message, this.field, { dispatched: false, ambiguous: false });
+  }
 
-/** The flag name for a proto field path (unchanged when no flag sets it). */
-export function flagFor(field: string): string {
-  return flagForField[field] ?? field;
-}
-
-/** Maps any thrown value to the report the CLI prints, fields named by flag. */
-export function cliErrorReport(err: unknown): ErrorReport {
-  if (err instanceof CliError) return err.field ? { ok: false, code: err.code, message: err.message, field: err.field } : { ok: false, code: err.code, message: err.message };
-  const report = toErrorReport(err);
-  return report.field ? { ...report, field: flagFor(report.field) } : report;
+  report(): ErrorReport {
+    return {
+      ok: false,
+      code: this.code,
+      message: this.message,
+      ...(this.field ? { field: this.field } : {}),
+      ...(this.outcome ? { dispatched: this.outcome.dispatched, ambiguous: this.outcome.ambiguous } : {}),
+    };
+  }
 }

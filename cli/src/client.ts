@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
@@ -8,7 +9,7 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 
 /** A client for one farm service, authenticated with the resolved token. */
-export function serviceClient<S extends DescService>(service: S, config: ClientConfig, opts: { lease?: string | undefined } = {}): Client<S> {
+export function serviceClient<S extends DescService>(service: S, config: ClientConfig & { verbose?: boolean }, opts: { lease?: string | undefined } = {}): Client<S> {
   if (!config.token) {
     throw new CliError(
       Errors.UNAUTHENTICATED,
@@ -23,7 +24,32 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
       throw explainUnavailable(err, config, req.method);
     }
   };
-  return createClient(service, clientTransport(config, { lease: opts.lease, interceptors: [explain] }));
+  return createClient(service, clientTransport(config, { lease: opts.lease, interceptors: [requestId(config.verbose === true), explain] }));
+}
+
+/**
+ * Tags every call with an x-request-id (a new one unless the caller set
+ * it), so a call can be found in logs and proxies; with --verbose, prints
+ * it with the method, the outcome and the time until the answer (the
+ * start of the stream, for a streaming call) on stderr.
+ */
+function requestId(verbose: boolean): Interceptor {
+  return (next) => async (req) => {
+    if (!req.header.has("x-request-id")) req.header.set("x-request-id", randomUUID());
+    const id = req.header.get("x-request-id") as string;
+    const started = performance.now();
+    const log = (outcome: string) => {
+      if (verbose) process.stderr.write(`farm: ${req.service.typeName}/${req.method.name} x-request-id=${id} ${outcome} ${Math.round(performance.now() - started)} ms\n`);
+    };
+    try {
+      const res = await next(req);
+      log("ok");
+      return res;
+    } catch (err) {
+      log(`failed: ${ConnectError.from(err).rawMessage.slice(0, 120)}`);
+      throw err;
+    }
+  };
 }
 
 /** The transport every CLI call uses: token, lease header, TLS roots or --ca-file, the cleartext rule. */

@@ -1,9 +1,10 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { Errors } from "@farm/shared/errors";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { CliError } from "./cli-error.js";
-import { defaultConfigFile, defaultFarmHome, standaloneFiles } from "@farm/shared/paths";
+import { Errors } from "@farm/shared/error-codes";
+import { defaultConfigFile } from "@farm/shared/paths";
 
+/** Where and as whom a client command talks, once resolved (options/resolve.ts). */
 export interface ClientConfig {
   coordinator: string;
   /** Where the coordinator URL came from, for error messages. */
@@ -15,67 +16,29 @@ export interface ClientConfig {
   insecure: boolean;
 }
 
-export interface ConfigInputs {
-  flags: { coordinator?: string | undefined; tokenFile?: string | undefined; caFile?: string | undefined; insecure?: boolean | undefined };
-  env: NodeJS.ProcessEnv;
-}
-
-interface FileConfig {
-  coordinator?: string;
-  token?: string;
-  tokenFile?: string;
-  output?: string;
-  caFile?: string;
-  insecure?: boolean;
-}
-
 export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";
 
-/**
- * Resolves where and as whom the CLI talks: flags > environment
- * (FARM_COORDINATOR, FARM_TOKEN, FARM_CA_FILE, FARM_INSECURE) > config file
- * > the local standalone's files > built-in defaults.
- */
-export function resolveClientConfig({ flags, env }: ConfigInputs): ClientConfig {
-  const configPath = configFilePath(env);
-  const file = readConfigFile(configPath);
-  const home = defaultFarmHome(env);
-  const standalone = readStandalone(join(home, standaloneFiles.address));
+/** The client config file's keys and what each holds; `farm config set` refuses others. */
+export const configKeys = {
+  coordinator: { type: "string", description: "coordinator URL (http:// or https://)" },
+  token: { type: "string", description: "a user token (farmu_…); prefer tokenFile" },
+  tokenFile: { type: "string", description: "file holding a user token" },
+  caFile: { type: "string", description: "PEM CA bundle to verify the coordinator with" },
+  insecure: { type: "boolean", description: "allow a token over cleartext to a non-loopback coordinator" },
+  output: { type: "string", description: "output format: json, pretty or wide" },
+} as const;
 
-  let coordinator = DEFAULT_COORDINATOR;
-  let coordinatorSource = "default";
-  if (flags.coordinator) [coordinator, coordinatorSource] = [flags.coordinator, "--coordinator"];
-  else if (env["FARM_COORDINATOR"]) [coordinator, coordinatorSource] = [env["FARM_COORDINATOR"], "FARM_COORDINATOR"];
-  else if (file.coordinator) [coordinator, coordinatorSource] = [file.coordinator, configPath];
-  else if (standalone) [coordinator, coordinatorSource] = [standalone, join(home, standaloneFiles.address)];
-  validateUrl(coordinator, coordinatorSource);
+export type ConfigKey = keyof typeof configKeys;
 
-  let token: string | undefined;
-  if (flags.tokenFile) token = readTokenFile(flags.tokenFile, "token-file");
-  else if (env["FARM_TOKEN"]) token = env["FARM_TOKEN"].trim();
-  else if (file.token) token = file.token;
-  else if (file.tokenFile) token = readTokenFile(file.tokenFile, "tokenFile");
-  else token = readOptional(join(home, standaloneFiles.adminToken));
+export type ConfigFile = Partial<Record<ConfigKey, string | boolean>> & Record<string, unknown>;
 
-  const caFile = flags.caFile ?? (env["FARM_CA_FILE"] || undefined) ?? file.caFile;
-  const insecure = flags.insecure === true || env["FARM_INSECURE"] === "1" || file.insecure === true;
-  return { coordinator, coordinatorSource, token, caFile, insecure };
-}
-
-/** The config file's "output" setting, if any (main decides the format). */
-export function configuredOutput(env: NodeJS.ProcessEnv): string | undefined {
-  try {
-    return readConfigFile(configFilePath(env)).output;
-  } catch {
-    return undefined;
-  }
-}
-
-function configFilePath(env: NodeJS.ProcessEnv): string {
+/** FARM_CONFIG, else ~/.config/farm/config.json. */
+export function configFilePath(env: NodeJS.ProcessEnv): string {
   return env["FARM_CONFIG"] || defaultConfigFile(env);
 }
 
-function readConfigFile(path: string): FileConfig {
+/** The config file's object; a missing file is an empty one, a malformed one an error. */
+export function readConfigFile(path: string): ConfigFile {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -85,18 +48,25 @@ function readConfigFile(path: string): FileConfig {
   try {
     const parsed = JSON.parse(text) as unknown;
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
-    return parsed as FileConfig;
+    return parsed as ConfigFile;
   } catch (err) {
     throw new CliError(Errors.INVALID_ARGUMENT, `config file ${path} is not a JSON object: ${(err as Error).message}`, "config");
   }
 }
 
-function readStandalone(path: string): string | undefined {
-  const text = readOptional(path);
-  if (!text) return undefined;
+/** Replaces the config file atomically, private to its owner (it may hold a token). */
+export function writeConfigFile(path: string, config: ConfigFile): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
+  renameSync(tmp, path);
+}
+
+/** The config file's "output" setting, if any (start-up decides the format before parsing). */
+export function configuredOutput(env: NodeJS.ProcessEnv): string | undefined {
   try {
-    const url = (JSON.parse(text) as { url?: unknown }).url;
-    return typeof url === "string" ? url : undefined;
+    const v = readConfigFile(configFilePath(env)).output;
+    return typeof v === "string" ? v : undefined;
   } catch {
     return undefined;
   }
@@ -112,7 +82,7 @@ export function readTokenFile(path: string, field: string): string {
   }
 }
 
-function readOptional(path: string): string | undefined {
+export function readOptional(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8").trim() || undefined;
   } catch {
@@ -120,7 +90,7 @@ function readOptional(path: string): string | undefined {
   }
 }
 
-function validateUrl(url: string, source: string): void {
+export function validateUrl(url: string, source: string): void {
   let u: URL;
   try {
     u = new URL(url);

@@ -1,4 +1,4 @@
-import { Errors } from "@farm/shared/errors";
+import { Errors } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 
 const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };

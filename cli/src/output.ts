@@ -1,7 +1,9 @@
-import type { ErrorReport } from "@farm/shared/errors";
-import { cliErrorReport } from "./cli-error.js";
+import type { ErrorReport } from "@farm/shared/error-codes";
 
-export type OutputFormat = "json" | "pretty";
+/** json: one JSON object per result; pretty: text for people; wide: pretty with more columns where a list has them. */
+export type OutputFormat = "json" | "pretty" | "wide";
+
+export const outputFormats: readonly OutputFormat[] = ["json", "pretty", "wide"];
 
 /** json when stdout is not a terminal (pipes, CI), pretty on a terminal. */
 export function defaultFormat(isTty = process.stdout.isTTY === true): OutputFormat {
@@ -10,11 +12,19 @@ export function defaultFormat(isTty = process.stdout.isTTY === true): OutputForm
 
 export interface Printer {
   format: OutputFormat;
+  /** True for `-o wide`: lists add the columns they have beyond the usual ones. */
+  wide: boolean;
   /** Prints a success: the data as JSON, or the pretty rendering. */
   result(data: Record<string, unknown>, pretty: () => string): void;
-  failure(err: unknown): ErrorReport;
+  /** Prints a failure: the JSON envelope on stdout, or one line on stderr for people. */
+  failure(report: ErrorReport): void;
   /** Prints data as given (it carries its own ok), or the pretty rendering. */
   emit(data: Record<string, unknown>, pretty: () => string): void;
+}
+
+/** The one-line form of an error for people: `error: <message> [CODE, field x]`. */
+export function errorLine(report: Pick<ErrorReport, "code" | "message" | "field">): string {
+  return `error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]`;
 }
 
 export function createPrinter(
@@ -24,6 +34,7 @@ export function createPrinter(
 ): Printer {
   return {
     format,
+    wide: format === "wide",
     result(data, pretty) {
       if (format === "json") out(JSON.stringify({ ok: true, ...data }) + "\n");
       else out(pretty() + "\n");
@@ -32,11 +43,9 @@ export function createPrinter(
       if (format === "json") out(JSON.stringify(data) + "\n");
       else out(pretty() + "\n");
     },
-    failure(e) {
-      const report = cliErrorReport(e);
+    failure(report) {
       if (format === "json") out(JSON.stringify(report) + "\n");
-      else err(`error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]\n`);
-      return report;
+      else err(errorLine(report) + "\n");
     },
   };
 }

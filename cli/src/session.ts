@@ -1,27 +1,24 @@
-import { Errors } from "@farm/shared/errors";
-import { CliError } from "./cli-error.js";
-import { intFlag, stringFlag, type Parsed } from "./args.js";
-import { resolveClientConfig, type ClientConfig } from "./config.js";
-import type { CommandContext } from "./command.js";
+import type { ClientConfig } from "./config.js";
+import { resolveClientConfig, type ConnectionValues, type ValueSource } from "./options/resolve.js";
+import type { CommandContext } from "./tree/spec.js";
 
 export interface ClientSession {
-  config: ClientConfig;
+  config: ClientConfig & { verbose: boolean };
   /** Deadline for each RPC, propagated to the coordinator. */
   timeoutMs: number;
 }
 
+/** What a client command's action knows: its resolved connection options and where the coordinator came from. */
+export interface SessionInput {
+  opts: ConnectionValues & { timeout?: number | undefined };
+  sources: { coordinator?: ValueSource | undefined };
+  ctx: Pick<CommandContext, "env" | "configFile" | "configPath">;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
 /** Resolves coordinator, token and deadline for a client command. */
-export function clientSession(ctx: CommandContext, parsed: Parsed): ClientSession {
-  const config = resolveClientConfig({
-    flags: {
-      coordinator: stringFlag(parsed, "coordinator"),
-      tokenFile: stringFlag(parsed, "token-file"),
-      caFile: stringFlag(parsed, "ca-file"),
-      insecure: parsed.values["insecure"] === true,
-    },
-    env: ctx.env,
-  });
-  const timeoutMs = intFlag(parsed, "timeout", 100, 3_600_000) ?? 30_000;
-  if (!Number.isFinite(timeoutMs)) throw new CliError(Errors.INVALID_ARGUMENT, "bad timeout", "timeout");
-  return { config, timeoutMs };
+export function clientSession({ opts, sources, ctx }: SessionInput): ClientSession {
+  const config = resolveClientConfig(opts, sources, { env: ctx.env, file: ctx.configFile, fileName: ctx.configPath });
+  return { config, timeoutMs: opts.timeout ?? DEFAULT_TIMEOUT_MS };
 }

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
         `  ${cli} agents --output pretty`,
         `  ${cli} token list --output pretty`,
         `  curl ${url}/healthz`,
-        `  ${cli} evidence capture --device ${sim.devices[0]?.serial ?? "SERIAL"} --output-dir /tmp/farm-demo-bundle`,
+        `  ${cli} evidence capture --device ${sim.devices[0]?.serial ?? "SERIAL"} /tmp/farm-demo-bundle`,
         "",
         `Dashboard: ${url}/dashboard/ (sign in with the admin token in ${home}/admin.token)`,
         "",

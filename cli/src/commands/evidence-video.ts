@@ -11,12 +11,14 @@ import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { VideoService, type InspectVideoResponse, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { allPages } from "../all-pages.js";
-import { parseFlags, requiredString, stringFlag, type Parsed } from "../args.js";
 import { serviceClient } from "../client.js";
-import { clientOptions, type Command, type CommandContext, type CommandGroup } from "../command.js";
 import { table } from "../output.js";
-import { clientSession } from "../session.js";
+import { clientSession, type ClientSession } from "../session.js";
 import { claimBundleDir, publishBundleFile, writePulledBundle } from "../bundle-writer.js";
+import { startProgress } from "../progress/progress.js";
+import type { videoInspectOptions, videoListOptions, videoReleaseOptions, videoSessionOptions, videoStartOptions } from "../tree/evidence-commands.js";
+import type { Action, CommandContext } from "../tree/spec.js";
+import { outputDirOf } from "./evidence.js";
 
 // Video has fixed budgets (start 5 s, stop 15 s); --timeout is only the RPC deadline.
 const START_RPC_MS = 30_000;
@@ -42,8 +44,7 @@ async function resolveSession(text: string | undefined): Promise<{ sessionId: st
 }
 
 /** Status and stop use the session's saved target; a different --device is a mistake, not a redirect. */
-function checkTarget(parsed: Parsed, sessionId: string, serial: string): void {
-  const device = stringFlag(parsed, "device");
+function checkTarget(device: string | undefined, sessionId: string, serial: string): void {
   if (device !== undefined && device !== serial) {
     throw invalidArgument("device", `session ${sessionId} records ${serial}; --device ${device} conflicts with it`);
   }
@@ -54,12 +55,12 @@ function checkTarget(parsed: Parsed, sessionId: string, serial: string): void {
  * recording, then the verified bundle from the store once terminal. A
  * terminal local bundle is never modified again.
  */
-async function refreshLocal(ctx: CommandContext, parsed: Parsed, dir: string, s: VideoSession): Promise<void> {
+async function refreshLocal(session: ClientSession, dir: string, s: VideoSession): Promise<void> {
   const path = join(dir, "manifest.json");
   const current = await readFile(path, "utf8").then((t) => JSON.parse(t) as EvidenceManifest, () => null);
   if (current?.finishedAt) return;
   if (s.stored) {
-    const client = serviceClient(EvidenceService, clientSession(ctx, parsed).config);
+    const client = serviceClient(EvidenceService, session.config);
     await writePulledBundle({ dir, evidenceId: s.sessionId, claim: false }, client.pullEvidence({ evidenceId: s.sessionId }, { timeoutMs: TRANSFER_MS }));
   } else if (s.manifestJson) {
     const m = JSON.parse(s.manifestJson) as EvidenceManifest;
@@ -106,188 +107,168 @@ function pretty(d: Record<string, unknown>): string {
     .join("\n");
 }
 
-const start: Command = {
-  name: "start",
-  summary: "Start a recording on a phone; answers once the recorder is live",
-  usage:
-    "farm evidence video start --device SERIAL --duration-seconds 1..180 [--size WxH] [--agent NAME] [--label TEXT] [--context-json OBJECT] [--output-dir /absolute/new/dir]",
-  options: {
-    ...clientOptions,
-    device: { type: "string" },
-    agent: { type: "string" },
-    "duration-seconds": { type: "string" },
-    size: { type: "string" },
-    label: { type: "string" },
-    "context-json": { type: "string" },
-    "output-dir": { type: "string" },
-  },
-  async run(ctx) {
-    const parsed = parseFlags(ctx.args, this.options);
-    // Every rule is checked before any device, coordinator or file is touched.
-    const serial = requiredString(parsed, "device");
-    const durationSeconds = validateDurationSeconds(stringFlag(parsed, "duration-seconds"));
-    const size = stringFlag(parsed, "size");
-    parseVideoSize(size);
-    const label = validateLabel(stringFlag(parsed, "label"));
-    const context = validateContext(stringFlag(parsed, "context-json"));
-    const outputFlag = stringFlag(parsed, "output-dir");
-    const outputDir = outputFlag === undefined ? undefined : validateOutputDir(outputFlag);
-    const session = clientSession(ctx, parsed);
-    const client = serviceClient(VideoService, session.config);
-    if (outputDir) await claimBundleDir(outputDir);
-    let res;
-    try {
-      res = await client.startVideo(
-        {
-          target: create(DeviceTargetSchema, { serial, agent: stringFlag(parsed, "agent") ?? "" }),
-          durationSeconds,
-          size: size ?? "",
-          ...(label === null ? {} : { label }),
-          contextJson: JSON.stringify(context),
-          cliVersion: FARM_VERSION,
-        },
-        { timeoutMs: Math.max(session.timeoutMs, START_RPC_MS) },
-      );
-    } catch (err) {
-      // Refused before anything was recorded: the claimed directory is still empty.
-      if (outputDir) await rmdir(outputDir).catch(() => undefined);
-      throw err;
-    }
-    const s = res.session as VideoSession;
-    let manifestPath: string | null = null;
-    if (outputDir) {
-      await refreshLocal(ctx, parsed, outputDir, s);
-      manifestPath = join(outputDir, "manifest.json");
-    }
-    const data = view(s, manifestPath, (status) => status === "recording");
-    ctx.printer.emit(data, () => pretty(data));
-    return data["ok"] ? 0 : 1;
-  },
+/** `farm evidence video start [DIR]` (or the old `--output-dir DIR`). */
+export const startVideo: Action<typeof videoStartOptions> = async (input) => {
+  const { opts, ctx } = input;
+  // Every rule is checked before any device, coordinator or file is touched.
+  const serial = opts.device;
+  const durationSeconds = validateDurationSeconds(opts.durationSeconds);
+  const size = opts.size;
+  parseVideoSize(size);
+  const label = validateLabel(opts.label);
+  const context = validateContext(opts.contextJson);
+  const outputFlag = outputDirOf(input.args[0], opts.outputDir);
+  const outputDir = outputFlag === undefined ? undefined : validateOutputDir(outputFlag);
+  const session = clientSession(input);
+  const client = serviceClient(VideoService, session.config);
+  if (outputDir) await claimBundleDir(outputDir);
+  let res;
+  try {
+    res = await client.startVideo(
+      {
+        target: create(DeviceTargetSchema, { serial, agent: opts.agent ?? "" }),
+        durationSeconds,
+        size: size ?? "",
+        ...(label === null ? {} : { label }),
+        contextJson: JSON.stringify(context),
+        cliVersion: FARM_VERSION,
+      },
+      { timeoutMs: Math.max(session.timeoutMs, START_RPC_MS) },
+    );
+  } catch (err) {
+    // Refused before anything was recorded: the claimed directory is still empty.
+    if (outputDir) await rmdir(outputDir).catch(() => undefined);
+    throw err;
+  }
+  const s = res.session as VideoSession;
+  let manifestPath: string | null = null;
+  if (outputDir) {
+    await refreshLocal(session, outputDir, s);
+    manifestPath = join(outputDir, "manifest.json");
+  }
+  const data = view(s, manifestPath, (status) => status === "recording");
+  ctx.printer.emit(data, () => pretty(data));
+  return data["ok"] ? 0 : 1;
 };
 
-function sessionCommand(name: "status" | "stop", summary: string): Command {
-  return {
-    name,
-    summary,
-    usage: `farm evidence video ${name} --session SESSION_ID|/path/to/bundle/manifest.json [--device SERIAL]`,
-    options: { ...clientOptions, session: { type: "string" }, device: { type: "string" } },
-    async run(ctx) {
-      const parsed = parseFlags(ctx.args, this.options);
-      const target = await resolveSession(stringFlag(parsed, "session"));
-      const session = clientSession(ctx, parsed);
-      const client = serviceClient(VideoService, session.config);
-      // A conflicting --device is refused before anything changes: from the
-      // local bundle when there is one, else from the session's saved target,
-      // read (status changes nothing) before a stop is ever sent.
-      let s: VideoSession | undefined;
-      if (target.local) checkTarget(parsed, target.sessionId, target.local.device.serial);
-      else if (stringFlag(parsed, "device") !== undefined) {
-        const saved = (await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })).session as VideoSession;
-        checkTarget(parsed, saved.sessionId, saved.serial);
-        if (name === "status") s = saved;
+/** A live view of a stop: the session's stages as they change, polled while the stop call waits. */
+async function stopWithStages(ctx: CommandContext, client: ReturnType<typeof serviceClient<typeof VideoService>>, session: ClientSession, sessionId: string): Promise<VideoSession> {
+  const progress = await startProgress(ctx, `stopping ${sessionId}`);
+  let polling = true;
+  const poll = (async () => {
+    let last = "";
+    while (polling) {
+      await new Promise((r) => setTimeout(r, 500));
+      if (!polling) break;
+      const s = await client.getVideoStatus({ sessionId }, { timeoutMs: 5_000 }).then((r) => r.session, () => undefined);
+      const stage = s ? `${s.status}${s.recoveryState ? ` (${s.recoveryState})` : ""}` : "";
+      if (stage && stage !== last) {
+        last = stage;
+        progress.update(`stopping ${sessionId}: ${stage}`);
       }
-      s ??= (
-        name === "stop"
-          ? await client.stopVideo({ sessionId: target.sessionId }, { timeoutMs: Math.max(session.timeoutMs, STOP_RPC_MS) })
-          : await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })
-      ).session as VideoSession;
-      // The coordinator's record is the saved target; a local bundle that disagrees is not trusted.
-      checkTarget(parsed, s.sessionId, s.serial);
-      if (target.dir) await refreshLocal(ctx, parsed, target.dir, s);
-      const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;
-      const data = view(s, manifestPath, name === "stop" ? (st) => st === "complete" : (st) => st === "complete" || LIVE.has(st));
-      ctx.printer.emit(data, () => pretty(data));
-      return data["ok"] ? 0 : 1;
-    },
+    }
+  })();
+  try {
+    return (await client.stopVideo({ sessionId }, { timeoutMs: Math.max(session.timeoutMs, STOP_RPC_MS) })).session as VideoSession;
+  } finally {
+    polling = false;
+    await poll;
+    progress.stop();
+  }
+}
+
+function sessionCommand(name: "status" | "stop"): Action<typeof videoSessionOptions> {
+  return async (input) => {
+    const { opts, ctx } = input;
+    const target = await resolveSession(opts.session);
+    const session = clientSession(input);
+    const client = serviceClient(VideoService, session.config);
+    // A conflicting --device is refused before anything changes: from the
+    // local bundle when there is one, else from the session's saved target,
+    // read (status changes nothing) before a stop is ever sent.
+    let s: VideoSession | undefined;
+    if (target.local) checkTarget(opts.device, target.sessionId, target.local.device.serial);
+    else if (opts.device !== undefined) {
+      const saved = (await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })).session as VideoSession;
+      checkTarget(opts.device, saved.sessionId, saved.serial);
+      if (name === "status") s = saved;
+    }
+    s ??= name === "stop" ? await stopWithStages(ctx, client, session, target.sessionId) : ((await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })).session as VideoSession);
+    // The coordinator's record is the saved target; a local bundle that disagrees is not trusted.
+    checkTarget(opts.device, s.sessionId, s.serial);
+    if (target.dir) await refreshLocal(session, target.dir, s);
+    const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;
+    const data = view(s, manifestPath, name === "stop" ? (st) => st === "complete" : (st) => st === "complete" || LIVE.has(st));
+    ctx.printer.emit(data, () => pretty(data));
+    return data["ok"] ? 0 : 1;
   };
 }
 
-const inspect: Command = {
-  name: "inspect",
-  summary: "Show a session's files, worker heartbeat, lock and remote recorder (changes nothing)",
-  usage: "farm evidence video inspect --session SESSION_ID|/path/to/manifest.json",
-  options: { ...clientOptions, session: { type: "string" } },
-  async run(ctx) {
-    const parsed = parseFlags(ctx.args, this.options);
-    const target = await resolveSession(stringFlag(parsed, "session"));
-    const session = clientSession(ctx, parsed);
-    const r: InspectVideoResponse = await serviceClient(VideoService, session.config).inspectVideo({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
-    const parse = (t: string) => {
-      try {
-        return JSON.parse(t) as unknown;
-      } catch {
-        return t;
-      }
-    };
-    const data = {
-      session: r.session ? view(r.session, null, () => true) : null,
-      sessionFile: parse(r.sessionJson),
-      heartbeat: parse(r.heartbeatJson),
-      lock: parse(r.lockJson),
-      remoteFile: r.remoteFile,
-      recorderProcesses: r.recorderProcesses,
-      recorderIdentityVerified: r.recorderIdentityVerified,
-    };
-    ctx.printer.result(data, () =>
-      [
-        r.session ? pretty(view(r.session, null, () => true)) : "",
-        `worker heartbeat: ${r.heartbeatJson}`,
-        `lock: ${r.lockJson}`,
-        `remote file: ${r.remoteFile || "(none)"}`,
-        `recorder processes: ${r.recorderProcesses || "(none)"}`,
-        `recorder identity verified: ${r.recorderIdentityVerified}`,
-        "session.json:",
-        r.sessionJson,
-      ].join("\n"),
-    );
-    return 0;
-  },
+export const videoStatus = sessionCommand("status");
+export const stopVideo = sessionCommand("stop");
+
+export const inspectVideo: Action<typeof videoInspectOptions> = async (input) => {
+  const { opts, ctx } = input;
+  const target = await resolveSession(opts.session);
+  const session = clientSession(input);
+  const r: InspectVideoResponse = await serviceClient(VideoService, session.config).inspectVideo({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
+  const parse = (t: string) => {
+    try {
+      return JSON.parse(t) as unknown;
+    } catch {
+      return t;
+    }
+  };
+  const data = {
+    session: r.session ? view(r.session, null, () => true) : null,
+    sessionFile: parse(r.sessionJson),
+    heartbeat: parse(r.heartbeatJson),
+    lock: parse(r.lockJson),
+    remoteFile: r.remoteFile,
+    recorderProcesses: r.recorderProcesses,
+    recorderIdentityVerified: r.recorderIdentityVerified,
+  };
+  ctx.printer.result(data, () =>
+    [
+      r.session ? pretty(view(r.session, null, () => true)) : "",
+      `worker heartbeat: ${r.heartbeatJson}`,
+      `lock: ${r.lockJson}`,
+      `remote file: ${r.remoteFile || "(none)"}`,
+      `recorder processes: ${r.recorderProcesses || "(none)"}`,
+      `recorder identity verified: ${r.recorderIdentityVerified}`,
+      "session.json:",
+      r.sessionJson,
+    ].join("\n"),
+  );
+  return 0;
 };
 
-const release: Command = {
-  name: "release",
-  summary: "Release the recording lock of a session whose worker is gone (admin; after inspect)",
-  usage: "farm evidence video release --session SESSION_ID --reason TEXT",
-  options: { ...clientOptions, session: { type: "string" }, reason: { type: "string" } },
-  async run(ctx) {
-    const parsed = parseFlags(ctx.args, this.options);
-    const target = await resolveSession(stringFlag(parsed, "session"));
-    const reason = requiredString(parsed, "reason");
-    const session = clientSession(ctx, parsed);
-    const res = await serviceClient(VideoService, session.config).releaseVideo({ sessionId: target.sessionId, reason }, { timeoutMs: session.timeoutMs });
-    const data = view(res.session as VideoSession, null, () => true);
-    ctx.printer.result({ ...data, released: true }, () => `${pretty(data)}\nlock released`);
-    return 0;
-  },
+export const releaseVideo: Action<typeof videoReleaseOptions> = async (input) => {
+  const { opts, ctx } = input;
+  const target = await resolveSession(opts.session);
+  const reason = opts.reason;
+  const session = clientSession(input);
+  const res = await serviceClient(VideoService, session.config).releaseVideo({ sessionId: target.sessionId, reason }, { timeoutMs: session.timeoutMs });
+  const data = view(res.session as VideoSession, null, () => true);
+  ctx.printer.result({ ...data, released: true }, () => `${pretty(data)}\nlock released`);
+  return 0;
 };
 
-const list: Command = {
-  name: "list",
-  summary: "List video sessions known to the coordinator",
-  usage: "farm evidence video list [--device SERIAL] [--status STATUS]",
-  options: { ...clientOptions, device: { type: "string" }, status: { type: "string" } },
-  async run(ctx) {
-    const parsed = parseFlags(ctx.args, this.options);
-    const session = clientSession(ctx, parsed);
-    const client = serviceClient(VideoService, session.config);
-    const filter = { serial: stringFlag(parsed, "device") ?? "", status: stringFlag(parsed, "status") ?? "" };
-    const rows = await allPages(async (page) => {
-      const res = await client.listVideoSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
-      return { items: res.sessions, nextPageToken: res.nextPageToken };
-    });
-    const sessions = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
-    ctx.printer.result({ sessions }, () =>
-      table(
-        ["SESSION", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],
-        sessions.map((s) => [String(s.sessionId), String(s.status), String(s.serial), String(s.agent), String(s.createdAt ?? ""), String((s.video as { stopReason?: string } | null)?.stopReason ?? "")]),
-      ),
-    );
-    return 0;
-  },
-};
-
-export const videoGroup: CommandGroup = {
-  name: "video",
-  summary: "Managed screen recordings: start, status, stop, inspect, release, list",
-  commands: [start, sessionCommand("status", "Show a recording session's state"), sessionCommand("stop", "Stop a recording and wait (15 s) for its verified bundle"), inspect, release, list],
+export const listVideo: Action<typeof videoListOptions> = async (input) => {
+  const { opts, ctx } = input;
+  const session = clientSession(input);
+  const client = serviceClient(VideoService, session.config);
+  const filter = { serial: opts.device ?? "", status: opts.status ?? "" };
+  const rows = await allPages(async (page) => {
+    const res = await client.listVideoSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
+    return { items: res.sessions, nextPageToken: res.nextPageToken };
+  });
+  const sessions = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
+  ctx.printer.result({ sessions }, () =>
+    table(
+      ["SESSION", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],
+      sessions.map((s) => [String(s.sessionId), String(s.status), String(s.serial), String(s.agent), String(s.createdAt ?? ""), String((s.video as { stopReason?: string } | null)?.stopReason ?? "")]),
+    ),
+  );
+  return 0;
 };

@@ -1,0 +1,27 @@
+import { create } from "@bufbuild/protobuf";
+import { Errors } from "@farm/shared/errors";
+import { DeviceService, DeviceTargetSchema, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { CliError } from "../cli-error.js";
+import { serviceClient } from "../client.js";
+import type { ConnectionValues, ValueSource } from "../options/resolve.js";
+import { clientSession, type ClientSession } from "../session.js";
+import type { CommandContext } from "../tree/spec.js";
+
+/** The resolved options of a command that acts on one device (options/common-options.ts deviceOptions). */
+export interface DeviceInput {
+  opts: ConnectionValues & { timeout: number; device: string | undefined; agent: string | undefined; lease: string | undefined; requestId: string | undefined };
+  sources: { coordinator?: ValueSource | undefined };
+  ctx: CommandContext;
+}
+
+/** --device (or FARM_DEVICE, set by `farm lease run`), with --agent and --request-id. */
+export function deviceTarget(opts: DeviceInput["opts"]): DeviceTarget {
+  if (!opts.device) throw new CliError(Errors.INVALID_ARGUMENT, "--device is required (or FARM_DEVICE)", "device");
+  return create(DeviceTargetSchema, { serial: opts.device, agent: opts.agent ?? "", requestId: opts.requestId ?? "" });
+}
+
+/** A device client presenting --lease (or FARM_LEASE). */
+export function deviceClient(input: DeviceInput): { client: ReturnType<typeof serviceClient<typeof DeviceService>>; session: ClientSession } {
+  const session = clientSession(input);
+  return { client: serviceClient(DeviceService, session.config, { lease: input.opts.lease || undefined }), session };
+}

@@ -1,0 +1,26 @@
+import { flag, parsedWithDefault, text } from "./option-decl.js";
+import { intIn } from "./parsers.js";
+
+/** Where and as whom every client command talks (resolved by options/resolve.ts). */
+export const connectionOptions = {
+  coordinator: { ...text("--coordinator <url>", "Coordinator URL", { env: "FARM_COORDINATOR", config: "coordinator" }), defaultText: "the local farm standalone, else http://127.0.0.1:7420" },
+  tokenFile: text("--token-file <file>", "File holding your token (FARM_TOKEN holds the token itself; the config file's token or tokenFile; else the local standalone's admin token)"),
+  caFile: text("--ca-file <pem>", "PEM CA bundle to verify the coordinator's certificate with, instead of the system roots", { env: "FARM_CA_FILE", config: "caFile" }),
+  insecure: flag("--insecure", "Send the token over cleartext http:// to a non-loopback coordinator anyway", { env: "FARM_INSECURE", config: "insecure" }),
+  verbose: flag("--verbose", "Print each call's request id and elapsed time on stderr"),
+};
+
+/** Connection options plus the per-call deadline. */
+export const clientOptions = {
+  ...connectionOptions,
+  timeout: parsedWithDefault("--timeout <ms>", "Deadline of each call, in milliseconds", intIn(100, 3_600_000), 30_000),
+};
+
+/** The device a command acts on, and the lease it presents. */
+export const deviceOptions = {
+  ...clientOptions,
+  device: text("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
+  agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
+  lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
+  requestId: text("--request-id <id>", "Idempotency key: a retry with the same id is answered, not run again"),
+};

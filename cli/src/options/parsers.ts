@@ -1,0 +1,26 @@
+import { CliError } from "../cli-error.js";
+import { Errors } from "@farm/shared/error-codes";
+import { parseDuration } from "../duration.js";
+
+/** An integer within [min, max], named by its flag when refused. */
+export function intIn(min: number, max: number): (text: string, flag: string) => number {
+  return (text, flag) => {
+    if (!/^-?\d+$/.test(text.trim())) throw new CliError(Errors.INVALID_ARGUMENT, `--${flag} must be an integer, got "${text}"`, flag);
+    const n = Number(text);
+    if (n < min || n > max) throw new CliError(Errors.INVALID_ARGUMENT, `--${flag} must be within ${min}..${max}, got ${n}`, flag);
+    return n;
+  };
+}
+
+/** One of a fixed set of words. */
+export function oneOf<const W extends string>(words: readonly W[]): (text: string, flag: string) => W {
+  return (text, flag) => {
+    if ((words as readonly string[]).includes(text)) return text as W;
+    throw new CliError(Errors.INVALID_ARGUMENT, `--${flag} must be ${words.slice(0, -1).join(", ")} or ${words.at(-1)}, got "${text}"`, flag);
+  };
+}
+
+/** A duration in milliseconds: 1500ms, 30s, 5m, 1h, or bare seconds. */
+export function duration(text: string, flag: string): number {
+  return parseDuration(text, flag);
+}

@@ -1,0 +1,52 @@
+import { clientOptions } from "../options/common-options.js";
+import { duration, list, parsed, parsedWithDefault, text } from "../options/index.js";
+import { parseApiLevel } from "../options/api-level.js";
+import { group, leaf } from "./spec.js";
+
+/** Which device a lease may take, and how long to wait and hold it. */
+export const selectorOptions = {
+  device: text("--device <serial>", "This serial"),
+  physicalId: text("--physical-id <id>", "This physical device"),
+  label: list("--label <key=value>", "Devices with this label"),
+  model: text("--model <model>", "Devices of this model"),
+  apiLevel: parsed("--api-level <min[..max]>", "Android API level, or a range", parseApiLevel),
+  agent: text("--agent <name>", "Devices on this agent"),
+  wait: { ...parsedWithDefault("--wait <duration>", "How long to wait in the queue when none is free (30s, 10m)", duration, 0), defaultText: "0 (do not wait)" },
+  ttl: { ...parsedWithDefault("--ttl <duration>", "How long the lease lasts unless renewed", duration, 300_000), defaultText: "5m" },
+};
+
+// --timeout is accepted for symmetry; a wait's deadline is --wait.
+export const acquireOptions = { ...clientOptions, ...selectorOptions };
+export const leaseAcquire = leaf({
+  name: "acquire",
+  summary: "Lease a device; prints the lease id, token, device and expiry",
+  options: acquireOptions,
+  examples: ["farm lease acquire --label rack=b2 --api-level 33..34 --wait 10m --ttl 5m"],
+  load: async () => (await import("../commands/lease.js")).acquireLease,
+});
+
+export const tokenOption = { lease: text("--lease <token>", "Lease token", { env: "FARM_LEASE" }) };
+export const renewOptions = { ...clientOptions, ...tokenOption, ttl: { ...parsed("--ttl <duration>", "New time to live", duration), defaultText: "the lease's own" } };
+export const releaseOptions = { ...clientOptions, ...tokenOption };
+export const leaseListOptions = clientOptions;
+export const runOptions = { ...clientOptions, ...selectorOptions };
+
+export const leaseGroup = group({
+  name: "lease",
+  summary: "Leases: acquire, renew, release, list, run",
+  commands: [
+    leaseAcquire,
+    leaf({ name: "renew", summary: "Extend a lease before it expires", options: renewOptions, load: async () => (await import("../commands/lease.js")).renewLease }),
+    leaf({ name: "release", summary: "Give a leased device back", options: releaseOptions, load: async () => (await import("../commands/lease.js")).releaseLease }),
+    leaf({ name: "list", summary: "Active leases and the wait queue (wide: also lease ids and tickets)", options: leaseListOptions, load: async () => (await import("../commands/lease.js")).listLeases }),
+    leaf({
+      name: "run",
+      summary: "Lease a device, run a command with FARM_LEASE and FARM_DEVICE, release on exit",
+      args: [{ name: "command", description: "The command and its words (after --)", required: true, variadic: true }],
+      options: runOptions,
+      passThrough: true,
+      examples: ["farm lease run --label pool=ci --wait 15m --ttl 2m -- ./run-e2e.sh"],
+      load: async () => (await import("../commands/lease.js")).runLeased,
+    }),
+  ],
+});

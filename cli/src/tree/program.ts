@@ -1,0 +1,119 @@
+import { Command } from "@commander-js/extra-typings";
+import { FARM_VERSION } from "@farm/shared/version";
+import { CliError } from "../cli-error.js";
+import { Errors } from "@farm/shared/error-codes";
+import { flag } from "../options/option-decl.js";
+import { outputOption } from "../options/output-format.js";
+import { agentGroup, agentList } from "./agent-commands.js";
+import { appGroup } from "./app-commands.js";
+import { addChildren, type Runtime } from "./build.js";
+import { fromCommanderError } from "./commander-errors.js";
+import { deviceGroup, deviceInput, deviceInstall, deviceList, deviceLogcat, deviceReboot, deviceScreenshot, deviceShell } from "./device-commands.js";
+import { evidenceGroup } from "./evidence-commands.js";
+import { describeOption } from "./help-text.js";
+import { leaseGroup } from "./lease-commands.js";
+import { activityCommand, completionGroup, configGroup, sessionCommand, versionCommand } from "./misc-commands.js";
+import { coordinatorCommand, standaloneCommand } from "./service-commands.js";
+import { shortcut, type NodeSpec } from "./spec.js";
+import { tokenGroup, tlsGroup } from "./admin-commands.js";
+
+/** Flags of `farm` itself. */
+export const rootOptions = {
+  output: outputOption,
+  version: flag("-v, --version", "Print the CLI's version and, when a coordinator is configured, the coordinator's"),
+};
+
+/** The common verbs at the top level, generated from their nested definitions. */
+export const shortcuts: readonly NodeSpec[] = [
+  shortcut(deviceShell, "device shell"),
+  shortcut(deviceList, "device list", "devices"),
+  shortcut(agentList, "agent list", "agents"),
+  shortcut(deviceInput, "device input"),
+  shortcut(deviceLogcat, "device logcat"),
+  shortcut(deviceReboot, "device reboot"),
+  shortcut(deviceScreenshot, "device screenshot"),
+  shortcut(deviceInstall, "device install"),
+];
+
+/** The whole tree under `farm`, in help order. */
+export const commandTree: readonly NodeSpec[] = [
+  deviceGroup,
+  agentGroup,
+  leaseGroup,
+  evidenceGroup,
+  tokenGroup,
+  appGroup,
+  activityCommand,
+  tlsGroup,
+  standaloneCommand,
+  coordinatorCommand,
+  configGroup,
+  completionGroup,
+  ...shortcuts,
+  sessionCommand,
+  versionCommand,
+];
+
+export const rootSummary = `farm ${FARM_VERSION}: a device farm for mobile apps`;
+
+/** The commander program for the tree; `onVersion` prints `farm --version`. */
+export function buildProgram(rt: Runtime, onVersion: () => Promise<number>) {
+  const program = new Command("farm")
+    // Literal flags keep commander's typing; program.test.ts checks they match rootOptions.
+    .option("-o, --output <format>", outputOption.description)
+    .option("-v, --version", rootOptions.version.description)
+    .argument("[command]");
+  program
+    .description(rootSummary)
+    .usage("<command> [flags]")
+    .enablePositionalOptions()
+    .configureOutput({ writeOut: (s) => rt.writeOut(s), writeErr: (s) => rt.writeErr(s), outputError: () => undefined })
+    .configureHelp({
+      sortSubcommands: false,
+      subcommandTerm: (c) => c.name(),
+      optionDescription: (o) => (o.long === "--output" ? describeOption(outputOption) : o.description),
+    })
+    .helpOption("-h, --help", "Show help (farm COMMAND --help for a command's)")
+    .allowExcessArguments()
+    .exitOverride((err) => {
+      throw fromCommanderError(err, { path: "farm", argNames: [], isDefault: false });
+    })
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Environment: FARM_COORDINATOR, FARM_TOKEN, FARM_CA_FILE, FARM_INSECURE, FARM_DEVICE, FARM_LEASE, FARM_OUTPUT, FARM_CONFIG, FARM_HOME",
+        "Config file: FARM_CONFIG, else ~/.config/farm/config.json (farm config view|set); a flag beats the environment, which beats the file.",
+        "Run `farm COMMAND --help` for a command's flags; docs/cli.md lists them all.",
+      ].join("\n"),
+    );
+  // `farm --output yaml devices`: a format value takeOutputFormat did not take is not one.
+  program.hook("preSubcommand", (cmd) => {
+    const given = cmd.opts().output;
+    if (given !== undefined) throw new CliError(Errors.INVALID_ARGUMENT, `--output must be json, pretty or wide, got "${given}"`, "output");
+  });
+  addChildren(program as never, commandTree, rt);
+  program.action(async (word, opts) => {
+    // `farm help [COMMAND...]`: commander offers it only to programs without an action of their own.
+    if (word === "help") {
+      let target: { commands: readonly unknown[]; helpInformation(): string } = program;
+      for (const name of program.args.slice(1)) {
+        const next = (target.commands as Command[]).find((c) => c.name() === name || c.aliases().includes(name));
+        if (!next) throw new CliError(Errors.INVALID_ARGUMENT, `unknown command "${program.args.slice(1).join(" ")}"; see \`farm --help\``, "command");
+        target = next as never;
+      }
+      rt.writeOut(target.helpInformation());
+      rt.exitCode = 0;
+      return;
+    }
+    if (opts.output !== undefined) throw new CliError(Errors.INVALID_ARGUMENT, `--output must be json, pretty or wide, got "${opts.output}"`, "output");
+    if (word !== undefined) throw new CliError(Errors.INVALID_ARGUMENT, `unknown command "${word}"; see \`farm --help\``, "command");
+    if (opts.version) {
+      rt.exitCode = await onVersion();
+      return;
+    }
+    rt.writeOut(program.helpInformation());
+    rt.exitCode = 1;
+  });
+  return program;
+}

@@ -1,0 +1,65 @@
+import { flag, intIn, parsed, text } from "../options/index.js";
+import { duration } from "../options/parsers.js";
+import { leaf } from "./spec.js";
+
+export const standaloneOptions = {
+  listen: { ...text("--listen <host:port>", "Loopback address to serve on"), defaultText: "127.0.0.1:7420" },
+  dataDir: { ...text("--data-dir <dir>", "State directory"), defaultText: "$FARM_HOME" },
+  adbHost: { ...text("--adb-host <host>", "adb server host"), defaultText: "127.0.0.1" },
+  adbPort: { ...parsed("--adb-port <port>", "adb server port", intIn(1, 65_535), { env: "ANDROID_ADB_SERVER_PORT" }), defaultText: "5037" },
+  heartbeatInterval: { ...parsed("--heartbeat-interval <ms>", "Agent heartbeat interval in milliseconds", intIn(50, 600_000)), defaultText: "5000" },
+  noAdbStart: flag("--no-adb-start", "Do not start an adb server"),
+  lockDir: text("--lock-dir <dir>", "Host-wide device locks and the ownership journal"),
+};
+export const standaloneCommand = leaf({
+  name: "standalone",
+  summary: "Run coordinator and agent in one process on loopback (single machine)",
+  options: standaloneOptions,
+  settings: { kind: "none" },
+  load: async () => (await import("../commands/standalone.js")).runStandalone,
+});
+
+/** The coordinator's --config FILE keys (deploy/config/coordinator.json). */
+export const coordinatorConfigKeys = {
+  listen: "string",
+  dataDir: "string",
+  heartbeatMisses: "number",
+  tlsCert: "string",
+  tlsKey: "string",
+  insecure: "boolean",
+  logLevel: "string",
+  evidenceQuota: "string",
+  requestTimeoutMs: "number",
+  idleTimeoutMs: "number",
+  maxStreamsPerConnection: "number",
+  maxStreamsPerPrincipal: "number",
+  blobQuota: "string",
+} as const;
+
+/** A timeout: the flag as a duration, the config file's key in milliseconds. */
+const msFromConfig = (v: unknown) => (typeof v === "number" ? v : undefined);
+
+export const coordinatorOptions = {
+  config: text("--config <file>", "JSON config file; keys are the flags in camelCase (deploy/config/coordinator.json)", { env: "FARM_COORDINATOR_CONFIG" }),
+  listen: { ...text("--listen <host:port>", "Address to serve on", { config: "listen" }), defaultText: "127.0.0.1:7420" },
+  dataDir: { ...text("--data-dir <dir>", "State directory", { config: "dataDir" }), defaultText: "$FARM_HOME/coordinator" },
+  heartbeatMisses: { ...parsed("--heartbeat-misses <n>", "Missed heartbeats before an agent is offline", intIn(1, 100), { config: "heartbeatMisses" }), defaultText: "3" },
+  tlsCert: text("--tls-cert <pem>", "TLS certificate (with --tls-key)", { config: "tlsCert" }),
+  tlsKey: text("--tls-key <pem>", "TLS private key", { config: "tlsKey" }),
+  insecure: flag("--insecure", "Accept tokens over cleartext from other machines", { config: "insecure" }),
+  evidenceQuota: { ...text("--evidence-quota <size>", "Stored evidence per user (500M, 10G)", { config: "evidenceQuota" }), defaultText: "10G" },
+  blobQuota: text("--blob-quota <size>", "Uploads in flight per token (APKs)", { config: "blobQuota" }),
+  requestTimeout: parsed("--request-timeout <duration>", "A request's deadline (config: requestTimeoutMs)", duration, { config: "requestTimeoutMs", fromConfig: msFromConfig }),
+  idleTimeout: parsed("--idle-timeout <duration>", "Close idle connections after this long (config: idleTimeoutMs)", duration, { config: "idleTimeoutMs", fromConfig: msFromConfig }),
+  maxStreamsPerConnection: parsed("--max-streams-per-connection <n>", "Concurrent streams of one connection", intIn(1, 10_000), { config: "maxStreamsPerConnection" }),
+  maxStreamsPerPrincipal: parsed("--max-streams-per-principal <n>", "Concurrent streams of one token", intIn(1, 100_000), { config: "maxStreamsPerPrincipal" }),
+  logLevel: text("--log-level <level>", "debug, info, warn or error", { env: "FARM_LOG_LEVEL", config: "logLevel", choices: ["debug", "info", "warn", "error"] }),
+};
+export const coordinatorCommand = leaf({
+  name: "coordinator",
+  summary: "Run the coordinator service",
+  options: coordinatorOptions,
+  settings: { kind: "service", option: "config", env: "FARM_COORDINATOR_CONFIG", keys: coordinatorConfigKeys },
+  examples: ["farm coordinator --config /etc/farm/coordinator.json", "farm coordinator --listen 0.0.0.0:7420 --tls-cert server.pem --tls-key server.key"],
+  load: async () => (await import("../commands/coordinator.js")).runCoordinator,
+});
