@@ -3,13 +3,18 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := node_modules/.farm-installed
 
-.PHONY: help deps system-deps build proto proto-check migrations-check lint test demo bench schema clean
+.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint test demo bench schema clean
+
+# `make install` puts `farm` in $(PREFIX)/bin: /usr/local as root, else ~/.local.
+PREFIX ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
 
 help:
 	@echo "make demo   - start two simulated phones and farm standalone, list them"
 	@echo "make test   - install what is missing, build, run every test"
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
+	@echo "make install [PREFIX=...] - install the bundled farm CLI into PREFIX (default /usr/local as root, else ~/.local)"
+	@echo "make pack   - cli/bundle/farm-cli-VERSION.tgz, for npm install -g"
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -20,9 +25,24 @@ $(STAMP): package-lock.json package.json */package.json
 
 deps: system-deps $(STAMP)
 
+# The CLI bundle (cli/bundle/package, esbuild) takes about a second: part of every build.
 build: deps
 	npx tsc -b
 	npm run build --silent -w dashboard
+	node scripts/bundle-cli.mjs
+
+bundle: build
+
+pack: build
+	rm -f cli/bundle/farm-cli-*.tgz
+	cd cli/bundle/package && npm pack --silent --pack-destination ..
+
+# Copies the bundle and this checkout's built natives into $(PREFIX)/lib/farm, links $(PREFIX)/bin/farm.
+install: build
+	node scripts/install-cli.mjs --prefix "$(PREFIX)"
+
+uninstall:
+	node scripts/install-cli.mjs --prefix "$(PREFIX)" --uninstall
 
 proto: deps
 	npx buf lint
@@ -54,6 +74,7 @@ bench: build
 	node test/dist/bench/video-verify.js
 	node test/dist/bench/dashboard-devices.js
 	node test/dist/bench/app-endpoint.js
+	node test/dist/bench/cli-cold-start.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

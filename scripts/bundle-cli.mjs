@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+/**
+ * Bundles the `farm` CLI with esbuild into an installable npm package:
+ *
+ *   cli/bundle/package/              (or --out DIR)
+ *     package.json                   name @farm/cli, bin farm -> lib/main.js, natives as dependencies
+ *     lib/main.js                    the entry: only what `farm --version` / `--help` need
+ *     lib/worker-main.js             the agent's detached video worker (forked by path)
+ *     lib/chunk-*.js                 code loaded lazily, per command
+ *     assets/agent-drizzle/          agent SQLite migrations
+ *     assets/coordinator-drizzle/    coordinator SQLite migrations
+ *     assets/dashboard/              the built dashboard the coordinator serves
+ *
+ *   node scripts/bundle-cli.mjs [--out DIR] [--quiet]
+ *
+ * Reads the compiled JavaScript (cli/dist, agent/dist, …; run `npx tsc -b`
+ * and build the dashboard first: `make bundle` does). Native modules and
+ * their loaders stay external and are the package's dependencies.
+ *
+ * Files located at run time with `new URL("<relative>", import.meta.url)`:
+ * in the bundle every module lives in lib/, so each such literal is
+ * rewritten at bundle time (the sources are not touched) to point at the
+ * copy shipped in the package. The build fails on any such URL it does not
+ * know, on a known one nobody references any more, and on
+ * import.meta.dirname/filename, so a new runtime file cannot go missing from
+ * the installed CLI unnoticed: add it to RUNTIME_FILES below.
+ *
+ * `make pack` packs it into cli/bundle/farm-cli-<version>.tgz, which
+ * `npm install -g` installs (npm fetches and builds the natives).
+ */
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import * as esbuild from "esbuild";
+
+const root = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
+const { values: opts } = parseArgs({ options: { out: { type: "string" }, quiet: { type: "boolean", default: false } } });
+const outDir = resolve(opts.out ?? join(root, "cli/bundle/package"));
+const libDir = join(outDir, "lib");
+const log = (s) => opts.quiet || process.stderr.write(`${s}\n`);
+
+/** Loaded with require()/import at run time, never bundled: native addons and their loaders. */
+const EXTERNAL = ["better-sqlite3", "sharp", "node-pty"];
+
+/** Entry points, by output name (lib/<name>.js). */
+const ENTRIES = {
+  main: "cli/dist/main.js",
+  // agent/src/video/video-sessions.ts forks new URL("./worker-main.js", import.meta.url).
+  "worker-main": "agent/dist/video/worker-main.js",
+};
+
+/**
+ * Everything the code finds with new URL("<relative>", import.meta.url):
+ * repository path (as the compiled module resolves it) -> path in the package.
+ * Directories are copied into the package; entries are built into lib/.
+ */
+const RUNTIME_FILES = {
+  "agent/drizzle": "assets/agent-drizzle", // agent/src/db/open-agent-db.ts
+  "coordinator/drizzle": "assets/coordinator-drizzle", // coordinator/src/db/open-database.ts
+  "dashboard/dist": "assets/dashboard", // coordinator/src/coordinator.ts (defaultDashboardDir)
+  ...Object.fromEntries(Object.entries(ENTRIES).map(([name, src]) => [src, `lib/${name}.js`])),
+};
+
+const URL_LITERAL = /new URL\(\s*(["'])([^"'`]+)\1\s*,\s*import\.meta\.url\s*\)/g;
+const URL_ANY = /new URL\([^)]*import\.meta\.url/;
+
+function fail(message) {
+  process.stderr.write(`bundle-cli: ${message}\n`);
+  process.exit(1);
+}
+
+/** Rewrites the runtime-file URLs of the repository's own modules; see the header. */
+function runtimeFilesPlugin(used) {
+  const escaped = root.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return {
+    name: "farm-runtime-files",
+    setup(build) {
+      build.onLoad({ filter: new RegExp(`^${escaped}/(?:agent|coordinator|shared|cli)/dist/.*\\.js$`) }, async (args) => {
+        const src = await readFile(args.path, "utf8");
+        if (!src.includes("import.meta")) return undefined;
+        const where = relative(root, args.path);
+        if (/import\.meta\.(dirname|filename)/.test(src)) {
+          return { errors: [{ text: `${where}: import.meta.dirname/filename cannot be located in the bundle; use new URL("<relative>", import.meta.url)` }] };
+        }
+        const errors = [];
+        const contents = src.replace(URL_LITERAL, (whole, _q, rel) => {
+          const target = relative(root, resolve(dirname(args.path), rel));
+          const inPackage = RUNTIME_FILES[target];
+          if (inPackage === undefined) {
+            errors.push({ text: `${where}: new URL(${JSON.stringify(rel)}, import.meta.url) -> ${target} is not shipped in the bundle; add it to RUNTIME_FILES in scripts/bundle-cli.mjs` });
+            return whole;
+          }
+          used.add(target);
+          let fromLib = relative(libDir, join(outDir, inPackage));
+          if (!fromLib.startsWith(".")) fromLib = `./${fromLib}`;
+          return `new URL(${JSON.stringify(fromLib)}, import.meta.url)`;
+        });
+        if (URL_ANY.test(contents.replace(/new URL\("[^"]*", import\.meta\.url\)/g, ""))) {
+          errors.push({ text: `${where}: new URL(<not a string literal>, import.meta.url) cannot be located in the bundle` });
+        }
+        return errors.length ? { errors } : { contents, loader: "js" };
+      });
+    },
+  };
+}
+
+function installedVersion(name) {
+  return JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version;
+}
+
+async function main() {
+  const started = performance.now();
+  for (const src of Object.values(ENTRIES)) {
+    if (!existsSync(join(root, src))) fail(`${src} is missing: run \`npx tsc -b\` first (make bundle does)`);
+  }
+  if (!existsSync(join(root, "dashboard/dist/index.html"))) fail("dashboard/dist is missing: run `npm run build -w dashboard` first (make bundle does)");
+
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(libDir, { recursive: true });
+  const used = new Set();
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, src]) => [name, join(root, src)])),
+    outdir: libDir,
+    entryNames: "[name]",
+    chunkNames: "chunk-[hash]",
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    external: EXTERNAL,
+    // Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require()
+    // for Node's built-ins; an ES module has none of its own.
+    banner: { js: 'import { createRequire as __farmCreateRequire } from "node:module";\nconst require = __farmCreateRequire(import.meta.url);' },
+    plugins: [runtimeFilesPlugin(used)],
+    metafile: true,
+    logLevel: "warning",
+  });
+  // Everything but the CLI's own entry is there because some module asks for it.
+  const unused = Object.keys(RUNTIME_FILES).filter((k) => k !== ENTRIES.main && !used.has(k));
+  if (unused.length) fail(`no module references ${unused.join(", ")} any more: update RUNTIME_FILES in scripts/bundle-cli.mjs`);
+
+  for (const [src, dest] of Object.entries(RUNTIME_FILES)) {
+    if (Object.values(ENTRIES).includes(src)) continue;
+    cpSync(join(root, src), join(outDir, dest), { recursive: true });
+  }
+
+  const rootPkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const { FARM_VERSION } = await import(pathToFileURL(join(root, "shared/dist/version.js")).href);
+  const pkg = {
+    name: "@farm/cli",
+    version: FARM_VERSION,
+    description: "farm, a device farm for mobile apps: the CLI, coordinator and agent in one bundle",
+    // Not for a public registry: install from the tarball (`npm install -g ./farm-cli-<version>.tgz`).
+    private: true,
+    type: "module",
+    bin: { farm: "lib/main.js" },
+    engines: rootPkg.engines,
+    dependencies: Object.fromEntries(EXTERNAL.map((name) => [name, installedVersion(name)])),
+  };
+  writeFileSync(join(outDir, "package.json"), `${JSON.stringify(pkg, null, 2)}\n`);
+  writeFileSync(
+    join(outDir, "README.md"),
+    `# farm ${FARM_VERSION}\n\nThe \`farm\` command (CLI, \`farm standalone\`, \`farm coordinator\`, \`farm agent\`), bundled.\n` +
+      "Built from the farm repository with `make bundle`; see its README for usage.\n",
+  );
+
+  // The entry must still run itself (main.ts compares argv[1] with its own
+  // import.meta.url): a smoke test catches it landing in a shared chunk.
+  const smoke = spawnSync(process.execPath, [join(libDir, "main.js"), "--version", "--output", "json"], { encoding: "utf8" });
+  if (smoke.status !== 0 || !smoke.stdout.includes(FARM_VERSION)) fail(`lib/main.js --version failed (exit ${smoke.status}): ${smoke.stdout}${smoke.stderr}`);
+
+  const files = readdirSync(libDir);
+  const bytes = files.reduce((n, f) => n + statSync(join(libDir, f)).size, 0);
+  const mainBytes = statSync(join(libDir, "main.js")).size;
+  const eager = eagerClosure(result.metafile, "main.js");
+  log(`bundle-cli: ${relative(process.cwd(), outDir) || "."}: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB in lib/ ` +
+    `(main.js ${(mainBytes / 1024).toFixed(1)} KiB, loaded eagerly ${(eager / 1024).toFixed(0)} KiB) in ${(performance.now() - started).toFixed(0)} ms`);
+
+}
+
+/** Bytes of the output files a statically imports (what starts before any command is chosen). */
+function eagerClosure(metafile, entry) {
+  const outputs = new Map(Object.entries(metafile.outputs).map(([p, o]) => [resolve(root, p), o]));
+  const seen = new Set();
+  const visit = (p) => {
+    if (seen.has(p)) return;
+    seen.add(p);
+    for (const imp of outputs.get(p)?.imports ?? []) if (imp.kind === "import-statement" && !imp.external) visit(resolve(root, imp.path));
+  };
+  visit(join(libDir, entry));
+  return [...seen].reduce((n, p) => n + (outputs.get(p)?.bytes ?? 0), 0);
+}
+
+await main();
