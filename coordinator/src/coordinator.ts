@@ -44,6 +44,9 @@ import { VideoSessionIndex } from "./video/video-session-index.js";
 import { WatchHub } from "./watch/watch-hub.js";
 import { registerWatchService } from "./watch/watch-service.js";
 import { wireWatchHub } from "./watch/watch-wiring.js";
+import { Sessions } from "./sessions/sessions.js";
+import { SqliteSessionStore } from "./sessions/sqlite-session-store.js";
+import { registerSessionService } from "./sessions/session-service.js";
 import { WebSessions } from "./auth/web-sessions.js";
 import { dashboardHandler } from "./http/dashboard-http.js";
 import { registerAgentEvidenceService } from "./evidence/agent-evidence-service.js";
@@ -106,6 +109,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   registry.events.on("change", () => leases.dispatch());
   labels.events.on("changed", () => leases.dispatch());
   const activity = new ActivityLog(database.db);
+  const sessions = new Sessions(new SqliteSessionStore(database.db));
+  // A session lives only as long as its lease: one that ended while we were down ends now.
+  for (const s of sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
+  leases.events.on("leaseEnded", (lease) => {
+    for (const s of sessions.endForLease(lease.leaseId)) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: lease.leaseId, reason: lease.state });
+  });
   activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
@@ -117,7 +126,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await evidenceStore.init();
   const videoIndex = new VideoSessionIndex(database.db);
   const hub = new WatchHub();
-  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex });
+  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions });
   const web = new WebSessions(tokens);
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
@@ -160,6 +169,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log });
       registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
       registerWatchService(router, { hub });
+      registerSessionService(router, { sessions, leases, registry, activity, log });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
     },
     fallback(req, res) {

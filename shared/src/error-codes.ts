@@ -144,6 +144,10 @@ export const Errors = {
   EVIDENCE_TOOL_MISSING: { code: "EVIDENCE_TOOL_MISSING", status: Status.FailedPrecondition },
   /** An evidence upload for an id the coordinator did not issue to that agent for that device. */
   EVIDENCE_NOT_ISSUED: { code: "EVIDENCE_NOT_ISSUED", status: Status.PermissionDenied },
+  /** No recorded session with that id. */
+  SESSION_NOT_FOUND: { code: "SESSION_NOT_FOUND", status: Status.NotFound },
+  /** The session has already ended (by its owner, or because its lease ended). */
+  SESSION_ENDED: { code: "SESSION_ENDED", status: Status.FailedPrecondition },
 } as const satisfies Record<string, ErrorSpec>;
 
 // Each key is its own code, so `Errors[code]` finds the entry for a code off the wire.

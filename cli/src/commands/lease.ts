@@ -16,6 +16,7 @@ import type { acquireOptions, leaseListOptions, releaseOptions, renewOptions, ru
 import type { Action, CommandContext } from "../tree/spec.js";
 import { followQueue } from "../progress/lease-wait.js";
 import { parseLabels } from "./label.js";
+import { endSessionAs, startSessionOn } from "./session.js";
 
 type Selector = OptionValues<typeof selectorOptions>;
 
@@ -152,7 +153,21 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
     });
   }, renewEvery);
   process.stderr.write(`farm lease run: leased ${lease.physicalId} via ${lease.agentName}/${lease.serial}\n`);
-  const child = spawn(cmd, args, { stdio: "inherit", env: { ...input.ctx.env, FARM_LEASE: token, FARM_DEVICE: lease.serial, FARM_LEASE_ID: lease.leaseId } });
+  let sessionId: string | undefined;
+  if (input.opts.session) {
+    try {
+      const s = await startSessionOn(session, { serial: lease.serial, agent: lease.agentId, lease: token }, { name: input.opts.sessionName });
+      sessionId = s.sessionId;
+      process.stderr.write(`farm lease run: session ${sessionId}\n`);
+    } catch (err) {
+      // No session, no command: give the device back at once rather than at expiry.
+      clearInterval(timer);
+      await client.releaseLease({ token }, { timeoutMs: 10_000 }).catch(() => undefined);
+      throw err;
+    }
+  }
+  const sessionEnv = sessionId === undefined ? {} : { FARM_SESSION: sessionId };
+  const child = spawn(cmd, args, { stdio: "inherit", env: { ...input.ctx.env, FARM_LEASE: token, FARM_DEVICE: lease.serial, FARM_LEASE_ID: lease.leaseId, ...sessionEnv } });
   // Signals go to the command; the lease is released when it ends.
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   const onInt = forward("SIGINT");
@@ -169,6 +184,16 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   process.off("SIGINT", onInt);
   process.off("SIGTERM", onTerm);
   clearInterval(timer);
+  // Ended before the release: releasing first would end it as lease-ended.
+  if (sessionId !== undefined) {
+    const status = code === 0 ? "passed" : "failed";
+    try {
+      await endSessionAs(session, sessionId, status, 10_000);
+      process.stderr.write(`farm lease run: session ${sessionId} ${status}\n`);
+    } catch (err) {
+      process.stderr.write(`farm lease run: ending session ${sessionId} failed (releasing the lease ends it as lease-ended): ${toErrorReport(err).message}\n`);
+    }
+  }
   try {
     await client.releaseLease({ token }, { timeoutMs: 10_000 });
   } catch (err) {

@@ -1,5 +1,5 @@
 import { clientOptions } from "../options/common-options.js";
-import { duration, list, parsed, parsedWithDefault, text } from "../options/index.js";
+import { duration, flag, list, parsed, parsedWithDefault, text } from "../options/index.js";
 import { parseApiLevel } from "../options/api-level.js";
 import { group, leaf } from "./spec.js";
 
@@ -29,7 +29,12 @@ export const tokenOption = { lease: text("--lease <token>", "Lease token", { env
 export const renewOptions = { ...clientOptions, ...tokenOption, ttl: { ...parsed("--ttl <duration>", "New time to live", duration), defaultText: "the lease's own" } };
 export const releaseOptions = { ...clientOptions, ...tokenOption };
 export const leaseListOptions = clientOptions;
-export const runOptions = { ...clientOptions, ...selectorOptions };
+export const runOptions = {
+  ...clientOptions,
+  ...selectorOptions,
+  session: flag("--session", "Also record a session: FARM_SESSION for the command, ended passed on exit 0, else failed"),
+  sessionName: text("--session-name <text>", "The session's name (with --session)"),
+};
 
 export const leaseGroup = group({
   name: "lease",
@@ -41,11 +46,11 @@ export const leaseGroup = group({
     leaf({ name: "list", summary: "Active leases and the wait queue (wide: also lease ids and tickets)", options: leaseListOptions, load: async () => (await import("../commands/lease.js")).listLeases }),
     leaf({
       name: "run",
-      summary: "Lease a device, run a command with FARM_LEASE and FARM_DEVICE, release on exit",
+      summary: "Lease a device, run a command with FARM_LEASE and FARM_DEVICE (and FARM_SESSION with --session), release on exit",
       args: [{ name: "command", description: "The command and its words (after --)", required: true, variadic: true }],
       options: runOptions,
       passThrough: true,
-      examples: ["farm lease run --label pool=ci --wait 15m --ttl 2m -- ./run-e2e.sh"],
+      examples: ["farm lease run --label pool=ci --wait 15m --ttl 2m -- ./run-e2e.sh", "farm lease run --device emulator-5554 --session --session-name nightly -- ./run-e2e.sh"],
       load: async () => (await import("../commands/lease.js")).runLeased,
     }),
   ],

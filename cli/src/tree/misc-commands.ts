@@ -60,17 +60,6 @@ export const completionGroup = group({
   ),
 });
 
-export const sessionOptions = {};
-/** Reserved: the name (and FARM_SESSION) are kept for device sessions; nothing is there yet. */
-export const sessionCommand = leaf({
-  name: "session",
-  summary: "Reserved for device sessions (not available yet)",
-  hidden: true,
-  options: sessionOptions,
-  settings: { kind: "none" },
-  load: async () => (await import("../commands/reserved.js")).reserved,
-});
-
 export const versionOptions = { ...clientOptions, timeout: { ...parsed("--timeout <ms>", "How long to wait for the coordinator's version", intIn(100, 60_000)), defaultText: "1500" } };
 /** `farm version`: the old spelling of `farm --version`. */
 export const versionCommand = leaf({

@@ -12,7 +12,8 @@ import { deviceGroup, deviceInput, deviceInstall, deviceList, deviceLogcat, devi
 import { evidenceGroup } from "./evidence-commands.js";
 import { describeOption } from "./help-text.js";
 import { leaseGroup } from "./lease-commands.js";
-import { activityCommand, completionGroup, configGroup, sessionCommand, versionCommand } from "./misc-commands.js";
+import { activityCommand, completionGroup, configGroup, versionCommand } from "./misc-commands.js";
+import { sessionGroup } from "./session-commands.js";
 import { coordinatorCommand, standaloneCommand } from "./service-commands.js";
 import { shortcut, type NodeSpec } from "./spec.js";
 import { tokenGroup, tlsGroup } from "./admin-commands.js";
@@ -41,6 +42,7 @@ export const commandTree: readonly NodeSpec[] = [
   agentGroup,
   leaseGroup,
   evidenceGroup,
+  sessionGroup,
   tokenGroup,
   appGroup,
   activityCommand,
@@ -50,7 +52,6 @@ export const commandTree: readonly NodeSpec[] = [
   configGroup,
   completionGroup,
   ...shortcuts,
-  sessionCommand,
   versionCommand,
 ];
 

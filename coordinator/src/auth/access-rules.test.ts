@@ -142,8 +142,8 @@ describe("access rules", () => {
     };
     for (const m of ["CreateToken", "ListTokens", "RevokeToken"]) expect(role(`farm.v1.TokenService/${m}`)).toBe("admin");
     for (const m of ["RegistryService/DrainAgent", "DeviceService/AbandonAction", "DeviceService/PinIdentity", "VideoService/ReleaseVideo"]) expect(role(`farm.v1.${m}`)).toBe("admin");
-    for (const m of ["DeviceService/RunShell", "LeaseService/AcquireLease", "EvidenceService/CaptureEvidence", "VideoService/StartVideo", "BlobService/UploadBlob", "ShellService/OpenShell"]) expect(role(`farm.v1.${m}`)).toBe("operator");
-    for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch"]) expect(role(`farm.v1.${m}`)).toBe("viewer");
+    for (const m of ["DeviceService/RunShell", "LeaseService/AcquireLease", "EvidenceService/CaptureEvidence", "VideoService/StartVideo", "BlobService/UploadBlob", "ShellService/OpenShell", "SessionService/StartSession", "SessionService/EndSession"]) expect(role(`farm.v1.${m}`)).toBe("operator");
+    for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch", "SessionService/GetSession", "SessionService/ListSessions"]) expect(role(`farm.v1.${m}`)).toBe("viewer");
     for (const m of ["AgentService/Attach", "AgentEvidenceService/UploadEvidence", "AgentBlobService/PutBlob", "AgentShellService/ServeShell"]) expect(role(`farm.v1.${m}`)).toBe("agent");
     expect(role("grpc.health.v1.Health/Check")).toBe("none");
   });

@@ -15,6 +15,7 @@ import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
+import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { roleAtLeast, type Role, type TokenKind } from "./token-store.js";
 
 /** What one RPC method demands of its callers. */
@@ -43,6 +44,7 @@ export const coordinatorServices: readonly DescService[] = [
   EvidenceService,
   VideoService,
   WatchService,
+  SessionService,
 ];
 
 /** The rule a method declares in the schema (farm.v1.rules), or undefined when it declares none. */

@@ -178,3 +178,29 @@ export const evidenceGrants = sqliteTable("evidence_grants", {
   // Quota checks sum a user's stored bundles.
   index("evidence_grants_requested_by").on(t.requestedBy),
 ]);
+
+/**
+ * Recorded sessions: one user's run on one phone, bound to the lease it was
+ * started under. At most one row per lease is running (a lease's end ends it).
+ */
+export const sessions = sqliteTable("sessions", {
+  sessionId: text("session_id").primaryKey(),
+  name: text("name").notNull(),
+  physicalId: text("physical_id").notNull(),
+  serial: text("serial").notNull(),
+  agentId: text("agent_id").notNull(),
+  leaseId: text("lease_id").notNull(),
+  owner: text("owner").notNull(),
+  status: text("status", { enum: ["running", "passed", "failed", "lease_ended"] }).notNull(),
+  createdAt: integer("created_at").notNull(),
+  endedAt: integer("ended_at"),
+  stepCount: integer("step_count").notNull().default(0),
+  // The caller's JSON object, read and written whole.
+  context: text("context", { mode: "json" }).notNull().$type<Record<string, JsonValue>>(),
+  ocr: integer("ocr", { mode: "boolean" }).notNull(),
+}, (t) => [
+  // ListSessions pages newest first by (created_at, session_id).
+  index("sessions_created").on(t.createdAt, t.sessionId),
+  // A lease's end looks up its running sessions.
+  index("sessions_lease").on(t.leaseId),
+]);

@@ -4,9 +4,12 @@ import { ActivityEntrySchema, type ActivityEntry } from "@farm/shared/gen/farm/v
 import { EvidenceSummarySchema, type EvidenceSummary } from "@farm/shared/gen/farm/v1/evidence_pb";
 import { LeaseSchema, LeaseSelectorSchema, LeaseWaiterSchema, type Lease, type LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
 import { VideoSessionSchema, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { SessionSchema, type Session } from "@farm/shared/gen/farm/v1/session_service_pb";
 import type { ActivityRow } from "../activity/activity-log.js";
 import type { EvidenceRow } from "../evidence/evidence-store.js";
 import type { LeaseRow, Waiter } from "../leases/lease-store.js";
+import type { SessionRow } from "../sessions/session-store.js";
+import { sessionStatusOf } from "../sessions/session-status.js";
 import type { VideoSessionRow } from "../video/video-session-index.js";
 
 /** Wire forms of stored rows, shared by the list RPCs and the watch stream. */
@@ -71,5 +74,24 @@ export function videoSessionMessage(row: VideoSessionRow, agentName: string, sto
     recoveryState: row.recoveryState,
     createTime: timestampFromMs(row.createdAt),
     updateTime: timestampFromMs(row.updatedAt),
+  });
+}
+
+export function sessionMessage(row: SessionRow, agentName: string): Session {
+  return create(SessionSchema, {
+    sessionId: row.sessionId,
+    name: row.name,
+    physicalId: row.physicalId,
+    serial: row.serial,
+    agentId: row.agentId,
+    agentName,
+    leaseId: row.leaseId,
+    owner: row.owner,
+    status: sessionStatusOf(row.status),
+    createTime: timestampFromMs(row.createdAt),
+    ...(row.endedAt === null ? {} : { endTime: timestampFromMs(row.endedAt) }),
+    stepCount: row.stepCount,
+    context: row.context,
+    ocr: row.ocr,
   });
 }

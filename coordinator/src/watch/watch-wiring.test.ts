@@ -13,6 +13,8 @@ import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
 import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { VideoSessionIndex } from "../video/video-session-index.js";
+import { Sessions } from "../sessions/sessions.js";
+import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
 
@@ -30,18 +32,20 @@ function wired() {
   const labels = new DeviceLabels(new SqliteDeviceLabelStore(db));
   const leases = new LeaseManager(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
   const hub = new WatchHub();
+  const sessions = new Sessions(new SqliteSessionStore(db));
   // Nothing here touches the evidence directory.
-  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(db), evidence: new EvidenceStore(db, "/nonexistent"), videos: new VideoSessionIndex(db) });
-  return { registry, leases, labels, hub };
+  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(db), evidence: new EvidenceStore(db, "/nonexistent"), videos: new VideoSessionIndex(db), sessions });
+  return { registry, leases, labels, hub, sessions };
 }
 
 const listening = (r: Registry) => (["agent", "device", "deviceRemoved"] as const).map((e) => r.events.listenerCount(e));
 
 describe("watch wiring", () => {
   it("listens to the registry only while the hub has watchers, and forwards what it hears", async () => {
-    const { registry, labels, hub } = wired();
+    const { registry, labels, hub, sessions } = wired();
     expect(listening(registry)).toEqual([0, 0, 0]);
     expect(labels.events.listenerCount("changed")).toBe(0);
+    expect(sessions.events.listenerCount("session")).toBe(0);
 
     const ac = new AbortController();
     const watch = hub.subscribe(ac.signal);
@@ -51,13 +55,16 @@ describe("watch wiring", () => {
     registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
     registry.upsertDevice("a-1", create(DeviceReportSchema, { serial: "S-1", state: "device", properties: { physicalId: "pd-1", identityStatus: "ok" } }));
     labels.set("pd-1", { rack: "b2" });
+    sessions.start("alice", { leaseId: "l-1", physicalId: "pd-1", agentId: "a-1", serial: "S-1" }, { name: "smoke", context: {}, ocr: false });
     const got: WatchResponse[] = [];
-    for (let i = 0; i < 3; i++) got.push((await watch.next()).value as WatchResponse);
-    expect(got.map((m) => m.kind.case)).toEqual(["agent", "device", "labels"]);
+    for (let i = 0; i < 4; i++) got.push((await watch.next()).value as WatchResponse);
+    expect(got.map((m) => m.kind.case)).toEqual(["agent", "device", "labels", "session"]);
+    expect(got[3]?.kind.case === "session" && got[3].kind.value).toMatchObject({ name: "smoke", owner: "alice", agentName: "lab-1", serial: "S-1" });
 
     ac.abort();
     expect((await watch.next()).done).toBe(true);
     expect(listening(registry)).toEqual([0, 0, 0]);
     expect(labels.events.listenerCount("changed")).toBe(0);
+    expect(sessions.events.listenerCount("session")).toBe(0);
   });
 });

@@ -4,8 +4,10 @@ import type { DeviceLabels } from "../devices/device-labels.js";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { LeaseRow, Waiter } from "../leases/lease-store.js";
-import { activityMessage, evidenceMessage, leaseMessage, videoSessionMessage, waiterMessage } from "./messages.js";
+import { activityMessage, evidenceMessage, leaseMessage, sessionMessage, videoSessionMessage, waiterMessage } from "./messages.js";
 import type { Registry } from "../registry/registry.js";
+import type { Sessions } from "../sessions/sessions.js";
+import type { SessionRow } from "../sessions/session-store.js";
 import type { VideoSessionIndex } from "../video/video-session-index.js";
 import type { WatchHub } from "./watch-hub.js";
 
@@ -16,6 +18,7 @@ export interface WatchSources {
   activity: ActivityLog;
   evidence: EvidenceStore;
   videos: VideoSessionIndex;
+  sessions: Sessions;
 }
 
 /** Connects every source of change to the hub, in the wire form the list RPCs use. */
@@ -31,13 +34,16 @@ export function wireWatchHub(hub: WatchHub, src: WatchSources): void {
     const onLeaseEnded = (lease: LeaseRow) => hub.publish({ case: "leaseEnded", value: { leaseId: lease.leaseId, physicalId: lease.physicalId, reason: lease.state } });
     const onQueue = (waiters: Waiter[]) => hub.publish({ case: "queue", value: { waiters: waiters.map(waiterMessage) } });
     const onLabels = (physicalId: string, labels: Record<string, string>) => hub.publish({ case: "labels", value: { physicalId, labels } });
+    const onSession = (session: SessionRow) => hub.publish({ case: "session", value: sessionMessage(session, agentName(session.agentId)) });
     src.registry.events.on("agent", onAgent).on("device", onDevice).on("deviceRemoved", onDeviceRemoved);
     src.leases.events.on("lease", onLease).on("leaseEnded", onLeaseEnded).on("queue", onQueue);
     src.labels.events.on("changed", onLabels);
+    src.sessions.events.on("session", onSession);
     return () => {
       src.registry.events.off("agent", onAgent).off("device", onDevice).off("deviceRemoved", onDeviceRemoved);
       src.leases.events.off("lease", onLease).off("leaseEnded", onLeaseEnded).off("queue", onQueue);
       src.labels.events.off("changed", onLabels);
+      src.sessions.events.off("session", onSession);
     };
   });
   src.activity.onRecord((row) => hub.publish({ case: "activity", value: activityMessage(row) }));

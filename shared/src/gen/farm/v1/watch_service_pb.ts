@@ -13,6 +13,8 @@ import type { Lease, LeaseWaiter } from "./lease_pb.js";
 import { file_farm_v1_lease } from "./lease_pb.js";
 import type { Agent, Device } from "./registry_pb.js";
 import { file_farm_v1_registry } from "./registry_pb.js";
+import type { Session } from "./session_service_pb.js";
+import { file_farm_v1_session_service } from "./session_service_pb.js";
 import type { VideoSession } from "./video_service_pb.js";
 import { file_farm_v1_video_service } from "./video_service_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -21,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/watch_service.proto.
  */
 export const file_farm_v1_watch_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3dhdGNoX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiDgoMV2F0Y2hSZXF1ZXN0Io4ECg1XYXRjaFJlc3BvbnNlEiQKBXJlYWR5GAEgASgLMhMuZmFybS52MS5XYXRjaFJlYWR5SAASIQoGZGV2aWNlGAIgASgLMg8uZmFybS52MS5EZXZpY2VIABIwCg5kZXZpY2VfcmVtb3ZlZBgDIAEoCzIWLmZhcm0udjEuRGV2aWNlUmVtb3ZlZEgAEh8KBWFnZW50GAQgASgLMg4uZmFybS52MS5BZ2VudEgAEh8KBWxlYXNlGAUgASgLMg4uZmFybS52MS5MZWFzZUgAEioKC2xlYXNlX2VuZGVkGAYgASgLMhMuZmFybS52MS5MZWFzZUVuZGVkSAASJAoFcXVldWUYByABKAsyEy5mYXJtLnYxLkxlYXNlUXVldWVIABIuCgZsYWJlbHMYCCABKAsyHC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWRIABIuCg12aWRlb19zZXNzaW9uGAkgASgLMhUuZmFybS52MS5WaWRlb1Nlc3Npb25IABIsCghldmlkZW5jZRgKIAEoCzIYLmZhcm0udjEuRXZpZGVuY2VTdW1tYXJ5SAASKgoIYWN0aXZpdHkYCyABKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnlIABIsCglrZWVwYWxpdmUYDCABKAsyFy5mYXJtLnYxLldhdGNoS2VlcGFsaXZlSABCBgoEa2luZCIMCgpXYXRjaFJlYWR5IhAKDldhdGNoS2VlcGFsaXZlIjEKDURldmljZVJlbW92ZWQSEAoIYWdlbnRfaWQYASABKAkSDgoGc2VyaWFsGAIgASgJIkMKCkxlYXNlRW5kZWQSEAoIbGVhc2VfaWQYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIjMKCkxlYXNlUXVldWUSJQoHd2FpdGVycxgBIAMoCzIULmZhcm0udjEuTGVhc2VXYWl0ZXIikwEKE0RldmljZUxhYmVsc0NoYW5nZWQSEwoLcGh5c2ljYWxfaWQYASABKAkSOAoGbGFiZWxzGAIgAygLMiguZmFybS52MS5EZXZpY2VMYWJlbHNDaGFuZ2VkLkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEyUgoMV2F0Y2hTZXJ2aWNlEkIKBVdhdGNoEhUuZmFybS52MS5XYXRjaFJlcXVlc3QaFi5mYXJtLnYxLldhdGNoUmVzcG9uc2UiCKK7GAQIAygBMAFiBnByb3RvMw", [file_farm_v1_method_rules, file_farm_v1_activity_service, file_farm_v1_evidence, file_farm_v1_lease, file_farm_v1_registry, file_farm_v1_video_service]);
+  fileDesc("ChtmYXJtL3YxL3dhdGNoX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiDgoMV2F0Y2hSZXF1ZXN0IrMECg1XYXRjaFJlc3BvbnNlEiQKBXJlYWR5GAEgASgLMhMuZmFybS52MS5XYXRjaFJlYWR5SAASIQoGZGV2aWNlGAIgASgLMg8uZmFybS52MS5EZXZpY2VIABIwCg5kZXZpY2VfcmVtb3ZlZBgDIAEoCzIWLmZhcm0udjEuRGV2aWNlUmVtb3ZlZEgAEh8KBWFnZW50GAQgASgLMg4uZmFybS52MS5BZ2VudEgAEh8KBWxlYXNlGAUgASgLMg4uZmFybS52MS5MZWFzZUgAEioKC2xlYXNlX2VuZGVkGAYgASgLMhMuZmFybS52MS5MZWFzZUVuZGVkSAASJAoFcXVldWUYByABKAsyEy5mYXJtLnYxLkxlYXNlUXVldWVIABIuCgZsYWJlbHMYCCABKAsyHC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWRIABIuCg12aWRlb19zZXNzaW9uGAkgASgLMhUuZmFybS52MS5WaWRlb1Nlc3Npb25IABIsCghldmlkZW5jZRgKIAEoCzIYLmZhcm0udjEuRXZpZGVuY2VTdW1tYXJ5SAASKgoIYWN0aXZpdHkYCyABKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnlIABIsCglrZWVwYWxpdmUYDCABKAsyFy5mYXJtLnYxLldhdGNoS2VlcGFsaXZlSAASIwoHc2Vzc2lvbhgNIAEoCzIQLmZhcm0udjEuU2Vzc2lvbkgAQgYKBGtpbmQiDAoKV2F0Y2hSZWFkeSIQCg5XYXRjaEtlZXBhbGl2ZSIxCg1EZXZpY2VSZW1vdmVkEhAKCGFnZW50X2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCSJDCgpMZWFzZUVuZGVkEhAKCGxlYXNlX2lkGAEgASgJEhMKC3BoeXNpY2FsX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIzCgpMZWFzZVF1ZXVlEiUKB3dhaXRlcnMYASADKAsyFC5mYXJtLnYxLkxlYXNlV2FpdGVyIpMBChNEZXZpY2VMYWJlbHNDaGFuZ2VkEhMKC3BoeXNpY2FsX2lkGAEgASgJEjgKBmxhYmVscxgCIAMoCzIoLmZhcm0udjEuRGV2aWNlTGFiZWxzQ2hhbmdlZC5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMlIKDFdhdGNoU2VydmljZRJCCgVXYXRjaBIVLmZhcm0udjEuV2F0Y2hSZXF1ZXN0GhYuZmFybS52MS5XYXRjaFJlc3BvbnNlIgiiuxgECAMoATABYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_activity_service, file_farm_v1_evidence, file_farm_v1_lease, file_farm_v1_registry, file_farm_v1_session_service, file_farm_v1_video_service]);
 
 /**
  * @generated from message farm.v1.WatchRequest
@@ -119,6 +121,14 @@ export type WatchResponse = Message<"farm.v1.WatchResponse"> & {
      */
     value: WatchKeepalive;
     case: "keepalive";
+  } | {
+    /**
+     * A recorded session started or ended.
+     *
+     * @generated from field: farm.v1.Session session = 13;
+     */
+    value: Session;
+    case: "session";
   } | { case: undefined; value?: undefined };
 };
 

@@ -1,0 +1,126 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { Errors } from "@farm/shared/errors";
+import { validateContext } from "@farm/shared/evidence-options";
+import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { SessionService, SessionStatus, type Session } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { allPages } from "../all-pages.js";
+import { CliError } from "../cli-error.js";
+import { serviceClient } from "../client.js";
+import { table } from "../output.js";
+import { clientSession, type ClientSession } from "../session.js";
+import type { sessionEndOptions, sessionListOptions, sessionShowOptions, sessionStartOptions, SESSION_STATUSES } from "../tree/session-commands.js";
+import type { Action } from "../tree/spec.js";
+
+type StatusWord = (typeof SESSION_STATUSES)[number];
+
+const statusByWord: Readonly<Record<StatusWord, SessionStatus>> = {
+  running: SessionStatus.RUNNING,
+  passed: SessionStatus.PASSED,
+  failed: SessionStatus.FAILED,
+  "lease-ended": SessionStatus.LEASE_ENDED,
+};
+
+/** The word the CLI prints for a status (the flag spelling: lease-ended). */
+export function statusWord(s: SessionStatus): string {
+  return (Object.keys(statusByWord) as StatusWord[]).find((w) => statusByWord[w] === s) ?? "unspecified";
+}
+
+export function sessionJson(s: Session | undefined) {
+  if (!s) return null;
+  return {
+    sessionId: s.sessionId,
+    name: s.name,
+    status: statusWord(s.status),
+    owner: s.owner,
+    physicalId: s.physicalId,
+    serial: s.serial,
+    agentId: s.agentId,
+    agentName: s.agentName,
+    leaseId: s.leaseId,
+    createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null,
+    endedAt: s.endTime ? new Date(timestampMs(s.endTime)).toISOString() : null,
+    stepCount: s.stepCount,
+    context: s.context ?? {},
+    ocr: s.ocr,
+  };
+}
+
+/** Starts a session under `lease` on `serial` (also used by `farm lease run --session`). */
+export async function startSessionOn(
+  session: ClientSession,
+  target: { serial: string; agent?: string | undefined; lease: string | undefined },
+  opts: { name?: string | undefined; context?: JsonObject; ocr?: boolean },
+): Promise<Session> {
+  const client = serviceClient(SessionService, session.config, { lease: target.lease || undefined });
+  const res = await client.startSession(
+    { target: create(DeviceTargetSchema, { serial: target.serial, agent: target.agent ?? "" }), name: opts.name ?? "", context: opts.context ?? {}, ocr: opts.ocr ?? false },
+    { timeoutMs: session.timeoutMs },
+  );
+  if (!res.session) throw new CliError(Errors.INTERNAL, "the coordinator started no session");
+  return res.session;
+}
+
+/** Ends a session as passed or failed. */
+export async function endSessionAs(session: ClientSession, sessionId: string, status: "passed" | "failed", timeoutMs = session.timeoutMs): Promise<Session | undefined> {
+  const res = await serviceClient(SessionService, session.config).endSession({ sessionId, status: statusByWord[status] }, { timeoutMs });
+  return res.session;
+}
+
+function describe(s: ReturnType<typeof sessionJson>): string {
+  if (!s) return "";
+  return [
+    `session ${s.sessionId}${s.name ? ` (${s.name})` : ""}: ${s.status}`,
+    `  owner ${s.owner}, device ${s.physicalId} via ${s.agentName || s.agentId}/${s.serial}, lease ${s.leaseId}`,
+    `  started ${s.createdAt}${s.endedAt ? `, ended ${s.endedAt}` : ""}, ${s.stepCount} steps${s.ocr ? ", ocr" : ""}`,
+    ...(Object.keys(s.context).length > 0 ? [`  context ${JSON.stringify(s.context)}`] : []),
+  ].join("\n");
+}
+
+export const startSession: Action<typeof sessionStartOptions> = async (input) => {
+  const { opts, ctx } = input;
+  // Bad input fails before the coordinator is asked.
+  if (!opts.device) throw new CliError(Errors.INVALID_ARGUMENT, "--device is required (or FARM_DEVICE)", "device");
+  const context = validateContext(opts.contextJson) as JsonObject;
+  const session = clientSession(input);
+  const s = await startSessionOn(session, { serial: opts.device, agent: opts.agent, lease: opts.lease }, { name: opts.name, context, ocr: opts.ocr });
+  ctx.printer.result({ session: sessionJson(s) }, () => [s.sessionId, `export FARM_SESSION=${s.sessionId}`].join("\n"));
+  return 0;
+};
+
+export const endSession: Action<typeof sessionEndOptions> = async (input) => {
+  const { opts, ctx } = input;
+  if (!opts.session) throw new CliError(Errors.INVALID_ARGUMENT, "--session is required (or FARM_SESSION)", "session");
+  const s = await endSessionAs(clientSession(input), opts.session, opts.status);
+  ctx.printer.result({ session: sessionJson(s) }, () => `session ${s?.sessionId}: ${statusWord(s?.status ?? SessionStatus.UNSPECIFIED)}`);
+  return 0;
+};
+
+export const listSessions: Action<typeof sessionListOptions> = async (input) => {
+  const { opts, ctx } = input;
+  const session = clientSession(input);
+  const client = serviceClient(SessionService, session.config);
+  const filter = { serial: opts.device ?? "", status: opts.status ? statusByWord[opts.status] : SessionStatus.UNSPECIFIED, owner: opts.user ?? "" };
+  const rows = await allPages(async (page) => {
+    const res = await client.listSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
+    return { items: res.sessions, nextPageToken: res.nextPageToken };
+  });
+  const sessions = rows.map((s) => sessionJson(s)).filter((s) => s !== null);
+  const wide = ctx.printer.wide;
+  ctx.printer.result({ sessions }, () =>
+    table(
+      ["SESSION", "NAME", "STATUS", "OWNER", "DEVICE", "STARTED", "ENDED", ...(wide ? ["LEASE", "ROUTE"] : [])],
+      sessions.map((s) => [s.sessionId, s.name, s.status, s.owner, s.physicalId, s.createdAt ?? "", s.endedAt ?? "", ...(wide ? [s.leaseId, `${s.agentName}/${s.serial}`] : [])]),
+    ),
+  );
+  return 0;
+};
+
+export const showSession: Action<typeof sessionShowOptions> = async (input) => {
+  const session = clientSession(input);
+  const id = input.args[0] ?? "";
+  const res = await serviceClient(SessionService, session.config).getSession({ sessionId: id }, { timeoutMs: session.timeoutMs });
+  const s = sessionJson(res.session);
+  input.ctx.printer.result({ session: s }, () => describe(s));
+  return 0;
+};

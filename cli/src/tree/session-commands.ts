@@ -1,0 +1,60 @@
+import { clientOptions } from "../options/common-options.js";
+import { flag, oneOf, parsed, parsedWithDefault, text } from "../options/index.js";
+import { group, leaf } from "./spec.js";
+
+export const SESSION_END_STATUSES = ["passed", "failed"] as const;
+export const SESSION_STATUSES = ["running", "passed", "failed", "lease-ended"] as const;
+
+/** The session a command acts on: `farm session start` prints the export line for it. */
+export const sessionIdOption = { session: text("--session <id>", "Session id (farm session start)", { env: "FARM_SESSION" }) };
+
+export const sessionStartOptions = {
+  ...clientOptions,
+  device: text("--device <serial>", "Device serial; your lease must be on it", { env: "FARM_DEVICE" }),
+  agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
+  lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
+  name: text("--name <text>", "A name shown in lists (at most 200 characters)"),
+  ocr: flag("--ocr", "OCR the session's screenshots (stored for the action timeline, which is not built yet)"),
+  contextJson: text("--context-json <object>", "A JSON object stored with the session (build, branch, test)"),
+};
+export const sessionEndOptions = {
+  ...clientOptions,
+  ...sessionIdOption,
+  status: { ...parsedWithDefault("--status <status>", "How it ended: passed or failed", oneOf(SESSION_END_STATUSES), "passed", { choices: SESSION_END_STATUSES }), defaultText: "passed" },
+};
+export const sessionListOptions = {
+  ...clientOptions,
+  device: text("--device <serial>", "Only sessions on this device (any of its serials)"),
+  status: parsed("--status <status>", "Only sessions in this status", oneOf(SESSION_STATUSES), { choices: SESSION_STATUSES }),
+  user: text("--user <name>", "Only sessions this token name started"),
+};
+export const sessionShowOptions = clientOptions;
+
+export const sessionGroup = group({
+  name: "session",
+  summary: "Recorded sessions on a leased device: start, end, list, show",
+  commands: [
+    leaf({
+      name: "start",
+      summary: "Start a session on your leased device; prints its id (and, pretty, the FARM_SESSION export line)",
+      options: sessionStartOptions,
+      examples: ["farm session start --device emulator-5554 --name checkout-flow --context-json '{\"build\":\"1.2.3\"}'"],
+      load: async () => (await import("../commands/session.js")).startSession,
+    }),
+    leaf({
+      name: "end",
+      summary: "End a session as passed or failed (its owner or an admin)",
+      options: sessionEndOptions,
+      examples: ["farm session end --status failed"],
+      load: async () => (await import("../commands/session.js")).endSession,
+    }),
+    leaf({ name: "list", summary: "Sessions, newest first", options: sessionListOptions, load: async () => (await import("../commands/session.js")).listSessions }),
+    leaf({
+      name: "show",
+      summary: "One session",
+      args: [{ name: "id", description: "The session id", required: true }],
+      options: sessionShowOptions,
+      load: async () => (await import("../commands/session.js")).showSession,
+    }),
+  ],
+});

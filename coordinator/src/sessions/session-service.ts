@@ -1,0 +1,92 @@
+import { create } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import {
+  SessionService,
+  SessionStatus,
+  EndSessionResponseSchema,
+  GetSessionResponseSchema,
+  ListSessionsResponseSchema,
+  StartSessionResponseSchema,
+} from "@farm/shared/gen/farm/v1/session_service_pb";
+import { requirePrincipal } from "../auth/auth.js";
+import type { ActivityLog } from "../activity/activity-log.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { Registry } from "../registry/registry.js";
+import { sessionMessage } from "../watch/messages.js";
+import { sessionStateOf } from "./session-status.js";
+import type { SessionRow } from "./session-store.js";
+import type { Sessions } from "./sessions.js";
+
+export interface SessionServiceDeps {
+  sessions: Sessions;
+  leases: LeaseManager;
+  registry: Registry;
+  activity: ActivityLog;
+  log: Logger;
+}
+
+/**
+ * SessionService: starting needs the caller's lease on the phone (the
+ * x-farm-lease header, checked as for a device change); ending is the
+ * owner's or an admin's. Start and end go to the activity log.
+ */
+export function registerSessionService(router: ConnectRouter, deps: SessionServiceDeps): void {
+  const toSession = (row: SessionRow) => sessionMessage(row, deps.registry.agentName(row.agentId) ?? "");
+
+  router.service(SessionService, {
+    startSession(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const serial = req.target?.serial ?? "";
+      const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startSession", requestId: "", detail: req.name.slice(0, 200) };
+      return deps.activity.track(entry, async (e) => {
+        if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
+        const route = deps.registry.route(serial, req.target?.agent ?? "");
+        e.physicalId = route.physicalId;
+        e.agentId = route.agentId;
+        // LEASE_REQUIRED / LEASE_HELD_BY_OTHER: a session hangs off the caller's own lease.
+        const lease = deps.leases.authorize(route.physicalId, ctx.requestHeader.get("x-farm-lease"));
+        e.leaseId = lease.leaseId;
+        const row = deps.sessions.start(principal.tokenName, { leaseId: lease.leaseId, physicalId: route.physicalId, agentId: route.agentId, serial: route.serial }, {
+          name: req.name,
+          context: req.context ?? {},
+          ocr: req.ocr,
+        });
+        e.detail = `session ${row.sessionId}${row.name ? ` (${row.name.slice(0, 100)})` : ""}`;
+        deps.log.info("session started", { sessionId: row.sessionId, serial, leaseId: lease.leaseId, by: principal.tokenName });
+        return create(StartSessionResponseSchema, { session: toSession(row) });
+      });
+    },
+    endSession(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const entry = { caller: principal.tokenName, leaseId: "", serial: "", physicalId: "", agentId: "", command: "endSession", requestId: "", detail: req.sessionId.slice(0, 128) };
+      return deps.activity.track(entry, async (e) => {
+        const status = req.status === SessionStatus.UNSPECIFIED ? "passed" : sessionStateOf(req.status);
+        if (status !== "passed" && status !== "failed") throw invalidArgument("status", "status must be PASSED or FAILED (unset means PASSED)");
+        const known = deps.sessions.get(req.sessionId);
+        Object.assign(e, { leaseId: known.leaseId, serial: known.serial, physicalId: known.physicalId, agentId: known.agentId });
+        const row = deps.sessions.end(req.sessionId, status, principal);
+        e.detail = `session ${row.sessionId}: ${row.status}`;
+        deps.log.info("session ended", { sessionId: row.sessionId, status: row.status, by: principal.tokenName });
+        return create(EndSessionResponseSchema, { session: toSession(row) });
+      });
+    },
+    getSession(req) {
+      return create(GetSessionResponseSchema, { session: toSession(deps.sessions.get(req.sessionId)) });
+    },
+    listSessions(req) {
+      let physicalId = req.physicalId;
+      if (req.serial !== "") {
+        const id = deps.registry.physicalIdOf(req.serial);
+        if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${req.serial} (or its identity is not read yet)`, "serial");
+        if (physicalId !== "" && physicalId !== id) throw invalidArgument("physical_id", `serial ${req.serial} is physical device ${id}, not ${physicalId}`);
+        physicalId = id;
+      }
+      const status = req.status === SessionStatus.UNSPECIFIED ? undefined : sessionStateOf(req.status);
+      if (req.status !== SessionStatus.UNSPECIFIED && status === undefined) throw invalidArgument("status", `unknown session status ${req.status}`);
+      const page = deps.sessions.listPage({ physicalId, status, owner: req.owner }, req);
+      return create(ListSessionsResponseSchema, { sessions: page.items.map(toSession), nextPageToken: page.nextPageToken });
+    },
+  });
+}

@@ -1,0 +1,44 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+
+export type SessionState = "running" | "passed" | "failed" | "lease_ended";
+
+/** A recorded session as stored. */
+export interface SessionRow {
+  sessionId: string;
+  name: string;
+  physicalId: string;
+  serial: string;
+  agentId: string;
+  leaseId: string;
+  /** The token name that started it. */
+  owner: string;
+  status: SessionState;
+  createdAt: number;
+  endedAt: number | null;
+  stepCount: number;
+  context: Record<string, JsonValue>;
+  ocr: boolean;
+}
+
+/** What a listing may be narrowed to; undefined means any. */
+export interface SessionFilter {
+  physicalId?: string | undefined;
+  status?: SessionState | undefined;
+  owner?: string | undefined;
+}
+
+/** Where sessions are kept. Each method is one atomic write or read. */
+export interface SessionStore {
+  insert(row: SessionRow): void;
+  get(sessionId: string): SessionRow | undefined;
+  /**
+   * Ends a session that is still running. Returns the ended row, or
+   * undefined when it was not running (nothing is written): the check and
+   * the write are one statement, so a session ends exactly once.
+   */
+  end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): SessionRow | undefined;
+  /** Running sessions, oldest first (all of them, or those under one lease). */
+  running(leaseId?: string): SessionRow[];
+  /** Up to `limit` rows newest first by (createdAt, sessionId), strictly after `after` in that order. */
+  listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): SessionRow[];
+}

@@ -1,0 +1,46 @@
+import { and, asc, desc, eq, lt, or, type SQL } from "drizzle-orm";
+import type { CoordinatorDb } from "../db/open-database.js";
+import { sessions } from "../db/schema.js";
+import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./session-store.js";
+
+/** Sessions in the coordinator's SQLite database. */
+export class SqliteSessionStore implements SessionStore {
+  constructor(private readonly db: CoordinatorDb) {}
+
+  insert(row: SessionRow): void {
+    this.db.insert(sessions).values(row).run();
+  }
+
+  get(sessionId: string): SessionRow | undefined {
+    return this.db.select().from(sessions).where(eq(sessions.sessionId, sessionId)).get();
+  }
+
+  end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): SessionRow | undefined {
+    return this.db
+      .update(sessions)
+      .set({ status, endedAt })
+      .where(and(eq(sessions.sessionId, sessionId), eq(sessions.status, "running")))
+      .returning()
+      .get();
+  }
+
+  running(leaseId?: string): SessionRow[] {
+    const where = leaseId === undefined ? eq(sessions.status, "running") : and(eq(sessions.status, "running"), eq(sessions.leaseId, leaseId));
+    return this.db.select().from(sessions).where(where).orderBy(asc(sessions.createdAt), asc(sessions.sessionId)).all();
+  }
+
+  listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): SessionRow[] {
+    const where: SQL[] = [];
+    if (filter.physicalId) where.push(eq(sessions.physicalId, filter.physicalId));
+    if (filter.status) where.push(eq(sessions.status, filter.status));
+    if (filter.owner) where.push(eq(sessions.owner, filter.owner));
+    if (after) where.push(or(lt(sessions.createdAt, after[0]), and(eq(sessions.createdAt, after[0]), lt(sessions.sessionId, after[1]))) as SQL);
+    return this.db
+      .select()
+      .from(sessions)
+      .where(where.length > 0 ? and(...where) : undefined)
+      .orderBy(desc(sessions.createdAt), desc(sessions.sessionId))
+      .limit(limit)
+      .all();
+  }
+}
