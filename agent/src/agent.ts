@@ -16,7 +16,7 @@ import { OsLock } from "./ownership/os-lock.js";
 import { coordinatorTransport } from "./uplink/coordinator-transport.js";
 import { FARM_VERSION } from "@farm/shared/version";
 import { callDispatcher } from "./rpc/call-dispatch.js";
-import { agentRoutes, agentServices } from "./rpc/routes.js";
+import { agentRoutes } from "./rpc/routes.js";
 import type { AgentServiceDeps } from "./rpc/service-deps.js";
 import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
@@ -150,7 +150,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   let resolveDrain!: (reason: string) => void;
   const drainRequested = new Promise<string>((resolve) => (resolveDrain = resolve));
   const inflight = new Set<Promise<unknown>>();
-  const dispatch = callDispatcher({ routes: agentRoutes(serviceDeps), services: agentServices, drainReason: serviceDeps.drainReason, log, hostPaths: serviceDeps.hostPaths });
+  const dispatch = callDispatcher({ routes: agentRoutes(serviceDeps), drainReason: serviceDeps.drainReason, log, hostPaths: serviceDeps.hostPaths });
   const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers() });
   const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;
   uplink = new Uplink({

@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { create, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, createRouterTransport, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
 import { actionError, Errors, farmError, toErrorReport, type ActionOutcome, type FarmErrorSpec } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
 import { methodPath } from "@farm/shared/method-rules";
@@ -17,6 +17,7 @@ import { AgentCallSchema, type AgentCall } from "@farm/shared/gen/farm/v1/agent_
 import { DeviceService, GetOwnershipRequestSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { callDispatcher, type CallDispatcher } from "@farm/agent/rpc/call-dispatch";
+import type { ServiceRoute } from "@farm/agent/rpc/routes";
 import { callContext, type CallContext } from "@farm/agent/rpc/call-context";
 import { AttachSession } from "@farm/coordinator/routing/agent-session";
 
@@ -24,8 +25,7 @@ const by = { tokenName: "alice", admin: false };
 
 function agent(impl: Partial<ServiceImpl<typeof DeviceService>>, opts: { draining?: string; logs?: string[] } = {}): CallDispatcher {
   return callDispatcher({
-    routes: (router: ConnectRouter) => router.service(DeviceService, impl),
-    services: [DeviceService],
+    routes: [{ service: DeviceService, impl } as unknown as ServiceRoute],
     drainReason: () => opts.draining ?? "",
     log: createLogger({ level: "debug", write: (line) => opts.logs?.push(line) }),
     hostPaths: ["/var/lib/farm-secret-host-dir"],
@@ -132,7 +132,7 @@ describe("a routed call", () => {
     expect(unknown).toMatchObject({ commandId: "c-1", error: { detail: { code: Errors.NOT_IMPLEMENTED.code }, status: Code.Unimplemented } });
     const unimplemented = await dispatch(call({ method: methodPath(DeviceService.method.reboot), request: new Uint8Array() }));
     expect(unimplemented.error?.status).toBe(Code.Unimplemented);
-    const garbage = await dispatch(call({ method: methodPath(DeviceService.method.getOwnership), request: new Uint8Array([0xff, 0xff, 0xff]) }));
+    const garbage = await agent({ getOwnership: () => ({}) })(call({ method: methodPath(DeviceService.method.getOwnership), request: new Uint8Array([0xff, 0xff, 0xff]) }));
     expect(garbage.error?.detail?.code).toBe(Errors.AGENT_PROTOCOL_VIOLATION.code);
   });
 });
