@@ -83,11 +83,13 @@ export interface CliResult {
 
 /** Runs a one-shot farm command with JSON output and parses it. */
 export function farm(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return runCli(process.execPath, [farmBin, ...args], { ...process.env, FARM_OUTPUT: "json", ...env });
+}
+
+/** Runs a CLI process to its exit and parses the last line of its stdout as JSON ({} when it is not). */
+export function runCli(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [farmBin, ...args], {
-      env: { ...process.env, FARM_OUTPUT: "json", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const proc = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     proc.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import { farmBin } from "./farm-process.js";
+import { farmBin, runCli, type CliResult } from "./farm-process.js";
 
 /** The repository root, found from the built CLI (cli/dist/main.js). */
 export const repoRoot = dirname(dirname(dirname(farmBin)));
@@ -34,33 +34,12 @@ export function installCli(dir: string): InstalledCli {
   return { prefix, bin: join(binDir, "farm"), env: { ...process.env, PATH: `${binDir}:${process.env["PATH"] ?? ""}` } };
 }
 
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** The last stdout line as JSON, or {} */
-  json: Record<string, unknown>;
-}
+/** What a run of the installed farm gave. */
+export type RunResult = CliResult;
 
 /** Runs `farm ARGS` found on PATH (the caller's env decides which farm). */
 export function runFarm(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn("farm", args, { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    proc.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    proc.once("error", reject);
-    proc.once("exit", (code) => {
-      let json: Record<string, unknown> = {};
-      try {
-        json = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as Record<string, unknown>;
-      } catch {
-        /* not JSON: the caller's assertion shows stdout */
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-  });
+  return runCli("farm", args, env);
 }
 
 export interface Service {

@@ -61,16 +61,8 @@ interface DeviceEntry {
   wire?: { key: string; bytes: Uint8Array };
 }
 
-interface AgentEntry {
-  id: string;
-  name: string;
-  hostname: string;
-  agentVersion: string;
-  protocolVersion: number;
-  adbVersion: string;
-  heartbeatIntervalMs: number;
-  connectedAt: number | null;
-  lastHeartbeatAt: number | null;
+/** A stored agent plus what only lives in memory: its stream, its devices, its draining. */
+interface AgentEntry extends AgentRow {
   session: AgentSession | null;
   devices: Map<string, DeviceEntry>;
   /** The keys of `devices` in order, for paged listing; dropped whenever a serial is added or removed. */
