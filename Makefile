@@ -75,6 +75,7 @@ bench: build
 	node test/dist/bench/dashboard-devices.js
 	node test/dist/bench/app-endpoint.js
 	node test/dist/bench/cli-cold-start.js
+	node test/dist/bench/ocr-frame.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

@@ -43,7 +43,8 @@ const libDir = join(outDir, "lib");
 const log = (s) => opts.quiet || process.stderr.write(`${s}\n`);
 
 /** Loaded with require()/import at run time, never bundled: native addons and their loaders. */
-const EXTERNAL = ["better-sqlite3", "sharp", "node-pty"];
+// tesseract.js starts its workers from files next to its own module (and reads the language data from its package).
+const EXTERNAL = ["better-sqlite3", "sharp", "node-pty", "tesseract.js", "@tesseract.js-data/eng"];
 
 /** Entry points, by output name (lib/<name>.js). */
 const ENTRIES = {
