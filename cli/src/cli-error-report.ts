@@ -17,6 +17,9 @@ const flagForField: Readonly<Record<string, string>> = {
   timeout_ms: "timeout",
   app_package: "app-package",
   "selector.api_level": "api-level",
+  "tap.element.resource_id": "id",
+  "tap.element.text": "text",
+  "tap.element.content_desc": "desc",
 };
 
 /** The flag name for a proto field path (unchanged when no flag sets it). */

@@ -148,6 +148,14 @@ export const Errors = {
   SESSION_NOT_FOUND: { code: "SESSION_NOT_FOUND", status: Status.NotFound },
   /** The session has already ended (by its owner, or because its lease ended). */
   SESSION_ENDED: { code: "SESSION_ENDED", status: Status.FailedPrecondition },
+  /** A call in a session (x-farm-session) on another phone, lease or owner than the session's. */
+  SESSION_MISMATCH: { code: "SESSION_MISMATCH", status: Status.FailedPrecondition },
+  /** No element of the UI tree matches the selector. */
+  ELEMENT_NOT_FOUND: { code: "ELEMENT_NOT_FOUND", status: Status.NotFound },
+  /** More than one element matches the selector; the message lists candidates. */
+  ELEMENT_AMBIGUOUS: { code: "ELEMENT_AMBIGUOUS", status: Status.FailedPrecondition },
+  /** The UI tree could not be read (UIAutomator or the app's SDK failed, or the screen is locked). */
+  UI_TREE_FAILED: { code: "UI_TREE_FAILED", status: Status.Unavailable },
 } as const satisfies Record<string, ErrorSpec>;
 
 // Each key is its own code, so `Errors[code]` finds the entry for a code off the wire.

@@ -4,10 +4,26 @@ import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
 
 export type InputRequest =
-  | { kind: "tap"; x: number; y: number }
+  | { kind: "tap"; x: number; y: number; element?: TapTarget }
   | { kind: "swipe"; x1: number; y1: number; x2: number; y2: number; durationMs: number }
   | { kind: "text"; text: string }
   | { kind: "key"; key: string };
+
+/**
+ * For a tap by element: what the selector resolved to before the tap, kept
+ * in the journal so the action names its target (the command itself only
+ * carries the point).
+ */
+export interface TapTarget {
+  /** The selector as asked: one of resourceId, text, contentDesc. */
+  selector: Record<string, string>;
+  type: string;
+  text: string;
+  resourceId: string;
+  contentDesc: string;
+  /** `[left,top][right,bottom]`, as UIAutomator writes bounds. */
+  bounds: string;
+}
 
 /** The `input` command line for a request. */
 export function inputCommand(req: InputRequest): string {

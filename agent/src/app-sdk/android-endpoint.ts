@@ -152,6 +152,9 @@ async function removeForwards(adb: AdbServerAddress, serial: string, which: (f: 
   }
 }
 
+/** Told of an attempt that was given up on and repeated. */
+export type RetryObserver = (attempt: { startedAt: number; durationMs: number; error: unknown }) => void;
+
 /**
  * A GET to the app's SDK, through an endpoint found earlier (`known`) or
  * discovered now. If the app restarted in between (its old socket is gone,
@@ -166,10 +169,12 @@ export async function androidSdkGet(
   path: string,
   timeoutMs = 10_000,
   known?: AndroidEndpoint,
+  onRetry?: RetryObserver,
 ): Promise<{ endpoint: AndroidEndpoint; body: Record<string, unknown>; raw: Buffer; rediscovered: boolean }> {
   const budget = new Budget(timeoutMs);
   let endpoint = known ?? (await discoverWithin(adb, serial, pkg, budget));
   for (let attempt = 0; ; attempt++) {
+    const startedAt = Date.now();
     try {
       const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), budget.remaining());
       const body = checkAndroidBinding(res, endpoint);
@@ -179,6 +184,8 @@ export async function androidSdkGet(
       const code = (err as { details?: { value?: { code?: string } }[] }).details?.[0]?.value?.code;
       const stale = code === BridgeErrors.identityMismatch.code || /ECONNRESET|socket hang up|ECONNREFUSED/.test((err as Error).message);
       if (!stale || attempt > 0) throw err;
+      // The first attempt is given up on: whoever records the call (a session step) sees it.
+      onRetry?.({ startedAt, durationMs: Date.now() - startedAt, error: err });
       endpoint = await discoverWithin(adb, serial, pkg, budget);
     }
   }

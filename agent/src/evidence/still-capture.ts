@@ -8,7 +8,7 @@ import { ensurePrivateDir } from "@farm/shared/secure-file";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { shellV2 } from "../adb/adb-shell.js";
 import type { AdbServiceError } from "../adb/adb-service.js";
-import { androidSdkGet } from "../app-sdk/android-endpoint.js";
+import { androidSdkGet, type RetryObserver } from "../app-sdk/android-endpoint.js";
 import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
 import { looksLikeHierarchy, parseAwake, parseLocked } from "./device-observations.js";
 import { metadataComplete, readDeviceMetadata } from "./device-metadata.js";
@@ -265,13 +265,14 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   return { dir, manifest, files };
 }
 
-interface HierarchyResult {
+/** A raw hierarchy read (also read by agent/src/ui for `farm ui tree` and taps by element). */
+export interface HierarchyResult {
   xml?: Buffer;
   error?: { code: ManifestErrorCode; message: string; component: string | null };
   record: Record<string, unknown>;
 }
 
-async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceId: string, remaining: () => number): Promise<HierarchyResult> {
+export async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceId: string, remaining: () => number): Promise<HierarchyResult> {
   const signal = () => AbortSignal.timeout(Math.max(1, Math.ceil(remaining())));
   try {
     // Read-only readiness (never a wake or input); both asked at once.
@@ -308,9 +309,9 @@ async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceI
  * fallback to UIAutomator: a capture that asked for the app's tree says why
  * it did not get it.
  */
-async function captureAppHierarchy(adb: AdbServerAddress, serial: string, pkg: string, remaining: () => number): Promise<HierarchyResult> {
+export async function captureAppHierarchy(adb: AdbServerAddress, serial: string, pkg: string, remaining: () => number, onRetry?: RetryObserver): Promise<HierarchyResult> {
   try {
-    const r = await androidSdkGet(adb, serial, pkg, "/v1/tree", Math.max(1, Math.floor(remaining())));
+    const r = await androidSdkGet(adb, serial, pkg, "/v1/tree", Math.max(1, Math.floor(remaining())), undefined, onRetry);
     const record = {
       ok: true,
       endpoint: { packageName: r.endpoint.packageName, runtimeEpoch: r.endpoint.runtimeEpoch, socketName: r.endpoint.socketName, hostPort: r.endpoint.hostPort, forwardCreated: r.endpoint.forwardCreated, version: r.endpoint.version },

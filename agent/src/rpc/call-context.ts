@@ -1,6 +1,16 @@
-import type { HandlerContext } from "@connectrpc/connect";
-import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { AgentCall } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { toCommandError } from "@farm/shared/command-error";
+import { toErrorReport } from "@farm/shared/errors";
+import { StepAttemptReportSchema, type AgentCall, type StepAttemptReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
+
+/**
+ * In a session step: where a handler reports attempts it made itself and
+ * gave up on before its result (a rediscovered app endpoint), so the
+ * timeline shows them. Null outside a step.
+ */
+export const stepAttempts = createContextKey<StepAttemptReport[] | null>(null);
 
 /** Who asked for a routed call and by when, as the agent's services see it. */
 export interface CallContext {
@@ -42,4 +52,12 @@ export function callContext(ctx: HandlerContext): CallContext {
     admin: h.get(H.admin) === "1",
     deadlineMs: Number.isFinite(deadline) && deadline > 0 ? deadline : Date.now() + DEFAULT_BUDGET_MS,
   };
+}
+
+/** In a session step, reports an attempt given up on into the step (stepAttempts); otherwise nothing. */
+export function attemptRecorder(ctx: HandlerContext): ((a: { startedAt: number; durationMs: number; error: unknown }) => void) | undefined {
+  const list = ctx.values.get(stepAttempts);
+  if (!list) return undefined;
+  return (a) =>
+    list.push(create(StepAttemptReportSchema, { startTime: timestampFromMs(a.startedAt), durationMs: a.durationMs, error: toCommandError(toErrorReport(a.error), a.error) }));
 }

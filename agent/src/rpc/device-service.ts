@@ -1,16 +1,19 @@
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
-import { Errors, farmError } from "@farm/shared/errors";
+import { Errors, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { DeviceService, DeviceTarget, SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
+import type { ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
 import { shellV2 } from "../adb/adb-shell.js";
 import { parseGetprop } from "../evidence/device-observations.js";
 import { shQuote } from "../actions/shell-quote.js";
 import type { InputRequest } from "../actions/input-action.js";
+import { readUiTree } from "../ui/read-ui-tree.js";
+import { rectText, resolveElement, selectorField, type ResolvedTarget } from "../ui/element-selector.js";
 import { toRecord, type ActionKind } from "../ownership/device-ownership.js";
 import { removeAndroidForward } from "../app-sdk/android-endpoint.js";
 import { appEndpoint } from "../app-sdk/app-endpoint-command.js";
 import { takeScreenshot } from "../evidence/take-screenshot.js";
-import { callContext, type CallContext } from "./call-context.js";
+import { attemptRecorder, callContext, type CallContext } from "./call-context.js";
 import type { AgentServiceDeps } from "./service-deps.js";
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
@@ -84,8 +87,35 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       return { text: r.stdout.toString("utf8"), truncated: r.truncated };
     },
     async sendInput(req, ctx) {
-      const { action: a } = await deps.ownership.run(deps.input, toInput(req), action(callContext(ctx), req.target));
-      return { actionId: a.actionId, dispatched: true, ambiguous: false };
+      const c = callContext(ctx);
+      const input = toInput(req);
+      const selector = req.kind.case === "tap" ? req.kind.value.element : undefined;
+      if (!selector) {
+        const { action: a } = await deps.ownership.run(deps.input, input, action(c, req.target));
+        return { actionId: a.actionId, dispatched: true, ambiguous: false };
+      }
+      // A tap by element: the tree is read (a read, no lock) and the element
+      // resolved before anything is journaled or sent; a failure up to here
+      // reached nothing (dispatched: false). The screen may still change
+      // between the read and the tap: the journal names what was resolved.
+      const serial = serialOf(req.target);
+      deps.ownership.requireDevice(serial);
+      const tree = await readUiTree(deps.evidence.adb, serial, "", c.deadlineMs, NOT_DISPATCHED);
+      const target = resolveElement(tree.roots, selector, "tap.element");
+      const { action: a } = await deps.ownership.run(deps.input, tapAt(target, selector), action(c, req.target));
+      return {
+        actionId: a.actionId,
+        dispatched: true,
+        ambiguous: false,
+        element: { selector, element: target.element, x: target.x, y: target.y },
+      };
+    },
+    async getUiTree(req, ctx) {
+      const serial = serialOf(req.target);
+      if (deps.ios?.device(serial)) throw farmError(Errors.NOT_IMPLEMENTED, "the UI tree is read on Android devices only", "target.serial");
+      deps.ownership.requireDevice(serial);
+      const tree = await readUiTree(deps.evidence.adb, serial, req.appPackage, callContext(ctx).deadlineMs, undefined, attemptRecorder(ctx));
+      return { source: tree.source, roots: tree.roots, nodeCount: tree.nodeCount };
     },
     async reboot(req, ctx) {
       const { action: a } = await deps.ownership.run(deps.reboot, {}, action(callContext(ctx), req.target));
@@ -111,9 +141,26 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
   };
 }
 
+/** The tap on a resolved element's centre, journaled with the selector and what it resolved to. */
+function tapAt(t: ResolvedTarget, selector: ElementSelector): InputRequest {
+  const { by, value } = selectorField(selector, "tap.element");
+  const e = t.element;
+  return {
+    kind: "tap",
+    x: t.x,
+    y: t.y,
+    element: { selector: { [by]: value }, type: e.type, text: e.text, resourceId: e.resourceId, contentDesc: e.contentDesc, bounds: rectText(e.bounds) },
+  };
+}
+
 function toInput(v: SendInputRequest): InputRequest {
   switch (v.kind.case) {
     case "tap":
+      if (v.kind.value.element) {
+        // Selector checks come first; then x and y must be unset (0 is proto3's unset).
+        selectorField(v.kind.value.element, "tap.element");
+        if (v.kind.value.x !== 0 || v.kind.value.y !== 0) throw farmError(Errors.INVALID_ARGUMENT, "a tap takes either x and y or an element, not both", "tap", NOT_DISPATCHED);
+      }
       return { kind: "tap", x: v.kind.value.x, y: v.kind.value.y };
     case "swipe": {
       const s = v.kind.value;

@@ -37,18 +37,27 @@ export const deviceShell = leaf({
   load: async () => (await import("../commands/device.js")).shell,
 });
 
-export const inputOptions = deviceOptions;
+export const inputOptions = {
+  ...deviceOptions,
+  id: text("--id <resource-id>", "tap: the element with exactly this resource id (com.example:id/next), instead of X Y"),
+  text: text("--text <text>", "tap: the element whose whole text is exactly this, instead of X Y"),
+  desc: text("--desc <content-desc>", "tap: the element with exactly this content description, instead of X Y"),
+};
 export const deviceInput = leaf({
   name: "input",
-  summary: "Send input: tap X Y | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
+  summary: "Send input: tap X Y | tap --id ID|--text TEXT|--desc DESC | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
+  description:
+    "A tap by element reads the screen's UI tree (UIAutomator) first and taps the centre of the one element that matches; " +
+    "no match is ELEMENT_NOT_FOUND, several are ELEMENT_AMBIGUOUS (the message lists them), and neither sends anything. " +
+    "Zero-size and off-screen elements never match. `farm ui tree` shows what a selector can name.",
   args: [
     { name: "kind", description: "tap, swipe, text or key", required: true },
     { name: "values", description: "Coordinates, text or key code", variadic: true },
   ],
   options: inputOptions,
   mutation: true,
-  examples: ["farm input --device SERIAL tap 540 1200", "farm input key KEYCODE_HOME"],
-  load: async () => (await import("../commands/device.js")).input,
+  examples: ["farm input --device SERIAL tap 540 1200", 'farm input --device SERIAL tap --text "Sign in"', "farm input tap --id com.example.app:id/next", "farm input key KEYCODE_HOME"],
+  load: async () => (await import("../commands/ui.js")).input,
 });
 
 export const screenshotOptions = {

@@ -17,6 +17,7 @@ import { sessionGroup } from "./session-commands.js";
 import { coordinatorCommand, standaloneCommand } from "./service-commands.js";
 import { shortcut, type NodeSpec } from "./spec.js";
 import { tokenGroup, tlsGroup } from "./admin-commands.js";
+import { uiGroup } from "./ui-commands.js";
 
 /** Flags of `farm` itself. */
 export const rootOptions = {
@@ -39,6 +40,7 @@ export const shortcuts: readonly NodeSpec[] = [
 /** The whole tree under `farm`, in help order. */
 export const commandTree: readonly NodeSpec[] = [
   deviceGroup,
+  uiGroup,
   agentGroup,
   leaseGroup,
   evidenceGroup,

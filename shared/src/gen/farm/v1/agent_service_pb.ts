@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIn0KDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASIgoEY2FsbBgDIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCKgAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwiXQoPQWdlbnRDYWxsUmVzdWx0EhIKCmNvbW1hbmRfaWQYASABKAkSJAoFZXJyb3IYAiABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvchIQCghyZXNwb25zZRgDIAEoDCJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIn0KDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASIgoEY2FsbBgDIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCLEAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwSIgoEc3RlcBgHIAEoCzIULmZhcm0udjEuU3RlcENhcHR1cmUiSQoLU3RlcENhcHR1cmUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoDRIUCgxrbm93bl9zaGEyNTYYAyADKAkixgEKDFN0ZXBFdmlkZW5jZRIhCgZiZWZvcmUYASABKAsyES5mYXJtLnYxLlN0ZXBTaG90EiAKBWFmdGVyGAIgASgLMhEuZmFybS52MS5TdGVwU2hvdBIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgEIAEoDRIsCghhdHRlbXB0cxgFIAMoCzIaLmZhcm0udjEuU3RlcEF0dGVtcHRSZXBvcnQisAEKCFN0ZXBTaG90Eg8KB2Jsb2JfaWQYASABKAkSDgoGc2hhMjU2GAIgASgJEg0KBXdpZHRoGAMgASgNEg4KBmhlaWdodBgEIAEoDRIMCgRzaXplGAUgASgDEjAKDGNhcHR1cmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoFZXJyb3IYByABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvciJ+ChFTdGVwQXR0ZW1wdFJlcG9ydBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgCIAEoDRIkCgVlcnJvchgDIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yIoIBCg9BZ2VudENhbGxSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRIkCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yEhAKCHJlc3BvbnNlGAMgASgMEiMKBHN0ZXAYBCABKAsyFS5mYXJtLnYxLlN0ZXBFdmlkZW5jZSJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -173,6 +173,14 @@ export type AgentCall = Message<"farm.v1.AgentCall"> & {
    * @generated from field: bytes request = 6;
    */
   request: Uint8Array;
+
+  /**
+   * Set when the call is a step of a recorded session (its method has the
+   * session_step rule): the agent captures the screen before and after.
+   *
+   * @generated from field: farm.v1.StepCapture step = 7;
+   */
+  step?: StepCapture | undefined;
 };
 
 /**
@@ -181,6 +189,159 @@ export type AgentCall = Message<"farm.v1.AgentCall"> & {
  */
 export const AgentCallSchema: GenMessage<AgentCall> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 3);
+
+/**
+ * @generated from message farm.v1.StepCapture
+ */
+export type StepCapture = Message<"farm.v1.StepCapture"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: uint32 sequence = 2;
+   */
+  sequence: number;
+
+  /**
+   * Screens the coordinator already stores for this session: a capture
+   * with one of these sha256s is not uploaded again.
+   *
+   * @generated from field: repeated string known_sha256 = 3;
+   */
+  knownSha256: string[];
+};
+
+/**
+ * Describes the message farm.v1.StepCapture.
+ * Use `create(StepCaptureSchema)` to create a new message.
+ */
+export const StepCaptureSchema: GenMessage<StepCapture> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 4);
+
+/**
+ * What the agent saw around a recorded step.
+ *
+ * @generated from message farm.v1.StepEvidence
+ */
+export type StepEvidence = Message<"farm.v1.StepEvidence"> & {
+  /**
+   * @generated from field: farm.v1.StepShot before = 1;
+   */
+  before?: StepShot | undefined;
+
+  /**
+   * @generated from field: farm.v1.StepShot after = 2;
+   */
+  after?: StepShot | undefined;
+
+  /**
+   * When the method's own work started (after the before capture) and how
+   * long it took (without the captures).
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: uint32 duration_ms = 4;
+   */
+  durationMs: number;
+
+  /**
+   * Earlier attempts the agent itself made and gave up on (a rediscovered
+   * app endpoint, say); the call's result is the last attempt's.
+   *
+   * @generated from field: repeated farm.v1.StepAttemptReport attempts = 5;
+   */
+  attempts: StepAttemptReport[];
+};
+
+/**
+ * Describes the message farm.v1.StepEvidence.
+ * Use `create(StepEvidenceSchema)` to create a new message.
+ */
+export const StepEvidenceSchema: GenMessage<StepEvidence> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 5);
+
+/**
+ * One screen capture: uploaded as a blob (blob_id), or already known to the
+ * coordinator (blob_id empty, sha256 in StepCapture.known_sha256), or failed
+ * (error set).
+ *
+ * @generated from message farm.v1.StepShot
+ */
+export type StepShot = Message<"farm.v1.StepShot"> & {
+  /**
+   * @generated from field: string blob_id = 1;
+   */
+  blobId: string;
+
+  /**
+   * @generated from field: string sha256 = 2;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: uint32 width = 3;
+   */
+  width: number;
+
+  /**
+   * @generated from field: uint32 height = 4;
+   */
+  height: number;
+
+  /**
+   * @generated from field: int64 size = 5;
+   */
+  size: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp capture_time = 6;
+   */
+  captureTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: farm.v1.CommandError error = 7;
+   */
+  error?: CommandError | undefined;
+};
+
+/**
+ * Describes the message farm.v1.StepShot.
+ * Use `create(StepShotSchema)` to create a new message.
+ */
+export const StepShotSchema: GenMessage<StepShot> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 6);
+
+/**
+ * @generated from message farm.v1.StepAttemptReport
+ */
+export type StepAttemptReport = Message<"farm.v1.StepAttemptReport"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: uint32 duration_ms = 2;
+   */
+  durationMs: number;
+
+  /**
+   * @generated from field: farm.v1.CommandError error = 3;
+   */
+  error?: CommandError | undefined;
+};
+
+/**
+ * Describes the message farm.v1.StepAttemptReport.
+ * Use `create(StepAttemptReportSchema)` to create a new message.
+ */
+export const StepAttemptReportSchema: GenMessage<StepAttemptReport> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * @generated from message farm.v1.AgentCallResult
@@ -204,6 +365,13 @@ export type AgentCallResult = Message<"farm.v1.AgentCallResult"> & {
    * @generated from field: bytes response = 3;
    */
   response: Uint8Array;
+
+  /**
+   * For a call with StepCapture: the captures and timing, also on failure.
+   *
+   * @generated from field: farm.v1.StepEvidence step = 4;
+   */
+  step?: StepEvidence | undefined;
 };
 
 /**
@@ -211,7 +379,7 @@ export type AgentCallResult = Message<"farm.v1.AgentCallResult"> & {
  * Use `create(AgentCallResultSchema)` to create a new message.
  */
 export const AgentCallResultSchema: GenMessage<AgentCallResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 4);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * @generated from message farm.v1.CommandError
@@ -242,7 +410,7 @@ export type CommandError = Message<"farm.v1.CommandError"> & {
  * Use `create(CommandErrorSchema)` to create a new message.
  */
 export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * Something that happened to a device, for the activity history.
@@ -283,7 +451,7 @@ export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
  * Use `create(DeviceEventSchema)` to create a new message.
  */
 export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * First message on every stream.
@@ -339,7 +507,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -361,7 +529,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 8);
+  messageDesc(file_farm_v1_agent_service, 12);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -378,7 +546,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 9);
+  messageDesc(file_farm_v1_agent_service, 13);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -398,7 +566,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 10);
+  messageDesc(file_farm_v1_agent_service, 14);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -425,7 +593,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 11);
+  messageDesc(file_farm_v1_agent_service, 15);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -456,7 +624,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 12);
+  messageDesc(file_farm_v1_agent_service, 16);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)

@@ -5,6 +5,8 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_farm_v1_method_rules } from "./method_rules_pb.js";
+import type { ElementSelector, UiElement } from "./ui_pb.js";
+import { file_farm_v1_ui } from "./ui_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -13,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/device_service.proto.
  */
 export const file_farm_v1_device_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxmYXJtL3YxL2RldmljZV9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIkEKDERldmljZVRhcmdldBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSL3AwoMQWN0aW9uUmVjb3JkEhEKCWFjdGlvbl9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSDAoEa2luZBgEIAEoCRIWCg5yZXF1ZXN0X3NoYTI1NhgFIAEoCRIUCgxyZXF1ZXN0X2pzb24YBiABKAkSDQoFc3RhdGUYByABKAkSFwoKZGlzcGF0Y2hlZBgIIAEoCEgAiAEBEhEKCWFtYmlndW91cxgJIAEoCBIPCgdib290X2lkGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1kZWFkbGluZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzZXR0bGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVjZWlwdF9qc29uGA4gASgJEhIKCnNldHRsZWRfYnkYDyABKAkSFgoOYWJhbmRvbl9yZWFzb24YECABKAkSFAoMYWJhbmRvbmVkX2J5GBEgASgJEhUKDWVycm9yX21lc3NhZ2UYEiABKAkSFAoMcmVxdWVzdGVkX2J5GBMgASgJQg0KC19kaXNwYXRjaGVkIowCCglPd25lcnNoaXASEwoLcGh5c2ljYWxfaWQYASABKAkSDgoGc2VyaWFsGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg4KBmxvY2tlZBgEIAEoCBIOCgZob2xkZXIYBSABKAkSKQoKdW5yZXNvbHZlZBgGIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEiUKBnJlY2VudBgHIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEhcKD2lkZW50aXR5X3N0YXR1cxgIIAEoCRIPCgdhbGlhc2VzGAkgAygJEiwKB2hpc3RvcnkYCiADKAsyGy5mYXJtLnYxLkRldmljZUhpc3RvcnlFbnRyeSJsChJEZXZpY2VIaXN0b3J5RW50cnkSDgoGc2VyaWFsGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGZGV0YWlsGAMgASgJEigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjwKE0dldE93bmVyc2hpcFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQiPQoUR2V0T3duZXJzaGlwUmVzcG9uc2USJQoJb3duZXJzaGlwGAEgASgLMhIuZmFybS52MS5Pd25lcnNoaXAiQgoZUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCKWAQoaUmVjb25jaWxlT3duZXJzaGlwUmVzcG9uc2USJgoHc2V0dGxlZBgBIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEikKCnVucmVzb2x2ZWQYAiADKAsyFS5mYXJtLnYxLkFjdGlvblJlY29yZBIlCglvd25lcnNoaXAYAyABKAsyEi5mYXJtLnYxLk93bmVyc2hpcCJTChdHZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIRCglhY3Rpb25faWQYAiABKAkiQQoYR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlEiUKBmFjdGlvbhgBIAEoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkImAKFEFiYW5kb25BY3Rpb25SZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCWFjdGlvbl9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiPgoVQWJhbmRvbkFjdGlvblJlc3BvbnNlEiUKBmFjdGlvbhgBIAEoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkIkkKD1J1blNoZWxsUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIPCgdjb21tYW5kGAIgASgJIpMBChBSdW5TaGVsbFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIRCglleGl0X2NvZGUYAiABKAUSDgoGc3Rkb3V0GAMgASgMEg4KBnN0ZGVychgEIAEoDBIXCgpkaXNwYXRjaGVkGAUgASgISACIAQESEQoJYW1iaWd1b3VzGAYgASgIQg0KC19kaXNwYXRjaGVkIlcKElNldFByb3BlcnR5UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiYwoTU2V0UHJvcGVydHlSZXNwb25zZRIRCglhY3Rpb25faWQYASABKAkSFwoKZGlzcGF0Y2hlZBgCIAEoCEgAiAEBEhEKCWFtYmlndW91cxgDIAEoCEINCgtfZGlzcGF0Y2hlZCJKChJQaW5JZGVudGl0eVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDQoFbGFiZWwYAiABKAkiKgoTUGluSWRlbnRpdHlSZXNwb25zZRITCgtwaHlzaWNhbF9pZBgBIAEoCSI9ChRHZXRQcm9wZXJ0aWVzUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCKOAQoVR2V0UHJvcGVydGllc1Jlc3BvbnNlEkIKCnByb3BlcnRpZXMYASADKAsyLi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZS5Qcm9wZXJ0aWVzRW50cnkaMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWAoRUmVhZExvZ2NhdFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDQoFbGluZXMYAiABKA0SDQoFc2luY2UYAyABKAkiNQoSUmVhZExvZ2NhdFJlc3BvbnNlEgwKBHRleHQYASABKAkSEQoJdHJ1bmNhdGVkGAIgASgIIp4BChBTZW5kSW5wdXRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhsKA3RhcBgCIAEoCzIMLmZhcm0udjEuVGFwSAASHwoFc3dpcGUYAyABKAsyDi5mYXJtLnYxLlN3aXBlSAASDgoEdGV4dBgEIAEoCUgAEg0KA2tleRgFIAEoCUgAQgYKBGtpbmQiGwoDVGFwEgkKAXgYASABKA0SCQoBeRgCIAEoDSJMCgVTd2lwZRIKCgJ4MRgBIAEoDRIKCgJ5MRgCIAEoDRIKCgJ4MhgDIAEoDRIKCgJ5MhgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDSJhChFTZW5kSW5wdXRSZXNwb25zZRIRCglhY3Rpb25faWQYASABKAkSFwoKZGlzcGF0Y2hlZBgCIAEoCEgAiAEBEhEKCWFtYmlndW91cxgDIAEoCEINCgtfZGlzcGF0Y2hlZCI2Cg1SZWJvb3RSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Il4KDlJlYm9vdFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIj4KFVRha2VTY3JlZW5zaG90UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJmChZUYWtlU2NyZWVuc2hvdFJlc3BvbnNlEg8KB2Jsb2JfaWQYASABKAkSDQoFd2lkdGgYAiABKA0SDgoGaGVpZ2h0GAMgASgNEgwKBHNpemUYBCABKAMSDgoGc2hhMjU2GAUgASgJIksKEUluc3RhbGxBcHBSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Eg8KB2Jsb2JfaWQYAiABKAkicgoSSW5zdGFsbEFwcFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIOCgZvdXRwdXQYAiABKAkSFwoKZGlzcGF0Y2hlZBgDIAEoCEgAiAEBEhEKCWFtYmlndW91cxgEIAEoCEINCgtfZGlzcGF0Y2hlZCJfChVHZXRBcHBFbmRwb2ludFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSCwoDYXBwGAIgASgJEhIKCndkYV9ydW5uZXIYAyABKAkiQAoWR2V0QXBwRW5kcG9pbnRSZXNwb25zZRImCghlbmRwb2ludBgBIAEoCzIULmZhcm0udjEuQXBwRW5kcG9pbnQi2gEKC0FwcEVuZHBvaW50EhAKCHBsYXRmb3JtGAEgASgJEgwKBGtpbmQYAiABKAkSCwoDYXBwGAMgASgJEhUKDXJ1bnRpbWVfZXBvY2gYBCABKAkSEwoLc29ja2V0X25hbWUYBSABKAkSDwoHdmVyc2lvbhgGIAEoCRIMCgRob3N0GAcgASgJEgwKBHBvcnQYCCABKA0SFwoPZm9yd2FyZF9jcmVhdGVkGAkgASgIEhIKCnByb2Nlc3NfaWQYCiABKA0SGAoQdmVyaWZpZWRfdW5peF9tcxgLIAEoAyJOChdSZW1vdmVBcHBGb3J3YXJkUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIMCgRwb3J0GAIgASgNIhoKGFJlbW92ZUFwcEZvcndhcmRSZXNwb25zZTKpCgoNRGV2aWNlU2VydmljZRJXCgxHZXRPd25lcnNoaXASHC5mYXJtLnYxLkdldE93bmVyc2hpcFJlcXVlc3QaHS5mYXJtLnYxLkdldE93bmVyc2hpcFJlc3BvbnNlIgqiuxgGCAMgASgBEmUKElJlY29uY2lsZU93bmVyc2hpcBIiLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdBojLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVzcG9uc2UiBqK7GAIIBBJjChBHZXRBY3Rpb25SZWNlaXB0EiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBohLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlIgqiuxgGCAQgASgBElYKDUFiYW5kb25BY3Rpb24SHS5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXF1ZXN0Gh4uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVzcG9uc2UiBqK7GAIIBRJJCghSdW5TaGVsbBIYLmZhcm0udjEuUnVuU2hlbGxSZXF1ZXN0GhkuZmFybS52MS5SdW5TaGVsbFJlc3BvbnNlIgiiuxgECAQQARJSCgtTZXRQcm9wZXJ0eRIbLmZhcm0udjEuU2V0UHJvcGVydHlSZXF1ZXN0GhwuZmFybS52MS5TZXRQcm9wZXJ0eVJlc3BvbnNlIgiiuxgECAQQARJQCgtQaW5JZGVudGl0eRIbLmZhcm0udjEuUGluSWRlbnRpdHlSZXF1ZXN0GhwuZmFybS52MS5QaW5JZGVudGl0eVJlc3BvbnNlIgaiuxgCCAUSWAoNR2V0UHJvcGVydGllcxIdLmZhcm0udjEuR2V0UHJvcGVydGllc1JlcXVlc3QaHi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZSIIorsYBAgEKAESTwoKUmVhZExvZ2NhdBIaLmZhcm0udjEuUmVhZExvZ2NhdFJlcXVlc3QaGy5mYXJtLnYxLlJlYWRMb2djYXRSZXNwb25zZSIIorsYBAgEKAESTAoJU2VuZElucHV0EhkuZmFybS52MS5TZW5kSW5wdXRSZXF1ZXN0GhouZmFybS52MS5TZW5kSW5wdXRSZXNwb25zZSIIorsYBAgEEAESQwoGUmVib290EhYuZmFybS52MS5SZWJvb3RSZXF1ZXN0GhcuZmFybS52MS5SZWJvb3RSZXNwb25zZSIIorsYBAgEEAESWwoOVGFrZVNjcmVlbnNob3QSHi5mYXJtLnYxLlRha2VTY3JlZW5zaG90UmVxdWVzdBofLmZhcm0udjEuVGFrZVNjcmVlbnNob3RSZXNwb25zZSIIorsYBAgEKAESTwoKSW5zdGFsbEFwcBIaLmZhcm0udjEuSW5zdGFsbEFwcFJlcXVlc3QaGy5mYXJtLnYxLkluc3RhbGxBcHBSZXNwb25zZSIIorsYBAgEEAESWwoOR2V0QXBwRW5kcG9pbnQSHi5mYXJtLnYxLkdldEFwcEVuZHBvaW50UmVxdWVzdBofLmZhcm0udjEuR2V0QXBwRW5kcG9pbnRSZXNwb25zZSIIorsYBAgEGAESYQoQUmVtb3ZlQXBwRm9yd2FyZBIgLmZhcm0udjEuUmVtb3ZlQXBwRm9yd2FyZFJlcXVlc3QaIS5mYXJtLnYxLlJlbW92ZUFwcEZvcndhcmRSZXNwb25zZSIIorsYBAgEGAFiBnByb3RvMw", [file_farm_v1_method_rules, file_google_protobuf_timestamp]);
+  fileDesc("ChxmYXJtL3YxL2RldmljZV9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIkEKDERldmljZVRhcmdldBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSL3AwoMQWN0aW9uUmVjb3JkEhEKCWFjdGlvbl9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSDAoEa2luZBgEIAEoCRIWCg5yZXF1ZXN0X3NoYTI1NhgFIAEoCRIUCgxyZXF1ZXN0X2pzb24YBiABKAkSDQoFc3RhdGUYByABKAkSFwoKZGlzcGF0Y2hlZBgIIAEoCEgAiAEBEhEKCWFtYmlndW91cxgJIAEoCBIPCgdib290X2lkGAogASgJEi8KC2NyZWF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1kZWFkbGluZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtzZXR0bGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVjZWlwdF9qc29uGA4gASgJEhIKCnNldHRsZWRfYnkYDyABKAkSFgoOYWJhbmRvbl9yZWFzb24YECABKAkSFAoMYWJhbmRvbmVkX2J5GBEgASgJEhUKDWVycm9yX21lc3NhZ2UYEiABKAkSFAoMcmVxdWVzdGVkX2J5GBMgASgJQg0KC19kaXNwYXRjaGVkIowCCglPd25lcnNoaXASEwoLcGh5c2ljYWxfaWQYASABKAkSDgoGc2VyaWFsGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg4KBmxvY2tlZBgEIAEoCBIOCgZob2xkZXIYBSABKAkSKQoKdW5yZXNvbHZlZBgGIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEiUKBnJlY2VudBgHIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEhcKD2lkZW50aXR5X3N0YXR1cxgIIAEoCRIPCgdhbGlhc2VzGAkgAygJEiwKB2hpc3RvcnkYCiADKAsyGy5mYXJtLnYxLkRldmljZUhpc3RvcnlFbnRyeSJsChJEZXZpY2VIaXN0b3J5RW50cnkSDgoGc2VyaWFsGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGZGV0YWlsGAMgASgJEigKBHRpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjwKE0dldE93bmVyc2hpcFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQiPQoUR2V0T3duZXJzaGlwUmVzcG9uc2USJQoJb3duZXJzaGlwGAEgASgLMhIuZmFybS52MS5Pd25lcnNoaXAiQgoZUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCKWAQoaUmVjb25jaWxlT3duZXJzaGlwUmVzcG9uc2USJgoHc2V0dGxlZBgBIAMoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkEikKCnVucmVzb2x2ZWQYAiADKAsyFS5mYXJtLnYxLkFjdGlvblJlY29yZBIlCglvd25lcnNoaXAYAyABKAsyEi5mYXJtLnYxLk93bmVyc2hpcCJTChdHZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIRCglhY3Rpb25faWQYAiABKAkiQQoYR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlEiUKBmFjdGlvbhgBIAEoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkImAKFEFiYW5kb25BY3Rpb25SZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCWFjdGlvbl9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiPgoVQWJhbmRvbkFjdGlvblJlc3BvbnNlEiUKBmFjdGlvbhgBIAEoCzIVLmZhcm0udjEuQWN0aW9uUmVjb3JkIkkKD1J1blNoZWxsUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIPCgdjb21tYW5kGAIgASgJIpMBChBSdW5TaGVsbFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIRCglleGl0X2NvZGUYAiABKAUSDgoGc3Rkb3V0GAMgASgMEg4KBnN0ZGVychgEIAEoDBIXCgpkaXNwYXRjaGVkGAUgASgISACIAQESEQoJYW1iaWd1b3VzGAYgASgIQg0KC19kaXNwYXRjaGVkIlcKElNldFByb3BlcnR5UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiYwoTU2V0UHJvcGVydHlSZXNwb25zZRIRCglhY3Rpb25faWQYASABKAkSFwoKZGlzcGF0Y2hlZBgCIAEoCEgAiAEBEhEKCWFtYmlndW91cxgDIAEoCEINCgtfZGlzcGF0Y2hlZCJKChJQaW5JZGVudGl0eVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDQoFbGFiZWwYAiABKAkiKgoTUGluSWRlbnRpdHlSZXNwb25zZRITCgtwaHlzaWNhbF9pZBgBIAEoCSI9ChRHZXRQcm9wZXJ0aWVzUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCKOAQoVR2V0UHJvcGVydGllc1Jlc3BvbnNlEkIKCnByb3BlcnRpZXMYASADKAsyLi5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXNwb25zZS5Qcm9wZXJ0aWVzRW50cnkaMQoPUHJvcGVydGllc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWAoRUmVhZExvZ2NhdFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDQoFbGluZXMYAiABKA0SDQoFc2luY2UYAyABKAkiNQoSUmVhZExvZ2NhdFJlc3BvbnNlEgwKBHRleHQYASABKAkSEQoJdHJ1bmNhdGVkGAIgASgIIp4BChBTZW5kSW5wdXRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhsKA3RhcBgCIAEoCzIMLmZhcm0udjEuVGFwSAASHwoFc3dpcGUYAyABKAsyDi5mYXJtLnYxLlN3aXBlSAASDgoEdGV4dBgEIAEoCUgAEg0KA2tleRgFIAEoCUgAQgYKBGtpbmQiRgoDVGFwEgkKAXgYASABKA0SCQoBeRgCIAEoDRIpCgdlbGVtZW50GAMgASgLMhguZmFybS52MS5FbGVtZW50U2VsZWN0b3IiTAoFU3dpcGUSCgoCeDEYASABKA0SCgoCeTEYAiABKA0SCgoCeDIYAyABKA0SCgoCeTIYBCABKA0SEwoLZHVyYXRpb25fbXMYBSABKA0ijAEKEVNlbmRJbnB1dFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIEikKB2VsZW1lbnQYBCABKAsyGC5mYXJtLnYxLlJlc29sdmVkRWxlbWVudEINCgtfZGlzcGF0Y2hlZCJ4Cg9SZXNvbHZlZEVsZW1lbnQSKgoIc2VsZWN0b3IYASABKAsyGC5mYXJtLnYxLkVsZW1lbnRTZWxlY3RvchIjCgdlbGVtZW50GAIgASgLMhIuZmFybS52MS5VaUVsZW1lbnQSCQoBeBgDIAEoDRIJCgF5GAQgASgNIk4KEEdldFVpVHJlZVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEwoLYXBwX3BhY2thZ2UYAiABKAkiWgoRR2V0VWlUcmVlUmVzcG9uc2USDgoGc291cmNlGAEgASgJEiEKBXJvb3RzGAIgAygLMhIuZmFybS52MS5VaUVsZW1lbnQSEgoKbm9kZV9jb3VudBgDIAEoDSI2Cg1SZWJvb3RSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Il4KDlJlYm9vdFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIXCgpkaXNwYXRjaGVkGAIgASgISACIAQESEQoJYW1iaWd1b3VzGAMgASgIQg0KC19kaXNwYXRjaGVkIj4KFVRha2VTY3JlZW5zaG90UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJmChZUYWtlU2NyZWVuc2hvdFJlc3BvbnNlEg8KB2Jsb2JfaWQYASABKAkSDQoFd2lkdGgYAiABKA0SDgoGaGVpZ2h0GAMgASgNEgwKBHNpemUYBCABKAMSDgoGc2hhMjU2GAUgASgJIksKEUluc3RhbGxBcHBSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0Eg8KB2Jsb2JfaWQYAiABKAkicgoSSW5zdGFsbEFwcFJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIOCgZvdXRwdXQYAiABKAkSFwoKZGlzcGF0Y2hlZBgDIAEoCEgAiAEBEhEKCWFtYmlndW91cxgEIAEoCEINCgtfZGlzcGF0Y2hlZCJfChVHZXRBcHBFbmRwb2ludFJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSCwoDYXBwGAIgASgJEhIKCndkYV9ydW5uZXIYAyABKAkiQAoWR2V0QXBwRW5kcG9pbnRSZXNwb25zZRImCghlbmRwb2ludBgBIAEoCzIULmZhcm0udjEuQXBwRW5kcG9pbnQi2gEKC0FwcEVuZHBvaW50EhAKCHBsYXRmb3JtGAEgASgJEgwKBGtpbmQYAiABKAkSCwoDYXBwGAMgASgJEhUKDXJ1bnRpbWVfZXBvY2gYBCABKAkSEwoLc29ja2V0X25hbWUYBSABKAkSDwoHdmVyc2lvbhgGIAEoCRIMCgRob3N0GAcgASgJEgwKBHBvcnQYCCABKA0SFwoPZm9yd2FyZF9jcmVhdGVkGAkgASgIEhIKCnByb2Nlc3NfaWQYCiABKA0SGAoQdmVyaWZpZWRfdW5peF9tcxgLIAEoAyJOChdSZW1vdmVBcHBGb3J3YXJkUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIMCgRwb3J0GAIgASgNIhoKGFJlbW92ZUFwcEZvcndhcmRSZXNwb25zZTKHCwoNRGV2aWNlU2VydmljZRJXCgxHZXRPd25lcnNoaXASHC5mYXJtLnYxLkdldE93bmVyc2hpcFJlcXVlc3QaHS5mYXJtLnYxLkdldE93bmVyc2hpcFJlc3BvbnNlIgqiuxgGCAMgASgBEmUKElJlY29uY2lsZU93bmVyc2hpcBIiLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVxdWVzdBojLmZhcm0udjEuUmVjb25jaWxlT3duZXJzaGlwUmVzcG9uc2UiBqK7GAIIBBJjChBHZXRBY3Rpb25SZWNlaXB0EiAuZmFybS52MS5HZXRBY3Rpb25SZWNlaXB0UmVxdWVzdBohLmZhcm0udjEuR2V0QWN0aW9uUmVjZWlwdFJlc3BvbnNlIgqiuxgGCAQgASgBElYKDUFiYW5kb25BY3Rpb24SHS5mYXJtLnYxLkFiYW5kb25BY3Rpb25SZXF1ZXN0Gh4uZmFybS52MS5BYmFuZG9uQWN0aW9uUmVzcG9uc2UiBqK7GAIIBRJLCghSdW5TaGVsbBIYLmZhcm0udjEuUnVuU2hlbGxSZXF1ZXN0GhkuZmFybS52MS5SdW5TaGVsbFJlc3BvbnNlIgqiuxgGCAQQATABElQKC1NldFByb3BlcnR5EhsuZmFybS52MS5TZXRQcm9wZXJ0eVJlcXVlc3QaHC5mYXJtLnYxLlNldFByb3BlcnR5UmVzcG9uc2UiCqK7GAYIBBABMAESUAoLUGluSWRlbnRpdHkSGy5mYXJtLnYxLlBpbklkZW50aXR5UmVxdWVzdBocLmZhcm0udjEuUGluSWRlbnRpdHlSZXNwb25zZSIGorsYAggFElgKDUdldFByb3BlcnRpZXMSHS5mYXJtLnYxLkdldFByb3BlcnRpZXNSZXF1ZXN0Gh4uZmFybS52MS5HZXRQcm9wZXJ0aWVzUmVzcG9uc2UiCKK7GAQIBCgBEk8KClJlYWRMb2djYXQSGi5mYXJtLnYxLlJlYWRMb2djYXRSZXF1ZXN0GhsuZmFybS52MS5SZWFkTG9nY2F0UmVzcG9uc2UiCKK7GAQIBCgBEk4KCVNlbmRJbnB1dBIZLmZhcm0udjEuU2VuZElucHV0UmVxdWVzdBoaLmZhcm0udjEuU2VuZElucHV0UmVzcG9uc2UiCqK7GAYIBBABMAESRQoGUmVib290EhYuZmFybS52MS5SZWJvb3RSZXF1ZXN0GhcuZmFybS52MS5SZWJvb3RSZXNwb25zZSIKorsYBggEEAEwARJOCglHZXRVaVRyZWUSGS5mYXJtLnYxLkdldFVpVHJlZVJlcXVlc3QaGi5mYXJtLnYxLkdldFVpVHJlZVJlc3BvbnNlIgqiuxgGCAQoATABElsKDlRha2VTY3JlZW5zaG90Eh4uZmFybS52MS5UYWtlU2NyZWVuc2hvdFJlcXVlc3QaHy5mYXJtLnYxLlRha2VTY3JlZW5zaG90UmVzcG9uc2UiCKK7GAQIBCgBElEKCkluc3RhbGxBcHASGi5mYXJtLnYxLkluc3RhbGxBcHBSZXF1ZXN0GhsuZmFybS52MS5JbnN0YWxsQXBwUmVzcG9uc2UiCqK7GAYIBBABMAESXQoOR2V0QXBwRW5kcG9pbnQSHi5mYXJtLnYxLkdldEFwcEVuZHBvaW50UmVxdWVzdBofLmZhcm0udjEuR2V0QXBwRW5kcG9pbnRSZXNwb25zZSIKorsYBggEGAEwARJjChBSZW1vdmVBcHBGb3J3YXJkEiAuZmFybS52MS5SZW1vdmVBcHBGb3J3YXJkUmVxdWVzdBohLmZhcm0udjEuUmVtb3ZlQXBwRm9yd2FyZFJlc3BvbnNlIgqiuxgGCAQYATABYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_ui, file_google_protobuf_timestamp]);
 
 /**
  * Names one adb serial; `agent` (id or name) disambiguates a serial that
@@ -755,6 +757,15 @@ export type Tap = Message<"farm.v1.Tap"> & {
    * @generated from field: uint32 y = 2;
    */
   y: number;
+
+  /**
+   * Instead of x and y: the one element of the UI tree this selects; the
+   * tap lands on its centre. No match is ELEMENT_NOT_FOUND, more than one
+   * ELEMENT_AMBIGUOUS (the message lists candidates).
+   *
+   * @generated from field: farm.v1.ElementSelector element = 3;
+   */
+  element?: ElementSelector | undefined;
 };
 
 /**
@@ -819,6 +830,14 @@ export type SendInputResponse = Message<"farm.v1.SendInputResponse"> & {
    * @generated from field: bool ambiguous = 3;
    */
   ambiguous: boolean;
+
+  /**
+   * For a tap by selector: the element it resolved to (without children)
+   * and the point tapped.
+   *
+   * @generated from field: farm.v1.ResolvedElement element = 4;
+   */
+  element?: ResolvedElement | undefined;
 };
 
 /**
@@ -827,6 +846,93 @@ export type SendInputResponse = Message<"farm.v1.SendInputResponse"> & {
  */
 export const SendInputResponseSchema: GenMessage<SendInputResponse> = /*@__PURE__*/
   messageDesc(file_farm_v1_device_service, 25);
+
+/**
+ * @generated from message farm.v1.ResolvedElement
+ */
+export type ResolvedElement = Message<"farm.v1.ResolvedElement"> & {
+  /**
+   * @generated from field: farm.v1.ElementSelector selector = 1;
+   */
+  selector?: ElementSelector | undefined;
+
+  /**
+   * @generated from field: farm.v1.UiElement element = 2;
+   */
+  element?: UiElement | undefined;
+
+  /**
+   * @generated from field: uint32 x = 3;
+   */
+  x: number;
+
+  /**
+   * @generated from field: uint32 y = 4;
+   */
+  y: number;
+};
+
+/**
+ * Describes the message farm.v1.ResolvedElement.
+ * Use `create(ResolvedElementSchema)` to create a new message.
+ */
+export const ResolvedElementSchema: GenMessage<ResolvedElement> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 26);
+
+/**
+ * @generated from message farm.v1.GetUiTreeRequest
+ */
+export type GetUiTreeRequest = Message<"farm.v1.GetUiTreeRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * Read the tree from this app's SDK instead of UIAutomator.
+   *
+   * @generated from field: string app_package = 2;
+   */
+  appPackage: string;
+};
+
+/**
+ * Describes the message farm.v1.GetUiTreeRequest.
+ * Use `create(GetUiTreeRequestSchema)` to create a new message.
+ */
+export const GetUiTreeRequestSchema: GenMessage<GetUiTreeRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 27);
+
+/**
+ * @generated from message farm.v1.GetUiTreeResponse
+ */
+export type GetUiTreeResponse = Message<"farm.v1.GetUiTreeResponse"> & {
+  /**
+   * "uiautomator" or "app-sdk".
+   *
+   * @generated from field: string source = 1;
+   */
+  source: string;
+
+  /**
+   * The root elements (UIAutomator: one per window).
+   *
+   * @generated from field: repeated farm.v1.UiElement roots = 2;
+   */
+  roots: UiElement[];
+
+  /**
+   * @generated from field: uint32 node_count = 3;
+   */
+  nodeCount: number;
+};
+
+/**
+ * Describes the message farm.v1.GetUiTreeResponse.
+ * Use `create(GetUiTreeResponseSchema)` to create a new message.
+ */
+export const GetUiTreeResponseSchema: GenMessage<GetUiTreeResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_device_service, 28);
 
 /**
  * @generated from message farm.v1.RebootRequest
@@ -843,7 +949,7 @@ export type RebootRequest = Message<"farm.v1.RebootRequest"> & {
  * Use `create(RebootRequestSchema)` to create a new message.
  */
 export const RebootRequestSchema: GenMessage<RebootRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 26);
+  messageDesc(file_farm_v1_device_service, 29);
 
 /**
  * @generated from message farm.v1.RebootResponse
@@ -870,7 +976,7 @@ export type RebootResponse = Message<"farm.v1.RebootResponse"> & {
  * Use `create(RebootResponseSchema)` to create a new message.
  */
 export const RebootResponseSchema: GenMessage<RebootResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 27);
+  messageDesc(file_farm_v1_device_service, 30);
 
 /**
  * @generated from message farm.v1.TakeScreenshotRequest
@@ -887,7 +993,7 @@ export type TakeScreenshotRequest = Message<"farm.v1.TakeScreenshotRequest"> & {
  * Use `create(TakeScreenshotRequestSchema)` to create a new message.
  */
 export const TakeScreenshotRequestSchema: GenMessage<TakeScreenshotRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 28);
+  messageDesc(file_farm_v1_device_service, 31);
 
 /**
  * @generated from message farm.v1.TakeScreenshotResponse
@@ -926,7 +1032,7 @@ export type TakeScreenshotResponse = Message<"farm.v1.TakeScreenshotResponse"> &
  * Use `create(TakeScreenshotResponseSchema)` to create a new message.
  */
 export const TakeScreenshotResponseSchema: GenMessage<TakeScreenshotResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 29);
+  messageDesc(file_farm_v1_device_service, 32);
 
 /**
  * @generated from message farm.v1.InstallAppRequest
@@ -950,7 +1056,7 @@ export type InstallAppRequest = Message<"farm.v1.InstallAppRequest"> & {
  * Use `create(InstallAppRequestSchema)` to create a new message.
  */
 export const InstallAppRequestSchema: GenMessage<InstallAppRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 30);
+  messageDesc(file_farm_v1_device_service, 33);
 
 /**
  * @generated from message farm.v1.InstallAppResponse
@@ -984,7 +1090,7 @@ export type InstallAppResponse = Message<"farm.v1.InstallAppResponse"> & {
  * Use `create(InstallAppResponseSchema)` to create a new message.
  */
 export const InstallAppResponseSchema: GenMessage<InstallAppResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 31);
+  messageDesc(file_farm_v1_device_service, 34);
 
 /**
  * @generated from message farm.v1.GetAppEndpointRequest
@@ -1015,7 +1121,7 @@ export type GetAppEndpointRequest = Message<"farm.v1.GetAppEndpointRequest"> & {
  * Use `create(GetAppEndpointRequestSchema)` to create a new message.
  */
 export const GetAppEndpointRequestSchema: GenMessage<GetAppEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 32);
+  messageDesc(file_farm_v1_device_service, 35);
 
 /**
  * @generated from message farm.v1.GetAppEndpointResponse
@@ -1032,7 +1138,7 @@ export type GetAppEndpointResponse = Message<"farm.v1.GetAppEndpointResponse"> &
  * Use `create(GetAppEndpointResponseSchema)` to create a new message.
  */
 export const GetAppEndpointResponseSchema: GenMessage<GetAppEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 33);
+  messageDesc(file_farm_v1_device_service, 36);
 
 /**
  * A route proven to reach the named runtime (identity checked by a request).
@@ -1116,7 +1222,7 @@ export type AppEndpoint = Message<"farm.v1.AppEndpoint"> & {
  * Use `create(AppEndpointSchema)` to create a new message.
  */
 export const AppEndpointSchema: GenMessage<AppEndpoint> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 34);
+  messageDesc(file_farm_v1_device_service, 37);
 
 /**
  * @generated from message farm.v1.RemoveAppForwardRequest
@@ -1138,7 +1244,7 @@ export type RemoveAppForwardRequest = Message<"farm.v1.RemoveAppForwardRequest">
  * Use `create(RemoveAppForwardRequestSchema)` to create a new message.
  */
 export const RemoveAppForwardRequestSchema: GenMessage<RemoveAppForwardRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 35);
+  messageDesc(file_farm_v1_device_service, 38);
 
 /**
  * @generated from message farm.v1.RemoveAppForwardResponse
@@ -1151,7 +1257,7 @@ export type RemoveAppForwardResponse = Message<"farm.v1.RemoveAppForwardResponse
  * Use `create(RemoveAppForwardResponseSchema)` to create a new message.
  */
 export const RemoveAppForwardResponseSchema: GenMessage<RemoveAppForwardResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_device_service, 36);
+  messageDesc(file_farm_v1_device_service, 39);
 
 /**
  * Actions on one device, routed by the coordinator to exactly the agent and
@@ -1250,6 +1356,16 @@ export const DeviceService: GenService<{
     methodKind: "unary";
     input: typeof RebootRequestSchema;
     output: typeof RebootResponseSchema;
+  },
+  /**
+   * The screen's UI tree, normalized, from UIAutomator or the app's SDK.
+   *
+   * @generated from rpc farm.v1.DeviceService.GetUiTree
+   */
+  getUiTree: {
+    methodKind: "unary";
+    input: typeof GetUiTreeRequestSchema;
+    output: typeof GetUiTreeResponseSchema;
   },
   /**
    * @generated from rpc farm.v1.DeviceService.TakeScreenshot

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/method_rules.proto.
  */
 export const file_farm_v1_method_rules: GenFile = /*@__PURE__*/
-  fileDesc("ChpmYXJtL3YxL21ldGhvZF9ydWxlcy5wcm90bxIHZmFybS52MSKLAQoLTWV0aG9kUnVsZXMSHwoGYWNjZXNzGAEgASgOMg8uZmFybS52MS5BY2Nlc3MSFQoNZGV2aWNlX2NoYW5nZRgCIAEoCBIZChFsZWFzZV9ob2xkZXJfb25seRgDIAEoCBIWCg53aGlsZV9kcmFpbmluZxgEIAEoCBIRCglyZWFkX29ubHkYBSABKAgqlwEKBkFjY2VzcxIWChJBQ0NFU1NfVU5TUEVDSUZJRUQQABIRCg1BQ0NFU1NfUFVCTElDEAESEAoMQUNDRVNTX0FHRU5UEAISEQoNQUNDRVNTX1ZJRVdFUhADEhMKD0FDQ0VTU19PUEVSQVRPUhAEEhAKDEFDQ0VTU19BRE1JThAFEhYKEkFDQ0VTU19DT09SRElOQVRPUhAGOkwKBXJ1bGVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIULmZhcm0udjEuTWV0aG9kUnVsZXNSBXJ1bGVzYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("ChpmYXJtL3YxL21ldGhvZF9ydWxlcy5wcm90bxIHZmFybS52MSKhAQoLTWV0aG9kUnVsZXMSHwoGYWNjZXNzGAEgASgOMg8uZmFybS52MS5BY2Nlc3MSFQoNZGV2aWNlX2NoYW5nZRgCIAEoCBIZChFsZWFzZV9ob2xkZXJfb25seRgDIAEoCBIWCg53aGlsZV9kcmFpbmluZxgEIAEoCBIRCglyZWFkX29ubHkYBSABKAgSFAoMc2Vzc2lvbl9zdGVwGAYgASgIKpcBCgZBY2Nlc3MSFgoSQUNDRVNTX1VOU1BFQ0lGSUVEEAASEQoNQUNDRVNTX1BVQkxJQxABEhAKDEFDQ0VTU19BR0VOVBACEhEKDUFDQ0VTU19WSUVXRVIQAxITCg9BQ0NFU1NfT1BFUkFUT1IQBBIQCgxBQ0NFU1NfQURNSU4QBRIWChJBQ0NFU1NfQ09PUkRJTkFUT1IQBjpMCgVydWxlcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFC5mYXJtLnYxLk1ldGhvZFJ1bGVzUgVydWxlc2IGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call a method and what it does to a phone, declared once on the
@@ -60,6 +60,15 @@ export type MethodRules = Message<"farm.v1.MethodRules"> & {
    * @generated from field: bool read_only = 5;
    */
   readOnly: boolean;
+
+  /**
+   * In a recorded session (header x-farm-session), the call is a step of
+   * the session's timeline: the agent captures the screen just before and
+   * just after it, and the coordinator stores the step with its result.
+   *
+   * @generated from field: bool session_step = 6;
+   */
+  sessionStep: boolean;
 };
 
 /**

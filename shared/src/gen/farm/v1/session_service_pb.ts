@@ -9,13 +9,15 @@ import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bu
 import type { DeviceTarget } from "./device_service_pb.js";
 import { file_farm_v1_device_service } from "./device_service_pb.js";
 import { file_farm_v1_method_rules } from "./method_rules_pb.js";
+import type { Rect } from "./ui_pb.js";
+import { file_farm_v1_ui } from "./ui_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file farm/v1/session_service.proto.
  */
 export const file_farm_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIHZmFybS52MSLpAgoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLcGh5c2ljYWxfaWQYAyABKAkSDgoGc2VyaWFsGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSEAoIbGVhc2VfaWQYByABKAkSDQoFb3duZXIYCCABKAkSJgoGc3RhdHVzGAkgASgOMhYuZmFybS52MS5TZXNzaW9uU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3RlcF9jb3VudBgMIAEoDRIoCgdjb250ZXh0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYDiABKAgigQEKE1N0YXJ0U2Vzc2lvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDAoEbmFtZRgCIAEoCRIoCgdjb250ZXh0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYBCABKAgiOQoUU3RhcnRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiJPChFFbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmZhcm0udjEuU2Vzc2lvblN0YXR1cyI3ChJFbmRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjcKEkdldFNlc3Npb25SZXNwb25zZRIhCgdzZXNzaW9uGAEgASgLMhAuZmFybS52MS5TZXNzaW9uIpgBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRImCgZzdGF0dXMYAyABKA4yFi5mYXJtLnYxLlNlc3Npb25TdGF0dXMSDQoFb3duZXIYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiUwoUTGlzdFNlc3Npb25zUmVzcG9uc2USIgoIc2Vzc2lvbnMYASADKAsyEC5mYXJtLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKqEBCg1TZXNzaW9uU3RhdHVzEh4KGlNFU1NJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWU0VTU0lPTl9TVEFUVVNfUlVOTklORxABEhkKFVNFU1NJT05fU1RBVFVTX1BBU1NFRBACEhkKFVNFU1NJT05fU1RBVFVTX0ZBSUxFRBADEh4KGlNFU1NJT05fU1RBVFVTX0xFQVNFX0VOREVEEAQy3AIKDlNlc3Npb25TZXJ2aWNlElMKDFN0YXJ0U2Vzc2lvbhIcLmZhcm0udjEuU3RhcnRTZXNzaW9uUmVxdWVzdBodLmZhcm0udjEuU3RhcnRTZXNzaW9uUmVzcG9uc2UiBqK7GAIIBBJNCgpFbmRTZXNzaW9uEhouZmFybS52MS5FbmRTZXNzaW9uUmVxdWVzdBobLmZhcm0udjEuRW5kU2Vzc2lvblJlc3BvbnNlIgaiuxgCCAQSTwoKR2V0U2Vzc2lvbhIaLmZhcm0udjEuR2V0U2Vzc2lvblJlcXVlc3QaGy5mYXJtLnYxLkdldFNlc3Npb25SZXNwb25zZSIIorsYBAgDKAESVQoMTGlzdFNlc3Npb25zEhwuZmFybS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh0uZmFybS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSIIorsYBAgDKAFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_farm_v1_device_service, file_farm_v1_method_rules]);
+  fileDesc("Ch1mYXJtL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIHZmFybS52MSKEAwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLcGh5c2ljYWxfaWQYAyABKAkSDgoGc2VyaWFsGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSEAoIbGVhc2VfaWQYByABKAkSDQoFb3duZXIYCCABKAkSJgoGc3RhdHVzGAkgASgOMhYuZmFybS52MS5TZXNzaW9uU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3RlcF9jb3VudBgMIAEoDRIoCgdjb250ZXh0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYDiABKAgSGQoRZmFpbGVkX3N0ZXBfY291bnQYDyABKA0iugMKC1Nlc3Npb25TdGVwEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKA0SFgoOcmVjb3JkX3ZlcnNpb24YAyABKA0SDgoGbWV0aG9kGAQgASgJEg4KBmFjdGlvbhgFIAEoCRITCgtkZXNjcmlwdGlvbhgGIAEoCRIqCglhcmd1bWVudHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiMKBnJlc3VsdBgIIAEoCzITLmZhcm0udjEuU3RlcFJlc3VsdBIiCgZiZWZvcmUYCSABKAsyEi5mYXJtLnYxLlN0ZXBJbWFnZRIhCgVhZnRlchgKIAEoCzISLmZhcm0udjEuU3RlcEltYWdlEi4KCnN0YXJ0X3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAwgASgNEiYKCGF0dGVtcHRzGA0gAygLMhQuZmFybS52MS5TdGVwQXR0ZW1wdBIdCgNvY3IYDiABKAsyEC5mYXJtLnYxLlN0ZXBPY3ISFAoMcmVxdWVzdGVkX2J5GA8gASgJIo8CCgpTdGVwUmVzdWx0EgoKAm9rGAEgASgIEhIKCmVycm9yX2NvZGUYAiABKAkSFQoNZXJyb3JfbWVzc2FnZRgDIAEoCRITCgtlcnJvcl9maWVsZBgEIAEoCRIXCgpkaXNwYXRjaGVkGAUgASgISACIAQESEQoJYW1iaWd1b3VzGAYgASgIEhEKCWFjdGlvbl9pZBgHIAEoCRIWCglleGl0X2NvZGUYCCABKAVIAYgBARIWCg5vdXRwdXRfZXhjZXJwdBgJIAEoCRIpCghyZXNwb25zZRgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDQoLX2Rpc3BhdGNoZWRCDAoKX2V4aXRfY29kZSLIAQoJU3RlcEltYWdlEg4KBnNoYTI1NhgBIAEoCRINCgV3aWR0aBgCIAEoDRIOCgZoZWlnaHQYAyABKA0SDAoEc2l6ZRgEIAEoAxIwCgxjYXB0dXJlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmVycm9yX2NvZGUYBiABKAkSFQoNZXJyb3JfbWVzc2FnZRgHIAEoCRITCgtldmlkZW5jZV9pZBgIIAEoCRIMCgRwYXRoGAkgASgJIn0KC1N0ZXBBdHRlbXB0Ei4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAIgASgNEhIKCmVycm9yX2NvZGUYAyABKAkSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSJsCgdTdGVwT2NyEg4KBnN0YXR1cxgBIAEoCRItCgxvYnNlcnZhdGlvbnMYAiADKAsyFy5mYXJtLnYxLk9jck9ic2VydmF0aW9uEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgNIlEKDk9jck9ic2VydmF0aW9uEgwKBHRleHQYASABKAkSEgoKY29uZmlkZW5jZRgCIAEoAhIdCgZib3VuZHMYAyABKAsyDS5mYXJtLnYxLlJlY3QigQEKE1N0YXJ0U2Vzc2lvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDAoEbmFtZRgCIAEoCRIoCgdjb250ZXh0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYBCABKAgiOQoUU3RhcnRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiJPChFFbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmZhcm0udjEuU2Vzc2lvblN0YXR1cyI3ChJFbmRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjcKEkdldFNlc3Npb25SZXNwb25zZRIhCgdzZXNzaW9uGAEgASgLMhAuZmFybS52MS5TZXNzaW9uIpgBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRImCgZzdGF0dXMYAyABKA4yFi5mYXJtLnYxLlNlc3Npb25TdGF0dXMSDQoFb3duZXIYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiVAoXTGlzdFNlc3Npb25TdGVwc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJYChhMaXN0U2Vzc2lvblN0ZXBzUmVzcG9uc2USIwoFc3RlcHMYASADKAsyFC5mYXJtLnYxLlNlc3Npb25TdGVwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChdSZWFkU2Vzc2lvbkltYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnNoYTI1NhgCIAEoCSI3ChhSZWFkU2Vzc2lvbkltYWdlUmVzcG9uc2USDAoEc2l6ZRgBIAEoAxINCgVjaHVuaxgCIAEoDCJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIiCghzZXNzaW9ucxgBIAMoCzIQLmZhcm0udjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqoQEKDVNlc3Npb25TdGF0dXMSHgoaU0VTU0lPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZTRVNTSU9OX1NUQVRVU19SVU5OSU5HEAESGQoVU0VTU0lPTl9TVEFUVVNfUEFTU0VEEAISGQoVU0VTU0lPTl9TVEFUVVNfRkFJTEVEEAMSHgoaU0VTU0lPTl9TVEFUVVNfTEVBU0VfRU5ERUQQBDKkBAoOU2Vzc2lvblNlcnZpY2USUwoMU3RhcnRTZXNzaW9uEhwuZmFybS52MS5TdGFydFNlc3Npb25SZXF1ZXN0Gh0uZmFybS52MS5TdGFydFNlc3Npb25SZXNwb25zZSIGorsYAggEEk0KCkVuZFNlc3Npb24SGi5mYXJtLnYxLkVuZFNlc3Npb25SZXF1ZXN0GhsuZmFybS52MS5FbmRTZXNzaW9uUmVzcG9uc2UiBqK7GAIIBBJPCgpHZXRTZXNzaW9uEhouZmFybS52MS5HZXRTZXNzaW9uUmVxdWVzdBobLmZhcm0udjEuR2V0U2Vzc2lvblJlc3BvbnNlIgiiuxgECAMoARJVCgxMaXN0U2Vzc2lvbnMSHC5mYXJtLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHS5mYXJtLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIgiiuxgECAMoARJhChBMaXN0U2Vzc2lvblN0ZXBzEiAuZmFybS52MS5MaXN0U2Vzc2lvblN0ZXBzUmVxdWVzdBohLmZhcm0udjEuTGlzdFNlc3Npb25TdGVwc1Jlc3BvbnNlIgiiuxgECAMoARJjChBSZWFkU2Vzc2lvbkltYWdlEiAuZmFybS52MS5SZWFkU2Vzc2lvbkltYWdlUmVxdWVzdBohLmZhcm0udjEuUmVhZFNlc3Npb25JbWFnZVJlc3BvbnNlIgiiuxgECAMoATABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_ui]);
 
 /**
  * @generated from message farm.v1.Session
@@ -83,7 +85,7 @@ export type Session = Message<"farm.v1.Session"> & {
   endTime?: Timestamp | undefined;
 
   /**
-   * Recorded actions; always 0 until the action timeline exists.
+   * Steps recorded in its timeline.
    *
    * @generated from field: uint32 step_count = 12;
    */
@@ -95,11 +97,18 @@ export type Session = Message<"farm.v1.Session"> & {
   context?: JsonObject | undefined;
 
   /**
-   * Whether actions should be OCR'd (stored for the action timeline).
+   * Whether each step's before screenshot is OCR'd.
    *
    * @generated from field: bool ocr = 14;
    */
   ocr: boolean;
+
+  /**
+   * Steps whose action failed.
+   *
+   * @generated from field: uint32 failed_step_count = 15;
+   */
+  failedStepCount: number;
 };
 
 /**
@@ -108,6 +117,347 @@ export type Session = Message<"farm.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_farm_v1_session_service, 0);
+
+/**
+ * One action attempted in a session: what the phone showed just before,
+ * what was asked, what came back, what it showed just after.
+ *
+ * @generated from message farm.v1.SessionStep
+ */
+export type SessionStep = Message<"farm.v1.SessionStep"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * 1, 2, ... in the order the coordinator routed them.
+   *
+   * @generated from field: uint32 sequence = 2;
+   */
+  sequence: number;
+
+  /**
+   * The stored record's shape: 2 is this one; 1 is the earlier
+   * single-screenshot record, read with its image as `after`.
+   *
+   * @generated from field: uint32 record_version = 3;
+   */
+  recordVersion: number;
+
+  /**
+   * "farm.v1.DeviceService/SendInput"; empty for a version 1 record.
+   *
+   * @generated from field: string method = 4;
+   */
+  method: string;
+
+  /**
+   * Short kind: "tap", "swipe", "text", "key", "shell", "setprop",
+   * "install", "reboot", "app-endpoint", "remove-forward", "ui-tree",
+   * "evidence".
+   *
+   * @generated from field: string action = 5;
+   */
+  action: string;
+
+  /**
+   * One line a person reads: "tap text=\"OK\" at (540, 1210)".
+   *
+   * @generated from field: string description = 6;
+   */
+  description: string;
+
+  /**
+   * The request's arguments as this viewer may see them (commands are
+   * redacted for others, as in the activity log).
+   *
+   * @generated from field: google.protobuf.Struct arguments = 7;
+   */
+  arguments?: JsonObject | undefined;
+
+  /**
+   * @generated from field: farm.v1.StepResult result = 8;
+   */
+  result?: StepResult | undefined;
+
+  /**
+   * @generated from field: farm.v1.StepImage before = 9;
+   */
+  before?: StepImage | undefined;
+
+  /**
+   * @generated from field: farm.v1.StepImage after = 10;
+   */
+  after?: StepImage | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp start_time = 11;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * The action's own duration, without the captures.
+   *
+   * @generated from field: uint32 duration_ms = 12;
+   */
+  durationMs: number;
+
+  /**
+   * Earlier attempts the farm made itself before the result.
+   *
+   * @generated from field: repeated farm.v1.StepAttempt attempts = 13;
+   */
+  attempts: StepAttempt[];
+
+  /**
+   * Set when the session has OCR on.
+   *
+   * @generated from field: farm.v1.StepOcr ocr = 14;
+   */
+  ocr?: StepOcr | undefined;
+
+  /**
+   * Token name of the caller.
+   *
+   * @generated from field: string requested_by = 15;
+   */
+  requestedBy: string;
+};
+
+/**
+ * Describes the message farm.v1.SessionStep.
+ * Use `create(SessionStepSchema)` to create a new message.
+ */
+export const SessionStepSchema: GenMessage<SessionStep> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 1);
+
+/**
+ * @generated from message farm.v1.StepResult
+ */
+export type StepResult = Message<"farm.v1.StepResult"> & {
+  /**
+   * @generated from field: bool ok = 1;
+   */
+  ok: boolean;
+
+  /**
+   * @generated from field: string error_code = 2;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string error_message = 3;
+   */
+  errorMessage: string;
+
+  /**
+   * @generated from field: string error_field = 4;
+   */
+  errorField: string;
+
+  /**
+   * Whether the action reached the phone, when known.
+   *
+   * @generated from field: optional bool dispatched = 5;
+   */
+  dispatched?: boolean | undefined;
+
+  /**
+   * @generated from field: bool ambiguous = 6;
+   */
+  ambiguous: boolean;
+
+  /**
+   * @generated from field: string action_id = 7;
+   */
+  actionId: string;
+
+  /**
+   * @generated from field: optional int32 exit_code = 8;
+   */
+  exitCode?: number | undefined;
+
+  /**
+   * The start of the command's output (shell: stdout then stderr).
+   *
+   * @generated from field: string output_excerpt = 9;
+   */
+  outputExcerpt: string;
+
+  /**
+   * The method's response as JSON, long strings cut; a UI-tree read keeps
+   * its nodes here (GetUiTreeResponse).
+   *
+   * @generated from field: google.protobuf.Struct response = 10;
+   */
+  response?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message farm.v1.StepResult.
+ * Use `create(StepResultSchema)` to create a new message.
+ */
+export const StepResultSchema: GenMessage<StepResult> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 2);
+
+/**
+ * A screenshot in a step. Unset sha256 with error_code: the capture failed.
+ * A version 1 record points at a still bundle's file instead.
+ *
+ * @generated from message farm.v1.StepImage
+ */
+export type StepImage = Message<"farm.v1.StepImage"> & {
+  /**
+   * @generated from field: string sha256 = 1;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: uint32 width = 2;
+   */
+  width: number;
+
+  /**
+   * @generated from field: uint32 height = 3;
+   */
+  height: number;
+
+  /**
+   * @generated from field: int64 size = 4;
+   */
+  size: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp capture_time = 5;
+   */
+  captureTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string error_code = 6;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string error_message = 7;
+   */
+  errorMessage: string;
+
+  /**
+   * @generated from field: string evidence_id = 8;
+   */
+  evidenceId: string;
+
+  /**
+   * @generated from field: string path = 9;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message farm.v1.StepImage.
+ * Use `create(StepImageSchema)` to create a new message.
+ */
+export const StepImageSchema: GenMessage<StepImage> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 3);
+
+/**
+ * @generated from message farm.v1.StepAttempt
+ */
+export type StepAttempt = Message<"farm.v1.StepAttempt"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: uint32 duration_ms = 2;
+   */
+  durationMs: number;
+
+  /**
+   * @generated from field: string error_code = 3;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string error_message = 4;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message farm.v1.StepAttempt.
+ * Use `create(StepAttemptSchema)` to create a new message.
+ */
+export const StepAttemptSchema: GenMessage<StepAttempt> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 4);
+
+/**
+ * @generated from message farm.v1.StepOcr
+ */
+export type StepOcr = Message<"farm.v1.StepOcr"> & {
+  /**
+   * "pending", "done", "failed" or "skipped" (no before screenshot, or
+   * the OCR queue was full).
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * Words found on the before screenshot, in reading order.
+   *
+   * @generated from field: repeated farm.v1.OcrObservation observations = 2;
+   */
+  observations: OcrObservation[];
+
+  /**
+   * @generated from field: string error = 3;
+   */
+  error: string;
+
+  /**
+   * @generated from field: uint32 duration_ms = 4;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message farm.v1.StepOcr.
+ * Use `create(StepOcrSchema)` to create a new message.
+ */
+export const StepOcrSchema: GenMessage<StepOcr> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 5);
+
+/**
+ * @generated from message farm.v1.OcrObservation
+ */
+export type OcrObservation = Message<"farm.v1.OcrObservation"> & {
+  /**
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * 0..1.
+   *
+   * @generated from field: float confidence = 2;
+   */
+  confidence: number;
+
+  /**
+   * @generated from field: farm.v1.Rect bounds = 3;
+   */
+  bounds?: Rect | undefined;
+};
+
+/**
+ * Describes the message farm.v1.OcrObservation.
+ * Use `create(OcrObservationSchema)` to create a new message.
+ */
+export const OcrObservationSchema: GenMessage<OcrObservation> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 6);
 
 /**
  * @generated from message farm.v1.StartSessionRequest
@@ -145,7 +495,7 @@ export type StartSessionRequest = Message<"farm.v1.StartSessionRequest"> & {
  * Use `create(StartSessionRequestSchema)` to create a new message.
  */
 export const StartSessionRequestSchema: GenMessage<StartSessionRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 1);
+  messageDesc(file_farm_v1_session_service, 7);
 
 /**
  * @generated from message farm.v1.StartSessionResponse
@@ -162,7 +512,7 @@ export type StartSessionResponse = Message<"farm.v1.StartSessionResponse"> & {
  * Use `create(StartSessionResponseSchema)` to create a new message.
  */
 export const StartSessionResponseSchema: GenMessage<StartSessionResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 2);
+  messageDesc(file_farm_v1_session_service, 8);
 
 /**
  * @generated from message farm.v1.EndSessionRequest
@@ -186,7 +536,7 @@ export type EndSessionRequest = Message<"farm.v1.EndSessionRequest"> & {
  * Use `create(EndSessionRequestSchema)` to create a new message.
  */
 export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 3);
+  messageDesc(file_farm_v1_session_service, 9);
 
 /**
  * @generated from message farm.v1.EndSessionResponse
@@ -203,7 +553,7 @@ export type EndSessionResponse = Message<"farm.v1.EndSessionResponse"> & {
  * Use `create(EndSessionResponseSchema)` to create a new message.
  */
 export const EndSessionResponseSchema: GenMessage<EndSessionResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 4);
+  messageDesc(file_farm_v1_session_service, 10);
 
 /**
  * @generated from message farm.v1.GetSessionRequest
@@ -220,7 +570,7 @@ export type GetSessionRequest = Message<"farm.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 5);
+  messageDesc(file_farm_v1_session_service, 11);
 
 /**
  * @generated from message farm.v1.GetSessionResponse
@@ -237,7 +587,7 @@ export type GetSessionResponse = Message<"farm.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 6);
+  messageDesc(file_farm_v1_session_service, 12);
 
 /**
  * Sessions newest first, by (create time, session id).
@@ -295,7 +645,105 @@ export type ListSessionsRequest = Message<"farm.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 7);
+  messageDesc(file_farm_v1_session_service, 13);
+
+/**
+ * @generated from message farm.v1.ListSessionStepsRequest
+ */
+export type ListSessionStepsRequest = Message<"farm.v1.ListSessionStepsRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * At most this many steps per page: 0 means 100; larger than 1000 reads
+   * as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message farm.v1.ListSessionStepsRequest.
+ * Use `create(ListSessionStepsRequestSchema)` to create a new message.
+ */
+export const ListSessionStepsRequestSchema: GenMessage<ListSessionStepsRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 14);
+
+/**
+ * @generated from message farm.v1.ListSessionStepsResponse
+ */
+export type ListSessionStepsResponse = Message<"farm.v1.ListSessionStepsResponse"> & {
+  /**
+   * @generated from field: repeated farm.v1.SessionStep steps = 1;
+   */
+  steps: SessionStep[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message farm.v1.ListSessionStepsResponse.
+ * Use `create(ListSessionStepsResponseSchema)` to create a new message.
+ */
+export const ListSessionStepsResponseSchema: GenMessage<ListSessionStepsResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 15);
+
+/**
+ * @generated from message farm.v1.ReadSessionImageRequest
+ */
+export type ReadSessionImageRequest = Message<"farm.v1.ReadSessionImageRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string sha256 = 2;
+   */
+  sha256: string;
+};
+
+/**
+ * Describes the message farm.v1.ReadSessionImageRequest.
+ * Use `create(ReadSessionImageRequestSchema)` to create a new message.
+ */
+export const ReadSessionImageRequestSchema: GenMessage<ReadSessionImageRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 16);
+
+/**
+ * @generated from message farm.v1.ReadSessionImageResponse
+ */
+export type ReadSessionImageResponse = Message<"farm.v1.ReadSessionImageResponse"> & {
+  /**
+   * In the first message: the image's size in bytes.
+   *
+   * @generated from field: int64 size = 1;
+   */
+  size: bigint;
+
+  /**
+   * @generated from field: bytes chunk = 2;
+   */
+  chunk: Uint8Array;
+};
+
+/**
+ * Describes the message farm.v1.ReadSessionImageResponse.
+ * Use `create(ReadSessionImageResponseSchema)` to create a new message.
+ */
+export const ReadSessionImageResponseSchema: GenMessage<ReadSessionImageResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 17);
 
 /**
  * @generated from message farm.v1.ListSessionsResponse
@@ -319,7 +767,7 @@ export type ListSessionsResponse = Message<"farm.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 8);
+  messageDesc(file_farm_v1_session_service, 18);
 
 /**
  * @generated from enum farm.v1.SessionStatus
@@ -400,6 +848,26 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListSessionsRequestSchema;
     output: typeof ListSessionsResponseSchema;
+  },
+  /**
+   * A session's timeline, oldest step first.
+   *
+   * @generated from rpc farm.v1.SessionService.ListSessionSteps
+   */
+  listSessionSteps: {
+    methodKind: "unary";
+    input: typeof ListSessionStepsRequestSchema;
+    output: typeof ListSessionStepsResponseSchema;
+  },
+  /**
+   * One of a session's screenshots (by sha256), in chunks.
+   *
+   * @generated from rpc farm.v1.SessionService.ReadSessionImage
+   */
+  readSessionImage: {
+    methodKind: "server_streaming";
+    input: typeof ReadSessionImageRequestSchema;
+    output: typeof ReadSessionImageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_session_service, 0);

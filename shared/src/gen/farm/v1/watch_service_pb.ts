@@ -13,7 +13,7 @@ import type { Lease, LeaseWaiter } from "./lease_pb.js";
 import { file_farm_v1_lease } from "./lease_pb.js";
 import type { Agent, Device } from "./registry_pb.js";
 import { file_farm_v1_registry } from "./registry_pb.js";
-import type { Session } from "./session_service_pb.js";
+import type { Session, SessionStep } from "./session_service_pb.js";
 import { file_farm_v1_session_service } from "./session_service_pb.js";
 import type { VideoSession } from "./video_service_pb.js";
 import { file_farm_v1_video_service } from "./video_service_pb.js";
@@ -23,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/watch_service.proto.
  */
 export const file_farm_v1_watch_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3dhdGNoX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiDgoMV2F0Y2hSZXF1ZXN0IrMECg1XYXRjaFJlc3BvbnNlEiQKBXJlYWR5GAEgASgLMhMuZmFybS52MS5XYXRjaFJlYWR5SAASIQoGZGV2aWNlGAIgASgLMg8uZmFybS52MS5EZXZpY2VIABIwCg5kZXZpY2VfcmVtb3ZlZBgDIAEoCzIWLmZhcm0udjEuRGV2aWNlUmVtb3ZlZEgAEh8KBWFnZW50GAQgASgLMg4uZmFybS52MS5BZ2VudEgAEh8KBWxlYXNlGAUgASgLMg4uZmFybS52MS5MZWFzZUgAEioKC2xlYXNlX2VuZGVkGAYgASgLMhMuZmFybS52MS5MZWFzZUVuZGVkSAASJAoFcXVldWUYByABKAsyEy5mYXJtLnYxLkxlYXNlUXVldWVIABIuCgZsYWJlbHMYCCABKAsyHC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWRIABIuCg12aWRlb19zZXNzaW9uGAkgASgLMhUuZmFybS52MS5WaWRlb1Nlc3Npb25IABIsCghldmlkZW5jZRgKIAEoCzIYLmZhcm0udjEuRXZpZGVuY2VTdW1tYXJ5SAASKgoIYWN0aXZpdHkYCyABKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnlIABIsCglrZWVwYWxpdmUYDCABKAsyFy5mYXJtLnYxLldhdGNoS2VlcGFsaXZlSAASIwoHc2Vzc2lvbhgNIAEoCzIQLmZhcm0udjEuU2Vzc2lvbkgAQgYKBGtpbmQiDAoKV2F0Y2hSZWFkeSIQCg5XYXRjaEtlZXBhbGl2ZSIxCg1EZXZpY2VSZW1vdmVkEhAKCGFnZW50X2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCSJDCgpMZWFzZUVuZGVkEhAKCGxlYXNlX2lkGAEgASgJEhMKC3BoeXNpY2FsX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIzCgpMZWFzZVF1ZXVlEiUKB3dhaXRlcnMYASADKAsyFC5mYXJtLnYxLkxlYXNlV2FpdGVyIpMBChNEZXZpY2VMYWJlbHNDaGFuZ2VkEhMKC3BoeXNpY2FsX2lkGAEgASgJEjgKBmxhYmVscxgCIAMoCzIoLmZhcm0udjEuRGV2aWNlTGFiZWxzQ2hhbmdlZC5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMlIKDFdhdGNoU2VydmljZRJCCgVXYXRjaBIVLmZhcm0udjEuV2F0Y2hSZXF1ZXN0GhYuZmFybS52MS5XYXRjaFJlc3BvbnNlIgiiuxgECAMoATABYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_activity_service, file_farm_v1_evidence, file_farm_v1_lease, file_farm_v1_registry, file_farm_v1_session_service, file_farm_v1_video_service]);
+  fileDesc("ChtmYXJtL3YxL3dhdGNoX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiDgoMV2F0Y2hSZXF1ZXN0IuEECg1XYXRjaFJlc3BvbnNlEiQKBXJlYWR5GAEgASgLMhMuZmFybS52MS5XYXRjaFJlYWR5SAASIQoGZGV2aWNlGAIgASgLMg8uZmFybS52MS5EZXZpY2VIABIwCg5kZXZpY2VfcmVtb3ZlZBgDIAEoCzIWLmZhcm0udjEuRGV2aWNlUmVtb3ZlZEgAEh8KBWFnZW50GAQgASgLMg4uZmFybS52MS5BZ2VudEgAEh8KBWxlYXNlGAUgASgLMg4uZmFybS52MS5MZWFzZUgAEioKC2xlYXNlX2VuZGVkGAYgASgLMhMuZmFybS52MS5MZWFzZUVuZGVkSAASJAoFcXVldWUYByABKAsyEy5mYXJtLnYxLkxlYXNlUXVldWVIABIuCgZsYWJlbHMYCCABKAsyHC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWRIABIuCg12aWRlb19zZXNzaW9uGAkgASgLMhUuZmFybS52MS5WaWRlb1Nlc3Npb25IABIsCghldmlkZW5jZRgKIAEoCzIYLmZhcm0udjEuRXZpZGVuY2VTdW1tYXJ5SAASKgoIYWN0aXZpdHkYCyABKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnlIABIsCglrZWVwYWxpdmUYDCABKAsyFy5mYXJtLnYxLldhdGNoS2VlcGFsaXZlSAASIwoHc2Vzc2lvbhgNIAEoCzIQLmZhcm0udjEuU2Vzc2lvbkgAEiwKDHNlc3Npb25fc3RlcBgOIAEoCzIULmZhcm0udjEuU2Vzc2lvblN0ZXBIAEIGCgRraW5kIgwKCldhdGNoUmVhZHkiEAoOV2F0Y2hLZWVwYWxpdmUiMQoNRGV2aWNlUmVtb3ZlZBIQCghhZ2VudF9pZBgBIAEoCRIOCgZzZXJpYWwYAiABKAkiQwoKTGVhc2VFbmRlZBIQCghsZWFzZV9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiMwoKTGVhc2VRdWV1ZRIlCgd3YWl0ZXJzGAEgAygLMhQuZmFybS52MS5MZWFzZVdhaXRlciKTAQoTRGV2aWNlTGFiZWxzQ2hhbmdlZBITCgtwaHlzaWNhbF9pZBgBIAEoCRI4CgZsYWJlbHMYAiADKAsyKC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWQuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATJSCgxXYXRjaFNlcnZpY2USQgoFV2F0Y2gSFS5mYXJtLnYxLldhdGNoUmVxdWVzdBoWLmZhcm0udjEuV2F0Y2hSZXNwb25zZSIIorsYBAgDKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_activity_service, file_farm_v1_evidence, file_farm_v1_lease, file_farm_v1_registry, file_farm_v1_session_service, file_farm_v1_video_service]);
 
 /**
  * @generated from message farm.v1.WatchRequest
@@ -129,6 +129,15 @@ export type WatchResponse = Message<"farm.v1.WatchResponse"> & {
      */
     value: Session;
     case: "session";
+  } | {
+    /**
+     * A step was appended to a session's timeline, or updated (its OCR
+     * arrived): the whole step, keyed by session id and sequence.
+     *
+     * @generated from field: farm.v1.SessionStep session_step = 14;
+     */
+    value: SessionStep;
+    case: "sessionStep";
   } | { case: undefined; value?: undefined };
 };
 
