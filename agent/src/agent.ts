@@ -15,6 +15,7 @@ import { lockDataDir } from "./ownership/data-dir-lock.js";
 import { OsLock } from "./ownership/os-lock.js";
 import { coordinatorTransport } from "./uplink/coordinator-transport.js";
 import { FARM_VERSION } from "@farm/shared/version";
+import { stepShooter } from "./session/step-shooter.js";
 import { callDispatcher } from "./rpc/call-dispatch.js";
 import { agentRoutes } from "./rpc/routes.js";
 import type { AgentServiceDeps } from "./rpc/service-deps.js";
@@ -150,7 +151,13 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   let resolveDrain!: (reason: string) => void;
   const drainRequested = new Promise<string>((resolve) => (resolveDrain = resolve));
   const inflight = new Set<Promise<unknown>>();
-  const dispatch = callDispatcher({ routes: agentRoutes(serviceDeps), drainReason: serviceDeps.drainReason, log, hostPaths: serviceDeps.hostPaths });
+  const dispatch = callDispatcher({
+    routes: agentRoutes(serviceDeps),
+    drainReason: serviceDeps.drainReason,
+    log,
+    hostPaths: serviceDeps.hostPaths,
+    shots: stepShooter({ ownership: serviceDeps.ownership, evidence: serviceDeps.evidence }),
+  });
   const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers() });
   const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;
   uplink = new Uplink({

@@ -27,6 +27,8 @@ const PROBE_OUTPUT_CAP = 16 * 1024 * 1024;
  * screenshot decodes as a PNG of the recorded display size, a video probes
  * with the recorded codec and size. A hash only proves the bytes did not
  * change since the manifest was written, not that they are what it says.
+ * A session export (manifest kind "farm-session-export") is checked by
+ * session-export-verify.ts instead.
  */
 export async function verifyBundle(dir: string): Promise<VerifyReport> {
   const problems: string[] = [];
@@ -36,6 +38,8 @@ export async function verifyBundle(dir: string): Promise<VerifyReport> {
   } catch (err) {
     return { ok: false, evidenceId: null, status: null, checked: 0, problems: [`manifest.json: ${(err as Error).message}`] };
   }
+  // A session export (`farm session export`) has its own manifest and checks.
+  if ((manifest as { kind?: unknown } | null)?.kind === "farm-session-export") return (await import("./session-export-verify.js")).verifySessionExport(dir);
   problems.push(...manifestSchemaErrors(manifest).map((p) => `manifest.json: ${p}`));
   let checked = 0;
   for (const a of Array.isArray(manifest.artifacts) ? manifest.artifacts : []) {

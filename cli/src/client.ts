@@ -9,7 +9,11 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 
 /** A client for one farm service, authenticated with the resolved token. */
-export function serviceClient<S extends DescService>(service: S, config: ClientConfig & { verbose?: boolean }, opts: { lease?: string | undefined } = {}): Client<S> {
+export function serviceClient<S extends DescService>(
+  service: S,
+  config: ClientConfig & { verbose?: boolean },
+  opts: { lease?: string | undefined; session?: string | undefined } = {},
+): Client<S> {
   if (!config.token) {
     throw new CliError(
       Errors.UNAUTHENTICATED,
@@ -24,7 +28,7 @@ export function serviceClient<S extends DescService>(service: S, config: ClientC
       throw explainUnavailable(err, config, req.method);
     }
   };
-  return createClient(service, clientTransport(config, { lease: opts.lease, interceptors: [requestId(config.verbose === true), explain] }));
+  return createClient(service, clientTransport(config, { lease: opts.lease, session: opts.session, interceptors: [requestId(config.verbose === true), explain] }));
 }
 
 /**
@@ -52,15 +56,20 @@ function requestId(verbose: boolean): Interceptor {
   };
 }
 
-/** The transport every CLI call uses: token, lease header, TLS roots or --ca-file, the cleartext rule. */
-export function clientTransport(config: ClientConfig, opts: { lease?: string | undefined; interceptors?: Interceptor[] } = {}): Transport {
+/** The transport every CLI call uses: token, lease and session headers, TLS roots or --ca-file, the cleartext rule. */
+export function clientTransport(config: ClientConfig, opts: { lease?: string | undefined; session?: string | undefined; interceptors?: Interceptor[] } = {}): Transport {
+  const headers: Record<string, string> = {
+    ...(opts.lease ? { "x-farm-lease": opts.lease } : {}),
+    // Calls that are session steps (schema rule session_step) are recorded in it.
+    ...(opts.session ? { "x-farm-session": opts.session } : {}),
+  };
   if (!config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token", "token");
   return farmTransport({
     url: config.coordinator,
     token: config.token,
     caFile: config.caFile,
     insecure: config.insecure,
-    ...(opts.lease ? { headers: { "x-farm-lease": opts.lease } } : {}),
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
   });
 }

@@ -47,6 +47,12 @@ import { wireWatchHub } from "./watch/watch-wiring.js";
 import { Sessions } from "./sessions/sessions.js";
 import { SqliteSessionStore } from "./sessions/sqlite-session-store.js";
 import { registerSessionService } from "./sessions/session-service.js";
+import { SessionSteps } from "./sessions/session-steps.js";
+import { SqliteSessionStepStore } from "./sessions/sqlite-session-step-store.js";
+import { SessionImageStore } from "./sessions/session-image-store.js";
+import { StepRecorder } from "./sessions/step-recorder.js";
+import { StepOcr } from "./sessions/step-ocr.js";
+import { OcrPool } from "./sessions/ocr/ocr-pool.js";
 import { WebSessions } from "./auth/web-sessions.js";
 import { dashboardHandler } from "./http/dashboard-http.js";
 import { registerAgentEvidenceService } from "./evidence/agent-evidence-service.js";
@@ -82,6 +88,8 @@ export interface CoordinatorOptions {
   maxStreamsPerPrincipal?: number;
   /** Blob bytes (uploads for install) one token may hold at once (default 2 GiB). */
   blobQuotaBytes?: number;
+  /** OCR workers for sessions started with --ocr (default 1; 0 turns OCR off) and how many steps may wait for one (default 64). */
+  ocr?: { workers?: number; maxQueue?: number };
 }
 
 export interface RunningCoordinator {
@@ -125,14 +133,27 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const evidenceQuotaBytes = opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES;
   await evidenceStore.init();
   const videoIndex = new VideoSessionIndex(database.db);
+  const steps = new SessionSteps(new SqliteSessionStepStore(database.db));
+  const sessionImages = new SessionImageStore(opts.dataDir);
+  await sessionImages.init();
+  sessions.events.on("session", (s) => {
+    if (s.status !== "running") steps.forget(s.sessionId);
+  });
+  const ocrWorkers = opts.ocr?.workers ?? 1;
+  // Workers start on the first OCR'd step: a coordinator whose sessions never ask pays nothing.
+  const ocrPool = ocrWorkers > 0 ? new OcrPool({ workers: ocrWorkers, maxQueue: opts.ocr?.maxQueue ?? 64 }) : undefined;
+  const stepOcr = ocrPool ? new StepOcr(ocrPool, steps, sessionImages, log) : undefined;
+  const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log });
+  const resumed = stepOcr?.resume() ?? 0;
+  if (resumed > 0) log.info("OCR resumed for steps a restart left pending", { steps: resumed });
   const hub = new WatchHub();
-  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions });
+  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps });
   const web = new WebSessions(tokens);
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
-  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, assetsDir: dashboardDir, insecure, log });
+  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
   const metrics = coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
@@ -159,17 +180,17 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
           log.info("token revoked", { principal: name, endedCalls: calls, endedDashboardSessions: sessions });
         },
       });
-      registerDeviceService(router, { registry, leases, activity, idempotency, log });
+      registerDeviceService(router, { registry, leases, activity, idempotency, log, recorder });
       registerLeaseService(router, { leases, registry });
       registerActivityService(router, { activity });
       registerShellService(router, { registry, leases, activity, relay: shellRelay, log });
       registerAgentShellService(router, { relay: shellRelay });
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
-      registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log });
+      registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log, recorder });
       registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
       registerWatchService(router, { hub });
-      registerSessionService(router, { sessions, leases, registry, activity, log });
+      registerSessionService(router, { sessions, steps, images: sessionImages, leases, registry, activity, log });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
     },
     fallback(req, res) {
@@ -247,6 +268,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       // resumed by the next start (the CLI asks again with the same ticket).
       leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));
       await dual.close();
+      await ocrPool?.close();
       database.close();
       log.info("coordinator stopped");
     },

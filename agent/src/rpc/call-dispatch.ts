@@ -5,9 +5,24 @@ import { toCommandError } from "@farm/shared/command-error";
 import { actionError, Errors, farmError, relayedError, toErrorReport } from "@farm/shared/errors";
 import { withoutHostPaths } from "@farm/shared/host-paths";
 import { methodPath, rulesOf } from "@farm/shared/method-rules";
-import { AgentCallResultSchema, type AgentCall, type AgentCallResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { callHeaders } from "./call-context.js";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  AgentCallResultSchema,
+  StepEvidenceSchema,
+  type AgentCall,
+  type AgentCallResult,
+  type StepAttemptReport,
+  type StepEvidence,
+  type StepShot,
+} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { callHeaders, stepAttempts } from "./call-context.js";
 import type { ServiceRoute } from "./routes.js";
+import type { StepShooter } from "../session/step-shooter.js";
+
+/** A step's before capture gets at most this long, and at most a quarter of the budget. */
+const BEFORE_MAX_MS = 5_000;
+/** Kept back from the action for the after capture: at most this, and at most a fifth of what is left. */
+const AFTER_MAX_MS = 5_000;
 
 /** Failures of this host rather than of the request: logged at error level where they happen. */
 const hostFailureCodes = new Set<string>([Errors.INTERNAL.code]);
@@ -21,6 +36,8 @@ export interface DispatchDeps {
   log: Logger;
   /** Host directories whose paths never reach a client. */
   hostPaths: readonly string[];
+  /** Screenshots around session steps; absent, steps carry no captures. */
+  shots?: StepShooter | undefined;
 }
 
 /** Runs one routed call: finds its method, invokes the agent's service, answers with its response or error. */
@@ -59,13 +76,69 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
       } catch (err) {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the request for ${call.method} does not decode: ${(err as Error).message}`);
       }
-      const ctx = createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(call) });
+      const context = (c: AgentCall) =>
+        createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c) });
+      const ctx = context(call);
+      if (call.step && rulesOf(method).sessionStep && deps.shots) {
+        const serial = String((input as { target?: { serial?: string } }).target?.serial ?? "");
+        const step: { evidence?: StepEvidence } = {};
+        try {
+          const output = await withRules(deps, method, ctx, () => aroundStep(deps, call, serial, step, (c) => handler(input, c), context));
+          return create(AgentCallResultSchema, { commandId: call.commandId, response: encode(method, output), ...(step.evidence ? { step: step.evidence } : {}) });
+        } catch (err) {
+          return create(AgentCallResultSchema, { commandId: call.commandId, error: toCommandError(toErrorReport(err), err), ...(step.evidence ? { step: step.evidence } : {}) });
+        }
+      }
       const output = await withRules(deps, method, ctx, () => handler(input, ctx));
-      return create(AgentCallResultSchema, { commandId: call.commandId, response: toBinary(method.output, create(method.output, output as MessageInitShape<DescMessage>)) });
+      return create(AgentCallResultSchema, { commandId: call.commandId, response: encode(method, output) });
     } catch (err) {
       return create(AgentCallResultSchema, { commandId: call.commandId, error: toCommandError(toErrorReport(err), err) });
     }
   };
+}
+
+function encode(method: DescMethodUnary, output: unknown): Uint8Array {
+  return toBinary(method.output, create(method.output, output as MessageInitShape<DescMessage>));
+}
+
+/**
+ * Runs a session step between two screenshots taken here, next to the
+ * phone: one just before the handler, one just after it returns or fails.
+ * The action's deadline is moved up by what the after capture needs, so a
+ * step cut off at its deadline still shows the screen it left. What was
+ * captured is put in `into` whatever happens.
+ */
+async function aroundStep(
+  deps: DispatchDeps,
+  call: AgentCall,
+  serial: string,
+  into: { evidence?: StepEvidence },
+  run: (ctx: HandlerContext) => unknown,
+  context: (c: AgentCall) => HandlerContext,
+): Promise<unknown> {
+  const shots = deps.shots as StepShooter;
+  const deadline = call.deadline ? Number(call.deadline.seconds) * 1000 + Math.floor(call.deadline.nanos / 1e6) : Date.now() + 30_000;
+  const known = new Set(call.step?.knownSha256 ?? []);
+  const scrub = (s: StepShot): StepShot => (s.error ? { ...s, error: { ...s.error, message: withoutHostPaths(s.error.message, deps.hostPaths) } } : s);
+  const rawBefore = await shots.capture(serial, Date.now() + Math.min(BEFORE_MAX_MS, Math.max(0, deadline - Date.now()) / 4));
+  // Checked and sent while the action runs; only the capture is on its path.
+  const before = shots.settle(rawBefore, new Set(known));
+  const reserve = Math.min(AFTER_MAX_MS, Math.max(0, deadline - Date.now()) / 5);
+  const attempts: StepAttemptReport[] = [];
+  const ctx = context({ ...call, deadline: timestampFromMs(Math.floor(deadline - reserve)) });
+  ctx.values.set(stepAttempts, attempts);
+  const started = Date.now();
+  try {
+    return await run(ctx);
+  } finally {
+    const durationMs = Date.now() - started;
+    const rawAfter = await shots.capture(serial, deadline);
+    const settled = await before;
+    // The same screen after is not sent twice, once it was checked and sent as the before one.
+    if (settled.sha256 && !settled.error) known.add(settled.sha256);
+    const after = scrub(await shots.settle(rawAfter, known));
+    into.evidence = create(StepEvidenceSchema, { before: scrub(settled), after, startTime: timestampFromMs(started), durationMs, attempts });
+  }
 }
 
 /**

@@ -19,7 +19,7 @@ export const endpoint: Action<typeof endpointOptions> = async (input) => {
   if (!app && !wdaRunner) throw new CliError(Errors.INVALID_ARGUMENT, "--package (Android) or --bundle-id (iOS) is required", "package");
   const t = target(opts);
   const session = clientSession(input);
-  const res = await serviceClient(DeviceService, session.config).getAppEndpoint({ target: t, app: wdaRunner && !app ? wdaRunner : app, wdaRunner }, { timeoutMs: session.timeoutMs });
+  const res = await serviceClient(DeviceService, session.config, { session: ctx.env["FARM_SESSION"] || undefined }).getAppEndpoint({ target: t, app: wdaRunner && !app ? wdaRunner : app, wdaRunner }, { timeoutMs: session.timeoutMs });
   const e = res.endpoint;
   const data = {
     platform: e?.platform,
@@ -50,7 +50,7 @@ export const removeForward: Action<typeof removeForwardOptions> = async (input) 
   if (port === undefined) throw new CliError(Errors.INVALID_ARGUMENT, "--port is required", "port");
   const t = target(input.opts);
   const session = clientSession(input);
-  await serviceClient(DeviceService, session.config).removeAppForward({ target: t, port }, { timeoutMs: session.timeoutMs });
+  await serviceClient(DeviceService, session.config, { session: input.ctx.env["FARM_SESSION"] || undefined }).removeAppForward({ target: t, port }, { timeoutMs: session.timeoutMs });
   input.ctx.printer.result({ removed: `tcp:${port}`, serial: t.serial }, () => `removed forward tcp:${port} of ${t.serial}`);
   return 0;
 };

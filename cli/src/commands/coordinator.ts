@@ -60,8 +60,8 @@ function timeout(ms: number | undefined, flag: string): number | undefined {
   return ms;
 }
 
-/** Connection timeouts, stream caps and the blob quota. */
-function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes"> {
+/** Connection timeouts, stream caps, the blob quota and the OCR pool. */
+function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "ocr"> {
   const requestTimeout = timeout(opts.requestTimeout, "request-timeout");
   const idleTimeout = timeout(opts.idleTimeout, "idle-timeout");
   return {
@@ -72,5 +72,6 @@ function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimi
     },
     ...(opts.maxStreamsPerPrincipal !== undefined ? { maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal } : {}),
     ...(opts.blobQuota !== undefined ? { blobQuotaBytes: parseByteSize(opts.blobQuota, "blob-quota") } : {}),
+    ocr: { ...(opts.ocrWorkers !== undefined ? { workers: opts.ocrWorkers } : {}), ...(opts.ocrQueue !== undefined ? { maxQueue: opts.ocrQueue } : {}) },
   };
 }

@@ -20,8 +20,12 @@ export function deviceTarget(opts: DeviceInput["opts"]): DeviceTarget {
   return create(DeviceTargetSchema, { serial: opts.device, agent: opts.agent ?? "", requestId: opts.requestId ?? "" });
 }
 
-/** A device client presenting --lease (or FARM_LEASE). */
+/**
+ * A device client presenting --lease (or FARM_LEASE), and FARM_SESSION
+ * (set by `farm lease run --session`, or exported after `farm session
+ * start`): the coordinator records its actions as steps of that session.
+ */
 export function deviceClient(input: DeviceInput): { client: ReturnType<typeof serviceClient<typeof DeviceService>>; session: ClientSession } {
   const session = clientSession(input);
-  return { client: serviceClient(DeviceService, session.config, { lease: input.opts.lease || undefined }), session };
+  return { client: serviceClient(DeviceService, session.config, { lease: input.opts.lease || undefined, session: input.ctx.env["FARM_SESSION"] || undefined }), session };
 }

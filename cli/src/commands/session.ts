@@ -1,9 +1,9 @@
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { validateContext } from "@farm/shared/evidence-options";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { SessionService, SessionStatus, type Session } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { SessionService, SessionStatus, SessionStepSchema, type Session, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { allPages } from "../all-pages.js";
 import { CliError } from "../cli-error.js";
 import { serviceClient } from "../client.js";
@@ -41,6 +41,7 @@ export function sessionJson(s: Session | undefined) {
     createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null,
     endedAt: s.endTime ? new Date(timestampMs(s.endTime)).toISOString() : null,
     stepCount: s.stepCount,
+    failedStepCount: s.failedStepCount,
     context: s.context ?? {},
     ocr: s.ocr,
   };
@@ -72,7 +73,7 @@ function describe(s: ReturnType<typeof sessionJson>): string {
   return [
     `session ${s.sessionId}${s.name ? ` (${s.name})` : ""}: ${s.status}`,
     `  owner ${s.owner}, device ${s.physicalId} via ${s.agentName || s.agentId}/${s.serial}, lease ${s.leaseId}`,
-    `  started ${s.createdAt}${s.endedAt ? `, ended ${s.endedAt}` : ""}, ${s.stepCount} steps${s.ocr ? ", ocr" : ""}`,
+    `  started ${s.createdAt}${s.endedAt ? `, ended ${s.endedAt}` : ""}, ${s.stepCount} steps${s.failedStepCount > 0 ? ` (${s.failedStepCount} failed)` : ""}${s.ocr ? ", ocr" : ""}`,
     ...(Object.keys(s.context).length > 0 ? [`  context ${JSON.stringify(s.context)}`] : []),
   ].join("\n");
 }
@@ -109,18 +110,73 @@ export const listSessions: Action<typeof sessionListOptions> = async (input) => 
   const wide = ctx.printer.wide;
   ctx.printer.result({ sessions }, () =>
     table(
-      ["SESSION", "NAME", "STATUS", "OWNER", "DEVICE", "STARTED", "ENDED", ...(wide ? ["LEASE", "ROUTE"] : [])],
-      sessions.map((s) => [s.sessionId, s.name, s.status, s.owner, s.physicalId, s.createdAt ?? "", s.endedAt ?? "", ...(wide ? [s.leaseId, `${s.agentName}/${s.serial}`] : [])]),
+      ["SESSION", "NAME", "STATUS", "OWNER", "DEVICE", "STEPS", "STARTED", "ENDED", ...(wide ? ["LEASE", "ROUTE"] : [])],
+      sessions.map((s) => [
+        s.sessionId,
+        s.name,
+        s.status,
+        s.owner,
+        s.physicalId,
+        s.failedStepCount > 0 ? `${s.stepCount} (${s.failedStepCount} failed)` : String(s.stepCount),
+        s.createdAt ?? "",
+        s.endedAt ?? "",
+        ...(wide ? [s.leaseId, `${s.agentName}/${s.serial}`] : []),
+      ]),
     ),
   );
   return 0;
 };
 
+/** Every step of a session's timeline, oldest first (all pages). */
+export async function listAllSteps(session: ClientSession, sessionId: string, signal?: AbortSignal): Promise<SessionStep[]> {
+  const client = serviceClient(SessionService, session.config);
+  return allPages(async (page) => {
+    const res = await client.listSessionSteps({ sessionId, ...page }, { timeoutMs: session.timeoutMs, ...(signal ? { signal } : {}) });
+    return { items: res.steps, nextPageToken: res.nextPageToken };
+  });
+}
+
+/** A step as protobuf JSON (camelCase, defaults left out, int64 as strings, timestamps as RFC 3339). */
+export function stepJson(step: SessionStep): JsonObject {
+  return toJson(SessionStepSchema, step) as JsonObject;
+}
+
+/** One line of an image in the timeline: sha256's first 8, a still bundle's file, a failed capture, or –. */
+function imageWord(i: StepImage | undefined): string {
+  if (!i) return "–";
+  if (i.sha256) return i.sha256.slice(0, 8);
+  if (i.evidenceId) return `evidence:${i.evidenceId.slice(0, 8)}/${i.path}`;
+  if (i.errorCode) return `failed(${i.errorCode})`;
+  return "–";
+}
+
+const oneLine = (text: string, max: number) => {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+};
+
+/** `#3  tap  tap at (540, 1210)  → ok  (87 ms)  before:1a2b3c4d  after:5e6f7a8b  ocr:done(12)` */
+export function stepLines(steps: readonly SessionStep[]): string[] {
+  const rows = steps.map((st) => {
+    const r = st.result;
+    const outcome = r?.ok
+      ? `ok${r.exitCode !== undefined ? ` (exit ${r.exitCode})` : ""}`
+      : `${r?.errorCode || "FAILED"}: ${oneLine(r?.errorMessage ?? "", 100)}${r?.ambiguous ? " (ambiguous)" : ""}`;
+    const ocr = st.ocr ? `  ocr:${st.ocr.status}${st.ocr.status === "done" ? `(${st.ocr.observations.length})` : ""}` : "";
+    return [`#${st.sequence}`, st.action || "?", oneLine(st.description, 80), `→ ${outcome}  (${st.durationMs} ms)  before:${imageWord(st.before)}  after:${imageWord(st.after)}${ocr}`];
+  });
+  const widths = [0, 1, 2].map((i) => Math.max(0, ...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => (i < 3 ? c.padEnd(widths[i] ?? 0) : c)).join("  "));
+}
+
 export const showSession: Action<typeof sessionShowOptions> = async (input) => {
   const session = clientSession(input);
   const id = input.args[0] ?? "";
   const res = await serviceClient(SessionService, session.config).getSession({ sessionId: id }, { timeoutMs: session.timeoutMs });
+  const steps = await listAllSteps(session, id);
   const s = sessionJson(res.session);
-  input.ctx.printer.result({ session: s }, () => describe(s));
+  input.ctx.printer.result({ session: s, steps: steps.map(stepJson) }, () =>
+    [describe(s), steps.length === 0 ? "  no steps recorded" : "timeline:", ...stepLines(steps).map((l) => `  ${l}`)].join("\n"),
+  );
   return 0;
 };

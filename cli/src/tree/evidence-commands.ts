@@ -7,7 +7,7 @@ const outputDir = (what: string) => hidden(text("--output-dir <dir>", `${what} (
 // --timeout here is the device-work budget, not each call's deadline.
 export const captureOptions = {
   ...connectionOptions,
-  device: requiredText("--device <serial>", "Device serial"),
+  device: requiredText("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   label: text("--label <text>", "A label stored in the manifest"),
   contextJson: text("--context-json <object>", "A JSON object stored in the manifest"),
@@ -35,7 +35,7 @@ export const verifyOptions = {};
 
 export const videoStartOptions = {
   ...clientOptions,
-  device: requiredText("--device <serial>", "Device serial"),
+  device: requiredText("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   durationSeconds: text("--duration-seconds <s>", "Length of the recording, 1..180 (required)"),
   size: text("--size <WxH>", "Video size"),
@@ -88,8 +88,8 @@ export const evidenceGroup = group({
     }),
     leaf({
       name: "verify",
-      summary: "Check a bundle offline: schema, every artifact's size and sha256, and that complete media decode as recorded",
-      args: [{ name: "bundle-dir", description: "The bundle's directory", required: true }],
+      summary: "Check a bundle (or a `farm session export`) offline: schema, every file's size and sha256, and that complete media decode as recorded",
+      args: [{ name: "bundle-dir", description: "The bundle's or export's directory", required: true }],
       options: verifyOptions,
       settings: { kind: "none" },
       load: async () => (await import("../commands/evidence.js")).verify,

@@ -34,6 +34,8 @@ export const coordinatorConfigKeys = {
   maxStreamsPerConnection: "number",
   maxStreamsPerPrincipal: "number",
   blobQuota: "string",
+  ocrWorkers: "number",
+  ocrQueue: "number",
 } as const;
 
 /** A timeout: the flag as a duration, the config file's key in milliseconds. */
@@ -49,6 +51,8 @@ export const coordinatorOptions = {
   insecure: flag("--insecure", "Accept tokens over cleartext from other machines", { config: "insecure" }),
   evidenceQuota: { ...text("--evidence-quota <size>", "Stored evidence per user (500M, 10G)", { config: "evidenceQuota" }), defaultText: "10G" },
   blobQuota: text("--blob-quota <size>", "Uploads in flight per token (APKs)", { config: "blobQuota" }),
+  ocrWorkers: { ...parsed("--ocr-workers <n>", "OCR workers for sessions started with --ocr (0: OCR off)", intIn(0, 16), { config: "ocrWorkers" }), defaultText: "1" },
+  ocrQueue: { ...parsed("--ocr-queue <n>", "Session steps that may wait for OCR; more are marked skipped", intIn(1, 100_000), { config: "ocrQueue" }), defaultText: "64" },
   requestTimeout: parsed("--request-timeout <duration>", "A request's deadline (config: requestTimeoutMs)", duration, { config: "requestTimeoutMs", fromConfig: msFromConfig }),
   idleTimeout: parsed("--idle-timeout <duration>", "Close idle connections after this long (config: idleTimeoutMs)", duration, { config: "idleTimeoutMs", fromConfig: msFromConfig }),
   maxStreamsPerConnection: parsed("--max-streams-per-connection <n>", "Concurrent streams of one connection", intIn(1, 10_000), { config: "maxStreamsPerConnection" }),

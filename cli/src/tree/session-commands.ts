@@ -14,7 +14,7 @@ export const sessionStartOptions = {
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
   name: text("--name <text>", "A name shown in lists (at most 200 characters)"),
-  ocr: flag("--ocr", "OCR the session's screenshots (stored for the action timeline, which is not built yet)"),
+  ocr: flag("--ocr", "OCR each step's before screenshot (farm session show lists what was read)"),
   contextJson: text("--context-json <object>", "A JSON object stored with the session (build, branch, test)"),
 };
 export const sessionEndOptions = {
@@ -29,10 +29,11 @@ export const sessionListOptions = {
   user: text("--user <name>", "Only sessions this token name started"),
 };
 export const sessionShowOptions = clientOptions;
+export const sessionExportOptions = { ...clientOptions, outputDir: text("--output-dir <dir>", "A new absolute directory (or give it as DIR)") };
 
 export const sessionGroup = group({
   name: "session",
-  summary: "Recorded sessions on a leased device: start, end, list, show",
+  summary: "Recorded sessions on a leased device: start, end, list, show, export",
   commands: [
     leaf({
       name: "start",
@@ -51,10 +52,31 @@ export const sessionGroup = group({
     leaf({ name: "list", summary: "Sessions, newest first", options: sessionListOptions, load: async () => (await import("../commands/session.js")).listSessions }),
     leaf({
       name: "show",
-      summary: "One session",
+      summary: "One session and its timeline: each step's action, result, duration, before/after screenshots and OCR",
+      description:
+        "One line per step, oldest first: `#SEQ  ACTION  DESCRIPTION  → ok | CODE: message  (N ms)  before:SHA8  after:SHA8  ocr:STATUS(WORDS)`; " +
+        "a screenshot that could not be taken shows as failed(CODE), none as –. " +
+        "JSON: {session, steps}, each step in protobuf JSON (farm.v1.SessionStep); `farm session export` fetches the screenshots.",
       args: [{ name: "id", description: "The session id", required: true }],
       options: sessionShowOptions,
+      examples: ["farm session show SESSION_ID", "farm session show SESSION_ID -o json"],
       load: async () => (await import("../commands/session.js")).showSession,
+    }),
+    leaf({
+      name: "export",
+      summary: "Write a session's timeline and every screenshot it shows into a new directory, verifiable offline (farm evidence verify)",
+      description:
+        "The directory gets timeline.json (the session and every step in protobuf JSON, each screenshot's `file` a relative path), " +
+        "images/SHA256.png per stored screenshot (each checked against its sha256 and size), images/evidence-ID-FILE for a still bundle's screenshot, " +
+        "and manifest.json (kind farm-session-export) listing every file with its size and sha256. " +
+        "DIR must not exist; it is created (0700) only once the session is found and removed again if the export fails.",
+      args: [
+        { name: "id", description: "The session id", required: true },
+        { name: "dir", description: "A new absolute directory" },
+      ],
+      options: sessionExportOptions,
+      examples: ["farm session export SESSION_ID /abs/new/dir", "farm session export SESSION_ID --output-dir /abs/new/dir", "farm evidence verify /abs/new/dir"],
+      load: async () => (await import("../commands/session-export.js")).exportSession,
     }),
   ],
 });

@@ -198,9 +198,31 @@ export const sessions = sqliteTable("sessions", {
   // The caller's JSON object, read and written whole.
   context: text("context", { mode: "json" }).notNull().$type<Record<string, JsonValue>>(),
   ocr: integer("ocr", { mode: "boolean" }).notNull(),
+  failedStepCount: integer("failed_step_count").notNull().default(0),
 }, (t) => [
   // ListSessions pages newest first by (created_at, session_id).
   index("sessions_created").on(t.createdAt, t.sessionId),
   // A lease's end looks up its running sessions.
   index("sessions_lease").on(t.leaseId),
 ]);
+
+// One step of a session's timeline. The record is versioned JSON read by
+// step-record.ts (version 1: the earlier single-screenshot shape); OCR
+// arrives later and is kept beside it, never inside it.
+export const sessionSteps = sqliteTable("session_steps", {
+  sessionId: text("session_id").notNull(),
+  sequence: integer("sequence").notNull(),
+  record: text("record").notNull(),
+  ocr: text("ocr"),
+  createdAt: integer("created_at").notNull(),
+}, (t) => [primaryKey({ columns: [t.sessionId, t.sequence] })]);
+
+// Which stored screenshots (content-addressed by sha256) a session shows:
+// what a reader of that session may fetch.
+export const sessionImages = sqliteTable("session_images", {
+  sessionId: text("session_id").notNull(),
+  sha256: text("sha256").notNull(),
+  size: integer("size").notNull(),
+  width: integer("width").notNull(),
+  height: integer("height").notNull(),
+}, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);

@@ -7,7 +7,7 @@ import { requirePrincipal } from "../auth/auth.js";
 import type { Principal } from "../auth/token-store.js";
 
 /** Whose quota a blob counts against: the token that uploaded it. */
-function ownerOf(p: Principal): string {
+export function ownerOf(p: Pick<Principal, "kind" | "tokenName">): string {
   return `${p.kind}:${p.tokenName}`;
 }
 

@@ -116,6 +116,17 @@ export class BlobStore {
     for await (const chunk of readChunks(join(this.dir, id))) yield create(BlobPartSchema, { kind: { case: "chunk", value: chunk } });
   }
 
+  /**
+   * Hands a blob's file to the caller, who moves or removes it: the blob
+   * must be `owner`'s. Returns where it is and what it was checked to be.
+   */
+  take(id: string, owner: string): { file: string; size: number; sha256: string } {
+    const m = idPattern.test(id) ? this.meta.get(id) : undefined;
+    if (!m || m.owner !== owner) throw farmError(Errors.NOT_FOUND, `no blob ${id} of ${owner}`, "blob_id");
+    this.meta.delete(id);
+    return { file: join(this.dir, id), size: m.size, sha256: m.sha256 };
+  }
+
   async remove(id: string): Promise<void> {
     if (!idPattern.test(id)) return;
     this.meta.delete(id);

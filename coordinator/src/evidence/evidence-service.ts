@@ -20,13 +20,15 @@ import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { EvidenceGrants } from "./evidence-grants.js";
 import { requireEvidenceQuota } from "./evidence-quota.js";
+import { SESSION_HEADER } from "../routing/device-service.js";
+import type { OpenStep, StepRecorder } from "../sessions/step-recorder.js";
 
 /** Time for upload and bookkeeping on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
 
 export function registerEvidenceService(
   router: ConnectRouter,
-  deps: { registry: Registry; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger },
+  deps: { registry: Registry; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger; recorder?: StepRecorder | undefined },
 ): void {
   router.service(EvidenceService, {
     async captureEvidence(req, ctx) {
@@ -46,17 +48,31 @@ export function registerEvidenceService(
         e.agentId = route.agentId;
         const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
         const session = route.session as AttachSession;
-        // The id is ours to give: only this agent, for this device, may upload under it.
-        const grant = deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
-        const r = await session.call(EvidenceService.method.captureEvidence, { ...req, evidenceId: grant.evidenceId }, principal, deadline);
-        if (r.evidenceId !== grant.evidenceId) {
-          deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
-          throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
+        // In a session, the still is a step of its timeline (a version 1 record: its screenshot only).
+        const sessionId = ctx.requestHeader.get(SESSION_HEADER);
+        let step: OpenStep | undefined;
+        if (sessionId && deps.recorder) step = deps.recorder.open(deps.recorder.session(sessionId, principal, route.physicalId));
+        try {
+          // The id is ours to give: only this agent, for this device, may upload under it.
+          const grant = deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+          const r = await session.call(EvidenceService.method.captureEvidence, { ...req, evidenceId: grant.evidenceId }, principal, deadline);
+          if (r.evidenceId !== grant.evidenceId) {
+            deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
+            throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
+          }
+          // The agent answers after its upload was published; check anyway.
+          deps.store.require(grant.evidenceId);
+          const { text, manifest } = await deps.store.manifest(grant.evidenceId);
+          const shot = manifest.artifacts.find((a) => a.kind === "screenshot" && a.path !== null && a.status === "complete");
+          if (step && deps.recorder) {
+            if (shot?.path) deps.recorder.recordStill(step, grant.evidenceId, shot.path, r.status, principal.tokenName);
+            else await deps.recorder.record(step, EvidenceService.method.captureEvidence, req, { error: farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${grant.evidenceId} (${r.status}) has no complete screenshot`) }, "", principal.tokenName);
+          }
+          return create(CaptureEvidenceResponseSchema, { evidenceId: grant.evidenceId, status: r.status, manifestJson: text });
+        } catch (error) {
+          if (step && deps.recorder) await deps.recorder.record(step, EvidenceService.method.captureEvidence, req, { error }, "", principal.tokenName);
+          throw error;
         }
-        // The agent answers after its upload was published; check anyway.
-        deps.store.require(grant.evidenceId);
-        const { text } = await deps.store.manifest(grant.evidenceId);
-        return create(CaptureEvidenceResponseSchema, { evidenceId: grant.evidenceId, status: r.status, manifestJson: text });
       });
     },
 

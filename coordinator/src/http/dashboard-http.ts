@@ -9,6 +9,8 @@ import type { Logger } from "@farm/shared/log";
 import { authenticateUser, isCrossSite, requireSafeTransport } from "../auth/auth.js";
 import { peerOf } from "./peer.js";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
+import type { SessionImageStore } from "../sessions/session-image-store.js";
+import type { SessionSteps } from "../sessions/session-steps.js";
 import type { TokenStore } from "../auth/token-store.js";
 import { SESSION_COOKIE, SESSION_TTL_MS, sessionIdFromCookie, type WebSessions } from "../auth/web-sessions.js";
 import { headersOf } from "./request-headers.js";
@@ -39,6 +41,8 @@ export interface DashboardDeps {
   web: WebSessions;
   tokens: TokenStore;
   evidence: EvidenceStore;
+  /** Session screenshots, served only under a session that shows them. */
+  sessionImages?: { steps: SessionSteps; images: SessionImageStore };
   /** Built assets (index.html, assets/); null when the dashboard was not built. */
   assetsDir: string | null;
   /** Allow sign-in and files over cleartext from other machines. */
@@ -69,6 +73,7 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       if (rest === "api/sign-out" && req.method === "POST") return signOut(deps, req, res);
       if (rest === "api/me" && req.method === "GET") return me(deps, req, res);
       if (rest.startsWith("files/evidence/") && (req.method === "GET" || req.method === "HEAD")) return await evidenceFile(deps, req, res, rest.slice("files/evidence/".length), url);
+      if (rest.startsWith("files/session-images/") && (req.method === "GET" || req.method === "HEAD")) return await sessionImage(deps, req, res, rest.slice("files/session-images/".length));
       if (req.method === "GET" || req.method === "HEAD") return await asset(deps, res, rest);
       json(res, 405, { code: Errors.METHOD_NOT_ALLOWED.code, message: `${req.method} is not allowed here` });
       return true;
@@ -149,6 +154,38 @@ function me(deps: DashboardDeps, req: Req, res: Res): boolean {
 const idPattern = /^[0-9a-f-]{36}$/;
 const filePattern = /^[A-Za-z0-9._-]+$/;
 
+/** A session's screenshot (`<session id>/<sha256>.png`): content-addressed, so cached for good. */
+async function sessionImage(deps: DashboardDeps, req: Req, res: Res, rest: string): Promise<boolean> {
+  authenticateUser(deps.tokens, headersOf(req), deps.web);
+  const m = /^([0-9a-f-]{36})\/([0-9a-f]{64})\.png$/.exec(rest);
+  const store = deps.sessionImages;
+  const row = m && store ? store.steps.image(m[1] as string, m[2] as string) : undefined;
+  if (!m || !store || !row) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such screenshot in that session" }), true);
+  const full = store.images.path(row.sha256);
+  const size = await stat(full).then(
+    (s) => s.size,
+    () => -1,
+  );
+  if (size < 0) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "the screenshot's file is missing from the store" }), true);
+  res.writeHead(200, { "content-type": "image/png", "content-length": String(size), "cache-control": "private, max-age=31536000, immutable", ...SECURITY_HEADERS });
+  if (req.method === "HEAD") return (res.end(), true);
+  await pipeFile(full, res);
+  return true;
+}
+
+/** Sends a file (or a byte range of it) as the body; a read failure cuts the response. */
+function pipeFile(file: string, res: Res, range?: { start: number; end: number }): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stream = createReadStream(file, range);
+    stream.once("error", () => {
+      res.destroy();
+      resolve();
+    });
+    stream.once("end", resolve);
+    stream.pipe(res as NodeJS.WritableStream);
+  });
+}
+
 /** One artifact of a stored bundle, for a signed-in browser (or a bearer token). */
 async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: string, url: URL): Promise<boolean> {
   authenticateUser(deps.tokens, headersOf(req), deps.web);
@@ -188,15 +225,7 @@ async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: strin
     res.end();
     return true;
   }
-  await new Promise<void>((resolve) => {
-    const stream = createReadStream(full, { start, end });
-    stream.once("error", () => {
-      res.destroy();
-      resolve();
-    });
-    stream.once("end", resolve);
-    stream.pipe(res as NodeJS.WritableStream);
-  });
+  await pipeFile(full, res, { start, end });
   return true;
 }
 

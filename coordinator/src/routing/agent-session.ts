@@ -6,8 +6,26 @@ import { actionError, Errors, farmError } from "@farm/shared/errors";
 import { methodPath } from "@farm/shared/method-rules";
 import { fromCommandError } from "./command-error.js";
 import { hopDeadline } from "@farm/shared/deadline";
-import { AttachResponseSchema, AgentCallSchema, type AgentCallResult, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import {
+  AttachResponseSchema,
+  AgentCallSchema,
+  StepCaptureSchema,
+  type AgentCallResult,
+  type AttachResponse,
+  type StepCapture,
+  type StepEvidence,
+} from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { AgentSession } from "../registry/registry.js";
+
+/** The method's output from an agent's result, or the agent's error. */
+function decode<O extends DescMessage>(method: DescMethodUnary<DescMessage, O>, result: AgentCallResult): MessageShape<O> {
+  if (result.error) throw fromCommandError(result.error);
+  try {
+    return fromBinary(method.output, result.response);
+  } catch (err) {
+    throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent's answer to ${method.name} does not decode: ${(err as Error).message}`);
+  }
+}
 
 /** One attached agent's control stream on the coordinator side. */
 export class AttachSession implements AgentSession {
@@ -49,16 +67,36 @@ export class AttachSession implements AgentSession {
     by: { tokenName: string; admin: boolean },
     callerDeadlineMs: number,
   ): Promise<MessageShape<O>> {
-    const result = await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs);
-    if (result.error) throw fromCommandError(result.error);
+    return decode(method, await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs));
+  }
+
+  /**
+   * `call` for a step of a recorded session: the agent captures the screen
+   * before and after. Never throws: the answer or the failure comes back
+   * with whatever the agent captured (nothing when it never answered).
+   */
+  async callStep<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    request: MessageInitShape<I>,
+    by: { tokenName: string; admin: boolean },
+    callerDeadlineMs: number,
+    step: MessageInitShape<typeof StepCaptureSchema>,
+  ): Promise<{ response?: MessageShape<O>; error?: unknown; evidence?: StepEvidence }> {
+    let result: AgentCallResult;
     try {
-      return fromBinary(method.output, result.response);
-    } catch (err) {
-      throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent's answer to ${method.name} does not decode: ${(err as Error).message}`);
+      result = await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, create(StepCaptureSchema, step));
+    } catch (error) {
+      return { error };
+    }
+    const evidence = result.step;
+    try {
+      return { response: decode(method, result), ...(evidence ? { evidence } : {}) };
+    } catch (error) {
+      return { error, ...(evidence ? { evidence } : {}) };
     }
   }
 
-  private exchange(method: DescMethodUnary, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number): Promise<AgentCallResult> {
+  private exchange(method: DescMethodUnary, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
     const commandId = randomUUID();
     const deadlineMs = hopDeadline(callerDeadlineMs);
     // Stop waiting just before the caller does, so this answer still reaches it.
@@ -85,6 +123,7 @@ export class AttachSession implements AgentSession {
         requestedBy: by.tokenName,
         requestedByAdmin: by.admin,
         request,
+        ...(step ? { step } : {}),
       });
       if (!this.send(create(AttachResponseSchema, { kind: { case: "call", value: call } }))) {
         this.pending.get(commandId)?.reject(actionError(Errors.AGENT_OFFLINE, "the agent's stream has ended", { dispatched: false, ambiguous: false }));

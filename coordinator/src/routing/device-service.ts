@@ -22,6 +22,10 @@ import type { Registry, Route } from "../registry/registry.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { IdempotencyCache } from "./idempotency-cache.js";
+import type { StepRecorder } from "../sessions/step-recorder.js";
+
+/** The header naming the recorded session a call is a step of (FARM_SESSION in the CLI). */
+export const SESSION_HEADER = "x-farm-session";
 
 export interface DeviceServiceDeps {
   registry: Registry;
@@ -31,6 +35,8 @@ export interface DeviceServiceDeps {
   log: Logger;
   /** Deadline for calls that set none. */
   defaultTimeoutMs?: number;
+  /** Records calls made in a session; absent, the session header is refused. */
+  recorder?: StepRecorder | undefined;
 }
 
 type Request = Message & { target?: DeviceTarget };
@@ -103,6 +109,10 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
   async function dispatch(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<Message> {
     const principal = requirePrincipal(ctx);
     const rules = rulesOf(method);
+    const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
+    const deadline = Date.now() + budget;
+    const sessionId = rules.sessionStep ? ctx.requestHeader.get(SESSION_HEADER) : null;
+    if (sessionId) return dispatchStep(method, req, ctx, entry, sessionId, deadline);
     checkArguments(method, req);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
@@ -110,9 +120,45 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
-    const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AttachSession).call(method, req, principal, Date.now() + budget);
+    return (r.session as AttachSession).call(method, req, principal, deadline);
+  }
+
+  /**
+   * A call that is a step of a recorded session. The session is checked
+   * first (running, the caller's, this phone): a call that fails those
+   * checks is not part of it. From there on every outcome is a step,
+   * refusals included, stored before the caller hears the answer.
+   */
+  async function dispatchStep(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }, sessionId: string, deadline: number): Promise<Message> {
+    const principal = requirePrincipal(ctx);
+    const rules = rulesOf(method);
+    const recorder = deps.recorder;
+    if (!recorder) throw farmError(Errors.NOT_IMPLEMENTED, "this coordinator does not record sessions", "session_id");
+    const serial = req.target?.serial ?? "";
+    if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
+    const session = recorder.session(sessionId, principal, deps.registry.route(serial, req.target?.agent ?? "").physicalId);
+    const step = recorder.open(session);
+    let outcome: Awaited<ReturnType<AttachSession["callStep"]>>;
+    let agentToken = "";
+    try {
+      checkArguments(method, req);
+      const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), rules.leaseHolderOnly ? principal : undefined);
+      entry.physicalId = r.physicalId;
+      entry.agentId = r.agentId;
+      entry.leaseId = r.leaseId;
+      if (rules.deviceChange && r.leaseId !== session.leaseId) {
+        throw farmError(Errors.SESSION_MISMATCH, `session ${sessionId} belongs to lease ${session.leaseId}, not to the lease this call presents`, "session_id", { dispatched: false, ambiguous: false });
+      }
+      const agent = r.session as AttachSession;
+      agentToken = agent.tokenName;
+      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known });
+    } catch (error) {
+      outcome = { error };
+    }
+    await recorder.record(step, method, req, outcome, agentToken, principal.tokenName);
+    if (outcome.error !== undefined || !outcome.response) throw outcome.error ?? farmError(Errors.INTERNAL, "the agent sent neither an answer nor an error");
+    return outcome.response;
   }
 
   const impl: Record<string, (req: Request, ctx: HandlerContext) => Promise<Message>> = {};

@@ -8,6 +8,8 @@ import {
   EndSessionResponseSchema,
   GetSessionResponseSchema,
   ListSessionsResponseSchema,
+  ListSessionStepsResponseSchema,
+  ReadSessionImageResponseSchema,
   StartSessionResponseSchema,
 } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
@@ -18,9 +20,14 @@ import { sessionMessage } from "../watch/messages.js";
 import { sessionStateOf } from "./session-status.js";
 import type { SessionRow } from "./session-store.js";
 import type { Sessions } from "./sessions.js";
+import type { SessionSteps } from "./session-steps.js";
+import type { SessionImageStore } from "./session-image-store.js";
+import { stepFor, stepMessage } from "./step-message.js";
 
 export interface SessionServiceDeps {
   sessions: Sessions;
+  steps: SessionSteps;
+  images: SessionImageStore;
   leases: LeaseManager;
   registry: Registry;
   activity: ActivityLog;
@@ -87,6 +94,23 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       if (req.status !== SessionStatus.UNSPECIFIED && status === undefined) throw invalidArgument("status", `unknown session status ${req.status}`);
       const page = deps.sessions.listPage({ physicalId, status, owner: req.owner }, req);
       return create(ListSessionsResponseSchema, { sessions: page.items.map(toSession), nextPageToken: page.nextPageToken });
+    },
+    listSessionSteps(req, ctx) {
+      const viewer = requirePrincipal(ctx);
+      const session = deps.sessions.get(req.sessionId);
+      const page = deps.steps.listPage(session.sessionId, req);
+      return create(ListSessionStepsResponseSchema, { steps: page.items.map((s) => stepFor(viewer, stepMessage(s))), nextPageToken: page.nextPageToken });
+    },
+    async *readSessionImage(req) {
+      const session = deps.sessions.get(req.sessionId);
+      const row = /^[0-9a-f]{64}$/.test(req.sha256) ? deps.steps.image(session.sessionId, req.sha256) : undefined;
+      if (!row) throw farmError(Errors.NOT_FOUND, `session ${session.sessionId} shows no screenshot ${req.sha256}`, "sha256");
+      let first = true;
+      for await (const chunk of deps.images.read(row.sha256)) {
+        yield create(ReadSessionImageResponseSchema, { size: first ? BigInt(row.size) : 0n, chunk });
+        first = false;
+      }
+      if (first) yield create(ReadSessionImageResponseSchema, { size: BigInt(row.size) });
     },
   });
 }

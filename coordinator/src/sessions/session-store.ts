@@ -16,6 +16,8 @@ export interface SessionRow {
   createdAt: number;
   endedAt: number | null;
   stepCount: number;
+  /** Steps whose action failed. */
+  failedStepCount: number;
   context: Record<string, JsonValue>;
   ocr: boolean;
 }

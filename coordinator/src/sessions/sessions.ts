@@ -58,6 +58,7 @@ export class Sessions {
       createdAt: this.now(),
       endedAt: null,
       stepCount: 0,
+      failedStepCount: 0,
       context: opts.context,
       ocr: opts.ocr,
     };

@@ -21,6 +21,7 @@ const row = (over: Partial<SessionRow>): SessionRow => ({
   createdAt: 100,
   endedAt: null,
   stepCount: 0,
+  failedStepCount: 0,
   context: { nested: { list: [1, "two", null] } },
   ocr: false,
   ...over,

@@ -91,6 +91,7 @@ export function sessionMessage(row: SessionRow, agentName: string): Session {
     createTime: timestampFromMs(row.createdAt),
     ...(row.endedAt === null ? {} : { endTime: timestampFromMs(row.endedAt) }),
     stepCount: row.stepCount,
+    failedStepCount: row.failedStepCount,
     context: row.context,
     ocr: row.ocr,
   });

@@ -5,6 +5,7 @@ import { requirePrincipal } from "../auth/auth.js";
 import { activityDetailFor } from "../routing/command-privacy.js";
 import type { Principal } from "../auth/token-store.js";
 import type { WatchHub } from "./watch-hub.js";
+import { stepFor } from "../sessions/step-message.js";
 
 export function registerWatchService(router: ConnectRouter, deps: { hub: WatchHub }): void {
   router.service(WatchService, {
@@ -15,8 +16,12 @@ export function registerWatchService(router: ConnectRouter, deps: { hub: WatchHu
   });
 }
 
-/** Live activity shows command text and property values in full only to their caller and admins, like ListActivity. */
+/** Live activity (and session steps) show command text and property values in full only to their caller and admins, like ListActivity. */
 function forViewer(viewer: Principal, msg: WatchResponse): WatchResponse {
+  if (msg.kind.case === "sessionStep") {
+    const step = stepFor(viewer, msg.kind.value);
+    return step === msg.kind.value ? msg : create(WatchResponseSchema, { kind: { case: "sessionStep", value: step } });
+  }
   if (msg.kind.case !== "activity") return msg;
   const entry = msg.kind.value;
   const detail = activityDetailFor(viewer, entry);

@@ -15,6 +15,8 @@ import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { VideoSessionIndex } from "../video/video-session-index.js";
 import { Sessions } from "../sessions/sessions.js";
 import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
+import { SessionSteps } from "../sessions/session-steps.js";
+import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js";
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
 
@@ -34,7 +36,7 @@ function wired() {
   const hub = new WatchHub();
   const sessions = new Sessions(new SqliteSessionStore(db));
   // Nothing here touches the evidence directory.
-  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(db), evidence: new EvidenceStore(db, "/nonexistent"), videos: new VideoSessionIndex(db), sessions });
+  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(db), evidence: new EvidenceStore(db, "/nonexistent"), videos: new VideoSessionIndex(db), sessions, steps: new SessionSteps(new SqliteSessionStepStore(db)) });
   return { registry, leases, labels, hub, sessions };
 }
 

@@ -7,6 +7,8 @@ import type { LeaseRow, Waiter } from "../leases/lease-store.js";
 import { activityMessage, evidenceMessage, leaseMessage, sessionMessage, videoSessionMessage, waiterMessage } from "./messages.js";
 import type { Registry } from "../registry/registry.js";
 import type { Sessions } from "../sessions/sessions.js";
+import type { SessionSteps, StoredStep } from "../sessions/session-steps.js";
+import { stepMessage } from "../sessions/step-message.js";
 import type { SessionRow } from "../sessions/session-store.js";
 import type { VideoSessionIndex } from "../video/video-session-index.js";
 import type { WatchHub } from "./watch-hub.js";
@@ -19,6 +21,7 @@ export interface WatchSources {
   evidence: EvidenceStore;
   videos: VideoSessionIndex;
   sessions: Sessions;
+  steps: SessionSteps;
 }
 
 /** Connects every source of change to the hub, in the wire form the list RPCs use. */
@@ -38,8 +41,11 @@ export function wireWatchHub(hub: WatchHub, src: WatchSources): void {
     src.registry.events.on("agent", onAgent).on("device", onDevice).on("deviceRemoved", onDeviceRemoved);
     src.leases.events.on("lease", onLease).on("leaseEnded", onLeaseEnded).on("queue", onQueue);
     src.labels.events.on("changed", onLabels);
+    const onStep = (step: StoredStep) => hub.publish({ case: "sessionStep", value: stepMessage(step) });
     src.sessions.events.on("session", onSession);
+    src.steps.events.on("step", onStep);
     return () => {
+      src.steps.events.off("step", onStep);
       src.registry.events.off("agent", onAgent).off("device", onDevice).off("deviceRemoved", onDeviceRemoved);
       src.leases.events.off("lease", onLease).off("leaseEnded", onLeaseEnded).off("queue", onQueue);
       src.labels.events.off("changed", onLabels);

@@ -1,0 +1,81 @@
+import { createReadStream } from "node:fs";
+import { open, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { renameDurably } from "@farm/shared/durable-file";
+import { Errors, farmError } from "@farm/shared/errors";
+import { ensurePrivateDir } from "@farm/shared/secure-file";
+
+const shaPattern = /^[0-9a-f]{64}$/;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/**
+ * Session screenshots, content-addressed: a screen that did not change
+ * between steps (or sessions) is one file. Files are 0600 in 0700
+ * directories, named by their sha256 under a two-hex-digit fan-out so no
+ * directory grows without bound.
+ */
+export class SessionImageStore {
+  readonly root: string;
+
+  constructor(dataDir: string) {
+    this.root = join(dataDir, "session-images");
+  }
+
+  async init(): Promise<void> {
+    await ensurePrivateDir(this.root);
+  }
+
+  path(sha256: string): string {
+    if (!shaPattern.test(sha256)) throw farmError(Errors.INVALID_ARGUMENT, "sha256 must be 64 lowercase hex digits", "sha256");
+    return join(this.root, sha256.slice(0, 2), `${sha256}.png`);
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    return stat(this.path(sha256)).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+  }
+
+  /**
+   * Takes a file whose bytes were already checked against `sha256` (the
+   * blob store does that on arrival) into the store, or drops it when that
+   * content is already here. The file must be a PNG of the claimed size:
+   * what an agent calls a screenshot is checked, not trusted.
+   */
+  async adopt(file: string, sha256: string, claimed: { width: number; height: number }): Promise<void> {
+    try {
+      const dims = await pngSize(file);
+      if (!dims) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "a step screenshot from the agent is not a PNG");
+      if (dims.width !== claimed.width || dims.height !== claimed.height) {
+        throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `a step screenshot is ${dims.width}x${dims.height}, the agent said ${claimed.width}x${claimed.height}`);
+      }
+      const to = this.path(sha256);
+      if (await this.has(sha256)) return;
+      await ensurePrivateDir(join(this.root, sha256.slice(0, 2)));
+      await renameDurably(file, to);
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
+
+  /** The stored bytes, in chunks; NOT_FOUND when the file is gone. */
+  async *read(sha256: string): AsyncGenerator<Uint8Array> {
+    const file = this.path(sha256);
+    if (!(await this.has(sha256))) throw farmError(Errors.NOT_FOUND, `screenshot ${sha256} is not in the store`, "sha256");
+    for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 })) yield chunk as Buffer;
+  }
+}
+
+/** Width and height from a PNG's IHDR, or undefined when the file is not a PNG. */
+export async function pngSize(file: string): Promise<{ width: number; height: number } | undefined> {
+  const fh = await open(file, "r");
+  try {
+    const head = Buffer.alloc(24);
+    const { bytesRead } = await fh.read(head, 0, 24, 0);
+    if (bytesRead < 24 || !head.subarray(0, 8).equals(PNG_SIGNATURE) || head.toString("latin1", 12, 16) !== "IHDR") return undefined;
+    return { width: head.readUInt32BE(16), height: head.readUInt32BE(20) };
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,45 @@
+import type { SessionRow } from "./session-store.js";
+
+/** One stored step: its versioned record (step-record.ts) and its OCR, kept apart. */
+export interface StepRow {
+  sessionId: string;
+  sequence: number;
+  /** The record as JSON text, read by readStepRecord. */
+  record: string;
+  /** The OCR of its before screenshot as JSON (StepOcrRecord), or null when OCR is off. */
+  ocr: string | null;
+  createdAt: number;
+}
+
+/** A stored screenshot as a session references it. */
+export interface SessionImageRow {
+  sessionId: string;
+  sha256: string;
+  size: number;
+  width: number;
+  height: number;
+}
+
+/** Where timelines are kept. Each method is one atomic write or read. */
+export interface SessionStepStore {
+  /**
+   * Stores a step and counts it on its session (and as failed when it
+   * failed), in one transaction. Returns the session as it is after, or
+   * undefined when there is no such session (nothing is written).
+   */
+  append(row: StepRow, failed: boolean): SessionRow | undefined;
+  get(sessionId: string, sequence: number): StepRow | undefined;
+  /** Replaces a step's OCR; returns the step after, or undefined when there is no such step. */
+  setOcr(sessionId: string, sequence: number, ocr: string): StepRow | undefined;
+  /** Up to `limit` steps of a session, oldest first, with sequence > afterSequence. */
+  listAfter(sessionId: string, afterSequence: number, limit: number): StepRow[];
+  /** The highest sequence stored for a session, 0 when none. */
+  maxSequence(sessionId: string): number;
+  /** Steps whose OCR was still pending (a restart cut it short). */
+  pendingOcr(limit: number): StepRow[];
+  /** Records that a session shows an image (idempotent). */
+  addImage(row: SessionImageRow): void;
+  image(sessionId: string, sha256: string): SessionImageRow | undefined;
+  /** Up to `limit` of the images a session shows, most recently added first. */
+  recentImages(sessionId: string, limit: number): string[];
+}

@@ -1,0 +1,65 @@
+import type { Logger } from "@farm/shared/log";
+import { OcrQueueFull, type OcrOutcome } from "./ocr/ocr-pool.js";
+import type { SessionImageStore } from "./session-image-store.js";
+import type { SessionSteps } from "./session-steps.js";
+import type { StepOcrQueue } from "./step-recorder.js";
+
+/** Results kept per screenshot, so an unchanged screen is read once. */
+const MEMO = 256;
+
+/**
+ * OCR of steps' before screenshots, after the step is stored and its
+ * caller answered: the pool bounds how many run and wait, and a step whose
+ * OCR cannot be queued says so (skipped) instead of waiting forever.
+ */
+export class StepOcr implements StepOcrQueue {
+  private readonly memo = new Map<string, Promise<OcrOutcome>>();
+
+  constructor(
+    private readonly pool: { recognize(pngPath: string): Promise<OcrOutcome> },
+    private readonly steps: SessionSteps,
+    private readonly images: SessionImageStore,
+    private readonly log: Logger,
+  ) {}
+
+  queue(sessionId: string, sequence: number, sha256: string): void {
+    this.recognize(sha256).then(
+      (o) => this.steps.setOcr(sessionId, sequence, { status: "done", observations: o.observations, durationMs: Math.round(o.durationMs) }),
+      (err: unknown) => {
+        const full = err instanceof OcrQueueFull;
+        if (!full) this.log.warn("OCR of a step failed", { sessionId, sequence, error: (err as Error).message });
+        this.steps.setOcr(sessionId, sequence, { status: full ? "skipped" : "failed", observations: [], error: full ? "the OCR queue was full" : (err as Error).message });
+      },
+    );
+  }
+
+  /** Queues again what a restart left pending. */
+  resume(): number {
+    let n = 0;
+    for (const s of this.steps.pendingOcr()) {
+      const sha = s.view.before?.sha256;
+      if (sha) {
+        this.queue(s.sessionId, s.sequence, sha);
+        n++;
+      } else {
+        this.steps.setOcr(s.sessionId, s.sequence, { status: "skipped", observations: [], error: "no before screenshot" });
+      }
+    }
+    return n;
+  }
+
+  private recognize(sha256: string): Promise<OcrOutcome> {
+    const known = this.memo.get(sha256);
+    if (known) {
+      // Most recently used last: the oldest is dropped first.
+      this.memo.delete(sha256);
+      this.memo.set(sha256, known);
+      return known;
+    }
+    const p = this.pool.recognize(this.images.path(sha256));
+    this.memo.set(sha256, p);
+    p.catch(() => this.memo.delete(sha256));
+    if (this.memo.size > MEMO) this.memo.delete(this.memo.keys().next().value as string);
+    return p;
+  }
+}

@@ -1,0 +1,197 @@
+import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import sharp from "sharp";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { fileAsBlobParts } from "@farm/shared/blob-parts";
+import { createLogger } from "@farm/shared/log";
+import { farmError, actionError, Errors } from "@farm/shared/errors";
+import { StepEvidenceSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { DeviceService, RunShellRequestSchema, RunShellResponseSchema, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
+import { BlobStore } from "../evidence/blob-store.js";
+import type { Principal } from "../auth/token-store.js";
+import { SessionImageStore } from "./session-image-store.js";
+import { SessionSteps } from "./session-steps.js";
+import { Sessions } from "./sessions.js";
+import { SqliteSessionStepStore } from "./sqlite-session-step-store.js";
+import { SqliteSessionStore } from "./sqlite-session-store.js";
+import { stepFor, stepMessage } from "./step-message.js";
+import { StepRecorder } from "./step-recorder.js";
+
+let opened: OpenedDatabase | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  opened?.close();
+  opened = undefined;
+  if (dir) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+const lease = { leaseId: "l-1", physicalId: "pd-1", agentId: "a-1", serial: "S-1" };
+const AGENT = "agent-token";
+/** How the blob store names the agent's uploads. */
+const AGENT_OWNER = `agent:${AGENT}`;
+
+async function setup(ocr = false) {
+  dir = await mkdtemp(join(tmpdir(), "step-recorder-"));
+  opened = openDatabase(":memory:");
+  const sessions = new Sessions(new SqliteSessionStore(opened.db));
+  const steps = new SessionSteps(new SqliteSessionStepStore(opened.db));
+  const blobs = new BlobStore(dir);
+  await blobs.init();
+  const images = new SessionImageStore(dir);
+  await images.init();
+  const queued: [string, number, string][] = [];
+  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) } });
+  const session = sessions.start("alice", lease, { name: "", context: {}, ocr });
+  /** A PNG uploaded as a blob by `owner`, described as the agent would. */
+  const shot = async (color: string, owner = AGENT_OWNER, claim: Partial<{ width: number; height: number; sha256: string }> = {}): Promise<StepShot> => {
+    const png = await sharp({ create: { width: 8, height: 16, channels: 3, background: color } }).png().toBuffer();
+    const file = join(dir as string, `in-${color.slice(1)}-${Math.random()}.png`);
+    await writeFile(file, png);
+    const blobId = await blobs.put(fileAsBlobParts(file), owner);
+    const sha256 = createHash("sha256").update(png).digest("hex");
+    return { $typeName: "farm.v1.StepShot", blobId, sha256: claim.sha256 ?? sha256, width: claim.width ?? 8, height: claim.height ?? 16, size: BigInt(png.length), captureTime: timestampFromMs(1) };
+  };
+  return { sessions, steps, images, blobs, recorder, session, shot, queued };
+}
+
+const tap = create(SendInputRequestSchema, { target: { serial: "S-1" }, kind: { case: "tap", value: { x: 3, y: 4 } } });
+const tapped = create(SendInputResponseSchema, { actionId: "act-1", dispatched: true, ambiguous: false });
+const alice: Principal = { tokenName: "alice", kind: "user", role: "operator", admin: false };
+const bob: Principal = { tokenName: "bob", kind: "user", role: "viewer", admin: false };
+
+describe("StepRecorder", () => {
+  it("checks that a call may be a step: running, the caller's, this phone", async () => {
+    const { recorder, session, sessions } = await setup();
+    expect(recorder.session(session.sessionId, alice, "pd-1").sessionId).toBe(session.sessionId);
+    expect(() => recorder.session(session.sessionId, bob, "pd-1")).toThrow(/belongs to alice/);
+    expect(() => recorder.session(session.sessionId, alice, "pd-2")).toThrow(/is on phone S-1/);
+    sessions.end(session.sessionId, "passed", alice);
+    expect(() => recorder.session(session.sessionId, alice, "pd-1")).toThrow(/has ended/);
+  });
+
+  it("stores a step with distinct before and after screenshots, content-addressed, each stored once", async () => {
+    const { recorder, session, steps, images, shot } = await setup();
+    const before = await shot("#ff0000");
+    const after = await shot("#00ff00");
+    const step = recorder.open(session);
+    await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before, after, startTime: timestampFromMs(5), durationMs: 7 }) }, AGENT, "alice");
+    const stored = steps.get(session.sessionId, step.sequence);
+    expect(stored?.view).toMatchObject({ recordVersion: 2, action: "tap", description: "tap (3, 4)", startedAt: 5, durationMs: 7, result: { ok: true, actionId: "act-1", dispatched: true } });
+    expect(stored?.view.before?.sha256).toBe(before.sha256);
+    expect(stored?.view.after?.sha256).toBe(after.sha256);
+    expect(before.sha256).not.toBe(after.sha256);
+    const file = images.path(before.sha256);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    // The same screen again, uploaded again: still one file.
+    const again = await shot("#ff0000");
+    const next = recorder.open(session);
+    expect(next.known).toEqual(expect.arrayContaining([before.sha256, after.sha256]));
+    await recorder.record(next, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before: again, after: { ...again, blobId: "" } }) }, AGENT, "alice");
+    expect(steps.get(session.sessionId, next.sequence)?.view.after?.sha256).toBe(before.sha256);
+    const files = (await readdir(images.root, { recursive: true })).filter((f) => f.endsWith(".png"));
+    expect(files).toHaveLength(2);
+  });
+
+  it("keeps a failed step with the screenshot it got and the failure, and counts it as failed", async () => {
+    const { recorder, session, sessions, shot, steps } = await setup();
+    const before = await shot("#0000ff");
+    const step = recorder.open(session);
+    const lost: StepShot = { $typeName: "farm.v1.StepShot", blobId: "", sha256: "", width: 0, height: 0, size: 0n, error: { $typeName: "farm.v1.CommandError", message: "device S-1 went away", status: 14, detail: { $typeName: "farm.v1.ErrorDetail", code: "DEVICE_OFFLINE", field: "", ambiguous: false, actionId: "", agentId: "" } } };
+    const error = actionError(Errors.DEVICE_OFFLINE, "the phone vanished mid-action", { dispatched: null, ambiguous: true, actionId: "act-9" });
+    await recorder.record(step, DeviceService.method.sendInput, tap, { error, evidence: create(StepEvidenceSchema, { before, after: lost }) }, AGENT, "alice");
+    const v = steps.get(session.sessionId, step.sequence)?.view;
+    expect(v?.before?.sha256).toBe(before.sha256);
+    expect(v?.after).toMatchObject({ error: { code: "DEVICE_OFFLINE", message: "device S-1 went away" } });
+    expect(v?.result).toMatchObject({ ok: false, errorCode: "DEVICE_OFFLINE", dispatched: null, ambiguous: true, actionId: "act-9" });
+    expect(sessions.get(session.sessionId)).toMatchObject({ stepCount: 1, failedStepCount: 1 });
+  });
+
+  it("keeps the attempts the agent gave up on before its result", async () => {
+    const { recorder, session, steps } = await setup();
+    const step = recorder.open(session);
+    const attempts = [{ $typeName: "farm.v1.StepAttemptReport" as const, startTime: timestampFromMs(10), durationMs: 30, error: { $typeName: "farm.v1.CommandError" as const, message: "socket hang up", status: 14, detail: { $typeName: "farm.v1.ErrorDetail" as const, code: "bridge_transport_failed", field: "", ambiguous: false, actionId: "", agentId: "" } } }];
+    await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { attempts }) }, AGENT, "alice");
+    expect(steps.get(session.sessionId, step.sequence)?.view.attempts).toEqual([{ startedAt: 10, durationMs: 30, errorCode: "bridge_transport_failed", errorMessage: "socket hang up" }]);
+  });
+
+  it("records a call that never reached the agent (no captures) as a failed step", async () => {
+    const { recorder, session, steps } = await setup();
+    const step = recorder.open(session);
+    await recorder.record(step, DeviceService.method.sendInput, tap, { error: farmError(Errors.LEASE_REQUIRED, "no lease") }, "", "alice");
+    expect(steps.get(session.sessionId, step.sequence)?.view).toMatchObject({ before: null, after: null, result: { ok: false, errorCode: "LEASE_REQUIRED" } });
+  });
+
+  it("does not trust the agent's screenshots: another token's blob, a wrong sha256, a non-PNG, a wrong size, an unknown reference", async () => {
+    const { recorder, session, shot, steps, blobs } = await setup();
+    const foreign = await shot("#111111", "user:alice");
+    const lying = await shot("#222222", AGENT_OWNER, { sha256: "d".repeat(64) });
+    const wrongSize = await shot("#333333", AGENT_OWNER, { width: 9 });
+    const junkFile = join(dir as string, "junk");
+    await writeFile(junkFile, "not a png at all, not at all");
+    const junkId = await blobs.put(fileAsBlobParts(junkFile), AGENT_OWNER);
+    const junk: StepShot = { $typeName: "farm.v1.StepShot", blobId: junkId, sha256: createHash("sha256").update("not a png at all, not at all").digest("hex"), width: 1, height: 1, size: 28n };
+    const unknown: StepShot = { $typeName: "farm.v1.StepShot", blobId: "", sha256: "e".repeat(64), width: 1, height: 1, size: 1n };
+    const cases: [StepShot, RegExp][] = [
+      [foreign, /no blob/],
+      [lying, /the agent said/],
+      [wrongSize, /is 8x16, the agent said 9x16/],
+      [junk, /not a PNG/],
+      [unknown, /does not have/],
+    ];
+    for (const [s, why] of cases) {
+      const step = recorder.open(session);
+      await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before: s }) }, AGENT, "alice");
+      const v = steps.get(session.sessionId, step.sequence)?.view;
+      expect(v?.before?.sha256, String(why)).toBeUndefined();
+      expect(v?.before?.error?.message).toMatch(why);
+      // The action's own result is what it was.
+      expect(v?.result.ok).toBe(true);
+    }
+    expect(steps.knownImages(session.sessionId)).toEqual([]);
+  });
+
+  it("queues OCR of the before screenshot in a session with OCR on, and says why when there is none", async () => {
+    const { recorder, session, shot, steps, queued } = await setup(true);
+    const before = await shot("#444444");
+    const one = recorder.open(session);
+    await recorder.record(one, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before }) }, AGENT, "alice");
+    expect(queued).toEqual([[session.sessionId, one.sequence, before.sha256]]);
+    expect(steps.get(session.sessionId, one.sequence)?.ocr).toMatchObject({ status: "pending" });
+    const two = recorder.open(session);
+    await recorder.record(two, DeviceService.method.sendInput, tap, { response: tapped }, AGENT, "alice");
+    expect(steps.get(session.sessionId, two.sequence)?.ocr).toMatchObject({ status: "skipped", error: "no before screenshot" });
+  });
+
+  it("attaches a still capture as a version 1 record whose screenshot is the after image", async () => {
+    const { recorder, session, steps } = await setup();
+    const step = recorder.open(session);
+    recorder.recordStill(step, "0b6f3c1e-2a4d-4c8e-9f10-5d2e7a9b1c33", "screenshot.png", "complete", "alice");
+    const v = steps.get(session.sessionId, step.sequence)?.view;
+    expect(v).toMatchObject({ recordVersion: 1, action: "evidence", before: null, after: { evidenceId: "0b6f3c1e-2a4d-4c8e-9f10-5d2e7a9b1c33", path: "screenshot.png" } });
+  });
+
+  it("shows a shell step's command and output only to its caller and admins", async () => {
+    const { recorder, session, steps } = await setup();
+    const step = recorder.open(session);
+    const req = create(RunShellRequestSchema, { target: { serial: "S-1" }, command: "echo $CI_TOKEN=s3cr3t" });
+    const res = create(RunShellResponseSchema, { actionId: "a", exitCode: 0, stdout: Buffer.from("s3cr3t\n"), stderr: new Uint8Array(), dispatched: true });
+    await recorder.record(step, DeviceService.method.runShell, req, { response: res }, AGENT, "alice");
+    const msg = stepMessage(steps.get(session.sessionId, step.sequence) as NonNullable<ReturnType<typeof steps.get>>);
+    const own = stepFor(alice, msg);
+    expect(own.description).toContain("s3cr3t");
+    expect(own.result?.outputExcerpt).toBe("s3cr3t\n");
+    const other = stepFor(bob, msg);
+    expect(JSON.stringify(other.arguments)).not.toContain("s3cr3t");
+    expect(other.description).not.toContain("s3cr3t");
+    expect(other.description).toMatch(/^shell echo \[sha256:[0-9a-f]{64}\]$/);
+    expect(other.result?.outputExcerpt).toBe("");
+    expect(other.result?.response).toBeUndefined();
+    expect(stepFor({ ...bob, admin: true, role: "admin" }, msg).description).toContain("s3cr3t");
+  });
+});

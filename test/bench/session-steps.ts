@@ -1,0 +1,138 @@
+/**
+ * Recorded sessions: the cost of a step. The same action on the same phone,
+ * in the same run, interleaved: without a session, as a step of a session
+ * (screenshots before and after, taken on the agent, stored by the
+ * coordinator), and as a step of a session with OCR on. Then what 100 steps
+ * store with an unchanged screen against a screen that changes every step.
+ *
+ *   node test/dist/bench/session-steps.js [--actions 60] [--latency-ms 0]
+ *
+ * --latency-ms adds that delay to every packet the simulated phone sends
+ * (devsim's latencyMs fault): a stand-in until devsim has real device
+ * latency profiles.
+ */
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { performance } from "node:perf_hooks";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { noDelaySessionOptions } from "@farm/shared/no-delay";
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { SessionService, type SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { startLab } from "../support/lab.js";
+import { median, percentile } from "./proc-stats.js";
+
+const { values } = parseArgs({ options: { actions: { type: "string", default: "60" }, "latency-ms": { type: "string", default: "0" } } });
+const N = Number(values.actions);
+const LATENCY = Number(values["latency-ms"]);
+
+async function main(): Promise<void> {
+  const lab = await startLab("bench-session-steps");
+  try {
+    const { device, serial } = await lab.addDevice({ serialno: "STEPS0001" });
+    const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+    let lease = "";
+    let session = "";
+    const auth: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${admin}`);
+      if (lease) req.header.set("x-farm-lease", lease);
+      if (session) req.header.set("x-farm-session", session);
+      return next(req);
+    };
+    const transport = createGrpcTransport({ baseUrl: String(lab.standalone.ready["url"]), interceptors: [auth], nodeOptions: noDelaySessionOptions() });
+    lease = (await createClient(LeaseService, transport).acquireLease({ selector: { serial }, ttlMs: 3_600_000 })).token;
+    const devices = createClient(DeviceService, transport);
+    const sessions = createClient(SessionService, transport);
+    const target = { serial };
+    const start = async (ocr: boolean) => (await sessions.startSession({ target, ocr, name: ocr ? "bench-ocr" : "bench" })).session?.sessionId ?? "";
+    const plainId = await start(false);
+    const ocrId = await start(true);
+    if (LATENCY > 0) device.faults.set({ latencyMs: LATENCY });
+
+    // Settings' About screen shows ro.build.display.id: the bench changes it
+    // between steps when it wants a new screen (outside any action).
+    await devices.runShell({ target, command: "am start -n com.android.settings/.Settings\\$DeviceInfoSettingsActivity" });
+    let build = 0;
+    const newScreen = () => device.setProp("ro.build.display.id", `bench.${++build}`);
+    // A tap on the title bar changes nothing on screen.
+    const still = { target, kind: { case: "tap" as const, value: { x: 5, y: 5 } } };
+
+    const timed = async (sessionId: string) => {
+      session = sessionId;
+      const t = performance.now();
+      await devices.sendInput(still);
+      const ms = performance.now() - t;
+      session = "";
+      return ms;
+    };
+    // 1. An unchanged screen: the same tap without a session and as a step.
+    const bare: number[] = [];
+    const recorded: number[] = [];
+    for (let i = 0; i < N + 5; i++) {
+      const b = await timed("");
+      const r = await timed(plainId);
+      if (i < 5) continue;
+      bare.push(b);
+      recorded.push(r);
+    }
+    // 2. A new screen before every step (so it is checked, sent, stored, and OCR'd when on), OCR off against on.
+    const fresh: number[] = [];
+    const withOcr: number[] = [];
+    for (let i = 0; i < N + 5; i++) {
+      newScreen();
+      const f = await timed(plainId);
+      newScreen();
+      const o = await timed(ocrId);
+      if (i < 5) continue;
+      fresh.push(f);
+      withOcr.push(o);
+    }
+    const mb = median(bare);
+    const mr = median(recorded);
+    const mf = median(fresh);
+    const mo = median(withOcr);
+    console.log(`phone packet latency: ${LATENCY} ms (devsim ${LATENCY === 0 ? "instant" : "latencyMs fault"}); ${N} actions each, interleaved`);
+    console.log(`  tap, no session:                     median ${mb.toFixed(2)} ms, p95 ${percentile(bare, 95).toFixed(2)} ms`);
+    console.log(`  tap, recorded step, same screen:     median ${mr.toFixed(2)} ms, p95 ${percentile(recorded, 95).toFixed(2)} ms; ratio ${(mr / mb).toFixed(2)} (target <= 1.3 with real device latency)`);
+    console.log(`  tap, recorded step, new screen:      median ${mf.toFixed(2)} ms, p95 ${percentile(fresh, 95).toFixed(2)} ms; ratio ${(mf / mb).toFixed(2)}`);
+    console.log(`  tap, recorded, new screen, OCR on:   median ${mo.toFixed(2)} ms; ratio to OCR off ${(mo / mf).toFixed(2)} (target <= 1.10)`);
+
+    // 3. Storage per 100 steps: an unchanged screen against one that changes before every step.
+    const storage = async (change: boolean) => {
+      const id = await start(false);
+      for (let i = 0; i < 100; i++) {
+        if (change) newScreen();
+        await timed(id);
+      }
+      const steps: SessionStep[] = [];
+      let pageToken = "";
+      do {
+        const p = await sessions.listSessionSteps({ sessionId: id, pageToken, pageSize: 1000 });
+        steps.push(...p.steps);
+        pageToken = p.nextPageToken;
+      } while (pageToken);
+      const images = new Map<string, number>();
+      let refs = 0;
+      for (const s of steps) {
+        for (const img of [s.before, s.after]) {
+          if (!img?.sha256) continue;
+          refs++;
+          images.set(img.sha256, Number(img.size));
+        }
+      }
+      const bytes = [...images.values()].reduce((a, b) => a + b, 0);
+      return { refs, distinct: images.size, bytes, perImage: bytes / Math.max(1, images.size) };
+    };
+    const same = await storage(false);
+    const changing = await storage(true);
+    console.log(`storage per 100 steps (screenshots before and after each):`);
+    console.log(`  unchanged screen: ${same.refs} screenshots, ${same.distinct} stored, ${(same.bytes / 1024).toFixed(1)} KiB`);
+    console.log(`  screen changed before every step: ${changing.refs} screenshots, ${changing.distinct} stored, ${(changing.bytes / 1024).toFixed(1)} KiB (${(changing.perImage / 1024).toFixed(1)} KiB each)`);
+    console.log(`  ratio changing / unchanged: ${(changing.bytes / Math.max(1, same.bytes)).toFixed(1)}`);
+  } finally {
+    await lab.stop();
+  }
+}
+
+await main();
