@@ -4,6 +4,7 @@ import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
 
@@ -18,6 +19,7 @@ export const api = {
   video: createClient(VideoService, transport),
   activity: createClient(ActivityService, transport),
   watch: createClient(WatchService, transport),
+  sessions: createClient(SessionService, transport),
 };
 
 export interface Me {
@@ -45,3 +47,6 @@ export async function signOut(): Promise<void> {
 
 export const fileUrl = (evidenceId: string, path: string, download = false) =>
   `/dashboard/files/evidence/${encodeURIComponent(evidenceId)}/${encodeURIComponent(path)}${download ? "?download=1" : ""}`;
+
+/** A recorded session's screenshot (content-addressed, served only under a session that shows it). */
+export const sessionImageUrl = (sessionId: string, sha256: string) => `/dashboard/files/session-images/${encodeURIComponent(sessionId)}/${encodeURIComponent(sha256)}.png`;

@@ -52,3 +52,42 @@ export function jsonHierarchyTree(json: string): HTMLElement {
   };
   return h("div", { class: "tree" }, build(root, 0));
 }
+
+/** farm.v1.UiElement as protobuf JSON (default values are left out). */
+export interface UiElementJson {
+  type?: string;
+  text?: string;
+  resourceId?: string;
+  contentDesc?: string;
+  bounds?: { left?: number; top?: number; right?: number; bottom?: number };
+  enabled?: boolean;
+  clickable?: boolean;
+  focused?: boolean;
+  confidence?: number;
+  packageName?: string;
+  children?: UiElementJson[];
+}
+
+/** The parts of one element's line: type, what identifies it, bounds, confidence, flags. */
+function uiElementLine(n: UiElementJson): (HTMLElement | string)[] {
+  const type = (n.type || "?").split(".").pop() ?? "?";
+  const [label, kind] = n.text ? [n.text, "text"] : n.resourceId ? [n.resourceId, "id"] : n.contentDesc ? [n.contentDesc, "desc"] : ["", ""];
+  const b = n.bounds ?? {};
+  const parts: (HTMLElement | string)[] = [h("span", { class: "node-type", title: n.type ?? "" }, type)];
+  if (label) parts.push(" ", h("span", { class: "node-label", "data-kind": kind, title: kind === "text" ? "text" : kind === "id" ? "resource id" : "content description" }, `"${label}"`));
+  if (n.bounds) parts.push(" ", h("span", { class: "node-bounds" }, `[${b.left ?? 0},${b.top ?? 0}][${b.right ?? 0},${b.bottom ?? 0}]`));
+  if (typeof n.confidence === "number") parts.push(" ", h("span", { class: "node-confidence", title: "confidence" }, `${Math.round(n.confidence * 100)}%`));
+  const flags = [n.clickable && "clickable", n.focused && "focused", !n.enabled && "disabled"].filter(Boolean);
+  if (flags.length) parts.push(" ", h("span", { class: "node-flags" }, flags.join(" ")));
+  return parts;
+}
+
+/** A UI tree read (farm.v1.GetUiTreeResponse roots) as nested disclosure widgets, the top level open. */
+export function uiElementTree(roots: UiElementJson[]): HTMLElement {
+  const build = (n: UiElementJson, depth: number): HTMLElement => {
+    const children = n.children ?? [];
+    if (children.length === 0) return h("div", { class: "leaf ui-node" }, uiElementLine(n));
+    return h("details", { class: "ui-node", open: depth < 1 }, h("summary", {}, uiElementLine(n), h("span", { class: "count" }, ` (${children.length})`)), h("div", { class: "children" }, children.map((c) => build(c, depth + 1))));
+  };
+  return h("div", { class: "tree ui-tree" }, roots.map((r) => build(r, 0)));
+}

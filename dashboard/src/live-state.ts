@@ -3,19 +3,32 @@ import type { ActivityEntry } from "@farm/shared/gen/farm/v1/activity_service_pb
 import type { EvidenceSummary } from "@farm/shared/gen/farm/v1/evidence_pb";
 import type { Lease, LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
 import type { Agent, Device } from "@farm/shared/gen/farm/v1/registry_pb";
+import { SessionStatus, type Session, type SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
 import type { VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { api } from "./api.js";
 
-export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "evidence" | "activity" | "connection";
+export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "testSessions" | "evidence" | "activity" | "connection";
 /** The lists read a page at a time: the first page on load, the next ones on request. */
-export type PagedTopic = "sessions" | "evidence" | "activity" | "agents" | "devices";
+export type PagedTopic = "sessions" | "testSessions" | "evidence" | "activity" | "agents" | "devices";
 
 /** Rows per page of a paged list. */
 const PAGE_SIZE = 200;
 /** Pages of the lists read to the end: the largest the coordinator serves. */
 const FULL_PAGE = 1000;
 const ACTIVITY_KEEP = 500;
+/** A session's counts are read again this long after a step of it arrives (steps of a burst share one read). */
+const STEP_COUNT_DELAY_MS = 250;
+
+/**
+ * The newer of two copies of a session: counts only grow and an ended
+ * session stays ended, whichever copy (event or read) arrived last.
+ */
+export function newerSession(old: Session | undefined, next: Session): Session {
+  if (!old) return next;
+  const ended = old.status !== SessionStatus.RUNNING && next.status === SessionStatus.RUNNING ? { status: old.status, endTime: old.endTime } : {};
+  return { ...next, ...ended, stepCount: Math.max(old.stepCount, next.stepCount), failedStepCount: Math.max(old.failedStepCount, next.failedStepCount) };
+}
 
 /** Where a device sits in the coordinator's device list: (agent id, serial). */
 type DeviceKey = readonly [agentId: string, serial: string];
@@ -71,11 +84,13 @@ export class LiveState {
   queue: LeaseWaiter[] = [];
   readonly labels = new Map<string, Record<string, string>>();
   readonly sessions = new Map<string, VideoSession>();
+  /** Recorded test sessions (SessionService), newest first as read. */
+  readonly testSessions = new Map<string, Session>();
   readonly evidence = new Map<string, EvidenceSummary>();
   /** Newest first. */
   activity: ActivityEntry[] = [];
   /** Token of the next (older) page of each paged list; empty when it is all here. */
-  readonly nextPage: Record<PagedTopic, string> = { sessions: "", evidence: "", activity: "", agents: "", devices: "" };
+  readonly nextPage: Record<PagedTopic, string> = { sessions: "", testSessions: "", evidence: "", activity: "", agents: "", devices: "" };
   /** The last agent id read while more agents are on the coordinator: agents after it wait for their page. */
   private agentEdge = "";
   /** The last device read while more devices are. */
@@ -94,12 +109,21 @@ export class LiveState {
   loaded = false;
   connection: "connecting" | "live" | "reconnecting" = "connecting";
   private readonly listeners = new Map<Topic, Set<(key?: string) => void>>();
+  private readonly stepListeners = new Set<(step: SessionStep) => void>();
+  /** Sessions whose counts are read again soon, after steps of theirs arrived. */
+  private readonly countReads = new Map<string, ReturnType<typeof setTimeout>>();
 
   on(topic: Topic, fn: (key?: string) => void): () => void {
     const set = this.listeners.get(topic) ?? new Set();
     set.add(fn);
     this.listeners.set(topic, set);
     return () => set.delete(fn);
+  }
+
+  /** Every session step event (appended, or its OCR arrived), as it comes. */
+  onStep(fn: (step: SessionStep) => void): () => void {
+    this.stepListeners.add(fn);
+    return () => this.stepListeners.delete(fn);
   }
 
   private emit(topic: Topic, key?: string): void {
@@ -189,7 +213,7 @@ export class LiveState {
             listed = true;
             this.loaded = true;
             this.setConnection("live");
-            for (const t of ["agents", "devices", "leases", "queue", "labels", "sessions", "evidence", "activity"] as const) this.emit(t);
+            for (const t of ["agents", "devices", "leases", "queue", "labels", "sessions", "testSessions", "evidence", "activity"] as const) this.emit(t);
           },
           (err: unknown) => (failure = err),
         );
@@ -204,13 +228,14 @@ export class LiveState {
   private async load(): Promise<void> {
     const deviceGeneration = ++this.deviceGeneration;
     const followed = this.followed;
-    const [agents, devices, leases, labels, sessions, evidence, activity, aliases] = await Promise.all([
+    const [agents, devices, leases, labels, sessions, testSessions, evidence, activity, aliases] = await Promise.all([
       api.registry.listAgents({ pageSize: PAGE_SIZE }),
       api.registry.listDevices({ state: this.deviceState, pageSize: PAGE_SIZE }),
       // Whole: every device row shows its phone's lease and labels.
       readToEnd((pageToken) => api.leases.listLeases({ pageSize: FULL_PAGE, pageToken })),
       readToEnd((pageToken) => api.leases.listDeviceLabels({ pageSize: FULL_PAGE, pageToken })),
       api.video.listVideoSessions({ pageSize: PAGE_SIZE }),
+      api.sessions.listSessions({ pageSize: PAGE_SIZE }),
       api.evidence.listEvidence({ pageSize: PAGE_SIZE }),
       api.activity.listActivity({ pageSize: PAGE_SIZE }),
       followed ? readToEnd((pageToken) => api.registry.listDevices({ physicalId: followed.group, pageSize: FULL_PAGE, pageToken })) : undefined,
@@ -219,6 +244,7 @@ export class LiveState {
     // Events seen before this read are older than it.
     if (this.replay) this.replay = [];
     this.nextPage.sessions = sessions.nextPageToken;
+    this.nextPage.testSessions = testSessions.nextPageToken;
     this.nextPage.evidence = evidence.nextPageToken;
     this.nextPage.activity = activity.nextPageToken;
     this.activityKeep = ACTIVITY_KEEP;
@@ -237,6 +263,8 @@ export class LiveState {
     for (const l of labels.flatMap((p) => p.devices)) this.labels.set(l.physicalId, l.labels);
     this.sessions.clear();
     for (const s of sessions.sessions) this.sessions.set(s.sessionId, s);
+    this.testSessions.clear();
+    for (const s of testSessions.sessions) this.testSessions.set(s.sessionId, s);
     this.evidence.clear();
     for (const e of evidence.bundles) this.evidence.set(e.evidenceId, e);
     this.activity = activity.entries;
@@ -286,6 +314,13 @@ export class LiveState {
         this.nextPage.sessions = res.nextPageToken;
         return true;
       }
+      case "testSessions": {
+        const res = await api.sessions.listSessions({ pageSize: PAGE_SIZE, pageToken });
+        if (!current()) return false;
+        for (const s of res.sessions) if (!this.testSessions.has(s.sessionId)) this.testSessions.set(s.sessionId, s);
+        this.nextPage.testSessions = res.nextPageToken;
+        return true;
+      }
       case "evidence": {
         const res = await api.evidence.listEvidence({ pageSize: PAGE_SIZE, pageToken });
         if (!current()) return false;
@@ -302,6 +337,37 @@ export class LiveState {
         return true;
       }
     }
+  }
+
+  /**
+   * A step changes its session's counts without a session event: the step
+   * count shows at least its sequence at once, and the session is read
+   * again shortly for the exact counts (steps may be stored out of order,
+   * and only the coordinator knows which failed).
+   */
+  private countStep(step: SessionStep): void {
+    const id = step.sessionId;
+    const s = this.testSessions.get(id);
+    if (!s) return;
+    if (step.sequence > s.stepCount) {
+      this.testSessions.set(id, { ...s, stepCount: step.sequence });
+      this.emit("testSessions", id);
+    }
+    if (this.countReads.has(id)) return;
+    this.countReads.set(
+      id,
+      setTimeout(() => {
+        this.countReads.delete(id);
+        api.sessions.getSession({ sessionId: id }).then(
+          (res) => {
+            if (!res.session || !this.testSessions.has(id)) return;
+            this.testSessions.set(id, newerSession(this.testSessions.get(id), res.session));
+            this.emit("testSessions", id);
+          },
+          () => undefined,
+        );
+      }, STEP_COUNT_DELAY_MS),
+    );
   }
 
   /** Replaces the devices read with a first page of the list. */
@@ -427,6 +493,12 @@ export class LiveState {
       case "videoSession":
         this.sessions.set(k.value.sessionId, k.value);
         return this.emit("sessions", k.value.sessionId);
+      case "session":
+        this.testSessions.set(k.value.sessionId, newerSession(this.testSessions.get(k.value.sessionId), k.value));
+        return this.emit("testSessions", k.value.sessionId);
+      case "sessionStep":
+        for (const fn of this.stepListeners) fn(k.value);
+        return this.countStep(k.value);
       case "evidence":
         this.evidence.set(k.value.evidenceId, k.value);
         return this.emit("evidence", k.value.evidenceId);

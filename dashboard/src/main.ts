@@ -10,6 +10,8 @@ import { devicesView } from "./views/devices.js";
 import { devicePageView } from "./views/device-page.js";
 import { leasesView } from "./views/leases.js";
 import { sessionsView } from "./views/sessions.js";
+import { testSessionsView } from "./views/test-sessions.js";
+import { testSessionPageView } from "./views/test-session-page.js";
 import { evidenceView } from "./views/evidence-list.js";
 import { bundleView } from "./views/bundle-page.js";
 import { activityView } from "./views/activity.js";
@@ -21,6 +23,9 @@ const routes: [RegExp, View, string][] = [
   [/^#\/devices\/(.+)$/, devicePageView, "Device"],
   [/^#\/leases$/, leasesView, "Leases"],
   [/^#\/sessions$/, sessionsView, "Sessions"],
+  [/^#\/test-sessions\/([^?]+)$/, testSessionPageView, "Test session"],
+  // `?device=&user=&status=` presets the filters.
+  [/^#\/test-sessions(?:\?(.*))?$/, testSessionsView, "Test sessions"],
   [/^#\/evidence$/, evidenceView, "Evidence"],
   [/^#\/evidence\/(.+)$/, bundleView, "Bundle"],
   [/^#\/activity$/, activityView, "Activity"],

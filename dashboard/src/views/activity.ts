@@ -3,6 +3,7 @@ import { rulesOf } from "@farm/shared/method-rules";
 import { h, replaceChildren, table } from "../dom.js";
 import { when } from "../format.js";
 import { moreButton } from "../more-button.js";
+import { activityDetail } from "../test-session-format.js";
 import { batched, type View } from "../view.js";
 
 export const activityView: View = (root, state) => {
@@ -26,7 +27,7 @@ export const activityView: View = (root, state) => {
               h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome),
               h("td", {}, `${a.durationMs} ms`),
               h("td", {}, a.leaseId ? a.leaseId.slice(0, 8) : ""),
-              h("td", {}, a.detail),
+              h("td", {}, ...activityDetail(a.command, a.detail)),
             ),
           ),
     );

@@ -1,18 +1,26 @@
 import { api, fileUrl } from "../api.js";
 import { h, replaceChildren, table } from "../dom.js";
 import { ago, when } from "../format.js";
+import type { Session } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { activityDetail, sessionDuration, sessionHref, statusName } from "../test-session-format.js";
 import { batched, type View } from "../view.js";
 
-/** One physical device: its aliases, properties, lease, labels, recent activity and last screenshot. */
+/** Test sessions shown on a device's page; the rest are on the sessions page. */
+const SESSIONS_SHOWN = 10;
+
+/** One physical device: its aliases, properties, lease, labels, test sessions, recent activity and last screenshot. */
 export const devicePageView: View = (root, state, group) => {
   const head = h("div");
   const props = h("tbody");
   const aliases = h("tbody");
   const activity = h("tbody");
   const shot = h("figure", { class: "last-shot" });
+  const testSessions = h("tbody");
+  const allSessions = h("p", { class: "count" });
   root.append(
     head,
     h("div", { class: "columns" }, h("div", {}, table("Aliases (adb serials)", ["Serial", "Agent", "State", "Updated"], aliases), table("Properties", ["Property", "Value"], props)), shot),
+    h("div", { id: "device-test-sessions" }, table("Test sessions on this device, newest first", ["Session", "Status", "User", "Actions", "Started", "Duration"], testSessions), allSessions),
     table("Recent activity on this device", ["Time", "Caller", "Command", "Outcome", "Duration", "Detail"], activity),
   );
   let activityRows: { t: string; caller: string; command: string; outcome: string; ms: number; detail: string }[] = [];
@@ -35,8 +43,50 @@ export const devicePageView: View = (root, state, group) => {
       activity,
       activityRows.length === 0
         ? h("tr", {}, h("td", { colspan: 6 }, "No routed actions yet."))
-        : activityRows.slice(0, 50).map((a) => h("tr", {}, h("td", {}, a.t), h("td", {}, a.caller), h("td", {}, a.command), h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome), h("td", {}, `${a.ms} ms`), h("td", {}, a.detail))),
+        : activityRows.slice(0, 50).map((a) => h("tr", {}, h("td", {}, a.t), h("td", {}, a.caller), h("td", {}, a.command), h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome), h("td", {}, `${a.ms} ms`), h("td", {}, ...activityDetail(a.command, a.detail)))),
     );
+  /** The phone's newest sessions, read by its physical id (the sessions list may not have read them). */
+  let sessionRows: Session[] = [];
+  let sessionsOf = "";
+  let sessionsMore = false;
+  const loadSessions = async () => {
+    const physicalId = state.phone(group)[0]?.properties?.physicalId ?? "";
+    sessionsOf = physicalId;
+    if (!physicalId) return renderSessions();
+    const res = await api.sessions.listSessions({ physicalId, pageSize: SESSIONS_SHOWN });
+    if (sessionsOf !== physicalId) return;
+    sessionRows = res.sessions;
+    sessionsMore = res.nextPageToken !== "";
+    renderSessions();
+  };
+  const renderSessions = () => {
+    replaceChildren(
+      testSessions,
+      sessionRows.length === 0
+        ? h("tr", {}, h("td", { colspan: 6 }, sessionsOf ? "No test sessions on this device." : "Sessions are listed once the device's identity is read."))
+        : sessionRows.map((s0) => {
+            // The live copy, when the sessions list holds it, has the newest counts.
+            const s = state.testSessions.get(s0.sessionId) ?? s0;
+            const status = statusName(s.status);
+            return h(
+              "tr",
+              { "data-test-session": s.sessionId },
+              h("th", { scope: "row" }, h("a", { href: sessionHref(s.sessionId) }, s.name || s.sessionId.slice(0, 8))),
+              h("td", { class: `status status-${status}` }, status),
+              h("td", {}, s.owner),
+              h("td", {}, String(s.stepCount), s.failedStepCount ? ` (${s.failedStepCount} failed)` : ""),
+              h("td", {}, when(s.createTime)),
+              h("td", {}, sessionDuration(s)),
+            );
+          }),
+    );
+    replaceChildren(allSessions, sessionsOf ? h("a", { href: `#/test-sessions?device=${encodeURIComponent(sessionsOf)}` }, sessionsMore ? `All test sessions on this device (more than ${SESSIONS_SHOWN})` : "Test sessions on this device, with filters") : "");
+  };
+  let sessionReload: ReturnType<typeof setTimeout> | undefined;
+  const reloadSessionsSoon = () => {
+    clearTimeout(sessionReload);
+    sessionReload = setTimeout(() => void loadSessions().catch(() => undefined), 200);
+  };
   const render = batched(() => {
     const list = state.phone(group);
     const first = list[0];
@@ -87,6 +137,13 @@ export const devicePageView: View = (root, state, group) => {
       render();
       // Aliases read after the page opened (or plugged in since) have activity of their own.
       if (state.phone(group).map((d) => d.serial).join("\n") !== activityOf) void loadActivity();
+      if ((state.phone(group)[0]?.properties?.physicalId ?? "") !== sessionsOf) reloadSessionsSoon();
+    }),
+    state.on("testSessions", (id) => {
+      const s = id === undefined ? undefined : state.testSessions.get(id);
+      // A new session of this phone, or one shown here that changed.
+      if (id === undefined || (s && s.physicalId === sessionsOf && !sessionRows.some((r) => r.sessionId === id))) reloadSessionsSoon();
+      else if (sessionRows.some((r) => r.sessionId === id)) renderSessions();
     }),
     state.on("leases", render),
     state.on("labels", render),
@@ -95,8 +152,14 @@ export const devicePageView: View = (root, state, group) => {
   ];
   render();
   void loadActivity();
+  void loadSessions().catch(() => undefined);
+  const tick = setInterval(() => {
+    if (sessionRows.some((s) => !(state.testSessions.get(s.sessionId) ?? s).endTime)) renderSessions();
+  }, 1_000);
   return () => {
     offs.forEach((off) => off());
+    clearInterval(tick);
+    clearTimeout(sessionReload);
     unfollow();
   };
 };

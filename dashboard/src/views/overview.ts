@@ -1,3 +1,4 @@
+import { SessionStatus } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { h, replaceChildren } from "../dom.js";
 import { batched, type View } from "../view.js";
 
@@ -26,6 +27,8 @@ export const overviewView: View = (root, state) => {
       card("active leases", state.leases.size, "leases"),
       card("waiting for a device", state.queue.length, "queue"),
       card("recordings in progress", recording, "recordings"),
+      // Sessions are read a page at a time, newest first: the running ones are on the first page.
+      card("test sessions running", [...state.testSessions.values()].filter((s) => s.status === SessionStatus.RUNNING).length, "test-sessions"),
       // Bundles are read a page at a time: with more pages, the count is a lower bound.
       card("evidence bundles", `${state.evidence.size}${state.nextPage.evidence ? "+" : ""}`, "evidence"),
     );
@@ -38,7 +41,7 @@ export const overviewView: View = (root, state) => {
       .slice(0, RECENT);
     replaceChildren(failures, failed.length ? failed.map((f) => h("li", {}, h("time", {}, new Date(f.t * 1000).toISOString().replace("T", " ").slice(0, 19)), " ", f.text)) : h("li", {}, "None."));
   });
-  const offs = (["agents", "devices", "leases", "queue", "sessions", "evidence", "activity"] as const).map((t) => state.on(t, render));
+  const offs = (["agents", "devices", "leases", "queue", "sessions", "testSessions", "evidence", "activity"] as const).map((t) => state.on(t, render));
   render();
   return () => offs.forEach((off) => off());
 };
