@@ -76,6 +76,8 @@ bench: build
 	node test/dist/bench/app-endpoint.js
 	node test/dist/bench/cli-cold-start.js
 	node test/dist/bench/ocr-frame.js
+	node test/dist/bench/policy-explain.js
+	node test/dist/bench/redaction.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js
