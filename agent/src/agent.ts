@@ -16,6 +16,8 @@ import { OsLock } from "./ownership/os-lock.js";
 import { coordinatorTransport } from "./uplink/coordinator-transport.js";
 import { FARM_VERSION } from "@farm/shared/version";
 import { stepShooter } from "./session/step-shooter.js";
+import { beginCaptures } from "./session/step-captures.js";
+import { createRedactor } from "@farm/shared/redaction/redactor";
 import { callDispatcher } from "./rpc/call-dispatch.js";
 import { agentRoutes } from "./rpc/routes.js";
 import type { AgentServiceDeps } from "./rpc/service-deps.js";
@@ -157,6 +159,11 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     log,
     hostPaths: serviceDeps.hostPaths,
     shots: stepShooter({ ownership: serviceDeps.ownership, evidence: serviceDeps.evidence }),
+    captures: (serial, step, untilMs) => {
+      const r = step.redaction;
+      const redactor = createRedactor({ secrets: r?.secrets ?? [], labels: r?.labels ?? [], fields: r?.fields ?? [], headers: r?.headers ?? [], unmaskHeaders: r?.unmaskHeaders ?? [] });
+      return beginCaptures({ evidence: serviceDeps.evidence, redactor }, serial, step, untilMs);
+    },
   });
   const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers() });
   const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;

@@ -53,6 +53,7 @@ import { SessionImageStore } from "./sessions/session-image-store.js";
 import { StepRecorder } from "./sessions/step-recorder.js";
 import { StepOcr } from "./sessions/step-ocr.js";
 import { OcrPool } from "./sessions/ocr/ocr-pool.js";
+import { CapturePlans } from "./sessions/capture-plans.js";
 import { WebSessions } from "./auth/web-sessions.js";
 import { dashboardHandler } from "./http/dashboard-http.js";
 import { registerAgentEvidenceService } from "./evidence/agent-evidence-service.js";
@@ -90,6 +91,8 @@ export interface CoordinatorOptions {
   blobQuotaBytes?: number;
   /** OCR workers for sessions started with --ocr (default 1; 0 turns OCR off) and how many steps may wait for one (default 64). */
   ocr?: { workers?: number; maxQueue?: number };
+  /** The site's default capture list: every session step of a session whose policy sets no `capture`. */
+  defaultCapture?: string[];
 }
 
 export interface RunningCoordinator {
@@ -136,14 +139,18 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const steps = new SessionSteps(new SqliteSessionStepStore(database.db));
   const sessionImages = new SessionImageStore(opts.dataDir);
   await sessionImages.init();
+  const plans = new CapturePlans(opts.defaultCapture);
   sessions.events.on("session", (s) => {
-    if (s.status !== "running") steps.forget(s.sessionId);
+    if (s.status !== "running") {
+      steps.forget(s.sessionId);
+      plans.forget(s.sessionId);
+    }
   });
   const ocrWorkers = opts.ocr?.workers ?? 1;
   // Workers start on the first OCR'd step: a coordinator whose sessions never ask pays nothing.
   const ocrPool = ocrWorkers > 0 ? new OcrPool({ workers: ocrWorkers, maxQueue: opts.ocr?.maxQueue ?? 64 }) : undefined;
   const stepOcr = ocrPool ? new StepOcr(ocrPool, steps, sessionImages, log) : undefined;
-  const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log });
+  const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log, plans });
   const resumed = stepOcr?.resume() ?? 0;
   if (resumed > 0) log.info("OCR resumed for steps a restart left pending", { steps: resumed });
   const hub = new WatchHub();
@@ -190,7 +197,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log, recorder });
       registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
       registerWatchService(router, { hub });
-      registerSessionService(router, { sessions, steps, images: sessionImages, leases, registry, activity, log });
+      registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
     },
     fallback(req, res) {

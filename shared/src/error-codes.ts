@@ -150,6 +150,8 @@ export const Errors = {
   SESSION_ENDED: { code: "SESSION_ENDED", status: Status.FailedPrecondition },
   /** A call in a session (x-farm-session) on another phone, lease or owner than the session's. */
   SESSION_MISMATCH: { code: "SESSION_MISMATCH", status: Status.FailedPrecondition },
+  /** The session masks secrets whose values the coordinator lost in a restart: its evidence could not be masked. */
+  SESSION_SECRETS_LOST: { code: "SESSION_SECRETS_LOST", status: Status.FailedPrecondition },
   /** No element of the UI tree matches the selector. */
   ELEMENT_NOT_FOUND: { code: "ELEMENT_NOT_FOUND", status: Status.NotFound },
   /** More than one element matches the selector; the message lists candidates. */

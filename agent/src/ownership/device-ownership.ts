@@ -73,6 +73,8 @@ export interface ActionContext {
   /** A longer bound for the action itself (interactive sessions). */
   runDeadlineMs?: number;
   requestedBy: string;
+  /** Masks secrets in the request before it is journaled (a session step's redaction). */
+  mask?: ((request: Record<string, unknown>) => Record<string, unknown>) | undefined;
 }
 
 /**
@@ -184,7 +186,7 @@ export class DeviceOwnership {
         agentId: this.deps.agentId,
         serial: ctx.serial,
         kind: kind.kind,
-        request: kind.journalRequest(req),
+        request: ctx.mask ? ctx.mask(kind.journalRequest(req)) : kind.journalRequest(req),
         bootId: device.facts.bootId,
         deadlineAt: runDeadline,
         requestedBy: ctx.requestedBy,

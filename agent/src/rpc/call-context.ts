@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { toCommandError } from "@farm/shared/command-error";
 import { toErrorReport } from "@farm/shared/errors";
+import type { Redactor } from "@farm/shared/redaction/redactor";
 import { StepAttemptReportSchema, type AgentCall, type StepAttemptReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 
 /**
@@ -11,6 +12,9 @@ import { StepAttemptReportSchema, type AgentCall, type StepAttemptReport } from 
  * timeline shows them. Null outside a step.
  */
 export const stepAttempts = createContextKey<StepAttemptReport[] | null>(null);
+
+/** In a session step with secrets: masks what the agent journals (a shell command's text). Null otherwise. */
+export const stepRedactor = createContextKey<Redactor | null>(null);
 
 /** Who asked for a routed call and by when, as the agent's services see it. */
 export interface CallContext {

@@ -11,13 +11,18 @@ import {
   StepEvidenceSchema,
   type AgentCall,
   type AgentCallResult,
+  StepArtifactReportSchema,
+  type StepArtifactReport,
   type StepAttemptReport,
+  type StepCapture,
   type StepEvidence,
   type StepShot,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { callHeaders, stepAttempts } from "./call-context.js";
+import { callHeaders, stepAttempts, stepRedactor } from "./call-context.js";
+import { createRedactor } from "@farm/shared/redaction/redactor";
 import type { ServiceRoute } from "./routes.js";
 import type { StepShooter } from "../session/step-shooter.js";
+import type { StepCaptures } from "../session/step-captures.js";
 
 /** A step's before capture gets at most this long, and at most a quarter of the budget. */
 const BEFORE_MAX_MS = 5_000;
@@ -38,6 +43,8 @@ export interface DispatchDeps {
   hostPaths: readonly string[];
   /** Screenshots around session steps; absent, steps carry no captures. */
   shots?: StepShooter | undefined;
+  /** Starts the further evidence a step asks for (StepCapture.captures); absent, those are reported skipped. */
+  captures?: ((serial: string, step: StepCapture, untilMs: number) => Promise<StepCaptures>) | undefined;
 }
 
 /** Runs one routed call: finds its method, invokes the agent's service, answers with its response or error. */
@@ -123,10 +130,26 @@ async function aroundStep(
   const rawBefore = await shots.capture(serial, Date.now() + Math.min(BEFORE_MAX_MS, Math.max(0, deadline - Date.now()) / 4));
   // Checked and sent while the action runs; only the capture is on its path.
   const before = shots.settle(rawBefore, new Set(known));
+  // Further evidence (UI trees, the device log) starts after the before screenshot, right before the action.
+  let extras: StepCaptures | undefined;
+  const skipped: StepArtifactReport[] = [];
+  if (call.step && call.step.captures.length > 0) {
+    if (deps.captures) {
+      try {
+        extras = await deps.captures(serial, call.step, deadline);
+      } catch (err) {
+        skipped.push(...call.step.captures.map((t) => create(StepArtifactReportSchema, { name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, warning: `dropped: ${withoutHostPaths(toErrorReport(err).message, deps.hostPaths)}` })));
+      }
+    } else {
+      skipped.push(...call.step.captures.map((t) => create(StepArtifactReportSchema, { name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, skippedReason: "this agent supplies no evidence beyond screenshots" })));
+    }
+  }
   const reserve = Math.min(AFTER_MAX_MS, Math.max(0, deadline - Date.now()) / 5);
   const attempts: StepAttemptReport[] = [];
   const ctx = context({ ...call, deadline: timestampFromMs(Math.floor(deadline - reserve)) });
   ctx.values.set(stepAttempts, attempts);
+  const secrets = call.step?.redaction?.secrets ?? [];
+  if (secrets.length > 0) ctx.values.set(stepRedactor, createRedactor({ secrets }));
   const started = Date.now();
   try {
     return await run(ctx);
@@ -137,7 +160,8 @@ async function aroundStep(
     // The same screen after is not sent twice, once it was checked and sent as the before one.
     if (settled.sha256 && !settled.error) known.add(settled.sha256);
     const after = scrub(await shots.settle(rawAfter, known));
-    into.evidence = create(StepEvidenceSchema, { before: scrub(settled), after, startTime: timestampFromMs(started), durationMs, attempts });
+    const artifacts = [...skipped, ...(extras ? await extras.finish(deadline) : [])].map((a) => (a.warning ? { ...a, warning: withoutHostPaths(a.warning, deps.hostPaths) } : a));
+    into.evidence = create(StepEvidenceSchema, { before: scrub(settled), after, startTime: timestampFromMs(started), durationMs, attempts, artifacts });
   }
 }
 

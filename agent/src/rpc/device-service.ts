@@ -1,6 +1,6 @@
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
 import { Errors, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { DeviceService, DeviceTarget, SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import type { ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
 import { shellV2 } from "../adb/adb-shell.js";
@@ -13,7 +13,7 @@ import { toRecord, type ActionKind } from "../ownership/device-ownership.js";
 import { removeAndroidForward } from "../app-sdk/android-endpoint.js";
 import { appEndpoint } from "../app-sdk/app-endpoint-command.js";
 import { takeScreenshot } from "../evidence/take-screenshot.js";
-import { attemptRecorder, callContext, type CallContext } from "./call-context.js";
+import { attemptRecorder, callContext, stepRedactor, type CallContext } from "./call-context.js";
 import type { AgentServiceDeps } from "./service-deps.js";
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
@@ -27,7 +27,10 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
   const kinds = new Map<string, ActionKind<never, unknown>>(
     [deps.shell, deps.setProp, deps.input, deps.reboot, deps.install].map((k) => [k.kind, k as ActionKind<never, unknown>]),
   );
-  const action = (c: CallContext, target: DeviceTarget | undefined) => ({ serial: serialOf(target), deadlineMs: c.deadlineMs, requestedBy: c.requestedBy });
+  const action = (c: CallContext, target: DeviceTarget | undefined, ctx?: HandlerContext) => {
+    const redactor = ctx?.values.get(stepRedactor);
+    return { serial: serialOf(target), deadlineMs: c.deadlineMs, requestedBy: c.requestedBy, ...(redactor ? { mask: (r: Record<string, unknown>) => redactor.json(r) as Record<string, unknown> } : {}) };
+  };
   const signal = (c: CallContext) => AbortSignal.timeout(Math.max(1, c.deadlineMs - Date.now()));
 
   return {
@@ -53,13 +56,13 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
     },
     async runShell(req, ctx) {
       checkShellCommand(req.command);
-      const { action: a, result: out } = await deps.ownership.run(deps.shell, { command: req.command }, action(callContext(ctx), req.target));
+      const { action: a, result: out } = await deps.ownership.run(deps.shell, { command: req.command }, action(callContext(ctx), req.target, ctx));
       return { actionId: a.actionId, exitCode: out.exitCode, stdout: out.stdout, stderr: out.stderr, dispatched: true, ambiguous: false };
     },
     async setProperty(req, ctx) {
       if (!propKey.test(req.key)) throw farmError(Errors.INVALID_ARGUMENT, "property key must be 1-255 of A-Z a-z 0-9 _ . -", "key");
       checkPropValue(req.value);
-      const { action: a } = await deps.ownership.run(deps.setProp, { key: req.key, value: req.value }, action(callContext(ctx), req.target));
+      const { action: a } = await deps.ownership.run(deps.setProp, { key: req.key, value: req.value }, action(callContext(ctx), req.target, ctx));
       return { actionId: a.actionId, dispatched: true, ambiguous: false };
     },
     pinIdentity(req, ctx) {
@@ -91,7 +94,7 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       const input = toInput(req);
       const selector = req.kind.case === "tap" ? req.kind.value.element : undefined;
       if (!selector) {
-        const { action: a } = await deps.ownership.run(deps.input, input, action(c, req.target));
+        const { action: a } = await deps.ownership.run(deps.input, input, action(c, req.target, ctx));
         return { actionId: a.actionId, dispatched: true, ambiguous: false };
       }
       // A tap by element: the tree is read (a read, no lock) and the element
@@ -102,7 +105,7 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       deps.ownership.requireDevice(serial);
       const tree = await readUiTree(deps.evidence.adb, serial, "", c.deadlineMs, NOT_DISPATCHED);
       const target = resolveElement(tree.roots, selector, "tap.element");
-      const { action: a } = await deps.ownership.run(deps.input, tapAt(target, selector), action(c, req.target));
+      const { action: a } = await deps.ownership.run(deps.input, tapAt(target, selector), action(c, req.target, ctx));
       return {
         actionId: a.actionId,
         dispatched: true,
@@ -118,7 +121,7 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       return { source: tree.source, roots: tree.roots, nodeCount: tree.nodeCount };
     },
     async reboot(req, ctx) {
-      const { action: a } = await deps.ownership.run(deps.reboot, {}, action(callContext(ctx), req.target));
+      const { action: a } = await deps.ownership.run(deps.reboot, {}, action(callContext(ctx), req.target, ctx));
       return { actionId: a.actionId, dispatched: true, ambiguous: false };
     },
     async takeScreenshot(req, ctx) {
@@ -126,7 +129,7 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
     },
     async installApp(req, ctx) {
       if (!/^[0-9a-f-]{36}$/.test(req.blobId)) throw farmError(Errors.INVALID_ARGUMENT, "a blob id from BlobService.UploadBlob is required", "blob_id");
-      const { action: a, result: out } = await deps.ownership.run(deps.install, { blobId: req.blobId }, action(callContext(ctx), req.target));
+      const { action: a, result: out } = await deps.ownership.run(deps.install, { blobId: req.blobId }, action(callContext(ctx), req.target, ctx));
       return { actionId: a.actionId, output: out.output, dispatched: true, ambiguous: false };
     },
     async getAppEndpoint(req, ctx) {

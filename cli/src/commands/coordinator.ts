@@ -5,6 +5,7 @@ import { defaultFarmHome } from "@farm/shared/paths";
 import { startCoordinator, type CoordinatorOptions } from "@farm/coordinator/coordinator";
 import { ensureTokenFile } from "@farm/coordinator/auth/bootstrap-token";
 import { CliError } from "../cli-error.js";
+import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
 import { parseByteSize } from "../byte-size.js";
 import type { OptionValues } from "../options/option-decl.js";
 import { applyLogLevel } from "../service-config.js";
@@ -61,7 +62,7 @@ function timeout(ms: number | undefined, flag: string): number | undefined {
 }
 
 /** Connection timeouts, stream caps, the blob quota and the OCR pool. */
-function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "ocr"> {
+function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "ocr" | "defaultCapture"> {
   const requestTimeout = timeout(opts.requestTimeout, "request-timeout");
   const idleTimeout = timeout(opts.idleTimeout, "idle-timeout");
   return {
@@ -73,5 +74,16 @@ function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimi
     ...(opts.maxStreamsPerPrincipal !== undefined ? { maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal } : {}),
     ...(opts.blobQuota !== undefined ? { blobQuotaBytes: parseByteSize(opts.blobQuota, "blob-quota") } : {}),
     ocr: { ...(opts.ocrWorkers !== undefined ? { workers: opts.ocrWorkers } : {}), ...(opts.ocrQueue !== undefined ? { maxQueue: opts.ocrQueue } : {}) },
+    ...(opts.defaultCapture !== undefined ? { defaultCapture: siteCapture(opts.defaultCapture) } : {}),
   };
+}
+
+/** The site default capture list, each token checked like a policy's. */
+function siteCapture(text: string): string[] {
+  const tokens = text.split(",").map((t) => t.trim()).filter(Boolean);
+  for (const t of tokens) {
+    const problem = captureTokenProblem(t);
+    if (problem) throw new CliError(Errors.INVALID_ARGUMENT, problem, "default-capture");
+  }
+  return tokens;
 }

@@ -17,6 +17,7 @@ import type { Action, CommandContext } from "../tree/spec.js";
 import { followQueue } from "../progress/lease-wait.js";
 import { parseLabels } from "./label.js";
 import { endSessionAs, startSessionOn } from "./session.js";
+import { sessionPolicyInput } from "../session-policy-input.js";
 
 type Selector = OptionValues<typeof selectorOptions>;
 
@@ -143,6 +144,9 @@ export const listLeases: Action<typeof leaseListOptions> = async (input) => {
 /** `farm lease run [selectors] [--] COMMAND...`: the command's words come after its first one, flags included. */
 export const runLeased: Action<typeof runOptions> = async (input) => {
   const [cmd, ...args] = input.args as [string, ...string[]];
+  if (!input.opts.session && (input.opts.policy || input.opts.secret.length > 0)) throw new CliError(Errors.INVALID_ARGUMENT, "--policy and --secret go with --session", "policy");
+  // A bad policy or a missing secret fails before a device is leased.
+  const policy = input.opts.session ? await sessionPolicyInput(input.opts.policy, input.opts.secret, input.ctx.env) : undefined;
   const { lease, token } = await acquire(input);
   const session = clientSession(input);
   const client = serviceClient(LeaseService, session.config);
@@ -156,7 +160,7 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   let sessionId: string | undefined;
   if (input.opts.session) {
     try {
-      const s = await startSessionOn(session, { serial: lease.serial, agent: lease.agentId, lease: token }, { name: input.opts.sessionName });
+      const s = await startSessionOn(session, { serial: lease.serial, agent: lease.agentId, lease: token }, { name: input.opts.sessionName, ...(policy ? { policy } : {}) });
       sessionId = s.sessionId;
       process.stderr.write(`farm lease run: session ${sessionId}\n`);
     } catch (err) {

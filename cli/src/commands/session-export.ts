@@ -98,11 +98,14 @@ class IncomingImage {
   }
 }
 
-/** A stored screenshot (ReadSessionImage) as images/SHA256.png. */
-async function fetchSessionImage(ex: Export, image: StepImage): Promise<string> {
+/** File name extensions of a step's other files (artifacts) by media type. */
+const ARTIFACT_EXTENSIONS: Readonly<Record<string, string>> = { "image/png": "png", "application/json": "json", "text/plain": "txt", "video/mp4": "mp4" };
+
+/** A stored screenshot (ReadSessionImage) as images/SHA256.png; another stored file (a log, a tree) as images/SHA256.EXT. */
+async function fetchSessionImage(ex: Export, image: Pick<StepImage, "sha256" | "size" | "width" | "height">, mimeType = "image/png"): Promise<string> {
   const { sha256 } = image;
   if (!shaPattern.test(sha256)) throw transferFailed(ex, `a step names screenshot "${sha256}", which is not a sha256`);
-  const name = `${sha256}.png`;
+  const name = `${sha256}.${ARTIFACT_EXTENSIONS[mimeType] ?? "bin"}`;
   const client = serviceClient(SessionService, ex.session.config);
   const stream = client.readSessionImage({ sessionId: ex.sessionId, sha256 }, { timeoutMs: Math.max(ex.session.timeoutMs, TRANSFER_ALLOWANCE_MS), signal: ex.signal });
   let incoming: IncomingImage | undefined;
@@ -123,7 +126,8 @@ async function fetchSessionImage(ex: Export, image: StepImage): Promise<string> 
     await incoming?.discard();
   }
   // The store took it as a PNG of the size the step records; a record without the size is measured.
-  const facts = image.width > 0 && image.height > 0 ? { mimeType: "image/png", width: image.width, height: image.height } : await pngFacts(join(ex.dir, "images", name));
+  const facts =
+    mimeType !== "image/png" ? { mimeType } : image.width > 0 && image.height > 0 ? { mimeType: "image/png", width: image.width, height: image.height } : await pngFacts(join(ex.dir, "images", name));
   ex.files.push({ path: `images/${name}`, bytes: size, sha256, ...facts });
   return `images/${name}`;
 }
@@ -199,15 +203,35 @@ async function fileFor(ex: Export, image: StepImage | undefined, fetched: Map<st
   return file;
 }
 
-/** A step in protobuf JSON, each screenshot it shows with its `file` in the export. */
-function timelineStep(step: SessionStep, files: { before: string | null; after: string | null }): JsonObject {
+/** A step in protobuf JSON, each screenshot and other file it keeps with its `file` in the export. */
+function timelineStep(step: SessionStep, files: { before: string | null; after: string | null; artifacts: (string | null)[] }): JsonObject {
   const json = stepJson(step);
   for (const side of ["before", "after"] as const) {
     const file = files[side];
     const img = json[side];
     if (file !== null && img && typeof img === "object" && !Array.isArray(img)) json[side] = { ...img, file };
   }
+  if (Array.isArray(json["artifacts"])) json["artifacts"] = json["artifacts"].map((a, i) => (files.artifacts[i] && a && typeof a === "object" && !Array.isArray(a) ? { ...a, file: files.artifacts[i] } : a));
   return json;
+}
+
+/** The files a step keeps beyond its screenshots (device log, UI trees, a diagnosis), each fetched once. */
+async function artifactFiles(ex: Export, step: SessionStep, fetched: Map<string, string>): Promise<(string | null)[]> {
+  const out: (string | null)[] = [];
+  for (const a of step.artifacts) {
+    if (!a.sha256) {
+      out.push(null);
+      continue;
+    }
+    const key = `sha:${a.sha256}`;
+    let file = fetched.get(key);
+    if (file === undefined) {
+      file = await fetchSessionImage(ex, { sha256: a.sha256, size: a.size, width: 0, height: 0 }, a.mimeType || "application/octet-stream");
+      fetched.set(key, file);
+    }
+    out.push(file);
+  }
+  return out;
 }
 
 /** The file entry of bytes written by this export. */
@@ -247,7 +271,7 @@ export const exportSession: Action<typeof sessionExportOptions> = async (input) 
         const before = await fileFor(ex, step.before, fetched);
         const after = await fileFor(ex, step.after, fetched);
         failedCaptures += [step.before, step.after].filter((i) => i && !i.sha256 && !i.evidenceId && i.errorCode).length;
-        timelineSteps.push(timelineStep(step, { before, after }));
+        timelineSteps.push(timelineStep(step, { before, after, artifacts: await artifactFiles(ex, step, fetched) }));
       }
       const exportedAt = new Date().toISOString();
       const timeline = {

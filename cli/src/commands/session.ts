@@ -11,6 +11,7 @@ import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
 import type { sessionEndOptions, sessionListOptions, sessionShowOptions, sessionStartOptions, SESSION_STATUSES } from "../tree/session-commands.js";
 import type { Action } from "../tree/spec.js";
+import { sessionPolicyInput, type SessionPolicyInput } from "../session-policy-input.js";
 
 type StatusWord = (typeof SESSION_STATUSES)[number];
 
@@ -51,11 +52,18 @@ export function sessionJson(s: Session | undefined) {
 export async function startSessionOn(
   session: ClientSession,
   target: { serial: string; agent?: string | undefined; lease: string | undefined },
-  opts: { name?: string | undefined; context?: JsonObject; ocr?: boolean },
+  opts: { name?: string | undefined; context?: JsonObject; ocr?: boolean; policy?: SessionPolicyInput },
 ): Promise<Session> {
   const client = serviceClient(SessionService, session.config, { lease: target.lease || undefined });
   const res = await client.startSession(
-    { target: create(DeviceTargetSchema, { serial: target.serial, agent: target.agent ?? "" }), name: opts.name ?? "", context: opts.context ?? {}, ocr: opts.ocr ?? false },
+    {
+      target: create(DeviceTargetSchema, { serial: target.serial, agent: target.agent ?? "" }),
+      name: opts.name ?? "",
+      context: opts.context ?? {},
+      ocr: opts.ocr ?? false,
+      policyJson: opts.policy?.policyJson ?? "",
+      secrets: opts.policy?.secrets ?? [],
+    },
     { timeoutMs: session.timeoutMs },
   );
   if (!res.session) throw new CliError(Errors.INTERNAL, "the coordinator started no session");
@@ -83,8 +91,9 @@ export const startSession: Action<typeof sessionStartOptions> = async (input) =>
   // Bad input fails before the coordinator is asked.
   if (!opts.device) throw new CliError(Errors.INVALID_ARGUMENT, "--device is required (or FARM_DEVICE)", "device");
   const context = validateContext(opts.contextJson) as JsonObject;
+  const policy = await sessionPolicyInput(opts.policy, opts.secret, ctx.env);
   const session = clientSession(input);
-  const s = await startSessionOn(session, { serial: opts.device, agent: opts.agent, lease: opts.lease }, { name: opts.name, context, ocr: opts.ocr });
+  const s = await startSessionOn(session, { serial: opts.device, agent: opts.agent, lease: opts.lease }, { name: opts.name, context, ocr: opts.ocr, policy });
   ctx.printer.result({ session: sessionJson(s) }, () => [s.sessionId, `export FARM_SESSION=${s.sessionId}`].join("\n"));
   return 0;
 };

@@ -23,4 +23,5 @@ export const deviceOptions = {
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
   requestId: text("--request-id <id>", "Idempotency key: a retry with the same id is answered, not run again"),
+  capture: text("--capture <tokens>", "In a session (FARM_SESSION): more evidence for this action, e.g. screenshot.before,deviceLog,elements.after"),
 };

@@ -2,6 +2,7 @@ import { clientOptions } from "../options/common-options.js";
 import { duration, flag, list, parsed, parsedWithDefault, text } from "../options/index.js";
 import { parseApiLevel } from "../options/api-level.js";
 import { group, leaf } from "./spec.js";
+import { sessionPolicyOptions } from "./session-commands.js";
 
 /** Which device a lease may take, and how long to wait and hold it. */
 export const selectorOptions = {
@@ -34,6 +35,7 @@ export const runOptions = {
   ...selectorOptions,
   session: flag("--session", "Also record a session: FARM_SESSION for the command, ended passed on exit 0, else failed"),
   sessionName: text("--session-name <text>", "The session's name (with --session)"),
+  ...sessionPolicyOptions,
 };
 
 export const leaseGroup = group({

@@ -36,6 +36,7 @@ export const coordinatorConfigKeys = {
   blobQuota: "string",
   ocrWorkers: "number",
   ocrQueue: "number",
+  defaultCapture: "string",
 } as const;
 
 /** A timeout: the flag as a duration, the config file's key in milliseconds. */
@@ -53,6 +54,7 @@ export const coordinatorOptions = {
   blobQuota: text("--blob-quota <size>", "Uploads in flight per token (APKs)", { config: "blobQuota" }),
   ocrWorkers: { ...parsed("--ocr-workers <n>", "OCR workers for sessions started with --ocr (0: OCR off)", intIn(0, 16), { config: "ocrWorkers" }), defaultText: "1" },
   ocrQueue: { ...parsed("--ocr-queue <n>", "Session steps that may wait for OCR; more are marked skipped", intIn(1, 100_000), { config: "ocrQueue" }), defaultText: "64" },
+  defaultCapture: text("--default-capture <tokens>", "Site default capture list for session steps (screenshot.before,deviceLog); a policy's own capture wins", { config: "defaultCapture" }),
   requestTimeout: parsed("--request-timeout <duration>", "A request's deadline (config: requestTimeoutMs)", duration, { config: "requestTimeoutMs", fromConfig: msFromConfig }),
   idleTimeout: parsed("--idle-timeout <duration>", "Close idle connections after this long (config: idleTimeoutMs)", duration, { config: "idleTimeoutMs", fromConfig: msFromConfig }),
   maxStreamsPerConnection: parsed("--max-streams-per-connection <n>", "Concurrent streams of one connection", intIn(1, 10_000), { config: "maxStreamsPerConnection" }),

@@ -1,5 +1,5 @@
 import { clientOptions } from "../options/common-options.js";
-import { flag, oneOf, parsed, parsedWithDefault, text } from "../options/index.js";
+import { flag, list, oneOf, parsed, parsedWithDefault, requiredText, text } from "../options/index.js";
 import { group, leaf } from "./spec.js";
 
 export const SESSION_END_STATUSES = ["passed", "failed"] as const;
@@ -7,6 +7,12 @@ export const SESSION_STATUSES = ["running", "passed", "failed", "lease-ended"] a
 
 /** The session a command acts on: `farm session start` prints the export line for it. */
 export const sessionIdOption = { session: text("--session <id>", "Session id (farm session start)", { env: "FARM_SESSION" }) };
+
+/** A session's capture policy and the secrets it masks (also on `farm lease run --session`). */
+export const sessionPolicyOptions = {
+  policy: text("--policy <file>", "Capture policy, YAML or JSON (docs/session-policy.md): what evidence each step keeps, what is masked"),
+  secret: list("--secret <name>", "Mask this environment variable's value in everything the session stores (repeatable)"),
+};
 
 export const sessionStartOptions = {
   ...clientOptions,
@@ -16,6 +22,7 @@ export const sessionStartOptions = {
   name: text("--name <text>", "A name shown in lists (at most 200 characters)"),
   ocr: flag("--ocr", "OCR each step's before screenshot (farm session show lists what was read)"),
   contextJson: text("--context-json <object>", "A JSON object stored with the session (build, branch, test)"),
+  ...sessionPolicyOptions,
 };
 export const sessionEndOptions = {
   ...clientOptions,
@@ -30,6 +37,12 @@ export const sessionListOptions = {
 };
 export const sessionShowOptions = clientOptions;
 export const sessionExportOptions = { ...clientOptions, outputDir: text("--output-dir <dir>", "A new absolute directory (or give it as DIR)") };
+export const sessionExplainOptions = {
+  ...clientOptions,
+  policy: requiredText("--policy <file>", "Session policy file, YAML or JSON (docs/session-policy.schema.json)"),
+  steps: text("--steps <file>", "Scenario to explain it over: a YAML or JSON list of {action, id, screenChanged, failed}"),
+  session: text("--session <id>", "Recorded session to explain it over, instead of --steps", { env: "FARM_SESSION" }),
+};
 
 export const sessionGroup = group({
   name: "session",
@@ -77,6 +90,19 @@ export const sessionGroup = group({
       options: sessionExportOptions,
       examples: ["farm session export SESSION_ID /abs/new/dir", "farm session export SESSION_ID --output-dir /abs/new/dir", "farm evidence verify /abs/new/dir"],
       load: async () => (await import("../commands/session-export.js")).exportSession,
+    }),
+    leaf({
+      name: "explain",
+      summary: "Dry-run a capture policy over a steps file or a recorded session: where each rule fires, what it would store, warnings",
+      description:
+        "Reads the policy (validated against docs/session-policy.schema.json, every problem listed with its path) and a scenario: " +
+        "--steps FILE, a list of {action, id?, screenChanged?, failed?}, or --session ID, whose recorded steps are read (target id from the element selector, " +
+        "else the resolved element; failed when not ok; screenChanged when the before and after screenshots differ). " +
+        "Prints one row per rule (trigger, captures, how many steps it fires on and which, estimated bytes), ⚠ warnings for heavy captures " +
+        "(video, deviceLog) on broad rules or speculated on many steps, and estimated storage per kind. Changes nothing. See docs/session-policy.md.",
+      options: sessionExplainOptions,
+      examples: ["farm session explain --policy policy.yaml --steps steps.yaml", "farm session explain --policy policy.yaml --session SESSION_ID -o json"],
+      load: async () => (await import("../commands/session-explain.js")).explainSession,
     }),
   ],
 });

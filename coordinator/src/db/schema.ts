@@ -199,6 +199,11 @@ export const sessions = sqliteTable("sessions", {
   context: text("context", { mode: "json" }).notNull().$type<Record<string, JsonValue>>(),
   ocr: integer("ocr", { mode: "boolean" }).notNull(),
   failedStepCount: integer("failed_step_count").notNull().default(0),
+  // The validated capture policy as JSON ("" without one) and its sha256.
+  policyJson: text("policy_json").notNull().default(""),
+  policySha256: text("policy_sha256").notNull().default(""),
+  // Names of the session's secrets; their values are never stored.
+  secretNames: text("secret_names", { mode: "json" }).notNull().default(sql`'[]'`).$type<string[]>(),
 }, (t) => [
   // ListSessions pages newest first by (created_at, session_id).
   index("sessions_created").on(t.createdAt, t.sessionId),
@@ -217,12 +222,13 @@ export const sessionSteps = sqliteTable("session_steps", {
   createdAt: integer("created_at").notNull(),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sequence] })]);
 
-// Which stored screenshots (content-addressed by sha256) a session shows:
-// what a reader of that session may fetch.
+// Which stored files (content-addressed by sha256: screenshots, logs,
+// diagnoses) a session shows: what a reader of that session may fetch.
 export const sessionImages = sqliteTable("session_images", {
   sessionId: text("session_id").notNull(),
   sha256: text("sha256").notNull(),
   size: integer("size").notNull(),
   width: integer("width").notNull(),
   height: integer("height").notNull(),
+  mimeType: text("mime_type").notNull().default("image/png"),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);

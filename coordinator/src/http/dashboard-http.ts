@@ -154,20 +154,24 @@ function me(deps: DashboardDeps, req: Req, res: Res): boolean {
 const idPattern = /^[0-9a-f-]{36}$/;
 const filePattern = /^[A-Za-z0-9._-]+$/;
 
-/** A session's screenshot (`<session id>/<sha256>.png`): content-addressed, so cached for good. */
+/**
+ * A session's file (`<session id>/<sha256>.png` for a screenshot, or
+ * `<session id>/<sha256>` for any): content-addressed, so cached for good.
+ * Served as its stored media type, never sniffed.
+ */
 async function sessionImage(deps: DashboardDeps, req: Req, res: Res, rest: string): Promise<boolean> {
   authenticateUser(deps.tokens, headersOf(req), deps.web);
-  const m = /^([0-9a-f-]{36})\/([0-9a-f]{64})\.png$/.exec(rest);
+  const m = /^([0-9a-f-]{36})\/([0-9a-f]{64})(\.png)?$/.exec(rest);
   const store = deps.sessionImages;
   const row = m && store ? store.steps.image(m[1] as string, m[2] as string) : undefined;
-  if (!m || !store || !row) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such screenshot in that session" }), true);
-  const full = store.images.path(row.sha256);
+  if (!m || !store || !row || (m[3] && row.mimeType !== "image/png")) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file in that session" }), true);
+  const full = store.images.path(row.sha256, row.mimeType);
   const size = await stat(full).then(
     (s) => s.size,
     () => -1,
   );
   if (size < 0) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "the screenshot's file is missing from the store" }), true);
-  res.writeHead(200, { "content-type": "image/png", "content-length": String(size), "cache-control": "private, max-age=31536000, immutable", ...SECURITY_HEADERS });
+  res.writeHead(200, { "content-type": row.mimeType, "content-length": String(size), "cache-control": "private, max-age=31536000, immutable", ...SECURITY_HEADERS });
   if (req.method === "HEAD") return (res.end(), true);
   await pipeFile(full, res);
   return true;

@@ -23,6 +23,8 @@ import type { LeaseManager } from "../leases/lease-manager.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { IdempotencyCache } from "./idempotency-cache.js";
 import type { StepRecorder } from "../sessions/step-recorder.js";
+import { CAPTURE_HEADER } from "../sessions/capture-plans.js";
+import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
 
 /** The header naming the recorded session a call is a step of (FARM_SESSION in the CLI). */
 export const SESSION_HEADER = "x-farm-session";
@@ -106,7 +108,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     return deps.activity.track(entry, (e) => dispatch(method, req, ctx, e));
   }
 
-  async function dispatch(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }): Promise<Message> {
+  async function dispatch(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string; detail: string }): Promise<Message> {
     const principal = requirePrincipal(ctx);
     const rules = rulesOf(method);
     const budget = ctx.timeoutMs() ?? deps.defaultTimeoutMs ?? 30_000;
@@ -130,7 +132,14 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
    * checks is not part of it. From there on every outcome is a step,
    * refusals included, stored before the caller hears the answer.
    */
-  async function dispatchStep(method: Method, req: Request, ctx: HandlerContext, entry: { leaseId: string; physicalId: string; agentId: string }, sessionId: string, deadline: number): Promise<Message> {
+  async function dispatchStep(
+    method: Method,
+    req: Request,
+    ctx: HandlerContext,
+    entry: { leaseId: string; physicalId: string; agentId: string; detail: string },
+    sessionId: string,
+    deadline: number,
+  ): Promise<Message> {
     const principal = requirePrincipal(ctx);
     const rules = rulesOf(method);
     const recorder = deps.recorder;
@@ -138,7 +147,11 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
     const session = recorder.session(sessionId, principal, deps.registry.route(serial, req.target?.agent ?? "").physicalId);
+    const perAction = captureTokens(ctx.requestHeader.get(CAPTURE_HEADER));
     const step = recorder.open(session);
+    // The activity log keeps no secret of the session either.
+    if (step.mask) entry.detail = step.mask.text(entry.detail);
+    const plan = recorder.planFor(step, method, req, perAction);
     let outcome: Awaited<ReturnType<AttachSession["callStep"]>>;
     let agentToken = "";
     try {
@@ -152,7 +165,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       }
       const agent = r.session as AttachSession;
       agentToken = agent.tokenName;
-      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known });
+      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known, ...plan });
     } catch (error) {
       outcome = { error };
     }
@@ -247,4 +260,16 @@ function detailOf(method: Method, req: unknown): string {
     default:
       return "";
   }
+}
+
+/** `--capture` tokens of one action (header x-farm-capture, comma-separated), each checked. */
+function captureTokens(header: string | null): string[] {
+  if (!header) return [];
+  const tokens = header.split(",").map((t) => t.trim()).filter(Boolean);
+  if (tokens.length > 50) throw invalidArgument("capture", "at most 50 capture tokens");
+  for (const t of tokens) {
+    const problem = captureTokenProblem(t);
+    if (problem) throw invalidArgument("capture", problem);
+  }
+  return tokens;
 }

@@ -6,11 +6,13 @@ import { Errors, farmError } from "@farm/shared/errors";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 
 const shaPattern = /^[0-9a-f]{64}$/;
+/** File name extensions by media type; anything else is .bin. */
+const extensions: Readonly<Record<string, string>> = { "image/png": "png", "application/json": "json", "text/plain": "txt", "video/mp4": "mp4" };
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /**
- * Session screenshots, content-addressed: a screen that did not change
- * between steps (or sessions) is one file. Files are 0600 in 0700
+ * Session files (screenshots, logs, diagnoses), content-addressed: a screen
+ * that did not change between steps (or sessions) is one file. Files are 0600 in 0700
  * directories, named by their sha256 under a two-hex-digit fan-out so no
  * directory grows without bound.
  */
@@ -25,13 +27,13 @@ export class SessionImageStore {
     await ensurePrivateDir(this.root);
   }
 
-  path(sha256: string): string {
+  path(sha256: string, mimeType = "image/png"): string {
     if (!shaPattern.test(sha256)) throw farmError(Errors.INVALID_ARGUMENT, "sha256 must be 64 lowercase hex digits", "sha256");
-    return join(this.root, sha256.slice(0, 2), `${sha256}.png`);
+    return join(this.root, sha256.slice(0, 2), `${sha256}.${extensions[mimeType] ?? "bin"}`);
   }
 
-  async has(sha256: string): Promise<boolean> {
-    return stat(this.path(sha256)).then(
+  async has(sha256: string, mimeType = "image/png"): Promise<boolean> {
+    return stat(this.path(sha256, mimeType)).then(
       (s) => s.isFile(),
       () => false,
     );
@@ -50,19 +52,31 @@ export class SessionImageStore {
       if (dims.width !== claimed.width || dims.height !== claimed.height) {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `a step screenshot is ${dims.width}x${dims.height}, the agent said ${claimed.width}x${claimed.height}`);
       }
-      const to = this.path(sha256);
-      if (await this.has(sha256)) return;
-      await ensurePrivateDir(join(this.root, sha256.slice(0, 2)));
-      await renameDurably(file, to);
+      await this.place(file, sha256, "image/png");
     } finally {
       await rm(file, { force: true });
     }
   }
 
+  /** Takes any checked file (its bytes are `sha256`) into the store under its media type. */
+  async adoptFile(file: string, sha256: string, mimeType: string): Promise<void> {
+    try {
+      await this.place(file, sha256, mimeType);
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
+
+  private async place(file: string, sha256: string, mimeType: string): Promise<void> {
+    if (await this.has(sha256, mimeType)) return;
+    await ensurePrivateDir(join(this.root, sha256.slice(0, 2)));
+    await renameDurably(file, this.path(sha256, mimeType));
+  }
+
   /** The stored bytes, in chunks; NOT_FOUND when the file is gone. */
-  async *read(sha256: string): AsyncGenerator<Uint8Array> {
-    const file = this.path(sha256);
-    if (!(await this.has(sha256))) throw farmError(Errors.NOT_FOUND, `screenshot ${sha256} is not in the store`, "sha256");
+  async *read(sha256: string, mimeType = "image/png"): AsyncGenerator<Uint8Array> {
+    const file = this.path(sha256, mimeType);
+    if (!(await this.has(sha256, mimeType))) throw farmError(Errors.NOT_FOUND, `file ${sha256} is not in the store`, "sha256");
     for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 })) yield chunk as Buffer;
   }
 }

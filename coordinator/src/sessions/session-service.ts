@@ -10,6 +10,7 @@ import {
   ListSessionsResponseSchema,
   ListSessionStepsResponseSchema,
   ReadSessionImageResponseSchema,
+  AppendSessionStepResponseSchema,
   StartSessionResponseSchema,
 } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
@@ -18,16 +19,20 @@ import type { LeaseManager } from "../leases/lease-manager.js";
 import type { Registry } from "../registry/registry.js";
 import { sessionMessage } from "../watch/messages.js";
 import { sessionStateOf } from "./session-status.js";
+import { parsePolicy } from "@farm/shared/capture-policy/policy";
 import type { SessionRow } from "./session-store.js";
 import type { Sessions } from "./sessions.js";
 import type { SessionSteps } from "./session-steps.js";
 import type { SessionImageStore } from "./session-image-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
+import type { StepRecorder } from "./step-recorder.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 
 export interface SessionServiceDeps {
   sessions: Sessions;
   steps: SessionSteps;
   images: SessionImageStore;
+  recorder: StepRecorder;
   leases: LeaseManager;
   registry: Registry;
   activity: ActivityLog;
@@ -59,6 +64,8 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
           name: req.name,
           context: req.context ?? {},
           ocr: req.ocr,
+          policyJson: req.policyJson === "" ? "" : checkedPolicyJson(req.policyJson),
+          secrets: req.secrets.map((x) => ({ name: x.name, value: x.value })),
         });
         e.detail = `session ${row.sessionId}${row.name ? ` (${row.name.slice(0, 100)})` : ""}`;
         deps.log.info("session started", { sessionId: row.sessionId, serial, leaseId: lease.leaseId, by: principal.tokenName });
@@ -101,16 +108,37 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       const page = deps.steps.listPage(session.sessionId, req);
       return create(ListSessionStepsResponseSchema, { steps: page.items.map((s) => stepFor(viewer, stepMessage(s))), nextPageToken: page.nextPageToken });
     },
+    async appendSessionStep(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const step = await deps.recorder.appendClientStep(req.sessionId, principal, {
+        action: req.action,
+        description: req.description,
+        arguments: req.arguments,
+        ok: req.ok,
+        errorCode: req.errorCode,
+        errorMessage: req.errorMessage,
+        response: req.response,
+        artifacts: req.artifacts,
+        startTime: req.startTime ? timestampMs(req.startTime) : undefined,
+        durationMs: req.durationMs,
+      });
+      return create(AppendSessionStepResponseSchema, { step: stepFor(principal, stepMessage(step)) });
+    },
     async *readSessionImage(req) {
       const session = deps.sessions.get(req.sessionId);
       const row = /^[0-9a-f]{64}$/.test(req.sha256) ? deps.steps.image(session.sessionId, req.sha256) : undefined;
       if (!row) throw farmError(Errors.NOT_FOUND, `session ${session.sessionId} shows no screenshot ${req.sha256}`, "sha256");
       let first = true;
-      for await (const chunk of deps.images.read(row.sha256)) {
+      for await (const chunk of deps.images.read(row.sha256, row.mimeType)) {
         yield create(ReadSessionImageResponseSchema, { size: first ? BigInt(row.size) : 0n, chunk });
         first = false;
       }
       if (first) yield create(ReadSessionImageResponseSchema, { size: BigInt(row.size) });
     },
   });
+}
+
+/** The policy as the coordinator keeps it: validated again here (a client is not trusted), in its canonical JSON. */
+function checkedPolicyJson(text: string): string {
+  return JSON.stringify(parsePolicy(text, "json"));
 }

@@ -11,13 +11,15 @@ export interface StepRow {
   createdAt: number;
 }
 
-/** A stored screenshot as a session references it. */
+/** A stored file (a screenshot, a log, a diagnosis) as a session references it. */
 export interface SessionImageRow {
   sessionId: string;
   sha256: string;
   size: number;
+  /** Pixels, for images; 0 otherwise. */
   width: number;
   height: number;
+  mimeType: string;
 }
 
 /** Where timelines are kept. Each method is one atomic write or read. */

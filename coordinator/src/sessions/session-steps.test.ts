@@ -105,7 +105,7 @@ describe("SessionSteps", () => {
 
   it("knows which screenshots a session shows, newest first, and only that session's", () => {
     const { steps, s } = setup();
-    for (const c of ["a", "b", "a"]) steps.addImage({ sessionId: s.sessionId, sha256: c.repeat(64), size: 1, width: 2, height: 3 });
+    for (const c of ["a", "b", "a"]) steps.addImage({ sessionId: s.sessionId, sha256: c.repeat(64), size: 1, width: 2, height: 3, mimeType: "image/png" });
     expect(steps.knownImages(s.sessionId)).toEqual(["b".repeat(64), "a".repeat(64)]);
     expect(steps.image(s.sessionId, "a".repeat(64))).toMatchObject({ width: 2, height: 3 });
     expect(steps.image("other", "a".repeat(64))).toBeUndefined();

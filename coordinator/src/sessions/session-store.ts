@@ -20,6 +20,11 @@ export interface SessionRow {
   failedStepCount: number;
   context: Record<string, JsonValue>;
   ocr: boolean;
+  /** The validated capture policy as JSON, "" without one, and its sha256. */
+  policyJson: string;
+  policySha256: string;
+  /** Names of the session's secrets (their values live only in memory). */
+  secretNames: string[];
 }
 
 /** What a listing may be narrowed to; undefined means any. */

@@ -46,6 +46,18 @@ export function stepMessage(s: StoredStep): SessionStep {
         }
       : {}),
     requestedBy: v.requestedBy,
+    artifacts: v.artifacts.map((a) => ({
+      name: a.name,
+      kind: a.kind,
+      provider: a.provider,
+      sha256: a.sha256 ?? "",
+      size: BigInt(a.size ?? 0),
+      mimeType: a.mimeType ?? "",
+      when: a.when ?? "",
+      skippedReason: a.skippedReason ?? "",
+      warning: a.warning ?? "",
+      reason: a.reason ?? "",
+    })),
   });
 }
 

@@ -41,7 +41,7 @@ describe("readStepRecord", () => {
     const view = readStepRecord(JSON.stringify(v2), 99);
     const { version, ...rest } = v2;
     expect(version).toBe(2);
-    expect(view).toEqual({ ...rest, recordVersion: 2 });
+    expect(view).toEqual({ ...rest, recordVersion: 2, artifacts: [] });
   });
 
   it("reads damaged and future records as failed steps that say why, never throwing", () => {

@@ -30,6 +30,22 @@ export interface StepResultRecord {
   response?: JsonObject;
 }
 
+/** Evidence kept with a step beyond its two screenshots, or a kind that could not be supplied. */
+export interface StepArtifactRecord {
+  name: string;
+  kind: string;
+  /** agent, adb, app-sdk, runner or coordinator. */
+  provider: string;
+  sha256?: string;
+  size?: number;
+  mimeType?: string;
+  when?: string;
+  skippedReason?: string;
+  warning?: string;
+  /** Which rule asked for it. */
+  reason?: string;
+}
+
 export interface StepAttemptRecord {
   startedAt: number;
   durationMs: number;
@@ -51,6 +67,8 @@ export interface StepRecordV2 {
   durationMs: number;
   attempts: StepAttemptRecord[];
   requestedBy: string;
+  /** Absent in records written before artifacts existed: none. */
+  artifacts?: StepArtifactRecord[];
 }
 
 /**
@@ -67,8 +85,9 @@ export interface StepRecordV1 {
 }
 
 /** A stored step as every reader sees it, whatever version it was written in. */
-export interface StepView extends Omit<StepRecordV2, "version"> {
+export interface StepView extends Omit<StepRecordV2, "version" | "artifacts"> {
   recordVersion: number;
+  artifacts: StepArtifactRecord[];
 }
 
 const legacyPath = /^evidence\/([0-9a-f-]{36})\/([A-Za-z0-9._-]+)$/;
@@ -104,6 +123,7 @@ export function readStepRecord(text: string, createdAt: number): StepView {
       durationMs: num(v.durationMs, 0),
       attempts: Array.isArray(v.attempts) ? v.attempts : [],
       requestedBy: str(v.requestedBy),
+      artifacts: Array.isArray(v.artifacts) ? v.artifacts : [],
     };
   }
   return unreadable(typeof r["version"] === "number" ? r["version"] : 0, createdAt, `record version ${String(r["version"])} is newer than this coordinator reads`);
@@ -128,6 +148,7 @@ function fromV1(v: StepRecordV1, createdAt: number): StepView {
     durationMs: 0,
     attempts: [],
     requestedBy: str(v.requestedBy),
+    artifacts: [],
   };
 }
 
@@ -145,6 +166,7 @@ function unreadable(version: number, createdAt: number, why: string): StepView {
     durationMs: 0,
     attempts: [],
     requestedBy: "",
+    artifacts: [],
   };
 }
 

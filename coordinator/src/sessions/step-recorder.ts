@@ -1,16 +1,49 @@
+import { createHash } from "node:crypto";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { DescMethodUnary, Message } from "@bufbuild/protobuf";
-import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
+import type { DescMethodUnary, JsonObject, Message, MessageInitShape } from "@bufbuild/protobuf";
+import { createRedactor, type Redactor } from "@farm/shared/redaction/redactor";
+import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import type { StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { targetIdOf, type CapturePlan, type CapturePlans } from "./capture-plans.js";
 import type { BlobStore } from "../evidence/blob-store.js";
 import { ownerOf } from "../evidence/blob-service.js";
-import type { SessionImageStore } from "./session-image-store.js";
-import type { SessionSteps, StepOcrRecord } from "./session-steps.js";
+import { pngSize, type SessionImageStore } from "./session-image-store.js";
+import type { SessionSteps, StepOcrRecord, StoredStep } from "./session-steps.js";
 import type { SessionRow } from "./session-store.js";
 import type { Sessions } from "./sessions.js";
 import { describeStep, failureOf, resultOf } from "./step-describe.js";
-import { STEP_RECORD_VERSION, type StepImageRecord, type StepRecordV1, type StepRecordV2 } from "./step-record.js";
+import { STEP_RECORD_VERSION, type StepArtifactRecord, type StepImageRecord, type StepRecordV1, type StepRecordV2, type StepResultRecord } from "./step-record.js";
+
+/** Files kept with a step: what the dashboard and an export can show. */
+const ARTIFACT_TYPES = new Set(["image/png", "application/json", "text/plain", "video/mp4"]);
+const PROVIDERS = new Set(["agent", "adb", "app-sdk", "runner", "coordinator"]);
+const CLIENT_ACTIONS = new Set(["assert-visual", "wait"]);
+const MAX_ARTIFACTS = 16;
+const MAX_CLIENT_JSON = 64 * 1024;
+
+/** A client step as AppendSessionStep carries it. */
+export interface ClientStepRequest {
+  action: string;
+  description: string;
+  arguments: JsonObject | undefined;
+  ok: boolean;
+  errorCode: string;
+  errorMessage: string;
+  response: JsonObject | undefined;
+  artifacts: { name: string; kind: string; provider: string; blobId: string; mimeType: string; when: string }[];
+  startTime?: number | undefined;
+  durationMs: number;
+}
+
+/** Masks a record's text in place: the description, arguments and result. Images are not masked. */
+function maskRecord(record: StepRecordV2, mask: Redactor): void {
+  record.description = mask.text(record.description);
+  record.arguments = mask.json(record.arguments) as JsonObject;
+  record.result = mask.json(record.result) as StepResultRecord;
+  record.attempts = record.attempts.map((a) => ({ ...a, errorMessage: mask.text(a.errorMessage) }));
+}
 
 /** Queues the OCR of a stored step's before screenshot (step-ocr.ts). */
 export interface StepOcrQueue {
@@ -24,6 +57,8 @@ export interface StepRecorderDeps {
   blobs: BlobStore;
   /** Absent: sessions with OCR on record their steps with OCR skipped. */
   ocr?: StepOcrQueue | undefined;
+  /** The sessions' capture policies (and the site default). */
+  plans?: CapturePlans | undefined;
   log: Logger;
   now?: () => number;
 }
@@ -33,6 +68,10 @@ export interface OpenStep {
   session: SessionRow;
   sequence: number;
   startedAt: number;
+  /** What the step asks of the agent beyond its screenshots (from the session's policy and --capture). */
+  plan?: CapturePlan | undefined;
+  /** Masks the session's secrets in what the coordinator keeps of the step. */
+  mask?: Redactor | undefined;
 }
 
 /** What came back for a step: the answer or the failure, and what the agent captured. */
@@ -73,7 +112,37 @@ export class StepRecorder {
 
   /** Numbers a step of a checked session; `known` are screens the agent need not upload again. */
   open(session: SessionRow): OpenStep & { known: string[] } {
-    return { session, sequence: this.deps.steps.reserve(session.sessionId), startedAt: this.now(), known: this.deps.steps.knownImages(session.sessionId) };
+    const secrets = this.deps.sessions.secretsOf(session);
+    return {
+      session,
+      sequence: this.deps.steps.reserve(session.sessionId),
+      startedAt: this.now(),
+      known: this.deps.steps.knownImages(session.sessionId),
+      ...(secrets.length > 0 ? { mask: createRedactor({ secrets }) } : {}),
+    };
+  }
+
+  /**
+   * What a routed step asks of the agent: the captures its session's policy
+   * and `--capture` want, and the masking to apply before anything leaves
+   * the agent's host.
+   */
+  planFor(step: OpenStep, method: DescMethodUnary, request: Message, perAction: readonly string[]): { captures: string[]; redaction: MessageInitShape<typeof RedactionSchema>; logFilterspec: string; logPackage: string } {
+    const plans = this.deps.plans;
+    const secrets = this.deps.sessions.secretsOf(step.session);
+    if (!plans) return { captures: [], redaction: { secrets }, logFilterspec: "", logPackage: "" };
+    const d = describeStep(method, request);
+    const sel = ((d.arguments["tap"] as JsonObject | undefined)?.["element"] as JsonObject | undefined) ?? undefined;
+    const targetKnown = !sel || typeof sel["resourceId"] === "string";
+    step.plan = plans.plan(step.session, d.action, targetIdOf(d.arguments, undefined), perAction, targetKnown);
+    const { raw } = plans.policyOf(step.session);
+    const r = raw.redact ?? {};
+    return {
+      captures: step.plan.tokens,
+      redaction: { secrets, labels: r.labels ?? [], fields: r.fields ?? [], headers: r.headers ?? [], unmaskHeaders: r.unmaskHeaders ?? [] },
+      logFilterspec: raw.log?.filterspec ?? "",
+      logPackage: raw.log?.package ?? "",
+    };
   }
 
   /**
@@ -88,6 +157,14 @@ export class StepRecorder {
       const after = ev?.after ? await this.keep(session.sessionId, ev.after, agentToken) : null;
       const failed = outcome.error !== undefined || outcome.response === undefined;
       const d = describeStep(method, request, outcome.response);
+      // What the policy keeps, now that the step's outcome is known (screenChanged: its pixels changed).
+      let kept: Map<string, string> | undefined;
+      if (step.plan && this.deps.plans) {
+        const response = outcome.response ? (resultOf(method, outcome.response).response ?? {}) : {};
+        const facts = step.plan.facts.targetId ? step.plan : { ...step.plan, facts: { ...step.plan.facts, targetId: targetIdOf(d.arguments, response) } };
+        const screenChanged = Boolean(before?.sha256 && after?.sha256 && before.sha256 !== after.sha256);
+        kept = this.deps.plans.keep(facts, { screenChanged, failed });
+      }
       const record: StepRecordV2 = {
         version: STEP_RECORD_VERSION,
         method: `${method.parent.typeName}/${method.name}`,
@@ -99,6 +176,7 @@ export class StepRecorder {
         after,
         startedAt: ev?.startTime ? timestampMs(ev.startTime) : step.startedAt,
         durationMs: ev?.startTime ? ev.durationMs : this.now() - step.startedAt,
+        artifacts: await this.keepArtifacts(session.sessionId, ev?.artifacts ?? [], agentToken, kept),
         attempts: (ev?.attempts ?? []).map((a) => ({
           startedAt: a.startTime ? timestampMs(a.startTime) : 0,
           durationMs: a.durationMs,
@@ -107,6 +185,7 @@ export class StepRecorder {
         })),
         requestedBy,
       };
+      if (step.mask) maskRecord(record, step.mask);
       let ocr: StepOcrRecord | null = null;
       if (session.ocr) ocr = before?.sha256 && this.deps.ocr ? { status: "pending", observations: [] } : { status: "skipped", observations: [], error: before?.sha256 ? "OCR is not available on this coordinator" : "no before screenshot" };
       const stored = this.deps.steps.append(session.sessionId, sequence, record, { failed, ocr });
@@ -136,6 +215,112 @@ export class StepRecorder {
     }
   }
 
+  /**
+   * The agent's artifacts (a device log, a video, a UI tree), each kept
+   * like a screenshot (its own blob, the announced sha256), or recorded as
+   * skipped or dropped with the reason: a gap is never silent.
+   */
+  private async keepArtifacts(sessionId: string, reports: readonly StepArtifactReport[], agentToken: string, kept?: ReadonlyMap<string, string>): Promise<StepArtifactRecord[]> {
+    const out: StepArtifactRecord[] = [];
+    const reasons = kept;
+    for (const a of reports.slice(0, MAX_ARTIFACTS)) {
+      // A speculative capture the step's outcome does not keep is thrown away, unseen.
+      if (kept && !kept.has(a.token)) {
+        if (a.blobId) await this.deps.blobs.remove(a.blobId);
+        continue;
+      }
+      const rec: StepArtifactRecord = { name: a.name, kind: a.kind, provider: a.provider, ...(a.when ? { when: a.when } : {}), ...(reasons?.get(a.token) ? { reason: reasons.get(a.token) as string } : {}) };
+      if (a.skippedReason) rec.skippedReason = a.skippedReason;
+      if (a.warning) rec.warning = a.warning;
+      if (a.blobId) {
+        try {
+          if (!ARTIFACT_TYPES.has(a.mimeType)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `an artifact of type ${a.mimeType} is not kept`);
+          const blob = this.deps.blobs.take(a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
+          if (blob.sha256 !== a.sha256) {
+            await this.deps.blobs.remove(a.blobId);
+            throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the artifact's blob has sha256 ${blob.sha256}, the agent said ${a.sha256}`);
+          }
+          await this.deps.images.adoptFile(blob.file, blob.sha256, a.mimeType);
+          this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: 0, height: 0, mimeType: a.mimeType });
+          Object.assign(rec, { sha256: blob.sha256, size: blob.size, mimeType: a.mimeType });
+        } catch (err) {
+          const r = toErrorReport(err);
+          rec.warning = `dropped: ${r.code}: ${r.message}`;
+        }
+      }
+      out.push(rec);
+    }
+    return out;
+  }
+
+  /**
+   * A step the client made itself (a visual check, a wait) with the files
+   * it uploaded: only the session's owner, while it runs. JSON and text
+   * files are masked with the session's secrets before they are kept.
+   */
+  async appendClientStep(sessionId: string, caller: { tokenName: string; kind: "user" | "agent" }, req: ClientStepRequest): Promise<StoredStep> {
+    const session = this.deps.sessions.get(sessionId);
+    if (session.status !== "running") throw farmError(Errors.SESSION_ENDED, `session ${sessionId} has ended (${session.status})`, "session_id");
+    if (session.owner !== caller.tokenName) throw farmError(Errors.SESSION_MISMATCH, `session ${sessionId} belongs to ${session.owner}; only its owner records steps in it`, "session_id");
+    if (!CLIENT_ACTIONS.has(req.action)) throw invalidArgument("action", `a client step is one of ${[...CLIENT_ACTIONS].join(", ")}`);
+    if (req.description.length > 300) throw invalidArgument("description", "at most 300 characters");
+    if (req.errorCode && !Object.hasOwn(Errors, req.errorCode)) throw invalidArgument("error_code", `${req.errorCode.slice(0, 64)} is not a code of the error table`);
+    if (req.ok && req.errorCode) throw invalidArgument("error_code", "a step that passed has no error code");
+    for (const [field, v] of [["arguments", req.arguments], ["response", req.response]] as const) {
+      if (Buffer.byteLength(JSON.stringify(v ?? {})) > MAX_CLIENT_JSON) throw invalidArgument(field, `at most ${MAX_CLIENT_JSON} bytes as JSON`);
+    }
+    if (req.artifacts.length > MAX_ARTIFACTS) throw invalidArgument("artifacts", `at most ${MAX_ARTIFACTS} files`);
+    req.artifacts.forEach((a, i) => {
+      if (!/^[A-Za-z0-9._-]{1,100}$/.test(a.name)) throw invalidArgument(`artifacts[${i}].name`, "a plain file name");
+      if (!ARTIFACT_TYPES.has(a.mimeType)) throw invalidArgument(`artifacts[${i}].mime_type`, `one of ${[...ARTIFACT_TYPES].join(", ")}`);
+      if (!PROVIDERS.has(a.provider)) throw invalidArgument(`artifacts[${i}].provider`, `one of ${[...PROVIDERS].join(", ")}`);
+    });
+    const step = this.open(session);
+    const redactText = (t: string) => (step.mask ? step.mask.text(t) : t);
+    const artifacts: StepArtifactRecord[] = [];
+    for (const a of req.artifacts) {
+      const blob = this.deps.blobs.take(a.blobId, ownerOf(caller));
+      let sha256 = blob.sha256;
+      let size = blob.size;
+      if (a.mimeType === "image/png") {
+        const dims = await pngSize(blob.file);
+        if (!dims) {
+          await rm(blob.file, { force: true });
+          throw invalidArgument("artifacts", `${a.name} is not a PNG`);
+        }
+        await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
+        this.deps.steps.addImage({ sessionId, sha256, size, width: dims.width, height: dims.height, mimeType: a.mimeType });
+      } else {
+        // Text is masked here, before it is kept: the client may not know the session's secrets.
+        const masked = Buffer.from(redactText(await readFile(blob.file, "utf8")), "utf8");
+        await writeFile(blob.file, masked, { mode: 0o600 });
+        sha256 = createHash("sha256").update(masked).digest("hex");
+        size = masked.length;
+        await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
+        this.deps.steps.addImage({ sessionId, sha256, size, width: 0, height: 0, mimeType: a.mimeType });
+      }
+      artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
+    }
+    const record: StepRecordV2 = {
+      version: STEP_RECORD_VERSION,
+      method: "farm.v1.SessionService/AppendSessionStep",
+      action: req.action,
+      description: redactText(req.description),
+      arguments: JSON.parse(redactText(JSON.stringify(req.arguments ?? {}))) as JsonObject,
+      result: { ok: req.ok, ...(req.errorCode ? { errorCode: req.errorCode } : {}), ...(req.errorMessage ? { errorMessage: redactText(req.errorMessage) } : {}), response: JSON.parse(redactText(JSON.stringify(req.response ?? {}))) as JsonObject },
+      before: null,
+      after: null,
+      startedAt: req.startTime ?? step.startedAt,
+      durationMs: req.durationMs,
+      attempts: [],
+      requestedBy: caller.tokenName,
+      artifacts,
+    };
+    const stored = this.deps.steps.append(sessionId, step.sequence, record, { failed: !req.ok, ocr: session.ocr ? { status: "skipped", observations: [], error: "a client step has no before screenshot" } : null });
+    if (!stored) throw farmError(Errors.SESSION_NOT_FOUND, `no session ${sessionId}`, "session_id");
+    return stored.step;
+  }
+
   /** A screenshot the agent reported, kept in the store, or the reason it is not. */
   private async keep(sessionId: string, shot: StepShot, agentToken: string): Promise<StepImageRecord> {
     const capturedAt = shot.captureTime ? timestampMs(shot.captureTime) : undefined;
@@ -156,7 +341,7 @@ export class StepRecorder {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the screenshot's blob has sha256 ${blob.sha256}, the agent said ${shot.sha256}`);
       }
       await this.deps.images.adopt(blob.file, blob.sha256, { width: shot.width, height: shot.height });
-      this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: shot.width, height: shot.height });
+      this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: shot.width, height: shot.height, mimeType: "image/png" });
       return { ...base, sha256: blob.sha256, width: shot.width, height: shot.height, size: blob.size };
     } catch (err) {
       const r = toErrorReport(err);

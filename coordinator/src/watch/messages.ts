@@ -94,5 +94,8 @@ export function sessionMessage(row: SessionRow, agentName: string): Session {
     failedStepCount: row.failedStepCount,
     context: row.context,
     ocr: row.ocr,
+    policyJson: row.policyJson,
+    policySha256: row.policySha256,
+    secretNames: row.secretNames,
   });
 }

@@ -25,6 +25,7 @@ import { rebootCommand } from './reboot.js';
 import { headCommand, tailCommand } from './head-tail.js';
 import { screenrecordCommand } from './screenrecord.js';
 import { logcatCommand } from './logcat.js';
+import { logCommand } from './log.js';
 import { idCommand, whoamiCommand } from './id.js';
 import { sttyCommand } from './stty.js';
 import { nohupCommand } from './nohup.js';
@@ -66,6 +67,7 @@ export const DEFAULT_COMMANDS: CommandTable = new Map<string, ShellCommand>([
   ['settings', settingsCommand],
   ['ps', psCommand],
   ['pidof', pidofCommand],
+  ['log', logCommand],
   ['kill', killCommand],
   ['run-as', runAsCommand],
   ['reboot', rebootCommand],

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIn0KDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASIgoEY2FsbBgDIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCLEAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwSIgoEc3RlcBgHIAEoCzIULmZhcm0udjEuU3RlcENhcHR1cmUiSQoLU3RlcENhcHR1cmUSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoDRIUCgxrbm93bl9zaGEyNTYYAyADKAkixgEKDFN0ZXBFdmlkZW5jZRIhCgZiZWZvcmUYASABKAsyES5mYXJtLnYxLlN0ZXBTaG90EiAKBWFmdGVyGAIgASgLMhEuZmFybS52MS5TdGVwU2hvdBIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgEIAEoDRIsCghhdHRlbXB0cxgFIAMoCzIaLmZhcm0udjEuU3RlcEF0dGVtcHRSZXBvcnQisAEKCFN0ZXBTaG90Eg8KB2Jsb2JfaWQYASABKAkSDgoGc2hhMjU2GAIgASgJEg0KBXdpZHRoGAMgASgNEg4KBmhlaWdodBgEIAEoDRIMCgRzaXplGAUgASgDEjAKDGNhcHR1cmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoFZXJyb3IYByABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvciJ+ChFTdGVwQXR0ZW1wdFJlcG9ydBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgCIAEoDRIkCgVlcnJvchgDIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yIoIBCg9BZ2VudENhbGxSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRIkCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yEhAKCHJlc3BvbnNlGAMgASgMEiMKBHN0ZXAYBCABKAsyFS5mYXJtLnYxLlN0ZXBFdmlkZW5jZSJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIn0KDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASIgoEY2FsbBgDIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCLEAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwSIgoEc3RlcBgHIAEoCzIULmZhcm0udjEuU3RlcENhcHR1cmUirwEKC1N0ZXBDYXB0dXJlEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKA0SFAoMa25vd25fc2hhMjU2GAMgAygJEhAKCGNhcHR1cmVzGAQgAygJEiUKCXJlZGFjdGlvbhgFIAEoCzISLmZhcm0udjEuUmVkYWN0aW9uEhYKDmxvZ19maWx0ZXJzcGVjGAYgASgJEhMKC2xvZ19wYWNrYWdlGAcgASgJImUKCVJlZGFjdGlvbhIPCgdzZWNyZXRzGAEgAygJEg4KBmxhYmVscxgCIAMoCRIOCgZmaWVsZHMYAyADKAkSDwoHaGVhZGVycxgEIAMoCRIWCg51bm1hc2tfaGVhZGVycxgFIAMoCSL2AQoMU3RlcEV2aWRlbmNlEiEKBmJlZm9yZRgBIAEoCzIRLmZhcm0udjEuU3RlcFNob3QSIAoFYWZ0ZXIYAiABKAsyES5mYXJtLnYxLlN0ZXBTaG90Ei4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAQgASgNEiwKCGF0dGVtcHRzGAUgAygLMhouZmFybS52MS5TdGVwQXR0ZW1wdFJlcG9ydBIuCglhcnRpZmFjdHMYBiADKAsyGy5mYXJtLnYxLlN0ZXBBcnRpZmFjdFJlcG9ydCLKAQoSU3RlcEFydGlmYWN0UmVwb3J0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIPCgdibG9iX2lkGAQgASgJEg4KBnNoYTI1NhgFIAEoCRIMCgRzaXplGAYgASgDEhEKCW1pbWVfdHlwZRgHIAEoCRIMCgR3aGVuGAggASgJEhYKDnNraXBwZWRfcmVhc29uGAkgASgJEg8KB3dhcm5pbmcYCiABKAkSDQoFdG9rZW4YCyABKAkisAEKCFN0ZXBTaG90Eg8KB2Jsb2JfaWQYASABKAkSDgoGc2hhMjU2GAIgASgJEg0KBXdpZHRoGAMgASgNEg4KBmhlaWdodBgEIAEoDRIMCgRzaXplGAUgASgDEjAKDGNhcHR1cmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoFZXJyb3IYByABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvciJ+ChFTdGVwQXR0ZW1wdFJlcG9ydBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgCIAEoDRIkCgVlcnJvchgDIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yIoIBCg9BZ2VudENhbGxSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRIkCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yEhAKCHJlc3BvbnNlGAMgASgMEiMKBHN0ZXAYBCABKAsyFS5mYXJtLnYxLlN0ZXBFdmlkZW5jZSJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -211,6 +211,35 @@ export type StepCapture = Message<"farm.v1.StepCapture"> & {
    * @generated from field: repeated string known_sha256 = 3;
    */
   knownSha256: string[];
+
+  /**
+   * Evidence beyond the baseline screenshots for this step, resolved from
+   * the session's policy: "deviceLog.around", "elements.after",
+   * "video.around", "screenshot.before", ...
+   *
+   * @generated from field: repeated string captures = 4;
+   */
+  captures: string[];
+
+  /**
+   * What to mask before any byte leaves the agent.
+   *
+   * @generated from field: farm.v1.Redaction redaction = 5;
+   */
+  redaction?: Redaction | undefined;
+
+  /**
+   * deviceLog: a logcat filterspec ("*:W ActivityManager:I"), and/or only
+   * this app's lines (by its pid).
+   *
+   * @generated from field: string log_filterspec = 6;
+   */
+  logFilterspec: string;
+
+  /**
+   * @generated from field: string log_package = 7;
+   */
+  logPackage: string;
 };
 
 /**
@@ -219,6 +248,55 @@ export type StepCapture = Message<"farm.v1.StepCapture"> & {
  */
 export const StepCaptureSchema: GenMessage<StepCapture> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 4);
+
+/**
+ * Masking applied on the agent to logs, element trees and text it stores.
+ *
+ * @generated from message farm.v1.Redaction
+ */
+export type Redaction = Message<"farm.v1.Redaction"> & {
+  /**
+   * Literal values, masked with their percent-, HTML- and JSON-escaped
+   * forms and inside Authorization: Basic credentials.
+   *
+   * @generated from field: repeated string secrets = 1;
+   */
+  secrets: string[];
+
+  /**
+   * Element labels (resource id, text or content description) whose node
+   * values are masked in element trees.
+   *
+   * @generated from field: repeated string labels = 2;
+   */
+  labels: string[];
+
+  /**
+   * JSON field names whose values are masked.
+   *
+   * @generated from field: repeated string fields = 3;
+   */
+  fields: string[];
+
+  /**
+   * Header names masked in addition to the defaults, and defaults not to mask.
+   *
+   * @generated from field: repeated string headers = 4;
+   */
+  headers: string[];
+
+  /**
+   * @generated from field: repeated string unmask_headers = 5;
+   */
+  unmaskHeaders: string[];
+};
+
+/**
+ * Describes the message farm.v1.Redaction.
+ * Use `create(RedactionSchema)` to create a new message.
+ */
+export const RedactionSchema: GenMessage<Redaction> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 5);
 
 /**
  * What the agent saw around a recorded step.
@@ -256,6 +334,14 @@ export type StepEvidence = Message<"farm.v1.StepEvidence"> & {
    * @generated from field: repeated farm.v1.StepAttemptReport attempts = 5;
    */
   attempts: StepAttemptReport[];
+
+  /**
+   * The captures asked for in StepCapture.captures, each uploaded as a
+   * blob, or skipped / dropped with the reason.
+   *
+   * @generated from field: repeated farm.v1.StepArtifactReport artifacts = 6;
+   */
+  artifacts: StepArtifactReport[];
 };
 
 /**
@@ -263,7 +349,76 @@ export type StepEvidence = Message<"farm.v1.StepEvidence"> & {
  * Use `create(StepEvidenceSchema)` to create a new message.
  */
 export const StepEvidenceSchema: GenMessage<StepEvidence> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+  messageDesc(file_farm_v1_agent_service, 6);
+
+/**
+ * @generated from message farm.v1.StepArtifactReport
+ */
+export type StepArtifactReport = Message<"farm.v1.StepArtifactReport"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string blob_id = 4;
+   */
+  blobId: string;
+
+  /**
+   * @generated from field: string sha256 = 5;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: int64 size = 6;
+   */
+  size: bigint;
+
+  /**
+   * @generated from field: string mime_type = 7;
+   */
+  mimeType: string;
+
+  /**
+   * @generated from field: string when = 8;
+   */
+  when: string;
+
+  /**
+   * @generated from field: string skipped_reason = 9;
+   */
+  skippedReason: string;
+
+  /**
+   * @generated from field: string warning = 10;
+   */
+  warning: string;
+
+  /**
+   * The capture token it answers ("deviceLog.around").
+   *
+   * @generated from field: string token = 11;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message farm.v1.StepArtifactReport.
+ * Use `create(StepArtifactReportSchema)` to create a new message.
+ */
+export const StepArtifactReportSchema: GenMessage<StepArtifactReport> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * One screen capture: uploaded as a blob (blob_id), or already known to the
@@ -314,7 +469,7 @@ export type StepShot = Message<"farm.v1.StepShot"> & {
  * Use `create(StepShotSchema)` to create a new message.
  */
 export const StepShotSchema: GenMessage<StepShot> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * @generated from message farm.v1.StepAttemptReport
@@ -341,7 +496,7 @@ export type StepAttemptReport = Message<"farm.v1.StepAttemptReport"> & {
  * Use `create(StepAttemptReportSchema)` to create a new message.
  */
 export const StepAttemptReportSchema: GenMessage<StepAttemptReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * @generated from message farm.v1.AgentCallResult
@@ -379,7 +534,7 @@ export type AgentCallResult = Message<"farm.v1.AgentCallResult"> & {
  * Use `create(AgentCallResultSchema)` to create a new message.
  */
 export const AgentCallResultSchema: GenMessage<AgentCallResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 8);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * @generated from message farm.v1.CommandError
@@ -410,7 +565,7 @@ export type CommandError = Message<"farm.v1.CommandError"> & {
  * Use `create(CommandErrorSchema)` to create a new message.
  */
 export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 9);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * Something that happened to a device, for the activity history.
@@ -451,7 +606,7 @@ export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
  * Use `create(DeviceEventSchema)` to create a new message.
  */
 export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 10);
+  messageDesc(file_farm_v1_agent_service, 12);
 
 /**
  * First message on every stream.
@@ -507,7 +662,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 11);
+  messageDesc(file_farm_v1_agent_service, 13);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -529,7 +684,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 12);
+  messageDesc(file_farm_v1_agent_service, 14);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -546,7 +701,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 13);
+  messageDesc(file_farm_v1_agent_service, 15);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -566,7 +721,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 14);
+  messageDesc(file_farm_v1_agent_service, 16);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -593,7 +748,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 15);
+  messageDesc(file_farm_v1_agent_service, 17);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -624,7 +779,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 16);
+  messageDesc(file_farm_v1_agent_service, 18);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)

@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/session_service.proto.
  */
 export const file_farm_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIHZmFybS52MSKEAwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLcGh5c2ljYWxfaWQYAyABKAkSDgoGc2VyaWFsGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSEAoIbGVhc2VfaWQYByABKAkSDQoFb3duZXIYCCABKAkSJgoGc3RhdHVzGAkgASgOMhYuZmFybS52MS5TZXNzaW9uU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3RlcF9jb3VudBgMIAEoDRIoCgdjb250ZXh0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYDiABKAgSGQoRZmFpbGVkX3N0ZXBfY291bnQYDyABKA0iugMKC1Nlc3Npb25TdGVwEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKA0SFgoOcmVjb3JkX3ZlcnNpb24YAyABKA0SDgoGbWV0aG9kGAQgASgJEg4KBmFjdGlvbhgFIAEoCRITCgtkZXNjcmlwdGlvbhgGIAEoCRIqCglhcmd1bWVudHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiMKBnJlc3VsdBgIIAEoCzITLmZhcm0udjEuU3RlcFJlc3VsdBIiCgZiZWZvcmUYCSABKAsyEi5mYXJtLnYxLlN0ZXBJbWFnZRIhCgVhZnRlchgKIAEoCzISLmZhcm0udjEuU3RlcEltYWdlEi4KCnN0YXJ0X3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAwgASgNEiYKCGF0dGVtcHRzGA0gAygLMhQuZmFybS52MS5TdGVwQXR0ZW1wdBIdCgNvY3IYDiABKAsyEC5mYXJtLnYxLlN0ZXBPY3ISFAoMcmVxdWVzdGVkX2J5GA8gASgJIo8CCgpTdGVwUmVzdWx0EgoKAm9rGAEgASgIEhIKCmVycm9yX2NvZGUYAiABKAkSFQoNZXJyb3JfbWVzc2FnZRgDIAEoCRITCgtlcnJvcl9maWVsZBgEIAEoCRIXCgpkaXNwYXRjaGVkGAUgASgISACIAQESEQoJYW1iaWd1b3VzGAYgASgIEhEKCWFjdGlvbl9pZBgHIAEoCRIWCglleGl0X2NvZGUYCCABKAVIAYgBARIWCg5vdXRwdXRfZXhjZXJwdBgJIAEoCRIpCghyZXNwb25zZRgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDQoLX2Rpc3BhdGNoZWRCDAoKX2V4aXRfY29kZSLIAQoJU3RlcEltYWdlEg4KBnNoYTI1NhgBIAEoCRINCgV3aWR0aBgCIAEoDRIOCgZoZWlnaHQYAyABKA0SDAoEc2l6ZRgEIAEoAxIwCgxjYXB0dXJlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmVycm9yX2NvZGUYBiABKAkSFQoNZXJyb3JfbWVzc2FnZRgHIAEoCRITCgtldmlkZW5jZV9pZBgIIAEoCRIMCgRwYXRoGAkgASgJIn0KC1N0ZXBBdHRlbXB0Ei4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAIgASgNEhIKCmVycm9yX2NvZGUYAyABKAkSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSJsCgdTdGVwT2NyEg4KBnN0YXR1cxgBIAEoCRItCgxvYnNlcnZhdGlvbnMYAiADKAsyFy5mYXJtLnYxLk9jck9ic2VydmF0aW9uEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgNIlEKDk9jck9ic2VydmF0aW9uEgwKBHRleHQYASABKAkSEgoKY29uZmlkZW5jZRgCIAEoAhIdCgZib3VuZHMYAyABKAsyDS5mYXJtLnYxLlJlY3QigQEKE1N0YXJ0U2Vzc2lvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDAoEbmFtZRgCIAEoCRIoCgdjb250ZXh0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYBCABKAgiOQoUU3RhcnRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiJPChFFbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmZhcm0udjEuU2Vzc2lvblN0YXR1cyI3ChJFbmRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjcKEkdldFNlc3Npb25SZXNwb25zZRIhCgdzZXNzaW9uGAEgASgLMhAuZmFybS52MS5TZXNzaW9uIpgBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRImCgZzdGF0dXMYAyABKA4yFi5mYXJtLnYxLlNlc3Npb25TdGF0dXMSDQoFb3duZXIYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiVAoXTGlzdFNlc3Npb25TdGVwc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJYChhMaXN0U2Vzc2lvblN0ZXBzUmVzcG9uc2USIwoFc3RlcHMYASADKAsyFC5mYXJtLnYxLlNlc3Npb25TdGVwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChdSZWFkU2Vzc2lvbkltYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnNoYTI1NhgCIAEoCSI3ChhSZWFkU2Vzc2lvbkltYWdlUmVzcG9uc2USDAoEc2l6ZRgBIAEoAxINCgVjaHVuaxgCIAEoDCJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIiCghzZXNzaW9ucxgBIAMoCzIQLmZhcm0udjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqoQEKDVNlc3Npb25TdGF0dXMSHgoaU0VTU0lPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZTRVNTSU9OX1NUQVRVU19SVU5OSU5HEAESGQoVU0VTU0lPTl9TVEFUVVNfUEFTU0VEEAISGQoVU0VTU0lPTl9TVEFUVVNfRkFJTEVEEAMSHgoaU0VTU0lPTl9TVEFUVVNfTEVBU0VfRU5ERUQQBDKkBAoOU2Vzc2lvblNlcnZpY2USUwoMU3RhcnRTZXNzaW9uEhwuZmFybS52MS5TdGFydFNlc3Npb25SZXF1ZXN0Gh0uZmFybS52MS5TdGFydFNlc3Npb25SZXNwb25zZSIGorsYAggEEk0KCkVuZFNlc3Npb24SGi5mYXJtLnYxLkVuZFNlc3Npb25SZXF1ZXN0GhsuZmFybS52MS5FbmRTZXNzaW9uUmVzcG9uc2UiBqK7GAIIBBJPCgpHZXRTZXNzaW9uEhouZmFybS52MS5HZXRTZXNzaW9uUmVxdWVzdBobLmZhcm0udjEuR2V0U2Vzc2lvblJlc3BvbnNlIgiiuxgECAMoARJVCgxMaXN0U2Vzc2lvbnMSHC5mYXJtLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHS5mYXJtLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIgiiuxgECAMoARJhChBMaXN0U2Vzc2lvblN0ZXBzEiAuZmFybS52MS5MaXN0U2Vzc2lvblN0ZXBzUmVxdWVzdBohLmZhcm0udjEuTGlzdFNlc3Npb25TdGVwc1Jlc3BvbnNlIgiiuxgECAMoARJjChBSZWFkU2Vzc2lvbkltYWdlEiAuZmFybS52MS5SZWFkU2Vzc2lvbkltYWdlUmVxdWVzdBohLmZhcm0udjEuUmVhZFNlc3Npb25JbWFnZVJlc3BvbnNlIgiiuxgECAMoATABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_ui]);
+  fileDesc("Ch1mYXJtL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIHZmFybS52MSLGAwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLcGh5c2ljYWxfaWQYAyABKAkSDgoGc2VyaWFsGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSEAoIbGVhc2VfaWQYByABKAkSDQoFb3duZXIYCCABKAkSJgoGc3RhdHVzGAkgASgOMhYuZmFybS52MS5TZXNzaW9uU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3RlcF9jb3VudBgMIAEoDRIoCgdjb250ZXh0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYDiABKAgSGQoRZmFpbGVkX3N0ZXBfY291bnQYDyABKA0SEwoLcG9saWN5X2pzb24YECABKAkSFQoNcG9saWN5X3NoYTI1NhgRIAEoCRIUCgxzZWNyZXRfbmFtZXMYEiADKAki5AMKC1Nlc3Npb25TdGVwEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKA0SFgoOcmVjb3JkX3ZlcnNpb24YAyABKA0SDgoGbWV0aG9kGAQgASgJEg4KBmFjdGlvbhgFIAEoCRITCgtkZXNjcmlwdGlvbhgGIAEoCRIqCglhcmd1bWVudHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiMKBnJlc3VsdBgIIAEoCzITLmZhcm0udjEuU3RlcFJlc3VsdBIiCgZiZWZvcmUYCSABKAsyEi5mYXJtLnYxLlN0ZXBJbWFnZRIhCgVhZnRlchgKIAEoCzISLmZhcm0udjEuU3RlcEltYWdlEi4KCnN0YXJ0X3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAwgASgNEiYKCGF0dGVtcHRzGA0gAygLMhQuZmFybS52MS5TdGVwQXR0ZW1wdBIdCgNvY3IYDiABKAsyEC5mYXJtLnYxLlN0ZXBPY3ISFAoMcmVxdWVzdGVkX2J5GA8gASgJEigKCWFydGlmYWN0cxgQIAMoCzIVLmZhcm0udjEuU3RlcEFydGlmYWN0IrQBCgxTdGVwQXJ0aWZhY3QSDAoEbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEg4KBnNoYTI1NhgEIAEoCRIMCgRzaXplGAUgASgDEhEKCW1pbWVfdHlwZRgGIAEoCRIMCgR3aGVuGAcgASgJEhYKDnNraXBwZWRfcmVhc29uGAggASgJEg8KB3dhcm5pbmcYCSABKAkSDgoGcmVhc29uGAogASgJIo8CCgpTdGVwUmVzdWx0EgoKAm9rGAEgASgIEhIKCmVycm9yX2NvZGUYAiABKAkSFQoNZXJyb3JfbWVzc2FnZRgDIAEoCRITCgtlcnJvcl9maWVsZBgEIAEoCRIXCgpkaXNwYXRjaGVkGAUgASgISACIAQESEQoJYW1iaWd1b3VzGAYgASgIEhEKCWFjdGlvbl9pZBgHIAEoCRIWCglleGl0X2NvZGUYCCABKAVIAYgBARIWCg5vdXRwdXRfZXhjZXJwdBgJIAEoCRIpCghyZXNwb25zZRgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDQoLX2Rpc3BhdGNoZWRCDAoKX2V4aXRfY29kZSLIAQoJU3RlcEltYWdlEg4KBnNoYTI1NhgBIAEoCRINCgV3aWR0aBgCIAEoDRIOCgZoZWlnaHQYAyABKA0SDAoEc2l6ZRgEIAEoAxIwCgxjYXB0dXJlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmVycm9yX2NvZGUYBiABKAkSFQoNZXJyb3JfbWVzc2FnZRgHIAEoCRITCgtldmlkZW5jZV9pZBgIIAEoCRIMCgRwYXRoGAkgASgJIn0KC1N0ZXBBdHRlbXB0Ei4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAIgASgNEhIKCmVycm9yX2NvZGUYAyABKAkSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSJsCgdTdGVwT2NyEg4KBnN0YXR1cxgBIAEoCRItCgxvYnNlcnZhdGlvbnMYAiADKAsyFy5mYXJtLnYxLk9jck9ic2VydmF0aW9uEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgNIlEKDk9jck9ic2VydmF0aW9uEgwKBHRleHQYASABKAkSEgoKY29uZmlkZW5jZRgCIAEoAhIdCgZib3VuZHMYAyABKAsyDS5mYXJtLnYxLlJlY3QivwEKE1N0YXJ0U2Vzc2lvblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSDAoEbmFtZRgCIAEoCRIoCgdjb250ZXh0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNvY3IYBCABKAgSEwoLcG9saWN5X2pzb24YBSABKAkSJwoHc2VjcmV0cxgGIAMoCzIWLmZhcm0udjEuU2Vzc2lvblNlY3JldCIsCg1TZXNzaW9uU2VjcmV0EgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiOQoUU3RhcnRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiJPChFFbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmZhcm0udjEuU2Vzc2lvblN0YXR1cyI3ChJFbmRTZXNzaW9uUmVzcG9uc2USIQoHc2Vzc2lvbhgBIAEoCzIQLmZhcm0udjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjcKEkdldFNlc3Npb25SZXNwb25zZRIhCgdzZXNzaW9uGAEgASgLMhAuZmFybS52MS5TZXNzaW9uIpgBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRImCgZzdGF0dXMYAyABKA4yFi5mYXJtLnYxLlNlc3Npb25TdGF0dXMSDQoFb3duZXIYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiVAoXTGlzdFNlc3Npb25TdGVwc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJYChhMaXN0U2Vzc2lvblN0ZXBzUmVzcG9uc2USIwoFc3RlcHMYASADKAsyFC5mYXJtLnYxLlNlc3Npb25TdGVwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLSAgoYQXBwZW5kU2Vzc2lvblN0ZXBSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEioKCWFyZ3VtZW50cxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCb2sYBSABKAgSEgoKZXJyb3JfY29kZRgGIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAcgASgJEikKCHJlc3BvbnNlGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCglhcnRpZmFjdHMYCSADKAsyFy5mYXJtLnYxLkNsaWVudEFydGlmYWN0Ei4KCnN0YXJ0X3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAsgASgNInAKDkNsaWVudEFydGlmYWN0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIPCgdibG9iX2lkGAQgASgJEhEKCW1pbWVfdHlwZRgFIAEoCRIMCgR3aGVuGAYgASgJIj8KGUFwcGVuZFNlc3Npb25TdGVwUmVzcG9uc2USIgoEc3RlcBgBIAEoCzIULmZhcm0udjEuU2Vzc2lvblN0ZXAiPQoXUmVhZFNlc3Npb25JbWFnZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZzaGEyNTYYAiABKAkiNwoYUmVhZFNlc3Npb25JbWFnZVJlc3BvbnNlEgwKBHNpemUYASABKAMSDQoFY2h1bmsYAiABKAwiUwoUTGlzdFNlc3Npb25zUmVzcG9uc2USIgoIc2Vzc2lvbnMYASADKAsyEC5mYXJtLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKqEBCg1TZXNzaW9uU3RhdHVzEh4KGlNFU1NJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWU0VTU0lPTl9TVEFUVVNfUlVOTklORxABEhkKFVNFU1NJT05fU1RBVFVTX1BBU1NFRBACEhkKFVNFU1NJT05fU1RBVFVTX0ZBSUxFRBADEh4KGlNFU1NJT05fU1RBVFVTX0xFQVNFX0VOREVEEAQyiAUKDlNlc3Npb25TZXJ2aWNlElMKDFN0YXJ0U2Vzc2lvbhIcLmZhcm0udjEuU3RhcnRTZXNzaW9uUmVxdWVzdBodLmZhcm0udjEuU3RhcnRTZXNzaW9uUmVzcG9uc2UiBqK7GAIIBBJNCgpFbmRTZXNzaW9uEhouZmFybS52MS5FbmRTZXNzaW9uUmVxdWVzdBobLmZhcm0udjEuRW5kU2Vzc2lvblJlc3BvbnNlIgaiuxgCCAQSTwoKR2V0U2Vzc2lvbhIaLmZhcm0udjEuR2V0U2Vzc2lvblJlcXVlc3QaGy5mYXJtLnYxLkdldFNlc3Npb25SZXNwb25zZSIIorsYBAgDKAESVQoMTGlzdFNlc3Npb25zEhwuZmFybS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh0uZmFybS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSIIorsYBAgDKAESYQoQTGlzdFNlc3Npb25TdGVwcxIgLmZhcm0udjEuTGlzdFNlc3Npb25TdGVwc1JlcXVlc3QaIS5mYXJtLnYxLkxpc3RTZXNzaW9uU3RlcHNSZXNwb25zZSIIorsYBAgDKAESYwoQUmVhZFNlc3Npb25JbWFnZRIgLmZhcm0udjEuUmVhZFNlc3Npb25JbWFnZVJlcXVlc3QaIS5mYXJtLnYxLlJlYWRTZXNzaW9uSW1hZ2VSZXNwb25zZSIIorsYBAgDKAEwARJiChFBcHBlbmRTZXNzaW9uU3RlcBIhLmZhcm0udjEuQXBwZW5kU2Vzc2lvblN0ZXBSZXF1ZXN0GiIuZmFybS52MS5BcHBlbmRTZXNzaW9uU3RlcFJlc3BvbnNlIgaiuxgCCARiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_ui]);
 
 /**
  * @generated from message farm.v1.Session
@@ -109,6 +109,26 @@ export type Session = Message<"farm.v1.Session"> & {
    * @generated from field: uint32 failed_step_count = 15;
    */
   failedStepCount: number;
+
+  /**
+   * The session's capture policy as validated JSON (no secret values), and
+   * the sha256 of that JSON; empty without a policy.
+   *
+   * @generated from field: string policy_json = 16;
+   */
+  policyJson: string;
+
+  /**
+   * @generated from field: string policy_sha256 = 17;
+   */
+  policySha256: string;
+
+  /**
+   * Names of the secrets masked in this session (never their values).
+   *
+   * @generated from field: repeated string secret_names = 18;
+   */
+  secretNames: string[];
 };
 
 /**
@@ -223,6 +243,15 @@ export type SessionStep = Message<"farm.v1.SessionStep"> & {
    * @generated from field: string requested_by = 15;
    */
   requestedBy: string;
+
+  /**
+   * Evidence kept with the step beyond the two screenshots (a device log,
+   * a video, a UI tree, a diagnosis), and kinds that were asked for but
+   * could not be supplied.
+   *
+   * @generated from field: repeated farm.v1.StepArtifact artifacts = 16;
+   */
+  artifacts: StepArtifact[];
 };
 
 /**
@@ -231,6 +260,91 @@ export type SessionStep = Message<"farm.v1.SessionStep"> & {
  */
 export const SessionStepSchema: GenMessage<SessionStep> = /*@__PURE__*/
   messageDesc(file_farm_v1_session_service, 1);
+
+/**
+ * One piece of evidence of a step, with where it came from.
+ *
+ * @generated from message farm.v1.StepArtifact
+ */
+export type StepArtifact = Message<"farm.v1.StepArtifact"> & {
+  /**
+   * "device.log", "video.mp4", "elements.after.json", "wait-timeout.json", ...
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The capture kind: "screenshot", "elements", "video", "deviceLog",
+   * "visual", "diagnosis".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * "agent", "adb", "app-sdk", "runner" (farm's own diagnostics) or
+   * "coordinator".
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * The stored file (content-addressed); empty when skipped or dropped.
+   *
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+
+  /**
+   * @generated from field: int64 size = 5;
+   */
+  size: bigint;
+
+  /**
+   * @generated from field: string mime_type = 6;
+   */
+  mimeType: string;
+
+  /**
+   * "before", "after", "around" or empty.
+   *
+   * @generated from field: string when = 7;
+   */
+  when: string;
+
+  /**
+   * Set when the kind could not be supplied: why (nothing is stored).
+   *
+   * @generated from field: string skipped_reason = 8;
+   */
+  skippedReason: string;
+
+  /**
+   * Set when the artifact was captured in part or dropped (the phone
+   * vanished, the pull failed): what happened. The step's result is not
+   * changed by it.
+   *
+   * @generated from field: string warning = 9;
+   */
+  warning: string;
+
+  /**
+   * Which rule asked for it: "default", "per-action", "rule N", or
+   * "always" (a wait's diagnosis).
+   *
+   * @generated from field: string reason = 10;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.StepArtifact.
+ * Use `create(StepArtifactSchema)` to create a new message.
+ */
+export const StepArtifactSchema: GenMessage<StepArtifact> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 2);
 
 /**
  * @generated from message farm.v1.StepResult
@@ -299,7 +413,7 @@ export type StepResult = Message<"farm.v1.StepResult"> & {
  * Use `create(StepResultSchema)` to create a new message.
  */
 export const StepResultSchema: GenMessage<StepResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 2);
+  messageDesc(file_farm_v1_session_service, 3);
 
 /**
  * A screenshot in a step. Unset sha256 with error_code: the capture failed.
@@ -359,7 +473,7 @@ export type StepImage = Message<"farm.v1.StepImage"> & {
  * Use `create(StepImageSchema)` to create a new message.
  */
 export const StepImageSchema: GenMessage<StepImage> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 3);
+  messageDesc(file_farm_v1_session_service, 4);
 
 /**
  * @generated from message farm.v1.StepAttempt
@@ -391,7 +505,7 @@ export type StepAttempt = Message<"farm.v1.StepAttempt"> & {
  * Use `create(StepAttemptSchema)` to create a new message.
  */
 export const StepAttemptSchema: GenMessage<StepAttempt> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 4);
+  messageDesc(file_farm_v1_session_service, 5);
 
 /**
  * @generated from message farm.v1.StepOcr
@@ -428,7 +542,7 @@ export type StepOcr = Message<"farm.v1.StepOcr"> & {
  * Use `create(StepOcrSchema)` to create a new message.
  */
 export const StepOcrSchema: GenMessage<StepOcr> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 5);
+  messageDesc(file_farm_v1_session_service, 6);
 
 /**
  * @generated from message farm.v1.OcrObservation
@@ -457,7 +571,7 @@ export type OcrObservation = Message<"farm.v1.OcrObservation"> & {
  * Use `create(OcrObservationSchema)` to create a new message.
  */
 export const OcrObservationSchema: GenMessage<OcrObservation> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 6);
+  messageDesc(file_farm_v1_session_service, 7);
 
 /**
  * @generated from message farm.v1.StartSessionRequest
@@ -488,6 +602,23 @@ export type StartSessionRequest = Message<"farm.v1.StartSessionRequest"> & {
    * @generated from field: bool ocr = 4;
    */
   ocr: boolean;
+
+  /**
+   * A capture policy (docs/session-policy.schema.json) as JSON; validated
+   * again by the coordinator. Empty: only the baseline screenshots.
+   *
+   * @generated from field: string policy_json = 5;
+   */
+  policyJson: string;
+
+  /**
+   * Values to mask wherever they would be stored: kept in the coordinator's
+   * memory for the session's life and sent to the agent with each step,
+   * never written to disk.
+   *
+   * @generated from field: repeated farm.v1.SessionSecret secrets = 6;
+   */
+  secrets: SessionSecret[];
 };
 
 /**
@@ -495,7 +626,29 @@ export type StartSessionRequest = Message<"farm.v1.StartSessionRequest"> & {
  * Use `create(StartSessionRequestSchema)` to create a new message.
  */
 export const StartSessionRequestSchema: GenMessage<StartSessionRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 7);
+  messageDesc(file_farm_v1_session_service, 8);
+
+/**
+ * @generated from message farm.v1.SessionSecret
+ */
+export type SessionSecret = Message<"farm.v1.SessionSecret"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message farm.v1.SessionSecret.
+ * Use `create(SessionSecretSchema)` to create a new message.
+ */
+export const SessionSecretSchema: GenMessage<SessionSecret> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 9);
 
 /**
  * @generated from message farm.v1.StartSessionResponse
@@ -512,7 +665,7 @@ export type StartSessionResponse = Message<"farm.v1.StartSessionResponse"> & {
  * Use `create(StartSessionResponseSchema)` to create a new message.
  */
 export const StartSessionResponseSchema: GenMessage<StartSessionResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 8);
+  messageDesc(file_farm_v1_session_service, 10);
 
 /**
  * @generated from message farm.v1.EndSessionRequest
@@ -536,7 +689,7 @@ export type EndSessionRequest = Message<"farm.v1.EndSessionRequest"> & {
  * Use `create(EndSessionRequestSchema)` to create a new message.
  */
 export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 9);
+  messageDesc(file_farm_v1_session_service, 11);
 
 /**
  * @generated from message farm.v1.EndSessionResponse
@@ -553,7 +706,7 @@ export type EndSessionResponse = Message<"farm.v1.EndSessionResponse"> & {
  * Use `create(EndSessionResponseSchema)` to create a new message.
  */
 export const EndSessionResponseSchema: GenMessage<EndSessionResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 10);
+  messageDesc(file_farm_v1_session_service, 12);
 
 /**
  * @generated from message farm.v1.GetSessionRequest
@@ -570,7 +723,7 @@ export type GetSessionRequest = Message<"farm.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 11);
+  messageDesc(file_farm_v1_session_service, 13);
 
 /**
  * @generated from message farm.v1.GetSessionResponse
@@ -587,7 +740,7 @@ export type GetSessionResponse = Message<"farm.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 12);
+  messageDesc(file_farm_v1_session_service, 14);
 
 /**
  * Sessions newest first, by (create time, session id).
@@ -645,7 +798,7 @@ export type ListSessionsRequest = Message<"farm.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 13);
+  messageDesc(file_farm_v1_session_service, 15);
 
 /**
  * @generated from message farm.v1.ListSessionStepsRequest
@@ -675,7 +828,7 @@ export type ListSessionStepsRequest = Message<"farm.v1.ListSessionStepsRequest">
  * Use `create(ListSessionStepsRequestSchema)` to create a new message.
  */
 export const ListSessionStepsRequestSchema: GenMessage<ListSessionStepsRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 14);
+  messageDesc(file_farm_v1_session_service, 16);
 
 /**
  * @generated from message farm.v1.ListSessionStepsResponse
@@ -697,7 +850,143 @@ export type ListSessionStepsResponse = Message<"farm.v1.ListSessionStepsResponse
  * Use `create(ListSessionStepsResponseSchema)` to create a new message.
  */
 export const ListSessionStepsResponseSchema: GenMessage<ListSessionStepsResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 15);
+  messageDesc(file_farm_v1_session_service, 17);
+
+/**
+ * @generated from message farm.v1.AppendSessionStepRequest
+ */
+export type AppendSessionStepRequest = Message<"farm.v1.AppendSessionStepRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * "assert-visual" or "wait".
+   *
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct arguments = 4;
+   */
+  arguments?: JsonObject | undefined;
+
+  /**
+   * @generated from field: bool ok = 5;
+   */
+  ok: boolean;
+
+  /**
+   * @generated from field: string error_code = 6;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string error_message = 7;
+   */
+  errorMessage: string;
+
+  /**
+   * Values of the check (diffPct, engine; polls, ...).
+   *
+   * @generated from field: google.protobuf.Struct response = 8;
+   */
+  response?: JsonObject | undefined;
+
+  /**
+   * @generated from field: repeated farm.v1.ClientArtifact artifacts = 9;
+   */
+  artifacts: ClientArtifact[];
+
+  /**
+   * When the client's work started, and how long it took.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 10;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: uint32 duration_ms = 11;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message farm.v1.AppendSessionStepRequest.
+ * Use `create(AppendSessionStepRequestSchema)` to create a new message.
+ */
+export const AppendSessionStepRequestSchema: GenMessage<AppendSessionStepRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 18);
+
+/**
+ * A file the client uploaded with BlobService.UploadBlob, to keep with its step.
+ *
+ * @generated from message farm.v1.ClientArtifact
+ */
+export type ClientArtifact = Message<"farm.v1.ClientArtifact"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string blob_id = 4;
+   */
+  blobId: string;
+
+  /**
+   * @generated from field: string mime_type = 5;
+   */
+  mimeType: string;
+
+  /**
+   * "baseline", "actual", "diff" for a visual check.
+   *
+   * @generated from field: string when = 6;
+   */
+  when: string;
+};
+
+/**
+ * Describes the message farm.v1.ClientArtifact.
+ * Use `create(ClientArtifactSchema)` to create a new message.
+ */
+export const ClientArtifactSchema: GenMessage<ClientArtifact> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 19);
+
+/**
+ * @generated from message farm.v1.AppendSessionStepResponse
+ */
+export type AppendSessionStepResponse = Message<"farm.v1.AppendSessionStepResponse"> & {
+  /**
+   * @generated from field: farm.v1.SessionStep step = 1;
+   */
+  step?: SessionStep | undefined;
+};
+
+/**
+ * Describes the message farm.v1.AppendSessionStepResponse.
+ * Use `create(AppendSessionStepResponseSchema)` to create a new message.
+ */
+export const AppendSessionStepResponseSchema: GenMessage<AppendSessionStepResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_session_service, 20);
 
 /**
  * @generated from message farm.v1.ReadSessionImageRequest
@@ -719,7 +1008,7 @@ export type ReadSessionImageRequest = Message<"farm.v1.ReadSessionImageRequest">
  * Use `create(ReadSessionImageRequestSchema)` to create a new message.
  */
 export const ReadSessionImageRequestSchema: GenMessage<ReadSessionImageRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 16);
+  messageDesc(file_farm_v1_session_service, 21);
 
 /**
  * @generated from message farm.v1.ReadSessionImageResponse
@@ -743,7 +1032,7 @@ export type ReadSessionImageResponse = Message<"farm.v1.ReadSessionImageResponse
  * Use `create(ReadSessionImageResponseSchema)` to create a new message.
  */
 export const ReadSessionImageResponseSchema: GenMessage<ReadSessionImageResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 17);
+  messageDesc(file_farm_v1_session_service, 22);
 
 /**
  * @generated from message farm.v1.ListSessionsResponse
@@ -767,7 +1056,7 @@ export type ListSessionsResponse = Message<"farm.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_session_service, 18);
+  messageDesc(file_farm_v1_session_service, 23);
 
 /**
  * @generated from enum farm.v1.SessionStatus
@@ -868,6 +1157,17 @@ export const SessionService: GenService<{
     methodKind: "server_streaming";
     input: typeof ReadSessionImageRequestSchema;
     output: typeof ReadSessionImageResponseSchema;
+  },
+  /**
+   * A step the client made itself (a visual check, a wait), with files it
+   * uploaded as blobs: only the session's owner, while it runs.
+   *
+   * @generated from rpc farm.v1.SessionService.AppendSessionStep
+   */
+  appendSessionStep: {
+    methodKind: "unary";
+    input: typeof AppendSessionStepRequestSchema;
+    output: typeof AppendSessionStepResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_session_service, 0);
