@@ -18,6 +18,7 @@ import { coordinatorCommand, standaloneCommand } from "./service-commands.js";
 import { shortcut, type NodeSpec } from "./spec.js";
 import { tokenGroup, tlsGroup } from "./admin-commands.js";
 import { uiGroup } from "./ui-commands.js";
+import { assertGroup, waitCommand } from "./check-commands.js";
 
 /** Flags of `farm` itself. */
 export const rootOptions = {
@@ -41,6 +42,8 @@ export const shortcuts: readonly NodeSpec[] = [
 export const commandTree: readonly NodeSpec[] = [
   deviceGroup,
   uiGroup,
+  assertGroup,
+  waitCommand,
   agentGroup,
   leaseGroup,
   evidenceGroup,

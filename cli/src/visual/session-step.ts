@@ -1,0 +1,116 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ErrorCode } from "@farm/shared/error-codes";
+import { Errors } from "@farm/shared/errors";
+import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { SessionService, SessionStatus } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { CliError } from "../cli-error.js";
+import { cliErrorReport } from "../cli-error-report.js";
+import { serviceClient } from "../client.js";
+import type { ClientSession } from "../session.js";
+import { uploadBytes } from "./blobs.js";
+
+/**
+ * Steps the CLI makes itself (`farm assert visual`, `farm wait`): the
+ * coordinator cannot watch them, so the outcome is appended to the session
+ * (FARM_SESSION) with SessionService.AppendSessionStep, with the files it
+ * produced uploaded as blobs first.
+ */
+
+export interface StepFile {
+  name: string;
+  kind: string;
+  provider: string;
+  mimeType: string;
+  when: string;
+  bytes: Uint8Array;
+}
+
+export interface ClientStep {
+  action: "assert-visual" | "wait";
+  description: string;
+  arguments: JsonObject;
+  ok: boolean;
+  errorCode?: string;
+  errorMessage?: string;
+  response: JsonObject;
+  files: readonly StepFile[];
+  startMs: number;
+  durationMs: number;
+}
+
+export interface SessionRecorder {
+  sessionId: string;
+  /** The session's capture policy's sha256; empty without a policy. */
+  policySha256: string;
+  /** Appends the step; resolves to its sequence number (0 when the coordinator did not say). */
+  append(step: ClientStep): Promise<number>;
+}
+
+/**
+ * The session named by FARM_SESSION, checked before any work, as the
+ * coordinator checks the calls that are steps: it exists, it runs, and it
+ * is on the phone the command goes to (`serial`, or another serial of the
+ * same physical device). Undefined outside a session.
+ */
+export async function openSessionRecorder(env: NodeJS.ProcessEnv, session: ClientSession, serial: string, signal?: AbortSignal): Promise<SessionRecorder | undefined> {
+  const sessionId = env["FARM_SESSION"] || "";
+  if (!sessionId) return undefined;
+  const call = { timeoutMs: session.timeoutMs, ...(signal ? { signal } : {}) };
+  const sessions = serviceClient(SessionService, session.config);
+  const got = await sessions.getSession({ sessionId }, call);
+  const s = got.session;
+  if (!s) throw new CliError(Errors.SESSION_NOT_FOUND, `session ${sessionId} (FARM_SESSION) was not found`, "session");
+  if (s.status !== SessionStatus.RUNNING) throw new CliError(Errors.SESSION_ENDED, `session ${sessionId} (FARM_SESSION) has ended; unset FARM_SESSION or start a new one`, "session");
+  if (s.serial !== serial) {
+    const same = await serviceClient(RegistryService, session.config).listDevices({ physicalId: s.physicalId }, call);
+    if (!same.devices.some((d) => d.serial === serial)) {
+      throw new CliError(Errors.SESSION_MISMATCH, `session ${sessionId} (FARM_SESSION) is on phone ${s.serial} (${s.physicalId}); this command goes to ${serial}`, "device");
+    }
+  }
+  const blobs = serviceClient(BlobService, session.config);
+  // Uploads and the append get at least a minute, whatever a short --timeout said.
+  const timeoutMs = Math.max(session.timeoutMs, 60_000);
+  return {
+    sessionId,
+    policySha256: s.policySha256 ?? "",
+    async append(step) {
+      const artifacts = [];
+      for (const f of step.files) {
+        const blobId = await uploadBytes(blobs, f.bytes, f.name, { timeoutMs });
+        artifacts.push({ name: f.name, kind: f.kind, provider: f.provider, blobId, mimeType: f.mimeType, when: f.when });
+      }
+      const res = await sessions.appendSessionStep(
+        {
+          sessionId,
+          action: step.action,
+          description: step.description,
+          arguments: step.arguments,
+          ok: step.ok,
+          errorCode: step.errorCode ?? "",
+          errorMessage: step.errorMessage ?? "",
+          response: step.response,
+          artifacts,
+          startTime: timestampFromMs(step.startMs),
+          durationMs: Math.max(0, Math.round(step.durationMs)),
+        },
+        { timeoutMs },
+      );
+      return res.step?.sequence ?? 0;
+    },
+  };
+}
+
+/** What became of recording a step: its sequence, or the error that kept it out of the timeline. */
+export type Recorded = { ok: true; sessionId: string; sequence: number } | { ok: false; sessionId: string; code: ErrorCode; message: string };
+
+/** Appends the step; a failure is returned (not thrown), so the check's own result is still printed. */
+export async function recordStep(recorder: SessionRecorder, step: ClientStep): Promise<Recorded> {
+  try {
+    return { ok: true, sessionId: recorder.sessionId, sequence: await recorder.append(step) };
+  } catch (err) {
+    const r = cliErrorReport(err);
+    return { ok: false, sessionId: recorder.sessionId, code: r.code, message: r.message };
+  }
+}
