@@ -78,6 +78,8 @@ bench: build
 	node test/dist/bench/ocr-frame.js
 	node test/dist/bench/policy-explain.js
 	node test/dist/bench/redaction.js
+	node test/dist/bench/session-steps.js
+	node test/dist/bench/capture-cost.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

@@ -12,7 +12,7 @@ import type { ClientConfig } from "./config.js";
 export function serviceClient<S extends DescService>(
   service: S,
   config: ClientConfig & { verbose?: boolean },
-  opts: { lease?: string | undefined; session?: string | undefined; capture?: string | undefined } = {},
+  opts: { lease?: string | undefined; session?: string | undefined; capture?: string | undefined; logPackage?: string | undefined; logFilter?: string | undefined } = {},
 ): Client<S> {
   if (!config.token) {
     throw new CliError(
@@ -28,7 +28,7 @@ export function serviceClient<S extends DescService>(
       throw explainUnavailable(err, config, req.method);
     }
   };
-  return createClient(service, clientTransport(config, { lease: opts.lease, session: opts.session, capture: opts.capture, interceptors: [requestId(config.verbose === true), explain] }));
+  return createClient(service, clientTransport(config, { ...opts, interceptors: [requestId(config.verbose === true), explain] }));
 }
 
 /**
@@ -59,13 +59,22 @@ function requestId(verbose: boolean): Interceptor {
 /** The transport every CLI call uses: token, lease and session headers, TLS roots or --ca-file, the cleartext rule. */
 export function clientTransport(
   config: ClientConfig,
-  opts: { lease?: string | undefined; session?: string | undefined; capture?: string | undefined; interceptors?: Interceptor[] } = {},
+  opts: {
+    lease?: string | undefined;
+    session?: string | undefined;
+    capture?: string | undefined;
+    logPackage?: string | undefined;
+    logFilter?: string | undefined;
+    interceptors?: Interceptor[];
+  } = {},
 ): Transport {
   const headers: Record<string, string> = {
     ...(opts.lease ? { "x-farm-lease": opts.lease } : {}),
     // Calls that are session steps (schema rule session_step) are recorded in it, with --capture's evidence.
     ...(opts.session ? { "x-farm-session": opts.session } : {}),
     ...(opts.capture ? { "x-farm-capture": opts.capture } : {}),
+    ...(opts.logPackage ? { "x-farm-log-package": opts.logPackage } : {}),
+    ...(opts.logFilter ? { "x-farm-log-filter": opts.logFilter } : {}),
   };
   if (!config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token", "token");
   return farmTransport({

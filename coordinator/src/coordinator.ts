@@ -93,6 +93,8 @@ export interface CoordinatorOptions {
   ocr?: { workers?: number; maxQueue?: number };
   /** The site's default capture list: every session step of a session whose policy sets no `capture`. */
   defaultCapture?: string[];
+  /** The site's redaction rules, merged (a union) with each session policy's `redact`. */
+  siteRedact?: { labels?: string[]; fields?: string[]; headers?: string[]; unmaskHeaders?: string[] };
 }
 
 export interface RunningCoordinator {
@@ -139,7 +141,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const steps = new SessionSteps(new SqliteSessionStepStore(database.db));
   const sessionImages = new SessionImageStore(opts.dataDir);
   await sessionImages.init();
-  const plans = new CapturePlans(opts.defaultCapture);
+  const plans = new CapturePlans(opts.defaultCapture, opts.siteRedact);
   sessions.events.on("session", (s) => {
     if (s.status !== "running") {
       steps.forget(s.sessionId);

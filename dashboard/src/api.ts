@@ -50,3 +50,5 @@ export const fileUrl = (evidenceId: string, path: string, download = false) =>
 
 /** A recorded session's screenshot (content-addressed, served only under a session that shows it). */
 export const sessionImageUrl = (sessionId: string, sha256: string) => `/dashboard/files/session-images/${encodeURIComponent(sessionId)}/${encodeURIComponent(sha256)}.png`;
+/** Any file a session keeps (a device log, a UI tree, a video), served as its stored type. */
+export const sessionFileUrl = (sessionId: string, sha256: string) => `/dashboard/files/session-images/${encodeURIComponent(sessionId)}/${encodeURIComponent(sha256)}`;

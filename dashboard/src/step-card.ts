@@ -1,8 +1,8 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { OcrObservation, SessionStep, StepImage, StepOcr } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { fileUrl, sessionImageUrl } from "./api.js";
+import { fileUrl, sessionFileUrl, sessionImageUrl } from "./api.js";
 import { append, h, replaceChildren } from "./dom.js";
-import { duration, when } from "./format.js";
+import { bytes, duration, when } from "./format.js";
 import { uiElementTree, type UiElementJson } from "./hierarchy-tree.js";
 
 /** One step of a session's timeline on the page; `update` takes a newer copy of the same step (its OCR arrived). */
@@ -104,6 +104,30 @@ function uiTree(step: SessionStep): HTMLElement | null {
 }
 
 /** Arguments, and the response of a step that is not a UI-tree read, as collapsible JSON. */
+/** The step's further evidence (device log, UI trees, video, a diagnosis): each file with where it came from, or why it is missing. */
+function artifacts(step: SessionStep): HTMLElement | null {
+  if (step.artifacts.length === 0) return null;
+  return h(
+    "div",
+    { class: "artifacts" },
+    h("h3", {}, "Evidence"),
+    h(
+      "ul",
+      {},
+      step.artifacts.map((a) =>
+        h(
+          "li",
+          { "data-artifact": a.name, "data-kind": a.kind },
+          a.sha256 ? h("a", { href: sessionFileUrl(step.sessionId, a.sha256), target: "_blank", rel: "noopener" }, a.name) : h("span", {}, a.name),
+          ` ${a.kind}${a.when ? `.${a.when}` : ""} from ${a.provider}${a.sha256 ? `, ${bytes(a.size)}` : ""}${a.reason ? ` (${a.reason})` : ""}`,
+          a.skippedReason ? h("span", { class: "skipped" }, ` skipped: ${a.skippedReason}`) : null,
+          a.warning ? h("span", { class: "warning" }, ` ${a.warning}`) : null,
+        ),
+      ),
+    ),
+  );
+}
+
 function jsonBox(title: string, cls: string, value: JsonObject | undefined): HTMLElement | null {
   if (!value || Object.keys(value).length === 0) return null;
   return h("details", { class: `json ${cls}` }, h("summary", {}, title), h("pre", {}, json(value)));
@@ -198,6 +222,7 @@ export function stepCard(step: SessionStep): StepCard {
         legacy ? null : result(step),
         jsonBox("Arguments", "arguments", step.arguments),
         attempts,
+        artifacts(step),
         ocrSlot,
         uiTree(step) ?? jsonBox("Response", "response", step.result?.response),
       ),

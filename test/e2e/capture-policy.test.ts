@@ -115,14 +115,33 @@ describe("capture policies", () => {
     const [step] = await steps(id);
     const log = step?.artifacts?.find((a) => a.name === "device.log");
     expect(log).toMatchObject({ kind: "deviceLog", provider: "adb", when: "around", reason: "per-action" });
+    // The video around the same action: screenrecord stopped with SIGINT once the step settled, pulled, and it decodes.
     const video = step?.artifacts?.find((a) => a.kind === "video");
-    expect(video?.skippedReason).toMatch(/not recorded/);
+    expect(video).toMatchObject({ name: "video.mp4", provider: "adb", when: "around", reason: "per-action" });
+    expect(video?.sha256).toMatch(/^[0-9a-f]{64}$/);
     const files = await exported(id);
     const text = [...files.entries()].find(([name]) => name.startsWith("images/") && name.endsWith(".txt"))?.[1] ?? [...files.values()].find((v) => v.includes("during-the-action")) ?? "";
     expect(text).toContain("e2e: during-the-action");
     expect(text).not.toContain("before-the-action");
     expect(text).not.toContain("after-the-action");
     expect(text).not.toContain("farmstep");
+    const mp4 = join(lab.dir.path, `export-${id}`, "images", `${video?.sha256}.mp4`);
+    const probe = JSON.parse(execFileSync("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "json", mp4], { encoding: "utf8" })) as { streams: { codec_name: string; nb_read_frames: string }[] };
+    expect(probe.streams[0]?.codec_name).toBe("h264");
+    expect(Number(probe.streams[0]?.nb_read_frames)).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("discloses a kind the phone cannot supply as skipped, with the reason, and the action still runs", async () => {
+    const { device, serial } = await lab.addDevice({ serialno: "CPOL0005" });
+    device.faults.set({ screenrecordFails: true });
+    const { id, env } = await session(serial, undefined);
+    const r = await farm(["input", "key", "KEYCODE_HOME", "--capture", "video"], env);
+    expect(r.code, r.stderr).toBe(0);
+    const [step] = await steps(id);
+    expect(step?.result.ok).toBe(true);
+    const video = step?.artifacts?.find((a) => a.kind === "video");
+    expect(video?.sha256 ?? "").toBe("");
+    expect(video?.skippedReason).toMatch(/did not start/);
   }, 60_000);
 
   it("drops a device log whose phone went away mid-interval, with a warning, and keeps the action's result", async () => {

@@ -206,6 +206,14 @@ describe("dashboard: recorded test sessions", () => {
     expect(await legacy.locator(".ui-tree-section").count()).toBe(0);
     await shot("test-session-live");
 
+    // Further evidence of a step is listed with where it came from, and opens as the stored file.
+    await run(["shell", "--device", serial, "--capture", "deviceLog", "--", "log", "-t", "dash", "logged-during-the-step"], sessionEnv);
+    const logLink = step(6).locator('[data-artifact="device.log"] a');
+    await expect.poll(() => logLink.count(), { timeout: LIVE_MS }).toBe(1);
+    expect(await step(6).locator('[data-artifact="device.log"]').textContent()).toContain("deviceLog.around from adb");
+    const body = await page.evaluate(async (href) => (await fetch(href, { credentials: "same-origin" })).text(), (await logLink.getAttribute("href")) as string);
+    expect(body).toContain("dash: logged-during-the-step");
+
     await run(["session", "end", "--status", "passed"], sessionEnv);
     await expect.poll(() => page.locator('.session-facts [data-cell="status"]').textContent(), { timeout: LIVE_MS }).toBe("passed");
     await release();
@@ -214,7 +222,7 @@ describe("dashboard: recorded test sessions", () => {
   it("filters the list, and links to sessions from the device page and the activity log", async () => {
     await page.goto(`${url}/dashboard/#/test-sessions`);
     await expect.poll(() => listRow(sessionId).locator('[data-cell="status"]').textContent()).toBe("passed");
-    expect(await listRow(sessionId).locator('[data-cell="actions"]').textContent()).toBe("5 (1 failed)");
+    expect(await listRow(sessionId).locator('[data-cell="actions"]').textContent()).toBe("6 (1 failed)");
     await page.locator("#ts-status").selectOption("running");
     await expect.poll(() => listRow(sessionId).count()).toBe(0);
     await page.locator("#ts-status").selectOption("passed");
@@ -237,7 +245,7 @@ describe("dashboard: recorded test sessions", () => {
     const started = page.locator("tbody tr", { hasText: "startSession" }).first();
     await started.locator(`a[data-session-link="${sessionId}"]`).click();
     await expect.poll(() => page.locator("h1").textContent()).toBe("Session: checkout flow");
-    await expect.poll(() => page.locator("li.step").count()).toBe(5);
+    await expect.poll(() => page.locator("li.step").count()).toBe(6);
   });
 
   it("with OCR on, lists the words of the before screenshot once read and outlines one on hover", async () => {

@@ -9,6 +9,7 @@ import type { EvidenceDeps } from "../evidence/capture-command.js";
 import { putBlob } from "../uplink/blob-transfer.js";
 import { readUiTree } from "../ui/read-ui-tree.js";
 import { startDeviceLog, type DeviceLogInterval } from "./device-log.js";
+import { startStepVideo, type StepVideo } from "./step-video.js";
 
 type When = "before" | "after" | "around";
 interface Token {
@@ -56,10 +57,11 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
     if ("error" in parsed) reports.push(report({ name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, skippedReason: parsed.error }));
     else tokens.push(parsed);
   }
-  const skip = (t: Token, provider: string, why: string) => reports.push(report({ name: t.kind, kind: t.kind, provider, token: t.token, when: t.when, skippedReason: why }));
-  const upload = async (t: Token, name: string, provider: string, mimeType: string, body: string, when: string, warning?: string) => {
+  const upload = (t: Token, name: string, provider: string, mimeType: string, body: string, when: string, warning?: string) =>
+    uploadBody(t, name, provider, mimeType, Buffer.from(body, "utf8"), when, warning);
+  const uploadBody = async (t: Token, name: string, provider: string, mimeType: string, body: Buffer, when: string, warning?: string) => {
     try {
-      reports.push(report({ ...(await uploadText(deps.evidence, name, mimeType, body)), name, kind: t.kind, provider, token: t.token, when, ...(warning ? { warning } : {}) }));
+      reports.push(report({ ...(await uploadBytes(deps.evidence, name, mimeType, body)), name, kind: t.kind, provider, token: t.token, when, ...(warning ? { warning } : {}) }));
     } catch (err) {
       reports.push(report({ name, kind: t.kind, provider, token: t.token, when, warning: `dropped: ${toErrorReport(err).message}` }));
     }
@@ -75,11 +77,18 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
   };
 
   let log: { token: Token; interval?: DeviceLogInterval; error?: string } | undefined;
+  let video: { token: Token; recording?: StepVideo; error?: string } | undefined;
   for (const t of tokens) {
     // The baseline already keeps the screen before and after every step.
     if (t.kind === "screenshot" || t.kind === "actionLog") continue;
     if (t.kind === "elements" && t.when !== "after") await elements(t, "before");
-    if (t.kind === "video") skip(t, "adb", "a video around a single step is not recorded by this agent yet; use farm evidence video start/stop around the steps");
+    if (t.kind === "video" && !video) {
+      try {
+        video = { token: t, recording: await startStepVideo(deps.evidence.adb, serial, deps.evidence.stagingDir) };
+      } catch (err) {
+        video = { token: t, error: toErrorReport(err).message };
+      }
+    }
     if (t.kind === "deviceLog" && !log) {
       try {
         log = { token: t, interval: await startDeviceLog(deps.evidence.adb, serial, { filterspec: step.logFilterspec, package: step.logPackage, untilMs }) };
@@ -92,11 +101,18 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
   return {
     async finish() {
       for (const t of tokens) if (t.kind === "elements" && t.when !== "before") await elements(t, "after");
-      if (log?.error) reports.push(report({ name: "device.log", kind: "deviceLog", provider: "adb", token: log.token.token, when: "around", warning: `dropped: the log could not be started: ${log.error}` }));
+      // An interval that never started supplied nothing (skipped, with why); one that started and could not be finished is dropped with a warning.
+      if (log?.error) reports.push(report({ name: "device.log", kind: "deviceLog", provider: "adb", token: log.token.token, when: "around", skippedReason: `the log could not be started: ${log.error}` }));
       else if (log?.interval) {
         const r = await log.interval.stop();
         if (r.text === undefined) reports.push(report({ name: "device.log", kind: "deviceLog", provider: "adb", token: log.token.token, when: "around", warning: r.warning ?? "dropped" }));
         else await upload(log.token, "device.log", "adb", "text/plain", deps.redactor.text(r.text), "around", r.truncated ? "cut at 16 MiB" : undefined);
+      }
+      if (video?.error) reports.push(report({ name: "video.mp4", kind: "video", provider: "adb", token: video.token.token, when: "around", skippedReason: video.error }));
+      else if (video?.recording) {
+        const v = await video.recording.stop();
+        if (!v.bytes) reports.push(report({ name: "video.mp4", kind: "video", provider: "adb", token: video.token.token, when: "around", warning: v.warning ?? "dropped" }));
+        else await uploadBody(video.token, "video.mp4", "adb", "video/mp4", v.bytes, "around");
       }
       return reports;
     },
@@ -107,11 +123,10 @@ function report(init: Omit<Partial<StepArtifactReport>, "$typeName"> & { name: s
   return create(StepArtifactReportSchema, init);
 }
 
-/** Sends masked text as a blob, through a 0600 staging file. */
-async function uploadText(evidence: EvidenceDeps, name: string, mimeType: string, body: string): Promise<{ blobId: string; sha256: string; size: bigint; mimeType: string }> {
+/** Sends a (masked) file as a blob, through a 0600 staging file. */
+async function uploadBytes(evidence: EvidenceDeps, name: string, mimeType: string, bytes: Buffer): Promise<{ blobId: string; sha256: string; size: bigint; mimeType: string }> {
   await mkdir(evidence.stagingDir, { recursive: true, mode: 0o700 });
   const file = join(evidence.stagingDir, `artifact-${randomUUID()}`);
-  const bytes = Buffer.from(body, "utf8");
   try {
     await writeFile(file, bytes, { mode: 0o600 });
     const blob = await putBlob(evidence.transport, file, name);

@@ -62,7 +62,8 @@ function timeout(ms: number | undefined, flag: string): number | undefined {
 }
 
 /** Connection timeouts, stream caps, the blob quota and the OCR pool. */
-function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "ocr" | "defaultCapture"> {
+function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "ocr" | "defaultCapture" | "siteRedact"> {
+  const names = (v: string | undefined) => (v ?? "").split(",").map((x) => x.trim()).filter(Boolean);
   const requestTimeout = timeout(opts.requestTimeout, "request-timeout");
   const idleTimeout = timeout(opts.idleTimeout, "idle-timeout");
   return {
@@ -75,6 +76,7 @@ function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimi
     ...(opts.blobQuota !== undefined ? { blobQuotaBytes: parseByteSize(opts.blobQuota, "blob-quota") } : {}),
     ocr: { ...(opts.ocrWorkers !== undefined ? { workers: opts.ocrWorkers } : {}), ...(opts.ocrQueue !== undefined ? { maxQueue: opts.ocrQueue } : {}) },
     ...(opts.defaultCapture !== undefined ? { defaultCapture: siteCapture(opts.defaultCapture) } : {}),
+    siteRedact: { labels: names(opts.redactLabels), fields: names(opts.redactFields), headers: names(opts.redactHeaders), unmaskHeaders: names(opts.unmaskHeaders) },
   };
 }
 

@@ -9,7 +9,7 @@ import type { CommandContext } from "../tree/spec.js";
 
 /** The resolved options of a command that acts on one device (options/common-options.ts deviceOptions). */
 export interface DeviceInput {
-  opts: ConnectionValues & { timeout: number; device: string | undefined; agent: string | undefined; lease: string | undefined; requestId: string | undefined; capture?: string | undefined };
+  opts: ConnectionValues & { timeout: number; device: string | undefined; agent: string | undefined; lease: string | undefined; requestId: string | undefined; capture?: string | undefined; logPackage?: string | undefined; logFilter?: string | undefined };
   sources: { coordinator?: ValueSource | undefined };
   ctx: CommandContext;
 }
@@ -28,6 +28,10 @@ export function deviceTarget(opts: DeviceInput["opts"]): DeviceTarget {
 export function deviceClient(input: DeviceInput): { client: ReturnType<typeof serviceClient<typeof DeviceService>>; session: ClientSession } {
   const session = clientSession(input);
   const sessionId = input.ctx.env["FARM_SESSION"] || undefined;
-  if (input.opts.capture && !sessionId) throw new CliError(Errors.INVALID_ARGUMENT, "--capture records evidence in a session: set FARM_SESSION (farm session start, or farm lease run --session)", "capture");
-  return { client: serviceClient(DeviceService, session.config, { lease: input.opts.lease || undefined, session: sessionId, capture: input.opts.capture || undefined }), session };
+  const o = input.opts;
+  for (const [flag, v] of [["capture", o.capture], ["log-package", o.logPackage], ["log-filter", o.logFilter]] as const) {
+    if (v && !sessionId) throw new CliError(Errors.INVALID_ARGUMENT, `--${flag} records evidence in a session: set FARM_SESSION (farm session start, or farm lease run --session)`, flag);
+  }
+  const capture = { capture: o.capture || undefined, logPackage: o.logPackage || undefined, logFilter: o.logFilter || undefined };
+  return { client: serviceClient(DeviceService, session.config, { lease: o.lease || undefined, session: sessionId, ...capture }), session };
 }

@@ -24,4 +24,6 @@ export const deviceOptions = {
   lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
   requestId: text("--request-id <id>", "Idempotency key: a retry with the same id is answered, not run again"),
   capture: text("--capture <tokens>", "In a session (FARM_SESSION): more evidence for this action, e.g. screenshot.before,deviceLog,elements.after"),
+  logPackage: text("--log-package <pkg>", "With deviceLog: keep only this app's lines (by its pid)"),
+  logFilter: text("--log-filter <spec>", "With deviceLog: a logcat filterspec (\"*:W ActivityManager:I\")"),
 };

@@ -37,6 +37,10 @@ export const coordinatorConfigKeys = {
   ocrWorkers: "number",
   ocrQueue: "number",
   defaultCapture: "string",
+  redactLabels: "string",
+  redactFields: "string",
+  redactHeaders: "string",
+  unmaskHeaders: "string",
 } as const;
 
 /** A timeout: the flag as a duration, the config file's key in milliseconds. */
@@ -54,6 +58,10 @@ export const coordinatorOptions = {
   blobQuota: text("--blob-quota <size>", "Uploads in flight per token (APKs)", { config: "blobQuota" }),
   ocrWorkers: { ...parsed("--ocr-workers <n>", "OCR workers for sessions started with --ocr (0: OCR off)", intIn(0, 16), { config: "ocrWorkers" }), defaultText: "1" },
   ocrQueue: { ...parsed("--ocr-queue <n>", "Session steps that may wait for OCR; more are marked skipped", intIn(1, 100_000), { config: "ocrQueue" }), defaultText: "64" },
+  redactLabels: text("--redact-labels <list>", "Site redaction, with each session policy's: element labels whose text is masked (comma-separated)", { config: "redactLabels" }),
+  redactFields: text("--redact-fields <list>", "Site redaction: JSON field names whose values are masked", { config: "redactFields" }),
+  redactHeaders: text("--redact-headers <list>", "Site redaction: header names masked besides the defaults", { config: "redactHeaders" }),
+  unmaskHeaders: text("--unmask-headers <list>", "Site redaction: default sensitive headers not to mask", { config: "unmaskHeaders" }),
   defaultCapture: text("--default-capture <tokens>", "Site default capture list for session steps (screenshot.before,deviceLog); a policy's own capture wins", { config: "defaultCapture" }),
   requestTimeout: parsed("--request-timeout <duration>", "A request's deadline (config: requestTimeoutMs)", duration, { config: "requestTimeoutMs", fromConfig: msFromConfig }),
   idleTimeout: parsed("--idle-timeout <duration>", "Close idle connections after this long (config: idleTimeoutMs)", duration, { config: "idleTimeoutMs", fromConfig: msFromConfig }),

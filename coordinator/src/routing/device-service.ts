@@ -148,10 +148,11 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
     const session = recorder.session(sessionId, principal, deps.registry.route(serial, req.target?.agent ?? "").physicalId);
     const perAction = captureTokens(ctx.requestHeader.get(CAPTURE_HEADER));
+    const log = logOptions(ctx.requestHeader);
     const step = recorder.open(session);
     // The activity log keeps no secret of the session either.
     if (step.mask) entry.detail = step.mask.text(entry.detail);
-    const plan = recorder.planFor(step, method, req, perAction);
+    const plan = recorder.planFor(step, method, req, perAction, log);
     let outcome: Awaited<ReturnType<AttachSession["callStep"]>>;
     let agentToken = "";
     try {
@@ -272,4 +273,13 @@ function captureTokens(header: string | null): string[] {
     if (problem) throw invalidArgument("capture", problem);
   }
   return tokens;
+}
+
+/** `--log-package` / `--log-filter` of one action, checked as the policy's `log` is (they run in the phone's shell). */
+function logOptions(h: Headers): { package?: string; filterspec?: string } {
+  const pkg = h.get("x-farm-log-package") ?? "";
+  const filter = h.get("x-farm-log-filter") ?? "";
+  if (pkg && (pkg.length > 255 || !/^[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+$/.test(pkg))) throw invalidArgument("log-package", "an Android package name (com.example.app)");
+  if (filter && (filter.length > 1024 || !/^[A-Za-z0-9_.*/-]+:[VDIWEFS](?: +[A-Za-z0-9_.*/-]+:[VDIWEFS])*$/.test(filter))) throw invalidArgument("log-filter", 'a logcat filterspec: TAG:LEVEL pairs separated by spaces ("*:W ActivityManager:I")');
+  return { ...(pkg ? { package: pkg } : {}), ...(filter ? { filterspec: filter } : {}) };
 }

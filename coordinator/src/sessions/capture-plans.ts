@@ -23,7 +23,11 @@ export const CAPTURE_HEADER = "x-farm-capture";
 export class CapturePlans {
   private readonly compiled = new Map<string, { json: string; policy: CompiledPolicy; raw: SessionPolicy }>();
 
-  constructor(private readonly siteDefault: readonly string[] | undefined = undefined) {}
+  constructor(
+    private readonly siteDefault: readonly string[] | undefined = undefined,
+    /** The site's redaction rules, merged with each policy's. */
+    readonly siteRedact: { labels?: string[]; fields?: string[]; headers?: string[]; unmaskHeaders?: string[] } = {},
+  ) {}
 
   /** The session's policy (with the site default where it sets no `capture`). */
   policyOf(session: SessionRow): { raw: SessionPolicy; compiled: CompiledPolicy } {

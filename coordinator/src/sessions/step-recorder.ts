@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { DescMethodUnary, JsonObject, Message, MessageInitShape } from "@bufbuild/protobuf";
-import { createRedactor, type Redactor } from "@farm/shared/redaction/redactor";
+import { createRedactor, mergeRedactionRules, type Redactor } from "@farm/shared/redaction/redactor";
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -127,21 +127,23 @@ export class StepRecorder {
    * and `--capture` want, and the masking to apply before anything leaves
    * the agent's host.
    */
-  planFor(step: OpenStep, method: DescMethodUnary, request: Message, perAction: readonly string[]): { captures: string[]; redaction: MessageInitShape<typeof RedactionSchema>; logFilterspec: string; logPackage: string } {
+  planFor(step: OpenStep, method: DescMethodUnary, request: Message, perAction: readonly string[], log: { package?: string; filterspec?: string } = {}): { captures: string[]; redaction: MessageInitShape<typeof RedactionSchema>; logFilterspec: string; logPackage: string } {
     const plans = this.deps.plans;
     const secrets = this.deps.sessions.secretsOf(step.session);
-    if (!plans) return { captures: [], redaction: { secrets }, logFilterspec: "", logPackage: "" };
+    if (!plans) return { captures: [], redaction: { secrets }, logFilterspec: log.filterspec ?? "", logPackage: log.package ?? "" };
     const d = describeStep(method, request);
     const sel = ((d.arguments["tap"] as JsonObject | undefined)?.["element"] as JsonObject | undefined) ?? undefined;
     const targetKnown = !sel || typeof sel["resourceId"] === "string";
     step.plan = plans.plan(step.session, d.action, targetIdOf(d.arguments, undefined), perAction, targetKnown);
     const { raw } = plans.policyOf(step.session);
-    const r = raw.redact ?? {};
+    // The policy's rules and the site's, as one union.
+    const r = mergeRedactionRules({ secrets: [], ...raw.redact }, { secrets: [], ...plans.siteRedact });
     return {
       captures: step.plan.tokens,
-      redaction: { secrets, labels: r.labels ?? [], fields: r.fields ?? [], headers: r.headers ?? [], unmaskHeaders: r.unmaskHeaders ?? [] },
-      logFilterspec: raw.log?.filterspec ?? "",
-      logPackage: raw.log?.package ?? "",
+      redaction: { secrets, labels: [...r.labels], fields: [...r.fields], headers: [...r.headers], unmaskHeaders: [...r.unmaskHeaders] },
+      // The action's own --log-filter / --log-package win over the policy's.
+      logFilterspec: log.filterspec ?? raw.log?.filterspec ?? "",
+      logPackage: log.package ?? raw.log?.package ?? "",
     };
   }
 
