@@ -6,16 +6,10 @@
  *
  *   node test/dist/bench/capture-cost.js [--actions 40] [--latency-ms 0]
  */
-import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { noDelaySessionOptions } from "@farm/shared/no-delay";
-import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { startLab } from "../support/lab.js";
+import { benchSessionClient } from "./bench-session-client.js";
 import { median, percentile } from "./proc-stats.js";
 
 const { values } = parseArgs({ options: { actions: { type: "string", default: "40" }, "latency-ms": { type: "string", default: "0" } } });
@@ -26,25 +20,12 @@ async function main(): Promise<void> {
   const lab = await startLab("bench-capture-cost");
   try {
     const { device, serial } = await lab.addDevice({ serialno: "CCOST0001" });
-    const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
-    let lease = "";
-    let session = "";
-    let capture = "";
-    const auth: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${admin}`);
-      if (lease) req.header.set("x-farm-lease", lease);
-      if (session) req.header.set("x-farm-session", session);
-      if (capture) req.header.set("x-farm-capture", capture);
-      return next(req);
-    };
-    const transport = createGrpcTransport({ baseUrl: String(lab.standalone.ready["url"]), interceptors: [auth], nodeOptions: noDelaySessionOptions() });
-    lease = (await createClient(LeaseService, transport).acquireLease({ selector: { serial }, ttlMs: 3_600_000 })).token;
-    const devices = createClient(DeviceService, transport);
-    session = (await createClient(SessionService, transport).startSession({ target: { serial }, name: "bench" })).session?.sessionId ?? "";
+    const { devices, headers, start } = await benchSessionClient(lab, serial);
+    headers["x-farm-session"] = await start({ name: "bench" });
     if (LATENCY > 0) device.faults.set({ latencyMs: LATENCY });
     // A tap on the title bar: the same unchanged screen every time.
     const timed = async (tokens: string) => {
-      capture = tokens;
+      headers["x-farm-capture"] = tokens;
       const t = performance.now();
       await devices.sendInput({ target: { serial }, kind: { case: "tap", value: { x: 5, y: 5 } } });
       return performance.now() - t;

@@ -11,15 +11,10 @@
  * (devsim's latencyMs fault): a stand-in until devsim has real device
  * latency profiles.
  */
-import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { noDelaySessionOptions } from "@farm/shared/no-delay";
-import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { SessionService, type SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
+import type { SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { benchSessionClient } from "./bench-session-client.js";
 import { startLab } from "../support/lab.js";
 import { median, percentile } from "./proc-stats.js";
 
@@ -31,21 +26,9 @@ async function main(): Promise<void> {
   const lab = await startLab("bench-session-steps");
   try {
     const { device, serial } = await lab.addDevice({ serialno: "STEPS0001" });
-    const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
-    let lease = "";
-    let session = "";
-    const auth: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${admin}`);
-      if (lease) req.header.set("x-farm-lease", lease);
-      if (session) req.header.set("x-farm-session", session);
-      return next(req);
-    };
-    const transport = createGrpcTransport({ baseUrl: String(lab.standalone.ready["url"]), interceptors: [auth], nodeOptions: noDelaySessionOptions() });
-    lease = (await createClient(LeaseService, transport).acquireLease({ selector: { serial }, ttlMs: 3_600_000 })).token;
-    const devices = createClient(DeviceService, transport);
-    const sessions = createClient(SessionService, transport);
+    const { devices, sessions, headers, start: startSession } = await benchSessionClient(lab, serial);
     const target = { serial };
-    const start = async (ocr: boolean) => (await sessions.startSession({ target, ocr, name: ocr ? "bench-ocr" : "bench" })).session?.sessionId ?? "";
+    const start = (ocr: boolean) => startSession({ name: ocr ? "bench-ocr" : "bench", ocr });
     const plainId = await start(false);
     const ocrId = await start(true);
     if (LATENCY > 0) device.faults.set({ latencyMs: LATENCY });
@@ -59,11 +42,11 @@ async function main(): Promise<void> {
     const still = { target, kind: { case: "tap" as const, value: { x: 5, y: 5 } } };
 
     const timed = async (sessionId: string) => {
-      session = sessionId;
+      headers["x-farm-session"] = sessionId;
       const t = performance.now();
       await devices.sendInput(still);
       const ms = performance.now() - t;
-      session = "";
+      headers["x-farm-session"] = "";
       return ms;
     };
     // 1. An unchanged screen: the same tap without a session and as a step.

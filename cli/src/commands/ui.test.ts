@@ -5,16 +5,8 @@ import { describe, expect, it } from "vitest";
 import { CliError } from "../cli-error.js";
 import { tappedLine, treeText } from "../ui-format.js";
 import { elementSelector } from "./ui.js";
+import { cliRefusal as refusal } from "../testing/cli-refusal.js";
 
-function refusal(fn: () => unknown): { code: string; field?: string; message: string } {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CliError);
-    return err as CliError;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("elementSelector (farm input tap --id|--text|--desc)", () => {
   it("is undefined without a selector flag, so every old spelling is unchanged", () => {

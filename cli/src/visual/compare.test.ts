@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { CliError } from "../cli-error.js";
 import { clipMasks, compareImages, decodePng, encodePng, isPng, maskBitmap, pctText, type RawImage } from "./compare.js";
 import { parseMask, parseThreshold, unitDuration } from "./flags.js";
+import { cliRefusal as refusal } from "../testing/cli-refusal.js";
 
 /** A PNG of one colour with rectangles painted on it, made by sharp. */
 async function png(width: number, height: number, background: [number, number, number], rects: { x: number; y: number; w: number; h: number; rgb: [number, number, number] }[] = []): Promise<Buffer> {
@@ -21,15 +22,6 @@ async function png(width: number, height: number, background: [number, number, n
 
 const decode = (bytes: Buffer) => decodePng(bytes, "test image", "baseline");
 
-function refusal(fn: () => unknown): CliError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CliError);
-    return err as CliError;
-  }
-  throw new Error("expected a refusal");
-}
 
 async function rejection(p: Promise<unknown>): Promise<CliError> {
   try {

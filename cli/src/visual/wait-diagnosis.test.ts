@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { CliError } from "../cli-error.js";
 import { waitSelector } from "../commands/wait.js";
 import { diagnosisSummary, flatten, matchingElements, plainElement, PollTrace, waitDiagnosis, type WaitSettings } from "./wait-diagnosis.js";
+import { cliRefusal as refusal } from "../testing/cli-refusal.js";
 
 const screen = () =>
   [
@@ -44,15 +45,6 @@ describe("matchingElements", () => {
 });
 
 describe("waitSelector", () => {
-  const refusal = (fn: () => unknown) => {
-    try {
-      fn();
-    } catch (err) {
-      expect(err).toBeInstanceOf(CliError);
-      return err as CliError;
-    }
-    throw new Error("expected a refusal");
-  };
   it("takes exactly one of --id, --text, --desc, not empty", () => {
     expect(waitSelector({ text: "OK" })).toEqual({ by: "text", value: "OK" });
     expect(waitSelector({ id: "a:id/b" })).toEqual({ by: "resourceId", value: "a:id/b" });
