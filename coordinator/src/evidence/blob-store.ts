@@ -116,15 +116,21 @@ export class BlobStore {
     for await (const chunk of readChunks(join(this.dir, id))) yield create(BlobPartSchema, { kind: { case: "chunk", value: chunk } });
   }
 
+  /** What an `owner`'s blob was checked to be, without taking it: NOT_FOUND for anyone else's. */
+  peek(id: string, owner: string): { size: number; sha256: string } {
+    const m = idPattern.test(id) ? this.meta.get(id) : undefined;
+    if (!m || m.owner !== owner) throw farmError(Errors.NOT_FOUND, `no blob ${id} of ${owner}`, "blob_id");
+    return { size: m.size, sha256: m.sha256 };
+  }
+
   /**
    * Hands a blob's file to the caller, who moves or removes it: the blob
    * must be `owner`'s. Returns where it is and what it was checked to be.
    */
   take(id: string, owner: string): { file: string; size: number; sha256: string } {
-    const m = idPattern.test(id) ? this.meta.get(id) : undefined;
-    if (!m || m.owner !== owner) throw farmError(Errors.NOT_FOUND, `no blob ${id} of ${owner}`, "blob_id");
+    const m = this.peek(id, owner);
     this.meta.delete(id);
-    return { file: join(this.dir, id), size: m.size, sha256: m.sha256 };
+    return { file: join(this.dir, id), ...m };
   }
 
   async remove(id: string): Promise<void> {

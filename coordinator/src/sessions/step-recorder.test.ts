@@ -176,6 +176,32 @@ describe("StepRecorder", () => {
     expect(v).toMatchObject({ recordVersion: 1, action: "evidence", before: null, after: { evidenceId: "0b6f3c1e-2a4d-4c8e-9f10-5d2e7a9b1c33", path: "screenshot.png" } });
   });
 
+  it("keeps nothing of a client step refused for one of its files: no step, no stored file, the blobs handed back", async () => {
+    const { recorder, session, steps, images, blobs, shot } = await setup();
+    const good = await shot("#555555", "user:alice");
+    const foreign = await shot("#666666", "user:bob");
+    const art = (blobId: string, name: string) => ({ name, kind: "visual", provider: "runner", blobId, mimeType: "image/png", when: "actual" });
+    const req = { action: "assert-visual", description: "check", arguments: {}, ok: true, errorCode: "", errorMessage: "", response: {}, durationMs: 1 };
+    await expect(recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [art(good.blobId, "a.png"), art(foreign.blobId, "b.png")] })).rejects.toThrow(/no blob/);
+    expect(steps.listPage(session.sessionId, { pageSize: 0, pageToken: "" }).items).toEqual([]);
+    expect(steps.knownImages(session.sessionId)).toEqual([]);
+    expect((await readdir(images.root, { recursive: true })).filter((f) => f.endsWith(".png"))).toEqual([]);
+    // The first file was not consumed: the caller may still use (or lose with its TTL) its blob.
+    expect(() => blobs.take(good.blobId, "user:alice")).not.toThrow();
+  });
+
+  it("refuses a client's text file over the limit by its size, before reading it", async () => {
+    const { recorder, session, blobs } = await setup();
+    const big = join(dir as string, "big.json");
+    await writeFile(big, Buffer.alloc(17 * 1024 * 1024, 0x20));
+    const blobId = await blobs.put(fileAsBlobParts(big), "user:alice");
+    const req = { action: "wait", description: "wait", arguments: {}, ok: false, errorCode: "COMMAND_TIMEOUT", errorMessage: "", response: {}, durationMs: 1 };
+    const err = await recorder
+      .appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] })
+      .catch((e: unknown) => e);
+    expect(String(err)).toMatch(/at most 16 MiB/);
+  });
+
   it("shows a shell step's command and output only to its caller and admins", async () => {
     const { recorder, session, steps } = await setup();
     const step = recorder.open(session);

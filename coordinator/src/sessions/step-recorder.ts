@@ -22,6 +22,8 @@ const PROVIDERS = new Set(["agent", "adb", "app-sdk", "runner", "coordinator"]);
 const CLIENT_ACTIONS = new Set(["assert-visual", "wait"]);
 const MAX_ARTIFACTS = 16;
 const MAX_CLIENT_JSON = 64 * 1024;
+/** A client's text file (a wait's diagnosis) is masked in memory: this is as large as it may be. */
+const MAX_CLIENT_TEXT = 16 * 1024 * 1024;
 
 /** A client step as AppendSessionStep carries it. */
 export interface ClientStepRequest {
@@ -159,11 +161,11 @@ export class StepRecorder {
       const after = ev?.after ? await this.keep(session.sessionId, ev.after, agentToken) : null;
       const failed = outcome.error !== undefined || outcome.response === undefined;
       const d = describeStep(method, request, outcome.response);
+      const result = failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message);
       // What the policy keeps, now that the step's outcome is known (screenChanged: its pixels changed).
       let kept: Map<string, string> | undefined;
       if (step.plan && this.deps.plans) {
-        const response = outcome.response ? (resultOf(method, outcome.response).response ?? {}) : {};
-        const facts = step.plan.facts.targetId ? step.plan : { ...step.plan, facts: { ...step.plan.facts, targetId: targetIdOf(d.arguments, response) } };
+        const facts = step.plan.facts.targetId ? step.plan : { ...step.plan, facts: { ...step.plan.facts, targetId: targetIdOf(d.arguments, result.response) } };
         const screenChanged = Boolean(before?.sha256 && after?.sha256 && before.sha256 !== after.sha256);
         kept = this.deps.plans.keep(facts, { screenChanged, failed });
       }
@@ -173,7 +175,7 @@ export class StepRecorder {
         action: d.action,
         description: d.description,
         arguments: d.arguments,
-        result: failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message),
+        result,
         before,
         after,
         startedAt: ev?.startTime ? timestampMs(ev.startTime) : step.startedAt,
@@ -277,39 +279,44 @@ export class StepRecorder {
       if (!ARTIFACT_TYPES.has(a.mimeType)) throw invalidArgument(`artifacts[${i}].mime_type`, `one of ${[...ARTIFACT_TYPES].join(", ")}`);
       if (!PROVIDERS.has(a.provider)) throw invalidArgument(`artifacts[${i}].provider`, `one of ${[...PROVIDERS].join(", ")}`);
     });
+    // Every file is checked (the caller's own, not too large to mask) before any is taken or the step numbered.
+    const owner = ownerOf(caller);
+    req.artifacts.forEach((a, i) => {
+      const { size } = this.deps.blobs.peek(a.blobId, owner);
+      if (a.mimeType !== "image/png" && size > MAX_CLIENT_TEXT) throw invalidArgument(`artifacts[${i}]`, `${a.name} is ${size} bytes; a text file is at most ${MAX_CLIENT_TEXT / (1024 * 1024)} MiB`);
+    });
     const step = this.open(session);
-    const redactText = (t: string) => (step.mask ? step.mask.text(t) : t);
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
-      const blob = this.deps.blobs.take(a.blobId, ownerOf(caller));
+      const blob = this.deps.blobs.take(a.blobId, owner);
       let sha256 = blob.sha256;
       let size = blob.size;
+      let dims = { width: 0, height: 0 };
       if (a.mimeType === "image/png") {
-        const dims = await pngSize(blob.file);
-        if (!dims) {
+        const png = await pngSize(blob.file);
+        if (!png) {
           await rm(blob.file, { force: true });
           throw invalidArgument("artifacts", `${a.name} is not a PNG`);
         }
-        await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
-        this.deps.steps.addImage({ sessionId, sha256, size, width: dims.width, height: dims.height, mimeType: a.mimeType });
-      } else {
+        dims = png;
+      } else if (step.mask) {
         // Text is masked here, before it is kept: the client may not know the session's secrets.
-        const masked = Buffer.from(redactText(await readFile(blob.file, "utf8")), "utf8");
+        const masked = Buffer.from(step.mask.text(await readFile(blob.file, "utf8")), "utf8");
         await writeFile(blob.file, masked, { mode: 0o600 });
         sha256 = createHash("sha256").update(masked).digest("hex");
         size = masked.length;
-        await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
-        this.deps.steps.addImage({ sessionId, sha256, size, width: 0, height: 0, mimeType: a.mimeType });
       }
+      await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
+      this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
     const record: StepRecordV2 = {
       version: STEP_RECORD_VERSION,
       method: "farm.v1.SessionService/AppendSessionStep",
       action: req.action,
-      description: redactText(req.description),
-      arguments: JSON.parse(redactText(JSON.stringify(req.arguments ?? {}))) as JsonObject,
-      result: { ok: req.ok, ...(req.errorCode ? { errorCode: req.errorCode } : {}), ...(req.errorMessage ? { errorMessage: redactText(req.errorMessage) } : {}), response: JSON.parse(redactText(JSON.stringify(req.response ?? {}))) as JsonObject },
+      description: req.description,
+      arguments: req.arguments ?? {},
+      result: { ok: req.ok, ...(req.errorCode ? { errorCode: req.errorCode } : {}), ...(req.errorMessage ? { errorMessage: req.errorMessage } : {}), response: req.response ?? {} },
       before: null,
       after: null,
       startedAt: req.startTime ?? step.startedAt,
@@ -318,6 +325,7 @@ export class StepRecorder {
       requestedBy: caller.tokenName,
       artifacts,
     };
+    if (step.mask) maskRecord(record, step.mask);
     const stored = this.deps.steps.append(sessionId, step.sequence, record, { failed: !req.ok, ocr: session.ocr ? { status: "skipped", observations: [], error: "a client step has no before screenshot" } : null });
     if (!stored) throw farmError(Errors.SESSION_NOT_FOUND, `no session ${sessionId}`, "session_id");
     return stored.step;
@@ -327,7 +335,7 @@ export class StepRecorder {
   private async keep(sessionId: string, shot: StepShot, agentToken: string): Promise<StepImageRecord> {
     const capturedAt = shot.captureTime ? timestampMs(shot.captureTime) : undefined;
     const base = { ...(capturedAt !== undefined ? { capturedAt } : {}) };
-    if (shot.error) return { ...base, error: { code: shot.error.detail?.code || "INTERNAL", message: shot.error.message } };
+    if (shot.error) return { ...base, error: { code: shot.error.detail?.code || Errors.INTERNAL.code, message: shot.error.message } };
     try {
       if (!/^[0-9a-f]{64}$/.test(shot.sha256)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "a step screenshot without a sha256");
       if (shot.blobId === "") {
