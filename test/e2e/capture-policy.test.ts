@@ -169,7 +169,10 @@ describe("capture policies", () => {
       ["shell", "--", "echo", `${JSON.stringify(secret)} Authorization: Basic ${forms[4]}`],
       ["device", "setprop", "debug.e2e.value", `x${encodeURIComponent(secret)}`],
     ];
-    for (const u of uses) expect((await farm(u, env)).code).not.toBe(-1);
+    for (const u of uses) {
+      const r = await farm(u, env);
+      expect(r.code, `${u.join(" ")}: ${r.stderr}`).toBe(0);
+    }
     const list = await steps(id);
     expect(list.length).toBe(3);
     // Every byte under the lab's directories: databases, evidence, session files, the agent's journal.

@@ -1,9 +1,6 @@
-import { randomUUID } from "node:crypto";
-import { mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { Errors, farmError } from "@farm/shared/errors";
 import { execOut } from "../adb/adb-exec.js";
-import { putBlob } from "../uplink/blob-transfer.js";
+import { putBlobBytes } from "../uplink/blob-transfer.js";
 import type { DeviceOwnership } from "../ownership/device-ownership.js";
 import { checkPng, PNG_MAX_BYTES } from "./png-check.js";
 import type { EvidenceDeps } from "./capture-command.js";
@@ -23,13 +20,6 @@ export async function takeScreenshot(serial: string, deadlineMs: number, deps: {
   const shot = { bytes: await screencap(serial, Math.max(deadlineMs, Date.now() + 1), deps) };
   const check = await checkPng(shot.bytes);
   if (!check.ok) throw farmError(Errors[check.code], check.message);
-  await mkdir(deps.evidence.stagingDir, { recursive: true, mode: 0o700 });
-  const file = join(deps.evidence.stagingDir, `screenshot-${randomUUID()}.png`);
-  try {
-    await writeFile(file, shot.bytes, { mode: 0o600 });
-    const blob = await putBlob(deps.evidence.transport, file, "screenshot.png");
-    return { blobId: blob.blobId, width: check.width, height: check.height, size: BigInt(blob.size), sha256: blob.sha256 };
-  } finally {
-    await rm(file, { force: true });
-  }
+  const blob = await putBlobBytes(deps.evidence.transport, deps.evidence.stagingDir, shot.bytes, "screenshot.png");
+  return { blobId: blob.blobId, width: check.width, height: check.height, size: BigInt(blob.size), sha256: blob.sha256 };
 }

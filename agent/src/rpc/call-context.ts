@@ -35,9 +35,14 @@ const DEFAULT_BUDGET_MS = 30_000;
 // they know (an action id, whether it was dispatched) instead of being cut off.
 const H = { commandId: "x-farm-command-id", requestedBy: "x-farm-requested-by", admin: "x-farm-requested-by-admin", deadline: "x-farm-deadline-ms" } as const;
 
+/** The absolute deadline (ms since the epoch) of a routed call: its own, or the default budget from now. */
+export function callDeadlineMs(call: AgentCall, now = Date.now()): number {
+  return call.deadline ? timestampMs(call.deadline) : now + DEFAULT_BUDGET_MS;
+}
+
 /** The headers that carry an envelope's context to the agent's services. */
 export function callHeaders(call: AgentCall, now = Date.now()): Headers {
-  const deadline = call.deadline ? timestampMs(call.deadline) : now + DEFAULT_BUDGET_MS;
+  const deadline = callDeadlineMs(call, now);
   return new Headers({
     [H.commandId]: call.commandId,
     [H.requestedBy]: call.requestedBy,

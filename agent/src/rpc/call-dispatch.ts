@@ -18,7 +18,7 @@ import {
   type StepEvidence,
   type StepShot,
 } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { callHeaders, stepAttempts, stepRedactor } from "./call-context.js";
+import { callDeadlineMs, callHeaders, stepAttempts, stepRedactor } from "./call-context.js";
 import { createRedactor } from "@farm/shared/redaction/redactor";
 import type { ServiceRoute } from "./routes.js";
 import type { StepShooter } from "../session/step-shooter.js";
@@ -124,7 +124,7 @@ async function aroundStep(
   context: (c: AgentCall) => HandlerContext,
 ): Promise<unknown> {
   const shots = deps.shots as StepShooter;
-  const deadline = call.deadline ? Number(call.deadline.seconds) * 1000 + Math.floor(call.deadline.nanos / 1e6) : Date.now() + 30_000;
+  const deadline = callDeadlineMs(call);
   const known = new Set(call.step?.knownSha256 ?? []);
   const scrub = (s: StepShot): StepShot => (s.error ? { ...s, error: { ...s.error, message: withoutHostPaths(s.error.message, deps.hostPaths) } } : s);
   const rawBefore = await shots.capture(serial, Date.now() + Math.min(BEFORE_MAX_MS, Math.max(0, deadline - Date.now()) / 4));

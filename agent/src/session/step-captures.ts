@@ -1,34 +1,20 @@
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { create } from "@bufbuild/protobuf";
 import { toErrorReport } from "@farm/shared/errors";
 import { StepArtifactReportSchema, type StepArtifactReport, type StepCapture } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { Redactor } from "@farm/shared/redaction/redactor";
+import { captureTokenProblem, parseCaptureToken, type CaptureWhen } from "@farm/shared/capture-policy/capture-token";
 import type { EvidenceDeps } from "../evidence/capture-command.js";
-import { putBlob } from "../uplink/blob-transfer.js";
+import { putBlob, putBlobBytes } from "../uplink/blob-transfer.js";
 import { readUiTree } from "../ui/read-ui-tree.js";
 import { startDeviceLog, type DeviceLogInterval } from "./device-log.js";
 import { startStepVideo, type StepVideo } from "./step-video.js";
 
-type When = "before" | "after" | "around";
+/** A capture asked for: its kind and when, and the token as the coordinator sent it (the artifact answers to it). */
 interface Token {
   token: string;
   kind: string;
-  when: When;
-}
-
-const INSTANT = new Set(["screenshot", "elements"]);
-const INTERVAL = new Set(["video", "deviceLog"]);
-
-/** `kind[.modifier]` with the defaults: instant kinds after, interval kinds around. */
-export function parseCaptureToken(token: string): Token | { token: string; error: string } {
-  const [kind = "", when, ...rest] = token.split(".");
-  if (rest.length > 0 || !(INSTANT.has(kind) || INTERVAL.has(kind) || kind === "actionLog")) return { token, error: `unknown capture ${JSON.stringify(token)}` };
-  const w = when ?? (INTERVAL.has(kind) ? "around" : "after");
-  if (w !== "before" && w !== "after" && w !== "around") return { token, error: `unknown modifier in ${JSON.stringify(token)} (before, after or around)` };
-  if (INTERVAL.has(kind) && w !== "around") return { token, error: `${kind} is an interval: only ${kind}.around` };
-  return { token, kind, when: w };
+  when: CaptureWhen;
 }
 
 /** The evidence of one step beyond its baseline screenshots, started before the action. */
@@ -53,15 +39,17 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
   const reports: StepArtifactReport[] = [];
   const tokens: Token[] = [];
   for (const t of step.captures) {
-    const parsed = parseCaptureToken(t);
-    if ("error" in parsed) reports.push(report({ name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, skippedReason: parsed.error }));
-    else tokens.push(parsed);
+    // The coordinator checked them; a token this agent does not know is disclosed, not dropped.
+    const problem = captureTokenProblem(t);
+    const parsed = problem ? null : parseCaptureToken(t);
+    if (problem) reports.push(report({ name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, skippedReason: problem }));
+    else if (parsed) tokens.push({ token: t, kind: parsed.kind, when: parsed.when });
   }
-  const upload = (t: Token, name: string, provider: string, mimeType: string, body: string, when: string, warning?: string) =>
-    uploadBody(t, name, provider, mimeType, Buffer.from(body, "utf8"), when, warning);
-  const uploadBody = async (t: Token, name: string, provider: string, mimeType: string, body: Buffer, when: string, warning?: string) => {
+  /** Sends (masked) text as a blob and reports it; a failed upload is a dropped artifact. */
+  const upload = async (t: Token, name: string, provider: string, mimeType: string, body: string, when: string, warning?: string) => {
     try {
-      reports.push(report({ ...(await uploadBytes(deps.evidence, name, mimeType, body)), name, kind: t.kind, provider, token: t.token, when, ...(warning ? { warning } : {}) }));
+      const blob = await putBlobBytes(deps.evidence.transport, deps.evidence.stagingDir, Buffer.from(body, "utf8"), name);
+      reports.push(report({ blobId: blob.blobId, sha256: blob.sha256, size: BigInt(blob.size), mimeType, name, kind: t.kind, provider, token: t.token, when, ...(warning ? { warning } : {}) }));
     } catch (err) {
       reports.push(report({ name, kind: t.kind, provider, token: t.token, when, warning: `dropped: ${toErrorReport(err).message}` }));
     }
@@ -80,7 +68,7 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
   let video: { token: Token; recording?: StepVideo; error?: string } | undefined;
   for (const t of tokens) {
     // The baseline already keeps the screen before and after every step.
-    if (t.kind === "screenshot" || t.kind === "actionLog") continue;
+    if (t.kind === "screenshot") continue;
     if (t.kind === "elements" && t.when !== "after") await elements(t, "before");
     if (t.kind === "video" && !video) {
       try {
@@ -111,8 +99,19 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
       if (video?.error) reports.push(report({ name: "video.mp4", kind: "video", provider: "adb", token: video.token.token, when: "around", skippedReason: video.error }));
       else if (video?.recording) {
         const v = await video.recording.stop();
-        if (!v.bytes) reports.push(report({ name: "video.mp4", kind: "video", provider: "adb", token: video.token.token, when: "around", warning: v.warning ?? "dropped" }));
-        else await uploadBody(video.token, "video.mp4", "adb", "video/mp4", v.bytes, "around");
+        const base = { name: "video.mp4", kind: "video", provider: "adb", token: video.token.token, when: "around" };
+        if (!v.file) reports.push(report({ ...base, warning: v.warning ?? "dropped" }));
+        else {
+          // Sent from the file it was pulled into: a video is not held in memory.
+          try {
+            const blob = await putBlob(deps.evidence.transport, v.file, "video.mp4");
+            reports.push(report({ ...base, blobId: blob.blobId, sha256: blob.sha256, size: BigInt(blob.size), mimeType: "video/mp4" }));
+          } catch (err) {
+            reports.push(report({ ...base, warning: `dropped: ${toErrorReport(err).message}` }));
+          } finally {
+            await rm(v.file, { force: true });
+          }
+        }
       }
       return reports;
     },
@@ -121,18 +120,4 @@ export async function beginCaptures(deps: CaptureDeps, serial: string, step: Ste
 
 function report(init: Omit<Partial<StepArtifactReport>, "$typeName"> & { name: string; kind: string; provider: string; token: string }): StepArtifactReport {
   return create(StepArtifactReportSchema, init);
-}
-
-/** Sends a (masked) file as a blob, through a 0600 staging file. */
-async function uploadBytes(evidence: EvidenceDeps, name: string, mimeType: string, bytes: Buffer): Promise<{ blobId: string; sha256: string; size: bigint; mimeType: string }> {
-  await mkdir(evidence.stagingDir, { recursive: true, mode: 0o700 });
-  const file = join(evidence.stagingDir, `artifact-${randomUUID()}`);
-  try {
-    await writeFile(file, bytes, { mode: 0o600 });
-    const blob = await putBlob(evidence.transport, file, name);
-    if (blob.sha256 !== createHash("sha256").update(bytes).digest("hex")) throw new Error("the staged file changed while it was sent");
-    return { blobId: blob.blobId, sha256: blob.sha256, size: BigInt(blob.size), mimeType };
-  } finally {
-    await rm(file, { force: true });
-  }
 }

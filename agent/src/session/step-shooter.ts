@@ -1,6 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -11,7 +9,7 @@ import type { EvidenceDeps } from "../evidence/capture-command.js";
 import { checkPng } from "../evidence/png-check.js";
 import { screencap } from "../evidence/take-screenshot.js";
 import type { DeviceOwnership } from "../ownership/device-ownership.js";
-import { putBlob } from "../uplink/blob-transfer.js";
+import { putBlobBytes } from "../uplink/blob-transfer.js";
 
 /** The bytes of one screen capture, taken but not yet checked or sent; or why there are none. */
 export type RawShot = { captureTime: Timestamp; bytes: Buffer; sha256: string } | { captureTime: Timestamp; error: unknown };
@@ -47,15 +45,8 @@ export function stepShooter(deps: { ownership: DeviceOwnership; evidence: Eviden
         if (known.has(raw.sha256)) return create(StepShotSchema, { ...base, width: raw.bytes.readUInt32BE(16), height: raw.bytes.readUInt32BE(20) });
         const check = await checkPng(raw.bytes);
         if (!check.ok) throw farmError(Errors[check.code], check.message);
-        await mkdir(deps.evidence.stagingDir, { recursive: true, mode: 0o700 });
-        const file = join(deps.evidence.stagingDir, `step-${randomUUID()}.png`);
-        try {
-          await writeFile(file, raw.bytes, { mode: 0o600 });
-          const blob = await putBlob(deps.evidence.transport, file, "step.png");
-          return create(StepShotSchema, { ...base, width: check.width, height: check.height, blobId: blob.blobId });
-        } finally {
-          await rm(file, { force: true });
-        }
+        const blob = await putBlobBytes(deps.evidence.transport, deps.evidence.stagingDir, raw.bytes, "step.png");
+        return create(StepShotSchema, { ...base, width: check.width, height: check.height, blobId: blob.blobId });
       } catch (err) {
         return create(StepShotSchema, { captureTime: raw.captureTime, error: toCommandError(toErrorReport(err), err) });
       }

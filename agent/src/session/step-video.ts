@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { shellV2, type ShellResult } from "../adb/adb-shell.js";
@@ -14,8 +14,8 @@ const STOP_WAIT_MS = 10_000;
 const PULL_MS = 60_000;
 
 export interface StepVideoResult {
-  /** The finished MP4's bytes. */
-  bytes?: Buffer;
+  /** The finished MP4, pulled into a 0600 file in the staging dir: the caller sends it and removes it. */
+  file?: string;
   /** Why there is no video: the recorder did not start, stop or finish, or the pull failed. */
   warning?: string;
 }
@@ -69,11 +69,10 @@ export async function startStepVideo(adb: AdbServerAddress, serial: string, stag
         const local = join(stagingDir, `step-video-${randomUUID()}.mp4`);
         try {
           await pullRemoteFile(adb, serial, remote, local, PULL_MS);
-          return { bytes: await readFile(local) };
+          return { file: local };
         } catch (err) {
-          return { warning: `pulling the video failed (${(err as Error).message}); the video is dropped` };
-        } finally {
           await rm(local, { force: true });
+          return { warning: `pulling the video failed (${(err as Error).message}); the video is dropped` };
         }
       } finally {
         void cleanup();

@@ -16,12 +16,17 @@ export const clientOptions = {
   timeout: parsedWithDefault("--timeout <ms>", "Deadline of each call, in milliseconds", intIn(100, 3_600_000), 30_000),
 };
 
-/** The device a command acts on, and the lease it presents. */
-export const deviceOptions = {
-  ...clientOptions,
+/** A device by serial (and agent), and the lease presented for it. */
+export const leasedDeviceOptions = {
   device: text("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
+};
+
+/** The device a command acts on, and the lease it presents. */
+export const deviceOptions = {
+  ...clientOptions,
+  ...leasedDeviceOptions,
   requestId: text("--request-id <id>", "Idempotency key: a retry with the same id is answered, not run again"),
   capture: text("--capture <tokens>", "In a session (FARM_SESSION): more evidence for this action, e.g. screenshot.before,deviceLog,elements.after"),
   logPackage: text("--log-package <pkg>", "With deviceLog: keep only this app's lines (by its pid)"),

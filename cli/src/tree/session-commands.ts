@@ -1,4 +1,4 @@
-import { clientOptions } from "../options/common-options.js";
+import { clientOptions, leasedDeviceOptions } from "../options/common-options.js";
 import { flag, list, oneOf, parsed, parsedWithDefault, requiredText, text } from "../options/index.js";
 import { group, leaf } from "./spec.js";
 
@@ -16,9 +16,8 @@ export const sessionPolicyOptions = {
 
 export const sessionStartOptions = {
   ...clientOptions,
+  ...leasedDeviceOptions,
   device: text("--device <serial>", "Device serial; your lease must be on it", { env: "FARM_DEVICE" }),
-  agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
-  lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
   name: text("--name <text>", "A name shown in lists (at most 200 characters)"),
   ocr: flag("--ocr", "OCR each step's before screenshot (farm session show lists what was read)"),
   contextJson: text("--context-json <object>", "A JSON object stored with the session (build, branch, test)"),

@@ -25,6 +25,7 @@ import type { IdempotencyCache } from "./idempotency-cache.js";
 import type { StepRecorder } from "../sessions/step-recorder.js";
 import { CAPTURE_HEADER } from "../sessions/capture-plans.js";
 import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
+import { LOG_FILTERSPEC_PATTERN, PACKAGE_PATTERN } from "@farm/shared/capture-policy/policy-schema";
 
 /** The header naming the recorded session a call is a step of (FARM_SESSION in the CLI). */
 export const SESSION_HEADER = "x-farm-session";
@@ -275,11 +276,14 @@ function captureTokens(header: string | null): string[] {
   return tokens;
 }
 
+const packagePattern = new RegExp(PACKAGE_PATTERN);
+const filterspecPattern = new RegExp(LOG_FILTERSPEC_PATTERN);
+
 /** `--log-package` / `--log-filter` of one action, checked as the policy's `log` is (they run in the phone's shell). */
 function logOptions(h: Headers): { package?: string; filterspec?: string } {
   const pkg = h.get("x-farm-log-package") ?? "";
   const filter = h.get("x-farm-log-filter") ?? "";
-  if (pkg && (pkg.length > 255 || !/^[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+$/.test(pkg))) throw invalidArgument("log-package", "an Android package name (com.example.app)");
-  if (filter && (filter.length > 1024 || !/^[A-Za-z0-9_.*/-]+:[VDIWEFS](?: +[A-Za-z0-9_.*/-]+:[VDIWEFS])*$/.test(filter))) throw invalidArgument("log-filter", 'a logcat filterspec: TAG:LEVEL pairs separated by spaces ("*:W ActivityManager:I")');
+  if (pkg && (pkg.length > 255 || !packagePattern.test(pkg))) throw invalidArgument("log-package", "an Android package name (com.example.app)");
+  if (filter && (filter.length > 1024 || !filterspecPattern.test(filter))) throw invalidArgument("log-filter", 'a logcat filterspec: TAG:LEVEL pairs separated by spaces ("*:W ActivityManager:I")');
   return { ...(pkg ? { package: pkg } : {}), ...(filter ? { filterspec: filter } : {}) };
 }

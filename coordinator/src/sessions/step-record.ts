@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { Errors } from "@farm/shared/error-codes";
 
 /** The record version this coordinator writes. */
 export const STEP_RECORD_VERSION = 2;
@@ -133,7 +134,7 @@ function fromV1(v: StepRecordV1, createdAt: number): StepView {
   const m = legacyPath.exec(v.screenshotPath);
   const after: StepImageRecord = m
     ? { evidenceId: m[1] as string, path: m[2] as string }
-    : { error: { code: "NOT_FOUND", message: `the screenshot path ${JSON.stringify(v.screenshotPath.slice(0, 200))} is not in the evidence store` } };
+    : { error: { code: Errors.NOT_FOUND.code, message: `the screenshot path ${JSON.stringify(v.screenshotPath.slice(0, 200))} is not in the evidence store` } };
   return {
     recordVersion: 1,
     method: "",
@@ -159,7 +160,7 @@ function unreadable(version: number, createdAt: number, why: string): StepView {
     action: "unreadable",
     description: why,
     arguments: {},
-    result: { ok: false, errorCode: "INTERNAL", errorMessage: why },
+    result: { ok: false, errorCode: Errors.INTERNAL.code, errorMessage: why },
     before: null,
     after: null,
     startedAt: createdAt,

@@ -1,6 +1,11 @@
 import { POLICY_ACTIONS } from "./actions.js";
 import { CAPTURE_TOKENS } from "./capture-token.js";
 
+/** A logcat filterspec: TAG:LEVEL pairs separated by spaces. It runs in the phone's shell, so nothing else is let through. */
+export const LOG_FILTERSPEC_PATTERN = "^[A-Za-z0-9_.*/-]+:[VDIWEFS](?: +[A-Za-z0-9_.*/-]+:[VDIWEFS])*$";
+/** An Android package name. */
+export const PACKAGE_PATTERN = "^[A-Za-z][A-Za-z0-9_]*(?:\\.[A-Za-z][A-Za-z0-9_]*)+$";
+
 /** Bounds of a policy: the schema enforces them, docs/session-policy.md lists them. */
 export const POLICY_LIMITS = {
   rules: 100,
@@ -67,13 +72,13 @@ export const sessionPolicySchema = {
           description: "a logcat filterspec: TAG:LEVEL pairs separated by spaces (\"*:W ActivityManager:I\")",
           type: "string",
           maxLength: POLICY_LIMITS.filterspecLength,
-          pattern: "^[A-Za-z0-9_.*/-]+:[VDIWEFS](?: +[A-Za-z0-9_.*/-]+:[VDIWEFS])*$",
+          pattern: LOG_FILTERSPEC_PATTERN,
         },
         package: {
           description: "an Android package name (com.example.app); only that app's lines are kept",
           type: "string",
           maxLength: POLICY_LIMITS.stringLength,
-          pattern: "^[A-Za-z][A-Za-z0-9_]*(?:\\.[A-Za-z][A-Za-z0-9_]*)+$",
+          pattern: PACKAGE_PATTERN,
         },
       },
     },
