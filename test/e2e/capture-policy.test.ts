@@ -164,9 +164,10 @@ describe("capture policies", () => {
     const secret = "tok/en s3cr3t&<42>";
     const forms = [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), "tok/en s3cr3t&amp;&lt;42&gt;", Buffer.from(`ci:${secret}`).toString("base64")];
     const { id, env } = await session(serial, { capture: ["deviceLog", "elements.after"], secrets: ["E2E_SECRET"] }, [], { E2E_SECRET: secret });
+    // Single-quoted for the phone's shell: the secret holds & and <.
     const uses = [
-      ["shell", "--", "log", "-t", "e2e", `plain ${secret} encoded ${encodeURIComponent(secret)}`],
-      ["shell", "--", "echo", `${JSON.stringify(secret)} Authorization: Basic ${forms[4]}`],
+      ["shell", "--", "log", "-t", "e2e", `'plain ${secret} encoded ${encodeURIComponent(secret)}'`],
+      ["shell", "--", "echo", `'${JSON.stringify(secret)} Authorization: Basic ${forms[4]}'`],
       ["device", "setprop", "debug.e2e.value", `x${encodeURIComponent(secret)}`],
     ];
     for (const u of uses) {
