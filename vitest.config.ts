@@ -8,6 +8,8 @@ export default defineConfig({
     // but keep two files at a time on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // One private PostgreSQL cluster for the run (storage tests, replicas); each file makes its own databases.
+    globalSetup: ["test/support/pg-global-setup.ts"],
     pool: "forks",
     maxWorkers: 2,
   },

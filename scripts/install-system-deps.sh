@@ -7,6 +7,8 @@ command -v adb >/dev/null 2>&1 || need+=(adb)
 { command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1; } || need+=(ffmpeg)
 # The dashboard's browser tests drive Debian's Chromium through playwright-core.
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# Storage and replica tests start a private PostgreSQL cluster (server binaries only; nothing is enabled or started).
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 # deploy/ tests check the systemd units with systemd-analyze.
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 
