@@ -14,7 +14,7 @@ import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { FARM_VERSION } from "@farm/shared/version";
 import type { ListenAddress } from "@farm/shared/listen-address";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
-import { openDatabase } from "./db/open-database.js";
+import { openFarmDatabase } from "./db/database.js";
 import { TokenStore } from "./auth/token-store.js";
 import { Registry } from "./registry/registry.js";
 import { SqliteRegistryStore } from "./registry/sqlite-registry-store.js";
@@ -70,6 +70,8 @@ import { coordinatorMetrics } from "./http/metrics.js";
 export interface CoordinatorOptions {
   listen: ListenAddress;
   dataDir: string;
+  /** A postgres:// URL (replicas share it) or a SQLite file; default <data-dir>/coordinator.db. */
+  database?: string;
   /** Missed heartbeat intervals before an agent is offline. */
   heartbeatMisses?: number;
   /** How often the heartbeat sweep runs. */
@@ -112,7 +114,12 @@ export interface RunningCoordinator {
 export async function startCoordinator(opts: CoordinatorOptions): Promise<RunningCoordinator> {
   const log = opts.log ?? createLogger({ base: { component: "coordinator" } });
   await ensurePrivateDir(opts.dataDir);
-  const database = openDatabase(join(opts.dataDir, "coordinator.db"));
+  const database = await openFarmDatabase(opts.database, opts.dataDir);
+  // TEMPORARY (stores move to the FarmDatabase seam one by one): until then only SQLite runs.
+  if (database.dialect !== "sqlite") {
+    await database.close();
+    throw new Error("PostgreSQL is not wired into every store yet");
+  }
   const tokens = new TokenStore(database.db);
   const registry = new Registry(new SqliteRegistryStore(database.db), { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
   const closed = new AbortController();
@@ -278,7 +285,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));
       await dual.close();
       await ocrPool?.close();
-      database.close();
+      await database.close();
       log.info("coordinator stopped");
     },
   };

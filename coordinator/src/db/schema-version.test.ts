@@ -60,7 +60,7 @@ describe("a database migrated by a newer farm", () => {
     // Refused before anything was touched: the tables and the newer row are all there.
     const Database = (await import("better-sqlite3")).default;
     const raw = new Database(file, { readonly: true });
-    cleanups.push(() => raw.close());
+    cleanups.push(() => void raw.close());
     expect(raw.prepare("SELECT count(*) AS n FROM __drizzle_migrations WHERE hash = 'future'").get()).toEqual({ n: 1 });
     expect(raw.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'leases'").get()).toEqual({ n: 1 });
   });
