@@ -45,6 +45,8 @@ const log = (s) => opts.quiet || process.stderr.write(`${s}\n`);
 /** Loaded with require()/import at run time, never bundled: native addons and their loaders. */
 // tesseract.js starts its workers from files next to its own module (and reads the language data from its package).
 const EXTERNAL = ["better-sqlite3", "sharp", "node-pty", "tesseract.js", "@tesseract.js-data/eng"];
+/** Left out and not shipped: pg's optional libpq binding, loaded only when asked for (farm never does). */
+const NEVER_LOADED = ["pg-native"];
 
 /** Entry points, by output name (lib/<name>.js). */
 const ENTRIES = {
@@ -61,6 +63,7 @@ const ENTRIES = {
 const RUNTIME_FILES = {
   "agent/drizzle": "assets/agent-drizzle", // agent/src/db/open-agent-db.ts
   "coordinator/drizzle": "assets/coordinator-drizzle", // coordinator/src/db/open-database.ts
+  "coordinator/drizzle-pg": "assets/coordinator-drizzle-pg", // coordinator/src/db/open-postgres.ts
   "dashboard/dist": "assets/dashboard", // coordinator/src/coordinator.ts (defaultDashboardDir)
   ...Object.fromEntries(Object.entries(ENTRIES).map(([name, src]) => [src, `lib/${name}.js`])),
 };
@@ -133,7 +136,7 @@ async function main() {
     format: "esm",
     platform: "node",
     target: "node20",
-    external: EXTERNAL,
+    external: [...EXTERNAL, ...NEVER_LOADED],
     // Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require()
     // for Node's built-ins; an ES module has none of its own.
     banner: { js: 'import { createRequire as __farmCreateRequire } from "node:module";\nconst require = __farmCreateRequire(import.meta.url);' },

@@ -38,12 +38,12 @@ describe("coordinator wiring", () => {
     expect(outcome).toEqual([]);
 
     const registry = coordinator.registry;
-    registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", protocolVersion: 2, heartbeatIntervalMs: 60_000 }), { terminate: () => undefined });
-    registry.replaceInventory("a-1", ["1", "2"].map((n) => create(DeviceReportSchema, { serial: `S-${n}`, state: "device", properties: { physicalId: `pd-${n}`, identityStatus: "ok" } })));
+    await registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", protocolVersion: 2, heartbeatIntervalMs: 60_000 }), { terminate: () => undefined });
+    await registry.replaceInventory("a-1", ["1", "2"].map((n) => create(DeviceReportSchema, { serial: `S-${n}`, state: "device", properties: { physicalId: `pd-${n}`, identityStatus: "ok" } })));
     await settle();
     expect(outcome).toEqual(["pd-1"]);
 
-    coordinator.leases.setLabels("S-2", { rack: "b2" });
+    await coordinator.leases.setLabels("S-2", { rack: "b2" });
     await settle();
     expect(outcome).toEqual(["pd-1", "pd-2"]);
     ac.abort();
@@ -55,7 +55,7 @@ describe("a clean restart", () => {
     const restartDir = await mkdtemp(join(tmpdir(), "farm-restart-"));
     const opts = { listen: { host: "127.0.0.1", port: 0 }, dataDir: join(restartDir, "data"), dashboardDir: null, log: createLogger({ level: "error" }) };
     const first = await startCoordinator(opts);
-    const secret = first.tokens.create("ci", "user", "operator").secret;
+    const secret = (await first.tokens.create("ci", "user", "operator")).secret;
     const auth: Interceptor = (next) => (req) => (req.header.set("authorization", `Bearer ${secret}`), next(req));
     const client = createClient(LeaseService, createGrpcTransport({ baseUrl: first.url, interceptors: [auth] }));
     // Nothing matches: the call waits in the queue until the coordinator goes away.

@@ -74,8 +74,8 @@ beforeAll(async () => {
     dataDir: join(dir, "data"),
     log: createLogger({ level: "error" }),
   });
-  admin = coordinator.tokens.create("root", "user", "admin").secret;
-  agentToken = coordinator.tokens.create("lab", "agent").secret;
+  admin = (await coordinator.tokens.create("root", "user", "admin")).secret;
+  agentToken = (await coordinator.tokens.create("lab", "agent")).secret;
 });
 
 afterAll(async () => {
@@ -110,7 +110,7 @@ describe("coordinator", () => {
     expect(await call("farmu_nope")).toMatchObject({ code: "UNAUTHENTICATED", message: "unknown token" });
     expect(await call(agentToken)).toMatchObject({ code: "PERMISSION_DENIED" });
 
-    const { secret } = coordinator.tokens.create("temp", "user");
+    const { secret } = await coordinator.tokens.create("temp", "user");
     expect(await call(secret)).toBeNull();
     await createClient(TokenService, grpc(admin)).revokeToken({ name: "temp" });
     expect(await call(secret)).toMatchObject({ code: "UNAUTHENTICATED", message: "token has been revoked" });
@@ -122,7 +122,7 @@ describe("coordinator", () => {
   });
 
   it("lets only admin user tokens manage tokens, and never lists secrets", async () => {
-    const plain = coordinator.tokens.create("plain", "user").secret;
+    const plain = (await coordinator.tokens.create("plain", "user")).secret;
     const denied = await createClient(TokenService, grpc(plain)).listTokens({}).then(() => null, toErrorReport);
     expect(denied).toMatchObject({ code: "PERMISSION_DENIED" });
     const tokens = createClient(TokenService, grpc(admin));
@@ -158,7 +158,7 @@ describe("coordinator", () => {
 
   it("lists an attached agent's devices identically over binary gRPC and Connect JSON", async () => {
     // An agent token is one agent: this agent has its own.
-    const r = await attach("inventory-agent", coordinator.tokens.create("inventory", "agent").secret);
+    const r = await attach("inventory-agent", (await coordinator.tokens.create("inventory", "agent")).secret);
     if (!r.ok) throw new Error(r.error.message);
     r.out.push(
       create(AttachRequestSchema, {

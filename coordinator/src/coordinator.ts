@@ -16,8 +16,9 @@ import type { ListenAddress } from "@farm/shared/listen-address";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { openFarmDatabase } from "./db/database.js";
 import { TokenStore } from "./auth/token-store.js";
+import { createTokenRecordStore } from "./auth/token-record-store.js";
 import { Registry } from "./registry/registry.js";
-import { SqliteRegistryStore } from "./registry/sqlite-registry-store.js";
+import { createRegistryStore } from "./registry/registry-store.js";
 import { authInterceptor } from "./auth/auth.js";
 import { accessRules, servicesWithRules } from "./auth/access-rules.js";
 import { OpenCalls } from "./auth/open-calls.js";
@@ -29,10 +30,11 @@ import { registerDeviceService } from "./routing/device-service.js";
 import { registerLeaseService } from "./leases/lease-service.js";
 import { registerActivityService } from "./activity/activity-service.js";
 import { LeaseManager } from "./leases/lease-manager.js";
-import { SqliteLeaseStore } from "./leases/sqlite-lease-store.js";
+import { createLeaseStore } from "./leases/lease-store.js";
 import { DeviceLabels } from "./devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "./devices/sqlite-device-label-store.js";
+import { createDeviceLabelStore } from "./devices/device-label-store.js";
 import { ActivityLog } from "./activity/activity-log.js";
+import { createActivityStore } from "./activity/activity-store.js";
 import { IdempotencyCache } from "./routing/idempotency-cache.js";
 import { ShellRelay } from "./routing/shell-relay.js";
 import { BLOB_QUOTA_DEFAULT, BlobStore } from "./evidence/blob-store.js";
@@ -41,24 +43,28 @@ import { registerShellService, registerAgentShellService } from "./routing/shell
 import { registerEvidenceService } from "./evidence/evidence-service.js";
 import { registerVideoService } from "./video/video-service.js";
 import { VideoSessionIndex } from "./video/video-session-index.js";
+import { createVideoSessionStore } from "./video/video-session-store.js";
 import { WatchHub } from "./watch/watch-hub.js";
 import { registerWatchService } from "./watch/watch-service.js";
 import { wireWatchHub } from "./watch/watch-wiring.js";
 import { Sessions } from "./sessions/sessions.js";
-import { SqliteSessionStore } from "./sessions/sqlite-session-store.js";
+import { createSessionStore } from "./sessions/session-store.js";
 import { registerSessionService } from "./sessions/session-service.js";
 import { SessionSteps } from "./sessions/session-steps.js";
-import { SqliteSessionStepStore } from "./sessions/sqlite-session-step-store.js";
+import { createSessionStepStore } from "./sessions/session-step-store.js";
 import { SessionImageStore } from "./sessions/session-image-store.js";
 import { StepRecorder } from "./sessions/step-recorder.js";
 import { StepOcr } from "./sessions/step-ocr.js";
 import { OcrPool } from "./sessions/ocr/ocr-pool.js";
 import { CapturePlans } from "./sessions/capture-plans.js";
 import { WebSessions } from "./auth/web-sessions.js";
+import { createWebSessionStore } from "./auth/web-session-store.js";
 import { dashboardHandler } from "./http/dashboard-http.js";
 import { registerAgentEvidenceService } from "./evidence/agent-evidence-service.js";
 import { EvidenceStore } from "./evidence/evidence-store.js";
 import { EvidenceGrants } from "./evidence/evidence-grants.js";
+import { createEvidenceGrantStore } from "./evidence/evidence-grant-store.js";
+import { createEvidenceIndexStore } from "./evidence/evidence-index-store.js";
 import { DEFAULT_EVIDENCE_QUOTA_BYTES } from "./evidence/evidence-quota.js";
 import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http/http-server.js";
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./http/request-gate.js";
@@ -66,12 +72,16 @@ import { withMessageLimits } from "./http/message-limits.js";
 import { errorLogInterceptor } from "./http/error-log-interceptor.js";
 import { peerKey, peerOf } from "./http/peer.js";
 import { coordinatorMetrics } from "./http/metrics.js";
+import { registerReplicaService } from "./replicas/replica-service.js";
+import { startReplication, type Replication } from "./replicas/replication.js";
 
 export interface CoordinatorOptions {
   listen: ListenAddress;
   dataDir: string;
   /** A postgres:// URL (replicas share it) or a SQLite file; default <data-dir>/coordinator.db. */
   database?: string;
+  /** On PostgreSQL: where the other replicas reach this one (default: the URL it listens on). */
+  replicaUrl?: string;
   /** Missed heartbeat intervals before an agent is offline. */
   heartbeatMisses?: number;
   /** How often the heartbeat sweep runs. */
@@ -115,37 +125,37 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const log = opts.log ?? createLogger({ base: { component: "coordinator" } });
   await ensurePrivateDir(opts.dataDir);
   const database = await openFarmDatabase(opts.database, opts.dataDir);
-  // TEMPORARY (stores move to the FarmDatabase seam one by one): until then only SQLite runs.
-  if (database.dialect !== "sqlite") {
-    await database.close();
-    throw new Error("PostgreSQL is not wired into every store yet");
-  }
-  const tokens = new TokenStore(database.db);
-  const registry = new Registry(new SqliteRegistryStore(database.db), { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
+  const tokens = new TokenStore(createTokenRecordStore(database));
+  const registry = await Registry.open(createRegistryStore(database), { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
   const closed = new AbortController();
-  const labels = new DeviceLabels(new SqliteDeviceLabelStore(database.db));
-  const leases = new LeaseManager(new SqliteLeaseStore(database.db), registry, labels, log);
+  const labels = await DeviceLabels.open(createDeviceLabelStore(database));
+  const leases = await LeaseManager.open(createLeaseStore(database), registry, labels, log);
   // A device may have come free, or started to match a waiting request.
-  registry.events.on("change", () => leases.dispatch());
-  labels.events.on("changed", () => leases.dispatch());
-  const activity = new ActivityLog(database.db);
-  const sessions = new Sessions(new SqliteSessionStore(database.db));
+  registry.events.on("change", () => leases.kick(leases.dispatch()));
+  labels.events.on("changed", () => leases.kick(leases.dispatch()));
+  const activity = new ActivityLog(createActivityStore(database));
+  const sessions = new Sessions(createSessionStore(database));
   // A session lives only as long as its lease: one that ended while we were down ends now.
-  for (const s of sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
+  for (const s of await sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
   leases.events.on("leaseEnded", (lease) => {
-    for (const s of sessions.endForLease(lease.leaseId)) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: lease.leaseId, reason: lease.state });
+    void sessions
+      .endForLease(lease.leaseId)
+      .then((ended) => {
+        for (const s of ended) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: lease.leaseId, reason: lease.state });
+      })
+      .catch((err: unknown) => log.error("could not end the sessions of an ended lease; they end at the next start", { leaseId: lease.leaseId, error: (err as Error).message }));
   });
   activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
   const blobs = new BlobStore(opts.dataDir, opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT);
   await blobs.init();
-  const evidenceStore = new EvidenceStore(database.db, opts.dataDir);
-  const grants = new EvidenceGrants(database.db);
+  const evidenceStore = new EvidenceStore(createEvidenceIndexStore(database), opts.dataDir);
+  const grants = new EvidenceGrants(createEvidenceGrantStore(database));
   const evidenceQuotaBytes = opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES;
   await evidenceStore.init();
-  const videoIndex = new VideoSessionIndex(database.db);
-  const steps = new SessionSteps(new SqliteSessionStepStore(database.db));
+  const videoIndex = new VideoSessionIndex(createVideoSessionStore(database));
+  const steps = new SessionSteps(createSessionStepStore(database));
   const sessionImages = new SessionImageStore(opts.dataDir);
   await sessionImages.init();
   const plans = new CapturePlans(opts.defaultCapture, opts.siteRedact);
@@ -160,22 +170,26 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const ocrPool = ocrWorkers > 0 ? new OcrPool({ workers: ocrWorkers, maxQueue: opts.ocr?.maxQueue ?? 64 }) : undefined;
   const stepOcr = ocrPool ? new StepOcr(ocrPool, steps, sessionImages, log) : undefined;
   const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log, plans });
-  const resumed = stepOcr?.resume() ?? 0;
+  const resumed = (await stepOcr?.resume()) ?? 0;
   if (resumed > 0) log.info("OCR resumed for steps a restart left pending", { steps: resumed });
   const hub = new WatchHub();
-  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps });
-  const web = new WebSessions(tokens);
+  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps, log });
+  const web = new WebSessions(tokens, createWebSessionStore(database));
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
   const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
-  const metrics = coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
+  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
 
+  // Set once listening (on PostgreSQL): other replicas' credentials are checked against its membership.
+  let replication: Replication | undefined;
+  const replicas = { verify: async (bearer: string) => replication?.membership.verify(bearer) };
+
   const handler = connectNodeAdapter({
-    interceptors: [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls })],
+    interceptors: [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls, replicas })],
     contextValues: (req) => createContextValues().set(peerKey, peerOf(req)),
     routes(connectRouter) {
       // Every service with its message size cap (message-limits.ts).
@@ -190,9 +204,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerTokenService(router, {
         tokens,
         // Revocation ends what the token opened, not only what it opens next.
-        onRevoked: (name) => {
-          const sessions = web.endSessionsOf(name);
+        onRevoked: async (name) => {
           const calls = openCalls.revoke(name);
+          // A session of a revoked token is refused anyway (each use re-checks the token): a failure here only leaves rows behind.
+          const sessions = await web.endSessionsOf(name).catch((err: unknown) => {
+            log.error("could not end the revoked token's dashboard sessions", { principal: name, error: (err as Error).message });
+            return 0;
+          });
           log.info("token revoked", { principal: name, endedCalls: calls, endedDashboardSessions: sessions });
         },
       });
@@ -208,6 +226,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerWatchService(router, { hub });
       registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
+      registerReplicaService(router, { registry });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {
@@ -233,6 +252,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   });
   // Credentials and announced sizes are checked from the headers, before any body is read.
   const gated = requestGate(handler, {
+    replicas,
     tokens,
     web,
     insecure,
@@ -251,15 +271,24 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const url = `${tlsCreds ? "https" : "http"}://${host}:${addr.port}`;
 
   const sweep = setInterval(() => {
-    for (const id of registry.sweep()) log.warn("agent missed heartbeats; marked offline", { agentId: id });
-    leases.sweep();
+    void registry.sweep().then(
+      (ids) => {
+        for (const id of ids) log.warn("agent missed heartbeats; marked offline", { agentId: id });
+      },
+      (err: unknown) => log.error("agents that missed heartbeats are offline, but their last heartbeat times were not stored", { error: (err as Error).message }),
+    );
+    leases.kick(leases.sweep());
   }, opts.sweepIntervalMs ?? 250);
   const flush = setInterval(() => {
-    registry.flushHeartbeats();
+    void registry.flushHeartbeats().catch((err: unknown) => log.warn("could not store agents' heartbeat times; the next flush tries again", { error: (err as Error).message }));
     void blobs.sweep();
   }, 10_000);
   sweep.unref();
   flush.unref();
+  if (database.dialect === "postgres") {
+    replication = await startReplication({ database, databaseUrl: opts.database ?? "", url: opts.replicaUrl ?? url, registry, leases, labels, log });
+    log.info("replica joined", { replicaId: replication.id, replicas: replication.membership.live().length, database: database.where });
+  }
   log.info("coordinator listening", { url, dataDir: opts.dataDir, version: FARM_VERSION });
 
   return {
@@ -277,9 +306,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     async close() {
       if (closed.signal.aborted) return;
       closed.abort();
+      // First: the other replicas stop routing through this one before its agents are let go.
+      await replication?.close().catch((err: Error) => log.error("could not leave the replicas cleanly; they expire this one", { error: err.message }));
       clearInterval(sweep);
       clearInterval(flush);
-      registry.terminateAll(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down"));
+      await registry.terminateAll(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down")).catch((err: unknown) => {
+        log.error("could not store agents' last heartbeat times at shutdown", { error: (err as Error).message });
+      });
       // Waiting callers are told, but keep their place: the stored queue is
       // resumed by the next start (the CLI asks again with the same ticket).
       leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));

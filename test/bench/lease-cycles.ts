@@ -26,16 +26,16 @@ async function main(): Promise<void> {
   const dir = await makeTempDir("bench-lease");
   const db = openDatabase(join(dir.path, "coordinator.db"));
   try {
-    const registry = new Registry(new SqliteRegistryStore(db.db), { heartbeatMisses: 3 });
-    const labels = new DeviceLabels(new SqliteDeviceLabelStore(db.db));
-    const leases = new LeaseManager(new SqliteLeaseStore(db.db), registry, labels, createLogger({ level: "error" }));
+    const registry = await Registry.open(new SqliteRegistryStore(db.db), { heartbeatMisses: 3 });
+    const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db.db));
+    const leases = await LeaseManager.open(new SqliteLeaseStore(db.db), registry, labels, createLogger({ level: "error" }));
     // As the coordinator wires them.
-    registry.events.on("change", () => leases.dispatch());
-    labels.events.on("changed", () => leases.dispatch());
+    registry.events.on("change", () => leases.kick(leases.dispatch()));
+    labels.events.on("changed", () => leases.kick(leases.dispatch()));
     for (let a = 0; a < 100; a++) {
       const id = `agent-${a}`;
-      registry.attach(create(AgentHelloSchema, { agentId: id, name: id, hostname: "h", protocolVersion: 1, agentVersion: "b", heartbeatIntervalMs: 5000 }), { terminate: () => {} });
-      registry.replaceInventory(
+      await registry.attach(create(AgentHelloSchema, { agentId: id, name: id, hostname: "h", protocolVersion: 1, agentVersion: "b", heartbeatIntervalMs: 5000 }), { terminate: () => {} });
+      await registry.replaceInventory(
         id,
         Array.from({ length: 10 }, (_, d) =>
           create(DeviceReportSchema, { serial: `s-${a}-${d}`, state: "device", properties: { physicalId: `pd-${a}-${d}`, identityStatus: "ok", model: "Pixel 7", apiLevel: 34 } }),
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     const end = t0 + Number(values.seconds) * 1000;
     while (performance.now() < end) {
       const g = await leases.acquire("bench", sel({}), { waitMs: 0, ttlMs: 60_000, ticket: "", signal });
-      leases.release(g.token);
+      await leases.release(g.token);
       cycles++;
     }
     const perSecond = cycles / ((performance.now() - t0) / 1000);
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     const t1 = performance.now();
     while (performance.now() < t1 + 1000) {
       const g = await leases.acquire("bench", sel({ physicalId: `pd-99-${targeted % 10}` }), { waitMs: 0, ttlMs: 60_000, ticket: "", signal });
-      leases.release(g.token);
+      await leases.release(g.token);
       targeted++;
     }
     console.log(`lease grant + release on SQLite, 1000 devices (500 leased)`);

@@ -27,6 +27,8 @@ export const runCoordinator: Action<typeof coordinatorOptions> = async ({ opts, 
   const coordinator = await startCoordinator({
     listen,
     dataDir,
+    ...(opts.database ? { database: opts.database } : {}),
+    ...(opts.replicaUrl ? { replicaUrl: opts.replicaUrl } : {}),
     heartbeatMisses: opts.heartbeatMisses ?? 3,
     insecure: opts.insecure,
     ...(opts.evidenceQuota !== undefined ? { evidenceQuotaBytes: parseByteSize(opts.evidenceQuota, "evidence-quota") } : {}),
@@ -35,7 +37,7 @@ export const runCoordinator: Action<typeof coordinatorOptions> = async ({ opts, 
   });
   // First start: an admin token so the operator can create the others.
   const adminTokenFile = join(dataDir, "admin.token");
-  if (coordinator.tokens.count() === 0) {
+  if ((await coordinator.tokens.count()) === 0) {
     await ensureTokenFile(coordinator.tokens, adminTokenFile, { baseName: "admin", kind: "user", role: "admin" });
   }
   // systemctl reload: a renewed certificate without dropping attached agents.

@@ -1,6 +1,6 @@
 import { flag, intIn, parsed, text } from "../options/index.js";
 import { duration } from "../options/parsers.js";
-import { leaf } from "./spec.js";
+import { group, leaf } from "./spec.js";
 
 export const standaloneOptions = {
   listen: { ...text("--listen <host:port>", "Loopback address to serve on"), defaultText: "127.0.0.1:7420" },
@@ -23,6 +23,8 @@ export const standaloneCommand = leaf({
 export const coordinatorConfigKeys = {
   listen: "string",
   dataDir: "string",
+  database: "string",
+  replicaUrl: "string",
   heartbeatMisses: "number",
   tlsCert: "string",
   tlsKey: "string",
@@ -50,6 +52,14 @@ export const coordinatorOptions = {
   config: text("--config <file>", "JSON config file; keys are the flags in camelCase (deploy/config/coordinator.json)", { env: "FARM_COORDINATOR_CONFIG" }),
   listen: { ...text("--listen <host:port>", "Address to serve on", { config: "listen" }), defaultText: "127.0.0.1:7420" },
   dataDir: { ...text("--data-dir <dir>", "State directory", { config: "dataDir" }), defaultText: "$FARM_HOME/coordinator" },
+  database: {
+    ...text("--database <url>", "postgres://user@host/db shared by replicas (the password from the URL or PGPASSWORD), or a SQLite file", { env: "FARM_DATABASE", config: "database" }),
+    defaultText: "<data-dir>/coordinator.db",
+  },
+  replicaUrl: {
+    ...text("--replica-url <url>", "With a postgres:// database: where the other replicas reach this one", { env: "FARM_REPLICA_URL", config: "replicaUrl" }),
+    defaultText: "the URL it listens on",
+  },
   heartbeatMisses: { ...parsed("--heartbeat-misses <n>", "Missed heartbeats before an agent is offline", intIn(1, 100), { config: "heartbeatMisses" }), defaultText: "3" },
   tlsCert: text("--tls-cert <pem>", "TLS certificate (with --tls-key)", { config: "tlsCert" }),
   tlsKey: text("--tls-key <pem>", "TLS private key", { config: "tlsKey" }),
@@ -69,11 +79,36 @@ export const coordinatorOptions = {
   maxStreamsPerPrincipal: parsed("--max-streams-per-principal <n>", "Concurrent streams of one token", intIn(1, 100_000), { config: "maxStreamsPerPrincipal" }),
   logLevel: text("--log-level <level>", "debug, info, warn or error", { env: "FARM_LOG_LEVEL", config: "logLevel", choices: ["debug", "info", "warn", "error"] }),
 };
-export const coordinatorCommand = leaf({
-  name: "coordinator",
-  summary: "Run the coordinator service",
+export const coordinatorRun = leaf({
+  name: "run",
+  summary: "Run the coordinator service (also `farm coordinator --config FILE`)",
   options: coordinatorOptions,
   settings: { kind: "service", option: "config", env: "FARM_COORDINATOR_CONFIG", keys: coordinatorConfigKeys },
-  examples: ["farm coordinator --config /etc/farm/coordinator.json", "farm coordinator --listen 0.0.0.0:7420 --tls-cert server.pem --tls-key server.key"],
+  examples: [
+    "farm coordinator --config /etc/farm/coordinator.json",
+    "farm coordinator --listen 0.0.0.0:7420 --tls-cert server.pem --tls-key server.key",
+    "farm coordinator --database postgres://farm@db.lab/farm --listen 0.0.0.0:7420",
+  ],
   load: async () => (await import("../commands/coordinator.js")).runCoordinator,
+});
+
+export const coordinatorMigrateOptions = {
+  config: coordinatorOptions.config,
+  dataDir: coordinatorOptions.dataDir,
+  database: coordinatorOptions.database,
+};
+export const coordinatorMigrate = leaf({
+  name: "migrate",
+  summary: "Bring the coordinator's database to this version's schema and exit (before a rolling upgrade of replicas)",
+  options: coordinatorMigrateOptions,
+  settings: { kind: "service", option: "config", env: "FARM_COORDINATOR_CONFIG", keys: coordinatorConfigKeys },
+  examples: ["farm coordinator migrate --database postgres://farm@db.lab/farm"],
+  load: async () => (await import("../commands/coordinator-migrate.js")).migrateCoordinator,
+});
+
+export const coordinatorCommand = group({
+  name: "coordinator",
+  summary: "The coordinator service: run it, or migrate its database (`farm coordinator` with flags only runs it)",
+  defaultCommand: "run",
+  commands: [coordinatorRun, coordinatorMigrate],
 });

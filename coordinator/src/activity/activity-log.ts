@@ -1,20 +1,26 @@
-import { and, count, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import { toErrorReport } from "@farm/shared/errors";
-import type { CoordinatorDb } from "../db/open-database.js";
-import { activity } from "../db/schema.js";
-import { readPage, type Page, type PageRequest } from "../paging.js";
+import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
+import type { ActivityEntry, ActivityFilter, ActivityRow, ActivityStore, OutcomeCount } from "./activity-store.js";
 
-export type ActivityRow = typeof activity.$inferSelect;
+export type { ActivityEntry, ActivityRow } from "./activity-store.js";
+
+/** What a routed call fills in as it goes; the log adds the time, outcome and duration. */
+export type TrackedEntry = Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">;
 
 /** Every routed action: who, with which lease, on which device, what happened. */
 export class ActivityLog {
   private readonly listeners = new Set<(row: ActivityRow) => void>();
 
-  constructor(private readonly db: CoordinatorDb) {}
+  constructor(private readonly store: ActivityStore) {}
 
-  record(entry: Omit<ActivityRow, "id">): void {
-    const row = this.db.insert(activity).values(entry).returning().get();
+  /**
+   * Stores an entry, then tells the listeners. Entries written at once may
+   * reach listeners out of id order (each is told once its own write is done).
+   */
+  async record(entry: ActivityEntry): Promise<ActivityRow> {
+    const row = await this.store.insert(entry);
     for (const fn of this.listeners) fn(row);
+    return row;
   }
 
   /** Calls fn with every entry recorded from now on (live watchers, metrics). */
@@ -23,19 +29,16 @@ export class ActivityLog {
   }
 
   /** Entries per command and outcome, over the whole log. */
-  countByOutcome(): { command: string; outcome: string; n: number }[] {
-    return this.db
-      .select({ command: activity.command, outcome: activity.outcome, n: count() })
-      .from(activity)
-      .groupBy(activity.command, activity.outcome)
-      .all();
+  countByOutcome(): Promise<OutcomeCount[]> {
+    return this.store.countByOutcome();
   }
 
   /**
    * Runs a routed call and records it whatever its outcome. The call fills
    * in what routing learns (physical id, agent, lease) on the entry it gets.
+   * The entry is stored before the caller is answered.
    */
-  async track<T>(entry: Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">, run: (entry: Omit<ActivityRow, "id" | "at" | "outcome" | "durationMs">) => Promise<T>): Promise<T> {
+  async track<T>(entry: TrackedEntry, run: (entry: TrackedEntry) => Promise<T>): Promise<T> {
     const t0 = Date.now();
     let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
@@ -46,7 +49,7 @@ export class ActivityLog {
     // History is written after the fact and never changes what the caller
     // is told: a full disk here must not turn a done action into an error.
     try {
-      this.record({ ...entry, at: t0, outcome: outcome.ok ? "ok" : toErrorReport(outcome.error).code, durationMs: Date.now() - t0 });
+      await this.record({ ...entry, at: t0, outcome: outcome.ok ? "ok" : toErrorReport(outcome.error).code, durationMs: Date.now() - t0 });
     } catch (err) {
       this.onRecordFailure(err, entry.command);
     }
@@ -58,21 +61,15 @@ export class ActivityLog {
   onRecordFailure: (err: unknown, command: string) => void = () => {};
 
   /** One page, newest first; the key is the id (unique, and ascending with time of writing). */
-  listPage(filter: { serial?: string; sinceMs?: number }, page: PageRequest): Page<ActivityRow> {
+  async listPage(filter: ActivityFilter, page: PageRequest): Promise<Page<ActivityRow>> {
     const serial = filter.serial || undefined;
     const sinceMs = filter.sinceMs || undefined;
-    return readPage(page, { list: "activity", filter: { serial, sinceMs } }, ["number"] as const, (row: ActivityRow) => [row.id] as const, (after, limit) => {
-      const where: SQL[] = [];
-      if (serial) where.push(eq(activity.serial, serial));
-      if (sinceMs) where.push(gte(activity.at, sinceMs));
-      if (after) where.push(lt(activity.id, after[0]));
-      return this.db
-        .select()
-        .from(activity)
-        .where(where.length > 0 ? and(...where) : undefined)
-        .orderBy(desc(activity.id))
-        .limit(limit)
-        .all();
-    });
+    const scope = { list: "activity", filter: { serial, sinceMs } };
+    const shape = ["number"] as const;
+    // A bad token or size is refused before the store is read; readPage then cuts the page from the rows read.
+    const size = pageSizeOf(page.pageSize);
+    const after = decodePageToken(page.pageToken, scope, shape);
+    const rows = await this.store.listBefore({ serial, sinceMs }, after?.[0], size + 1);
+    return readPage(page, scope, shape, (row: ActivityRow) => [row.id] as const, () => rows);
   }
 }

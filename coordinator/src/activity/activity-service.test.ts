@@ -5,13 +5,14 @@ import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { ActivityLog } from "./activity-log.js";
 import { registerActivityService } from "./activity-service.js";
 import { principalKey } from "../auth/auth.js";
-import { openDatabase } from "../db/open-database.js";
+import { sqliteDatabase } from "../db/database.js";
+import { createActivityStore } from "./activity-store.js";
 
-const opened = openDatabase(":memory:");
-const log = new ActivityLog(opened.db);
-afterAll(() => opened.close());
+const database = sqliteDatabase(":memory:");
+const log = new ActivityLog(createActivityStore(database));
+afterAll(() => database.close());
 for (let i = 0; i < 1205; i++) {
-  log.record({ at: 1_700_000_000_000 + i, caller: "alice", leaseId: "", serial: i % 5 === 0 ? "s5" : "s1", physicalId: "", agentId: "a1", command: `c${i}`, outcome: "ok", durationMs: 1, requestId: "", detail: "" });
+  await log.record({ at: 1_700_000_000_000 + i, caller: "alice", leaseId: "", serial: i % 5 === 0 ? "s5" : "s1", physicalId: "", agentId: "a1", command: `c${i}`, outcome: "ok", durationMs: 1, requestId: "", detail: "" });
 }
 
 const client = createClient(

@@ -9,11 +9,11 @@ import { activityMessage } from "../watch/messages.js";
 
 export function registerActivityService(router: ConnectRouter, deps: { activity: ActivityLog }): void {
   router.service(ActivityService, {
-    listActivity(req, ctx) {
+    async listActivity(req, ctx) {
       const viewer = requirePrincipal(ctx);
       // The deprecated limit is still a page size for clients that predate paging.
       const pageSize = req.pageSize !== 0 ? req.pageSize : req.limit;
-      const page = deps.activity.listPage({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}) }, { pageSize, pageToken: req.pageToken });
+      const page = await deps.activity.listPage({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}) }, { pageSize, pageToken: req.pageToken });
       return create(ListActivityResponseSchema, {
         // A shell command in full only for its caller and admins.
         entries: page.items.map((row) => activityMessage(activityFor(viewer, row))),

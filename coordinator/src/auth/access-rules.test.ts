@@ -51,6 +51,8 @@ function expected(rule: AccessRule, caller: Caller): Outcome {
   if (rule.kind === "none") return "allowed";
   if (caller === "none") return "unauthenticated";
   if (rule.kind === "agent") return caller === "agent" ? "allowed" : "denied";
+  // No token of any caller here is a replica's credential.
+  if (rule.kind === "replica") return "denied";
   if (caller === "agent") return "denied";
   const order: Role[] = ["viewer", "operator", "admin"];
   return order.indexOf(caller) >= order.indexOf(rule.role) ? "allowed" : "denied";
@@ -109,10 +111,10 @@ beforeAll(async () => {
   coordinator = await startCoordinator({ listen: { host: "127.0.0.1", port: 0 }, dataDir: join(dir, "data"), dashboardDir: null, log: createLogger({ level: "error" }) });
   const tokens: Record<Caller, string | undefined> = {
     none: undefined,
-    agent: coordinator.tokens.create("matrix-agent", "agent").secret,
-    viewer: coordinator.tokens.create("matrix-viewer", "user", "viewer").secret,
-    operator: coordinator.tokens.create("matrix-operator", "user", "operator").secret,
-    admin: coordinator.tokens.create("matrix-admin", "user", "admin").secret,
+    agent: (await coordinator.tokens.create("matrix-agent", "agent")).secret,
+    viewer: (await coordinator.tokens.create("matrix-viewer", "user", "viewer")).secret,
+    operator: (await coordinator.tokens.create("matrix-operator", "user", "operator")).secret,
+    admin: (await coordinator.tokens.create("matrix-admin", "user", "admin")).secret,
   };
   for (const c of callers) transports.set(c, createGrpcTransport({ baseUrl: coordinator.url, interceptors: [bearer(tokens[c])] }));
   const all = await generatedServices();

@@ -16,12 +16,15 @@ import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import { roleAtLeast, type Role, type TokenKind } from "./token-store.js";
 
 /** What one RPC method demands of its callers. */
 export type AccessRule =
   | { kind: "none" }
   | { kind: "agent" }
+  /** Another coordinator replica of this farm (its registered secret). */
+  | { kind: "replica" }
   /** A user token with at least this role (viewer < operator < admin). */
   | { kind: "user"; role: Role };
 
@@ -45,6 +48,7 @@ export const coordinatorServices: readonly DescService[] = [
   VideoService,
   WatchService,
   SessionService,
+  ReplicaService,
 ];
 
 /** The rule a method declares in the schema (farm.v1.rules), or undefined when it declares none. */
@@ -60,6 +64,8 @@ function ruleOf(method: DescMethod): AccessRule | undefined {
       return { kind: "user", role: "operator" };
     case Access.ADMIN:
       return { kind: "user", role: "admin" };
+    case Access.REPLICA:
+      return { kind: "replica" };
     default:
       return undefined;
   }
@@ -99,9 +105,9 @@ export function servicesWithRules(): string[] {
 }
 
 /** Why a principal of this kind and role may not call a method with this rule, or undefined if it may. */
-export function refusal(rule: AccessRule, caller: { kind: TokenKind; role: Role | null }, method: string): string | undefined {
+export function refusal(rule: AccessRule, caller: { kind: TokenKind | "replica"; role: Role | null }, method: string): string | undefined {
   if (rule.kind === "none") return undefined;
-  if (caller.kind !== rule.kind) return `a ${caller.kind} token cannot call ${method}; it needs ${rule.kind === "agent" ? "an agent" : "a user"} token`;
+  if (caller.kind !== rule.kind) return `a ${caller.kind} token cannot call ${method}; it needs ${rule.kind === "agent" ? "an agent token" : rule.kind === "replica" ? "a coordinator replica's credential" : "a user token"}`;
   if (rule.kind === "user" && !roleAtLeast(caller.role, rule.role)) {
     return `${method} needs the ${rule.role} role${rule.role === "admin" ? "" : " or higher"}; token has ${caller.role ?? "no role"}`;
   }

@@ -6,6 +6,11 @@ import type { OpenCalls } from "./open-calls.js";
 import { sessionIdFromCookie, type WebSessions } from "./web-sessions.js";
 import { peerKey, type Peer } from "../http/peer.js";
 
+/** Checks another replica's credential: the replica's id, or undefined. */
+export interface ReplicaVerifier {
+  verify(bearer: string): Promise<string | undefined>;
+}
+
 export const principalKey = createContextKey<Principal | undefined>(undefined, {
   description: "authenticated caller",
 });
@@ -20,7 +25,7 @@ export const principalKey = createContextKey<Principal | undefined>(undefined, {
 export function authInterceptor(
   store: TokenStore,
   rules: Readonly<Record<string, AccessRule>>,
-  opts: { web?: WebSessions; insecure?: boolean; calls?: OpenCalls } = {},
+  opts: { web?: WebSessions; insecure?: boolean; calls?: OpenCalls; replicas?: ReplicaVerifier } = {},
 ): Interceptor {
   const web = opts.web;
   return (next) => async (req) => {
@@ -31,7 +36,7 @@ export function authInterceptor(
     }
     if (rule.kind === "none") return next(req);
     requireSafeTransport(req.contextValues.get(peerKey), opts.insecure === true);
-    const principal = authenticateRequest(store, req.header, web);
+    const principal = await authenticateRequest(store, req.header, web, opts.replicas);
     const why = refusal(rule, principal, method);
     if (why) throw farmError(Errors.PERMISSION_DENIED, why);
     req.contextValues.set(principalKey, principal);
@@ -44,19 +49,25 @@ export function authInterceptor(
  * request from another site is refused even though SameSite=Strict should
  * already keep the browser from sending it.
  */
-export function authenticateRequest(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
+export async function authenticateRequest(store: TokenStore, headers: Headers, web?: WebSessions, replicas?: ReplicaVerifier): Promise<Principal> {
   const authorization = headers.get("authorization");
+  const replica = replicas && authorization ? /^Bearer\s+(farmr_\S+)$/i.exec(authorization) : null;
+  if (replicas && replica) {
+    const id = await replicas.verify(replica[1] as string);
+    if (!id) throw farmError(Errors.UNAUTHENTICATED, "unknown coordinator replica credential");
+    return { tokenName: `replica:${id}`, kind: "replica", role: null, admin: false };
+  }
   const sessionId = sessionIdFromCookie(headers.get("cookie"));
   if (authorization || !web || !sessionId) return authenticate(store, authorization);
   if (isCrossSite(headers)) throw farmError(Errors.PERMISSION_DENIED, "cross-site request refused");
-  const principal = web.principal(sessionId);
+  const principal = await web.principal(sessionId);
   if (!principal) throw farmError(Errors.UNAUTHENTICATED, "dashboard session expired or signed out; sign in again");
   return principal;
 }
 
 /** The dashboard's own HTTP endpoints are for people: an agent token gets nothing there. */
-export function authenticateUser(store: TokenStore, headers: Headers, web?: WebSessions): Principal {
-  const principal = authenticateRequest(store, headers, web);
+export async function authenticateUser(store: TokenStore, headers: Headers, web?: WebSessions): Promise<Principal> {
+  const principal = await authenticateRequest(store, headers, web);
   if (principal.kind !== "user") throw farmError(Errors.PERMISSION_DENIED, "agent tokens get nothing from the dashboard; use a user token");
   return principal;
 }
@@ -81,10 +92,10 @@ export function isCrossSite(headers: Headers): boolean {
   }
 }
 
-export function authenticate(store: TokenStore, header: string | null): Principal {
+export async function authenticate(store: TokenStore, header: string | null): Promise<Principal> {
   const m = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
   if (!m) throw farmError(Errors.UNAUTHENTICATED, "missing bearer token");
-  const result = store.authenticate(m[1] as string);
+  const result = await store.authenticate(m[1] as string);
   if (result === "unknown") throw farmError(Errors.UNAUTHENTICATED, "unknown token");
   if (result === "revoked") throw farmError(Errors.UNAUTHENTICATED, "token has been revoked");
   return result;

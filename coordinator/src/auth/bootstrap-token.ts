@@ -17,15 +17,15 @@ export async function ensureTokenFile(
     () => "",
   );
   if (existing !== "") {
-    const p = store.authenticate(existing);
+    const p = await store.authenticate(existing);
     if (typeof p === "object" && p.kind === spec.kind && p.role === spec.role) {
       return { created: false, name: p.tokenName };
     }
   }
-  const taken = new Set(store.list().map((t) => t.name));
+  const taken = new Set((await store.list()).map((t) => t.name));
   let name = spec.baseName;
   for (let i = 2; taken.has(name); i++) name = `${spec.baseName}-${i}`;
-  const { secret } = store.create(name, spec.kind, spec.role);
+  const { secret } = await store.create(name, spec.kind, spec.role);
   await writePrivateFile(file, secret + "\n");
   return { created: true, name };
 }

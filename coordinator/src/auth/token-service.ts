@@ -24,13 +24,13 @@ const roleEnum: Record<Role, TokenRole> = { viewer: TokenRole.VIEWER, operator: 
 
 export interface TokenServiceDeps {
   tokens: TokenStore;
-  /** Ends what the revoked token opened (streams, attach sessions, dashboard sessions). */
-  onRevoked?: (name: string) => void;
+  /** Ends what the revoked token opened (streams, attach sessions, dashboard sessions); awaited before the answer. */
+  onRevoked?: (name: string) => Promise<void> | void;
 }
 
 export function registerTokenService(router: ConnectRouter, deps: TokenServiceDeps): void {
   router.service(TokenService, {
-    createToken(req) {
+    async createToken(req) {
       const kind =
         req.kind === TokenKind.AGENT ? "agent" : req.kind === TokenKind.USER ? "user" : undefined;
       if (!kind) throw invalidArgument("kind", "kind must be agent or user");
@@ -40,17 +40,17 @@ export function registerTokenService(router: ConnectRouter, deps: TokenServiceDe
       // `admin` is the older spelling of role=admin; the two must agree.
       if (req.admin && asked !== undefined && asked !== "admin") throw invalidArgument("role", `admin conflicts with role ${asked}`);
       const role = kind === "agent" ? null : req.admin ? "admin" : (asked ?? "operator");
-      const { record, secret } = deps.tokens.create(req.name, kind, role);
+      const { record, secret } = await deps.tokens.create(req.name, kind, role);
       return create(CreateTokenResponseSchema, { info: toInfo(record), token: secret });
     },
-    listTokens(req) {
-      const page = deps.tokens.listPage(req);
+    async listTokens(req) {
+      const page = await deps.tokens.listPage(req);
       return create(ListTokensResponseSchema, { tokens: page.items.map(toInfo), nextPageToken: page.nextPageToken });
     },
-    revokeToken(req) {
+    async revokeToken(req) {
       if (!req.name) throw invalidArgument("name", "name is required");
-      const info = toInfo(deps.tokens.revoke(req.name));
-      deps.onRevoked?.(req.name);
+      const info = toInfo(await deps.tokens.revoke(req.name));
+      await deps.onRevoked?.(req.name);
       return create(RevokeTokenResponseSchema, { info });
     },
   });

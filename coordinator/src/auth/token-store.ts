@@ -1,9 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
-import { and, eq, gt, isNull, ne } from "drizzle-orm";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
-import type { CoordinatorDb } from "../db/open-database.js";
-import { tokens } from "../db/schema.js";
-import { readPage, type Page, type PageRequest } from "../paging.js";
+import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
+import type { TokenRecordStore, TokenRow } from "./token-record-store.js";
 
 export type TokenKind = "agent" | "user";
 
@@ -26,8 +24,9 @@ export interface TokenRecord {
 
 /** Who is calling, once a bearer token has been checked. */
 export interface Principal {
+  /** The token's name; for another replica of this coordinator, `replica:<id>`. */
   tokenName: string;
-  kind: TokenKind;
+  kind: TokenKind | "replica";
   /** User tokens only. */
   role: Role | null;
   /** role === "admin"; travels to agents as requestedByAdmin. */
@@ -55,61 +54,47 @@ export function parseRole(text: string, field = "role"): Role {
  * plain hash (no salt, no KDF) is enough: there is nothing to brute-force.
  */
 export class TokenStore {
-  constructor(private readonly db: CoordinatorDb) {}
+  constructor(private readonly store: TokenRecordStore) {}
 
   /** A new token; user tokens default to operator. */
-  create(name: string, kind: TokenKind, role: Role | null = kind === "user" ? "operator" : null): { record: TokenRecord; secret: string } {
+  async create(name: string, kind: TokenKind, role: Role | null = kind === "user" ? "operator" : null): Promise<{ record: TokenRecord; secret: string }> {
     if (!namePattern.test(name)) {
       throw invalidArgument("name", "token name must be 1-64 of A-Z a-z 0-9 . _ - and start with a letter or digit");
     }
     if (role !== null && kind !== "user") throw invalidArgument("role", "only user tokens have a role");
     if (role === null && kind === "user") throw invalidArgument("role", "a user token needs a role");
-    const existing = this.db.select().from(tokens).where(eq(tokens.name, name)).get();
-    if (existing) {
-      throw farmError(Errors.ALREADY_EXISTS, `a token named "${name}" already exists`, "name");
-    }
     const secret = `farm${kind === "agent" ? "a" : "u"}_${randomBytes(32).toString("base64url")}`;
     const record: TokenRecord = { name, kind, role, admin: role === "admin", agentId: null, createdAt: Date.now(), revokedAt: null };
-    this.db.insert(tokens).values({ ...record, hash: hashToken(secret) }).run();
+    if (!(await this.store.insert({ ...record, hash: hashToken(secret) }))) {
+      throw farmError(Errors.ALREADY_EXISTS, `a token named "${name}" already exists`, "name");
+    }
     return { record, secret };
   }
 
   /** Every token, by name: for the coordinator itself (the API reads pages). */
-  list(): TokenRecord[] {
-    return this.db
-      .select()
-      .from(tokens)
-      .orderBy(tokens.name)
-      .all()
-      .map(toRecord);
+  async list(): Promise<TokenRecord[]> {
+    return (await this.store.all()).map(toRecord);
   }
 
   /** One page, by name (the primary key). */
-  listPage(page: PageRequest): Page<TokenRecord> {
-    return readPage(page, { list: "tokens" }, ["string"] as const, (r: TokenRecord) => [r.name] as const, (after, limit) =>
-      this.db
-        .select()
-        .from(tokens)
-        .where(after ? gt(tokens.name, after[0]) : undefined)
-        .orderBy(tokens.name)
-        .limit(limit)
-        .all()
-        .map(toRecord),
-    );
+  async listPage(page: PageRequest): Promise<Page<TokenRecord>> {
+    const scope = { list: "tokens" };
+    const shape = ["string"] as const;
+    // A bad token or size is refused before the store is read; readPage then cuts the page from the rows read.
+    const size = pageSizeOf(page.pageSize);
+    const after = decodePageToken(page.pageToken, scope, shape);
+    const rows = (await this.store.listAfter(after?.[0], size + 1)).map(toRecord);
+    return readPage(page, scope, shape, (r: TokenRecord) => [r.name] as const, () => rows);
   }
 
-  get(name: string): TokenRecord | undefined {
-    const row = this.db.select().from(tokens).where(eq(tokens.name, name)).get();
+  async get(name: string): Promise<TokenRecord | undefined> {
+    const row = await this.store.byName(name);
     return row ? toRecord(row) : undefined;
   }
 
-  revoke(name: string): TokenRecord {
-    const row = this.db.select().from(tokens).where(eq(tokens.name, name)).get();
+  async revoke(name: string): Promise<TokenRecord> {
+    const row = await this.store.revoke(name, Date.now());
     if (!row) throw farmError(Errors.NOT_FOUND, `no token named "${name}"`, "name");
-    if (row.revokedAt === null) {
-      row.revokedAt = Date.now();
-      this.db.update(tokens).set({ revokedAt: row.revokedAt }).where(eq(tokens.name, name)).run();
-    }
     return toRecord(row);
   }
 
@@ -121,51 +106,54 @@ export class TokenStore {
    * The refusal names neither the bound id nor the other token: the caller
    * may be a thief; the coordinator's log has the details.
    */
-  bindAgent(tokenName: string, agentId: string): void {
-    this.db.transaction((tx) => {
-      const row = tx.select().from(tokens).where(eq(tokens.name, tokenName)).get();
-      if (!row || row.kind !== "agent") throw farmError(Errors.PERMISSION_DENIED, "only agent tokens attach agents");
-      if (row.agentId !== null && row.agentId !== agentId) {
-        throw farmError(Errors.AGENT_IDENTITY_MISMATCH, `agent token "${tokenName}" is bound to another agent; it can attach only as that agent`, "agent_id");
-      }
-      const other = tx
-        .select({ name: tokens.name })
-        .from(tokens)
-        .where(and(eq(tokens.agentId, agentId), ne(tokens.name, tokenName), isNull(tokens.revokedAt)))
-        .get();
-      if (other) {
-        throw farmError(Errors.AGENT_IDENTITY_MISMATCH, `agent ${agentId} is bound to another agent token; "${tokenName}" cannot attach as it`, "agent_id");
-      }
-      if (row.agentId === null) tx.update(tokens).set({ agentId }).where(eq(tokens.name, tokenName)).run();
-    });
+  async bindAgent(tokenName: string, agentId: string): Promise<void> {
+    const outcome = await this.store.bindAgent(tokenName, agentId);
+    if (outcome === "not-agent") throw farmError(Errors.PERMISSION_DENIED, "only agent tokens attach agents");
+    if (outcome === "token-bound-elsewhere") {
+      throw farmError(Errors.AGENT_IDENTITY_MISMATCH, `agent token "${tokenName}" is bound to another agent; it can attach only as that agent`, "agent_id");
+    }
+    if (outcome === "agent-taken") {
+      throw farmError(Errors.AGENT_IDENTITY_MISMATCH, `agent ${agentId} is bound to another agent token; "${tokenName}" cannot attach as it`, "agent_id");
+    }
   }
 
-  /** The token an agent id is bound to (live or not), for logs. */
-  boundTo(agentId: string): string | undefined {
-    return this.db.select({ name: tokens.name }).from(tokens).where(and(eq(tokens.agentId, agentId), isNull(tokens.revokedAt))).get()?.name;
+  /** The live token an agent id is bound to, for logs. */
+  boundTo(agentId: string): Promise<string | undefined> {
+    return this.store.liveTokenOf(agentId);
   }
 
   /** The principal for a presented secret, or a reason it is refused. */
-  authenticate(secret: string): Principal | "unknown" | "revoked" {
-    const row = this.db.select().from(tokens).where(eq(tokens.hash, hashToken(secret))).get();
+  async authenticate(secret: string): Promise<Principal | "unknown" | "revoked"> {
+    const row = await this.store.byHash(hashToken(secret));
     if (!row) return "unknown";
-    if (row.revokedAt !== null) return "revoked";
-    const role = roleOf(row);
-    return { tokenName: row.name, kind: row.kind, role, admin: role === "admin" };
+    return principalOf(row);
   }
 
-  count(): number {
-    return this.db.select().from(tokens).all().length;
+  /** The principal of a token by name (a dashboard session re-checks its token this way), or why it is refused. */
+  async principalByName(name: string): Promise<Principal | "unknown" | "revoked"> {
+    const row = await this.store.byName(name);
+    if (!row) return "unknown";
+    return principalOf(row);
+  }
+
+  count(): Promise<number> {
+    return this.store.count();
   }
 }
 
+function principalOf(row: TokenRow): Principal | "revoked" {
+  if (row.revokedAt !== null) return "revoked";
+  const role = roleOf(row);
+  return { tokenName: row.name, kind: row.kind, role, admin: role === "admin" };
+}
+
 /** A user token's role; rows written before roles existed read as the 0004 migration set them. */
-function roleOf(row: typeof tokens.$inferSelect): Role | null {
+function roleOf(row: TokenRow): Role | null {
   if (row.kind !== "user") return null;
   return row.role ?? (row.admin ? "admin" : "operator");
 }
 
-function toRecord(row: typeof tokens.$inferSelect): TokenRecord {
+function toRecord(row: TokenRow): TokenRecord {
   const role = roleOf(row);
   return { name: row.name, kind: row.kind, role, admin: role === "admin", agentId: row.agentId, createdAt: row.createdAt, revokedAt: row.revokedAt };
 }

@@ -1,84 +1,129 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toErrorReport } from "@farm/shared/errors";
 import { authenticateRequest, authenticateUser } from "./auth.js";
-import { openDatabase } from "../db/open-database.js";
-import { TokenStore } from "./token-store.js";
+import type { FarmDatabase } from "../db/database.js";
+import { dialects, openTestDatabase } from "../db/testing/test-database.js";
+import { createTokenRecordStore } from "./token-record-store.js";
+import { hashToken, TokenStore } from "./token-store.js";
+import { createWebSessionStore, type WebSessionStore } from "./web-session-store.js";
 import { MAX_SESSIONS_PER_USER, SESSION_TTL_MS, sessionIdFromCookie, WebSessions } from "./web-sessions.js";
 
-const dir = mkdtempSync(join(tmpdir(), "farm-web-"));
-const db = openDatabase(join(dir, "c.db"));
-afterAll(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
+const refused = (p: Promise<unknown>) => p.then(() => null, toErrorReport);
+const signedIn = async (p: Promise<{ id: string } | { error: string }>) => {
+  const r = await p;
+  if ("error" in r) throw new Error(r.error);
+  return r;
+};
+
+it("reads the session id from a Cookie header", () => {
+  expect(sessionIdFromCookie("a=b; farm_session=xyz=; c=d")).toBe("xyz=");
+  expect(sessionIdFromCookie(undefined)).toBeUndefined();
 });
 
-describe("dashboard sessions", () => {
-  const tokens = new TokenStore(db.db);
-  const web = new WebSessions(tokens);
-  const user = tokens.create("alice", "user");
-  const agent = tokens.create("lab", "agent");
+describe.each(dialects)("dashboard sessions on %s", (dialect) => {
+  let database: FarmDatabase;
+  let tokens: TokenStore;
+  let store: WebSessionStore;
+  let web: WebSessions;
+  let user: { secret: string };
+  let agent: { secret: string };
+  beforeAll(async () => {
+    database = await openTestDatabase(dialect);
+    tokens = new TokenStore(createTokenRecordStore(database));
+    store = createWebSessionStore(database);
+    web = new WebSessions(tokens, store);
+    user = await tokens.create("alice", "user");
+    agent = await tokens.create("lab", "agent");
+  });
+  afterAll(() => database.close());
 
-  it("exchange a user token for a random session id; agent and unknown tokens are refused", () => {
-    const s = web.signIn(user.secret);
-    if ("error" in s) throw new Error(s.error);
+  it("exchange a user token for a random session id, stored only as its hash; agent and unknown tokens are refused", async () => {
+    const s = await signedIn(web.signIn(user.secret));
     expect(s.id).not.toContain(user.secret);
     expect(s.id.length).toBeGreaterThanOrEqual(40);
-    expect(web.principal(s.id)).toMatchObject({ tokenName: "alice", kind: "user" });
-    expect(web.signIn(agent.secret)).toMatchObject({ error: expect.stringContaining("agent tokens") });
-    expect(web.signIn("farmu_nope")).toEqual({ error: "unknown token" });
+    expect(await web.principal(s.id)).toMatchObject({ tokenName: "alice", kind: "user" });
+    expect(await store.get(s.id)).toBeUndefined();
+    expect(await store.get(hashToken(s.id))).toMatchObject({ tokenName: "alice" });
+    expect(await web.signIn(agent.secret)).toMatchObject({ error: expect.stringContaining("agent tokens") });
+    expect(await web.signIn("farmu_nope")).toEqual({ error: "unknown token" });
   });
 
-  it("end with sign-out, expiry, and the token's revocation", () => {
-    const a = web.signIn(user.secret) as { id: string };
-    web.signOut(a.id);
-    expect(web.principal(a.id)).toBeUndefined();
-    const b = web.signIn(user.secret) as { id: string };
-    expect(web.principal(b.id, Date.now() + SESSION_TTL_MS + 1)).toBeUndefined();
-    const c = web.signIn(user.secret) as { id: string };
-    tokens.revoke("alice");
-    expect(web.principal(c.id)).toBeUndefined();
+  it("are known to every coordinator of the database, and survive a restart", async () => {
+    const s = await signedIn(web.signIn(user.secret));
+    const replica = new WebSessions(new TokenStore(createTokenRecordStore(database)), createWebSessionStore(database));
+    expect(await replica.principal(s.id)).toMatchObject({ tokenName: "alice" });
+    await replica.signOut(s.id);
+    expect(await web.principal(s.id)).toBeUndefined();
   });
 
-  it("authenticate requests by cookie, refusing other sites", () => {
-    const bob = tokens.create("bob", "user", "admin");
-    const s = web.signIn(bob.secret) as { id: string };
+  it("end with sign-out, expiry (the expired row swept), and the token's revocation", async () => {
+    const a = await signedIn(web.signIn(user.secret));
+    await web.signOut(a.id);
+    expect(await web.principal(a.id)).toBeUndefined();
+    const b = await signedIn(web.signIn(user.secret));
+    expect(await web.principal(b.id, Date.now() + SESSION_TTL_MS + 1)).toBeUndefined();
+    expect(await store.get(hashToken(b.id))).toBeUndefined();
+    const c = await signedIn(web.signIn(user.secret));
+    await tokens.revoke("alice");
+    expect(await web.principal(c.id)).toBeUndefined();
+    expect(await web.signIn(user.secret)).toEqual({ error: "token has been revoked" });
+  });
+
+  it("sweep expired sessions at the next sign-in", async () => {
+    const gina = await tokens.create("gina", "user");
+    const old = await signedIn(web.signIn(gina.secret, Date.now() - SESSION_TTL_MS - 10));
+    expect(await store.get(hashToken(old.id))).toBeDefined();
+    await signedIn(web.signIn(gina.secret));
+    expect(await store.get(hashToken(old.id))).toBeUndefined();
+    expect(await web.countOf("gina")).toBe(1);
+  });
+
+  it("authenticate requests by cookie, refusing other sites", async () => {
+    const bob = await tokens.create("bob", "user", "admin");
+    const s = await signedIn(web.signIn(bob.secret));
     const headers = (h: Record<string, string>) => new Headers(h);
-    expect(authenticateRequest(tokens, headers({ cookie: `x=1; farm_session=${s.id}`, host: "farm:7420", origin: "http://farm:7420" }), web)).toMatchObject({ tokenName: "bob", admin: true });
-    expect(() => authenticateRequest(tokens, headers({ cookie: `farm_session=${s.id}`, host: "farm:7420", origin: "http://evil.example" }), web)).toThrow(/cross-site/);
-    expect(() => authenticateRequest(tokens, headers({ cookie: "farm_session=forged", host: "farm:7420" }), web)).toThrow(/sign in again/);
+    expect(await authenticateRequest(tokens, headers({ cookie: `x=1; farm_session=${s.id}`, host: "farm:7420", origin: "http://farm:7420" }), web)).toMatchObject({ tokenName: "bob", admin: true });
+    expect(await refused(authenticateRequest(tokens, headers({ cookie: `farm_session=${s.id}`, host: "farm:7420", origin: "http://evil.example" }), web))).toMatchObject({ message: expect.stringMatching(/cross-site/) });
+    expect(await refused(authenticateRequest(tokens, headers({ cookie: "farm_session=forged", host: "farm:7420" }), web))).toMatchObject({ code: "UNAUTHENTICATED", message: expect.stringMatching(/sign in again/) });
     // Without a dashboard, a cookie is no credential at all.
-    expect(() => authenticateRequest(tokens, headers({ cookie: `farm_session=${s.id}` }))).toThrow(/bearer/);
-    expect(sessionIdFromCookie("a=b; farm_session=xyz=; c=d")).toBe("xyz=");
-    expect(sessionIdFromCookie(undefined)).toBeUndefined();
+    expect(await refused(authenticateRequest(tokens, headers({ cookie: `farm_session=${s.id}` })))).toMatchObject({ message: expect.stringMatching(/bearer/) });
   });
 
-  it("cap each user's live sessions, evicting that user's oldest, never another user's", () => {
-    const carol = tokens.create("carol", "user", "viewer");
-    const dave = tokens.create("dave", "user");
-    const daves = web.signIn(dave.secret) as { id: string };
-    const ids = Array.from({ length: MAX_SESSIONS_PER_USER + 3 }, () => (web.signIn(carol.secret) as { id: string }).id);
-    expect(web.countOf("carol")).toBe(MAX_SESSIONS_PER_USER);
-    for (const id of ids.slice(0, 3)) expect(web.principal(id)).toBeUndefined();
-    for (const id of ids.slice(3)) expect(web.principal(id)).toMatchObject({ tokenName: "carol", role: "viewer" });
-    expect(web.principal(daves.id)).toMatchObject({ tokenName: "dave", role: "operator" });
+  it("cap each user's live sessions, evicting that user's oldest, never another user's", async () => {
+    const carol = await tokens.create("carol", "user", "viewer");
+    const dave = await tokens.create("dave", "user");
+    const daves = await signedIn(web.signIn(dave.secret));
+    // One sign-in per millisecond: sign-ins within one millisecond are evicted in no set order.
+    const t0 = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_SESSIONS_PER_USER + 3; i++) ids.push((await signedIn(web.signIn(carol.secret, t0 + i))).id);
+    expect(await web.countOf("carol")).toBe(MAX_SESSIONS_PER_USER);
+    for (const id of ids.slice(0, 3)) expect(await web.principal(id)).toBeUndefined();
+    for (const id of ids.slice(3)) expect(await web.principal(id)).toMatchObject({ tokenName: "carol", role: "viewer" });
+    expect(await web.principal(daves.id)).toMatchObject({ tokenName: "dave", role: "operator" });
   });
 
-  it("drop every session of a revoked token at once", () => {
-    const erin = tokens.create("erin", "user");
-    for (let i = 0; i < 3; i++) web.signIn(erin.secret);
-    const frank = tokens.create("frank", "user");
-    const f = web.signIn(frank.secret) as { id: string };
-    tokens.revoke("erin");
-    expect(web.endSessionsOf("erin")).toBe(3);
-    expect(web.countOf("erin")).toBe(0);
-    expect(web.principal(f.id)).toMatchObject({ tokenName: "frank" });
+  it("hold the cap when one user signs in many times at once", async () => {
+    const hal = await tokens.create("hal", "user");
+    const all = await Promise.all(Array.from({ length: MAX_SESSIONS_PER_USER * 2 }, () => signedIn(web.signIn(hal.secret))));
+    expect(all).toHaveLength(MAX_SESSIONS_PER_USER * 2);
+    expect(await web.countOf("hal")).toBe(MAX_SESSIONS_PER_USER);
   });
 
-  it("give agent tokens nothing on the dashboard's own endpoints", () => {
-    const lab2 = tokens.create("lab-2", "agent");
-    expect(() => authenticateUser(tokens, new Headers({ authorization: `Bearer ${lab2.secret}` }), web)).toThrow(/agent tokens get nothing/);
-    expect(authenticateRequest(tokens, new Headers({ authorization: `Bearer ${lab2.secret}` }), web)).toMatchObject({ kind: "agent" });
+  it("drop every session of a revoked token at once", async () => {
+    const erin = await tokens.create("erin", "user");
+    for (let i = 0; i < 3; i++) await signedIn(web.signIn(erin.secret));
+    const frank = await tokens.create("frank", "user");
+    const f = await signedIn(web.signIn(frank.secret));
+    await tokens.revoke("erin");
+    expect(await web.endSessionsOf("erin")).toBe(3);
+    expect(await web.countOf("erin")).toBe(0);
+    expect(await web.principal(f.id)).toMatchObject({ tokenName: "frank" });
+  });
+
+  it("give agent tokens nothing on the dashboard's own endpoints", async () => {
+    const lab2 = await tokens.create("lab-2", "agent");
+    expect(await refused(authenticateUser(tokens, new Headers({ authorization: `Bearer ${lab2.secret}` }), web))).toMatchObject({ message: expect.stringMatching(/agent tokens get nothing/) });
+    expect(await authenticateRequest(tokens, new Headers({ authorization: `Bearer ${lab2.secret}` }), web)).toMatchObject({ kind: "agent" });
   });
 });

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import type { Principal, TokenStore } from "./token-store.js";
+import { hashToken, type Principal, type TokenStore } from "./token-store.js";
+import type { WebSessionStore } from "./web-session-store.js";
 
 export const SESSION_COOKIE = "farm_session";
 /** A dashboard sign-in lasts this long; then the user signs in again. */
@@ -8,77 +9,61 @@ const MAX_SESSIONS = 10_000;
 /** Live sign-ins per user token; a new one evicts that user's oldest. */
 export const MAX_SESSIONS_PER_USER = 10;
 
-interface WebSession {
-  /** Kept in memory only, to re-check revocation on every use; never logged or written. */
-  token: string;
-  /** The token's name, to find a user's sessions (cap, revocation). */
-  tokenName: string;
-  expiresAt: number;
-}
-
 /**
  * Browser sign-ins: a user token exchanged for a random session id carried
- * in an HttpOnly, SameSite=Strict cookie. The token is re-authenticated on
- * every request, so revoking it ends its sessions at once. Sessions live in
- * memory: a coordinator restart signs everyone out.
+ * in an HttpOnly, SameSite=Strict cookie. Sessions live in the database
+ * (only a hash of the id, and the token's name), so every coordinator of
+ * the farm knows them and a restart signs no one out. The token is
+ * re-checked by name on every use, so revoking it ends its sessions at once.
  */
 export class WebSessions {
-  private readonly sessions = new Map<string, WebSession>();
-
-  constructor(private readonly tokens: TokenStore) {}
+  constructor(
+    private readonly tokens: TokenStore,
+    private readonly store: WebSessionStore,
+  ) {}
 
   /** Signs in with a user token; agent tokens and unknown or revoked tokens are refused. */
-  signIn(token: string, now = Date.now()): { id: string; principal: Principal } | { error: string } {
-    const p = this.tokens.authenticate(token);
+  async signIn(token: string, now = Date.now()): Promise<{ id: string; principal: Principal } | { error: string }> {
+    const p = await this.tokens.authenticate(token);
     if (p === "unknown" || p === "revoked") return { error: p === "unknown" ? "unknown token" : "token has been revoked" };
     if (p.kind !== "user") return { error: "agent tokens cannot sign in to the dashboard; use a user token" };
-    this.prune(now);
-    // One user signing in over and over evicts only their own oldest sessions, never locks others out.
-    const own = [...this.sessions].filter(([, s]) => s.tokenName === p.tokenName);
-    for (const [old] of own.slice(0, Math.max(0, own.length - MAX_SESSIONS_PER_USER + 1))) this.sessions.delete(old);
-    if (this.sessions.size >= MAX_SESSIONS) return { error: "too many dashboard sessions; try again later" };
     const id = randomBytes(32).toString("base64url");
-    this.sessions.set(id, { token, tokenName: p.tokenName, expiresAt: now + SESSION_TTL_MS });
+    // One user signing in over and over evicts only their own oldest sessions, never locks others out.
+    const row = { idHash: hashToken(id), tokenName: p.tokenName, createdAt: now, expiresAt: now + SESSION_TTL_MS };
+    if (!(await this.store.add(row, { now, perUser: MAX_SESSIONS_PER_USER, total: MAX_SESSIONS }))) {
+      return { error: "too many dashboard sessions; try again later" };
+    }
     return { id, principal: p };
   }
 
-  principal(id: string, now = Date.now()): Principal | undefined {
-    const s = this.sessions.get(id);
+  async principal(id: string, now = Date.now()): Promise<Principal | undefined> {
+    const idHash = hashToken(id);
+    const s = await this.store.get(idHash);
     if (!s) return undefined;
     if (s.expiresAt <= now) {
-      this.sessions.delete(id);
+      await this.store.delete(idHash);
       return undefined;
     }
-    const p = this.tokens.authenticate(s.token);
+    const p = await this.tokens.principalByName(s.tokenName);
     if (p === "unknown" || p === "revoked" || p.kind !== "user") {
-      this.sessions.delete(id);
+      await this.store.delete(idHash);
       return undefined;
     }
     return p;
   }
 
-  signOut(id: string): void {
-    this.sessions.delete(id);
+  signOut(id: string): Promise<void> {
+    return this.store.delete(hashToken(id));
   }
 
   /** Ends every session signed in with this token (it was revoked); returns how many. */
-  endSessionsOf(tokenName: string): number {
-    let n = 0;
-    for (const [id, s] of this.sessions) {
-      if (s.tokenName !== tokenName) continue;
-      this.sessions.delete(id);
-      n++;
-    }
-    return n;
+  endSessionsOf(tokenName: string): Promise<number> {
+    return this.store.deleteOf(tokenName);
   }
 
   /** Live sessions of one token, for tests. */
-  countOf(tokenName: string): number {
-    return [...this.sessions.values()].filter((s) => s.tokenName === tokenName).length;
-  }
-
-  private prune(now: number): void {
-    for (const [id, s] of this.sessions) if (s.expiresAt <= now) this.sessions.delete(id);
+  countOf(tokenName: string, now = Date.now()): Promise<number> {
+    return this.store.countOf(tokenName, now);
   }
 }
 

@@ -4,7 +4,7 @@ import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { fileURLToPath } from "node:url";
 import { preparePrivateDbFile } from "@farm/shared/secure-file";
 import * as schema from "./schema.js";
-import { assertSchemaKnown, knownMigrations } from "./schema-version.js";
+import { assertSchemaKnown, knownMigrations, pendingMigrations } from "./schema-version.js";
 
 export type CoordinatorDb = BetterSQLite3Database<typeof schema>;
 
@@ -19,6 +19,11 @@ export const sqliteMigrationsFolder = fileURLToPath(new URL("../../drizzle", imp
 
 /** Opens (creating if needed) the coordinator's SQLite file and migrates it; refuses one a newer farm migrated. */
 export function openDatabase(file: string): OpenedDatabase {
+  return openAndMigrate(file).opened;
+}
+
+/** openDatabase, also saying which migrations it applied (oldest first). */
+export function openAndMigrate(file: string): { opened: OpenedDatabase; applied: string[] } {
   // 0600, and so its -wal/-shm: the database holds tokens' hashes, activity and command text.
   preparePrivateDbFile(file);
   const sqlite = new Database(file);
@@ -29,10 +34,12 @@ export function openDatabase(file: string): OpenedDatabase {
     sqlite.pragma("synchronous = NORMAL");
     sqlite.pragma("foreign_keys = ON");
     sqlite.pragma("busy_timeout = 5000");
-    assertSchemaKnown(newestApplied(sqlite), knownMigrations(sqliteMigrationsFolder), file === ":memory:" ? "the database" : file);
+    const known = knownMigrations(sqliteMigrationsFolder);
+    const newest = newestApplied(sqlite);
+    assertSchemaKnown(newest, known, file === ":memory:" ? "the database" : file);
     const db = drizzle(sqlite, { schema });
     migrate(db, { migrationsFolder: sqliteMigrationsFolder });
-    return { db, sqlite, close: () => sqlite.close() };
+    return { opened: { db, sqlite, close: () => sqlite.close() }, applied: pendingMigrations(newest, known).map((m) => m.tag) };
   } catch (err) {
     sqlite.close();
     throw err;

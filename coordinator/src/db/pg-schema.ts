@@ -85,6 +85,7 @@ export const leaseWaiters = pgTable("lease_waiters", {
   enqueuedAt: ms("enqueued_at").notNull(),
   waitDeadline: ms("wait_deadline").notNull(),
   ttlMs: ms("ttl_ms").notNull(),
+  replicaId: text("replica_id"),
 });
 
 export const deviceLabels = pgTable(
@@ -188,3 +189,26 @@ export const sessionImages = pgTable("session_images", {
   height: integer("height").notNull(),
   mimeType: text("mime_type").notNull().default("image/png"),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);
+
+export const webSessions = pgTable("web_sessions", {
+  idHash: text("id_hash").primaryKey(),
+  tokenName: text("token_name").notNull(),
+  createdAt: ms("created_at").notNull(),
+  expiresAt: ms("expires_at").notNull(),
+}, (t) => [index("web_sessions_token").on(t.tokenName)]);
+
+export const replicas = pgTable("replicas", {
+  id: text("id").primaryKey(),
+  url: text("url").notNull(),
+  secretHash: text("secret_hash").notNull(),
+  startedAt: ms("started_at").notNull(),
+  heartbeatAt: ms("heartbeat_at").notNull(),
+});
+
+export const agentReplicas = pgTable("agent_replicas", {
+  agentId: text("agent_id").primaryKey(),
+  replicaId: text("replica_id").notNull(),
+  // The agent token its stream authenticated with: evidence it is asked for is uploadable only with it.
+  tokenName: text("token_name").notNull(),
+  since: ms("since").notNull(),
+}, (t) => [index("agent_replicas_replica").on(t.replicaId)]);

@@ -89,6 +89,8 @@ export const leaseWaiters = sqliteTable("lease_waiters", {
   enqueuedAt: integer("enqueued_at").notNull(),
   waitDeadline: integer("wait_deadline").notNull(),
   ttlMs: integer("ttl_ms").notNull(),
+  // The coordinator replica whose caller waits on it (NULL: none now, e.g. after a restart, until the caller asks again).
+  replicaId: text("replica_id"),
 });
 
 export const deviceLabels = sqliteTable(
@@ -232,3 +234,41 @@ export const sessionImages = sqliteTable("session_images", {
   height: integer("height").notNull(),
   mimeType: text("mime_type").notNull().default("image/png"),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);
+
+/**
+ * Dashboard sign-ins, shared by every coordinator of the farm. Only a
+ * sha256 of the session id is stored (the cookie is the secret), never the
+ * user's token: each use re-checks the token by name.
+ */
+export const webSessions = sqliteTable("web_sessions", {
+  idHash: text("id_hash").primaryKey(),
+  tokenName: text("token_name").notNull(),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+}, (t) => [
+  // A user's sessions: the per-user cap, and revocation.
+  index("web_sessions_token").on(t.tokenName),
+]);
+
+/**
+ * The coordinator replicas sharing this database (PostgreSQL; a SQLite
+ * coordinator is alone and lists only itself): where each answers other
+ * replicas, a sha256 of the secret it proves itself with, and its last
+ * heartbeat. A replica whose heartbeat is stale is gone.
+ */
+export const replicas = sqliteTable("replicas", {
+  id: text("id").primaryKey(),
+  url: text("url").notNull(),
+  secretHash: text("secret_hash").notNull(),
+  startedAt: integer("started_at").notNull(),
+  heartbeatAt: integer("heartbeat_at").notNull(),
+});
+
+/** Which replica holds each attached agent's control stream (no row: not attached anywhere). */
+export const agentReplicas = sqliteTable("agent_replicas", {
+  agentId: text("agent_id").primaryKey(),
+  replicaId: text("replica_id").notNull(),
+  // The agent token its stream authenticated with: evidence it is asked for is uploadable only with it.
+  tokenName: text("token_name").notNull(),
+  since: integer("since").notNull(),
+}, (t) => [index("agent_replicas_replica").on(t.replicaId)]);

@@ -1,3 +1,7 @@
+import type { FarmDatabase } from "../db/database.js";
+import { PgDeviceLabelStore } from "./pg-device-label-store.js";
+import { SqliteDeviceLabelStore } from "./sqlite-device-label-store.js";
+
 /** One label on a physical device. */
 export interface LabelRow {
   physicalId: string;
@@ -7,8 +11,14 @@ export interface LabelRow {
 
 /** Where device labels are kept. Each method is one atomic write. */
 export interface DeviceLabelStore {
-  all(): LabelRow[];
+  all(): Promise<LabelRow[]>;
+  /** One device's labels. */
+  of(physicalId: string): Promise<LabelRow[]>;
   /** Inserts the labels, replacing the value of a key the device already has. */
-  upsert(rows: readonly LabelRow[]): void;
-  delete(physicalId: string, key: string): void;
+  upsert(rows: readonly LabelRow[]): Promise<void>;
+  delete(physicalId: string, key: string): Promise<void>;
+}
+
+export function createDeviceLabelStore(database: FarmDatabase): DeviceLabelStore {
+  return database.dialect === "sqlite" ? new SqliteDeviceLabelStore(database.db) : new PgDeviceLabelStore(database.db);
 }

@@ -1,11 +1,13 @@
 import { EventEmitter } from "node:events";
 import { invalidArgument } from "@farm/shared/errors";
 import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
-import type { DeviceLabelStore } from "./device-label-store.js";
+import type { DeviceLabelStore, LabelRow } from "./device-label-store.js";
 
 export interface DeviceLabelEvents {
   /** A device's labels changed: all of them now. */
   changed: [physicalId: string, labels: Record<string, string>];
+  /** This replica stored a change to the device's labels (other replicas re-read them). */
+  stored: [physicalId: string];
 }
 
 const labelKey = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
@@ -26,8 +28,16 @@ export class DeviceLabels {
   /** Keys of `byDevice` in order, for paged listing; dropped when a device is added. */
   private sortedIds: string[] | undefined;
 
-  constructor(private readonly store: DeviceLabelStore) {
-    for (const row of store.all()) this.labelsFor(row.physicalId).set(row.key, row.value);
+  private constructor(
+    private readonly store: DeviceLabelStore,
+    rows: readonly LabelRow[],
+  ) {
+    for (const row of rows) this.labelsFor(row.physicalId).set(row.key, row.value);
+  }
+
+  /** Reads every label once; from then on reads come from memory. */
+  static async open(store: DeviceLabelStore): Promise<DeviceLabels> {
+    return new DeviceLabels(store, await store.all());
   }
 
   of(physicalId: string): Record<string, string> {
@@ -65,20 +75,32 @@ export class DeviceLabels {
   }
 
   /** Sets these labels (others stay); all are checked before any is stored. Returns the device's labels now. */
-  set(physicalId: string, labels: Record<string, string>): Record<string, string> {
+  async set(physicalId: string, labels: Record<string, string>): Promise<Record<string, string>> {
     const pairs = Object.entries(labels);
     for (const [k, v] of pairs) validateLabelPair(k, v);
-    this.store.upsert(pairs.map(([key, value]) => ({ physicalId, key, value })));
+    // Stored first: memory never shows a label the store does not have.
+    await this.store.upsert(pairs.map(([key, value]) => ({ physicalId, key, value })));
     const m = this.labelsFor(physicalId);
     for (const [k, v] of pairs) m.set(k, v);
+    this.events.emit("stored", physicalId);
     return this.changed(physicalId);
   }
 
   /** Removes one label. Returns the device's labels now. */
-  remove(physicalId: string, key: string): Record<string, string> {
-    this.store.delete(physicalId, key);
+  async remove(physicalId: string, key: string): Promise<Record<string, string>> {
+    await this.store.delete(physicalId, key);
     this.byDevice.get(physicalId)?.delete(key);
+    this.events.emit("stored", physicalId);
     return this.changed(physicalId);
+  }
+
+  /** Another replica changed this device's labels: re-reads them. */
+  async refresh(physicalId: string): Promise<void> {
+    const rows = await this.store.of(physicalId);
+    const m = this.labelsFor(physicalId);
+    m.clear();
+    for (const r of rows) m.set(r.key, r.value);
+    this.changed(physicalId);
   }
 
   private changed(physicalId: string): Record<string, string> {

@@ -7,11 +7,15 @@ import type { DeviceLabelStore, LabelRow } from "./device-label-store.js";
 export class SqliteDeviceLabelStore implements DeviceLabelStore {
   constructor(private readonly db: CoordinatorDb) {}
 
-  all(): LabelRow[] {
+  async all(): Promise<LabelRow[]> {
     return this.db.select().from(deviceLabels).all();
   }
 
-  upsert(rows: readonly LabelRow[]): void {
+  async of(physicalId: string): Promise<LabelRow[]> {
+    return this.db.select().from(deviceLabels).where(eq(deviceLabels.physicalId, physicalId)).all();
+  }
+
+  async upsert(rows: readonly LabelRow[]): Promise<void> {
     this.db.transaction((tx) => {
       for (const r of rows) {
         tx.insert(deviceLabels)
@@ -22,7 +26,7 @@ export class SqliteDeviceLabelStore implements DeviceLabelStore {
     });
   }
 
-  delete(physicalId: string, key: string): void {
+  async delete(physicalId: string, key: string): Promise<void> {
     this.db
       .delete(deviceLabels)
       .where(and(eq(deviceLabels.physicalId, physicalId), eq(deviceLabels.key, key)))

@@ -28,8 +28,8 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
             case "start": {
               if (upload || grant) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "start sent twice");
               const s = msg.kind.value;
-              grant = authorize(s, principal.tokenName);
-              const stored = deps.store.get(grant.evidenceId);
+              grant = await authorize(s, principal.tokenName);
+              const stored = await deps.store.get(grant.evidenceId);
               if (stored) {
                 if (s.manifestSha256 !== "" && s.manifestSha256 === stored.manifestSha256) {
                   return create(UploadEvidenceResponseSchema, { evidenceId: stored.evidenceId, totalBytes: BigInt(stored.totalBytes), manifestSha256: stored.manifestSha256, alreadyStored: true });
@@ -39,7 +39,7 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
               if (deps.store.receiving.has(grant.evidenceId)) {
                 throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `evidence ${grant.evidenceId} is being received on another stream; try again when it ends`, "evidence_id");
               }
-              upload = deps.store.beginUpload({ evidenceId: grant.evidenceId, kind: grant.kind, serial: grant.serial, physicalId: grant.physicalId || s.physicalId, agentId: grant.agentId });
+              upload = await deps.store.beginUpload({ evidenceId: grant.evidenceId, kind: grant.kind, serial: grant.serial, physicalId: grant.physicalId || s.physicalId, agentId: grant.agentId });
               break;
             }
             case "file":
@@ -71,9 +71,9 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
     },
   });
 
-  function authorize(s: UploadEvidenceStart, tokenName: string): EvidenceGrant {
+  async function authorize(s: UploadEvidenceStart, tokenName: string): Promise<EvidenceGrant> {
     try {
-      return deps.grants.authorize(s, tokenName);
+      return await deps.grants.authorize(s, tokenName);
     } catch (err) {
       // An agent uploading what it was not given is worth an operator's look.
       deps.log.warn("evidence upload refused", { evidenceId: s.evidenceId, principal: tokenName, agentId: s.agentId, serial: s.serial, code: toErrorReport(err).code, error: (err as Error).message });

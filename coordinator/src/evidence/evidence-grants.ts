@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { eq, sql } from "drizzle-orm";
 import { Errors, farmError } from "@farm/shared/errors";
-import type { CoordinatorDb } from "../db/open-database.js";
-import { evidence, evidenceGrants } from "../db/schema.js";
+import type { EvidenceGrant, EvidenceGrantStore } from "./evidence-grant-store.js";
 
-export type EvidenceGrant = typeof evidenceGrants.$inferSelect;
+export type { EvidenceGrant } from "./evidence-grant-store.js";
 
 /** What an agent says about the bundle it starts uploading. */
 export interface UploadClaim {
@@ -24,24 +22,25 @@ export interface UploadClaim {
  * restart (of either side) still goes up.
  */
 export class EvidenceGrants {
-  constructor(private readonly db: CoordinatorDb) {}
+  constructor(private readonly store: EvidenceGrantStore) {}
 
-  issue(grant: Omit<EvidenceGrant, "evidenceId" | "issuedAt">): EvidenceGrant {
+  /** Stored before it is returned: an id is never sent to an agent unless its grant is durable. */
+  async issue(grant: Omit<EvidenceGrant, "evidenceId" | "issuedAt">): Promise<EvidenceGrant> {
     const row: EvidenceGrant = { ...grant, evidenceId: randomUUID(), issuedAt: Date.now() };
-    this.db.insert(evidenceGrants).values(row).run();
+    await this.store.insert(row);
     return row;
   }
 
-  get(evidenceId: string): EvidenceGrant | undefined {
-    return this.db.select().from(evidenceGrants).where(eq(evidenceGrants.evidenceId, evidenceId)).get();
+  get(evidenceId: string): Promise<EvidenceGrant | undefined> {
+    return this.store.get(evidenceId);
   }
 
   /**
    * The grant an upload is for, or EVIDENCE_NOT_ISSUED (PERMISSION_DENIED)
    * naming what does not match. Checked before anything is received.
    */
-  authorize(claim: UploadClaim, tokenName: string): EvidenceGrant {
-    const g = this.get(claim.evidenceId);
+  async authorize(claim: UploadClaim, tokenName: string): Promise<EvidenceGrant> {
+    const g = await this.get(claim.evidenceId);
     const refuse = (why: string, field: string) => farmError(Errors.EVIDENCE_NOT_ISSUED, `evidence ${claim.evidenceId}: ${why}; the upload is refused`, field);
     if (!g) throw refuse("this coordinator never issued that evidence id", "evidence_id");
     if (g.agentToken !== tokenName || g.agentId !== claim.agentId) throw refuse("it was issued to another agent", "agent_id");
@@ -53,13 +52,7 @@ export class EvidenceGrants {
   }
 
   /** Bytes of stored bundles issued for this user's captures and recordings. */
-  storedBytes(user: string): number {
-    const row = this.db
-      .select({ bytes: sql<number>`coalesce(sum(${evidence.totalBytes}), 0)` })
-      .from(evidence)
-      .innerJoin(evidenceGrants, eq(evidenceGrants.evidenceId, evidence.evidenceId))
-      .where(eq(evidenceGrants.requestedBy, user))
-      .get();
-    return row?.bytes ?? 0;
+  storedBytes(user: string): Promise<number> {
+    return this.store.storedBytes(user);
   }
 }

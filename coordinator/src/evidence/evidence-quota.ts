@@ -9,8 +9,8 @@ export const DEFAULT_EVIDENCE_QUOTA_BYTES = 10 * 1024 ** 3;
  * evidence has reached the quota (QUOTA_EXCEEDED): one user cannot fill the
  * store for everyone. A bundle in flight may take a user past it once.
  */
-export function requireEvidenceQuota(grants: EvidenceGrants, user: string, quotaBytes: number): void {
-  const used = grants.storedBytes(user);
+export async function requireEvidenceQuota(grants: EvidenceGrants, user: string, quotaBytes: number): Promise<void> {
+  const used = await grants.storedBytes(user);
   if (used < quotaBytes) return;
   throw farmError(
     Errors.QUOTA_EXCEEDED,

@@ -13,7 +13,7 @@ import {
 import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
 import { evidenceMessage } from "../watch/messages.js";
 import { requirePrincipal } from "../auth/auth.js";
-import type { AttachSession } from "../routing/agent-session.js";
+import type { AgentCaller } from "../routing/agent-session.js";
 import type { Registry } from "../registry/registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
@@ -40,32 +40,32 @@ export function registerEvidenceService(
       validateAppPackage(req.appPackage);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-      requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
+      await requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
       return deps.activity.track(entry, async (e) => {
         const route = deps.registry.route(serial, req.target?.agent ?? "");
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
         const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
-        const session = route.session as AttachSession;
+        const session = route.session as AgentCaller;
         // In a session, the still is a step of its timeline (a version 1 record: its screenshot only).
         const sessionId = ctx.requestHeader.get(SESSION_HEADER);
         let step: OpenStep | undefined;
-        if (sessionId && deps.recorder) step = deps.recorder.open(deps.recorder.session(sessionId, principal, route.physicalId));
+        if (sessionId && deps.recorder) step = await deps.recorder.open(await deps.recorder.session(sessionId, principal, route.physicalId));
         try {
           // The id is ours to give: only this agent, for this device, may upload under it.
-          const grant = deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+          const grant = await deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
           const r = await session.call(EvidenceService.method.captureEvidence, { ...req, evidenceId: grant.evidenceId }, principal, deadline);
           if (r.evidenceId !== grant.evidenceId) {
             deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
             throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${route.agentName} answered with evidence ${r.evidenceId}, not the ${grant.evidenceId} it was issued`, "evidence_id");
           }
           // The agent answers after its upload was published; check anyway.
-          deps.store.require(grant.evidenceId);
+          await deps.store.require(grant.evidenceId);
           const { text, manifest } = await deps.store.manifest(grant.evidenceId);
           const shot = manifest.artifacts.find((a) => a.kind === "screenshot" && a.path !== null && a.status === "complete");
           if (step && deps.recorder) {
-            if (shot?.path) deps.recorder.recordStill(step, grant.evidenceId, shot.path, r.status, principal.tokenName);
+            if (shot?.path) await deps.recorder.recordStill(step, grant.evidenceId, shot.path, r.status, principal.tokenName);
             else await deps.recorder.record(step, EvidenceService.method.captureEvidence, req, { error: farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${grant.evidenceId} (${r.status}) has no complete screenshot`) }, "", principal.tokenName);
           }
           return create(CaptureEvidenceResponseSchema, { evidenceId: grant.evidenceId, status: r.status, manifestJson: text });
@@ -76,8 +76,8 @@ export function registerEvidenceService(
       });
     },
 
-    listEvidence(req) {
-      const page = deps.store.listPage({ serial: req.serial, status: req.status, label: req.label }, req);
+    async listEvidence(req) {
+      const page = await deps.store.listPage({ serial: req.serial, status: req.status, label: req.label }, req);
       return create(ListEvidenceResponseSchema, {
         bundles: page.items.map((row) => evidenceMessage(row, deps.registry.agentName(row.agentId) ?? "")),
         nextPageToken: page.nextPageToken,
@@ -85,7 +85,7 @@ export function registerEvidenceService(
     },
 
     async *pullEvidence(req) {
-      const row = deps.store.require(req.evidenceId);
+      const row = await deps.store.require(req.evidenceId);
       const { text, manifest } = await deps.store.manifest(row.evidenceId);
       for (const a of manifest.artifacts) {
         if (a.path === null) continue;

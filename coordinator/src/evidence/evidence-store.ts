@@ -2,18 +2,16 @@ import { createHash } from "node:crypto";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ConnectError } from "@connectrpc/connect";
-import { and, count, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
 import { fsyncDir, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
 import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { VerifiedFileWriter } from "@farm/shared/verified-file";
-import type { CoordinatorDb } from "../db/open-database.js";
-import { evidence } from "../db/schema.js";
-import { readPage, type Page, type PageRequest } from "../paging.js";
+import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
+import type { EvidenceFilter, EvidenceIndexStore, EvidenceRow, EvidenceTotal } from "./evidence-index-store.js";
 
-export type EvidenceRow = typeof evidence.$inferSelect;
+export type { EvidenceRow } from "./evidence-index-store.js";
 
 const idPattern = /^[0-9a-f-]{36}$/;
 const pathPattern = /^[A-Za-z0-9._-]+$/;
@@ -35,7 +33,7 @@ export class EvidenceStore {
   onPublish: ((row: EvidenceRow) => void) | undefined;
 
   constructor(
-    private readonly db: CoordinatorDb,
+    private readonly index: EvidenceIndexStore,
     dataDir: string,
   ) {
     this.root = join(dataDir, "evidence");
@@ -48,51 +46,60 @@ export class EvidenceStore {
     await ensurePrivateDir(join(this.root, ".incoming"));
   }
 
-  beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Upload {
+  async beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Promise<Upload> {
     if (!idPattern.test(meta.evidenceId)) throw farmError(Errors.INVALID_ARGUMENT, "bad evidence id", "evidence_id");
-    if (this.get(meta.evidenceId) || this.receiving.has(meta.evidenceId)) {
-      throw farmError(Errors.ALREADY_EXISTS, `evidence ${meta.evidenceId} already exists`, "evidence_id");
-    }
+    const exists = () => farmError(Errors.ALREADY_EXISTS, `evidence ${meta.evidenceId} already exists`, "evidence_id");
+    if (this.receiving.has(meta.evidenceId)) throw exists();
+    // Claimed before the index is read, so two streams for one id never both pass the check.
     this.receiving.add(meta.evidenceId);
+    let indexed: EvidenceRow | undefined;
+    try {
+      indexed = await this.get(meta.evidenceId);
+    } catch (err) {
+      this.receiving.delete(meta.evidenceId);
+      throw err;
+    }
+    if (indexed) {
+      this.receiving.delete(meta.evidenceId);
+      throw exists();
+    }
     return new Upload(this, meta);
   }
 
-  get(evidenceId: string): EvidenceRow | undefined {
-    return this.db.select().from(evidence).where(eq(evidence.evidenceId, evidenceId)).get();
+  get(evidenceId: string): Promise<EvidenceRow | undefined> {
+    return this.index.get(evidenceId);
   }
 
-  require(evidenceId: string): EvidenceRow {
-    const row = idPattern.test(evidenceId) ? this.get(evidenceId) : undefined;
+  /** Whether a bundle is published. */
+  async has(evidenceId: string): Promise<boolean> {
+    return (await this.index.get(evidenceId)) !== undefined;
+  }
+
+  /** Of these ids, those of published bundles: one read for a whole listing. */
+  publishedAmong(evidenceIds: readonly string[]): Promise<Set<string>> {
+    return this.index.indexedAmong(evidenceIds);
+  }
+
+  async require(evidenceId: string): Promise<EvidenceRow> {
+    const row = idPattern.test(evidenceId) ? await this.get(evidenceId) : undefined;
     if (!row) throw farmError(Errors.EVIDENCE_NOT_FOUND, `no evidence ${evidenceId} in the store`, "evidence_id");
     return row;
   }
 
   /** Stored bundles and their bytes per kind and status. */
-  totals(): { kind: string; status: string; bundles: number; bytes: number }[] {
-    return this.db
-      .select({ kind: evidence.kind, status: evidence.status, bundles: count(), bytes: sql<number>`coalesce(sum(${evidence.totalBytes}), 0)` })
-      .from(evidence)
-      .groupBy(evidence.kind, evidence.status)
-      .all();
+  totals(): Promise<EvidenceTotal[]> {
+    return this.index.totals();
   }
 
   /** One page, newest first; the key is (created_at, evidence_id), unique even when bundles share a millisecond. */
-  listPage(filter: { serial?: string; status?: string; label?: string }, page: PageRequest): Page<EvidenceRow> {
+  async listPage(filter: EvidenceFilter, page: PageRequest): Promise<Page<EvidenceRow>> {
     const scope = { list: "evidence", filter: { serial: filter.serial, status: filter.status, label: filter.label } };
-    return readPage(page, scope, ["number", "string"] as const, (row: EvidenceRow) => [row.createdAt, row.evidenceId] as const, (after, limit) => {
-      const where: SQL[] = [];
-      if (filter.serial) where.push(eq(evidence.serial, filter.serial));
-      if (filter.status) where.push(eq(evidence.status, filter.status));
-      if (filter.label) where.push(eq(evidence.label, filter.label));
-      if (after) where.push(or(lt(evidence.createdAt, after[0]), and(eq(evidence.createdAt, after[0]), lt(evidence.evidenceId, after[1]))) as SQL);
-      return this.db
-        .select()
-        .from(evidence)
-        .where(where.length > 0 ? and(...where) : undefined)
-        .orderBy(desc(evidence.createdAt), desc(evidence.evidenceId))
-        .limit(limit)
-        .all();
-    });
+    const shape = ["number", "string"] as const;
+    // A bad token or size is refused before the index is read; readPage then cuts the page from the rows read.
+    const size = pageSizeOf(page.pageSize);
+    const after = decodePageToken(page.pageToken, scope, shape);
+    const rows = await this.index.listAfter(filter, after, size + 1);
+    return readPage(page, scope, shape, (row: EvidenceRow) => [row.createdAt, row.evidenceId] as const, () => rows);
   }
 
   dir(evidenceId: string): string {
@@ -149,7 +156,7 @@ export class EvidenceStore {
       manifestSha256: createHash("sha256").update(manifestText).digest("hex"),
     };
     try {
-      this.db.insert(evidence).values(row).run();
+      await this.index.insert(row);
     } catch (err) {
       // Not indexed, so not published: the agent still has its copy and sends it again.
       await rm(this.dir(id), { recursive: true, force: true });

@@ -70,8 +70,8 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
     try {
       if (rest.startsWith("api/") || rest.startsWith("files/")) requireSafeTransport(peerOf(req), deps.insecure);
       if (rest === "api/sign-in" && req.method === "POST") return await signIn(deps, req, res);
-      if (rest === "api/sign-out" && req.method === "POST") return signOut(deps, req, res);
-      if (rest === "api/me" && req.method === "GET") return me(deps, req, res);
+      if (rest === "api/sign-out" && req.method === "POST") return await signOut(deps, req, res);
+      if (rest === "api/me" && req.method === "GET") return await me(deps, req, res);
       if (rest.startsWith("files/evidence/") && (req.method === "GET" || req.method === "HEAD")) return await evidenceFile(deps, req, res, rest.slice("files/evidence/".length), url);
       if (rest.startsWith("files/session-images/") && (req.method === "GET" || req.method === "HEAD")) return await sessionImage(deps, req, res, rest.slice("files/session-images/".length));
       if (req.method === "GET" || req.method === "HEAD") return await asset(deps, res, rest);
@@ -125,7 +125,7 @@ async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean>
     json(res, 400, { code: Errors.INVALID_ARGUMENT.code, field: "token", message: "send {\"token\": \"farmu_…\"} with a user token" });
     return true;
   }
-  const r = deps.web.signIn(token.trim());
+  const r = await deps.web.signIn(token.trim());
   if ("error" in r) {
     deps.log.info("dashboard sign-in refused", { reason: r.error });
     json(res, 401, { code: Errors.UNAUTHENTICATED.code, message: r.error });
@@ -136,17 +136,17 @@ async function signIn(deps: DashboardDeps, req: Req, res: Res): Promise<boolean>
   return true;
 }
 
-function signOut(deps: DashboardDeps, req: Req, res: Res): boolean {
+async function signOut(deps: DashboardDeps, req: Req, res: Res): Promise<boolean> {
   if (isCrossSite(headersOf(req))) return (json(res, 403, { code: Errors.PERMISSION_DENIED.code, message: "cross-site sign-out refused" }), true);
   const id = sessionIdFromCookie(headersOf(req).get("cookie"));
-  if (id) deps.web.signOut(id);
+  if (id) await deps.web.signOut(id);
   res.writeHead(204, { "set-cookie": cookie(req, "", 0), "cache-control": "no-store" });
   res.end();
   return true;
 }
 
-function me(deps: DashboardDeps, req: Req, res: Res): boolean {
-  const p = authenticateUser(deps.tokens, headersOf(req), deps.web);
+async function me(deps: DashboardDeps, req: Req, res: Res): Promise<boolean> {
+  const p = await authenticateUser(deps.tokens, headersOf(req), deps.web);
   json(res, 200, { name: p.tokenName, role: p.role, admin: p.admin });
   return true;
 }
@@ -160,10 +160,10 @@ const filePattern = /^[A-Za-z0-9._-]+$/;
  * Served as its stored media type, never sniffed.
  */
 async function sessionImage(deps: DashboardDeps, req: Req, res: Res, rest: string): Promise<boolean> {
-  authenticateUser(deps.tokens, headersOf(req), deps.web);
+  await authenticateUser(deps.tokens, headersOf(req), deps.web);
   const m = /^([0-9a-f-]{36})\/([0-9a-f]{64})(\.png)?$/.exec(rest);
   const store = deps.sessionImages;
-  const row = m && store ? store.steps.image(m[1] as string, m[2] as string) : undefined;
+  const row = m && store ? await store.steps.image(m[1] as string, m[2] as string) : undefined;
   if (!m || !store || !row || (m[3] && row.mimeType !== "image/png")) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file in that session" }), true);
   const full = store.images.path(row.sha256, row.mimeType);
   const size = await stat(full).then(
@@ -192,10 +192,10 @@ function pipeFile(file: string, res: Res, range?: { start: number; end: number }
 
 /** One artifact of a stored bundle, for a signed-in browser (or a bearer token). */
 async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: string, url: URL): Promise<boolean> {
-  authenticateUser(deps.tokens, headersOf(req), deps.web);
+  await authenticateUser(deps.tokens, headersOf(req), deps.web);
   const [id, file, ...extra] = rest.split("/");
   if (!id || !file || extra.length > 0 || !idPattern.test(id) || !filePattern.test(file)) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file" }), true);
-  if (!deps.evidence.get(id)) return (json(res, 404, { code: Errors.EVIDENCE_NOT_FOUND.code, message: `no bundle ${id}` }), true);
+  if (!(await deps.evidence.has(id))) return (json(res, 404, { code: Errors.EVIDENCE_NOT_FOUND.code, message: `no bundle ${id}` }), true);
   const { manifest } = await deps.evidence.manifest(id);
   const artifact = file === "manifest.json" ? { mimeType: "application/json" } : manifest.artifacts.find((a) => a.path === file);
   if (!artifact) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: `${file} is not part of bundle ${id}` }), true);

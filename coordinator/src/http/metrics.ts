@@ -15,7 +15,7 @@ export interface CoordinatorMetrics {
  * state at scrape time; routed actions count from the activity log (loaded
  * once, then incremented), so the counter survives restarts.
  */
-export function coordinatorMetrics(src: { registry: Registry; leases: LeaseManager; activity: ActivityLog; evidence: EvidenceStore; videos: VideoSessionIndex }): CoordinatorMetrics {
+export async function coordinatorMetrics(src: { registry: Registry; leases: LeaseManager; activity: ActivityLog; evidence: EvidenceStore; videos: VideoSessionIndex }): Promise<CoordinatorMetrics> {
   const registry = new MetricsRegistry();
   new Gauge({
     name: "farm_agents",
@@ -55,16 +55,18 @@ export function coordinatorMetrics(src: { registry: Registry; leases: LeaseManag
     },
   });
   const routed = new Counter({ name: "farm_routed_actions_total", help: "Routed actions by command and outcome (ok or the error code)", labelNames: ["command", "outcome"], registers: [registry] });
-  for (const r of src.activity.countByOutcome()) routed.inc({ command: r.command, outcome: r.outcome }, r.n);
+  // Read before the coordinator serves (nothing is recorded meanwhile), then counted as entries are recorded.
+  for (const r of await src.activity.countByOutcome()) routed.inc({ command: r.command, outcome: r.outcome }, r.n);
   src.activity.onRecord((row) => routed.inc({ command: row.command, outcome: row.outcome }));
   // Bundles are never deleted, so these sums only grow: counters.
   new Counter({
     name: "farm_evidence_bytes_total",
     help: "Bytes of evidence bundles stored",
     registers: [registry],
-    collect() {
+    async collect() {
+      const totals = await src.evidence.totals();
       this.reset();
-      this.inc(src.evidence.totals().reduce((sum, t) => sum + t.bytes, 0));
+      this.inc(totals.reduce((sum, t) => sum + t.bytes, 0));
     },
   });
   new Counter({
@@ -72,9 +74,10 @@ export function coordinatorMetrics(src: { registry: Registry; leases: LeaseManag
     help: "Evidence bundles stored, by kind and status",
     labelNames: ["kind", "status"],
     registers: [registry],
-    collect() {
+    async collect() {
+      const totals = await src.evidence.totals();
       this.reset();
-      for (const t of src.evidence.totals()) this.inc({ kind: t.kind, status: t.status }, t.bundles);
+      for (const t of totals) this.inc({ kind: t.kind, status: t.status }, t.bundles);
     },
   });
   new Gauge({
@@ -82,9 +85,10 @@ export function coordinatorMetrics(src: { registry: Registry; leases: LeaseManag
     help: "Video sessions by last known status",
     labelNames: ["status"],
     registers: [registry],
-    collect() {
+    async collect() {
+      const counts = await src.videos.countByStatus();
       this.reset();
-      for (const r of src.videos.countByStatus()) this.set({ status: r.status }, r.n);
+      for (const r of counts) this.set({ status: r.status }, r.n);
     },
   });
   return { contentType: registry.contentType, render: () => registry.metrics() };

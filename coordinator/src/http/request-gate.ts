@@ -1,20 +1,22 @@
 import type { IncomingMessage } from "node:http";
 import { constants as h2constants, type Http2ServerRequest } from "node:http2";
 import { ConnectError } from "@connectrpc/connect";
-import { Errors, farmError } from "@farm/shared/errors";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { authenticateRequest, requireSafeTransport } from "../auth/auth.js";
+import { authenticateRequest, requireSafeTransport, type ReplicaVerifier } from "../auth/auth.js";
 import type { RequestHandler } from "./http-server.js";
 import { limitsOf, PLAIN_BODY_MAX_BYTES } from "./message-limits.js";
 import { peerOf } from "./peer.js";
 import { refuseHttp, refuseRpc } from "./rpc-refusal.js";
-import type { TokenStore } from "../auth/token-store.js";
+import type { Principal, TokenStore } from "../auth/token-store.js";
 import type { WebSessions } from "../auth/web-sessions.js";
 import { headersOf } from "./request-headers.js";
 
 export interface RequestGateOptions {
   tokens: TokenStore;
   web?: WebSessions;
+  /** Other coordinator replicas' credentials (replicas on PostgreSQL). */
+  replicas?: ReplicaVerifier;
   insecure: boolean;
   /** Whether a method ("pkg.Service/Method") is served without credentials (health). */
   isOpen(method: string): boolean;
@@ -58,33 +60,53 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
       if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
       return handler(req, res);
     }
-    let key: string;
     try {
       requireSafeTransport(peerOf(req), opts.insecure);
-      const principal = authenticateRequest(opts.tokens, headersOf(req), opts.web);
-      key = `${principal.kind}:${principal.tokenName}`;
     } catch (err) {
       return refuseRpc(req, res, ConnectError.from(err));
     }
-    if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
-    const n = inFlight.get(key) ?? 0;
-    if (n >= opts.maxStreamsPerPrincipal) {
-      opts.log.warn("call refused: too many in flight for one token", { principal: key.slice(key.indexOf(":") + 1), method, inFlight: n });
-      return refuseRpc(req, res, farmError(Errors.TOO_MANY_STREAMS, `this token already has ${n} calls in flight (at most ${opts.maxStreamsPerPrincipal}); wait for some to end`));
-    }
-    inFlight.set(key, n + 1);
-    let released = false;
+    // Set once the call is counted in flight; the caller may leave while its credentials are checked.
+    let key: string | undefined;
+    let closed = false;
     res.once("close", () => {
-      if (released) return;
-      released = true;
+      closed = true;
+      if (key === undefined) return;
       const left = (inFlight.get(key) ?? 1) - 1;
       if (left > 0) inFlight.set(key, left);
       else inFlight.delete(key);
     });
-    if (req.httpVersionMajor === 2) stopUnreadBody(req as Http2ServerRequest);
-    handler(req, res);
+    // The credentials are checked (in the database) while the body waits unread: nothing reads it before handler().
+    const admit = async () => {
+      let principal: Principal;
+      try {
+        principal = await authenticateRequest(opts.tokens, headersOf(req), opts.web, opts.replicas);
+      } catch (err) {
+        if (refusedCodes.has(toErrorReport(err).code)) return refuseRpc(req, res, ConnectError.from(err));
+        opts.log.error("could not check a caller's credentials", { method, error: err instanceof Error ? err.message : String(err) });
+        return refuseRpc(req, res, farmError(Errors.INTERNAL, "the coordinator could not check the credentials; try again"));
+      }
+      if (closed) return;
+      if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
+      const counted = `${principal.kind}:${principal.tokenName}`;
+      const n = inFlight.get(counted) ?? 0;
+      if (n >= opts.maxStreamsPerPrincipal) {
+        opts.log.warn("call refused: too many in flight for one token", { principal: principal.tokenName, method, inFlight: n });
+        return refuseRpc(req, res, farmError(Errors.TOO_MANY_STREAMS, `this token already has ${n} calls in flight (at most ${opts.maxStreamsPerPrincipal}); wait for some to end`));
+      }
+      inFlight.set(counted, n + 1);
+      key = counted;
+      if (req.httpVersionMajor === 2) stopUnreadBody(req as Http2ServerRequest);
+      handler(req, res);
+    };
+    admit().catch((err: unknown) => {
+      opts.log.error("request gate failed", { method, error: err instanceof Error ? err.message : String(err) });
+      if (!closed) req.destroy();
+    });
   };
 }
+
+/** Why the gate refuses a caller itself; any other failure to check credentials is the coordinator's. */
+const refusedCodes = new Set<string>([Errors.UNAUTHENTICATED.code, Errors.PERMISSION_DENIED.code]);
 
 /**
  * Once the answer is sent, a client still sending (a message over the cap

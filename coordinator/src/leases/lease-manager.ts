@@ -25,6 +25,14 @@ export interface LeaseEvents {
   queue: [waiters: Waiter[]];
 }
 
+/** How a lease manager shares leases with the other coordinator replicas (PostgreSQL). */
+export interface SharedLeases {
+  replicaId: string;
+  isLive(replicaId: string): boolean;
+  /** Tells the others: "lease" (a lease id changed), "queue" ("*": the queue changed; a replica id: that replica should grant). */
+  publish(kind: "lease" | "queue", id: string): Promise<void>;
+}
+
 /** Who changes a label, for the holder rule. */
 export interface LabelCaller {
   tokenName: string;
@@ -49,29 +57,62 @@ export class LeaseManager {
   readonly events = new EventEmitter<LeaseEvents>();
   private readonly active = new Map<string, LeaseRow>();
   private readonly byToken = new Map<string, LeaseRow>();
-  private readonly queue: WaitQueue;
-  private dispatching = false;
+  /** Every change to leases and the queue runs in turn through here: a decision and its write are never interleaved with another's. */
+  private turn: Promise<unknown> = Promise.resolve();
+  private dispatchRun: Promise<void> | undefined;
   private dispatchAgain = false;
+  /** The store of the current turn (on PostgreSQL, its transaction). */
+  private store: LeaseStore;
+  private shared: SharedLeases | undefined;
+  /** What the current turn does once its changes are committed: events, hand-overs, notices. */
+  private after: (() => void)[] = [];
+  /** Grants committed for callers that had gone when they were handed over: released in the next turn. */
+  private undelivered: LeaseRow[] = [];
 
-  constructor(
-    private readonly store: LeaseStore,
+  private constructor(
+    private readonly base: LeaseStore,
     private readonly registry: Registry,
     private readonly labels: DeviceLabels,
     private readonly log: Logger,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number,
+    private readonly queue: WaitQueue,
+    activeRows: readonly LeaseRow[],
   ) {
-    for (const row of store.activeLeases()) {
+    this.store = base;
+    for (const row of activeRows) {
       this.active.set(row.physicalId, row);
       this.byToken.set(row.tokenHash, row);
     }
-    this.queue = new WaitQueue(store, this.now());
+  }
+
+  /** Reads the active leases and the stored queue once; from then on they are served from memory and written through. */
+  static async open(store: LeaseStore, registry: Registry, labels: DeviceLabels, log: Logger, now: () => number = Date.now): Promise<LeaseManager> {
+    const [rows, queue] = await Promise.all([store.activeLeases(), WaitQueue.open(store, now())]);
+    return new LeaseManager(store, registry, labels, log, now, queue, rows);
+  }
+
+  /**
+   * Shares leases with the other replicas of a PostgreSQL database: from
+   * now on every change runs under the farm-wide lease lock, on what is
+   * stored (read at the start of each turn), so grants across replicas are
+   * FIFO and never double. A waiter whose caller is on another replica keeps
+   * its device: that replica is told to grant it.
+   */
+  share(shared: SharedLeases): void {
+    this.shared = shared;
+  }
+
+  /** Re-reads leases and the queue (another replica changed them), then grants what this replica's callers wait for. */
+  async refresh(): Promise<void> {
+    await this.inTurn(async () => undefined);
+    if (this.queue.hasCalls()) await this.dispatch();
   }
 
   /**
    * Waits for a matching device. Resolves with a committed grant, or rejects
    * when the wait deadline passes or `signal` aborts (the client went away).
    */
-  acquire(holder: string, selector: Selector, opts: { waitMs: number; ttlMs: number; ticket: string; signal: AbortSignal }): Promise<Grant> {
+  async acquire(holder: string, selector: Selector, opts: { waitMs: number; ttlMs: number; ticket: string; signal: AbortSignal }): Promise<Grant> {
     validateSelector(selector);
     if (opts.ttlMs < 1_000 || opts.ttlMs > MAX_TTL_MS) throw invalidArgument("ttl", `ttl must be within 1s..24h, got ${opts.ttlMs} ms`);
     if (opts.waitMs < 0 || opts.waitMs > MAX_WAIT_MS) throw invalidArgument("wait", "wait must be within 0..24h");
@@ -79,21 +120,28 @@ export class LeaseManager {
       throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
     }
     const ticket = opts.ticket || randomUUID();
-    return new Promise((resolve, reject) => {
-      let waiter = this.queue.find(ticket);
-      if (waiter && waiter.holder !== holder) return reject(farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket"));
-      if (!waiter) {
-        // Nobody is waiting ahead: grant at once without queueing.
-        if (this.queue.size === 0 && !opts.signal.aborted) {
-          const route = this.pick(this.registry.candidates(), selector);
-          if (route) return resolve(this.grant(holder, opts.ttlMs, route));
-        }
-        const now = this.now();
-        waiter = this.queue.enqueue({ ticket, holder, selector, enqueuedAt: now, waitDeadline: now + opts.waitMs, ttlMs: opts.ttlMs });
-        this.queueChanged();
+    const first = await this.inTurn(async (): Promise<{ grant: Grant } | { waiter: Waiter }> => {
+      const found = this.queue.find(ticket);
+      if (found && found.holder !== holder) throw farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket");
+      if (found) {
+        // The caller came back, perhaps through another replica: it waits here now.
+        await this.queue.moveTo(found, this.shared?.replicaId ?? null);
+        return { waiter: found };
       }
-      const w = waiter;
-      const timer = setTimeout(() => this.sweep(), Math.max(0, w.waitDeadline - this.now()) + 5);
+      // Nobody is waiting ahead: grant at once without queueing.
+      if (this.queue.size === 0 && !opts.signal.aborted) {
+        const route = this.pick(this.registry.candidates(), selector);
+        if (route) return { grant: await this.grant(holder, opts.ttlMs, route) };
+      }
+      const now = this.now();
+      const waiter = await this.queue.enqueue({ ticket, holder, selector, enqueuedAt: now, waitDeadline: now + opts.waitMs, ttlMs: opts.ttlMs, replicaId: this.shared?.replicaId ?? null });
+      this.queueChanged();
+      return { waiter };
+    });
+    if ("grant" in first) return first.grant;
+    const w = first.waiter;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => this.kick(this.sweep()), Math.max(0, w.waitDeadline - this.now()) + 5);
       let settled = false;
       const end = () => {
         settled = true;
@@ -102,57 +150,70 @@ export class LeaseManager {
         this.queue.detach(w.ticket, call);
       };
       const call: PendingCall = {
-        gone: () => opts.signal.aborted,
+        gone: () => opts.signal.aborted || settled,
         deliver: (grant) => {
-          if (opts.signal.aborted) return false;
+          if (opts.signal.aborted || settled) return false;
           end();
           resolve(grant);
           return true;
         },
         fail: (e) => {
+          if (settled) return;
           end();
           reject(e);
         },
       };
-      const onAbort = () => {
-        // The client is gone: it must never be granted.
-        this.removeWaiter(w);
+      const giveUp = (err: Error) => {
+        if (settled) return;
         end();
-        reject(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
+        reject(err);
+        // The caller is gone or done waiting: its place goes (after any grant in progress, which checks `gone`).
+        this.kick(this.inTurn(() => this.removeWaiter(w)));
       };
+      const onAbort = () => giveUp(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
       // The same ticket again (a client that reconnected): the newer call takes the place over, and the
       // older one ends now (its abort can no longer drop the place).
       this.queue.attach(w.ticket, call)?.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "a newer call with the same ticket took this one's place"));
       if (opts.signal.aborted) return onAbort();
       opts.signal.addEventListener("abort", onAbort, { once: true });
-      this.dispatch();
-      // Not granted at once and not willing to wait: fail now.
-      if (!settled && opts.waitMs === 0) {
-        this.removeWaiter(w);
-        end();
-        reject(farmError(Errors.NO_DEVICE_AVAILABLE, `no free device matches ${describeSelector(selector)}`));
-      }
+      this.dispatch().then(
+        () => {
+          // Not granted at once and not willing to wait: fail now.
+          if (opts.waitMs === 0) giveUp(farmError(Errors.NO_DEVICE_AVAILABLE, `no free device matches ${describeSelector(selector)}`));
+        },
+        (err: unknown) => {
+          // A grant that could not be stored: a caller willing to wait keeps its place for the next try.
+          if (opts.waitMs === 0) giveUp(err instanceof Error ? err : new Error(String(err)));
+          else this.log.error("lease grant failed; the waiter keeps its place", { ticket: w.ticket, error: (err as Error).message });
+        },
+      );
     });
   }
 
-  renew(token: string, ttlMs: number): LeaseRow {
-    const lease = this.byToken.get(hash(token));
-    if (!lease) throw this.unknownToken(token);
-    const ttl = ttlMs || lease.ttlMs;
-    if (ttl < 1_000 || ttl > MAX_TTL_MS) throw invalidArgument("ttl", "ttl must be within 1s..24h");
-    const expiresAt = this.now() + ttl;
-    this.store.renewLease(lease.leaseId, expiresAt, ttl);
-    lease.expiresAt = expiresAt;
-    lease.ttlMs = ttl;
-    this.events.emit("lease", lease);
-    return lease;
+  renew(token: string, ttlMs: number): Promise<LeaseRow> {
+    return this.inTurn(async () => {
+      const lease = this.byToken.get(hash(token));
+      if (!lease) throw await this.unknownToken(token);
+      const ttl = ttlMs || lease.ttlMs;
+      if (ttl < 1_000 || ttl > MAX_TTL_MS) throw invalidArgument("ttl", "ttl must be within 1s..24h");
+      const expiresAt = this.now() + ttl;
+      await this.store.renewLease(lease.leaseId, expiresAt, ttl);
+      lease.expiresAt = expiresAt;
+      lease.ttlMs = ttl;
+      this.later(() => this.events.emit("lease", lease));
+      this.tell("lease", lease.leaseId);
+      return lease;
+    });
   }
 
-  release(token: string): LeaseRow {
-    const lease = this.byToken.get(hash(token));
-    if (!lease) throw this.unknownToken(token);
-    this.end(lease, "released");
-    this.dispatch();
+  async release(token: string): Promise<LeaseRow> {
+    const lease = await this.inTurn(async () => {
+      const lease = this.byToken.get(hash(token));
+      if (!lease) throw await this.unknownToken(token);
+      await this.end(lease, "released");
+      return lease;
+    });
+    this.kick(this.dispatch());
     return lease;
   }
 
@@ -224,16 +285,16 @@ export class LeaseManager {
   }
 
   /** Sets labels on the phone behind a serial; while it is leased, only its holder or an admin may (without `caller`: no check). */
-  setLabels(serial: string, labels: Record<string, string>, caller?: LabelCaller): { physicalId: string; labels: Record<string, string> } {
+  async setLabels(serial: string, labels: Record<string, string>, caller?: LabelCaller): Promise<{ physicalId: string; labels: Record<string, string> }> {
     const physicalId = this.requirePhysical(serial);
     if (caller) this.requireHolder(physicalId, caller, caller.leaseToken, "change its labels");
-    return { physicalId, labels: this.labels.set(physicalId, labels) };
+    return { physicalId, labels: await this.labels.set(physicalId, labels) };
   }
 
-  removeLabel(serial: string, key: string, caller?: LabelCaller): { physicalId: string; labels: Record<string, string> } {
+  async removeLabel(serial: string, key: string, caller?: LabelCaller): Promise<{ physicalId: string; labels: Record<string, string> }> {
     const physicalId = this.requirePhysical(serial);
     if (caller) this.requireHolder(physicalId, caller, caller.leaseToken, "change its labels");
-    return { physicalId, labels: this.labels.remove(physicalId, key) };
+    return { physicalId, labels: await this.labels.remove(physicalId, key) };
   }
 
   /** One page of labelled physical devices, by physical id. */
@@ -242,50 +303,84 @@ export class LeaseManager {
   }
 
   /** Expires leases, drops waiters past their deadline, then grants. */
-  sweep(): void {
-    const now = this.now();
-    const expired = [...this.active.values()].filter((l) => l.expiresAt <= now);
-    for (const l of expired) {
-      this.end(l, "expired");
-      this.log.info("lease expired", { leaseId: l.leaseId, holder: l.holder, physicalId: l.physicalId });
-    }
-    for (const w of this.queue.due(now)) {
-      const call = this.queue.callOf(w.ticket);
-      this.removeWaiter(w);
-      call?.fail(farmError(Errors.LEASE_WAIT_TIMEOUT, `no matching device came free before the wait ended (${describeSelector(w.selector)})`));
-    }
-    this.dispatch();
+  async sweep(): Promise<void> {
+    await this.inTurn(async () => {
+      const now = this.now();
+      const expired = [...this.active.values()].filter((l) => l.expiresAt <= now);
+      for (const l of expired) {
+        await this.end(l, "expired");
+        this.log.info("lease expired", { leaseId: l.leaseId, holder: l.holder, physicalId: l.physicalId });
+      }
+      for (const w of this.queue.due(now)) {
+        // Another live replica's caller: that replica ends its wait.
+        if (this.heldElsewhere(w)) continue;
+        const call = this.queue.callOf(w.ticket);
+        await this.removeWaiter(w);
+        call?.fail(farmError(Errors.LEASE_WAIT_TIMEOUT, `no matching device came free before the wait ended (${describeSelector(w.selector)})`));
+      }
+    });
+    await this.dispatch();
   }
 
-  /** Grants free matching devices to waiters, oldest first. */
-  dispatch(): void {
-    if (this.dispatching) {
+  /**
+   * Grants free matching devices to waiters, oldest first. Resolves when no
+   * grant is left to make, including for changes that arrived meanwhile.
+   */
+  dispatch(): Promise<void> {
+    if (this.dispatchRun) {
       this.dispatchAgain = true;
-      return;
+      return this.dispatchRun;
     }
-    this.dispatching = true;
-    try {
-      do {
-        this.dispatchAgain = false;
-        if (this.queue.size === 0) return;
-        const candidates = this.registry.candidates();
-        for (const w of this.queue.list()) {
-          const call = this.queue.callOf(w.ticket);
-          // No call: restored, until its client comes back. A gone call: its abort handler is about to drop it.
-          if (!call || call.gone()) continue;
-          const route = this.pick(candidates, w.selector);
-          if (!route) continue;
-          const grant = this.grant(w.holder, w.ttlMs, route, w);
-          if (!call.deliver(grant)) {
-            // Committed, but nobody is there to receive it: back to the pool.
-            this.end(grant.lease, "released");
-            this.dispatchAgain = true;
-          }
-        }
-      } while (this.dispatchAgain);
-    } finally {
-      this.dispatching = false;
+    const run = async () => {
+      try {
+        do {
+          this.dispatchAgain = false;
+          await this.inTurn(() => this.dispatchOnce());
+        } while (this.dispatchAgain);
+      } finally {
+        this.dispatchRun = undefined;
+      }
+    };
+    this.dispatchRun = run();
+    return this.dispatchRun;
+  }
+
+  /** Runs `work` (a sweep, a dispatch, a dropped place) for an event that has no caller to answer: a failure is logged. */
+  kick(work: Promise<unknown>): void {
+    work.catch((err: unknown) => this.log.error("lease bookkeeping failed; the next change or sweep retries it", { error: (err as Error).message }));
+  }
+
+  private async dispatchOnce(): Promise<void> {
+    for (const lease of this.undelivered.splice(0)) await this.end(lease, "released");
+    if (this.queue.size === 0) return;
+    const candidates = this.registry.candidates();
+    // Devices kept for waiters whose callers are on other replicas: those replicas grant them.
+    const kept = new Set<string>();
+    const wake = new Set<string>();
+    for (const w of this.queue.list()) {
+      const call = this.queue.callOf(w.ticket);
+      const here = call !== undefined && !call.gone();
+      const elsewhere = !here && this.heldElsewhere(w);
+      // Nobody waits on it (restored, until its client comes back) or its caller is leaving: skipped.
+      if (!here && !elsewhere) continue;
+      const route = this.pick(candidates, w.selector, kept);
+      if (!route) continue;
+      if (elsewhere) {
+        kept.add(route.physicalId);
+        wake.add(w.replicaId as string);
+        continue;
+      }
+      const grant = await this.grant(w.holder, w.ttlMs, route, w);
+      kept.add(route.physicalId);
+      const caller = call as PendingCall;
+      this.later(() => {
+        if (caller.deliver(grant)) return;
+        // Committed, but nobody is there to receive it: back to the pool.
+        this.undelivered.push(grant.lease);
+        this.dispatchAgain = true;
+      });
     }
+    for (const replicaId of wake) this.tell("queue", replicaId);
   }
 
   /**
@@ -296,10 +391,92 @@ export class LeaseManager {
     this.queue.abandon(err);
   }
 
+  /**
+   * Runs `fn` after every change queued before it (the next one waits for
+   * it, whatever its outcome), as the store's exclusive turn: on
+   * PostgreSQL, under the farm-wide lease lock and on what is stored now.
+   * What `fn` leaves for later runs once its changes are committed; after a
+   * rolled-back turn, none of it does (SQLite commits each write itself, so
+   * there it all runs).
+   */
+  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      let committed = false;
+      try {
+        const result = await this.base.exclusive(async (tx) => {
+          this.store = tx;
+          this.queue.bind(tx);
+          try {
+            if (this.shared) await this.reload();
+            return await fn();
+          } finally {
+            this.store = this.base;
+            this.queue.bind(this.base);
+          }
+        });
+        committed = true;
+        return result;
+      } finally {
+        const later = this.after.splice(0);
+        if (committed || !this.shared) for (const f of later) f();
+      }
+    };
+    const result = this.turn.then(run);
+    this.turn = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Once the current turn's changes are committed. */
+  private later(f: () => void): void {
+    this.after.push(f);
+  }
+
+  /** Tells the other replicas, once committed. */
+  private tell(kind: "lease" | "queue", id: string): void {
+    const shared = this.shared;
+    if (!shared) return;
+    this.later(() => this.kick(shared.publish(kind, id)));
+  }
+
+  /** A waiter whose caller waits on another live replica. */
+  private heldElsewhere(w: Waiter): boolean {
+    return this.shared !== undefined && w.replicaId !== null && w.replicaId !== this.shared.replicaId && this.shared.isLive(w.replicaId);
+  }
+
+  /** Takes what is stored as the truth (another replica may have changed it), telling watchers what changed. */
+  private async reload(): Promise<void> {
+    const rows = await this.store.activeLeases();
+    const now = this.now();
+    const ids = new Set(rows.map((r) => r.leaseId));
+    for (const cur of [...this.active.values()]) {
+      if (ids.has(cur.leaseId)) continue;
+      this.active.delete(cur.physicalId);
+      this.byToken.delete(cur.tokenHash);
+      const ended = await this.store.leaseById(cur.leaseId);
+      cur.state = ended && ended.state !== "active" ? ended.state : "released";
+      cur.endedAt = ended?.endedAt ?? now;
+      this.later(() => this.events.emit("leaseEnded", cur));
+    }
+    for (const row of rows) {
+      const cur = this.active.get(row.physicalId);
+      if (cur?.leaseId === row.leaseId) {
+        if (cur.expiresAt === row.expiresAt && cur.ttlMs === row.ttlMs) continue;
+        cur.expiresAt = row.expiresAt;
+        cur.ttlMs = row.ttlMs;
+        this.later(() => this.events.emit("lease", cur));
+        continue;
+      }
+      this.active.set(row.physicalId, row);
+      this.byToken.set(row.tokenHash, row);
+      this.later(() => this.events.emit("lease", row));
+    }
+    if (this.queue.replaceRows(await this.store.waiters(), now, (w) => this.heldElsewhere(w))) this.queueChanged();
+  }
+
   /** The first free candidate (in agent, serial order) the selector accepts. */
-  private pick(candidates: Candidate[], s: Selector): Candidate | undefined {
+  private pick(candidates: Candidate[], s: Selector, kept?: ReadonlySet<string>): Candidate | undefined {
     for (const r of candidates) {
-      if (this.active.has(r.physicalId)) continue;
+      if (this.active.has(r.physicalId) || kept?.has(r.physicalId)) continue;
       if (s.physicalId && s.physicalId !== r.physicalId) continue;
       if (s.serial && r.serial !== s.serial) continue;
       if (s.agent && r.agentId !== s.agent && r.agentName !== s.agent) continue;
@@ -313,7 +490,7 @@ export class LeaseManager {
   }
 
   /** Commits a lease (with the waiter's removal, when it was queued) before anyone is told. */
-  private grant(holder: string, ttlMs: number, route: Candidate, waiter?: Waiter): Grant {
+  private async grant(holder: string, ttlMs: number, route: Candidate, waiter?: Waiter): Promise<Grant> {
     const token = `farml_${randomBytes(24).toString("base64url")}`;
     const now = this.now();
     const lease: LeaseRow = {
@@ -330,40 +507,45 @@ export class LeaseManager {
       endedAt: null,
     };
     const queued = waiter !== undefined && this.queue.has(waiter);
-    this.store.insertLease(lease, queued ? waiter.ticket : undefined);
+    await this.store.insertLease(lease, queued ? waiter.ticket : undefined);
     if (queued) this.queue.granted(waiter);
     this.active.set(lease.physicalId, lease);
     this.byToken.set(lease.tokenHash, lease);
-    this.events.emit("lease", lease);
+    this.later(() => this.events.emit("lease", lease));
+    this.tell("lease", lease.leaseId);
     if (queued) this.queueChanged();
     return { lease, token };
   }
 
-  private end(lease: LeaseRow, state: "released" | "expired"): void {
+  private async end(lease: LeaseRow, state: "released" | "expired"): Promise<void> {
     if (this.active.get(lease.physicalId) !== lease) return;
     const endedAt = this.now();
-    this.store.endLease(lease.leaseId, state, endedAt);
+    await this.store.endLease(lease.leaseId, state, endedAt);
     this.active.delete(lease.physicalId);
     this.byToken.delete(lease.tokenHash);
     lease.state = state;
     lease.endedAt = endedAt;
-    this.events.emit("leaseEnded", lease);
+    this.later(() => this.events.emit("leaseEnded", lease));
+    this.tell("lease", lease.leaseId);
   }
 
-  private removeWaiter(w: Waiter): void {
-    if (this.queue.remove(w)) this.queueChanged();
+  private async removeWaiter(w: Waiter): Promise<void> {
+    if (await this.queue.remove(w)) this.queueChanged();
   }
 
   private queueChanged(): void {
-    if (this.events.listenerCount("queue") > 0) this.events.emit("queue", this.queue.list());
+    this.tell("queue", "*");
+    this.later(() => {
+      if (this.events.listenerCount("queue") > 0) this.events.emit("queue", this.queue.list());
+    });
   }
 
   private holds(lease: LeaseRow, tokenName: string, leaseToken: string | null): boolean {
     return lease.holder === tokenName || (leaseToken !== null && leaseToken !== "" && hash(leaseToken) === lease.tokenHash);
   }
 
-  private unknownToken(token: string): Error {
-    const row = this.store.leaseByTokenHash(hash(token));
+  private async unknownToken(token: string): Promise<Error> {
+    const row = await this.store.leaseByTokenHash(hash(token));
     if (row?.state === "expired") return farmError(Errors.LEASE_EXPIRED, `lease ${row.leaseId} expired at ${new Date(row.expiresAt).toISOString()}; acquire a new one`, "lease");
     if (row?.state === "released") return farmError(Errors.LEASE_RELEASED, `lease ${row.leaseId} was released`, "lease");
     return farmError(Errors.LEASE_NOT_FOUND, "no such lease", "lease");

@@ -27,15 +27,15 @@ afterEach(() => {
 });
 
 /** One agent reporting phones pd-1..pd-5 (serials S-1..S-5). */
-function start(): LeaseManager {
+async function start(): Promise<LeaseManager> {
   opened = openDatabase(":memory:");
-  const registry = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: () => now });
-  const labels = new DeviceLabels(new SqliteDeviceLabelStore(opened.db));
-  const leases = new LeaseManager(new SqliteLeaseStore(opened.db), registry, labels, createLogger({ level: "error" }), () => now);
-  registry.events.on("change", () => leases.dispatch());
+  const registry = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: () => now });
+  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(opened.db));
+  const leases = await LeaseManager.open(new SqliteLeaseStore(opened.db), registry, labels, createLogger({ level: "error" }), () => now);
+  registry.events.on("change", () => leases.kick(leases.dispatch()));
   managers.push(leases);
-  registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
-  registry.replaceInventory(
+  await registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
+  await registry.replaceInventory(
     "a-1",
     [1, 2, 3, 4, 5].map((i) => create(DeviceReportSchema, { serial: `S-${i}`, state: "device", properties: { physicalId: `pd-${i}`, identityStatus: "ok", model: "Pixel 7" } })),
   );
@@ -62,7 +62,7 @@ function refusal(f: () => unknown) {
 
 describe("LeaseManager: paged listing", () => {
   it("pages leases oldest first, with the whole queue on the first page only", async () => {
-    const leases = start();
+    const leases = await start();
     const granted: Grant[] = [];
     // Two at the same time: the lease id orders them.
     granted.push(await acquire(leases, "h3", "pd-3"), await acquire(leases, "h1", "pd-1"));
@@ -72,6 +72,8 @@ describe("LeaseManager: paged listing", () => {
     granted.push(await acquire(leases, "h2", "pd-2"));
     const waiting = acquire(leases, "w", "pd-1", 60_000);
     waiting.catch(() => undefined);
+    // Queued once its place is stored.
+    await new Promise((r) => setImmediate(r));
     const [t0a, t0b] = [granted[0], granted[1]].map((g) => g!.lease).sort((a, b) => (a.leaseId < b.leaseId ? -1 : 1));
     const expected = [t0a!.physicalId, t0b!.physicalId, "pd-5", "pd-2"];
 
@@ -88,7 +90,7 @@ describe("LeaseManager: paged listing", () => {
   });
 
   it("neither repeats nor misses a lease when leases are released, renewed and granted between pages", async () => {
-    const leases = start();
+    const leases = await start();
     const grants: Grant[] = [];
     for (const i of [1, 2, 3, 4]) {
       now += 1;
@@ -97,9 +99,9 @@ describe("LeaseManager: paged listing", () => {
     const first = leases.listPage({ pageSize: 2, pageToken: "" });
     expect(first.leases.items.map((l) => l.physicalId)).toEqual(["pd-1", "pd-2"]);
     // The lease the next page starts after ends, one ahead is renewed (its place does not move), a new one is granted.
-    leases.release(grants[1]!.token);
+    await leases.release(grants[1]!.token);
     now += 10;
-    leases.renew(grants[2]!.token, 120_000);
+    await leases.renew(grants[2]!.token, 120_000);
     await acquire(leases, "h5", "pd-5");
     const second = leases.listPage({ pageSize: 2, pageToken: first.leases.nextPageToken });
     expect(second.leases.items.map((l) => l.physicalId)).toEqual(["pd-3", "pd-4"]);
@@ -109,13 +111,13 @@ describe("LeaseManager: paged listing", () => {
   });
 
   it("refuses a negative page size, and a token that is not a leases token", async () => {
-    const leases = start();
+    const leases = await start();
     await acquire(leases, "h1", "pd-1");
     await acquire(leases, "h2", "pd-2");
     expect(refusal(() => leases.listPage({ pageSize: -1, pageToken: "" }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_size" });
     expect(refusal(() => leases.listPage({ pageSize: 1, pageToken: "not-ours" }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_token" });
-    leases.setLabels("S-1", { rack: "a" });
-    leases.setLabels("S-2", { rack: "b" });
+    await leases.setLabels("S-1", { rack: "a" });
+    await leases.setLabels("S-2", { rack: "b" });
     const labelsToken = leases.labelsPage({ pageSize: 1, pageToken: "" }).nextPageToken;
     expect(labelsToken).not.toBe("");
     expect(refusal(() => leases.listPage({ pageSize: 1, pageToken: labelsToken }))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_token" });

@@ -33,13 +33,13 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
       });
       return create(AcquireLeaseResponseSchema, { lease: toLease(lease), token });
     },
-    renewLease(req) {
+    async renewLease(req) {
       if (!req.token) throw invalidArgument("lease", "a lease token is required");
-      return create(RenewLeaseResponseSchema, { lease: toLease(deps.leases.renew(req.token, req.ttlMs)) });
+      return create(RenewLeaseResponseSchema, { lease: toLease(await deps.leases.renew(req.token, req.ttlMs)) });
     },
-    releaseLease(req) {
+    async releaseLease(req) {
       if (!req.token) throw invalidArgument("lease", "a lease token is required");
-      return create(ReleaseLeaseResponseSchema, { lease: toLease(deps.leases.release(req.token)) });
+      return create(ReleaseLeaseResponseSchema, { lease: toLease(await deps.leases.release(req.token)) });
     },
     listLeases(req) {
       const { leases, queue } = deps.leases.listPage(req);
@@ -49,12 +49,12 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
         nextPageToken: leases.nextPageToken,
       });
     },
-    setDeviceLabels(req, ctx) {
+    async setDeviceLabels(req, ctx) {
       if (Object.keys(req.labels).length === 0) throw invalidArgument("label", "give at least one key=value");
-      return create(SetDeviceLabelsResponseSchema, deps.leases.setLabels(req.serial, req.labels, caller(ctx)));
+      return create(SetDeviceLabelsResponseSchema, await deps.leases.setLabels(req.serial, req.labels, caller(ctx)));
     },
-    removeDeviceLabel(req, ctx) {
-      return create(RemoveDeviceLabelResponseSchema, deps.leases.removeLabel(req.serial, req.key, caller(ctx)));
+    async removeDeviceLabel(req, ctx) {
+      return create(RemoveDeviceLabelResponseSchema, await deps.leases.removeLabel(req.serial, req.key, caller(ctx)));
     },
     listDeviceLabels(req) {
       const page = deps.leases.labelsPage(req);

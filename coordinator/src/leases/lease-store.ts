@@ -1,4 +1,7 @@
+import type { FarmDatabase } from "../db/database.js";
+import { PgLeaseStore } from "./pg-lease-store.js";
 import type { Selector } from "./selector.js";
+import { SqliteLeaseStore } from "./sqlite-lease-store.js";
 
 export type LeaseState = "active" | "released" | "expired";
 
@@ -28,27 +31,44 @@ export interface Waiter {
   enqueuedAt: number;
   waitDeadline: number;
   ttlMs: number;
+  /** The coordinator replica whose caller waits on it; null when none does (restored, until the caller asks again). */
+  replicaId: string | null;
 }
 
 /** The stored wait queue. */
 export interface WaiterStore {
   /** Every waiter, in arrival order. */
-  waiters(): Waiter[];
-  insertWaiter(w: Waiter): void;
-  deleteWaiter(ticket: string): void;
+  waiters(): Promise<Waiter[]>;
+  insertWaiter(w: Waiter): Promise<void>;
+  deleteWaiter(ticket: string): Promise<void>;
+  /** The replica whose caller now waits on this ticket (a client that came back through another replica). */
+  setWaiterReplica(ticket: string, replicaId: string | null): Promise<void>;
 }
 
 /** Where leases and the wait queue are kept. Each method is one atomic write. */
 export interface LeaseStore extends WaiterStore {
-  activeLeases(): LeaseRow[];
+  activeLeases(): Promise<LeaseRow[]>;
   /** Any lease, active or ended, by its token's hash. */
-  leaseByTokenHash(tokenHash: string): LeaseRow | undefined;
+  leaseByTokenHash(tokenHash: string): Promise<LeaseRow | undefined>;
   /**
    * Stores a new active lease and, in the same transaction, drops the
    * waiter it was granted to. Fails (storing nothing) when the device
    * already has an active lease.
    */
-  insertLease(lease: LeaseRow, grantedTicket?: string): void;
-  renewLease(leaseId: string, expiresAt: number, ttlMs: number): void;
-  endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): void;
+  insertLease(lease: LeaseRow, grantedTicket?: string): Promise<void>;
+  renewLease(leaseId: string, expiresAt: number, ttlMs: number): Promise<void>;
+  endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<void>;
+  leaseById(leaseId: string): Promise<LeaseRow | undefined>;
+  /**
+   * Runs `turn` as the only change to leases and the queue anywhere: on
+   * PostgreSQL one transaction holding the farm-wide lease lock, so replicas
+   * decide in turn, each on what the one before committed; `turn` gets the
+   * store bound to that transaction. On SQLite (one process, which already
+   * runs its changes in turn) each write commits by itself.
+   */
+  exclusive<T>(turn: (store: LeaseStore) => Promise<T>): Promise<T>;
+}
+
+export function createLeaseStore(database: FarmDatabase): LeaseStore {
+  return database.dialect === "sqlite" ? new SqliteLeaseStore(database.db) : new PgLeaseStore(database.db);
 }

@@ -7,15 +7,15 @@ import type { LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js"
 export class SqliteLeaseStore implements LeaseStore {
   constructor(private readonly db: CoordinatorDb) {}
 
-  activeLeases(): LeaseRow[] {
+  async activeLeases(): Promise<LeaseRow[]> {
     return this.db.select().from(leases).where(eq(leases.state, "active")).all();
   }
 
-  leaseByTokenHash(tokenHash: string): LeaseRow | undefined {
+  async leaseByTokenHash(tokenHash: string): Promise<LeaseRow | undefined> {
     return this.db.select().from(leases).where(eq(leases.tokenHash, tokenHash)).get();
   }
 
-  insertLease(lease: LeaseRow, grantedTicket?: string): void {
+  async insertLease(lease: LeaseRow, grantedTicket?: string): Promise<void> {
     if (grantedTicket === undefined) {
       this.db.insert(leases).values(lease).run();
       return;
@@ -26,23 +26,35 @@ export class SqliteLeaseStore implements LeaseStore {
     });
   }
 
-  renewLease(leaseId: string, expiresAt: number, ttlMs: number): void {
+  async renewLease(leaseId: string, expiresAt: number, ttlMs: number): Promise<void> {
     this.db.update(leases).set({ expiresAt, ttlMs }).where(eq(leases.leaseId, leaseId)).run();
   }
 
-  endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): void {
+  async endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<void> {
     this.db.update(leases).set({ state, endedAt }).where(eq(leases.leaseId, leaseId)).run();
   }
 
-  waiters(): Waiter[] {
+  async waiters(): Promise<Waiter[]> {
     return this.db.select().from(leaseWaiters).orderBy(asc(leaseWaiters.seq)).all();
   }
 
-  insertWaiter(w: Waiter): void {
+  async insertWaiter(w: Waiter): Promise<void> {
     this.db.insert(leaseWaiters).values(w).run();
   }
 
-  deleteWaiter(ticket: string): void {
+  async setWaiterReplica(ticket: string, replicaId: string | null): Promise<void> {
+    this.db.update(leaseWaiters).set({ replicaId }).where(eq(leaseWaiters.ticket, ticket)).run();
+  }
+
+  async leaseById(leaseId: string): Promise<LeaseRow | undefined> {
+    return this.db.select().from(leases).where(eq(leases.leaseId, leaseId)).get();
+  }
+
+  exclusive<T>(turn: (store: LeaseStore) => Promise<T>): Promise<T> {
+    return turn(this);
+  }
+
+  async deleteWaiter(ticket: string): Promise<void> {
     this.db.delete(leaseWaiters).where(eq(leaseWaiters.ticket, ticket)).run();
   }
 }

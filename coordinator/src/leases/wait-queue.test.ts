@@ -9,12 +9,16 @@ function memoryStore(rows: Waiter[] = []): WaiterStore & { rows: Map<string, Wai
   const store = {
     rows: new Map(rows.map((w) => [w.ticket, w])),
     refuse: false,
-    waiters: () => [...store.rows.values()].sort((a, b) => a.seq - b.seq),
-    insertWaiter(w: Waiter) {
+    waiters: async () => [...store.rows.values()].sort((a, b) => a.seq - b.seq),
+    async insertWaiter(w: Waiter) {
       if (store.refuse) throw new Error("refused by test");
       store.rows.set(w.ticket, w);
     },
-    deleteWaiter(ticket: string) {
+    async setWaiterReplica(ticket: string, replicaId: string | null) {
+      const w = store.rows.get(ticket);
+      if (w) store.rows.set(ticket, { ...w, replicaId });
+    },
+    async deleteWaiter(ticket: string) {
       if (store.refuse) throw new Error("refused by test");
       store.rows.delete(ticket);
     },
@@ -23,24 +27,24 @@ function memoryStore(rows: Waiter[] = []): WaiterStore & { rows: Map<string, Wai
 }
 
 const any = { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
-const waiter = (ticket: string, seq: number, waitDeadline = t0 + 600_000): Waiter => ({ ticket, seq, holder: ticket, selector: any, enqueuedAt: t0, waitDeadline, ttlMs: 60_000 });
+const waiter = (ticket: string, seq: number, waitDeadline = t0 + 600_000): Waiter => ({ ticket, seq, holder: ticket, selector: any, enqueuedAt: t0, waitDeadline, ttlMs: 60_000, replicaId: null });
 const pending = (): PendingCall & { failed: Error[] } => {
   const failed: Error[] = [];
   return { failed, gone: () => false, deliver: () => true, fail: (e) => failed.push(e) };
 };
 
-describe("WaitQueue", () => {
-  it("restores stored waiters in arrival order, numbering new ones after them", () => {
+describe("WaitQueue", async () => {
+  it("restores stored waiters in arrival order, numbering new ones after them", async () => {
     const store = memoryStore([waiter("b", 7), waiter("a", 3)]);
-    const q = new WaitQueue(store, t0);
+    const q = await WaitQueue.open(store, t0);
     expect(q.list().map((w) => w.ticket)).toEqual(["a", "b"]);
-    const c = q.enqueue({ ticket: "c", holder: "c", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000 });
+    const c = await q.enqueue({ ticket: "c", holder: "c", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000, replicaId: null });
     expect(c.seq).toBe(8);
-    expect(store.waiters().map((w) => w.ticket)).toEqual(["a", "b", "c"]);
+    expect((await store.waiters()).map((w) => w.ticket)).toEqual(["a", "b", "c"]);
   });
 
-  it("keeps a restored waiter for its client until the grace period (or its own deadline) ends", () => {
-    const q = new WaitQueue(memoryStore([waiter("a", 1), waiter("soon", 2, t0 + 5_000), waiter("back", 3)]), t0);
+  it("keeps a restored waiter for its client until the grace period (or its own deadline) ends", async () => {
+    const q = await WaitQueue.open(memoryStore([waiter("a", 1), waiter("soon", 2, t0 + 5_000), waiter("back", 3)]), t0);
     expect(q.callOf("a")).toBeUndefined();
     q.attach("back", pending());
     expect(q.due(t0 + 4_999)).toEqual([]);
@@ -48,21 +52,21 @@ describe("WaitQueue", () => {
     expect(q.due(t0 + RESUME_GRACE_MS).map((w) => w.ticket)).toEqual(["a", "soon"]);
   });
 
-  it("changes nothing in memory when the store refuses a write", () => {
+  it("changes nothing in memory when the store refuses a write", async () => {
     const store = memoryStore([waiter("a", 1)]);
-    const q = new WaitQueue(store, t0);
+    const q = await WaitQueue.open(store, t0);
     store.refuse = true;
-    expect(() => q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000 })).toThrow(/refused/);
-    expect(() => q.remove(q.find("a")!)).toThrow(/refused/);
+    await expect(q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000, replicaId: null })).rejects.toThrow(/refused/);
+    await expect(q.remove(q.find("a")!)).rejects.toThrow(/refused/);
     expect(q.list().map((w) => w.ticket)).toEqual(["a"]);
     store.refuse = false;
-    expect(q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000 }).seq).toBe(2);
+    expect((await q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000, replicaId: null })).seq).toBe(2);
   });
 
-  it("keeps the calls apart from the rows: detaching an older call leaves the newer one, abandoning keeps the rows", () => {
+  it("keeps the calls apart from the rows: detaching an older call leaves the newer one, abandoning keeps the rows", async () => {
     const store = memoryStore();
-    const q = new WaitQueue(store, t0);
-    q.enqueue({ ticket: "a", holder: "a", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000 });
+    const q = await WaitQueue.open(store, t0);
+    await q.enqueue({ ticket: "a", holder: "a", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000, replicaId: null });
     const older = pending();
     const newer = pending();
     expect(q.attach("a", older)).toBeUndefined();
@@ -72,6 +76,6 @@ describe("WaitQueue", () => {
     q.abandon(new Error("stopping"));
     expect(newer.failed.map((e) => e.message)).toEqual(["stopping"]);
     expect(q.callOf("a")).toBeUndefined();
-    expect(store.waiters().map((w) => w.ticket)).toEqual(["a"]);
+    expect((await store.waiters()).map((w) => w.ticket)).toEqual(["a"]);
   });
 });

@@ -32,16 +32,58 @@ export class WaitQueue {
   private readonly orphans = new Map<string, number>();
   private seq = 0;
 
-  constructor(
-    private readonly store: WaiterStore,
+  private constructor(
+    private store: WaiterStore,
+    stored: readonly Waiter[],
     now: number,
   ) {
-    for (const w of store.waiters()) {
+    for (const w of stored) {
       this.rows.push(w);
       this.orphans.set(w.ticket, Math.min(w.waitDeadline, now + RESUME_GRACE_MS));
       this.seq = Math.max(this.seq, w.seq);
     }
     this.rows.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** The stored queue, restored: its waiters keep their places for their clients to come back. */
+  static async open(store: WaiterStore, now: number): Promise<WaitQueue> {
+    return new WaitQueue(store, await store.waiters(), now);
+  }
+
+  /** Writes go to this store from now on (the transaction of the current turn, on PostgreSQL). */
+  bind(store: WaiterStore): void {
+    this.store = store;
+  }
+
+  /**
+   * Takes the stored rows as the truth (another replica may have changed
+   * them): calls stay with their tickets; a row nobody waits on (no call
+   * here, and no live replica named on it) is kept for its client to come
+   * back until RESUME_GRACE_MS from now. Returns whether the rows changed.
+   */
+  replaceRows(stored: readonly Waiter[], now: number, heldElsewhere: (w: Waiter) => boolean): boolean {
+    const before = this.rows.map((w) => `${w.ticket}@${w.replicaId ?? ""}`).join(",");
+    this.rows = [...stored].sort((a, b) => a.seq - b.seq);
+    const tickets = new Set(this.rows.map((w) => w.ticket));
+    for (const t of [...this.orphans.keys()]) if (!tickets.has(t)) this.orphans.delete(t);
+    for (const w of this.rows) {
+      this.seq = Math.max(this.seq, w.seq);
+      if (this.calls.has(w.ticket) || heldElsewhere(w)) this.orphans.delete(w.ticket);
+      else if (!this.orphans.has(w.ticket)) this.orphans.set(w.ticket, Math.min(w.waitDeadline, now + RESUME_GRACE_MS));
+    }
+    return before !== this.rows.map((w) => `${w.ticket}@${w.replicaId ?? ""}`).join(",");
+  }
+
+  /** Records that the caller now waiting on this ticket is on `replicaId`. */
+  async moveTo(w: Waiter, replicaId: string | null): Promise<void> {
+    if (w.replicaId === replicaId) return;
+    await this.store.setWaiterReplica(w.ticket, replicaId);
+    w.replicaId = replicaId;
+  }
+
+  /** Whether a caller of this process waits on any ticket. */
+  hasCalls(): boolean {
+    return this.calls.size > 0;
   }
 
   get size(): number {
@@ -62,18 +104,24 @@ export class WaitQueue {
   }
 
   /** Stores a new waiter at the end of the queue. */
-  enqueue(fields: Omit<Waiter, "seq">): Waiter {
-    const w: Waiter = { ...fields, seq: this.seq + 1 };
-    this.store.insertWaiter(w);
-    this.seq = w.seq;
+  async enqueue(fields: Omit<Waiter, "seq">): Promise<Waiter> {
+    // Taken before the write: two enqueues in flight never share a place.
+    const w: Waiter = { ...fields, seq: ++this.seq };
+    try {
+      await this.store.insertWaiter(w);
+    } catch (err) {
+      if (this.seq === w.seq) this.seq--;
+      throw err;
+    }
     this.rows.push(w);
     return w;
   }
 
   /** Drops a waiter from the store and the queue; false when it was not queued. */
-  remove(w: Waiter): boolean {
+  async remove(w: Waiter): Promise<boolean> {
     if (!this.has(w)) return false;
-    this.store.deleteWaiter(w.ticket);
+    await this.store.deleteWaiter(w.ticket);
+    if (!this.has(w)) return false;
     this.forget(w);
     return true;
   }

@@ -37,10 +37,10 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
       }
       const hello = first.kind.value;
       validateHello(hello);
-      bindIdentity(deps, principal.tokenName, hello);
+      await bindIdentity(deps, principal.tokenName, hello);
       const session = new AttachSession(principal.tokenName);
       const transport = ctx.values.get(peerKey);
-      deps.registry.attach(hello, session, transport);
+      await deps.registry.attach(hello, session, transport);
       const log = deps.log.child({ agentId: hello.agentId, agent: hello.name });
       log.info("agent attached", { hostname: hello.hostname, version: hello.agentVersion, token: principal.tokenName, transport });
       if (transport === "cleartext") log.warn("agent attached over cleartext from another machine: its token crossed the network unencrypted (--insecure)");
@@ -59,13 +59,18 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
             session.terminate(err instanceof Error ? err : new Error(String(err)));
           },
         );
-        ctx.signal.addEventListener("abort", () => session.end(), { once: true });
+        // The caller may have gone while the attach was being stored: an aborted signal fires no more events.
+        if (ctx.signal.aborted) session.end();
+        else ctx.signal.addEventListener("abort", () => session.end(), { once: true });
         for await (const msg of session.outgoing) yield msg;
         if (session.error) throw session.error;
       } finally {
         session.end();
         const revoked = isRevocation(ctx.signal.reason);
-        deps.registry.detach(hello.agentId, session, revoked ? TOKEN_REVOKED : "");
+        // Offline at once; only the last heartbeat time's write can fail, and the stream is over either way.
+        await deps.registry.detach(hello.agentId, session, revoked ? TOKEN_REVOKED : "").catch((err: unknown) => {
+          log.error("could not store the detached agent's last heartbeat time", { error: (err as Error).message });
+        });
         if (revoked) log.warn(`agent detached: its token "${principal.tokenName}" was revoked`, { principal: principal.tokenName });
         else log.info("agent detached", session.error ? { reason: session.error.message } : {});
       }
@@ -74,9 +79,9 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
 }
 
 /** An agent token attaches only as the agent it is bound to (its first attach binds it). */
-function bindIdentity(deps: AgentServiceDeps, tokenName: string, hello: AgentHello): void {
+async function bindIdentity(deps: AgentServiceDeps, tokenName: string, hello: AgentHello): Promise<void> {
   try {
-    deps.tokens.bindAgent(tokenName, hello.agentId);
+    await deps.tokens.bindAgent(tokenName, hello.agentId);
   } catch (err) {
     // Token names are not secrets: the operator needs to know which host's token leaked.
     // (The field is not called "token": the logger redacts fields by that name.)
@@ -86,8 +91,9 @@ function bindIdentity(deps: AgentServiceDeps, tokenName: string, hello: AgentHel
       agentId: hello.agentId,
       agent: hello.name,
       hostname: hello.hostname,
-      boundAgentId: deps.tokens.get(tokenName)?.agentId ?? null,
-      agentBoundTo: deps.tokens.boundTo(hello.agentId) ?? null,
+      // Best effort: the refusal stands even when these cannot be read.
+      boundAgentId: (await deps.tokens.get(tokenName).catch(() => undefined))?.agentId ?? null,
+      agentBoundTo: (await deps.tokens.boundTo(hello.agentId).catch(() => undefined)) ?? null,
     });
     throw err;
   }
@@ -127,12 +133,12 @@ async function pump(
         break;
       case "inventory":
         deps.registry.heartbeat(agentId);
-        deps.registry.replaceInventory(agentId, msg.kind.value.devices);
+        await deps.registry.replaceInventory(agentId, msg.kind.value.devices);
         break;
       case "deviceChange": {
         const change = msg.kind.value.kind;
-        if (change.case === "upsert") deps.registry.upsertDevice(agentId, change.value);
-        else if (change.case === "removedSerial") deps.registry.removeDevice(agentId, change.value);
+        if (change.case === "upsert") await deps.registry.upsertDevice(agentId, change.value);
+        else if (change.case === "removedSerial") await deps.registry.removeDevice(agentId, change.value);
         break;
       }
       case "callResult":

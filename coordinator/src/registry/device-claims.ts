@@ -25,7 +25,8 @@ export function claimKeys(serial: string, physicalId: string): string[] {
  * over in the meantime; removing an agent forgets its claims.
  *
  * In memory only: changes are returned as rows, which the registry writes
- * together with the change that made them.
+ * together with the change that made them (and takes back from here when
+ * that write fails).
  */
 export class DeviceClaims {
   private readonly byKey = new Map<string, Map<string, ClaimRow>>();
@@ -92,6 +93,28 @@ export class DeviceClaims {
       const s = this.byKey.get(k)?.get(agentId)?.status;
       return s !== undefined && s !== "owner";
     });
+  }
+
+  /** Copies of this agent's claims among `keys`: what `restore` puts back if a decision is not stored. */
+  saved(agentId: string, keys: string[]): ClaimRow[] {
+    return keys.flatMap((k) => {
+      const c = this.byKey.get(k)?.get(agentId);
+      return c ? [{ ...c }] : [];
+    });
+  }
+
+  /** Puts claims back as they were (a decision that could not be stored). */
+  restore(rows: readonly ClaimRow[]): void {
+    for (const row of rows) this.set({ ...row });
+  }
+
+  /** Takes back claims `claim` added (the report that made them could not be stored). */
+  unclaim(rows: readonly ClaimRow[]): void {
+    for (const row of rows) {
+      const claims = this.byKey.get(row.key);
+      claims?.delete(row.agentId);
+      if (claims?.size === 0) this.byKey.delete(row.key);
+    }
   }
 
   /** Drops every claim of a removed agent. */

@@ -30,7 +30,7 @@ const storedHeartbeat = (db: OpenedDatabase) => db.db.select().from(agents).get(
 
 describe("Liveness", () => {
   it("counts an agent overdue only after `misses` whole intervals, and never one that has not beaten", () => {
-    const l = new Liveness({ saveHeartbeats: () => undefined }, 3);
+    const l = new Liveness({ saveHeartbeats: async () => undefined }, 3);
     const agent = { id: "a", heartbeatIntervalMs: 1_000, lastHeartbeatAt: now };
     expect(l.overdue(agent, now + 3_000)).toBeUndefined();
     const err = l.overdue(agent, now + 3_001);
@@ -39,54 +39,71 @@ describe("Liveness", () => {
     expect(l.overdue({ ...agent, lastHeartbeatAt: null }, now + 1e9)).toBeUndefined();
   });
 
-  it("writes batched heartbeats in one call, for the agents still known, once", () => {
+  it("writes batched heartbeats in one call, for the agents still known, once", async () => {
     const writes: HeartbeatRow[][] = [];
-    const l = new Liveness({ saveHeartbeats: (rows) => writes.push([...rows]) }, 3);
+    const l = new Liveness({ saveHeartbeats: async (rows) => void writes.push([...rows]) }, 3);
     const a = { id: "a", heartbeatIntervalMs: 1_000, lastHeartbeatAt: 5 };
     const b = { id: "b", heartbeatIntervalMs: 1_000, lastHeartbeatAt: 6 };
     l.beat(a);
     l.beat(b);
     l.beat(a);
-    l.flush((id) => (id === "a" ? a : undefined));
-    l.flush(() => a);
+    await l.flush((id) => (id === "a" ? a : undefined));
+    await l.flush(() => a);
     expect(writes).toEqual([[{ agentId: "a", lastHeartbeatAt: 5 }]]);
   });
 
-  it("keeps a registry's heartbeats in memory until flushed, and writes one at once when the agent goes offline", () => {
+  it("keeps heartbeats it could not write for the next flush", async () => {
+    const writes: HeartbeatRow[][] = [];
+    let fail = true;
+    const l = new Liveness({
+      saveHeartbeats: async (rows) => {
+        if (fail) throw new Error("database down");
+        writes.push([...rows]);
+      },
+    }, 3);
+    const a = { id: "a", heartbeatIntervalMs: 1_000, lastHeartbeatAt: 5 };
+    l.beat(a);
+    await expect(l.flush(() => a)).rejects.toThrow("database down");
+    fail = false;
+    await l.flush(() => a);
+    expect(writes).toEqual([[{ agentId: "a", lastHeartbeatAt: 5 }]]);
+  });
+
+  it("keeps a registry's heartbeats in memory until flushed, and writes one at once when the agent goes offline", async () => {
     opened = openDatabase(":memory:");
-    const registry = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+    const registry = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const session = { terminate: () => undefined };
-    registry.attach(hello, session);
+    await registry.attach(hello, session);
     const attachedAt = now;
     now += 500;
     registry.heartbeat("a-1");
     expect(storedHeartbeat(opened)).toBe(attachedAt);
-    registry.flushHeartbeats();
+    await registry.flushHeartbeats();
     expect(storedHeartbeat(opened)).toBe(now);
 
     now += 700;
     registry.heartbeat("a-1");
-    registry.detach("a-1", session);
+    await registry.detach("a-1", session);
     expect(storedHeartbeat(opened)).toBe(now);
   });
 
-  it("ends the session of an agent that stopped beating, writing its last heartbeat", () => {
+  it("ends the session of an agent that stopped beating, writing its last heartbeat", async () => {
     opened = openDatabase(":memory:");
-    const registry = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 2, now: clock });
+    const registry = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 2, now: clock });
     const ended: Error[] = [];
-    registry.attach(hello, { terminate: (e) => ended.push(e) });
+    await registry.attach(hello, { terminate: (e) => ended.push(e) });
     now += 400;
     registry.heartbeat("a-1");
     const last = now;
     now += 2_000;
-    expect(registry.sweep()).toEqual([]);
+    expect(await registry.sweep()).toEqual([]);
     now += 1;
-    expect(registry.sweep()).toEqual(["a-1"]);
+    expect(await registry.sweep()).toEqual(["a-1"]);
     expect(ended.map(codeOf)).toEqual(["AGENT_HEARTBEAT_MISSED"]);
     expect(storedHeartbeat(opened)).toBe(last);
     // Already offline: a later sweep does not end it again.
     now += 10_000;
-    expect(registry.sweep()).toEqual([]);
+    expect(await registry.sweep()).toEqual([]);
     expect(ended).toHaveLength(1);
   });
 });

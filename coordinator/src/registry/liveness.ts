@@ -47,22 +47,33 @@ export class Liveness {
     );
   }
 
-  /** Writes this agent's heartbeat time now (its session ended), instead of with the next batch. */
-  persist(agent: LiveAgent): void {
-    this.dirty.delete(agent.id);
-    this.store.saveHeartbeats([{ agentId: agent.id, lastHeartbeatAt: agent.lastHeartbeatAt }]);
+  /** Writes these agents' heartbeat times now (their sessions ended), instead of with the next batch. */
+  async persist(agentIds: readonly string[], current: (agentId: string) => LiveAgent | undefined): Promise<void> {
+    for (const id of agentIds) this.dirty.delete(id);
+    await this.write(agentIds, current);
   }
 
   /** Writes the batched heartbeat times of the agents `current` still knows. */
-  flush(current: (agentId: string) => LiveAgent | undefined): void {
+  async flush(current: (agentId: string) => LiveAgent | undefined): Promise<void> {
     if (this.dirty.size === 0) return;
     const ids = [...this.dirty];
     this.dirty.clear();
+    await this.write(ids, current);
+  }
+
+  private async write(ids: readonly string[], current: (agentId: string) => LiveAgent | undefined): Promise<void> {
     const rows = ids.flatMap((id) => {
       const a = current(id);
       return a ? [{ agentId: id, lastHeartbeatAt: a.lastHeartbeatAt }] : [];
     });
-    this.store.saveHeartbeats(rows);
+    if (rows.length === 0) return;
+    try {
+      await this.store.saveHeartbeats(rows);
+    } catch (err) {
+      // Not written: the next flush tries again.
+      for (const r of rows) this.dirty.add(r.agentId);
+      throw err;
+    }
   }
 
   forget(agentId: string): void {

@@ -22,9 +22,9 @@ const report = (serial: string, physicalId: string, extra: { unresolved?: string
     properties: { model: extra.model ?? "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok", unresolvedActionIds: extra.unresolved ?? [] },
   });
 
-function registry(): Registry {
+function registry(): Promise<Registry> {
   opened ??= openDatabase(":memory:");
-  return new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
+  return Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
 }
 
 /** The error a call throws, as clients see it. */
@@ -37,21 +37,31 @@ function failure(fn: () => unknown): ReturnType<typeof toErrorReport> {
   throw new Error("expected the call to fail");
 }
 
+/** The error a change is refused with, as clients see it. */
+async function refusal(p: Promise<unknown>): Promise<ReturnType<typeof toErrorReport>> {
+  try {
+    await p;
+  } catch (err) {
+    return toErrorReport(err);
+  }
+  throw new Error("expected the change to be refused");
+}
+
 const stateOf = (r: Registry, agent: string, serial: string) => r.listDevices({ agent }).find((d) => d.serial === serial);
 
 /** lab-a reports its phone first; lab-b then claims the same physical id under another serial. */
-function contested(): Registry {
-  const r = registry();
-  r.attach(hello("a", "lab-a"), session());
-  r.replaceInventory("a", [report("USB-1", "pid-1")]);
-  r.attach(hello("b", "lab-b"), session());
-  r.replaceInventory("b", [report("FAKE-1", "pid-1")]);
+async function contested(): Promise<Registry> {
+  const r = await registry();
+  await r.attach(hello("a", "lab-a"), session());
+  await r.replaceInventory("a", [report("USB-1", "pid-1")]);
+  await r.attach(hello("b", "lab-b"), session());
+  await r.replaceInventory("b", [report("FAKE-1", "pid-1")]);
   return r;
 }
 
 describe("what an agent may claim", () => {
-  it("quarantines a physical id newly claimed by a second agent: listed, but neither leasable nor routable", () => {
-    const r = contested();
+  it("quarantines a physical id newly claimed by a second agent: listed, but neither leasable nor routable", async () => {
+    const r = await contested();
     expect(stateOf(r, "lab-a", "USB-1")?.state).toBe("device");
     const claimed = stateOf(r, "lab-b", "FAKE-1");
     expect(claimed?.state).toBe("quarantined");
@@ -64,119 +74,119 @@ describe("what an agent may claim", () => {
     expect(r.physicalIdOf("FAKE-1")).toBeUndefined();
   });
 
-  it("quarantines an adb serial another agent reported first, whatever physical id it claims", () => {
-    const r = registry();
-    r.attach(hello("a", "lab-a"), session());
-    r.replaceInventory("a", [report("SERIAL-1", "pid-1")]);
-    r.attach(hello("b", "lab-b"), session());
-    r.upsertDevice("b", report("SERIAL-1", "pid-forged"));
+  it("quarantines an adb serial another agent reported first, whatever physical id it claims", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("SERIAL-1", "pid-1")]);
+    await r.attach(hello("b", "lab-b"), session());
+    await r.upsertDevice("b", report("SERIAL-1", "pid-forged"));
     expect(stateOf(r, "lab-b", "SERIAL-1")?.state).toBe("quarantined");
     // The serial is not made ambiguous by the claimant: it still routes to its owner.
     expect(r.route("SERIAL-1").agentName).toBe("lab-a");
     expect(r.physicalIdOf("SERIAL-1")).toBe("pid-1");
   });
 
-  it("does not let a quarantined claim block the owner's phone with unresolved actions", () => {
-    const r = registry();
-    r.attach(hello("a", "lab-a"), session());
-    r.replaceInventory("a", [report("USB-1", "pid-1")]);
-    r.attach(hello("b", "lab-b"), session());
-    r.replaceInventory("b", [report("FAKE-1", "pid-1", { unresolved: ["forged-action"] })]);
+  it("does not let a quarantined claim block the owner's phone with unresolved actions", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("USB-1", "pid-1")]);
+    await r.attach(hello("b", "lab-b"), session());
+    await r.replaceInventory("b", [report("FAKE-1", "pid-1", { unresolved: ["forged-action"] })]);
     expect(r.unresolvedOn("pid-1")).toEqual([]);
   });
 
-  it("makes an accepted alias leasable via both agents, and keeps the acceptance across a restart", () => {
-    const r = contested();
-    const accepted = r.decideAlias("FAKE-1", "lab-b", "accepted", "admin");
+  it("makes an accepted alias leasable via both agents, and keeps the acceptance across a restart", async () => {
+    const r = await contested();
+    const accepted = await r.decideAlias("FAKE-1", "lab-b", "accepted", "admin");
     expect(accepted.state).toBe("device");
     expect(r.candidates().map((c) => `${c.agentName}/${c.serial}/${c.physicalId}`)).toEqual(["lab-a/USB-1/pid-1", "lab-b/FAKE-1/pid-1"]);
     expect(r.route("FAKE-1").agentName).toBe("lab-b");
 
-    const restarted = new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
-    restarted.attach(hello("b", "lab-b"), session());
-    restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
+    const restarted = await Registry.open(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
+    await restarted.attach(hello("b", "lab-b"), session());
+    await restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
     expect(stateOf(restarted, "lab-b", "FAKE-1")?.state).toBe("device");
   });
 
-  it("keeps a rejected alias quarantined, also after a restart, and names the admin", () => {
-    const r = contested();
-    const rejected = r.decideAlias("FAKE-1", "b", "rejected", "admin-alice");
+  it("keeps a rejected alias quarantined, also after a restart, and names the admin", async () => {
+    const r = await contested();
+    const rejected = await r.decideAlias("FAKE-1", "b", "rejected", "admin-alice");
     expect(rejected.state).toBe("quarantined");
     expect(rejected.quarantineReason).toContain("admin-alice");
     expect(r.candidates().map((c) => c.agentName)).toEqual(["lab-a"]);
 
-    const restarted = new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
-    restarted.attach(hello("b", "lab-b"), session());
-    restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
+    const restarted = await Registry.open(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
+    await restarted.attach(hello("b", "lab-b"), session());
+    await restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
     expect(stateOf(restarted, "lab-b", "FAKE-1")?.state).toBe("quarantined");
     expect(restarted.candidates()).toEqual([]);
   });
 
-  it("refuses a decision on a serial the agent does not report", () => {
-    const r = contested();
-    expect(failure(() => r.decideAlias("NOPE", "lab-b", "accepted", "admin"))).toMatchObject({ code: "DEVICE_NOT_FOUND", field: "serial" });
-    expect(failure(() => r.decideAlias("FAKE-1", "lab-z", "accepted", "admin"))).toMatchObject({ code: "NOT_FOUND", field: "agent" });
+  it("refuses a decision on a serial the agent does not report", async () => {
+    const r = await contested();
+    expect(await refusal(r.decideAlias("NOPE", "lab-b", "accepted", "admin"))).toMatchObject({ code: "DEVICE_NOT_FOUND", field: "serial" });
+    expect(await refusal(r.decideAlias("FAKE-1", "lab-z", "accepted", "admin"))).toMatchObject({ code: "NOT_FOUND", field: "agent" });
   });
 });
 
 describe("inventory caps", () => {
-  it("refuses more than 1024 devices from one agent, and a report with an over-long field, storing nothing", () => {
-    const r = registry();
-    r.attach(hello("a", "lab-a"), session());
-    r.replaceInventory("a", [report("KEEP-1", "pid-keep")]);
+  it("refuses more than 1024 devices from one agent, and a report with an over-long field, storing nothing", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("KEEP-1", "pid-keep")]);
     const many = Array.from({ length: 1025 }, (_, i) => report(`S-${i}`, `pid-${i}`));
-    expect(failure(() => r.replaceInventory("a", many))).toMatchObject({ code: "INVENTORY_TOO_LARGE", field: "devices" });
-    expect(failure(() => r.replaceInventory("a", [report("S-1", "pid-1", { model: "x".repeat(10_000) })]))).toMatchObject({
+    expect(await refusal(r.replaceInventory("a", many))).toMatchObject({ code: "INVENTORY_TOO_LARGE", field: "devices" });
+    expect(await refusal(r.replaceInventory("a", [report("S-1", "pid-1", { model: "x".repeat(10_000) })]))).toMatchObject({
       code: "INVENTORY_TOO_LARGE",
       field: "devices[0].properties.model",
     });
     expect(r.listDevices().map((d) => d.serial)).toEqual(["KEEP-1"]);
 
-    r.replaceInventory("a", many.slice(0, 1024));
-    expect(failure(() => r.upsertDevice("a", report("ONE-MORE", "pid-more")))).toMatchObject({ code: "INVENTORY_TOO_LARGE", field: "devices" });
+    await r.replaceInventory("a", many.slice(0, 1024));
+    expect(await refusal(r.upsertDevice("a", report("ONE-MORE", "pid-more")))).toMatchObject({ code: "INVENTORY_TOO_LARGE", field: "devices" });
     // A change to a device it already reports is fine at the cap.
-    r.upsertDevice("a", report("S-0", "pid-0"));
+    await r.upsertDevice("a", report("S-0", "pid-0"));
     expect(r.listDevices().length).toBe(1024);
   });
 });
 
 describe("routing by serial with offline agents", () => {
   /** Two agents that both own serial SHARED (accepted before), as a phone on two hosts is. */
-  function shared(): Registry {
+  async function shared(): Promise<Registry> {
     opened = openDatabase(":memory:");
     for (const agent of ["a", "b"]) {
       for (const key of ["serial:SHARED", "physical:pid-shared"]) {
         opened.sqlite.prepare("INSERT INTO device_claims (key, agent_id, status, created_at) VALUES (?, ?, 'owner', 0)").run(key, agent);
       }
     }
-    const r = registry();
-    r.attach(hello("a", "lab-a"), session());
-    r.replaceInventory("a", [report("SHARED", "pid-shared")]);
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("SHARED", "pid-shared")]);
     return r;
   }
 
-  it("does not count an offline agent towards DEVICE_AMBIGUOUS", () => {
-    const r = shared();
+  it("does not count an offline agent towards DEVICE_AMBIGUOUS", async () => {
+    const r = await shared();
     const b = session();
-    r.attach(hello("b", "lab-b"), b);
-    r.replaceInventory("b", [report("SHARED", "pid-shared")]);
+    await r.attach(hello("b", "lab-b"), b);
+    await r.replaceInventory("b", [report("SHARED", "pid-shared")]);
     const both = failure(() => r.route("SHARED"));
     expect(both).toMatchObject({ code: "DEVICE_AMBIGUOUS", field: "target.agent" });
     expect(both.message).toContain("lab-a");
     expect(both.message).toContain("lab-b");
 
-    r.detach("b", b);
+    await r.detach("b", b);
     expect(r.route("SHARED").agentName).toBe("lab-a");
     expect(failure(() => r.route("SHARED", "lab-b"))).toMatchObject({ code: "DEVICE_OFFLINE" });
   });
 
-  it("names the offline agents when none that reports the serial is online", () => {
-    const r = shared();
+  it("names the offline agents when none that reports the serial is online", async () => {
+    const r = await shared();
     const b = session();
-    r.attach(hello("b", "lab-b"), b);
-    r.replaceInventory("b", [report("SHARED", "pid-shared")]);
-    r.detach("b", b);
-    const a = registry();
+    await r.attach(hello("b", "lab-b"), b);
+    await r.replaceInventory("b", [report("SHARED", "pid-shared")]);
+    await r.detach("b", b);
+    const a = await registry();
     // A fresh registry on the same database: both agents known, neither attached.
     const offline = failure(() => a.route("SHARED"));
     expect(offline).toMatchObject({ code: "DEVICE_OFFLINE", dispatched: false });
@@ -186,19 +196,19 @@ describe("routing by serial with offline agents", () => {
 });
 
 describe("removing an agent", () => {
-  it("is refused while the agent is attached, then forgets it, its devices and its claims", () => {
-    const r = contested();
-    expect(failure(() => r.removeAgent("lab-a"))).toMatchObject({ code: "AGENT_STILL_ATTACHED", field: "agent" });
-    expect(failure(() => r.removeAgent("nobody"))).toMatchObject({ code: "NOT_FOUND", field: "agent" });
-    const a = new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
-    expect(a.removeAgent("lab-a")).toMatchObject({ removedDevices: 1 });
+  it("is refused while the agent is attached, then forgets it, its devices and its claims", async () => {
+    const r = await contested();
+    expect(await refusal(r.removeAgent("lab-a"))).toMatchObject({ code: "AGENT_STILL_ATTACHED", field: "agent" });
+    expect(await refusal(r.removeAgent("nobody"))).toMatchObject({ code: "NOT_FOUND", field: "agent" });
+    const a = await Registry.open(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 });
+    expect(await a.removeAgent("lab-a")).toMatchObject({ removedDevices: 1 });
     expect(a.findAgent("lab-a")).toBeUndefined();
     expect(a.listDevices().map((d) => d.agentName)).toEqual(["lab-b"]);
     // Persisted: a restart does not bring it back.
-    expect(new Registry(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 }).findAgent("a")).toBeUndefined();
+    expect((await Registry.open(new SqliteRegistryStore((opened as OpenedDatabase).db), { heartbeatMisses: 3 })).findAgent("a")).toBeUndefined();
     // Its claims are gone: a new agent reporting that phone owns it.
-    a.attach(hello("c", "lab-c"), session());
-    a.replaceInventory("c", [report("USB-9", "pid-9")]);
+    await a.attach(hello("c", "lab-c"), session());
+    await a.replaceInventory("c", [report("USB-9", "pid-9")]);
     expect(stateOf(a, "lab-c", "USB-9")?.state).toBe("device");
   });
 });

@@ -19,9 +19,9 @@ afterEach(() => {
 const hello = create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
 const report = (serial: string) => create(DeviceReportSchema, { serial, state: "device", properties: { physicalId: `pd-${serial}`, identityStatus: "ok", model: "Pixel 7" } });
 
-function registry(): Registry {
+function registry(): Promise<Registry> {
   opened = openDatabase(":memory:");
-  return new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+  return Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
 }
 
 /** Every event the registry emits, in order, as short strings. */
@@ -35,17 +35,17 @@ function record(r: Registry): string[] {
 }
 
 describe("Registry events", () => {
-  it("tells every subscriber what changed, in order", () => {
-    const r = registry();
+  it("tells every subscriber what changed, in order", async () => {
+    const r = await registry();
     const first = record(r);
     const second = record(r);
     const session = { terminate: () => undefined };
-    r.attach(hello, session);
-    r.replaceInventory("a-1", [report("S-1"), report("S-2")]);
-    r.replaceInventory("a-1", [report("S-2")]);
-    r.upsertDevice("a-1", report("S-3"));
-    r.removeDevice("a-1", "S-3");
-    r.detach("a-1", session);
+    await r.attach(hello, session);
+    await r.replaceInventory("a-1", [report("S-1"), report("S-2")]);
+    await r.replaceInventory("a-1", [report("S-2")]);
+    await r.upsertDevice("a-1", report("S-3"));
+    await r.removeDevice("a-1", "S-3");
+    await r.detach("a-1", session);
     const expected = [
       "change",
       "agent lab-1 online 0",
@@ -70,11 +70,11 @@ describe("Registry events", () => {
     expect(second).toEqual(expected);
   });
 
-  it("re-announces an agent for its heartbeats at most every HEARTBEAT_EVENT_MS", () => {
-    const r = registry();
+  it("re-announces an agent for its heartbeats at most every HEARTBEAT_EVENT_MS", async () => {
+    const r = await registry();
     const seen: number[] = [];
     r.events.on("agent", (a) => seen.push(Number(a.lastHeartbeatTime?.seconds ?? 0n)));
-    r.attach(hello, { terminate: () => undefined });
+    await r.attach(hello, { terminate: () => undefined });
     const attachedAt = now;
     expect(seen).toEqual([Math.floor(attachedAt / 1000)]);
     seen.length = 0;
@@ -89,14 +89,14 @@ describe("Registry events", () => {
     expect(seen).toHaveLength(1);
   });
 
-  it("tells of every device of a removed agent", () => {
-    const r = registry();
+  it("tells of every device of a removed agent", async () => {
+    const r = await registry();
     const session = { terminate: () => undefined };
-    r.attach(hello, session);
-    r.replaceInventory("a-1", [report("S-1"), report("S-2")]);
-    r.detach("a-1", session);
+    await r.attach(hello, session);
+    await r.replaceInventory("a-1", [report("S-1"), report("S-2")]);
+    await r.detach("a-1", session);
     const log = record(r);
-    r.removeAgent("lab-1");
+    await r.removeAgent("lab-1");
     expect(log).toEqual(["change", "removed a-1/S-1", "removed a-1/S-2"]);
   });
 });

@@ -39,12 +39,12 @@ const iphone = create(DevicePropertiesSchema, {
 const identity = (d: Device) => ({ serial: d.serial, agentId: d.agentId, agentName: d.agentName, properties: d.properties, updateTime: d.updateTime, quarantineReason: d.quarantineReason });
 
 describe("Registry: devices of an offline agent", () => {
-  it("lists them agent-offline with every property when heartbeats stop, and again after a restart", () => {
+  it("lists them agent-offline with every property when heartbeats stop, and again after a restart", async () => {
     opened = openDatabase(":memory:");
     const terminated: Error[] = [];
-    const first = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
-    first.attach(hello, { terminate: (e) => terminated.push(e) });
-    first.replaceInventory("a-1", [
+    const first = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+    await first.attach(hello, { terminate: (e) => terminated.push(e) });
+    await first.replaceInventory("a-1", [
       create(DeviceReportSchema, { serial: "P7-1", state: "device", properties: pixel }),
       create(DeviceReportSchema, { serial: "IOS-1", state: "device", properties: iphone }),
     ]);
@@ -57,9 +57,9 @@ describe("Registry: devices of an offline agent", () => {
     const lastHeartbeat = now;
     // Three missed 1 s intervals: at exactly the deadline the agent still counts.
     now += 3_000;
-    expect(first.sweep()).toEqual([]);
+    expect(await first.sweep()).toEqual([]);
     now += 1;
-    expect(first.sweep()).toEqual(["a-1"]);
+    expect(await first.sweep()).toEqual(["a-1"]);
     expect(codeOf(terminated[0])).toBe("AGENT_HEARTBEAT_MISSED");
 
     const offline = first.listDevices();
@@ -70,7 +70,7 @@ describe("Registry: devices of an offline agent", () => {
 
     // A restarted coordinator, before the agent comes back.
     now += 60_000;
-    const second = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+    const second = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const restored = second.listDevices();
     expect(restored.map((d) => [d.serial, d.state])).toEqual([["IOS-1", AGENT_OFFLINE], ["P7-1", AGENT_OFFLINE]]);
     expect(restored.map(identity)).toEqual(online.map(identity));
@@ -86,20 +86,20 @@ describe("Registry: devices of an offline agent", () => {
     expect(second.unresolvedOn("android-p7-1")).toEqual([{ agentId: "a-1", agentName: "lab-1", actionIds: ["act-1"] }]);
 
     // The agent re-attaches: the same devices, online again.
-    second.attach(hello, { terminate: () => undefined });
+    await second.attach(hello, { terminate: () => undefined });
     expect(second.listDevices().map((d) => [d.serial, d.state])).toEqual([["IOS-1", "device"], ["P7-1", "device"]]);
   });
 
-  it("lists them agent-offline after a restart that followed a clean detach", () => {
+  it("lists them agent-offline after a restart that followed a clean detach", async () => {
     opened = openDatabase(":memory:");
-    const first = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+    const first = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const session = { terminate: () => undefined };
-    first.attach(hello, session);
-    first.upsertDevice("a-1", create(DeviceReportSchema, { serial: "P7-1", state: "unauthorized", properties: pixel }));
-    first.detach("a-1", session, "token revoked");
+    await first.attach(hello, session);
+    await first.upsertDevice("a-1", create(DeviceReportSchema, { serial: "P7-1", state: "unauthorized", properties: pixel }));
+    await first.detach("a-1", session, "token revoked");
     expect(first.listAgents()[0]).toMatchObject({ online: false, offlineReason: "token revoked" });
 
-    const second = new Registry(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
+    const second = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: clock });
     const [d] = second.listDevices();
     expect(d?.state).toBe(AGENT_OFFLINE);
     expect(d?.properties).toEqual(pixel);

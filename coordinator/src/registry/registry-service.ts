@@ -1,7 +1,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { requirePrincipal } from "../auth/auth.js";
-import type { AttachSession } from "../routing/agent-session.js";
+import type { AgentCaller } from "../routing/agent-session.js";
 import type { Logger } from "@farm/shared/log";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -47,29 +47,29 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
       if (!attached) throw farmError(Errors.AGENT_OFFLINE, `agent ${agent.name} is offline`, "agent");
       const reason = req.reason || `drain requested by ${principal.tokenName}`;
       deps.log.info("drain requested", { agent: agent.name, by: principal.tokenName, reason });
-      await (attached.session as AttachSession).call(AgentControlService.method.drain, { reason }, principal, Date.now() + (ctx.timeoutMs() ?? 10_000));
+      await (attached.session as AgentCaller).call(AgentControlService.method.drain, { reason }, principal, Date.now() + (ctx.timeoutMs() ?? 10_000));
       // The agent announces it on its stream too; recording it here closes the gap.
       deps.registry.setDraining(agent.id, reason);
       return create(DrainAgentResponseSchema, { agent: deps.registry.findAgent(agent.id) });
     },
     /** Forgets a detached agent, its stale devices and its alias claims. */
-    removeAgent(req, ctx) {
+    async removeAgent(req, ctx) {
       // Admin only, by the access table.
       const principal = requirePrincipal(ctx);
       if (req.agent === "") throw invalidArgument("agent", "an agent name or id is required");
-      const { agent, removedDevices } = deps.registry.removeAgent(req.agent);
+      const { agent, removedDevices } = await deps.registry.removeAgent(req.agent);
       deps.log.warn("agent removed", { agent: agent.name, agentId: agent.id, devices: removedDevices, by: principal.tokenName });
       return create(RemoveAgentResponseSchema, { agent, removedDevices });
     },
-    acceptDeviceAlias(req, ctx) {
-      return create(AcceptDeviceAliasResponseSchema, { device: decide(req, "accepted", requirePrincipal(ctx).tokenName) });
+    async acceptDeviceAlias(req, ctx) {
+      return create(AcceptDeviceAliasResponseSchema, { device: await decide(req, "accepted", requirePrincipal(ctx).tokenName) });
     },
-    rejectDeviceAlias(req, ctx) {
-      return create(RejectDeviceAliasResponseSchema, { device: decide(req, "rejected", requirePrincipal(ctx).tokenName) });
+    async rejectDeviceAlias(req, ctx) {
+      return create(RejectDeviceAliasResponseSchema, { device: await decide(req, "rejected", requirePrincipal(ctx).tokenName) });
     },
   });
 
-  function decide(req: { serial: string; agent: string }, decision: "accepted" | "rejected", by: string) {
+  async function decide(req: { serial: string; agent: string }, decision: "accepted" | "rejected", by: string) {
     if (req.serial === "") throw invalidArgument("serial", "--device SERIAL is required");
     if (req.agent === "") throw invalidArgument("agent", "--agent NAME is required: the alias is one agent's claim");
     return deps.registry.decideAlias(req.serial, req.agent, decision, by);

@@ -1,4 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
+import type { FarmDatabase } from "../db/database.js";
+import { PgRegistryStore } from "./pg-registry-store.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
 
 /** An agent as stored: what it said at its last attach, and when it was last heard from. */
 export interface AgentRow {
@@ -41,23 +44,36 @@ export interface HeartbeatRow {
   lastHeartbeatAt: number | null;
 }
 
+/** Everything the store holds, as the registry reads it at start. */
+export interface StoredRegistry {
+  agents: AgentRow[];
+  devices: DeviceRow[];
+  claims: ClaimRow[];
+}
+
 /**
  * Where the registry keeps agents, their devices and their claims. The
  * registry serves reads from memory and reads the store once, at start;
- * every method here is one atomic write.
+ * every other method here is one atomic write.
  */
 export interface RegistryStore {
-  load(): { agents: AgentRow[]; devices: DeviceRow[]; claims: ClaimRow[] };
+  load(): Promise<StoredRegistry>;
+  /** One agent as stored now (no agent: removed), its devices, and every claim on the keys in `claimKeys` or by the agent. */
+  loadAgent(agentId: string, claimKeys: readonly string[]): Promise<StoredRegistry>;
   /** Inserts or replaces the agent row. */
-  saveAgent(row: AgentRow): void;
-  saveHeartbeats(rows: readonly HeartbeatRow[]): void;
+  saveAgent(row: AgentRow): Promise<void>;
+  saveHeartbeats(rows: readonly HeartbeatRow[]): Promise<void>;
   /** Replaces every device of the agent and adds the claims those devices make (an existing claim is kept as is). */
-  replaceDevices(agentId: string, devices: readonly DeviceRow[], newClaims: readonly ClaimRow[]): void;
+  replaceDevices(agentId: string, devices: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<void>;
   /** Inserts or replaces one device, with the claims it makes. */
-  saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): void;
-  deleteDevice(agentId: string, serial: string): void;
+  saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<void>;
+  deleteDevice(agentId: string, serial: string): Promise<void>;
   /** Stores decisions on existing claims (status, decidedBy, decidedAt). */
-  saveClaimDecisions(rows: readonly ClaimRow[]): void;
+  saveClaimDecisions(rows: readonly ClaimRow[]): Promise<void>;
   /** Forgets the agent, its devices and its claims. */
-  deleteAgent(agentId: string): void;
+  deleteAgent(agentId: string): Promise<void>;
+}
+
+export function createRegistryStore(database: FarmDatabase): RegistryStore {
+  return database.dialect === "sqlite" ? new SqliteRegistryStore(database.db) : new PgRegistryStore(database.db);
 }

@@ -16,7 +16,7 @@ import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-
 import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 import { claimKeys, DeviceClaims } from "./device-claims.js";
 import { Liveness } from "./liveness.js";
-import type { AgentRow, ClaimRow, DeviceRow, RegistryStore } from "./registry-store.js";
+import type { AgentRow, ClaimRow, DeviceRow, RegistryStore, StoredRegistry } from "./registry-store.js";
 
 /** State shown for devices whose agent is not attached. */
 export const AGENT_OFFLINE = "agent-offline";
@@ -27,6 +27,8 @@ export const QUARANTINED = "quarantined";
 export interface AgentSession {
   /** Ends the stream with this error (the agent will reconnect). */
   terminate(err: Error): void;
+  /** Set when another coordinator replica holds the stream: its id (heartbeats are that replica's to judge). */
+  readonly replicaId?: string;
 }
 
 /** Where a command for a serial goes: exactly one agent, never an alias. */
@@ -88,6 +90,12 @@ export interface RegistryEvents {
   /** A device as it is shown now. */
   device: [device: Device];
   deviceRemoved: [agentId: string, serial: string];
+  /**
+   * This replica stored a change to this agent (other replicas re-read it):
+   * it attached here, its stream here ended, its devices or claims changed,
+   * or it was removed. Not emitted for changes read from another replica.
+   */
+  stored: [agentId: string, what: "attached" | "detached" | "changed" | "removed"];
 }
 
 export interface DeviceFilter {
@@ -114,6 +122,13 @@ export interface RegistryOptions {
  * written through to the store so a restarted coordinator still lists what
  * it knew (as agent-offline) until agents re-attach. Heartbeats are batched
  * (liveness.ts).
+ *
+ * A change is stored before memory shows it and before its caller is
+ * answered. Changes run one at a time, in call order (`serialized`): each
+ * one decides on the state the previous one left (two agents reporting the
+ * same phone at once cannot both be first to claim it), and the store sees
+ * them in the order memory does. A stream that ends (detach, sweep,
+ * shutdown) goes offline at once: that state lives only in memory.
  */
 export class Registry {
   readonly events = new EventEmitter<RegistryEvents>();
@@ -124,12 +139,19 @@ export class Registry {
   private candidateCache: Candidate[] | undefined;
   /** Agent ids in order, for paged listing; dropped when an agent is added or removed. */
   private agentIds: string[] | undefined;
+  /** The last change queued by `serialized`; never rejects. */
+  private tail: Promise<void> = Promise.resolve();
 
-  constructor(
+  /** A registry with what the store holds: every agent offline until it attaches again. */
+  static async open(store: RegistryStore, opts: RegistryOptions): Promise<Registry> {
+    return new Registry(store, opts, await store.load());
+  }
+
+  private constructor(
     private readonly store: RegistryStore,
     private readonly opts: RegistryOptions,
+    stored: StoredRegistry,
   ) {
-    const stored = store.load();
     this.claims = new DeviceClaims(stored.claims, () => this.now());
     this.liveness = new Liveness(store, opts.heartbeatMisses);
     for (const row of stored.agents) {
@@ -153,45 +175,53 @@ export class Registry {
     return this.opts.now?.() ?? Date.now();
   }
 
-  /** Registers an attached agent; refuses a second stream for the same id. */
-  attach(hello: AgentHello, session: AgentSession, transport = ""): void {
-    const existing = this.agents.get(hello.agentId);
-    if (existing?.session) {
-      throw farmError(
-        Errors.AGENT_ALREADY_ATTACHED,
-        `agent ${hello.agentId} (${existing.name}) is already attached; a second agent with the same id is refused`,
-        "agent_id",
-      );
-    }
-    const now = this.now();
-    const row: AgentRow = {
-      id: hello.agentId,
-      name: hello.name,
-      hostname: hello.hostname,
-      agentVersion: hello.agentVersion,
-      protocolVersion: hello.protocolVersion,
-      adbVersion: hello.adbVersion,
-      heartbeatIntervalMs: hello.heartbeatIntervalMs,
-      connectedAt: now,
-      lastHeartbeatAt: now,
-    };
-    const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
-    this.agents.set(entry.id, entry);
-    if (!existing) this.agentIds = undefined;
-    this.store.saveAgent(row);
-    this.changed();
-    this.announceAgent(entry, true);
+  /** Registers an attached agent once it is stored; refuses a second stream for the same id. */
+  attach(hello: AgentHello, session: AgentSession, transport = ""): Promise<void> {
+    return this.serialized(async () => {
+      const existing = this.agents.get(hello.agentId);
+      // Held by another replica: the agent reconnected here, so that stream is gone or going (that replica hears it and lets go).
+      if (existing?.session && !existing.session.replicaId) {
+        throw farmError(
+          Errors.AGENT_ALREADY_ATTACHED,
+          `agent ${hello.agentId} (${existing.name}) is already attached; a second agent with the same id is refused`,
+          "agent_id",
+        );
+      }
+      const now = this.now();
+      const row: AgentRow = {
+        id: hello.agentId,
+        name: hello.name,
+        hostname: hello.hostname,
+        agentVersion: hello.agentVersion,
+        protocolVersion: hello.protocolVersion,
+        adbVersion: hello.adbVersion,
+        heartbeatIntervalMs: hello.heartbeatIntervalMs,
+        connectedAt: now,
+        lastHeartbeatAt: now,
+      };
+      await this.store.saveAgent(row);
+      const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
+      this.agents.set(entry.id, entry);
+      if (!existing) this.agentIds = undefined;
+      this.changed();
+      this.announceAgent(entry, true);
+      this.events.emit("stored", entry.id, "attached");
+    });
   }
 
-  /** Forgets the stream if it is still the current one. */
-  detach(agentId: string, session: AgentSession, reason = ""): void {
+  /**
+   * Forgets the stream if it is still the current one: at once (nothing is
+   * routed to it any more). Resolves once its last heartbeat time is stored.
+   */
+  detach(agentId: string, session: AgentSession, reason = ""): Promise<void> {
     const entry = this.agents.get(agentId);
-    if (!entry || entry.session !== session) return;
+    if (!entry || entry.session !== session) return Promise.resolve();
     entry.session = null;
     entry.offlineReason = reason;
-    this.liveness.persist(entry);
     this.changed();
     this.announceAgent(entry, true);
+    this.events.emit("stored", agentId, "detached");
+    return this.persistHeartbeats([agentId]);
   }
 
   /** The agent takes no new work: its devices are no longer lease candidates. */
@@ -221,77 +251,172 @@ export class Registry {
   }
 
   /** Replaces everything known about this agent's devices. */
-  replaceInventory(agentId: string, reports: DeviceReport[]): void {
+  replaceInventory(agentId: string, reports: DeviceReport[]): Promise<void> {
+    return this.serialized(() => this.replaceStored(agentId, reports));
+  }
+
+  private async replaceStored(agentId: string, reports: DeviceReport[]): Promise<void> {
     const entry = this.requireAgent(agentId);
     checkInventory(reports);
     const now = this.now();
     const next = new Map<string, DeviceEntry>();
     const newClaims: ClaimRow[] = [];
-    for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now), newClaims));
-    // New claims commit with the inventory that makes them: one write, not one per device.
-    this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
+    try {
+      for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now), newClaims));
+      // New claims commit with the inventory that makes them: one write, not one per device.
+      await this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
+    } catch (err) {
+      this.claims.unclaim(newClaims);
+      throw err;
+    }
     const gone = [...entry.devices.keys()].filter((serial) => !next.has(serial));
     entry.devices = next;
     entry.sortedSerials = undefined;
     this.changed();
     if (this.listening("deviceRemoved")) for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial);
     this.announceAgent(entry, true);
+    this.events.emit("stored", agentId, "changed");
   }
 
-  upsertDevice(agentId: string, report: DeviceReport): void {
+  upsertDevice(agentId: string, report: DeviceReport): Promise<void> {
+    return this.serialized(() => this.upsertStored(agentId, report));
+  }
+
+  private async upsertStored(agentId: string, report: DeviceReport): Promise<void> {
     const entry = this.requireAgent(agentId);
     checkReport(report);
     if (!entry.devices.has(report.serial) && entry.devices.size >= MAX_DEVICES_PER_AGENT) {
       throw farmError(Errors.INVENTORY_TOO_LARGE, `agent ${entry.name} already reports ${entry.devices.size} devices; an agent may report at most ${MAX_DEVICES_PER_AGENT}`, "devices");
     }
     const newClaims: ClaimRow[] = [];
-    const d = this.claimed(entry, toEntry(report, this.now()), newClaims);
-    this.store.saveDevice(toRow(agentId, d), newClaims);
+    let d: DeviceEntry;
+    try {
+      d = this.claimed(entry, toEntry(report, this.now()), newClaims);
+      await this.store.saveDevice(toRow(agentId, d), newClaims);
+    } catch (err) {
+      this.claims.unclaim(newClaims);
+      throw err;
+    }
     if (!entry.devices.has(d.serial)) entry.sortedSerials = undefined;
     entry.devices.set(d.serial, d);
     this.changed();
     this.announceDevice(entry, d);
+    this.events.emit("stored", agentId, "changed");
   }
 
-  removeDevice(agentId: string, serial: string): void {
-    const entry = this.requireAgent(agentId);
-    this.store.deleteDevice(agentId, serial);
-    if (entry.devices.delete(serial)) entry.sortedSerials = undefined;
-    // Nothing to dispatch: a device going away frees nothing.
-    this.candidateCache = undefined;
-    this.events.emit("deviceRemoved", agentId, serial);
-    this.announceAgent(entry, false);
+  removeDevice(agentId: string, serial: string): Promise<void> {
+    return this.serialized(async () => {
+      const entry = this.requireAgent(agentId);
+      await this.store.deleteDevice(agentId, serial);
+      if (entry.devices.delete(serial)) entry.sortedSerials = undefined;
+      // Nothing to dispatch: a device going away frees nothing.
+      this.candidateCache = undefined;
+      this.events.emit("deviceRemoved", agentId, serial);
+      this.announceAgent(entry, false);
+      this.events.emit("stored", agentId, "changed");
+    });
   }
 
   /**
-   * Ends the sessions of agents that missed `heartbeatMisses` intervals and
-   * returns their ids. Their devices stay listed as agent-offline.
+   * Ends the sessions of agents that missed `heartbeatMisses` intervals (at
+   * once) and returns their ids once their last heartbeat times are stored.
+   * Their devices stay listed as agent-offline.
    */
-  sweep(): string[] {
+  async sweep(): Promise<string[]> {
     const now = this.now();
     const expired: string[] = [];
     for (const entry of this.agents.values()) {
       const session = entry.session;
-      if (!session) continue;
+      if (!session || session.replicaId) continue;
       const missed = this.liveness.overdue(entry, now);
       if (!missed) continue;
       entry.session = null;
-      this.liveness.persist(entry);
       this.candidateCache = undefined;
       expired.push(entry.id);
       this.announceAgent(entry, true);
       session.terminate(missed);
+      this.events.emit("stored", entry.id, "detached");
     }
+    if (expired.length > 0) await this.persistHeartbeats(expired);
     return expired;
   }
 
-  /** Writes batched heartbeat times; called periodically and at shutdown. */
-  flushHeartbeats(): void {
-    this.liveness.flush((id) => this.agents.get(id));
+  /**
+   * Another replica changed this agent (attached it, reported devices,
+   * decided a claim, removed it): re-reads it from the store. `remote` is
+   * the stream of the replica that holds it now; without one, a stream this
+   * replica holds stays as it is. A stream this replica still holds for an
+   * agent that attached elsewhere is ended: the agent itself moved.
+   */
+  refreshAgent(agentId: string, remote?: AgentSession): Promise<void> {
+    return this.serialized(async () => {
+      const before = this.agents.get(agentId);
+      const keys = before ? [...before.devices.values()].flatMap((d) => claimKeys(d.serial, d.properties.physicalId)) : [];
+      let stored = await this.store.loadAgent(agentId, keys);
+      const row = stored.agents[0];
+      // The claims on every key its devices make now, not only the ones they made before.
+      const now = row ? stored.devices.flatMap((d) => claimKeys(d.serial, parseProperties(d.properties).physicalId)) : [];
+      if (now.some((k) => !keys.includes(k))) stored = await this.store.loadAgent(agentId, [...new Set([...keys, ...now])]);
+      const local = before?.session && !before.session.replicaId ? before.session : null;
+      if (local && remote) local.terminate(farmError(Errors.AGENT_ALREADY_ATTACHED, "the agent attached to another coordinator replica"));
+      this.claims.restore(stored.claims);
+      if (!row) {
+        if (!before) return;
+        this.claims.forgetAgent(agentId);
+        this.agents.delete(agentId);
+        this.agentIds = undefined;
+        this.liveness.forget(agentId);
+        this.changed();
+        if (this.listening("deviceRemoved")) for (const serial of before.devices.keys()) this.events.emit("deviceRemoved", agentId, serial);
+        return;
+      }
+      const devicesNow = new Map<string, DeviceEntry>();
+      for (const d of stored.devices) {
+        const properties = parseProperties(d.properties);
+        devicesNow.set(d.serial, { serial: d.serial, state: d.state, properties, updatedAt: d.updatedAt, quarantine: this.quarantineOf(agentId, d.serial, properties.physicalId) });
+      }
+      const entry: AgentEntry = {
+        ...row,
+        session: remote ?? local,
+        devices: devicesNow,
+        drainReason: before?.drainReason ?? "",
+        transport: before?.transport ?? "",
+      };
+      this.agents.set(agentId, entry);
+      if (!before) this.agentIds = undefined;
+      const gone = before ? [...before.devices.keys()].filter((serial) => !devicesNow.has(serial)) : [];
+      this.changed();
+      if (this.listening("deviceRemoved")) for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial);
+      this.announceAgent(entry, true);
+    });
   }
 
-  /** Terminates every live session (coordinator shutdown). */
-  terminateAll(err: Error): void {
+  /** A replica is gone: the agents whose streams it held are offline until they attach again (to any replica). */
+  dropReplica(replicaId: string): string[] {
+    const dropped: string[] = [];
+    for (const entry of this.agents.values()) {
+      if (entry.session?.replicaId !== replicaId) continue;
+      entry.session = null;
+      entry.offlineReason = "its coordinator replica is gone";
+      dropped.push(entry.id);
+      this.announceAgent(entry, true);
+    }
+    if (dropped.length > 0) this.changed();
+    return dropped;
+  }
+
+  /** Agents whose streams this replica holds itself. */
+  localAgents(): string[] {
+    return [...this.agents.values()].filter((a) => a.session && !a.session.replicaId).map((a) => a.id);
+  }
+
+  /** Writes batched heartbeat times; called periodically and at shutdown. */
+  flushHeartbeats(): Promise<void> {
+    return this.serialized(() => this.liveness.flush((id) => this.agents.get(id)));
+  }
+
+  /** Terminates every live session (coordinator shutdown) and writes the heartbeat times not yet written. */
+  terminateAll(err: Error): Promise<void> {
     for (const entry of this.agents.values()) {
       const s = entry.session;
       if (!s) continue;
@@ -299,7 +424,7 @@ export class Registry {
       this.candidateCache = undefined;
       s.terminate(err);
     }
-    this.flushHeartbeats();
+    return this.flushHeartbeats();
   }
 
   /** Every agent, by name: for the coordinator itself (the API reads pages). */
@@ -429,19 +554,31 @@ export class Registry {
    * An admin's decision on an agent's claim on one of its serials (and the
    * physical id it reports there). Returns that device as listed now.
    */
-  decideAlias(serial: string, agent: string, decision: "accepted" | "rejected", by: string): Device {
+  decideAlias(serial: string, agent: string, decision: "accepted" | "rejected", by: string): Promise<Device> {
+    return this.serialized(() => this.decideStored(serial, agent, decision, by));
+  }
+
+  private async decideStored(serial: string, agent: string, decision: "accepted" | "rejected", by: string): Promise<Device> {
     const entry = this.agentByIdOrName(agent);
     if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${agent}`, "agent");
     const d = entry.devices.get(serial);
     if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
-    const changed = this.claims.decide(entry.id, claimKeys(serial, d.properties.physicalId), decision, by);
+    const keys = claimKeys(serial, d.properties.physicalId);
+    const before = this.claims.saved(entry.id, keys);
+    const changed = this.claims.decide(entry.id, keys, decision, by);
     if (changed.length > 0) {
-      this.store.saveClaimDecisions(changed);
+      try {
+        await this.store.saveClaimDecisions(changed);
+      } catch (err) {
+        this.claims.restore(before);
+        throw err;
+      }
       this.opts.log?.warn(`device alias ${decision}`, { agent: entry.name, serial, physicalId: d.properties.physicalId, by });
       // Every serial of this agent on the same keys follows the decision.
       for (const other of entry.devices.values()) other.quarantine = this.quarantineOf(entry.id, other.serial, other.properties.physicalId);
       this.changed();
       this.announceAgent(entry, true);
+      this.events.emit("stored", entry.id, "changed");
     }
     return toDevice(entry, d, shownState(entry, d));
   }
@@ -451,7 +588,11 @@ export class Registry {
    * host, or one that claimed what it should not). Refused while attached:
    * it would report everything again at once.
    */
-  removeAgent(idOrName: string): { agent: Agent; removedDevices: number } {
+  removeAgent(idOrName: string): Promise<{ agent: Agent; removedDevices: number }> {
+    return this.serialized(() => this.removeStored(idOrName));
+  }
+
+  private async removeStored(idOrName: string): Promise<{ agent: Agent; removedDevices: number }> {
     const entry = this.agentByIdOrName(idOrName);
     if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${idOrName}`, "agent");
     if (entry.session) {
@@ -459,13 +600,14 @@ export class Registry {
     }
     const agent = toAgent(entry);
     const serials = [...entry.devices.keys()];
-    this.store.deleteAgent(entry.id);
+    await this.store.deleteAgent(entry.id);
     this.claims.forgetAgent(entry.id);
     this.agents.delete(entry.id);
     this.agentIds = undefined;
     this.liveness.forget(entry.id);
     this.changed();
     if (this.listening("deviceRemoved")) for (const serial of serials) this.events.emit("deviceRemoved", entry.id, serial);
+    this.events.emit("stored", entry.id, "removed");
     return { agent, removedDevices: serials.length };
   }
 
@@ -477,6 +619,25 @@ export class Registry {
 
   agentName(agentId: string): string | undefined {
     return this.agents.get(agentId)?.name;
+  }
+
+  /**
+   * Runs a change after every change queued before it, so each decides on
+   * the state the previous one left and the store sees them in order. A
+   * failed change does not stop the ones after it.
+   */
+  private serialized<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(change);
+    this.tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** Writes these agents' heartbeat times now (their sessions ended), in order with every other change. */
+  private persistHeartbeats(agentIds: readonly string[]): Promise<void> {
+    return this.serialized(() => this.liveness.persist(agentIds, (id) => this.agents.get(id)));
   }
 
   private selectDevices<T>(filter: DeviceFilter, map: (agent: AgentEntry, d: DeviceEntry, state: string) => T): T[] {

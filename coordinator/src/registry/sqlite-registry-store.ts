@@ -1,13 +1,13 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray, or } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { agents, deviceClaims, devices } from "../db/schema.js";
-import type { AgentRow, ClaimRow, DeviceRow, HeartbeatRow, RegistryStore } from "./registry-store.js";
+import type { AgentRow, ClaimRow, DeviceRow, HeartbeatRow, RegistryStore, StoredRegistry } from "./registry-store.js";
 
 /** The registry's rows in the coordinator's SQLite database. */
 export class SqliteRegistryStore implements RegistryStore {
   constructor(private readonly db: CoordinatorDb) {}
 
-  load(): { agents: AgentRow[]; devices: DeviceRow[]; claims: ClaimRow[] } {
+  async load(): Promise<StoredRegistry> {
     return {
       agents: this.db.select().from(agents).all(),
       devices: this.db.select().from(devices).all(),
@@ -15,18 +15,30 @@ export class SqliteRegistryStore implements RegistryStore {
     };
   }
 
-  saveAgent(row: AgentRow): void {
+  async loadAgent(agentId: string, claimKeys: readonly string[]): Promise<StoredRegistry> {
+    return this.db.transaction((tx) => ({
+      agents: tx.select().from(agents).where(eq(agents.id, agentId)).all(),
+      devices: tx.select().from(devices).where(eq(devices.agentId, agentId)).all(),
+      claims: tx
+        .select()
+        .from(deviceClaims)
+        .where(claimKeys.length > 0 ? or(eq(deviceClaims.agentId, agentId), inArray(deviceClaims.key, [...claimKeys])) : eq(deviceClaims.agentId, agentId))
+        .all(),
+    }));
+  }
+
+  async saveAgent(row: AgentRow): Promise<void> {
     this.db.insert(agents).values(row).onConflictDoUpdate({ target: agents.id, set: row }).run();
   }
 
-  saveHeartbeats(rows: readonly HeartbeatRow[]): void {
+  async saveHeartbeats(rows: readonly HeartbeatRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.db.transaction((tx) => {
       for (const r of rows) tx.update(agents).set({ lastHeartbeatAt: r.lastHeartbeatAt }).where(eq(agents.id, r.agentId)).run();
     });
   }
 
-  replaceDevices(agentId: string, rows: readonly DeviceRow[], newClaims: readonly ClaimRow[]): void {
+  async replaceDevices(agentId: string, rows: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<void> {
     this.db.transaction((tx) => {
       insertClaims(tx, newClaims);
       tx.delete(devices).where(eq(devices.agentId, agentId)).run();
@@ -34,7 +46,7 @@ export class SqliteRegistryStore implements RegistryStore {
     });
   }
 
-  saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): void {
+  async saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<void> {
     this.db.transaction((tx) => {
       insertClaims(tx, newClaims);
       tx.insert(devices)
@@ -44,14 +56,14 @@ export class SqliteRegistryStore implements RegistryStore {
     });
   }
 
-  deleteDevice(agentId: string, serial: string): void {
+  async deleteDevice(agentId: string, serial: string): Promise<void> {
     this.db
       .delete(devices)
       .where(and(eq(devices.agentId, agentId), eq(devices.serial, serial)))
       .run();
   }
 
-  saveClaimDecisions(rows: readonly ClaimRow[]): void {
+  async saveClaimDecisions(rows: readonly ClaimRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.db.transaction((tx) => {
       for (const r of rows) {
@@ -63,7 +75,7 @@ export class SqliteRegistryStore implements RegistryStore {
     });
   }
 
-  deleteAgent(agentId: string): void {
+  async deleteAgent(agentId: string): Promise<void> {
     this.db.transaction((tx) => {
       tx.delete(devices).where(eq(devices.agentId, agentId)).run();
       tx.delete(agents).where(eq(agents.id, agentId)).run();

@@ -27,30 +27,22 @@ function decode<O extends DescMessage>(method: DescMethodUnary<DescMessage, O>, 
   }
 }
 
-/** One attached agent's control stream on the coordinator side. */
-export class AttachSession implements AgentSession {
-  readonly outgoing = new AsyncQueue<AttachResponse>();
+/**
+ * Calls on one agent, whichever replica holds its control stream: typed
+ * calls are encoded here and exchanged as bytes by the subclass (the stream
+ * itself, or the replica that holds it).
+ */
+export abstract class AgentCaller implements AgentSession {
   /**
-   * @param tokenName the agent token this stream authenticated with: evidence
-   *   ids issued through this session are uploadable only with that token.
+   * @param tokenName the agent token its stream authenticated with: evidence
+   *   ids issued for the agent are uploadable only with that token.
    */
   constructor(readonly tokenName = "") {}
 
-  private readonly aborter = new AbortController();
-  private failure: Error | undefined;
-  private readonly pending = new Map<string, { resolve: (r: AgentCallResult) => void; reject: (e: Error) => void }>();
+  abstract terminate(err: Error): void;
 
-  get signal(): AbortSignal {
-    return this.aborter.signal;
-  }
-
-  get error(): Error | undefined {
-    return this.failure;
-  }
-
-  send(msg: AttachResponse): boolean {
-    return this.outgoing.push(msg);
-  }
+  /** Sends one call (method path, encoded input) and waits for the agent's result until the caller's deadline. */
+  abstract exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult>;
 
   /**
    * Calls one method of a service the agent implements, by its descriptor,
@@ -67,7 +59,7 @@ export class AttachSession implements AgentSession {
     by: { tokenName: string; admin: boolean },
     callerDeadlineMs: number,
   ): Promise<MessageShape<O>> {
-    return decode(method, await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs));
+    return decode(method, await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs));
   }
 
   /**
@@ -84,7 +76,7 @@ export class AttachSession implements AgentSession {
   ): Promise<{ response?: MessageShape<O>; error?: unknown; evidence?: StepEvidence }> {
     let result: AgentCallResult;
     try {
-      result = await this.exchange(method, toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, create(StepCaptureSchema, step));
+      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, create(StepCaptureSchema, step));
     } catch (error) {
       return { error };
     }
@@ -96,7 +88,28 @@ export class AttachSession implements AgentSession {
     }
   }
 
-  private exchange(method: DescMethodUnary, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
+}
+
+/** One attached agent's control stream on the coordinator side. */
+export class AttachSession extends AgentCaller {
+  readonly outgoing = new AsyncQueue<AttachResponse>();
+  private readonly aborter = new AbortController();
+  private failure: Error | undefined;
+  private readonly pending = new Map<string, { resolve: (r: AgentCallResult) => void; reject: (e: Error) => void }>();
+
+  get signal(): AbortSignal {
+    return this.aborter.signal;
+  }
+
+  get error(): Error | undefined {
+    return this.failure;
+  }
+
+  send(msg: AttachResponse): boolean {
+    return this.outgoing.push(msg);
+  }
+
+  exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
     const commandId = randomUUID();
     const deadlineMs = hopDeadline(callerDeadlineMs);
     // Stop waiting just before the caller does, so this answer still reaches it.
@@ -118,7 +131,7 @@ export class AttachSession implements AgentSession {
       });
       const call = create(AgentCallSchema, {
         commandId,
-        method: methodPath(method),
+        method,
         deadline: timestampFromMs(Math.floor(deadlineMs)),
         requestedBy: by.tokenName,
         requestedByAdmin: by.admin,

@@ -17,7 +17,7 @@ import { requirePrincipal } from "../auth/auth.js";
 import type { Principal } from "../auth/token-store.js";
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
 import { actionRecordFor, ownershipFor } from "./command-privacy.js";
-import type { AttachSession } from "./agent-session.js";
+import type { AgentCaller } from "./agent-session.js";
 import type { Registry, Route } from "../registry/registry.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { ActivityLog } from "../activity/activity-log.js";
@@ -124,7 +124,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AttachSession).call(method, req, principal, deadline);
+    return (r.session as AgentCaller).call(method, req, principal, deadline);
   }
 
   /**
@@ -147,14 +147,14 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     if (!recorder) throw farmError(Errors.NOT_IMPLEMENTED, "this coordinator does not record sessions", "session_id");
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-    const session = recorder.session(sessionId, principal, deps.registry.route(serial, req.target?.agent ?? "").physicalId);
+    const session = await recorder.session(sessionId, principal, deps.registry.route(serial, req.target?.agent ?? "").physicalId);
     const perAction = captureTokens(ctx.requestHeader.get(CAPTURE_HEADER));
     const log = logOptions(ctx.requestHeader);
-    const step = recorder.open(session);
+    const step = await recorder.open(session);
     // The activity log keeps no secret of the session either.
     if (step.mask) entry.detail = step.mask.text(entry.detail);
     const plan = recorder.planFor(step, method, req, perAction, log);
-    let outcome: Awaited<ReturnType<AttachSession["callStep"]>>;
+    let outcome: Awaited<ReturnType<AgentCaller["callStep"]>>;
     let agentToken = "";
     try {
       checkArguments(method, req);
@@ -165,7 +165,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       if (rules.deviceChange && r.leaseId !== session.leaseId) {
         throw farmError(Errors.SESSION_MISMATCH, `session ${sessionId} belongs to lease ${session.leaseId}, not to the lease this call presents`, "session_id", { dispatched: false, ambiguous: false });
       }
-      const agent = r.session as AttachSession;
+      const agent = r.session as AgentCaller;
       agentToken = agent.tokenName;
       outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known, ...plan });
     } catch (error) {

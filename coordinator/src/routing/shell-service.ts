@@ -7,7 +7,7 @@ import { ShellService, OpenShellResponseSchema } from "@farm/shared/gen/farm/v1/
 import { AgentShellService, ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
-import type { AttachSession } from "./agent-session.js";
+import type { AgentCaller } from "./agent-session.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { Registry } from "../registry/registry.js";
@@ -41,7 +41,7 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
       const pair = deps.relay.open(sessionId);
       let outcome = "ok";
       try {
-        const started = await (r.session as AttachSession).call(
+        const started = await (r.session as AgentCaller).call(
           AgentControlService.method.startShell,
           { sessionId, ...(start.target ? { target: start.target } : {}), ...(start.size ? { size: start.size } : {}), term: start.term },
           principal,
@@ -74,7 +74,7 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
       } finally {
         deps.relay.close(sessionId);
         pair.toAgent.close();
-        deps.activity.record({
+        await deps.activity.record({
           at: t0,
           caller: principal.tokenName,
           leaseId: r.leaseId,

@@ -60,7 +60,7 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
         // LEASE_REQUIRED / LEASE_HELD_BY_OTHER: a session hangs off the caller's own lease.
         const lease = deps.leases.authorize(route.physicalId, ctx.requestHeader.get("x-farm-lease"));
         e.leaseId = lease.leaseId;
-        const row = deps.sessions.start(principal.tokenName, { leaseId: lease.leaseId, physicalId: route.physicalId, agentId: route.agentId, serial: route.serial }, {
+        const row = await deps.sessions.start(principal.tokenName, { leaseId: lease.leaseId, physicalId: route.physicalId, agentId: route.agentId, serial: route.serial }, {
           name: req.name,
           context: req.context ?? {},
           ocr: req.ocr,
@@ -78,18 +78,18 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       return deps.activity.track(entry, async (e) => {
         const status = req.status === SessionStatus.UNSPECIFIED ? "passed" : sessionStateOf(req.status);
         if (status !== "passed" && status !== "failed") throw invalidArgument("status", "status must be PASSED or FAILED (unset means PASSED)");
-        const known = deps.sessions.get(req.sessionId);
+        const known = await deps.sessions.get(req.sessionId);
         Object.assign(e, { leaseId: known.leaseId, serial: known.serial, physicalId: known.physicalId, agentId: known.agentId });
-        const row = deps.sessions.end(req.sessionId, status, principal);
+        const row = await deps.sessions.end(req.sessionId, status, principal);
         e.detail = `session ${row.sessionId}: ${row.status}`;
         deps.log.info("session ended", { sessionId: row.sessionId, status: row.status, by: principal.tokenName });
         return create(EndSessionResponseSchema, { session: toSession(row) });
       });
     },
-    getSession(req) {
-      return create(GetSessionResponseSchema, { session: toSession(deps.sessions.get(req.sessionId)) });
+    async getSession(req) {
+      return create(GetSessionResponseSchema, { session: toSession(await deps.sessions.get(req.sessionId)) });
     },
-    listSessions(req) {
+    async listSessions(req) {
       let physicalId = req.physicalId;
       if (req.serial !== "") {
         const id = deps.registry.physicalIdOf(req.serial);
@@ -99,13 +99,13 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       }
       const status = req.status === SessionStatus.UNSPECIFIED ? undefined : sessionStateOf(req.status);
       if (req.status !== SessionStatus.UNSPECIFIED && status === undefined) throw invalidArgument("status", `unknown session status ${req.status}`);
-      const page = deps.sessions.listPage({ physicalId, status, owner: req.owner }, req);
+      const page = await deps.sessions.listPage({ physicalId, status, owner: req.owner }, req);
       return create(ListSessionsResponseSchema, { sessions: page.items.map(toSession), nextPageToken: page.nextPageToken });
     },
-    listSessionSteps(req, ctx) {
+    async listSessionSteps(req, ctx) {
       const viewer = requirePrincipal(ctx);
-      const session = deps.sessions.get(req.sessionId);
-      const page = deps.steps.listPage(session.sessionId, req);
+      const session = await deps.sessions.get(req.sessionId);
+      const page = await deps.steps.listPage(session.sessionId, req);
       return create(ListSessionStepsResponseSchema, { steps: page.items.map((s) => stepFor(viewer, stepMessage(s))), nextPageToken: page.nextPageToken });
     },
     async appendSessionStep(req, ctx) {
@@ -125,8 +125,8 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       return create(AppendSessionStepResponseSchema, { step: stepFor(principal, stepMessage(step)) });
     },
     async *readSessionImage(req) {
-      const session = deps.sessions.get(req.sessionId);
-      const row = /^[0-9a-f]{64}$/.test(req.sha256) ? deps.steps.image(session.sessionId, req.sha256) : undefined;
+      const session = await deps.sessions.get(req.sessionId);
+      const row = /^[0-9a-f]{64}$/.test(req.sha256) ? await deps.steps.image(session.sessionId, req.sha256) : undefined;
       if (!row) throw farmError(Errors.NOT_FOUND, `session ${session.sessionId} shows no screenshot ${req.sha256}`, "sha256");
       let first = true;
       for await (const chunk of deps.images.read(row.sha256, row.mimeType)) {

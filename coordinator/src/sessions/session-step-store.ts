@@ -1,4 +1,7 @@
+import type { FarmDatabase } from "../db/database.js";
+import { PgSessionStepStore } from "./pg-session-step-store.js";
 import type { SessionRow } from "./session-store.js";
+import { SqliteSessionStepStore } from "./sqlite-session-step-store.js";
 
 /** One stored step: its versioned record (step-record.ts) and its OCR, kept apart. */
 export interface StepRow {
@@ -29,19 +32,24 @@ export interface SessionStepStore {
    * failed), in one transaction. Returns the session as it is after, or
    * undefined when there is no such session (nothing is written).
    */
-  append(row: StepRow, failed: boolean): SessionRow | undefined;
-  get(sessionId: string, sequence: number): StepRow | undefined;
+  append(row: StepRow, failed: boolean): Promise<SessionRow | undefined>;
+  get(sessionId: string, sequence: number): Promise<StepRow | undefined>;
   /** Replaces a step's OCR; returns the step after, or undefined when there is no such step. */
-  setOcr(sessionId: string, sequence: number, ocr: string): StepRow | undefined;
+  setOcr(sessionId: string, sequence: number, ocr: string): Promise<StepRow | undefined>;
   /** Up to `limit` steps of a session, oldest first, with sequence > afterSequence. */
-  listAfter(sessionId: string, afterSequence: number, limit: number): StepRow[];
+  listAfter(sessionId: string, afterSequence: number, limit: number): Promise<StepRow[]>;
   /** The highest sequence stored for a session, 0 when none. */
-  maxSequence(sessionId: string): number;
+  maxSequence(sessionId: string): Promise<number>;
   /** Steps whose OCR was still pending (a restart cut it short). */
-  pendingOcr(limit: number): StepRow[];
+  pendingOcr(limit: number): Promise<StepRow[]>;
   /** Records that a session shows an image (idempotent). */
-  addImage(row: SessionImageRow): void;
-  image(sessionId: string, sha256: string): SessionImageRow | undefined;
+  addImage(row: SessionImageRow): Promise<void>;
+  image(sessionId: string, sha256: string): Promise<SessionImageRow | undefined>;
   /** Up to `limit` of the images a session shows, most recently added first. */
-  recentImages(sessionId: string, limit: number): string[];
+  recentImages(sessionId: string, limit: number): Promise<string[]>;
+}
+
+/** The timeline store of the coordinator's database, whichever dialect it is. */
+export function createSessionStepStore(database: FarmDatabase): SessionStepStore {
+  return database.dialect === "sqlite" ? new SqliteSessionStepStore(database.db) : new PgSessionStepStore(database.db);
 }

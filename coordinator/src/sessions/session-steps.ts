@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { readPage, type Page, type PageRequest } from "../paging.js";
+import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
 import type { OcrObservation } from "./ocr/ocr-pool.js";
 import type { SessionRow } from "./session-store.js";
 import type { SessionImageRow, SessionStepStore, StepRow } from "./session-step-store.js";
@@ -39,6 +39,8 @@ const KNOWN_IMAGES = 32;
 export class SessionSteps {
   readonly events = new EventEmitter<StepEvents>();
   private readonly next = new Map<string, number>();
+  /** A session's stored maximum being read: concurrent first reserves share the read. */
+  private readonly seeding = new Map<string, Promise<number>>();
 
   constructor(
     private readonly store: SessionStepStore,
@@ -46,8 +48,20 @@ export class SessionSteps {
   ) {}
 
   /** The next sequence number of a session's timeline. */
-  reserve(sessionId: string): number {
-    const n = (this.next.get(sessionId) ?? this.store.maxSequence(sessionId)) + 1;
+  async reserve(sessionId: string): Promise<number> {
+    if (!this.next.has(sessionId)) {
+      let seed = this.seeding.get(sessionId);
+      if (!seed) {
+        seed = this.store.maxSequence(sessionId);
+        this.seeding.set(sessionId, seed);
+        const done = () => void this.seeding.delete(sessionId);
+        seed.then(done, done);
+      }
+      const max = await seed;
+      // The first reserve to wake seeds the counter; the others count on from it.
+      if (!this.next.has(sessionId)) this.next.set(sessionId, max);
+    }
+    const n = (this.next.get(sessionId) as number) + 1;
     this.next.set(sessionId, n);
     return n;
   }
@@ -62,54 +76,59 @@ export class SessionSteps {
    * OCR pending (the caller queues it). Returns the stored step and the
    * session as counted, or undefined when the session does not exist.
    */
-  append(
+  async append(
     sessionId: string,
     sequence: number,
     record: StepRecordV2 | StepRecordV1,
     opts: { failed: boolean; ocr: StepOcrRecord | null },
-  ): { step: StoredStep; session: SessionRow } | undefined {
+  ): Promise<{ step: StoredStep; session: SessionRow } | undefined> {
     const row: StepRow = { sessionId, sequence, record: JSON.stringify(record), ocr: opts.ocr ? ocrJson(opts.ocr) : null, createdAt: this.now() };
-    const session = this.store.append(row, opts.failed);
+    // The step and the session's counts are one transaction (the store's append).
+    const session = await this.store.append(row, opts.failed);
     if (!session) return undefined;
     const step = toStored(row);
     this.events.emit("step", step);
     return { step, session };
   }
 
-  setOcr(sessionId: string, sequence: number, ocr: StepOcrRecord): StoredStep | undefined {
-    const row = this.store.setOcr(sessionId, sequence, ocrJson(ocr));
+  async setOcr(sessionId: string, sequence: number, ocr: StepOcrRecord): Promise<StoredStep | undefined> {
+    const row = await this.store.setOcr(sessionId, sequence, ocrJson(ocr));
     if (!row) return undefined;
     const step = toStored(row);
     this.events.emit("step", step);
     return step;
   }
 
-  get(sessionId: string, sequence: number): StoredStep | undefined {
-    const row = this.store.get(sessionId, sequence);
+  async get(sessionId: string, sequence: number): Promise<StoredStep | undefined> {
+    const row = await this.store.get(sessionId, sequence);
     return row && toStored(row);
   }
 
   /** One page of a timeline, oldest first. */
-  listPage(sessionId: string, page: PageRequest): Page<StoredStep> {
-    return readPage(page, { list: "session-steps", filter: { sessionId } }, ["number"] as const, (s: StoredStep) => [s.sequence] as const, (after, limit) =>
-      this.store.listAfter(sessionId, after ? after[0] : 0, limit).map(toStored),
-    );
+  async listPage(sessionId: string, page: PageRequest): Promise<Page<StoredStep>> {
+    const scope = { list: "session-steps", filter: { sessionId } };
+    const shape = ["number"] as const;
+    // A bad token or size is refused before the store is read; readPage then cuts the page from the rows read.
+    const size = pageSizeOf(page.pageSize);
+    const after = decodePageToken(page.pageToken, scope, shape);
+    const rows = (await this.store.listAfter(sessionId, after ? after[0] : 0, size + 1)).map(toStored);
+    return readPage(page, scope, shape, (s: StoredStep) => [s.sequence] as const, () => rows);
   }
 
   /** Steps whose OCR a restart left pending. */
-  pendingOcr(limit = 1000): StoredStep[] {
-    return this.store.pendingOcr(limit).map(toStored);
+  async pendingOcr(limit = 1000): Promise<StoredStep[]> {
+    return (await this.store.pendingOcr(limit)).map(toStored);
   }
 
-  addImage(row: SessionImageRow): void {
-    this.store.addImage(row);
+  addImage(row: SessionImageRow): Promise<void> {
+    return this.store.addImage(row);
   }
 
-  image(sessionId: string, sha256: string): SessionImageRow | undefined {
+  image(sessionId: string, sha256: string): Promise<SessionImageRow | undefined> {
     return this.store.image(sessionId, sha256);
   }
 
-  knownImages(sessionId: string): string[] {
+  knownImages(sessionId: string): Promise<string[]> {
     return this.store.recentImages(sessionId, KNOWN_IMAGES);
   }
 }

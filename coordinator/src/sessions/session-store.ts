@@ -1,4 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
+import type { FarmDatabase } from "../db/database.js";
+import { PgSessionStore } from "./pg-session-store.js";
+import { SqliteSessionStore } from "./sqlite-session-store.js";
 
 export type SessionState = "running" | "passed" | "failed" | "lease_ended";
 
@@ -36,16 +39,21 @@ export interface SessionFilter {
 
 /** Where sessions are kept. Each method is one atomic write or read. */
 export interface SessionStore {
-  insert(row: SessionRow): void;
-  get(sessionId: string): SessionRow | undefined;
+  insert(row: SessionRow): Promise<void>;
+  get(sessionId: string): Promise<SessionRow | undefined>;
   /**
    * Ends a session that is still running. Returns the ended row, or
    * undefined when it was not running (nothing is written): the check and
    * the write are one statement, so a session ends exactly once.
    */
-  end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): SessionRow | undefined;
+  end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): Promise<SessionRow | undefined>;
   /** Running sessions, oldest first (all of them, or those under one lease). */
-  running(leaseId?: string): SessionRow[];
+  running(leaseId?: string): Promise<SessionRow[]>;
   /** Up to `limit` rows newest first by (createdAt, sessionId), strictly after `after` in that order. */
-  listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): SessionRow[];
+  listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): Promise<SessionRow[]>;
+}
+
+/** The session store of the coordinator's database, whichever dialect it is. */
+export function createSessionStore(database: FarmDatabase): SessionStore {
+  return database.dialect === "sqlite" ? new SqliteSessionStore(database.db) : new PgSessionStore(database.db);
 }

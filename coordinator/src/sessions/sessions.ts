@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { createHash, randomUUID } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
-import { readPage, type Page, type PageRequest } from "../paging.js";
+import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
 import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./session-store.js";
 
 export const MAX_NAME_CHARS = 200;
@@ -48,6 +48,12 @@ export class Sessions {
   readonly events = new EventEmitter<SessionEvents>();
   /** Secret values by session, for running sessions only: never written anywhere. */
   private readonly secrets = new Map<string, string[]>();
+  /**
+   * Starts and lease endings, chained per lease: a session started while
+   * its lease ends is announced running before it is announced ended, and
+   * its secrets are not kept for a session that has already ended.
+   */
+  private readonly byLease = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: SessionStore,
@@ -58,14 +64,17 @@ export class Sessions {
    * Starts a session. `policyJson` must already be the validated policy
    * (capture-policy); secrets are checked here and kept in memory only.
    */
-  start(
+  async start(
     owner: string,
     lease: SessionLease,
     opts: { name: string; context: Record<string, JsonValue>; ocr: boolean; policyJson?: string; secrets?: readonly SessionSecret[] },
-  ): SessionRow {
+  ): Promise<SessionRow> {
     if (opts.name.length > MAX_NAME_CHARS) throw invalidArgument("name", `name is ${opts.name.length} characters; at most ${MAX_NAME_CHARS} are allowed`);
+    // PostgreSQL keeps no NUL character in text or jsonb: refused on either database alike.
+    if (opts.name.includes("\0")) throw invalidArgument("name", "name contains a NUL character");
     const bytes = Buffer.byteLength(JSON.stringify(opts.context), "utf8");
     if (bytes > MAX_CONTEXT_BYTES) throw invalidArgument("context", `context is ${bytes} bytes as JSON; at most ${MAX_CONTEXT_BYTES} are allowed`);
+    if (hasNul(opts.context)) throw invalidArgument("context", "context contains a NUL character");
     const secrets = checkSecrets(opts.secrets ?? []);
     const policyJson = opts.policyJson ?? "";
     const row: SessionRow = {
@@ -87,48 +96,55 @@ export class Sessions {
       policySha256: policyJson ? createHash("sha256").update(policyJson).digest("hex") : "",
       secretNames: secrets.map((x) => x.name),
     };
-    // Stored before the caller learns the id (durable before visible).
-    this.store.insert(row);
-    if (secrets.length > 0) this.secrets.set(row.sessionId, secrets.map((x) => x.value));
-    this.events.emit("session", row);
-    return row;
+    return this.underLease(lease.leaseId, async () => {
+      // Stored before the caller learns the id (durable before visible).
+      await this.store.insert(row);
+      if (secrets.length > 0) this.secrets.set(row.sessionId, secrets.map((x) => x.value));
+      this.events.emit("session", row);
+      return row;
+    });
   }
 
   /** Ends a running session as passed or failed: only its owner or an admin, and only once. */
-  end(sessionId: string, status: "passed" | "failed", caller: SessionCaller): SessionRow {
-    const row = this.get(sessionId);
+  async end(sessionId: string, status: "passed" | "failed", caller: SessionCaller): Promise<SessionRow> {
+    const row = await this.get(sessionId);
     if (!caller.admin && caller.tokenName !== row.owner) {
       throw farmError(Errors.PERMISSION_DENIED, `session ${sessionId} belongs to ${row.owner}; only they or an admin may end it`, "session_id");
     }
     if (row.status !== "running") throw this.ended(row);
-    const ended = this.store.end(sessionId, status, this.now());
+    // The store ends only a running session: of two concurrent ends, one wins.
+    const ended = await this.store.end(sessionId, status, this.now());
     // Ended by someone else between the read and the write (its lease, say).
-    if (!ended) throw this.ended(this.get(sessionId));
+    if (!ended) throw this.ended(await this.get(sessionId));
     this.secrets.delete(sessionId);
     this.events.emit("session", ended);
     return ended;
   }
 
   /** Ends every running session under a lease that ended; returns them. */
-  endForLease(leaseId: string): SessionRow[] {
-    const ended: SessionRow[] = [];
-    for (const row of this.store.running(leaseId)) {
-      const e = this.store.end(row.sessionId, "lease_ended", this.now());
-      if (!e) continue;
-      this.secrets.delete(row.sessionId);
-      ended.push(e);
-      this.events.emit("session", e);
-    }
-    return ended;
+  endForLease(leaseId: string): Promise<SessionRow[]> {
+    return this.underLease(leaseId, async () => {
+      const ended: SessionRow[] = [];
+      for (const row of await this.store.running(leaseId)) {
+        const e = await this.store.end(row.sessionId, "lease_ended", this.now());
+        if (!e) continue;
+        this.secrets.delete(row.sessionId);
+        ended.push(e);
+        this.events.emit("session", e);
+      }
+      return ended;
+    });
   }
 
   /**
    * At start-up: ends running sessions whose lease is no longer active
    * (it ended while the coordinator was down, or before its event was handled).
    */
-  settle(activeLeaseIds: ReadonlySet<string>): SessionRow[] {
-    const leases = new Set(this.store.running().map((r) => r.leaseId).filter((id) => !activeLeaseIds.has(id)));
-    return [...leases].flatMap((id) => this.endForLease(id));
+  async settle(activeLeaseIds: ReadonlySet<string>): Promise<SessionRow[]> {
+    const leases = new Set((await this.store.running()).map((r) => r.leaseId).filter((id) => !activeLeaseIds.has(id)));
+    const ended: SessionRow[] = [];
+    for (const id of leases) ended.push(...(await this.endForLease(id)));
+    return ended;
   }
 
   /**
@@ -149,19 +165,37 @@ export class Sessions {
     return values;
   }
 
-  get(sessionId: string): SessionRow {
+  async get(sessionId: string): Promise<SessionRow> {
     if (sessionId === "") throw invalidArgument("session_id", "a session id is required");
-    const row = sessionId.length <= 128 ? this.store.get(sessionId) : undefined;
+    // No stored id is that long or holds a NUL (which PostgreSQL would refuse to compare).
+    const row = sessionId.length <= 128 && !sessionId.includes("\0") ? await this.store.get(sessionId) : undefined;
     if (!row) throw farmError(Errors.SESSION_NOT_FOUND, `no session ${sessionId}`, "session_id");
     return row;
   }
 
   /** One page, newest first by (create time, session id): unique, and fixed once written. */
-  listPage(filter: SessionFilter, page: PageRequest): Page<SessionRow> {
+  async listPage(filter: SessionFilter, page: PageRequest): Promise<Page<SessionRow>> {
     const f = { physicalId: filter.physicalId || undefined, status: filter.status, owner: filter.owner || undefined };
-    return readPage(page, { list: "sessions", filter: f }, ["number", "string"] as const, (r: SessionRow) => [r.createdAt, r.sessionId] as const, (after, limit) =>
-      this.store.listAfter(f, after, limit),
-    );
+    const scope = { list: "sessions", filter: f };
+    const shape = ["number", "string"] as const;
+    // A bad token or size is refused before the store is read; readPage then cuts the page from the rows read.
+    const size = pageSizeOf(page.pageSize);
+    const after = decodePageToken(page.pageToken, scope, shape);
+    // A filter holding a NUL matches nothing stored (and PostgreSQL would refuse it).
+    const rows = [f.physicalId, f.owner].some((v) => v?.includes("\0")) ? [] : await this.store.listAfter(f, after, size + 1);
+    return readPage(page, scope, shape, (r: SessionRow) => [r.createdAt, r.sessionId] as const, () => rows);
+  }
+
+  /** Runs `fn` after whatever runs for the lease (start, endForLease) has finished. */
+  private underLease<T>(leaseId: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.byLease.get(leaseId) ?? Promise.resolve();
+    const run = before.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.byLease.set(leaseId, tail);
+    void tail.then(() => {
+      if (this.byLease.get(leaseId) === tail) this.byLease.delete(leaseId);
+    });
+    return run;
   }
 
   private ended(row: SessionRow): Error {
@@ -169,6 +203,14 @@ export class Sessions {
     const why: Record<SessionState, string> = { running: "is running", passed: "ended as passed", failed: "ended as failed", lease_ended: "ended when its lease ended" };
     return farmError(Errors.SESSION_ENDED, `session ${row.sessionId} already ${why[row.status]}${when}`, "session_id");
   }
+}
+
+/** Whether a JSON value holds a NUL character in any string or key. */
+function hasNul(v: JsonValue): boolean {
+  if (typeof v === "string") return v.includes("\0");
+  if (Array.isArray(v)) return v.some(hasNul);
+  if (v !== null && typeof v === "object") return Object.entries(v).some(([k, x]) => k.includes("\0") || hasNul(x));
+  return false;
 }
 
 function checkSecrets(secrets: readonly SessionSecret[]): SessionSecret[] {

@@ -8,7 +8,7 @@ import type { SessionImageRow, SessionStepStore, StepRow } from "./session-step-
 export class SqliteSessionStepStore implements SessionStepStore {
   constructor(private readonly db: CoordinatorDb) {}
 
-  append(row: StepRow, failed: boolean): SessionRow | undefined {
+  async append(row: StepRow, failed: boolean): Promise<SessionRow | undefined> {
     return this.db.transaction((tx) => {
       const counted = tx
         .update(sessions)
@@ -22,15 +22,15 @@ export class SqliteSessionStepStore implements SessionStepStore {
     });
   }
 
-  get(sessionId: string, sequence: number): StepRow | undefined {
+  async get(sessionId: string, sequence: number): Promise<StepRow | undefined> {
     return this.db.select().from(sessionSteps).where(and(eq(sessionSteps.sessionId, sessionId), eq(sessionSteps.sequence, sequence))).get();
   }
 
-  setOcr(sessionId: string, sequence: number, ocr: string): StepRow | undefined {
+  async setOcr(sessionId: string, sequence: number, ocr: string): Promise<StepRow | undefined> {
     return this.db.update(sessionSteps).set({ ocr }).where(and(eq(sessionSteps.sessionId, sessionId), eq(sessionSteps.sequence, sequence))).returning().get();
   }
 
-  listAfter(sessionId: string, afterSequence: number, limit: number): StepRow[] {
+  async listAfter(sessionId: string, afterSequence: number, limit: number): Promise<StepRow[]> {
     return this.db
       .select()
       .from(sessionSteps)
@@ -40,24 +40,24 @@ export class SqliteSessionStepStore implements SessionStepStore {
       .all();
   }
 
-  maxSequence(sessionId: string): number {
+  async maxSequence(sessionId: string): Promise<number> {
     const r = this.db.select({ max: sql<number | null>`max(${sessionSteps.sequence})` }).from(sessionSteps).where(eq(sessionSteps.sessionId, sessionId)).get();
     return r?.max ?? 0;
   }
 
-  pendingOcr(limit: number): StepRow[] {
+  async pendingOcr(limit: number): Promise<StepRow[]> {
     return this.db.select().from(sessionSteps).where(like(sessionSteps.ocr, '{"status":"pending"%')).limit(limit).all();
   }
 
-  addImage(row: SessionImageRow): void {
+  async addImage(row: SessionImageRow): Promise<void> {
     this.db.insert(sessionImages).values(row).onConflictDoNothing().run();
   }
 
-  image(sessionId: string, sha256: string): SessionImageRow | undefined {
+  async image(sessionId: string, sha256: string): Promise<SessionImageRow | undefined> {
     return this.db.select().from(sessionImages).where(and(eq(sessionImages.sessionId, sessionId), eq(sessionImages.sha256, sha256))).get();
   }
 
-  recentImages(sessionId: string, limit: number): string[] {
+  async recentImages(sessionId: string, limit: number): Promise<string[]> {
     return this.db
       .select({ sha256: sessionImages.sha256 })
       .from(sessionImages)

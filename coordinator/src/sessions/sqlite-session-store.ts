@@ -7,15 +7,15 @@ import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./se
 export class SqliteSessionStore implements SessionStore {
   constructor(private readonly db: CoordinatorDb) {}
 
-  insert(row: SessionRow): void {
+  async insert(row: SessionRow): Promise<void> {
     this.db.insert(sessions).values(row).run();
   }
 
-  get(sessionId: string): SessionRow | undefined {
+  async get(sessionId: string): Promise<SessionRow | undefined> {
     return this.db.select().from(sessions).where(eq(sessions.sessionId, sessionId)).get();
   }
 
-  end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): SessionRow | undefined {
+  async end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): Promise<SessionRow | undefined> {
     return this.db
       .update(sessions)
       .set({ status, endedAt })
@@ -24,12 +24,12 @@ export class SqliteSessionStore implements SessionStore {
       .get();
   }
 
-  running(leaseId?: string): SessionRow[] {
+  async running(leaseId?: string): Promise<SessionRow[]> {
     const where = leaseId === undefined ? eq(sessions.status, "running") : and(eq(sessions.status, "running"), eq(sessions.leaseId, leaseId));
     return this.db.select().from(sessions).where(where).orderBy(asc(sessions.createdAt), asc(sessions.sessionId)).all();
   }
 
-  listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): SessionRow[] {
+  async listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): Promise<SessionRow[]> {
     const where: SQL[] = [];
     if (filter.physicalId) where.push(eq(sessions.physicalId, filter.physicalId));
     if (filter.status) where.push(eq(sessions.status, filter.status));

@@ -1,7 +1,7 @@
 import type { Logger } from "@farm/shared/log";
 import { OcrQueueFull, type OcrOutcome } from "./ocr/ocr-pool.js";
 import type { SessionImageStore } from "./session-image-store.js";
-import type { SessionSteps } from "./session-steps.js";
+import type { SessionSteps, StepOcrRecord } from "./session-steps.js";
 import type { StepOcrQueue } from "./step-recorder.js";
 
 /** Results kept per screenshot, so an unchanged screen is read once. */
@@ -23,29 +23,40 @@ export class StepOcr implements StepOcrQueue {
   ) {}
 
   queue(sessionId: string, sequence: number, sha256: string): void {
-    this.recognize(sha256).then(
-      (o) => this.steps.setOcr(sessionId, sequence, { status: "done", observations: o.observations, durationMs: Math.round(o.durationMs) }),
-      (err: unknown) => {
-        const full = err instanceof OcrQueueFull;
-        if (!full) this.log.warn("OCR of a step failed", { sessionId, sequence, error: (err as Error).message });
-        this.steps.setOcr(sessionId, sequence, { status: full ? "skipped" : "failed", observations: [], error: full ? "the OCR queue was full" : (err as Error).message });
-      },
-    );
+    void this.recognize(sha256)
+      .then(
+        (o): StepOcrRecord => ({ status: "done", observations: o.observations, durationMs: Math.round(o.durationMs) }),
+        (err: unknown): StepOcrRecord => {
+          const full = err instanceof OcrQueueFull;
+          if (!full) this.log.warn("OCR of a step failed", { sessionId, sequence, error: (err as Error).message });
+          return { status: full ? "skipped" : "failed", observations: [], error: full ? "the OCR queue was full" : (err as Error).message };
+        },
+      )
+      .then((ocr) => this.store(sessionId, sequence, ocr));
   }
 
   /** Queues again what a restart left pending. */
-  resume(): number {
+  async resume(): Promise<number> {
     let n = 0;
-    for (const s of this.steps.pendingOcr()) {
+    for (const s of await this.steps.pendingOcr()) {
       const sha = s.view.before?.sha256;
       if (sha) {
         this.queue(s.sessionId, s.sequence, sha);
         n++;
       } else {
-        this.steps.setOcr(s.sessionId, s.sequence, { status: "skipped", observations: [], error: "no before screenshot" });
+        await this.store(s.sessionId, s.sequence, { status: "skipped", observations: [], error: "no before screenshot" });
       }
     }
     return n;
+  }
+
+  /** Stores a step's OCR; a failure is logged (the step stays pending, and a restart queues it again). */
+  private async store(sessionId: string, sequence: number, ocr: StepOcrRecord): Promise<void> {
+    try {
+      await this.steps.setOcr(sessionId, sequence, ocr);
+    } catch (err) {
+      this.log.error("a step's OCR could not be stored", { sessionId, sequence, error: (err as Error).message });
+    }
   }
 
   private recognize(sha256: string): Promise<OcrOutcome> {

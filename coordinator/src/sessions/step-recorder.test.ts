@@ -11,21 +11,21 @@ import { createLogger } from "@farm/shared/log";
 import { farmError, actionError, Errors } from "@farm/shared/errors";
 import { StepEvidenceSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService, RunShellRequestSchema, RunShellResponseSchema, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
+import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { BlobStore } from "../evidence/blob-store.js";
 import type { Principal } from "../auth/token-store.js";
 import { SessionImageStore } from "./session-image-store.js";
 import { SessionSteps } from "./session-steps.js";
 import { Sessions } from "./sessions.js";
-import { SqliteSessionStepStore } from "./sqlite-session-step-store.js";
-import { SqliteSessionStore } from "./sqlite-session-store.js";
+import { createSessionStepStore } from "./session-step-store.js";
+import { createSessionStore } from "./session-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import { StepRecorder } from "./step-recorder.js";
 
-let opened: OpenedDatabase | undefined;
+let opened: FarmDatabase | undefined;
 let dir: string | undefined;
 afterEach(async () => {
-  opened?.close();
+  await opened?.close();
   opened = undefined;
   if (dir) await rm(dir, { recursive: true, force: true });
   dir = undefined;
@@ -38,16 +38,17 @@ const AGENT_OWNER = `agent:${AGENT}`;
 
 async function setup(ocr = false) {
   dir = await mkdtemp(join(tmpdir(), "step-recorder-"));
-  opened = openDatabase(":memory:");
-  const sessions = new Sessions(new SqliteSessionStore(opened.db));
-  const steps = new SessionSteps(new SqliteSessionStepStore(opened.db));
+  const db = sqliteDatabase(":memory:");
+  opened = db;
+  const sessions = new Sessions(createSessionStore(db));
+  const steps = new SessionSteps(createSessionStepStore(db));
   const blobs = new BlobStore(dir);
   await blobs.init();
   const images = new SessionImageStore(dir);
   await images.init();
   const queued: [string, number, string][] = [];
   const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) } });
-  const session = sessions.start("alice", lease, { name: "", context: {}, ocr });
+  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr });
   /** A PNG uploaded as a blob by `owner`, described as the agent would. */
   const shot = async (color: string, owner = AGENT_OWNER, claim: Partial<{ width: number; height: number; sha256: string }> = {}): Promise<StepShot> => {
     const png = await sharp({ create: { width: 8, height: 16, channels: 3, background: color } }).png().toBuffer();
@@ -68,20 +69,20 @@ const bob: Principal = { tokenName: "bob", kind: "user", role: "viewer", admin: 
 describe("StepRecorder", () => {
   it("checks that a call may be a step: running, the caller's, this phone", async () => {
     const { recorder, session, sessions } = await setup();
-    expect(recorder.session(session.sessionId, alice, "pd-1").sessionId).toBe(session.sessionId);
-    expect(() => recorder.session(session.sessionId, bob, "pd-1")).toThrow(/belongs to alice/);
-    expect(() => recorder.session(session.sessionId, alice, "pd-2")).toThrow(/is on phone S-1/);
-    sessions.end(session.sessionId, "passed", alice);
-    expect(() => recorder.session(session.sessionId, alice, "pd-1")).toThrow(/has ended/);
+    expect((await recorder.session(session.sessionId, alice, "pd-1")).sessionId).toBe(session.sessionId);
+    await expect(recorder.session(session.sessionId, bob, "pd-1")).rejects.toThrow(/belongs to alice/);
+    await expect(recorder.session(session.sessionId, alice, "pd-2")).rejects.toThrow(/is on phone S-1/);
+    await sessions.end(session.sessionId, "passed", alice);
+    await expect(recorder.session(session.sessionId, alice, "pd-1")).rejects.toThrow(/has ended/);
   });
 
   it("stores a step with distinct before and after screenshots, content-addressed, each stored once", async () => {
     const { recorder, session, steps, images, shot } = await setup();
     const before = await shot("#ff0000");
     const after = await shot("#00ff00");
-    const step = recorder.open(session);
+    const step = await recorder.open(session);
     await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before, after, startTime: timestampFromMs(5), durationMs: 7 }) }, AGENT, "alice");
-    const stored = steps.get(session.sessionId, step.sequence);
+    const stored = await steps.get(session.sessionId, step.sequence);
     expect(stored?.view).toMatchObject({ recordVersion: 2, action: "tap", description: "tap (3, 4)", startedAt: 5, durationMs: 7, result: { ok: true, actionId: "act-1", dispatched: true } });
     expect(stored?.view.before?.sha256).toBe(before.sha256);
     expect(stored?.view.after?.sha256).toBe(after.sha256);
@@ -90,10 +91,10 @@ describe("StepRecorder", () => {
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     // The same screen again, uploaded again: still one file.
     const again = await shot("#ff0000");
-    const next = recorder.open(session);
+    const next = await recorder.open(session);
     expect(next.known).toEqual(expect.arrayContaining([before.sha256, after.sha256]));
     await recorder.record(next, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before: again, after: { ...again, blobId: "" } }) }, AGENT, "alice");
-    expect(steps.get(session.sessionId, next.sequence)?.view.after?.sha256).toBe(before.sha256);
+    expect((await steps.get(session.sessionId, next.sequence))?.view.after?.sha256).toBe(before.sha256);
     const files = (await readdir(images.root, { recursive: true })).filter((f) => f.endsWith(".png"));
     expect(files).toHaveLength(2);
   });
@@ -101,30 +102,30 @@ describe("StepRecorder", () => {
   it("keeps a failed step with the screenshot it got and the failure, and counts it as failed", async () => {
     const { recorder, session, sessions, shot, steps } = await setup();
     const before = await shot("#0000ff");
-    const step = recorder.open(session);
+    const step = await recorder.open(session);
     const lost: StepShot = { $typeName: "farm.v1.StepShot", blobId: "", sha256: "", width: 0, height: 0, size: 0n, error: { $typeName: "farm.v1.CommandError", message: "device S-1 went away", status: 14, detail: { $typeName: "farm.v1.ErrorDetail", code: "DEVICE_OFFLINE", field: "", ambiguous: false, actionId: "", agentId: "" } } };
     const error = actionError(Errors.DEVICE_OFFLINE, "the phone vanished mid-action", { dispatched: null, ambiguous: true, actionId: "act-9" });
     await recorder.record(step, DeviceService.method.sendInput, tap, { error, evidence: create(StepEvidenceSchema, { before, after: lost }) }, AGENT, "alice");
-    const v = steps.get(session.sessionId, step.sequence)?.view;
+    const v = (await steps.get(session.sessionId, step.sequence))?.view;
     expect(v?.before?.sha256).toBe(before.sha256);
     expect(v?.after).toMatchObject({ error: { code: "DEVICE_OFFLINE", message: "device S-1 went away" } });
     expect(v?.result).toMatchObject({ ok: false, errorCode: "DEVICE_OFFLINE", dispatched: null, ambiguous: true, actionId: "act-9" });
-    expect(sessions.get(session.sessionId)).toMatchObject({ stepCount: 1, failedStepCount: 1 });
+    expect(await sessions.get(session.sessionId)).toMatchObject({ stepCount: 1, failedStepCount: 1 });
   });
 
   it("keeps the attempts the agent gave up on before its result", async () => {
     const { recorder, session, steps } = await setup();
-    const step = recorder.open(session);
+    const step = await recorder.open(session);
     const attempts = [{ $typeName: "farm.v1.StepAttemptReport" as const, startTime: timestampFromMs(10), durationMs: 30, error: { $typeName: "farm.v1.CommandError" as const, message: "socket hang up", status: 14, detail: { $typeName: "farm.v1.ErrorDetail" as const, code: "bridge_transport_failed", field: "", ambiguous: false, actionId: "", agentId: "" } } }];
     await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { attempts }) }, AGENT, "alice");
-    expect(steps.get(session.sessionId, step.sequence)?.view.attempts).toEqual([{ startedAt: 10, durationMs: 30, errorCode: "bridge_transport_failed", errorMessage: "socket hang up" }]);
+    expect((await steps.get(session.sessionId, step.sequence))?.view.attempts).toEqual([{ startedAt: 10, durationMs: 30, errorCode: "bridge_transport_failed", errorMessage: "socket hang up" }]);
   });
 
   it("records a call that never reached the agent (no captures) as a failed step", async () => {
     const { recorder, session, steps } = await setup();
-    const step = recorder.open(session);
+    const step = await recorder.open(session);
     await recorder.record(step, DeviceService.method.sendInput, tap, { error: farmError(Errors.LEASE_REQUIRED, "no lease") }, "", "alice");
-    expect(steps.get(session.sessionId, step.sequence)?.view).toMatchObject({ before: null, after: null, result: { ok: false, errorCode: "LEASE_REQUIRED" } });
+    expect((await steps.get(session.sessionId, step.sequence))?.view).toMatchObject({ before: null, after: null, result: { ok: false, errorCode: "LEASE_REQUIRED" } });
   });
 
   it("does not trust the agent's screenshots: another token's blob, a wrong sha256, a non-PNG, a wrong size, an unknown reference", async () => {
@@ -145,34 +146,34 @@ describe("StepRecorder", () => {
       [unknown, /does not have/],
     ];
     for (const [s, why] of cases) {
-      const step = recorder.open(session);
+      const step = await recorder.open(session);
       await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before: s }) }, AGENT, "alice");
-      const v = steps.get(session.sessionId, step.sequence)?.view;
+      const v = (await steps.get(session.sessionId, step.sequence))?.view;
       expect(v?.before?.sha256, String(why)).toBeUndefined();
       expect(v?.before?.error?.message).toMatch(why);
       // The action's own result is what it was.
       expect(v?.result.ok).toBe(true);
     }
-    expect(steps.knownImages(session.sessionId)).toEqual([]);
+    expect(await steps.knownImages(session.sessionId)).toEqual([]);
   });
 
   it("queues OCR of the before screenshot in a session with OCR on, and says why when there is none", async () => {
     const { recorder, session, shot, steps, queued } = await setup(true);
     const before = await shot("#444444");
-    const one = recorder.open(session);
+    const one = await recorder.open(session);
     await recorder.record(one, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before }) }, AGENT, "alice");
     expect(queued).toEqual([[session.sessionId, one.sequence, before.sha256]]);
-    expect(steps.get(session.sessionId, one.sequence)?.ocr).toMatchObject({ status: "pending" });
-    const two = recorder.open(session);
+    expect((await steps.get(session.sessionId, one.sequence))?.ocr).toMatchObject({ status: "pending" });
+    const two = await recorder.open(session);
     await recorder.record(two, DeviceService.method.sendInput, tap, { response: tapped }, AGENT, "alice");
-    expect(steps.get(session.sessionId, two.sequence)?.ocr).toMatchObject({ status: "skipped", error: "no before screenshot" });
+    expect((await steps.get(session.sessionId, two.sequence))?.ocr).toMatchObject({ status: "skipped", error: "no before screenshot" });
   });
 
   it("attaches a still capture as a version 1 record whose screenshot is the after image", async () => {
     const { recorder, session, steps } = await setup();
-    const step = recorder.open(session);
-    recorder.recordStill(step, "0b6f3c1e-2a4d-4c8e-9f10-5d2e7a9b1c33", "screenshot.png", "complete", "alice");
-    const v = steps.get(session.sessionId, step.sequence)?.view;
+    const step = await recorder.open(session);
+    await recorder.recordStill(step, "0b6f3c1e-2a4d-4c8e-9f10-5d2e7a9b1c33", "screenshot.png", "complete", "alice");
+    const v = (await steps.get(session.sessionId, step.sequence))?.view;
     expect(v).toMatchObject({ recordVersion: 1, action: "evidence", before: null, after: { evidenceId: "0b6f3c1e-2a4d-4c8e-9f10-5d2e7a9b1c33", path: "screenshot.png" } });
   });
 
@@ -183,8 +184,8 @@ describe("StepRecorder", () => {
     const art = (blobId: string, name: string) => ({ name, kind: "visual", provider: "runner", blobId, mimeType: "image/png", when: "actual" });
     const req = { action: "assert-visual", description: "check", arguments: {}, ok: true, errorCode: "", errorMessage: "", response: {}, durationMs: 1 };
     await expect(recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [art(good.blobId, "a.png"), art(foreign.blobId, "b.png")] })).rejects.toThrow(/no blob/);
-    expect(steps.listPage(session.sessionId, { pageSize: 0, pageToken: "" }).items).toEqual([]);
-    expect(steps.knownImages(session.sessionId)).toEqual([]);
+    expect((await steps.listPage(session.sessionId, { pageSize: 0, pageToken: "" })).items).toEqual([]);
+    expect(await steps.knownImages(session.sessionId)).toEqual([]);
     expect((await readdir(images.root, { recursive: true })).filter((f) => f.endsWith(".png"))).toEqual([]);
     // The first file was not consumed: the caller may still use (or lose with its TTL) its blob.
     expect(() => blobs.take(good.blobId, "user:alice")).not.toThrow();
@@ -204,11 +205,11 @@ describe("StepRecorder", () => {
 
   it("shows a shell step's command and output only to its caller and admins", async () => {
     const { recorder, session, steps } = await setup();
-    const step = recorder.open(session);
+    const step = await recorder.open(session);
     const req = create(RunShellRequestSchema, { target: { serial: "S-1" }, command: "echo $CI_TOKEN=s3cr3t" });
     const res = create(RunShellResponseSchema, { actionId: "a", exitCode: 0, stdout: Buffer.from("s3cr3t\n"), stderr: new Uint8Array(), dispatched: true });
     await recorder.record(step, DeviceService.method.runShell, req, { response: res }, AGENT, "alice");
-    const msg = stepMessage(steps.get(session.sessionId, step.sequence) as NonNullable<ReturnType<typeof steps.get>>);
+    const msg = stepMessage((await steps.get(session.sessionId, step.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>);
     const own = stepFor(alice, msg);
     expect(own.description).toContain("s3cr3t");
     expect(own.result?.outputExcerpt).toBe("s3cr3t\n");

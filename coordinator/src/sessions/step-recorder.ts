@@ -13,6 +13,7 @@ import { pngSize, type SessionImageStore } from "./session-image-store.js";
 import type { SessionSteps, StepOcrRecord, StoredStep } from "./session-steps.js";
 import type { SessionRow } from "./session-store.js";
 import type { Sessions } from "./sessions.js";
+import type { Principal } from "../auth/token-store.js";
 import { describeStep, failureOf, resultOf } from "./step-describe.js";
 import { STEP_RECORD_VERSION, type StepArtifactRecord, type StepImageRecord, type StepRecordV1, type StepRecordV2, type StepResultRecord } from "./step-record.js";
 
@@ -102,8 +103,8 @@ export class StepRecorder {
    * The session a call names, checked: it is running, it is the caller's,
    * and it is on the phone the call goes to. Nothing is numbered yet.
    */
-  session(sessionId: string, caller: { tokenName: string }, physicalId: string): SessionRow {
-    const s = this.deps.sessions.get(sessionId);
+  async session(sessionId: string, caller: { tokenName: string }, physicalId: string): Promise<SessionRow> {
+    const s = await this.deps.sessions.get(sessionId);
     if (s.status !== "running") throw farmError(Errors.SESSION_ENDED, `session ${sessionId} has ended (${s.status}); start another with \`farm session start\``, "session_id");
     if (s.owner !== caller.tokenName) throw farmError(Errors.SESSION_MISMATCH, `session ${sessionId} belongs to ${s.owner}; only its owner records steps in it`, "session_id");
     if (s.physicalId !== physicalId) {
@@ -113,13 +114,16 @@ export class StepRecorder {
   }
 
   /** Numbers a step of a checked session; `known` are screens the agent need not upload again. */
-  open(session: SessionRow): OpenStep & { known: string[] } {
+  async open(session: SessionRow): Promise<OpenStep & { known: string[] }> {
     const secrets = this.deps.sessions.secretsOf(session);
+    const known = await this.deps.steps.knownImages(session.sessionId);
+    // Numbered last, once nothing before it can fail: a refused open leaves no gap.
+    const sequence = await this.deps.steps.reserve(session.sessionId);
     return {
       session,
-      sequence: this.deps.steps.reserve(session.sessionId),
+      sequence,
       startedAt: this.now(),
-      known: this.deps.steps.knownImages(session.sessionId),
+      known,
       ...(secrets.length > 0 ? { mask: createRedactor({ secrets }) } : {}),
     };
   }
@@ -192,7 +196,7 @@ export class StepRecorder {
       if (step.mask) maskRecord(record, step.mask);
       let ocr: StepOcrRecord | null = null;
       if (session.ocr) ocr = before?.sha256 && this.deps.ocr ? { status: "pending", observations: [] } : { status: "skipped", observations: [], error: before?.sha256 ? "OCR is not available on this coordinator" : "no before screenshot" };
-      const stored = this.deps.steps.append(session.sessionId, sequence, record, { failed, ocr });
+      const stored = await this.deps.steps.append(session.sessionId, sequence, record, { failed, ocr });
       if (stored && ocr?.status === "pending" && before?.sha256) this.deps.ocr?.queue(session.sessionId, sequence, before.sha256);
     } catch (err) {
       this.deps.log.error("a session step could not be stored", { sessionId: session.sessionId, sequence, error: (err as Error).message });
@@ -203,7 +207,7 @@ export class StepRecorder {
    * A still bundle captured in a session, attached as a version 1 record:
    * its screenshot as the only (after) image.
    */
-  recordStill(step: OpenStep, evidenceId: string, screenshotFile: string, status: string, requestedBy: string): void {
+  async recordStill(step: OpenStep, evidenceId: string, screenshotFile: string, status: string, requestedBy: string): Promise<void> {
     const record: StepRecordV1 = {
       screenshotPath: `evidence/${evidenceId}/${screenshotFile}`,
       action: "evidence",
@@ -213,7 +217,7 @@ export class StepRecorder {
     };
     try {
       const ocr: StepOcrRecord | null = step.session.ocr ? { status: "skipped", observations: [], error: "a still bundle's screenshot is not OCR'd" } : null;
-      this.deps.steps.append(step.session.sessionId, step.sequence, record, { failed: false, ocr });
+      await this.deps.steps.append(step.session.sessionId, step.sequence, record, { failed: false, ocr });
     } catch (err) {
       this.deps.log.error("a session step could not be stored", { sessionId: step.session.sessionId, sequence: step.sequence, error: (err as Error).message });
     }
@@ -245,7 +249,7 @@ export class StepRecorder {
             throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the artifact's blob has sha256 ${blob.sha256}, the agent said ${a.sha256}`);
           }
           await this.deps.images.adoptFile(blob.file, blob.sha256, a.mimeType);
-          this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: 0, height: 0, mimeType: a.mimeType });
+          await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: 0, height: 0, mimeType: a.mimeType });
           Object.assign(rec, { sha256: blob.sha256, size: blob.size, mimeType: a.mimeType });
         } catch (err) {
           const r = toErrorReport(err);
@@ -262,8 +266,8 @@ export class StepRecorder {
    * it uploaded: only the session's owner, while it runs. JSON and text
    * files are masked with the session's secrets before they are kept.
    */
-  async appendClientStep(sessionId: string, caller: { tokenName: string; kind: "user" | "agent" }, req: ClientStepRequest): Promise<StoredStep> {
-    const session = this.deps.sessions.get(sessionId);
+  async appendClientStep(sessionId: string, caller: { tokenName: string; kind: Principal["kind"] }, req: ClientStepRequest): Promise<StoredStep> {
+    const session = await this.deps.sessions.get(sessionId);
     if (session.status !== "running") throw farmError(Errors.SESSION_ENDED, `session ${sessionId} has ended (${session.status})`, "session_id");
     if (session.owner !== caller.tokenName) throw farmError(Errors.SESSION_MISMATCH, `session ${sessionId} belongs to ${session.owner}; only its owner records steps in it`, "session_id");
     if (!CLIENT_ACTIONS.has(req.action)) throw invalidArgument("action", `a client step is one of ${[...CLIENT_ACTIONS].join(", ")}`);
@@ -285,7 +289,7 @@ export class StepRecorder {
       const { size } = this.deps.blobs.peek(a.blobId, owner);
       if (a.mimeType !== "image/png" && size > MAX_CLIENT_TEXT) throw invalidArgument(`artifacts[${i}]`, `${a.name} is ${size} bytes; a text file is at most ${MAX_CLIENT_TEXT / (1024 * 1024)} MiB`);
     });
-    const step = this.open(session);
+    const step = await this.open(session);
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
       const blob = this.deps.blobs.take(a.blobId, owner);
@@ -307,7 +311,7 @@ export class StepRecorder {
         size = masked.length;
       }
       await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
-      this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });
+      await this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
     const record: StepRecordV2 = {
@@ -326,7 +330,7 @@ export class StepRecorder {
       artifacts,
     };
     if (step.mask) maskRecord(record, step.mask);
-    const stored = this.deps.steps.append(sessionId, step.sequence, record, { failed: !req.ok, ocr: session.ocr ? { status: "skipped", observations: [], error: "a client step has no before screenshot" } : null });
+    const stored = await this.deps.steps.append(sessionId, step.sequence, record, { failed: !req.ok, ocr: session.ocr ? { status: "skipped", observations: [], error: "a client step has no before screenshot" } : null });
     if (!stored) throw farmError(Errors.SESSION_NOT_FOUND, `no session ${sessionId}`, "session_id");
     return stored.step;
   }
@@ -340,7 +344,7 @@ export class StepRecorder {
       if (!/^[0-9a-f]{64}$/.test(shot.sha256)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "a step screenshot without a sha256");
       if (shot.blobId === "") {
         // Not uploaded again: only a screen this session already shows.
-        const known = this.deps.steps.image(sessionId, shot.sha256);
+        const known = await this.deps.steps.image(sessionId, shot.sha256);
         if (!known) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent referred to screenshot ${shot.sha256}, which this session does not have`);
         return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
       }
@@ -351,7 +355,7 @@ export class StepRecorder {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the screenshot's blob has sha256 ${blob.sha256}, the agent said ${shot.sha256}`);
       }
       await this.deps.images.adopt(blob.file, blob.sha256, { width: shot.width, height: shot.height });
-      this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: shot.width, height: shot.height, mimeType: "image/png" });
+      await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: shot.width, height: shot.height, mimeType: "image/png" });
       return { ...base, sha256: blob.sha256, width: shot.width, height: shot.height, size: blob.size };
     } catch (err) {
       const r = toErrorReport(err);

@@ -12,7 +12,7 @@ import {
   type VideoSession,
 } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
-import type { AttachSession } from "../routing/agent-session.js";
+import type { AgentCaller } from "../routing/agent-session.js";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
 import type { Registry } from "../registry/registry.js";
 import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.js";
@@ -33,22 +33,22 @@ const TERMINAL = new Set(["complete", "partial", "failed"]);
 type Asked = Pick<VideoSessionRow, "sessionId" | "agentId" | "serial" | "physicalId">;
 
 export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; evidenceQuotaBytes: number }): void {
-  function call<I extends DescMessage, O extends DescMessage>(session: AttachSession, method: DescMethodUnary<I, O>, value: MessageInitShape<I>, ctx: HandlerContext, budgetMs: number) {
+  function call<I extends DescMessage, O extends DescMessage>(session: AgentCaller, method: DescMethodUnary<I, O>, value: MessageInitShape<I>, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.
     return session.call(method, value, requirePrincipal(ctx), Date.now() + budget);
   }
 
   /** The session's row, or EVIDENCE_SESSION_NOT_FOUND. */
-  function row(sessionId: string): VideoSessionRow {
+  async function row(sessionId: string): Promise<VideoSessionRow> {
     validateSessionId(sessionId);
-    const r = deps.index.get(sessionId);
+    const r = await deps.index.get(sessionId);
     if (!r) throw farmError(Errors.EVIDENCE_SESSION_NOT_FOUND, `no video session ${sessionId}`, "session_id");
     return r;
   }
 
   /** The agent holding a session; a terminal, stored session is answered from the index when it is offline. */
-  function agentFor(r: VideoSessionRow): AttachSession {
+  function agentFor(r: VideoSessionRow): AgentCaller {
     const a = deps.registry.agentSession(r.agentId);
     if (!a) {
       throw farmError(
@@ -57,7 +57,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
         "session_id",
       );
     }
-    return a.session as AttachSession;
+    return a.session as AgentCaller;
   }
 
   /**
@@ -65,18 +65,18 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
    * An answer naming another session, agent or device is refused: no agent
    * can re-point a session (its own or another's) by what it says.
    */
-  function record(s: VideoSession | undefined, requestedBy: string, asked: Asked): VideoSession {
+  async function record(s: VideoSession | undefined, requestedBy: string, asked: Asked): Promise<VideoSession> {
     if (!s) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "agent answered without a session");
     checkAnswer(s, asked);
-    const existing = deps.index.get(s.sessionId);
     const now = Date.now();
-    deps.index.upsert({
+    // For a new session; the index keeps a stored session's requester and creation time.
+    await deps.index.upsert({
       sessionId: s.sessionId,
       agentId: s.agentId,
       serial: s.serial,
       physicalId: s.physicalId,
-      requestedBy: existing?.requestedBy ?? requestedBy,
-      createdAt: existing?.createdAt ?? now,
+      requestedBy,
+      createdAt: now,
       updatedAt: now,
       status: s.status,
       code: s.code,
@@ -101,10 +101,10 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `agent ${agent}, asked about session ${asked.sessionId} on ${asked.serial}, answered about ${wrong.join(", ")}; the answer is refused`, "session_id");
   }
 
-  function decorate(s: VideoSession): VideoSession {
+  async function decorate(s: VideoSession): Promise<VideoSession> {
     s.agentName = deps.registry.agentName(s.agentId) ?? "";
     // Stored means in this coordinator's store, whatever the agent believes.
-    s.stored = deps.store.get(s.sessionId) !== undefined;
+    s.stored = await deps.store.has(s.sessionId);
     return s;
   }
 
@@ -120,8 +120,13 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     throw farmError(Errors.PERMISSION_DENIED, `session ${r.sessionId} was started by ${r.requestedBy}; only they, the phone's lease holder or an admin may stop it`, "session_id");
   }
 
-  function fromRow(r: VideoSessionRow): VideoSession {
-    return videoSessionMessage(r, deps.registry.agentName(r.agentId) ?? "", deps.store.get(r.sessionId) !== undefined);
+  function fromRow(r: VideoSessionRow, stored: boolean): VideoSession {
+    return videoSessionMessage(r, deps.registry.agentName(r.agentId) ?? "", stored);
+  }
+
+  /** A terminal session whose bundle is stored and whose agent is offline is answered from the index. */
+  async function answeredFromIndex(r: VideoSessionRow): Promise<boolean> {
+    return TERMINAL.has(r.status) && !deps.registry.agentSession(r.agentId) && (await deps.store.has(r.sessionId));
   }
 
   router.service(VideoService, {
@@ -134,17 +139,17 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       parseVideoSize(req.size);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-      requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
+      await requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
       return deps.activity.track(entry, async (e) => {
         const route = deps.registry.route(serial, req.target?.agent ?? "");
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
-        const session = route.session as AttachSession;
+        const session = route.session as AgentCaller;
         // The session id is ours to give: only this agent, for this device, may upload its bundle.
-        const grant = deps.grants.issue({ kind: "video", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+        const grant = await deps.grants.issue({ kind: "video", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
         const res = await call(session, VideoService.method.startVideo, { ...req, sessionId: grant.evidenceId }, ctx, START_BUDGET_MS);
-        const s = record(res.session, principal.tokenName, { sessionId: grant.evidenceId, agentId: route.agentId, serial, physicalId: route.physicalId });
+        const s = await record(res.session, principal.tokenName, { sessionId: grant.evidenceId, agentId: route.agentId, serial, physicalId: route.physicalId });
         e.detail += `, session ${s.sessionId}: ${s.status}`;
         deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
         return { session: s };
@@ -152,32 +157,32 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     },
 
     async getVideoStatus(req, ctx) {
-      const r = row(req.sessionId);
-      if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
+      const r = await row(req.sessionId);
+      if (await answeredFromIndex(r)) return { session: fromRow(r, true) };
       const res = await call(agentFor(r), VideoService.method.getVideoStatus, req, ctx, STATUS_BUDGET_MS);
-      return { session: record(res.session, r.requestedBy, r) };
+      return { session: await record(res.session, r.requestedBy, r) };
     },
 
     async stopVideo(req, ctx) {
-      const r = row(req.sessionId);
+      const r = await row(req.sessionId);
       // A repeated stop of a finished, stored session returns the same outcome.
-      if (TERMINAL.has(r.status) && deps.store.get(r.sessionId) && !deps.registry.agentSession(r.agentId)) return { session: fromRow(r) };
+      if (await answeredFromIndex(r)) return { session: fromRow(r, true) };
       requireMayStop(r, requirePrincipal(ctx), ctx.requestHeader.get("x-farm-lease"));
       const entry = { caller: requirePrincipal(ctx).tokenName, leaseId: "", serial: r.serial, physicalId: r.physicalId, agentId: r.agentId, command: "stopVideo", requestId: "", detail: `session ${r.sessionId}` };
       return deps.activity.track(entry, async (e) => {
         const res = await call(agentFor(r), VideoService.method.stopVideo, req, ctx, STOP_BUDGET_MS);
-        const s = record(res.session, r.requestedBy, r);
+        const s = await record(res.session, r.requestedBy, r);
         e.detail += `: ${s.status}`;
         return { session: s };
       });
     },
 
     async inspectVideo(req, ctx) {
-      const r = row(req.sessionId);
+      const r = await row(req.sessionId);
       const res = await call(agentFor(r), VideoService.method.inspectVideo, req, ctx, STATUS_BUDGET_MS);
       if (res.session) {
         checkAnswer(res.session, r);
-        res.session = decorate(res.session);
+        res.session = await decorate(res.session);
       }
       return res;
     },
@@ -185,15 +190,17 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
     async releaseVideo(req, ctx) {
       // Admin only, by the access table.
       const principal = requirePrincipal(ctx);
-      const r = row(req.sessionId);
+      const r = await row(req.sessionId);
       deps.log.warn("video release requested", { sessionId: r.sessionId, by: principal.tokenName, reason: req.reason });
       const res = await call(agentFor(r), VideoService.method.releaseVideo, req, ctx, STATUS_BUDGET_MS);
-      return { session: record(res.session, r.requestedBy, r) };
+      return { session: await record(res.session, r.requestedBy, r) };
     },
 
-    listVideoSessions(req) {
-      const page = deps.index.listPage({ serial: req.serial, status: req.status }, req);
-      return create(ListVideoSessionsResponseSchema, { sessions: page.items.map(fromRow), nextPageToken: page.nextPageToken });
+    async listVideoSessions(req) {
+      const page = await deps.index.listPage({ serial: req.serial, status: req.status }, req);
+      // One read for the page, not one per session.
+      const stored = await deps.store.publishedAmong(page.items.map((r) => r.sessionId));
+      return create(ListVideoSessionsResponseSchema, { sessions: page.items.map((r) => fromRow(r, stored.has(r.sessionId))), nextPageToken: page.nextPageToken });
     },
   });
 }

@@ -1,13 +1,11 @@
-import { and, count, desc, eq, lt, or, type SQL } from "drizzle-orm";
 import { Errors } from "@farm/shared/errors";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
-import type { CoordinatorDb } from "../db/open-database.js";
-import { videoSessions } from "../db/schema.js";
-import { readPage, type Page, type PageRequest } from "../paging.js";
+import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
+import type { VideoSessionFilter, VideoSessionRow, VideoSessionStore } from "./video-session-store.js";
+
+export type { VideoSessionRow } from "./video-session-store.js";
 
 const TERMINAL = new Set(["complete", "partial", "failed"]);
-
-export type VideoSessionRow = typeof videoSessions.$inferSelect;
 
 /**
  * Which agent holds each video session, and what it last reported. Status
@@ -15,40 +13,33 @@ export type VideoSessionRow = typeof videoSessions.$inferSelect;
  * phone is gone; listings (CLI, dashboard) read it without asking agents.
  */
 export class VideoSessionIndex {
-  /** Receives every change; set by the coordinator for live watchers. */
+  /** Receives every change as stored; set by the coordinator for live watchers. */
   onUpsert: ((row: VideoSessionRow) => void) | undefined;
+  /** The last upsert: upserts run one after another, so onUpsert sees them in the order they were stored. */
+  private tail: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly db: CoordinatorDb) {}
+  constructor(private readonly store: VideoSessionStore) {}
 
-  get(sessionId: string): VideoSessionRow | undefined {
-    return this.db.select().from(videoSessions).where(eq(videoSessions.sessionId, sessionId)).get();
+  get(sessionId: string): Promise<VideoSessionRow | undefined> {
+    return this.store.get(sessionId);
   }
 
-  upsert(input: VideoSessionRow): void {
-    // A late answer from before the end must not make a finished session live again.
-    const existing = this.get(input.sessionId);
-    const row = existing && TERMINAL.has(existing.status) && !TERMINAL.has(input.status) ? { ...input, status: existing.status, code: existing.code, message: existing.message, manifestJson: existing.manifestJson, workerAvailable: false } : input;
-    // Who asked and when stay as first recorded.
-    const set = {
-      agentId: row.agentId,
-      serial: row.serial,
-      physicalId: row.physicalId,
-      updatedAt: row.updatedAt,
-      status: row.status,
-      code: row.code,
-      message: row.message,
-      workerAvailable: row.workerAvailable,
-      recoveryState: row.recoveryState,
-      manifestJson: row.manifestJson,
-    };
-    this.db.insert(videoSessions).values(row).onConflictDoUpdate({ target: videoSessions.sessionId, set }).run();
-    this.onUpsert?.(row);
+  /** Stores what is known of a session; returns the row as stored (see merged). */
+  upsert(input: VideoSessionRow): Promise<VideoSessionRow> {
+    const run = this.tail.then(async () => {
+      const row = await this.store.upsert(input.sessionId, (existing) => merged(existing, input));
+      this.onUpsert?.(row);
+      return row;
+    });
+    // A failed upsert is its caller's to handle; the next one runs regardless.
+    this.tail = run.catch(() => undefined);
+    return run;
   }
 
   /** Takes a session's terminal state from its stored bundle's manifest. */
   async settleFromBundle(row: VideoSessionRow, store: EvidenceStore): Promise<void> {
     const { text, manifest } = await store.manifest(row.sessionId);
-    this.upsert({
+    await this.upsert({
       ...row,
       status: manifest.status,
       code: manifest.status === "complete" ? "" : Errors.EVIDENCE_CAPTURE_FAILED.code,
@@ -59,28 +50,30 @@ export class VideoSessionIndex {
     });
   }
 
-  countByStatus(): { status: string; n: number }[] {
-    return this.db.select({ status: videoSessions.status, n: count() }).from(videoSessions).groupBy(videoSessions.status).all();
+  countByStatus(): Promise<{ status: string; n: number }[]> {
+    return this.store.countByStatus();
   }
 
   /**
    * One page, newest first; the key is (created_at, session_id): unique, and
    * stable because an update never changes created_at.
    */
-  listPage(filter: { serial?: string; status?: string }, page: PageRequest): Page<VideoSessionRow> {
+  async listPage(filter: VideoSessionFilter, page: PageRequest): Promise<Page<VideoSessionRow>> {
     const scope = { list: "video-sessions", filter: { serial: filter.serial, status: filter.status } };
-    return readPage(page, scope, ["number", "string"] as const, (row: VideoSessionRow) => [row.createdAt, row.sessionId] as const, (after, limit) => {
-      const where: SQL[] = [];
-      if (filter.serial) where.push(eq(videoSessions.serial, filter.serial));
-      if (filter.status) where.push(eq(videoSessions.status, filter.status));
-      if (after) where.push(or(lt(videoSessions.createdAt, after[0]), and(eq(videoSessions.createdAt, after[0]), lt(videoSessions.sessionId, after[1]))) as SQL);
-      return this.db
-        .select()
-        .from(videoSessions)
-        .where(where.length ? and(...where) : undefined)
-        .orderBy(desc(videoSessions.createdAt), desc(videoSessions.sessionId))
-        .limit(limit)
-        .all();
-    });
+    const shape = ["number", "string"] as const;
+    // A bad size or token is refused before the index is read; readPage then cuts the page from the rows read.
+    const size = pageSizeOf(page.pageSize);
+    const after = decodePageToken(page.pageToken, scope, shape);
+    const rows = await this.store.listAfter(filter, after, size + 1);
+    return readPage(page, scope, shape, (row: VideoSessionRow) => [row.createdAt, row.sessionId] as const, () => rows);
   }
+}
+
+/** What an upsert stores over `existing`. */
+function merged(existing: VideoSessionRow | undefined, input: VideoSessionRow): VideoSessionRow {
+  if (!existing) return input;
+  // A late answer from before the end must not make a finished session live again.
+  const row = TERMINAL.has(existing.status) && !TERMINAL.has(input.status) ? { ...input, status: existing.status, code: existing.code, message: existing.message, manifestJson: existing.manifestJson, workerAvailable: false } : input;
+  // Who asked and when stay as first recorded.
+  return { ...row, requestedBy: existing.requestedBy, createdAt: existing.createdAt };
 }

@@ -4,15 +4,18 @@ import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/a
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { createLogger } from "@farm/shared/log";
 import { ActivityLog } from "../activity/activity-log.js";
+import { SqliteActivityStore } from "../activity/sqlite-activity-store.js";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
 import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { EvidenceStore } from "../evidence/evidence-store.js";
+import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
 import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { VideoSessionIndex } from "../video/video-session-index.js";
+import { SqliteVideoSessionStore } from "../video/sqlite-video-session-store.js";
 import { Sessions } from "../sessions/sessions.js";
 import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { SessionSteps } from "../sessions/session-steps.js";
@@ -27,16 +30,16 @@ afterEach(() => {
   opened = undefined;
 });
 
-function wired() {
+async function wired() {
   opened = openDatabase(":memory:");
   const db = opened.db;
-  const registry = new Registry(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
-  const labels = new DeviceLabels(new SqliteDeviceLabelStore(db));
-  const leases = new LeaseManager(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
+  const registry = await Registry.open(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
+  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db));
+  const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
   const hub = new WatchHub();
   const sessions = new Sessions(new SqliteSessionStore(db));
   // Nothing here touches the evidence directory.
-  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(db), evidence: new EvidenceStore(db, "/nonexistent"), videos: new VideoSessionIndex(db), sessions, steps: new SessionSteps(new SqliteSessionStepStore(db)) });
+  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(new SqliteActivityStore(db)), evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"), videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)), sessions, steps: new SessionSteps(new SqliteSessionStepStore(db)), log: createLogger({ level: "error" }) });
   return { registry, leases, labels, hub, sessions };
 }
 
@@ -44,7 +47,7 @@ const listening = (r: Registry) => (["agent", "device", "deviceRemoved"] as cons
 
 describe("watch wiring", () => {
   it("listens to the registry only while the hub has watchers, and forwards what it hears", async () => {
-    const { registry, labels, hub, sessions } = wired();
+    const { registry, labels, hub, sessions } = await wired();
     expect(listening(registry)).toEqual([0, 0, 0]);
     expect(labels.events.listenerCount("changed")).toBe(0);
     expect(sessions.events.listenerCount("session")).toBe(0);
@@ -54,10 +57,10 @@ describe("watch wiring", () => {
     expect((await watch.next()).value?.kind.case).toBe("ready");
     expect(listening(registry)).toEqual([1, 1, 1]);
 
-    registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
-    registry.upsertDevice("a-1", create(DeviceReportSchema, { serial: "S-1", state: "device", properties: { physicalId: "pd-1", identityStatus: "ok" } }));
-    labels.set("pd-1", { rack: "b2" });
-    sessions.start("alice", { leaseId: "l-1", physicalId: "pd-1", agentId: "a-1", serial: "S-1" }, { name: "smoke", context: {}, ocr: false });
+    await registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
+    await registry.upsertDevice("a-1", create(DeviceReportSchema, { serial: "S-1", state: "device", properties: { physicalId: "pd-1", identityStatus: "ok" } }));
+    await labels.set("pd-1", { rack: "b2" });
+    await sessions.start("alice", { leaseId: "l-1", physicalId: "pd-1", agentId: "a-1", serial: "S-1" }, { name: "smoke", context: {}, ocr: false });
     const got: WatchResponse[] = [];
     for (let i = 0; i < 4; i++) got.push((await watch.next()).value as WatchResponse);
     expect(got.map((m) => m.kind.case)).toEqual(["agent", "device", "labels", "session"]);

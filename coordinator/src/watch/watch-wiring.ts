@@ -1,4 +1,5 @@
 import type { Agent, Device } from "@farm/shared/gen/farm/v1/registry_pb";
+import type { Logger } from "@farm/shared/log";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { DeviceLabels } from "../devices/device-labels.js";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
@@ -22,6 +23,8 @@ export interface WatchSources {
   videos: VideoSessionIndex;
   sessions: Sessions;
   steps: SessionSteps;
+  /** For what a source's event handler fails to do. */
+  log: Logger;
 }
 
 /** Connects every source of change to the hub, in the wire form the list RPCs use. */
@@ -57,10 +60,22 @@ export function wireWatchHub(hub: WatchHub, src: WatchSources): void {
     hub.publish({ case: "evidence", value: evidenceMessage(row, agentName(row.agentId)) });
     // A stored video bundle is its session's final word, also when nobody
     // asked (the device's time limit ended it): the index takes it over.
-    const session = src.videos.get(row.evidenceId);
-    if (session) void src.videos.settleFromBundle(session, src.evidence);
+    const settle = async () => {
+      const session = await src.videos.get(row.evidenceId);
+      if (session) await src.videos.settleFromBundle(session, src.evidence);
+    };
+    void settle().catch((err: unknown) => src.log.error("could not settle a video session from its stored bundle; its status says what the agent last reported", { sessionId: row.evidenceId, error: (err as Error).message }));
   };
-  src.videos.onUpsert = (row) => hub.publish({ case: "videoSession", value: videoSessionMessage(row, agentName(row.agentId), src.evidence.get(row.sessionId) !== undefined) });
+  // Whether a session's bundle is stored is read from the index: one chain, so watchers see a session's changes in the order they were stored.
+  let videoEvents: Promise<void> = Promise.resolve();
+  src.videos.onUpsert = (row) => {
+    videoEvents = videoEvents
+      .then(async () => {
+        const stored = await src.evidence.has(row.sessionId);
+        hub.publish({ case: "videoSession", value: videoSessionMessage(row, agentName(row.agentId), stored) });
+      })
+      .catch((err: unknown) => src.log.warn("could not tell watchers of a video session change", { sessionId: row.sessionId, status: row.status, error: (err as Error).message }));
+  };
 }
 
 /** Runs `listen` when the hub gets its first watcher, and what it returns when the last one leaves. */

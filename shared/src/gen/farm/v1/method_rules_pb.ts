@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/method_rules.proto.
  */
 export const file_farm_v1_method_rules: GenFile = /*@__PURE__*/
-  fileDesc("ChpmYXJtL3YxL21ldGhvZF9ydWxlcy5wcm90bxIHZmFybS52MSKhAQoLTWV0aG9kUnVsZXMSHwoGYWNjZXNzGAEgASgOMg8uZmFybS52MS5BY2Nlc3MSFQoNZGV2aWNlX2NoYW5nZRgCIAEoCBIZChFsZWFzZV9ob2xkZXJfb25seRgDIAEoCBIWCg53aGlsZV9kcmFpbmluZxgEIAEoCBIRCglyZWFkX29ubHkYBSABKAgSFAoMc2Vzc2lvbl9zdGVwGAYgASgIKpcBCgZBY2Nlc3MSFgoSQUNDRVNTX1VOU1BFQ0lGSUVEEAASEQoNQUNDRVNTX1BVQkxJQxABEhAKDEFDQ0VTU19BR0VOVBACEhEKDUFDQ0VTU19WSUVXRVIQAxITCg9BQ0NFU1NfT1BFUkFUT1IQBBIQCgxBQ0NFU1NfQURNSU4QBRIWChJBQ0NFU1NfQ09PUkRJTkFUT1IQBjpMCgVydWxlcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFC5mYXJtLnYxLk1ldGhvZFJ1bGVzUgVydWxlc2IGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChpmYXJtL3YxL21ldGhvZF9ydWxlcy5wcm90bxIHZmFybS52MSKhAQoLTWV0aG9kUnVsZXMSHwoGYWNjZXNzGAEgASgOMg8uZmFybS52MS5BY2Nlc3MSFQoNZGV2aWNlX2NoYW5nZRgCIAEoCBIZChFsZWFzZV9ob2xkZXJfb25seRgDIAEoCBIWCg53aGlsZV9kcmFpbmluZxgEIAEoCBIRCglyZWFkX29ubHkYBSABKAgSFAoMc2Vzc2lvbl9zdGVwGAYgASgIKqsBCgZBY2Nlc3MSFgoSQUNDRVNTX1VOU1BFQ0lGSUVEEAASEQoNQUNDRVNTX1BVQkxJQxABEhAKDEFDQ0VTU19BR0VOVBACEhEKDUFDQ0VTU19WSUVXRVIQAxITCg9BQ0NFU1NfT1BFUkFUT1IQBBIQCgxBQ0NFU1NfQURNSU4QBRIWChJBQ0NFU1NfQ09PUkRJTkFUT1IQBhISCg5BQ0NFU1NfUkVQTElDQRAHOkwKBXJ1bGVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIULmZhcm0udjEuTWV0aG9kUnVsZXNSBXJ1bGVzYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call a method and what it does to a phone, declared once on the
@@ -129,6 +129,14 @@ export enum Access {
    * @generated from enum value: ACCESS_COORDINATOR = 6;
    */
   COORDINATOR = 6,
+
+  /**
+   * Another coordinator replica of the same farm, proving itself with the
+   * secret it registered in the shared database; never a user or agent token.
+   *
+   * @generated from enum value: ACCESS_REPLICA = 7;
+   */
+  REPLICA = 7,
 }
 
 /**

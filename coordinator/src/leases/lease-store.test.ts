@@ -1,0 +1,84 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { FarmDatabase } from "../db/database.js";
+import { dialects, openTestDatabase } from "../db/testing/test-database.js";
+import { createLeaseStore, type LeaseRow, type LeaseStore, type Waiter } from "./lease-store.js";
+
+let opened: FarmDatabase | undefined;
+
+afterEach(async () => {
+  await opened?.close();
+  opened = undefined;
+});
+
+const selector = { serial: "", physicalId: "", labels: { rack: "b2" }, model: "Pixel 7", apiLevelMin: 30, apiLevelMax: 0, agent: "" };
+const waiter = (ticket: string, seq: number, replicaId: string | null = null): Waiter => ({ ticket, seq, holder: "h", selector, enqueuedAt: 1, waitDeadline: 2, ttlMs: 3, replicaId });
+const lease = (leaseId: string, physicalId: string): LeaseRow => ({
+  leaseId, tokenHash: `hash-${leaseId}`, holder: "h", physicalId, agentId: "a-1", serial: "S-1", acquiredAt: 1, expiresAt: 2, ttlMs: 1, state: "active", endedAt: null,
+});
+
+describe("SqliteLeaseStore", () => {
+  it("reads selectors stored as JSON text (as they always were)", async () => {
+    opened = await openTestDatabase("sqlite");
+    if (opened.dialect !== "sqlite") throw new Error("unreachable");
+    const s = createLeaseStore(opened);
+    await s.insertWaiter(waiter("late", 5));
+    // A row as the code before typed columns wrote it.
+    opened.sqlite
+      .prepare("INSERT INTO lease_waiters (ticket, seq, holder, selector, enqueued_at, wait_deadline, ttl_ms) VALUES (?, ?, ?, ?, ?, ?, ?)")
+      .run("early", 1, "h", JSON.stringify(selector), 1, 2, 3);
+    expect(await s.waiters()).toEqual([waiter("early", 1), waiter("late", 5)]);
+    const raw = opened.sqlite.prepare("SELECT selector FROM lease_waiters WHERE ticket = 'late'").get() as { selector: string };
+    expect(JSON.parse(raw.selector)).toEqual(selector);
+  });
+});
+
+describe.each(dialects)("LeaseStore on %s", (dialect) => {
+  async function store(): Promise<LeaseStore> {
+    opened = await openTestDatabase(dialect);
+    return createLeaseStore(opened);
+  }
+
+  it("returns waiters in arrival order, selectors as they were stored", async () => {
+    const s = await store();
+    await s.insertWaiter(waiter("late", 5));
+    await s.insertWaiter(waiter("early", 1));
+    expect(await s.waiters()).toEqual([waiter("early", 1), waiter("late", 5)]);
+    await s.deleteWaiter("early");
+    expect(await s.waiters()).toEqual([waiter("late", 5)]);
+    await s.setWaiterReplica("late", "r-2");
+    expect(await s.waiters()).toEqual([waiter("late", 5, "r-2")]);
+  });
+
+  it("drops the granted waiter with the lease, and keeps it when the lease is refused", async () => {
+    const s = await store();
+    await s.insertWaiter(waiter("t-1", 1));
+    await s.insertWaiter(waiter("t-2", 2));
+    await s.insertLease(lease("l-1", "pd-1"), "t-1");
+    expect((await s.waiters()).map((w) => w.ticket)).toEqual(["t-2"]);
+    // A second active lease on the same phone: the database refuses it, and the waiter stays.
+    await expect(s.insertLease(lease("l-2", "pd-1"), "t-2")).rejects.toThrow();
+    expect((await s.waiters()).map((w) => w.ticket)).toEqual(["t-2"]);
+    expect((await s.activeLeases()).map((l) => l.leaseId)).toEqual(["l-1"]);
+  });
+
+  it("refuses a second active lease on one phone even when asked at the same moment", async () => {
+    const s = await store();
+    const tries = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => s.insertLease(lease(`l-${i}`, "pd-1"))));
+    expect(tries.filter((t) => t.status === "fulfilled")).toHaveLength(1);
+    expect(await s.activeLeases()).toHaveLength(1);
+  });
+
+  it("renews and ends leases, keeping ended ones findable by token hash", async () => {
+    const s = await store();
+    await s.insertLease(lease("l-1", "pd-1"));
+    await s.renewLease("l-1", 50, 40);
+    expect(await s.leaseByTokenHash("hash-l-1")).toMatchObject({ expiresAt: 50, ttlMs: 40, state: "active" });
+    await s.endLease("l-1", "expired", 60);
+    expect(await s.activeLeases()).toEqual([]);
+    expect(await s.leaseByTokenHash("hash-l-1")).toMatchObject({ state: "expired", endedAt: 60 });
+    expect(await s.leaseByTokenHash("nope")).toBeUndefined();
+    // Ended, the phone can be leased again.
+    await s.insertLease(lease("l-2", "pd-1"));
+    expect((await s.activeLeases()).map((l) => l.leaseId)).toEqual(["l-2"]);
+  });
+});

@@ -1,0 +1,38 @@
+import { EventEmitter } from "node:events";
+
+/** What a replica tells the others it changed in the shared database (they re-read it). */
+export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token";
+
+/** One change as it travels: what, which one, from which replica. */
+export interface Change {
+  kind: ChangeKind;
+  id: string;
+  from: string;
+}
+
+interface BusEvents {
+  change: [change: Change];
+  /** Changes may have been missed (the connection was lost): re-read everything. */
+  resync: [];
+}
+
+/**
+ * Change notices between replicas. A notice carries only what changed (a
+ * kind and an id), never the data: receivers re-read the row, so a notice
+ * can neither carry a secret nor be stale. A replica never hears its own.
+ */
+export interface ChangeBus {
+  readonly events: EventEmitter<BusEvents>;
+  /** Tells the other replicas; call after the change is committed. */
+  publish(kind: ChangeKind, id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One coordinator (SQLite): nobody else to tell. */
+export class LocalChangeBus implements ChangeBus {
+  readonly events = new EventEmitter<BusEvents>();
+
+  async publish(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}

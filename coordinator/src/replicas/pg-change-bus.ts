@@ -1,0 +1,91 @@
+import { EventEmitter } from "node:events";
+import pg from "pg";
+import type { Logger } from "@farm/shared/log";
+import type { Change, ChangeBus, ChangeKind } from "./change-bus.js";
+
+const CHANNEL = "farm_changes";
+const KINDS: ReadonlySet<string> = new Set<ChangeKind>(["agent", "lease", "queue", "labels", "token"]);
+
+/**
+ * Change notices over PostgreSQL LISTEN/NOTIFY: one listening connection per
+ * replica, notices sent on the pool. PostgreSQL delivers notices in commit
+ * order, so one replica's changes to one row arrive in the order made. A
+ * lost connection is re-opened with backoff and followed by a resync, since
+ * notices sent meanwhile are gone.
+ */
+export class PgChangeBus implements ChangeBus {
+  readonly events = new EventEmitter<{ change: [change: Change]; resync: [] }>();
+  private client: pg.Client | undefined;
+  private closed = false;
+  private retryMs = 100;
+
+  private constructor(
+    private readonly url: string,
+    private readonly pool: pg.Pool,
+    private readonly replicaId: string,
+    private readonly log: Logger,
+  ) {}
+
+  static async open(url: string, pool: pg.Pool, replicaId: string, log: Logger): Promise<PgChangeBus> {
+    const bus = new PgChangeBus(url, pool, replicaId, log);
+    await bus.listen();
+    return bus;
+  }
+
+  async publish(kind: ChangeKind, id: string): Promise<void> {
+    // Ids are short (uuids, serials, names); a notice stays far under PostgreSQL's 8000-byte cap.
+    await this.pool.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ k: kind, i: id, f: this.replicaId })]);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const c = this.client;
+    this.client = undefined;
+    await c?.end().catch(() => undefined);
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, application_name: "farm-coordinator-listen" });
+    client.on("notification", (n) => this.deliver(n.payload));
+    client.on("error", (err) => this.lost(client, err));
+    client.on("end", () => this.lost(client, new Error("connection ended")));
+    await client.connect();
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.client = client;
+    this.retryMs = 100;
+  }
+
+  private deliver(payload: string | undefined): void {
+    let parsed: { k?: unknown; i?: unknown; f?: unknown };
+    try {
+      parsed = JSON.parse(payload ?? "") as typeof parsed;
+    } catch {
+      return;
+    }
+    if (typeof parsed.k !== "string" || !KINDS.has(parsed.k) || typeof parsed.i !== "string" || typeof parsed.f !== "string") return;
+    if (parsed.f === this.replicaId) return;
+    this.events.emit("change", { kind: parsed.k as ChangeKind, id: parsed.i, from: parsed.f });
+  }
+
+  private lost(client: pg.Client, err: Error): void {
+    if (this.client !== client || this.closed) return;
+    this.client = undefined;
+    this.log.warn("lost the database's change notices; reconnecting", { error: err.message });
+    void client.end().catch(() => undefined);
+    const retry = () => {
+      if (this.closed) return;
+      this.listen().then(
+        () => {
+          this.log.info("change notices back; re-reading shared state");
+          this.events.emit("resync");
+        },
+        (e: Error) => {
+          this.retryMs = Math.min(this.retryMs * 2, 5_000);
+          this.log.warn("change notices still down", { error: e.message, retryInMs: this.retryMs });
+          setTimeout(retry, this.retryMs).unref();
+        },
+      );
+    };
+    setTimeout(retry, this.retryMs).unref();
+  }
+}

@@ -1,0 +1,112 @@
+import type { Logger } from "@farm/shared/log";
+import type { FarmDatabase } from "../db/database.js";
+import type { DeviceLabels } from "../devices/device-labels.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { AgentSession, Registry } from "../registry/registry.js";
+import type { ChangeBus } from "./change-bus.js";
+import { Membership } from "./membership.js";
+import { PgChangeBus } from "./pg-change-bus.js";
+import { RemoteAgentSession } from "./remote-agent-session.js";
+import { ReplicaClients } from "./replica-clients.js";
+import { createReplicaStore } from "./replica-store.js";
+
+/** This coordinator among its replicas: membership, change notices, the way to the others' agents. */
+export interface Replication {
+  /** This replica's id. */
+  readonly id: string;
+  readonly membership: Membership;
+  readonly bus: ChangeBus;
+  /** Leaves the membership (other replicas hear at once that this one's agents are no longer held here) and stops listening. */
+  close(): Promise<void>;
+}
+
+export interface ReplicationOptions {
+  database: FarmDatabase;
+  /** The PostgreSQL URL, for the connection that listens for change notices. */
+  databaseUrl: string;
+  /** Where other replicas reach this one. */
+  url: string;
+  registry: Registry;
+  leases: LeaseManager;
+  labels: DeviceLabels;
+  log: Logger;
+}
+
+/**
+ * Joins the replicas sharing a PostgreSQL database and keeps this one's
+ * registry in step with theirs: an agent attached to another replica is
+ * listed as online here and reached through that replica; one whose
+ * replica is gone is offline until it attaches again, to any replica.
+ */
+export async function startReplication(opts: ReplicationOptions): Promise<Replication> {
+  const { registry, leases, labels, log } = opts;
+  if (opts.database.dialect !== "postgres") throw new Error("replicas share a PostgreSQL database");
+  const store = createReplicaStore(opts.database);
+  const membership = await Membership.join(store, { url: opts.url, log });
+  const bus = await PgChangeBus.open(opts.databaseUrl, opts.database.pool, membership.id, log);
+  const clients = new ReplicaClients(membership);
+  const tokens = new Map<string, string>();
+
+  const remoteOf = async (agentId: string): Promise<AgentSession | undefined> => {
+    const row = await store.agentReplica(agentId);
+    if (!row || row.replicaId === membership.id || !membership.isLive(row.replicaId)) return undefined;
+    return new RemoteAgentSession(agentId, row.replicaId, row.tokenName, clients);
+  };
+  const refresh = async (agentId: string) => registry.refreshAgent(agentId, await remoteOf(agentId));
+  const failed = (what: string, agentId: string) => (err: unknown) => log.error(`replicas: ${what} failed`, { agentId, error: (err as Error).message });
+
+  // Ours: tell the others (after the change is stored).
+  registry.events.on("stored", (agentId, what) => {
+    const work = async () => {
+      if (what === "attached") {
+        const session = registry.agentSession(agentId)?.session;
+        const tokenName = session && "tokenName" in session ? String(session.tokenName) : "";
+        tokens.set(agentId, tokenName);
+        await store.setAgentReplica({ agentId, replicaId: membership.id, tokenName, since: Date.now() });
+      } else if (what === "detached" || what === "removed") {
+        await store.clearAgentReplica(agentId, membership.id);
+      }
+      await bus.publish("agent", agentId);
+    };
+    work().catch(failed(`telling other replicas about agent ${what}`, agentId));
+  });
+  labels.events.on("stored", (physicalId) => void bus.publish("labels", physicalId).catch(failed("telling other replicas about labels", physicalId)));
+  // Leases: every change in turn under the farm-wide lock, on what is stored.
+  leases.share({ replicaId: membership.id, isLive: (id) => membership.isLive(id), publish: (kind, id) => bus.publish(kind, id) });
+  // Theirs: re-read.
+  bus.events.on("change", (c) => {
+    if (c.kind === "agent") refresh(c.id).catch(failed("re-reading an agent another replica changed", c.id));
+    else if (c.kind === "labels") labels.refresh(c.id).catch(failed("re-reading labels another replica changed", c.id));
+    else if (c.kind === "lease" || (c.kind === "queue" && c.id === "*")) leases.kick(leases.refresh());
+    // A device is kept for a caller waiting here: grant it.
+    else if (c.kind === "queue" && c.id === membership.id) leases.kick(leases.dispatch());
+  });
+  const resync = async () => {
+    for (const row of await store.agentReplicas()) await refresh(row.agentId);
+    for (const agentId of registry.listAgents().map((a) => a.id)) await refresh(agentId);
+  };
+  bus.events.on("resync", () => {
+    resync().catch(failed("re-reading every agent", "*"));
+    leases.kick(leases.refresh());
+  });
+  membership.events.on("gone", (replicaId) => {
+    const dropped = registry.dropReplica(replicaId);
+    if (dropped.length > 0) log.warn("agents offline: their coordinator replica is gone", { replicaId, agents: dropped.length });
+    // Its callers' places wait for them to ask again through another replica.
+    leases.kick(leases.refresh());
+  });
+  // Agents other replicas hold now.
+  for (const row of await store.agentReplicas()) if (row.replicaId !== membership.id) await refresh(row.agentId);
+
+  return {
+    id: membership.id,
+    membership,
+    bus,
+    async close() {
+      const ours = registry.localAgents();
+      await membership.leave();
+      for (const agentId of ours) await bus.publish("agent", agentId).catch(failed("telling other replicas this one is leaving", agentId));
+      await bus.close();
+    },
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Coordinator replicas on one PostgreSQL database: three `farm coordinator`
+ * processes sharing it (and a data dir, as a shared mount would), two agents
+ * attached to different replicas, CLIs pointed at each replica.
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
+import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+
+interface Listed {
+  serial: string;
+  state: string;
+  agentName: string;
+  properties: { physicalId: string };
+}
+
+let database: { url: string; drop(): Promise<void> };
+let dir: TempDir;
+const replicas: FarmProcess[] = [];
+const agents: FarmProcess[] = [];
+const adbs: AdbServer[] = [];
+const phones: SimDevice[] = [];
+/** Admin CLI environment per replica. */
+const envs: NodeJS.ProcessEnv[] = [];
+const serials: string[] = [];
+
+const urlOf = (i: number) => String(replicas[i]?.ready["url"]);
+const listed = async (env: NodeJS.ProcessEnv) => ((await farm(["devices"], env)).json["devices"] ?? []) as Listed[];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  dir = await makeTempDir("replicas");
+  const data = join(dir.path, "coordinator");
+  for (let i = 0; i < 3; i++) replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, "--database", database.url]));
+  // The first start wrote the admin token; the others found tokens in the database.
+  const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
+  for (let i = 0; i < 3; i++) envs.push({ FARM_COORDINATOR: urlOf(i), FARM_TOKEN: admin, FARM_HOME: join(dir.path, `home-${i}`), FARM_CONFIG: join(dir.path, "none.json") });
+  // Two lab hosts: each its own adb server and phone, its agent attached to a different replica.
+  for (const [n, replica] of [[0, 0], [1, 1]] as const) {
+    const adb = await startAdbServer();
+    adbs.push(adb);
+    const phone = new SimDevice();
+    phones.push(phone);
+    serials.push(await adbConnect(adb.port, "127.0.0.1", await phone.listen()));
+    const token = await farm(["token", "create", "--kind", "agent", "--name", `lab-${n}`], envs[replica]);
+    const tokenFile = join(dir.path, `agent-${n}.token`);
+    await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
+    agents.push(
+      await startFarm([
+        "agent", "--coordinator", urlOf(replica), "--name", `lab-${n}`, "--data-dir", join(dir.path, `agent-${n}`), "--token-file", tokenFile,
+        "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, `locks-${n}`), "--heartbeat-interval", "500",
+      ]),
+    );
+  }
+  // Every replica lists both phones online, whichever replica their agent attached to.
+  for (const env of envs) {
+    await waitFor("both phones listed online", async () => {
+      const list = await listed(env);
+      return serials.every((s) => list.some((d) => d.serial === s && d.state === "device" && d.properties.physicalId)) ? true : undefined;
+    });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  for (const a of agents) await a.stop();
+  for (const r of replicas) await r.stop();
+  for (const p of phones) await p.close();
+  for (const a of adbs) await a.stop();
+  await dir?.remove();
+  await database?.drop();
+});
+
+describe("coordinator replicas on PostgreSQL", () => {
+  it("routes a leased shell through whichever replica the CLI reaches to the replica holding the agent", async () => {
+    // Phone 1's agent is on replica 1; the CLI talks to replica 2, then replica 0.
+    const lease = await farm(["lease", "acquire", "--device", serials[1] as string, "--ttl", "5m"], envs[2]);
+    expect(lease.code).toBe(0);
+    const token = String((lease.json["lease"] as { token: string }).token);
+    for (const i of [2, 0, 1]) {
+      const r = await farm(["shell", "--device", serials[1] as string, "--", "echo", `via-${i}`], { ...envs[i], FARM_LEASE: token });
+      expect(r.json, `through replica ${i}`).toMatchObject({ ok: true });
+      expect(JSON.stringify(r.json)).toContain(`via-${i}`);
+    }
+    // The lease taken on replica 2 holds on the others too.
+    const other = await farm(["shell", "--device", serials[1] as string, "--", "echo", "x"], envs[0]);
+    expect(other.json).toMatchObject({ ok: false, code: "LEASE_HELD_BY_OTHER" });
+    expect((await farm(["lease", "release"], { ...envs[1], FARM_LEASE: token })).code).toBe(0);
+  });
+
+  it("refuses another replica's credential to anyone who is not a replica, and a user token on the replica API", async () => {
+    const res = await fetch(`${urlOf(0)}/farm.v1.ReplicaService/CallAgent`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${String(envs[0]?.["FARM_TOKEN"])}` },
+      body: JSON.stringify({ agentId: "x" }),
+    });
+    expect(res.status).toBe(403);
+    const forged = await fetch(`${urlOf(0)}/farm.v1.ReplicaService/CallAgent`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer farmr_00000000-0000-4000-8000-000000000000.${"A".repeat(43)}` },
+      body: JSON.stringify({ agentId: "x" }),
+    });
+    expect(forged.status).toBe(401);
+  });
+});
