@@ -80,6 +80,7 @@ bench: build
 	node test/dist/bench/redaction.js
 	node test/dist/bench/session-steps.js
 	node test/dist/bench/capture-cost.js
+	node test/dist/bench/replicas.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

@@ -63,8 +63,6 @@ export const Errors = {
   COORDINATOR_SHUTTING_DOWN: { code: "COORDINATOR_SHUTTING_DOWN", status: Status.Unavailable },
   /** The coordinator's database carries migrations this build does not know: upgrade the coordinator (or restore the database). */
   DATABASE_SCHEMA_TOO_NEW: { code: "DATABASE_SCHEMA_TOO_NEW", status: Status.FailedPrecondition },
-  /** The coordinator's database did not answer (PostgreSQL down or unreachable). */
-  DATABASE_UNAVAILABLE: { code: "DATABASE_UNAVAILABLE", status: Status.Unavailable },
   /** A token refused over cleartext to or from another machine. */
   INSECURE_TRANSPORT: { code: "INSECURE_TRANSPORT", status: Status.PermissionDenied },
   TLS_VERIFY_FAILED: { code: "TLS_VERIFY_FAILED", status: Status.Unavailable },

@@ -86,6 +86,7 @@ export const leaseWaiters = pgTable("lease_waiters", {
   waitDeadline: ms("wait_deadline").notNull(),
   ttlMs: ms("ttl_ms").notNull(),
   replicaId: text("replica_id"),
+  tokenHash: text("token_hash"),
 });
 
 export const deviceLabels = pgTable(

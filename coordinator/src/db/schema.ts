@@ -91,6 +91,9 @@ export const leaseWaiters = sqliteTable("lease_waiters", {
   ttlMs: integer("ttl_ms").notNull(),
   // The coordinator replica whose caller waits on it (NULL: none now, e.g. after a restart, until the caller asks again).
   replicaId: text("replica_id"),
+  // sha256 of the lease token its waiting caller will get: any replica can grant
+  // the place (storing this hash on the lease); only the caller's replica knows the token.
+  tokenHash: text("token_hash"),
 });
 
 export const deviceLabels = sqliteTable(

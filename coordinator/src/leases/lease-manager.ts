@@ -41,6 +41,7 @@ export interface LabelCaller {
 }
 
 const hash = (token: string) => createHash("sha256").update(token).digest("hex");
+const newLeaseToken = () => `farml_${randomBytes(24).toString("base64url")}`;
 
 /**
  * Leases: one active lease per physical device (all its serials), granted
@@ -104,7 +105,9 @@ export class LeaseManager {
 
   /** Re-reads leases and the queue (another replica changed them), then grants what this replica's callers wait for. */
   async refresh(): Promise<void> {
-    await this.inTurn(async () => undefined);
+    // A read for the cache, in turn with this replica's changes but without the farm-wide lock:
+    // every change re-reads under the lock anyway.
+    await this.inTurn(async () => undefined, false);
     if (this.queue.hasCalls()) await this.dispatch();
   }
 
@@ -120,36 +123,20 @@ export class LeaseManager {
       throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
     }
     const ticket = opts.ticket || randomUUID();
-    const first = await this.inTurn(async (): Promise<{ grant: Grant } | { waiter: Waiter }> => {
-      const found = this.queue.find(ticket);
-      if (found && found.holder !== holder) throw farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket");
-      if (found) {
-        // The caller came back, perhaps through another replica: it waits here now.
-        await this.queue.moveTo(found, this.shared?.replicaId ?? null);
-        return { waiter: found };
-      }
-      // Nobody is waiting ahead: grant at once without queueing.
-      if (this.queue.size === 0 && !opts.signal.aborted) {
-        const route = this.pick(this.registry.candidates(), selector);
-        if (route) return { grant: await this.grant(holder, opts.ttlMs, route) };
-      }
-      const now = this.now();
-      const waiter = await this.queue.enqueue({ ticket, holder, selector, enqueuedAt: now, waitDeadline: now + opts.waitMs, ttlMs: opts.ttlMs, replicaId: this.shared?.replicaId ?? null });
-      this.queueChanged();
-      return { waiter };
-    });
-    if ("grant" in first) return first.grant;
-    const w = first.waiter;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => this.kick(this.sweep()), Math.max(0, w.waitDeadline - this.now()) + 5);
+    // Made here, where the caller waits; only its hash is stored (on the place, then on the lease).
+    const token = newLeaseToken();
+    return new Promise<Grant>((resolve, reject) => {
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      let w: Waiter | undefined;
       const end = () => {
         settled = true;
         clearTimeout(timer);
         opts.signal.removeEventListener("abort", onAbort);
-        this.queue.detach(w.ticket, call);
+        if (w) this.queue.detach(w.ticket, call);
       };
       const call: PendingCall = {
+        token,
         gone: () => opts.signal.aborted || settled,
         deliver: (grant) => {
           if (opts.signal.aborted || settled) return false;
@@ -168,23 +155,59 @@ export class LeaseManager {
         end();
         reject(err);
         // The caller is gone or done waiting: its place goes (after any grant in progress, which checks `gone`).
-        this.kick(this.inTurn(() => this.removeWaiter(w)));
+        const place = w;
+        if (place) this.kick(this.inTurn(() => this.removeWaiter(place)));
       };
       const onAbort = () => giveUp(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
-      // The same ticket again (a client that reconnected): the newer call takes the place over, and the
-      // older one ends now (its abort can no longer drop the place).
-      this.queue.attach(w.ticket, call)?.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "a newer call with the same ticket took this one's place"));
-      if (opts.signal.aborted) return onAbort();
-      opts.signal.addEventListener("abort", onAbort, { once: true });
-      this.dispatch().then(
-        () => {
-          // Not granted at once and not willing to wait: fail now.
-          if (opts.waitMs === 0) giveUp(farmError(Errors.NO_DEVICE_AVAILABLE, `no free device matches ${describeSelector(selector)}`));
+      this.inTurn(async (): Promise<Grant | undefined> => {
+        const found = this.queue.find(ticket);
+        if (found && found.holder !== holder) throw farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket");
+        if (found) {
+          // The caller came back (perhaps through another replica): it waits here now, for this token.
+          await this.queue.moveTo(found, this.shared?.replicaId ?? null, hash(token));
+          w = found;
+        } else {
+          // Nobody is waiting ahead: grant at once without queueing.
+          if (this.queue.size === 0 && !opts.signal.aborted) {
+            const route = this.pick(this.registry.candidates(), selector);
+            if (route) return { lease: await this.grant(holder, opts.ttlMs, route, hash(token)), token };
+          }
+          const now = this.now();
+          w = await this.queue.enqueue({
+            ticket, holder, selector, enqueuedAt: now, waitDeadline: now + opts.waitMs, ttlMs: opts.ttlMs,
+            replicaId: this.shared?.replicaId ?? null, tokenHash: hash(token),
+          });
+          this.queueChanged();
+        }
+        // The same ticket again (a client that reconnected): the newer call takes the place over, and the
+        // older one ends now (its abort can no longer drop the place).
+        this.queue.attach(ticket, call)?.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "a newer call with the same ticket took this one's place"));
+        return undefined;
+      }).then(
+        (granted) => {
+          if (granted) {
+            settled = true;
+            return resolve(granted);
+          }
+          const place = w as Waiter;
+          timer = setTimeout(() => this.kick(this.sweep()), Math.max(0, place.waitDeadline - this.now()) + 5);
+          if (opts.signal.aborted) return onAbort();
+          opts.signal.addEventListener("abort", onAbort, { once: true });
+          this.dispatch().then(
+            () => {
+              // Not granted at once and not willing to wait: fail now.
+              if (opts.waitMs === 0) giveUp(farmError(Errors.NO_DEVICE_AVAILABLE, `no free device matches ${describeSelector(selector)}`));
+            },
+            (err: unknown) => {
+              // A grant that could not be stored: a caller willing to wait keeps its place for the next try.
+              if (opts.waitMs === 0) giveUp(err instanceof Error ? err : new Error(String(err)));
+              else this.log.error("lease grant failed; the waiter keeps its place", { ticket, error: (err as Error).message });
+            },
+          );
         },
         (err: unknown) => {
-          // A grant that could not be stored: a caller willing to wait keeps its place for the next try.
-          if (opts.waitMs === 0) giveUp(err instanceof Error ? err : new Error(String(err)));
-          else this.log.error("lease grant failed; the waiter keeps its place", { ticket: w.ticket, error: (err as Error).message });
+          settled = true;
+          reject(err instanceof Error ? err : new Error(String(err)));
         },
       );
     });
@@ -304,6 +327,9 @@ export class LeaseManager {
 
   /** Expires leases, drops waiters past their deadline, then grants. */
   async sweep(): Promise<void> {
+    // Nothing due by what this replica knows (kept current by change notices): no turn taken.
+    const due = this.now();
+    if (![...this.active.values()].some((l) => l.expiresAt <= due) && !this.queue.due(due).some((w) => !this.heldElsewhere(w))) return this.dispatch();
     await this.inTurn(async () => {
       const now = this.now();
       const expired = [...this.active.values()].filter((l) => l.expiresAt <= now);
@@ -327,6 +353,8 @@ export class LeaseManager {
    * grant is left to make, including for changes that arrived meanwhile.
    */
   dispatch(): Promise<void> {
+    // Nobody waits and nothing is to be given back: no turn (a waiter another replica adds is dispatched there).
+    if (this.queue.size === 0 && this.undelivered.length === 0 && !this.dispatchRun) return Promise.resolve();
     if (this.dispatchRun) {
       this.dispatchAgain = true;
       return this.dispatchRun;
@@ -354,33 +382,28 @@ export class LeaseManager {
     for (const lease of this.undelivered.splice(0)) await this.end(lease, "released");
     if (this.queue.size === 0) return;
     const candidates = this.registry.candidates();
-    // Devices kept for waiters whose callers are on other replicas: those replicas grant them.
-    const kept = new Set<string>();
-    const wake = new Set<string>();
     for (const w of this.queue.list()) {
       const call = this.queue.callOf(w.ticket);
       const here = call !== undefined && !call.gone();
-      const elsewhere = !here && this.heldElsewhere(w);
+      // Waiting on another live replica: granted here all the same (under the same lock, in the same
+      // order); that replica hands the lease over, since only it knows the token whose hash is stored.
+      const elsewhere = !here && this.heldElsewhere(w) && w.tokenHash !== null;
       // Nobody waits on it (restored, until its client comes back) or its caller is leaving: skipped.
       if (!here && !elsewhere) continue;
-      const route = this.pick(candidates, w.selector, kept);
+      const route = this.pick(candidates, w.selector);
       if (!route) continue;
-      if (elsewhere) {
-        kept.add(route.physicalId);
-        wake.add(w.replicaId as string);
-        continue;
-      }
-      const grant = await this.grant(w.holder, w.ttlMs, route, w);
-      kept.add(route.physicalId);
-      const caller = call as PendingCall;
-      this.later(() => {
-        if (caller.deliver(grant)) return;
-        // Committed, but nobody is there to receive it: back to the pool.
-        this.undelivered.push(grant.lease);
-        this.dispatchAgain = true;
-      });
+      const lease = await this.grant(w.holder, w.ttlMs, route, w.tokenHash ?? hash((call as PendingCall).token), w);
+      if (here) this.handOver(call, lease);
     }
-    for (const replicaId of wake) this.tell("queue", replicaId);
+  }
+
+  /** Gives a granted lease to its caller once committed; one whose caller has gone goes back in the next turn. */
+  private handOver(call: PendingCall, lease: LeaseRow): void {
+    this.later(() => {
+      if (call.deliver({ lease, token: call.token })) return;
+      this.undelivered.push(lease);
+      this.dispatchAgain = true;
+    });
   }
 
   /**
@@ -399,15 +422,16 @@ export class LeaseManager {
    * rolled-back turn, none of it does (SQLite commits each write itself, so
    * there it all runs).
    */
-  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+  private inTurn<T>(fn: () => Promise<T>, exclusive = true): Promise<T> {
     const run = async (): Promise<T> => {
       let committed = false;
       try {
-        const result = await this.base.exclusive(async (tx) => {
+        const within = (turn: (store: LeaseStore) => Promise<T>) => (exclusive ? this.base.exclusive(turn) : turn(this.base));
+        const result = await within(async (tx) => {
           this.store = tx;
           this.queue.bind(tx);
           try {
-            if (this.shared) await this.reload();
+            if (this.shared) await this.reload(exclusive);
             return await fn();
           } finally {
             this.store = this.base;
@@ -444,7 +468,9 @@ export class LeaseManager {
   }
 
   /** Takes what is stored as the truth (another replica may have changed it), telling watchers what changed. */
-  private async reload(): Promise<void> {
+  private async reload(exclusive: boolean): Promise<void> {
+    // The queue before the leases: a place granted between the two reads shows up as its lease.
+    const waiters = await this.store.waiters();
     const rows = await this.store.activeLeases();
     const now = this.now();
     const ids = new Set(rows.map((r) => r.leaseId));
@@ -470,7 +496,16 @@ export class LeaseManager {
       this.byToken.set(row.tokenHash, row);
       this.later(() => this.events.emit("lease", row));
     }
-    if (this.queue.replaceRows(await this.store.waiters(), now, (w) => this.heldElsewhere(w))) this.queueChanged();
+    if (this.queue.replaceRows(waiters, now, (w) => this.heldElsewhere(w))) this.queueChanged();
+    // Places of callers here that another replica granted (or dropped) since.
+    for (const [ticket, call] of this.queue.unqueuedCalls()) {
+      const lease = this.byToken.get(hash(call.token));
+      // Dropped is decided only on what the lock shows: a plain read may sit between two commits.
+      if (!lease && !exclusive) continue;
+      this.queue.detach(ticket, call);
+      if (lease) this.handOver(call, lease);
+      else this.later(() => call.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "this caller's place in the queue was dropped")));
+    }
   }
 
   /** The first free candidate (in agent, serial order) the selector accepts. */
@@ -490,12 +525,11 @@ export class LeaseManager {
   }
 
   /** Commits a lease (with the waiter's removal, when it was queued) before anyone is told. */
-  private async grant(holder: string, ttlMs: number, route: Candidate, waiter?: Waiter): Promise<Grant> {
-    const token = `farml_${randomBytes(24).toString("base64url")}`;
+  private async grant(holder: string, ttlMs: number, route: Candidate, tokenHash: string, waiter?: Waiter): Promise<LeaseRow> {
     const now = this.now();
     const lease: LeaseRow = {
       leaseId: randomUUID(),
-      tokenHash: hash(token),
+      tokenHash,
       holder,
       physicalId: route.physicalId,
       agentId: route.agentId,
@@ -514,7 +548,7 @@ export class LeaseManager {
     this.later(() => this.events.emit("lease", lease));
     this.tell("lease", lease.leaseId);
     if (queued) this.queueChanged();
-    return { lease, token };
+    return lease;
   }
 
   private async end(lease: LeaseRow, state: "released" | "expired"): Promise<void> {

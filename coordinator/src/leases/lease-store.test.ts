@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 const selector = { serial: "", physicalId: "", labels: { rack: "b2" }, model: "Pixel 7", apiLevelMin: 30, apiLevelMax: 0, agent: "" };
-const waiter = (ticket: string, seq: number, replicaId: string | null = null): Waiter => ({ ticket, seq, holder: "h", selector, enqueuedAt: 1, waitDeadline: 2, ttlMs: 3, replicaId });
+const waiter = (ticket: string, seq: number, replicaId: string | null = null, tokenHash: string | null = null): Waiter => ({ ticket, seq, holder: "h", selector, enqueuedAt: 1, waitDeadline: 2, ttlMs: 3, replicaId, tokenHash });
 const lease = (leaseId: string, physicalId: string): LeaseRow => ({
   leaseId, tokenHash: `hash-${leaseId}`, holder: "h", physicalId, agentId: "a-1", serial: "S-1", acquiredAt: 1, expiresAt: 2, ttlMs: 1, state: "active", endedAt: null,
 });
@@ -45,8 +45,8 @@ describe.each(dialects)("LeaseStore on %s", (dialect) => {
     expect(await s.waiters()).toEqual([waiter("early", 1), waiter("late", 5)]);
     await s.deleteWaiter("early");
     expect(await s.waiters()).toEqual([waiter("late", 5)]);
-    await s.setWaiterReplica("late", "r-2");
-    expect(await s.waiters()).toEqual([waiter("late", 5, "r-2")]);
+    await s.setWaiterCaller("late", "r-2", "hash-2");
+    expect(await s.waiters()).toEqual([waiter("late", 5, "r-2", "hash-2")]);
   });
 
   it("drops the granted waiter with the lease, and keeps it when the lease is refused", async () => {

@@ -33,6 +33,12 @@ export interface Waiter {
   ttlMs: number;
   /** The coordinator replica whose caller waits on it; null when none does (restored, until the caller asks again). */
   replicaId: string | null;
+  /**
+   * sha256 of the lease token its waiting caller will get (made by the
+   * caller's replica, which alone knows the token): whichever replica grants
+   * the place stores it on the lease. Null while nobody waits on it.
+   */
+  tokenHash: string | null;
 }
 
 /** The stored wait queue. */
@@ -41,8 +47,8 @@ export interface WaiterStore {
   waiters(): Promise<Waiter[]>;
   insertWaiter(w: Waiter): Promise<void>;
   deleteWaiter(ticket: string): Promise<void>;
-  /** The replica whose caller now waits on this ticket (a client that came back through another replica). */
-  setWaiterReplica(ticket: string, replicaId: string | null): Promise<void>;
+  /** The replica (and the hash of the token) of the caller now waiting on this ticket: a client that came back, perhaps through another replica. */
+  setWaiterCaller(ticket: string, replicaId: string | null, tokenHash: string | null): Promise<void>;
 }
 
 /** Where leases and the wait queue are kept. Each method is one atomic write. */

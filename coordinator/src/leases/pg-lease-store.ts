@@ -46,8 +46,8 @@ export class PgLeaseStore implements LeaseStore {
     await this.db.insert(leaseWaiters).values(w);
   }
 
-  async setWaiterReplica(ticket: string, replicaId: string | null): Promise<void> {
-    await this.db.update(leaseWaiters).set({ replicaId }).where(eq(leaseWaiters.ticket, ticket));
+  async setWaiterCaller(ticket: string, replicaId: string | null, tokenHash: string | null): Promise<void> {
+    await this.db.update(leaseWaiters).set({ replicaId, tokenHash }).where(eq(leaseWaiters.ticket, ticket));
   }
 
   async leaseById(leaseId: string): Promise<LeaseRow | undefined> {

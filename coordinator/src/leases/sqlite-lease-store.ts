@@ -42,8 +42,8 @@ export class SqliteLeaseStore implements LeaseStore {
     this.db.insert(leaseWaiters).values(w).run();
   }
 
-  async setWaiterReplica(ticket: string, replicaId: string | null): Promise<void> {
-    this.db.update(leaseWaiters).set({ replicaId }).where(eq(leaseWaiters.ticket, ticket)).run();
+  async setWaiterCaller(ticket: string, replicaId: string | null, tokenHash: string | null): Promise<void> {
+    this.db.update(leaseWaiters).set({ replicaId, tokenHash }).where(eq(leaseWaiters.ticket, ticket)).run();
   }
 
   async leaseById(leaseId: string): Promise<LeaseRow | undefined> {

@@ -14,9 +14,9 @@ function memoryStore(rows: Waiter[] = []): WaiterStore & { rows: Map<string, Wai
       if (store.refuse) throw new Error("refused by test");
       store.rows.set(w.ticket, w);
     },
-    async setWaiterReplica(ticket: string, replicaId: string | null) {
+    async setWaiterCaller(ticket: string, replicaId: string | null, tokenHash: string | null) {
       const w = store.rows.get(ticket);
-      if (w) store.rows.set(ticket, { ...w, replicaId });
+      if (w) store.rows.set(ticket, { ...w, replicaId, tokenHash });
     },
     async deleteWaiter(ticket: string) {
       if (store.refuse) throw new Error("refused by test");
@@ -27,10 +27,10 @@ function memoryStore(rows: Waiter[] = []): WaiterStore & { rows: Map<string, Wai
 }
 
 const any = { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
-const waiter = (ticket: string, seq: number, waitDeadline = t0 + 600_000): Waiter => ({ ticket, seq, holder: ticket, selector: any, enqueuedAt: t0, waitDeadline, ttlMs: 60_000, replicaId: null });
+const waiter = (ticket: string, seq: number, waitDeadline = t0 + 600_000): Waiter => ({ ticket, seq, holder: ticket, selector: any, enqueuedAt: t0, waitDeadline, ttlMs: 60_000, replicaId: null, tokenHash: null });
 const pending = (): PendingCall & { failed: Error[] } => {
   const failed: Error[] = [];
-  return { failed, gone: () => false, deliver: () => true, fail: (e) => failed.push(e) };
+  return { failed, token: "farml_test", gone: () => false, deliver: () => true, fail: (e) => failed.push(e) };
 };
 
 describe("WaitQueue", async () => {
@@ -38,7 +38,7 @@ describe("WaitQueue", async () => {
     const store = memoryStore([waiter("b", 7), waiter("a", 3)]);
     const q = await WaitQueue.open(store, t0);
     expect(q.list().map((w) => w.ticket)).toEqual(["a", "b"]);
-    const c = await q.enqueue({ ticket: "c", holder: "c", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000, replicaId: null });
+    const c = await q.enqueue({ ticket: "c", holder: "c", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000, replicaId: null, tokenHash: null });
     expect(c.seq).toBe(8);
     expect((await store.waiters()).map((w) => w.ticket)).toEqual(["a", "b", "c"]);
   });
@@ -56,17 +56,17 @@ describe("WaitQueue", async () => {
     const store = memoryStore([waiter("a", 1)]);
     const q = await WaitQueue.open(store, t0);
     store.refuse = true;
-    await expect(q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000, replicaId: null })).rejects.toThrow(/refused/);
+    await expect(q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000, replicaId: null, tokenHash: null })).rejects.toThrow(/refused/);
     await expect(q.remove(q.find("a")!)).rejects.toThrow(/refused/);
     expect(q.list().map((w) => w.ticket)).toEqual(["a"]);
     store.refuse = false;
-    expect((await q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000, replicaId: null })).seq).toBe(2);
+    expect((await q.enqueue({ ticket: "b", holder: "b", selector: any, enqueuedAt: t0, waitDeadline: t0, ttlMs: 1_000, replicaId: null, tokenHash: null })).seq).toBe(2);
   });
 
   it("keeps the calls apart from the rows: detaching an older call leaves the newer one, abandoning keeps the rows", async () => {
     const store = memoryStore();
     const q = await WaitQueue.open(store, t0);
-    await q.enqueue({ ticket: "a", holder: "a", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000, replicaId: null });
+    await q.enqueue({ ticket: "a", holder: "a", selector: any, enqueuedAt: t0, waitDeadline: t0 + 1_000, ttlMs: 1_000, replicaId: null, tokenHash: null });
     const older = pending();
     const newer = pending();
     expect(q.attach("a", older)).toBeUndefined();

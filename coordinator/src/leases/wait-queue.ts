@@ -11,6 +11,8 @@ export interface Grant {
 
 /** A client call waiting on a waiter. Lives only in this process. */
 export interface PendingCall {
+  /** The lease token this caller gets when its place is granted (only its hash is stored, on the waiter). */
+  readonly token: string;
   /** Whether the caller has gone (its call ended): it must not be granted. */
   gone(): boolean;
   /** Hands the grant over; false when the caller is gone (the grant must be undone). */
@@ -74,11 +76,17 @@ export class WaitQueue {
     return before !== this.rows.map((w) => `${w.ticket}@${w.replicaId ?? ""}`).join(",");
   }
 
-  /** Records that the caller now waiting on this ticket is on `replicaId`. */
-  async moveTo(w: Waiter, replicaId: string | null): Promise<void> {
-    if (w.replicaId === replicaId) return;
-    await this.store.setWaiterReplica(w.ticket, replicaId);
+  /** Records the caller now waiting on this ticket: its replica and the hash of its token. */
+  async moveTo(w: Waiter, replicaId: string | null, tokenHash: string): Promise<void> {
+    await this.store.setWaiterCaller(w.ticket, replicaId, tokenHash);
     w.replicaId = replicaId;
+    w.tokenHash = tokenHash;
+  }
+
+  /** Calls of this process whose place is no longer queued (another replica granted or dropped it). */
+  unqueuedCalls(): [ticket: string, call: PendingCall][] {
+    const tickets = new Set(this.rows.map((w) => w.ticket));
+    return [...this.calls.entries()].filter(([t]) => !tickets.has(t));
   }
 
   /** Whether a caller of this process waits on any ticket. */

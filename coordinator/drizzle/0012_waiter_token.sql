@@ -1,0 +1,1 @@
+ALTER TABLE `lease_waiters` ADD `token_hash` text;

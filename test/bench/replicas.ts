@@ -1,0 +1,160 @@
+/**
+ * Coordinator replicas on PostgreSQL against one coordinator on SQLite, in
+ * the same run:
+ *  - lease grant + release cycles per second (10 phones on lightweight
+ *    agents, `--workers` callers in parallel; on replicas the callers and
+ *    agents are spread over three replicas), target >= 500/s;
+ *  - the added median latency of a call forwarded to the replica holding the
+ *    agent against the same call on that replica (a read routed to a real
+ *    agent with a simulated phone), target <= 2 ms.
+ * PostgreSQL is a private cluster with its default durability (fsync on).
+ *
+ *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200]
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { performance } from "node:perf_hooks";
+import pg from "pg";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { noDelaySessionOptions } from "@farm/shared/no-delay";
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
+import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { adbConnect, SimDevice, startAdbServer } from "../devsim/index.js";
+import { attachFakeAgent, fakeDevices } from "../support/fake-agent.js";
+import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { startPgCluster } from "../support/pg-cluster.js";
+import { makeTempDir } from "../support/temp-dir.js";
+import { median, percentile } from "./proc-stats.js";
+
+const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, workers: { type: "string", default: "8" }, calls: { type: "string", default: "200" } } });
+const SECONDS = Number(values.seconds);
+const WORKERS = Number(values.workers);
+const CALLS = Number(values.calls);
+const any = { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
+
+function auth(token: string, lease: () => string = () => ""): Interceptor {
+  return (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    const l = lease();
+    if (l) req.header.set("x-farm-lease", l);
+    return next(req);
+  };
+}
+
+/** Coordinators (one or three) on a database, with 10 fake phones on agents spread over them. */
+async function start(dir: string, name: string, database: string | undefined, count: number) {
+  const data = join(dir, name);
+  const procs: FarmProcess[] = [];
+  for (let i = 0; i < count; i++) procs.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, ...(database ? ["--database", database] : [])], { FARM_LOG_LEVEL: "warn" }));
+  const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
+  const urls = procs.map((p) => String(p.ready["url"]));
+  const transports = urls.map((url) => createGrpcTransport({ baseUrl: url, interceptors: [auth(admin)], nodeOptions: noDelaySessionOptions() }));
+  const stop = new AbortController();
+  const tokens = createClient(TokenService, transports[0]!);
+  for (let a = 0; a < 2; a++) {
+    const token = (await tokens.createToken({ name: `${name}-lab-${a}`, kind: TokenKind.AGENT })).token;
+    await attachFakeAgent({ url: urls[a % count]!, token, index: a, devices: fakeDevices(a, 5), heartbeatMs: 1000, signal: stop.signal });
+  }
+  for (const t of transports) {
+    const registry = createClient(RegistryService, t);
+    await waitFor("10 phones online", async () => ((await registry.listDevices({})).devices.filter((d) => d.state === "device").length === 10 ? true : undefined));
+  }
+  return { procs, urls, admin, leases: transports.map((t) => createClient(LeaseService, t)), stop: async () => { stop.abort(); for (const p of procs) await p.stop(); } };
+}
+
+async function cycles(leases: Client<typeof LeaseService>[]): Promise<number> {
+  let n = 0;
+  const end = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: WORKERS }, async (_, w) => {
+      const via = leases[w % leases.length]!;
+      while (performance.now() < end) {
+        const g = await via.acquireLease({ selector: any, waitMs: 30_000, ttlMs: 60_000 });
+        await via.releaseLease({ token: g.token });
+        n++;
+      }
+    }),
+  );
+  return n / SECONDS;
+}
+
+async function main(): Promise<void> {
+  const dir = await makeTempDir("bench-replicas");
+  const cluster = await startPgCluster({ maxConnections: 200 });
+  try {
+    const admin = new pg.Client({ connectionString: cluster.url });
+    await admin.connect();
+    await admin.query("CREATE DATABASE farm_bench");
+    await admin.end();
+    const pgUrl = cluster.url.replace(/\/postgres$/, "/farm_bench");
+
+    const one = await start(dir.path, "sqlite", undefined, 1);
+    const sqlitePerSecond = await cycles(one.leases);
+    await one.stop();
+    const three = await start(dir.path, "replicas", pgUrl, 3);
+    const replicaPerSecond = await cycles(three.leases);
+
+    // A real agent with a simulated phone on replica 0; the same read through replica 0 and through replica 1.
+    const adb = await startAdbServer();
+    const phone = new SimDevice({ serialno: "REPL0001" });
+    const serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
+    const env = { FARM_COORDINATOR: three.urls[0], FARM_TOKEN: three.admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
+    const token = await farm(["token", "create", "--kind", "agent", "--name", "real"], env);
+    await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
+    const agent = await startFarm([
+      "agent", "--coordinator", three.urls[0]!, "--name", "real", "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
+      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "1000",
+    ], { FARM_LOG_LEVEL: "warn" });
+    const devices = three.urls.map((url) => createClient(DeviceService, createGrpcTransport({ baseUrl: url, interceptors: [auth(three.admin)], nodeOptions: noDelaySessionOptions() })));
+    await waitFor("the phone online on replica 1", async () => ((await devices[1]!.getOwnership({ target: { serial } }).then(() => true, () => undefined)) ? true : undefined));
+    const same: number[] = [];
+    const forwarded: number[] = [];
+    for (let i = 0; i < CALLS + 20; i++) {
+      let t = performance.now();
+      await devices[0]!.getOwnership({ target: { serial } });
+      const s = performance.now() - t;
+      t = performance.now();
+      await devices[1]!.getOwnership({ target: { serial } });
+      const f = performance.now() - t;
+      if (i < 20) continue;
+      same.push(s);
+      forwarded.push(f);
+    }
+    await agent.stop();
+    await phone.close();
+    await adb.stop();
+    await three.stop();
+
+    const added = median(forwarded) - median(same);
+    const report = {
+      seconds: SECONDS,
+      workers: WORKERS,
+      sqliteCyclesPerSecond: Math.round(sqlitePerSecond),
+      replicaCyclesPerSecond: Math.round(replicaPerSecond),
+      replicasToSqlite: Number((replicaPerSecond / sqlitePerSecond).toFixed(2)),
+      replicasToTarget500: Number((replicaPerSecond / 500).toFixed(2)),
+      sameReplicaReadMedianMs: Number(median(same).toFixed(2)),
+      forwardedReadMedianMs: Number(median(forwarded).toFixed(2)),
+      forwardedAddedMedianMs: Number(added.toFixed(2)),
+      forwardedAddedP99Ms: Number((percentile(forwarded, 99) - percentile(same, 99)).toFixed(2)),
+      forwardedToSameRatio: Number((median(forwarded) / median(same)).toFixed(2)),
+    };
+    console.log(`lease grant + release, 10 phones, ${WORKERS} callers, ${SECONDS} s`);
+    console.log(`  one coordinator on SQLite     ${report.sqliteCyclesPerSecond} cycles/s`);
+    console.log(`  three replicas on PostgreSQL  ${report.replicaCyclesPerSecond} cycles/s  (ratio to SQLite ${report.replicasToSqlite}; to the 500/s target ${report.replicasToTarget500})`);
+    console.log(`a read routed to the agent, ${CALLS} calls`);
+    console.log(`  on the agent's replica        median ${report.sameReplicaReadMedianMs} ms`);
+    console.log(`  through another replica       median ${report.forwardedReadMedianMs} ms  (added ${report.forwardedAddedMedianMs} ms, target <= 2; ratio ${report.forwardedToSameRatio})`);
+    console.log(JSON.stringify(report));
+  } finally {
+    await cluster.stop();
+    await dir.remove();
+  }
+}
+
+await main();
+process.exit(0);
