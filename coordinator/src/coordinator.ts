@@ -212,6 +212,10 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
             return 0;
           });
           log.info("token revoked", { principal: name, endedCalls: calls, endedDashboardSessions: sessions });
+          // And what it opened on the other replicas (their agents' streams, Watch calls).
+          await replication?.bus.publish("token", name).catch((err: unknown) => {
+            log.error("could not tell the other replicas of a revoked token; their calls with it end at their next check", { principal: name, error: (err as Error).message });
+          });
         },
       });
       registerDeviceService(router, { registry, leases, activity, idempotency, log, recorder });
@@ -287,6 +291,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   flush.unref();
   if (database.dialect === "postgres") {
     replication = await startReplication({ database, databaseUrl: opts.database ?? "", url: opts.replicaUrl ?? url, registry, leases, labels, log });
+    // A token revoked through another replica: end what it opened here.
+    replication.bus.events.on("change", (c) => {
+      if (c.kind !== "token") return;
+      const calls = openCalls.revoke(c.id);
+      if (calls > 0) log.info("token revoked on another replica; its calls here ended", { principal: c.id, endedCalls: calls });
+    });
     log.info("replica joined", { replicaId: replication.id, replicas: replication.membership.live().length, database: database.where });
   }
   log.info("coordinator listening", { url, dataDir: opts.dataDir, version: FARM_VERSION });

@@ -6,7 +6,10 @@
  *    agents are spread over three replicas), target >= 500/s;
  *  - the added median latency of a call forwarded to the replica holding the
  *    agent against the same call on that replica (a read routed to a real
- *    agent with a simulated phone), target <= 2 ms.
+ *    agent with a simulated phone), target <= 2 ms;
+ *  - each replica's CPU (fraction of one core) with `--agents` lightweight
+ *    agents x 10 devices spread over the three, heartbeating every 5 s,
+ *    against one SQLite coordinator carrying all of them; target <= 0.10.
  * PostgreSQL is a private cluster with its default durability (fsync on).
  *
  *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200]
@@ -28,9 +31,19 @@ import { attachFakeAgent, fakeDevices } from "../support/fake-agent.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
 import { startPgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
-import { median, percentile } from "./proc-stats.js";
+import { cpuSeconds, median, percentile } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "5" }, workers: { type: "string", default: "8" }, calls: { type: "string", default: "200" } } });
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "5" },
+    workers: { type: "string", default: "8" },
+    calls: { type: "string", default: "200" },
+    agents: { type: "string", default: "1000" },
+    "window-s": { type: "string", default: "15" },
+  },
+});
+const AGENTS = Number(values.agents);
+const WINDOW_S = Number(values["window-s"]);
 const SECONDS = Number(values.seconds);
 const WORKERS = Number(values.workers);
 const CALLS = Number(values.calls);
@@ -82,6 +95,31 @@ async function cycles(leases: Client<typeof LeaseService>[]): Promise<number> {
   return n / SECONDS;
 }
 
+/** CPU of each coordinator process (fraction of a core) over a window, with AGENTS fake agents x 10 devices spread over them. */
+async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<number[]> {
+  const data = join(dir, name);
+  const procs: FarmProcess[] = [];
+  for (let i = 0; i < count; i++) procs.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, ...(database ? ["--database", database] : [])], { FARM_LOG_LEVEL: "warn" }));
+  const stop = new AbortController();
+  try {
+    const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
+    const urls = procs.map((p) => String(p.ready["url"]));
+    const tokens = createClient(TokenService, createGrpcTransport({ baseUrl: urls[0]!, interceptors: [auth(admin)] }));
+    for (let a = 0; a < AGENTS; a++) {
+      const token = (await tokens.createToken({ name: `${name}-fleet-${a}`, kind: TokenKind.AGENT })).token;
+      await attachFakeAgent({ url: urls[a % count]!, token, index: 100 + a, devices: fakeDevices(100 + a, 10), heartbeatMs: 5000, signal: stop.signal });
+    }
+    const registry = createClient(RegistryService, createGrpcTransport({ baseUrl: urls[count - 1]!, interceptors: [auth(admin)] }));
+    await waitFor("the fleet listed", async () => ((await registry.listAgents({ pageSize: 5000 })).agents.filter((x) => x.online).length >= AGENTS ? true : undefined), { timeoutMs: 300_000 });
+    const before = procs.map((p) => cpuSeconds(p.pid));
+    await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+    return procs.map((p, i) => (cpuSeconds(p.pid) - (before[i] as number)) / WINDOW_S);
+  } finally {
+    stop.abort();
+    for (const p of procs) await p.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench-replicas");
   const cluster = await startPgCluster({ maxConnections: 200 });
@@ -129,6 +167,13 @@ async function main(): Promise<void> {
     await adb.stop();
     await three.stop();
 
+    const sqliteCpu = (await fleetCpu(dir.path, "fleet-sqlite", undefined, 1))[0] as number;
+    const admin2 = new pg.Client({ connectionString: cluster.url });
+    await admin2.connect();
+    await admin2.query("CREATE DATABASE farm_fleet");
+    await admin2.end();
+    const replicaCpu = await fleetCpu(dir.path, "fleet-replicas", cluster.url.replace(/\/postgres$/, "/farm_fleet"), 3);
+
     const added = median(forwarded) - median(same);
     const report = {
       seconds: SECONDS,
@@ -142,6 +187,11 @@ async function main(): Promise<void> {
       forwardedAddedMedianMs: Number(added.toFixed(2)),
       forwardedAddedP99Ms: Number((percentile(forwarded, 99) - percentile(same, 99)).toFixed(2)),
       forwardedToSameRatio: Number((median(forwarded) / median(same)).toFixed(2)),
+      fleetAgents: AGENTS,
+      sqliteCoordinatorCpu: Number(sqliteCpu.toFixed(3)),
+      replicaCpu: replicaCpu.map((c) => Number(c.toFixed(3))),
+      replicaCpuToTarget: Number((Math.max(...replicaCpu) / 0.1).toFixed(2)),
+      replicaCpuToSqlite: Number((Math.max(...replicaCpu) / sqliteCpu).toFixed(2)),
     };
     console.log(`lease grant + release, 10 phones, ${WORKERS} callers, ${SECONDS} s`);
     console.log(`  one coordinator on SQLite     ${report.sqliteCyclesPerSecond} cycles/s`);
@@ -149,6 +199,9 @@ async function main(): Promise<void> {
     console.log(`a read routed to the agent, ${CALLS} calls`);
     console.log(`  on the agent's replica        median ${report.sameReplicaReadMedianMs} ms`);
     console.log(`  through another replica       median ${report.forwardedReadMedianMs} ms  (added ${report.forwardedAddedMedianMs} ms, target <= 2; ratio ${report.forwardedToSameRatio})`);
+    console.log(`${AGENTS} agents x 10 devices, heartbeats every 5 s, over ${WINDOW_S} s`);
+    console.log(`  one coordinator on SQLite     ${report.sqliteCoordinatorCpu} of a core`);
+    console.log(`  each of three replicas        ${report.replicaCpu.join(", ")} of a core  (busiest to the 0.10 target ${report.replicaCpuToTarget}; to SQLite ${report.replicaCpuToSqlite})`);
     console.log(JSON.stringify(report));
   } finally {
     await cluster.stop();

@@ -105,4 +105,17 @@ describe("coordinator replicas on PostgreSQL", () => {
     });
     expect(forged.status).toBe(401);
   });
+
+  it("ends an agent's stream on its replica when its token is revoked through another replica", async () => {
+    // lab-1's agent is attached to replica 1; the admin revokes its token through replica 0.
+    expect((await farm(["token", "revoke", "lab-1"], envs[0])).code).toBe(0);
+    for (const env of envs) {
+      await waitFor("lab-1 offline everywhere", async () => {
+        const agents = ((await farm(["agents"], env)).json["agents"] ?? []) as { name: string; online: boolean }[];
+        return agents.some((a) => a.name === "lab-1" && !a.online) ? true : undefined;
+      }, { timeoutMs: 10_000 });
+    }
+    const list = await listed(envs[2] as NodeJS.ProcessEnv);
+    expect(list.find((d) => d.serial === serials[1])?.state).not.toBe("device");
+  });
 });
