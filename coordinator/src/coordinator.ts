@@ -294,6 +294,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     // A token revoked through another replica: end what it opened here.
     replication.bus.events.on("change", (c) => {
       if (c.kind !== "token") return;
+      tokens.forget(c.id);
       const calls = openCalls.revoke(c.id);
       if (calls > 0) log.info("token revoked on another replica; its calls here ended", { principal: c.id, endedCalls: calls });
     });

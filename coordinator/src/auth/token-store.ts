@@ -54,7 +54,24 @@ export function parseRole(text: string, field = "role"): Role {
  * plain hash (no salt, no KDF) is enough: there is nothing to brute-force.
  */
 export class TokenStore {
-  constructor(private readonly store: TokenRecordStore) {}
+  /**
+   * Principals of tokens seen in the last AUTH_CACHE_MS, by hash: every call
+   * authenticates (twice: request gate, then interceptor), and on PostgreSQL
+   * each lookup is a round trip. Only live tokens are kept; a revocation here
+   * drops its entries at once, one on another replica as soon as its notice
+   * arrives (`forget`), and at worst when the entry ages out.
+   */
+  private readonly recent = new Map<string, { principal: Principal; at: number }>();
+
+  constructor(
+    private readonly store: TokenRecordStore,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Drops what is remembered of a token (revoked, perhaps through another replica). */
+  forget(name: string): void {
+    for (const [h, e] of this.recent) if (e.principal.tokenName === name) this.recent.delete(h);
+  }
 
   /** A new token; user tokens default to operator. */
   async create(name: string, kind: TokenKind, role: Role | null = kind === "user" ? "operator" : null): Promise<{ record: TokenRecord; secret: string }> {
@@ -93,7 +110,9 @@ export class TokenStore {
   }
 
   async revoke(name: string): Promise<TokenRecord> {
+    this.forget(name);
     const row = await this.store.revoke(name, Date.now());
+    this.forget(name);
     if (!row) throw farmError(Errors.NOT_FOUND, `no token named "${name}"`, "name");
     return toRecord(row);
   }
@@ -124,9 +143,20 @@ export class TokenStore {
 
   /** The principal for a presented secret, or a reason it is refused. */
   async authenticate(secret: string): Promise<Principal | "unknown" | "revoked"> {
-    const row = await this.store.byHash(hashToken(secret));
+    const h = hashToken(secret);
+    const now = this.now();
+    const hit = this.recent.get(h);
+    if (hit && now - hit.at < AUTH_CACHE_MS) return hit.principal;
+    const row = await this.store.byHash(h);
     if (!row) return "unknown";
-    return principalOf(row);
+    const principal = principalOf(row);
+    if (principal !== "revoked") {
+      if (this.recent.size >= AUTH_CACHE_MAX) this.recent.clear();
+      this.recent.set(h, { principal, at: now });
+    } else {
+      this.recent.delete(h);
+    }
+    return principal;
   }
 
   /** The principal of a token by name (a dashboard session re-checks its token this way), or why it is refused. */
@@ -140,6 +170,10 @@ export class TokenStore {
     return this.store.count();
   }
 }
+
+/** How long an authenticated token is taken as live without asking the database again. */
+export const AUTH_CACHE_MS = 2_000;
+const AUTH_CACHE_MAX = 10_000;
 
 function principalOf(row: TokenRow): Principal | "revoked" {
   if (row.revokedAt !== null) return "revoked";

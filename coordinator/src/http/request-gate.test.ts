@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "@farm/shared/log";
 import { sqliteDatabase } from "../db/database.js";
 import { createTokenRecordStore, type TokenRecordStore } from "../auth/token-record-store.js";
-import { TokenStore } from "../auth/token-store.js";
+import { AUTH_CACHE_MS, TokenStore } from "../auth/token-store.js";
 import { requestGate } from "./request-gate.js";
 
 const database = sqliteDatabase(":memory:");
@@ -14,7 +14,9 @@ let lookupDelayMs = 0;
 const slow: TokenRecordStore = Object.assign(Object.create(records) as TokenRecordStore, {
   byHash: async (hash: string) => (await new Promise((r) => setTimeout(r, lookupDelayMs)), records.byHash(hash)),
 });
-const tokens = new TokenStore(slow);
+// A clock that jumps past the token cache at every look: each call asks the (slow) database.
+let clock = 0;
+const tokens = new TokenStore(slow, () => (clock += AUTH_CACHE_MS + 1));
 let secret = "";
 let server: Server;
 let port = 0;
