@@ -107,7 +107,7 @@ export class LeaseManager {
   async refresh(): Promise<void> {
     // A read for the cache, in turn with this replica's changes but without the farm-wide lock:
     // every change re-reads under the lock anyway.
-    await this.inTurn(async () => undefined, false);
+    await this.inTurn(async () => undefined, "read");
     if (this.queue.hasCalls()) await this.dispatch();
   }
 
@@ -159,7 +159,9 @@ export class LeaseManager {
         if (place) this.kick(this.inTurn(() => this.removeWaiter(place)));
       };
       const onAbort = () => giveUp(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
-      this.inTurn(async (): Promise<Grant | undefined> => {
+      // Replicas: with nobody queued, the grant at once needs no lock (one conditional insert).
+      const atOnce = this.shared ? this.inTurn(() => this.grantIfFree(holder, selector, opts.ttlMs, ticket, token, opts.signal), "plain") : Promise.resolve(undefined);
+      atOnce.then((early) => early ?? this.inTurn(async (): Promise<Grant | undefined> => {
         const found = this.queue.find(ticket);
         if (found && found.holder !== holder) throw farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket");
         if (found) {
@@ -183,7 +185,7 @@ export class LeaseManager {
         // older one ends now (its abort can no longer drop the place).
         this.queue.attach(ticket, call)?.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "a newer call with the same ticket took this one's place"));
         return undefined;
-      }).then(
+      })).then(
         (granted) => {
           if (granted) {
             settled = true;
@@ -230,10 +232,15 @@ export class LeaseManager {
   }
 
   async release(token: string): Promise<LeaseRow> {
-    const lease = await this.inTurn(async () => {
+    // Replicas: a lease this replica knows ends by one conditional update, no lock (ending decides nothing
+    // for anyone else); one it does not know yet is looked for under the lock, on what is stored.
+    const known = this.shared ? await this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
-      if (!lease) throw await this.unknownToken(token);
-      await this.end(lease, "released");
+      return lease && (await this.end(lease, "released")) ? lease : undefined;
+    }, "plain") : undefined;
+    const lease = known ?? await this.inTurn(async () => {
+      const lease = this.byToken.get(hash(token));
+      if (!lease || !(await this.end(lease, "released"))) throw await this.unknownToken(token);
       return lease;
     });
     this.kick(this.dispatch());
@@ -416,33 +423,42 @@ export class LeaseManager {
 
   /**
    * Runs `fn` after every change queued before it (the next one waits for
-   * it, whatever its outcome), as the store's exclusive turn: on
-   * PostgreSQL, under the farm-wide lease lock and on what is stored now.
-   * What `fn` leaves for later runs once its changes are committed; after a
+   * it, whatever its outcome). "exclusive": the store's exclusive turn (on
+   * PostgreSQL, under the farm-wide lease lock, on what is stored now);
+   * "read": re-read what is stored first, no lock; "plain": neither (one
+   * conditional statement that needs no decision on shared state). What
+   * `fn` leaves for later runs once its changes are committed; after a
    * rolled-back turn, none of it does (SQLite commits each write itself, so
    * there it all runs).
    */
-  private inTurn<T>(fn: () => Promise<T>, exclusive = true): Promise<T> {
+  private inTurn<T>(fn: () => Promise<T>, mode: "exclusive" | "read" | "plain" = "exclusive"): Promise<T> {
+    const exclusive = mode === "exclusive";
+    const within = (turn: (store: LeaseStore) => Promise<T>) => (exclusive ? this.base.exclusive(turn) : turn(this.base));
+    const once = () =>
+      within(async (tx) => {
+        this.store = tx;
+        this.queue.bind(tx);
+        try {
+          if (this.shared && mode !== "plain") await this.reload(exclusive);
+          return await fn();
+        } finally {
+          this.store = this.base;
+          this.queue.bind(this.base);
+        }
+      });
     const run = async (): Promise<T> => {
-      let committed = false;
-      try {
-        const within = (turn: (store: LeaseStore) => Promise<T>) => (exclusive ? this.base.exclusive(turn) : turn(this.base));
-        const result = await within(async (tx) => {
-          this.store = tx;
-          this.queue.bind(tx);
-          try {
-            if (this.shared) await this.reload(exclusive);
-            return await fn();
-          } finally {
-            this.store = this.base;
-            this.queue.bind(this.base);
-          }
-        });
-        committed = true;
-        return result;
-      } finally {
-        const later = this.after.splice(0);
-        if (committed || !this.shared) for (const f of later) f();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await once();
+          for (const f of this.after.splice(0)) f();
+          return result;
+        } catch (err) {
+          // SQLite commits each write itself: what it stored before failing stands, and so do its effects.
+          const later = this.after.splice(0);
+          if (!this.shared) for (const f of later) f();
+          // Replicas: a phone taken meanwhile by another replica's grant at once (no lock): decide again on what is stored.
+          if (!(this.shared && exclusive && isUniqueViolation(err) && attempt < 5)) throw err;
+        }
       }
     };
     const result = this.turn.then(run);
@@ -526,20 +542,7 @@ export class LeaseManager {
 
   /** Commits a lease (with the waiter's removal, when it was queued) before anyone is told. */
   private async grant(holder: string, ttlMs: number, route: Candidate, tokenHash: string, waiter?: Waiter): Promise<LeaseRow> {
-    const now = this.now();
-    const lease: LeaseRow = {
-      leaseId: randomUUID(),
-      tokenHash,
-      holder,
-      physicalId: route.physicalId,
-      agentId: route.agentId,
-      serial: route.serial,
-      acquiredAt: now,
-      expiresAt: now + ttlMs,
-      ttlMs,
-      state: "active",
-      endedAt: null,
-    };
+    const lease = leaseRow(holder, ttlMs, route, tokenHash, this.now());
     const queued = waiter !== undefined && this.queue.has(waiter);
     await this.store.insertLease(lease, queued ? waiter.ticket : undefined);
     if (queued) this.queue.granted(waiter);
@@ -551,16 +554,41 @@ export class LeaseManager {
     return lease;
   }
 
-  private async end(lease: LeaseRow, state: "released" | "expired"): Promise<void> {
-    if (this.active.get(lease.physicalId) !== lease) return;
+  /** Ends an active lease; false when it had ended already (elsewhere), which memory then forgets too. */
+  private async end(lease: LeaseRow, state: "released" | "expired"): Promise<boolean> {
+    if (this.active.get(lease.physicalId) !== lease) return false;
     const endedAt = this.now();
-    await this.store.endLease(lease.leaseId, state, endedAt);
+    if (!(await this.store.endLease(lease.leaseId, state, endedAt))) {
+      this.active.delete(lease.physicalId);
+      this.byToken.delete(lease.tokenHash);
+      return false;
+    }
     this.active.delete(lease.physicalId);
     this.byToken.delete(lease.tokenHash);
     lease.state = state;
     lease.endedAt = endedAt;
     this.later(() => this.events.emit("leaseEnded", lease));
     this.tell("lease", lease.leaseId);
+    return true;
+  }
+
+  /**
+   * The grant at once of a replica (no lock): when nobody is queued here nor
+   * in the database and a free phone matches, one conditional insert takes
+   * it. Undefined sends the caller down the locked path (queue, or a grant
+   * decided on what is stored).
+   */
+  private async grantIfFree(holder: string, selector: Selector, ttlMs: number, ticket: string, token: string, signal: AbortSignal): Promise<Grant | undefined> {
+    if (signal.aborted || this.queue.size > 0 || this.queue.find(ticket)) return undefined;
+    const route = this.pick(this.registry.candidates(), selector);
+    if (!route) return undefined;
+    const lease = leaseRow(holder, ttlMs, route, hash(token), this.now());
+    if (!(await this.store.insertLeaseIfFree(lease))) return undefined;
+    this.active.set(lease.physicalId, lease);
+    this.byToken.set(lease.tokenHash, lease);
+    this.later(() => this.events.emit("lease", lease));
+    this.tell("lease", lease.leaseId);
+    return { lease, token };
   }
 
   private async removeWaiter(w: Waiter): Promise<void> {
@@ -590,6 +618,31 @@ export class LeaseManager {
     if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
     return id;
   }
+}
+
+/** PostgreSQL's unique_violation, as pg raises it or as drizzle wraps it. */
+function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: unknown }).code === "23505") return true;
+  }
+  return false;
+}
+
+/** A new active lease on the route's phone. */
+function leaseRow(holder: string, ttlMs: number, route: Candidate, tokenHash: string, now: number): LeaseRow {
+  return {
+    leaseId: randomUUID(),
+    tokenHash,
+    holder,
+    physicalId: route.physicalId,
+    agentId: route.agentId,
+    serial: route.serial,
+    acquiredAt: now,
+    expiresAt: now + ttlMs,
+    ttlMs,
+    state: "active",
+    endedAt: null,
+  };
 }
 
 /** Oldest first; the lease id breaks ties so the order is total (the paging key). */

@@ -68,6 +68,21 @@ describe.each(dialects)("LeaseStore on %s", (dialect) => {
     expect(await s.activeLeases()).toHaveLength(1);
   });
 
+  it("grants at once only while nobody is queued and the phone is free, in one statement", async () => {
+    const s = await store();
+    expect(await s.insertLeaseIfFree(lease("l-1", "pd-1"))).toBe(true);
+    // The phone is taken.
+    expect(await s.insertLeaseIfFree(lease("l-2", "pd-1"))).toBe(false);
+    // Someone waits: even a free phone goes through the queue.
+    await s.insertWaiter(waiter("t-1", 1));
+    expect(await s.insertLeaseIfFree(lease("l-3", "pd-2"))).toBe(false);
+    expect((await s.activeLeases()).map((l) => l.leaseId)).toEqual(["l-1"]);
+    // Ended once only: a second end (another replica's) reports it was already over.
+    expect(await s.endLease("l-1", "released", 5)).toBe(true);
+    expect(await s.endLease("l-1", "expired", 6)).toBe(false);
+    expect(await s.leaseByTokenHash("hash-l-1")).toMatchObject({ state: "released", endedAt: 5 });
+  });
+
   it("renews and ends leases, keeping ended ones findable by token hash", async () => {
     const s = await store();
     await s.insertLease(lease("l-1", "pd-1"));

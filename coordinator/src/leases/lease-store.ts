@@ -63,7 +63,14 @@ export interface LeaseStore extends WaiterStore {
    */
   insertLease(lease: LeaseRow, grantedTicket?: string): Promise<void>;
   renewLease(leaseId: string, expiresAt: number, ttlMs: number): Promise<void>;
-  endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<void>;
+  /** Ends an active lease; false when it had already ended (another replica expired or released it). */
+  endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<boolean>;
+  /**
+   * Stores a new active lease only while nobody waits in the queue and its
+   * phone has no active lease, in one statement (no lock): the grant at once
+   * that an empty queue allows. False when either is not so.
+   */
+  insertLeaseIfFree(lease: LeaseRow): Promise<boolean>;
   leaseById(leaseId: string): Promise<LeaseRow | undefined>;
   /**
    * Runs `turn` as the only change to leases and the queue anywhere: on

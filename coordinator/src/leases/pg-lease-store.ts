@@ -1,4 +1,4 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import type { PgCoordinatorDb } from "../db/open-postgres.js";
 import { leases, leaseWaiters } from "../db/pg-schema.js";
 import type { LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
@@ -34,8 +34,24 @@ export class PgLeaseStore implements LeaseStore {
     await this.db.update(leases).set({ expiresAt, ttlMs }).where(eq(leases.leaseId, leaseId));
   }
 
-  async endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<void> {
-    await this.db.update(leases).set({ state, endedAt }).where(eq(leases.leaseId, leaseId));
+  async endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<boolean> {
+    const ended = await this.db
+      .update(leases)
+      .set({ state, endedAt })
+      .where(and(eq(leases.leaseId, leaseId), eq(leases.state, "active")))
+      .returning({ id: leases.leaseId });
+    return ended.length > 0;
+  }
+
+  async insertLeaseIfFree(lease: LeaseRow): Promise<boolean> {
+    // One statement: nobody queued, and the unique index on active leases refuses a taken phone.
+    const res = await this.db.execute(sql`
+      INSERT INTO leases (lease_id, token_hash, holder, physical_id, agent_id, serial, acquired_at, expires_at, ttl_ms, state, ended_at)
+      SELECT ${lease.leaseId}, ${lease.tokenHash}, ${lease.holder}, ${lease.physicalId}, ${lease.agentId}, ${lease.serial},
+             ${lease.acquiredAt}, ${lease.expiresAt}, ${lease.ttlMs}, 'active', NULL
+      WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
+      ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING`);
+    return (res.rowCount ?? 0) > 0;
   }
 
   waiters(): Promise<Waiter[]> {

@@ -1,4 +1,4 @@
-import { asc, eq } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { leases, leaseWaiters } from "../db/schema.js";
 import type { LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
@@ -30,8 +30,17 @@ export class SqliteLeaseStore implements LeaseStore {
     this.db.update(leases).set({ expiresAt, ttlMs }).where(eq(leases.leaseId, leaseId)).run();
   }
 
-  async endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<void> {
-    this.db.update(leases).set({ state, endedAt }).where(eq(leases.leaseId, leaseId)).run();
+  async endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<boolean> {
+    return this.db.update(leases).set({ state, endedAt }).where(and(eq(leases.leaseId, leaseId), eq(leases.state, "active"))).run().changes > 0;
+  }
+
+  async insertLeaseIfFree(lease: LeaseRow): Promise<boolean> {
+    return this.db.transaction((tx) => {
+      if (tx.select({ t: leaseWaiters.ticket }).from(leaseWaiters).limit(1).get()) return false;
+      if (tx.select({ id: leases.leaseId }).from(leases).where(and(eq(leases.physicalId, lease.physicalId), eq(leases.state, "active"))).get()) return false;
+      tx.insert(leases).values(lease).run();
+      return true;
+    });
   }
 
   async waiters(): Promise<Waiter[]> {

@@ -1,5 +1,6 @@
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { Membership } from "./membership.js";
 
@@ -25,7 +26,8 @@ export class ReplicaClients {
       req.header.set("authorization", `Bearer ${this.membership.credential()}`);
       return next(req);
     };
-    const client = createClient(ReplicaService, createGrpcTransport({ baseUrl: url, interceptors: [credential] }));
+    // Nagle off: a forwarded call is small and latency-bound (see no-delay.ts).
+    const client = createClient(ReplicaService, createGrpcTransport({ baseUrl: url, interceptors: [credential], nodeOptions: noDelaySessionOptions() }));
     this.clients.set(replicaId, { url, client });
     return client;
   }
