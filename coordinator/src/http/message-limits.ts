@@ -40,6 +40,9 @@ const byService: Readonly<Record<string, MessageLimits>> = {
   // A shell command (32 KiB) or evidence context and label, with room for JSON escaping.
   "farm.v1.DeviceService": control(256 * KiB),
   "farm.v1.EvidenceService": control(256 * KiB),
+  // A device call passed on by another replica: its request (up to 256 KiB) inside an AgentCall
+  // with a session step's capture plan and the screens already stored.
+  "farm.v1.ReplicaService": control(512 * KiB),
   // Terminal input: small messages for as long as the session lasts.
   "farm.v1.ShellService": stream(256 * KiB, 4 * GiB),
   // Command results (shell output and stderr of 1 MiB each, an ownership journal of 4 MiB).
