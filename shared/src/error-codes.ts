@@ -63,6 +63,8 @@ export const Errors = {
   COORDINATOR_SHUTTING_DOWN: { code: "COORDINATOR_SHUTTING_DOWN", status: Status.Unavailable },
   /** The coordinator's database carries migrations this build does not know: upgrade the coordinator (or restore the database). */
   DATABASE_SCHEMA_TOO_NEW: { code: "DATABASE_SCHEMA_TOO_NEW", status: Status.FailedPrecondition },
+  /** The coordinator's database needs migrations this coordinator was told not to apply: run `farm coordinator migrate`. */
+  DATABASE_SCHEMA_OUTDATED: { code: "DATABASE_SCHEMA_OUTDATED", status: Status.FailedPrecondition },
   /** A token refused over cleartext to or from another machine. */
   INSECURE_TRANSPORT: { code: "INSECURE_TRANSPORT", status: Status.PermissionDenied },
   TLS_VERIFY_FAILED: { code: "TLS_VERIFY_FAILED", status: Status.Unavailable },

@@ -58,13 +58,18 @@ function auth(token: string, lease: () => string = () => ""): Interceptor {
   };
 }
 
-/** Coordinators (one or three) on a database, with 10 fake phones on agents spread over them. */
-async function start(dir: string, name: string, database: string | undefined, count: number) {
+/** `count` coordinator processes sharing a data dir and a database (none: SQLite), and the admin token the first wrote. */
+async function startCoordinators(dir: string, name: string, database: string | undefined, count: number) {
   const data = join(dir, name);
   const procs: FarmProcess[] = [];
   for (let i = 0; i < count; i++) procs.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, ...(database ? ["--database", database] : [])], { FARM_LOG_LEVEL: "warn" }));
   const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
-  const urls = procs.map((p) => String(p.ready["url"]));
+  return { procs, admin, urls: procs.map((p) => String(p.ready["url"])) };
+}
+
+/** Coordinators (one or three) on a database, with 10 fake phones on agents spread over them. */
+async function start(dir: string, name: string, database: string | undefined, count: number) {
+  const { procs, admin, urls } = await startCoordinators(dir, name, database, count);
   const transports = urls.map((url) => createGrpcTransport({ baseUrl: url, interceptors: [auth(admin)], nodeOptions: noDelaySessionOptions() }));
   const stop = new AbortController();
   const tokens = createClient(TokenService, transports[0]!);
@@ -97,13 +102,9 @@ async function cycles(leases: Client<typeof LeaseService>[]): Promise<number> {
 
 /** CPU of each coordinator process (fraction of a core) over a window, with AGENTS fake agents x 10 devices spread over them. */
 async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<number[]> {
-  const data = join(dir, name);
-  const procs: FarmProcess[] = [];
-  for (let i = 0; i < count; i++) procs.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, ...(database ? ["--database", database] : [])], { FARM_LOG_LEVEL: "warn" }));
+  const { procs, admin, urls } = await startCoordinators(dir, name, database, count);
   const stop = new AbortController();
   try {
-    const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
-    const urls = procs.map((p) => String(p.ready["url"]));
     const tokens = createClient(TokenService, createGrpcTransport({ baseUrl: urls[0]!, interceptors: [auth(admin)] }));
     for (let a = 0; a < AGENTS; a++) {
       const token = (await tokens.createToken({ name: `${name}-fleet-${a}`, kind: TokenKind.AGENT })).token;

@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 import type pg from "pg";
 import { invalidArgument } from "@farm/shared/errors";
 import { openDatabase, type CoordinatorDb } from "./open-database.js";
-import { openPostgres, redactDatabaseUrl, type PgCoordinatorDb, type PostgresOptions } from "./open-postgres.js";
+import { openPostgres, redactDatabaseUrl, type OpenedPostgres, type PgCoordinatorDb, type PostgresOptions } from "./open-postgres.js";
 
 /**
  * The coordinator's database, either dialect: SQLite (embedded, one
@@ -26,14 +26,25 @@ export function isPostgresUrl(value: string): boolean {
  * (default: <data-dir>/coordinator.db). Migrates it to this build's schema.
  */
 export async function openFarmDatabase(database: string | undefined, dataDir: string, pgOptions?: PostgresOptions): Promise<FarmDatabase> {
-  if (database && isPostgresUrl(database)) {
-    const opened = await openPostgres(database, pgOptions);
-    return { dialect: "postgres", db: opened.db, pool: opened.pool, where: opened.where, close: opened.close };
-  }
+  if (database && isPostgresUrl(database)) return postgresDatabase(await openPostgres(database, pgOptions));
   if (database && /^[a-z][a-z0-9+.-]*:\/\//i.test(database)) {
     throw invalidArgument("database", `unsupported database URL ${redactDatabaseUrl(database)}: use postgres://user@host/db, or a SQLite file path`);
   }
   return sqliteDatabase(database || join(dataDir, "coordinator.db"));
+}
+
+/** An opened PostgreSQL database as a FarmDatabase; `onClose` runs after its pool has ended. */
+export function postgresDatabase(opened: OpenedPostgres, onClose?: () => Promise<void>): FarmDatabase {
+  return {
+    dialect: "postgres",
+    db: opened.db,
+    pool: opened.pool,
+    where: opened.where,
+    async close() {
+      await opened.close();
+      await onClose?.();
+    },
+  };
 }
 
 /** A SQLite file (or ":memory:") as a FarmDatabase. */

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { Errors, farmError } from "@farm/shared/errors";
 import * as schema from "./pg-schema.js";
 import { assertSchemaKnown, knownMigrations, pendingMigrations, type KnownMigration } from "./schema-version.js";
 
@@ -68,7 +69,9 @@ export async function migratePostgres(pool: pg.Pool, where: string, apply = true
       assertSchemaKnown(newest, known, where);
       const pending = pendingMigrations(newest, known);
       if (pending.length > 0) {
-        if (!apply) throw new Error(`${where} needs ${pending.length} migration(s) (${pending.map((m) => m.tag).join(", ")}): run farm coordinator migrate`);
+        if (!apply) {
+          throw farmError(Errors.DATABASE_SCHEMA_OUTDATED, `${where} needs ${pending.length} migration(s) (${pending.map((m) => m.tag).join(", ")}): run farm coordinator migrate`, "database");
+        }
         await migrate(drizzle(client), { migrationsFolder: pgMigrationsFolder });
       }
       return pending;

@@ -29,7 +29,7 @@ export interface LeaseEvents {
 export interface SharedLeases {
   replicaId: string;
   isLive(replicaId: string): boolean;
-  /** Tells the others: "lease" (a lease id changed), "queue" ("*": the queue changed; a replica id: that replica should grant). */
+  /** Tells the others: "lease" (a lease id changed), "queue" (the queue changed; the id is "*"). */
   publish(kind: "lease" | "queue", id: string): Promise<void>;
 }
 
@@ -525,9 +525,9 @@ export class LeaseManager {
   }
 
   /** The first free candidate (in agent, serial order) the selector accepts. */
-  private pick(candidates: Candidate[], s: Selector, kept?: ReadonlySet<string>): Candidate | undefined {
+  private pick(candidates: Candidate[], s: Selector): Candidate | undefined {
     for (const r of candidates) {
-      if (this.active.has(r.physicalId) || kept?.has(r.physicalId)) continue;
+      if (this.active.has(r.physicalId)) continue;
       if (s.physicalId && s.physicalId !== r.physicalId) continue;
       if (s.serial && r.serial !== s.serial) continue;
       if (s.agent && r.agentId !== s.agent && r.agentName !== s.agent) continue;

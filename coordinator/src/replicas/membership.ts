@@ -15,7 +15,6 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 interface MembershipEvents {
   /** A replica stopped or missed its heartbeats: what it held (agents, waiting calls) is held by nobody now. */
   gone: [replicaId: string];
-  joined: [replica: ReplicaRow];
 }
 
 export interface MembershipOptions {
@@ -133,6 +132,5 @@ export class Membership {
     const before = this.members;
     this.members = next;
     for (const id of before.keys()) if (!next.has(id)) this.events.emit("gone", id);
-    for (const [id, row] of next) if (!before.has(id)) this.events.emit("joined", row);
   }
 }

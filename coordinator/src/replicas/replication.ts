@@ -45,7 +45,6 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
   const membership = await Membership.join(store, { url: opts.url, log });
   const bus = await PgChangeBus.open(opts.databaseUrl, opts.database.pool, membership.id, log);
   const clients = new ReplicaClients(membership);
-  const tokens = new Map<string, string>();
 
   const remoteOf = async (agentId: string): Promise<AgentSession | undefined> => {
     const row = await store.agentReplica(agentId);
@@ -61,7 +60,6 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
       if (what === "attached") {
         const session = registry.agentSession(agentId)?.session;
         const tokenName = session && "tokenName" in session ? String(session.tokenName) : "";
-        tokens.set(agentId, tokenName);
         await store.setAgentReplica({ agentId, replicaId: membership.id, tokenName, since: Date.now() });
       } else if (what === "detached" || what === "removed") {
         await store.clearAgentReplica(agentId, membership.id);
@@ -77,13 +75,12 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
   bus.events.on("change", (c) => {
     if (c.kind === "agent") refresh(c.id).catch(failed("re-reading an agent another replica changed", c.id));
     else if (c.kind === "labels") labels.refresh(c.id).catch(failed("re-reading labels another replica changed", c.id));
-    else if (c.kind === "lease" || (c.kind === "queue" && c.id === "*")) leases.kick(leases.refresh());
-    // A device is kept for a caller waiting here: grant it.
-    else if (c.kind === "queue" && c.id === membership.id) leases.kick(leases.dispatch());
+    else if (c.kind === "lease" || c.kind === "queue") leases.kick(leases.refresh());
   });
   const resync = async () => {
-    for (const row of await store.agentReplicas()) await refresh(row.agentId);
-    for (const agentId of registry.listAgents().map((a) => a.id)) await refresh(agentId);
+    // Every agent known here or held by any replica, each once.
+    const ids = new Set([...(await store.agentReplicas()).map((r) => r.agentId), ...registry.listAgents().map((a) => a.id)]);
+    for (const agentId of ids) await refresh(agentId);
   };
   bus.events.on("resync", () => {
     resync().catch(failed("re-reading every agent", "*"));

@@ -1,5 +1,5 @@
 import { openPostgres } from "../open-postgres.js";
-import { sqliteDatabase, type DatabaseDialect, type FarmDatabase } from "../database.js";
+import { postgresDatabase, sqliteDatabase, type DatabaseDialect, type FarmDatabase } from "../database.js";
 import { createTestDatabase } from "./test-postgres.js";
 
 /** Both dialects, for `describe.each(dialects)`: storage tests run against each. */
@@ -12,15 +12,5 @@ export const dialects: readonly DatabaseDialect[] = ["sqlite", "postgres"];
 export async function openTestDatabase(dialect: DatabaseDialect): Promise<FarmDatabase> {
   if (dialect === "sqlite") return sqliteDatabase(":memory:");
   const created = await createTestDatabase();
-  const opened = await openPostgres(created.url, { poolSize: 4 });
-  return {
-    dialect: "postgres",
-    db: opened.db,
-    pool: opened.pool,
-    where: opened.where,
-    async close() {
-      await opened.close();
-      await created.drop();
-    },
-  };
+  return postgresDatabase(await openPostgres(created.url, { poolSize: 4 }), () => created.drop());
 }
