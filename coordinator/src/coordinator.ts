@@ -230,7 +230,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerWatchService(router, { hub });
       registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
-      registerReplicaService(router, { registry });
+      registerReplicaService(router, { registry, relay: shellRelay });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {

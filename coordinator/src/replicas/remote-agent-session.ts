@@ -1,9 +1,11 @@
 import { ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { actionError, Errors } from "@farm/shared/errors";
+import { actionError, Errors, farmError, type ActionOutcome } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AgentCallSchema, type AgentCallResult, type StepCapture } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { RelayShellRequestSchema, type RelayShellRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import { AgentCaller } from "../routing/agent-session.js";
+import { shellPair, type ShellPair } from "../routing/shell-relay.js";
 import type { ReplicaClients } from "./replica-clients.js";
 
 /**
@@ -43,5 +45,77 @@ export class RemoteAgentSession extends AgentCaller {
       // The hop itself failed: the call may or may not have reached the agent.
       throw actionError(Errors.AGENT_OFFLINE, `lost the coordinator replica holding agent ${this.agentId} mid-call: ${ce.rawMessage}`, { dispatched: null, ambiguous: true });
     }
+  }
+
+  /**
+   * Opens an interactive shell session on the replica holding the agent
+   * (the agent's ServeShell stream goes there) and carries it here. Ready
+   * when that replica has the session open, before the agent is told to
+   * start it. Losing that replica, or hearing it is gone, cuts the session.
+   */
+  async openShell(sessionId: string, deadlineMs: number): Promise<ShellPair> {
+    const client = this.clients.client(this.replicaId);
+    if (!client) throw actionError(Errors.AGENT_OFFLINE, `the coordinator replica holding agent ${this.agentId} is gone`, { dispatched: false, ambiguous: false });
+    const stop = new AbortController();
+    let ended = false;
+    const pair = shellPair(() => {
+      ended = true;
+      stop.abort();
+    });
+    const gone = this.clients.goneSignal(this.replicaId);
+    // A replica killed outright may leave its connection open (no FIN): its missed heartbeats tell.
+    const onGone = () => stop.abort(new Error("it stopped heartbeating"));
+    gone.addEventListener("abort", onGone, { once: true });
+    if (gone.aborted) onGone();
+    const toAgent = pair.toAgent;
+    async function* requests(): AsyncGenerator<RelayShellRequest> {
+      yield create(RelayShellRequestSchema, { kind: { case: "sessionId", value: sessionId } });
+      for await (const m of toAgent) yield create(RelayShellRequestSchema, { kind: { case: "toAgent", value: m } });
+    }
+    const responses = client.relayShell(requests(), { signal: stop.signal })[Symbol.asyncIterator]();
+    const timer = setTimeout(
+      () => stop.abort(farmError(Errors.COMMAND_TIMEOUT, `the coordinator replica holding agent ${this.agentId} did not open the shell session in time`)),
+      Math.max(1, deadlineMs - Date.now()),
+    );
+    try {
+      const first = await responses.next();
+      if (first.done || first.value.kind.case !== "ready") throw actionError(Errors.AGENT_PROTOCOL_VIOLATION, "the replica holding the agent did not open the shell session", { dispatched: false, ambiguous: false });
+    } catch (err) {
+      gone.removeEventListener("abort", onGone);
+      pair.end();
+      throw this.hopError(err, "opening a shell session", { dispatched: false, ambiguous: false });
+    } finally {
+      clearTimeout(timer);
+    }
+    // That replica -> the caller, in the background.
+    void (async () => {
+      let joined = false;
+      try {
+        for (;;) {
+          const r = await responses.next();
+          if (r.done) break;
+          if (r.value.kind.case === "joined") {
+            joined = true;
+            pair.join();
+          } else if (r.value.kind.case === "toCaller") pair.toCaller.push(r.value.kind.value);
+        }
+        // Ended before the agent joined: that replica gave up waiting.
+        if (!joined && !ended) pair.fail(farmError(Errors.COMMAND_TIMEOUT, "the agent's shell stream did not arrive"));
+      } catch (err) {
+        // Once joined, the shell runs on the device; what it did is in the agent's journal.
+        if (!ended) pair.fail(this.hopError(err, "mid-session", joined ? { dispatched: true, ambiguous: false } : { dispatched: null, ambiguous: true }));
+      } finally {
+        gone.removeEventListener("abort", onGone);
+        pair.toCaller.close();
+      }
+    })();
+    return pair;
+  }
+
+  /** A failure of the stream to the other replica: its own answer as it is, the hop's loss as AGENT_OFFLINE. */
+  private hopError(err: unknown, when: string, outcome: ActionOutcome): Error {
+    const ce = ConnectError.from(err);
+    if (ce.findDetails(ErrorDetailSchema).length > 0) return ce;
+    return actionError(Errors.AGENT_OFFLINE, `lost the coordinator replica holding agent ${this.agentId} ${when}: ${ce.rawMessage}`, { ...outcome, agentId: this.agentId });
   }
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { noDelaySessionOptions } from "@farm/shared/no-delay";
@@ -11,9 +12,30 @@ import type { Membership } from "./membership.js";
  */
 export class ReplicaClients {
   private readonly clients = new Map<string, { url: string; client: Client<typeof ReplicaService> }>();
+  private readonly gone = new Map<string, AbortController>();
 
   constructor(private readonly membership: Membership) {
-    membership.events.on("gone", (id) => this.clients.delete(id));
+    membership.events.on("gone", (id) => {
+      this.clients.delete(id);
+      this.gone.get(id)?.abort();
+      this.gone.delete(id);
+    });
+  }
+
+  /**
+   * Aborts when the replica is gone (it left, or missed its heartbeats): a
+   * long-lived stream to it ends then, even if its connection never closed.
+   */
+  goneSignal(replicaId: string): AbortSignal {
+    if (!this.membership.isLive(replicaId)) return AbortSignal.abort();
+    let gone = this.gone.get(replicaId);
+    if (!gone) {
+      gone = new AbortController();
+      // One listener per open session to that replica: many is normal.
+      setMaxListeners(0, gone.signal);
+      this.gone.set(replicaId, gone);
+    }
+    return gone.signal;
   }
 
   /** The client for a live replica, or undefined. */
@@ -26,8 +48,12 @@ export class ReplicaClients {
       req.header.set("authorization", `Bearer ${this.membership.credential()}`);
       return next(req);
     };
-    // Nagle off: a forwarded call is small and latency-bound (see no-delay.ts).
-    const client = createClient(ReplicaService, createGrpcTransport({ baseUrl: url, interceptors: [credential], nodeOptions: noDelaySessionOptions() }));
+    // Nagle off: a forwarded call is small and latency-bound (see no-delay.ts). Pings while
+    // streams are open: a shell relayed for hours notices a peer that vanished from the network.
+    const client = createClient(
+      ReplicaService,
+      createGrpcTransport({ baseUrl: url, interceptors: [credential], nodeOptions: noDelaySessionOptions(), pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }),
+    );
     this.clients.set(replicaId, { url, client });
     return client;
   }

@@ -1,12 +1,18 @@
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { actionError, Errors, invalidArgument } from "@farm/shared/errors";
-import { CallAgentResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { actionError, Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import { ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
+import { OpenShellResponseSchema, type OpenShellResponse } from "@farm/shared/gen/farm/v1/shell_service_pb";
+import { CallAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { Registry } from "../registry/registry.js";
 import { AttachSession } from "../routing/agent-session.js";
+import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/shell-relay.js";
+
+/** Output passed on in pieces no larger than this: well under ReplicaService's message cap. */
+const RELAY_OUTPUT_CHUNK_BYTES = 64 * 1024;
 
 /** ReplicaService: what another replica asks of this one. */
-export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry }): void {
+export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay }): void {
   router.service(ReplicaService, {
     async callAgent(req) {
       const call = req.call;
@@ -19,5 +25,58 @@ export function registerReplicaService(router: ConnectRouter, deps: { registry: 
       const result = await attached.session.exchange(call.method, call.request, { tokenName: call.requestedBy, admin: call.requestedByAdmin }, Number(req.callerDeadlineMs), call.step);
       return create(CallAgentResponseSchema, { result });
     },
+
+    async *relayShell(requests, ctx) {
+      const it = requests[Symbol.asyncIterator]();
+      const first = await it.next();
+      if (first.done || first.value.kind.case !== "sessionId" || first.value.kind.value === "") throw invalidArgument("session_id", "the first message must be the session id");
+      const sessionId = first.value.kind.value;
+      if (deps.relay.has(sessionId)) throw farmError(Errors.ALREADY_EXISTS, "a shell session with this id is already open", "session_id");
+      const pair = deps.relay.open(sessionId);
+      const hangUp = () => {
+        pair.toAgent.push(create(ServeShellResponseSchema, { kind: { case: "hangup", value: true } }));
+        pair.toAgent.close();
+      };
+      // The other replica gone or cancelling: the session ends here too.
+      const onAbort = () => pair.fail(farmError(Errors.COORDINATOR_UNAVAILABLE, "the replica relaying the caller's shell went away"));
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      if (ctx.signal.aborted) onAbort();
+      try {
+        yield create(RelayShellResponseSchema, { kind: { case: "ready", value: true } });
+        // Caller (through the other replica) -> agent, in the background; the stream ending hangs the session up.
+        void (async () => {
+          try {
+            for (;;) {
+              const m = await it.next();
+              if (m.done) break;
+              if (m.value.kind.case === "toAgent" && m.value.kind.value.kind.case !== undefined) pair.toAgent.push(m.value.kind.value);
+            }
+          } catch {
+            /* the other replica gone */
+          }
+          hangUp();
+        })();
+        // The other replica asks the agent to start only now and waits for the join itself; this is a backstop.
+        await awaitJoin(pair, 2 * SHELL_JOIN_TIMEOUT_MS);
+        yield create(RelayShellResponseSchema, { kind: { case: "joined", value: true } });
+        for await (const msg of pair.toCaller) {
+          for (const piece of pieces(msg)) yield create(RelayShellResponseSchema, { kind: { case: "toCaller", value: piece } });
+        }
+      } finally {
+        ctx.signal.removeEventListener("abort", onAbort);
+        hangUp();
+        pair.end();
+      }
+    },
   });
+}
+
+/** A message for the caller, its output split so no relayed message nears the cap. */
+function pieces(msg: OpenShellResponse): OpenShellResponse[] {
+  if (msg.kind.case !== "output" || msg.kind.value.length <= RELAY_OUTPUT_CHUNK_BYTES) return [msg];
+  const out: OpenShellResponse[] = [];
+  for (let at = 0; at < msg.kind.value.length; at += RELAY_OUTPUT_CHUNK_BYTES) {
+    out.push(create(OpenShellResponseSchema, { kind: { case: "output", value: msg.kind.value.subarray(at, at + RELAY_OUTPUT_CHUNK_BYTES) } }));
+  }
+  return out;
 }

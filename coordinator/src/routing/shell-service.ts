@@ -11,10 +11,9 @@ import type { AgentCaller } from "./agent-session.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { Registry } from "../registry/registry.js";
+import { RemoteAgentSession } from "../replicas/remote-agent-session.js";
 import { routeFor } from "./device-service.js";
-import type { ShellRelay } from "./shell-relay.js";
-
-const JOIN_TIMEOUT_MS = 15_000;
+import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellPair, type ShellRelay } from "./shell-relay.js";
 
 export interface ShellServiceDeps {
   registry: Registry;
@@ -37,43 +36,45 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
       if (!serial) throw invalidArgument("target.serial", "a device serial is required");
       const t0 = Date.now();
       const r = routeFor(deps, serial, start.target?.agent ?? "", true, ctx.requestHeader.get("x-farm-lease"));
+      const session = r.session as AgentCaller;
       const sessionId = randomUUID();
-      const pair = deps.relay.open(sessionId);
+      let pair: ShellPair | undefined;
       let outcome = "ok";
       try {
-        const started = await (r.session as AgentCaller).call(
+        // The agent's stream goes to the replica holding its control stream: the session is opened there first.
+        pair = session instanceof RemoteAgentSession ? await session.openShell(sessionId, Date.now() + SHELL_JOIN_TIMEOUT_MS) : deps.relay.open(sessionId);
+        const started = await session.call(
           AgentControlService.method.startShell,
           { sessionId, ...(start.target ? { target: start.target } : {}), ...(start.size ? { size: start.size } : {}), term: start.term },
           principal,
-          Date.now() + JOIN_TIMEOUT_MS,
+          Date.now() + SHELL_JOIN_TIMEOUT_MS,
         );
-        await Promise.race([
-          pair.joined,
-          new Promise((_, reject) => setTimeout(() => reject(farmError(Errors.COMMAND_TIMEOUT, "the agent's shell stream did not arrive")), JOIN_TIMEOUT_MS)),
-        ]);
+        await awaitJoin(pair, SHELL_JOIN_TIMEOUT_MS);
         yield create(OpenShellResponseSchema, { kind: { case: "actionId", value: started.actionId } });
+        const toAgent = pair.toAgent;
         // Caller -> agent, in the background; the caller leaving hangs the session up.
         void (async () => {
           try {
             for (;;) {
               const m = await it.next();
               if (m.done) break;
-              if (m.value.kind.case === "stdin") pair.toAgent.push(create(ServeShellResponseSchema, { kind: { case: "stdin", value: m.value.kind.value } }));
-              else if (m.value.kind.case === "resize") pair.toAgent.push(create(ServeShellResponseSchema, { kind: { case: "resize", value: m.value.kind.value } }));
+              if (m.value.kind.case === "stdin") toAgent.push(create(ServeShellResponseSchema, { kind: { case: "stdin", value: m.value.kind.value } }));
+              else if (m.value.kind.case === "resize") toAgent.push(create(ServeShellResponseSchema, { kind: { case: "resize", value: m.value.kind.value } }));
             }
           } catch {
             /* caller gone */
           }
-          pair.toAgent.push(create(ServeShellResponseSchema, { kind: { case: "hangup", value: true } }));
-          pair.toAgent.close();
+          toAgent.push(create(ServeShellResponseSchema, { kind: { case: "hangup", value: true } }));
+          toAgent.close();
         })();
         for await (const msg of pair.toCaller) yield msg;
+        // Cut, not ended (the replica carrying it was lost): the caller hears why.
+        if (pair.error) throw pair.error;
       } catch (err) {
         outcome = toErrorReport(err).code;
         throw err;
       } finally {
-        deps.relay.close(sessionId);
-        pair.toAgent.close();
+        pair?.end();
         await deps.activity.record({
           at: t0,
           caller: principal.tokenName,

@@ -6,14 +6,18 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { AgentCall, AgentCallResult } from "./agent_service_pb.js";
 import { file_farm_v1_agent_service } from "./agent_service_pb.js";
+import type { ServeShellResponse } from "./agent_shell_service_pb.js";
+import { file_farm_v1_agent_shell_service } from "./agent_shell_service_pb.js";
 import { file_farm_v1_method_rules } from "./method_rules_pb.js";
+import type { OpenShellResponse } from "./shell_service_pb.js";
+import { file_farm_v1_shell_service } from "./shell_service_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file farm/v1/replica_service.proto.
  */
 export const file_farm_v1_replica_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQyXAoOUmVwbGljYVNlcnZpY2USSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHYgZwcm90bzM", [file_farm_v1_agent_service, file_farm_v1_method_rules]);
+  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kMq8BCg5SZXBsaWNhU2VydmljZRJKCglDYWxsQWdlbnQSGS5mYXJtLnYxLkNhbGxBZ2VudFJlcXVlc3QaGi5mYXJtLnYxLkNhbGxBZ2VudFJlc3BvbnNlIgaiuxgCCAcSUQoKUmVsYXlTaGVsbBIaLmZhcm0udjEuUmVsYXlTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlJlbGF5U2hlbGxSZXNwb25zZSIGorsYAggHKAEwAWIGcHJvdG8z", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
 
 /**
  * @generated from message farm.v1.CallAgentRequest
@@ -65,6 +69,80 @@ export const CallAgentResponseSchema: GenMessage<CallAgentResponse> = /*@__PURE_
   messageDesc(file_farm_v1_replica_service, 1);
 
 /**
+ * @generated from message farm.v1.RelayShellRequest
+ */
+export type RelayShellRequest = Message<"farm.v1.RelayShellRequest"> & {
+  /**
+   * @generated from oneof farm.v1.RelayShellRequest.kind
+   */
+  kind: {
+    /**
+     * First message: the session id the agent will be told to serve.
+     *
+     * @generated from field: string session_id = 1;
+     */
+    value: string;
+    case: "sessionId";
+  } | {
+    /**
+     * Then: the caller's input (stdin, resize, hangup), as the agent gets it.
+     *
+     * @generated from field: farm.v1.ServeShellResponse to_agent = 2;
+     */
+    value: ServeShellResponse;
+    case: "toAgent";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.RelayShellRequest.
+ * Use `create(RelayShellRequestSchema)` to create a new message.
+ */
+export const RelayShellRequestSchema: GenMessage<RelayShellRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 2);
+
+/**
+ * @generated from message farm.v1.RelayShellResponse
+ */
+export type RelayShellResponse = Message<"farm.v1.RelayShellResponse"> & {
+  /**
+   * @generated from oneof farm.v1.RelayShellResponse.kind
+   */
+  kind: {
+    /**
+     * First message: the session is open here; the agent may be told to start it.
+     *
+     * @generated from field: bool ready = 1;
+     */
+    value: boolean;
+    case: "ready";
+  } | {
+    /**
+     * The agent's stream joined the session.
+     *
+     * @generated from field: bool joined = 2;
+     */
+    value: boolean;
+    case: "joined";
+  } | {
+    /**
+     * Then: the agent's output and, last, its exit code, as the caller gets them.
+     *
+     * @generated from field: farm.v1.OpenShellResponse to_caller = 3;
+     */
+    value: OpenShellResponse;
+    case: "toCaller";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.RelayShellResponse.
+ * Use `create(RelayShellResponseSchema)` to create a new message.
+ */
+export const RelayShellResponseSchema: GenMessage<RelayShellResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 3);
+
+/**
  * What coordinator replicas ask each other. A call that lands on a replica
  * whose agent is attached elsewhere is checked, logged and recorded where it
  * landed; only the exchange with the agent travels to the replica that holds
@@ -84,6 +162,20 @@ export const ReplicaService: GenService<{
     methodKind: "unary";
     input: typeof CallAgentRequestSchema;
     output: typeof CallAgentResponseSchema;
+  },
+  /**
+   * Carries an interactive shell between the replica that took the caller's
+   * OpenShell and the one the agent's ServeShell stream reaches (the one
+   * holding its control stream). The session is opened here first; only
+   * then is the agent told to start it. Either side ending the stream ends
+   * the session.
+   *
+   * @generated from rpc farm.v1.ReplicaService.RelayShell
+   */
+  relayShell: {
+    methodKind: "bidi_streaming";
+    input: typeof RelayShellRequestSchema;
+    output: typeof RelayShellResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_replica_service, 0);
