@@ -47,6 +47,7 @@ import { createVideoSessionStore } from "./video/video-session-store.js";
 import { WatchHub } from "./watch/watch-hub.js";
 import { registerWatchService } from "./watch/watch-service.js";
 import { wireWatchHub } from "./watch/watch-wiring.js";
+import { shareWatchChanges } from "./watch/remote-watch.js";
 import { Sessions } from "./sessions/sessions.js";
 import { createSessionStore } from "./sessions/session-store.js";
 import { registerSessionService } from "./sessions/session-service.js";
@@ -173,7 +174,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const resumed = (await stepOcr?.resume()) ?? 0;
   if (resumed > 0) log.info("OCR resumed for steps a restart left pending", { steps: resumed });
   const hub = new WatchHub();
-  wireWatchHub(hub, { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps, log });
+  const watchSources = { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps, log };
+  const watchWiring = wireWatchHub(hub, watchSources);
   const web = new WebSessions(tokens, createWebSessionStore(database));
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
@@ -291,6 +293,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   flush.unref();
   if (database.dialect === "postgres") {
     replication = await startReplication({ database, databaseUrl: opts.database ?? "", url: opts.replicaUrl ?? url, registry, leases, labels, log });
+    // Activity, evidence, video sessions, sessions and steps made on any replica, for Watch streams here and there.
+    shareWatchChanges(hub, watchSources, watchWiring, replication.bus);
     // A token revoked through another replica: end what it opened here.
     replication.bus.events.on("change", (c) => {
       if (c.kind !== "token") return;

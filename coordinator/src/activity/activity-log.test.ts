@@ -107,6 +107,7 @@ describe("tracking a routed call", () => {
   it("keeps the call's outcome when the entry cannot be written, and says so", async () => {
     const broken = new ActivityLog({
       insert: () => Promise.reject(new Error("disk full")),
+      get: () => Promise.resolve(undefined),
       countByOutcome: () => Promise.resolve([]),
       listBefore: () => Promise.resolve([]),
     });

@@ -28,6 +28,11 @@ export class ActivityLog {
     this.listeners.add(fn);
   }
 
+  /** One stored entry, or undefined; listeners are not told (the replica that stored it told its own). */
+  get(id: number): Promise<ActivityRow | undefined> {
+    return this.store.get(id);
+  }
+
   /** Entries per command and outcome, over the whole log. */
   countByOutcome(): Promise<OutcomeCount[]> {
     return this.store.countByOutcome();

@@ -36,6 +36,8 @@ export interface OutcomeCount {
 export interface ActivityStore {
   /** Appends an entry; the row as stored, with its id. */
   insert(entry: ActivityEntry): Promise<ActivityRow>;
+  /** One entry by its id (another replica's, re-read for watchers). */
+  get(id: number): Promise<ActivityRow | undefined>;
   /** Entries per command and outcome, over the whole log. */
   countByOutcome(): Promise<OutcomeCount[]>;
   /** Up to `limit` entries newest first (by id), with an id below `beforeId` when given. */

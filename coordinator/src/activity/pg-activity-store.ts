@@ -13,6 +13,11 @@ export class PgActivityStore implements ActivityStore {
     return row;
   }
 
+  async get(id: number): Promise<ActivityRow | undefined> {
+    const [row] = await this.db.select().from(activity).where(eq(activity.id, id));
+    return row;
+  }
+
   countByOutcome(): Promise<OutcomeCount[]> {
     return this.db
       .select({ command: activity.command, outcome: activity.outcome, n: count() })

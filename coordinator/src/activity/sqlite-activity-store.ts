@@ -11,6 +11,10 @@ export class SqliteActivityStore implements ActivityStore {
     return this.db.insert(activity).values(entry).returning().get();
   }
 
+  async get(id: number): Promise<ActivityRow | undefined> {
+    return this.db.select().from(activity).where(eq(activity.id, id)).get();
+  }
+
   async countByOutcome(): Promise<OutcomeCount[]> {
     return this.db
       .select({ command: activity.command, outcome: activity.outcome, n: count() })

@@ -1,7 +1,14 @@
 import { EventEmitter } from "node:events";
 
+/** Changes only watchers care about: receivers re-read the row for their Watch streams, nothing else. */
+export const WATCHED_KINDS = ["activity", "evidence", "video", "session", "step"] as const;
+export type WatchedKind = (typeof WATCHED_KINDS)[number];
+
 /** What a replica tells the others it changed in the shared database (they re-read it). */
-export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token";
+export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token" | WatchedKind;
+
+/** Every kind, for receivers to drop what they do not know. */
+export const CHANGE_KINDS: readonly ChangeKind[] = ["agent", "lease", "queue", "labels", "token", ...WATCHED_KINDS];
 
 /** One change as it travels: what, which one, from which replica. */
 export interface Change {

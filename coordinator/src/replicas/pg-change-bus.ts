@@ -1,10 +1,10 @@
 import { EventEmitter } from "node:events";
 import pg from "pg";
 import type { Logger } from "@farm/shared/log";
-import type { Change, ChangeBus, ChangeKind } from "./change-bus.js";
+import { CHANGE_KINDS, type Change, type ChangeBus, type ChangeKind } from "./change-bus.js";
 
 const CHANNEL = "farm_changes";
-const KINDS: ReadonlySet<string> = new Set<ChangeKind>(["agent", "lease", "queue", "labels", "token"]);
+const KINDS: ReadonlySet<string> = new Set<ChangeKind>(CHANGE_KINDS);
 
 /**
  * Change notices over PostgreSQL LISTEN/NOTIFY: one listening connection per
@@ -33,7 +33,7 @@ export class PgChangeBus implements ChangeBus {
   }
 
   async publish(kind: ChangeKind, id: string): Promise<void> {
-    // Ids are short (uuids, serials, names); a notice stays far under PostgreSQL's 8000-byte cap.
+    // Ids are short (uuids, serials, names, activity ids, "<session uuid>/<seq>"); a notice stays far under PostgreSQL's 8000-byte cap.
     await this.pool.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ k: kind, i: id, f: this.replicaId })]);
   }
 

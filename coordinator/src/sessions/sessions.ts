@@ -173,6 +173,11 @@ export class Sessions {
     return row;
   }
 
+  /** A stored session, or undefined (no checks, no error: for re-reading an id this coordinator was told of). */
+  find(sessionId: string): Promise<SessionRow | undefined> {
+    return this.store.get(sessionId);
+  }
+
   /** One page, newest first by (create time, session id): unique, and fixed once written. */
   async listPage(filter: SessionFilter, page: PageRequest): Promise<Page<SessionRow>> {
     const f = { physicalId: filter.physicalId || undefined, status: filter.status, owner: filter.owner || undefined };
