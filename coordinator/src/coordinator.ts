@@ -75,6 +75,8 @@ import { peerKey, peerOf } from "./http/peer.js";
 import { coordinatorMetrics } from "./http/metrics.js";
 import { registerReplicaService } from "./replicas/replica-service.js";
 import { startReplication, type Replication } from "./replicas/replication.js";
+import { createByteStore, type ByteStoreKind } from "./bytes/byte-store.js";
+import { createBlobIndexStore } from "./evidence/blob-index-store.js";
 
 export interface CoordinatorOptions {
   listen: ListenAddress;
@@ -83,6 +85,12 @@ export interface CoordinatorOptions {
   database?: string;
   /** On PostgreSQL: where the other replicas reach this one (default: the URL it listens on). */
   replicaUrl?: string;
+  /**
+   * Where the bytes of evidence, session images and blobs live: files under
+   * the data dir, or chunks in the database. Default: the database on
+   * PostgreSQL (every replica serves every file), files on SQLite.
+   */
+  byteStore?: ByteStoreKind;
   /** Missed heartbeat intervals before an agent is offline. */
   heartbeatMisses?: number;
   /** How often the heartbeat sweep runs. */
@@ -149,15 +157,17 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
-  const blobs = new BlobStore(opts.dataDir, opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT);
+  const shared = database.dialect === "postgres";
+  const bytes = createByteStore(opts.byteStore ?? (shared ? "database" : "files"), opts.dataDir, database);
+  const blobs = new BlobStore(opts.dataDir, { index: createBlobIndexStore(database), bytes, quotaBytes: opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT, shared });
   await blobs.init();
-  const evidenceStore = new EvidenceStore(createEvidenceIndexStore(database), opts.dataDir);
+  const evidenceStore = new EvidenceStore(createEvidenceIndexStore(database), opts.dataDir, { bytes, shared });
   const grants = new EvidenceGrants(createEvidenceGrantStore(database));
   const evidenceQuotaBytes = opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES;
   await evidenceStore.init();
   const videoIndex = new VideoSessionIndex(createVideoSessionStore(database));
   const steps = new SessionSteps(createSessionStepStore(database));
-  const sessionImages = new SessionImageStore(opts.dataDir);
+  const sessionImages = new SessionImageStore(opts.dataDir, bytes);
   await sessionImages.init();
   const plans = new CapturePlans(opts.defaultCapture, opts.siteRedact);
   sessions.events.on("session", (s) => {

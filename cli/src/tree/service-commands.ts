@@ -1,4 +1,4 @@
-import { flag, intIn, parsed, text } from "../options/index.js";
+import { flag, intIn, oneOf, parsed, text } from "../options/index.js";
 import { duration } from "../options/parsers.js";
 import { group, leaf } from "./spec.js";
 
@@ -25,6 +25,7 @@ export const coordinatorConfigKeys = {
   dataDir: "string",
   database: "string",
   replicaUrl: "string",
+  byteStore: "string",
   heartbeatMisses: "number",
   tlsCert: "string",
   tlsKey: "string",
@@ -59,6 +60,14 @@ export const coordinatorOptions = {
   replicaUrl: {
     ...text("--replica-url <url>", "With a postgres:// database: where the other replicas reach this one", { env: "FARM_REPLICA_URL", config: "replicaUrl" }),
     defaultText: "the URL it listens on",
+  },
+  byteStore: {
+    ...parsed("--byte-store <where>", "Where evidence, session images and uploads are kept: files (under --data-dir; a shared mount for replicas) or database", oneOf(["files", "database"] as const), {
+      env: "FARM_BYTE_STORE",
+      config: "byteStore",
+      choices: ["files", "database"],
+    }),
+    defaultText: "database on postgres://, else files",
   },
   heartbeatMisses: { ...parsed("--heartbeat-misses <n>", "Missed heartbeats before an agent is offline", intIn(1, 100), { config: "heartbeatMisses" }), defaultText: "3" },
   tlsCert: text("--tls-cert <pem>", "TLS certificate (with --tls-key)", { config: "tlsCert" }),

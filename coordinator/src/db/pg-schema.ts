@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { sql } from "drizzle-orm";
-import { pgTable, text, bigint, integer, boolean, jsonb, primaryKey, uniqueIndex, index, bigserial } from "drizzle-orm/pg-core";
+import { pgTable, text, bigint, integer, boolean, jsonb, primaryKey, uniqueIndex, index, bigserial, customType } from "drizzle-orm/pg-core";
 import type { Selector } from "../leases/selector.js";
 
 // The PostgreSQL twin of schema.ts: the same tables, columns and indexes,
@@ -213,3 +213,27 @@ export const agentReplicas = pgTable("agent_replicas", {
   tokenName: text("token_name").notNull(),
   since: ms("since").notNull(),
 }, (t) => [index("agent_replicas_replica").on(t.replicaId)]);
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
+
+export const storedFiles = pgTable("stored_files", {
+  key: text("key").primaryKey(),
+  size: ms("size").notNull(),
+  sha256: text("sha256").notNull(),
+  createdAt: ms("created_at").notNull(),
+});
+
+export const storedChunks = pgTable("stored_chunks", {
+  key: text("key").notNull(),
+  seq: integer("seq").notNull(),
+  data: bytea("data").notNull(),
+}, (t) => [primaryKey({ columns: [t.key, t.seq] })]);
+
+export const blobs = pgTable("blobs", {
+  id: text("id").primaryKey(),
+  owner: text("owner").notNull(),
+  size: ms("size").notNull(),
+  sha256: text("sha256").notNull(),
+  name: text("name").notNull(),
+  createdAt: ms("created_at").notNull(),
+}, (t) => [index("blobs_owner").on(t.owner), index("blobs_created").on(t.createdAt)]);

@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, blob, primaryKey, uniqueIndex, index } from "drizzle-orm/sqlite-core";
 import type { Selector } from "../leases/selector.js";
 
 export const tokens = sqliteTable("tokens", {
@@ -275,3 +275,37 @@ export const agentReplicas = sqliteTable("agent_replicas", {
   tokenName: text("token_name").notNull(),
   since: integer("since").notNull(),
 }, (t) => [index("agent_replicas_replica").on(t.replicaId)]);
+
+/**
+ * Files kept in the database (`--byte-store database`): evidence bundles,
+ * session images and blobs, so that every replica serves every file. A
+ * file's row is written after all its chunks, in one transaction: a listed
+ * file is whole.
+ */
+export const storedFiles = sqliteTable("stored_files", {
+  key: text("key").primaryKey(),
+  size: integer("size").notNull(),
+  sha256: text("sha256").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+/** A stored file's bytes, in chunks of at most 1 MiB, in order. */
+export const storedChunks = sqliteTable("stored_chunks", {
+  key: text("key").notNull(),
+  seq: integer("seq").notNull(),
+  data: blob("data", { mode: "buffer" }).notNull(),
+}, (t) => [primaryKey({ columns: [t.key, t.seq] })]);
+
+/**
+ * Short-lived uploads between callers and agents (an APK to install, a
+ * pulled file): who may take each and what it was checked to be. Shared,
+ * so a blob uploaded through one replica can be used through another.
+ */
+export const blobs = sqliteTable("blobs", {
+  id: text("id").primaryKey(),
+  owner: text("owner").notNull(),
+  size: integer("size").notNull(),
+  sha256: text("sha256").notNull(),
+  name: text("name").notNull(),
+  createdAt: integer("created_at").notNull(),
+}, (t) => [index("blobs_owner").on(t.owner), index("blobs_created").on(t.createdAt)]);

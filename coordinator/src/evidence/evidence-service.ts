@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
@@ -16,7 +15,6 @@ import { requirePrincipal } from "../auth/auth.js";
 import type { AgentCaller } from "../routing/agent-session.js";
 import type { Registry } from "../registry/registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
-import { CHUNK_BYTES, readChunks } from "@farm/shared/verified-file";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { EvidenceGrants } from "./evidence-grants.js";
 import { requireEvidenceQuota } from "./evidence-quota.js";
@@ -92,7 +90,7 @@ export function registerEvidenceService(
         yield create(PullEvidenceResponseSchema, {
           kind: { case: "file", value: create(EvidenceFileHeaderSchema, { path: a.path, size: BigInt(a.bytes ?? 0), sha256: a.sha256 ?? "" }) },
         });
-        for await (const chunk of readChunks(join(deps.store.dir(row.evidenceId), a.path), CHUNK_BYTES)) {
+        for await (const chunk of deps.store.read(row.evidenceId, a.path)) {
           yield create(PullEvidenceResponseSchema, { kind: { case: "chunk", value: chunk } });
         }
       }

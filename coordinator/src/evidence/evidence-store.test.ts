@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
+import { createByteStore, type ByteStore } from "../bytes/byte-store.js";
 import { createEvidenceIndexStore, type EvidenceIndexStore } from "./evidence-index-store.js";
 import { EvidenceStore, type EvidenceRow } from "./evidence-store.js";
 
@@ -19,6 +20,7 @@ describe.each(dialects)("evidence pages on %s", (dialect) => {
   let index: EvidenceIndexStore;
   // Listing reads only the index; nothing here touches the directory.
   let store: EvidenceStore;
+  let bytes: ByteStore;
   beforeAll(async () => {
     database = await openTestDatabase(dialect);
     index = createEvidenceIndexStore(database);
@@ -132,14 +134,24 @@ function manifestFor(evidenceId: string, png: Buffer): string {
   });
 }
 
-describe.each(dialects)("publishing a bundle on %s", (dialect) => {
+async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of chunks) parts.push(Buffer.from(c));
+  return Buffer.concat(parts);
+}
+
+const setups = [...dialects.map((d) => [d, "files"] as const), ["postgres", "database"] as const];
+
+describe.each(setups)("publishing a bundle on %s, bytes in %s", (dialect, bytesKind) => {
   let database: FarmDatabase;
   let dataDir: string;
   let store: EvidenceStore;
+  let bytes: ByteStore;
   beforeAll(async () => {
     database = await openTestDatabase(dialect);
     dataDir = await mkdtemp(join(tmpdir(), "farm-evidence-"));
-    store = new EvidenceStore(createEvidenceIndexStore(database), dataDir);
+    bytes = createByteStore(bytesKind, dataDir, database);
+    store = new EvidenceStore(createEvidenceIndexStore(database), dataDir, { bytes, shared: dialect === "postgres" });
     await store.init();
   });
   afterAll(async () => {
@@ -164,7 +176,7 @@ describe.each(dialects)("publishing a bundle on %s", (dialect) => {
     expect(await store.get(id)).toEqual(row);
     expect(await store.has(id)).toBe(true);
     expect(published).toEqual([row]);
-    expect(await readFile(join(store.dir(id), "screen.png"))).toEqual(png);
+    expect(await readAll(store.read(id, "screen.png"))).toEqual(png);
     expect((await store.manifest(id)).text).toBe(manifest);
     expect(store.receiving.has(id)).toBe(false);
     expect(await refused(store.beginUpload(meta(id)))).toMatchObject({ code: "ALREADY_EXISTS" });
@@ -182,7 +194,7 @@ describe.each(dialects)("publishing a bundle on %s", (dialect) => {
     expect(await refused(upload.finish(manifestFor(id, Buffer.from("abc"))))).toMatchObject({ code: "EVIDENCE_TRANSFER_FAILED" });
     await upload.abort();
     expect(await store.get(id)).toBeUndefined();
-    expect(await readdir(join(store.root, ".incoming"))).toEqual([]);
+    expect(await readdir(store.staging)).toEqual([]);
     expect(store.receiving.has(id)).toBe(false);
   });
 
@@ -197,7 +209,7 @@ describe.each(dialects)("publishing a bundle on %s", (dialect) => {
       totals: () => real.totals(),
       listAfter: (filter, after, limit) => real.listAfter(filter, after, limit),
     };
-    const broken = new EvidenceStore(failing, dataDir);
+    const broken = new EvidenceStore(failing, dataDir, { bytes, shared: dialect === "postgres" });
     const upload = await broken.beginUpload(meta(id));
     await upload.startFile("screen.png", png.length, sha256(png));
     await upload.chunk(png);
@@ -205,7 +217,8 @@ describe.each(dialects)("publishing a bundle on %s", (dialect) => {
     expect(report).toMatchObject({ code: "EVIDENCE_CAPTURE_FAILED" });
     expect(report?.message).toContain(id);
     await upload.abort();
-    await expect(readdir(broken.dir(id))).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await bytes.sizeOf(`evidence/${id}/screen.png`)).toBeUndefined();
+    expect(await readdir(broken.staging)).toEqual([]);
     expect(await store.get(id)).toBeUndefined();
   });
 });

@@ -1,14 +1,16 @@
-import { createHash } from "node:crypto";
-import { readFile, rm } from "node:fs/promises";
+import { createHash, randomUUID } from "node:crypto";
+import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { ConnectError } from "@connectrpc/connect";
-import { fsyncDir, renameDurably, writeFileDurably } from "@farm/shared/durable-file";
+import { fsyncDir, writeFileDurably } from "@farm/shared/durable-file";
 import { Errors, farmError } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { manifestSchemaErrors } from "@farm/shared/evidence-manifest-validate";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
+import type { ByteRange, ByteStore } from "../bytes/byte-store.js";
+import { FileByteStore } from "../bytes/file-byte-store.js";
 import type { EvidenceFilter, EvidenceIndexStore, EvidenceRow, EvidenceTotal } from "./evidence-index-store.js";
 
 export type { EvidenceRow } from "./evidence-index-store.js";
@@ -32,18 +34,33 @@ export class EvidenceStore {
   /** Receives every newly published bundle; set by the coordinator for live watchers. */
   onPublish: ((row: EvidenceRow) => void) | undefined;
 
+  /** Where bundles are received and checked before they are published: this process's own. */
+  readonly staging: string;
+  private readonly bytes: ByteStore;
+  private readonly shared: boolean;
+
+  /**
+   * @param opts.bytes where published bundles live (default: files under the data dir)
+   * @param opts.shared other replicas share the data dir: leave their uploads alone
+   */
   constructor(
     private readonly index: EvidenceIndexStore,
     dataDir: string,
+    opts: { bytes?: ByteStore; shared?: boolean } = {},
   ) {
     this.root = join(dataDir, "evidence");
+    this.bytes = opts.bytes ?? new FileByteStore(dataDir);
+    this.shared = opts.shared ?? false;
+    this.staging = join(this.root, ".incoming", this.shared ? randomUUID() : "");
   }
 
   async init(): Promise<void> {
     await ensurePrivateDir(this.root);
-    // Half-finished uploads from a previous run are never published.
-    await rm(join(this.root, ".incoming"), { recursive: true, force: true });
+    // Half-finished uploads from a previous run are never published; another replica's are not ours to remove.
+    if (!this.shared) await rm(join(this.root, ".incoming"), { recursive: true, force: true });
+    else await removeStale(join(this.root, ".incoming"));
     await ensurePrivateDir(join(this.root, ".incoming"));
+    await ensurePrivateDir(this.staging);
   }
 
   async beginUpload(meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string }): Promise<Upload> {
@@ -102,12 +119,20 @@ export class EvidenceStore {
     return readPage(page, scope, shape, (row: EvidenceRow) => [row.createdAt, row.evidenceId] as const, () => rows);
   }
 
-  dir(evidenceId: string): string {
-    return join(this.root, evidenceId);
+  /** A published bundle's file: its size, or undefined when it has no such file. */
+  sizeOf(evidenceId: string, path: string): Promise<number | undefined> {
+    return this.bytes.sizeOf(keyOf(evidenceId, path));
+  }
+
+  /** A published bundle's file (or a range of it), in chunks. */
+  read(evidenceId: string, path: string, range?: ByteRange): AsyncGenerator<Uint8Array> {
+    return this.bytes.read(keyOf(evidenceId, path), range);
   }
 
   async manifest(evidenceId: string): Promise<{ text: string; manifest: EvidenceManifest }> {
-    const text = await readFile(join(this.dir(evidenceId), "manifest.json"), "utf8");
+    const parts: Buffer[] = [];
+    for await (const chunk of this.read(evidenceId, "manifest.json")) parts.push(Buffer.from(chunk));
+    const text = Buffer.concat(parts).toString("utf8");
     return { text, manifest: JSON.parse(text) as EvidenceManifest };
   }
 
@@ -135,12 +160,12 @@ export class EvidenceStore {
         await writeFileDurably(join(upload.dir, "manifest.json"), manifestText);
         // Every file's entry is durable before the bundle's name is.
         await fsyncDir(upload.dir);
-        // Unindexed, so never published: what a publish cut short (a crash before the index) left there.
-        await rm(this.dir(id), { recursive: true, force: true });
-        await renameDurably(upload.dir, this.dir(id));
+        const all = new Map(files).set("manifest.json", { size: Buffer.byteLength(manifestText), sha256: createHash("sha256").update(manifestText).digest("hex") });
+        // Unindexed, so never published: what a publish cut short (a crash before the index) is replaced.
+        await this.bytes.adoptDir(`evidence/${id}`, upload.dir, all);
       });
     } catch (err) {
-      await rm(this.dir(id), { recursive: true, force: true });
+      await this.bytes.removeUnder(`evidence/${id}`).catch(() => undefined);
       throw err;
     }
     const row: EvidenceRow = {
@@ -159,7 +184,7 @@ export class EvidenceStore {
       await this.index.insert(row);
     } catch (err) {
       // Not indexed, so not published: the agent still has its copy and sends it again.
-      await rm(this.dir(id), { recursive: true, force: true });
+      await this.bytes.removeUnder(`evidence/${id}`).catch(() => undefined);
       throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${id}: the coordinator could not index the bundle: ${(err as Error).message}`);
     }
     this.receiving.delete(upload.meta.evidenceId);
@@ -180,7 +205,7 @@ export class Upload {
     private readonly store: EvidenceStore,
     readonly meta: { evidenceId: string; kind: string; serial: string; physicalId: string; agentId: string },
   ) {
-    this.dir = join(store.root, ".incoming", meta.evidenceId);
+    this.dir = join(store.staging, meta.evidenceId);
   }
 
   async startFile(path: string, size: number, sha256: string): Promise<void> {
@@ -253,5 +278,22 @@ async function storing<T>(evidenceId: string, path: string, step: () => Promise<
       undefined,
       err,
     );
+  }
+}
+
+function keyOf(evidenceId: string, path: string): string {
+  if (!idPattern.test(evidenceId)) throw farmError(Errors.EVIDENCE_NOT_FOUND, `no evidence ${evidenceId} in the store`, "evidence_id");
+  if (!pathPattern.test(path)) throw farmError(Errors.NOT_FOUND, `no file ${path} in evidence ${evidenceId}`, "path");
+  return `evidence/${evidenceId}/${path}`;
+}
+
+/** A day without a write: the replica that was receiving into it is long gone. */
+const STALE_STAGING_MS = 24 * 60 * 60_000;
+
+/** Removes other processes' staging directories that nobody has written to for a day. */
+async function removeStale(incoming: string): Promise<void> {
+  for (const name of await readdir(incoming).catch(() => [] as string[])) {
+    const s = await stat(join(incoming, name)).catch(() => undefined);
+    if (s && Date.now() - s.mtimeMs > STALE_STAGING_MS) await rm(join(incoming, name), { recursive: true, force: true });
   }
 }

@@ -1,8 +1,9 @@
-import { createReadStream } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { extname, join, normalize, sep } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { withoutHostPaths } from "@farm/shared/host-paths";
 import { Errors, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
@@ -165,29 +166,17 @@ async function sessionImage(deps: DashboardDeps, req: Req, res: Res, rest: strin
   const store = deps.sessionImages;
   const row = m && store ? await store.steps.image(m[1] as string, m[2] as string) : undefined;
   if (!m || !store || !row || (m[3] && row.mimeType !== "image/png")) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "no such file in that session" }), true);
-  const full = store.images.path(row.sha256, row.mimeType);
-  const size = await stat(full).then(
-    (s) => s.size,
-    () => -1,
-  );
+  const size = (await store.images.sizeOf(row.sha256, row.mimeType)) ?? -1;
   if (size < 0) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: "the screenshot's file is missing from the store" }), true);
   res.writeHead(200, { "content-type": row.mimeType, "content-length": String(size), "cache-control": "private, max-age=31536000, immutable", ...SECURITY_HEADERS });
   if (req.method === "HEAD") return (res.end(), true);
-  await pipeFile(full, res);
+  await pipeBytes(store.images.read(row.sha256, row.mimeType), res);
   return true;
 }
 
-/** Sends a file (or a byte range of it) as the body; a read failure cuts the response. */
-function pipeFile(file: string, res: Res, range?: { start: number; end: number }): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const stream = createReadStream(file, range);
-    stream.once("error", () => {
-      res.destroy();
-      resolve();
-    });
-    stream.once("end", resolve);
-    stream.pipe(res as NodeJS.WritableStream);
-  });
+/** Sends stored bytes as the body, with backpressure; a read failure cuts the response. */
+async function pipeBytes(chunks: AsyncIterable<Uint8Array>, res: Res): Promise<void> {
+  await pipeline(Readable.from(chunks), res as NodeJS.WritableStream).catch(() => res.destroy());
 }
 
 /** One artifact of a stored bundle, for a signed-in browser (or a bearer token). */
@@ -199,8 +188,8 @@ async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: strin
   const { manifest } = await deps.evidence.manifest(id);
   const artifact = file === "manifest.json" ? { mimeType: "application/json" } : manifest.artifacts.find((a) => a.path === file);
   if (!artifact) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: `${file} is not part of bundle ${id}` }), true);
-  const full = join(deps.evidence.dir(id), file);
-  const size = (await stat(full)).size;
+  const size = await deps.evidence.sizeOf(id, file);
+  if (size === undefined) return (json(res, 404, { code: Errors.NOT_FOUND.code, message: `${file} of bundle ${id} is missing from the store` }), true);
   const headers: Record<string, string> = {
     "content-type": artifact.mimeType,
     "accept-ranges": "bytes",
@@ -229,7 +218,7 @@ async function evidenceFile(deps: DashboardDeps, req: Req, res: Res, rest: strin
     res.end();
     return true;
   }
-  await pipeFile(full, res, { start, end });
+  await pipeBytes(deps.evidence.read(id, file, { start, end: end + 1 }), res);
   return true;
 }
 

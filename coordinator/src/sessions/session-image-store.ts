@@ -1,9 +1,9 @@
-import { createReadStream } from "node:fs";
 import { open, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { renameDurably } from "@farm/shared/durable-file";
 import { Errors, farmError } from "@farm/shared/errors";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
+import type { ByteRange, ByteStore } from "../bytes/byte-store.js";
+import { FileByteStore } from "../bytes/file-byte-store.js";
 
 const shaPattern = /^[0-9a-f]{64}$/;
 /** File name extensions by media type; anything else is .bin. */
@@ -12,31 +12,36 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 
 /**
  * Session files (screenshots, logs, diagnoses), content-addressed: a screen
- * that did not change between steps (or sessions) is one file. Files are 0600 in 0700
- * directories, named by their sha256 under a two-hex-digit fan-out so no
- * directory grows without bound.
+ * that did not change between steps (or sessions) is one file. Kept in the
+ * byte store under `session-images/<two hex digits>/<sha256>.<ext>` (as
+ * files: 0600 in 0700 directories, the fan-out so no directory grows
+ * without bound; or in the database, for replicas).
  */
 export class SessionImageStore {
   readonly root: string;
+  private readonly bytes: ByteStore;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, bytes?: ByteStore) {
     this.root = join(dataDir, "session-images");
+    this.bytes = bytes ?? new FileByteStore(dataDir);
   }
 
   async init(): Promise<void> {
     await ensurePrivateDir(this.root);
   }
 
-  path(sha256: string, mimeType = "image/png"): string {
+  key(sha256: string, mimeType = "image/png"): string {
     if (!shaPattern.test(sha256)) throw farmError(Errors.INVALID_ARGUMENT, "sha256 must be 64 lowercase hex digits", "sha256");
-    return join(this.root, sha256.slice(0, 2), `${sha256}.${extensions[mimeType] ?? "bin"}`);
+    return `session-images/${sha256.slice(0, 2)}/${sha256}.${extensions[mimeType] ?? "bin"}`;
   }
 
   async has(sha256: string, mimeType = "image/png"): Promise<boolean> {
-    return stat(this.path(sha256, mimeType)).then(
-      (s) => s.isFile(),
-      () => false,
-    );
+    return (await this.sizeOf(sha256, mimeType)) !== undefined;
+  }
+
+  /** The stored file's size, or undefined when it is not in the store. */
+  sizeOf(sha256: string, mimeType = "image/png"): Promise<number | undefined> {
+    return this.bytes.sizeOf(this.key(sha256, mimeType));
   }
 
   /**
@@ -68,16 +73,21 @@ export class SessionImageStore {
   }
 
   private async place(file: string, sha256: string, mimeType: string): Promise<void> {
-    if (await this.has(sha256, mimeType)) return;
-    await ensurePrivateDir(join(this.root, sha256.slice(0, 2)));
-    await renameDurably(file, this.path(sha256, mimeType));
+    const key = this.key(sha256, mimeType);
+    await this.bytes.adopt(key, file, { size: (await stat(file)).size, sha256 });
   }
 
-  /** The stored bytes, in chunks; NOT_FOUND when the file is gone. */
-  async *read(sha256: string, mimeType = "image/png"): AsyncGenerator<Uint8Array> {
-    const file = this.path(sha256, mimeType);
+  /** The stored bytes (or a range of them), in chunks; NOT_FOUND when the file is gone. */
+  async *read(sha256: string, mimeType = "image/png", range?: ByteRange): AsyncGenerator<Uint8Array> {
     if (!(await this.has(sha256, mimeType))) throw farmError(Errors.NOT_FOUND, `file ${sha256} is not in the store`, "sha256");
-    for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 })) yield chunk as Buffer;
+    yield* this.bytes.read(this.key(sha256, mimeType), range);
+  }
+
+  /** A stored PNG's bytes, whole (screenshots are small): what OCR reads. */
+  async bytesOf(sha256: string): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    for await (const chunk of this.read(sha256)) parts.push(Buffer.from(chunk));
+    return Buffer.concat(parts);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Logger } from "@farm/shared/log";
-import { OcrQueueFull, type OcrOutcome } from "./ocr/ocr-pool.js";
+import { OcrQueueFull, type OcrOutcome, type PngSource } from "./ocr/ocr-pool.js";
 import type { SessionImageStore } from "./session-image-store.js";
 import type { SessionSteps, StepOcrRecord } from "./session-steps.js";
 import type { StepOcrQueue } from "./step-recorder.js";
@@ -16,7 +16,7 @@ export class StepOcr implements StepOcrQueue {
   private readonly memo = new Map<string, Promise<OcrOutcome>>();
 
   constructor(
-    private readonly pool: { recognize(pngPath: string): Promise<OcrOutcome> },
+    private readonly pool: { recognize(png: PngSource): Promise<OcrOutcome> },
     private readonly steps: SessionSteps,
     private readonly images: SessionImageStore,
     private readonly log: Logger,
@@ -67,7 +67,7 @@ export class StepOcr implements StepOcrQueue {
       this.memo.set(sha256, known);
       return known;
     }
-    const p = this.pool.recognize(this.images.path(sha256));
+    const p = this.pool.recognize(() => this.images.bytesOf(sha256));
     this.memo.set(sha256, p);
     p.catch(() => this.memo.delete(sha256));
     if (this.memo.size > MEMO) this.memo.delete(this.memo.keys().next().value as string);

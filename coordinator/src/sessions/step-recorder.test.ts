@@ -12,6 +12,8 @@ import { farmError, actionError, Errors } from "@farm/shared/errors";
 import { StepEvidenceSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService, RunShellRequestSchema, RunShellResponseSchema, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
+import { createBlobIndexStore } from "../evidence/blob-index-store.js";
+import { FileByteStore } from "../bytes/file-byte-store.js";
 import { BlobStore } from "../evidence/blob-store.js";
 import type { Principal } from "../auth/token-store.js";
 import { SessionImageStore } from "./session-image-store.js";
@@ -42,7 +44,7 @@ async function setup(ocr = false) {
   opened = db;
   const sessions = new Sessions(createSessionStore(db));
   const steps = new SessionSteps(createSessionStepStore(db));
-  const blobs = new BlobStore(dir);
+  const blobs = new BlobStore(dir, { index: createBlobIndexStore(db), bytes: new FileByteStore(dir) });
   await blobs.init();
   const images = new SessionImageStore(dir);
   await images.init();
@@ -87,7 +89,7 @@ describe("StepRecorder", () => {
     expect(stored?.view.before?.sha256).toBe(before.sha256);
     expect(stored?.view.after?.sha256).toBe(after.sha256);
     expect(before.sha256).not.toBe(after.sha256);
-    const file = images.path(before.sha256);
+    const file = join(dir as string, images.key(before.sha256));
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     // The same screen again, uploaded again: still one file.
     const again = await shot("#ff0000");
@@ -188,7 +190,7 @@ describe("StepRecorder", () => {
     expect(await steps.knownImages(session.sessionId)).toEqual([]);
     expect((await readdir(images.root, { recursive: true })).filter((f) => f.endsWith(".png"))).toEqual([]);
     // The first file was not consumed: the caller may still use (or lose with its TTL) its blob.
-    expect(() => blobs.take(good.blobId, "user:alice")).not.toThrow();
+    await expect(blobs.take(good.blobId, "user:alice")).resolves.toMatchObject({ sha256: good.sha256 });
   });
 
   it("refuses a client's text file over the limit by its size, before reading it", async () => {

@@ -243,7 +243,7 @@ export class StepRecorder {
       if (a.blobId) {
         try {
           if (!ARTIFACT_TYPES.has(a.mimeType)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `an artifact of type ${a.mimeType} is not kept`);
-          const blob = this.deps.blobs.take(a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
+          const blob = await this.deps.blobs.take(a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
           if (blob.sha256 !== a.sha256) {
             await this.deps.blobs.remove(a.blobId);
             throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the artifact's blob has sha256 ${blob.sha256}, the agent said ${a.sha256}`);
@@ -285,14 +285,14 @@ export class StepRecorder {
     });
     // Every file is checked (the caller's own, not too large to mask) before any is taken or the step numbered.
     const owner = ownerOf(caller);
-    req.artifacts.forEach((a, i) => {
-      const { size } = this.deps.blobs.peek(a.blobId, owner);
+    for (const [i, a] of req.artifacts.entries()) {
+      const { size } = await this.deps.blobs.peek(a.blobId, owner);
       if (a.mimeType !== "image/png" && size > MAX_CLIENT_TEXT) throw invalidArgument(`artifacts[${i}]`, `${a.name} is ${size} bytes; a text file is at most ${MAX_CLIENT_TEXT / (1024 * 1024)} MiB`);
-    });
+    }
     const step = await this.open(session);
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
-      const blob = this.deps.blobs.take(a.blobId, owner);
+      const blob = await this.deps.blobs.take(a.blobId, owner);
       let sha256 = blob.sha256;
       let size = blob.size;
       let dims = { width: 0, height: 0 };
@@ -349,7 +349,7 @@ export class StepRecorder {
         return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
       }
       // Uploaded over the agent's own token (AgentBlobService), and only that upload counts.
-      const blob = this.deps.blobs.take(shot.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
+      const blob = await this.deps.blobs.take(shot.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
       if (blob.sha256 !== shot.sha256) {
         await this.deps.blobs.remove(shot.blobId);
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the screenshot's blob has sha256 ${blob.sha256}, the agent said ${shot.sha256}`);

@@ -6,6 +6,9 @@ import type { Worker as Thread } from "node:worker_threads";
 import tesseract from "tesseract.js";
 import { ENG_DATA_GZIPPED, engDataDir } from "./eng-data.js";
 
+/** A PNG to read: a file, or a reader of its bytes (a stored file in the database). */
+export type PngSource = string | (() => Promise<Buffer>);
+
 export interface OcrObservation {
   text: string;
   /** 0..1 */
@@ -35,7 +38,7 @@ export class OcrQueueFull extends Error {
 const OCR_NICE = 10;
 
 interface Job {
-  pngPath: string;
+  pngPath: PngSource;
   resolve: (outcome: OcrOutcome) => void;
   reject: (reason: unknown) => void;
 }
@@ -60,8 +63,8 @@ export class OcrPool {
     if (!Number.isInteger(opts.maxQueue) || opts.maxQueue < 0) throw new RangeError(`maxQueue must be an integer >= 0, got ${opts.maxQueue}`);
   }
 
-  /** Recognizes words on a PNG file (path). Rejects with OcrQueueFull when maxQueue jobs already wait. */
-  recognize(pngPath: string): Promise<OcrOutcome> {
+  /** Recognizes words on a PNG (a file's path, or a reader of its bytes). Rejects with OcrQueueFull when maxQueue jobs already wait. */
+  recognize(pngPath: PngSource): Promise<OcrOutcome> {
     return new Promise((resolve, reject) => {
       const job = { pngPath, resolve, reject };
       if (this.closed) reject(closedError());
@@ -92,7 +95,7 @@ export class OcrPool {
     let thread: OcrThread | undefined;
     try {
       // Read first: a missing file should not cost a worker.
-      const png = await readFile(job.pngPath);
+      const png = typeof job.pngPath === "string" ? await readFile(job.pngPath) : await job.pngPath();
       thread = this.idle.pop() ?? (await this.start());
       if (this.closed) throw closedError();
       const page = await thread.recognize(png);

@@ -1,0 +1,125 @@
+/**
+ * Files across coordinator replicas with nothing shared but PostgreSQL:
+ * each replica has its own data dir, and the bytes of blobs, evidence and
+ * session screenshots live in the database (the default there). Whatever
+ * replica a file arrived through, any other serves it.
+ */
+import { createHash } from "node:crypto";
+import { readFile, readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
+import { adbConnect, buildSimApk, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+
+let database: { url: string; drop(): Promise<void> };
+let dir: TempDir;
+const replicas: FarmProcess[] = [];
+let agent: FarmProcess | undefined;
+let adb: AdbServer | undefined;
+let phone: SimDevice | undefined;
+let serial = "";
+/** Admin CLI environment per replica. */
+const envs: NodeJS.ProcessEnv[] = [];
+
+const urlOf = (i: number) => String(replicas[i]?.ready["url"]);
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+async function ok(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+  const r = await farm(args, env);
+  expect(r.code, `farm ${args.join(" ")}: ${r.stdout}${r.stderr}`).toBe(0);
+  return r.json;
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  dir = await makeTempDir("replica-bytes");
+  // Each replica its own data dir: no shared mount.
+  for (let i = 0; i < 2; i++) {
+    replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, `coordinator-${i}`), "--database", database.url], { FARM_LOG_LEVEL: "warn" }));
+  }
+  const admin = (await readFile(join(dir.path, "coordinator-0", "admin.token"), "utf8")).trim();
+  for (let i = 0; i < 2; i++) envs.push({ FARM_COORDINATOR: urlOf(i), FARM_TOKEN: admin, FARM_HOME: join(dir.path, `home-${i}`), FARM_CONFIG: join(dir.path, "none.json") });
+  adb = await startAdbServer();
+  phone = new SimDevice({ serialno: "RBYTES01" });
+  serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
+  const token = await ok(["token", "create", "--kind", "agent", "--name", "lab-0"], envs[0]!);
+  const tokenFile = join(dir.path, "agent.token");
+  await writeFile(tokenFile, String(token["token"]), { mode: 0o600 });
+  // The agent attaches to replica 0; every call below goes through replica 1.
+  agent = await startFarm([
+    "agent", "--coordinator", urlOf(0), "--name", "lab-0", "--data-dir", join(dir.path, "agent"), "--token-file", tokenFile,
+    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
+  ]);
+  await waitFor("the phone listed online on replica 1", async () => {
+    const list = ((await farm(["devices"], envs[1])).json["devices"] ?? []) as { serial: string; state: string }[];
+    return list.some((d) => d.serial === serial && d.state === "device") ? true : undefined;
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  for (const r of replicas) await r.stop();
+  await phone?.close();
+  await adb?.stop();
+  await dir?.remove();
+  await database?.drop();
+});
+
+describe("files across replicas, bytes in PostgreSQL", () => {
+  it("installs an APK uploaded through the replica the agent is not on, and serves a capture through either replica", async () => {
+    const lease = await ok(["lease", "acquire", "--device", serial], envs[1]!);
+    const env = { ...envs[1], FARM_LEASE: (lease["lease"] as { token: string }).token, FARM_DEVICE: serial };
+    try {
+      const apk = join(dir.path, "app.apk");
+      await writeFile(apk, buildSimApk({ name: "com.example.across", versionCode: 7, versionName: "7.0" }));
+      // Uploaded to replica 1; the agent fetches it from replica 0.
+      const installed = await ok(["install", apk], env);
+      expect(installed).toMatchObject({ ok: true, dispatched: true });
+      expect(String(installed["output"])).toMatch(/^Success/);
+      expect(String((await ok(["shell", "--", "pm", "path", "com.example.across"], env))["stdout"])).toContain("package:");
+
+      // The agent uploads the bundle to replica 0; the CLI on replica 1 pulls it from there.
+      const out = join(dir.path, "capture");
+      const captured = await ok(["evidence", "capture", "--device", serial, "--output-dir", out], env);
+      const id = String(captured["evidenceId"]);
+      expect((await farm(["evidence", "verify", out], env)).code).toBe(0);
+      const pulled = join(dir.path, "pulled");
+      await ok(["evidence", "pull", id, "--output-dir", pulled], envs[0]!);
+      expect((await farm(["evidence", "verify", pulled], envs[0])).code).toBe(0);
+      const png = await readFile(join(pulled, "screenshot.png"));
+      expect(png.subarray(1, 4).toString()).toBe("PNG");
+
+      // The dashboard's file route on replica 1, a byte range across the bundle's file.
+      const res = await fetch(`${urlOf(1)}/dashboard/files/evidence/${id}/screenshot.png`, { headers: { authorization: `Bearer ${String(envs[1]!.FARM_TOKEN)}`, range: "bytes=4-99" } });
+      expect(res.status).toBe(206);
+      expect(res.headers.get("content-range")).toBe(`bytes 4-99/${png.length}`);
+      expect(Buffer.from(await res.arrayBuffer()).equals(png.subarray(4, 100))).toBe(true);
+    } finally {
+      await ok(["lease", "release"], env);
+    }
+  });
+
+  it("keeps a recorded step's screenshots, taken through replica 1, where replica 0 exports them", async () => {
+    const lease = await ok(["lease", "acquire", "--device", serial], envs[1]!);
+    const token = (lease["lease"] as { token: string }).token;
+    const started = await ok(["session", "start", "--device", serial, "--name", "across"], { ...envs[1], FARM_LEASE: token });
+    const sessionId = (started["session"] as { sessionId: string }).sessionId;
+    const env = { ...envs[1], FARM_LEASE: token, FARM_DEVICE: serial, FARM_SESSION: sessionId };
+    await ok(["input", "tap", "10", "20"], env);
+    const steps = (await ok(["session", "show", sessionId, "--output", "json"], envs[0]!))["steps"] as { before?: { sha256?: string }; after?: { sha256?: string } }[];
+    const shas = [steps[0]?.before?.sha256, steps[0]?.after?.sha256];
+    for (const s of shas) expect(s).toMatch(/^[0-9a-f]{64}$/);
+    const exported = join(dir.path, "export");
+    await ok(["session", "export", sessionId, exported], envs[0]!);
+    const files = await readdir(exported, { recursive: true });
+    for (const s of shas) {
+      const name = files.find((f) => f.includes(s as string));
+      expect(name, `${s} among ${files.join(", ")}`).toBeDefined();
+      expect(sha256(await readFile(join(exported, name as string)))).toBe(s);
+    }
+    await ok(["session", "end"], env);
+    await ok(["lease", "release"], env);
+  });
+});
