@@ -140,7 +140,7 @@ export const deviceClaims = pgTable(
     decidedBy: text("decided_by"),
     decidedAt: ms("decided_at"),
   },
-  (t) => [primaryKey({ columns: [t.key, t.agentId] })],
+  (t) => [primaryKey({ columns: [t.key, t.agentId] }), uniqueIndex("device_claims_one_owner").on(t.key).where(sql`status = 'owner'`)],
 );
 
 export const evidenceGrants = pgTable("evidence_grants", {

@@ -162,7 +162,11 @@ export const deviceClaims = sqliteTable(
     decidedBy: text("decided_by"),
     decidedAt: integer("decided_at"),
   },
-  (t) => [primaryKey({ columns: [t.key, t.agentId] })],
+  (t) => [
+    primaryKey({ columns: [t.key, t.agentId] }),
+    // One first reporter per key, whichever replica stored it.
+    uniqueIndex("device_claims_one_owner").on(t.key).where(sql`status = 'owner'`),
+  ],
 );
 
 /**

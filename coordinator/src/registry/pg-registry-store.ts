@@ -49,21 +49,23 @@ export class PgRegistryStore implements RegistryStore {
       WHERE ${agents.id} = v.id`);
   }
 
-  async replaceDevices(agentId: string, rows: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await insertClaims(tx, newClaims);
+  replaceDevices(agentId: string, rows: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<ClaimRow[]> {
+    return this.db.transaction(async (tx) => {
+      const pending = await insertClaims(tx, newClaims);
       await tx.delete(devices).where(eq(devices.agentId, agentId));
       if (rows.length > 0) await tx.insert(devices).values([...rows]);
+      return pending;
     });
   }
 
-  async saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await insertClaims(tx, newClaims);
+  saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<ClaimRow[]> {
+    return this.db.transaction(async (tx) => {
+      const pending = await insertClaims(tx, newClaims);
       await tx
         .insert(devices)
         .values(row)
         .onConflictDoUpdate({ target: [devices.agentId, devices.serial], set: row });
+      return pending;
     });
   }
 
@@ -94,8 +96,18 @@ export class PgRegistryStore implements RegistryStore {
 
 type Tx = Parameters<Parameters<PgCoordinatorDb["transaction"]>[0]>[0];
 
-async function insertClaims(tx: Tx, rows: readonly ClaimRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  // A claim, once made, keeps its status: a repeated report never resets a decision.
-  await tx.insert(deviceClaims).values([...rows]).onConflictDoNothing();
+async function insertClaims(tx: Tx, rows: readonly ClaimRow[]): Promise<ClaimRow[]> {
+  const pending: ClaimRow[] = [];
+  for (const r of rows) {
+    // A claim, once made, keeps its status: a repeated report never resets a decision.
+    const [stored] = await tx.insert(deviceClaims).values(r).onConflictDoNothing().returning({ key: deviceClaims.key });
+    if (stored || r.status !== "owner") continue;
+    const [mine] = await tx.select({ key: deviceClaims.key }).from(deviceClaims).where(and(eq(deviceClaims.key, r.key), eq(deviceClaims.agentId, r.agentId)));
+    if (mine) continue;
+    // Another agent owns the key (reported through another replica first): this claim waits for an admin.
+    const row = { ...r, status: "pending" as const };
+    await tx.insert(deviceClaims).values(row).onConflictDoNothing();
+    pending.push(row);
+  }
+  return pending;
 }

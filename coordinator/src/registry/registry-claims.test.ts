@@ -154,9 +154,9 @@ describe("routing by serial with offline agents", () => {
   /** Two agents that both own serial SHARED (accepted before), as a phone on two hosts is. */
   async function shared(): Promise<Registry> {
     opened = openDatabase(":memory:");
-    for (const agent of ["a", "b"]) {
+    for (const [agent, status] of [["a", "owner"], ["b", "accepted"]] as const) {
       for (const key of ["serial:SHARED", "physical:pid-shared"]) {
-        opened.sqlite.prepare("INSERT INTO device_claims (key, agent_id, status, created_at) VALUES (?, ?, 'owner', 0)").run(key, agent);
+        opened.sqlite.prepare("INSERT INTO device_claims (key, agent_id, status, created_at) VALUES (?, ?, ?, 0)").run(key, agent, status);
       }
     }
     const r = await registry();

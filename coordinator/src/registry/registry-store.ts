@@ -63,10 +63,15 @@ export interface RegistryStore {
   /** Inserts or replaces the agent row. */
   saveAgent(row: AgentRow): Promise<void>;
   saveHeartbeats(rows: readonly HeartbeatRow[]): Promise<void>;
-  /** Replaces every device of the agent and adds the claims those devices make (an existing claim is kept as is). */
-  replaceDevices(agentId: string, devices: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<void>;
-  /** Inserts or replaces one device, with the claims it makes. */
-  saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<void>;
+  /**
+   * Replaces every device of the agent and adds the claims those devices
+   * make (an existing claim is kept as is). An owner claim on a key another
+   * agent already owns (stored through another replica) is stored pending
+   * instead: those are returned.
+   */
+  replaceDevices(agentId: string, devices: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<ClaimRow[]>;
+  /** Inserts or replaces one device, with the claims it makes (returned: those stored pending, as for replaceDevices). */
+  saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<ClaimRow[]>;
   deleteDevice(agentId: string, serial: string): Promise<void>;
   /** Stores decisions on existing claims (status, decidedBy, decidedAt). */
   saveClaimDecisions(rows: readonly ClaimRow[]): Promise<void>;

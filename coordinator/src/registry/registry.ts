@@ -264,7 +264,8 @@ export class Registry {
     try {
       for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now), newClaims));
       // New claims commit with the inventory that makes them: one write, not one per device.
-      await this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
+      const pending = await this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
+      this.ownedElsewhere(entry, pending, [...next.values()]);
     } catch (err) {
       this.claims.unclaim(newClaims);
       throw err;
@@ -292,7 +293,8 @@ export class Registry {
     let d: DeviceEntry;
     try {
       d = this.claimed(entry, toEntry(report, this.now()), newClaims);
-      await this.store.saveDevice(toRow(agentId, d), newClaims);
+      const pending = await this.store.saveDevice(toRow(agentId, d), newClaims);
+      this.ownedElsewhere(entry, pending, [d]);
     } catch (err) {
       this.claims.unclaim(newClaims);
       throw err;
@@ -699,6 +701,22 @@ export class Registry {
       this.opts.log?.warn("device quarantined: an agent claims what another agent reported first", { agent: agent.name, agentId: agent.id, serial: d.serial, keys: contested, reason: d.quarantine });
     }
     return d;
+  }
+
+  /**
+   * Claims the database stored pending because another agent owned the key
+   * first (through another replica, so this one had not heard yet): the
+   * devices that make them are quarantined like any contested claim.
+   */
+  private ownedElsewhere(agent: AgentEntry, pending: readonly ClaimRow[], made: readonly DeviceEntry[]): void {
+    if (pending.length === 0) return;
+    this.claims.restore(pending);
+    for (const d of made) {
+      const quarantine = this.quarantineOf(agent.id, d.serial, d.properties.physicalId);
+      if (quarantine === d.quarantine) continue;
+      d.quarantine = quarantine;
+      this.opts.log?.warn("device quarantined: an agent claims what another agent reported first", { agent: agent.name, agentId: agent.id, serial: d.serial, keys: pending.map((c) => c.key), reason: quarantine });
+    }
   }
 
   private quarantineOf(agentId: string, serial: string, physicalId: string): string {

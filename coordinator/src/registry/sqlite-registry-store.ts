@@ -38,21 +38,23 @@ export class SqliteRegistryStore implements RegistryStore {
     });
   }
 
-  async replaceDevices(agentId: string, rows: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<void> {
-    this.db.transaction((tx) => {
-      insertClaims(tx, newClaims);
+  async replaceDevices(agentId: string, rows: readonly DeviceRow[], newClaims: readonly ClaimRow[]): Promise<ClaimRow[]> {
+    return this.db.transaction((tx) => {
+      const pending = insertClaims(tx, newClaims);
       tx.delete(devices).where(eq(devices.agentId, agentId)).run();
       for (const row of rows) tx.insert(devices).values(row).run();
+      return pending;
     });
   }
 
-  async saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<void> {
-    this.db.transaction((tx) => {
-      insertClaims(tx, newClaims);
+  async saveDevice(row: DeviceRow, newClaims: readonly ClaimRow[]): Promise<ClaimRow[]> {
+    return this.db.transaction((tx) => {
+      const pending = insertClaims(tx, newClaims);
       tx.insert(devices)
         .values(row)
         .onConflictDoUpdate({ target: [devices.agentId, devices.serial], set: row })
         .run();
+      return pending;
     });
   }
 
@@ -86,7 +88,17 @@ export class SqliteRegistryStore implements RegistryStore {
 
 type Tx = Parameters<Parameters<CoordinatorDb["transaction"]>[0]>[0];
 
-function insertClaims(tx: Tx, rows: readonly ClaimRow[]): void {
-  // A claim, once made, keeps its status: a repeated report never resets a decision.
-  for (const r of rows) tx.insert(deviceClaims).values(r).onConflictDoNothing().run();
+function insertClaims(tx: Tx, rows: readonly ClaimRow[]): ClaimRow[] {
+  const pending: ClaimRow[] = [];
+  for (const r of rows) {
+    // A claim, once made, keeps its status: a repeated report never resets a decision.
+    const stored = tx.insert(deviceClaims).values(r).onConflictDoNothing().returning({ key: deviceClaims.key }).get();
+    if (stored || r.status !== "owner") continue;
+    if (tx.select({ key: deviceClaims.key }).from(deviceClaims).where(and(eq(deviceClaims.key, r.key), eq(deviceClaims.agentId, r.agentId))).get()) continue;
+    // Another agent owns the key: this claim waits for an admin.
+    const row = { ...r, status: "pending" as const };
+    tx.insert(deviceClaims).values(row).onConflictDoNothing().run();
+    pending.push(row);
+  }
+  return pending;
 }

@@ -1,0 +1,3 @@
+-- Keys with more than one owner (none should exist) keep the first: the others count as accepted aliases, as before.
+UPDATE `device_claims` SET `status` = 'accepted' WHERE `status` = 'owner' AND EXISTS (SELECT 1 FROM `device_claims` AS o WHERE o.`key` = `device_claims`.`key` AND o.`status` = 'owner' AND (o.`created_at` < `device_claims`.`created_at` OR (o.`created_at` = `device_claims`.`created_at` AND o.`agent_id` < `device_claims`.`agent_id`)));--> statement-breakpoint
+CREATE UNIQUE INDEX `device_claims_one_owner` ON `device_claims` (`key`) WHERE status = 'owner';
