@@ -3,7 +3,7 @@
  * processes sharing it (and a data dir, as a shared mount would), two agents
  * attached to different replicas, CLIs pointed at each replica.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
@@ -104,6 +104,34 @@ describe("coordinator replicas on PostgreSQL", () => {
       body: JSON.stringify({ agentId: "x" }),
     });
     expect(forged.status).toBe(401);
+  });
+
+  it("refuses a second agent presenting an attached agent's id through another replica, and keeps the first attached", async () => {
+    // A copy of lab-0's identity on another host, reaching replica 2 while lab-0 is attached to replica 0.
+    const copy = join(dir.path, "agent-0-copy");
+    await mkdir(copy, { mode: 0o700 });
+    await copyFile(join(dir.path, "agent-0", "agent.json"), join(copy, "agent.json"));
+    const firstLog = agents[0]?.stderr().length ?? 0;
+    const second = await startFarm([
+      "agent", "--coordinator", urlOf(2), "--name", "lab-0", "--data-dir", copy, "--token-file", join(dir.path, "agent-0.token"),
+      "--adb-port", String(adbs[0]?.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks-0-copy"), "--heartbeat-interval", "500",
+    ]);
+    try {
+      // Refused each time it tries (it retries with backoff), never let in to push the first one out.
+      await waitFor("the second agent to be refused twice", () => ((second.stderr().match(/AGENT_ALREADY_ATTACHED/g) ?? []).length >= 2 ? true : undefined), { timeoutMs: 20_000 });
+      expect(agents[0]?.stderr().slice(firstLog)).not.toMatch(/AGENT_ALREADY_ATTACHED|another coordinator replica/);
+      // The first still holds its stream: calls through every replica reach it.
+      const lease = await farm(["lease", "acquire", "--device", serials[0] as string], envs[1]);
+      expect(lease.code, lease.stderr).toBe(0);
+      const token = String((lease.json["lease"] as { token: string }).token);
+      for (const [i, env] of envs.entries()) {
+        const r = await farm(["shell", "--device", serials[0] as string, "--", "echo", `still-${i}`], { ...env, FARM_LEASE: token });
+        expect(r.json, `through replica ${i}`).toMatchObject({ ok: true });
+      }
+      expect((await farm(["lease", "release"], { ...envs[1], FARM_LEASE: token })).code).toBe(0);
+    } finally {
+      await second.stop();
+    }
   });
 
   it("ends an agent's stream on its replica when its token is revoked through another replica", async () => {

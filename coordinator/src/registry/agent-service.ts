@@ -38,6 +38,11 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
       const hello = first.kind.value;
       validateHello(hello);
       await bindIdentity(deps, principal.tokenName, hello);
+      // Attached through another replica, and that replica still has the stream open: a copy of the agent, refused as one coordinator refuses it.
+      const held = deps.registry.agentSession(hello.agentId)?.session;
+      if (held?.stillHeld && (await held.stillHeld())) {
+        throw farmError(Errors.AGENT_ALREADY_ATTACHED, `agent ${hello.agentId} (${hello.name}) is already attached through another coordinator replica; a second agent with the same id is refused`, "agent_id");
+      }
       const session = new AttachSession(principal.tokenName);
       const transport = ctx.values.get(peerKey);
       await deps.registry.attach(hello, session, transport);

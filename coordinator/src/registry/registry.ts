@@ -29,6 +29,8 @@ export interface AgentSession {
   terminate(err: Error): void;
   /** Set when another coordinator replica holds the stream: its id (heartbeats are that replica's to judge). */
   readonly replicaId?: string;
+  /** For a stream another replica holds: whether that replica still has it open (false when it cannot say). */
+  stillHeld?(): Promise<boolean>;
 }
 
 /** Where a command for a serial goes: exactly one agent, never an alias. */

@@ -8,6 +8,9 @@ import { AgentCaller } from "../routing/agent-session.js";
 import { shellPair, type ShellPair } from "../routing/shell-relay.js";
 import type { ReplicaClients } from "./replica-clients.js";
 
+/** How long an attaching agent waits for the replica that held its stream to say whether it still does. */
+const HOLDS_TIMEOUT_MS = 2_000;
+
 /**
  * An agent whose control stream another replica holds: calls on it travel
  * to that replica (ReplicaService.CallAgent), which exchanges them with the
@@ -26,6 +29,18 @@ export class RemoteAgentSession extends AgentCaller {
 
   /** The stream is not ours to end; the replica that holds it does (it hears the agent moved or was removed). */
   terminate(): void {}
+
+  /** Whether the replica holding the stream still has it open; false when that replica does not answer in time. */
+  async stillHeld(): Promise<boolean> {
+    const client = this.clients.client(this.replicaId);
+    if (!client) return false;
+    try {
+      return (await client.holdsAgent({ agentId: this.agentId }, { timeoutMs: HOLDS_TIMEOUT_MS })).held;
+    } catch {
+      // Unreachable or too slow: the agent reconnecting here is more likely than a copy of it.
+      return false;
+    }
+  }
 
   async exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
     const client = this.clients.client(this.replicaId);

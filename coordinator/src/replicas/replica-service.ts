@@ -3,7 +3,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { actionError, Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { OpenShellResponseSchema, type OpenShellResponse } from "@farm/shared/gen/farm/v1/shell_service_pb";
-import { CallAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { CallAgentResponseSchema, HoldsAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { Registry } from "../registry/registry.js";
 import { AttachSession } from "../routing/agent-session.js";
 import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/shell-relay.js";
@@ -14,6 +14,12 @@ const RELAY_OUTPUT_CHUNK_BYTES = 64 * 1024;
 /** ReplicaService: what another replica asks of this one. */
 export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay }): void {
   router.service(ReplicaService, {
+    holdsAgent(req) {
+      const attached = deps.registry.agentSession(req.agentId);
+      const held = attached?.session instanceof AttachSession && !attached.session.signal.aborted;
+      return create(HoldsAgentResponseSchema, { held });
+    },
+
     async callAgent(req) {
       const call = req.call;
       if (!call || call.method === "") throw invalidArgument("call", "a call is required");

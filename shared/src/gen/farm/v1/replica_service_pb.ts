@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/replica_service.proto.
  */
 export const file_farm_v1_replica_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kMq8BCg5SZXBsaWNhU2VydmljZRJKCglDYWxsQWdlbnQSGS5mYXJtLnYxLkNhbGxBZ2VudFJlcXVlc3QaGi5mYXJtLnYxLkNhbGxBZ2VudFJlc3BvbnNlIgaiuxgCCAcSUQoKUmVsYXlTaGVsbBIaLmZhcm0udjEuUmVsYXlTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlJlbGF5U2hlbGxSZXNwb25zZSIGorsYAggHKAEwAWIGcHJvdG8z", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
+  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMv4BCg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElEKClJlbGF5U2hlbGwSGi5mYXJtLnYxLlJlbGF5U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5SZWxheVNoZWxsUmVzcG9uc2UiBqK7GAIIBygBMAFiBnByb3RvMw", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
 
 /**
  * @generated from message farm.v1.CallAgentRequest
@@ -143,6 +143,40 @@ export const RelayShellResponseSchema: GenMessage<RelayShellResponse> = /*@__PUR
   messageDesc(file_farm_v1_replica_service, 3);
 
 /**
+ * @generated from message farm.v1.HoldsAgentRequest
+ */
+export type HoldsAgentRequest = Message<"farm.v1.HoldsAgentRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message farm.v1.HoldsAgentRequest.
+ * Use `create(HoldsAgentRequestSchema)` to create a new message.
+ */
+export const HoldsAgentRequestSchema: GenMessage<HoldsAgentRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 4);
+
+/**
+ * @generated from message farm.v1.HoldsAgentResponse
+ */
+export type HoldsAgentResponse = Message<"farm.v1.HoldsAgentResponse"> & {
+  /**
+   * @generated from field: bool held = 1;
+   */
+  held: boolean;
+};
+
+/**
+ * Describes the message farm.v1.HoldsAgentResponse.
+ * Use `create(HoldsAgentResponseSchema)` to create a new message.
+ */
+export const HoldsAgentResponseSchema: GenMessage<HoldsAgentResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 5);
+
+/**
  * What coordinator replicas ask each other. A call that lands on a replica
  * whose agent is attached elsewhere is checked, logged and recorded where it
  * landed; only the exchange with the agent travels to the replica that holds
@@ -155,7 +189,18 @@ export const ReplicaService: GenService<{
    * Runs one call on an agent attached to this replica, for the replica
    * that received it. The answer (or the agent's error) comes back as the
    * agent sent it.
+   * Whether this replica holds an agent's control stream, live: asked by a
+   * replica an agent with that id is attaching to, which refuses a second
+   * agent with an attached agent's id as one coordinator does.
    *
+   * @generated from rpc farm.v1.ReplicaService.HoldsAgent
+   */
+  holdsAgent: {
+    methodKind: "unary";
+    input: typeof HoldsAgentRequestSchema;
+    output: typeof HoldsAgentResponseSchema;
+  },
+  /**
    * @generated from rpc farm.v1.ReplicaService.CallAgent
    */
   callAgent: {
