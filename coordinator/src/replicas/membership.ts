@@ -15,6 +15,8 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 interface MembershipEvents {
   /** A replica stopped or missed its heartbeats: what it held (agents, waiting calls) is held by nobody now. */
   gone: [replicaId: string];
+  /** This replica was expired by another (it stalled) and registered again: the others dropped what it holds. */
+  rejoined: [];
 }
 
 export interface MembershipOptions {
@@ -116,6 +118,7 @@ export class Membership {
         // Expired by another replica (this process stalled): come back as the same member.
         this.opts.log.warn("this replica was expired by another (missed heartbeats); registering again", { replicaId: this.id });
         await this.register();
+        this.events.emit("rejoined");
       }
       for (const id of await this.store.expire(now - (this.opts.staleMs ?? REPLICA_STALE_MS))) {
         this.opts.log.warn("replica gone: missed its heartbeats", { replicaId: id });

@@ -39,6 +39,10 @@ export class PgReplicaStore implements ReplicaStore {
     await this.db.insert(agentReplicas).values(row).onConflictDoUpdate({ target: agentReplicas.agentId, set: row });
   }
 
+  async claimAgentReplica(row: AgentReplicaRow): Promise<boolean> {
+    return (await this.db.insert(agentReplicas).values(row).onConflictDoNothing().returning({ agentId: agentReplicas.agentId })).length > 0;
+  }
+
   async clearAgentReplica(agentId: string, replicaId: string): Promise<void> {
     await this.db.delete(agentReplicas).where(and(eq(agentReplicas.agentId, agentId), eq(agentReplicas.replicaId, replicaId)));
   }

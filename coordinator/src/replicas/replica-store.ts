@@ -30,6 +30,8 @@ export interface ReplicaStore {
   /** Replicas not heard from since `before`, removed with their agents' rows; returns their ids. */
   expire(before: number): Promise<string[]>;
   setAgentReplica(row: AgentReplicaRow): Promise<void>;
+  /** Records the agent's replica only if no replica is recorded for it; true when recorded. */
+  claimAgentReplica(row: AgentReplicaRow): Promise<boolean>;
   /** Forgets the agent's replica if it is still `replicaId` (a newer attach elsewhere stays). */
   clearAgentReplica(agentId: string, replicaId: string): Promise<void>;
   agentReplica(agentId: string): Promise<AgentReplicaRow | undefined>;

@@ -8,7 +8,7 @@ import { Membership } from "./membership.js";
 import { PgChangeBus } from "./pg-change-bus.js";
 import { RemoteAgentSession } from "./remote-agent-session.js";
 import { ReplicaClients } from "./replica-clients.js";
-import { createReplicaStore } from "./replica-store.js";
+import { createReplicaStore, type ReplicaStore } from "./replica-store.js";
 
 /** This coordinator among its replicas: membership, change notices, the way to the others' agents. */
 export interface Replication {
@@ -58,9 +58,7 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
   registry.events.on("stored", (agentId, what) => {
     const work = async () => {
       if (what === "attached") {
-        const session = registry.agentSession(agentId)?.session;
-        const tokenName = session && "tokenName" in session ? String(session.tokenName) : "";
-        await store.setAgentReplica({ agentId, replicaId: membership.id, tokenName, since: Date.now() });
+        await store.setAgentReplica({ agentId, replicaId: membership.id, tokenName: tokenNameOf(registry.agentSession(agentId)?.session), since: Date.now() });
       } else if (what === "detached" || what === "removed") {
         await store.clearAgentReplica(agentId, membership.id);
       }
@@ -86,6 +84,14 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
     resync().catch(failed("re-reading every agent", "*"));
     leases.kick(leases.refresh());
   });
+  membership.events.on("rejoined", () => {
+    // Expired while alive: the others dropped this replica's agents. Those still attached here are ours again, unless they attached elsewhere meanwhile.
+    const work = async () => {
+      const ours = registry.localAgents().map((agentId) => ({ agentId, tokenName: tokenNameOf(registry.agentSession(agentId)?.session) }));
+      for (const agentId of await reclaimAgents(store, membership.id, ours)) await bus.publish("agent", agentId);
+    };
+    work().catch(failed("taking back this replica's agents after it was expired", "*"));
+  });
   membership.events.on("gone", (replicaId) => {
     const dropped = registry.dropReplica(replicaId);
     if (dropped.length > 0) log.warn("agents offline: their coordinator replica is gone", { replicaId, agents: dropped.length });
@@ -106,4 +112,20 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
       await bus.close();
     },
   };
+}
+
+/** The agent token a stream held here authenticated with ("" when unknown). */
+function tokenNameOf(session: AgentSession | null | undefined): string {
+  return session && "tokenName" in session ? String(session.tokenName) : "";
+}
+
+/**
+ * Records this replica as holding each agent no replica is recorded for
+ * (an agent that attached elsewhere meanwhile stays there); returns those
+ * it took back, for the others to re-read.
+ */
+export async function reclaimAgents(store: ReplicaStore, replicaId: string, agents: readonly { agentId: string; tokenName: string }[]): Promise<string[]> {
+  const taken: string[] = [];
+  for (const a of agents) if (await store.claimAgentReplica({ ...a, replicaId, since: Date.now() })) taken.push(a.agentId);
+  return taken;
 }

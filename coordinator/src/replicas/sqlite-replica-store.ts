@@ -40,6 +40,10 @@ export class SqliteReplicaStore implements ReplicaStore {
     this.db.insert(agentReplicas).values(row).onConflictDoUpdate({ target: agentReplicas.agentId, set: row }).run();
   }
 
+  async claimAgentReplica(row: AgentReplicaRow): Promise<boolean> {
+    return this.db.insert(agentReplicas).values(row).onConflictDoNothing().returning({ agentId: agentReplicas.agentId }).all().length > 0;
+  }
+
   async clearAgentReplica(agentId: string, replicaId: string): Promise<void> {
     this.db.delete(agentReplicas).where(and(eq(agentReplicas.agentId, agentId), eq(agentReplicas.replicaId, replicaId))).run();
   }

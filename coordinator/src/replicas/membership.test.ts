@@ -1,0 +1,42 @@
+import { once } from "node:events";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "@farm/shared/log";
+import type { FarmDatabase } from "../db/database.js";
+import { dialects, openTestDatabase } from "../db/testing/test-database.js";
+import { Membership } from "./membership.js";
+import { createReplicaStore } from "./replica-store.js";
+import { reclaimAgents } from "./replication.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const log = createLogger({ level: "error" });
+
+describe.each(dialects)("a replica expired by another while still alive (%s)", (dialect) => {
+  it("registers again, says so, and takes back the agents it still holds that nobody else took", async () => {
+    const database: FarmDatabase = await openTestDatabase(dialect);
+    cleanups.push(() => database.close());
+    const store = createReplicaStore(database);
+    const stalled = await Membership.join(store, { url: "http://one", log, heartbeatMs: 20 });
+    cleanups.push(() => stalled.leave());
+    await store.setAgentReplica({ agentId: "kept", replicaId: stalled.id, tokenName: "lab-1", since: 1 });
+    await store.setAgentReplica({ agentId: "moved", replicaId: stalled.id, tokenName: "lab-2", since: 1 });
+    const rejoined = once(stalled.events, "rejoined");
+    // A replica whose clock runs 10 s ahead sees the first one's heartbeats as stale, as after a long stall.
+    const other = await Membership.join(store, { url: "http://two", log, heartbeatMs: 20, now: () => Date.now() + 10_000 });
+    cleanups.push(() => other.leave());
+    await rejoined;
+    // The other stops (so it expires nothing more); the first is registered again.
+    await other.leave();
+    expect((await store.list()).map((r) => r.id)).toContain(stalled.id);
+    expect(await store.agentReplica("kept")).toBeUndefined();
+    // Meanwhile one agent reconnected to a third replica; the expiry dropped the first replica's rows.
+    await store.setAgentReplica({ agentId: "moved", replicaId: "third", tokenName: "lab-2", since: 2 });
+    const taken = await reclaimAgents(store, stalled.id, [{ agentId: "kept", tokenName: "lab-1" }, { agentId: "moved", tokenName: "lab-2" }]);
+    expect(taken).toEqual(["kept"]);
+    expect((await store.agentReplica("kept"))?.replicaId).toBe(stalled.id);
+    expect((await store.agentReplica("moved"))?.replicaId).toBe("third");
+  });
+});
