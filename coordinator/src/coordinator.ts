@@ -305,6 +305,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     replication = await startReplication({ database, databaseUrl: opts.database ?? "", url: opts.replicaUrl ?? url, registry, leases, labels, log });
     // Activity, evidence, video sessions, sessions and steps made on any replica, for Watch streams here and there.
     shareWatchChanges(hub, watchSources, watchWiring, replication.bus);
+    // Notices may have been missed while the listening connection was down: watchers here reconnect and re-read.
+    replication.bus.events.on("resync", () => hub.cutAll(farmError(Errors.COORDINATOR_UNAVAILABLE, "this coordinator replica may have missed changes made on the others; reconnect and re-read the lists")));
     // A token revoked through another replica: end what it opened here.
     replication.bus.events.on("change", (c) => {
       if (c.kind !== "token") return;

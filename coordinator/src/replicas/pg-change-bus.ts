@@ -45,7 +45,7 @@ export class PgChangeBus implements ChangeBus {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: "farm-coordinator-listen" });
+    const client = new pg.Client({ connectionString: this.url, application_name: `farm-listen-${this.replicaId.slice(0, 8)}` });
     client.on("notification", (n) => this.deliver(n.payload));
     client.on("error", (err) => this.lost(client, err));
     client.on("end", () => this.lost(client, new Error("connection ended")));

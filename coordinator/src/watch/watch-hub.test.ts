@@ -32,4 +32,21 @@ describe("watch hub", () => {
     expect(String(error)).toMatch(/fell too far behind/);
     expect(hub.size).toBe(0);
   });
+
+  it("ends every watcher at once when told what they saw may be incomplete, waiting or not, and keeps no subscriber", async () => {
+    const hub = new WatchHub();
+    const waiting = hub.subscribe(new AbortController().signal);
+    const behind = hub.subscribe(new AbortController().signal);
+    await waiting.next();
+    await behind.next();
+    hub.publish({ case: "deviceRemoved", value: { agentId: "a", serial: "queued" } });
+    // One is parked waiting for the next event; the other has one queued.
+    const parked = waiting.next().then((r) => r.value?.kind.case);
+    expect(await parked).toBe("deviceRemoved");
+    const next = waiting.next();
+    hub.cutAll(new Error("missed changes; re-read"));
+    await expect(next).rejects.toThrow(/missed changes/);
+    await expect(behind.next()).rejects.toThrow(/missed changes/);
+    expect(hub.size).toBe(0);
+  });
 });

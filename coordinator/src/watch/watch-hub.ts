@@ -18,6 +18,8 @@ interface Subscriber {
   items: WatchResponse[];
   wake: (() => void) | undefined;
   overflowed: boolean;
+  /** Why the stream is ended at once (set by cutAll). */
+  cut: Error | undefined;
 }
 
 /**
@@ -46,9 +48,23 @@ export class WatchHub {
     }
   }
 
+  /**
+   * Ends every watcher's stream with `err`: what they were told may be
+   * incomplete (changes on other replicas may have been missed), so they
+   * reconnect and re-read the lists.
+   */
+  cutAll(err: Error): void {
+    for (const s of this.subscribers) {
+      s.cut ??= err;
+      const wake = s.wake;
+      s.wake = undefined;
+      wake?.();
+    }
+  }
+
   /** Every event published from now on, `ready` first, until the signal aborts. */
   async *subscribe(signal: AbortSignal): AsyncGenerator<WatchResponse> {
-    const sub: Subscriber = { items: [create(WatchResponseSchema, { kind: { case: "ready", value: {} } })], wake: undefined, overflowed: false };
+    const sub: Subscriber = { items: [create(WatchResponseSchema, { kind: { case: "ready", value: {} } })], wake: undefined, overflowed: false, cut: undefined };
     this.subscribers.add(sub);
     const onAbort = () => sub.wake?.();
     signal.addEventListener("abort", onAbort);
@@ -56,6 +72,7 @@ export class WatchHub {
       this.events.emit("watchers", this.subscribers.size);
       for (;;) {
         if (signal.aborted) return;
+        if (sub.cut) throw sub.cut;
         if (sub.overflowed) throw new ConnectError("watcher fell too far behind; reconnect and re-read the lists", Code.ResourceExhausted);
         const next = sub.items.shift();
         if (next) {

@@ -1,0 +1,53 @@
+import { once } from "node:events";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "@farm/shared/log";
+import { createTestDatabase } from "../db/testing/test-postgres.js";
+import type { Change } from "./change-bus.js";
+import { PgChangeBus } from "./pg-change-bus.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const log = createLogger({ level: "error" });
+
+/** The next change the bus delivers, or a failure after `ms`. */
+function nextChange(bus: PgChangeBus, ms = 5_000): Promise<Change> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("no change notice arrived")), ms);
+    bus.events.once("change", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+}
+
+describe("change notices over LISTEN/NOTIFY", () => {
+  it("delivers another replica's notices, never a replica's own, and after a lost connection listens again and asks for a resync", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    cleanups.push(() => pool.end());
+    const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
+    cleanups.push(() => one.close());
+    const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
+    cleanups.push(() => two.close());
+
+    const own: Change[] = [];
+    two.events.on("change", (c) => own.push(c));
+    const heard = nextChange(one);
+    await two.publish("lease", "lease-1");
+    expect(await heard).toEqual({ kind: "lease", id: "lease-1", from: "22222222-bbbb-4bbb-8bbb-000000000002" });
+    expect(own).toEqual([]);
+
+    // The database drops replica one's listening connection (a restart, a failover, an idle kill).
+    const resync = once(one.events, "resync");
+    await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'farm-listen-11111111' AND datname = current_database()");
+    await resync;
+    const after = nextChange(one);
+    await two.publish("agent", "agent-7");
+    expect(await after).toMatchObject({ kind: "agent", id: "agent-7" });
+  });
+});
