@@ -81,6 +81,7 @@ bench: build
 	node test/dist/bench/session-steps.js
 	node test/dist/bench/capture-cost.js
 	node test/dist/bench/replicas.js
+	node test/dist/bench/byte-store.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

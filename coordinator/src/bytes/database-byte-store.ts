@@ -50,10 +50,14 @@ export class DatabaseByteStore implements ByteStore {
     const start = Math.max(0, range?.start ?? 0);
     const end = Math.min(head.size, range?.end ?? head.size);
     for (let seq = Math.floor(start / STORED_CHUNK_BYTES); seq * STORED_CHUNK_BYTES < end; seq++) {
-      const chunk = await this.files.chunk(key, seq);
-      if (!chunk) throw farmError(Errors.INTERNAL, `stored file ${key} is missing chunk ${seq}`, "key");
       const base = seq * STORED_CHUNK_BYTES;
-      yield chunk.subarray(Math.max(0, start - base), Math.min(chunk.length, end - base));
+      const from = Math.max(0, start - base);
+      const length = Math.min(STORED_CHUNK_BYTES, end - base) - from;
+      // Only the part of the chunk the range needs leaves the database.
+      const whole = from === 0 && length === STORED_CHUNK_BYTES;
+      const chunk = await this.files.chunk(key, seq, whole ? undefined : { from, length });
+      if (!chunk || chunk.length !== length) throw farmError(Errors.INTERNAL, `stored file ${key} is missing bytes of chunk ${seq}`, "key");
+      yield chunk;
     }
   }
 

@@ -13,8 +13,9 @@ export class PgStoredFileStore implements StoredFileStore {
     return row;
   }
 
-  async chunk(key: string, seq: number): Promise<Uint8Array | undefined> {
-    const [row] = await this.db.select({ data: storedChunks.data }).from(storedChunks).where(and(eq(storedChunks.key, key), eq(storedChunks.seq, seq)));
+  async chunk(key: string, seq: number, part?: { from: number; length: number }): Promise<Uint8Array | undefined> {
+    const data = part ? sql<Buffer>`substring(${storedChunks.data} FROM ${part.from + 1}::int FOR ${part.length}::int)`.mapWith(storedChunks.data) : storedChunks.data;
+    const [row] = await this.db.select({ data }).from(storedChunks).where(and(eq(storedChunks.key, key), eq(storedChunks.seq, seq)));
     return row?.data;
   }
 

@@ -12,8 +12,9 @@ export class SqliteStoredFileStore implements StoredFileStore {
     return this.db.select({ size: storedFiles.size, sha256: storedFiles.sha256 }).from(storedFiles).where(eq(storedFiles.key, key)).get();
   }
 
-  async chunk(key: string, seq: number): Promise<Uint8Array | undefined> {
-    return this.db.select({ data: storedChunks.data }).from(storedChunks).where(and(eq(storedChunks.key, key), eq(storedChunks.seq, seq))).get()?.data;
+  async chunk(key: string, seq: number, part?: { from: number; length: number }): Promise<Uint8Array | undefined> {
+    const data = part ? sql<Buffer>`substr(${storedChunks.data}, ${part.from + 1}, ${part.length})` : storedChunks.data;
+    return this.db.select({ data }).from(storedChunks).where(and(eq(storedChunks.key, key), eq(storedChunks.seq, seq))).get()?.data;
   }
 
   async insert(key: string, meta: StoredFile, chunks: AsyncIterable<Uint8Array>): Promise<void> {

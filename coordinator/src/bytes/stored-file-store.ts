@@ -6,8 +6,8 @@ export const STORED_CHUNK_BYTES = 1024 * 1024;
 /** The database tables behind DatabaseByteStore (stored_files, stored_chunks). */
 export interface StoredFileStore {
   head(key: string): Promise<StoredFile | undefined>;
-  /** One chunk of a stored file, or undefined past its end. */
-  chunk(key: string, seq: number): Promise<Uint8Array | undefined>;
+  /** One chunk of a stored file (or `length` bytes of it from offset `from`), or undefined past its end. */
+  chunk(key: string, seq: number, part?: { from: number; length: number }): Promise<Uint8Array | undefined>;
   /**
    * Stores a file's chunks and then its row, in one transaction: the row
    * is seen only with every chunk. A key already stored is left as it is.
