@@ -101,6 +101,29 @@ describe("files across replicas, bytes in PostgreSQL", () => {
     }
   });
 
+  it("records a video through replica 1 and serves the stored bundle, verified, through replica 0", async () => {
+    const lease = await ok(["lease", "acquire", "--device", serial], envs[1]!);
+    const env = { ...envs[1], FARM_LEASE: (lease["lease"] as { token: string }).token, FARM_DEVICE: serial };
+    // A screen that changes, so the recording has frames.
+    const ticker = setInterval(() => phone?.state.screen.changed(), 50);
+    try {
+      const started = await ok(["evidence", "video", "start", "--device", serial, "--duration-seconds", "30", "--size", "216x480"], env);
+      const id = String(started["sessionId"]);
+      await waitFor("the recording running on replica 1", async () => ((await farm(["evidence", "video", "status", "--session", id], env)).json["status"] === "recording" ? true : undefined));
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await ok(["evidence", "video", "stop", "--session", id], env)).toMatchObject({ ok: true, status: "complete" });
+      await waitFor("the video bundle stored", async () => (((await farm(["evidence", "list"], envs[0])).json["bundles"] ?? []) as { evidenceId: string }[]).some((b) => b.evidenceId === id) ? true : undefined);
+      const pulled = join(dir.path, "video");
+      await ok(["evidence", "pull", id, "--output-dir", pulled], envs[0]!);
+      expect((await farm(["evidence", "verify", pulled], envs[0])).code).toBe(0);
+      const video = await readFile(join(pulled, "video.mp4"));
+      expect(video.subarray(4, 8).toString()).toBe("ftyp");
+    } finally {
+      clearInterval(ticker);
+      await ok(["lease", "release"], env);
+    }
+  });
+
   it("keeps a recorded step's screenshots, taken through replica 1, where replica 0 exports them", async () => {
     const lease = await ok(["lease", "acquire", "--device", serial], envs[1]!);
     const token = (lease["lease"] as { token: string }).token;
