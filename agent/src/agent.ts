@@ -40,6 +40,9 @@ import { loadAgentIdentity } from "./uplink/agent-identity.js";
 import { DeviceWatcher } from "./devices/device-watcher.js";
 import { adbServerListening } from "./adb/adb-probe.js";
 import { Uplink } from "./uplink/uplink.js";
+import { AdbTunnels } from "./adb-tunnel/adb-tunnels.js";
+import { serveAdbStreamOver } from "./adb-tunnel/adb-stream.js";
+import { rawAdbAction } from "./adb-tunnel/raw-adb-action.js";
 
 export interface AgentOptions {
   /** Where per-device lock files live; shared by every farm process on the host. */
@@ -130,6 +133,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   ios?.start();
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
+  const adbTunnels = new AdbTunnels({ adb: opts.adb, serve: serveAdbStreamOver(transport), physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId, log });
   const serviceDeps: AgentServiceDeps = {
     ownership,
     watcher,
@@ -140,6 +144,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     input: inputAction(jobs),
     reboot: rebootAction(opts.adb, watcher),
     interactiveShell: interactiveShellAction(opts.adb, transport),
+    adbTunnels,
+    rawAdb: rawAdbAction(),
     install: installAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
@@ -178,6 +184,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     decorate: reports.decorate,
     onStateChange: (attached) => {
       opts.onAttachedChange?.(attached);
+      // Without the control stream nobody carries a tunnel's streams: every tunnel closes.
+      adbTunnels.linkChanged(attached);
       if (attached) {
         void resumeStagedUploads({ stagingDir: join(opts.dataDir, "staging"), transport, agentId: identity.id, log });
         void video.uploadFinished();
@@ -230,6 +238,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       ios?.stop();
       watcher.stop();
       clearInterval(journalPoll);
+      // Settled in the journal before it closes.
+      await adbTunnels.stopAll("the agent is stopping");
       await link.stop();
       database.close();
       hostJournal.close();

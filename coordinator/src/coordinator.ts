@@ -77,6 +77,9 @@ import { registerReplicaService } from "./replicas/replica-service.js";
 import { startReplication, type Replication } from "./replicas/replication.js";
 import { createByteStore, type ByteStoreKind } from "./bytes/byte-store.js";
 import { createBlobIndexStore } from "./evidence/blob-index-store.js";
+import { AdbStreamRelay } from "./adb-tunnels/adb-stream-relay.js";
+import { registerAdbTunnelService, registerAgentAdbService } from "./adb-tunnels/adb-tunnel-service.js";
+import { DEFAULT_TUNNEL_LIMITS, Tunnels, type TunnelLimits } from "./adb-tunnels/tunnels.js";
 
 export interface CoordinatorOptions {
   listen: ListenAddress;
@@ -110,6 +113,8 @@ export interface CoordinatorOptions {
   maxStreamsPerPrincipal?: number;
   /** Blob bytes (uploads for install) one token may hold at once (default 2 GiB). */
   blobQuotaBytes?: number;
+  /** Remote adb limits: tunnels per user, streams per tunnel, idle timeout (tunnels.ts has the defaults). */
+  adbTunnels?: Partial<TunnelLimits>;
   /** OCR workers for sessions started with --ocr (default 1; 0 turns OCR off) and how many steps may wait for one (default 64). */
   ocr?: { workers?: number; maxQueue?: number };
   /** The site's default capture list: every session step of a session whose policy sets no `capture`. */
@@ -157,6 +162,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
+  const tunnels = new Tunnels({ ...DEFAULT_TUNNEL_LIMITS, ...opts.adbTunnels });
+  const adbRelay = new AdbStreamRelay();
   const shared = database.dialect === "postgres";
   const bytes = createByteStore(opts.byteStore ?? (shared ? "database" : "files"), opts.dataDir, database);
   const blobs = new BlobStore(opts.dataDir, { index: createBlobIndexStore(database), bytes, quotaBytes: opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT, shared });
@@ -243,6 +250,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
       registerReplicaService(router, { registry, relay: shellRelay });
+      registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
+      registerAgentAdbService(router, { relay: adbRelay });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {

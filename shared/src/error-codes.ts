@@ -105,6 +105,11 @@ export const Errors = {
   LEASE_WAIT_TIMEOUT: { code: "LEASE_WAIT_TIMEOUT", status: Status.DeadlineExceeded },
   NO_DEVICE_AVAILABLE: { code: "NO_DEVICE_AVAILABLE", status: Status.ResourceExhausted },
 
+  // Remote adb tunnels.
+  TUNNEL_CLOSED: { code: "TUNNEL_CLOSED", status: Status.Aborted },
+  TUNNEL_NOT_FOUND: { code: "TUNNEL_NOT_FOUND", status: Status.NotFound },
+  TUNNEL_LIMIT: { code: "TUNNEL_LIMIT", status: Status.ResourceExhausted },
+
   // Device actions: how far a dispatch got.
   ACTION_NOT_FOUND: { code: "ACTION_NOT_FOUND", status: Status.NotFound },
   COMMAND_TIMEOUT: { code: "COMMAND_TIMEOUT", status: Status.DeadlineExceeded },

@@ -26,6 +26,8 @@ export interface DispatchProgress {
 /** How one kind of mutating action reaches the device and proves itself. */
 export interface ActionKind<Req, Res> {
   kind: string;
+  /** How a busy device names this kind to those refused (e.g. "remote adb tunnel"); default: the kind. */
+  holderLabel?: string;
   /** The request as stored in the journal (never secrets). */
   journalRequest(req: Req): Record<string, unknown>;
   /**
@@ -160,7 +162,8 @@ export class DeviceOwnership {
     }
     const physicalId = device.identity.physicalId;
     // Waiting for the lock leaves time to say so before the deadline.
-    const lock = await OsLock.acquire(this.lockFile(physicalId), { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind }, hopDeadline(ctx.deadlineMs, 500));
+    const holding = { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind, requestedBy: ctx.requestedBy, ...(kind.holderLabel ? { label: kind.holderLabel } : {}) };
+    const lock = await OsLock.acquire(this.lockFile(physicalId), holding, hopDeadline(ctx.deadlineMs, 500));
     if (!lock) {
       const holder = OsLock.holder(this.lockFile(physicalId));
       throw actionError(
@@ -371,7 +374,11 @@ export function toRecord(a: ActionRow): ActionRecord {
 }
 
 function describeHolder(h: Record<string, unknown>): string {
-  return `pid ${String(h["pid"] ?? "?")}, ${String(h["kind"] ?? "action")} on ${String(h["serial"] ?? "?")} since ${String(h["since"] ?? "?")}`;
+  const kind = String(h["kind"] ?? "action");
+  // A long-lived holder (a remote adb tunnel) says what it is and whose it is, so the refused know whom to ask.
+  const what = typeof h["label"] === "string" && h["label"] ? `${h["label"]} (${kind})` : kind;
+  const by = typeof h["requestedBy"] === "string" && h["requestedBy"] ? ` requested by ${h["requestedBy"]}` : "";
+  return `pid ${String(h["pid"] ?? "?")}, ${what} on ${String(h["serial"] ?? "?")}${by} since ${String(h["since"] ?? "?")}`;
 }
 
 /** The proof, or undefined once the deadline has passed: a check that never returns proves nothing and must not hold the lock. */

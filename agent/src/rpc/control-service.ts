@@ -1,10 +1,16 @@
 import type { ServiceImpl } from "@connectrpc/connect";
+import { hopDeadline } from "@farm/shared/deadline";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { callContext } from "./call-context.js";
 import { serialOf } from "./device-service.js";
 import type { AgentServiceDeps } from "./service-deps.js";
 
-/** What the coordinator itself asks of this agent: interactive shells and draining. */
+/** The longest a tunnel holds a phone; the coordinator closes it well before, when the lease ends. */
+export const ADB_TUNNEL_MAX_MS = 24 * 3_600_000;
+const MAX_REASON_CHARS = 200;
+
+/** What the coordinator itself asks of this agent: interactive shells, remote adb tunnels and draining. */
 export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof AgentControlService> {
   return {
     async startShell(req, ctx) {
@@ -25,6 +31,37 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
         }),
       ]);
       return { actionId };
+    },
+    async startAdbTunnel(req, ctx) {
+      const c = callContext(ctx);
+      const serial = serialOf(req.target);
+      const tunnel = deps.adbTunnels.reserve(req.tunnelId, serial, c.requestedBy);
+      let started!: (id: string) => void;
+      const startedPromise = new Promise<string>((resolve) => (started = resolve));
+      // The tunnel outlives this call: its action holds the phone until StopAdbTunnel or a lost coordinator.
+      const run = deps.ownership.run(
+        deps.rawAdb,
+        { tunnel, onStarted: (id) => started(id) },
+        { serial, deadlineMs: c.deadlineMs, requestedBy: c.requestedBy, runDeadlineMs: Date.now() + ADB_TUNNEL_MAX_MS },
+      );
+      deps.adbTunnels.track(tunnel, run);
+      const actionId = await Promise.race([
+        startedPromise,
+        run.then(() => {
+          throw farmError(Errors.INTERNAL, "the adb tunnel ended before it started");
+        }),
+      ]);
+      deps.log.info("adb tunnel open", { tunnelId: req.tunnelId, serial, actionId, requestedBy: c.requestedBy });
+      return { actionId };
+    },
+    async stopAdbTunnel(req, ctx) {
+      if (req.reason.length > MAX_REASON_CHARS) throw invalidArgument("reason", `a reason is at most ${MAX_REASON_CHARS} characters`);
+      await deps.adbTunnels.stop(req.tunnelId, req.reason || "closed", hopDeadline(callContext(ctx).deadlineMs));
+      return {};
+    },
+    async startAdbStream(req, ctx) {
+      await deps.adbTunnels.openStream(req, hopDeadline(callContext(ctx).deadlineMs));
+      return {};
     },
     drain(req) {
       deps.onDrainRequested(req.reason);

@@ -11,6 +11,8 @@ import type { InstallRequest } from "../actions/install-action.js";
 import type { EvidenceDeps } from "../evidence/capture-command.js";
 import type { VideoSessions } from "../video/video-sessions.js";
 import type { IosDevices } from "../ios/ios-devices.js";
+import type { AdbTunnels } from "../adb-tunnel/adb-tunnels.js";
+import type { RawAdbRequest, RawAdbResult } from "../adb-tunnel/raw-adb-action.js";
 
 /** What the agent's services work with. */
 export interface AgentServiceDeps {
@@ -24,6 +26,9 @@ export interface AgentServiceDeps {
   reboot: ActionKind<Record<string, never>, Record<string, never>>;
   interactiveShell: ActionKind<InteractiveShellRequest, { exitCode: number }>;
   install: ActionKind<InstallRequest, { output: string }>;
+  /** Remote adb tunnels open on this agent, and the action that holds a phone for one. */
+  adbTunnels: AdbTunnels;
+  rawAdb: ActionKind<RawAdbRequest, RawAdbResult>;
   log: Logger;
   evidence: EvidenceDeps;
   video: VideoSessions;

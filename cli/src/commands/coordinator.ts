@@ -65,7 +65,7 @@ function timeout(ms: number | undefined, flag: string): number | undefined {
 }
 
 /** Connection timeouts, stream caps, the blob quota and the OCR pool. */
-function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "ocr" | "defaultCapture" | "siteRedact"> {
+function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimits" | "maxStreamsPerPrincipal" | "blobQuotaBytes" | "adbTunnels" | "ocr" | "defaultCapture" | "siteRedact"> {
   const names = (v: string | undefined) => (v ?? "").split(",").map((x) => x.trim()).filter(Boolean);
   const requestTimeout = timeout(opts.requestTimeout, "request-timeout");
   const idleTimeout = timeout(opts.idleTimeout, "idle-timeout");
@@ -77,6 +77,11 @@ function coordinatorLimits(opts: Opts): Pick<CoordinatorOptions, "connectionLimi
     },
     ...(opts.maxStreamsPerPrincipal !== undefined ? { maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal } : {}),
     ...(opts.blobQuota !== undefined ? { blobQuotaBytes: parseByteSize(opts.blobQuota, "blob-quota") } : {}),
+    adbTunnels: {
+      ...(opts.adbTunnelsPerUser !== undefined ? { perUser: opts.adbTunnelsPerUser } : {}),
+      ...(opts.adbStreamsPerTunnel !== undefined ? { streamsPerTunnel: opts.adbStreamsPerTunnel } : {}),
+      ...(opts.adbIdleTimeout !== undefined ? { idleMs: opts.adbIdleTimeout } : {}),
+    },
     ocr: { ...(opts.ocrWorkers !== undefined ? { workers: opts.ocrWorkers } : {}), ...(opts.ocrQueue !== undefined ? { maxQueue: opts.ocrQueue } : {}) },
     ...(opts.defaultCapture !== undefined ? { defaultCapture: siteCapture(opts.defaultCapture) } : {}),
     siteRedact: { labels: names(opts.redactLabels), fields: names(opts.redactFields), headers: names(opts.redactHeaders), unmaskHeaders: names(opts.unmaskHeaders) },

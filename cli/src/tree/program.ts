@@ -4,6 +4,7 @@ import { CliError } from "../cli-error.js";
 import { Errors } from "@farm/shared/error-codes";
 import { flag } from "../options/option-decl.js";
 import { outputOption } from "../options/output-format.js";
+import { adbGroup } from "./adb-commands.js";
 import { agentGroup, agentList } from "./agent-commands.js";
 import { appGroup } from "./app-commands.js";
 import { addChildren, type Runtime } from "./build.js";
@@ -46,6 +47,7 @@ export const commandTree: readonly NodeSpec[] = [
   waitCommand,
   agentGroup,
   leaseGroup,
+  adbGroup,
   evidenceGroup,
   sessionGroup,
   tokenGroup,

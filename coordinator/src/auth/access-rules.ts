@@ -17,6 +17,8 @@ import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { AgentAdbService } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 import { roleAtLeast, type Role, type TokenKind } from "./token-store.js";
 
 /** What one RPC method demands of its callers. */
@@ -49,6 +51,8 @@ export const coordinatorServices: readonly DescService[] = [
   WatchService,
   SessionService,
   ReplicaService,
+  AdbTunnelService,
+  AgentAdbService,
 ];
 
 /** The rule a method declares in the schema (farm.v1.rules), or undefined when it declares none. */

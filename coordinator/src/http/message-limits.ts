@@ -50,6 +50,9 @@ const byService: Readonly<Record<string, MessageLimits>> = {
   "farm.v1.AgentShellService": stream(chunked, 4 * GiB),
   "farm.v1.BlobService": stream(chunked, 2 * BLOB_MAX_BYTES),
   "farm.v1.AgentBlobService": stream(chunked, 2 * BLOB_MAX_BYTES),
+  // Remote adb: adb's payloads (at most 1 MiB) as bytes, for as long as a stream lasts (a push of a large file, logcat for hours).
+  "farm.v1.AdbTunnelService": stream(chunked, 64 * GiB),
+  "farm.v1.AgentAdbService": stream(chunked, 64 * GiB),
   // Chunks and the manifest.
   "farm.v1.AgentEvidenceService": stream(8 * MiB, 2 * EVIDENCE_BUNDLE_MAX_BYTES),
 };

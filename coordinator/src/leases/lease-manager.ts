@@ -314,6 +314,12 @@ export class LeaseManager {
     return this.active.get(physicalId);
   }
 
+  /** The active lease a lease token stands for, or undefined (a lease this replica has not heard of yet included). */
+  leaseOfToken(leaseToken: string): LeaseRow | undefined {
+    const lease = this.byToken.get(hash(leaseToken));
+    return lease?.state === "active" ? lease : undefined;
+  }
+
   /** Sets labels on the phone behind a serial; while it is leased, only its holder or an admin may (without `caller`: no check). */
   async setLabels(serial: string, labels: Record<string, string>, caller?: LabelCaller): Promise<{ physicalId: string; labels: Record<string, string> }> {
     const physicalId = this.requirePhysical(serial);

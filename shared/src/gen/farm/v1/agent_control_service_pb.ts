@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZTKoAQoTQWdlbnRDb250cm9sU2VydmljZRJPCgpTdGFydFNoZWxsEhouZmFybS52MS5TdGFydFNoZWxsUmVxdWVzdBobLmZhcm0udjEuU3RhcnRTaGVsbFJlc3BvbnNlIgiiuxgECAYQARJACgVEcmFpbhIVLmZhcm0udjEuRHJhaW5SZXF1ZXN0GhYuZmFybS52MS5EcmFpblJlc3BvbnNlIgiiuxgECAYgAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJRChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZTK6AwoTQWdlbnRDb250cm9sU2VydmljZRJPCgpTdGFydFNoZWxsEhouZmFybS52MS5TdGFydFNoZWxsUmVxdWVzdBobLmZhcm0udjEuU3RhcnRTaGVsbFJlc3BvbnNlIgiiuxgECAYQARJbCg5TdGFydEFkYlR1bm5lbBIeLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYQARJYCg1TdG9wQWRiVHVubmVsEh0uZmFybS52MS5TdG9wQWRiVHVubmVsUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYgARJZCg5TdGFydEFkYlN0cmVhbRIeLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAYSQAoFRHJhaW4SFS5mYXJtLnYxLkRyYWluUmVxdWVzdBoWLmZhcm0udjEuRHJhaW5SZXNwb25zZSIIorsYBAgGIAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -97,6 +97,122 @@ export const DrainResponseSchema: GenMessage<DrainResponse> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_control_service, 3);
 
 /**
+ * @generated from message farm.v1.StartAdbTunnelRequest
+ */
+export type StartAdbTunnelRequest = Message<"farm.v1.StartAdbTunnelRequest"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 2;
+   */
+  target?: DeviceTarget | undefined;
+};
+
+/**
+ * Describes the message farm.v1.StartAdbTunnelRequest.
+ * Use `create(StartAdbTunnelRequestSchema)` to create a new message.
+ */
+export const StartAdbTunnelRequestSchema: GenMessage<StartAdbTunnelRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 4);
+
+/**
+ * @generated from message farm.v1.StartAdbTunnelResponse
+ */
+export type StartAdbTunnelResponse = Message<"farm.v1.StartAdbTunnelResponse"> & {
+  /**
+   * @generated from field: string action_id = 1;
+   */
+  actionId: string;
+};
+
+/**
+ * Describes the message farm.v1.StartAdbTunnelResponse.
+ * Use `create(StartAdbTunnelResponseSchema)` to create a new message.
+ */
+export const StartAdbTunnelResponseSchema: GenMessage<StartAdbTunnelResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 5);
+
+/**
+ * @generated from message farm.v1.StopAdbTunnelRequest
+ */
+export type StopAdbTunnelRequest = Message<"farm.v1.StopAdbTunnelRequest"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * Why, for the journal: "closed", "lease ended", ...
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.StopAdbTunnelRequest.
+ * Use `create(StopAdbTunnelRequestSchema)` to create a new message.
+ */
+export const StopAdbTunnelRequestSchema: GenMessage<StopAdbTunnelRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 6);
+
+/**
+ * @generated from message farm.v1.StopAdbTunnelResponse
+ */
+export type StopAdbTunnelResponse = Message<"farm.v1.StopAdbTunnelResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.StopAdbTunnelResponse.
+ * Use `create(StopAdbTunnelResponseSchema)` to create a new message.
+ */
+export const StopAdbTunnelResponseSchema: GenMessage<StopAdbTunnelResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 7);
+
+/**
+ * @generated from message farm.v1.StartAdbStreamRequest
+ */
+export type StartAdbStreamRequest = Message<"farm.v1.StartAdbStreamRequest"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * @generated from field: string stream_id = 2;
+   */
+  streamId: string;
+
+  /**
+   * @generated from field: string service = 3;
+   */
+  service: string;
+};
+
+/**
+ * Describes the message farm.v1.StartAdbStreamRequest.
+ * Use `create(StartAdbStreamRequestSchema)` to create a new message.
+ */
+export const StartAdbStreamRequestSchema: GenMessage<StartAdbStreamRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 8);
+
+/**
+ * @generated from message farm.v1.StartAdbStreamResponse
+ */
+export type StartAdbStreamResponse = Message<"farm.v1.StartAdbStreamResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.StartAdbStreamResponse.
+ * Use `create(StartAdbStreamResponseSchema)` to create a new message.
+ */
+export const StartAdbStreamResponseSchema: GenMessage<StartAdbStreamResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 9);
+
+/**
  * Served by each agent and called only by the coordinator, over the agent's
  * control stream (AgentCall): what the coordinator itself asks of an agent.
  *
@@ -113,6 +229,40 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof StartShellRequestSchema;
     output: typeof StartShellResponseSchema;
+  },
+  /**
+   * Opens a remote adb tunnel to a phone: a raw-adb action that holds the
+   * phone's lock until StopAdbTunnel (or until the coordinator is lost).
+   *
+   * @generated from rpc farm.v1.AgentControlService.StartAdbTunnel
+   */
+  startAdbTunnel: {
+    methodKind: "unary";
+    input: typeof StartAdbTunnelRequestSchema;
+    output: typeof StartAdbTunnelResponseSchema;
+  },
+  /**
+   * Closes a tunnel: its streams end and its action settles.
+   *
+   * @generated from rpc farm.v1.AgentControlService.StopAdbTunnel
+   */
+  stopAdbTunnel: {
+    methodKind: "unary";
+    input: typeof StopAdbTunnelRequestSchema;
+    output: typeof StopAdbTunnelResponseSchema;
+  },
+  /**
+   * Opens one adb service on an open tunnel's phone (host:transport:<serial>,
+   * then the service); once the device accepts it, the agent opens
+   * AgentAdbService.ServeAdbStream with this stream id. The device's refusal
+   * comes back as the call's error.
+   *
+   * @generated from rpc farm.v1.AgentControlService.StartAdbStream
+   */
+  startAdbStream: {
+    methodKind: "unary";
+    input: typeof StartAdbStreamRequestSchema;
+    output: typeof StartAdbStreamResponseSchema;
   },
   /**
    * Asks the agent to drain and exit (farm agent drain NAME).

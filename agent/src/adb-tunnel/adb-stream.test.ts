@@ -1,0 +1,160 @@
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { relayAdbStream } from "./adb-stream.js";
+import { fakeServeAdbStream, readData } from "./fake-serve-adb-stream.js";
+
+/**
+ * The relay between a device socket and its ServeAdbStream call, over a
+ * plain loopback socket pair: `far` stands where the adb server is. The
+ * real adb server and a simulated phone are in adb-tunnels.test.ts.
+ */
+
+let server: Server;
+let far: Socket;
+let near: Socket;
+
+beforeEach(async () => {
+  server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const accepted = once(server, "connection") as Promise<[Socket]>;
+  near = connect((server.address() as AddressInfo).port, "127.0.0.1");
+  await once(near, "connect");
+  [far] = await accepted;
+  far.on("error", () => undefined);
+});
+
+afterEach(async () => {
+  near.destroy();
+  far.destroy();
+  server.close();
+  await once(server, "close");
+});
+
+const sha = (b: Buffer | Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+describe("relayAdbStream", () => {
+  it("names the stream first, sends the leftover bytes before the socket's, and writes responses to the device", async () => {
+    const coord = fakeServeAdbStream();
+    const counts = { from: 0, to: 0 };
+    const relay = relayAdbStream({
+      streamId: "s-1",
+      socket: near,
+      leftover: Buffer.from("first "),
+      serve: coord.serve,
+      onFromDevice: (n) => (counts.from += n),
+      onToDevice: (n) => (counts.to += n),
+    });
+    const call = await coord.nextCall();
+    const { requests } = call;
+    expect((await requests.next()).value).toMatchObject({ kind: { case: "streamId", value: "s-1" } });
+    far.write("second");
+    expect((await readData(requests, 12)).data.toString()).toBe("first second");
+
+    const got = once(far, "data");
+    call.send(Buffer.from("to the phone"));
+    expect(String((await got)[0])).toBe("to the phone");
+
+    // The device ends its side: the request stream ends after its last bytes.
+    far.end("last");
+    expect(await readData(requests)).toEqual({ data: Buffer.from("last"), ended: true });
+    call.end();
+    await relay.done;
+    expect(counts).toEqual({ from: 16, to: 12 });
+  });
+
+  it("ends the device socket when the response stream ends, after what was written", async () => {
+    const coord = fakeServeAdbStream();
+    const relay = relayAdbStream({ streamId: "s", socket: near, leftover: Buffer.alloc(0), serve: coord.serve });
+    const call = await coord.nextCall();
+    const received: Buffer[] = [];
+    far.on("data", (b: Buffer) => received.push(b));
+    const ended = once(far, "end");
+    call.send(Buffer.from("bye"));
+    call.end();
+    await ended;
+    expect(Buffer.concat(received).toString()).toBe("bye");
+    far.end();
+    await relay.done;
+  });
+
+  it("destroys the device socket when the response stream fails", async () => {
+    const coord = fakeServeAdbStream();
+    const relay = relayAdbStream({ streamId: "s", socket: near, leftover: Buffer.alloc(0), serve: coord.serve });
+    const call = await coord.nextCall();
+    const { requests } = call;
+    await requests.next();
+    const closed = once(far, "close");
+    call.fail(new Error("coordinator went away"));
+    await closed;
+    await relay.done;
+    expect(near.destroyed).toBe(true);
+  });
+
+  it("close() cuts both sides", async () => {
+    const coord = fakeServeAdbStream();
+    const relay = relayAdbStream({ streamId: "s", socket: near, leftover: Buffer.alloc(0), serve: coord.serve });
+    const { signal } = await coord.nextCall();
+    const closed = once(far, "close");
+    relay.close();
+    await closed;
+    await relay.done;
+    expect(signal.aborted).toBe(true);
+  });
+
+  it("pauses the device socket while too much waits for the coordinator, and loses nothing", async () => {
+    const coord = fakeServeAdbStream();
+    const high = 256 * 1024;
+    let counted = 0;
+    relayAdbStream({ streamId: "s", socket: near, leftover: Buffer.alloc(0), serve: coord.serve, highWaterBytes: high, lowWaterBytes: 64 * 1024, onFromDevice: (n) => (counted += n) });
+    const call = await coord.nextCall();
+    const { requests } = call;
+    await requests.next();
+    const total = 8 * 1024 * 1024;
+    const payload = Buffer.alloc(total);
+    for (let i = 0; i < total; i += 4) payload.writeUInt32LE(i, i);
+    const paused = once(near, "pause");
+    far.end(payload);
+    await paused;
+    // Nobody reads the requests: at most the high water mark and one socket read are held.
+    expect(counted).toBeLessThanOrEqual(high + 64 * 1024);
+    expect(counted).toBeLessThan(total);
+    const resumed = once(near, "resume");
+    const { data, ended } = await readData(requests);
+    await resumed;
+    expect(ended).toBe(true);
+    expect(data.length).toBe(total);
+    expect(sha(data)).toBe(sha(payload));
+    call.end();
+  });
+
+  it("takes the next response only once the device socket has room", async () => {
+    const coord = fakeServeAdbStream();
+    const chunk = 1024 * 1024;
+    const chunks = 24;
+    let maxBufferedAtPull = 0;
+    relayAdbStream({ streamId: "s", socket: near, leftover: Buffer.alloc(0), serve: coord.serve });
+    const call = await coord.nextCall();
+    call.onPull = () => (maxBufferedAtPull = Math.max(maxBufferedAtPull, near.writableLength));
+    const sent = createHash("sha256");
+    for (let i = 0; i < chunks; i++) {
+      const b = Buffer.alloc(chunk, i);
+      sent.update(b);
+      call.send(b);
+    }
+    call.end();
+    const got = createHash("sha256");
+    let n = 0;
+    far.on("data", (b: Buffer) => {
+      got.update(b);
+      n += b.length;
+    });
+    await once(far, "end");
+    expect(n).toBe(chunk * chunks);
+    expect(got.digest("hex")).toBe(sent.digest("hex"));
+    // Responses are all queued at once; a relay that ignored write()'s answer would buffer many of them.
+    expect(maxBufferedAtPull).toBeLessThanOrEqual(chunk);
+  });
+});

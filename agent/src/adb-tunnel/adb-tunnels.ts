@@ -1,0 +1,186 @@
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import type { AdbServerAddress } from "../adb/adb-client.js";
+import { openDeviceService, type OpenService } from "../adb/adb-service.js";
+import { toDispatchFailure } from "../actions/shell-outcome.js";
+import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
+import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
+import { checkAdbService, serviceKind } from "./service-names.js";
+
+/** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...). */
+export const MAX_STREAMS_PER_TUNNEL = 64;
+
+/** Tunnel and stream ids are the coordinator's: short, printable, safe to journal and log. */
+const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+export interface AdbTunnelsOptions {
+  /** This agent's adb server. */
+  adb: AdbServerAddress;
+  /** Opens AgentAdbService.ServeAdbStream to the coordinator. */
+  serve: ServeAdbStream;
+  /** The physical device a serial reaches now, when the agent knows it. */
+  physicalIdOf?: (serial: string) => string | undefined;
+  log?: Logger;
+  maxStreamsPerTunnel?: number;
+}
+
+export interface TunnelBytes {
+  toDevice: number;
+  fromDevice: number;
+  openStreams: number;
+}
+
+/**
+ * This agent's open remote adb tunnels by tunnel id. A tunnel reaches
+ * exactly the serial it was opened on; its streams are device services
+ * opened through the agent's adb server and relayed on streams of their
+ * own to the coordinator. Every tunnel ends when the control stream to the
+ * coordinator does: nobody is left to carry its streams.
+ */
+export class AdbTunnels {
+  private readonly tunnels = new Map<string, AdbTunnel>();
+  private linkUp = true;
+
+  constructor(private readonly opts: AdbTunnelsOptions) {}
+
+  /** Registers a new tunnel before its action takes the device lock, so a stop or a lost link reaches it meanwhile. */
+  reserve(tunnelId: string, serial: string, requestedBy: string): AdbTunnel {
+    checkId(tunnelId, "tunnel_id");
+    if (!this.linkUp) throw farmError(Errors.COORDINATOR_UNAVAILABLE, "the control stream to the coordinator ended; no tunnel is opened for it");
+    const existing = this.tunnels.get(tunnelId);
+    if (existing) throw farmError(Errors.ALREADY_EXISTS, `adb tunnel ${tunnelId} is already ${existing.open ? "open" : "closing"} on this agent`, "tunnel_id");
+    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy);
+    this.tunnels.set(tunnelId, tunnel);
+    return tunnel;
+  }
+
+  /** Follows the tunnel's action: once it has settled (or failed to start), the tunnel is gone. */
+  track(tunnel: AdbTunnel, run: Promise<unknown>): void {
+    const fields = () => ({ tunnelId: tunnel.tunnelId, serial: tunnel.serial, actionId: tunnel.actionId });
+    void run.then(
+      () => this.opts.log?.info("adb tunnel closed", { ...fields(), reason: tunnel.stopReason }),
+      (err: unknown) => {
+        // One that never started (a busy phone) was refused to its caller; one that ran and failed is worth a warning.
+        if (tunnel.actionId) this.opts.log?.warn("adb tunnel ended with an error", { ...fields(), error: (err as Error).message });
+        else this.opts.log?.debug("adb tunnel did not open", { ...fields(), error: (err as Error).message });
+      },
+    ).finally(() => {
+      if (this.tunnels.get(tunnel.tunnelId) === tunnel) this.tunnels.delete(tunnel.tunnelId);
+      tunnel.finish();
+    });
+  }
+
+  get(tunnelId: string): AdbTunnel | undefined {
+    return this.tunnels.get(tunnelId);
+  }
+
+  list(): TunnelInfo[] {
+    return [...this.tunnels.values()].map((t) => t.info());
+  }
+
+  /** Bytes relayed each way so far, and the streams open now; undefined for a tunnel not (or no longer) here. */
+  bytes(tunnelId: string): TunnelBytes | undefined {
+    const t = this.tunnels.get(tunnelId);
+    if (!t) return undefined;
+    const i = t.info();
+    return { toDevice: i.bytesToDevice, fromDevice: i.bytesFromDevice, openStreams: i.openStreams };
+  }
+
+  /** Closes a tunnel and waits (until `untilMs`) for its action to settle; an unknown tunnel is a no-op. */
+  async stop(tunnelId: string, reason: string, untilMs: number): Promise<void> {
+    checkId(tunnelId, "tunnel_id");
+    const t = this.tunnels.get(tunnelId);
+    if (!t) return;
+    t.stop(reason);
+    // Still waiting for the device lock: its action ends as soon as it starts; nothing holds the phone yet.
+    if (!t.actionId) return;
+    await settledBy([t.ended], untilMs);
+  }
+
+  async stopAll(reason: string, untilMs = Date.now() + 5_000): Promise<void> {
+    const all = [...this.tunnels.values()];
+    for (const t of all) t.stop(reason);
+    await settledBy(
+      all.map((t) => t.ended),
+      untilMs,
+    );
+  }
+
+  /** The control stream to the coordinator came up or went down: down, every tunnel closes and none opens until it is back. */
+  linkChanged(attached: boolean): void {
+    this.linkUp = attached;
+    if (!attached && this.tunnels.size > 0) {
+      this.opts.log?.warn("the control stream to the coordinator ended: closing every adb tunnel", { tunnels: this.tunnels.size });
+      void this.stopAll("the control stream to the coordinator ended");
+    }
+  }
+
+  /**
+   * Opens `service` on the tunnel's own serial and starts relaying it on
+   * ServeAdbStream with this stream id. Resolves once the device accepted
+   * the service and the call is started; the device's refusal is the error.
+   */
+  async openStream(req: { tunnelId: string; streamId: string; service: string }, deadlineMs: number): Promise<void> {
+    checkId(req.tunnelId, "tunnel_id");
+    checkId(req.streamId, "stream_id");
+    checkAdbService(req.service);
+    const t = this.tunnels.get(req.tunnelId);
+    if (!t?.running) throw farmError(Errors.TUNNEL_NOT_FOUND, `no open adb tunnel ${req.tunnelId} on this agent`, "tunnel_id");
+    if (t.streams.has(req.streamId)) throw farmError(Errors.ALREADY_EXISTS, `adb stream ${req.streamId} is already open in tunnel ${req.tunnelId}`, "stream_id");
+    const max = this.opts.maxStreamsPerTunnel ?? MAX_STREAMS_PER_TUNNEL;
+    if (t.streams.size >= max) throw farmError(Errors.TUNNEL_LIMIT, `adb tunnel ${req.tunnelId} already has ${max} open streams, the most one tunnel may`, "stream_id");
+    // Never across an alias: a serial that now reaches another phone (a reused ip:port) is not the tunnel's phone.
+    const now = this.opts.physicalIdOf?.(t.serial);
+    if (now !== undefined && now !== t.physicalId) {
+      throw farmError(Errors.DEVICE_OFFLINE, `serial ${t.serial} now reaches another phone (${now}), not the tunnel's ${t.physicalId}`);
+    }
+    const kind = serviceKind(req.service);
+    t.streams.set(req.streamId, undefined);
+    t.markUsed();
+    let opened: OpenService;
+    try {
+      opened = await openDeviceService(this.opts.adb, t.serial, req.service, AbortSignal.any([AbortSignal.timeout(Math.max(0, deadlineMs - Date.now())), t.signal]));
+    } catch (err) {
+      t.streams.delete(req.streamId);
+      if (!t.open) throw tunnelClosed(t);
+      const f = toDispatchFailure(err);
+      throw farmError(f.error, `${t.serial} did not open the adb service ${kind}: ${f.message}`);
+    }
+    // Same tick as the open: the socket is already flowing.
+    if (!t.open) {
+      opened.socket.destroy();
+      t.streams.delete(req.streamId);
+      throw tunnelClosed(t);
+    }
+    const relay = relayAdbStream({
+      streamId: req.streamId,
+      socket: opened.socket,
+      leftover: opened.leftover,
+      serve: this.opts.serve,
+      onFromDevice: (n) => (t.bytesFromDevice += n),
+      onToDevice: (n) => (t.bytesToDevice += n),
+    });
+    t.streams.set(req.streamId, relay);
+    t.streamsOpened += 1;
+    this.opts.log?.debug("adb stream opened", { tunnelId: t.tunnelId, streamId: req.streamId, service: kind });
+    void relay.done.then(() => {
+      if (t.streams.get(req.streamId) === relay) t.streams.delete(req.streamId);
+      this.opts.log?.debug("adb stream closed", { tunnelId: t.tunnelId, streamId: req.streamId });
+    });
+  }
+}
+
+function checkId(id: string, field: string): void {
+  if (!ID.test(id)) throw invalidArgument(field, id === "" ? `${field} is required` : `${field} must be 1-128 letters, digits, '.', '_', ':' or '-'`);
+}
+
+function tunnelClosed(t: AdbTunnel): Error {
+  return farmError(Errors.TUNNEL_CLOSED, `adb tunnel ${t.tunnelId} closed (${t.stopReason}) while the stream opened`, "tunnel_id");
+}
+
+/** Waits for all of `promises`, but not past `untilMs`. */
+async function settledBy(promises: Promise<unknown>[], untilMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled(promises), new Promise((r) => (timer = setTimeout(r, Math.max(0, untilMs - Date.now()))))]);
+  clearTimeout(timer);
+}

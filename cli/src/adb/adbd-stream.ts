@@ -1,0 +1,128 @@
+import type { Duplex } from "node:stream";
+import { A_CLSE, A_OKAY, A_WRTE } from "./adb-packet.js";
+
+/** What a stream needs from its connection. */
+export interface StreamHost {
+  send(command: number, arg0: number, arg1: number, payload?: Uint8Array): void;
+  /** The negotiated largest WRTE payload. */
+  readonly maxPayload: number;
+  forget(localId: number): void;
+  log(line: string): void;
+}
+
+/** Opens one adb service on the phone: resolves to its byte stream, or rejects with why the phone (or the farm) refused. */
+export type AdbStreamOpener = (service: string) => Promise<Duplex>;
+
+/** How long a stream the host closed may take to flush its last bytes to the phone before it is cut. */
+const FLUSH_GRACE_MS = 5_000;
+
+/** The service's kind for logs ("shell,v2,raw:", "sync:"): never the command, which may hold secrets. */
+export function serviceKind(service: string): string {
+  const colon = service.indexOf(":");
+  return colon < 0 ? service.slice(0, 40) : service.slice(0, colon + 1);
+}
+
+/**
+ * One adb stream between the local adb server and a backend byte stream.
+ * Flow control is adb's: toward the host one WRTE at a time, each waiting
+ * for its OKAY; from the host, our OKAY goes out only once the backend took
+ * the bytes, so a slow phone slows the host instead of filling memory.
+ */
+export class AdbdStream {
+  private duplex: Duplex | undefined;
+  /** Nothing more goes to the host: it closed the stream, or we did. */
+  private done = false;
+  private ackWaiter: (() => void) | undefined;
+
+  constructor(
+    private readonly conn: StreamHost,
+    readonly localId: number,
+    readonly remoteId: number,
+  ) {}
+
+  async open(service: string, openStream: AdbStreamOpener): Promise<void> {
+    let duplex: Duplex;
+    try {
+      duplex = await openStream(service);
+    } catch (err) {
+      // adb has no refusal message: CLSE(0, id) and the client says "closed". Say why here.
+      this.conn.log(`adb stream ${serviceKind(service)} refused: ${(err as Error).message}`);
+      if (!this.done) this.conn.send(A_CLSE, 0, this.remoteId);
+      this.finish();
+      return;
+    }
+    // Errors end the stream through the read loop; this keeps them from being unhandled.
+    duplex.on("error", () => undefined);
+    if (this.done) {
+      duplex.destroy();
+      return;
+    }
+    this.duplex = duplex;
+    this.conn.send(A_OKAY, this.localId, this.remoteId);
+    await this.pumpToHost(duplex);
+  }
+
+  private async pumpToHost(duplex: Duplex): Promise<void> {
+    try {
+      for await (const chunk of duplex as AsyncIterable<Buffer>) {
+        // After the host closed, the rest is read and dropped until the phone's side ends.
+        for (let off = 0; off < chunk.length && !this.done; off += this.conn.maxPayload) {
+          const acked = new Promise<void>((resolve) => (this.ackWaiter = resolve));
+          this.conn.send(A_WRTE, this.localId, this.remoteId, chunk.subarray(off, off + this.conn.maxPayload));
+          await acked;
+        }
+      }
+    } catch {
+      // The backend failed or was cut: the stream ends either way.
+    }
+    if (!this.done) this.conn.send(A_CLSE, this.localId, this.remoteId);
+    this.finish();
+  }
+
+  /** The host acknowledged our last WRTE. */
+  onAck(): void {
+    const w = this.ackWaiter;
+    this.ackWaiter = undefined;
+    w?.();
+  }
+
+  /** Bytes from the host: acknowledged once the backend takes them. */
+  onWrite(data: Buffer): void {
+    const duplex = this.duplex;
+    if (this.done || !duplex || !duplex.writable) return;
+    const ack = () => {
+      if (!this.done) this.conn.send(A_OKAY, this.localId, this.remoteId);
+    };
+    if (duplex.write(data)) ack();
+    else duplex.once("drain", ack);
+  }
+
+  /** The host closed the stream: what it wrote still reaches the phone, then the backend is cut. */
+  onHostClose(): void {
+    if (this.done) return;
+    this.markDone();
+    const duplex = this.duplex;
+    if (!duplex) return;
+    duplex.end();
+    const timer = setTimeout(() => duplex.destroy(), FLUSH_GRACE_MS);
+    timer.unref();
+    duplex.once("close", () => clearTimeout(timer));
+  }
+
+  /** The connection is gone: cut the backend at once. */
+  abort(): void {
+    this.markDone();
+    this.duplex?.destroy();
+  }
+
+  private markDone(): void {
+    this.done = true;
+    this.conn.forget(this.localId);
+    this.onAck();
+  }
+
+  private finish(): void {
+    this.markDone();
+    this.duplex?.destroy();
+  }
+}

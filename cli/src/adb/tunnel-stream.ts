@@ -1,0 +1,121 @@
+import { Duplex } from "node:stream";
+import { create } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import { AdbTunnelService, OpenAdbStreamRequestSchema, type OpenAdbStreamRequest, type OpenAdbStreamResponse } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { Errors, farmError } from "@farm/shared/errors";
+
+type TunnelClient = Client<typeof AdbTunnelService>;
+
+/**
+ * The write side of a call: at most one chunk waits, and its write callback
+ * runs only when the RPC asks for the next message, so the bytes adb gives
+ * us wait for the HTTP/2 stream instead of piling up in memory.
+ */
+class RequestFeed {
+  private pending: { chunk: Uint8Array; done: (err?: Error | null) => void } | undefined;
+  private ended = false;
+  private wake: (() => void) | undefined;
+
+  put(chunk: Uint8Array, done: (err?: Error | null) => void): void {
+    this.pending = { chunk, done };
+    this.poke();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.poke();
+  }
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  async *messages(first: OpenAdbStreamRequest): AsyncGenerator<OpenAdbStreamRequest> {
+    yield first;
+    for (;;) {
+      while (!this.pending && !this.ended) await new Promise<void>((resolve) => (this.wake = resolve));
+      const p = this.pending;
+      if (!p) return;
+      this.pending = undefined;
+      yield create(OpenAdbStreamRequestSchema, { kind: { case: "data", value: p.chunk } });
+      p.done();
+    }
+  }
+}
+
+/** One OpenAdbStream call as a Duplex: reads are the phone's bytes, writes go to it, end() half-closes. */
+class TunnelStreamDuplex extends Duplex {
+  private reading = false;
+
+  constructor(
+    private readonly feed: RequestFeed,
+    private readonly responses: AsyncIterator<OpenAdbStreamResponse>,
+    private readonly abort: AbortController,
+  ) {
+    super({ allowHalfOpen: true });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
+    this.feed.put(chunk, callback);
+  }
+
+  override _final(callback: (err?: Error | null) => void): void {
+    this.feed.end();
+    callback();
+  }
+
+  override _read(): void {
+    if (!this.reading) void this.pull();
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    this.feed.end();
+    this.abort.abort();
+    callback(err);
+  }
+
+  /** Pushes the phone's bytes until the reader is full; _read resumes it. */
+  private async pull(): Promise<void> {
+    this.reading = true;
+    try {
+      for (;;) {
+        const r = await this.responses.next();
+        if (r.done) {
+          this.push(null);
+          return;
+        }
+        if (r.value.kind.case === "data" && !this.push(r.value.kind.value)) return;
+      }
+    } catch (err) {
+      if (!this.destroyed) this.destroy(err as Error);
+    } finally {
+      this.reading = false;
+    }
+  }
+}
+
+/**
+ * Opens one adb service on a tunnel's phone: resolves once the phone
+ * accepted it (the first response, `opened`); rejects with the farm's or
+ * the phone's reason otherwise.
+ */
+export async function openTunnelStream(client: TunnelClient, tunnelId: string, service: string): Promise<Duplex> {
+  const abort = new AbortController();
+  const feed = new RequestFeed();
+  const start = create(OpenAdbStreamRequestSchema, { kind: { case: "start", value: { tunnelId, service } } });
+  const responses = client.openAdbStream(feed.messages(start), { signal: abort.signal })[Symbol.asyncIterator]();
+  try {
+    const first = await responses.next();
+    if (first.done) throw farmError(Errors.TUNNEL_CLOSED, "the coordinator ended the adb stream before opening it");
+    const duplex = new TunnelStreamDuplex(feed, responses, abort);
+    // Bytes before `opened` are not expected; if they come, they are the stream's.
+    if (first.value.kind.case === "data") duplex.push(first.value.kind.value);
+    return duplex;
+  } catch (err) {
+    feed.end();
+    abort.abort();
+    throw err;
+  }
+}

@@ -1,0 +1,295 @@
+import { randomUUID } from "node:crypto";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import type { Logger } from "@farm/shared/log";
+import type { Agent } from "@farm/shared/gen/farm/v1/registry_pb";
+import {
+  AdbTunnelService,
+  CloseTunnelResponseSchema,
+  ListTunnelsResponseSchema,
+  OpenAdbStreamResponseSchema,
+  OpenTunnelResponseSchema,
+  TunnelSchema,
+  type Tunnel,
+} from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { AgentAdbService, ServeAdbStreamResponseSchema } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
+import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
+import type { ActivityLog } from "../activity/activity-log.js";
+import { isRevocation } from "../auth/open-calls.js";
+import { requirePrincipal } from "../auth/auth.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { LeaseRow } from "../leases/lease-store.js";
+import type { Registry } from "../registry/registry.js";
+import type { AgentCaller } from "../routing/agent-session.js";
+import { routeFor } from "../routing/device-service.js";
+import type { AdbStreamRelay } from "./adb-stream-relay.js";
+import type { TunnelEntry, Tunnels } from "./tunnels.js";
+
+/** How long the agent has to open a tunnel or a stream (and its stream to arrive). */
+const OPEN_TIMEOUT_MS = 15_000;
+const KEEPALIVE_MS = 15_000;
+/** adb's own payload cap is 1 MiB; a request carries at most that. */
+const MAX_CHUNK = 1024 * 1024;
+
+export interface AdbTunnelDeps {
+  registry: Registry;
+  leases: LeaseManager;
+  activity: ActivityLog;
+  tunnels: Tunnels;
+  relay: AdbStreamRelay;
+  log: Logger;
+}
+
+function tunnelMessage(t: TunnelEntry): Tunnel {
+  return create(TunnelSchema, {
+    tunnelId: t.tunnelId,
+    serial: t.serial,
+    physicalId: t.physicalId,
+    agentName: t.agentName,
+    leaseId: t.leaseId,
+    owner: t.owner,
+    openedAtMs: BigInt(t.openedAt),
+    actionId: t.actionId,
+    bytesToDevice: BigInt(t.bytesToDevice),
+    bytesFromDevice: BigInt(t.bytesFromDevice),
+    openStreams: t.streams.size,
+  });
+}
+
+/** Why a lease's end closes its tunnels, as the CLI will say it. */
+function leaseEndError(lease: LeaseRow): Error {
+  return lease.state === "expired"
+    ? farmError(Errors.LEASE_EXPIRED, `the lease ${lease.leaseId} on ${lease.physicalId} expired: the remote adb tunnel is closed`, "lease")
+    : farmError(Errors.LEASE_RELEASED, `the lease ${lease.leaseId} on ${lease.physicalId} was released: the remote adb tunnel is closed`, "lease");
+}
+
+/** The agent's caller for a tunnel's phone, as attached now. */
+function agentOf(deps: AdbTunnelDeps, t: TunnelEntry): AgentCaller {
+  const attached = deps.registry.agentSession(t.agentId);
+  if (!attached) throw farmError(Errors.AGENT_OFFLINE, `agent ${t.agentName} is offline`, undefined, { dispatched: false, ambiguous: false });
+  return attached.session as AgentCaller;
+}
+
+/** Remote adb for callers: tunnels bound to a lease, and the adb streams inside them. */
+export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelDeps): void {
+  router.service(AdbTunnelService, {
+    async *openTunnel(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const leaseToken = ctx.requestHeader.get("x-farm-lease");
+      // No serial: the phone the presented lease is on.
+      const serial = req.target?.serial || (leaseToken ? (deps.leases.leaseOfToken(leaseToken)?.serial ?? "") : "");
+      if (!serial) throw invalidArgument("target.serial", leaseToken ? "no active lease for the presented lease token; name the device" : "a device serial (or a lease) is required");
+      const r = routeFor(deps, serial, req.target?.agent ?? "", true, leaseToken);
+      const session = r.session as AgentCaller & { replicaId?: string };
+      if (session.replicaId) {
+        throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; remote adb needs the replica holding the agent (connect FARM_COORDINATOR to it)`, "target.serial", { dispatched: false, ambiguous: false });
+      }
+      deps.tunnels.checkRoom(principal.tokenName);
+      const tunnelId = randomUUID();
+      const t0 = Date.now();
+      const { actionId } = await session.call(AgentControlService.method.startAdbTunnel, { tunnelId, target: { serial: r.serial, agent: r.agentId } }, principal, Date.now() + OPEN_TIMEOUT_MS);
+      let reason: Error | undefined;
+      let wake = () => {};
+      const entry: TunnelEntry = {
+        tunnelId,
+        owner: principal.tokenName,
+        serial: r.serial,
+        physicalId: r.physicalId,
+        agentId: r.agentId,
+        agentName: r.agentName,
+        leaseId: r.leaseId,
+        actionId,
+        openedAt: t0,
+        bytesToDevice: 0,
+        bytesFromDevice: 0,
+        streams: new Set(),
+        lastActive: t0,
+        close(err) {
+          reason ??= err;
+          wake();
+        },
+      };
+      const onLeaseEnded = (lease: LeaseRow) => {
+        if (lease.leaseId === entry.leaseId) entry.close(leaseEndError(lease));
+      };
+      const onAgent = (agent: Agent) => {
+        if (agent.id !== entry.agentId) return;
+        if (!agent.online) entry.close(farmError(Errors.AGENT_OFFLINE, `agent ${agent.name} went offline: the remote adb tunnel is closed`));
+        else if (agent.draining) entry.close(farmError(Errors.AGENT_DRAINING, `agent ${agent.name} is draining (${agent.drainReason || "no reason given"}): the remote adb tunnel is closed`));
+      };
+      const onAbort = () => entry.close(isRevocation(ctx.signal.reason) ? (ctx.signal.reason as Error) : farmError(Errors.TUNNEL_CLOSED, "closed by its caller"));
+      deps.leases.events.on("leaseEnded", onLeaseEnded);
+      deps.registry.events.on("agent", onAgent);
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      deps.tunnels.add(entry);
+      let outcome = "ok";
+      try {
+        yield create(OpenTunnelResponseSchema, { kind: { case: "opened", value: tunnelMessage(entry) } });
+        // The lease may have ended between the check and now.
+        if (deps.leases.leaseOf(entry.physicalId)?.leaseId !== entry.leaseId) entry.close(farmError(Errors.LEASE_RELEASED, `the lease ${entry.leaseId} ended: the remote adb tunnel is closed`, "lease"));
+        while (!reason) {
+          const idle = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(true), KEEPALIVE_MS);
+            wake = () => {
+              clearTimeout(timer);
+              resolve(false);
+            };
+          });
+          if (reason) break;
+          if (idle && entry.streams.size === 0 && Date.now() - entry.lastActive > deps.tunnels.limits.idleMs) {
+            entry.close(farmError(Errors.TUNNEL_CLOSED, `no adb stream for ${Math.round(deps.tunnels.limits.idleMs / 60_000)} minutes: the remote adb tunnel is closed`));
+            break;
+          }
+          if (idle) yield create(OpenTunnelResponseSchema, { kind: { case: "keepalive", value: true } });
+        }
+        outcome = toErrorReport(reason).code;
+        if (!ctx.signal.aborted || isRevocation(ctx.signal.reason)) throw reason;
+      } finally {
+        deps.leases.events.off("leaseEnded", onLeaseEnded);
+        deps.registry.events.off("agent", onAgent);
+        ctx.signal.removeEventListener("abort", onAbort);
+        deps.tunnels.remove(tunnelId);
+        const why = reason ?? farmError(Errors.TUNNEL_CLOSED, "closed");
+        for (const cut of entry.streams) cut(why);
+        await stopOnAgent(deps, entry, toErrorReport(why).message);
+        await deps.activity.record({
+          at: t0,
+          caller: principal.tokenName,
+          leaseId: entry.leaseId,
+          serial: entry.serial,
+          physicalId: entry.physicalId,
+          agentId: entry.agentId,
+          command: "adbTunnel",
+          outcome,
+          durationMs: Date.now() - t0,
+          requestId: "",
+          detail: `remote adb: ${entry.bytesToDevice} bytes to the device, ${entry.bytesFromDevice} from it; ${toErrorReport(why).message}`,
+        });
+      }
+    },
+
+    async *openAdbStream(requests, ctx) {
+      const principal = requirePrincipal(ctx);
+      const it = requests[Symbol.asyncIterator]();
+      const first = await it.next();
+      if (first.done || first.value.kind.case !== "start") throw invalidArgument("start", "the first message must be start");
+      const { tunnelId, service } = first.value.kind.value;
+      if (service === "" || service.length > 1024) throw invalidArgument("start.service", "an adb service name of at most 1024 bytes");
+      const t = deps.tunnels.own(tunnelId, principal.tokenName);
+      if (t.streams.size >= deps.tunnels.limits.streamsPerTunnel) {
+        throw farmError(Errors.TUNNEL_LIMIT, `tunnel ${tunnelId} has ${t.streams.size} adb streams open, the most one tunnel may`, "start");
+      }
+      const streamId = randomUUID();
+      const pair = deps.relay.open(streamId);
+      let cutBy: Error | undefined;
+      const stop = new AbortController();
+      const cut = (err: Error) => {
+        cutBy ??= err;
+        stop.abort(err);
+        pair.toAgent.close();
+        pair.toCaller.close();
+      };
+      t.streams.add(cut);
+      t.lastActive = Date.now();
+      try {
+        await agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
+        await joinedWithin(pair.joined, stop.signal, ctx);
+        yield create(OpenAdbStreamResponseSchema, { kind: { case: "opened", value: true } });
+        // Caller -> device, in the background; the caller's end closes the device's side.
+        void (async () => {
+          try {
+            for (;;) {
+              const m = await it.next();
+              if (m.done || stop.signal.aborted) break;
+              if (m.value.kind.case !== "data") continue;
+              t.bytesToDevice += m.value.kind.value.length;
+              t.lastActive = Date.now();
+              await pair.toAgent.push(m.value.kind.value);
+            }
+          } catch {
+            /* the caller went away */
+          }
+          pair.toAgent.close();
+        })();
+        for await (const bytes of pair.toCaller) {
+          t.bytesFromDevice += bytes.length;
+          t.lastActive = Date.now();
+          yield create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: bytes } });
+        }
+        if (cutBy) throw cutBy;
+      } finally {
+        t.streams.delete(cut);
+        t.lastActive = Date.now();
+        deps.relay.forget(streamId);
+        pair.toAgent.close();
+      }
+    },
+
+    listTunnels(_req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const mine = deps.tunnels.list().filter((t) => principal.admin || t.owner === principal.tokenName);
+      return create(ListTunnelsResponseSchema, { tunnels: mine.map(tunnelMessage) });
+    },
+
+    closeTunnel(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const t = principal.admin ? deps.tunnels.get(req.tunnelId) : deps.tunnels.own(req.tunnelId, principal.tokenName);
+      if (!t) throw farmError(Errors.TUNNEL_NOT_FOUND, `no open tunnel ${req.tunnelId}`, "tunnel_id");
+      t.close(farmError(Errors.TUNNEL_CLOSED, t.owner === principal.tokenName ? "closed by its owner" : `closed by the admin ${principal.tokenName}`));
+      return create(CloseTunnelResponseSchema, {});
+    },
+  });
+}
+
+/** Waits for the agent's stream to join, at most OPEN_TIMEOUT_MS, or until the stream is cut or the caller leaves. */
+async function joinedWithin(joined: Promise<void>, cut: AbortSignal, ctx: HandlerContext): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(farmError(Errors.COMMAND_TIMEOUT, "the agent's adb stream did not arrive")), OPEN_TIMEOUT_MS);
+    const onAbort = (signal: AbortSignal) => () => reject(signal.reason instanceof Error ? signal.reason : farmError(Errors.TUNNEL_CLOSED, "the tunnel closed"));
+    cut.addEventListener("abort", onAbort(cut), { once: true });
+    ctx.signal.addEventListener("abort", onAbort(ctx.signal), { once: true });
+  });
+  stopped.catch(() => undefined);
+  try {
+    await Promise.race([joined, stopped]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Tells the agent the tunnel closed (its action settles, the lock is let go); an agent already gone has let go itself. */
+async function stopOnAgent(deps: AdbTunnelDeps, t: TunnelEntry, reason: string): Promise<void> {
+  try {
+    await agentOf(deps, t).call(AgentControlService.method.stopAdbTunnel, { tunnelId: t.tunnelId, reason }, { tokenName: t.owner, admin: false }, Date.now() + 5_000);
+  } catch (err) {
+    deps.log.warn("could not tell the agent a remote adb tunnel closed; it closes its tunnels when its coordinator goes", { tunnelId: t.tunnelId, agentId: t.agentId, error: (err as Error).message });
+  }
+}
+
+/** The agent's side of one adb stream: joins the stream it was told to open. */
+export function registerAgentAdbService(router: ConnectRouter, deps: { relay: AdbStreamRelay }): void {
+  router.service(AgentAdbService, {
+    async *serveAdbStream(requests) {
+      const it = requests[Symbol.asyncIterator]();
+      const first = await it.next();
+      if (first.done || first.value.kind.case !== "streamId") throw invalidArgument("stream_id", "the first message must be the stream id");
+      const pair = deps.relay.claim(first.value.kind.value);
+      if (!pair) throw farmError(Errors.NOT_FOUND, "no such adb stream", "stream_id");
+      void (async () => {
+        try {
+          for (;;) {
+            const m = await it.next();
+            if (m.done) break;
+            if (m.value.kind.case === "data" && m.value.kind.value.length <= MAX_CHUNK) await pair.toCaller.push(m.value.kind.value);
+          }
+        } catch {
+          /* the agent's side ended */
+        }
+        pair.toCaller.close();
+      })();
+      for await (const bytes of pair.toAgent) yield create(ServeAdbStreamResponseSchema, { kind: { case: "data", value: bytes } });
+    },
+  });
+}

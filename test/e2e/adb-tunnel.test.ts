@@ -1,0 +1,153 @@
+/**
+ * Remote adb end to end: `farm standalone` (coordinator and agent) with a
+ * lab adb server and a simulated phone; the user's own adb server on a
+ * private port; `farm adb connect` in between. Real adb clients on both ends.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { buildSimApk, runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { startLab, type Lab } from "../support/lab.js";
+
+let lab: Lab;
+let user: AdbServer;
+let serial = "";
+let admin = "";
+const children: ChildProcess[] = [];
+
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+/** `farm adb connect --foreground`: resolves with its first line (the JSON answer) and the process. */
+async function connectForeground(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; answer: Record<string, unknown>; lines: string[]; exited: Promise<number | null> }> {
+  const proc = spawn(process.execPath, [farmBin, "adb", "connect", "--foreground", "-o", "json"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(proc);
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  const lines: string[] = [];
+  let stderr = "";
+  proc.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const rl = createInterface({ input: proc.stdout! });
+  const first = await new Promise<string>((resolve, reject) => {
+    rl.on("line", (line) => {
+      lines.push(line);
+      if (lines.length === 1) resolve(line);
+    });
+    void exited.then((code) => reject(new Error(`farm adb connect exited ${code} before answering: ${stderr}`)));
+  });
+  return { proc, answer: JSON.parse(first) as Record<string, unknown>, lines, exited };
+}
+
+/** What the user's adb server says of a serial: "device", "offline", or "gone". */
+async function stateOf(local: string): Promise<string> {
+  const r = await runAdb(user.port, ["devices"]);
+  const line = r.stdout.split("\n").find((l) => l.startsWith(`${local}\t`));
+  return line ? (line.split("\t")[1] ?? "").trim() : "gone";
+}
+
+async function lease(env: NodeJS.ProcessEnv): Promise<{ token: string; leaseId: string }> {
+  const r = await farm(["lease", "acquire", "--device", serial], env);
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+  return r.json["lease"] as { token: string; leaseId: string };
+}
+
+beforeAll(async () => {
+  lab = await startLab("adb-tunnel");
+  serial = (await lab.addDevice({ serialno: "RTUNNEL01" })).serial;
+  admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+  user = await startAdbServer();
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  await user?.stop();
+  await lab?.stop();
+});
+
+describe("farm adb connect", () => {
+  it("is refused without a lease on the phone, before anything opens", async () => {
+    const r = await farm(["adb", "connect", "--device", serial], { ...lab.env, ANDROID_ADB_SERVER_PORT: String(user.port) });
+    expect(r.json).toMatchObject({ ok: false, code: "LEASE_REQUIRED" });
+    expect(await runAdb(user.port, ["devices"]).then((x) => x.stdout.trim().split("\n").length)).toBe(1);
+  });
+
+  it("puts the leased phone in the user's own adb: shell exit codes, 20 MiB push and pull, install, logcat; the lease's end takes it away within 2 s", async () => {
+    const held = await lease(lab.env);
+    const env = { ...lab.env, FARM_LEASE: held.token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
+    const tunnel = await connectForeground(env);
+    expect(tunnel.answer).toMatchObject({ ok: true, device: serial });
+    const local = String(tunnel.answer["serial"]);
+    expect(local).toMatch(/^127\.0\.0\.1:\d+$/);
+    await waitFor("the tunnel listed as a device by the user's adb", async () => ((await stateOf(local)) === "device" ? true : undefined));
+
+    const model = await runAdb(user.port, ["-s", local, "shell", "getprop", "ro.product.model"]);
+    expect(model.stdout.trim().length).toBeGreaterThan(0);
+    const exit = await runAdb(user.port, ["-s", local, "shell", "echo out; echo err >&2; exit 7"]);
+    expect(exit).toMatchObject({ code: 7 });
+    expect(exit.stdout.trim()).toBe("out");
+    expect(exit.stderr.trim()).toBe("err");
+
+    const big = randomBytes(20 * 1024 * 1024);
+    const src = join(lab.dir.path, "big.bin");
+    await writeFile(src, big);
+    expect((await runAdb(user.port, ["-s", local, "push", src, "/sdcard/big.bin"], { timeoutMs: 120_000 })).code).toBe(0);
+    const back = join(lab.dir.path, "big-back.bin");
+    expect((await runAdb(user.port, ["-s", local, "pull", "/sdcard/big.bin", back], { timeoutMs: 120_000 })).code).toBe(0);
+    expect(sha256(await readFile(back))).toBe(sha256(big));
+
+    const apk = join(lab.dir.path, "tunnel.apk");
+    await writeFile(apk, buildSimApk({ name: "com.example.tunnelled", versionCode: 1, versionName: "1.0" }));
+    const installed = await runAdb(user.port, ["-s", local, "install", apk], { timeoutMs: 60_000 });
+    expect(installed.stdout, installed.stderr).toMatch(/Success/);
+    expect((await runAdb(user.port, ["-s", local, "shell", "pm", "path", "com.example.tunnelled"])).stdout).toContain("package:");
+    expect((await runAdb(user.port, ["-s", local, "logcat", "-d"])).code).toBe(0);
+
+    // While the tunnel is open the phone's lock is the tunnel's: the holder's own farm change waits and is refused, naming it.
+    const busy = await farm(["shell", "--timeout", "2000", "--", "echo", "x"], env);
+    expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY" });
+    expect(String(busy.json["message"])).toMatch(/remote adb tunnel/);
+
+    // Another user cannot use the tunnel, even knowing its id.
+    const other = await farm(["token", "create", "--kind", "user", "--name", "mallory"], { ...lab.env, FARM_TOKEN: admin });
+    const auth: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${String(other.json["token"])}`);
+      return next(req);
+    };
+    const client = createClient(AdbTunnelService, createGrpcTransport({ baseUrl: String(lab.standalone.ready["url"]), interceptors: [auth] }));
+    async function* open() {
+      yield { kind: { case: "start" as const, value: { tunnelId: String(tunnel.answer["tunnel"]), service: "shell:id" } } };
+    }
+    await expect((async () => {
+      for await (const _ of client.openAdbStream(open())) break;
+    })()).rejects.toThrow(/TUNNEL_NOT_FOUND|no open tunnel/);
+
+    const released = Date.now();
+    expect((await farm(["lease", "release"], env)).code).toBe(0);
+    expect(await tunnel.exited).toBe(1);
+    expect(Date.now() - released).toBeLessThan(2_000);
+    expect(tunnel.lines.join("\n")).toMatch(/LEASE_RELEASED/);
+    await waitFor("the tunnel gone from the user's adb", async () => ((await stateOf(local)) === "gone" ? true : undefined), { timeoutMs: 5_000 });
+    // The tunnel's action settled and let go of the phone: farm changes work again under a new lease.
+    const again = await lease(lab.env);
+    expect((await farm(["shell", "--", "echo", "free"], { ...env, FARM_LEASE: again.token })).json).toMatchObject({ ok: true });
+    expect((await farm(["lease", "release"], { ...env, FARM_LEASE: again.token })).code).toBe(0);
+  });
+
+  it("closes when the lease expires, and the activity log shows the tunnel", async () => {
+    const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "4s"], lab.env);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const token = (r.json["lease"] as { token: string }).token;
+    const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
+    const tunnel = await connectForeground(env);
+    expect(tunnel.answer).toMatchObject({ ok: true });
+    expect(await tunnel.exited).toBe(1);
+    expect(tunnel.lines.join("\n")).toMatch(/LEASE_EXPIRED/);
+    const activity = await farm(["activity", "--device", serial], lab.env);
+    expect(JSON.stringify(activity.json)).toContain("adbTunnel");
+  });
+});
