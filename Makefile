@@ -82,6 +82,7 @@ bench: build
 	node test/dist/bench/capture-cost.js
 	node test/dist/bench/replicas.js
 	node test/dist/bench/byte-store.js
+	node test/dist/bench/adb-tunnel.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

@@ -48,6 +48,7 @@ import { WatchHub } from "./watch/watch-hub.js";
 import { registerWatchService } from "./watch/watch-service.js";
 import { wireWatchHub } from "./watch/watch-wiring.js";
 import { shareWatchChanges } from "./watch/remote-watch.js";
+import { watchTunnels } from "./watch/tunnel-watch.js";
 import { Sessions } from "./sessions/sessions.js";
 import { createSessionStore } from "./sessions/session-store.js";
 import { registerSessionService } from "./sessions/session-service.js";
@@ -193,6 +194,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const hub = new WatchHub();
   const watchSources = { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps, log };
   const watchWiring = wireWatchHub(hub, watchSources);
+  watchTunnels(hub, tunnels);
   const web = new WebSessions(tokens, createWebSessionStore(database));
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;

@@ -1,6 +1,7 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
@@ -20,6 +21,7 @@ export const api = {
   activity: createClient(ActivityService, transport),
   watch: createClient(WatchService, transport),
   sessions: createClient(SessionService, transport),
+  tunnels: createClient(AdbTunnelService, transport),
 };
 
 export interface Me {

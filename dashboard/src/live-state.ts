@@ -1,14 +1,15 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ActivityEntry } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import type { Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import type { EvidenceSummary } from "@farm/shared/gen/farm/v1/evidence_pb";
 import type { Lease, LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
 import type { Agent, Device } from "@farm/shared/gen/farm/v1/registry_pb";
 import { SessionStatus, type Session, type SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
 import type { VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
-import { api } from "./api.js";
+import { api, type Me } from "./api.js";
 
-export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "testSessions" | "evidence" | "activity" | "connection";
+export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "testSessions" | "evidence" | "activity" | "tunnels" | "connection";
 /** The lists read a page at a time: the first page on load, the next ones on request. */
 export type PagedTopic = "sessions" | "testSessions" | "evidence" | "activity" | "agents" | "devices";
 
@@ -28,6 +29,15 @@ export function newerSession(old: Session | undefined, next: Session): Session {
   if (!old) return next;
   const ended = old.status !== SessionStatus.RUNNING && next.status === SessionStatus.RUNNING ? { status: old.status, endTime: old.endTime } : {};
   return { ...next, ...ended, stepCount: Math.max(old.stepCount, next.stepCount), failedStepCount: Math.max(old.failedStepCount, next.failedStepCount) };
+}
+
+/**
+ * The newer of two copies of a tunnel: its byte counts only grow, so a copy
+ * with fewer bytes moved is the older one (a read and an event may cross).
+ */
+export function newerTunnel(old: Tunnel | undefined, next: Tunnel): Tunnel {
+  if (!old) return next;
+  return next.bytesToDevice + next.bytesFromDevice < old.bytesToDevice + old.bytesFromDevice ? old : next;
 }
 
 /** Where a device sits in the coordinator's device list: (agent id, serial). */
@@ -61,6 +71,17 @@ async function readToEnd<R extends { nextPageToken: string }>(read: (pageToken: 
 }
 
 /**
+ * A phone's open tunnels; undefined when they cannot be read (the page
+ * still shows those opened from now on), which must not stop the rest.
+ */
+async function readTunnels(physicalId: string): Promise<Tunnel[] | undefined> {
+  return api.tunnels.listTunnels({ physicalId }).then(
+    (res) => res.tunnels,
+    () => undefined,
+  );
+}
+
+/**
  * Everything the dashboard shows, kept current by the coordinator's watch
  * stream: the lists are read once after the stream is ready, then each
  * event changes one entry and tells the views which one, so a view updates
@@ -89,6 +110,8 @@ export class LiveState {
   readonly evidence = new Map<string, EvidenceSummary>();
   /** Newest first. */
   activity: ActivityEntry[] = [];
+  /** Open remote adb tunnels by id: the followed phone's as read, and any other phone's opened since. */
+  readonly tunnels = new Map<string, Tunnel>();
   /** Token of the next (older) page of each paged list; empty when it is all here. */
   readonly nextPage: Record<PagedTopic, string> = { sessions: "", testSessions: "", evidence: "", activity: "", agents: "", devices: "" };
   /** The last agent id read while more agents are on the coordinator: agents after it wait for their page. */
@@ -112,6 +135,9 @@ export class LiveState {
   private readonly stepListeners = new Set<(step: SessionStep) => void>();
   /** Sessions whose counts are read again soon, after steps of theirs arrived. */
   private readonly countReads = new Map<string, ReturnType<typeof setTimeout>>();
+
+  /** `me`: who is signed in (what the views offer depends on the role). */
+  constructor(readonly me?: Me) {}
 
   on(topic: Topic, fn: (key?: string) => void): () => void {
     const set = this.listeners.get(topic) ?? new Set();
@@ -140,15 +166,20 @@ export class LiveState {
     return f?.group === group && f.devices.size > 0 ? [...f.devices.values()] : this.aliases(group);
   }
 
+  /** The open remote adb tunnels on a phone, oldest first. */
+  tunnelsOn(physicalId: string): Tunnel[] {
+    return [...this.tunnels.values()].filter((t) => t.physicalId === physicalId).sort((a, b) => Number(a.openedAtMs - b.openedAtMs));
+  }
+
   /** Whether the phone's own read is still on its way. */
   phonePending(group: string): boolean {
     return this.followed?.group === group && !this.followed.ready;
   }
 
   /**
-   * Reads every alias of a phone (by physical id, on any agent) and keeps
-   * them live until the returned function is called: its page shows the
-   * phone even when the device list has not read it.
+   * Reads every alias of a phone (by physical id, on any agent), and its
+   * remote adb tunnels, and keeps them live until the returned function is
+   * called: its page shows the phone even when the device list has not read it.
    */
   follow(group: string): () => void {
     const f = { group, devices: new Map<string, Device>(), ready: false };
@@ -213,7 +244,7 @@ export class LiveState {
             listed = true;
             this.loaded = true;
             this.setConnection("live");
-            for (const t of ["agents", "devices", "leases", "queue", "labels", "sessions", "testSessions", "evidence", "activity"] as const) this.emit(t);
+            for (const t of ["agents", "devices", "leases", "queue", "labels", "sessions", "testSessions", "evidence", "activity", "tunnels"] as const) this.emit(t);
           },
           (err: unknown) => (failure = err),
         );
@@ -228,7 +259,7 @@ export class LiveState {
   private async load(): Promise<void> {
     const deviceGeneration = ++this.deviceGeneration;
     const followed = this.followed;
-    const [agents, devices, leases, labels, sessions, testSessions, evidence, activity, aliases] = await Promise.all([
+    const [agents, devices, leases, labels, sessions, testSessions, evidence, activity, aliases, tunnels] = await Promise.all([
       api.registry.listAgents({ pageSize: PAGE_SIZE }),
       api.registry.listDevices({ state: this.deviceState, pageSize: PAGE_SIZE }),
       // Whole: every device row shows its phone's lease and labels.
@@ -239,6 +270,7 @@ export class LiveState {
       api.evidence.listEvidence({ pageSize: PAGE_SIZE }),
       api.activity.listActivity({ pageSize: PAGE_SIZE }),
       followed ? readToEnd((pageToken) => api.registry.listDevices({ physicalId: followed.group, pageSize: FULL_PAGE, pageToken })) : undefined,
+      followed ? readTunnels(followed.group) : undefined,
     ]);
     this.generation++;
     // Events seen before this read are older than it.
@@ -255,6 +287,9 @@ export class LiveState {
     // A filter chosen while this was read reads its own list.
     if (deviceGeneration === this.deviceGeneration) this.setDevices(devices.devices, devices.nextPageToken);
     if (followed && aliases && this.followed === followed) this.setFollowed(followed, aliases.flatMap((p) => p.devices));
+    // Tunnels closed while the stream was down sent no event: only a read knows them gone.
+    this.tunnels.clear();
+    if (followed && tunnels) this.setTunnels(followed.group, tunnels);
     this.leases.clear();
     for (const l of leases.flatMap((p) => p.leases)) this.leases.set(l.physicalId, l);
     // The queue is not paged: it comes whole with the first page.
@@ -383,14 +418,23 @@ export class LiveState {
   private async readFollowed(f: NonNullable<LiveState["followed"]>): Promise<void> {
     this.beginRead();
     try {
-      const pages = await readToEnd((pageToken) => api.registry.listDevices({ physicalId: f.group, pageSize: FULL_PAGE, pageToken }));
+      const [pages, tunnels] = await Promise.all([readToEnd((pageToken) => api.registry.listDevices({ physicalId: f.group, pageSize: FULL_PAGE, pageToken })), readTunnels(f.group)]);
       if (this.followed === f) this.setFollowed(f, pages.flatMap((p) => p.devices));
+      if (this.followed === f && tunnels) this.setTunnels(f.group, tunnels);
     } catch {
       // The page shows what the device list holds; the next full read tries again.
     } finally {
       this.endRead();
     }
-    if (this.followed === f) this.emit("devices", f.group);
+    if (this.followed !== f) return;
+    this.emit("devices", f.group);
+    this.emit("tunnels", f.group);
+  }
+
+  /** Replaces a phone's tunnels with a read of them (events during the read are applied again after it). */
+  private setTunnels(physicalId: string, tunnels: Tunnel[]): void {
+    for (const [id, t] of this.tunnels) if (t.physicalId === physicalId) this.tunnels.delete(id);
+    for (const t of tunnels) this.tunnels.set(t.tunnelId, t);
   }
 
   private setFollowed(f: NonNullable<LiveState["followed"]>, devices: Device[]): void {
@@ -399,7 +443,7 @@ export class LiveState {
     f.ready = true;
   }
 
-  /** While any page is read, agent and device events are kept to be applied again after it. */
+  /** While any page is read, agent, device and tunnel events are kept to be applied again after it. */
   private beginRead(): void {
     this.reading++;
     this.replay ??= [];
@@ -456,7 +500,7 @@ export class LiveState {
 
   private apply(ev: WatchResponse): void {
     const k = ev.kind;
-    if (this.replay && (k.case === "device" || k.case === "deviceRemoved" || k.case === "agent")) this.replay.push(ev);
+    if (this.replay && (k.case === "device" || k.case === "deviceRemoved" || k.case === "agent" || k.case === "tunnel" || k.case === "tunnelClosed")) this.replay.push(ev);
     switch (k.case) {
       case "device": {
         const d = k.value;
@@ -502,6 +546,12 @@ export class LiveState {
       case "evidence":
         this.evidence.set(k.value.evidenceId, k.value);
         return this.emit("evidence", k.value.evidenceId);
+      case "tunnel":
+        this.tunnels.set(k.value.tunnelId, newerTunnel(this.tunnels.get(k.value.tunnelId), k.value));
+        return this.emit("tunnels", k.value.physicalId);
+      case "tunnelClosed":
+        this.tunnels.delete(k.value.tunnelId);
+        return this.emit("tunnels", k.value.physicalId);
       case "activity":
         this.activity = [k.value, ...this.activity];
         if (this.activity.length > this.activityKeep) {

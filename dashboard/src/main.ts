@@ -57,7 +57,7 @@ function route(state: LiveState): void {
 }
 
 function signedIn(who: Me): void {
-  const state = new LiveState();
+  const state = new LiveState(who);
   stopState = new AbortController();
   nav.hidden = false;
   replaceChildren(user, `${who.name}${who.role ? ` (${who.role})` : ""} `, h("button", { type: "button", onclick: () => void signOut().then(signedOut) }, "Sign out"));

@@ -6,19 +6,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
+import { connect, createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
-import { buildSimApk, runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { buildSimApk, runAdb, startAdbServer, type AdbServer, type SimDevice } from "../devsim/index.js";
 import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 let lab: Lab;
 let user: AdbServer;
 let serial = "";
+let phone: SimDevice;
 let admin = "";
 const children: ChildProcess[] = [];
 
@@ -58,7 +60,7 @@ async function lease(env: NodeJS.ProcessEnv): Promise<{ token: string; leaseId: 
 
 beforeAll(async () => {
   lab = await startLab("adb-tunnel");
-  serial = (await lab.addDevice({ serialno: "RTUNNEL01" })).serial;
+  ({ device: phone, serial } = await lab.addDevice({ serialno: "RTUNNEL01" }));
   admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
   user = await startAdbServer();
 }, 120_000);
@@ -107,6 +109,28 @@ describe("farm adb connect", () => {
     expect((await runAdb(user.port, ["-s", local, "shell", "pm", "path", "com.example.tunnelled"])).stdout).toContain("package:");
     expect((await runAdb(user.port, ["-s", local, "logcat", "-d"])).code).toBe(0);
 
+    // adb forward: a port on the user's machine reaches a socket on the phone (an echo server on the phone's tcp:7777).
+    const echo = createServer((c) => c.pipe(c));
+    await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+    phone.state.sockets.registerPort("tcp:7777", (echo.address() as AddressInfo).port);
+    try {
+      const fwd = await runAdb(user.port, ["-s", local, "forward", "tcp:0", "tcp:7777"]);
+      expect(fwd.code, fwd.stderr).toBe(0);
+      const port = Number(fwd.stdout.trim());
+      const reply = await new Promise<string>((resolve, reject) => {
+        const c = connect({ host: "127.0.0.1", port }, () => c.write("ping through the tunnel"));
+        c.once("data", (d) => {
+          resolve(d.toString());
+          c.destroy();
+        });
+        c.once("error", reject);
+      });
+      expect(reply).toBe("ping through the tunnel");
+      await runAdb(user.port, ["-s", local, "forward", "--remove-all"]);
+    } finally {
+      echo.close();
+    }
+
     // While the tunnel is open the phone's lock is the tunnel's: the holder's own farm change waits and is refused, naming it.
     const busy = await farm(["shell", "--timeout", "2000", "--", "echo", "x"], env);
     expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY" });
@@ -126,8 +150,9 @@ describe("farm adb connect", () => {
       for await (const _ of client.openAdbStream(open())) break;
     })()).rejects.toThrow(/TUNNEL_NOT_FOUND|no open tunnel/);
 
-    const released = Date.now();
     expect((await farm(["lease", "release"], env)).code).toBe(0);
+    // Timed from the release's answer (the CLI's own start-up is not the tunnel's to answer for).
+    const released = Date.now();
     expect(await tunnel.exited).toBe(1);
     expect(Date.now() - released).toBeLessThan(2_000);
     expect(tunnel.lines.join("\n")).toMatch(/LEASE_RELEASED/);

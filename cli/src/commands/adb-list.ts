@@ -10,7 +10,8 @@ import { isServingProcess, readTunnelStates } from "../adb/tunnel-state.js";
 export const list: Action<typeof adbListOptions> = async (input) => {
   const { ctx } = input;
   const session = clientSession(input);
-  const res = await serviceClient(AdbTunnelService, session.config).listTunnels({}, { timeoutMs: session.timeoutMs });
+  // mine: the caller's own (an admin's: everyone's); without it, every user's tunnels are listed.
+  const res = await serviceClient(AdbTunnelService, session.config).listTunnels({ mine: true }, { timeoutMs: session.timeoutMs });
   const states = await readTunnelStates(ctx.env);
   const local = new Map(states.map((s) => [s.tunnelId, s]));
   const tunnels = res.tunnels.map((t) => {

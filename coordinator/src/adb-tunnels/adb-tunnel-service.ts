@@ -10,8 +10,6 @@ import {
   ListTunnelsResponseSchema,
   OpenAdbStreamResponseSchema,
   OpenTunnelResponseSchema,
-  TunnelSchema,
-  type Tunnel,
 } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { AgentAdbService, ServeAdbStreamResponseSchema } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
@@ -24,6 +22,7 @@ import type { Registry } from "../registry/registry.js";
 import type { AgentCaller } from "../routing/agent-session.js";
 import { routeFor } from "../routing/device-service.js";
 import type { AdbStreamRelay } from "./adb-stream-relay.js";
+import { tunnelMessage } from "./tunnel-message.js";
 import type { TunnelEntry, Tunnels } from "./tunnels.js";
 
 /** How long the agent has to open a tunnel or a stream (and its stream to arrive). */
@@ -39,22 +38,6 @@ export interface AdbTunnelDeps {
   tunnels: Tunnels;
   relay: AdbStreamRelay;
   log: Logger;
-}
-
-function tunnelMessage(t: TunnelEntry): Tunnel {
-  return create(TunnelSchema, {
-    tunnelId: t.tunnelId,
-    serial: t.serial,
-    physicalId: t.physicalId,
-    agentName: t.agentName,
-    leaseId: t.leaseId,
-    owner: t.owner,
-    openedAtMs: BigInt(t.openedAt),
-    actionId: t.actionId,
-    bytesToDevice: BigInt(t.bytesToDevice),
-    bytesFromDevice: BigInt(t.bytesFromDevice),
-    openStreams: t.streams.size,
-  });
 }
 
 /** Why a lease's end closes its tunnels, as the CLI will say it. */
@@ -149,8 +132,8 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
         deps.leases.events.off("leaseEnded", onLeaseEnded);
         deps.registry.events.off("agent", onAgent);
         ctx.signal.removeEventListener("abort", onAbort);
-        deps.tunnels.remove(tunnelId);
         const why = reason ?? farmError(Errors.TUNNEL_CLOSED, "closed");
+        deps.tunnels.remove(tunnelId, why);
         for (const cut of entry.streams) cut(why);
         await stopOnAgent(deps, entry, toErrorReport(why).message);
         await deps.activity.record({
@@ -192,9 +175,12 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       };
       t.streams.add(cut);
       t.lastActive = Date.now();
+      deps.tunnels.touched(t);
       try {
         await agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
-        await joinedWithin(pair.joined, stop.signal, ctx);
+        // The device accepted the service: the caller hears so now, while the agent's byte stream joins
+        // (bytes wait in the queues meanwhile). A join that never comes cuts the stream.
+        joinedWithin(pair.joined, stop.signal, ctx).catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
         yield create(OpenAdbStreamResponseSchema, { kind: { case: "opened", value: true } });
         // Caller -> device, in the background; the caller's end closes the device's side.
         void (async () => {
@@ -205,6 +191,7 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
               if (m.value.kind.case !== "data") continue;
               t.bytesToDevice += m.value.kind.value.length;
               t.lastActive = Date.now();
+              deps.tunnels.touched(t);
               await pair.toAgent.push(m.value.kind.value);
             }
           } catch {
@@ -215,21 +202,23 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
         for await (const bytes of pair.toCaller) {
           t.bytesFromDevice += bytes.length;
           t.lastActive = Date.now();
+          deps.tunnels.touched(t);
           yield create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: bytes } });
         }
         if (cutBy) throw cutBy;
       } finally {
         t.streams.delete(cut);
         t.lastActive = Date.now();
+        deps.tunnels.touched(t);
         deps.relay.forget(streamId);
         pair.toAgent.close();
       }
     },
 
-    listTunnels(_req, ctx) {
+    listTunnels(req, ctx) {
       const principal = requirePrincipal(ctx);
-      const mine = deps.tunnels.list().filter((t) => principal.admin || t.owner === principal.tokenName);
-      return create(ListTunnelsResponseSchema, { tunnels: mine.map(tunnelMessage) });
+      const listed = deps.tunnels.listFor(principal, { physicalId: req.physicalId, mine: req.mine });
+      return create(ListTunnelsResponseSchema, { tunnels: listed.map(tunnelMessage) });
     },
 
     closeTunnel(req, ctx) {

@@ -13,6 +13,9 @@ export interface TunnelLimits {
 
 export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = { perUser: 4, streamsPerTunnel: 64, idleMs: 30 * 60_000 };
 
+/** "updated" is told at most this often per tunnel: bytes move in many small chunks. */
+export const TUNNEL_UPDATE_MS = 2_000;
+
 /** One open tunnel, as the coordinator keeps it. */
 export interface TunnelEntry {
   tunnelId: string;
@@ -34,17 +37,38 @@ export interface TunnelEntry {
   close(reason: Error): void;
 }
 
-interface TunnelEvents {
+export interface TunnelEvents {
   /** A tunnel opened or closed: listings change. */
   changed: [];
+  opened: [tunnel: TunnelEntry];
+  /** Its byte counts or open streams changed: at most once per TUNNEL_UPDATE_MS per tunnel, the last change included. */
+  updated: [tunnel: TunnelEntry];
+  closed: [tunnel: TunnelEntry, reason: Error];
+}
+
+/** Who lists tunnels, and which ones they ask for. */
+export interface TunnelViewer {
+  tokenName: string;
+  admin: boolean;
+}
+export interface TunnelFilter {
+  /** Only those on this phone; "" for every phone. */
+  physicalId: string;
+  /** Only those the viewer may close: their own, or every one for an admin. */
+  mine: boolean;
 }
 
 /** The open tunnels, by id; limits are checked here before anything opens. */
 export class Tunnels {
   readonly events = new EventEmitter<TunnelEvents>();
   private readonly byId = new Map<string, TunnelEntry>();
+  /** Per tunnel: when "updated" was last told, and the timer that tells the latest change. */
+  private readonly updates = new Map<string, { at: number; timer: NodeJS.Timeout | undefined }>();
 
-  constructor(readonly limits: TunnelLimits = DEFAULT_TUNNEL_LIMITS) {}
+  constructor(
+    readonly limits: TunnelLimits = DEFAULT_TUNNEL_LIMITS,
+    private readonly updateMs = TUNNEL_UPDATE_MS,
+  ) {}
 
   /** Refuses a new tunnel over the owner's limit. */
   checkRoom(owner: string): void {
@@ -56,11 +80,39 @@ export class Tunnels {
 
   add(t: TunnelEntry): void {
     this.byId.set(t.tunnelId, t);
+    this.events.emit("opened", t);
     this.events.emit("changed");
   }
 
-  remove(tunnelId: string): void {
-    if (this.byId.delete(tunnelId)) this.events.emit("changed");
+  /** Forgets a closed tunnel; `reason` is what closed it. */
+  remove(tunnelId: string, reason: Error): void {
+    const t = this.byId.get(tunnelId);
+    if (!t) return;
+    this.byId.delete(tunnelId);
+    clearTimeout(this.updates.get(tunnelId)?.timer);
+    this.updates.delete(tunnelId);
+    this.events.emit("closed", t, reason);
+    this.events.emit("changed");
+  }
+
+  /**
+   * A tunnel's counts or streams changed (called for every chunk): tells
+   * "updated" now, or once its throttle ends. Free while nobody listens.
+   */
+  touched(t: TunnelEntry): void {
+    if (this.events.listenerCount("updated") === 0 || !this.byId.has(t.tunnelId)) return;
+    const u = this.updates.get(t.tunnelId) ?? { at: 0, timer: undefined };
+    this.updates.set(t.tunnelId, u);
+    if (u.timer) return;
+    const tell = () => {
+      u.timer = undefined;
+      u.at = Date.now();
+      if (this.byId.get(t.tunnelId) === t) this.events.emit("updated", t);
+    };
+    const wait = u.at + this.updateMs - Date.now();
+    if (wait <= 0) return tell();
+    u.timer = setTimeout(tell, wait);
+    u.timer.unref();
   }
 
   get(tunnelId: string): TunnelEntry | undefined {
@@ -76,6 +128,11 @@ export class Tunnels {
 
   list(): TunnelEntry[] {
     return [...this.byId.values()];
+  }
+
+  /** What ListTunnels shows a viewer: every tunnel (it holds no secret), or with `mine` those the viewer may close. */
+  listFor(viewer: TunnelViewer, filter: TunnelFilter): TunnelEntry[] {
+    return this.list().filter((t) => (!filter.physicalId || t.physicalId === filter.physicalId) && (!filter.mine || viewer.admin || t.owner === viewer.tokenName));
   }
 
   /** Tunnels on a lease, on an agent, or idle too long. */

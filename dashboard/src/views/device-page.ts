@@ -4,11 +4,12 @@ import { ago, when } from "../format.js";
 import type { Session } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { activityDetail, sessionDuration, sessionHref, statusName } from "../test-session-format.js";
 import { batched, type View } from "../view.js";
+import { deviceTunnels } from "./device-tunnels.js";
 
 /** Test sessions shown on a device's page; the rest are on the sessions page. */
 const SESSIONS_SHOWN = 10;
 
-/** One physical device: its aliases, properties, lease, labels, test sessions, recent activity and last screenshot. */
+/** One physical device: its aliases, properties, lease, labels, remote adb tunnels, test sessions, recent activity and last screenshot. */
 export const devicePageView: View = (root, state, group) => {
   const head = h("div");
   const props = h("tbody");
@@ -17,9 +18,13 @@ export const devicePageView: View = (root, state, group) => {
   const shot = h("figure", { class: "last-shot" });
   const testSessions = h("tbody");
   const allSessions = h("p", { class: "count" });
+  // Tunnels are read with the phone's aliases (state.follow), by its physical id: the page's key.
+  const tunnels = deviceTunnels(state, group);
+  const renderTunnels = batched(tunnels.render);
   root.append(
     head,
     h("div", { class: "columns" }, h("div", {}, table("Aliases (adb serials)", ["Serial", "Agent", "State", "Updated"], aliases), table("Properties", ["Property", "Value"], props)), shot),
+    tunnels.el,
     h("div", { id: "device-test-sessions" }, table("Test sessions on this device, newest first", ["Session", "Status", "User", "Actions", "Started", "Duration"], testSessions), allSessions),
     table("Recent activity on this device", ["Time", "Caller", "Command", "Outcome", "Duration", "Detail"], activity),
   );
@@ -149,12 +154,18 @@ export const devicePageView: View = (root, state, group) => {
     state.on("labels", render),
     state.on("evidence", render),
     state.on("activity", () => void loadActivity()),
+    state.on("tunnels", (physicalId) => {
+      if (physicalId === undefined || physicalId === group) renderTunnels();
+    }),
   ];
   render();
+  tunnels.render();
   void loadActivity();
   void loadSessions().catch(() => undefined);
   const tick = setInterval(() => {
     if (sessionRows.some((s) => !(state.testSessions.get(s.sessionId) ?? s).endTime)) renderSessions();
+    // "Since" moves on.
+    if (state.tunnelsOn(group).length > 0) renderTunnels();
   }, 1_000);
   return () => {
     offs.forEach((off) => off());

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/adb_tunnel_service.proto.
  */
 export const file_farm_v1_adb_tunnel_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBmYXJtL3YxL2FkYl90dW5uZWxfc2VydmljZS5wcm90bxIHZmFybS52MSI6ChFPcGVuVHVubmVsUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJUChJPcGVuVHVubmVsUmVzcG9uc2USIQoGb3BlbmVkGAEgASgLMg8uZmFybS52MS5UdW5uZWxIABITCglrZWVwYWxpdmUYAiABKAhIAEIGCgRraW5kIugBCgZUdW5uZWwSEQoJdHVubmVsX2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCRITCgtwaHlzaWNhbF9pZBgDIAEoCRISCgphZ2VudF9uYW1lGAQgASgJEhAKCGxlYXNlX2lkGAUgASgJEg0KBW93bmVyGAYgASgJEhQKDG9wZW5lZF9hdF9tcxgHIAEoAxIRCglhY3Rpb25faWQYCCABKAkSFwoPYnl0ZXNfdG9fZGV2aWNlGAkgASgDEhkKEWJ5dGVzX2Zyb21fZGV2aWNlGAogASgDEhQKDG9wZW5fc3RyZWFtcxgLIAEoBSJYChRPcGVuQWRiU3RyZWFtUmVxdWVzdBIoCgVzdGFydBgBIAEoCzIXLmZhcm0udjEuQWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCI0Cg5BZGJTdHJlYW1TdGFydBIRCgl0dW5uZWxfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSJBChVPcGVuQWRiU3RyZWFtUmVzcG9uc2USEAoGb3BlbmVkGAEgASgISAASDgoEZGF0YRgCIAEoDEgAQgYKBGtpbmQiFAoSTGlzdFR1bm5lbHNSZXF1ZXN0IjcKE0xpc3RUdW5uZWxzUmVzcG9uc2USIAoHdHVubmVscxgBIAMoCzIPLmZhcm0udjEuVHVubmVsIicKEkNsb3NlVHVubmVsUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkiFQoTQ2xvc2VUdW5uZWxSZXNwb25zZTLlAgoQQWRiVHVubmVsU2VydmljZRJRCgpPcGVuVHVubmVsEhouZmFybS52MS5PcGVuVHVubmVsUmVxdWVzdBobLmZhcm0udjEuT3BlblR1bm5lbFJlc3BvbnNlIgiiuxgECAQQATABEloKDU9wZW5BZGJTdHJlYW0SHS5mYXJtLnYxLk9wZW5BZGJTdHJlYW1SZXF1ZXN0Gh4uZmFybS52MS5PcGVuQWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBCgBMAESUAoLTGlzdFR1bm5lbHMSGy5mYXJtLnYxLkxpc3RUdW5uZWxzUmVxdWVzdBocLmZhcm0udjEuTGlzdFR1bm5lbHNSZXNwb25zZSIGorsYAggEElAKC0Nsb3NlVHVubmVsEhsuZmFybS52MS5DbG9zZVR1bm5lbFJlcXVlc3QaHC5mYXJtLnYxLkNsb3NlVHVubmVsUmVzcG9uc2UiBqK7GAIIBGIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules]);
+  fileDesc("CiBmYXJtL3YxL2FkYl90dW5uZWxfc2VydmljZS5wcm90bxIHZmFybS52MSI6ChFPcGVuVHVubmVsUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJUChJPcGVuVHVubmVsUmVzcG9uc2USIQoGb3BlbmVkGAEgASgLMg8uZmFybS52MS5UdW5uZWxIABITCglrZWVwYWxpdmUYAiABKAhIAEIGCgRraW5kIugBCgZUdW5uZWwSEQoJdHVubmVsX2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCRITCgtwaHlzaWNhbF9pZBgDIAEoCRISCgphZ2VudF9uYW1lGAQgASgJEhAKCGxlYXNlX2lkGAUgASgJEg0KBW93bmVyGAYgASgJEhQKDG9wZW5lZF9hdF9tcxgHIAEoAxIRCglhY3Rpb25faWQYCCABKAkSFwoPYnl0ZXNfdG9fZGV2aWNlGAkgASgDEhkKEWJ5dGVzX2Zyb21fZGV2aWNlGAogASgDEhQKDG9wZW5fc3RyZWFtcxgLIAEoBSJYChRPcGVuQWRiU3RyZWFtUmVxdWVzdBIoCgVzdGFydBgBIAEoCzIXLmZhcm0udjEuQWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCI0Cg5BZGJTdHJlYW1TdGFydBIRCgl0dW5uZWxfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSJBChVPcGVuQWRiU3RyZWFtUmVzcG9uc2USEAoGb3BlbmVkGAEgASgISAASDgoEZGF0YRgCIAEoDEgAQgYKBGtpbmQiNwoSTGlzdFR1bm5lbHNSZXF1ZXN0EhMKC3BoeXNpY2FsX2lkGAEgASgJEgwKBG1pbmUYAiABKAgiNwoTTGlzdFR1bm5lbHNSZXNwb25zZRIgCgd0dW5uZWxzGAEgAygLMg8uZmFybS52MS5UdW5uZWwiJwoSQ2xvc2VUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCSIVChNDbG9zZVR1bm5lbFJlc3BvbnNlMucCChBBZGJUdW5uZWxTZXJ2aWNlElEKCk9wZW5UdW5uZWwSGi5mYXJtLnYxLk9wZW5UdW5uZWxSZXF1ZXN0GhsuZmFybS52MS5PcGVuVHVubmVsUmVzcG9uc2UiCKK7GAQIBBABMAESWgoNT3BlbkFkYlN0cmVhbRIdLmZhcm0udjEuT3BlbkFkYlN0cmVhbVJlcXVlc3QaHi5mYXJtLnYxLk9wZW5BZGJTdHJlYW1SZXNwb25zZSIGorsYAggEKAEwARJSCgtMaXN0VHVubmVscxIbLmZhcm0udjEuTGlzdFR1bm5lbHNSZXF1ZXN0GhwuZmFybS52MS5MaXN0VHVubmVsc1Jlc3BvbnNlIgiiuxgECAMoARJQCgtDbG9zZVR1bm5lbBIbLmZhcm0udjEuQ2xvc2VUdW5uZWxSZXF1ZXN0GhwuZmFybS52MS5DbG9zZVR1bm5lbFJlc3BvbnNlIgaiuxgCCARiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules]);
 
 /**
  * @generated from message farm.v1.OpenTunnelRequest
@@ -226,6 +226,20 @@ export const OpenAdbStreamResponseSchema: GenMessage<OpenAdbStreamResponse> = /*
  * @generated from message farm.v1.ListTunnelsRequest
  */
 export type ListTunnelsRequest = Message<"farm.v1.ListTunnelsRequest"> & {
+  /**
+   * Only the tunnels on this phone; empty for every phone.
+   *
+   * @generated from field: string physical_id = 1;
+   */
+  physicalId: string;
+
+  /**
+   * Only the tunnels the caller may close: their own, or every one for an
+   * admin (what `farm adb list` shows).
+   *
+   * @generated from field: bool mine = 2;
+   */
+  mine: boolean;
 };
 
 /**
@@ -317,7 +331,9 @@ export const AdbTunnelService: GenService<{
     output: typeof OpenAdbStreamResponseSchema;
   },
   /**
-   * The caller's open tunnels (an admin's: everyone's).
+   * Open tunnels on this coordinator: everyone's, since anyone who can see a
+   * device may see who has a tunnel on it (a Tunnel holds no secret); with
+   * `mine`, only those the caller may close.
    *
    * @generated from rpc farm.v1.AdbTunnelService.ListTunnels
    */

@@ -7,6 +7,8 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { ActivityEntry } from "./activity_service_pb.js";
 import { file_farm_v1_activity_service } from "./activity_service_pb.js";
+import type { Tunnel } from "./adb_tunnel_service_pb.js";
+import { file_farm_v1_adb_tunnel_service } from "./adb_tunnel_service_pb.js";
 import type { EvidenceSummary } from "./evidence_pb.js";
 import { file_farm_v1_evidence } from "./evidence_pb.js";
 import type { Lease, LeaseWaiter } from "./lease_pb.js";
@@ -23,7 +25,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/watch_service.proto.
  */
 export const file_farm_v1_watch_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3dhdGNoX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiDgoMV2F0Y2hSZXF1ZXN0IuEECg1XYXRjaFJlc3BvbnNlEiQKBXJlYWR5GAEgASgLMhMuZmFybS52MS5XYXRjaFJlYWR5SAASIQoGZGV2aWNlGAIgASgLMg8uZmFybS52MS5EZXZpY2VIABIwCg5kZXZpY2VfcmVtb3ZlZBgDIAEoCzIWLmZhcm0udjEuRGV2aWNlUmVtb3ZlZEgAEh8KBWFnZW50GAQgASgLMg4uZmFybS52MS5BZ2VudEgAEh8KBWxlYXNlGAUgASgLMg4uZmFybS52MS5MZWFzZUgAEioKC2xlYXNlX2VuZGVkGAYgASgLMhMuZmFybS52MS5MZWFzZUVuZGVkSAASJAoFcXVldWUYByABKAsyEy5mYXJtLnYxLkxlYXNlUXVldWVIABIuCgZsYWJlbHMYCCABKAsyHC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWRIABIuCg12aWRlb19zZXNzaW9uGAkgASgLMhUuZmFybS52MS5WaWRlb1Nlc3Npb25IABIsCghldmlkZW5jZRgKIAEoCzIYLmZhcm0udjEuRXZpZGVuY2VTdW1tYXJ5SAASKgoIYWN0aXZpdHkYCyABKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnlIABIsCglrZWVwYWxpdmUYDCABKAsyFy5mYXJtLnYxLldhdGNoS2VlcGFsaXZlSAASIwoHc2Vzc2lvbhgNIAEoCzIQLmZhcm0udjEuU2Vzc2lvbkgAEiwKDHNlc3Npb25fc3RlcBgOIAEoCzIULmZhcm0udjEuU2Vzc2lvblN0ZXBIAEIGCgRraW5kIgwKCldhdGNoUmVhZHkiEAoOV2F0Y2hLZWVwYWxpdmUiMQoNRGV2aWNlUmVtb3ZlZBIQCghhZ2VudF9pZBgBIAEoCRIOCgZzZXJpYWwYAiABKAkiQwoKTGVhc2VFbmRlZBIQCghsZWFzZV9pZBgBIAEoCRITCgtwaHlzaWNhbF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiMwoKTGVhc2VRdWV1ZRIlCgd3YWl0ZXJzGAEgAygLMhQuZmFybS52MS5MZWFzZVdhaXRlciKTAQoTRGV2aWNlTGFiZWxzQ2hhbmdlZBITCgtwaHlzaWNhbF9pZBgBIAEoCRI4CgZsYWJlbHMYAiADKAsyKC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWQuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATJSCgxXYXRjaFNlcnZpY2USQgoFV2F0Y2gSFS5mYXJtLnYxLldhdGNoUmVxdWVzdBoWLmZhcm0udjEuV2F0Y2hSZXNwb25zZSIIorsYBAgDKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_activity_service, file_farm_v1_evidence, file_farm_v1_lease, file_farm_v1_registry, file_farm_v1_session_service, file_farm_v1_video_service]);
+  fileDesc("ChtmYXJtL3YxL3dhdGNoX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiDgoMV2F0Y2hSZXF1ZXN0IrQFCg1XYXRjaFJlc3BvbnNlEiQKBXJlYWR5GAEgASgLMhMuZmFybS52MS5XYXRjaFJlYWR5SAASIQoGZGV2aWNlGAIgASgLMg8uZmFybS52MS5EZXZpY2VIABIwCg5kZXZpY2VfcmVtb3ZlZBgDIAEoCzIWLmZhcm0udjEuRGV2aWNlUmVtb3ZlZEgAEh8KBWFnZW50GAQgASgLMg4uZmFybS52MS5BZ2VudEgAEh8KBWxlYXNlGAUgASgLMg4uZmFybS52MS5MZWFzZUgAEioKC2xlYXNlX2VuZGVkGAYgASgLMhMuZmFybS52MS5MZWFzZUVuZGVkSAASJAoFcXVldWUYByABKAsyEy5mYXJtLnYxLkxlYXNlUXVldWVIABIuCgZsYWJlbHMYCCABKAsyHC5mYXJtLnYxLkRldmljZUxhYmVsc0NoYW5nZWRIABIuCg12aWRlb19zZXNzaW9uGAkgASgLMhUuZmFybS52MS5WaWRlb1Nlc3Npb25IABIsCghldmlkZW5jZRgKIAEoCzIYLmZhcm0udjEuRXZpZGVuY2VTdW1tYXJ5SAASKgoIYWN0aXZpdHkYCyABKAsyFi5mYXJtLnYxLkFjdGl2aXR5RW50cnlIABIsCglrZWVwYWxpdmUYDCABKAsyFy5mYXJtLnYxLldhdGNoS2VlcGFsaXZlSAASIwoHc2Vzc2lvbhgNIAEoCzIQLmZhcm0udjEuU2Vzc2lvbkgAEiwKDHNlc3Npb25fc3RlcBgOIAEoCzIULmZhcm0udjEuU2Vzc2lvblN0ZXBIABIhCgZ0dW5uZWwYDyABKAsyDy5mYXJtLnYxLlR1bm5lbEgAEi4KDXR1bm5lbF9jbG9zZWQYECABKAsyFS5mYXJtLnYxLlR1bm5lbENsb3NlZEgAQgYKBGtpbmQiDAoKV2F0Y2hSZWFkeSIQCg5XYXRjaEtlZXBhbGl2ZSIxCg1EZXZpY2VSZW1vdmVkEhAKCGFnZW50X2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCSJDCgpMZWFzZUVuZGVkEhAKCGxlYXNlX2lkGAEgASgJEhMKC3BoeXNpY2FsX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIzCgpMZWFzZVF1ZXVlEiUKB3dhaXRlcnMYASADKAsyFC5mYXJtLnYxLkxlYXNlV2FpdGVyIpMBChNEZXZpY2VMYWJlbHNDaGFuZ2VkEhMKC3BoeXNpY2FsX2lkGAEgASgJEjgKBmxhYmVscxgCIAMoCzIoLmZhcm0udjEuRGV2aWNlTGFiZWxzQ2hhbmdlZC5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkYKDFR1bm5lbENsb3NlZBIRCgl0dW5uZWxfaWQYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJMlIKDFdhdGNoU2VydmljZRJCCgVXYXRjaBIVLmZhcm0udjEuV2F0Y2hSZXF1ZXN0GhYuZmFybS52MS5XYXRjaFJlc3BvbnNlIgiiuxgECAMoATABYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_activity_service, file_farm_v1_adb_tunnel_service, file_farm_v1_evidence, file_farm_v1_lease, file_farm_v1_registry, file_farm_v1_session_service, file_farm_v1_video_service]);
 
 /**
  * @generated from message farm.v1.WatchRequest
@@ -138,6 +140,21 @@ export type WatchResponse = Message<"farm.v1.WatchResponse"> & {
      */
     value: SessionStep;
     case: "sessionStep";
+  } | {
+    /**
+     * A remote adb tunnel opened, or its streams or byte counts changed
+     * (counts at most every 2 s per tunnel).
+     *
+     * @generated from field: farm.v1.Tunnel tunnel = 15;
+     */
+    value: Tunnel;
+    case: "tunnel";
+  } | {
+    /**
+     * @generated from field: farm.v1.TunnelClosed tunnel_closed = 16;
+     */
+    value: TunnelClosed;
+    case: "tunnelClosed";
   } | { case: undefined; value?: undefined };
 };
 
@@ -265,6 +282,35 @@ export type DeviceLabelsChanged = Message<"farm.v1.DeviceLabelsChanged"> & {
  */
 export const DeviceLabelsChangedSchema: GenMessage<DeviceLabelsChanged> = /*@__PURE__*/
   messageDesc(file_farm_v1_watch_service, 7);
+
+/**
+ * @generated from message farm.v1.TunnelClosed
+ */
+export type TunnelClosed = Message<"farm.v1.TunnelClosed"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * @generated from field: string physical_id = 2;
+   */
+  physicalId: string;
+
+  /**
+   * Why it closed, as its owner's CLI was told.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.TunnelClosed.
+ * Use `create(TunnelClosedSchema)` to create a new message.
+ */
+export const TunnelClosedSchema: GenMessage<TunnelClosed> = /*@__PURE__*/
+  messageDesc(file_farm_v1_watch_service, 8);
 
 /**
  * Live changes for dashboards and tools: each event carries the whole

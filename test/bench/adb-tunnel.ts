@@ -1,0 +1,82 @@
+/**
+ * Remote adb through `farm adb connect` against the same simulated phone
+ * reached directly through the lab's adb server, in the same run:
+ *  - `adb push` of --mib MiB: throughput through the tunnel / direct
+ *    (target >= 0.5);
+ *  - `adb shell echo` round trip, --rounds times: the tunnel's added median
+ *    (target <= 5 ms on loopback);
+ *  - the CLI tunnel process's peak RSS.
+ *
+ *   node test/dist/bench/adb-tunnel.js [--mib 100] [--rounds 30]
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+import { performance } from "node:perf_hooks";
+import { runAdb, startAdbServer } from "../devsim/index.js";
+import { farm, farmBin } from "../support/farm-process.js";
+import { startLab } from "../support/lab.js";
+import { median, memoryMiB } from "./proc-stats.js";
+
+const { values } = parseArgs({ options: { mib: { type: "string", default: "100" }, rounds: { type: "string", default: "30" } } });
+const MIB = Number(values.mib);
+const ROUNDS = Number(values.rounds);
+
+async function timed(fn: () => Promise<{ code: number; stderr: string }>): Promise<number> {
+  const t = performance.now();
+  const r = await fn();
+  if (r.code !== 0) throw new Error(`adb failed: ${r.stderr}`);
+  return performance.now() - t;
+}
+
+async function main(): Promise<void> {
+  const lab = await startLab("bench-adb-tunnel");
+  const user = await startAdbServer();
+  try {
+    const { serial } = await lab.addDevice({ serialno: "RBENCHADB" });
+    const acquired = await farm(["lease", "acquire", "--device", serial, "--ttl", "30m"], lab.env);
+    const token = (acquired.json["lease"] as { token: string }).token;
+    const env = { ...process.env, ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
+    const proc = spawn(process.execPath, [farmBin, "adb", "connect", "--foreground", "-o", "json"], { env, stdio: ["ignore", "pipe", "inherit"] });
+    const first = await new Promise<string>((resolve) => createInterface({ input: proc.stdout }).once("line", resolve));
+    const local = String((JSON.parse(first) as { serial: string }).serial);
+    try {
+      const file = join(lab.dir.path, "push.bin");
+      await writeFile(file, randomBytes(MIB * 1024 * 1024));
+      const direct = (args: string[]) => runAdb(lab.adb.port, ["-s", serial, ...args], { timeoutMs: 600_000 });
+      const tunnel = (args: string[]) => runAdb(user.port, ["-s", local, ...args], { timeoutMs: 600_000 });
+      // Warm both paths once.
+      await direct(["shell", "true"]);
+      await tunnel(["shell", "true"]);
+      const pushDirect = await timed(() => direct(["push", file, "/sdcard/direct.bin"]));
+      const pushTunnel = await timed(() => tunnel(["push", file, "/sdcard/tunnel.bin"]));
+      const echoDirect: number[] = [];
+      const echoTunnel: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        echoDirect.push(await timed(() => direct(["shell", "echo", "x"])));
+        echoTunnel.push(await timed(() => tunnel(["shell", "echo", "x"])));
+      }
+      const mibs = (ms: number) => MIB / (ms / 1000);
+      const rss = memoryMiB(proc.pid as number);
+      console.log(`remote adb (farm adb connect) against the same phone directly, ${MIB} MiB push, ${ROUNDS} shell round trips`);
+      console.log(`adb push           direct ${mibs(pushDirect).toFixed(1).padStart(7)} MiB/s   tunnel ${mibs(pushTunnel).toFixed(1).padStart(7)} MiB/s   tunnel/direct ${(pushDirect / pushTunnel).toFixed(2)} (target >= 0.5)`);
+      console.log(`adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`);
+      console.log(`tunnel process     RSS ${rss.rss.toFixed(1)} MiB, peak ${rss.peakRss.toFixed(1)} MiB`);
+      const back = join(lab.dir.path, "back.bin");
+      await tunnel(["pull", "/sdcard/tunnel.bin", back]);
+      if (!(await readFile(back)).equals(await readFile(file))) throw new Error("the pushed file came back different");
+    } finally {
+      proc.kill("SIGTERM");
+      await new Promise((r) => proc.once("exit", r));
+      await farm(["lease", "release"], { ...lab.env, FARM_LEASE: token });
+    }
+  } finally {
+    await user.stop();
+    await lab.stop();
+  }
+}
+
+await main();
