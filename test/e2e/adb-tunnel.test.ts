@@ -3,18 +3,18 @@
  * lab adb server and a simulated phone; the user's own adb server on a
  * private port; `farm adb connect` in between. Real adb clients on both ends.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { connect, createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { buildSimApk, runAdb, startAdbServer, type AdbServer, type SimDevice } from "../devsim/index.js";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { connectForeground as startForeground, type ForegroundTunnel } from "../support/adb-connect.js";
+import { farm, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 let lab: Lab;
@@ -26,23 +26,10 @@ const children: ChildProcess[] = [];
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
-/** `farm adb connect --foreground`: resolves with its first line (the JSON answer) and the process. */
-async function connectForeground(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; answer: Record<string, unknown>; lines: string[]; exited: Promise<number | null> }> {
-  const proc = spawn(process.execPath, [farmBin, "adb", "connect", "--foreground", "-o", "json"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(proc);
-  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
-  const lines: string[] = [];
-  let stderr = "";
-  proc.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  const rl = createInterface({ input: proc.stdout! });
-  const first = await new Promise<string>((resolve, reject) => {
-    rl.on("line", (line) => {
-      lines.push(line);
-      if (lines.length === 1) resolve(line);
-    });
-    void exited.then((code) => reject(new Error(`farm adb connect exited ${code} before answering: ${stderr}`)));
-  });
-  return { proc, answer: JSON.parse(first) as Record<string, unknown>, lines, exited };
+async function connectForeground(env: NodeJS.ProcessEnv): Promise<ForegroundTunnel> {
+  const t = await startForeground(env);
+  children.push(t.proc);
+  return t;
 }
 
 /** What the user's adb server says of a serial: "device", "offline", or "gone". */

@@ -172,6 +172,8 @@ describe("dashboard: recorded test sessions", () => {
     expect(await raw.locator("pre").isVisible()).toBe(false);
     await raw.locator("summary").click();
     await expect.poll(() => raw.locator("pre").isVisible()).toBe(true);
+    // The JSON is written on the details' toggle event, a task after the click: the box can be visible before it is filled.
+    await expect.poll(async () => (await raw.locator("pre").textContent()) ?? "").not.toBe("");
     const json = JSON.parse((await raw.locator("pre").textContent()) ?? "{}") as { roots?: unknown[]; nodeCount?: number };
     expect(json.roots?.length).toBeGreaterThan(0);
     expect(json.nodeCount).toBe(tree["nodeCount"]);

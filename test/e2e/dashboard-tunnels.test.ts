@@ -6,16 +6,16 @@
  * tunnel into the user's own adb server (on a private port). Screenshots go
  * to test-artifacts/dashboard-tunnels/.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { connectForeground as startForeground, type ForegroundTunnel } from "../support/adb-connect.js";
+import { farm, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 const artifacts = fileURLToPath(new URL("../../test-artifacts/dashboard-tunnels/", import.meta.url));
@@ -30,23 +30,10 @@ let aliceToken = "";
 let browser: Browser;
 const children: ChildProcess[] = [];
 
-/** `farm adb connect --foreground`: its first line (the JSON answer), every line, and its exit. */
-async function connectForeground(env: NodeJS.ProcessEnv): Promise<{ answer: Record<string, unknown>; lines: string[]; exited: Promise<number | null> }> {
-  const proc = spawn(process.execPath, [farmBin, "adb", "connect", "--foreground", "-o", "json"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(proc);
-  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
-  const lines: string[] = [];
-  let stderr = "";
-  proc.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  const rl = createInterface({ input: proc.stdout! });
-  const first = await new Promise<string>((resolve, reject) => {
-    rl.on("line", (line) => {
-      lines.push(line);
-      if (lines.length === 1) resolve(line);
-    });
-    void exited.then((code) => reject(new Error(`farm adb connect exited ${code} before answering: ${stderr}`)));
-  });
-  return { answer: JSON.parse(first) as Record<string, unknown>, lines, exited };
+async function connectForeground(env: NodeJS.ProcessEnv): Promise<ForegroundTunnel> {
+  const t = await startForeground(env);
+  children.push(t.proc);
+  return t;
 }
 
 /** A page signed in to the dashboard with a user token. */

@@ -8,22 +8,19 @@ import { createHash } from "node:crypto";
 import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
-import { adbConnect, buildSimApk, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { buildSimApk, type SimDevice } from "../devsim/index.js";
+import { farm, waitFor } from "../support/farm-process.js";
+import { startReplicaLab, type ReplicaLab } from "../support/replica-lab.js";
+import type { TempDir } from "../support/temp-dir.js";
 
-let database: { url: string; drop(): Promise<void> };
+let lab: ReplicaLab | undefined;
 let dir: TempDir;
-const replicas: FarmProcess[] = [];
-let agent: FarmProcess | undefined;
-let adb: AdbServer | undefined;
 let phone: SimDevice | undefined;
 let serial = "";
 /** Admin CLI environment per replica. */
-const envs: NodeJS.ProcessEnv[] = [];
+let envs: NodeJS.ProcessEnv[] = [];
 
-const urlOf = (i: number) => String(replicas[i]?.ready["url"]);
+const urlOf = (i: number) => lab?.urlOf(i) ?? "";
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 async function ok(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
@@ -33,38 +30,13 @@ async function ok(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  dir = await makeTempDir("replica-bytes");
-  // Each replica its own data dir: no shared mount.
-  for (let i = 0; i < 2; i++) {
-    replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, `coordinator-${i}`), "--database", database.url], { FARM_LOG_LEVEL: "warn" }));
-  }
-  const admin = (await readFile(join(dir.path, "coordinator-0", "admin.token"), "utf8")).trim();
-  for (let i = 0; i < 2; i++) envs.push({ FARM_COORDINATOR: urlOf(i), FARM_TOKEN: admin, FARM_HOME: join(dir.path, `home-${i}`), FARM_CONFIG: join(dir.path, "none.json") });
-  adb = await startAdbServer();
-  phone = new SimDevice({ serialno: "RBYTES01" });
-  serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
-  const token = await ok(["token", "create", "--kind", "agent", "--name", "lab-0"], envs[0]!);
-  const tokenFile = join(dir.path, "agent.token");
-  await writeFile(tokenFile, String(token["token"]), { mode: 0o600 });
-  // The agent attaches to replica 0; every call below goes through replica 1.
-  agent = await startFarm([
-    "agent", "--coordinator", urlOf(0), "--name", "lab-0", "--data-dir", join(dir.path, "agent"), "--token-file", tokenFile,
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
-  ]);
-  await waitFor("the phone listed online on replica 1", async () => {
-    const list = ((await farm(["devices"], envs[1])).json["devices"] ?? []) as { serial: string; state: string }[];
-    return list.some((d) => d.serial === serial && d.state === "device") ? true : undefined;
-  });
+  // Each replica its own data dir: no shared mount. The agent attaches to replica 0; every call below goes through replica 1.
+  lab = await startReplicaLab("replica-bytes", { serialno: "RBYTES01" });
+  ({ dir, phone, serial, envs } = lab);
 }, 120_000);
 
 afterAll(async () => {
-  await agent?.stop();
-  for (const r of replicas) await r.stop();
-  await phone?.close();
-  await adb?.stop();
-  await dir?.remove();
-  await database?.drop();
+  await lab?.stop();
 });
 
 describe("files across replicas, bytes in PostgreSQL", () => {

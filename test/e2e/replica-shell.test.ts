@@ -6,14 +6,10 @@
  * carried between them (ReplicaService.RelayShell).
  */
 import { randomBytes } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { spawn as ptySpawn, type IPty } from "node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
-import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { farm, farmBin, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { farm, farmBin, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { startReplicaLab, type ReplicaLab } from "../support/replica-lab.js";
 
 interface ActionRow {
   actionId: string;
@@ -21,18 +17,14 @@ interface ActionRow {
   state: string;
 }
 
-let database: { url: string; drop(): Promise<void> };
-let dir: TempDir;
-let adb: AdbServer;
-let phone: SimDevice;
-let serial: string;
+let lab: ReplicaLab | undefined;
+let serial = "";
 let agent: FarmProcess;
-const replicas: FarmProcess[] = [];
+let replicas: FarmProcess[] = [];
 /** Admin CLI environment per replica. */
-const envs: NodeJS.ProcessEnv[] = [];
+let envs: NodeJS.ProcessEnv[] = [];
 const terminals: IPty[] = [];
 
-const urlOf = (i: number) => String(replicas[i]?.ready["url"]);
 
 /** The phone's interactive-shell actions in the agent's journal, read through replica 1. */
 async function shellActions(): Promise<ActionRow[]> {
@@ -63,37 +55,14 @@ async function acquire(): Promise<string> {
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  dir = await makeTempDir("replica-shell");
-  const data = join(dir.path, "coordinator");
-  for (let i = 0; i < 2; i++) replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, "--database", database.url]));
-  const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
-  for (let i = 0; i < 2; i++) envs.push({ FARM_COORDINATOR: urlOf(i), FARM_TOKEN: admin, FARM_HOME: join(dir.path, `home-${i}`), FARM_CONFIG: join(dir.path, "none.json") });
-  adb = await startAdbServer();
-  phone = new SimDevice();
-  serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
-  const token = await farm(["token", "create", "--kind", "agent", "--name", "lab"], envs[0]);
-  const tokenFile = join(dir.path, "agent.token");
-  await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
-  agent = await startFarm([
-    "agent", "--coordinator", urlOf(0), "--name", "lab", "--data-dir", join(dir.path, "agent"), "--token-file", tokenFile,
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
-  ]);
   // Replica 1 reaches the phone only through replica 0.
-  await waitFor("the phone online on replica 1", async () => {
-    const list = ((await farm(["devices"], envs[1])).json["devices"] ?? []) as { serial: string; state: string }[];
-    return list.some((d) => d.serial === serial && d.state === "device") ? true : undefined;
-  });
+  lab = await startReplicaLab("replica-shell", { sharedDataDir: true, agentName: "lab" });
+  ({ serial, agent, replicas, envs } = lab);
 }, 120_000);
 
 afterAll(async () => {
   for (const t of terminals) t.kill("SIGKILL");
-  await agent?.stop();
-  for (const r of replicas) await r.stop();
-  await phone?.close();
-  await adb?.stop();
-  await dir?.remove();
-  await database?.drop();
+  await lab?.stop();
 });
 
 describe("interactive shell across coordinator replicas", () => {

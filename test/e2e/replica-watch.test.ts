@@ -5,34 +5,25 @@
  * 0 (a leased shell command, a recorded session and its step, an evidence
  * capture) reaches the watcher on replica 1 as it would a watcher on 0.
  */
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { WatchService, type WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
-import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
-import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { bearer } from "../support/fake-agent.js";
-import { farm, startFarm, waitFor, type CliResult, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { farm, type CliResult } from "../support/farm-process.js";
+import { startReplicaLab, type ReplicaLab } from "../support/replica-lab.js";
 
 /** Waits for events, not time: each resolves on the first message it matches, seen before or after it was asked for. */
 const WAIT_MS = 15_000;
 
-let database: { url: string; drop(): Promise<void> };
-let dir: TempDir;
-const replicas: FarmProcess[] = [];
-let agent: FarmProcess | undefined;
-let adb: AdbServer | undefined;
-let phone: SimDevice | undefined;
+let lab: ReplicaLab | undefined;
 let serial = "";
 let admin = "";
 /** Admin CLI environment per replica. */
-const envs: NodeJS.ProcessEnv[] = [];
+let envs: NodeJS.ProcessEnv[] = [];
 
-const urlOf = (i: number) => String(replicas[i]?.ready["url"]);
+const urlOf = (i: number) => lab?.urlOf(i) ?? "";
 const transportOf = (i: number) => createGrpcTransport({ baseUrl: urlOf(i), interceptors: [bearer(admin)] });
 
 async function run(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
@@ -85,39 +76,13 @@ function watch(replica: number) {
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  dir = await makeTempDir("replica-watch");
-  // One data dir, as a shared mount would be.
-  const data = join(dir.path, "coordinator");
-  for (let i = 0; i < 2; i++) replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, "--database", database.url], { FARM_LOG_LEVEL: "warn" }));
-  admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
-  for (let i = 0; i < 2; i++) envs.push({ FARM_COORDINATOR: urlOf(i), FARM_TOKEN: admin, FARM_HOME: join(dir.path, `home-${i}`), FARM_CONFIG: join(dir.path, "none.json") });
-  // One lab host, its agent attached to replica 0.
-  adb = await startAdbServer();
-  phone = new SimDevice({ serialno: "RWATCH01" });
-  serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
-  const token = await run(["token", "create", "--kind", "agent", "--name", "lab-0"], envs[0]!);
-  const tokenFile = join(dir.path, "agent.token");
-  await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
-  agent = await startFarm([
-    "agent", "--coordinator", urlOf(0), "--name", "lab-0", "--data-dir", join(dir.path, "agent"), "--token-file", tokenFile,
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
-  ]);
-  for (const env of envs) {
-    await waitFor("the phone listed online", async () => {
-      const list = ((await farm(["devices"], env)).json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[];
-      return list.some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId) ? true : undefined;
-    });
-  }
+  // One data dir, as a shared mount would be; one lab host, its agent attached to replica 0.
+  lab = await startReplicaLab("replica-watch", { sharedDataDir: true, serialno: "RWATCH01" });
+  ({ serial, admin, envs } = lab);
 }, 120_000);
 
 afterAll(async () => {
-  await agent?.stop();
-  for (const r of replicas) await r.stop();
-  await phone?.close();
-  await adb?.stop();
-  await dir?.remove();
-  await database?.drop();
+  await lab?.stop();
 });
 
 describe("Watch across replicas", () => {
