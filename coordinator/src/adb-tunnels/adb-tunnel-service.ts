@@ -28,8 +28,6 @@ import type { TunnelEntry, Tunnels } from "./tunnels.js";
 /** How long the agent has to open a tunnel or a stream (and its stream to arrive). */
 const OPEN_TIMEOUT_MS = 15_000;
 const KEEPALIVE_MS = 15_000;
-/** adb's own payload cap is 1 MiB; a request carries at most that. */
-const MAX_CHUNK = 1024 * 1024;
 
 export interface AdbTunnelDeps {
   registry: Registry;
@@ -271,7 +269,8 @@ export function registerAgentAdbService(router: ConnectRouter, deps: { relay: Ad
           for (;;) {
             const m = await it.next();
             if (m.done) break;
-            if (m.value.kind.case === "data" && m.value.kind.value.length <= MAX_CHUNK) await pair.toCaller.push(m.value.kind.value);
+            // Each message is bounded before it is read (message-limits.ts): none is dropped here.
+            if (m.value.kind.case === "data") await pair.toCaller.push(m.value.kind.value);
           }
         } catch {
           /* the agent's side ended */
