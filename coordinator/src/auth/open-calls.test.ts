@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import type { StreamRequest, StreamResponse, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { toErrorReport } from "@farm/shared/errors";
@@ -6,6 +8,10 @@ import { isRevocation, OpenCalls } from "./open-calls.js";
 const unaryReq = (signal: AbortSignal) => ({ stream: false, signal, message: {} }) as unknown as UnaryRequest;
 const streamReq = (signal: AbortSignal, message: AsyncIterable<unknown> = (async function* () {})()) => ({ stream: true, signal, message }) as unknown as StreamRequest;
 const never = new Promise<never>(() => undefined);
+
+// A real collection, to tell what a stream still holds from what it let go.
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
 
 describe("open calls", () => {
   it("forgets a call once it ends, whichever way", async () => {
@@ -65,4 +71,36 @@ describe("open calls", () => {
     expect(calls.count("carol")).toBe(1);
     expect(calls.count("bob")).toBe(0);
   });
+
+  it("lets go of each message once it has passed, however long the stream stays open", async () => {
+    // A tunnel's push or a day of logcat is one stream: what passed through it must not stay in memory.
+    const calls = new OpenCalls();
+    let passed = 0;
+    const refs: WeakRef<object>[] = [];
+    const source = (async function* () {
+      for (;;) {
+        const message = { bytes: new Uint8Array(1024) };
+        refs.push(new WeakRef(message));
+        passed++;
+        yield message;
+      }
+    })();
+    const reqSource = (async function* () {
+      for (;;) yield { bytes: new Uint8Array(1024) };
+    })();
+    const res = (await calls.run("dave", streamReq(new AbortController().signal, reqSource), async (req) => {
+      const it = (req as StreamRequest).message[Symbol.asyncIterator]();
+      for (let i = 0; i < 50; i++) refs.push(new WeakRef((await it.next()).value as object));
+      return { stream: true, message: source } as unknown as StreamResponse;
+    })) as StreamResponse;
+    const it = res.message[Symbol.asyncIterator]();
+    for (let i = 0; i < 50; i++) await it.next();
+    expect(passed).toBe(50);
+    await new Promise((r) => setImmediate(r));
+    collectGarbage();
+    // Both directions, every message but the last one or two the iterators may still hold.
+    expect(refs.filter((r) => r.deref() !== undefined).length).toBeLessThanOrEqual(4);
+    expect(calls.count("dave")).toBe(1);
+  });
 });
+

@@ -80,13 +80,13 @@ export class OpenCalls {
     if (req.signal.aborted) fromCaller();
     else req.signal.addEventListener("abort", fromCaller, { once: true });
     try {
-      const guarded = req.stream ? { ...req, signal: handler.signal, message: guard(req.message, revoked) } : { ...req, signal: handler.signal };
+      const guarded = req.stream ? { ...req, signal: handler.signal, message: guard(req.message, revoke.signal) } : { ...req, signal: handler.signal };
       const res = await Promise.race([next(guarded), revoked]);
       if (!res.stream) {
         close();
         return res;
       }
-      return { ...res, message: guard(res.message, revoked, close) };
+      return { ...res, message: guard(res.message, revoke.signal, close) };
     } catch (err) {
       close();
       throw err;
@@ -95,12 +95,12 @@ export class OpenCalls {
 }
 
 /** The same messages until the source ends or the token is revoked (then its error). */
-async function* guard<T>(source: AsyncIterable<T>, revoked: Promise<never>, done?: () => void): AsyncGenerator<T> {
+async function* guard<T>(source: AsyncIterable<T>, revoked: AbortSignal, done?: () => void): AsyncGenerator<T> {
   const it = source[Symbol.asyncIterator]();
   let finished = false;
   try {
     for (;;) {
-      const r = await Promise.race([it.next(), revoked]);
+      const r = await nextUnlessAborted(it, revoked);
       if (r.done) {
         finished = true;
         return;
@@ -112,4 +112,28 @@ async function* guard<T>(source: AsyncIterable<T>, revoked: Promise<never>, done
     // Not awaited: the source may be parked in an await that only the aborted signal ends.
     if (!finished) void Promise.resolve(it.return?.()).catch(() => undefined);
   }
+}
+
+/**
+ * The iterator's next result, or the signal's reason once it aborts. Not a
+ * Promise.race against one long-lived promise: every race adds a reaction to
+ * it that holds the race's result, so a stream kept every message it had
+ * ever passed (a 400 MiB push, 400 MiB held) until it ended.
+ */
+function nextUnlessAborted<T>(it: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T>> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener("abort", onAbort, { once: true });
+    it.next().then(
+      (r) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(r);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err as Error);
+      },
+    );
+  });
 }
