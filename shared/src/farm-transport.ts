@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { invalidArgument } from "./errors.js";
+import { wideWindowSessions } from "./http2-windows.js";
 import { noDelaySessionOptions } from "./no-delay.js";
 import { checkTokenTransport } from "./transport-security.js";
 
@@ -42,7 +43,10 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
   return createGrpcTransport({
     baseUrl: opts.url,
     interceptors: [auth, ...(opts.interceptors ?? [])],
-    nodeOptions: noDelaySessionOptions(ca ? { ca } : {}),
-    ...(opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {}),
+    sessionManager: wideWindowSessions(
+      opts.url,
+      opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {},
+      noDelaySessionOptions(ca ? { ca } : {}),
+    ),
   });
 }

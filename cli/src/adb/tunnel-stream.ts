@@ -7,6 +7,14 @@ import { Errors, farmError } from "@farm/shared/errors";
 type TunnelClient = Client<typeof AdbTunnelService>;
 
 /**
+ * Bytes from the local adb server a stream takes before they are on the
+ * wire. adb sends one WRTE and waits for its OKAY; acknowledging only once
+ * the coordinator had the bytes made each WRTE wait a round trip, so a push
+ * moved at the speed of latency. Up to this much is acknowledged at once.
+ */
+const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
+
+/**
  * The write side of a call: at most one chunk waits, and its write callback
  * runs only when the RPC asks for the next message, so the bytes adb gives
  * us wait for the HTTP/2 stream instead of piling up in memory.
@@ -54,7 +62,7 @@ class TunnelStreamDuplex extends Duplex {
     private readonly responses: AsyncIterator<OpenAdbStreamResponse>,
     private readonly abort: AbortController,
   ) {
-    super({ allowHalfOpen: true });
+    super({ allowHalfOpen: true, writableHighWaterMark: WRITE_AHEAD_BYTES });
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {

@@ -1,6 +1,7 @@
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from "node:http";
 import { createSecureServer, createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
+import { STREAM_WINDOW_BYTES, widenConnectionWindow } from "@farm/shared/http2-windows";
 
 export type RequestHandler = (
   req: IncomingMessage | Http2ServerRequest,
@@ -49,7 +50,7 @@ export function createTlsServer(handler: RequestHandler, creds: TlsCredentials, 
       ALPNProtocols: ["h2", "http/1.1"],
       handshakeTimeout: limits.requestTimeoutMs,
       unknownProtocolTimeout: limits.requestTimeoutMs,
-      settings: { maxConcurrentStreams: limits.maxConcurrentStreams },
+      settings: { maxConcurrentStreams: limits.maxConcurrentStreams, initialWindowSize: STREAM_WINDOW_BYTES },
     },
     handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   );
@@ -81,7 +82,7 @@ export function createTlsServer(handler: RequestHandler, creds: TlsCredentials, 
  */
 export function createDualServer(handler: RequestHandler, limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS): DualServer {
   const h1 = createHttp1Server(http1Timeouts(limits), handler as (req: IncomingMessage, res: ServerResponse) => void);
-  const h2 = createHttp2Server({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
+  const h2 = createHttp2Server({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams, initialWindowSize: STREAM_WINDOW_BYTES } }, handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
   h2.setTimeout(0);
   h2.on("session", (session: Http2Session) => guardSession(session, limits));
   const sockets = new Set<Socket>();
@@ -126,6 +127,7 @@ function http1Timeouts(limits: ConnectionLimits) {
  * are never idle.
  */
 function guardSession(session: Http2Session, limits: ConnectionLimits): void {
+  widenConnectionWindow(session);
   let open = 0;
   let timer: NodeJS.Timeout | undefined = setTimeout(() => session.destroy(), limits.requestTimeoutMs);
   timer.unref();

@@ -22,6 +22,15 @@ export interface MessageLimits {
   bodyMaxBytes: number;
 }
 
+/**
+ * Services whose responses are raw bytes on a hot path (a phone's adb
+ * streams): never gzipped. Connect compresses any response over 1 KiB for a
+ * client that accepts gzip, which every Connect client does; on a 100 MiB
+ * push that was most of a core for bytes that do not shrink (APKs, media),
+ * and it capped a tunnel at a tenth of adb's own speed.
+ */
+const uncompressed: ReadonlySet<string> = new Set(["farm.v1.AdbTunnelService", "farm.v1.AgentAdbService"]);
+
 const control = (messageMaxBytes: number): MessageLimits => ({ messageMaxBytes, bodyMaxBytes: messageMaxBytes + 5 });
 /** Long-lived or upload streams: many messages; the body as a whole is bounded by what it may carry. */
 const stream = (messageMaxBytes: number, bodyMaxBytes: number): MessageLimits => ({ messageMaxBytes, bodyMaxBytes });
@@ -63,6 +72,12 @@ export function limitsOf(serviceTypeName: string): MessageLimits {
   return byService[serviceTypeName] ?? unknownService;
 }
 
+function handlerOptionsOf(serviceTypeName: string): { readMaxBytes: number; acceptCompression?: [] } {
+  const readMaxBytes = limitsOf(serviceTypeName).messageMaxBytes;
+  // No accepted compression: requests must come plain (ours do) and responses go plain.
+  return uncompressed.has(serviceTypeName) ? { readMaxBytes, acceptCompression: [] } : { readMaxBytes };
+}
+
 /**
  * The router every service registers on, with its message cap applied:
  * no service is left at Connect's default of 4 GiB per message.
@@ -70,11 +85,11 @@ export function limitsOf(serviceTypeName: string): MessageLimits {
 export function withMessageLimits(router: ConnectRouter): ConnectRouter {
   const limited: ConnectRouter = Object.create(router) as ConnectRouter;
   limited.service = (service, implementation, options) => {
-    router.service(service, implementation, { readMaxBytes: limitsOf(service.typeName).messageMaxBytes, ...options });
+    router.service(service, implementation, { ...handlerOptionsOf(service.typeName), ...options });
     return limited;
   };
   limited.rpc = (method, implementation, options) => {
-    router.rpc(method, implementation, { readMaxBytes: limitsOf(method.parent.typeName).messageMaxBytes, ...options });
+    router.rpc(method, implementation, { ...handlerOptionsOf(method.parent.typeName), ...options });
     return limited;
   };
   return limited;

@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { noDelaySessionOptions } from "@farm/shared/no-delay";
+import { wideWindowSessions } from "@farm/shared/http2-windows";
 import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { Membership } from "./membership.js";
 
@@ -52,7 +53,11 @@ export class ReplicaClients {
     // streams are open: a shell relayed for hours notices a peer that vanished from the network.
     const client = createClient(
       ReplicaService,
-      createGrpcTransport({ baseUrl: url, interceptors: [credential], nodeOptions: noDelaySessionOptions(), pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }),
+      createGrpcTransport({
+        baseUrl: url,
+        interceptors: [credential],
+        sessionManager: wideWindowSessions(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }, noDelaySessionOptions()),
+      }),
     );
     this.clients.set(replicaId, { url, client });
     return client;
