@@ -6,8 +6,11 @@
  *  - `adb shell echo` round trip, --rounds times: the tunnel's added median
  *    (target <= 5 ms on loopback);
  *  - the CLI tunnel process's peak RSS.
+ * Twice: with `farm coordinator` and `farm agent` as separate processes, as
+ * a lab deploys them (the targets are for this), and with `farm standalone`,
+ * where one process does both hops.
  *
- *   node test/dist/bench/adb-tunnel.js [--mib 100] [--rounds 30]
+ *   node test/dist/bench/adb-tunnel.js [--mib 100] [--rounds 30] [--topology split|standalone|both]
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -16,12 +19,15 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
-import { runAdb, startAdbServer } from "../devsim/index.js";
-import { farm, farmBin } from "../support/farm-process.js";
+import { adbConnect, runAdb, SimDevice, startAdbServer } from "../devsim/index.js";
+import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab } from "../support/lab.js";
+import { startSplitFarm } from "../support/split-farm.js";
 import { median, memoryMiB } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { mib: { type: "string", default: "100" }, rounds: { type: "string", default: "30" } } });
+const { values } = parseArgs({
+  options: { mib: { type: "string", default: "100" }, rounds: { type: "string", default: "30" }, topology: { type: "string", default: "both" } },
+});
 const MIB = Number(values.mib);
 const ROUNDS = Number(values.rounds);
 
@@ -32,11 +38,46 @@ async function timed(fn: () => Promise<{ code: number; stderr: string }>): Promi
   return performance.now() - t;
 }
 
-async function main(): Promise<void> {
+/** A farm with one simulated phone: where CLI calls go, the lab's adb server, the phone's serial there. */
+interface BenchFarm {
+  env: NodeJS.ProcessEnv;
+  adbPort: number;
+  serial: string;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+async function standaloneFarm(): Promise<BenchFarm> {
   const lab = await startLab("bench-adb-tunnel");
+  const { serial } = await lab.addDevice({ serialno: "RBENCHADB" });
+  return { env: lab.env, adbPort: lab.adb.port, serial, dir: lab.dir.path, stop: () => lab.stop() };
+}
+
+async function splitFarm(): Promise<BenchFarm> {
+  const lab = await startSplitFarm("bench-adb-tunnel-split");
+  const phone = new SimDevice({ serialno: "RBENCHADB" });
+  const serial = await adbConnect(lab.adb.port, "127.0.0.1", await phone.listen());
+  await waitFor(`${serial} in farm devices`, async () => {
+    const list = ((await farm(["devices"], lab.env)).json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[];
+    return list.some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId) ? true : undefined;
+  });
+  return {
+    env: lab.env,
+    adbPort: lab.adb.port,
+    serial,
+    dir: lab.dir.path,
+    async stop() {
+      await lab.stop();
+      await phone.close();
+    },
+  };
+}
+
+async function run(topology: "split" | "standalone"): Promise<void> {
+  const lab = topology === "split" ? await splitFarm() : await standaloneFarm();
   const user = await startAdbServer();
   try {
-    const { serial } = await lab.addDevice({ serialno: "RBENCHADB" });
+    const serial = lab.serial;
     const acquired = await farm(["lease", "acquire", "--device", serial, "--ttl", "30m"], lab.env);
     const token = (acquired.json["lease"] as { token: string }).token;
     const env = { ...process.env, ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
@@ -44,9 +85,9 @@ async function main(): Promise<void> {
     const first = await new Promise<string>((resolve) => createInterface({ input: proc.stdout }).once("line", resolve));
     const local = String((JSON.parse(first) as { serial: string }).serial);
     try {
-      const file = join(lab.dir.path, "push.bin");
+      const file = join(lab.dir, "push.bin");
       await writeFile(file, randomBytes(MIB * 1024 * 1024));
-      const direct = (args: string[]) => runAdb(lab.adb.port, ["-s", serial, ...args], { timeoutMs: 600_000 });
+      const direct = (args: string[]) => runAdb(lab.adbPort, ["-s", serial, ...args], { timeoutMs: 600_000 });
       const tunnel = (args: string[]) => runAdb(user.port, ["-s", local, ...args], { timeoutMs: 600_000 });
       // Warm both paths once.
       await direct(["shell", "true"]);
@@ -61,11 +102,11 @@ async function main(): Promise<void> {
       }
       const mibs = (ms: number) => MIB / (ms / 1000);
       const rss = memoryMiB(proc.pid as number);
-      console.log(`remote adb (farm adb connect) against the same phone directly, ${MIB} MiB push, ${ROUNDS} shell round trips`);
+      console.log(`remote adb (farm adb connect, ${topology === "split" ? "coordinator and agent processes" : "farm standalone"}) against the same phone directly, ${MIB} MiB push, ${ROUNDS} shell round trips`);
       console.log(`adb push           direct ${mibs(pushDirect).toFixed(1).padStart(7)} MiB/s   tunnel ${mibs(pushTunnel).toFixed(1).padStart(7)} MiB/s   tunnel/direct ${(pushDirect / pushTunnel).toFixed(2)} (target >= 0.5)`);
       console.log(`adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`);
       console.log(`tunnel process     RSS ${rss.rss.toFixed(1)} MiB, peak ${rss.peakRss.toFixed(1)} MiB`);
-      const back = join(lab.dir.path, "back.bin");
+      const back = join(lab.dir, "back.bin");
       await tunnel(["pull", "/sdcard/tunnel.bin", back]);
       if (!(await readFile(back)).equals(await readFile(file))) throw new Error("the pushed file came back different");
     } finally {
@@ -79,4 +120,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+for (const topology of values.topology === "both" ? (["split", "standalone"] as const) : [values.topology === "standalone" ? "standalone" : "split"] as const) await run(topology);
