@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from './host/wait-until.js';
-import { runAdb, startAdbServer, startDevsim, type AdbServer, type Devsim } from './index.js';
+import { adbBinary, runAdb, startAdbServer, startDevsim, type AdbServer, type Devsim } from './index.js';
 
 // screenrecord: a real H.264 MP4 through ffmpeg, pulled with the real adb CLI and verified with ffprobe + a full decode.
 
@@ -105,4 +105,40 @@ describe('screenrecord', () => {
       sim.devices[0]!.device.faults.set({ screenrecordFails: null });
     }
   });
+
+  it('streams raw H.264 to stdout with --output-format=h264 -, frame by frame as the scene changes', async () => {
+    const proc = spawn(adbBinary(), ['-P', String(server.port), '-s', sim.devices[0]!.serial, 'exec-out', 'screenrecord --output-format=h264 --time-limit 3 -'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const parts: Buffer[] = [];
+    let firstAt = 0;
+    proc.stdout.on('data', (chunk: Buffer) => {
+      firstAt ||= Date.now();
+      parts.push(chunk);
+    });
+    const exited = new Promise<number>((resolve) => proc.once('exit', () => resolve(Date.now())));
+    await waitUntil(() => firstAt > 0, { timeoutMs: 10_000, what: 'the first H.264 bytes' });
+    for (const key of ['KEYCODE_HOME', 'KEYCODE_APP_SWITCH', 'KEYCODE_HOME']) {
+      await adb(['shell', `input keyevent ${key}`]);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const endedAt = await exited;
+    // Streamed as encoded: the first frame long before the 3 s limit ends the recording.
+    expect(endedAt - firstAt).toBeGreaterThan(1_500);
+    const bytes = Buffer.concat(parts);
+    // Annex B, opening with the sequence parameter set (NAL type 7).
+    expect(bytes.subarray(0, 5)).toEqual(Buffer.from([0, 0, 0, 1, 0x67]));
+    const file = join(dir, 'live.h264');
+    await writeFile(file, bytes);
+    const probed = await run('ffprobe', ['-v', 'error', '-f', 'h264', '-count_frames', '-show_entries', 'stream=codec_name,profile,width,height,nb_read_frames', '-of', 'json', file]);
+    expect(probed.code, probed.stderr).toBe(0);
+    const stream = (JSON.parse(probed.stdout) as { streams: Array<{ codec_name: string; profile: string; width: number; height: number; nb_read_frames: string }> }).streams[0]!;
+    expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1600 });
+    expect(stream.profile).toMatch(/Baseline/);
+    expect(Number(stream.nb_read_frames)).toBeGreaterThanOrEqual(3);
+  });
+
+  it('refuses an output format it does not write', async () => {
+    const r = await adb(['shell', 'screenrecord --output-format=frames -']);
+    expect(r.stderr + r.stdout).toContain("Unknown format 'frames'");
+  });
 });
+

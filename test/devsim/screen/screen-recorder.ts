@@ -17,7 +17,16 @@ export interface RecordingOptions {
   size: Size;
   bitRate: number;
   timeLimitMs: number;
+  /**
+   * `--output-format=h264`: raw H.264 (Annex B, SPS and PPS before each key
+   * frame) written here as it is encoded, instead of an MP4 file. Each
+   * frame is flushed as soon as it is encoded, as MediaCodec hands it over.
+   */
+  h264?: (chunk: Buffer) => Promise<void>;
 }
+
+/** In H.264 output, a key frame at least every this many frames (a new viewer waits at most this long for one). */
+export const H264_KEY_INTERVAL_FRAMES = 30;
 
 export interface RecordingResult {
   /** What ffmpeg wrote: a finalized MP4, or a truncated one after a kill. */
@@ -51,6 +60,8 @@ export class ScreenRecorder {
   private exited: Promise<number | null> | undefined;
   private limitTimer: NodeJS.Timeout | undefined;
   private stderr = '';
+  /** H.264 output: resolves once everything the encoder wrote has reached the sink. */
+  private drained: Promise<void> = Promise.resolve();
   /** Resolves once recording has ended and the file is final. */
   readonly done: Promise<RecordingResult>;
   private finish!: (result: RecordingResult) => void;
@@ -71,16 +82,15 @@ export class ScreenRecorder {
   async start(): Promise<void> {
     const { width, height } = this.options.size;
     this.dir = await mkdtemp(join(tmpdir(), 'devsim-rec-'));
-    const child = spawn(
-      ffmpegBinary(),
-      [
-        '-hide_banner', '-loglevel', 'error', '-nostdin',
-        '-f', 'rawvideo', '-pix_fmt', 'rgba', '-s', `${width}x${height}`, '-use_wallclock_as_timestamps', '1', '-i', 'pipe:0',
-        '-c:v', 'libx264', '-preset', 'ultrafast', '-b:v', String(this.options.bitRate), '-pix_fmt', 'yuv420p', '-fps_mode', 'vfr',
-        '-threads', '1', '-f', 'mp4', join(this.dir, 'out.mp4'),
-      ],
-      { stdio: ['pipe', 'ignore', 'pipe'] },
-    );
+    const input = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-f', 'rawvideo', '-pix_fmt', 'rgba', '-s', `${width}x${height}`, '-use_wallclock_as_timestamps', '1', '-i', 'pipe:0'];
+    const encode = ['-c:v', 'libx264', '-preset', 'ultrafast', '-b:v', String(this.options.bitRate), '-pix_fmt', 'yuv420p', '-fps_mode', 'vfr', '-threads', '1'];
+    const h264 = this.options.h264;
+    const output = h264
+      ? // Baseline, no B-frames, no encoder lookahead: each frame leaves as soon as it is encoded.
+        ['-profile:v', 'baseline', '-tune', 'zerolatency', '-g', String(H264_KEY_INTERVAL_FRAMES), '-flush_packets', '1', '-f', 'h264', 'pipe:1']
+      : ['-f', 'mp4', join(this.dir, 'out.mp4')];
+    const child = spawn(ffmpegBinary(), [...input, ...encode, ...output], { stdio: ['pipe', h264 ? 'pipe' : 'ignore', 'pipe'] });
+    if (h264) this.pipeOut(child, h264);
     this.ffmpeg = child;
     child.stderr?.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4096)));
     child.stdin?.on('error', () => {}); // EPIPE if ffmpeg dies first; reported via exit
@@ -97,6 +107,18 @@ export class ScreenRecorder {
     void this.exited.then((code) => {
       if (!this.stopping) void this.finalize(code);
     });
+  }
+
+  /** Passes the encoder's output on as it comes, pausing it while the sink is full. */
+  private pipeOut(child: ChildProcess, sink: (chunk: Buffer) => Promise<void>): void {
+    const out = child.stdout;
+    if (!out) return;
+    let writing: Promise<void> = Promise.resolve();
+    out.on('data', (chunk: Buffer) => {
+      out.pause();
+      writing = writing.then(() => sink(chunk)).catch(() => {}).then(() => void out.resume());
+    });
+    this.drained = new Promise((resolve) => out.once('close', () => void writing.then(resolve)));
   }
 
   /** Graceful stop (SIGINT, time limit): the encoder drains and writes the moov atom. */
@@ -170,7 +192,8 @@ export class ScreenRecorder {
     this.unsubscribe?.();
     this.stopping = true;
     try {
-      const bytes = this.dir ? await readFile(join(this.dir, 'out.mp4')).catch(() => Buffer.alloc(0)) : Buffer.alloc(0);
+      await this.drained;
+      const bytes = this.dir && !this.options.h264 ? await readFile(join(this.dir, 'out.mp4')).catch(() => Buffer.alloc(0)) : Buffer.alloc(0);
       if (!this.killed && code !== 0) throw new Error(`encoder failed (ffmpeg exit ${code}): ${this.stderr.trim()}`);
       this.finish({ bytes, frames: this.frames, killed: this.killed });
     } catch (error) {

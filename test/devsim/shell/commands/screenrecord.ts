@@ -30,9 +30,11 @@ function corruptMedia(bytes: Buffer): Buffer {
 }
 
 /**
- * `screenrecord [--size WxH] [--bit-rate B] [--time-limit N] [--verbose] FILE`:
+ * `screenrecord [--size WxH] [--bit-rate B] [--time-limit N] [--output-format mp4|h264] [--verbose] FILE`:
  * a foreground process listed by ps; SIGINT/SIGHUP or the time limit
  * (default and maximum 180 s) finalize the MP4, SIGKILL leaves it truncated.
+ * With `--output-format=h264` and FILE `-`, raw H.264 streams to stdout as
+ * frames are encoded (what live screens read through `adb exec-out`).
  */
 export const screenrecordCommand: ShellCommand = async (ctx) => {
   const device = ctx.device;
@@ -40,6 +42,7 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
   let bitRate = DEFAULT_BIT_RATE;
   let timeLimit = MAX_TIME_LIMIT_S;
   let verbose = false;
+  let format: 'mp4' | 'h264' = 'mp4';
   const operands: string[] = [];
   const args = [...ctx.args];
   for (let index = 0; index < args.length; index++) {
@@ -70,6 +73,14 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
         await ctx.stderr.write(`Time limit ${timeLimit}s outside acceptable range [1,${MAX_TIME_LIMIT_S}]\n`);
         return 2;
       }
+    } else if (flag === '--output-format') {
+      const text = value();
+      if (text !== 'mp4' && text !== 'h264') {
+        // frames and raw-frames exist on real phones; nothing here reads them.
+        await ctx.stderr.write(`Unknown format '${text}'\n`);
+        return 2;
+      }
+      format = text;
     } else if (flag === '--verbose' || flag === '-v') {
       verbose = true;
     } else if (flag === '--help') {
@@ -79,7 +90,7 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
       return 0;
     } else if (flag === '--bugreport' || flag === '--rotate') {
       // Accepted, no visible effect here.
-    } else if (flag.startsWith('-')) {
+    } else if (flag.startsWith('-') && flag !== '-') {
       await ctx.stderr.write(`Unknown option '${flag}'\n`);
       return 2;
     } else {
@@ -91,25 +102,36 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
     return 2;
   }
   const file = operands[0]!;
-  const path = pathOf(ctx, file);
+  const toStdout = format === 'h264' && file === '-';
+  const path = toStdout ? '' : pathOf(ctx, file);
   const display = device.display.logicalSize;
   const recordSize = size ?? display;
   if (recordSize.width % 2 === 1 || recordSize.height % 2 === 1 || device.faults.current.screenrecordFails) {
     await ctx.stderr.write(`ERROR: unable to configure video/avc codec at ${recordSize.width}x${recordSize.height} (err=-38)\n`);
     return 1;
   }
-  try {
-    device.fs.openForWrite(path, ctx.caller, { mode: 0o660 });
-  } catch (error) {
-    if (!(error instanceof FsError)) throw error;
-    await ctx.stderr.write(`Unable to open '${file}': ${error.message}\n`);
-    return 1;
+  if (!toStdout) {
+    try {
+      device.fs.openForWrite(path, ctx.caller, { mode: 0o660 });
+    } catch (error) {
+      if (!(error instanceof FsError)) throw error;
+      await ctx.stderr.write(`Unable to open '${file}': ${error.message}\n`);
+      return 1;
+    }
   }
-  if (verbose) {
+  // Raw H.264 to a file is kept whole and written at the end, as the MP4 is.
+  const rawParts: Buffer[] = [];
+  const h264 = format === 'mp4' ? undefined : toStdout ? (chunk: Buffer) => ctx.stdout.write(chunk) : async (chunk: Buffer) => void rawParts.push(chunk);
+  if (verbose && !toStdout) {
     await ctx.stdout.write(`Main display is ${display.width}x${display.height} @60.00fps (orientation=${device.display.rotation})\nConfigured codec video/avc at ${recordSize.width}x${recordSize.height}, bit rate ${bitRate}\n`);
   }
 
-  const recorder = new ScreenRecorder(device.screen, device.renderer, { size: recordSize, bitRate, timeLimitMs: (device.faults.current.screenrecordOverrun ? MAX_TIME_LIMIT_S : timeLimit) * 1000 });
+  const recorder = new ScreenRecorder(device.screen, device.renderer, {
+    size: recordSize,
+    bitRate,
+    timeLimitMs: (device.faults.current.screenrecordOverrun ? MAX_TIME_LIMIT_S : timeLimit) * 1000,
+    ...(h264 ? { h264 } : {}),
+  });
   let killedBy: number | undefined;
   const process = device.processes.spawn({
     ppid: 1,
@@ -132,16 +154,19 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
   try {
     await recorder.start();
     const result = await recorder.done;
-    const bytes = device.faults.current.screenrecordCorrupt ? corruptMedia(result.bytes) : result.bytes;
-    try {
-      device.fs.writeFile(path, bytes, ctx.caller, { mode: 0o660 });
-    } catch (error) {
-      if (!(error instanceof FsError)) throw error;
-      await ctx.stderr.write(`ERROR: write failed: ${error.message}\n`);
-      return 1;
+    if (!toStdout) {
+      const recorded = h264 ? Buffer.concat(rawParts) : result.bytes;
+      const bytes = device.faults.current.screenrecordCorrupt ? corruptMedia(recorded) : recorded;
+      try {
+        device.fs.writeFile(path, bytes, ctx.caller, { mode: 0o660 });
+      } catch (error) {
+        if (!(error instanceof FsError)) throw error;
+        await ctx.stderr.write(`ERROR: write failed: ${error.message}\n`);
+        return 1;
+      }
     }
     if (killedBy !== undefined) return 128 + killedBy;
-    if (verbose) await ctx.stdout.write(`Encoder stopping; recorded ${result.frames} frames in ${Math.round((Date.now() - started) / 1000)} seconds\nStopping encoder and muxer\n`);
+    if (verbose && !toStdout) await ctx.stdout.write(`Encoder stopping; recorded ${result.frames} frames in ${Math.round((Date.now() - started) / 1000)} seconds\nStopping encoder and muxer\n`);
     return 0;
   } catch (error) {
     await ctx.stderr.write(`ERROR: ${(error as Error).message}\n`);
