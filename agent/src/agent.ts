@@ -40,6 +40,7 @@ import { loadAgentIdentity } from "./uplink/agent-identity.js";
 import { DeviceWatcher } from "./devices/device-watcher.js";
 import { adbServerListening } from "./adb/adb-probe.js";
 import { Uplink } from "./uplink/uplink.js";
+import { LiveScreens, serveScreenOver } from "./live-screen/live-screens.js";
 import { AdbTunnels } from "./adb-tunnel/adb-tunnels.js";
 import { serveAdbStreamOver } from "./adb-tunnel/adb-stream.js";
 import { rawAdbAction } from "./adb-tunnel/raw-adb-action.js";
@@ -133,6 +134,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   ios?.start();
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
+  const screens = new LiveScreens({ adb: opts.adb, serve: serveScreenOver(transport), log });
   const adbTunnels = new AdbTunnels({ adb: opts.adb, serve: serveAdbStreamOver(transport), physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId, log });
   const serviceDeps: AgentServiceDeps = {
     ownership,
@@ -146,6 +148,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     interactiveShell: interactiveShellAction(opts.adb, transport),
     adbTunnels,
     rawAdb: rawAdbAction(),
+    screens,
     install: installAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
@@ -240,6 +243,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       clearInterval(journalPoll);
       // Settled in the journal before it closes.
       await adbTunnels.stopAll("the agent is stopping");
+      screens.stopAll();
       await link.stop();
       database.close();
       hostJournal.close();

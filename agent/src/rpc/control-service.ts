@@ -63,6 +63,14 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
       await deps.adbTunnels.openStream(req, hopDeadline(callContext(ctx).deadlineMs));
       return {};
     },
+    startScreen(req) {
+      // Reads only: the phone must be one this agent sees, and nothing is locked.
+      const serial = serialOf(req.target);
+      if (!deps.watcher.device(serial)) throw farmError(Errors.DEVICE_NOT_FOUND, `no device ${serial} on this agent`, "target.serial");
+      if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(req.streamId)) throw invalidArgument("stream_id", "stream_id must be 1-128 letters, digits, '.', '_', ':' or '-'");
+      deps.screens.start(req.streamId, serial);
+      return {};
+    },
     drain(req) {
       deps.onDrainRequested(req.reason);
       return {};

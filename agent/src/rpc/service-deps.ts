@@ -13,6 +13,7 @@ import type { VideoSessions } from "../video/video-sessions.js";
 import type { IosDevices } from "../ios/ios-devices.js";
 import type { AdbTunnels } from "../adb-tunnel/adb-tunnels.js";
 import type { RawAdbRequest, RawAdbResult } from "../adb-tunnel/raw-adb-action.js";
+import type { LiveScreens } from "../live-screen/live-screens.js";
 
 /** What the agent's services work with. */
 export interface AgentServiceDeps {
@@ -29,6 +30,8 @@ export interface AgentServiceDeps {
   /** Remote adb tunnels open on this agent, and the action that holds a phone for one. */
   adbTunnels: AdbTunnels;
   rawAdb: ActionKind<RawAdbRequest, RawAdbResult>;
+  /** Live screens this agent streams to the coordinator. */
+  screens: LiveScreens;
   log: Logger;
   evidence: EvidenceDeps;
   video: VideoSessions;
