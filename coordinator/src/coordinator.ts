@@ -80,6 +80,7 @@ import { createByteStore, type ByteStoreKind } from "./bytes/byte-store.js";
 import { createBlobIndexStore } from "./evidence/blob-index-store.js";
 import { AdbStreamRelay } from "./adb-tunnels/adb-stream-relay.js";
 import { registerAdbTunnelService, registerAgentAdbService } from "./adb-tunnels/adb-tunnel-service.js";
+import { registerAgentScreenService, registerLiveScreenService, ScreenFeeds } from "./live-screen/live-screen-service.js";
 import { DEFAULT_TUNNEL_LIMITS, Tunnels, type TunnelLimits } from "./adb-tunnels/tunnels.js";
 
 export interface CoordinatorOptions {
@@ -165,6 +166,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const shellRelay = new ShellRelay();
   const tunnels = new Tunnels({ ...DEFAULT_TUNNEL_LIMITS, ...opts.adbTunnels });
   const adbRelay = new AdbStreamRelay();
+  const screenFeeds = new ScreenFeeds(log);
   const shared = database.dialect === "postgres";
   const bytes = createByteStore(opts.byteStore ?? (shared ? "database" : "files"), opts.dataDir, database);
   const blobs = new BlobStore(opts.dataDir, { index: createBlobIndexStore(database), bytes, quotaBytes: opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT, shared });
@@ -254,6 +256,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerReplicaService(router, { registry, relay: shellRelay });
       registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
       registerAgentAdbService(router, { relay: adbRelay });
+      registerLiveScreenService(router, { registry, leases, feeds: screenFeeds });
+      registerAgentScreenService(router, { feeds: screenFeeds, registry });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {
@@ -354,6 +358,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       // Waiting callers are told, but keep their place: the stored queue is
       // resumed by the next start (the CLI asks again with the same ticket).
       leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));
+      screenFeeds.endAll();
       await dual.close();
       await ocrPool?.close();
       await database.close();

@@ -2,7 +2,9 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
@@ -22,6 +24,8 @@ export const api = {
   watch: createClient(WatchService, transport),
   sessions: createClient(SessionService, transport),
   tunnels: createClient(AdbTunnelService, transport),
+  device: createClient(DeviceService, transport),
+  screen: createClient(LiveScreenService, transport),
 };
 
 export interface Me {

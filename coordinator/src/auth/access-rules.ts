@@ -1,3 +1,5 @@
+import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
+import { AgentScreenService } from "@farm/shared/gen/farm/v1/agent_screen_service_pb";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Access, rulesOf } from "@farm/shared/method-rules";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
@@ -53,6 +55,8 @@ export const coordinatorServices: readonly DescService[] = [
   ReplicaService,
   AdbTunnelService,
   AgentAdbService,
+  LiveScreenService,
+  AgentScreenService,
 ];
 
 /** The rule a method declares in the schema (farm.v1.rules), or undefined when it declares none. */

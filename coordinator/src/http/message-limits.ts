@@ -24,12 +24,12 @@ export interface MessageLimits {
 
 /**
  * Services whose responses are raw bytes on a hot path (a phone's adb
- * streams): never gzipped. Connect compresses any response over 1 KiB for a
+ * streams, its encoded screen): never gzipped. Connect compresses any response over 1 KiB for a
  * client that accepts gzip, which every Connect client does; on a 100 MiB
  * push that was most of a core for bytes that do not shrink (APKs, media),
  * and it capped a tunnel at a tenth of adb's own speed.
  */
-const uncompressed: ReadonlySet<string> = new Set(["farm.v1.AdbTunnelService", "farm.v1.AgentAdbService"]);
+const uncompressed: ReadonlySet<string> = new Set(["farm.v1.AdbTunnelService", "farm.v1.AgentAdbService", "farm.v1.LiveScreenService", "farm.v1.AgentScreenService"]);
 
 const control = (messageMaxBytes: number): MessageLimits => ({ messageMaxBytes, bodyMaxBytes: messageMaxBytes + 5 });
 /** Long-lived or upload streams: many messages; the body as a whole is bounded by what it may carry. */
@@ -62,6 +62,9 @@ const byService: Readonly<Record<string, MessageLimits>> = {
   // Remote adb: adb's payloads (at most 1 MiB) as bytes, for as long as a stream lasts (a push of a large file, logcat for hours).
   "farm.v1.AdbTunnelService": stream(chunked, 64 * GiB),
   "farm.v1.AgentAdbService": stream(chunked, 64 * GiB),
+  // Live screen: a viewer's request; the agent's frames (an H.264 key frame or a JPEG, well under 8 MiB).
+  "farm.v1.LiveScreenService": control(4 * KiB),
+  "farm.v1.AgentScreenService": stream(9 * MiB, 1024 * GiB),
   // Chunks and the manifest.
   "farm.v1.AgentEvidenceService": stream(8 * MiB, 2 * EVIDENCE_BUNDLE_MAX_BYTES),
 };

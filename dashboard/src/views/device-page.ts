@@ -4,6 +4,7 @@ import { ago, when } from "../format.js";
 import type { Session } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { activityDetail, sessionDuration, sessionHref, statusName } from "../test-session-format.js";
 import { batched, type View } from "../view.js";
+import { deviceScreen } from "./device-screen.js";
 import { deviceTunnels } from "./device-tunnels.js";
 
 /** Test sessions shown on a device's page; the rest are on the sessions page. */
@@ -21,8 +22,11 @@ export const devicePageView: View = (root, state, group) => {
   // Tunnels are read with the phone's aliases (state.follow), by its physical id: the page's key.
   const tunnels = deviceTunnels(state, group);
   const renderTunnels = batched(tunnels.render);
+  const screen = deviceScreen(state, group);
+  const renderScreen = batched(screen.render);
   root.append(
     head,
+    screen.el,
     h("div", { class: "columns" }, h("div", {}, table("Aliases (adb serials)", ["Serial", "Agent", "State", "Updated"], aliases), table("Properties", ["Property", "Value"], props)), shot),
     tunnels.el,
     h("div", { id: "device-test-sessions" }, table("Test sessions on this device, newest first", ["Session", "Status", "User", "Actions", "Started", "Duration"], testSessions), allSessions),
@@ -93,6 +97,7 @@ export const devicePageView: View = (root, state, group) => {
     sessionReload = setTimeout(() => void loadSessions().catch(() => undefined), 200);
   };
   const render = batched(() => {
+    renderScreen();
     const list = state.phone(group);
     const first = list[0];
     const p = first?.properties;
@@ -169,6 +174,7 @@ export const devicePageView: View = (root, state, group) => {
   }, 1_000);
   return () => {
     offs.forEach((off) => off());
+    screen.stop();
     clearInterval(tick);
     clearTimeout(sessionReload);
     unfollow();

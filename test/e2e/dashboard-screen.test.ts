@@ -1,0 +1,129 @@
+/// <reference lib="dom" />
+/**
+ * The live screen on the dashboard's device page, in a real browser
+ * (Debian's Chromium, WebCodecs decoding H.264) against `farm standalone`
+ * and a simulated phone whose screenrecord streams H.264 through ffmpeg.
+ * Screenshots go to test-artifacts/dashboard-screen/.
+ */
+import { mkdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SimDevice } from "../devsim/index.js";
+import type { UiNode } from "../devsim/screen/ui-node.js";
+import { farm } from "../support/farm-process.js";
+import { startLab, type Lab } from "../support/lab.js";
+
+const artifacts = fileURLToPath(new URL("../../test-artifacts/dashboard-screen/", import.meta.url));
+
+let lab: Lab;
+let phone: SimDevice;
+let serial = "";
+let physicalId = "";
+let aliceToken = "";
+let bobToken = "";
+let browser: Browser;
+
+async function signedIn(token: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.goto(`${String(lab.standalone.ready["url"])}/dashboard/`);
+  await page.getByLabel("User token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect.poll(() => page.locator("#nav").isVisible()).toBe(true);
+  await page.goto(`${String(lab.standalone.ready["url"])}/dashboard/#/devices/${encodeURIComponent(physicalId)}`);
+  return page;
+}
+
+function* walk(n: UiNode): Generator<UiNode> {
+  yield n;
+  for (const c of n.children) yield* walk(c);
+}
+
+/** Where on the page's canvas a labelled element of the phone's screen is. */
+async function canvasPointOf(page: Page, label: string): Promise<{ x: number; y: number }> {
+  const root = phone.state.screen.tree() as UiNode;
+  const node = [...walk(root)].find((n) => n.text === label && n.clickable);
+  if (!node) throw new Error(`no ${label} on the devsim screen`);
+  const display = phone.state.display.logicalSize;
+  const box = await page.locator("canvas.live-screen").boundingBox();
+  if (!box) throw new Error("no canvas");
+  const cx = (node.bounds.left + node.bounds.right) / 2;
+  const cy = (node.bounds.top + node.bounds.bottom) / 2;
+  return { x: box.x + (cx / display.width) * box.width, y: box.y + (cy / display.height) * box.height };
+}
+
+/** A cheap fingerprint of what the canvas shows now. */
+const canvasPixels = (page: Page) =>
+  page.evaluate(() => {
+    const c = document.querySelector("canvas.live-screen") as HTMLCanvasElement;
+    const d = c.getContext("2d")?.getImageData(0, 0, c.width, c.height).data;
+    if (!d) return { lit: 0, sum: 0 };
+    let lit = 0;
+    let sum = 0;
+    for (let i = 0; i < d.length; i += 4 * 97) {
+      const v = (d[i] ?? 0) + (d[i + 1] ?? 0) + (d[i + 2] ?? 0);
+      if (v > 30) lit++;
+      sum = (sum * 31 + v) % 1_000_000_007;
+    }
+    return { lit, sum };
+  });
+
+beforeAll(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  lab = await startLab("dashboard-screen");
+  // A 720x1600 phone keeps encoding cheap.
+  ({ device: phone, serial } = await lab.addDevice({ serialno: "DSCREEN01", profile: 3 }));
+  const listed = ((await farm(["devices"], lab.env)).json["devices"] as { serial: string; properties: { physicalId: string } }[]).find((d) => d.serial === serial);
+  physicalId = listed?.properties.physicalId ?? "";
+  await farm(["token", "create", "--kind", "user", "--name", "alice"], lab.env).then((r) => (aliceToken = String(r.json["token"])));
+  await farm(["token", "create", "--kind", "user", "--name", "bob"], lab.env).then((r) => (bobToken = String(r.json["token"])));
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await lab?.stop();
+});
+
+describe("the live screen on the device page", () => {
+  it("shows the lease holder the screen live; a click on Settings opens Settings; others see who holds it; the lease's end stops it", async () => {
+    const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+    expect(admin.length).toBeGreaterThan(0);
+    const alice = await signedIn(aliceToken);
+    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent()).toContain("Lease this phone");
+    await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
+
+    // Frames arrive and are decoded: the stats line names H.264 and the canvas is lit.
+    await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    await expect.poll(async () => (await canvasPixels(alice)).lit, { timeout: 10_000 }).toBeGreaterThan(100);
+    await alice.screenshot({ path: join(artifacts, "home.png"), fullPage: true });
+    const before = await canvasPixels(alice);
+
+    // Bob sees who holds it, and no screen.
+    const bob = await signedIn(bobToken);
+    await expect.poll(() => bob.locator('[data-cell="screen-status"]').textContent()).toContain("Leased by alice");
+    expect(await bob.locator("canvas.live-screen").isHidden()).toBe(true);
+
+    // A click on the Settings icon is a routed tap at the right place.
+    const at = await canvasPointOf(alice, "Settings");
+    await alice.mouse.click(at.x, at.y);
+    await expect.poll(() => phone.state.screen.focusedPackage, { timeout: 10_000 }).toBe("com.android.settings");
+    await expect.poll(async () => (await canvasPixels(alice)).sum, { timeout: 10_000 }).not.toBe(before.sum);
+    await alice.screenshot({ path: join(artifacts, "settings.png"), fullPage: true });
+    const activity = await farm(["activity", "--device", serial], lab.env);
+    expect(JSON.stringify(activity.json)).toContain("sendInput");
+
+    // The page holds the lease token it took; releasing the lease stops the stream within 2 s.
+    const token = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
+    expect(token).toBeTruthy();
+    const released = Date.now();
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: String(token) })).code).toBe(0);
+    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 2_000, interval: 50 }).toMatch(/lease/i);
+    expect(await alice.locator("canvas.live-screen").isHidden()).toBe(true);
+    expect(Date.now() - released).toBeLessThan(3_000);
+  });
+});
