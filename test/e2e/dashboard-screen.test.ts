@@ -9,7 +9,12 @@ import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createClient, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
+import { toErrorReport } from "@farm/shared/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimDevice } from "../devsim/index.js";
 import type { UiNode } from "../devsim/screen/ui-node.js";
@@ -26,7 +31,7 @@ let aliceToken = "";
 let bobToken = "";
 let browser: Browser;
 
-async function signedIn(token: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
+async function signedIn(token: string, viewport = { width: 1280, height: 900 }, phoneId = physicalId): Promise<Page> {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -34,7 +39,7 @@ async function signedIn(token: string, viewport = { width: 1280, height: 900 }):
   await page.getByLabel("User token").fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect.poll(() => page.locator("#nav").isVisible()).toBe(true);
-  await page.goto(`${String(lab.standalone.ready["url"])}/dashboard/#/devices/${encodeURIComponent(physicalId)}`);
+  await page.goto(`${String(lab.standalone.ready["url"])}/dashboard/#/devices/${encodeURIComponent(phoneId)}`);
   return page;
 }
 
@@ -43,10 +48,15 @@ function* walk(n: UiNode): Generator<UiNode> {
   for (const c of n.children) yield* walk(c);
 }
 
+/** The element showing this text, the clickable one first (an icon rather than its label). */
+const nodeWithText = (text: string) => {
+  const all = [...walk(phone.state.screen.tree() as UiNode)].filter((n) => n.text === text);
+  return all.find((n) => n.clickable) ?? all[0];
+};
+
 /** Where on the page's canvas a labelled element of the phone's screen is. */
 async function canvasPointOf(page: Page, label: string): Promise<{ x: number; y: number }> {
-  const root = phone.state.screen.tree() as UiNode;
-  const node = [...walk(root)].find((n) => n.text === label && n.clickable);
+  const node = nodeWithText(label);
   if (!node) throw new Error(`no ${label} on the devsim screen`);
   const display = phone.state.display.logicalSize;
   const box = await page.locator("canvas.live-screen").boundingBox();
@@ -91,8 +101,6 @@ afterAll(async () => {
 
 describe("the live screen on the device page", () => {
   it("shows the lease holder the screen live; a click on Settings opens Settings; others see who holds it; the lease's end stops it", async () => {
-    const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
-    expect(admin.length).toBeGreaterThan(0);
     const alice = await signedIn(aliceToken);
     await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent()).toContain("Lease this phone");
     await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
@@ -123,7 +131,66 @@ describe("the live screen on the device page", () => {
     const released = Date.now();
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: String(token) })).code).toBe(0);
     await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 2_000, interval: 50 }).toMatch(/lease/i);
-    expect(await alice.locator("canvas.live-screen").isHidden()).toBe(true);
+    await expect.poll(() => alice.locator("canvas.live-screen").isHidden(), { timeout: 2_000, interval: 50 }).toBe(true);
     expect(Date.now() - released).toBeLessThan(3_000);
   });
+
+  it("takes typing into a focused text field, fits a 375 px wide phone, and captures evidence of what is on screen", async () => {
+    const alice = await signedIn(aliceToken, { width: 375, height: 812 });
+    await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
+    await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    const box = await alice.locator("canvas.live-screen").boundingBox();
+    expect(box && box.x + box.width).toBeLessThanOrEqual(375);
+
+    await alice.getByRole("button", { name: "Home" }).click();
+    await expect.poll(() => phone.state.screen.focusedPackage, { timeout: 10_000 }).toBe("com.android.launcher3");
+    await expect.poll(async () => nodeWithText("Farm Demo") !== undefined).toBe(true);
+    // The buttons are under the phone: pressing one scrolled the page.
+    await alice.evaluate(() => window.scrollTo(0, 0));
+    let at = await canvasPointOf(alice, "Farm Demo");
+    await alice.mouse.click(at.x, at.y);
+    await expect.poll(() => nodeWithText("Your name") !== undefined, { timeout: 10_000 }).toBe(true);
+    at = await canvasPointOf(alice, "Your name");
+    await alice.mouse.click(at.x, at.y);
+    await alice.keyboard.type("hello farm");
+    await expect.poll(() => nodeWithText("hello farm") !== undefined, { timeout: 10_000 }).toBe(true);
+    await alice.screenshot({ path: join(artifacts, "typed-375.png"), fullPage: true });
+
+    await alice.getByRole("button", { name: "Capture evidence" }).click();
+    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 20_000 }).toMatch(/^Captured evidence [0-9a-f]{8}\.$/);
+
+    const token = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: String(token) })).code).toBe(0);
+  });
+
+  it("refuses the screen and the controls to a user without the lease; an admin watches JPEG images from a phone without H.264", async () => {
+    const acquired = await farm(["lease", "acquire", "--device", serial], { ...lab.env, FARM_TOKEN: aliceToken });
+    const leaseToken = (acquired.json["lease"] as { token: string }).token;
+    const as = (token: string): Interceptor => (next) => (req) => {
+      req.header.set("authorization", `Bearer ${token}`);
+      return next(req);
+    };
+    const url = String(lab.standalone.ready["url"]);
+    const bob = createGrpcTransport({ baseUrl: url, interceptors: [as(bobToken)] });
+    const watch = async () => {
+      for await (const _ of createClient(LiveScreenService, bob).watchScreen({ target: { serial } })) return "watched";
+      return "ended";
+    };
+    expect(toErrorReport(await watch().catch((e: unknown) => e))).toMatchObject({ code: "LEASE_HELD_BY_OTHER", message: expect.stringContaining("alice") });
+    const tap = await createClient(DeviceService, bob).sendInput({ target: { serial }, kind: { case: "tap", value: { x: 10, y: 10 } } }).catch((e: unknown) => e);
+    expect(tap).toBeInstanceOf(ConnectError);
+    expect(toErrorReport(tap)).toMatchObject({ code: "LEASE_HELD_BY_OTHER", dispatched: false });
+
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken })).code).toBe(0);
+
+    // A phone with no encoder: the admin's view falls back to images.
+    const other = await lab.addDevice({ serialno: "DSCREEN02", profile: 3 });
+    other.device.faults.set({ screenrecordFails: true });
+    const otherId = ((await farm(["devices"], lab.env)).json["devices"] as { serial: string; properties: { physicalId: string } }[]).find((d) => d.serial === other.serial)?.properties.physicalId ?? "";
+    const admin = await signedIn((await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim(), undefined, otherId);
+    await expect.poll(() => admin.locator('[data-cell="screen-stats"]').textContent(), { timeout: 30_000 }).toMatch(/JPEG images/);
+    await expect.poll(async () => (await canvasPixels(admin)).lit, { timeout: 10_000 }).toBeGreaterThan(100);
+    await admin.screenshot({ path: join(artifacts, "jpeg-fallback.png"), fullPage: true });
+  });
 });
+
