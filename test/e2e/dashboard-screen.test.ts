@@ -16,7 +16,7 @@ import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import { toErrorReport } from "@farm/shared/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SimDevice } from "../devsim/index.js";
+import { runAdb, type SimDevice } from "../devsim/index.js";
 import type { UiNode } from "../devsim/screen/ui-node.js";
 import { farm } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
@@ -155,6 +155,21 @@ describe("the live screen on the device page", () => {
     await alice.keyboard.type("hello farm");
     await expect.poll(() => nodeWithText("hello farm") !== undefined, { timeout: 10_000 }).toBe(true);
     await alice.screenshot({ path: join(artifacts, "typed-375.png"), fullPage: true });
+
+    // Turned to landscape: the stream restarts in the new shape and a click still lands where it is aimed.
+    expect((await runAdb(lab.adb.port, ["-s", serial, "shell", "settings put system user_rotation 1"])).code).toBe(0);
+    try {
+      await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 10_000 }).toMatch(/^1600×720 /);
+      await alice.getByRole("button", { name: "Home" }).click();
+      await expect.poll(() => phone.state.screen.focusedPackage, { timeout: 10_000 }).toBe("com.android.launcher3");
+      await alice.evaluate(() => window.scrollTo(0, 0));
+      at = await canvasPointOf(alice, "Settings");
+      await alice.mouse.click(at.x, at.y);
+      await expect.poll(() => phone.state.screen.focusedPackage, { timeout: 10_000 }).toBe("com.android.settings");
+      await alice.screenshot({ path: join(artifacts, "landscape-settings.png"), fullPage: true });
+    } finally {
+      await runAdb(lab.adb.port, ["-s", serial, "shell", "settings put system user_rotation 0"]);
+    }
 
     await alice.getByRole("button", { name: "Capture evidence" }).click();
     await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 20_000 }).toMatch(/^Captured evidence [0-9a-f]{8}\.$/);

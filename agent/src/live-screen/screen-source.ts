@@ -22,6 +22,14 @@ const FIRST_FRAME_MS = 5_000;
 const IMAGE_MAX_FPS = 4;
 /** Long side of a fallback image: enough to read and tap, small enough to send a few a second. */
 const IMAGE_MAX_SIDE = 1280;
+/** How often the rotation is read while streaming: a turned phone restarts the stream in its new shape. */
+const ROTATION_POLL_MS = 1_500;
+
+interface Display {
+  width: number;
+  height: number;
+  rotation: number;
+}
 
 export interface ScreenSourceOptions {
   adb: AdbServerAddress;
@@ -33,12 +41,32 @@ export interface ScreenSourceOptions {
 }
 
 /** The display in input coordinates: `wm size`, turned by the current rotation. */
-export async function displayOf(adb: AdbServerAddress, serial: string, signal: AbortSignal): Promise<{ width: number; height: number }> {
-  const [size, input] = await Promise.all([shellV2(adb, serial, "wm size", signal), shellV2(adb, serial, "dumpsys input", signal)]);
+export async function displayOf(adb: AdbServerAddress, serial: string, signal: AbortSignal): Promise<Display> {
+  const [size, rotation] = await Promise.all([shellV2(adb, serial, "wm size", signal), rotationOf(adb, serial, signal)]);
   const s = parseWmSize(size.stdout.toString("utf8"));
   if (!s) throw new Error("the display size (wm size) could not be read");
-  const rotation = parseRotation(input.stdout.toString("utf8")) ?? 0;
-  return rotation % 2 === 1 ? { width: s.height, height: s.width } : s;
+  return rotation % 2 === 1 ? { width: s.height, height: s.width, rotation } : { ...s, rotation };
+}
+
+async function rotationOf(adb: AdbServerAddress, serial: string, signal: AbortSignal): Promise<number> {
+  return parseRotation((await shellV2(adb, serial, "dumpsys input", signal)).stdout.toString("utf8")) ?? 0;
+}
+
+/** Calls `onTurn` once the phone's rotation is no longer `rotation`; returns what stops watching. */
+function watchRotation(opts: ScreenSourceOptions, rotation: number, onTurn: () => void): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const poll = async () => {
+    const now = await rotationOf(opts.adb, opts.serial, opts.signal).catch(() => rotation);
+    if (stopped) return;
+    if (now !== rotation) return onTurn();
+    timer = setTimeout(() => void poll(), ROTATION_POLL_MS);
+  };
+  timer = setTimeout(() => void poll(), ROTATION_POLL_MS);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 /**
@@ -51,8 +79,8 @@ export async function runScreen(opts: ScreenSourceOptions): Promise<void> {
   while (!opts.signal.aborted) {
     const display = await displayOf(opts.adb, opts.serial, opts.signal);
     if (h264) {
-      const frames = await streamH264(opts, display);
-      if (frames === 0 && !opts.signal.aborted) {
+      const { frames, turned } = await streamH264(opts, display);
+      if (frames === 0 && !turned && !opts.signal.aborted) {
         h264 = false;
         opts.log.info("no H.264 from screenrecord; the live screen falls back to screencap images", { serial: opts.serial });
       }
@@ -62,11 +90,17 @@ export async function runScreen(opts: ScreenSourceOptions): Promise<void> {
   }
 }
 
-/** One screenrecord run: its frames, until it ends or the stream is stopped; returns how many frames it gave. */
-async function streamH264(opts: ScreenSourceOptions, display: { width: number; height: number }): Promise<number> {
+/** One screenrecord run, until it ends, the phone turns or the stream is stopped: how many frames it gave, and whether the phone turned. */
+async function streamH264(opts: ScreenSourceOptions, display: Display): Promise<{ frames: number; turned: boolean }> {
   const { socket, leftover } = await openDeviceService(opts.adb, opts.serial, `exec:screenrecord --output-format=h264 --time-limit ${RECORD_LIMIT_S} -`, opts.signal);
   const splitter = new AccessUnitSplitter();
   let frames = 0;
+  let turned = false;
+  // screenrecord keeps the shape it started with: a turned phone needs a new one.
+  const unwatch = watchRotation(opts, display.rotation, () => {
+    turned = true;
+    socket.destroy();
+  });
   let formatSent = false;
   const stop = () => socket.destroy();
   opts.signal.addEventListener("abort", stop, { once: true });
@@ -90,11 +124,12 @@ async function streamH264(opts: ScreenSourceOptions, display: { width: number; h
   } catch (err) {
     if (!opts.signal.aborted) opts.log.warn("the live screen's H.264 stream failed", { serial: opts.serial, error: (err as Error).message });
   } finally {
+    unwatch();
     clearTimeout(noFrame);
     opts.signal.removeEventListener("abort", stop);
     socket.destroy();
   }
-  return frames;
+  return { frames, turned };
 }
 
 /** Reads the socket through the splitter; a short pause flushes the frame the bytes so far end. */
@@ -142,18 +177,26 @@ export function codecOf(keyFrame: Buffer): string {
   return "avc1.42E01E";
 }
 
-/** screencap as JPEG, a few times a second, until the stream is stopped. */
-async function streamImages(opts: ScreenSourceOptions, display: { width: number; height: number }): Promise<void> {
+/** screencap as JPEG, a few times a second, until the stream is stopped or the phone turns. */
+async function streamImages(opts: ScreenSourceOptions, display: Display): Promise<void> {
   await opts.emit(create(ScreenEventSchema, { kind: { case: "format", value: { codec: "image/jpeg", displayWidth: display.width, displayHeight: display.height } } }));
-  while (!opts.signal.aborted) {
-    const started = Date.now();
-    const png = await readAll(opts, "exec:screencap -p");
-    if (png.length === 0) throw new Error("screencap gave nothing");
-    const jpeg = await sharp(png).resize(IMAGE_MAX_SIDE, IMAGE_MAX_SIDE, { fit: "inside", withoutEnlargement: true }).jpeg({ quality: 70 }).toBuffer();
-    await opts.emit(create(ScreenEventSchema, { kind: { case: "frame", value: { data: jpeg, key: true, capturedUnixMs: BigInt(started) } } }));
-    const wait = started + 1000 / IMAGE_MAX_FPS - Date.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  let turned = false;
+  const unwatch = watchRotation(opts, display.rotation, () => (turned = true));
+  try {
+    while (!opts.signal.aborted && !turned) await sendImage(opts);
+  } finally {
+    unwatch();
   }
+}
+
+async function sendImage(opts: ScreenSourceOptions): Promise<void> {
+  const started = Date.now();
+  const png = await readAll(opts, "exec:screencap -p");
+  if (png.length === 0) throw new Error("screencap gave nothing");
+  const jpeg = await sharp(png).resize(IMAGE_MAX_SIDE, IMAGE_MAX_SIDE, { fit: "inside", withoutEnlargement: true }).jpeg({ quality: 70 }).toBuffer();
+  await opts.emit(create(ScreenEventSchema, { kind: { case: "frame", value: { data: jpeg, key: true, capturedUnixMs: BigInt(started) } } }));
+  const wait = started + 1000 / IMAGE_MAX_FPS - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 }
 
 async function readAll(opts: ScreenSourceOptions, service: string): Promise<Buffer> {
