@@ -83,6 +83,7 @@ bench: build
 	node test/dist/bench/replicas.js
 	node test/dist/bench/byte-store.js
 	node test/dist/bench/adb-tunnel.js
+	node test/dist/bench/live-screen.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

@@ -39,6 +39,7 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
   let decoder: VideoDecoder | undefined;
   let waitKey = true;
   let frames = 0;
+  let drawn = 0;
   let fps = 0;
   let latencyMs = 0;
   const fpsTimer = setInterval(() => {
@@ -65,6 +66,8 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
     }
     ctx2d?.drawImage(source, 0, 0, width, height);
     frames++;
+    // Frames drawn so far: what tests and the latency bench wait on.
+    canvas.dataset["drawn"] = String(++drawn);
   };
 
   const stopWatching = () => {
