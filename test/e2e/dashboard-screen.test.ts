@@ -207,5 +207,40 @@ describe("the live screen on the device page", () => {
     await expect.poll(async () => (await canvasPixels(admin)).lit, { timeout: 10_000 }).toBeGreaterThan(100);
     await admin.screenshot({ path: join(artifacts, "jpeg-fallback.png"), fullPage: true });
   });
+
+  it("keeps a viewer that stops reading from growing the coordinator's memory: it restarts at key frames instead", async () => {
+    const url = String(lab.standalone.ready["url"]);
+    const adminToken = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+    const metric = async (name: string) => {
+      const line = (await (await fetch(`${url}/metrics`)).text()).split("\n").find((l) => l.startsWith(`${name} `));
+      return line === undefined ? undefined : Number(line.split(" ")[1]);
+    };
+    const auth: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${adminToken}`);
+      return next(req);
+    };
+    // A client with HTTP/2's default 64 KiB window, which reads the format and then nothing.
+    const stop = new AbortController();
+    const stalled = createClient(LiveScreenService, createGrpcTransport({ baseUrl: url, interceptors: [auth] })).watchScreen({ target: { serial } }, { signal: stop.signal })[Symbol.asyncIterator]();
+    expect((await stalled.next()).value?.event?.kind.case).toBe("format");
+    const resyncsBefore = (await metric("farm_live_screen_resyncs_total")) ?? 0;
+    let flip = false;
+    const driver = setInterval(() => {
+      flip = !flip;
+      if (flip) phone.state.screen.start("com.android.settings");
+      else phone.state.screen.home();
+    }, 50);
+    try {
+      await expect.poll(async () => ((await metric("farm_live_screen_resyncs_total")) ?? 0) > resyncsBefore, { timeout: 20_000, interval: 250 }).toBe(true);
+      // What waits for it stays under its bound (4 MiB), however long it stalls.
+      for (let i = 0; i < 4; i++) {
+        expect(await metric("farm_live_screen_queued_bytes")).toBeLessThanOrEqual(4 * 1024 * 1024);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    } finally {
+      clearInterval(driver);
+      stop.abort();
+    }
+  });
 });
 

@@ -15,8 +15,37 @@ export interface CoordinatorMetrics {
  * state at scrape time; routed actions count from the activity log (loaded
  * once, then incremented), so the counter survives restarts.
  */
-export async function coordinatorMetrics(src: { registry: Registry; leases: LeaseManager; activity: ActivityLog; evidence: EvidenceStore; videos: VideoSessionIndex }): Promise<CoordinatorMetrics> {
+export async function coordinatorMetrics(src: {
+  registry: Registry;
+  leases: LeaseManager;
+  activity: ActivityLog;
+  evidence: EvidenceStore;
+  videos: VideoSessionIndex;
+  screens?: { stats(): { phones: number; viewers: number; queuedBytes: number; resyncs: number } };
+}): Promise<CoordinatorMetrics> {
   const registry = new MetricsRegistry();
+  const screens = src.screens;
+  if (screens) {
+    new Gauge({ name: "farm_live_screens", help: "Phones whose live screen is being streamed", registers: [registry], collect() { this.set(screens.stats().phones); } });
+    new Gauge({ name: "farm_live_screen_viewers", help: "Live screen viewers connected", registers: [registry], collect() { this.set(screens.stats().viewers); } });
+    new Gauge({
+      name: "farm_live_screen_queued_bytes",
+      help: "Frame bytes waiting for live screen viewers (each viewer's are bounded; one that falls behind restarts at a key frame)",
+      registers: [registry],
+      collect() {
+        this.set(screens.stats().queuedBytes);
+      },
+    });
+    new Counter({
+      name: "farm_live_screen_resyncs_total",
+      help: "Times a live screen viewer fell behind and was restarted at the last key frame",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(screens.stats().resyncs);
+      },
+    });
+  }
   new Gauge({
     name: "farm_agents",
     help: "Agents by state (online, offline, draining)",

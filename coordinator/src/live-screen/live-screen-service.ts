@@ -33,6 +33,8 @@ interface Running {
 export class ScreenFeeds {
   private readonly byPhone = new Map<string, Running>();
   private readonly byStream = new Map<string, Running>();
+  /** Resynchronizations of viewers that have left. */
+  private pastResyncs = 0;
 
   constructor(private readonly log: Logger) {}
 
@@ -72,6 +74,7 @@ export class ScreenFeeds {
 
   /** A viewer left: the last one lets the feed go after a short while. */
   left(physicalId: string, r: Running, viewer: ScreenViewer): void {
+    this.pastResyncs += viewer.resyncs;
     if (r.feed.leave(viewer) > 0 || this.byPhone.get(physicalId) !== r) return;
     r.linger = setTimeout(() => {
       if (r.feed.viewerCount === 0) this.end(physicalId, r, null);
@@ -89,9 +92,16 @@ export class ScreenFeeds {
     if (err) this.log.info("live screen ended", { physicalId, error: err.message });
   }
 
-  /** Phones whose screens are streamed now. */
-  get size(): number {
-    return this.byPhone.size;
+  /** For metrics: phones streamed now, their viewers, the bytes waiting for those, and resynchronizations so far. */
+  stats(): { phones: number; viewers: number; queuedBytes: number; resyncs: number } {
+    const all = { phones: this.byPhone.size, viewers: 0, queuedBytes: 0, resyncs: this.pastResyncs };
+    for (const r of this.byPhone.values()) {
+      const s = r.feed.stats();
+      all.viewers += s.viewers;
+      all.queuedBytes += s.queuedBytes;
+      all.resyncs += s.resyncs;
+    }
+    return all;
   }
 
   endAll(): void {

@@ -66,4 +66,16 @@ describe("screen feed", () => {
     feed.join(late);
     await expect(late[Symbol.asyncIterator]().next()).rejects.toBe(gone);
   });
+
+  it("sends a viewer more than 1.5 s behind the phone back to the last key frame, however small its backlog", async () => {
+    const feed = new ScreenFeed();
+    const v = new ScreenViewer();
+    const at = (id: number, key: boolean, ms: number) => create(ScreenEventSchema, { kind: { case: "frame", value: { data: new Uint8Array(4).fill(id), key, capturedUnixMs: BigInt(ms) } } });
+    publish(feed, format(), at(1, true, 0));
+    feed.join(v);
+    publish(feed, at(2, false, 500), at(3, false, 1_000), at(4, true, 1_400), at(5, false, 1_600));
+    expect(v.resyncs).toBe(1);
+    expect(await drain(v, feed)).toEqual(["F", "K4", "d5"]);
+  });
 });
+

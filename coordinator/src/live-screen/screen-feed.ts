@@ -3,6 +3,8 @@ import type { ScreenEvent, ScreenFormat, ScreenFrame } from "@farm/shared/gen/fa
 /** What one viewer may have waiting before it is resynchronized at a key frame. */
 export const VIEWER_MAX_BYTES = 4 * 1024 * 1024;
 export const VIEWER_MAX_FRAMES = 120;
+/** A viewer this far behind the phone (oldest waiting frame to newest) is resynchronized: a live view shows now, not a backlog. */
+export const VIEWER_MAX_LAG_MS = 1_500;
 /** Frames kept since the last key frame, for viewers that join or fall behind; past this, they wait for the next key frame. */
 export const GOP_MAX_BYTES = 8 * 1024 * 1024;
 
@@ -60,6 +62,17 @@ export class ScreenFeed {
     return this.viewers.size;
   }
 
+  /** Bytes waiting for this feed's viewers, and how often they were resynchronized. */
+  stats(): { viewers: number; queuedBytes: number; resyncs: number } {
+    let queuedBytes = 0;
+    let resyncs = 0;
+    for (const v of this.viewers) {
+      queuedBytes += v.queuedBytes;
+      resyncs += v.resyncs;
+    }
+    return { viewers: this.viewers.size, queuedBytes, resyncs };
+  }
+
   /** The phone's stream ended: every viewer's does, with `err` (or normally). */
   end(err: Error | null): void {
     if (this.endedWith !== undefined) return;
@@ -100,7 +113,7 @@ export class ScreenViewer implements AsyncIterable<ScreenItem> {
   offer(frame: ScreenFrame, feed: ScreenFeed): void {
     if (this.endedWith !== undefined) return;
     if (this.needKey && !frame.key) return;
-    if (this.bytes + frame.data.length > VIEWER_MAX_BYTES || this.items.length >= VIEWER_MAX_FRAMES) {
+    if (this.bytes + frame.data.length > VIEWER_MAX_BYTES || this.items.length >= VIEWER_MAX_FRAMES || this.lagMs(frame) > VIEWER_MAX_LAG_MS) {
       this.resyncs++;
       // The feed already holds this frame: its snapshot ends with it.
       this.resync(feed);
@@ -135,6 +148,12 @@ export class ScreenViewer implements AsyncIterable<ScreenItem> {
 
   get queuedBytes(): number {
     return this.bytes;
+  }
+
+  /** How far the oldest frame still waiting is behind this one. */
+  private lagMs(frame: ScreenFrame): number {
+    const oldest = this.items.find((i) => i.case === "frame");
+    return oldest ? Number(frame.capturedUnixMs - (oldest.value as ScreenFrame).capturedUnixMs) : 0;
   }
 
   private put(item: ScreenItem): void {
