@@ -97,6 +97,13 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
           decoder = undefined;
           waitKey = true;
           if (format.codec !== "image/jpeg") {
+            // WebCodecs exists only on secure pages: https, or http to localhost.
+            if (typeof VideoDecoder === "undefined") {
+              say("This browser cannot decode the phone's video here: WebCodecs needs the dashboard over https (farm coordinator --tls-cert, --tls-key) or on localhost.", true);
+              abort.abort();
+              failedFor = attemptKey(serial);
+              return;
+            }
             decoder = new VideoDecoder({
               output: (frame) => {
                 draw(frame, frame.displayWidth, frame.displayHeight);
