@@ -174,8 +174,20 @@ describe("the live screen on the device page", () => {
     await alice.getByRole("button", { name: "Capture evidence" }).click();
     await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 20_000 }).toMatch(/^Captured evidence [0-9a-f]{8}\.$/);
 
-    const token = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
-    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: String(token) })).code).toBe(0);
+    // With a recorded session of hers running on the phone, what she does on the page becomes its steps.
+    const token = String(await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`));
+    const aliceEnv = { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: token, FARM_DEVICE: serial };
+    const started = await farm(["session", "start", "--name", "from the page"], aliceEnv);
+    expect(started.code, started.stdout + started.stderr).toBe(0);
+    const sessionId = String((started.json["session"] as { sessionId: string }).sessionId);
+    await expect.poll(() => alice.locator('[data-cell="screen-session"]').textContent(), { timeout: 5_000 }).toContain("from the page");
+    await alice.getByRole("button", { name: "Back" }).click();
+    await expect
+      .poll(async () => JSON.stringify((await farm(["session", "show", sessionId], aliceEnv)).json["steps"] ?? []), { timeout: 15_000 })
+      .toContain("KEYCODE_BACK");
+    expect((await farm(["session", "end", "--session", sessionId, "--status", "passed"], aliceEnv)).code).toBe(0);
+
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: token })).code).toBe(0);
   });
 
   it("refuses the screen and the controls to a user without the lease; an admin watches JPEG images from a phone without H.264", async () => {

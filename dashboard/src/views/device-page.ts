@@ -150,6 +150,8 @@ export const devicePageView: View = (root, state, group) => {
       if ((state.phone(group)[0]?.properties?.physicalId ?? "") !== sessionsOf) reloadSessionsSoon();
     }),
     state.on("testSessions", (id) => {
+      // A session of yours starting or ending here changes where the live screen's input goes.
+      renderScreen();
       const s = id === undefined ? undefined : state.testSessions.get(id);
       // A new session of this phone, or one shown here that changed.
       if (id === undefined || (s && s.physicalId === sessionsOf && !sessionRows.some((r) => r.sessionId === id))) reloadSessionsSoon();

@@ -1,6 +1,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { ScreenFormat } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import { api } from "../api.js";
+import { sessionHref, statusName } from "../test-session-format.js";
 import { h, replaceChildren } from "../dom.js";
 import type { LiveState } from "../live-state.js";
 
@@ -26,10 +27,11 @@ const tokenKey = (physicalId: string) => `farm.lease.${physicalId}`;
 export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLElement; render: () => void; stop: () => void } {
   const canvas = h("canvas", { class: "live-screen", tabindex: "0", "aria-label": "Live screen: click to tap, drag to swipe, type to send keys" }) as HTMLCanvasElement;
   const stats = h("p", { class: "count", "data-cell": "screen-stats" });
+  const recording = h("p", { class: "count", "data-cell": "screen-session" });
   const status = h("p", { role: "status", "data-cell": "screen-status" });
   const controls = h("div", { class: "screen-controls" });
   // The status goes under the canvas: a message must not move what the pointer is aiming at.
-  const el = h("section", { id: "device-screen" }, h("h2", {}, "Live screen"), canvas, stats, controls, status);
+  const el = h("section", { id: "device-screen" }, h("h2", {}, "Live screen"), canvas, stats, recording, controls, status);
   const ctx2d = canvas.getContext("2d");
   let watching: AbortController | undefined;
   let watchingSerial = "";
@@ -153,13 +155,22 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
     return { x: Math.min(Math.max(x, 0), format.displayWidth - 1), y: Math.min(Math.max(y, 0), format.displayHeight - 1) };
   };
 
+  /** Your running recorded session on this phone, if any: input from the page goes into its timeline. */
+  const activeSession = () => {
+    for (const s of state.testSessions.values()) {
+      if (s.physicalId === physicalId && s.owner === state.me?.name && !s.endTime && statusName(s.status) === "running") return s;
+    }
+    return undefined;
+  };
+
   const send = async (kind: Parameters<typeof api.device.sendInput>[0]["kind"]) => {
     const serial = watchingSerial;
     const token = leaseToken();
     if (!serial) return;
     if (!token) return say("Paste your lease token below to control the phone (or take it from here).", true);
+    const session = activeSession();
     try {
-      await api.device.sendInput({ target: { serial }, kind }, { headers: { "x-farm-lease": token } });
+      await api.device.sendInput({ target: { serial }, kind }, { headers: { "x-farm-lease": token, ...(session ? { "x-farm-session": session.sessionId } : {}) } });
     } catch (err) {
       say(`Input refused: ${ConnectError.from(err).rawMessage}`, true);
     }
@@ -265,6 +276,8 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
       return;
     }
     canvas.hidden = false;
+    const session = activeSession();
+    replaceChildren(recording, session ? ["Input goes into your session ", h("a", { href: sessionHref(session.sessionId) }, session.name || session.sessionId.slice(0, 8)), " as steps."] : "");
     replaceChildren(
       controls,
       keyButton("Back", "KEYCODE_BACK"),
