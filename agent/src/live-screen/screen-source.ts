@@ -38,6 +38,8 @@ export interface ScreenSourceOptions {
   emit: (event: ScreenEvent) => Promise<void>;
   signal: AbortSignal;
   log: Logger;
+  /** screenrecord's --time-limit (seconds); tests shorten it to see the restart. */
+  recordLimitS?: number;
 }
 
 /** The display in input coordinates: `wm size`, turned by the current rotation. */
@@ -92,7 +94,7 @@ export async function runScreen(opts: ScreenSourceOptions): Promise<void> {
 
 /** One screenrecord run, until it ends, the phone turns or the stream is stopped: how many frames it gave, and whether the phone turned. */
 async function streamH264(opts: ScreenSourceOptions, display: Display): Promise<{ frames: number; turned: boolean }> {
-  const { socket, leftover } = await openDeviceService(opts.adb, opts.serial, `exec:screenrecord --output-format=h264 --time-limit ${RECORD_LIMIT_S} -`, opts.signal);
+  const { socket, leftover } = await openDeviceService(opts.adb, opts.serial, `exec:screenrecord --output-format=h264 --time-limit ${opts.recordLimitS ?? RECORD_LIMIT_S} -`, opts.signal);
   const splitter = new AccessUnitSplitter();
   let frames = 0;
   let turned = false;
