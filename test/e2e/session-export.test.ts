@@ -47,6 +47,8 @@ beforeAll(async () => {
   lab = await startLab("session-export");
   await mkdir(join(lab.dir.path, "out"));
   ({ serial, device: phone } = await lab.addDevice({ serialno: "SESSEXP01" }));
+  // Screenshots are compared across steps: a minute turning over in the status bar between two would differ.
+  phone.state.renderer.clock = () => new Date(Date.UTC(2026, 0, 1, 12, 0));
 }, 120_000);
 
 afterAll(async () => {

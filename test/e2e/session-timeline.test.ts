@@ -70,6 +70,8 @@ afterAll(async () => {
 describe("session timeline", () => {
   it("records a tap that changes the screen with distinct before and after screenshots, and an unchanged screen once", async () => {
     const { device, serial } = await lab.addDevice({ serialno: "TLINE0001" });
+    // Screenshots are compared across steps: a minute turning over in the status bar between two would differ.
+    device.state.renderer.clock = () => new Date(Date.UTC(2026, 0, 1, 12, 0));
     const { id, env } = await leaseAndSession(serial);
     const [x, y] = iconCentre(device, "Settings");
     const tap = await farm(["input", "tap", String(x), String(y)], env);

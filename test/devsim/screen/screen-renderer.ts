@@ -20,6 +20,8 @@ export interface Frame {
  */
 export class ScreenRenderer {
   private cache: { key: string; png?: Buffer; frame?: Frame } | undefined;
+  /** The status bar's time (HH:MM, UTC). Tests comparing screenshots taken seconds apart fix it: a minute turning over changes the image. */
+  clock: () => Date = () => new Date();
 
   constructor(private readonly screen: ScreenModel) {}
 
@@ -28,7 +30,7 @@ export class ScreenRenderer {
     const display = this.screen.display;
     const { width, height } = display.logicalSize;
     const tree = this.screen.tree();
-    const now = new Date();
+    const now = this.clock();
     const clock = `${String(now.getUTCHours()).padStart(2, '0')}:${String(now.getUTCMinutes()).padStart(2, '0')}`;
     const svg = tree ? renderSvg(tree, display, clock) : undefined;
     return { key: svg ?? `off:${width}x${height}`, svg, width, height };
