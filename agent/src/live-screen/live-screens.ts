@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
+import { BoundedQueue } from "@farm/shared/bounded-queue";
 import { Errors, farmError } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { AgentScreenService, ServeScreenRequestSchema, type ServeScreenRequest, type ServeScreenResponse } from "@farm/shared/gen/farm/v1/agent_screen_service_pb";
@@ -50,7 +51,9 @@ export class LiveScreens {
   }
 
   private async run(streamId: string, serial: string, stop: AbortController): Promise<void> {
-    const outgoing = new BoundedQueue<ServeScreenRequest>(QUEUED_EVENTS, stop.signal);
+    // Bounded: a slow coordinator slows the phone's stream instead of filling memory.
+    const outgoing = new BoundedQueue<ServeScreenRequest>(QUEUED_EVENTS);
+    stop.signal.addEventListener("abort", () => outgoing.close(), { once: true });
     await outgoing.push(create(ServeScreenRequestSchema, { kind: { case: "streamId", value: streamId } }));
     // The call's end (the coordinator is done with it) stops the phone's stream.
     const call = (async () => {
@@ -64,7 +67,7 @@ export class LiveScreens {
         stop.abort();
       }
     })();
-    const emit = (event: ScreenEvent) => outgoing.push(create(ServeScreenRequestSchema, { kind: { case: "event", value: event } }));
+    const emit = async (event: ScreenEvent) => void (await outgoing.push(create(ServeScreenRequestSchema, { kind: { case: "event", value: event } })));
     try {
       await runScreen({ adb: this.opts.adb, serial, emit, signal: stop.signal, log: this.opts.log });
     } catch (err) {
@@ -77,53 +80,3 @@ export class LiveScreens {
   }
 }
 
-/** The requests of one call: `push` waits while `max` wait to be sent, so the phone's stream slows instead of memory growing. */
-class BoundedQueue<T> implements AsyncIterable<T> {
-  private readonly items: T[] = [];
-  private closed = false;
-  private readable: (() => void) | undefined;
-  private writable: (() => void) | undefined;
-
-  constructor(
-    private readonly max: number,
-    signal: AbortSignal,
-  ) {
-    signal.addEventListener("abort", () => this.close(), { once: true });
-  }
-
-  async push(item: T): Promise<void> {
-    while (!this.closed && this.items.length >= this.max) await new Promise<void>((resolve) => (this.writable = resolve));
-    if (this.closed) return;
-    this.items.push(item);
-    this.wake("readable");
-  }
-
-  close(): void {
-    this.closed = true;
-    this.wake("readable");
-    this.wake("writable");
-  }
-
-  private wake(which: "readable" | "writable"): void {
-    const w = this[which];
-    this[which] = undefined;
-    w?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<T, void, undefined> {
-    try {
-      for (;;) {
-        const item = this.items.shift();
-        if (item !== undefined) {
-          this.wake("writable");
-          yield item;
-          continue;
-        }
-        if (this.closed) return;
-        await new Promise<void>((resolve) => (this.readable = resolve));
-      }
-    } finally {
-      this.close();
-    }
-  }
-}
