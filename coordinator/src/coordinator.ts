@@ -257,7 +257,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
       registerAgentAdbService(router, { relay: adbRelay });
       registerLiveScreenService(router, { registry, leases, feeds: screenFeeds });
-      registerAgentScreenService(router, { feeds: screenFeeds, registry });
+      registerAgentScreenService(router, { feeds: screenFeeds });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {

@@ -3,6 +3,7 @@ import type { Logger } from "@farm/shared/log";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { openDeviceService, type OpenService } from "../adb/adb-service.js";
 import { toDispatchFailure } from "../actions/shell-outcome.js";
+import { checkCoordinatorId } from "../rpc/coordinator-id.js";
 import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
 import { checkAdbService, serviceKind } from "./service-names.js";
@@ -10,8 +11,6 @@ import { checkAdbService, serviceKind } from "./service-names.js";
 /** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...). */
 export const MAX_STREAMS_PER_TUNNEL = 64;
 
-/** Tunnel and stream ids are the coordinator's: short, printable, safe to journal and log. */
-const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export interface AdbTunnelsOptions {
   /** This agent's adb server. */
@@ -45,7 +44,7 @@ export class AdbTunnels {
 
   /** Registers a new tunnel before its action takes the device lock, so a stop or a lost link reaches it meanwhile. */
   reserve(tunnelId: string, serial: string, requestedBy: string): AdbTunnel {
-    checkId(tunnelId, "tunnel_id");
+    checkCoordinatorId(tunnelId, "tunnel_id");
     if (!this.linkUp) throw farmError(Errors.COORDINATOR_UNAVAILABLE, "the control stream to the coordinator ended; no tunnel is opened for it");
     const existing = this.tunnels.get(tunnelId);
     if (existing) throw farmError(Errors.ALREADY_EXISTS, `adb tunnel ${tunnelId} is already ${existing.open ? "open" : "closing"} on this agent`, "tunnel_id");
@@ -88,7 +87,7 @@ export class AdbTunnels {
 
   /** Closes a tunnel and waits (until `untilMs`) for its action to settle; an unknown tunnel is a no-op. */
   async stop(tunnelId: string, reason: string, untilMs: number): Promise<void> {
-    checkId(tunnelId, "tunnel_id");
+    checkCoordinatorId(tunnelId, "tunnel_id");
     const t = this.tunnels.get(tunnelId);
     if (!t) return;
     t.stop(reason);
@@ -121,8 +120,8 @@ export class AdbTunnels {
    * the service and the call is started; the device's refusal is the error.
    */
   async openStream(req: { tunnelId: string; streamId: string; service: string }, deadlineMs: number): Promise<void> {
-    checkId(req.tunnelId, "tunnel_id");
-    checkId(req.streamId, "stream_id");
+    checkCoordinatorId(req.tunnelId, "tunnel_id");
+    checkCoordinatorId(req.streamId, "stream_id");
     checkAdbService(req.service);
     const t = this.tunnels.get(req.tunnelId);
     if (!t?.running) throw farmError(Errors.TUNNEL_NOT_FOUND, `no open adb tunnel ${req.tunnelId} on this agent`, "tunnel_id");
@@ -168,10 +167,6 @@ export class AdbTunnels {
       this.opts.log?.debug("adb stream closed", { tunnelId: t.tunnelId, streamId: req.streamId });
     });
   }
-}
-
-function checkId(id: string, field: string): void {
-  if (!ID.test(id)) throw invalidArgument(field, id === "" ? `${field} is required` : `${field} must be 1-128 letters, digits, '.', '_', ':' or '-'`);
 }
 
 function tunnelClosed(t: AdbTunnel): Error {

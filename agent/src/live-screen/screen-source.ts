@@ -5,9 +5,11 @@ import type { Logger } from "@farm/shared/log";
 import { ScreenEventSchema, type ScreenEvent } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import type { Sharp, SharpOptions } from "sharp";
 import type { AdbServerAddress } from "../adb/adb-client.js";
+import { execOut } from "../adb/adb-exec.js";
 import { openDeviceService } from "../adb/adb-service.js";
 import { shellV2 } from "../adb/adb-shell.js";
 import { parseRotation, parseWmSize } from "../evidence/device-observations.js";
+import { PNG_MAX_BYTES } from "../evidence/png-check.js";
 import { AccessUnitSplitter, type AccessUnit } from "./h264-access-units.js";
 
 const sharp = createRequire(import.meta.url)("sharp") as (input?: Buffer, options?: SharpOptions) => Sharp;
@@ -193,20 +195,12 @@ async function streamImages(opts: ScreenSourceOptions, display: Display): Promis
 
 async function sendImage(opts: ScreenSourceOptions): Promise<void> {
   const started = Date.now();
-  const png = await readAll(opts, "exec:screencap -p");
+  const shot = await execOut(opts.adb, opts.serial, "screencap -p", { signal: opts.signal, maxBytes: PNG_MAX_BYTES });
+  if (shot.error) throw shot.error;
+  const png = shot.bytes;
   if (png.length === 0) throw new Error("screencap gave nothing");
   const jpeg = await sharp(png).resize(IMAGE_MAX_SIDE, IMAGE_MAX_SIDE, { fit: "inside", withoutEnlargement: true }).jpeg({ quality: 70 }).toBuffer();
   await opts.emit(create(ScreenEventSchema, { kind: { case: "frame", value: { data: jpeg, key: true, capturedUnixMs: BigInt(started) } } }));
   const wait = started + 1000 / IMAGE_MAX_FPS - Date.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-}
-
-async function readAll(opts: ScreenSourceOptions, service: string): Promise<Buffer> {
-  const { socket, leftover } = await openDeviceService(opts.adb, opts.serial, service, opts.signal);
-  const parts: Buffer[] = leftover.length > 0 ? [leftover] : [];
-  return new Promise((resolve, reject) => {
-    socket.on("data", (c: Buffer) => parts.push(c));
-    socket.on("error", reject);
-    socket.on("close", () => resolve(Buffer.concat(parts)));
-  });
 }

@@ -3,6 +3,7 @@ import { hopDeadline } from "@farm/shared/deadline";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { callContext } from "./call-context.js";
+import { checkCoordinatorId } from "./coordinator-id.js";
 import { serialOf } from "./device-service.js";
 import type { AgentServiceDeps } from "./service-deps.js";
 
@@ -67,7 +68,7 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
       // Reads only: the phone must be one this agent sees, and nothing is locked.
       const serial = serialOf(req.target);
       if (!deps.watcher.device(serial)) throw farmError(Errors.DEVICE_NOT_FOUND, `no device ${serial} on this agent`, "target.serial");
-      if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(req.streamId)) throw invalidArgument("stream_id", "stream_id must be 1-128 letters, digits, '.', '_', ':' or '-'");
+      checkCoordinatorId(req.streamId, "stream_id");
       deps.screens.start(req.streamId, serial);
       return {};
     },

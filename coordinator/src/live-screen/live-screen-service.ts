@@ -167,7 +167,7 @@ export function registerLiveScreenService(router: ConnectRouter, deps: LiveScree
 }
 
 /** The agent's side: joins the feed it was told to start and publishes what it sends. */
-export function registerAgentScreenService(router: ConnectRouter, deps: { feeds: ScreenFeeds; registry: Registry }): void {
+export function registerAgentScreenService(router: ConnectRouter, deps: { feeds: ScreenFeeds }): void {
   router.service(AgentScreenService, {
     async *serveScreen(requests, ctx) {
       const it = requests[Symbol.asyncIterator]();
