@@ -27,7 +27,7 @@ interface AdbkitClient {
 }
 
 async function main(): Promise<void> {
-  const lab = await startLab("bench-routing");
+  const lab = await startLab("bench-routing", { logLevel: "info" });
   try {
     const { serial } = await lab.addDevice({ serialno: "ROUTE0001" });
     const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();

@@ -25,7 +25,9 @@ export interface FarmProcess {
 export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<FarmProcess> {
   // The default lock dir (and host journal) lives under XDG_STATE_HOME: keep it inside the test's own home.
   const state = env["FARM_HOME"] ? { XDG_STATE_HOME: join(String(env["FARM_HOME"]), "state") } : {};
-  const proc = spawn(process.execPath, [farmBin, ...args, "--output", "json"], {
+  // FARM_PROFILE_DIR: each service writes a V8 CPU profile there when it exits (benchmarks; docs/performance.md).
+  const profile = process.env["FARM_PROFILE_DIR"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["FARM_PROFILE_DIR"]}`] : [];
+  const proc = spawn(process.execPath, [...profile, farmBin, ...args, "--output", "json"], {
     env: { ...process.env, FARM_LOG_LEVEL: "debug", ...state, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -58,6 +58,18 @@ describe("OsLock", () => {
     again?.release();
   });
 
+  it("keeps the last holder's record through status probes, and a shorter record replaces a longer one whole", () => {
+    const file = join(dir, "holder.lock");
+    const long = OsLock.tryAcquire(file, { who: "a-holder-with-a-rather-long-name", kind: "install" });
+    long?.release();
+    // A probe takes and drops the lock; it must not claim to be a holder (on main it wrote {pid, since}).
+    expect(OsLock.isHeld(file)).toBe(false);
+    expect(OsLock.holder(file)).toMatchObject({ who: "a-holder-with-a-rather-long-name", kind: "install" });
+    const short = OsLock.tryAcquire(file, { who: "b" });
+    expect(OsLock.holder(file)).toEqual({ who: "b", pid: process.pid, since: expect.any(String) as string });
+    short?.release();
+  });
+
   it("is exclusive across processes, and the OS frees it when the holder is killed", async () => {
     const file = join(dir, "b.lock");
     const child = holderProcess(file);

@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, constants, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
 
 /**
  * An exclusive lock held by the operating system: an EXCLUSIVE transaction
@@ -16,6 +16,8 @@ export class OsLock {
    * rather than opening a database. An idle connection holds no lock.
    */
   private static readonly idle = new Map<string, Database.Database>();
+  /** Open holder files by lock file, so recording a holder is one write. */
+  private static readonly holders = new Map<string, { fd: number; length: number }>();
 
   private constructor(
     readonly file: string,
@@ -26,6 +28,11 @@ export class OsLock {
 
   /** Takes the lock if it is free; undefined if someone holds it. */
   static tryAcquire(file: string, holder: Record<string, unknown>): OsLock | undefined {
+    return OsLock.take(file, holder);
+  }
+
+  /** Takes the lock; records a holder unless `holder` is undefined (a probe). */
+  private static take(file: string, holder: Record<string, unknown> | undefined): OsLock | undefined {
     let db = OsLock.idle.get(file);
     OsLock.idle.delete(file);
     const fresh = db === undefined;
@@ -49,9 +56,7 @@ export class OsLock {
     }
     const lock = new OsLock(file, db);
     // Who holds it, for status output only: never used to judge the lock.
-    writeFileSync(holderFile(file), JSON.stringify({ ...holder, pid: process.pid, since: new Date().toISOString() }) + "\n", { mode: 0o600 });
-    // The mode above applies only when the file is created; one left readable by an older version is tightened once.
-    if (fresh) chmodSync(holderFile(file), 0o600);
+    if (holder) OsLock.recordHolder(file, JSON.stringify({ ...holder, pid: process.pid, since: new Date().toISOString() }));
     return lock;
   }
 
@@ -67,7 +72,7 @@ export class OsLock {
 
   /** Whether some process holds the lock right now (probes, never waits). */
   static isHeld(file: string): boolean {
-    const probe = OsLock.tryAcquire(file, {});
+    const probe = OsLock.take(file, undefined);
     if (!probe) return true;
     probe.release();
     return false;
@@ -102,6 +107,30 @@ export class OsLock {
   static closeIdle(): void {
     for (const db of OsLock.idle.values()) db.close();
     OsLock.idle.clear();
+    for (const h of OsLock.holders.values()) closeSync(h.fd);
+    OsLock.holders.clear();
+  }
+
+  /**
+   * Overwrites the holder file in place, padded with spaces to its previous
+   * length (JSON ignores them). Never truncated: on ext4, truncating a file
+   * and writing it again forces its blocks to disk at close, which cost each
+   * action about a millisecond.
+   */
+  private static recordHolder(file: string, json: string): void {
+    let h = OsLock.holders.get(file);
+    if (!h) {
+      // Read-write, created if missing, never truncated (and not O_APPEND, which would ignore the offset).
+      const fd = openSync(holderFile(file), constants.O_RDWR | constants.O_CREAT, 0o600);
+      // The mode above applies only when the file is created; one left readable by an older version is tightened once.
+      chmodSync(holderFile(file), 0o600);
+      h = { fd, length: fstatSync(fd).size };
+      OsLock.holders.set(file, h);
+    }
+    const text = json + "\n";
+    const bytes = Buffer.from(text.length < h.length ? text.padEnd(h.length, " ") : text);
+    writeSync(h.fd, bytes, 0, bytes.length, 0);
+    h.length = Math.max(h.length, bytes.length);
   }
 }
 

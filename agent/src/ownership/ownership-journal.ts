@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
-import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import { journalActions as actions, type HostJournalDb } from "../db/host-journal-db.js";
 
 export type ActionState = "pending" | "settled" | "not_dispatched" | "unknown" | "abandoned";
@@ -37,6 +37,12 @@ export class OwnershipJournal {
   private readonly statements = new Map<string, Statement>();
   private readonly unresolvedStmt: Statement;
   private readonly unknownStmt: Statement;
+  // Prepared once: every action reads and writes these on its hot path.
+  private readonly unresolvedRowsStmt: Statement;
+  private readonly recentStmt: Statement;
+  private readonly orphanStmt: Statement;
+  private readonly syncNormal: Statement;
+  private readonly syncFull: Statement;
 
   constructor(
     private readonly db: HostJournalDb,
@@ -45,6 +51,13 @@ export class OwnershipJournal {
   ) {
     this.unresolvedStmt = sqlite.prepare("SELECT action_id FROM actions WHERE state IN ('pending', 'unknown') AND physical_id = ? ORDER BY created_at");
     this.unknownStmt = sqlite.prepare("SELECT action_id FROM actions WHERE state = 'unknown' AND physical_id = ? ORDER BY created_at");
+    this.unresolvedRowsStmt = sqlite.prepare("SELECT * FROM actions WHERE physical_id = ? AND state IN ('pending', 'unknown') ORDER BY created_at");
+    this.recentStmt = sqlite.prepare("SELECT * FROM actions WHERE physical_id = ? ORDER BY created_at DESC LIMIT ?");
+    this.orphanStmt = sqlite.prepare(
+      "UPDATE actions SET state = 'unknown', ambiguous = 1, error_message = 'the process dispatching this action stopped before it finished' WHERE state = 'pending' AND physical_id = ?",
+    );
+    this.syncNormal = sqlite.prepare("PRAGMA synchronous = NORMAL");
+    this.syncFull = sqlite.prepare("PRAGMA synchronous = FULL");
   }
 
   /** True when the device has actions whose outcome is unknown (in this host's journal). */
@@ -76,12 +89,7 @@ export class OwnershipJournal {
    * any left when the lock is ours belong to a process that died mid-action.
    */
   orphanPending(physicalId: string): number {
-    const r = this.db
-      .update(actions)
-      .set({ state: "unknown", ambiguous: true, errorMessage: "the process dispatching this action stopped before it finished" })
-      .where(and(eq(actions.state, "pending"), eq(actions.physicalId, physicalId)))
-      .run();
-    return r.changes;
+    return this.orphanStmt.run(physicalId).changes;
   }
 
   /** Copies entries from an older journal (the agent's data dir) once; known ids are kept as they are. */
@@ -161,16 +169,11 @@ export class OwnershipJournal {
   }
 
   unresolved(physicalId: string): ActionRow[] {
-    return this.db
-      .select()
-      .from(actions)
-      .where(and(eq(actions.physicalId, physicalId), inArray(actions.state, ["pending", "unknown"])))
-      .orderBy(asc(actions.createdAt))
-      .all();
+    return (this.unresolvedRowsStmt.all(physicalId) as Record<string, unknown>[]).map(fromRaw);
   }
 
   recent(physicalId: string, limit = 20): ActionRow[] {
-    return this.db.select().from(actions).where(eq(actions.physicalId, physicalId)).orderBy(desc(actions.createdAt)).limit(limit).all();
+    return (this.recentStmt.all(physicalId, limit) as Record<string, unknown>[]).map(fromRaw);
   }
 
   private insertStatement(): Statement {
@@ -197,12 +200,12 @@ export class OwnershipJournal {
       this.statements.set(key, stmt);
     }
     const values = keys.map((k) => toSql(set[k]));
-    this.sqlite.pragma("synchronous = NORMAL");
+    this.syncNormal.run();
     let raw: Record<string, unknown> | undefined;
     try {
       raw = stmt.get(...values, actionId) as Record<string, unknown> | undefined;
     } finally {
-      this.sqlite.pragma("synchronous = FULL");
+      this.syncFull.run();
     }
     if (!raw) throw new Error(`no journal entry ${actionId}`);
     return fromRaw(raw);
@@ -251,7 +254,7 @@ function toSql(v: unknown): unknown {
 /** Maps a raw SQLite row (snake_case columns) onto the drizzle row shape. */
 function fromRaw(raw: Record<string, unknown>): ActionRow {
   const out: Record<string, unknown> = {};
-  for (const [prop, column] of Object.entries(getTableColumns(actions))) out[prop] = raw[column.name];
+  for (const [prop, column] of insertColumns) out[prop] = raw[column];
   out["ambiguous"] = raw["ambiguous"] === 1;
   return out as ActionRow;
 }
