@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Interceptor, Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { invalidArgument } from "./errors.js";
 import { wideWindowSessions } from "./http2-windows.js";
 import { noDelaySessionOptions } from "./no-delay.js";
@@ -18,10 +18,16 @@ export interface FarmTransportOptions {
   interceptors?: Interceptor[];
   /** HTTP/2 pings, for long-lived streams that must notice a dead peer. */
   pingIntervalMs?: number;
+  /**
+   * Wire protocol over HTTP/2 (the coordinator serves both): "connect" by
+   * default, "grpc" for comparison. The Connect protocol's unary call costs
+   * about half of gRPC's in connect-node (test/bench/rpc-floor.ts).
+   */
+  protocol?: "connect" | "grpc";
 }
 
 /**
- * The one way clients (CLI, agent) reach a coordinator: gRPC over HTTP/2,
+ * The one way clients (CLI, agent) reach a coordinator: the Connect protocol over HTTP/2,
  * the bearer token on every call, TLS verified against the system roots or
  * --ca-file, and no token over cleartext except to loopback or --insecure.
  */
@@ -40,7 +46,7 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
     for (const [k, v] of Object.entries(opts.headers ?? {})) req.header.set(k, v);
     return next(req);
   };
-  return createGrpcTransport({
+  const options = {
     baseUrl: opts.url,
     interceptors: [auth, ...(opts.interceptors ?? [])],
     sessionManager: wideWindowSessions(
@@ -48,5 +54,6 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
       opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {},
       noDelaySessionOptions(ca ? { ca } : {}),
     ),
-  });
+  };
+  return opts.protocol === "grpc" ? createGrpcTransport(options) : createConnectTransport({ ...options, httpVersion: "2" });
 }

@@ -1,4 +1,4 @@
-import { desc, eq } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import type { AgentDb } from "../db/open-agent-db.js";
 import { bootIds, deviceEvents } from "../db/schema.js";
 
@@ -12,10 +12,15 @@ export interface DeviceEventRecord {
 
 /** Reboots, duplicate identities and other device events, kept on disk. */
 export class DeviceHistory {
+  // Prepared once: every ownership status reads it.
+  private readonly recentQuery;
+
   constructor(
     private readonly db: AgentDb,
     private readonly onEvent: (e: DeviceEventRecord) => void = () => {},
-  ) {}
+  ) {
+    this.recentQuery = db.select().from(deviceEvents).where(eq(deviceEvents.physicalId, sql.placeholder("physicalId"))).orderBy(desc(deviceEvents.at)).limit(sql.placeholder("limit")).prepare();
+  }
 
   record(e: Omit<DeviceEventRecord, "at">): DeviceEventRecord {
     const full = { ...e, at: Date.now() };
@@ -39,6 +44,6 @@ export class DeviceHistory {
   }
 
   recent(physicalId: string, limit = 50): DeviceEventRecord[] {
-    return this.db.select().from(deviceEvents).where(eq(deviceEvents.physicalId, physicalId)).orderBy(desc(deviceEvents.at)).limit(limit).all();
+    return this.recentQuery.all({ physicalId, limit });
   }
 }

@@ -1,14 +1,21 @@
-import { and, count, desc, eq, gte, lt, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gte, lt, sql, type Placeholder, type SQL } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { activity } from "../db/schema.js";
 import type { ActivityEntry, ActivityFilter, ActivityRow, ActivityStore, OutcomeCount } from "./activity-store.js";
 
 /** The activity log in the coordinator's SQLite file. */
 export class SqliteActivityStore implements ActivityStore {
-  constructor(private readonly db: CoordinatorDb) {}
+  // Prepared once: every routed call writes one entry.
+  private readonly insertOne;
+
+  constructor(private readonly db: CoordinatorDb) {
+    const columns = ["at", "caller", "leaseId", "serial", "physicalId", "agentId", "command", "outcome", "durationMs", "requestId", "detail"] as const satisfies readonly (keyof ActivityEntry)[];
+    const values = Object.fromEntries(columns.map((c) => [c, sql.placeholder(c)])) as Record<(typeof columns)[number], Placeholder>;
+    this.insertOne = db.insert(activity).values(values).returning().prepare();
+  }
 
   async insert(entry: ActivityEntry): Promise<ActivityRow> {
-    return this.db.insert(activity).values(entry).returning().get();
+    return this.insertOne.get(entry) as ActivityRow;
   }
 
   async get(id: number): Promise<ActivityRow | undefined> {
