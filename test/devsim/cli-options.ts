@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { adbPortFromEnv } from './host/devsim.js';
+import { LATENCY_PROFILE_NAMES, type LatencyProfileName } from './latency/latency-profiles.js';
 
 export interface CliOptions {
   devices: number;
@@ -10,6 +11,8 @@ export interface CliOptions {
   help: boolean;
   /** Scenario file (devices + fault schedule). */
   scenario?: string;
+  /** Latency profile of every device. */
+  latency?: LatencyProfileName;
 }
 
 export const USAGE = `Usage: npm run devsim -- [options]
@@ -28,6 +31,8 @@ Options:
   --format F        json (one JSON object per line: serial, port, serialno, model, control)
                     or table (default: table on a terminal, json otherwise)
   --scenario FILE   devices and a fault schedule from a JSON scenario file
+  --latency NAME    how long each phone takes per service: instant (default),
+                    pixel-usb, emulator or wifi-adb (see README, Latency profiles)
   -h, --help        show this help
 
 The control API (fault injection) starts with the devices; its URL is printed
@@ -57,6 +62,7 @@ export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv 
       'no-connect': { type: 'boolean' },
       format: { type: 'string' },
       scenario: { type: 'string' },
+      latency: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -67,6 +73,9 @@ export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv 
   if (adbPort > 65535) throw new Error('--adb-port must be at most 65535');
   const format = values.format ?? (isTty ? 'table' : 'json');
   if (format !== 'json' && format !== 'table') throw new Error(`--format must be json or table, not ${format}`);
+  if (values.latency !== undefined && !LATENCY_PROFILE_NAMES.includes(values.latency as LatencyProfileName)) {
+    throw new Error(`--latency must be one of ${LATENCY_PROFILE_NAMES.join(', ')}, not ${JSON.stringify(values.latency)}`);
+  }
   return {
     devices,
     adbPort,
@@ -75,6 +84,7 @@ export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv 
     format,
     help: values.help ?? false,
     ...(values.scenario !== undefined ? { scenario: values.scenario } : {}),
+    ...(values.latency !== undefined ? { latency: values.latency as LatencyProfileName } : {}),
   };
 }
 

@@ -42,6 +42,7 @@ async function main(): Promise<number> {
     host: options.host,
     control: true,
     ...(scenario ? { scenario } : {}),
+    ...(options.latency ? { latency: options.latency } : {}),
     log: (message) => process.stderr.write(`devsim: ${message}\n`),
   });
   if (options.format === 'json') {

@@ -1,3 +1,4 @@
+import { LATENCY_PROFILE_NAMES, type LatencyProfileName } from '../latency/latency-profiles.js';
 import type { SimDevice } from '../device/sim-device.js';
 
 /** One-shot things that happen to a phone (as opposed to faults that stay on). */
@@ -9,16 +10,18 @@ export type DeviceAction =
   | { action: 'screen-on' }
   | { action: 'lock' }
   | { action: 'unlock' }
-  | { action: 'authorize' };
+  | { action: 'authorize' }
+  | { action: 'latency'; profile: LatencyProfileName };
 
-export const ACTIONS = ['vanish', 'restore', 'reboot', 'screen-off', 'screen-on', 'lock', 'unlock', 'authorize'] as const;
+export const ACTIONS = ['vanish', 'restore', 'reboot', 'screen-off', 'screen-on', 'lock', 'unlock', 'authorize', 'latency'] as const;
 
 export function parseDeviceAction(input: unknown): DeviceAction {
-  const value = input as { action?: unknown; downMs?: unknown } | null;
+  const value = input as { action?: unknown; downMs?: unknown; profile?: unknown } | null;
   if (typeof value !== 'object' || value === null || !ACTIONS.includes(value.action as (typeof ACTIONS)[number])) {
     throw new TypeError(`action must be one of ${ACTIONS.join(', ')}`);
   }
   if (value.downMs !== undefined && (typeof value.downMs !== 'number' || value.downMs < 0)) throw new TypeError('downMs must be a non-negative number');
+  if (value.action === 'latency' && !LATENCY_PROFILE_NAMES.includes(value.profile as LatencyProfileName)) throw new TypeError(`profile must be one of ${LATENCY_PROFILE_NAMES.join(', ')}`);
   return value as DeviceAction;
 }
 
@@ -46,6 +49,10 @@ export async function applyDeviceAction(device: SimDevice, action: DeviceAction)
       break;
     case 'authorize':
       device.authorize();
+      return;
+    case 'latency':
+      device.state.latency.set(action.profile);
+      device.rebootDownMs = device.state.latency.profile.rebootMs;
       return;
   }
   device.state.screen.changed();

@@ -11,6 +11,8 @@ export interface DeviceSummary {
   booting: boolean;
   screen: { on: boolean; locked: boolean; width: number; height: number; rotation: number; foreground: string };
   faults: Record<string, unknown>;
+  /** Latency profile name (instant unless set). */
+  latency: string;
 }
 
 export function summarize(device: SimDevice, host: string): DeviceSummary {
@@ -26,5 +28,6 @@ export function summarize(device: SimDevice, host: string): DeviceSummary {
     booting: device.isBooting,
     screen: { on: display.screenOn, locked: display.locked, width: size.width, height: size.height, rotation: display.rotation, foreground: device.state.screen.focusedPackage },
     faults: { ...device.faults.current },
+    latency: device.state.latency.profile.name,
   };
 }

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
+import { DeviceLatency } from '../latency/device-latency.js';
 import { DeviceFaults } from '../faults/device-faults.js';
 import { appCaller, ROOT, SHELL, type Caller } from '../fs/caller.js';
 import { populateDefaultLayout } from '../fs/default-layout.js';
@@ -41,6 +42,8 @@ export class DeviceState {
   readonly props: PropertyStore;
   readonly fs = new FileSystem();
   readonly faults = new DeviceFaults();
+  /** How long this phone takes per service (a latency profile; instant unless set). */
+  readonly latency = new DeviceLatency();
   readonly packages: PackageManager;
   readonly processes = new ProcessTable();
   readonly settings = new SettingsStore();

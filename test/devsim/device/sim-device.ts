@@ -9,6 +9,7 @@ import { isReservedPort } from '../transport/port-rules.js';
 import { defaultProperties } from './default-properties.js';
 import { profileAt, type DeviceProfile } from './device-profiles.js';
 import { DeviceState } from './device-state.js';
+import type { LatencyProfileName } from '../latency/latency-profiles.js';
 import type { DeviceFaults } from '../faults/device-faults.js';
 
 /** adb features the simulator implements; only these may be advertised. */
@@ -30,8 +31,12 @@ export interface SimDeviceOptions {
   services?: ServiceRegistry;
   /** AUTH handshake: 'none' (default), 'deny' (adb: unauthorized) or 'accept' (after the host sends its key). */
   auth?: AuthMode;
-  /** How long a reboot keeps the device away (default 2 s). */
+  /** How long a reboot keeps the device away (default 2 s, or the latency profile's reboot time). */
   rebootDownMs?: number;
+  /** How long the phone takes per service: instant (default), pixel-usb, emulator or wifi-adb (test/devsim/README.md). */
+  latency?: LatencyProfileName;
+  /** Seed of the latency profile's jitter (same seed, same delays). */
+  latencySeed?: number;
   /** Diagnostics; default: stderr when DEVSIM_DEBUG is set. */
   log?: (message: string) => void;
   /** Per-packet trace; default: stderr when DEVSIM_DEBUG=packets. */
@@ -76,7 +81,9 @@ export class SimDevice {
     this.features = new Set(options.features ?? IMPLEMENTED_FEATURES);
     this.maxPayload = options.maxPayload ?? MAX_PAYLOAD;
     this.auth = options.auth ?? 'none';
-    this.rebootDownMs = options.rebootDownMs ?? 2_000;
+    if (options.latency) this.state.latency.set(options.latency);
+    if (options.latencySeed !== undefined) this.state.latency.reseed(options.latencySeed);
+    this.rebootDownMs = options.rebootDownMs ?? this.state.latency.profile.rebootMs;
     const debug = process.env['DEVSIM_DEBUG'];
     this.log = options.log ?? (debug ? (message) => process.stderr.write(`[devsim ${this.serialno}] ${message}\n`) : () => {});
     this.trace = options.trace ?? (debug === 'packets' ? this.log : undefined);

@@ -1,3 +1,4 @@
+import type { LatencyProfileName } from '../latency/latency-profiles.js';
 import { DEVICE_PROFILES } from '../device/device-profiles.js';
 import { SimDevice, randomSerialno, type SimDeviceOptions } from '../device/sim-device.js';
 import { DEFAULT_ADB_SERVER_PORT } from '../transport/port-rules.js';
@@ -29,6 +30,8 @@ export interface DevsimOptions {
   scenario?: Scenario;
   /** Where schedule events are logged. */
   log?: (message: string) => void;
+  /** Latency profile of every device that does not name its own (default instant). */
+  latency?: LatencyProfileName;
 }
 
 export interface DevsimDevice {
@@ -101,7 +104,7 @@ export async function startDevsim(options: DevsimOptions): Promise<Devsim> {
 
   try {
     for (const deviceOption of deviceOptions) {
-      const device = new SimDevice(deviceOption);
+      const device = new SimDevice({ ...(options.latency ? { latency: options.latency } : {}), ...deviceOption });
       const serials = deviceOption.serials ?? 1;
       for (let alias = 0; alias < serials; alias++) {
         const port = await device.listen(host);

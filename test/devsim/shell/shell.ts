@@ -38,6 +38,9 @@ const BIN_DIRS = new Set(['/system/bin', '/system/xbin', '/bin', '/vendor/bin', 
  * One `sh` process: runs scripts against a device, keeping variables and $?
  * between `run` calls (so an interactive session can feed it line by line).
  */
+/** Commands mksh runs itself; every other one costs a process on a phone (see the latency profiles). */
+const MKSH_BUILTINS = new Set([':', 'true', 'false', 'exit', 'echo', 'kill', 'pwd', 'test', '[', 'read']);
+
 export class Shell {
   /** Status of the last pipeline ($?). */
   lastStatus = 0;
@@ -260,6 +263,9 @@ export class Shell {
     }
     const caller = overrides.caller ?? this.caller;
     const cwd = overrides.cwd ?? this.cwd;
+    // A command that is not built into mksh is a fork and exec on a phone.
+    const latency = this.options.device.latency;
+    if (!latency.instant && !MKSH_BUILTINS.has(name)) await latency.wait(latency.profile.spawnMs);
     try {
       const status = await implementation({
         name,

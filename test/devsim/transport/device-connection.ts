@@ -51,6 +51,8 @@ export class DeviceConnection {
   private isClosed = false;
   private readonly link: StreamLink;
   private readonly shaper: LinkShaper;
+  /** Host-to-device bytes under the latency profile (upload bandwidth, the link's delay). */
+  private readonly inbound: LinkShaper;
   /** Streams a hang fault froze: accepted, never answered, their data never acknowledged. */
   private readonly hung = new Set<number>();
   /** Resolves when the socket has closed and every stream has stopped. */
@@ -70,16 +72,30 @@ export class DeviceConnection {
       forget: (localId) => this.streams.delete(localId),
     };
     const faults = host.device.state.faults;
+    const latency = host.device.state.latency;
+    // A slow-link fault adds to the profile's link: its delay on top, the lower of the two bandwidths.
     this.shaper = new LinkShaper(
-      () => faults.current,
+      () => {
+        const f = faults.current;
+        if (latency.instant) return f;
+        const p = latency.profile;
+        const bw = [f.bandwidthBytesPerSec ?? 0, p.downloadBytesPerSec].filter((b) => b > 0);
+        return { latencyMs: (f.latencyMs ?? 0) + latency.draw(p.linkMs), bandwidthBytesPerSec: bw.length > 0 ? Math.min(...bw) : 0 };
+      },
       (data) => {
         if (!this.isClosed) socket.write(data);
+      },
+    );
+    this.inbound = new LinkShaper(
+      () => (latency.instant ? {} : { latencyMs: latency.draw(latency.profile.linkMs), bandwidthBytesPerSec: latency.profile.uploadBytesPerSec }),
+      (data) => {
+        if (!this.isClosed) this.onData(data);
       },
     );
     // adbd disables Nagle; with it on, each request/ack round trip costs ~40 ms.
     socket.setNoDelay(true);
     this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('data', (chunk: Buffer) => this.inbound.write(chunk));
     socket.on('error', (error) => this.host.log(`socket error: ${error.message}`));
     socket.once('close', () => this.onClose());
   }
@@ -193,6 +209,10 @@ export class DeviceConnection {
       this.send(Command.OKAY, id, remoteId);
       return;
     }
+    // adbd forks a process for shell: and exec: before it answers.
+    const latency = this.host.device.state.latency;
+    if (!latency.instant && /^(shell|exec)(,[^:]*)?:/.test(name)) await latency.wait(latency.profile.shellOpenMs);
+    if (this.isClosed) return;
     let runner;
     try {
       runner = await this.host.services.resolve(name)?.open({ name, device: this.host.device });
@@ -242,6 +262,7 @@ export class DeviceConnection {
     this.isClosed = true;
     this.isOnline = false;
     this.shaper.stop();
+    this.inbound.stop();
     this.hung.clear();
     for (const stream of [...this.streams.values()]) stream.destroy();
     this.streams.clear();

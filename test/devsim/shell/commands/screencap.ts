@@ -16,6 +16,14 @@ export const screencapCommand: ShellCommand = async (ctx) => {
   const operands = args.filter((arg) => !arg.startsWith('-'));
   const file = operands[0];
   const asPng = png || (file?.endsWith('.png') ?? false);
+  // A phone reads the frame, then encodes it: both scale with its pixels (latency profiles).
+  const { latency, display } = ctx.device;
+  if (!latency.instant) {
+    const { width, height } = display.logicalSize;
+    const mpx = (width * height) / 1e6;
+    await latency.wait(latency.profile.screencapCaptureMsPerMpx, mpx);
+    if (asPng) await latency.wait(latency.profile.screencapPngMsPerMpx, mpx);
+  }
   let bytes: Buffer;
   if (asPng) {
     bytes = await ctx.device.renderer.png();

@@ -126,6 +126,8 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
     await ctx.stdout.write(`Main display is ${display.width}x${display.height} @60.00fps (orientation=${device.display.rotation})\nConfigured codec video/avc at ${recordSize.width}x${recordSize.height}, bit rate ${bitRate}\n`);
   }
 
+  // The encoder's start-up, under a latency profile.
+  await device.latency.wait(device.latency.profile.screenrecordStartMs);
   const recorder = new ScreenRecorder(device.screen, device.renderer, {
     size: recordSize,
     bitRate,

@@ -1,5 +1,6 @@
 import { FsError } from '../../fs/fs-error.js';
 import { toUiautomatorXml } from '../../screen/uiautomator-xml.js';
+import type { UiNode } from '../../screen/ui-node.js';
 import type { ShellCommand } from '../command.js';
 import { pathOf } from './file-args.js';
 
@@ -17,6 +18,9 @@ export const uiautomatorCommand: ShellCommand = async (ctx) => {
   }
   const file = rest.find((arg) => !arg.startsWith('--')) ?? DEFAULT_DUMP;
   const tree = ctx.device.screen.tree();
+  // The uiautomator JVM and its wait for an idle UI, then the walk of the tree (latency profiles).
+  const { latency } = ctx.device;
+  if (!latency.instant) await latency.wait(latency.profile.uiDumpMs, 1, latency.profile.uiDumpMsPerNode * (tree ? countNodes(tree) : 0));
   if (!tree) {
     // What a phone with its screen off answers (the command still exits 0).
     await ctx.stderr.write('ERROR: null root node returned by UiTestAutomationBridge.\n');
@@ -37,3 +41,7 @@ export const uiautomatorCommand: ShellCommand = async (ctx) => {
   await ctx.stdout.write(`UI hierchary dumped to: ${file}\n`);
   return 0;
 };
+
+function countNodes(node: UiNode): number {
+  return node.children.reduce((n, child) => n + countNodes(child), 1);
+}
