@@ -47,6 +47,11 @@ describe('shell parsing', () => {
 });
 
 describe('background jobs', () => {
+  it('tests files and strings with the test builtin, as mksh does', async () => {
+    const r = await sh('[ -d /data/local/tmp ] && echo dir; [ -e /data/local/tmp/none ] || echo missing; echo x > /data/local/tmp/t; [ -f /data/local/tmp/t ] && [ -s /data/local/tmp/t ] && echo file; test -z "" && test a != b && echo strings; [ ! -d /data/local/tmp/t ] && echo notdir; [ -e /x; echo $?');
+    expect(r.stdout).toBe('dir\nmissing\nfile\nstrings\nnotdir\n2\n');
+  });
+
   it('runs `&` without waiting; wait collects the status and $! names the job', async () => {
     const r = await sh('sh -c "sleep 0.05; exit 3" & echo started; wait $!; echo "rc=$?"');
     expect(r.stdout).toBe('started\nrc=3\n');

@@ -48,17 +48,21 @@ export async function runDeviceJob(
   const j = jobBase(action);
   const record = `farm-job 1 ${action.actionId} ${action.requestSha256}`;
   const inner = `sh -c ${shQuote(command)}; echo "${record} $?" > ${j}.tmp && mv ${j}.tmp ${j}.done`;
+  // Each program a phone starts costs it a fork and exec (milliseconds on a
+  // phone): the script uses mksh's builtins ([, echo) where they do, and
+  // removes settled jobs' files alongside the job rather than before it.
   const script = [
-    ...(removeFirst.length > 0 ? [`rm -f ${removeFirst.join(" ")}`] : []),
-    `mkdir -p ${JOB_DIR} || exit 1`,
+    ...(removeFirst.length > 0 ? [`rm -f ${removeFirst.join(" ")} </dev/null >/dev/null 2>&1 &`] : []),
+    `[ -d ${JOB_DIR} ] || mkdir -p ${JOB_DIR} || exit 1`,
     // A job is started once per action: an existing marker means it was.
-    `if ls ${j}.job >/dev/null 2>&1; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
+    `if [ -e ${j}.job ]; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
     `echo ${shQuote(`${action.actionId} ${action.requestSha256}`)} > ${j}.job || exit 1`,
     `nohup sh -c ${shQuote(inner)} </dev/null >${j}.out 2>${j}.err &`,
     `echo ${STARTED}`,
     "wait",
     // The record's line first, then the job's output (a missing record fails the line check).
-    `cat ${j}.done ${j}.out; cat ${j}.err >&2`,
+    `cat ${j}.done ${j}.out; [ -s ${j}.err ] && cat ${j}.err >&2`,
+    "exit 0",
   ].join("\n");
   let seen = "";
   progress.phase = "sent";

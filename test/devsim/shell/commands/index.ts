@@ -16,6 +16,7 @@ import { pwdCommand } from './pwd.js';
 import { rmCommand, rmdirCommand } from './rm.js';
 import { runAsCommand } from './run-as.js';
 import { screencapCommand } from './screencap.js';
+import { testCommand } from './test.js';
 import { settingsCommand } from './settings.js';
 import { sha256sumCommand } from './sha256sum.js';
 import { shCommand } from './sh.js';
@@ -41,6 +42,8 @@ export const DEFAULT_COMMANDS: CommandTable = new Map<string, ShellCommand>([
   ['false', falseCommand],
   ['exit', exitCommand],
   ['echo', echoCommand],
+  ['test', testCommand],
+  ['[', testCommand],
   ['stty', sttyCommand],
   ['sleep', sleepCommand],
   ['getprop', getpropCommand],
