@@ -64,26 +64,9 @@ test: build proto-check migrations-check lint
 demo: build
 	node test/dist/demo/main.js
 
+# Every benchmark in test/bench, then one table: measure, instant figure, realistic ratio, target, result (docs/performance.md).
 bench: build
-	node test/dist/bench/coordinator-load.js
-	node test/dist/bench/ownership-cost.js
-	node test/dist/bench/evidence-capture.js
-	node test/dist/bench/devsim-pull.js
-	node test/dist/bench/lease-cycles.js
-	node test/dist/bench/routing-overhead.js
-	node test/dist/bench/video-verify.js
-	node test/dist/bench/dashboard-devices.js
-	node test/dist/bench/app-endpoint.js
-	node test/dist/bench/cli-cold-start.js
-	node test/dist/bench/ocr-frame.js
-	node test/dist/bench/policy-explain.js
-	node test/dist/bench/redaction.js
-	node test/dist/bench/session-steps.js
-	node test/dist/bench/capture-cost.js
-	node test/dist/bench/replicas.js
-	node test/dist/bench/byte-store.js
-	node test/dist/bench/adb-tunnel.js
-	node test/dist/bench/live-screen.js
+	node test/dist/bench/run-all.js
 
 schema: build
 	node test/dist/support/write-manifest-schema.js

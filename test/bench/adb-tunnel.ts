@@ -24,6 +24,7 @@ import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab } from "../support/lab.js";
 import { startSplitFarm } from "../support/split-farm.js";
 import { median, memoryMiB } from "./proc-stats.js";
+import { emitReport } from "./bench-report.js";
 
 const { values } = parseArgs({
   options: { mib: { type: "string", default: "100" }, rounds: { type: "string", default: "30" }, topology: { type: "string", default: "both" } },
@@ -106,6 +107,7 @@ async function run(topology: "split" | "standalone"): Promise<void> {
       console.log(`adb push           direct ${mibs(pushDirect).toFixed(1).padStart(7)} MiB/s   tunnel ${mibs(pushTunnel).toFixed(1).padStart(7)} MiB/s   tunnel/direct ${(pushDirect / pushTunnel).toFixed(2)} (target >= 0.5)`);
       console.log(`adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`);
       console.log(`tunnel process     RSS ${rss.rss.toFixed(1)} MiB, peak ${rss.peakRss.toFixed(1)} MiB`);
+      results.push({ topology, pushRatio: pushDirect / pushTunnel, echoAddedMs: median(echoTunnel) - median(echoDirect), tunnelPeakRssMiB: rss.peakRss });
       const back = join(lab.dir, "back.bin");
       await tunnel(["pull", "/sdcard/tunnel.bin", back]);
       if (!(await readFile(back)).equals(await readFile(file))) throw new Error("the pushed file came back different");
@@ -120,4 +122,13 @@ async function run(topology: "split" | "standalone"): Promise<void> {
   }
 }
 
+const results: { topology: string; pushRatio: number; echoAddedMs: number; tunnelPeakRssMiB: number }[] = [];
 for (const topology of values.topology === "both" ? (["split", "standalone"] as const) : [values.topology === "standalone" ? "standalone" : "split"] as const) await run(topology);
+emitReport(
+  "adb-tunnel",
+  results.flatMap((r) => [
+    { measure: `adb push through the tunnel vs direct (${r.topology})`, instant: `${r.pushRatio.toFixed(2)}x`, realistic: null, target: ">= 0.5x", pass: r.pushRatio >= 0.5 },
+    { measure: `adb shell echo through the tunnel, added (${r.topology})`, instant: `+${r.echoAddedMs.toFixed(1)} ms`, realistic: null, target: "<= +5 ms", pass: r.echoAddedMs <= 5 },
+  ]),
+  { results },
+);

@@ -23,6 +23,7 @@ import { postgresDatabase, sqliteDatabase } from "@farm/coordinator/db/database"
 import { startPgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { median } from "./proc-stats.js";
+import { emitReport } from "./bench-report.js";
 
 const { values } = parseArgs({ options: { mib: { type: "string", default: "128" }, ranges: { type: "string", default: "50" } } });
 const MIB = Number(values.mib);
@@ -103,6 +104,14 @@ async function main(): Promise<void> {
       row("read whole", files.readMiBs, db.readMiBs, "MiB/s", "higher");
       row("RSS growth while reading", files.readRssGrowthMiB, db.readRssGrowthMiB, "MiB", "lower");
       row(`256 KiB range, median of ${RANGES}`, files.rangeMedianMs, db.rangeMedianMs, "ms", "lower");
+      emitReport(
+        "byte-store",
+        [
+          { measure: `byte store read ${MIB} MiB, database / files`, instant: `${(db.readMiBs / files.readMiBs).toFixed(2)}x (${db.readMiBs.toFixed(0)} MiB/s)`, realistic: null, target: "", pass: null },
+          { measure: "  256 KiB range, database / files", instant: `${db.rangeMedianMs.toFixed(1)} / ${files.rangeMedianMs.toFixed(1)} ms`, realistic: null, target: "", pass: null },
+        ],
+        { files, database: db },
+      );
     } finally {
       await database.close();
       await lone.close();

@@ -19,6 +19,7 @@ import { adbBinary } from "../devsim/index.js";
 import { farm, farmBin } from "../support/farm-process.js";
 import { installCli } from "../support/installed-cli.js";
 import { startLab } from "../support/lab.js";
+import { emitReport } from "./bench-report.js";
 import { median, percentile } from "./proc-stats.js";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "30" }, warmup: { type: "string", default: "3" } } });
@@ -56,6 +57,11 @@ async function main(): Promise<void> {
     const cli = installCli(lab.dir.path);
     console.log(`bundled and installed in ${((performance.now() - t) / 1000).toFixed(1)} s into ${cli.prefix}`);
     const { serial } = await lab.addDevice({ serialno: "COLD0001" });
+    // The same pair on a phone under the pixel-usb latency profile: what a user sees.
+    const { serial: usbSerial } = await lab.addDevice({ serialno: "COLD0002", latency: "pixel-usb", latencySeed: 4 });
+    const usbLease = await farm(["lease", "acquire", "--device", usbSerial, "--ttl", "10m"], lab.env);
+    const usbToken = (usbLease.json["lease"] as { token: string } | undefined)?.token;
+    if (!usbToken) throw new Error(`lease acquire failed: ${usbLease.stdout}${usbLease.stderr}`);
     const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "10m"], lab.env);
     const token = (lease.json["lease"] as { token: string } | undefined)?.token;
     if (!token) throw new Error(`lease acquire failed: ${lease.stdout}${lease.stderr}`);
@@ -72,6 +78,8 @@ async function main(): Promise<void> {
       mk("node cli/dist/main.js devices", node, [farmBin, "devices"]),
       mk("farm shell -- true (bundled)", "farm", ["shell", "--", "true"]),
       mk("adb shell true", adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "shell", "true"]),
+      { ...mk("farm shell -- true (pixel-usb)", "farm", ["shell", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial } },
+      mk("adb shell true (pixel-usb)", adbBinary(), ["-P", String(lab.adb.port), "-s", usbSerial, "shell", "true"]),
     ];
     for (let i = 0; i < WARMUP + RUNS; i++) {
       for (const c of cases) {
@@ -87,14 +95,21 @@ async function main(): Promise<void> {
       const s = stat(c);
       console.log(`  ${c.name.padEnd(34)} median ${s.median.toFixed(1).padStart(6)} ms  p90 ${s.p90.toFixed(1).padStart(6)} ms  ${s.ratio.toFixed(2)}x node -e 0`);
     }
-    const [, version, versionDist, devices, devicesDist, shell, adbShell] = cases.map(stat) as ReturnType<typeof stat>[];
+    const [, version, versionDist, devices, devicesDist, shell, adbShell, usbShell, usbAdbShell] = cases.map(stat) as ReturnType<typeof stat>[];
     const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
     console.log(`  --version: ${version!.ratio.toFixed(2)}x (target <= 1.5: ${verdict(version!.ratio <= 1.5)}), unbundled ${versionDist!.ratio.toFixed(2)}x`);
     console.log(`  devices:   ${devices!.ratio.toFixed(2)}x (target <= 3: ${verdict(devices!.ratio <= 3)}), unbundled ${devicesDist!.ratio.toFixed(2)}x`);
     console.log(`  shell -- true: ${(shell!.median / adbShell!.median).toFixed(2)}x adb shell true (+${(shell!.median - adbShell!.median).toFixed(1)} ms)`);
+    console.log(`  shell -- true (pixel-usb): ${(usbShell!.median / usbAdbShell!.median).toFixed(2)}x adb shell true`);
     const round = (x: number) => Number(x.toFixed(2));
-    console.log(
-      JSON.stringify({
+    emitReport(
+      "cli-cold-start",
+      [
+        { measure: "farm --version vs node -e 0", instant: `${version!.ratio.toFixed(2)}x (${version!.median.toFixed(0)} ms)`, realistic: null, target: "<= 1.5x", pass: version!.ratio <= 1.5 },
+        { measure: "farm devices vs node -e 0", instant: `${devices!.ratio.toFixed(2)}x (${devices!.median.toFixed(0)} ms)`, realistic: null, target: "<= 3x", pass: devices!.ratio <= 3 },
+        { measure: "farm shell -- true vs adb shell true", instant: `+${(shell!.median - adbShell!.median).toFixed(0)} ms`, realistic: round(usbShell!.median / usbAdbShell!.median), profile: "pixel-usb", target: "", pass: null },
+      ],
+      {
         runs: RUNS,
         nodeMedianMs: round(base),
         versionMedianMs: round(version!.median),
@@ -105,7 +120,9 @@ async function main(): Promise<void> {
         devicesUnbundledRatio: round(devicesDist!.ratio),
         shellMedianMs: round(shell!.median),
         adbShellMedianMs: round(adbShell!.median),
-      }),
+        pixelUsbShellMedianMs: round(usbShell!.median),
+        pixelUsbAdbShellMedianMs: round(usbAdbShell!.median),
+      },
     );
   } finally {
     await lab.stop();

@@ -20,6 +20,7 @@ import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { startFarm } from "../support/farm-process.js";
 import { attachFakeAgent, bearer, fakeDevices } from "../support/fake-agent.js";
 import { makeTempDir } from "../support/temp-dir.js";
+import { emitReport } from "./bench-report.js";
 import { cpuSeconds, median, memoryMiB, percentile } from "./proc-stats.js";
 
 const { values } = parseArgs({
@@ -155,7 +156,15 @@ async function main(): Promise<void> {
     console.log(`  ListDevices (${AGENTS * DEVICES})  median ${listMedian.toFixed(1)} ms  (ratio to 100 ms target: ${r(listMedian / 100)}; to empty RPC ${baselineRpc.toFixed(2)} ms: ${r(listMedian / baselineRpc)}x)`);
     console.log(`  ListDevices split      registry ${serverMedian.toFixed(1)} ms; request to last byte ${rawMedian.toFixed(1)} ms (ratio to target ${r(rawMedian / 100)}); client decode of ${(body.length / 1048576).toFixed(1)} MiB ${decodeMedian.toFixed(1)} ms`);
     console.log(`  peak RSS               ${mem.peakRss.toFixed(0)} MiB  (idle ${idleMem.rss.toFixed(0)} MiB, ratio ${r(mem.peakRss / idleMem.rss)})`);
-    console.log(JSON.stringify(report));
+    emitReport(
+      "coordinator-load",
+      [
+        { measure: `coordinator CPU, ${AGENTS} agents x ${DEVICES} devices`, instant: `${(loadCpu * 100).toFixed(2)}% of a core`, realistic: null, target: "<= 10%", pass: loadCpu <= 0.1 },
+        { measure: `ListDevices, all ${AGENTS * DEVICES}`, instant: `${listMedian.toFixed(1)} ms`, realistic: null, target: "<= 100 ms", pass: listMedian <= 100 },
+        { measure: "  coordinator peak RSS", instant: `${mem.peakRss.toFixed(0)} MiB`, realistic: null, target: "", pass: null },
+      ],
+      report,
+    );
   } finally {
     stop.abort();
     await coord.stop();

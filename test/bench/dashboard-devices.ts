@@ -27,6 +27,7 @@ import { chromium } from "playwright-core";
 import { attachFakeAgent, bearer, fakeDevices, type FakeAgent } from "../support/fake-agent.js";
 import { startFarm } from "../support/farm-process.js";
 import { makeTempDir } from "../support/temp-dir.js";
+import { emitReport, round } from "./bench-report.js";
 import { median } from "./proc-stats.js";
 
 const { values } = parseArgs({ options: { agents: { type: "string", default: "100" }, devices: { type: "string", default: "50" }, updates: { type: "string", default: "20" } } });
@@ -151,6 +152,14 @@ async function main(): Promise<void> {
     console.log(`  the page's own rendering of the first page of rows: ${median(inPage.render).toFixed(1)} ms`);
     console.log(`  one live update, agent report to row changed: ${up.toFixed(1)} ms median of ${updateMs.length} (ratio to a full load ${(up / r).toFixed(3)}); the page's own work per update ${median(inPage.update).toFixed(2)} ms`);
     console.log(`  list re-reads during ${UPDATES} updates: ${listCalls.length}`);
+    emitReport(
+      "dashboard-devices",
+      [
+        { measure: `devices page first render, ${TOTAL} devices`, instant: `${r.toFixed(0)} ms`, realistic: null, target: "", pass: null },
+        { measure: "  one live update, report to row", instant: `${up.toFixed(1)} ms`, realistic: null, target: "", pass: null },
+      ],
+      { firstRenderMs: round(r, 1), firstPageFetchMs: round(f, 1), liveUpdateMs: round(up, 2), listRereads: listCalls.length },
+    );
     console.log(`  transferred on load: ${(transferred / 1024).toFixed(0)} KiB (app, styles and the first page of devices; the watch stream is not counted until it ends)`);
     await context.close();
   } finally {

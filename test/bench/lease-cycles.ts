@@ -19,6 +19,7 @@ import { SqliteLeaseStore } from "@farm/coordinator/leases/sqlite-lease-store";
 import { Registry } from "@farm/coordinator/registry/registry";
 import { SqliteRegistryStore } from "@farm/coordinator/registry/sqlite-registry-store";
 import { makeTempDir } from "../support/temp-dir.js";
+import { emitReport, round } from "./bench-report.js";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "3" } } });
 
@@ -65,7 +66,7 @@ async function main(): Promise<void> {
     console.log(`lease grant + release on SQLite, 1000 devices (500 leased)`);
     console.log(`  any device:          ${Math.round(perSecond)} cycles/s  (ratio to 1000/s target: ${(perSecond / 1000).toFixed(2)})`);
     console.log(`  by physical id:      ${Math.round(targeted / ((performance.now() - t1) / 1000))} cycles/s`);
-    console.log(JSON.stringify({ devices: 1000, cyclesPerSecond: Math.round(perSecond), targetRatio: Number((perSecond / 1000).toFixed(2)) }));
+    emitReport("lease-cycles", [{ measure: "lease grant + release, 1000 devices", instant: `${Math.round(perSecond)}/s`, realistic: null, target: ">= 1000/s", pass: perSecond >= 1000 }], { devices: 1000, cyclesPerSecond: Math.round(perSecond), targetRatio: round(perSecond / 1000, 2) });
   } finally {
     db.close();
     await dir.remove();

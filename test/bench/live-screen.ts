@@ -23,6 +23,7 @@ import type { UiNode } from "../devsim/screen/ui-node.js";
 import { farm, waitFor } from "../support/farm-process.js";
 import { startSplitFarm } from "../support/split-farm.js";
 import { cpuSeconds, median } from "./proc-stats.js";
+import { emitReport } from "./bench-report.js";
 
 const { values } = parseArgs({ options: { clicks: { type: "string", default: "20" }, viewers: { type: "string", default: "5" }, seconds: { type: "string", default: "8" } } });
 const CLICKS = Number(values.clicks);
@@ -148,7 +149,14 @@ async function main(): Promise<void> {
     console.log(`frames per viewer  ${fps.toFixed(1)} fps (devsim encodes at most 10 a second)`);
     console.log(`coordinator CPU    1 viewer ${(one.cpu * 100).toFixed(1)}% of a core, ${VIEWERS} viewers ${(many.cpu * 100).toFixed(1)}%; per added viewer ${(perViewer * 100).toFixed(2)}% at ${fps.toFixed(1)} fps, ${(at30 * 100).toFixed(2)}% scaled to 30 fps (target <= 5%)`);
     console.log(`bytes per viewer   ${(many.bps / 1024).toFixed(0)} KiB/s`);
-    console.log(JSON.stringify({ inputToPhotonMedianMs: Math.round(median(photon)), fps: Number(fps.toFixed(1)), coordinatorCpuPerViewerAt30fps: Number(at30.toFixed(4)), bytesPerSecondPerViewer: Math.round(many.bps) }));
+    emitReport(
+      "live-screen",
+      [
+        { measure: "live screen input-to-photon", instant: `${median(photon).toFixed(0)} ms`, realistic: null, target: "<= 250 ms", pass: median(photon) <= 250 },
+        { measure: "  coordinator CPU per viewer at 30 fps", instant: `${(at30 * 100).toFixed(2)}% of a core`, realistic: null, target: "<= 5%", pass: at30 <= 0.05 },
+      ],
+      { inputToPhotonMedianMs: Math.round(median(photon)), fps: Number(fps.toFixed(1)), coordinatorCpuPerViewerAt30fps: Number(at30.toFixed(4)), bytesPerSecondPerViewer: Math.round(many.bps) },
+    );
     await farm(["lease", "release"], { ...lab.env, FARM_LEASE: leaseToken });
   } finally {
     await browser.close();

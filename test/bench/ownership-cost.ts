@@ -22,15 +22,18 @@ import { DeviceJobs } from "@farm/agent/actions/device-job";
 import { openHostJournalDb } from "@farm/agent/db/host-journal-db";
 import { startDevsim, startAdbServer } from "../devsim/index.js";
 import { makeTempDir } from "../support/temp-dir.js";
+import { addedMs, emitReport, ms, round } from "./bench-report.js";
 import { median, percentile } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { actions: { type: "string", default: "200" } } });
+const { values } = parseArgs({ options: { actions: { type: "string", default: "200" }, "realistic-actions": { type: "string", default: "40" } } });
 const N = Number(values.actions);
+const NR = Number(values["realistic-actions"]);
 
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench-own");
   const adb = await startAdbServer();
-  const sim = await startDevsim({ devices: 1, adbPort: adb.port });
+  // One instant phone (farm's own cost) and one under pixel-usb (what a user sees).
+  const sim = await startDevsim({ devices: [{}, { latency: "pixel-usb", latencySeed: 11 }], adbPort: adb.port });
   const log = createLogger({ level: "error" });
   const server = { host: "127.0.0.1", port: adb.port };
   const database = openAgentDb(join(dir.path, "agent.db"));
@@ -38,30 +41,36 @@ async function main(): Promise<void> {
   let hostJournal: ReturnType<typeof openHostJournalDb> | undefined;
   try {
     const serial = (sim.devices[0] as { serial: string }).serial;
+    const usbSerial = (sim.devices[1] as { serial: string }).serial;
     watcher.start();
-    while (!watcher.device(serial)) await new Promise((r) => setTimeout(r, 20));
+    while (!watcher.device(serial) || !watcher.device(usbSerial)) await new Promise((r) => setTimeout(r, 20));
     await import("node:fs/promises").then((fs) => fs.mkdir(join(dir.path, "locks"), { recursive: true }));
     hostJournal = openHostJournalDb(join(dir.path, "locks"));
     const journal = new OwnershipJournal(hostJournal.db, hostJournal.sqlite);
     const ownership = new DeviceOwnership({ lockDir: join(dir.path, "locks"), journal, watcher, history: new DeviceHistory(database.db), agentId: "bench" });
     const setprop = setPropAction(new DeviceJobs(server, (p) => journal.unresolvedIds(p)));
 
-    const bare: number[] = [];
-    const owned: number[] = [];
     // Interleaved so both see the same machine noise.
-    for (let i = 0; i < N + 10; i++) {
-      let t0 = performance.now();
-      const r = await shellV2(server, serial, `setprop persist.bench.v ${i}`);
-      if (r.exitCode !== 0) throw new Error("bare setprop failed");
-      const b = performance.now() - t0;
-      t0 = performance.now();
-      await ownership.run(setprop, { key: "persist.bench.v", value: String(i) }, { serial, deadlineMs: Date.now() + 10_000, requestedBy: "bench" });
-      const o = performance.now() - t0;
-      if (i >= 10) {
-        bare.push(b);
-        owned.push(o);
+    const measure = async (serial: string, n: number) => {
+      const bare: number[] = [];
+      const owned: number[] = [];
+      for (let i = 0; i < n + 10; i++) {
+        let t0 = performance.now();
+        const r = await shellV2(server, serial, `setprop persist.bench.v ${i}`);
+        if (r.exitCode !== 0) throw new Error("bare setprop failed");
+        const b = performance.now() - t0;
+        t0 = performance.now();
+        await ownership.run(setprop, { key: "persist.bench.v", value: String(i) }, { serial, deadlineMs: Date.now() + 10_000, requestedBy: "bench" });
+        const o = performance.now() - t0;
+        if (i >= 10) {
+          bare.push(b);
+          owned.push(o);
+        }
       }
-    }
+      return { bare, owned };
+    };
+    const { bare, owned } = await measure(serial, N);
+    const usb = await measure(usbSerial, NR);
 
     // Ownership with nothing to dispatch: its own overhead, without the device.
     const noop = {
@@ -104,7 +113,17 @@ async function main(): Promise<void> {
     console.log(`  with lock + journal         median ${mo.toFixed(2)} ms  (ratio ${(mo / mb).toFixed(3)}, +${(mo - mb).toFixed(2)} ms)`);
     console.log(`  ownership alone (no device) median ${median(overhead).toFixed(2)} ms per action (lock, 2 journal commits, release)`);
     console.log(`  journal commits per second  ${Math.round(commitsPerSecond)} (synchronous=FULL, WAL)`);
-    console.log(JSON.stringify(report));
+    const usbRatio = median(usb.owned) / median(usb.bare);
+    console.log(`  pixel-usb: bare ${median(usb.bare).toFixed(1)} ms, owned ${median(usb.owned).toFixed(1)} ms (ratio ${usbRatio.toFixed(3)}, target <= 1.1)`);
+    emitReport(
+      "ownership-cost",
+      [
+        { measure: "journaled setprop vs bare shell", instant: addedMs(mo - mb), realistic: round(usbRatio, 2), profile: "pixel-usb", target: "<= 1.1x (pixel-usb)", pass: usbRatio <= 1.1 },
+        { measure: "  ownership alone (lock, 2 commits, release)", instant: ms(median(overhead)), realistic: null, target: "", pass: null },
+        { measure: "  journal commits per second", instant: String(Math.round(commitsPerSecond)), realistic: null, target: "", pass: null },
+      ],
+      { ...report, pixelUsb: { bareShellMedianMs: round(median(usb.bare), 2), ownedActionMedianMs: round(median(usb.owned), 2), ratio: round(usbRatio, 3) } },
+    );
   } finally {
     watcher.stop();
     database.close();

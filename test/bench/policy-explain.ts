@@ -14,6 +14,7 @@ import { parseArgs } from "node:util";
 import { explainPolicy } from "@farm/shared/capture-policy/explain";
 import { parsePolicy, type SessionPolicy } from "@farm/shared/capture-policy/policy";
 import { parseSteps, type ScenarioStep } from "@farm/shared/capture-policy/steps";
+import { emitReport } from "./bench-report.js";
 import { median } from "./proc-stats.js";
 
 const { values } = parseArgs({ options: { steps: { type: "string", default: "10000" }, runs: { type: "string", default: "7" } } });
@@ -120,7 +121,7 @@ function main(): void {
   console.log(`  plain loop, same triggers  ${loop.toFixed(2)} ms   ratio ${report.ratioVsPlainLoop}x   (firings agree: ${report.firingsAgree})`);
   console.log(`  policy parse + validate    ${first.ms.toFixed(1)} ms first (schema compile), ${again.ms.toFixed(2)} ms after`);
   console.log(`  steps file, YAML ${(report.stepsYamlBytes / 1024).toFixed(0)} KiB   parse + validate ${readSteps.ms.toFixed(0)} ms (the same as JSON: ${readJson.ms.toFixed(1)} ms)`);
-  console.log(JSON.stringify(report));
+  emitReport("policy-explain", [{ measure: `explainPolicy, ${STEPS} steps`, instant: `${explain.toFixed(1)} ms (${report.ratioVsPlainLoop}x a plain loop)`, realistic: null, target: "", pass: null }], report);
 }
 
 main();

@@ -32,6 +32,7 @@ import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-proc
 import { startPgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { cpuSeconds, median, percentile } from "./proc-stats.js";
+import { emitReport } from "./bench-report.js";
 
 const { values } = parseArgs({
   options: {
@@ -203,7 +204,15 @@ async function main(): Promise<void> {
     console.log(`${AGENTS} agents x 10 devices, heartbeats every 5 s, over ${WINDOW_S} s`);
     console.log(`  one coordinator on SQLite     ${report.sqliteCoordinatorCpu} of a core`);
     console.log(`  each of three replicas        ${report.replicaCpu.join(", ")} of a core  (busiest to the 0.10 target ${report.replicaCpuToTarget}; to SQLite ${report.replicaCpuToSqlite})`);
-    console.log(JSON.stringify(report));
+    emitReport(
+      "replicas",
+      [
+        { measure: "lease cycles, three replicas on PostgreSQL", instant: `${report.replicaCyclesPerSecond}/s`, realistic: null, target: ">= 500/s", pass: report.replicaCyclesPerSecond >= 500 },
+        { measure: "read forwarded through another replica, added", instant: `+${report.forwardedAddedMedianMs} ms`, realistic: null, target: "<= +2 ms", pass: report.forwardedAddedMedianMs <= 2 },
+        { measure: `busiest replica CPU, ${AGENTS} agents`, instant: `${(Math.max(...replicaCpu) * 100).toFixed(1)}% of a core`, realistic: null, target: "<= 10%", pass: Math.max(...replicaCpu) <= 0.1 },
+      ],
+      report,
+    );
   } finally {
     await cluster.stop();
     await dir.remove();

@@ -19,6 +19,7 @@ import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from 
 import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import { AgentService, AttachRequestSchema, AttachResponseSchema, type AttachRequest, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { Health, HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { emitReport } from "./bench-report.js";
 import { cpuSeconds, median, percentile } from "./proc-stats.js";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "1000" }, server: { type: "boolean", default: false } } });
@@ -131,7 +132,11 @@ async function main(): Promise<void> {
     const connectT = createConnectTransport({ httpVersion: "2", baseUrl: url, nodeOptions: noDelaySessionOptions() });
     await measure("connect-node, Connect protocol", async () => ({ unary: await time(() => createClient(Health, connectT).check({})), stream: await connectStream(connectT) }));
     await measure("@grpc/grpc-js", () => grpcJsStream(port));
-    console.log(JSON.stringify({ bench: "rpc-floor", calls: N, rawHttp2UnaryMs: Number(median(rawUnary).toFixed(3)), clients: rows }));
+    emitReport(
+      "rpc-floor",
+      rows.map((r) => ({ measure: `one hop: ${r.client}, unary / stream round trip`, instant: `${r.unaryMs.toFixed(2)} / ${r.streamRoundTripMs.toFixed(2)} ms`, realistic: null, target: "", pass: null })),
+      { calls: N, rawHttp2UnaryMs: Number(median(rawUnary).toFixed(3)), clients: rows },
+    );
   } finally {
     child.kill();
   }

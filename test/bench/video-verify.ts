@@ -20,6 +20,7 @@ import { decodeVideo, mediaTools } from "@farm/agent/video/media-verify";
 import { farm } from "../support/farm-process.js";
 import { startLab } from "../support/lab.js";
 import { makeTempDir } from "../support/temp-dir.js";
+import { emitReport, round } from "./bench-report.js";
 import { memoryMiB } from "./proc-stats.js";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "60" }, fps: { type: "string", default: "60" }, "record-seconds": { type: "string", default: "30" } } });
@@ -91,6 +92,14 @@ async function stopLatency(): Promise<void> {
         `${stopMs.toFixed(0)} ms from stop request to complete; probe + full decode ${work.toFixed(0)} ms (ratio ${(stopMs / work).toFixed(2)}: the rest is Node start-up of the CLI, the recorder finishing its file, pull, upload and RPCs)`,
     );
     console.log(`worker peak RSS: ${peak.toFixed(1)} MiB`);
+    emitReport(
+      "video-verify",
+      [
+        { measure: `video stop to complete (${RECORD_SECONDS} s recording)`, instant: `${stopMs.toFixed(0)} ms`, realistic: null, target: "", pass: null },
+        { measure: "  of which probe + full decode", instant: `${work.toFixed(0)} ms`, realistic: null, target: "", pass: null },
+      ],
+      { stopMs: round(stopMs, 1), probeDecodeMs: round(work, 1), workerPeakRssMiB: round(peak, 1) },
+    );
   } finally {
     clearInterval(tick);
     await lab.stop();
