@@ -6,6 +6,7 @@ import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-nod
 import { afterEach, describe, expect, it } from "vitest";
 import { AdbTunnelService, OpenAdbStreamResponseSchema } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { ActivityService, ListActivityResponseSchema } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { BlobService, DownloadBlobResponseSchema } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { limitsOf, withMessageLimits } from "./message-limits.js";
 
 let server: Http2Server | undefined;
@@ -24,7 +25,7 @@ describe("message limits", () => {
     expect(limitsOf("farm.v1.ReplicaService").messageMaxBytes).toBeGreaterThan(device);
   });
 
-  it("never gzips a phone's adb bytes, though the client accepts gzip; other services still compress", async () => {
+  it("never gzips a phone's adb bytes or a blob's, though the client accepts gzip; other services still compress", async () => {
     const bytes = new Uint8Array(64 * 1024).fill(7);
     const handler = connectNodeAdapter({
       routes: (router) => {
@@ -32,6 +33,12 @@ describe("message limits", () => {
         limited.service(AdbTunnelService, {
           async *openAdbStream() {
             yield create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: bytes } });
+          },
+        });
+        limited.service(BlobService, {
+          uploadBlob: async () => ({ blobId: "" }),
+          async *downloadBlob() {
+            yield create(DownloadBlobResponseSchema, { part: { kind: { case: "chunk", value: bytes } } });
           },
         });
         limited.service(ActivityService, {
@@ -51,7 +58,9 @@ describe("message limits", () => {
     }
     expect(got).toEqual([bytes.length]);
     await createClient(ActivityService, transport).listActivity({}, { onHeader: (h) => (encodings["activity"] = h.get("grpc-encoding")) });
+    for await (const _ of createClient(BlobService, transport).downloadBlob({ blobId: "b" }, { onHeader: (h) => (encodings["blob"] = h.get("grpc-encoding")) })) void _;
     expect(encodings["adb"] ?? "identity").toBe("identity");
+    expect(encodings["blob"] ?? "identity").toBe("identity");
     expect(encodings["activity"]).toBe("gzip");
   });
 });

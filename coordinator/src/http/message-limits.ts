@@ -23,13 +23,24 @@ export interface MessageLimits {
 }
 
 /**
- * Services whose responses are raw bytes on a hot path (a phone's adb
- * streams, its encoded screen): never gzipped. Connect compresses any response over 1 KiB for a
+ * Services whose messages are raw bytes on a hot path (a phone's adb
+ * streams, its encoded screen, blobs, evidence bundles: PNG, MP4, APKs):
+ * never gzipped. A 100 MiB blob download gzipped moved at 0.13 of a plain
+ * TCP copy (test/bench/blob-transfer.ts). Connect compresses any response over 1 KiB for a
  * client that accepts gzip, which every Connect client does; on a 100 MiB
  * push that was most of a core for bytes that do not shrink (APKs, media),
  * and it capped a tunnel at a tenth of adb's own speed.
  */
-const uncompressed: ReadonlySet<string> = new Set(["farm.v1.AdbTunnelService", "farm.v1.AgentAdbService", "farm.v1.LiveScreenService", "farm.v1.AgentScreenService"]);
+const uncompressed: ReadonlySet<string> = new Set([
+  "farm.v1.AdbTunnelService",
+  "farm.v1.AgentAdbService",
+  "farm.v1.LiveScreenService",
+  "farm.v1.AgentScreenService",
+  "farm.v1.BlobService",
+  "farm.v1.AgentBlobService",
+  "farm.v1.EvidenceService",
+  "farm.v1.AgentEvidenceService",
+]);
 
 const control = (messageMaxBytes: number): MessageLimits => ({ messageMaxBytes, bodyMaxBytes: messageMaxBytes + 5 });
 /** Long-lived or upload streams: many messages; the body as a whole is bounded by what it may carry. */
