@@ -1,5 +1,6 @@
 /**
- * End-to-end `farm evidence capture` through `farm standalone` against the
+ * End-to-end `farm evidence capture` (the bundled CLI, installed as `make
+ * install` does) through `farm standalone` against the
  * minimal equivalent on the same simulated phone in the same run: two raw
  * adb CLI commands (`adb exec-out screencap -p` into a file, and a
  * UIAutomator dump read back). Medians of interleaved runs.
@@ -27,12 +28,12 @@ import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { DEVICE_PROFILES, adbBinary } from "../devsim/index.js";
 import type { LatencyProfileName } from "../devsim/latency/latency-profiles.js";
-import { farmBin } from "../support/farm-process.js";
+import { installCli } from "../support/installed-cli.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { addedMs, emitReport, round, type BenchRow } from "./bench-report.js";
 import { median, memoryMiB } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "10" }, "realistic-runs": { type: "string", default: "5" } } });
+const { values } = parseArgs({ options: { runs: { type: "string", default: "10" }, "realistic-runs": { type: "string", default: "12" } } });
 const RUNS = Number(values.runs);
 const REALISTIC_RUNS = Number(values["realistic-runs"]);
 
@@ -69,6 +70,9 @@ interface Sizes {
   cliPeak: number;
 }
 
+/** `farm` as users install it (make install: the esbuild bundle on PATH). */
+let cliEnv: NodeJS.ProcessEnv = {};
+
 async function measure(lab: Lab, admin: string, width: number, height: number, latency: LatencyProfileName, runs: number, inProcess: boolean): Promise<Sizes> {
   const base = DEVICE_PROFILES[0];
   if (!base) throw new Error("no device profile");
@@ -87,11 +91,11 @@ async function measure(lab: Lab, admin: string, width: number, height: number, l
     const a = await timed(adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "exec-out", "screencap", "-p"], adbEnv, shot);
     const b = await timed(adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "shell", "uiautomator dump /sdcard/bench.xml >/dev/null && cat /sdcard/bench.xml"], adbEnv, join(lab.dir.path, `raw-${tag}-${i}.xml`));
     if (a.code !== 0 || b.code !== 0 || readFileSync(shot).length === 0) throw new Error("raw adb capture failed");
-    const f = await timed(process.execPath, [farmBin, "evidence", "capture", "--device", serial, "--output-dir", join(lab.dir.path, `farm-${tag}-${i}`)], lab.env);
+    const f = await timed("farm", ["evidence", "capture", "--device", serial, "--output-dir", join(lab.dir.path, `farm-${tag}-${i}`)], cliEnv);
     if (f.code !== 0) throw new Error("farm evidence capture failed");
     if (inProcess) {
       // The CLI's own start-up: the same binary doing no work.
-      const v = await timed(process.execPath, [farmBin, "--version"], lab.env);
+      const v = await timed("farm", ["--version"], cliEnv);
       let t = performance.now();
       const res = await client.captureEvidence({ target: create(DeviceTargetSchema, { serial }), contextJson: "{}", timeoutMs: 30_000, cliVersion: "bench" });
       const r = performance.now() - t;
@@ -117,6 +121,7 @@ async function main(): Promise<void> {
   const lab = await startLab("bench-evidence", { logLevel: "info" });
   try {
     const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+    cliEnv = { ...installCli(lab.dir.path).env, ...lab.env };
     const small = await measure(lab, admin, 1080, 2400, "instant", RUNS, true);
     const large = await measure(lab, admin, 1440, 3120, "instant", RUNS, true);
     const usb = await measure(lab, admin, 1080, 2400, "pixel-usb", REALISTIC_RUNS, false);

@@ -68,6 +68,22 @@ describe('background jobs', () => {
     expect(device.readFile('/data/local/tmp/plain.txt')).toBeUndefined();
   });
 
+  it("a ( subshell ) keeps exit, cd and variables inside; eval runs a string; read takes a file's first line", async () => {
+    const r = await sh('X=1; (X=2; cd /data; exit 4); echo "rc=$?"; echo "X=$X $(pwd)"; (eval "echo a; exit 5"); echo "rc=$?"; echo "one two" > /data/local/tmp/r; echo more >> /data/local/tmp/r; read -r L < /data/local/tmp/r; echo "[$L]"; read -r M < /data/local/tmp/none; echo "rc=$?"');
+    expect(r.stdout).toBe('rc=4\nX=1 /\na\nrc=5\n[one two]\nrc=1\n');
+  });
+
+  it("a background subshell that starts with trap '' HUP outlives the session, as nohup does", async () => {
+    const device = newDevice();
+    const hangup = new AbortController();
+    const run = sh("( trap '' HUP; sleep 0.1; echo done > /data/local/tmp/trap.txt ) & ( sleep 0.1; echo done > /data/local/tmp/plain2.txt ) & wait", { device, signal: hangup.signal });
+    setTimeout(() => hangup.abort(), 20);
+    await run;
+    await new Promise((r) => setTimeout(r, 250));
+    expect(device.readFile('/data/local/tmp/trap.txt')?.toString()).toBe('done\n');
+    expect(device.readFile('/data/local/tmp/plain2.txt')).toBeUndefined();
+  });
+
   it('a reboot ends nohup jobs; mv renames in one step', async () => {
     const device = newDevice();
     await sh('nohup sh -c "sleep 0.1; echo x > /data/local/tmp/a.tmp; mv /data/local/tmp/a.tmp /data/local/tmp/a.done" &', { device });

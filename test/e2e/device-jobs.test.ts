@@ -45,7 +45,7 @@ describe("device jobs", () => {
     const p = progress();
     const r = await runDeviceJob(server(), serial, "echo out; echo err >&2; exit 4", a, AbortSignal.timeout(10_000), p);
     expect(p.phase).toBe("accepted");
-    expect(r).toMatchObject({ exitCode: 4, record: `farm-job 1 ${a.actionId} ${a.requestSha256} 4` });
+    expect(r).toMatchObject({ exitCode: 4, record: `farm-job 2 ${a.actionId} ${a.requestSha256} 4 end` });
     expect(r.stdout.toString()).toBe("out\n");
     expect(r.stderr.toString()).toBe("err\n");
     await expect(runDeviceJob(server(), serial, "echo again", a, AbortSignal.timeout(10_000), progress())).rejects.toMatchObject({ dispatched: false });
@@ -61,6 +61,17 @@ describe("device jobs", () => {
     expect(await readJobRecord(server(), serial, a, AbortSignal.timeout(5_000))).toMatchObject({ exitCode: 0 });
     // Bound to its action and request: the same record proves nothing else.
     expect(await readJobRecord(server(), serial, { ...a, requestSha256: "b".repeat(64) }, AbortSignal.timeout(5_000))).toBeUndefined();
+  });
+
+  it("reads an older agent's record (version 1, renamed into place) and never takes a torn one as proof", async () => {
+    const fs = phone.state.fs;
+    const old = action();
+    fs.writeFile(`${jobBase(old)}.done`, Buffer.from(`farm-job 1 ${old.actionId} ${old.requestSha256} 3\n`), ROOT);
+    expect(await readJobRecord(server(), serial, old, AbortSignal.timeout(5_000))).toMatchObject({ exitCode: 3 });
+    // Written in place and cut before its end: "1" of "12" must not read as exit status 1.
+    const torn = action();
+    fs.writeFile(`${jobBase(torn)}.done`, Buffer.from(`farm-job 2 ${torn.actionId} ${torn.requestSha256} 1`), ROOT);
+    expect(await readJobRecord(server(), serial, torn, AbortSignal.timeout(5_000))).toBeUndefined();
   });
 
   it("prunes the oldest jobs beyond the bound, never those of unresolved actions", async () => {

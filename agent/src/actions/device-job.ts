@@ -12,7 +12,19 @@ export const JOB_DIR = "/data/local/tmp/farm-jobs";
 export const JOB_STORE_LIMIT = 512;
 
 const STARTED = "farm-job-started";
-const RECORD = /^farm-job 1 ([0-9a-f-]{36}) ([0-9a-f]{64}) (\d{1,3})$/;
+/**
+ * A completion record. Version 2 is written in place and ends with "end",
+ * so a torn write never reads as a record; version 1 (published by a rename)
+ * is still read from jobs an older agent started.
+ */
+const RECORD = /^farm-job (?:1 ([0-9a-f-]{36}) ([0-9a-f]{64}) (\d{1,3})|2 ([0-9a-f-]{36}) ([0-9a-f]{64}) (\d{1,3}) end)$/;
+
+/** Action id, request hash and exit status of a completion record line, or undefined. */
+function parseRecord(line: string): { actionId: string; sha: string; exitCode: number } | undefined {
+  const m = RECORD.exec(line);
+  if (!m) return undefined;
+  return m[1] !== undefined ? { actionId: m[1], sha: m[2] as string, exitCode: Number(m[3]) } : { actionId: m[4] as string, sha: m[5] as string, exitCode: Number(m[6]) };
+}
 
 /**
  * A job's files share one base name: creation time first, so a plain `ls`
@@ -46,22 +58,28 @@ export async function runDeviceJob(
   removeFirst: readonly string[] = [],
 ): Promise<JobResult> {
   const j = jobBase(action);
-  const record = `farm-job 1 ${action.actionId} ${action.requestSha256}`;
-  const inner = `sh -c ${shQuote(command)}; echo "${record} $?" > ${j}.tmp && mv ${j}.tmp ${j}.done`;
   // Each program a phone starts costs it a fork and exec (milliseconds on a
-  // phone): the script uses mksh's builtins ([, echo) where they do, and
-  // removes settled jobs' files alongside the job rather than before it.
+  // phone, devsim's latency profiles): the job uses mksh itself where it can.
+  // A background subshell that ignores SIGHUP is what nohup gives, without
+  // starting nohup and sh; the command runs by eval in a subshell of its own,
+  // so its `exit` ends only it, as `sh -c` did; the record is written in
+  // place (ended by "end") and read back with `read`, not mv and cat.
+  // Settled jobs' files are removed alongside the job, not before it.
+  const record = `farm-job 2 ${action.actionId} ${action.requestSha256}`;
+  const job = `( trap '' HUP; (eval ${shQuote(command)}); echo "${record} $? end" > ${j}.done ) </dev/null >${j}.out 2>${j}.err &`;
   const script = [
     ...(removeFirst.length > 0 ? [`rm -f ${removeFirst.join(" ")} </dev/null >/dev/null 2>&1 &`] : []),
     `[ -d ${JOB_DIR} ] || mkdir -p ${JOB_DIR} || exit 1`,
     // A job is started once per action: an existing marker means it was.
     `if [ -e ${j}.job ]; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
     `echo ${shQuote(`${action.actionId} ${action.requestSha256}`)} > ${j}.job || exit 1`,
-    `nohup sh -c ${shQuote(inner)} </dev/null >${j}.out 2>${j}.err &`,
+    job,
     `echo ${STARTED}`,
     "wait",
     // The record's line first, then the job's output (a missing record fails the line check).
-    `cat ${j}.done ${j}.out; [ -s ${j}.err ] && cat ${j}.err >&2`,
+    `read -r farm_record < ${j}.done; echo "$farm_record"`,
+    `[ -s ${j}.out ] && cat ${j}.out`,
+    `[ -s ${j}.err ] && cat ${j}.err >&2`,
     "exit 0",
   ].join("\n");
   let seen = "";
@@ -91,11 +109,11 @@ export async function runDeviceJob(
   const out = r.stdout.subarray(STARTED.length + 1);
   const nl = out.indexOf(10);
   const line = out.subarray(0, nl < 0 ? out.length : nl).toString("utf8");
-  const m = RECORD.exec(line);
-  if (!m || m[1] !== action.actionId || m[2] !== action.requestSha256) {
+  const rec = parseRecord(line);
+  if (!rec || rec.actionId !== action.actionId || rec.sha !== action.requestSha256) {
     throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, true, Errors.DEVICE_JOB_RECORD_MISSING);
   }
-  return { exitCode: Number(m[3]), stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, record: line };
+  return { exitCode: rec.exitCode, stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, record: line };
 }
 
 /**
@@ -105,9 +123,9 @@ export async function runDeviceJob(
 export async function readJobRecord(adb: AdbServerAddress, serial: string, action: ActionRow, signal: AbortSignal): Promise<{ exitCode: number; record: string } | undefined> {
   const r = await shellV2(adb, serial, `cat ${jobBase(action)}.done`, signal);
   const line = r.stdout.toString("utf8").trim();
-  const m = RECORD.exec(line);
-  if (r.exitCode !== 0 || !m || m[1] !== action.actionId || m[2] !== action.requestSha256) return undefined;
-  return { exitCode: Number(m[3]), record: line };
+  const rec = parseRecord(line);
+  if (r.exitCode !== 0 || !rec || rec.actionId !== action.actionId || rec.sha !== action.requestSha256) return undefined;
+  return { exitCode: rec.exitCode, record: line };
 }
 
 /** The files of a job. */

@@ -49,7 +49,14 @@ export interface IfCommand {
   redirects: Redirect[];
 }
 
-export type CommandNode = SimpleCommand | LoopCommand | IfCommand;
+/** `( LIST )`: runs in a copy of the shell; `exit`, `cd` and variables stay inside. */
+export interface SubshellCommand {
+  type: 'subshell';
+  body: CommandList;
+  redirects: Redirect[];
+}
+
+export type CommandNode = SimpleCommand | LoopCommand | IfCommand | SubshellCommand;
 
 export interface Pipeline {
   negate: boolean;

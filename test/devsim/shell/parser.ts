@@ -28,6 +28,7 @@ class Parser {
       this.skipNewlines();
       const token = this.peek();
       if (token.type === 'eof') break;
+      if (token.type === 'op' && token.op === ')' && terminators.has(')')) break;
       const keyword = this.keyword(token);
       if (keyword !== undefined && terminators.has(keyword)) break;
       const item = this.andOr();
@@ -43,6 +44,7 @@ class Parser {
         continue;
       }
       if (after.type === 'eof') break;
+      if (after.type === 'op' && after.op === ')' && terminators.has(')')) break;
       const nextKeyword = this.keyword(after);
       if (nextKeyword !== undefined && terminators.has(nextKeyword)) break;
       throw this.unexpected(after);
@@ -82,6 +84,7 @@ class Parser {
 
   private command(): CommandNode {
     const token = this.peek();
+    if (token.type === 'op' && token.op === '(') return this.subshell();
     const keyword = this.keyword(token);
     if (keyword === 'while' || keyword === 'until') return this.loop(keyword === 'until');
     if (keyword === 'if') return this.ifCommand();
@@ -90,6 +93,15 @@ class Parser {
       throw this.unexpected(token);
     }
     return this.simple();
+  }
+
+  private subshell(): CommandNode {
+    this.pos++;
+    const body = this.list(new Set([')']));
+    const close = this.peek();
+    if (close.type !== 'op' || close.op !== ')') throw this.unexpected(close);
+    this.pos++;
+    return { type: 'subshell', body, redirects: this.redirects() };
   }
 
   private loop(until: boolean): CommandNode {

@@ -54,6 +54,8 @@ export class Shell {
   /** Background jobs (`&`) by pid, until `wait` collects them. */
   private readonly jobs = new Map<number, Promise<number>>();
   private lastJobPid: number | undefined;
+  /** Set by `trap '' HUP`: jobs started from here on outlive the session, as under nohup. */
+  private ignoresHangup = false;
   readonly caller: Caller;
   /** Working directory (cd changes it). */
   cwd: string;
@@ -119,10 +121,12 @@ export class Shell {
     const first = item.first.commands[0];
     const word = first?.type === 'simple' ? first.words[0]?.parts : undefined;
     const nohup = word?.length === 1 && word[0]?.type === 'literal' && word[0].value === 'nohup';
+    // `trap '' HUP` in the subshell itself, as its first command, also makes it immune.
+    const body = first?.type === 'subshell' ? first.body.items[0]?.first.commands[0] : undefined;
+    const trapped = body?.type === 'simple' && body.words.length >= 3 && body.words.map((w) => w.parts.map((p) => (p.type === 'literal' ? p.value : '?')).join('')).join(' ').match(/^trap  (HUP|1|SIGHUP)$/) !== null;
     const device = this.options.device.bootSignal;
-    const signal = nohup ? device : AbortSignal.any([this.signal, device]);
-    const child = new Shell({ ...this.options, stdin: EMPTY_INPUT, stdout: io.stdout, stderr: io.stderr, signal, caller: this.caller, cwd: this.cwd });
-    for (const [key, value] of this.vars) child.vars.set(key, value);
+    const signal = nohup || trapped || this.ignoresHangup ? device : AbortSignal.any([this.signal, device]);
+    const child = this.fork(io, signal);
     const pid = child.pid;
     const job = (async () => {
       await yieldToEventLoop();
@@ -137,6 +141,14 @@ export class Shell {
     this.jobs.set(pid, job);
     this.lastJobPid = pid;
     return 0;
+  }
+
+  /** A copy of this shell (subshell or job): same variables, directory and caller. */
+  private fork(io: ShellIO, signal: AbortSignal): Shell {
+    const child = new Shell({ ...this.options, stdin: io.stdin, stdout: io.stdout, stderr: io.stderr, signal, caller: this.caller, cwd: this.cwd });
+    for (const [key, value] of this.vars) child.vars.set(key, value);
+    child.ignoresHangup = this.ignoresHangup;
+    return child;
   }
 
   /** `wait [PID…]`: the status of the last job waited for (127 for an unknown pid). */
@@ -207,6 +219,15 @@ export class Shell {
     if (command.type === 'simple') return this.simple(command, io);
     const redirected = await this.redirect(command.redirects, io);
     if (!redirected) return 1;
+    if (command.type === 'subshell') {
+      const child = this.fork(redirected, this.signal);
+      try {
+        return await child.list(command.body, redirected);
+      } catch (error) {
+        if (error instanceof ExitRequest) return error.status;
+        throw error;
+      }
+    }
     if (command.type === 'loop') {
       let status = 0;
       for (;;) {
@@ -245,6 +266,16 @@ export class Shell {
     // cd, export and exec change this shell's own state, so they cannot be table commands.
     if (name === 'cd') return this.changeDirectory(args[0] ?? '/', io);
     if (name === 'wait') return this.waitJobs(args);
+    if (name === 'trap') {
+      // Only what scripts here need: `trap '' HUP` ignores the hangup; other traps are accepted and do nothing.
+      if (args[0] === '' && args.slice(1).some((s) => s === 'HUP' || s === '1' || s === 'SIGHUP')) this.ignoresHangup = true;
+      return 0;
+    }
+    if (name === 'eval') {
+      const list = parseScript(args.join(' '));
+      return this.list(list, io);
+    }
+    if (name === 'read') return this.readLine(args, io);
     if (name === 'export') {
       for (const arg of args) {
         const eq = arg.indexOf('=');
@@ -333,6 +364,27 @@ export class Shell {
       await io.stderr.write(`${SHELL_NAME}: ${error.message}\n`);
       return undefined;
     }
+  }
+
+  /**
+   * `read [-r] NAME`: one line of stdin into NAME; 1 at end of input. Reads
+   * whole chunks, so what follows the line is lost: enough for `read X < FILE`.
+   */
+  private async readLine(args: string[], io: ShellIO): Promise<number> {
+    const names = args.filter((a) => a !== '-r');
+    const parts: Buffer[] = [];
+    let found = false;
+    for (let chunk = await io.stdin.read(); chunk; chunk = await io.stdin.read()) {
+      const nl = chunk.indexOf(10);
+      parts.push(nl < 0 ? chunk : chunk.subarray(0, nl));
+      if (nl >= 0) {
+        found = true;
+        break;
+      }
+    }
+    const line = Buffer.concat(parts);
+    this.vars.set(names[0] ?? 'REPLY', line.toString('utf8'));
+    return found || line.length > 0 ? 0 : 1;
   }
 
   private async changeDirectory(target: string, io: ShellIO): Promise<number> {
