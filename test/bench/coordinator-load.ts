@@ -124,7 +124,14 @@ async function main(): Promise<void> {
     });
     const rawMedian = median(raw);
     const decodeMedian = median(await timeCalls(10, async () => fromBinary(ListDevicesResponseSchema, body)));
-    const agentsOnline = (await registry.listAgents({})).agents.filter((a) => a.online).length;
+    // Every page: the default page is 100 agents.
+    let agentsOnline = 0;
+    let agentPage = "";
+    do {
+      const page = await registry.listAgents({ pageSize: 1000, pageToken: agentPage });
+      agentsOnline += page.agents.filter((a) => a.online).length;
+      agentPage = page.nextPageToken;
+    } while (agentPage !== "");
     const mem = memoryMiB(coord.pid);
 
     const r = (x: number) => x.toFixed(3);

@@ -89,7 +89,7 @@ async function main(): Promise<void> {
         },
         [fx, fy, toSettings] as const,
       );
-      if (ms < 0) throw new Error("no frame within 5 s of a click");
+      if (ms < 0) throw new Error(`no frame within 5 s of a click (click ${i}; the phone shows ${phone.state.screen.focusedPackage})`);
       photon.push(ms);
       await waitFor("the scene settled", async () => (phone.state.screen.focusedPackage === (toSettings ? "com.android.settings" : "com.android.launcher3") ? true : undefined));
     }

@@ -69,7 +69,9 @@ async function stopLatency(): Promise<void> {
     let peak = 0;
     const sample = setInterval(() => {
       try {
-        peak = Math.max(peak, memoryMiB(pid).peakRss);
+        // An exiting process (a zombie) has no VmHWM: NaN would stick in the max.
+        const p = memoryMiB(pid).peakRss;
+        if (Number.isFinite(p)) peak = Math.max(peak, p);
       } catch {
         /* exited */
       }
