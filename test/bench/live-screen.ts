@@ -89,7 +89,10 @@ async function main(): Promise<void> {
         },
         [fx, fy, toSettings] as const,
       );
-      if (ms < 0) throw new Error(`no frame within 5 s of a click (click ${i}; the phone shows ${phone.state.screen.focusedPackage})`);
+      if (ms < 0) {
+        const said = await page.evaluate(() => (document.querySelector("#device-screen") as HTMLElement | null)?.innerText.slice(0, 400) ?? "");
+        throw new Error(`no frame within 5 s of a click (click ${i}; the phone shows ${phone.state.screen.focusedPackage}; the page says: ${said})`);
+      }
       photon.push(ms);
       await waitFor("the scene settled", async () => (phone.state.screen.focusedPackage === (toSettings ? "com.android.settings" : "com.android.launcher3") ? true : undefined));
     }

@@ -135,6 +135,25 @@ describe("the live screen on the device page", () => {
     expect(Date.now() - released).toBeLessThan(3_000);
   });
 
+  it("keeps the tab's lease token while a reloaded page is still reading its lists, so it drives the phone at once", async () => {
+    const acquired = await farm(["lease", "acquire", "--device", serial, "--ttl", "10m"], { ...lab.env, FARM_TOKEN: aliceToken });
+    const token = String((acquired.json["lease"] as { token: string }).token);
+    const alice = await signedIn(aliceToken);
+    await alice.evaluate(([key, value]) => sessionStorage.setItem(key as string, value as string), [`farm.lease.${physicalId}`, token]);
+    // A reload renders the device page before the lease list has arrived: on main that render forgot the token.
+    await alice.reload();
+    await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    // Compared, never printed: a failure must not put a token in the CI log.
+    const stored = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
+    expect(stored === token ? "kept" : stored === null ? "forgotten" : "changed").toBe("kept");
+    phone.state.screen.home();
+    await expect.poll(() => nodeWithText("Settings") !== undefined).toBe(true);
+    const at = await canvasPointOf(alice, "Settings");
+    await alice.mouse.click(at.x, at.y);
+    await expect.poll(() => phone.state.screen.focusedPackage, { timeout: 10_000 }).toBe("com.android.settings");
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: token })).code).toBe(0);
+  });
+
   it("takes typing into a focused text field, fits a 375 px wide phone, and captures evidence of what is on screen", async () => {
     const alice = await signedIn(aliceToken, { width: 375, height: 812 });
     await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();

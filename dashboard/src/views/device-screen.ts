@@ -267,7 +267,8 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
     const serial = serialNow();
     const mine = lease !== undefined && (lease.holder === me?.name || leaseToken() !== "");
     const may = me?.admin === true || mine;
-    if (!lease) sessionStorage.removeItem(tokenKey(physicalId));
+    // Forgotten only once the lease list is read: before that, no lease in it means "not known yet".
+    if (!lease && state.loaded) sessionStorage.removeItem(tokenKey(physicalId));
     if (!may || !serial) {
       stopWatching();
       canvas.hidden = true;
