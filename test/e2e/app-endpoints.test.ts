@@ -176,7 +176,8 @@ describe("Android app SDK", () => {
   it("captures evidence with the app's own tree as the hierarchy, and says so", async () => {
     const out = join(dir.path, "bundle");
     const r = await farm(["evidence", "capture", "--device", serial, "--app-package", PKG, "--output-dir", out], env);
-    expect(r.code).toBe(0);
+    // The CLI's answer names what failed.
+    expect(r.code, r.stdout).toBe(0);
     const m = JSON.parse(await readFile(join(out, "manifest.json"), "utf8")) as { device: { hierarchySource: string; appPackage: string }; artifacts: { kind: string; path: string; mimeType: string }[] };
     expect(m.device).toMatchObject({ hierarchySource: "app-sdk", appPackage: PKG });
     expect(m.artifacts.find((a) => a.kind === "hierarchy")).toMatchObject({ path: "hierarchy.json", mimeType: "application/json" });

@@ -153,20 +153,6 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   // Awaited below; a handler now keeps an early failure from counting as unhandled meanwhile.
   shotFinished.catch(() => undefined);
 
-  // 3. Metadata: read-only and independent of the hierarchy, so asked for
-  // alongside it (on a phone the dump's idle wait is seconds; these reads
-  // are tens of milliseconds). Within what is left of the budget.
-  // Its errors are recorded after the hierarchy's, as when it ran after it.
-  const metadataErrors: Parameters<typeof fail>[] = [];
-  const deviceRead = readDeviceMetadata(
-    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: req.appPackage !== null ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
-    remaining,
-    (...e) => {
-      metadataErrors.push(e);
-      return { code: e[0], stage: e[1], message: e[2], component: e[3] };
-    },
-  );
-
   // 2. Raw hierarchy (UIAutomator, or the app's SDK), read-only readiness first.
   const uiTask = randomUUID();
   const uiStart = Date.now();
@@ -183,9 +169,12 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   const uiObserved = Date.now();
   let uiError = ui.error ? fail(ui.error.code, "hierarchy", ui.error.message, ui.error.component) : undefined;
 
-  // Persistence may run past the deadline; the reads may not.
-  const device = await deviceRead;
-  for (const e of metadataErrors) fail(...e);
+  // 3. Metadata, within what is left (persistence may run past the deadline).
+  const device = await readDeviceMetadata(
+    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: fromApp ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
+    remaining,
+    fail,
+  );
 
   const screenshotOk = await shotFinished;
 
