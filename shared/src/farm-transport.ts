@@ -19,15 +19,17 @@ export interface FarmTransportOptions {
   /** HTTP/2 pings, for long-lived streams that must notice a dead peer. */
   pingIntervalMs?: number;
   /**
-   * Wire protocol over HTTP/2 (the coordinator serves both): "connect" by
-   * default, "grpc" for comparison. The Connect protocol's unary call costs
-   * about half of gRPC's in connect-node (test/bench/rpc-floor.ts).
+   * Wire protocol over HTTP/2 (the coordinator serves both): "grpc" by
+   * default. "connect" costs connect-node less per unary call
+   * (test/bench/rpc-floor.ts), but an evidence capture against a hung phone
+   * once stalled with it under load (docs/performance.md): not the default
+   * until that is understood.
    */
   protocol?: "connect" | "grpc";
 }
 
 /**
- * The one way clients (CLI, agent) reach a coordinator: the Connect protocol over HTTP/2,
+ * The one way clients (CLI, agent) reach a coordinator: gRPC over HTTP/2,
  * the bearer token on every call, TLS verified against the system roots or
  * --ca-file, and no token over cleartext except to loopback or --insecure.
  */
@@ -55,5 +57,5 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
       noDelaySessionOptions(ca ? { ca } : {}),
     ),
   };
-  return opts.protocol === "grpc" ? createGrpcTransport(options) : createConnectTransport({ ...options, httpVersion: "2" });
+  return opts.protocol === "connect" ? createConnectTransport({ ...options, httpVersion: "2" }) : createGrpcTransport(options);
 }

@@ -28,10 +28,10 @@ import { startLab, type Lab } from "../support/lab.js";
 import { addedMs, emitReport, ms, round } from "./bench-report.js";
 import { median, percentile } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "300" }, "realistic-calls": { type: "string", default: "40" }, protocol: { type: "string", default: "connect" } } });
+const { values } = parseArgs({ options: { calls: { type: "string", default: "300" }, "realistic-calls": { type: "string", default: "40" }, protocol: { type: "string", default: "grpc" } } });
 const N = Number(values.calls);
 const NR = Number(values["realistic-calls"]);
-const protocol = values.protocol === "grpc" ? "grpc" : "connect";
+const protocol = values.protocol === "connect" ? "connect" : "grpc";
 const adbkit = createRequire(import.meta.url)("@devicefarmer/adbkit") as { Adb: { createClient(o: { port: number }): AdbkitClient; util: { readAll(s: unknown): Promise<Buffer> } } };
 interface AdbkitClient {
   getDevice(serial: string): { shell(cmd: string): Promise<unknown> };
