@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import type { BenchReport, BenchRow } from "./bench-report.js";
 
 /** In the order they run; the first four carry issue 23's targets. */
-export const BENCHES = [
+const BENCHES = [
   "routing-overhead",
   "evidence-capture",
   "ownership-cost",

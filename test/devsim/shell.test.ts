@@ -84,6 +84,27 @@ describe('background jobs', () => {
     expect(device.readFile('/data/local/tmp/plain2.txt')).toBeUndefined();
   });
 
+  it('eval of text that does not parse reports it and fails, as mksh does, and the session goes on', async () => {
+    const r = await sh("eval 'echo (' ; echo \"rc=$?\"; (eval 'if then'); echo \"rc=$?\"");
+    expect(r.stdout).toBe('rc=1\nrc=1\n');
+    expect(r.stderr).toContain('eval: syntax error');
+  });
+
+  it("trap \"\" 1 and trap '' SIGHUP make a job outlive the session too; another trap does not", async () => {
+    const device = newDevice();
+    const hangup = new AbortController();
+    const run = sh(
+      '( trap "" 1; sleep 0.1; echo a > /data/local/tmp/t1 ) & ( trap \'\' SIGHUP; sleep 0.1; echo b > /data/local/tmp/t2 ) & ( trap \'\' INT; sleep 0.1; echo c > /data/local/tmp/t3 ) & wait',
+      { device, signal: hangup.signal },
+    );
+    setTimeout(() => hangup.abort(), 20);
+    await run;
+    await new Promise((r) => setTimeout(r, 250));
+    expect(device.readFile('/data/local/tmp/t1')?.toString()).toBe('a\n');
+    expect(device.readFile('/data/local/tmp/t2')?.toString()).toBe('b\n');
+    expect(device.readFile('/data/local/tmp/t3')).toBeUndefined();
+  });
+
   it('a reboot ends nohup jobs; mv renames in one step', async () => {
     const device = newDevice();
     await sh('nohup sh -c "sleep 0.1; echo x > /data/local/tmp/a.tmp; mv /data/local/tmp/a.tmp /data/local/tmp/a.done" &', { device });

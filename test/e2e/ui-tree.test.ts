@@ -4,7 +4,7 @@
  * (test/devsim: its launcher, Settings and the demo app with its SDK), and
  * the real CLI.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, runAdb, SimDevice } from "../devsim/index.js";
 import { farm, waitFor, type CliResult } from "../support/farm-process.js";
 import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
@@ -95,6 +95,12 @@ beforeAll(async () => {
   env = { ...lab.env, FARM_LEASE: String((lease.json["lease"] as { token: string }).token) };
 }, 120_000);
 
+// Each test starts on the launcher: one that fails part-way leaves the
+// screen wherever it was, and that must not fail the tests after it.
+afterEach(async (ctx) => {
+  if (ctx.task.result?.state === "fail") await home();
+});
+
 afterAll(async () => {
   await phone?.close();
   await lab?.stop();
@@ -130,7 +136,9 @@ describe("farm ui tree", () => {
     // The SDK publishes its endpoint once the app has started.
     const t = await waitFor("the demo app's SDK tree", async () => {
       const r = await farm(["ui", "tree", "--device", serial, "--app-package", DEMO], env);
-      return r.code === 0 ? (r.json as unknown as Tree) : undefined;
+      // Thrown so that a time-out names the last answer.
+      if (r.code !== 0) throw new Error(`exit ${r.code}: ${r.stdout.trim()} ${r.stderr.trim()}`);
+      return r.json as unknown as Tree;
     });
     expect(t.source).toBe("app-sdk");
     const all = flat(t.roots);

@@ -10,7 +10,7 @@ import { expandWord, expandWordToString, type CommandOutput } from './expand.js'
 import { BytePipe, CollectingSink, EMPTY_INPUT, type InputSource, type OutputSink } from './io.js';
 import { parseScript } from './parser.js';
 import { RedirectError, applyRedirects, type ShellIO } from './redirects.js';
-import { ShellSyntaxError } from './tokenizer.js';
+import { literalText, ShellSyntaxError } from './tokenizer.js';
 
 export interface ShellOptions {
   device: DeviceState;
@@ -34,13 +34,18 @@ export const STATUS_HANGUP = 128 + 1;
 const SHELL_NAME = '/system/bin/sh';
 const BIN_DIRS = new Set(['/system/bin', '/system/xbin', '/bin', '/vendor/bin', '/product/bin', '/apex/com.android.runtime/bin']);
 
+/** Commands mksh runs itself; every other one costs a process on a phone (see the latency profiles). */
+const MKSH_BUILTINS = new Set([':', 'true', 'false', 'exit', 'echo', 'kill', 'pwd', 'test', '[', 'read']);
+
+/** `trap '' HUP` (or 1, SIGHUP): the hangup is ignored from here on, as under nohup. */
+function ignoresHangupTrap(argv: readonly (string | undefined)[]): boolean {
+  return argv[0] === 'trap' && argv[1] === '' && argv.slice(2).some((s) => s === 'HUP' || s === '1' || s === 'SIGHUP');
+}
+
 /**
  * One `sh` process: runs scripts against a device, keeping variables and $?
  * between `run` calls (so an interactive session can feed it line by line).
  */
-/** Commands mksh runs itself; every other one costs a process on a phone (see the latency profiles). */
-const MKSH_BUILTINS = new Set([':', 'true', 'false', 'exit', 'echo', 'kill', 'pwd', 'test', '[', 'read']);
-
 export class Shell {
   /** Status of the last pipeline ($?). */
   lastStatus = 0;
@@ -123,7 +128,7 @@ export class Shell {
     const nohup = word?.length === 1 && word[0]?.type === 'literal' && word[0].value === 'nohup';
     // `trap '' HUP` in the subshell itself, as its first command, also makes it immune.
     const body = first?.type === 'subshell' ? first.body.items[0]?.first.commands[0] : undefined;
-    const trapped = body?.type === 'simple' && body.words.length >= 3 && body.words.map((w) => w.parts.map((p) => (p.type === 'literal' ? p.value : '?')).join('')).join(' ').match(/^trap  (HUP|1|SIGHUP)$/) !== null;
+    const trapped = body?.type === 'simple' && ignoresHangupTrap(body.words.map(literalText));
     const device = this.options.device.bootSignal;
     const signal = nohup || trapped || this.ignoresHangup ? device : AbortSignal.any([this.signal, device]);
     const child = this.fork(io, signal);
@@ -268,11 +273,19 @@ export class Shell {
     if (name === 'wait') return this.waitJobs(args);
     if (name === 'trap') {
       // Only what scripts here need: `trap '' HUP` ignores the hangup; other traps are accepted and do nothing.
-      if (args[0] === '' && args.slice(1).some((s) => s === 'HUP' || s === '1' || s === 'SIGHUP')) this.ignoresHangup = true;
+      if (ignoresHangupTrap([name, ...args])) this.ignoresHangup = true;
       return 0;
     }
     if (name === 'eval') {
-      const list = parseScript(args.join(' '));
+      let list: CommandList;
+      try {
+        list = parseScript(args.join(' '));
+      } catch (error) {
+        // mksh reports it and goes on with a failed status; the session lives.
+        if (!(error instanceof ShellSyntaxError)) throw error;
+        await io.stderr.write(`${SHELL_NAME}: eval: syntax error: ${error.message}\n`);
+        return 1;
+      }
       return this.list(list, io);
     }
     if (name === 'read') return this.readLine(args, io);

@@ -248,6 +248,16 @@ function readBackquoted(text: string, i: number, quoted: boolean, pushCommand: (
   throw new ShellSyntaxError('unterminated `', true);
 }
 
+/** The word's text if it is all literal text, quoted or not (no expansion in it). */
+export function literalText(word: Word): string | undefined {
+  let text = '';
+  for (const part of word.parts) {
+    if (part.type !== 'literal') return undefined;
+    text += part.value;
+  }
+  return text;
+}
+
 /** The word's text if it is entirely unquoted literal text (keywords, assignments). */
 export function plainText(word: Word): string | undefined {
   if (word.parts.length !== 1) return undefined;
