@@ -3,7 +3,9 @@
  * install` does) through `farm standalone` against the
  * minimal equivalent on the same simulated phone in the same run: two raw
  * adb CLI commands (`adb exec-out screencap -p` into a file, and a
- * UIAutomator dump read back). Medians of interleaved runs.
+ * UIAutomator dump read back). Medians of interleaved runs; before the raw commands and
+ * again before farm's run the phone's delays are reseeded alike, so both
+ * meet the same phone (see DeviceLatency).
  *
  * On an instant phone (1080x2400 and 1440x3120) the difference is farm's
  * own cost, split into CLI start-up, the capture RPC (coordinator, agent,
@@ -76,7 +78,7 @@ let cliEnv: NodeJS.ProcessEnv = {};
 async function measure(lab: Lab, admin: string, width: number, height: number, latency: LatencyProfileName, runs: number, inProcess: boolean): Promise<Sizes> {
   const base = DEVICE_PROFILES[0];
   if (!base) throw new Error("no device profile");
-  const { serial } = await lab.addDevice({ profile: { ...base, width, height, density: width === 1440 ? 560 : 420 }, latency, latencySeed: 5 });
+  const { serial, device } = await lab.addDevice({ profile: { ...base, width, height, density: width === 1440 ? 560 : 420 }, latency, latencySeed: 5 });
   const adbEnv = { ANDROID_ADB_SERVER_PORT: String(lab.adb.port) };
   const client = createClient(EvidenceService, farmTransport({ url: String(lab.standalone.ready["url"]), token: admin }));
   const raw: number[] = [];
@@ -88,14 +90,18 @@ async function measure(lab: Lab, admin: string, width: number, height: number, l
   const tag = `${latency}-${width}`;
   for (let i = 0; i < runs + 1; i++) {
     const shot = join(lab.dir.path, `raw-${tag}-${i}.png`);
+    // The same phone delays for the raw commands and for farm's run (each kind of delay has its own seeded stream).
+    device.state.latency.reseed(100 + i);
     const a = await timed(adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "exec-out", "screencap", "-p"], adbEnv, shot);
     const b = await timed(adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "shell", "uiautomator dump /sdcard/bench.xml >/dev/null && cat /sdcard/bench.xml"], adbEnv, join(lab.dir.path, `raw-${tag}-${i}.xml`));
     if (a.code !== 0 || b.code !== 0 || readFileSync(shot).length === 0) throw new Error("raw adb capture failed");
+    device.state.latency.reseed(100 + i);
     const f = await timed("farm", ["evidence", "capture", "--device", serial, "--output-dir", join(lab.dir.path, `farm-${tag}-${i}`)], cliEnv);
     if (f.code !== 0) throw new Error("farm evidence capture failed");
     if (inProcess) {
       // The CLI's own start-up: the same binary doing no work.
       const v = await timed("farm", ["--version"], cliEnv);
+      device.state.latency.reseed(100 + i);
       let t = performance.now();
       const res = await client.captureEvidence({ target: create(DeviceTargetSchema, { serial }), contextJson: "{}", timeoutMs: 30_000, cliVersion: "bench" });
       const r = performance.now() - t;

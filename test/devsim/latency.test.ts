@@ -19,20 +19,36 @@ describe('DeviceLatency', () => {
   it('draws around the profile median and 90th percentile, the same sequence for the same seed', () => {
     const delay = LATENCY_PROFILES['pixel-usb'].shellOpenMs;
     const model = new DeviceLatency('pixel-usb', 7);
-    const draws = Array.from({ length: 4000 }, () => model.draw(delay)).sort((a, b) => a - b);
+    const draws = Array.from({ length: 4000 }, () => model.draw('shellOpenMs')).sort((a, b) => a - b);
     expect(draws[2000]!).toBeGreaterThan(delay.medianMs * 0.93);
     expect(draws[2000]!).toBeLessThan(delay.medianMs * 1.07);
     expect(draws[3600]!).toBeGreaterThan(delay.p90Ms * 0.9);
     expect(draws[3600]!).toBeLessThan(delay.p90Ms * 1.1);
     const again = new DeviceLatency('pixel-usb', 7);
     const first = new DeviceLatency('pixel-usb', 7);
-    expect(Array.from({ length: 5 }, () => again.draw(delay))).toEqual(Array.from({ length: 5 }, () => first.draw(delay)));
+    expect(Array.from({ length: 5 }, () => again.draw('shellOpenMs'))).toEqual(Array.from({ length: 5 }, () => first.draw('shellOpenMs')));
+  });
+
+  it('draws each kind of delay from its own stream: after a reseed the k-th dump waits the same, whatever ran before it', () => {
+    const model = new DeviceLatency('pixel-usb', 7);
+    const dumps = [model.draw('uiDumpMs'), model.draw('uiDumpMs')];
+    model.reseed(7);
+    // Other delays drawn in between (more shells, more programs) do not shift the dump's stream.
+    for (let i = 0; i < 9; i++) model.draw('shellOpenMs');
+    model.draw('spawnMs');
+    const first = model.draw('uiDumpMs');
+    model.draw('linkMs');
+    expect([first, model.draw('uiDumpMs')]).toEqual(dumps);
+    // Streams differ from each other and from another seed.
+    model.reseed(8);
+    expect(model.draw('uiDumpMs')).not.toBe(dumps[0]);
+    expect(dumps[0]).not.toBe(dumps[1]);
   });
 
   it('is instant by default and names the choices for an unknown profile', () => {
     const model = new DeviceLatency();
     expect(model.instant).toBe(true);
-    expect(model.draw(model.profile.shellOpenMs)).toBe(0);
+    expect(model.draw('shellOpenMs')).toBe(0);
     expect(() => model.set('pixel-9')).toThrow(/unknown latency profile "pixel-9"; choose one of instant, pixel-usb, emulator, wifi-adb/);
     expect(() => parseCliOptions(['--latency', 'slow'])).toThrow(/--latency must be one of instant, pixel-usb, emulator, wifi-adb/);
     expect(parseCliOptions(['--latency', 'wifi-adb']).latency).toBe('wifi-adb');

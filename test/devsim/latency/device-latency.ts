@@ -1,17 +1,24 @@
 import { latencyProfile, LATENCY_PROFILES, type Delay, type LatencyProfile } from './latency-profiles.js';
 
+/** The delays of a profile, by name: each is drawn from a stream of its own. */
+export type DelayKind = { [K in keyof LatencyProfile]: LatencyProfile[K] extends Delay ? K : never }[keyof LatencyProfile];
+
 /**
  * One phone's latency profile, switchable at run time, and the delays drawn
- * from it. Draws come from a seeded generator, so a benchmark run with the
- * same seed sees the same sequence of delays.
+ * from it. Each kind of delay (a shell's start, a UIAutomator dump, ...) has
+ * its own seeded stream, so after `reseed(n)` the k-th dump waits the same
+ * whatever else ran before it: a benchmark that reseeds before the raw
+ * commands and again before farm's run compares them on the same phone
+ * delays (common random numbers), not on two draws of a long-tailed one.
  */
 export class DeviceLatency {
   private current: LatencyProfile;
-  private state: number;
+  private seed: number;
+  private readonly streams = new Map<DelayKind, Stream>();
 
   constructor(name = 'instant', seed = 1) {
     this.current = latencyProfile(name);
-    this.state = seed >>> 0 || 1;
+    this.seed = seed >>> 0 || 1;
   }
 
   get profile(): LatencyProfile {
@@ -26,25 +33,41 @@ export class DeviceLatency {
     this.current = latencyProfile(name);
   }
 
+  /** Starts every stream again from `seed`. */
   reseed(seed: number): void {
-    this.state = seed >>> 0 || 1;
+    this.seed = seed >>> 0 || 1;
+    this.streams.clear();
   }
 
-  /** A draw from a delay: log-normal with the given median and 90th percentile, in ms. */
-  draw(delay: Delay): number {
+  /** A draw of a delay of the current profile: log-normal with its median and 90th percentile, in ms. */
+  draw(kind: DelayKind): number {
+    const delay = this.current[kind];
     if (delay.medianMs <= 0) return 0;
     const sigma = delay.p90Ms > delay.medianMs ? Math.log(delay.p90Ms / delay.medianMs) / Z90 : 0;
-    return delay.medianMs * Math.exp(sigma * this.normal());
+    return delay.medianMs * Math.exp(sigma * this.stream(kind).normal());
   }
 
-  /** Waits a draw of the delay, times `scale` (megapixels, nodes...); at once when instant. */
-  async wait(delay: Delay, scale = 1, extraMs = 0): Promise<void> {
-    const ms = this.draw(delay) * scale + extraMs;
+  /** Waits a draw of the delay, times `scale` (megapixels, nodes...), plus `extraMs`; at once when instant. */
+  async wait(kind: DelayKind, scale = 1, extraMs = 0): Promise<void> {
+    const ms = this.draw(kind) * scale + extraMs;
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
   }
 
-  /** Standard normal by Box-Muller over a mulberry32 stream. */
-  private normal(): number {
+  private stream(kind: DelayKind): Stream {
+    let s = this.streams.get(kind);
+    if (!s) {
+      s = new Stream(this.seed ^ hash(kind));
+      this.streams.set(kind, s);
+    }
+    return s;
+  }
+}
+
+/** A mulberry32 stream, and standard normals from it by Box-Muller. */
+class Stream {
+  constructor(private state: number) {}
+
+  normal(): number {
     const u = Math.max(this.uniform(), Number.EPSILON);
     const v = this.uniform();
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
@@ -57,6 +80,13 @@ export class DeviceLatency {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
+}
+
+/** FNV-1a of a name: a stream's offset from the seed. */
+function hash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }
 
 /** The standard normal's 90th percentile. */

@@ -309,7 +309,7 @@ export class Shell {
     const cwd = overrides.cwd ?? this.cwd;
     // A command that is not built into mksh is a fork and exec on a phone.
     const latency = this.options.device.latency;
-    if (!latency.instant && !MKSH_BUILTINS.has(name)) await latency.wait(latency.profile.spawnMs);
+    if (!latency.instant && !MKSH_BUILTINS.has(name)) await latency.wait('spawnMs');
     try {
       const status = await implementation({
         name,

@@ -80,14 +80,14 @@ export class DeviceConnection {
         if (latency.instant) return f;
         const p = latency.profile;
         const bw = [f.bandwidthBytesPerSec ?? 0, p.downloadBytesPerSec].filter((b) => b > 0);
-        return { latencyMs: (f.latencyMs ?? 0) + latency.draw(p.linkMs), bandwidthBytesPerSec: bw.length > 0 ? Math.min(...bw) : 0 };
+        return { latencyMs: (f.latencyMs ?? 0) + latency.draw('linkMs'), bandwidthBytesPerSec: bw.length > 0 ? Math.min(...bw) : 0 };
       },
       (data) => {
         if (!this.isClosed) socket.write(data);
       },
     );
     this.inbound = new LinkShaper(
-      () => (latency.instant ? {} : { latencyMs: latency.draw(latency.profile.linkMs), bandwidthBytesPerSec: latency.profile.uploadBytesPerSec }),
+      () => (latency.instant ? {} : { latencyMs: latency.draw('linkMs'), bandwidthBytesPerSec: latency.profile.uploadBytesPerSec }),
       (data) => {
         if (!this.isClosed) this.onData(data);
       },
@@ -211,7 +211,7 @@ export class DeviceConnection {
     }
     // adbd forks a process for shell: and exec: before it answers.
     const latency = this.host.device.state.latency;
-    if (!latency.instant && /^(shell|exec)(,[^:]*)?:/.test(name)) await latency.wait(latency.profile.shellOpenMs);
+    if (!latency.instant && /^(shell|exec)(,[^:]*)?:/.test(name)) await latency.wait('shellOpenMs');
     if (this.isClosed) return;
     let runner;
     try {

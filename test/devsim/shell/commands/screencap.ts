@@ -21,8 +21,8 @@ export const screencapCommand: ShellCommand = async (ctx) => {
   if (!latency.instant) {
     const { width, height } = display.logicalSize;
     const mpx = (width * height) / 1e6;
-    await latency.wait(latency.profile.screencapCaptureMsPerMpx, mpx);
-    if (asPng) await latency.wait(latency.profile.screencapPngMsPerMpx, mpx);
+    await latency.wait('screencapCaptureMsPerMpx', mpx);
+    if (asPng) await latency.wait('screencapPngMsPerMpx', mpx);
   }
   let bytes: Buffer;
   if (asPng) {

@@ -127,7 +127,7 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
   }
 
   // The encoder's start-up, under a latency profile.
-  await device.latency.wait(device.latency.profile.screenrecordStartMs);
+  await device.latency.wait('screenrecordStartMs');
   const recorder = new ScreenRecorder(device.screen, device.renderer, {
     size: recordSize,
     bitRate,

@@ -20,7 +20,7 @@ export const uiautomatorCommand: ShellCommand = async (ctx) => {
   const tree = ctx.device.screen.tree();
   // The uiautomator JVM and its wait for an idle UI, then the walk of the tree (latency profiles).
   const { latency } = ctx.device;
-  if (!latency.instant) await latency.wait(latency.profile.uiDumpMs, 1, latency.profile.uiDumpMsPerNode * (tree ? countNodes(tree) : 0));
+  if (!latency.instant) await latency.wait('uiDumpMs', 1, latency.profile.uiDumpMsPerNode * (tree ? countNodes(tree) : 0));
   if (!tree) {
     // What a phone with its screen off answers (the command still exits 0).
     await ctx.stderr.write('ERROR: null root node returned by UiTestAutomationBridge.\n');
