@@ -146,7 +146,21 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   const shotTask = randomUUID();
   const shotStart = Date.now();
   const shotT0 = performance.now();
-  const shot = await shellOutput(deps.adb, req.serial, "screencap -p", { timeoutMs: remaining(), maxBytes: PNG_MAX_BYTES });
+  const fromApp = req.appPackage !== null;
+  const shotRead = shellOutput(deps.adb, req.serial, "screencap -p", { timeoutMs: remaining(), maxBytes: PNG_MAX_BYTES });
+  // Reads that change nothing run while the phone encodes the PNG (hundreds
+  // of milliseconds on a real phone), not after it: UIAutomator's readiness
+  // (asked before any dump, as before) and the metadata. Neither touches
+  // the screen, so the screenshot still comes first and the hierarchy after.
+  const readiness = fromApp ? undefined : readReadiness(deps.adb, req.serial, remaining);
+  // Awaited only if the hierarchy is requested; a handler keeps its failure from counting as unhandled.
+  readiness?.catch(() => undefined);
+  const metadata = readDeviceMetadata(
+    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: fromApp ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
+    remaining,
+    fail,
+  );
+  const shot = await shotRead;
   const shotObserved = Date.now();
   // Verifying and storing it is host work: it runs while the phone is asked for its hierarchy.
   const shotFinished = finishScreenshot();
@@ -157,24 +171,19 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
   const uiTask = randomUUID();
   const uiStart = Date.now();
   const uiT0 = performance.now();
-  const fromApp = req.appPackage !== null;
   const uiRecord: Record<string, unknown> = { source: fromApp ? "app-sdk" : "uiautomator", commandId: req.commandId, taskId: uiTask };
   let ui: HierarchyResult;
   const floor = hierarchyFloorMs(req.timeoutMs);
   if (remaining() < floor) {
     ui = { error: { code: "COMMAND_TIMEOUT", message: `less than ${floor} ms of the ${req.timeoutMs} ms budget left; the hierarchy was not requested`, component: null }, record: { ok: false, dispatched: false } };
   } else {
-    ui = fromApp ? await captureAppHierarchy(deps.adb, req.serial, req.appPackage as string, remaining) : await captureHierarchy(deps.adb, req.serial, req.evidenceId, remaining);
+    ui = fromApp ? await captureAppHierarchy(deps.adb, req.serial, req.appPackage as string, remaining) : await captureHierarchy(deps.adb, req.serial, req.evidenceId, remaining, readiness);
   }
   const uiObserved = Date.now();
   let uiError = ui.error ? fail(ui.error.code, "hierarchy", ui.error.message, ui.error.component) : undefined;
 
-  // 3. Metadata, within what is left (persistence may run past the deadline).
-  const device = await readDeviceMetadata(
-    { adb: deps.adb, serial: req.serial, physicalId: deps.device.physicalId, bootId: deps.device.bootId, agent: deps.agent, cliVersion: req.cliVersion, hierarchySource: fromApp ? "app-sdk" : "uiautomator", appPackage: req.appPackage },
-    remaining,
-    fail,
-  );
+  // 3. Metadata, read alongside the screenshot (within the same budget).
+  const device = await metadata;
 
   const screenshotOk = await shotFinished;
 
@@ -272,25 +281,46 @@ export interface HierarchyResult {
   record: Record<string, unknown>;
 }
 
-export async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceId: string, remaining: () => number): Promise<HierarchyResult> {
+/** What UIAutomator's readiness reads saw: awake (dumpsys power) and locked (dumpsys window); null when not known. */
+export interface Readiness {
+  awake: boolean | null;
+  locked: boolean | null;
+}
+
+/**
+ * Read-only readiness for a UIAutomator dump (never a wake or input), both
+ * asked at once. Rejects with the adb error when either read fails.
+ */
+export async function readReadiness(adb: AdbServerAddress, serial: string, remaining: () => number): Promise<Readiness> {
   const signal = () => AbortSignal.timeout(Math.max(1, Math.ceil(remaining())));
+  const [power, window] = await Promise.all([shellV2(adb, serial, "dumpsys power", signal()), shellV2(adb, serial, "dumpsys window", signal())]);
+  return { awake: parseAwake(power.stdout.toString("utf8")), locked: parseLocked(window.stdout.toString("utf8")) };
+}
+
+/**
+ * The UIAutomator hierarchy: readiness (read now, or already asked for by
+ * the caller), then the dump and its document in one shell, so the phone
+ * starts one shell for both: the dump's own message goes to stderr and the
+ * document alone to stdout.
+ */
+export async function captureHierarchy(adb: AdbServerAddress, serial: string, evidenceId: string, remaining: () => number, readiness?: Promise<Readiness>): Promise<HierarchyResult> {
   try {
-    // Read-only readiness (never a wake or input); both asked at once.
-    const [power, window] = await Promise.all([shellV2(adb, serial, "dumpsys power", signal()), shellV2(adb, serial, "dumpsys window", signal())]);
-    const awake = parseAwake(power.stdout.toString("utf8"));
+    const { awake, locked } = await (readiness ?? readReadiness(adb, serial, remaining));
     if (awake === false) return { error: { code: "DEVICE_ASLEEP", message: "the screen is off; the hierarchy is not captured (no wake is attempted)", component: "readiness" }, record: { ok: false, dispatched: false, awake } };
-    const locked = parseLocked(window.stdout.toString("utf8"));
     if (locked === true) return { error: { code: "DEVICE_LOCKED", message: "the device is locked; the hierarchy is not captured (no unlock is attempted)", component: "readiness" }, record: { ok: false, dispatched: false, awake, locked } };
     const file = `/data/local/tmp/farm-ui-${evidenceId}.xml`;
-    const dump = await shellV2(adb, serial, `uiautomator dump ${file}`, signal());
-    const dumpText = (dump.stdout.toString("utf8") + dump.stderr.toString("utf8")).trim();
-    const record: Record<string, unknown> = { ok: dump.exitCode === 0, exitCode: dump.exitCode, output: dumpText.slice(0, 4096), awake, locked };
-    if (dump.exitCode !== 0 || !/dumped to/i.test(dumpText)) {
-      return { error: { code: "HIERARCHY_DUMP_FAILED", message: `uiautomator dump failed (exit ${dump.exitCode}): ${dumpText.slice(0, 500)}`, component: "uiautomator" }, record };
-    }
-    const read = await shellOutput(adb, serial, `cat ${file}`, { timeoutMs: remaining(), maxBytes: HIERARCHY_MAX_BYTES });
+    const read = await shellOutput(adb, serial, `uiautomator dump ${file} >&2 && cat ${file}`, { timeoutMs: remaining(), maxBytes: HIERARCHY_MAX_BYTES });
     // Cleanup is not part of the observation: it gets its own short deadline, not the caller's budget.
     void shellV2(adb, serial, `rm -f ${file}`, AbortSignal.timeout(CLEANUP_MS)).catch(() => undefined);
+    const dumpText = read.stderr;
+    const dumped = /dumped to/i.test(dumpText);
+    const record: Record<string, unknown> = { ok: dumped && read.exitCode === 0, exitCode: read.exitCode, output: dumpText.slice(0, 4096), awake, locked };
+    if (!dumped) {
+      if (read.exitCode !== null || !read.failure) {
+        return { error: { code: "HIERARCHY_DUMP_FAILED", message: `uiautomator dump failed (exit ${read.exitCode}): ${dumpText.slice(0, 500)}`, component: "uiautomator" }, record };
+      }
+      return { error: { code: outputCode(read.failure.code, "HIERARCHY"), message: `uiautomator dump did not finish: ${read.failure.message}`, component: "adb" }, record };
+    }
     record["bytes"] = read.bytes.length;
     if (read.failure) return { xml: read.bytes, error: { code: outputCode(read.failure.code, "HIERARCHY"), message: `reading the dump failed: ${read.failure.message}`, component: "adb" }, record };
     if (!looksLikeHierarchy(read.bytes.toString("utf8"))) {
