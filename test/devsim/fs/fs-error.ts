@@ -38,7 +38,12 @@ export class FsError extends Error {
     readonly code: ErrnoCode,
     readonly path: string,
   ) {
+    // Thrown on ordinary paths (`[ -e F ]` of a missing file, a lookup that
+    // fails): without a stack trace, which costs more than the lookup.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(MESSAGES[code]);
+    Error.stackTraceLimit = limit;
     this.errno = ERRNO[code];
   }
 }

@@ -46,6 +46,10 @@ export type CommandTable = ReadonlyMap<string, ShellCommand>;
 export class ExitRequest extends Error {
   override name = 'ExitRequest';
   constructor(readonly status: number) {
+    // Every script's `exit` throws one: no stack trace (control flow, not a fault).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(`exit ${status}`);
+    Error.stackTraceLimit = limit;
   }
 }
