@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JOB_DIR, jobBase, pruneJobStore, readJobRecord, runDeviceJob } from "@farm/agent/actions/device-job";
+import { JOB_DIR, jobBase, jobFiles, pruneJobStore, readJobRecord, runDeviceJob } from "@farm/agent/actions/device-job";
 import type { DispatchProgress } from "@farm/agent/ownership/device-ownership";
 import type { ActionRow } from "@farm/agent/ownership/ownership-journal";
 import { adbConnect, ROOT, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
@@ -45,10 +45,41 @@ describe("device jobs", () => {
     const p = progress();
     const r = await runDeviceJob(server(), serial, "echo out; echo err >&2; exit 4", a, AbortSignal.timeout(10_000), p);
     expect(p.phase).toBe("accepted");
-    expect(r).toMatchObject({ exitCode: 4, record: `farm-job 2 ${a.actionId} ${a.requestSha256} 4 end` });
+    // The job's exit status is passed on only once its record is written: that proves it, and the record stays on the phone.
+    expect(r).toMatchObject({ exitCode: 4, record: null, provenBy: `job exit status (after its completion record ${jobBase(a)}.done was written)` });
+    expect(phone.state.readFile(`${jobBase(a)}.done`)?.toString()).toBe(`farm-job 2 ${a.actionId} ${a.requestSha256} 4 end\n`);
     expect(r.stdout.toString()).toBe("out\n");
     expect(r.stderr.toString()).toBe("err\n");
     await expect(runDeviceJob(server(), serial, "echo again", a, AbortSignal.timeout(10_000), progress())).rejects.toMatchObject({ dispatched: false });
+  });
+
+  it("reads the record back when the status is 255: a command's own 255 is proven by it, a record that could not be written proves nothing", async () => {
+    const own = action();
+    const r = await runDeviceJob(server(), serial, "echo x; exit 255", own, AbortSignal.timeout(10_000), progress());
+    expect(r).toMatchObject({ exitCode: 255, record: `farm-job 2 ${own.actionId} ${own.requestSha256} 255 end`, provenBy: `job completion record ${jobBase(own)}.done` });
+    expect(r.stdout.toString()).toBe("x\n");
+    // A directory where the record goes: the command runs, its record cannot be written.
+    const blocked = action();
+    phone.state.fs.mkdir(`${jobBase(blocked)}.done`, ROOT);
+    const p = progress();
+    await expect(runDeviceJob(server(), serial, "echo ran > /data/local/tmp/blocked.txt", blocked, AbortSignal.timeout(10_000), p)).rejects.toMatchObject({ dispatched: true, message: expect.stringContaining("without a valid completion record") });
+    expect(p.phase).toBe("accepted");
+    expect(phone.state.readFile("/data/local/tmp/blocked.txt")?.toString()).toBe("ran\n");
+    expect(await readJobRecord(server(), serial, blocked, AbortSignal.timeout(5_000))).toBeUndefined();
+    phone.state.fs.remove(`${jobBase(blocked)}.done`, ROOT, { recursive: true });
+  });
+
+  it("removes a settled job's files on the way, without waiting for the removal", async () => {
+    const first = action();
+    await runDeviceJob(server(), serial, "echo one", first, AbortSignal.timeout(10_000), progress());
+    expect(phone.state.readFile(`${jobBase(first)}.done`)).toBeDefined();
+    const second = action();
+    const r = await runDeviceJob(server(), serial, "echo two", second, AbortSignal.timeout(10_000), progress(), jobFiles(first));
+    expect(r.stdout.toString()).toBe("two\n");
+    const left = () => jobFiles(first).filter((f) => phone.state.fs.exists(f, ROOT));
+    for (let i = 0; i < 100 && left().length > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(left()).toEqual([]);
+    expect(phone.state.readFile(`${jobBase(second)}.done`)?.toString()).toBe(`farm-job 2 ${second.actionId} ${second.requestSha256} 0 end\n`);
   });
 
   it("keeps running when the caller gives up, and its record then proves it", async () => {

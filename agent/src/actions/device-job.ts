@@ -35,17 +35,22 @@ export function jobBase(action: Pick<ActionRow, "actionId" | "createdAt">): stri
 }
 
 export interface JobResult extends ShellResult {
-  /** The completion record's line, as the job wrote it. */
-  record: string;
+  /** What proves the outcome on the live stream (a receipt's provenBy). */
+  provenBy: string;
+  /** The completion record's line, when the agent read it (exit status 255); null when the status alone proved it. */
+  record: string | null;
 }
 
+/** The job's own exit status when its record could not be written (and one a job may also give itself). */
+const RECORD_UNWRITTEN = 255;
+
 /**
- * Runs a shell mutation as a detached job on the phone (nohup, its own
- * files): it keeps running when the adb stream, the deadline or the agent
- * goes away, and when it ends it publishes a completion record (action id,
- * request hash, exit status) with one rename. The caller waits for it on the
- * same stream; if the wait is cut, reconcile settles the action from that
- * record once it exists. Nothing is ever started twice for one action.
+ * Runs a shell mutation as a detached job on the phone (its own files; it
+ * keeps running when the adb stream, the deadline or the agent goes away)
+ * that writes a completion record (action id, request hash, exit status)
+ * when it ends. The caller waits for it on the same stream; if the wait is
+ * cut, reconcile settles the action from that record once it exists.
+ * Nothing is ever started twice for one action.
  */
 export async function runDeviceJob(
   adb: AdbServerAddress,
@@ -63,24 +68,30 @@ export async function runDeviceJob(
   // A background subshell that ignores SIGHUP is what nohup gives, without
   // starting nohup and sh; the command runs by eval in a subshell of its own,
   // so its `exit` ends only it, as `sh -c` did; the record is written in
-  // place (ended by "end") and read back with `read`, not mv and cat.
-  // Settled jobs' files are removed alongside the job, not before it.
+  // place (ended by "end"). Settled jobs' files are removed alongside.
+  //
+  // The job exits with the command's status once its record is written, and
+  // with 255 if it could not be, so the script's own exit status proves both
+  // and the record is not sent back: every line a phone sends before the
+  // exit status costs a round trip of adb's flow control. Only a 255 is
+  // ambiguous (a command may exit 255 itself): then the record is read back.
   const record = `farm-job 2 ${action.actionId} ${action.requestSha256}`;
-  const job = `( trap '' HUP; (eval ${shQuote(command)}); echo "${record} $? end" > ${j}.done ) </dev/null >${j}.out 2>${j}.err &`;
+  const job = `( trap '' HUP; (eval ${shQuote(command)}); farm_s=$?; echo "${record} $farm_s end" > ${j}.done || exit ${RECORD_UNWRITTEN}; exit $farm_s ) </dev/null >${j}.out 2>${j}.err &`;
   const script = [
-    ...(removeFirst.length > 0 ? [`rm -f ${removeFirst.join(" ")} </dev/null >/dev/null 2>&1 &`] : []),
+    // Not waited for (it outlives the session, as the job does): a program the phone starts costs it milliseconds.
+    ...(removeFirst.length > 0 ? [`( trap '' HUP; rm -f ${removeFirst.join(" ")} ) </dev/null >/dev/null 2>&1 &`] : []),
     `[ -d ${JOB_DIR} ] || mkdir -p ${JOB_DIR} || exit 1`,
     // A job is started once per action: an existing marker means it was.
     `if [ -e ${j}.job ]; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
     `echo ${shQuote(`${action.actionId} ${action.requestSha256}`)} > ${j}.job || exit 1`,
     job,
     `echo ${STARTED}`,
-    "wait",
-    // The record's line first, then the job's output (a missing record fails the line check).
-    `read -r farm_record < ${j}.done; echo "$farm_record"`,
+    "wait $!",
+    "farm_status=$?",
+    `if [ $farm_status = ${RECORD_UNWRITTEN} ]; then read -r farm_record < ${j}.done; echo "$farm_record"; fi`,
     `[ -s ${j}.out ] && cat ${j}.out`,
     `[ -s ${j}.err ] && cat ${j}.err >&2`,
-    "exit 0",
+    "exit $farm_status",
   ].join("\n");
   let seen = "";
   progress.phase = "sent";
@@ -107,13 +118,16 @@ export async function runDeviceJob(
     throw new DispatchFailure(`the job could not be started on the phone: ${r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`}`, false, Errors.DEVICE_JOB_START_FAILED);
   }
   const out = r.stdout.subarray(STARTED.length + 1);
+  if (r.exitCode !== RECORD_UNWRITTEN) {
+    return { ...r, stdout: out, provenBy: `job exit status (after its completion record ${j}.done was written)`, record: null };
+  }
   const nl = out.indexOf(10);
   const line = out.subarray(0, nl < 0 ? out.length : nl).toString("utf8");
   const rec = parseRecord(line);
   if (!rec || rec.actionId !== action.actionId || rec.sha !== action.requestSha256) {
     throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, true, Errors.DEVICE_JOB_RECORD_MISSING);
   }
-  return { exitCode: rec.exitCode, stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, record: line };
+  return { exitCode: rec.exitCode, stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, provenBy: `job completion record ${j}.done`, record: line };
 }
 
 /**

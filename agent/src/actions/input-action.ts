@@ -54,7 +54,7 @@ export function inputAction(jobs: DeviceJobs): ActionKind<InputRequest, Record<s
         const stderr = r.stderr.toString("utf8").trim();
         throw new ActionFailed(`input exited ${r.exitCode}: ${stderr}`, Errors.INPUT_FAILED, { exitCode: r.exitCode, stderr, record: r.record });
       }
-      return { result: {}, receipt: { exitCode: 0, provenBy: "job completion record", record: r.record } };
+      return { result: {}, receipt: { exitCode: 0, provenBy: r.provenBy, record: r.record } };
     },
     prove: (device, action, signal) => jobs.prove(device.serial, action, signal),
     acknowledge: (device, action) => jobs.acknowledge(device.serial, action),

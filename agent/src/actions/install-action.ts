@@ -52,7 +52,7 @@ export function installAction(jobs: DeviceJobs, client: AdbClient, transport: Tr
         if (r.exitCode !== 0 || !/^Success/m.test(output)) {
           throw new ActionFailed(`install failed: ${output.slice(0, 500)}`, Errors.INSTALL_FAILED, { exitCode: r.exitCode, output: output.slice(0, 2000) });
         }
-        return { result: { output }, receipt: { exitCode: 0, output: output.slice(0, 2000), provenBy: "job completion record", record: r.record } };
+        return { result: { output }, receipt: { exitCode: 0, output: output.slice(0, 2000), provenBy: r.provenBy, record: r.record } };
       } finally {
         await rm(local, { force: true });
       }

@@ -23,7 +23,7 @@ export function setPropAction(jobs: DeviceJobs): ActionKind<SetPropRequest, Reco
         const stderr = r.stderr.toString("utf8").trim();
         throw new ActionFailed(`setprop exited ${r.exitCode}: ${stderr}`, Errors.SETPROP_FAILED, { exitCode: r.exitCode, stderr, record: r.record });
       }
-      return { result: {}, receipt: { exitCode: 0, provenBy: "job completion record", record: r.record } };
+      return { result: {}, receipt: { exitCode: 0, provenBy: r.provenBy, record: r.record } };
     },
     prove: (device, action, signal) => jobs.prove(device.serial, action, signal),
     acknowledge: (device, action) => jobs.acknowledge(device.serial, action),

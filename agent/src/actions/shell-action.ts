@@ -24,7 +24,7 @@ export function shellAction(jobs: DeviceJobs): ActionKind<ShellRequest, ShellOut
       const r = await jobs.run(device.serial, req.command, action, signal, progress);
       return {
         result: { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr },
-        receipt: { exitCode: r.exitCode, stdoutBytes: r.stdout.length, stderrBytes: r.stderr.length, truncated: r.truncated, provenBy: "job completion record", record: r.record },
+        receipt: { exitCode: r.exitCode, stdoutBytes: r.stdout.length, stderrBytes: r.stderr.length, truncated: r.truncated, provenBy: r.provenBy, record: r.record },
       };
     },
     prove: (device, action, signal) => jobs.prove(device.serial, action, signal),
