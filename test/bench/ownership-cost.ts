@@ -54,11 +54,15 @@ async function main(): Promise<void> {
     const measure = async (serial: string, n: number) => {
       const bare: number[] = [];
       const owned: number[] = [];
+      // Both meet the same phone delays: reseeded alike before each (see DeviceLatency).
+      const latency = sim.devices.find((d) => d.serial === serial)?.device.state.latency;
       for (let i = 0; i < n + 10; i++) {
+        latency?.reseed(200 + i);
         let t0 = performance.now();
         const r = await shellV2(server, serial, `setprop persist.bench.v ${i}`);
         if (r.exitCode !== 0) throw new Error("bare setprop failed");
         const b = performance.now() - t0;
+        latency?.reseed(200 + i);
         t0 = performance.now();
         await ownership.run(setprop, { key: "persist.bench.v", value: String(i) }, { serial, deadlineMs: Date.now() + 10_000, requestedBy: "bench" });
         const o = performance.now() - t0;
