@@ -84,6 +84,11 @@ describe('background jobs', () => {
     expect(device.readFile('/data/local/tmp/plain2.txt')).toBeUndefined();
   });
 
+  it('[ compares integers with -eq -ne -lt -le -gt -ge, and calls a non-number a bad expression', async () => {
+    const r = await sh('S=130; [ $S -ge 128 ] && echo a; [ 7 -lt 10 ] && echo b; [ 3 -eq 3 ] && echo c; [ 3 -ne 3 ] || echo d; [ 5 -gt 5 ] || echo e; [ 5 -le 5 ] && echo f; [ x -ge 1 ]; echo "rc=$?"');
+    expect(r.stdout).toBe('a\nb\nc\nd\ne\nf\nrc=2\n');
+  });
+
   it('eval of text that does not parse reports it and fails, as mksh does, and the session goes on', async () => {
     const r = await sh("eval 'echo (' ; echo \"rc=$?\"; (eval 'if then'); echo \"rc=$?\"");
     expect(r.stdout).toBe('rc=1\nrc=1\n');

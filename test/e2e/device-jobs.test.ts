@@ -53,11 +53,16 @@ describe("device jobs", () => {
     await expect(runDeviceJob(server(), serial, "echo again", a, AbortSignal.timeout(10_000), progress())).rejects.toMatchObject({ dispatched: false });
   });
 
-  it("reads the record back when the status is 255: a command's own 255 is proven by it, a record that could not be written proves nothing", async () => {
+  it("reads the record back when the status is 128 or more: a command's own 255 is proven by it, a record that could not be written proves nothing", async () => {
     const own = action();
     const r = await runDeviceJob(server(), serial, "echo x; exit 255", own, AbortSignal.timeout(10_000), progress());
     expect(r).toMatchObject({ exitCode: 255, record: `farm-job 2 ${own.actionId} ${own.requestSha256} 255 end`, provenBy: `job completion record ${jobBase(own)}.done` });
     expect(r.stdout.toString()).toBe("x\n");
+    // 128+N is what a job killed by signal N gives, record or not: read back too.
+    const signalled = action();
+    expect(await runDeviceJob(server(), serial, "exit 130", signalled, AbortSignal.timeout(10_000), progress())).toMatchObject({ exitCode: 130, record: `farm-job 2 ${signalled.actionId} ${signalled.requestSha256} 130 end` });
+    const below = action();
+    expect(await runDeviceJob(server(), serial, "exit 127", below, AbortSignal.timeout(10_000), progress())).toMatchObject({ exitCode: 127, record: null });
     // A directory where the record goes: the command runs, its record cannot be written.
     const blocked = action();
     phone.state.fs.mkdir(`${jobBase(blocked)}.done`, ROOT);

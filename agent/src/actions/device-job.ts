@@ -37,12 +37,14 @@ export function jobBase(action: Pick<ActionRow, "actionId" | "createdAt">): stri
 export interface JobResult extends ShellResult {
   /** What proves the outcome on the live stream (a receipt's provenBy). */
   provenBy: string;
-  /** The completion record's line, when the agent read it (exit status 255); null when the status alone proved it. */
+  /** The completion record's line, when the agent read it (exit status 128 or more); null when the status alone proved it. */
   record: string | null;
 }
 
 /** The job's own exit status when its record could not be written (and one a job may also give itself). */
 const RECORD_UNWRITTEN = 255;
+/** From here up a status proves nothing alone (255 above; 128+N: a job killed by signal N, record or not). */
+const FIRST_UNPROVEN = 128;
 
 /**
  * Runs a shell mutation as a detached job on the phone (its own files; it
@@ -73,8 +75,9 @@ export async function runDeviceJob(
   // The job exits with the command's status once its record is written, and
   // with 255 if it could not be, so the script's own exit status proves both
   // and the record is not sent back: every line a phone sends before the
-  // exit status costs a round trip of adb's flow control. Only a 255 is
-  // ambiguous (a command may exit 255 itself): then the record is read back.
+  // exit status costs a round trip of adb's flow control. A status of 128 or
+  // more is not proof (a command may exit 255 itself; a job killed by a
+  // signal before its record gives 128+N): then the record is read back.
   const record = `farm-job 2 ${action.actionId} ${action.requestSha256}`;
   const job = `( trap '' HUP; (eval ${shQuote(command)}); farm_s=$?; echo "${record} $farm_s end" > ${j}.done || exit ${RECORD_UNWRITTEN}; exit $farm_s ) </dev/null >${j}.out 2>${j}.err &`;
   const script = [
@@ -88,7 +91,7 @@ export async function runDeviceJob(
     `echo ${STARTED}`,
     "wait $!",
     "farm_status=$?",
-    `if [ $farm_status = ${RECORD_UNWRITTEN} ]; then read -r farm_record < ${j}.done; echo "$farm_record"; fi`,
+    `if [ $farm_status -ge ${FIRST_UNPROVEN} ]; then read -r farm_record < ${j}.done; echo "$farm_record"; fi`,
     `[ -s ${j}.out ] && cat ${j}.out`,
     `[ -s ${j}.err ] && cat ${j}.err >&2`,
     "exit $farm_status",
@@ -118,7 +121,7 @@ export async function runDeviceJob(
     throw new DispatchFailure(`the job could not be started on the phone: ${r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`}`, false, Errors.DEVICE_JOB_START_FAILED);
   }
   const out = r.stdout.subarray(STARTED.length + 1);
-  if (r.exitCode !== RECORD_UNWRITTEN) {
+  if (r.exitCode < FIRST_UNPROVEN) {
     return { ...r, stdout: out, provenBy: `job exit status (after its completion record ${j}.done was written)`, record: null };
   }
   const nl = out.indexOf(10);

@@ -3,7 +3,7 @@ import { pathOf } from './file-args.js';
 
 /**
  * `test EXPR` / `[ EXPR ]`, built into mksh: the file tests (-e -f -d -s),
- * string tests (-n -z = !=) and `!`, which scripts use to avoid running a
+ * string tests (-n -z = !=), integer comparisons (-eq -ne -lt -le -gt -ge) and `!`, which scripts use to avoid running a
  * separate program. Exit 0 true, 1 false, 2 on a bad expression.
  */
 export const testCommand: ShellCommand = async (ctx) => {
@@ -53,8 +53,27 @@ function evaluate(ctx: Parameters<ShellCommand>[0], args: string[]): boolean | u
     const [a, op, b] = args;
     if (op === '=' || op === '==') return a === b;
     if (op === '!=') return a !== b;
+    const compare = INTEGER_OPS[op ?? ''];
+    if (compare) {
+      const x = integer(a);
+      const y = integer(b);
+      return x === undefined || y === undefined ? undefined : compare(x, y);
+    }
   }
   return undefined;
+}
+
+const INTEGER_OPS: Record<string, (x: number, y: number) => boolean> = {
+  '-eq': (x, y) => x === y,
+  '-ne': (x, y) => x !== y,
+  '-lt': (x, y) => x < y,
+  '-le': (x, y) => x <= y,
+  '-gt': (x, y) => x > y,
+  '-ge': (x, y) => x >= y,
+};
+
+function integer(text: string | undefined): number | undefined {
+  return text !== undefined && /^\s*-?\d+\s*$/.test(text) ? Number(text) : undefined;
 }
 
 function fileKind(ctx: Parameters<ShellCommand>[0], path: string): { kind: string; size: number } | undefined {
