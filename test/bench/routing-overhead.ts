@@ -45,7 +45,9 @@ interface Series {
 }
 
 async function measure(lab: Lab, admin: string, latency: LatencyProfileName, serialno: string, calls: number): Promise<Series> {
-  const { serial } = await lab.addDevice({ serialno, latency, latencySeed: 23 });
+  const { serial, device } = await lab.addDevice({ serialno, latency, latencySeed: 23 });
+  // Each series meets the same phone delays: reseeded alike before each call (see DeviceLatency).
+  const same = (i: number) => device.state.latency.reseed(300 + i);
   // The client library the CLI uses (farmTransport), with the lease as the CLI sends it.
   const url = String(lab.standalone.ready["url"]);
   const lease = (await createClient(LeaseService, farmTransport({ url, token: admin, protocol })).acquireLease({ selector: { serial }, ttlMs: 600_000 })).token;
@@ -63,12 +65,15 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
   const warm = Math.min(20, Math.ceil(calls / 4));
   // Interleaved, so every series sees the same machine noise.
   for (let i = 0; i < calls + warm; i++) {
+    same(i);
     let t = performance.now();
     await adbkit.Adb.util.readAll(await direct.shell("echo hi"));
     const b = performance.now() - t;
+    same(i);
     t = performance.now();
     if ((await runJob()).exitCode !== 0) throw new Error("direct job failed");
     const j = performance.now() - t;
+    same(i);
     t = performance.now();
     const r = await devices.runShell({ target: { serial }, command: "echo hi" });
     const ro = performance.now() - t;
