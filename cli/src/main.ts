@@ -39,7 +39,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       writeOut: (s) => process.stdout.write(s),
       writeErr: (s) => process.stderr.write(s),
     };
-    await buildProgram(rt, version).parseAsync(output.rest, { from: "user" });
+    await buildProgram(rt, version, output.rest).parseAsync(output.rest, { from: "user" });
     return rt.exitCode ?? 0;
   } catch (err) {
     const { HelpShown } = await import("./tree/commander-errors.js");

@@ -1,13 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { Errors } from "@farm/shared/errors";
 import { allCommands, describeTree } from "./describe.js";
-import { rootOptions } from "./program.js";
+import { commandsFor, commandTree, rootOptions } from "./program.js";
 import { parseOnly } from "./parse-for-test.js";
 
 describe("the command tree", () => {
   it("matches its committed snapshot (names, aliases, flags, descriptions, env and config bindings)", async () => {
     // A deliberate change: `npx vitest run cli/src/tree -u`, and review the diff of command-tree.snapshot.json.
     await expect(JSON.stringify(describeTree(), null, 2) + "\n").toMatchFileSnapshot("./command-tree.snapshot.json");
+  });
+
+  it("builds only the top-level command the arguments name; all of them for help, an option or an unknown word", () => {
+    expect(commandsFor(["evidence", "capture", "--device", "x"]).map((n) => n.name)).toEqual(["evidence"]);
+    expect(commandsFor(["devices"]).map((n) => n.name)).toEqual(["devices"]);
+    for (const argv of [[], ["help", "evidence"], ["--help"], ["evidance"], ["--output", "yaml", "devices"]]) expect(commandsFor(argv), argv.join(" ")).toBe(commandTree);
   });
 
   it("has the noun-verb tree, with the common verbs also at the top level", () => {

@@ -27,7 +27,8 @@ export async function parseOnly(argv: string[], env: NodeJS.ProcessEnv = { FARM_
   try {
     const refused = formatError(output);
     if (refused) throw refused;
-    await buildProgram(rt, async () => 0).parseAsync(output.rest, { from: "user" });
+    // As main does: only the part of the tree the arguments name.
+    await buildProgram(rt, async () => 0, output.rest).parseAsync(output.rest, { from: "user" });
     return { ...(parsed ? { parsed } : {}), out, ...(rt.exitCode !== undefined ? { exitCode: rt.exitCode } : {}) };
   } catch (error) {
     if (error instanceof HelpShown) return { out, exitCode: error.exitCode };

@@ -64,8 +64,21 @@ export const commandTree: readonly NodeSpec[] = [
 
 export const rootSummary = `farm ${FARM_VERSION}: a device farm for mobile apps`;
 
-/** The commander program for the tree; `onVersion` prints `farm --version`. */
-export function buildProgram(rt: Runtime, onVersion: () => Promise<number>) {
+/**
+ * The top-level commands worth building for these arguments: only the one
+ * they name first, when they name one (most of a short command's start-up
+ * would otherwise build options of commands it never runs), else all of
+ * them (root help, `farm help`, an unknown word and its error).
+ */
+export function commandsFor(argv: readonly string[]): readonly NodeSpec[] {
+  const word = argv[0];
+  if (word === undefined || word.startsWith("-")) return commandTree;
+  const named = commandTree.filter((n) => n.name === word || (n.hiddenAliases ?? []).includes(word));
+  return named.length > 0 ? named : commandTree;
+}
+
+/** The commander program for the tree (or the part of it `argv` needs); `onVersion` prints `farm --version`. */
+export function buildProgram(rt: Runtime, onVersion: () => Promise<number>, argv?: readonly string[]) {
   const program = new Command("farm")
     // Literal flags keep commander's typing; program.test.ts checks they match rootOptions.
     .option("-o, --output <format>", outputOption.description)
@@ -100,7 +113,7 @@ export function buildProgram(rt: Runtime, onVersion: () => Promise<number>) {
     const given = cmd.opts().output;
     if (given !== undefined) throw new CliError(Errors.INVALID_ARGUMENT, `--output must be json, pretty or wide, got "${given}"`, "output");
   });
-  addChildren(program as never, commandTree, rt);
+  addChildren(program as never, argv ? commandsFor(argv) : commandTree, rt);
   program.action(async (word, opts) => {
     // `farm help [COMMAND...]`: commander offers it only to programs without an action of their own.
     if (word === "help") {
