@@ -28,6 +28,7 @@ import { callDispatcher, type CallDispatcher } from "../rpc/call-dispatch.js";
 import { agentControlService } from "../rpc/control-service.js";
 import type { ServiceRoute } from "../rpc/routes.js";
 import type { AgentServiceDeps } from "../rpc/service-deps.js";
+import { startSimPhones, type SimPhones } from "../testing/sim-phones.js";
 import { AdbTunnels } from "./adb-tunnels.js";
 import { fakeServeAdbStream, readData, type FakeAdbStreamCall } from "./fake-serve-adb-stream.js";
 import { rawAdbAction } from "./raw-adb-action.js";
@@ -38,33 +39,22 @@ import { rawAdbAction } from "./raw-adb-action.js";
  * ServeAdbStream is a stand-in (fake-serve-adb-stream.ts).
  */
 
-// test/devsim is another TypeScript project (it builds after the agent), so it is loaded by path, with the part used here typed.
-interface Devsim {
-  startAdbServer(): Promise<{ port: number; stop(): Promise<void> }>;
-  startDevsim(opts: { devices: number; adbPort: number }): Promise<{ devices: { serial: string }[]; stop(): Promise<void> }>;
-}
-const DEVSIM = "../../../test/devsim/index.js";
-
 const log = createLogger({ level: "error" });
 const AGENT = "agent-tunnel-test";
 const CONTROL = "farm.v1.AgentControlService";
 
-let adb: { port: number; stop(): Promise<void> };
-let sim: { devices: { serial: string }[]; stop(): Promise<void> };
+let lab: SimPhones<unknown>;
 let addr: AdbServerAddress;
 let serial: string;
 
 beforeAll(async () => {
-  const devsim = (await import(DEVSIM)) as Devsim;
-  adb = await devsim.startAdbServer();
-  sim = await devsim.startDevsim({ devices: 1, adbPort: adb.port });
-  serial = sim.devices[0]!.serial;
-  addr = { host: "127.0.0.1", port: adb.port };
+  lab = await startSimPhones(1);
+  serial = lab.phones[0]!.serial;
+  addr = lab.addr;
 }, 30_000);
 
 afterAll(async () => {
-  await sim?.stop();
-  await adb?.stop();
+  await lab?.stop();
 });
 
 /**

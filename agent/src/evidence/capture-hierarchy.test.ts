@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { shellV2 } from "../adb/adb-shell.js";
+import { startSimPhones, type SimPhones } from "../testing/sim-phones.js";
 import { captureHierarchy, readReadiness } from "./still-capture.js";
 
 /**
@@ -9,36 +10,26 @@ import { captureHierarchy, readReadiness } from "./still-capture.js";
  * each way it fails.
  */
 
-// test/devsim is another TypeScript project (it builds after the agent): loaded by path, the part used here typed.
+/** The part of a simulated phone used here. */
 interface SimPhone {
   state: { display: { screenOn: boolean; locked: boolean } };
   faults: { set(f: Record<string, unknown>): void; clear(): void };
 }
-interface Devsim {
-  startAdbServer(): Promise<{ port: number; stop(): Promise<void> }>;
-  startDevsim(opts: { devices: { profile: number }[]; adbPort: number }): Promise<{ devices: { serial: string; device: SimPhone }[]; stop(): Promise<void> }>;
-}
-const DEVSIM = "../../../test/devsim/index.js";
 
-let adb: { port: number; stop(): Promise<void> };
-let sim: { devices: { serial: string; device: SimPhone }[]; stop(): Promise<void> };
+let lab: SimPhones<SimPhone>;
 let addr: AdbServerAddress;
 let serial: string;
 let phone: SimPhone;
 const plenty = () => 10_000;
 
 beforeAll(async () => {
-  const devsim = (await import(DEVSIM)) as Devsim;
-  adb = await devsim.startAdbServer();
-  sim = await devsim.startDevsim({ devices: [{ profile: 3 }], adbPort: adb.port });
-  serial = sim.devices[0]!.serial;
-  phone = sim.devices[0]!.device;
-  addr = { host: "127.0.0.1", port: adb.port };
+  lab = await startSimPhones<SimPhone>([{ profile: 3 }]);
+  ({ serial, device: phone } = lab.phones[0]!);
+  addr = lab.addr;
 }, 30_000);
 
 afterAll(async () => {
-  await sim?.stop();
-  await adb?.stop();
+  await lab?.stop();
 });
 
 /** Files the dumps left in /data/local/tmp (cleanup runs after the answer, so polled). */

@@ -3,6 +3,7 @@ import { createLogger } from "@farm/shared/log";
 import type { ScreenEvent } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { shellV2 } from "../adb/adb-shell.js";
+import { startSimPhones, type SimPhones } from "../testing/sim-phones.js";
 import { runScreen } from "./screen-source.js";
 
 /**
@@ -11,36 +12,26 @@ import { runScreen } from "./screen-source.js";
  * fallback and a turned phone.
  */
 
-// test/devsim is another TypeScript project (it builds after the agent): loaded by path, the part used here typed.
+/** The part of a simulated phone used here. */
 interface SimPhone {
   state: { screen: { start(pkg: string): unknown; home(): void } };
   faults: { set(f: Record<string, unknown>): void };
 }
-interface Devsim {
-  startAdbServer(): Promise<{ port: number; stop(): Promise<void> }>;
-  startDevsim(opts: { devices: { profile: number }[]; adbPort: number }): Promise<{ devices: { serial: string; device: SimPhone }[]; stop(): Promise<void> }>;
-}
-const DEVSIM = "../../../test/devsim/index.js";
 
-let adb: { port: number; stop(): Promise<void> };
-let sim: { devices: { serial: string; device: SimPhone }[]; stop(): Promise<void> };
+let lab: SimPhones<SimPhone>;
 let addr: AdbServerAddress;
 let serial: string;
 let phone: SimPhone;
 
 beforeAll(async () => {
-  const devsim = (await import(DEVSIM)) as Devsim;
-  adb = await devsim.startAdbServer();
   // A 720x1600 phone keeps encoding cheap.
-  sim = await devsim.startDevsim({ devices: [{ profile: 3 }], adbPort: adb.port });
-  serial = sim.devices[0]!.serial;
-  phone = sim.devices[0]!.device;
-  addr = { host: "127.0.0.1", port: adb.port };
+  lab = await startSimPhones<SimPhone>([{ profile: 3 }]);
+  ({ serial, device: phone } = lab.phones[0]!);
+  addr = lab.addr;
 }, 30_000);
 
 afterAll(async () => {
-  await sim?.stop();
-  await adb?.stop();
+  await lab?.stop();
 });
 
 /** Runs the source until `done` says enough (or `ms` pass), flipping the scene meanwhile; returns what it sent. */
