@@ -1,3 +1,5 @@
+import { QuietError } from '../quiet-error.js';
+
 /** Linux errno values the simulator reports (sync STA2/LST2 carry them raw). */
 export const ERRNO = {
   EPERM: 1,
@@ -31,19 +33,14 @@ const MESSAGES: Record<ErrnoCode, string> = {
 };
 
 /** A failed file operation; `message` is the bare strerror text. */
-export class FsError extends Error {
+export class FsError extends QuietError {
   override name = 'FsError';
   readonly errno: number;
   constructor(
     readonly code: ErrnoCode,
     readonly path: string,
   ) {
-    // Thrown on ordinary paths (`[ -e F ]` of a missing file, a lookup that
-    // fails): without a stack trace, which costs more than the lookup.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
     super(MESSAGES[code]);
-    Error.stackTraceLimit = limit;
     this.errno = ERRNO[code];
   }
 }

@@ -1,4 +1,5 @@
 import type { DeviceState } from '../device/device-state.js';
+import { QuietError } from '../quiet-error.js';
 import type { Caller } from '../fs/caller.js';
 import type { InputSource, OutputSink } from './io.js';
 
@@ -43,13 +44,9 @@ export type ShellCommand = (ctx: CommandContext) => Promise<number> | number;
 export type CommandTable = ReadonlyMap<string, ShellCommand>;
 
 /** Thrown by `exit` to unwind the whole script with a status. */
-export class ExitRequest extends Error {
+export class ExitRequest extends QuietError {
   override name = 'ExitRequest';
   constructor(readonly status: number) {
-    // Every script's `exit` throws one: no stack trace (control flow, not a fault).
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
     super(`exit ${status}`);
-    Error.stackTraceLimit = limit;
   }
 }

@@ -124,8 +124,7 @@ export class Shell {
    */
   private startJob(item: AndOrList, io: ShellIO): number {
     const first = item.first.commands[0];
-    const word = first?.type === 'simple' ? first.words[0]?.parts : undefined;
-    const nohup = word?.length === 1 && word[0]?.type === 'literal' && word[0].value === 'nohup';
+    const nohup = first?.type === 'simple' && first.words[0] !== undefined && literalText(first.words[0]) === 'nohup';
     // `trap '' HUP` in the subshell itself, as its first command, also makes it immune.
     const body = first?.type === 'subshell' ? first.body.items[0]?.first.commands[0] : undefined;
     const trapped = body?.type === 'simple' && ignoresHangupTrap(body.words.map(literalText));
