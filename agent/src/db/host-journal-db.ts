@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
+import { sql } from "drizzle-orm";
 import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { actionColumns } from "./schema.js";
 
@@ -20,7 +21,11 @@ export const journalActions = sqliteTable(
     /** What the dispatch observed on the way (e.g. a reboot acknowledged), kept for proof. */
     progressJson: text("progress_json").notNull().default(""),
   },
-  (t) => [index("actions_physical_created").on(t.physicalId, t.createdAt), index("actions_state").on(t.state, t.physicalId)],
+  (t) => [
+    index("actions_physical_created").on(t.physicalId, t.createdAt),
+    index("actions_state").on(t.state, t.physicalId),
+    index("actions_open").on(t.physicalId, t.createdAt).where(sql`state IN ('pending', 'unknown')`),
+  ],
 );
 
 const schema = { journalActions };
@@ -58,6 +63,20 @@ CREATE INDEX IF NOT EXISTS actions_physical_created ON actions (physical_id, cre
 CREATE INDEX IF NOT EXISTS actions_state ON actions (state, physical_id);
 `;
 
+/**
+ * Indexes added since version 1, made on every open. An index changes no
+ * row, so agents of older versions sharing the journal keep using it (and
+ * SQLite keeps the index up to date for them): no version bump, no lockout.
+ *
+ * actions_open: a device's unresolved entries, oldest first, without reading
+ * its settled history (up to JOURNAL_BYTES_PER_DEVICE, thousands of rows).
+ * Every action reads them under the device lock; through actions_physical_created
+ * that read visited every row of the device's history.
+ */
+const INDEXES = `
+CREATE INDEX IF NOT EXISTS actions_open ON actions (physical_id, created_at) WHERE state IN ('pending', 'unknown');
+`;
+
 export const HOST_JOURNAL_FILE = "journal.db";
 
 /**
@@ -89,5 +108,6 @@ export function openHostJournalDb(lockDir: string): { db: HostJournalDb; sqlite:
       sqlite.pragma(`user_version = ${SCHEMA_VERSION}`);
     }).immediate();
   }
+  sqlite.exec(INDEXES);
   return { db: drizzle(sqlite, { schema }), sqlite, file, close: () => sqlite.close() };
 }

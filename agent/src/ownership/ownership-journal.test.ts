@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openAgentDb } from "../db/open-agent-db.js";
 import { openHostJournalDb } from "../db/host-journal-db.js";
 import { actions as legacyActions } from "../db/schema.js";
-import { OwnershipJournal } from "./ownership-journal.js";
+import { JOURNAL_QUERIES, OwnershipJournal } from "./ownership-journal.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -26,6 +26,40 @@ const action = (physicalId: string, i: number, padding = "") => ({
 });
 
 describe("OwnershipJournal", () => {
+  it("finds a device's unresolved entries without reading its settled history", () => {
+    // Every action reads them; a device's history holds thousands of settled rows.
+    const h = openHostJournalDb(dir);
+    try {
+      const j = new OwnershipJournal(h.db, h.sqlite);
+      for (let i = 0; i < 40; i++) j.settle(j.begin({ ...action("p1", i), agentId: "a" }).actionId, { exitCode: 0 }, "completed");
+      const lost = j.begin({ ...action("p1", 40), agentId: "a" });
+      j.unknown(lost.actionId, true, "stream cut");
+      const inflight = j.begin({ ...action("p1", 41), agentId: "a" });
+      j.begin({ ...action("p2", 1), agentId: "a" });
+      for (const [name, query] of Object.entries(JOURNAL_QUERIES)) {
+        const plan = (h.sqlite.prepare(`EXPLAIN QUERY PLAN ${query}`).all("p1") as { detail: string }[]).map((r) => r.detail).join("; ");
+        expect(plan, name).toMatch(/USING (COVERING )?INDEX actions_open\b/);
+      }
+      expect(new Set(j.unresolvedIds("p1"))).toEqual(new Set([lost.actionId, inflight.actionId]));
+      expect(j.unknownIds("p1")).toEqual([lost.actionId]);
+      expect(j.unresolved("p1").map((a) => a.state).sort()).toEqual(["pending", "unknown"]);
+    } finally {
+      h.close();
+    }
+  });
+
+  it("adds the unresolved index to a journal an older version created", () => {
+    const old = openHostJournalDb(dir);
+    old.sqlite.exec("DROP INDEX actions_open");
+    old.close();
+    const h = openHostJournalDb(dir);
+    try {
+      expect(h.sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'actions_open'").get()).toEqual({ name: "actions_open" });
+    } finally {
+      h.close();
+    }
+  });
+
   it("is one journal for every agent process sharing the lock dir; orphaned pending entries become unknown", () => {
     const first = openHostJournalDb(dir);
     const j1 = new OwnershipJournal(first.db, first.sqlite);
@@ -81,6 +115,28 @@ describe("OwnershipJournal", () => {
     expect(j.get(stuck.actionId)?.state).toBe("unknown");
     expect(kept[0]?.requestJson).toContain("echo 100");
     expect(j.get(other.actionId)?.state).toBe("pending");
+    db.close();
+  });
+
+  it("prunes in batches: at the bound, most actions delete nothing", () => {
+    // Pruning reads and recounts the device's history; doing it on every action at the bound made each cost a scan of thousands of rows.
+    const db = openHostJournalDb(dir);
+    const j = new OwnershipJournal(db.db, db.sqlite, 256 * 1024);
+    const pad = "x".repeat(2000);
+    const count = db.sqlite.prepare("SELECT count(*) AS n FROM actions WHERE physical_id = 'p1'");
+    const rows = () => (count.get() as { n: number }).n;
+    let prunes = 0;
+    for (let i = 1; i <= 300; i++) {
+      const before = rows();
+      j.settle(j.begin(action("p1", i, pad)).actionId, { exitCode: 0 }, "completed");
+      if (rows() <= before) prunes++;
+    }
+    // About 100 entries fill the bound; the 200 after it pruned a tenth of it at a time.
+    expect(prunes).toBeGreaterThan(0);
+    expect(prunes).toBeLessThanOrEqual(25);
+    const kept = j.recent("p1", 1000);
+    expect(kept.reduce((n, a) => n + a.size, 0)).toBeLessThanOrEqual(256 * 1024);
+    expect(kept[0]?.requestJson).toContain("echo 300");
     db.close();
   });
 });

@@ -22,6 +22,16 @@ export interface NewAction {
   requestedBy: string;
 }
 
+/** Unresolved entries of one device (partial index actions_open; its WHERE is repeated verbatim so SQLite can use it). */
+const OPEN = "physical_id = ? AND state IN ('pending', 'unknown')";
+
+/** The reads every action makes, by name (their query plans are tested). */
+export const JOURNAL_QUERIES = {
+  unresolvedIds: `SELECT action_id FROM actions WHERE ${OPEN} ORDER BY created_at`,
+  unknownIds: `SELECT action_id FROM actions WHERE ${OPEN} AND state = 'unknown' ORDER BY created_at`,
+  unresolvedRows: `SELECT * FROM actions WHERE ${OPEN} ORDER BY created_at`,
+} as const;
+
 /**
  * The ownership journal of a host (see host-journal-db.ts), shared by every
  * agent process that uses the same lock dir. Each mutating action is
@@ -41,6 +51,8 @@ export class OwnershipJournal {
   private readonly unresolvedRowsStmt: Statement;
   private readonly recentStmt: Statement;
   private readonly orphanStmt: Statement;
+  private readonly deviceBytesStmt: Statement;
+  private readonly oldestSettledStmt: Statement;
   private readonly syncNormal: Statement;
   private readonly syncFull: Statement;
 
@@ -49,13 +61,15 @@ export class OwnershipJournal {
     private readonly sqlite: Database.Database,
     private readonly maxBytesPerDevice = JOURNAL_BYTES_PER_DEVICE,
   ) {
-    this.unresolvedStmt = sqlite.prepare("SELECT action_id FROM actions WHERE state IN ('pending', 'unknown') AND physical_id = ? ORDER BY created_at");
-    this.unknownStmt = sqlite.prepare("SELECT action_id FROM actions WHERE state = 'unknown' AND physical_id = ? ORDER BY created_at");
-    this.unresolvedRowsStmt = sqlite.prepare("SELECT * FROM actions WHERE physical_id = ? AND state IN ('pending', 'unknown') ORDER BY created_at");
+    this.unresolvedStmt = sqlite.prepare(JOURNAL_QUERIES.unresolvedIds);
+    this.unknownStmt = sqlite.prepare(JOURNAL_QUERIES.unknownIds);
+    this.unresolvedRowsStmt = sqlite.prepare(JOURNAL_QUERIES.unresolvedRows);
     this.recentStmt = sqlite.prepare("SELECT * FROM actions WHERE physical_id = ? ORDER BY created_at DESC LIMIT ?");
     this.orphanStmt = sqlite.prepare(
       "UPDATE actions SET state = 'unknown', ambiguous = 1, error_message = 'the process dispatching this action stopped before it finished' WHERE state = 'pending' AND physical_id = ?",
     );
+    this.deviceBytesStmt = sqlite.prepare("SELECT coalesce(sum(size), 0) AS bytes FROM actions WHERE physical_id = ?");
+    this.oldestSettledStmt = sqlite.prepare("SELECT action_id, size FROM actions WHERE physical_id = ? AND state IN ('settled', 'not_dispatched', 'abandoned') ORDER BY created_at");
     this.syncNormal = sqlite.prepare("PRAGMA synchronous = NORMAL");
     this.syncFull = sqlite.prepare("PRAGMA synchronous = FULL");
   }
@@ -211,39 +225,38 @@ export class OwnershipJournal {
     return fromRaw(raw);
   }
 
-  /** Drops the oldest settled history beyond the per-device bound. */
+  /**
+   * Drops the oldest settled history once a device's entries pass the
+   * bound, down to PRUNE_TO of it: pruning (and recounting the bytes after
+   * it) is then one action's work in hundreds, not every action's at the bound.
+   */
   private prune(physicalId: string, added: number): void {
     let total = this.bytes.get(physicalId);
     if (total === undefined) {
-      total =
-        this.db
-          .select({ bytes: sql<number>`coalesce(sum(${actions.size}), 0)` })
-          .from(actions)
-          .where(eq(actions.physicalId, physicalId))
-          .get()?.bytes ?? 0;
+      total = (this.deviceBytesStmt.get(physicalId) as { bytes: number }).bytes;
     } else {
       total += added;
     }
     this.bytes.set(physicalId, total);
-    let excess = total - this.maxBytesPerDevice;
-    if (excess <= 0) return;
-    // Recomputed after pruning, from the table itself.
+    if (total <= this.maxBytesPerDevice) return;
+    let excess = total - this.maxBytesPerDevice * PRUNE_TO;
+    // Recounted from the table on the next entry: other agents of the host write here too.
     this.bytes.delete(physicalId);
-    const oldest = this.db
-      .select({ actionId: actions.actionId, size: actions.size })
-      .from(actions)
-      .where(and(eq(actions.physicalId, physicalId), inArray(actions.state, ["settled", "not_dispatched", "abandoned"])))
-      .orderBy(asc(actions.createdAt))
-      .all();
     const drop: string[] = [];
-    for (const o of oldest) {
+    // Read oldest first only as far as needed; the loop's end closes the cursor before the delete.
+    for (const o of this.oldestSettledStmt.iterate(physicalId) as IterableIterator<{ action_id: string; size: number }>) {
       if (excess <= 0) break;
-      drop.push(o.actionId);
+      drop.push(o.action_id);
       excess -= o.size;
     }
-    if (drop.length > 0) this.db.delete(actions).where(inArray(actions.actionId, drop)).run();
+    this.sqlite.transaction(() => {
+      for (let i = 0; i < drop.length; i += 500) this.db.delete(actions).where(inArray(actions.actionId, drop.slice(i, i + 500))).run();
+    })();
   }
 }
+
+/** After pruning, a device's entries take at most this share of the bound. */
+const PRUNE_TO = 0.9;
 
 const insertColumns = Object.entries(getTableColumns(actions)).map(([prop, column]) => [prop as keyof ActionRow, column.name] as const);
 
