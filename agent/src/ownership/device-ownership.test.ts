@@ -171,7 +171,8 @@ describe("DeviceOwnership.run", () => {
     // acknowledge runs off the caller's path: give it a tick.
     await new Promise((r) => setImmediate(r));
     expect(k.calls.acknowledged.map((a) => a.actionId)).toEqual([action.actionId]);
-    expect(changed).toContain("phys-a");
+    // Nothing the coordinator is told changed: its pending entry is never reported, and it settled.
+    expect(changed).toEqual([]);
 
     const st = own.status("s1");
     expect(st).toMatchObject({ physicalId: "phys-a", serial: "s1", agentId: AGENT, locked: false, holder: "", identityStatus: "ok", aliases: ["s1", "s1-tcp"] });
@@ -222,6 +223,8 @@ describe("DeviceOwnership.run", () => {
     const id = r.actionId as string;
     expect(journal.get(id)).toMatchObject({ state: "unknown", dispatched: null, ambiguous: true });
     expect(OsLock.isHeld(own.lockFile("phys-a"))).toBe(false);
+    // The coordinator is told, so it refuses changes to the phone through any agent.
+    expect(changed).toEqual(["phys-a"]);
 
     // The same phone under another serial is refused too, before any dispatch or journal entry.
     const next = ok();

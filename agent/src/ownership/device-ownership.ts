@@ -194,7 +194,7 @@ export class DeviceOwnership {
         deadlineAt: runDeadline,
         requestedBy: ctx.requestedBy,
       });
-      this.deps.onUnresolvedChange?.(physicalId);
+      // A pending entry is not reported (the lock guards it): only an unknown outcome changes what the coordinator is told.
       const ids = { actionId: action.actionId, agentId: this.deps.agentId };
       const journal = this.deps.journal;
       const progress: DispatchProgress = {
@@ -241,6 +241,7 @@ export class DeviceOwnership {
           throw actionError(failure.error, failure.message, { ...NOT_DISPATCHED, ...ids });
         }
         journal.unknown(action.actionId, failure.dispatched, failure.message);
+        this.deps.onUnresolvedChange?.(physicalId);
         const timedOut = abort.signal.aborted || failure.error === Errors.COMMAND_TIMEOUT;
         throw actionError(
           timedOut ? Errors.COMMAND_TIMEOUT : failure.error,
@@ -251,7 +252,6 @@ export class DeviceOwnership {
         clearTimeout(timer);
         clearTimeout(overrun);
         abort.abort();
-        this.deps.onUnresolvedChange?.(physicalId);
       }
     } finally {
       lock.release();
