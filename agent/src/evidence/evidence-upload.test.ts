@@ -91,3 +91,43 @@ describe("\"already exists\" counts as uploaded only for the same manifest", () 
     expect(existsSync(bundle)).toBe(false);
   });
 });
+
+describe("an upload the coordinator stops taking", () => {
+  /** A coordinator that reads the first message, or all of them, and then neither reads nor answers. */
+  function stalling(after: "start" | "all"): { transport: Transport; reads: () => number } {
+    let reads = 0;
+    const transport = createRouterTransport(({ service }) =>
+      service(AgentEvidenceService, {
+        async uploadEvidence(requests: AsyncIterable<UploadEvidenceRequest>) {
+          for await (const msg of requests) {
+            reads++;
+            if (after === "start" && msg.kind.case === "start") break;
+          }
+          return new Promise<never>(() => {});
+        },
+      }),
+    );
+    return { transport, reads: () => reads };
+  }
+
+  it.each(["start", "all"] as const)("is given up after the idle time (the coordinator stops after %s), as retryable", async (after) => {
+    const { transport, reads } = stalling(after);
+    const t0 = Date.now();
+    const err = await uploadBundle(transport, spec(), undefined, 300).then(() => undefined, (e: unknown) => e);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(reads()).toBeGreaterThan(0);
+    expect(toErrorReport(err)).toMatchObject({ code: Errors.EVIDENCE_TRANSFER_FAILED.code });
+    expect(ConnectError.from(err).code).toBe(Code.Unavailable);
+  });
+
+  it("leaves the bundle staged and goes on with the next one", async () => {
+    const second = "1f8e2a4c-5b6d-4e7f-8a9b-0c1d2e3f4a5b";
+    await mkdir(join(staging, second));
+    await writeFile(join(staging, second, "manifest.json"), JSON.stringify({ evidenceId: second, kind: "still", device: { serial: "S1", physicalId: "pid-1" }, artifacts: [] }));
+    const t0 = Date.now();
+    const r = await resumeStagedUploads({ stagingDir: staging, transport: stalling("start").transport, agentId: "agent-1", log, uploadIdleMs: 300 });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(r).toEqual({ uploaded: 0, pending: 2 });
+    expect(existsSync(join(bundle, "manifest.json"))).toBe(true);
+  });
+});

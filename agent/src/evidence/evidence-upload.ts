@@ -31,11 +31,30 @@ export interface UploadSpec {
  * earlier under the same id by someone else is an error, and the caller
  * keeps its staged copy.
  */
-export async function uploadBundle(transport: Transport, spec: UploadSpec, signal?: AbortSignal): Promise<{ totalBytes: number }> {
+export async function uploadBundle(transport: Transport, spec: UploadSpec, signal?: AbortSignal, idleMs = UPLOAD_IDLE_MS): Promise<{ totalBytes: number }> {
   const manifestText = await readFile(join(spec.dir, "manifest.json"), "utf8");
   const manifestSha256 = createHash("sha256").update(manifestText).digest("hex");
   const client = createClient(AgentEvidenceService, transport);
-  const res = await client.uploadEvidence(messages(spec, manifestText, manifestSha256), { ...(signal ? { signal } : {}) });
+  // A coordinator that stops taking the upload (stalled, or a link that drops
+  // packets without a reset) would hold it, and the bundle's retries, forever.
+  const idle = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const progressed = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => idle.abort(), idleMs);
+  };
+  progressed();
+  let res;
+  try {
+    res = await client.uploadEvidence(taken(messages(spec, manifestText, manifestSha256), progressed), { signal: signal ? AbortSignal.any([signal, idle.signal]) : idle.signal });
+  } catch (err) {
+    if (idle.signal.aborted && !signal?.aborted) {
+      throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `evidence ${spec.evidenceId}: the coordinator took nothing more of the upload for ${idleMs} ms; it stays staged and is sent again`);
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
   if (res.manifestSha256 !== manifestSha256) {
     throw farmError(
       Errors.ALREADY_EXISTS,
@@ -44,6 +63,17 @@ export async function uploadBundle(transport: Transport, spec: UploadSpec, signa
     );
   }
   return { totalBytes: Number(res.totalBytes) };
+}
+
+/** An upload that makes no progress (no message taken, or no answer after the last) for this long is given up. */
+export const UPLOAD_IDLE_MS = 30_000;
+
+/** Passes the messages on, telling `progressed` each time the transport takes one, and once all are taken. */
+async function* taken<T>(source: AsyncIterable<T>, progressed: () => void): AsyncGenerator<T> {
+  for await (const m of source) {
+    yield m;
+    progressed();
+  }
 }
 
 async function* messages(spec: UploadSpec, manifestText: string, manifestSha256: string): AsyncGenerator<UploadEvidenceRequest> {

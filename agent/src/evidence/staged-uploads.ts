@@ -11,6 +11,8 @@ export interface StagedUploadDeps {
   transport: Transport;
   agentId: string;
   log: Logger;
+  /** Gives up a bundle's upload after this long without progress (uploadBundle's default if unset). */
+  uploadIdleMs?: number;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function resumeStagedUploads(deps: StagedUploadDeps): Promise<{ upl
         kind: manifest.kind,
         dir,
         files,
-      });
+      }, undefined, deps.uploadIdleMs);
       await rm(dir, { recursive: true, force: true });
       uploaded++;
       deps.log.info("staged evidence uploaded after a restart", { evidenceId: manifest.evidenceId });
