@@ -112,7 +112,7 @@ export const activity = pgTable("activity", {
   durationMs: ms("duration_ms").notNull(),
   requestId: text("request_id").notNull(),
   detail: text("detail").notNull(),
-});
+}, (t) => [index("activity_serial").on(t.serial, t.id)]);
 
 export const videoSessions = pgTable("video_sessions", {
   sessionId: text("session_id").primaryKey(),

@@ -120,7 +120,10 @@ export const activity = sqliteTable("activity", {
   durationMs: integer("duration_ms").notNull(),
   requestId: text("request_id").notNull(),
   detail: text("detail").notNull(),
-});
+}, (t) => [
+  // One phone's entries, newest first, without reading everyone else's (the table only grows).
+  index("activity_serial").on(t.serial, t.id),
+]);
 
 /**
  * Video sessions routed through this coordinator: which agent holds each

@@ -1,0 +1,1 @@
+CREATE INDEX `activity_serial` ON `activity` (`serial`,`id`);
