@@ -58,7 +58,7 @@ export const evidence = pgTable("evidence", {
   createdAt: ms("created_at").notNull(),
   totalBytes: ms("total_bytes").notNull(),
   manifestSha256: text("manifest_sha256").notNull(),
-}, (t) => [index("evidence_created").on(t.createdAt, t.evidenceId)]);
+}, (t) => [index("evidence_created").on(t.createdAt, t.evidenceId), index("evidence_serial_created").on(t.serial, t.createdAt, t.evidenceId)]);
 
 export const leases = pgTable("leases", {
   leaseId: text("lease_id").primaryKey(),
@@ -128,7 +128,7 @@ export const videoSessions = pgTable("video_sessions", {
   workerAvailable: boolean("worker_available").notNull(),
   recoveryState: text("recovery_state").notNull(),
   manifestJson: text("manifest_json").notNull(),
-}, (t) => [index("video_sessions_created").on(t.createdAt, t.sessionId)]);
+}, (t) => [index("video_sessions_created").on(t.createdAt, t.sessionId), index("video_sessions_serial_created").on(t.serial, t.createdAt, t.sessionId)]);
 
 export const deviceClaims = pgTable(
   "device_claims",
@@ -172,7 +172,11 @@ export const sessions = pgTable("sessions", {
   policyJson: text("policy_json").notNull().default(""),
   policySha256: text("policy_sha256").notNull().default(""),
   secretNames: jsonb("secret_names").notNull().default(sql`'[]'::jsonb`).$type<string[]>(),
-}, (t) => [index("sessions_created").on(t.createdAt, t.sessionId), index("sessions_lease").on(t.leaseId)]);
+}, (t) => [
+  index("sessions_created").on(t.createdAt, t.sessionId),
+  index("sessions_lease").on(t.leaseId),
+  index("sessions_physical_created").on(t.physicalId, t.createdAt, t.sessionId),
+]);
 
 export const sessionSteps = pgTable("session_steps", {
   sessionId: text("session_id").notNull(),

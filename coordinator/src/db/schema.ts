@@ -60,6 +60,8 @@ export const evidence = sqliteTable("evidence", {
 }, (t) => [
   // ListEvidence pages newest first by (created_at, evidence_id).
   index("evidence_created").on(t.createdAt, t.evidenceId),
+  // One phone's page, without reading every other phone's bundles.
+  index("evidence_serial_created").on(t.serial, t.createdAt, t.evidenceId),
 ]);
 
 /** Leases; at most one row per physical device has state "active". */
@@ -146,6 +148,8 @@ export const videoSessions = sqliteTable("video_sessions", {
 }, (t) => [
   // ListVideoSessions pages newest first by (created_at, session_id).
   index("video_sessions_created").on(t.createdAt, t.sessionId),
+  // One phone's page, without reading every other phone's recordings.
+  index("video_sessions_serial_created").on(t.serial, t.createdAt, t.sessionId),
 ]);
 
 /**
@@ -221,6 +225,8 @@ export const sessions = sqliteTable("sessions", {
   index("sessions_created").on(t.createdAt, t.sessionId),
   // A lease's end looks up its running sessions.
   index("sessions_lease").on(t.leaseId),
+  // One phone's page, without reading every other phone's sessions.
+  index("sessions_physical_created").on(t.physicalId, t.createdAt, t.sessionId),
 ]);
 
 // One step of a session's timeline. The record is versioned JSON read by
