@@ -25,13 +25,13 @@ export class PgActivityStore implements ActivityStore {
       .groupBy(activity.command, activity.outcome);
   }
 
-  async listBefore(filter: ActivityFilter, beforeId: number | undefined, limit: number): Promise<ActivityRow[]> {
-    return this.listBeforeQuery(filter, beforeId, limit);
-  }
-
-  /** The query listBefore runs (its plan is tested: a phone's page must not read the whole log). */
-  listBeforeQuery(filter: ActivityFilter, beforeId: number | undefined, limit: number) {
-    return this.db.select().from(activity).where(whereOf(filter, beforeId)).orderBy(desc(activity.id)).limit(limit);
+  listBefore(filter: ActivityFilter, beforeId: number | undefined, limit: number): Promise<ActivityRow[]> {
+    return this.db
+      .select()
+      .from(activity)
+      .where(whereOf(filter, beforeId))
+      .orderBy(desc(activity.id))
+      .limit(limit);
   }
 }
 

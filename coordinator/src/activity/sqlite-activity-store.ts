@@ -31,12 +31,13 @@ export class SqliteActivityStore implements ActivityStore {
   }
 
   async listBefore(filter: ActivityFilter, beforeId: number | undefined, limit: number): Promise<ActivityRow[]> {
-    return this.listBeforeQuery(filter, beforeId, limit).all();
-  }
-
-  /** The query listBefore runs (its plan is tested: a phone's page must not read the whole log). */
-  listBeforeQuery(filter: ActivityFilter, beforeId: number | undefined, limit: number) {
-    return this.db.select().from(activity).where(whereOf(filter, beforeId)).orderBy(desc(activity.id)).limit(limit);
+    return this.db
+      .select()
+      .from(activity)
+      .where(whereOf(filter, beforeId))
+      .orderBy(desc(activity.id))
+      .limit(limit)
+      .all();
   }
 }
 
