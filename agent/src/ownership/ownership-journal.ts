@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
-import { and, asc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
+import { eq, getTableColumns, inArray } from "drizzle-orm";
 import { journalActions as actions, type HostJournalDb } from "../db/host-journal-db.js";
 
 export type ActionState = "pending" | "settled" | "not_dispatched" | "unknown" | "abandoned";
