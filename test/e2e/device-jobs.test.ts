@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Errors } from "@farm/shared/errors";
 import { JOB_DIR, jobBase, jobFiles, pruneJobStore, readJobRecord, runDeviceJob } from "@farm/agent/actions/device-job";
 import type { DispatchProgress } from "@farm/agent/ownership/device-ownership";
 import type { ActionRow } from "@farm/agent/ownership/ownership-journal";
@@ -72,6 +73,22 @@ describe("device jobs", () => {
     expect(phone.state.readFile("/data/local/tmp/blocked.txt")?.toString()).toBe("ran\n");
     expect(await readJobRecord(server(), serial, blocked, AbortSignal.timeout(5_000))).toBeUndefined();
     phone.state.fs.remove(`${jobBase(blocked)}.done`, ROOT, { recursive: true });
+  });
+
+  it("takes no status as proof when the job could not start: its output file cannot be created, so the command never ran", async () => {
+    const a = action();
+    // A directory where the job's output goes: the job's redirection fails before its command runs.
+    phone.state.fs.mkdir(`${jobBase(a)}.out`, ROOT);
+    const p = progress();
+    await expect(runDeviceJob(server(), serial, "echo ran > /data/local/tmp/never.txt", a, AbortSignal.timeout(10_000), p)).rejects.toMatchObject({
+      message: expect.stringContaining("without a valid completion record"),
+      dispatched: null,
+      error: Errors.DEVICE_JOB_RECORD_MISSING,
+    });
+    expect(p.phase).toBe("sent");
+    expect(phone.state.readFile("/data/local/tmp/never.txt")).toBeUndefined();
+    expect(await readJobRecord(server(), serial, a, AbortSignal.timeout(5_000))).toBeUndefined();
+    phone.state.fs.remove(`${jobBase(a)}.out`, ROOT, { recursive: true });
   });
 
   it("removes a settled job's files on the way, without waiting for the removal", async () => {

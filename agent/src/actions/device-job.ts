@@ -11,7 +11,14 @@ export const JOB_DIR = "/data/local/tmp/farm-jobs";
 /** Jobs kept on a phone at most; acknowledged ones are removed at once, so only orphans pile up. */
 export const JOB_STORE_LIMIT = 512;
 
-const STARTED = "farm-job-started";
+/**
+ * The script's exit status, with nothing on stdout, when it stopped before
+ * starting the job. On every other path the script's first stdout line is
+ * its own (a record line, for statuses of 128 and up), so no command's
+ * output can pass for this.
+ */
+const NOT_STARTED = 254;
+
 /**
  * A completion record. Version 2 is written in place and ends with "end",
  * so a torn write never reads as a record; version 1 (published by a rename)
@@ -72,65 +79,83 @@ export async function runDeviceJob(
   // so its `exit` ends only it, as `sh -c` did; the record is written in
   // place (ended by "end"). Settled jobs' files are removed alongside.
   //
-  // The job exits with the command's status once its record is written, and
-  // with 255 if it could not be, so the script's own exit status proves both
-  // and the record is not sent back: every line a phone sends before the
-  // exit status costs a round trip of adb's flow control. A status of 128 or
-  // more is not proof (a command may exit 255 itself; a job killed by a
-  // signal before its record gives 128+N): then the record is read back.
+  // The phone sends nothing before the exit status: each packet it sends
+  // costs a round trip of adb's flow control, and on a fast command that is
+  // most of what a job adds. The job exits with the command's status once
+  // its record is written (255 if it could not be), and the script passes a
+  // status on only when that record exists, so the status proves the
+  // outcome. A status of 128 or more is not proof alone (a command may exit
+  // 255 itself; a job killed by a signal before its record gives 128+N):
+  // then the record is the first line sent back, and read. 254 with nothing
+  // on stdout is the script stopping before the job: nothing ran. If the
+  // stream is cut first, the job's `.run` mark (its first act) tells whether
+  // it started.
   const record = `farm-job 2 ${action.actionId} ${action.requestSha256}`;
-  const job = `( trap '' HUP; (eval ${shQuote(command)}); farm_s=$?; echo "${record} $farm_s end" > ${j}.done || exit ${RECORD_UNWRITTEN}; exit $farm_s ) </dev/null >${j}.out 2>${j}.err &`;
+  const job = `( trap '' HUP; : > ${j}.run || exit ${RECORD_UNWRITTEN}; (eval ${shQuote(command)}); farm_s=$?; echo "${record} $farm_s end" > ${j}.done || exit ${RECORD_UNWRITTEN}; exit $farm_s ) </dev/null >${j}.out 2>${j}.err &`;
   const script = [
     // Not waited for (it outlives the session, as the job does): a program the phone starts costs it milliseconds.
     ...(removeFirst.length > 0 ? [`( trap '' HUP; rm -f ${removeFirst.join(" ")} ) </dev/null >/dev/null 2>&1 &`] : []),
-    `[ -d ${JOB_DIR} ] || mkdir -p ${JOB_DIR} || exit 1`,
+    `[ -d ${JOB_DIR} ] || mkdir -p ${JOB_DIR} || exit ${NOT_STARTED}`,
     // A job is started once per action: an existing marker means it was.
-    `if [ -e ${j}.job ]; then echo "farm: ${j}.job exists" >&2; exit 1; fi`,
-    `echo ${shQuote(`${action.actionId} ${action.requestSha256}`)} > ${j}.job || exit 1`,
+    `if [ -e ${j}.job ]; then echo "farm: ${j}.job exists" >&2; exit ${NOT_STARTED}; fi`,
+    `echo ${shQuote(`${action.actionId} ${action.requestSha256}`)} > ${j}.job || exit ${NOT_STARTED}`,
     job,
-    `echo ${STARTED}`,
     "wait $!",
     "farm_status=$?",
+    // Only a job that wrote its record gives its status: not one whose output file, or fork, failed before its command ran.
+    `[ -s ${j}.done ] || farm_status=${RECORD_UNWRITTEN}`,
     `if [ $farm_status -ge ${FIRST_UNPROVEN} ]; then read -r farm_record < ${j}.done; echo "$farm_record"; fi`,
     `[ -s ${j}.out ] && cat ${j}.out`,
     `[ -s ${j}.err ] && cat ${j}.err >&2`,
     "exit $farm_status",
   ].join("\n");
-  let seen = "";
   progress.phase = "sent";
-  // Read through a function: the stdout hook moves the phase while awaiting.
-  const started = (): boolean => progress.phase === "accepted";
   let r: ShellResult;
   try {
-    r = await shellV2(adb, serial, script, signal, {
-      onStdout: (data) => {
-        if (progress.phase === "accepted" || seen.length > 64) return;
-        seen += data.toString("latin1");
-        if (seen.startsWith(`${STARTED}\n`)) progress.phase = "accepted";
-      },
-    });
+    r = await shellV2(adb, serial, script, signal);
   } catch (err) {
     const failure = toDispatchFailure(err);
-    // Once the job is started, nothing that happens to the stream stops it.
-    if (started()) throw new DispatchFailure(failure.message, true, failure.error);
-    // The shell ran, but whether it got as far as starting the job is not known.
-    throw failure.dispatched === false ? failure : new DispatchFailure(failure.message, null, failure.error);
+    if (failure.dispatched === false) throw failure;
+    // Cut before the exit status: the job may or may not have started. Its own marker says whether it did.
+    if (await jobStarted(adb, serial, action)) {
+      progress.phase = "accepted";
+      throw new DispatchFailure(failure.message, true, failure.error);
+    }
+    throw new DispatchFailure(failure.message, null, failure.error);
   }
-  if (!started()) {
+  if (r.exitCode === NOT_STARTED && r.stdout.length === 0) {
     // The script stopped before starting the job: nothing ran.
     throw new DispatchFailure(`the job could not be started on the phone: ${r.stderr.toString("utf8").trim() || `exit ${r.exitCode}`}`, false, Errors.DEVICE_JOB_START_FAILED);
   }
-  const out = r.stdout.subarray(STARTED.length + 1);
   if (r.exitCode < FIRST_UNPROVEN) {
-    return { ...r, stdout: out, provenBy: `job exit status (after its completion record ${j}.done was written)`, record: null };
+    progress.phase = "accepted";
+    return { ...r, provenBy: `job exit status (after its completion record ${j}.done was written)`, record: null };
   }
+  const out = r.stdout;
   const nl = out.indexOf(10);
   const line = out.subarray(0, nl < 0 ? out.length : nl).toString("utf8");
   const rec = parseRecord(line);
   if (!rec || rec.actionId !== action.actionId || rec.sha !== action.requestSha256) {
-    throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, true, Errors.DEVICE_JOB_RECORD_MISSING);
+    // No record: the job's own mark says whether it started (its output file or its fork may have failed first).
+    const started = await jobStarted(adb, serial, action);
+    if (started) progress.phase = "accepted";
+    throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, started || null, Errors.DEVICE_JOB_RECORD_MISSING);
   }
+  progress.phase = "accepted";
   return { exitCode: rec.exitCode, stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, provenBy: `job completion record ${j}.done`, record: line };
+}
+
+/** How long a cut dispatch waits to learn whether its job started (within the lock's release margin). */
+const STARTED_PROBE_MS = 200;
+
+/** True when the job's marker shows it started; false when that cannot be read in time. */
+async function jobStarted(adb: AdbServerAddress, serial: string, action: ActionRow): Promise<boolean> {
+  try {
+    const r = await shellV2(adb, serial, `[ -e ${jobBase(action)}.run ]`, AbortSignal.timeout(STARTED_PROBE_MS));
+    return r.exitCode === 0;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -145,10 +170,13 @@ export async function readJobRecord(adb: AdbServerAddress, serial: string, actio
   return { exitCode: rec.exitCode, record: line };
 }
 
+/** A job's files: marker, started mark, output, errors, an older agent's temporary record, record. */
+const JOB_FILE_KINDS = ["job", "run", "out", "err", "tmp", "done"];
+
 /** The files of a job. */
 export function jobFiles(action: Pick<ActionRow, "actionId" | "createdAt">): string[] {
   const j = jobBase(action);
-  return ["job", "out", "err", "tmp", "done"].map((ext) => `${j}.${ext}`);
+  return JOB_FILE_KINDS.map((ext) => `${j}.${ext}`);
 }
 
 /**
@@ -165,7 +193,7 @@ export async function pruneJobStore(adb: AdbServerAddress, serial: string, keep:
   if (excess <= 0) return 0;
   const drop = bases.filter((b) => !keep.has(b.slice(b.indexOf("-") + 1))).slice(0, excess);
   for (let i = 0; i < drop.length; i += 64) {
-    const files = drop.slice(i, i + 64).flatMap((b) => ["job", "out", "err", "tmp", "done"].map((ext) => `${JOB_DIR}/${b}.${ext}`));
+    const files = drop.slice(i, i + 64).flatMap((b) => JOB_FILE_KINDS.map((ext) => `${JOB_DIR}/${b}.${ext}`));
     await shellV2(adb, serial, `rm -f ${files.join(" ")}`, AbortSignal.timeout(10_000));
   }
   return drop.length;
@@ -192,9 +220,10 @@ export class DeviceJobs {
     const removing = this.take(serial);
     try {
       return await runDeviceJob(this.adb, serial, command, action, signal, progress, removing);
-    } finally {
-      // Not past the rm line for sure: keep them for the next time.
-      if (progress.phase !== "accepted" && removing.length > 0) this.queue(serial, removing);
+    } catch (err) {
+      // Not past the rm line for sure: keep them for the next time (removing twice is harmless).
+      if (removing.length > 0) this.queue(serial, removing);
+      throw err;
     }
   }
 
