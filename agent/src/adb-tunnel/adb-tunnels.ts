@@ -1,4 +1,4 @@
-import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { openDeviceService, type OpenService } from "../adb/adb-service.js";
