@@ -45,6 +45,35 @@ describe('DeviceLatency', () => {
     expect(dumps[0]).not.toBe(dumps[1]);
   });
 
+  it('waits what it drew, fractions of a millisecond included, whichever phase of the event loop it starts in', async () => {
+    const model = new DeviceLatency();
+    const elapsed = async (ms: number, start: (run: () => void) => void): Promise<number[]> => {
+      const out: number[] = [];
+      for (let i = 0; i < 15; i++) {
+        out.push(
+          await new Promise<number>((resolve) =>
+            start(() => {
+              const t = performance.now();
+              void model.wait('spawnMs', 1, ms).then(() => resolve(performance.now() - t));
+            }),
+          ),
+        );
+      }
+      return out.sort((a, b) => a - b);
+    };
+    // Node's timers keep whole milliseconds (2.6 became about 2.2) and fire
+    // relative to the loop's cached time, so a wait started from setImmediate
+    // (a background job in the shell) ran shorter or longer than one started
+    // from a socket callback. Never shorter than drawn; close to it at the median.
+    for (const ms of [0.4, 2.6, 5.5]) {
+      for (const start of [(run: () => void) => setImmediate(run), (run: () => void) => setTimeout(run, 1)]) {
+        const waits = await elapsed(ms, start);
+        expect(waits[0]!).toBeGreaterThanOrEqual(ms);
+        expect(waits[7]!).toBeLessThan(ms + 0.6);
+      }
+    }
+  });
+
   it('is instant by default and names the choices for an unknown profile', () => {
     const model = new DeviceLatency();
     expect(model.instant).toBe(true);

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { latencyProfile, LATENCY_PROFILES, type Delay, type LatencyProfile } from './latency-profiles.js';
 
 /** The delays of a profile, by name: each is drawn from a stream of its own. */
@@ -50,7 +51,7 @@ export class DeviceLatency {
   /** Waits a draw of the delay, times `scale` (megapixels, nodes...), plus `extraMs`; at once when instant. */
   async wait(kind: DelayKind, scale = 1, extraMs = 0): Promise<void> {
     const ms = this.draw(kind) * scale + extraMs;
-    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+    if (ms > 0) await sleepPrecisely(ms);
   }
 
   private stream(kind: DelayKind): Stream {
@@ -61,6 +62,22 @@ export class DeviceLatency {
     }
     return s;
   }
+}
+
+/**
+ * Sleeps `ms` to a fraction of a millisecond. Node's timers keep whole
+ * milliseconds and fire relative to the event loop's cached time, so a
+ * 2.6 ms delay took about 2.2, and one started from setImmediate (a
+ * background job in the shell) took longer than the same delay started from
+ * a socket callback: an artifact of the simulator, not of any phone. The
+ * timer takes most of it; turns of the event loop take the rest (under a
+ * millisecond of CPU per delay, and only under a latency profile).
+ */
+async function sleepPrecisely(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  // A timer of n whole milliseconds fires after n to n + 0.3 on an idle loop: it stops short of the end, the turns finish it.
+  if (ms >= 1.5) await new Promise((resolve) => setTimeout(resolve, Math.floor(ms - 0.5)));
+  while (performance.now() < until) await new Promise((resolve) => setImmediate(resolve));
 }
 
 /** A mulberry32 stream, and standard normals from it by Box-Muller. */
