@@ -12,7 +12,6 @@
  *
  *   node test/dist/bench/live-screen.js [--clicks 20] [--viewers 5] [--seconds 8]
  */
-import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";

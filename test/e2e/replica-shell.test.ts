@@ -19,7 +19,6 @@ interface ActionRow {
 
 let lab: ReplicaLab | undefined;
 let serial = "";
-let agent: FarmProcess;
 let replicas: FarmProcess[] = [];
 /** Admin CLI environment per replica. */
 let envs: NodeJS.ProcessEnv[] = [];
@@ -57,7 +56,7 @@ async function acquire(): Promise<string> {
 beforeAll(async () => {
   // Replica 1 reaches the phone only through replica 0.
   lab = await startReplicaLab("replica-shell", { sharedDataDir: true, agentName: "lab" });
-  ({ serial, agent, replicas, envs } = lab);
+  ({ serial, replicas, envs } = lab);
 }, 120_000);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { Command, MAX_PAYLOAD, MAX_PAYLOAD_V1, VERSION_MIN, VERSION_SKIP_CHECKSUM, commandName } from '../protocol/constants.js';
+import { Command, MAX_PAYLOAD_V1, VERSION_MIN, VERSION_SKIP_CHECKSUM, commandName } from '../protocol/constants.js';
 import { PacketParser } from '../protocol/packet-parser.js';
 import { encodeHeader, encodePacket, type Packet } from '../protocol/packet.js';
 import type { ServiceDevice } from '../services/service.js';
