@@ -12,6 +12,13 @@ import { actionColumns } from "./schema.js";
  * so every agent that can take a phone's lock also sees what is unresolved
  * on it, whatever its own data dir.
  */
+/**
+ * The predicate of the partial index actions_open (unresolved entries). A
+ * query uses that index only if its WHERE repeats this text verbatim, so
+ * the index and the journal's queries share this one string.
+ */
+export const OPEN_STATES = "state IN ('pending', 'unknown')";
+
 export const journalActions = sqliteTable(
   "actions",
   {
@@ -24,7 +31,7 @@ export const journalActions = sqliteTable(
   (t) => [
     index("actions_physical_created").on(t.physicalId, t.createdAt),
     index("actions_state").on(t.state, t.physicalId),
-    index("actions_open").on(t.physicalId, t.createdAt).where(sql`state IN ('pending', 'unknown')`),
+    index("actions_open").on(t.physicalId, t.createdAt).where(sql.raw(OPEN_STATES)),
   ],
 );
 
@@ -74,7 +81,7 @@ CREATE INDEX IF NOT EXISTS actions_state ON actions (state, physical_id);
  * that read visited every row of the device's history.
  */
 const INDEXES = `
-CREATE INDEX IF NOT EXISTS actions_open ON actions (physical_id, created_at) WHERE state IN ('pending', 'unknown');
+CREATE INDEX IF NOT EXISTS actions_open ON actions (physical_id, created_at) WHERE ${OPEN_STATES};
 `;
 
 export const HOST_JOURNAL_FILE = "journal.db";

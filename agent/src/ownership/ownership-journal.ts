@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
 import { eq, getTableColumns, inArray } from "drizzle-orm";
-import { journalActions as actions, type HostJournalDb } from "../db/host-journal-db.js";
+import { journalActions as actions, OPEN_STATES, type HostJournalDb } from "../db/host-journal-db.js";
 
 export type ActionState = "pending" | "settled" | "not_dispatched" | "unknown" | "abandoned";
 export type ActionRow = typeof actions.$inferSelect;
@@ -22,8 +22,8 @@ export interface NewAction {
   requestedBy: string;
 }
 
-/** Unresolved entries of one device (partial index actions_open; its WHERE is repeated verbatim so SQLite can use it). */
-const OPEN = "physical_id = ? AND state IN ('pending', 'unknown')";
+/** Unresolved entries of one device (through the partial index actions_open). */
+const OPEN = `physical_id = ? AND ${OPEN_STATES}`;
 
 /** The reads every action makes, by name (their query plans are tested). */
 export const JOURNAL_QUERIES = {
