@@ -17,6 +17,7 @@ import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { openFarmDatabase } from "./db/database.js";
 import { TokenStore } from "./auth/token-store.js";
 import { createSummaryKeyStore, SummaryKey } from "./auth/summary-key.js";
+import { registerPrivacyService } from "./auth/privacy-service.js";
 import { createTokenRecordStore } from "./auth/token-record-store.js";
 import { Registry } from "./registry/registry.js";
 import { createRegistryStore } from "./registry/registry-store.js";
@@ -255,6 +256,16 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
       registerWatchService(router, { hub, summaries });
       registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log, summaries });
+      registerPrivacyService(router, {
+        key: summaries,
+        log,
+        // The other replicas re-read the key from the shared database.
+        onRotated: async () => {
+          await replication?.bus.publish("summaryKey", "1").catch((err: unknown) => {
+            log.error("could not tell the other replicas of the new summary key; they read it at their next resync or start", { error: (err as Error).message });
+          });
+        },
+      });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
       registerReplicaService(router, { registry, relay: shellRelay });
       registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
@@ -325,6 +336,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     shareWatchChanges(hub, watchSources, watchWiring, replication.bus);
     // Notices may have been missed while the listening connection was down: watchers here reconnect and re-read.
     replication.bus.events.on("resync", () => hub.cutAll(farmError(Errors.COORDINATOR_UNAVAILABLE, "this coordinator replica may have missed changes made on the others; reconnect and re-read the lists")));
+    // The summary key rotated through another replica, or notices missed: read it again.
+    const reloadKey = () => void summaries.reload().catch((err: unknown) => log.error("could not re-read the summary key", { error: (err as Error).message }));
+    replication.bus.events.on("resync", reloadKey);
+    replication.bus.events.on("change", (c) => {
+      if (c.kind === "summaryKey") reloadKey();
+    });
     // A token revoked through another replica: end what it opened here.
     replication.bus.events.on("change", (c) => {
       if (c.kind !== "token") return;

@@ -5,6 +5,7 @@
  * action receipt, the activity log and a Watch stream, and see only the
  * kind, the length and a keyed hash (HMAC-SHA256 under the coordinator's
  * summary key, kept 0600 in its data dir); she and an admin see the text.
+ * An admin rotates the key and the summaries change.
  */
 import { createHash, createHmac } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
@@ -159,5 +160,31 @@ describe("typed text", () => {
     expect(watchers.vera.activity()).toEqual(redacted);
     for (const w of Object.values(watchers)) await w.stop();
     await farm(["lease", "release", "--lease", leaseToken], alice.env);
+  });
+
+  it("is summarised with a new key after an admin rotates it; others may not rotate", async () => {
+    const vera = users["vera"] as { token: string; env: NodeJS.ProcessEnv };
+    const bob = users["bob"] as { token: string; env: NodeJS.ProcessEnv };
+    const before = await readFile(keyFile());
+    const detail = async () =>
+      ((await farm(["activity", "--device", serial], vera.env)).json["entries"] as { command: string; detail: string }[]).find((e) => e.command === "sendInput" && e.detail.startsWith("text "))?.detail;
+    expect(await detail()).toBe(`text [${SECRET.length} chars, hmac:${hmac(before, SECRET)}]`);
+
+    const refused = await farm(["privacy", "rotate-key"], bob.env);
+    expect(refused.json).toMatchObject({ ok: false, code: "PERMISSION_DENIED" });
+    const rotated = await farm(["privacy", "rotate-key"], lab.env);
+    expect(rotated.json).toMatchObject({ ok: true });
+
+    const after = await readFile(keyFile());
+    expect(after.equals(before)).toBe(false);
+    expect((await stat(keyFile())).mode & 0o777).toBe(0o600);
+    expect(await detail()).toBe(`text [${SECRET.length} chars, hmac:${hmac(after, SECRET)}]`);
+    // Never in the coordinator's log.
+    const logged = lab.coordinator.stderr();
+    expect(logged).toContain("summary key rotated");
+    for (const k of [before, after]) {
+      expect(logged).not.toContain(k.toString("hex"));
+      expect(logged).not.toContain(k.toString("base64"));
+    }
   });
 });
