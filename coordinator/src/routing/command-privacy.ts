@@ -100,12 +100,14 @@ export function activityFor(viewer: Principal, row: ActivityRow, key: Summarizer
  */
 function redactedRequest(kind: string, requestJson: string, key: Summarizer): string | undefined {
   if (kind !== "shell" && kind !== "setprop" && kind !== "input") return undefined;
-  let req: Record<string, unknown> = {};
+  let req: Record<string, unknown> | undefined;
   try {
-    req = JSON.parse(requestJson) as Record<string, unknown>;
+    const parsed: unknown = JSON.parse(requestJson);
+    if (typeof parsed === "object" && parsed !== null) req = parsed as Record<string, unknown>;
   } catch {
-    // Not the JSON this kind journals: show nothing of it.
+    // Not the JSON this kind journals: show nothing of it (below).
   }
+  if (!req) return JSON.stringify({ redacted: true });
   if (kind === "setprop") return JSON.stringify({ key: String(req["key"] ?? ""), valueHmac: key.summarize(String(req["value"] ?? "")), redacted: true });
   if (kind === "shell") {
     const command = String(req["command"] ?? "");
