@@ -16,6 +16,8 @@ import type { ListenAddress } from "@farm/shared/listen-address";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { openFarmDatabase } from "./db/database.js";
 import { TokenStore } from "./auth/token-store.js";
+import { createSummaryKeyStore, SummaryKey } from "./auth/summary-key.js";
+import { registerPrivacyService } from "./auth/privacy-service.js";
 import { createTokenRecordStore } from "./auth/token-record-store.js";
 import { Registry } from "./registry/registry.js";
 import { createRegistryStore } from "./registry/registry-store.js";
@@ -142,6 +144,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await ensurePrivateDir(opts.dataDir);
   const database = await openFarmDatabase(opts.database, opts.dataDir);
   const tokens = new TokenStore(createTokenRecordStore(database));
+  // What others see in place of a secret (command-privacy.ts): one key per farm.
+  const summaries = await SummaryKey.open(createSummaryKeyStore(database, opts.dataDir));
   const registry = await Registry.open(createRegistryStore(database), { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
   const closed = new AbortController();
   const labels = await DeviceLabels.open(createDeviceLabelStore(database));
@@ -241,17 +245,27 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
           });
         },
       });
-      registerDeviceService(router, { registry, leases, activity, idempotency, log, recorder });
+      registerDeviceService(router, { registry, leases, activity, idempotency, log, recorder, summaries });
       registerLeaseService(router, { leases, registry });
-      registerActivityService(router, { activity });
+      registerActivityService(router, { activity, summaries });
       registerShellService(router, { registry, leases, activity, relay: shellRelay, log });
       registerAgentShellService(router, { relay: shellRelay });
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
       registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log, recorder });
       registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
-      registerWatchService(router, { hub });
-      registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log });
+      registerWatchService(router, { hub, summaries });
+      registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log, summaries });
+      registerPrivacyService(router, {
+        key: summaries,
+        log,
+        // The other replicas re-read the key from the shared database.
+        onRotated: async () => {
+          await replication?.bus.publish("summaryKey", "1").catch((err: unknown) => {
+            log.error("could not tell the other replicas of the new summary key; they read it at their next resync or start", { error: (err as Error).message });
+          });
+        },
+      });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
       registerReplicaService(router, { registry, relay: shellRelay });
       registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
@@ -322,6 +336,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     shareWatchChanges(hub, watchSources, watchWiring, replication.bus);
     // Notices may have been missed while the listening connection was down: watchers here reconnect and re-read.
     replication.bus.events.on("resync", () => hub.cutAll(farmError(Errors.COORDINATOR_UNAVAILABLE, "this coordinator replica may have missed changes made on the others; reconnect and re-read the lists")));
+    // The summary key rotated through another replica, or notices missed: read it again.
+    const reloadKey = () => void summaries.reload().catch((err: unknown) => log.error("could not re-read the summary key", { error: (err as Error).message }));
+    replication.bus.events.on("resync", reloadKey);
+    replication.bus.events.on("change", (c) => {
+      if (c.kind === "summaryKey") reloadKey();
+    });
     // A token revoked through another replica: end what it opened here.
     replication.bus.events.on("change", (c) => {
       if (c.kind !== "token") return;

@@ -343,7 +343,7 @@ describe("limits before work", () => {
 });
 
 describe("privacy", () => {
-  it("shows a shell command or property value in full only to its caller and admins; others see a name and a hash", async () => {
+  it("shows a shell command or property value in full only to its caller and admins; others see a name and a keyed hash", async () => {
     const alice = users["alice"] as { env: NodeJS.ProcessEnv };
     const bob = users["bob"] as { env: NodeJS.ProcessEnv };
     const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "5m", "--wait", "20s"], alice.env);
@@ -352,7 +352,11 @@ describe("privacy", () => {
     const secret = "s3cr3t-api-key-7f1e";
     const ran = await farm(["shell", "--device", serial, "--", "echo", secret], withLease);
     expect(ran.code).toBe(0);
-    const hash = (await import("node:crypto")).createHash("sha256").update(`echo ${secret}`).digest("hex");
+    // Keyed (HMAC-SHA256 under the coordinator's summary key): a plain sha256 would let anyone test a guess.
+    const key = readFileSync(join(lab.dir.path, "coordinator", "summary.key"));
+    const { createHash, createHmac } = await import("node:crypto");
+    const hash = createHmac("sha256", key).update(`echo ${secret}`).digest("hex");
+    const plainHash = createHash("sha256").update(`echo ${secret}`).digest("hex");
 
     const activity = async (env: NodeJS.ProcessEnv) => {
       const r = await farm(["activity", "--device", serial], env);
@@ -365,6 +369,7 @@ describe("privacy", () => {
     expect(seenByBob?.detail).not.toContain(secret);
     expect(seenByBob?.detail).toContain("echo");
     expect(seenByBob?.detail).toContain(hash);
+    expect(seenByBob?.detail).not.toContain(plainHash);
 
     const ownership = async (env: NodeJS.ProcessEnv) => {
       const r = await farm(["device", "ownership", "status", "--device", serial], env);
@@ -376,15 +381,16 @@ describe("privacy", () => {
     expect(adminsView).toContain(secret);
     expect(bobsView).not.toContain(secret);
     expect(bobsView).toContain(hash);
+    expect(bobsView).not.toContain(plainHash);
 
     // A property value may be a secret too: its key is shown, its value only as a hash.
     const set = await farm(["device", "setprop", "--device", serial, "debug.farm.secret", secret], withLease);
     expect(set.json).toMatchObject({ ok: true });
-    const valueHash = (await import("node:crypto")).createHash("sha256").update(secret).digest("hex");
+    const valueHash = createHmac("sha256", key).update(secret).digest("hex");
     const propActivity = async (env: NodeJS.ProcessEnv) =>
       ((await farm(["activity", "--device", serial], env)).json["entries"] as { command: string; caller: string; detail: string }[]).find((e) => e.command === "setProperty" && e.caller === "alice");
     expect((await propActivity(alice.env))?.detail).toBe(`debug.farm.secret=${secret}`);
-    expect((await propActivity(bob.env))?.detail).toBe(`debug.farm.secret=[sha256:${valueHash}]`);
+    expect((await propActivity(bob.env))?.detail).toBe(`debug.farm.secret=[hmac:${valueHash}]`);
     const bobsStatus = JSON.stringify((await farm(["device", "ownership", "status", "--device", serial], bob.env)).json);
     expect(bobsStatus).not.toContain(secret);
     expect(bobsStatus).toContain(valueHash);
@@ -392,14 +398,14 @@ describe("privacy", () => {
     await farm(["lease", "release", "--lease", String((lease.json["lease"] as { token: string }).token)], alice.env);
   });
 
-  it("keeps database and lock files private (0600)", async () => {
+  it("keeps database, key and lock files private (0600)", async () => {
     const files: string[] = [];
     const walk = (dir: string) => {
       for (const name of readdirSync(dir)) {
         const p = join(dir, name);
         const s = statSync(p);
         if (s.isDirectory()) walk(p);
-        else if (/\.db(-wal|-shm|-journal)?$|\.lock$|\.holder\.json$/.test(name)) files.push(p);
+        else if (/\.db(-wal|-shm|-journal)?$|\.lock$|\.holder\.json$|^summary\.key$/.test(name)) files.push(p);
       }
     };
     walk(join(lab.dir.path, "coordinator"));
@@ -408,6 +414,7 @@ describe("privacy", () => {
     expect(files.some((f) => f.endsWith("coordinator.db"))).toBe(true);
     expect(files.some((f) => f.endsWith("coordinator.db-wal"))).toBe(true);
     expect(files.some((f) => f.endsWith("agent.db"))).toBe(true);
+    expect(files.some((f) => f.endsWith("summary.key"))).toBe(true);
     expect(files.some((f) => f.endsWith(".lock"))).toBe(true);
     const loose = files.filter((f) => (statSync(f).mode & 0o077) !== 0).map((f) => `${f} ${(statSync(f).mode & 0o777).toString(8)}`);
     expect(loose).toEqual([]);

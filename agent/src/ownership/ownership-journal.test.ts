@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { canonicalJson } from "@farm/shared/canonical-json";
 import { openAgentDb } from "../db/open-agent-db.js";
 import { openHostJournalDb } from "../db/host-journal-db.js";
 import { actions as legacyActions } from "../db/schema.js";
@@ -26,6 +28,21 @@ const action = (physicalId: string, i: number, padding = "") => ({
 });
 
 describe("OwnershipJournal", () => {
+  it("keeps a request's hash keyed, so typed text cannot be found by hashing guesses (a device job writes it on the phone)", () => {
+    const h = openHostJournalDb(dir);
+    try {
+      const j = new OwnershipJournal(h.db, h.sqlite);
+      const typed = j.begin({ ...action("p1", 0), kind: "input", request: { kind: "text", text: "4711" }, agentId: "a" });
+      const guesses = new Set(Array.from({ length: 10_000 }, (_, i) => createHash("sha256").update(canonicalJson({ kind: "text", text: String(i).padStart(4, "0") })).digest("hex")));
+      expect(typed.requestSha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(guesses.has(typed.requestSha256)).toBe(false);
+      // Kept as written: a device job's record is checked against the stored value, never a recomputed one.
+      expect(j.get(typed.actionId)?.requestSha256).toBe(typed.requestSha256);
+    } finally {
+      h.close();
+    }
+  });
+
   it("finds a device's unresolved entries without reading its settled history", () => {
     // Every action reads them; a device's history holds thousands of settled rows.
     const h = openHostJournalDb(dir);

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import type { Statement } from "better-sqlite3";
@@ -43,6 +43,14 @@ export const JOURNAL_QUERIES = {
  * bounded per device; unresolved records are never dropped.
  */
 export class OwnershipJournal {
+  /**
+   * Keys each request's hash. The hash goes on the phone with a device job
+   * (its .job and .done records) and into ownership status; a plain sha256
+   * of a typed PIN or a short command is reversed by hashing guesses. It is
+   * only ever compared as stored, never recomputed, so a key of this
+   * process, never kept, serves every process sharing the journal.
+   */
+  private readonly requestKey = randomBytes(32);
   private readonly bytes = new Map<string, number>();
   private readonly statements = new Map<string, Statement>();
   private readonly unresolvedStmt: Statement;
@@ -130,7 +138,7 @@ export class OwnershipJournal {
       serial: a.serial,
       agentId: a.agentId ?? "",
       kind: a.kind,
-      requestSha256: createHash("sha256").update(requestJson).digest("hex"),
+      requestSha256: createHmac("sha256", this.requestKey).update(requestJson).digest("hex"),
       requestJson,
       state: "pending",
       dispatched: null,

@@ -34,6 +34,22 @@ export const tokenGroup = group({
   ],
 });
 
+export const privacyRotateKeyOptions = clientOptions;
+
+export const privacyGroup = group({
+  name: "privacy",
+  summary: "What others see of a secret (admin): rotate the key of the hashes shown in place of commands, property values and typed text",
+  commands: [
+    leaf({
+      name: "rotate-key",
+      summary: "Replace the coordinator's summary key: hashes shown from now on (of old entries too) no longer match those shown before",
+      options: privacyRotateKeyOptions,
+      examples: ["farm privacy rotate-key"],
+      load: async () => (await import("../commands/privacy.js")).rotateSummaryKey,
+    }),
+  ],
+});
+
 export const selfSignedOptions = {
   host: list("--host <name>", "A DNS name or IP address clients use for the coordinator"),
   outDir: text("--out-dir <dir>", "Where to write ca.pem, ca.key, server.pem, server.key (required)"),

@@ -26,7 +26,7 @@ describe("the command tree", () => {
       "farm lease acquire", "farm lease renew", "farm lease release", "farm lease list", "farm lease run",
       "farm evidence capture", "farm evidence list", "farm evidence pull", "farm evidence verify",
       "farm evidence video start", "farm evidence video status", "farm evidence video stop", "farm evidence video inspect", "farm evidence video release", "farm evidence video list",
-      "farm token create", "farm token list", "farm token revoke", "farm app endpoint", "farm app remove-forward", "farm activity", "farm tls self-signed",
+      "farm token create", "farm token list", "farm token revoke", "farm privacy rotate-key", "farm app endpoint", "farm app remove-forward", "farm activity", "farm tls self-signed",
       "farm standalone", "farm coordinator", "farm config view", "farm config set", "farm completion bash", "farm completion zsh", "farm completion fish", "farm session start", "farm session end", "farm session list", "farm session show",
       "farm shell", "farm devices", "farm agents", "farm input", "farm logcat", "farm reboot", "farm screenshot", "farm install",
     ]) {

@@ -17,7 +17,7 @@ import { activityCommand, completionGroup, configGroup, versionCommand } from ".
 import { sessionGroup } from "./session-commands.js";
 import { coordinatorCommand, standaloneCommand } from "./service-commands.js";
 import { shortcut, type NodeSpec } from "./spec.js";
-import { tokenGroup, tlsGroup } from "./admin-commands.js";
+import { privacyGroup, tokenGroup, tlsGroup } from "./admin-commands.js";
 import { uiGroup } from "./ui-commands.js";
 import { assertGroup, waitCommand } from "./check-commands.js";
 
@@ -51,6 +51,7 @@ export const commandTree: readonly NodeSpec[] = [
   evidenceGroup,
   sessionGroup,
   tokenGroup,
+  privacyGroup,
   appGroup,
   activityCommand,
   tlsGroup,

@@ -5,9 +5,10 @@ import { ActivityService, ListActivityResponseSchema } from "@farm/shared/gen/fa
 import type { ActivityLog } from "./activity-log.js";
 import { requirePrincipal } from "../auth/auth.js";
 import { activityFor } from "../routing/command-privacy.js";
+import type { Summarizer } from "../auth/summary-key.js";
 import { activityMessage } from "../watch/messages.js";
 
-export function registerActivityService(router: ConnectRouter, deps: { activity: ActivityLog }): void {
+export function registerActivityService(router: ConnectRouter, deps: { activity: ActivityLog; summaries: Summarizer }): void {
   router.service(ActivityService, {
     async listActivity(req, ctx) {
       const viewer = requirePrincipal(ctx);
@@ -15,8 +16,8 @@ export function registerActivityService(router: ConnectRouter, deps: { activity:
       const pageSize = req.pageSize !== 0 ? req.pageSize : req.limit;
       const page = await deps.activity.listPage({ serial: req.serial, ...(req.since ? { sinceMs: timestampMs(req.since) } : {}) }, { pageSize, pageToken: req.pageToken });
       return create(ListActivityResponseSchema, {
-        // A shell command in full only for its caller and admins.
-        entries: page.items.map((row) => activityMessage(activityFor(viewer, row))),
+        // Commands, property values and typed text in full only for their caller and admins.
+        entries: page.items.map((row) => activityMessage(activityFor(viewer, row, deps.summaries))),
         nextPageToken: page.nextPageToken,
       });
     },

@@ -21,6 +21,7 @@ import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { AgentAdbService } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
+import { PrivacyService } from "@farm/shared/gen/farm/v1/privacy_service_pb";
 import { roleAtLeast, type Role, type TokenKind } from "./token-store.js";
 
 /** What one RPC method demands of its callers. */
@@ -57,6 +58,7 @@ export const coordinatorServices: readonly DescService[] = [
   AgentAdbService,
   LiveScreenService,
   AgentScreenService,
+  PrivacyService,
 ];
 
 /** The rule a method declares in the schema (farm.v1.rules), or undefined when it declares none. */

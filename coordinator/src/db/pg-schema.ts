@@ -241,3 +241,14 @@ export const blobs = pgTable("blobs", {
   name: text("name").notNull(),
   createdAt: ms("created_at").notNull(),
 }, (t) => [index("blobs_owner").on(t.owner), index("blobs_created").on(t.createdAt)]);
+
+/**
+ * The key of the summaries shown in place of redacted values (one row, id
+ * 1). Replicas share the database, not a data dir, so the key they must
+ * agree on lives here; its holder can read the values themselves anyway.
+ */
+export const summaryKey = pgTable("summary_key", {
+  id: integer("id").primaryKey(),
+  key: bytea("key").notNull(),
+  rotatedAt: ms("rotated_at").notNull(),
+});

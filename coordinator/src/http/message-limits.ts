@@ -53,6 +53,7 @@ const byService: Readonly<Record<string, MessageLimits>> = {
   "grpc.health.v1.Health": control(4 * KiB),
   "farm.v1.RegistryService": control(64 * KiB),
   "farm.v1.TokenService": control(64 * KiB),
+  "farm.v1.PrivacyService": control(4 * KiB),
   "farm.v1.LeaseService": control(64 * KiB),
   "farm.v1.ActivityService": control(64 * KiB),
   "farm.v1.WatchService": control(64 * KiB),

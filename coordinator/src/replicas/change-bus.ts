@@ -5,10 +5,10 @@ export const WATCHED_KINDS = ["activity", "evidence", "video", "session", "step"
 export type WatchedKind = (typeof WATCHED_KINDS)[number];
 
 /** What a replica tells the others it changed in the shared database (they re-read it). */
-export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token" | WatchedKind;
+export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token" | "summaryKey" | WatchedKind;
 
 /** Every kind, for receivers to drop what they do not know. */
-export const CHANGE_KINDS: readonly ChangeKind[] = ["agent", "lease", "queue", "labels", "token", ...WATCHED_KINDS];
+export const CHANGE_KINDS: readonly ChangeKind[] = ["agent", "lease", "queue", "labels", "token", "summaryKey", ...WATCHED_KINDS];
 
 /** One change as it travels: what, which one, from which replica. */
 export interface Change {

@@ -16,7 +16,8 @@ import {
 import { requirePrincipal } from "../auth/auth.js";
 import type { Principal } from "../auth/token-store.js";
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
-import { actionRecordFor, ownershipFor } from "./command-privacy.js";
+import { actionRecordFor, inputDetail, ownershipFor } from "./command-privacy.js";
+import type { Summarizer } from "../auth/summary-key.js";
 import type { AgentCaller } from "./agent-session.js";
 import type { Registry, Route } from "../registry/registry.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
@@ -40,6 +41,8 @@ export interface DeviceServiceDeps {
   defaultTimeoutMs?: number;
   /** Records calls made in a session; absent, the session header is refused. */
   recorder?: StepRecorder | undefined;
+  /** Summarises what a viewer may not read in journal records (command-privacy.ts). */
+  summaries: Summarizer;
 }
 
 type Request = Message & { target?: DeviceTarget };
@@ -52,29 +55,29 @@ type Method = DescMethodUnary;
  */
 interface MethodHooks {
   before?(req: Request, caller: Principal, log: Logger): void;
-  view?(res: Message, caller: Principal): Message;
+  view?(res: Message, caller: Principal, key: Summarizer): Message;
 }
 
-const actionView = (res: Message, viewer: Principal): Message => {
+const actionView = (res: Message, viewer: Principal, key: Summarizer): Message => {
   const r = res as GetActionReceiptResponse;
-  return { ...r, action: r.action && actionRecordFor(viewer, r.action) } as GetActionReceiptResponse;
+  return { ...r, action: r.action && actionRecordFor(viewer, r.action, key) } as GetActionReceiptResponse;
 };
 
 const hooks: Partial<Record<string, MethodHooks>> = {
   getOwnership: {
-    view: (res, viewer) => {
+    view: (res, viewer, key) => {
       const r = res as GetOwnershipResponse;
-      return { ...r, ownership: ownershipFor(viewer, r.ownership) } as GetOwnershipResponse;
+      return { ...r, ownership: ownershipFor(viewer, r.ownership, key) } as GetOwnershipResponse;
     },
   },
   reconcileOwnership: {
-    view: (res, viewer) => {
+    view: (res, viewer, key) => {
       const r = res as ReconcileOwnershipResponse;
       return {
         ...r,
-        settled: r.settled.map((a) => actionRecordFor(viewer, a)),
-        unresolved: r.unresolved.map((a) => actionRecordFor(viewer, a)),
-        ownership: ownershipFor(viewer, r.ownership),
+        settled: r.settled.map((a) => actionRecordFor(viewer, a, key)),
+        unresolved: r.unresolved.map((a) => actionRecordFor(viewer, a, key)),
+        ownership: ownershipFor(viewer, r.ownership, key),
       } as ReconcileOwnershipResponse;
     },
   },
@@ -184,7 +187,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       const caller = requirePrincipal(ctx);
       h?.before?.(req, caller, deps.log);
       const res = await route(method, req, ctx);
-      return h?.view ? h.view(res, caller) : res;
+      return h?.view ? h.view(res, caller, deps.summaries) : res;
     };
   }
   router.service(DeviceService, impl as unknown as ServiceImpl<typeof DeviceService>);
@@ -244,7 +247,7 @@ function fingerprint(method: Method, req: Request): string {
   return createHash("sha256").update(method.localName).update(canonicalJson(copy)).digest("hex");
 }
 
-/** A short, secret-free description of the arguments for the activity log. */
+/** A short description of the arguments for the activity log; secrets in it are shown to others redacted (command-privacy.ts). */
 function detailOf(method: Method, req: unknown): string {
   const r = req as Record<string, unknown>;
   switch (method.localName) {
@@ -259,6 +262,8 @@ function detailOf(method: Method, req: unknown): string {
       return `${String(r["app"] ?? "")}${r["wdaRunner"] ? ` wda ${String(r["wdaRunner"])}` : ""}`;
     case "removeAppForward":
       return `tcp:${String(r["port"] ?? "")}`;
+    case "sendInput":
+      return inputDetail(r);
     default:
       return "";
   }

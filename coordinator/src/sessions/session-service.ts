@@ -25,6 +25,7 @@ import type { Sessions } from "./sessions.js";
 import type { SessionSteps } from "./session-steps.js";
 import type { SessionImageStore } from "./session-image-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
+import type { Summarizer } from "../auth/summary-key.js";
 import type { StepRecorder } from "./step-recorder.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 
@@ -37,6 +38,8 @@ export interface SessionServiceDeps {
   registry: Registry;
   activity: ActivityLog;
   log: Logger;
+  /** Summarises what a viewer may not read in steps (command-privacy.ts). */
+  summaries: Summarizer;
 }
 
 /**
@@ -106,7 +109,7 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       const viewer = requirePrincipal(ctx);
       const session = await deps.sessions.get(req.sessionId);
       const page = await deps.steps.listPage(session.sessionId, req);
-      return create(ListSessionStepsResponseSchema, { steps: page.items.map((s) => stepFor(viewer, stepMessage(s))), nextPageToken: page.nextPageToken });
+      return create(ListSessionStepsResponseSchema, { steps: page.items.map((s) => stepFor(viewer, stepMessage(s), deps.summaries)), nextPageToken: page.nextPageToken });
     },
     async appendSessionStep(req, ctx) {
       const principal = requirePrincipal(ctx);
@@ -122,7 +125,7 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
         startTime: req.startTime ? timestampMs(req.startTime) : undefined,
         durationMs: req.durationMs,
       });
-      return create(AppendSessionStepResponseSchema, { step: stepFor(principal, stepMessage(step)) });
+      return create(AppendSessionStepResponseSchema, { step: stepFor(principal, stepMessage(step), deps.summaries) });
     },
     async *readSessionImage(req) {
       const session = await deps.sessions.get(req.sessionId);

@@ -2,7 +2,8 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { SessionStepSchema, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import type { Principal } from "../auth/token-store.js";
-import { maySeeCommand, redactCommand, redactSetprop } from "../routing/command-privacy.js";
+import { isTypedKey, maySeeCommand, redactCommand, redactSetprop, redactTyped } from "../routing/command-privacy.js";
+import type { Summarizer } from "../auth/summary-key.js";
 import type { StoredStep } from "./session-steps.js";
 import type { StepImageRecord } from "./step-record.js";
 
@@ -77,20 +78,33 @@ function imageMessage(i: StepImageRecord): StepImage {
 }
 
 /**
- * A step as this viewer may see it. Commands and property values may hold
- * secrets: like the activity log, anyone but the caller and admins sees a
- * shell command's name and sha256, a property's key and its value's sha256,
- * and no output. (The hook capture policies will extend.)
+ * A step as this viewer may see it. Commands, property values and typed
+ * text may hold secrets: like the activity log, anyone but the caller and
+ * admins sees a shell command's name and keyed hash (and no output), a
+ * property's key and its value's keyed hash, typed text's length and keyed
+ * hash. (The hook capture policies will extend.)
  */
-export function stepFor(viewer: Principal, step: SessionStep): SessionStep {
-  const kind = step.method.endsWith("/RunShell") ? "runShell" : step.method.endsWith("/SetProperty") ? "setProperty" : "";
+export function stepFor(viewer: Principal, step: SessionStep, key: Summarizer): SessionStep {
+  const kind = step.method.endsWith("/RunShell") ? "runShell" : step.method.endsWith("/SetProperty") ? "setProperty" : step.method.endsWith("/SendInput") ? "sendInput" : "";
   if (kind === "" || maySeeCommand(viewer, step.requestedBy)) return step;
   const args = (step.arguments ?? {}) as JsonObject;
+  if (kind === "sendInput") return typedStepFor(step, args, key);
   const redacted: JsonObject =
     kind === "runShell"
-      ? { command: redactCommand(String(args["command"] ?? "")), redacted: true }
-      : { key: String(args["key"] ?? ""), value: redactSetprop(`=${String(args["value"] ?? "")}`).slice(1), redacted: true };
-  const description = kind === "runShell" ? `shell ${redactCommand(String(args["command"] ?? ""))}` : `setprop ${String(args["key"] ?? "")}=${String(redacted["value"])}`;
+      ? { command: redactCommand(String(args["command"] ?? ""), key), redacted: true }
+      : { key: String(args["key"] ?? ""), value: redactSetprop(`=${String(args["value"] ?? "")}`, key).slice(1), redacted: true };
+  const description = kind === "runShell" ? `shell ${redactCommand(String(args["command"] ?? ""), key)}` : `setprop ${String(args["key"] ?? "")}=${String(redacted["value"])}`;
   const result = step.result ? { ...step.result, outputExcerpt: "", response: undefined } : undefined;
   return create(SessionStepSchema, { ...step, arguments: redacted, description, ...(result ? { result } : {}) });
+}
+
+/** A SendInput step: typed text (or a key that may type) as its length and keyed hash; taps and swipes as they are. */
+function typedStepFor(step: SessionStep, args: JsonObject, key: Summarizer): SessionStep {
+  const text = typeof args["text"] === "string" ? args["text"] : undefined;
+  const typedKey = typeof args["key"] === "string" && isTypedKey(args["key"]) ? args["key"] : undefined;
+  const typed = text ?? typedKey;
+  if (typed === undefined) return step;
+  const summary = redactTyped(typed, key);
+  const arguments_: JsonObject = text !== undefined ? { text: summary, redacted: true } : { key: summary, redacted: true };
+  return create(SessionStepSchema, { ...step, arguments: arguments_, description: text !== undefined ? `type ${summary}` : `key ${summary}` });
 }

@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import sharp from "sharp";
-import { create } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { fileAsBlobParts } from "@farm/shared/blob-parts";
 import { createLogger } from "@farm/shared/log";
 import { farmError, actionError, Errors } from "@farm/shared/errors";
 import { StepEvidenceSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService, RunShellRequestSchema, RunShellResponseSchema, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { SessionStepSchema } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { createBlobIndexStore } from "../evidence/blob-index-store.js";
 import { FileByteStore } from "../bytes/file-byte-store.js";
@@ -23,6 +24,7 @@ import { createSessionStepStore } from "./session-step-store.js";
 import { createSessionStore } from "./session-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import { StepRecorder } from "./step-recorder.js";
+import { FileSummaryKeyStore, SummaryKey } from "../auth/summary-key.js";
 
 let opened: FarmDatabase | undefined;
 let dir: string | undefined;
@@ -207,20 +209,42 @@ describe("StepRecorder", () => {
 
   it("shows a shell step's command and output only to its caller and admins", async () => {
     const { recorder, session, steps } = await setup();
+    const key = await SummaryKey.open(new FileSummaryKeyStore(dir as string));
     const step = await recorder.open(session);
     const req = create(RunShellRequestSchema, { target: { serial: "S-1" }, command: "echo $CI_TOKEN=s3cr3t" });
     const res = create(RunShellResponseSchema, { actionId: "a", exitCode: 0, stdout: Buffer.from("s3cr3t\n"), stderr: new Uint8Array(), dispatched: true });
     await recorder.record(step, DeviceService.method.runShell, req, { response: res }, AGENT, "alice");
     const msg = stepMessage((await steps.get(session.sessionId, step.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>);
-    const own = stepFor(alice, msg);
+    const own = stepFor(alice, msg, key);
     expect(own.description).toContain("s3cr3t");
     expect(own.result?.outputExcerpt).toBe("s3cr3t\n");
-    const other = stepFor(bob, msg);
+    const other = stepFor(bob, msg, key);
     expect(JSON.stringify(other.arguments)).not.toContain("s3cr3t");
     expect(other.description).not.toContain("s3cr3t");
-    expect(other.description).toMatch(/^shell echo \[sha256:[0-9a-f]{64}\]$/);
+    expect(other.description).toBe(`shell echo [hmac:${key.summarize("echo $CI_TOKEN=s3cr3t")}]`);
     expect(other.result?.outputExcerpt).toBe("");
     expect(other.result?.response).toBeUndefined();
-    expect(stepFor({ ...bob, admin: true, role: "admin" }, msg).description).toContain("s3cr3t");
+    expect(stepFor({ ...bob, admin: true, role: "admin" }, msg, key).description).toContain("s3cr3t");
+  });
+
+  it("shows a step's typed text only to its caller and admins; others see its length and keyed hash", async () => {
+    const { recorder, session, steps } = await setup();
+    const key = await SummaryKey.open(new FileSummaryKeyStore(dir as string));
+    const typed = async (kind: { case: "text"; value: string } | { case: "key"; value: string }) => {
+      const step = await recorder.open(session);
+      const req = create(SendInputRequestSchema, { target: { serial: "S-1" }, kind });
+      await recorder.record(step, DeviceService.method.sendInput, req, { response: create(SendInputResponseSchema, { actionId: "a", dispatched: true }) }, AGENT, "alice");
+      return stepMessage((await steps.get(session.sessionId, step.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>);
+    };
+    const text = await typed({ case: "text", value: "MyP4ssw0rd" });
+    expect(stepFor(alice, text, key).description).toContain("MyP4ssw0rd");
+    expect(stepFor({ ...bob, admin: true, role: "admin" }, text, key).description).toContain("MyP4ssw0rd");
+    const other = stepFor(bob, text, key);
+    expect(toJsonString(SessionStepSchema, other)).not.toContain("MyP4ssw0rd");
+    expect(other.description).toBe(`type [10 chars, hmac:${key.summarize("MyP4ssw0rd")}]`);
+    expect(other.arguments).toEqual({ text: `[10 chars, hmac:${key.summarize("MyP4ssw0rd")}]`, redacted: true });
+    // A digit typed as a key is one character of a PIN; a key that types nothing is shown.
+    expect(stepFor(bob, await typed({ case: "key", value: "KEYCODE_7" }), key).description).toBe(`key [9 chars, hmac:${key.summarize("KEYCODE_7")}]`);
+    expect(stepFor(bob, await typed({ case: "key", value: "KEYCODE_HOME" }), key).description).toBe("key KEYCODE_HOME");
   });
 });

@@ -81,7 +81,10 @@ export type ActivityEntry = Message<"farm.v1.ActivityEntry"> & {
   requestId: string;
 
   /**
-   * Short, secret-free summary of the arguments.
+   * Short summary of the arguments. A shell command, a property value or
+   * typed text is in it in full only for its caller and admins; others see
+   * the command's name, the property's key or the input's kind and length,
+   * and a keyed hash ("text [10 chars, hmac:…]").
    *
    * @generated from field: string detail = 12;
    */

@@ -79,7 +79,10 @@ export type ActionRecord = Message<"farm.v1.ActionRecord"> & {
   kind: string;
 
   /**
-   * sha256 of the canonical request.
+   * A keyed hash (HMAC-SHA256 under a key of the agent process that
+   * journaled it) of the canonical request: ties a device job's record on
+   * the phone to this action without letting anyone test a guess of the
+   * request. Empty where the request is redacted for the viewer.
    *
    * @generated from field: string request_sha256 = 5;
    */
@@ -160,8 +163,9 @@ export type ActionRecord = Message<"farm.v1.ActionRecord"> & {
 
   /**
    * The token name that requested it. The coordinator shows the request
-   * of a shell action in full only to that caller and to admins; others see
-   * the command's name and its sha256 (commands can carry secrets).
+   * of a shell, setprop or typed input action in full only to that caller
+   * and to admins; others see the command's name, the property's key or the
+   * input's kind and length, and a keyed hash (these can carry secrets).
    *
    * @generated from field: string requested_by = 19;
    */
