@@ -18,6 +18,7 @@ let leased: { device: SimDevice; serial: string };
 let free: { device: SimDevice; serial: string };
 let alice: NodeJS.ProcessEnv;
 let bob: NodeJS.ProcessEnv;
+let aliceLease: string;
 /** adb services opened on the leased phone (its OPEN packets), in order. */
 const opened: string[] = [];
 
@@ -39,7 +40,7 @@ const reads = (serial: string, out: string): Record<string, string[]> => ({
   "read its logcat": ["device", "logcat", "--device", serial, "--lines", "5"],
   "read its properties": ["device", "props", "--device", serial],
   "capture evidence of it": ["evidence", "capture", "--device", serial, `${out}-bundle`],
-  "start a recording of it": ["evidence", "video", "start", "--device", serial, "--duration-seconds", "2", "--size", "216x480"],
+  "start a recording of it": ["evidence", "video", "start", "--device", serial, "--duration-seconds", "2", "--size", "216x480", `${out}-video`],
 });
 
 beforeAll(async () => {
@@ -50,6 +51,7 @@ beforeAll(async () => {
   bob = await user("bob");
   const r = await farm(["lease", "acquire", "--device", leased.serial, "--ttl", "10m"], alice);
   expect(r.code, r.stdout).toBe(0);
+  aliceLease = String((r.json["lease"] as { token: string }).token);
 }, 120_000);
 
 afterAll(async () => {
@@ -69,6 +71,7 @@ describe("a leased phone's reads", () => {
     expect(opened.slice(before).filter((o) => PHONE_READS.test(o))).toEqual([]);
     expect(await exists(`${out}.png`)).toBe(false);
     expect(await exists(`${out}-bundle`)).toBe(false);
+    expect(await exists(`${out}-video`)).toBe(false);
   });
 
   it("are the holder's and an admin's", async () => {
@@ -88,6 +91,14 @@ describe("a leased phone's reads", () => {
     expect(opened.some((o) => o.includes("screencap"))).toBe(true);
     const byAdmin = await farm(["screenshot", "--device", leased.serial, join(lab.dir.path, "admin.png")], lab.env);
     expect(byAdmin.code, byAdmin.stdout).toBe(0);
+  });
+
+  it("are open to whoever presents the holder's lease token (--lease, FARM_LEASE)", async () => {
+    const shared = { ...bob, FARM_LEASE: aliceLease };
+    const shot = await farm(["screenshot", "--device", leased.serial, join(lab.dir.path, "shared.png")], shared);
+    expect(shot.code, shot.stdout).toBe(0);
+    const capture = await farm(["evidence", "capture", "--device", leased.serial, "--lease", aliceLease], bob);
+    expect(capture.code, capture.stdout).toBe(0);
   });
 
   it("of a free phone are any operator's", async () => {
