@@ -252,7 +252,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentShellService(router, { relay: shellRelay });
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
-      registerEvidenceService(router, { registry, store: evidenceStore, grants, evidenceQuotaBytes, activity, log, recorder });
+      registerEvidenceService(router, { registry, leases, store: evidenceStore, grants, evidenceQuotaBytes, activity, log, recorder });
       registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
       registerWatchService(router, { hub, summaries });
       registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log, summaries });

@@ -115,6 +115,8 @@ describe("the live screen on the device page", () => {
     const bob = await signedIn(bobToken);
     await expect.poll(() => bob.locator('[data-cell="screen-status"]').textContent()).toContain("Leased by alice");
     expect(await bob.locator("canvas.live-screen").isHidden()).toBe(true);
+    // Nor the holder's last capture of it: who holds it instead.
+    await expect.poll(() => bob.locator('[data-cell="shot-leased"]').textContent()).toBe("Leased by alice: its screen is theirs while they hold it.");
 
     // A click on the Settings icon is a routed tap at the right place.
     const at = await canvasPointOf(alice, "Settings");

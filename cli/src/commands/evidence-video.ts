@@ -120,7 +120,7 @@ export const startVideo: Action<typeof videoStartOptions> = async (input) => {
   const outputFlag = outputDirOf(input.args[0], opts.outputDir);
   const outputDir = outputFlag === undefined ? undefined : validateOutputDir(outputFlag);
   const session = clientSession(input);
-  const client = serviceClient(VideoService, session.config);
+  const client = serviceClient(VideoService, session.config, { lease: opts.lease || undefined });
   if (outputDir) await claimBundleDir(outputDir);
   let res;
   try {

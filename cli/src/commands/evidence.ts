@@ -54,7 +54,7 @@ export const capture: Action<typeof captureOptions> = async (input) => {
   // --timeout is the device-work budget here, not each call's deadline.
   const session = clientSession({ ...input, opts: { ...opts, timeout: undefined } });
   // In a session (FARM_SESSION), the still is attached to its timeline.
-  const client = serviceClient(EvidenceService, session.config, { session: input.ctx.env["FARM_SESSION"] || undefined });
+  const client = serviceClient(EvidenceService, session.config, { lease: opts.lease || undefined, session: input.ctx.env["FARM_SESSION"] || undefined });
 
   // The output dir is claimed only once the coordinator has taken the device
   // and stored a bundle: a wrong device or a refusal leaves no directory behind.

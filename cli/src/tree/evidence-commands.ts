@@ -1,4 +1,4 @@
-import { clientOptions, connectionOptions } from "../options/common-options.js";
+import { clientOptions, connectionOptions, leasedDeviceOptions } from "../options/common-options.js";
 import { hidden, requiredText, text } from "../options/index.js";
 import { group, leaf } from "./spec.js";
 
@@ -9,6 +9,8 @@ export const captureOptions = {
   ...connectionOptions,
   device: requiredText("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
+  // A leased phone's evidence is its holder's: the lease token shows you hold it under another token.
+  lease: leasedDeviceOptions.lease,
   label: text("--label <text>", "A label stored in the manifest"),
   contextJson: text("--context-json <object>", "A JSON object stored in the manifest"),
   timeout: { ...text("--timeout <ms>", "Budget for the device work, in milliseconds"), defaultText: "the coordinator's" },
@@ -37,6 +39,7 @@ export const videoStartOptions = {
   ...clientOptions,
   device: requiredText("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
+  lease: leasedDeviceOptions.lease,
   durationSeconds: text("--duration-seconds <s>", "Length of the recording, 1..180 (required)"),
   size: text("--size <WxH>", "Video size"),
   label: text("--label <text>", "A label stored in the manifest"),

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Errors } from "@farm/shared/errors";
@@ -92,6 +92,45 @@ async function call(transport: Transport, service: DescService, method: DescMeth
   }
 }
 
+/** Whether a request names a phone: a farm.v1.DeviceTarget anywhere in it. */
+function namesPhone(message: DescMessage, seen = new Set<string>()): boolean {
+  if (message.typeName === "farm.v1.DeviceTarget") return true;
+  if (seen.has(message.typeName)) return false;
+  seen.add(message.typeName);
+  return message.fields.some((f) => f.message !== undefined && namesPhone(f.message, seen));
+}
+
+/** Reads of a phone (its screen, tree, log, properties, journal receipts, evidence, video) and what hangs off its lease. */
+const phoneReads = [
+  "farm.v1.DeviceService/TakeScreenshot",
+  "farm.v1.DeviceService/GetUiTree",
+  "farm.v1.DeviceService/ReadLogcat",
+  "farm.v1.DeviceService/GetProperties",
+  "farm.v1.DeviceService/GetActionReceipt",
+  "farm.v1.DeviceService/ReconcileOwnership",
+  "farm.v1.DeviceService/GetAppEndpoint",
+  "farm.v1.DeviceService/RemoveAppForward",
+  "farm.v1.EvidenceService/CaptureEvidence",
+  "farm.v1.VideoService/StartVideo",
+  "farm.v1.LiveScreenService/WatchScreen",
+];
+
+/**
+ * Methods that name a phone and are neither lease_holder_only nor
+ * device_change (which needs the lease token itself), with why a caller
+ * other than the holder may use them on a leased phone. Methods that name
+ * a session, tunnel or bundle instead of a phone are ruled where they act
+ * (StopVideo: its starter, the holder or an admin; stored bundles and
+ * session records are shared reads).
+ */
+const openOnLeasedPhones: Record<string, string> = {
+  "farm.v1.DeviceService/GetOwnership": "the lock and journal status, not the phone's content; command text in it is shown only to its requester and admins (command-privacy.ts), and whoever waits for a phone must see why it is blocked",
+  "farm.v1.DeviceService/AbandonAction": "admin only",
+  "farm.v1.DeviceService/PinIdentity": "admin only",
+  "farm.v1.SessionService/StartSession": "needs the lease token itself (session-service.ts authorizes the lease)",
+  "farm.v1.ShellService/OpenShell": "needs the lease token itself (shell-service.ts routes it as a change)",
+};
+
 const bearer =
   (token: string | undefined): Interceptor =>
   (next) =>
@@ -148,6 +187,25 @@ describe("access rules", () => {
     for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch", "SessionService/GetSession", "SessionService/ListSessions"]) expect(role(`farm.v1.${m}`)).toBe("viewer");
     for (const m of ["AgentService/Attach", "AgentEvidenceService/UploadEvidence", "AgentBlobService/PutBlob", "AgentShellService/ServeShell"]) expect(role(`farm.v1.${m}`)).toBe("agent");
     expect(role("grpc.health.v1.Health/Check")).toBe("none");
+  });
+
+  it("keeps every read of a phone for its lease holder: a method that names a phone is holder-only, needs the lease itself, or says here why not", () => {
+    const names = services.flatMap((s) => s.methods.filter((m) => namesPhone(m.input)).map((m) => ({ key: methodKey(s, m), rules: rulesOf(m) })));
+    expect(names.length).toBeGreaterThan(20);
+    const open = names.filter((m) => !m.rules.leaseHolderOnly && !m.rules.deviceChange).map((m) => m.key);
+    const unexplained = open.filter((k) => openOnLeasedPhones[k] === undefined);
+    expect(unexplained, "methods that reach a leased phone for anyone: mark them lease_holder_only, or say why not in openOnLeasedPhones").toEqual([]);
+    expect(Object.keys(openOnLeasedPhones).filter((k) => !open.includes(k)), "openOnLeasedPhones entries that are not open methods naming a phone").toEqual([]);
+    for (const read of phoneReads) expect(names.find((m) => m.key === read)?.rules.leaseHolderOnly, `${read} is a read of a phone`).toBe(true);
+    for (const { key, rules } of names.filter((m) => m.rules.leaseHolderOnly)) {
+      // The refusal names what was refused, in the method's words.
+      expect(rules.leaseHolderAction, `${key}: lease_holder_action`).toMatch(/^[a-z][a-zA-Z ]+ (it|its [a-zA-Z ]+)$/);
+    }
+  });
+
+  it("declares lease_holder_only only where a call names its phone (routeFor enforces it from the target)", () => {
+    const holderOnly = services.flatMap((s) => s.methods.filter((m) => rulesOf(m).leaseHolderOnly).map((m) => ({ key: methodKey(s, m), names: namesPhone(m.input) })));
+    expect(holderOnly.filter((m) => !m.names).map((m) => m.key)).toEqual([]);
   });
 
   it("does not serve the agents' own services (AgentControlService) to anyone", async () => {

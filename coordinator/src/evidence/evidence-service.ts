@@ -18,7 +18,8 @@ import type { EvidenceStore } from "./evidence-store.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { EvidenceGrants } from "./evidence-grants.js";
 import { requireEvidenceQuota } from "./evidence-quota.js";
-import { SESSION_HEADER } from "../routing/device-service.js";
+import { routeFor, SESSION_HEADER } from "../routing/device-service.js";
+import type { LeaseManager } from "../leases/lease-manager.js";
 import type { OpenStep, StepRecorder } from "../sessions/step-recorder.js";
 
 /** Time for upload and bookkeeping on top of the device-work budget. */
@@ -26,7 +27,7 @@ const TRANSFER_ALLOWANCE_MS = 60_000;
 
 export function registerEvidenceService(
   router: ConnectRouter,
-  deps: { registry: Registry; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger; recorder?: StepRecorder | undefined },
+  deps: { registry: Registry; leases: LeaseManager; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger; recorder?: StepRecorder | undefined },
 ): void {
   router.service(EvidenceService, {
     async captureEvidence(req, ctx) {
@@ -41,7 +42,8 @@ export function registerEvidenceService(
       await requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
       return deps.activity.track(entry, async (e) => {
-        const route = deps.registry.route(serial, req.target?.agent ?? "");
+        // A leased phone's evidence is its holder's to capture (lease_holder_only): refused before an id is issued.
+        const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: EvidenceService.method.captureEvidence, caller: principal });
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
         const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);

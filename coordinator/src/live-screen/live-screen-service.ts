@@ -128,15 +128,11 @@ export function registerLiveScreenService(router: ConnectRouter, deps: LiveScree
       const serial = req.target?.serial ?? "";
       if (!serial) throw invalidArgument("target.serial", "a device serial is required");
       const leaseToken = ctx.requestHeader.get("x-farm-lease");
-      const r = routeFor(deps, serial, req.target?.agent ?? "", false, leaseToken);
+      // Someone else's screen is theirs (lease_holder_only): only its lease holder, or an admin, sees it.
+      const r = routeFor(deps, serial, req.target?.agent ?? "", false, leaseToken, { method: LiveScreenService.method.watchScreen, caller: principal });
       const lease = deps.leases.leaseOf(r.physicalId);
-      // Someone else's screen is theirs: only its lease holder, or an admin, sees it.
-      if (!principal.admin) {
-        if (!lease) throw farmError(Errors.LEASE_REQUIRED, `the live screen of ${serial} is for its lease holder; lease it first (farm lease acquire)`, "lease");
-        if (!deps.leases.isHolder(r.physicalId, principal.tokenName, leaseToken)) {
-          throw farmError(Errors.LEASE_HELD_BY_OTHER, `${serial} is leased by ${lease.holder}; only they (or an admin) see its screen`, "lease");
-        }
-      }
+      // And a free phone's live screen is for whoever leases it, not for every viewer.
+      if (!principal.admin && !lease) throw farmError(Errors.LEASE_REQUIRED, `the live screen of ${serial} is for its lease holder; lease it first (farm lease acquire)`, "lease");
       const session = r.session as AgentCaller & { replicaId?: string };
       if (session.replicaId) {
         throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; the live screen needs the replica holding the agent`, "target.serial");

@@ -1,10 +1,10 @@
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { DescMethodUnary, Message } from "@bufbuild/protobuf";
+import type { DescMethod, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { rulesOf } from "@farm/shared/method-rules";
+import { methodPath, rulesOf } from "@farm/shared/method-rules";
 import {
   DeviceService,
   type AbandonActionRequest,
@@ -122,7 +122,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     checkArguments(method, req);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-    const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), rules.leaseHolderOnly ? principal : undefined);
+    const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), { method, caller: principal });
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
@@ -161,7 +161,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     let agentToken = "";
     try {
       checkArguments(method, req);
-      const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), rules.leaseHolderOnly ? principal : undefined);
+      const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), { method, caller: principal });
       entry.physicalId = r.physicalId;
       entry.agentId = r.agentId;
       entry.leaseId = r.leaseId;
@@ -196,8 +196,10 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
 /**
  * The route for a call on one serial, checked: exactly the agent that
  * reports it, and for a mutation the caller's lease on its physical device
- * (and no duplicate identity). With `holder`, a leased phone is refused to
- * anyone but its lease holder or an admin.
+ * (and no duplicate identity). Every service that routes a call to a phone
+ * comes here with its method: a lease_holder_only method on a leased phone
+ * is refused to anyone but its lease holder or an admin, in the method's
+ * own words, before anything is issued for the call or reaches its agent.
  */
 export function routeFor(
   deps: { registry: Registry; leases: LeaseManager },
@@ -205,10 +207,11 @@ export function routeFor(
   agent: string,
   mutation: boolean,
   leaseToken: string | null,
-  holder?: { tokenName: string; admin: boolean },
+  call: { method: DescMethod; caller: { tokenName: string; admin: boolean } },
 ): Route & { leaseId: string } {
   const r = deps.registry.route(serial, agent);
-  if (holder) deps.leases.requireHolder(r.physicalId, holder, leaseToken, "create or remove its app forwards");
+  const rules = rulesOf(call.method);
+  if (rules.leaseHolderOnly) deps.leases.requireHolder(r.physicalId, call.caller, leaseToken, rules.leaseHolderAction || `call ${methodPath(call.method)} on it`);
   if (!mutation) return { ...r, leaseId: deps.leases.leaseOf(r.physicalId)?.leaseId ?? "" };
   const unresolved = deps.registry.unresolvedOn(r.physicalId);
   if (unresolved.length > 0) {

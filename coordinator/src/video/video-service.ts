@@ -21,6 +21,7 @@ import type { ActivityLog } from "../activity/activity-log.js";
 import type { EvidenceGrants } from "../evidence/evidence-grants.js";
 import { requireEvidenceQuota } from "../evidence/evidence-quota.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
+import { routeFor } from "../routing/device-service.js";
 
 /** The agent waits 5 s for the recorder; metadata reads come before that. */
 const START_BUDGET_MS = 30_000;
@@ -142,7 +143,8 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       await requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
       return deps.activity.track(entry, async (e) => {
-        const route = deps.registry.route(serial, req.target?.agent ?? "");
+        // A leased phone's recordings are its holder's to start (lease_holder_only): refused before a session id is issued.
+        const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: VideoService.method.startVideo, caller: principal });
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
         const session = route.session as AgentCaller;

@@ -134,9 +134,13 @@ export const devicePageView: View = (root, state, group) => {
     const last = [...state.evidence.values()]
       .filter((e) => e.kind === "still" && e.physicalId === physicalId && physicalId !== "" && e.status !== "failed")
       .sort((a, b) => Number((b.createTime?.seconds ?? 0n) - (a.createTime?.seconds ?? 0n)))[0];
+    // A leased phone's screen is its holder's: others see who holds it, not what the holder's last capture shows.
+    const othersLease = lease !== undefined && !state.me?.admin && lease.holder !== state.me?.name;
     replaceChildren(
       shot,
-      last
+      othersLease
+        ? h("figcaption", { "data-cell": "shot-leased" }, `Leased by ${lease.holder}: its screen is theirs while they hold it.`)
+        : last
         ? [h("img", { src: fileUrl(last.evidenceId, "screenshot.png"), alt: `Last screenshot of ${p?.model ?? group}`, loading: "lazy" }), h("figcaption", {}, h("a", { href: `#/evidence/${last.evidenceId}` }, `Evidence ${last.evidenceId.slice(0, 8)}`), ` ${ago(last.createTime)}`)]
         : h("figcaption", {}, "No screenshot captured yet."),
     );

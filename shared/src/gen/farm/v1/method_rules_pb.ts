@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/method_rules.proto.
  */
 export const file_farm_v1_method_rules: GenFile = /*@__PURE__*/
-  fileDesc("ChpmYXJtL3YxL21ldGhvZF9ydWxlcy5wcm90bxIHZmFybS52MSKhAQoLTWV0aG9kUnVsZXMSHwoGYWNjZXNzGAEgASgOMg8uZmFybS52MS5BY2Nlc3MSFQoNZGV2aWNlX2NoYW5nZRgCIAEoCBIZChFsZWFzZV9ob2xkZXJfb25seRgDIAEoCBIWCg53aGlsZV9kcmFpbmluZxgEIAEoCBIRCglyZWFkX29ubHkYBSABKAgSFAoMc2Vzc2lvbl9zdGVwGAYgASgIKqsBCgZBY2Nlc3MSFgoSQUNDRVNTX1VOU1BFQ0lGSUVEEAASEQoNQUNDRVNTX1BVQkxJQxABEhAKDEFDQ0VTU19BR0VOVBACEhEKDUFDQ0VTU19WSUVXRVIQAxITCg9BQ0NFU1NfT1BFUkFUT1IQBBIQCgxBQ0NFU1NfQURNSU4QBRIWChJBQ0NFU1NfQ09PUkRJTkFUT1IQBhISCg5BQ0NFU1NfUkVQTElDQRAHOkwKBXJ1bGVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIULmZhcm0udjEuTWV0aG9kUnVsZXNSBXJ1bGVzYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("ChpmYXJtL3YxL21ldGhvZF9ydWxlcy5wcm90bxIHZmFybS52MSK+AQoLTWV0aG9kUnVsZXMSHwoGYWNjZXNzGAEgASgOMg8uZmFybS52MS5BY2Nlc3MSFQoNZGV2aWNlX2NoYW5nZRgCIAEoCBIZChFsZWFzZV9ob2xkZXJfb25seRgDIAEoCBIWCg53aGlsZV9kcmFpbmluZxgEIAEoCBIRCglyZWFkX29ubHkYBSABKAgSFAoMc2Vzc2lvbl9zdGVwGAYgASgIEhsKE2xlYXNlX2hvbGRlcl9hY3Rpb24YByABKAkqqwEKBkFjY2VzcxIWChJBQ0NFU1NfVU5TUEVDSUZJRUQQABIRCg1BQ0NFU1NfUFVCTElDEAESEAoMQUNDRVNTX0FHRU5UEAISEQoNQUNDRVNTX1ZJRVdFUhADEhMKD0FDQ0VTU19PUEVSQVRPUhAEEhAKDEFDQ0VTU19BRE1JThAFEhYKEkFDQ0VTU19DT09SRElOQVRPUhAGEhIKDkFDQ0VTU19SRVBMSUNBEAc6TAoFcnVsZXMSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi0hwMgASgLMhQuZmFybS52MS5NZXRob2RSdWxlc1IFcnVsZXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call a method and what it does to a phone, declared once on the
@@ -38,8 +38,11 @@ export type MethodRules = Message<"farm.v1.MethodRules"> & {
   deviceChange: boolean;
 
   /**
-   * On a leased phone, only its lease holder or an admin (what hangs off a
-   * lease, such as app forwards).
+   * On a leased phone, only its lease holder (its token, or the lease token
+   * presented) or an admin: what reads or records the phone (its screen, UI
+   * tree, log, properties, journal receipts, evidence, video) and what hangs
+   * off a lease (app forwards). Refused LEASE_HELD_BY_OTHER before the call
+   * reaches the agent. A free phone is any caller's the access allows.
    *
    * @generated from field: bool lease_holder_only = 3;
    */
@@ -69,6 +72,14 @@ export type MethodRules = Message<"farm.v1.MethodRules"> & {
    * @generated from field: bool session_step = 6;
    */
   sessionStep: boolean;
+
+  /**
+   * With lease_holder_only: what the method does to the phone, as its
+   * refusal names it ("only the holder or an admin may take its screenshot").
+   *
+   * @generated from field: string lease_holder_action = 7;
+   */
+  leaseHolderAction: string;
 };
 
 /**
