@@ -33,6 +33,7 @@ import { registerLeaseService } from "./leases/lease-service.js";
 import { registerActivityService } from "./activity/activity-service.js";
 import { LeaseManager } from "./leases/lease-manager.js";
 import { createLeaseStore } from "./leases/lease-store.js";
+import { endWhatRevokedHeld } from "./leases/revoked-holder.js";
 import { DeviceLabels } from "./devices/device-labels.js";
 import { createDeviceLabelStore } from "./devices/device-label-store.js";
 import { ActivityLog } from "./activity/activity-log.js";
@@ -231,18 +232,24 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerTokenService(router, {
         tokens,
         // Revocation ends what the token opened, not only what it opens next.
-        onRevoked: async (name) => {
-          const calls = openCalls.revoke(name);
-          // A session of a revoked token is refused anyway (each use re-checks the token): a failure here only leaves rows behind.
-          const sessions = await web.endSessionsOf(name).catch((err: unknown) => {
-            log.error("could not end the revoked token's dashboard sessions", { principal: name, error: (err as Error).message });
-            return 0;
-          });
-          log.info("token revoked", { principal: name, endedCalls: calls, endedDashboardSessions: sessions });
-          // And what it opened on the other replicas (their agents' streams, Watch calls).
-          await replication?.bus.publish("token", name).catch((err: unknown) => {
-            log.error("could not tell the other replicas of a revoked token; their calls with it end at their next check", { principal: name, error: (err as Error).message });
-          });
+        onRevoked: async (name, by) => {
+          let calls = 0;
+          try {
+            // What it holds (leases, with their tunnels, live screens and sessions; waits) on every replica, and its
+            // open calls (a failure fails the answer: revoking again ends what is left).
+            const held = await endWhatRevokedHeld({ leases, sessions, activity, log }, name, by, () => (calls = openCalls.revoke(name)));
+            // A session of a revoked token is refused anyway (each use re-checks the token): a failure here only leaves rows behind.
+            const dashboardSessions = await web.endSessionsOf(name).catch((err: unknown) => {
+              log.error("could not end the revoked token's dashboard sessions", { principal: name, error: (err as Error).message });
+              return 0;
+            });
+            log.info("token revoked", { principal: name, by, endedCalls: calls, endedLeases: held.leases, droppedWaits: held.waiters, endedDashboardSessions: dashboardSessions });
+          } finally {
+            // And what it opened on the other replicas (their agents' streams, Watch calls).
+            await replication?.bus.publish("token", name).catch((err: unknown) => {
+              log.error("could not tell the other replicas of a revoked token; their calls with it end at their next check", { principal: name, error: (err as Error).message });
+            });
+          }
         },
       });
       registerDeviceService(router, { registry, leases, activity, idempotency, log, recorder, summaries });
@@ -348,6 +355,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       tokens.forget(c.id);
       const calls = openCalls.revoke(c.id);
       if (calls > 0) log.info("token revoked on another replica; its calls here ended", { principal: c.id, endedCalls: calls });
+      // That replica ended what it held; a grant made here before this notice came ends now.
+      leases.kick(endWhatRevokedHeld({ leases, sessions, activity, log }, c.id, undefined));
     });
     log.info("replica joined", { replicaId: replication.id, replicas: replication.membership.live().length, database: database.where });
   }

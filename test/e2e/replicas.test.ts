@@ -134,6 +134,32 @@ describe("coordinator replicas on PostgreSQL", () => {
     }
   });
 
+  it("ends a revoked user's lease, session and wait taken through other replicas", async () => {
+    // Phone 0's agent is on replica 0; carol leases it, starts a session and waits again through replica 1.
+    const carolToken = await farm(["token", "create", "--kind", "user", "--name", "carol"], envs[0]);
+    const carol = { ...envs[1], FARM_TOKEN: String(carolToken.json["token"]) };
+    const serial = serials[0] as string;
+    const acquired = await farm(["lease", "acquire", "--device", serial, "--ttl", "5m"], carol);
+    expect(acquired.code, acquired.stdout + acquired.stderr).toBe(0);
+    const lease = acquired.json["lease"] as { token: string; leaseId: string };
+    const started = await farm(["session", "start", "--device", serial], { ...carol, FARM_LEASE: lease.token });
+    expect(started.code, started.stdout + started.stderr).toBe(0);
+    const sessionId = String((started.json["session"] as { sessionId: string }).sessionId);
+    const waiting = farm(["lease", "acquire", "--device", serial, "--wait", "5m"], carol);
+    await waitFor("carol's wait queued", async () => (((await farm(["lease", "list"], envs[2])).json["queue"] ?? []) as { holder: string }[]).some((w) => w.holder === "carol") ? true : undefined);
+
+    // Revoked through replica 2, which holds none of it.
+    expect((await farm(["token", "revoke", "carol"], envs[2])).code).toBe(0);
+    const mine = await farm(["lease", "acquire", "--device", serial], envs[0]);
+    expect(mine.code, mine.stdout + mine.stderr).toBe(0);
+    expect(((await farm(["session", "show", sessionId], envs[0])).json["session"] as { status: string }).status).toBe("lease-ended");
+    expect((await waiting).code).not.toBe(0);
+    const activity = ((await farm(["activity", "--device", serial], envs[1])).json["entries"] ?? []) as { command: string; caller: string; leaseId: string }[];
+    expect(activity).toContainEqual(expect.objectContaining({ command: "revokeToken", caller: "admin", leaseId: lease.leaseId }));
+    expect((await farm(["lease", "renew", "--lease", lease.token], envs[1])).json).toMatchObject({ ok: false, code: "LEASE_RELEASED" });
+    expect((await farm(["lease", "release"], { ...envs[0], FARM_LEASE: (mine.json["lease"] as { token: string }).token })).code).toBe(0);
+  });
+
   it("ends an agent's stream on its replica when its token is revoked through another replica", async () => {
     // lab-1's agent is attached to replica 1; the admin revokes its token through replica 0.
     expect((await farm(["token", "revoke", "lab-1"], envs[0])).code).toBe(0);

@@ -26,7 +26,7 @@ export const tokenGroup = group({
     leaf({ name: "list", summary: "List tokens (names, kinds, roles, bound agents; never secrets)", options: tokenListOptions, load: async () => (await import("../commands/token.js")).listTokens }),
     leaf({
       name: "revoke",
-      summary: "Revoke a token by name; it stops working at once and its open streams, attach sessions and dashboard sessions end",
+      summary: "Revoke a token by name; it stops working at once and its open streams, attach sessions, dashboard sessions, leases and lease waits end",
       args: [{ name: "name", description: "Token name", required: true }],
       options: tokenRevokeOptions,
       load: async () => (await import("../commands/token.js")).revokeToken,

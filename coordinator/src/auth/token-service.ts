@@ -12,6 +12,7 @@ import {
   RevokeTokenResponseSchema,
   type TokenInfo,
 } from "@farm/shared/gen/farm/v1/token_service_pb";
+import { requirePrincipal } from "./auth.js";
 import type { Role, TokenRecord, TokenStore } from "./token-store.js";
 
 const roleOf: Record<TokenRole, Role | undefined> = {
@@ -24,8 +25,8 @@ const roleEnum: Record<Role, TokenRole> = { viewer: TokenRole.VIEWER, operator: 
 
 export interface TokenServiceDeps {
   tokens: TokenStore;
-  /** Ends what the revoked token opened (streams, attach sessions, dashboard sessions); awaited before the answer. */
-  onRevoked?: (name: string) => Promise<void> | void;
+  /** Ends what the revoked token opened and held (streams, attach sessions, dashboard sessions, leases, waits); awaited before the answer. `by`: who revoked it. */
+  onRevoked?: (name: string, by: string) => Promise<void> | void;
 }
 
 export function registerTokenService(router: ConnectRouter, deps: TokenServiceDeps): void {
@@ -47,10 +48,11 @@ export function registerTokenService(router: ConnectRouter, deps: TokenServiceDe
       const page = await deps.tokens.listPage(req);
       return create(ListTokensResponseSchema, { tokens: page.items.map(toInfo), nextPageToken: page.nextPageToken });
     },
-    async revokeToken(req) {
+    async revokeToken(req, ctx) {
       if (!req.name) throw invalidArgument("name", "name is required");
+      const by = requirePrincipal(ctx).tokenName;
       const info = toInfo(await deps.tokens.revoke(req.name));
-      await deps.onRevoked?.(req.name);
+      await deps.onRevoked?.(req.name, by);
       return create(RevokeTokenResponseSchema, { info });
     },
   });

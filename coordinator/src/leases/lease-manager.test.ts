@@ -470,3 +470,93 @@ describe("LeaseManager: events", () => {
     expect(b).toEqual(expected);
   });
 });
+
+describe("LeaseManager: a revoked holder holds nothing", () => {
+  it("ends every lease of the holder (the phone goes to the next waiter), drops its places in the queue and fails their calls", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = await start(opened);
+    const ended: string[] = [];
+    leases.events.on("leaseEnded", (l) => ended.push(`${l.holder} ${l.physicalId} ${l.state}`));
+    const a1 = call(leases, "alice", sel({ physicalId: "pd-1" }), { ticket: "t-a1" });
+    const a2 = call(leases, "alice", sel({ physicalId: "pd-2" }), { ticket: "t-a2" });
+    await settle();
+    // alice queues once more (behind nobody), then bob waits for pd-1.
+    const aliceWaits = call(leases, "alice", sel({ physicalId: "pd-1" }), { ticket: "t-a3" });
+    const bob = call(leases, "bob", sel({ physicalId: "pd-1" }));
+    await settle();
+    expect(leases.list().queue.map((w) => w.holder)).toEqual(["alice", "bob"]);
+
+    const revoked = await leases.revokeHolder("alice");
+    await settle();
+    expect(revoked.leases.map((l) => l.physicalId).sort()).toEqual(["pd-1", "pd-2"]);
+    expect(revoked.waiters.map((w) => w.ticket)).toEqual(["t-a3"]);
+    expect(ended.sort()).toEqual(["alice pd-1 released", "alice pd-2 released"]);
+    for (const g of [a1.grant!, a2.grant!]) expect(leaseRow(opened, g.lease.leaseId)).toMatchObject({ state: "released" });
+    // Her waiting call ends, and her place is gone from the database; the freed phone goes to bob.
+    expect(codeOf(aliceWaits.error)).toBe("LEASE_WAIT_CANCELLED");
+    expect(opened.db.select().from(leaseWaiters).all()).toEqual([]);
+    expect(bob.grant?.lease.physicalId).toBe("pd-1");
+    expect(leases.leaseOf("pd-2")).toBeUndefined();
+
+    // Her lease tokens are spent: no renewal, release or use.
+    const token = a2.grant!.token;
+    await expect(leases.renew(token, 0)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_RELEASED");
+    await expect(leases.release(token)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_RELEASED");
+    expect(() => leases.authorize("pd-2", token)).toThrow(/needs a lease/);
+    expect(leases.leaseOfToken(token)).toBeUndefined();
+  });
+
+  it("drops a place restored from before a restart that its client has not come back for", async () => {
+    opened = openDatabase(":memory:");
+    const first = await start(opened);
+    const h = call(first.leases, "h1", sel({ physicalId: "pd-1" }));
+    await settle();
+    call(first.leases, "alice", sel({ physicalId: "pd-1" }), { ticket: "t-alice" });
+    await settle();
+    first.leases.abandonCalls(new Error("restart"));
+    const { leases } = await start(opened, false);
+    expect(leases.list().queue.map((w) => w.ticket)).toEqual(["t-alice"]);
+    const revoked = await leases.revokeHolder("alice");
+    expect(revoked).toMatchObject({ leases: [], waiters: [{ ticket: "t-alice" }] });
+    expect(leases.list().queue).toEqual([]);
+    expect(opened.db.select().from(leaseWaiters).all()).toEqual([]);
+    // Someone else's lease stands.
+    expect(leases.leaseOf("pd-1")?.leaseId).toBe(h.grant!.lease.leaseId);
+  });
+});
+
+describe("LeaseManager: renewing and releasing are the holder's", () => {
+  it("refuses another user presenting the holder's lease token with LEASE_HELD_BY_OTHER naming the holder; the holder and an admin may", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = await start(opened);
+    const h = call(leases, "alice", sel({ physicalId: "pd-1" }), { ttlMs: 60_000 });
+    await settle();
+    const token = h.grant!.token;
+    const before = leases.leaseOf("pd-1")!.expiresAt;
+    now += 1_000;
+    const mallory = { tokenName: "mallory", admin: false };
+    for (const attempt of [leases.renew(token, 120_000, mallory), leases.release(token, mallory)]) {
+      const err = await attempt.then(() => undefined, (e: unknown) => ConnectError.from(e));
+      const detail = err?.findDetails(ErrorDetailSchema)[0];
+      expect(detail).toMatchObject({ code: "LEASE_HELD_BY_OTHER", field: "lease" });
+      expect(err?.rawMessage).toMatch(/alice/);
+    }
+    expect(leaseRow(opened, h.grant!.lease.leaseId)).toMatchObject({ state: "active", expiresAt: before });
+    expect(leases.leaseOf("pd-1")?.expiresAt).toBe(before);
+
+    // The holder, with any of her processes (same user token), renews; an admin may renew and release.
+    expect((await leases.renew(token, 120_000, { tokenName: "alice", admin: false })).expiresAt).toBe(now + 120_000);
+    expect((await leases.renew(token, 0, { tokenName: "root", admin: true })).ttlMs).toBe(120_000);
+    expect((await leases.release(token, { tokenName: "root", admin: true })).state).toBe("released");
+    expect(leaseRow(opened, h.grant!.lease.leaseId)).toMatchObject({ state: "released" });
+  });
+
+  it("lets the holder release with her own token", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = await start(opened);
+    const h = call(leases, "alice", sel({ physicalId: "pd-1" }));
+    await settle();
+    expect((await leases.release(h.grant!.token, { tokenName: "alice", admin: false })).state).toBe("released");
+    expect(leases.leaseOf("pd-1")).toBeUndefined();
+  });
+});

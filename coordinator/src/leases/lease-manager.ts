@@ -33,6 +33,12 @@ export interface SharedLeases {
   publish(kind: "lease" | "queue", id: string): Promise<void>;
 }
 
+/** Who renews or releases a lease, for the holder rule. */
+export interface LeaseCaller {
+  tokenName: string;
+  admin: boolean;
+}
+
 /** Who changes a label, for the holder rule. */
 export interface LabelCaller {
   tokenName: string;
@@ -215,10 +221,12 @@ export class LeaseManager {
     });
   }
 
-  renew(token: string, ttlMs: number): Promise<LeaseRow> {
+  /** Extends a lease; with `caller` (every API call), only for its holder or an admin: the lease token alone is not enough. */
+  renew(token: string, ttlMs: number, caller?: LeaseCaller): Promise<LeaseRow> {
     return this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
       if (!lease) throw await this.unknownToken(token);
+      if (caller) requireLeaseHolder(lease, caller, "renew");
       const ttl = ttlMs || lease.ttlMs;
       if (ttl < 1_000 || ttl > MAX_TTL_MS) throw invalidArgument("ttl", "ttl must be within 1s..24h");
       const expiresAt = this.now() + ttl;
@@ -231,20 +239,55 @@ export class LeaseManager {
     });
   }
 
-  async release(token: string): Promise<LeaseRow> {
+  /** Ends a lease; with `caller` (every API call), only for its holder or an admin, as renewing. */
+  async release(token: string, caller?: LeaseCaller): Promise<LeaseRow> {
     // Replicas: a lease this replica knows ends by one conditional update, no lock (ending decides nothing
     // for anyone else); one it does not know yet is looked for under the lock, on what is stored.
     const known = this.shared ? await this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
+      if (lease && caller) requireLeaseHolder(lease, caller, "release");
       return lease && (await this.end(lease, "released")) ? lease : undefined;
     }, "plain") : undefined;
     const lease = known ?? await this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
+      if (lease && caller) requireLeaseHolder(lease, caller, "release");
       if (!lease || !(await this.end(lease, "released"))) throw await this.unknownToken(token);
       return lease;
     });
     this.kick(this.dispatch());
     return lease;
+  }
+
+  /**
+   * Ends everything `holder` has (its token was revoked): each active lease
+   * ends as a release would (the phone goes to the next waiter, and what
+   * hangs off the lease ends with it), and each of its places in the queue
+   * is dropped, failing the call that waits on it. On replicas this runs
+   * under the lock on what is stored, so leases and places taken through
+   * the other replicas end too (they are told, as of any change).
+   */
+  async revokeHolder(holder: string): Promise<{ leases: LeaseRow[]; waiters: Waiter[] }> {
+    const revoked = await this.inTurn(async () => {
+      const leases: LeaseRow[] = [];
+      for (const lease of [...this.active.values()]) {
+        if (lease.holder === holder && (await this.end(lease, "released"))) leases.push(lease);
+      }
+      const waiters: Waiter[] = [];
+      for (const w of this.queue.list()) {
+        if (w.holder !== holder) continue;
+        const call = this.queue.callOf(w.ticket);
+        if (!(await this.queue.remove(w))) continue;
+        waiters.push(w);
+        if (call) {
+          this.queue.detach(w.ticket, call);
+          this.later(() => call.fail(farmError(Errors.LEASE_WAIT_CANCELLED, `the token "${holder}" was revoked: its place in the queue is dropped`)));
+        }
+      }
+      if (waiters.length > 0) this.queueChanged();
+      return { leases, waiters };
+    });
+    this.kick(this.dispatch());
+    return revoked;
   }
 
   /** Every active lease and the whole queue: for the coordinator itself (the API reads pages). */
@@ -632,6 +675,20 @@ function isUniqueViolation(err: unknown): boolean {
     if ((e as { code?: unknown }).code === "23505") return true;
   }
   return false;
+}
+
+/**
+ * A lease is renewed or released by its holder (any process of that user)
+ * or an admin: a lease token that reached someone else is not enough.
+ */
+function requireLeaseHolder(lease: LeaseRow, caller: LeaseCaller, what: "renew" | "release"): void {
+  if (caller.admin || caller.tokenName === lease.holder) return;
+  throw farmError(
+    Errors.LEASE_HELD_BY_OTHER,
+    `lease ${lease.leaseId} on ${lease.serial} is held by ${lease.holder}; only they (with their own token) or an admin may ${what} it`,
+    "lease",
+    { dispatched: false, ambiguous: false },
+  );
 }
 
 /** A new active lease on the route's phone. */

@@ -33,13 +33,16 @@ export function registerLeaseService(router: ConnectRouter, deps: { leases: Leas
       });
       return create(AcquireLeaseResponseSchema, { lease: toLease(lease), token });
     },
-    async renewLease(req) {
+    // The lease token names the lease; the caller's own token must be its holder's (or an admin's).
+    async renewLease(req, ctx) {
       if (!req.token) throw invalidArgument("lease", "a lease token is required");
-      return create(RenewLeaseResponseSchema, { lease: toLease(await deps.leases.renew(req.token, req.ttlMs)) });
+      const p = requirePrincipal(ctx);
+      return create(RenewLeaseResponseSchema, { lease: toLease(await deps.leases.renew(req.token, req.ttlMs, { tokenName: p.tokenName, admin: p.admin })) });
     },
-    async releaseLease(req) {
+    async releaseLease(req, ctx) {
       if (!req.token) throw invalidArgument("lease", "a lease token is required");
-      return create(ReleaseLeaseResponseSchema, { lease: toLease(await deps.leases.release(req.token)) });
+      const p = requirePrincipal(ctx);
+      return create(ReleaseLeaseResponseSchema, { lease: toLease(await deps.leases.release(req.token, { tokenName: p.tokenName, admin: p.admin })) });
     },
     listLeases(req) {
       const { leases, queue } = deps.leases.listPage(req);

@@ -1,0 +1,108 @@
+/**
+ * Two lease managers sharing one PostgreSQL database, as two coordinator
+ * replicas do: each tells the other of its changes, as the replication bus
+ * does. Revoking a holder on one replica ends what it holds through the other.
+ */
+import { once } from "node:events";
+import { afterEach, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
+import { createLogger } from "@farm/shared/log";
+import type { FarmDatabase } from "../db/database.js";
+import { openTestDatabase } from "../db/testing/test-database.js";
+import { DeviceLabels } from "../devices/device-labels.js";
+import { createDeviceLabelStore } from "../devices/device-label-store.js";
+import { Registry } from "../registry/registry.js";
+import { createRegistryStore } from "../registry/registry-store.js";
+import { LeaseManager, type Grant } from "./lease-manager.js";
+import { createLeaseStore } from "./lease-store.js";
+import type { Selector } from "./selector.js";
+
+const log = createLogger({ level: "error" });
+let opened: FarmDatabase | undefined;
+const managers: LeaseManager[] = [];
+
+afterEach(async () => {
+  for (const m of managers) m.abandonCalls(new Error("test over"));
+  managers.length = 0;
+  await opened?.close();
+  opened = undefined;
+});
+
+const codeOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.code ?? "";
+const onPd1: Selector = { serial: "", physicalId: "pd-1", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
+
+/** A replica's registry, labels and lease manager on the shared database; `agent`: the lab host attaches to it. */
+async function replica(db: FarmDatabase, agent: boolean) {
+  const registry = await Registry.open(createRegistryStore(db), { heartbeatMisses: 3 });
+  const labels = await DeviceLabels.open(createDeviceLabelStore(db));
+  const leases = await LeaseManager.open(createLeaseStore(db), registry, labels, log);
+  registry.events.on("change", () => leases.kick(leases.dispatch()));
+  managers.push(leases);
+  if (agent) {
+    await registry.attach(create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 }), { terminate: () => undefined });
+    await registry.replaceInventory("a-1", [create(DeviceReportSchema, { serial: "S-1", state: "device", properties: { physicalId: "pd-1", identityStatus: "ok", model: "Pixel 7", apiLevel: 34 } })]);
+  }
+  return leases;
+}
+
+/** Each tells the other of its changes, as the replication bus does. */
+function pair(a: LeaseManager, b: LeaseManager): void {
+  a.share({ replicaId: "r-1", isLive: () => true, publish: async () => b.kick(b.refresh()) });
+  b.share({ replicaId: "r-2", isLive: () => true, publish: async () => a.kick(a.refresh()) });
+}
+
+function acquire(leases: LeaseManager, holder: string, ticket: string): Promise<Grant> {
+  return leases.acquire(holder, onPd1, { waitMs: 60_000, ttlMs: 60_000, ticket, signal: new AbortController().signal });
+}
+
+describe("LeaseManager on PostgreSQL replicas", () => {
+  it("a revoked holder loses the lease and the place it holds through another replica; the phone goes to the next waiter there", async () => {
+    opened = await openTestDatabase("postgres");
+    const r1 = await replica(opened, true);
+    const r2 = await replica(opened, false);
+    pair(r1, r2);
+    const held = await acquire(r1, "alice", "t-a1");
+    // alice waits for the phone again, then bob: both through replica 1.
+    const queued = new Promise<void>((resolve) => r1.events.on("queue", (q) => q.length === 2 && resolve()));
+    const aliceWaits = acquire(r1, "alice", "t-a2").then(() => "granted", codeOf);
+    const bob = acquire(r1, "bob", "t-b");
+    await queued;
+
+    const ended = once(r1.events, "leaseEnded");
+    // Revoked through replica 2, which took no part in any of it.
+    const revoked = await r2.revokeHolder("alice");
+    expect(revoked.leases.map((l) => l.leaseId)).toEqual([held.lease.leaseId]);
+    expect(revoked.waiters.map((w) => w.ticket)).toEqual(["t-a2"]);
+    // Replica 1 hears of it: the lease ends there (what hangs off it ends), her call fails, bob gets the phone.
+    expect((await ended)[0]).toMatchObject({ leaseId: held.lease.leaseId, state: "released" });
+    expect(await aliceWaits).toBe("LEASE_WAIT_CANCELLED");
+    expect((await bob).lease).toMatchObject({ holder: "bob", physicalId: "pd-1" });
+    const stored = await createLeaseStore(opened).leaseById(held.lease.leaseId);
+    expect(stored).toMatchObject({ state: "released" });
+    expect(await createLeaseStore(opened).waiters()).toEqual([]);
+    // Her lease token is spent on both replicas.
+    for (const r of [r1, r2]) {
+      await expect(r.renew(held.token, 0)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_RELEASED");
+      await expect(r.release(held.token)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_RELEASED");
+    }
+  });
+
+  it("refuses another user's renewal and release through either replica; the holder's go through", async () => {
+    opened = await openTestDatabase("postgres");
+    const r1 = await replica(opened, true);
+    const r2 = await replica(opened, false);
+    pair(r1, r2);
+    const held = await acquire(r1, "alice", "t-a1");
+    const mallory = { tokenName: "mallory", admin: false };
+    for (const r of [r1, r2]) {
+      await expect(r.renew(held.token, 120_000, mallory)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER");
+      await expect(r.release(held.token, mallory)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER");
+    }
+    expect(await createLeaseStore(opened).leaseById(held.lease.leaseId)).toMatchObject({ state: "active", ttlMs: 60_000 });
+    expect((await r2.renew(held.token, 120_000, { tokenName: "alice", admin: false })).ttlMs).toBe(120_000);
+    expect((await r2.release(held.token, { tokenName: "alice", admin: false })).state).toBe("released");
+  });
+});
