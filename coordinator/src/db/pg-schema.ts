@@ -176,6 +176,7 @@ export const sessions = pgTable("sessions", {
   index("sessions_created").on(t.createdAt, t.sessionId),
   index("sessions_lease").on(t.leaseId),
   index("sessions_physical_created").on(t.physicalId, t.createdAt, t.sessionId),
+  index("sessions_owner").on(t.owner),
 ]);
 
 export const sessionSteps = pgTable("session_steps", {
@@ -194,6 +195,19 @@ export const sessionImages = pgTable("session_images", {
   height: integer("height").notNull(),
   mimeType: text("mime_type").notNull().default("image/png"),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);
+
+export const quotaReservations = pgTable("quota_reservations", {
+  id: text("id").primaryKey(),
+  userName: text("user_name").notNull(),
+  kind: text("kind").notNull(),
+  capture: integer("capture").notNull(),
+  bytes: ms("bytes").notNull(),
+  expiresAt: ms("expires_at").notNull(),
+}, (t) => [index("quota_reservations_user").on(t.userName, t.expiresAt)]);
+
+export const quotaUsers = pgTable("quota_users", {
+  userName: text("user_name").primaryKey(),
+});
 
 export const webSessions = pgTable("web_sessions", {
   idHash: text("id_hash").primaryKey(),

@@ -225,6 +225,8 @@ export const sessions = sqliteTable("sessions", {
   index("sessions_created").on(t.createdAt, t.sessionId),
   // A lease's end looks up its running sessions.
   index("sessions_lease").on(t.leaseId),
+  // Quotas sum the session files of an owner's sessions.
+  index("sessions_owner").on(t.owner),
   // One phone's page, without reading every other phone's sessions.
   index("sessions_physical_created").on(t.physicalId, t.createdAt, t.sessionId),
 ]);
@@ -250,6 +252,27 @@ export const sessionImages = sqliteTable("session_images", {
   height: integer("height").notNull(),
   mimeType: text("mime_type").notNull().default("image/png"),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);
+
+/**
+ * Bytes held against a user's evidence quota for what is not stored yet:
+ * a capture or recording in flight (its bundle's maximum size; `capture` 1,
+ * counted against --captures-per-user) or session files being kept. A row
+ * is deleted when what it holds for settles; one left by a crash stops
+ * counting at `expires_at`.
+ */
+export const quotaReservations = sqliteTable("quota_reservations", {
+  id: text("id").primaryKey(),
+  userName: text("user_name").notNull(),
+  kind: text("kind").notNull(),
+  capture: integer("capture").notNull(),
+  bytes: integer("bytes").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+}, (t) => [index("quota_reservations_user").on(t.userName, t.expiresAt)]);
+
+/** One row per user with reservations: locked while one of theirs is decided, so replicas decide one at a time. */
+export const quotaUsers = sqliteTable("quota_users", {
+  userName: text("user_name").primaryKey(),
+});
 
 /**
  * Dashboard sign-ins, shared by every coordinator of the farm. Only a
