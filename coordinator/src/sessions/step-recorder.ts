@@ -8,6 +8,7 @@ import type { Logger } from "@farm/shared/log";
 import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { targetIdOf, type CapturePlan, type CapturePlans } from "./capture-plans.js";
 import type { BlobStore } from "../evidence/blob-store.js";
+import type { EvidenceQuota, Reservation } from "../evidence/evidence-quota.js";
 import { ownerOf } from "../evidence/blob-service.js";
 import { pngSize, type SessionImageStore } from "./session-image-store.js";
 import type { SessionSteps, StepOcrRecord, StoredStep } from "./session-steps.js";
@@ -62,6 +63,8 @@ export interface StepRecorderDeps {
   ocr?: StepOcrQueue | undefined;
   /** The sessions' capture policies (and the site default). */
   plans?: CapturePlans | undefined;
+  /** The owners' evidence quotas, which session files count against; absent: not counted. */
+  quota?: EvidenceQuota | undefined;
   log: Logger;
   now?: () => number;
 }
@@ -241,8 +244,10 @@ export class StepRecorder {
       if (a.skippedReason) rec.skippedReason = a.skippedReason;
       if (a.warning) rec.warning = a.warning;
       if (a.blobId) {
+        let held: Reservation | undefined;
         try {
           if (!ARTIFACT_TYPES.has(a.mimeType)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `an artifact of type ${a.mimeType} is not kept`);
+          held = await this.holdFile(sessionId, a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
           const blob = await this.deps.blobs.take(a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
           if (blob.sha256 !== a.sha256) {
             await this.deps.blobs.remove(a.blobId);
@@ -253,7 +258,12 @@ export class StepRecorder {
           Object.assign(rec, { sha256: blob.sha256, size: blob.size, mimeType: a.mimeType });
         } catch (err) {
           const r = toErrorReport(err);
-          rec.warning = `dropped: ${r.code}: ${r.message}`;
+          // Over quota the capture is skipped, said so with the code; the step is kept all the same.
+          if (r.code === Errors.QUOTA_EXCEEDED.code) rec.skippedReason = `${r.code}: ${r.message}`;
+          else rec.warning = `dropped: ${r.code}: ${r.message}`;
+        } finally {
+          // Kept: counted as stored now; dropped: nothing to hold.
+          await held?.release();
         }
       }
       out.push(rec);
@@ -292,6 +302,16 @@ export class StepRecorder {
     const step = await this.open(session);
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
+      // Over the owner's quota the file is not kept, said so in the step; the step's result is.
+      let held: Reservation;
+      try {
+        held = await this.holdFile(sessionId, a.blobId, owner);
+      } catch (err) {
+        const r = toErrorReport(err);
+        if (r.code !== Errors.QUOTA_EXCEEDED.code) throw err;
+        artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, ...(a.when ? { when: a.when } : {}), skippedReason: `${r.code}: ${r.message}` });
+        continue;
+      }
       const blob = await this.deps.blobs.take(a.blobId, owner);
       let sha256 = blob.sha256;
       let size = blob.size;
@@ -312,6 +332,8 @@ export class StepRecorder {
       }
       await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
       await this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });
+      // Counted as stored now (a failure before this leaves the hold to its expiry).
+      await held.release();
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
     const record: StepRecordV2 = {
@@ -340,6 +362,7 @@ export class StepRecorder {
     const capturedAt = shot.captureTime ? timestampMs(shot.captureTime) : undefined;
     const base = { ...(capturedAt !== undefined ? { capturedAt } : {}) };
     if (shot.error) return { ...base, error: { code: shot.error.detail?.code || Errors.INTERNAL.code, message: shot.error.message } };
+    let held: Reservation | undefined;
     try {
       if (!/^[0-9a-f]{64}$/.test(shot.sha256)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "a step screenshot without a sha256");
       if (shot.blobId === "") {
@@ -349,6 +372,7 @@ export class StepRecorder {
         return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
       }
       // Uploaded over the agent's own token (AgentBlobService), and only that upload counts.
+      held = await this.holdFile(sessionId, shot.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
       const blob = await this.deps.blobs.take(shot.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
       if (blob.sha256 !== shot.sha256) {
         await this.deps.blobs.remove(shot.blobId);
@@ -361,6 +385,25 @@ export class StepRecorder {
       const r = toErrorReport(err);
       this.deps.log.warn("a step screenshot was not kept", { sessionId, code: r.code, error: r.message });
       return { ...base, error: { code: r.code, message: r.message } };
+    } finally {
+      await held?.release();
+    }
+  }
+
+  /**
+   * Holds a session file's bytes (a blob of `blobOwner`) against the
+   * session owner's quota until it is stored, where it counts as stored;
+   * over quota: QUOTA_EXCEEDED, and the blob is dropped.
+   */
+  private async holdFile(sessionId: string, blobId: string, blobOwner: string): Promise<Reservation> {
+    if (!this.deps.quota) return { id: "", release: async () => undefined };
+    const { size } = await this.deps.blobs.peek(blobId, blobOwner);
+    const { owner } = await this.deps.sessions.get(sessionId);
+    try {
+      return await this.deps.quota.reserveFiles(owner, size);
+    } catch (err) {
+      await this.deps.blobs.remove(blobId);
+      throw err;
     }
   }
 }
