@@ -84,6 +84,18 @@ describe("session files against the owner's evidence quota", () => {
     expect(await quotaStore.usage("alice", Date.now())).toMatchObject({ sessionFileBytes: probe.length, reservedBytes: 0 });
   });
 
+  it("says QUOTA_EXCEEDED again when the agent names a screen it was refused, not a protocol violation", async () => {
+    const { recorder, session, steps, shot } = await setup(10);
+    const before = await shot("#ff0000");
+    const step = await recorder.open(session);
+    // The screen did not change: the agent sends it once and names it again after the action.
+    await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { before, after: { ...before, blobId: "" } }) }, AGENT, "alice");
+    const v = (await steps.get(session.sessionId, step.sequence))?.view;
+    expect(v?.result).toMatchObject({ ok: true });
+    expect(v?.before).toMatchObject({ error: { code: "QUOTA_EXCEEDED" } });
+    expect(v?.after).toMatchObject({ error: { code: "QUOTA_EXCEEDED" } });
+  });
+
   it("discloses an agent's artifact over quota as skipped QUOTA_EXCEEDED, and keeps the step", async () => {
     const { recorder, session, steps, upload } = await setup(10);
     const log = await upload(Buffer.alloc(500, 0x61), AGENT_OWNER);

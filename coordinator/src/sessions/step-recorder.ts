@@ -97,6 +97,12 @@ export interface StepOutcome {
  */
 export class StepRecorder {
   private readonly now: () => number;
+  /**
+   * Screens of a session not kept for its owner's quota, by session and
+   * sha256 (the last few): the agent does not upload a screen again within
+   * a step, and its second mention is the same skip, not a lie.
+   */
+  private readonly overQuota = new Map<string, string>();
 
   constructor(private readonly deps: StepRecorderDeps) {
     this.now = deps.now ?? Date.now;
@@ -368,6 +374,8 @@ export class StepRecorder {
       if (shot.blobId === "") {
         // Not uploaded again: only a screen this session already shows.
         const known = await this.deps.steps.image(sessionId, shot.sha256);
+        const skipped = known ? undefined : this.overQuota.get(`${sessionId}/${shot.sha256}`);
+        if (skipped) throw farmError(Errors.QUOTA_EXCEEDED, skipped, "quota");
         if (!known) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent referred to screenshot ${shot.sha256}, which this session does not have`);
         return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
       }
@@ -383,6 +391,10 @@ export class StepRecorder {
       return { ...base, sha256: blob.sha256, width: shot.width, height: shot.height, size: blob.size };
     } catch (err) {
       const r = toErrorReport(err);
+      if (r.code === Errors.QUOTA_EXCEEDED.code && shot.blobId !== "") {
+        this.overQuota.set(`${sessionId}/${shot.sha256}`, r.message);
+        if (this.overQuota.size > 256) this.overQuota.delete(this.overQuota.keys().next().value as string);
+      }
       this.deps.log.warn("a step screenshot was not kept", { sessionId, code: r.code, error: r.message });
       return { ...base, error: { code: r.code, message: r.message } };
     } finally {
