@@ -8,8 +8,10 @@ CREATE TABLE "quota_reservations" (
 );
 --> statement-breakpoint
 CREATE TABLE "quota_users" (
-	"user_name" text PRIMARY KEY NOT NULL
+	"user_name" text PRIMARY KEY NOT NULL,
+	"file_bytes" bigint DEFAULT 0 NOT NULL
 );
 --> statement-breakpoint
 CREATE INDEX "quota_reservations_user" ON "quota_reservations" USING btree ("user_name","expires_at");--> statement-breakpoint
-CREATE INDEX "sessions_owner" ON "sessions" USING btree ("owner");
+-- Session files already kept count against their owners from the start.
+INSERT INTO "quota_users" ("user_name", "file_bytes") SELECT "s"."owner", sum("i"."size") FROM "session_images" "i" JOIN "sessions" "s" ON "s"."session_id" = "i"."session_id" GROUP BY "s"."owner";

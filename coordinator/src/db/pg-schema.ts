@@ -176,7 +176,6 @@ export const sessions = pgTable("sessions", {
   index("sessions_created").on(t.createdAt, t.sessionId),
   index("sessions_lease").on(t.leaseId),
   index("sessions_physical_created").on(t.physicalId, t.createdAt, t.sessionId),
-  index("sessions_owner").on(t.owner),
 ]);
 
 export const sessionSteps = pgTable("session_steps", {
@@ -207,6 +206,8 @@ export const quotaReservations = pgTable("quota_reservations", {
 
 export const quotaUsers = pgTable("quota_users", {
   userName: text("user_name").primaryKey(),
+  // Bytes of session files kept for the user (counted as they are kept: summing them per file grew with history).
+  fileBytes: ms("file_bytes").notNull().default(0),
 });
 
 export const webSessions = pgTable("web_sessions", {

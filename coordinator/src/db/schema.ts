@@ -225,8 +225,6 @@ export const sessions = sqliteTable("sessions", {
   index("sessions_created").on(t.createdAt, t.sessionId),
   // A lease's end looks up its running sessions.
   index("sessions_lease").on(t.leaseId),
-  // Quotas sum the session files of an owner's sessions.
-  index("sessions_owner").on(t.owner),
   // One phone's page, without reading every other phone's sessions.
   index("sessions_physical_created").on(t.physicalId, t.createdAt, t.sessionId),
 ]);
@@ -269,9 +267,15 @@ export const quotaReservations = sqliteTable("quota_reservations", {
   expiresAt: integer("expires_at").notNull(),
 }, (t) => [index("quota_reservations_user").on(t.userName, t.expiresAt)]);
 
-/** One row per user with reservations: locked while one of theirs is decided, so replicas decide one at a time. */
+/**
+ * One row per user with reservations, locked while one of theirs is
+ * decided (so replicas decide one at a time), with the bytes of the
+ * session files kept for them.
+ */
 export const quotaUsers = sqliteTable("quota_users", {
   userName: text("user_name").primaryKey(),
+  // Bytes of session files kept for the user (counted as they are kept: summing them per file grew with history).
+  fileBytes: integer("file_bytes").notNull().default(0),
 });
 
 /**

@@ -5,8 +5,6 @@ import { openPostgres } from "../db/open-postgres.js";
 import { postgresDatabase, sqliteDatabase, type DatabaseDialect, type FarmDatabase } from "../db/database.js";
 import { dialects } from "../db/testing/test-database.js";
 import { createTestDatabase } from "../db/testing/test-postgres.js";
-import { createSessionStepStore } from "../sessions/session-step-store.js";
-import { createSessionStore } from "../sessions/session-store.js";
 import { createEvidenceGrantStore } from "./evidence-grant-store.js";
 import { EvidenceGrants } from "./evidence-grants.js";
 import { createEvidenceIndexStore } from "./evidence-index-store.js";
@@ -104,19 +102,19 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
     expect(await store.usage("alice", now)).toMatchObject({ reservedBytes: 100, captures: 1 });
   });
 
-  it("counts stored bundles and the files of the user's sessions, each user's own", async () => {
+  it("counts stored bundles and the session files kept for the user, each user's own", async () => {
     const { database, quotas, store } = await setup(1_000);
     const grants = new EvidenceGrants(createEvidenceGrantStore(database));
     const g = await grants.issue({ kind: "still", agentId: "a1", agentToken: "agent-1", serial: "s1", physicalId: "p1", requestedBy: "alice" });
     await createEvidenceIndexStore(database).insert({ evidenceId: g.evidenceId, kind: "still", status: "complete", label: null, serial: "s1", physicalId: "p1", agentId: "a1", createdAt: Date.now(), totalBytes: 600, manifestSha256: "0".repeat(64) });
-    const sessions = createSessionStore(database);
-    const base = { name: "n", physicalId: "p1", serial: "s1", agentId: "a1", leaseId: "l1", status: "running" as const, createdAt: 1, endedAt: null, stepCount: 0, failedStepCount: 0, policyJson: "", policySha256: "", secretNames: [], context: {}, ocr: false };
-    await sessions.insert({ ...base, sessionId: "mine", owner: "alice" });
-    await sessions.insert({ ...base, sessionId: "theirs", owner: "bob" });
-    const steps = createSessionStepStore(database);
-    await steps.addImage({ sessionId: "mine", sha256: "a".repeat(64), size: 300, width: 1, height: 1, mimeType: "image/png" });
-    await steps.addImage({ sessionId: "theirs", sha256: "b".repeat(64), size: 900, width: 1, height: 1, mimeType: "image/png" });
+    // Files are held at their size, then kept: counted once, in the user's total.
+    const mine = await quotas[0].reserveFiles("alice", 300);
+    expect(await store.usage("alice", Date.now())).toMatchObject({ sessionFileBytes: 0, reservedBytes: 300 });
+    await mine.keep(300);
+    await mine.release();
+    await (await quotas[1].reserveFiles("bob", 900)).keep(900);
     expect(await store.usage("alice", Date.now())).toEqual({ evidenceBytes: 600, sessionFileBytes: 300, reservedBytes: 0, captures: 0 });
+    expect(await store.usage("bob", Date.now())).toMatchObject({ evidenceBytes: 0, sessionFileBytes: 900 });
     // 600 + 300 stored: 100 more fit, 101 do not.
     const over = await refused(quotas[0].reserveFiles("alice", 101));
     expect(over).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota" });

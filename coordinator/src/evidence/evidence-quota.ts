@@ -17,6 +17,11 @@ export interface Reservation {
   release(): Promise<void>;
 }
 
+/** Session files held while they are kept: keep(bytes) once stored, or release(). */
+export interface FileReservation extends Reservation {
+  keep(bytes: number): Promise<void>;
+}
+
 /**
  * A user's evidence quota (--evidence-quota) and their captures in flight
  * (--captures-per-user). Counted against the quota: stored bundles (stills
@@ -52,9 +57,13 @@ export class EvidenceQuota {
     return this.reserve(user, kind, true, maxBytes, holdMs, "Nothing was captured");
   }
 
-  /** Reserves session files about to be kept (their exact size); QUOTA_EXCEEDED when they do not fit. */
-  async reserveFiles(user: string, bytes: number): Promise<Reservation> {
-    return this.reserve(user, "session-file", false, bytes, FILE_HOLD_MS, "The file was not kept");
+  /**
+   * Reserves session files about to be kept (their exact size);
+   * QUOTA_EXCEEDED when they do not fit. keep() counts them as stored.
+   */
+  async reserveFiles(user: string, bytes: number): Promise<FileReservation> {
+    const r = await this.reserve(user, "session-file", false, bytes, FILE_HOLD_MS, "The file was not kept");
+    return { ...r, keep: (kept) => this.store.keep(r.id, user, kept) };
   }
 
   /** Settles a reservation by id (an evidence id): its bundle is stored, or never will be. */

@@ -38,8 +38,8 @@ export interface QuotaUsage {
 // sum of bigint arrives as text).
 const evidenceBytes = (user: string): SQL =>
   sql`(SELECT coalesce(sum(e.total_bytes), 0) FROM evidence e JOIN evidence_grants g ON g.evidence_id = e.evidence_id WHERE g.requested_by = ${user})`;
-const sessionFileBytes = (user: string): SQL =>
-  sql`(SELECT coalesce(sum(i.size), 0) FROM session_images i JOIN sessions s ON s.session_id = i.session_id WHERE s.owner = ${user})`;
+// Kept as a running total: a sum over every file of the user's sessions grew with their history (15 ms at 100,000 files on SQLite).
+const sessionFileBytes = (user: string): SQL => sql`(SELECT coalesce(sum(u.file_bytes), 0) FROM quota_users u WHERE u.user_name = ${user})`;
 const reservedBytes = (user: string, now: number): SQL =>
   sql`(SELECT coalesce(sum(r.bytes), 0) FROM quota_reservations r WHERE r.user_name = ${user} AND r.expires_at > CAST(${now} AS bigint))`;
 const captures = (user: string, now: number): SQL =>
@@ -79,6 +79,29 @@ export class QuotaReservationStore {
       await tx.execute(lock);
       await tx.execute(prune);
       return (await tx.execute(insert)).rowCount === 1;
+    });
+  }
+
+  /**
+   * Session files were kept: their bytes join the user's total and the
+   * reservation that held them goes, in one transaction (never counted
+   * twice, never not at all). A reservation gone already (expired) changes
+   * nothing but the total.
+   */
+  async keep(id: string, user: string, bytes: number): Promise<void> {
+    const add = sql`UPDATE quota_users SET file_bytes = file_bytes + CAST(${bytes} AS bigint) WHERE user_name = ${user}`;
+    const drop = sql`DELETE FROM quota_reservations WHERE id = ${id}`;
+    const d = this.database;
+    if (d.dialect === "sqlite") {
+      d.db.transaction((tx) => {
+        tx.run(add);
+        tx.run(drop);
+      });
+      return;
+    }
+    await d.db.transaction(async (tx) => {
+      await tx.execute(add);
+      await tx.execute(drop);
     });
   }
 

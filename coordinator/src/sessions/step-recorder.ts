@@ -8,7 +8,7 @@ import type { Logger } from "@farm/shared/log";
 import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { targetIdOf, type CapturePlan, type CapturePlans } from "./capture-plans.js";
 import type { BlobStore } from "../evidence/blob-store.js";
-import type { EvidenceQuota, Reservation } from "../evidence/evidence-quota.js";
+import type { EvidenceQuota, FileReservation } from "../evidence/evidence-quota.js";
 import { ownerOf } from "../evidence/blob-service.js";
 import { pngSize, type SessionImageStore } from "./session-image-store.js";
 import type { SessionSteps, StepOcrRecord, StoredStep } from "./session-steps.js";
@@ -250,7 +250,7 @@ export class StepRecorder {
       if (a.skippedReason) rec.skippedReason = a.skippedReason;
       if (a.warning) rec.warning = a.warning;
       if (a.blobId) {
-        let held: Reservation | undefined;
+        let held: FileReservation | undefined;
         try {
           if (!ARTIFACT_TYPES.has(a.mimeType)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `an artifact of type ${a.mimeType} is not kept`);
           held = await this.holdFile(sessionId, a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
@@ -261,6 +261,7 @@ export class StepRecorder {
           }
           await this.deps.images.adoptFile(blob.file, blob.sha256, a.mimeType);
           await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: 0, height: 0, mimeType: a.mimeType });
+          await held.keep(blob.size);
           Object.assign(rec, { sha256: blob.sha256, size: blob.size, mimeType: a.mimeType });
         } catch (err) {
           const r = toErrorReport(err);
@@ -268,7 +269,7 @@ export class StepRecorder {
           if (r.code === Errors.QUOTA_EXCEEDED.code) rec.skippedReason = `${r.code}: ${r.message}`;
           else rec.warning = `dropped: ${r.code}: ${r.message}`;
         } finally {
-          // Kept: counted as stored now; dropped: nothing to hold.
+          // Kept: counted as stored already; dropped: nothing to hold.
           await held?.release();
         }
       }
@@ -309,7 +310,7 @@ export class StepRecorder {
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
       // Over the owner's quota the file is not kept, said so in the step; the step's result is.
-      let held: Reservation;
+      let held: FileReservation;
       try {
         held = await this.holdFile(sessionId, a.blobId, owner);
       } catch (err) {
@@ -339,7 +340,7 @@ export class StepRecorder {
       await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
       await this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });
       // Counted as stored now (a failure before this leaves the hold to its expiry).
-      await held.release();
+      await held.keep(size);
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
     const record: StepRecordV2 = {
@@ -368,7 +369,7 @@ export class StepRecorder {
     const capturedAt = shot.captureTime ? timestampMs(shot.captureTime) : undefined;
     const base = { ...(capturedAt !== undefined ? { capturedAt } : {}) };
     if (shot.error) return { ...base, error: { code: shot.error.detail?.code || Errors.INTERNAL.code, message: shot.error.message } };
-    let held: Reservation | undefined;
+    let held: FileReservation | undefined;
     try {
       if (!/^[0-9a-f]{64}$/.test(shot.sha256)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "a step screenshot without a sha256");
       if (shot.blobId === "") {
@@ -388,6 +389,7 @@ export class StepRecorder {
       }
       await this.deps.images.adopt(blob.file, blob.sha256, { width: shot.width, height: shot.height });
       await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: shot.width, height: shot.height, mimeType: "image/png" });
+      await held.keep(blob.size);
       return { ...base, sha256: blob.sha256, width: shot.width, height: shot.height, size: blob.size };
     } catch (err) {
       const r = toErrorReport(err);
@@ -404,11 +406,11 @@ export class StepRecorder {
 
   /**
    * Holds a session file's bytes (a blob of `blobOwner`) against the
-   * session owner's quota until it is stored, where it counts as stored;
-   * over quota: QUOTA_EXCEEDED, and the blob is dropped.
+   * session owner's quota until it is stored and kept (counted in their
+   * total); over quota: QUOTA_EXCEEDED, and the blob is dropped.
    */
-  private async holdFile(sessionId: string, blobId: string, blobOwner: string): Promise<Reservation> {
-    if (!this.deps.quota) return { id: "", release: async () => undefined };
+  private async holdFile(sessionId: string, blobId: string, blobOwner: string): Promise<FileReservation> {
+    if (!this.deps.quota) return { id: "", release: async () => undefined, keep: async () => undefined };
     const { size } = await this.deps.blobs.peek(blobId, blobOwner);
     const { owner } = await this.deps.sessions.get(sessionId);
     try {
