@@ -70,7 +70,8 @@ import { EvidenceStore } from "./evidence/evidence-store.js";
 import { EvidenceGrants } from "./evidence/evidence-grants.js";
 import { createEvidenceGrantStore } from "./evidence/evidence-grant-store.js";
 import { createEvidenceIndexStore } from "./evidence/evidence-index-store.js";
-import { DEFAULT_EVIDENCE_QUOTA_BYTES } from "./evidence/evidence-quota.js";
+import { DEFAULT_CAPTURES_PER_USER, DEFAULT_EVIDENCE_QUOTA_BYTES, EvidenceQuota } from "./evidence/evidence-quota.js";
+import { QuotaReservationStore } from "./evidence/quota-reservation-store.js";
 import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http/http-server.js";
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./http/request-gate.js";
 import { withMessageLimits } from "./http/message-limits.js";
@@ -110,8 +111,10 @@ export interface CoordinatorOptions {
   tls?: { certFile: string; keyFile: string };
   /** Accept tokens over cleartext from other machines (trusted networks only). */
   insecure?: boolean;
-  /** Managed evidence bytes one user may keep in the store (default 10 GiB). */
+  /** Managed evidence bytes one user may keep in the store (default 10 GiB): bundles, session files and captures in flight. */
   evidenceQuotaBytes?: number;
+  /** Captures and recordings one user may have in flight at once (default 4). */
+  capturesPerUser?: number;
   /** Connection timeouts and the HTTP/2 stream cap (http-server.ts has the defaults). */
   connectionLimits?: Partial<ConnectionLimits>;
   /** Calls one token may have in flight at once (default 256). */
@@ -178,7 +181,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await blobs.init();
   const evidenceStore = new EvidenceStore(createEvidenceIndexStore(database), opts.dataDir, { bytes, shared });
   const grants = new EvidenceGrants(createEvidenceGrantStore(database));
-  const evidenceQuotaBytes = opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES;
+  const quota = new EvidenceQuota(new QuotaReservationStore(database), opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES, opts.capturesPerUser ?? DEFAULT_CAPTURES_PER_USER);
   await evidenceStore.init();
   const videoIndex = new VideoSessionIndex(createVideoSessionStore(database));
   const steps = new SessionSteps(createSessionStepStore(database));
@@ -195,7 +198,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   // Workers start on the first OCR'd step: a coordinator whose sessions never ask pays nothing.
   const ocrPool = ocrWorkers > 0 ? new OcrPool({ workers: ocrWorkers, maxQueue: opts.ocr?.maxQueue ?? 64 }) : undefined;
   const stepOcr = ocrPool ? new StepOcr(ocrPool, steps, sessionImages, log) : undefined;
-  const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log, plans });
+  const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log, plans, quota });
   const resumed = (await stepOcr?.resume()) ?? 0;
   if (resumed > 0) log.info("OCR resumed for steps a restart left pending", { steps: resumed });
   const hub = new WatchHub();
@@ -259,8 +262,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentShellService(router, { relay: shellRelay });
       registerBlobService(router, { blobs });
       registerAgentBlobService(router, { blobs });
-      registerEvidenceService(router, { registry, leases, store: evidenceStore, grants, evidenceQuotaBytes, activity, log, recorder });
-      registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, evidenceQuotaBytes });
+      registerEvidenceService(router, { registry, leases, store: evidenceStore, grants, quota, activity, log, recorder });
+      registerVideoService(router, { registry, store: evidenceStore, index: videoIndex, activity, log, leases, grants, quota });
       registerWatchService(router, { hub, summaries });
       registerSessionService(router, { sessions, steps, images: sessionImages, recorder, leases, registry, activity, log, summaries });
       registerPrivacyService(router, {
@@ -273,7 +276,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
           });
         },
       });
-      registerAgentEvidenceService(router, { store: evidenceStore, grants, log });
+      registerAgentEvidenceService(router, { store: evidenceStore, grants, quota, log });
       registerReplicaService(router, { registry, relay: shellRelay });
       registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
       registerAgentAdbService(router, { relay: adbRelay });

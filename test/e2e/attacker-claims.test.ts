@@ -3,7 +3,8 @@
  * coordinator, the lab's agent, an attacker's agent with its own token and
  * adb server, a second lab agent on the lab's adb server, a hand-driven
  * agent that answers commands with lies, and the CLI. The coordinator runs
- * with a one-byte evidence quota, so each user may store one bundle.
+ * with a 2 GiB evidence quota: what one recording reserves (its largest
+ * bundle), so a user who stores anything may not start one.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -91,7 +92,7 @@ beforeAll(async () => {
   await mkdir(join(dir.path, "pulled"));
   labAdb = await startAdbServer();
   attackerAdb = await startAdbServer();
-  coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator"), "--evidence-quota", "1"]);
+  coordinator = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "coordinator"), "--evidence-quota", "2G"]);
   url = String(coordinator.ready["url"]);
   const admin = (await readFile(String(coordinator.ready["adminTokenFile"]), "utf8")).trim();
   env = { FARM_COORDINATOR: url, FARM_TOKEN: admin, FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json") };
@@ -272,13 +273,13 @@ describe("evidence ids are the coordinator's to issue", () => {
     expect(r).toMatchObject({ ok: false, code: "EVIDENCE_NOT_ISSUED", field: "serial" });
   });
 
-  it("refuses a capture before it runs once the user's stored evidence reaches the quota", async () => {
-    const before = ((await farm(["evidence", "list"], env)).json["bundles"] as unknown[]).length;
+  it("refuses a recording before it runs when it does not fit beside the user's stored evidence", async () => {
+    const before = ((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length;
     expect((await farm(["evidence", "capture", "--device", lab.serial], userEnv("carol"))).json["evidenceId"]).toBeDefined();
-    const over = await farm(["evidence", "capture", "--device", lab.serial], userEnv("carol"));
-    expect(over.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED" });
+    const over = await farm(["evidence", "video", "start", "--device", lab.serial, "--duration-seconds", "5"], userEnv("carol"));
+    expect(over.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED", field: "quota" });
     expect(String(over.json["message"])).toContain("carol");
-    expect(((await farm(["evidence", "list"], env)).json["bundles"] as unknown[]).length).toBe(before + 1);
+    expect(((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length).toBe(before);
   });
 });
 
@@ -352,7 +353,7 @@ describe("video session ids are the coordinator's to issue", () => {
       return { error: { message: "no", detail: { code: "NOT_IMPLEMENTED" } } };
     });
     try {
-      // (As the admin: alice and bob have their one bundle of quota elsewhere.)
+      // (As the admin: bob's recording holds his quota.)
       const lie = await farm(["evidence", "video", "start", "--device", forger.serial, "--duration-seconds", "30"], env);
       expect(lie.json).toMatchObject({ ok: false, code: "AGENT_PROTOCOL_VIOLATION" });
       honestSession = "pending";

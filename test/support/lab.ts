@@ -20,12 +20,15 @@ export interface Lab {
   stop(): Promise<void>;
 }
 
-/** `logLevel` for the standalone process; tests default to debug, benchmarks run at info as deployed. */
-export async function startLab(name: string, opts: { logLevel?: "debug" | "info" } = {}): Promise<Lab> {
+/**
+ * `logLevel` for the standalone process; tests default to debug, benchmarks run at info as deployed.
+ * `args`: more flags for standalone (limits such as --evidence-quota).
+ */
+export async function startLab(name: string, opts: { logLevel?: "debug" | "info"; args?: string[] } = {}): Promise<Lab> {
   const dir = await makeTempDir(name);
   const adb = await startAdbServer();
   const env = { FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "", ...(opts.logLevel ? { FARM_LOG_LEVEL: opts.logLevel } : {}) };
-  const standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500"];
+  const standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500", ...(opts.args ?? [])];
   const devices: SimDevice[] = [];
   const lab: Lab = {
     dir,

@@ -33,6 +33,7 @@ export const runCoordinator: Action<typeof coordinatorOptions> = async ({ opts, 
     heartbeatMisses: opts.heartbeatMisses ?? 3,
     insecure: opts.insecure,
     ...(opts.evidenceQuota !== undefined ? { evidenceQuotaBytes: parseByteSize(opts.evidenceQuota, "evidence-quota") } : {}),
+    ...(opts.capturesPerUser !== undefined ? { capturesPerUser: opts.capturesPerUser } : {}),
     ...limits,
     ...(certFile && keyFile ? { tls: { certFile, keyFile } } : {}),
   });

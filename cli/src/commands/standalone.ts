@@ -9,6 +9,7 @@ import { startCoordinator } from "@farm/coordinator/coordinator";
 import { ensureTokenFile } from "@farm/coordinator/auth/bootstrap-token";
 import { startAgent } from "@farm/agent/agent";
 import { adbServerAddress } from "../adb-address.js";
+import { parseByteSize } from "../byte-size.js";
 import { untilStopped } from "../service-run.js";
 import type { standaloneOptions } from "../tree/service-commands.js";
 import type { Action } from "../tree/spec.js";
@@ -22,7 +23,12 @@ export const runStandalone: Action<typeof standaloneOptions> = async ({ opts, ct
   const dataDir = opts.dataDir ?? defaultFarmHome(ctx.env);
   const heartbeatIntervalMs = opts.heartbeatInterval ?? 5_000;
   const adb = adbServerAddress(opts);
-  const coordinator = await startCoordinator({ listen, dataDir: join(dataDir, "coordinator") });
+  const coordinator = await startCoordinator({
+    listen,
+    dataDir: join(dataDir, "coordinator"),
+    ...(opts.evidenceQuota !== undefined ? { evidenceQuotaBytes: parseByteSize(opts.evidenceQuota, "evidence-quota") } : {}),
+    ...(opts.capturesPerUser !== undefined ? { capturesPerUser: opts.capturesPerUser } : {}),
+  });
   const adminTokenFile = join(dataDir, standaloneFiles.adminToken);
   const agentTokenFile = join(dataDir, standaloneFiles.agentToken);
   await ensureTokenFile(coordinator.tokens, adminTokenFile, { baseName: "admin", kind: "user", role: "admin" });

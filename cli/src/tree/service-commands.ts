@@ -10,6 +10,8 @@ export const standaloneOptions = {
   heartbeatInterval: { ...parsed("--heartbeat-interval <ms>", "Agent heartbeat interval in milliseconds", intIn(50, 600_000)), defaultText: "5000" },
   noAdbStart: flag("--no-adb-start", "Do not start an adb server"),
   lockDir: text("--lock-dir <dir>", "Host-wide device locks and the ownership journal"),
+  evidenceQuota: { ...text("--evidence-quota <size>", "Stored evidence per user: bundles, session files and captures in flight (500M, 10G)"), defaultText: "10G" },
+  capturesPerUser: { ...parsed("--captures-per-user <n>", "Evidence captures and recordings one user may have in flight", intIn(1, 1000)), defaultText: "4" },
 };
 export const standaloneCommand = leaf({
   name: "standalone",
@@ -32,6 +34,7 @@ export const coordinatorConfigKeys = {
   insecure: "boolean",
   logLevel: "string",
   evidenceQuota: "string",
+  capturesPerUser: "number",
   requestTimeoutMs: "number",
   idleTimeoutMs: "number",
   maxStreamsPerConnection: "number",
@@ -76,7 +79,8 @@ export const coordinatorOptions = {
   tlsCert: text("--tls-cert <pem>", "TLS certificate (with --tls-key)", { config: "tlsCert" }),
   tlsKey: text("--tls-key <pem>", "TLS private key", { config: "tlsKey" }),
   insecure: flag("--insecure", "Accept tokens over cleartext from other machines", { config: "insecure" }),
-  evidenceQuota: { ...text("--evidence-quota <size>", "Stored evidence per user (500M, 10G)", { config: "evidenceQuota" }), defaultText: "10G" },
+  evidenceQuota: { ...text("--evidence-quota <size>", "Stored evidence per user: bundles, session files and captures in flight (500M, 10G)", { config: "evidenceQuota" }), defaultText: "10G" },
+  capturesPerUser: { ...parsed("--captures-per-user <n>", "Evidence captures and recordings one user may have in flight", intIn(1, 1000), { config: "capturesPerUser" }), defaultText: "4" },
   blobQuota: text("--blob-quota <size>", "Uploads in flight per token (APKs)", { config: "blobQuota" }),
   adbTunnelsPerUser: { ...parsed("--adb-tunnels-per-user <n>", "Remote adb tunnels one user may have open", intIn(1, 1000), { config: "adbTunnelsPerUser" }), defaultText: "4" },
   adbStreamsPerTunnel: { ...parsed("--adb-streams-per-tunnel <n>", "adb streams open at once in one tunnel", intIn(1, 10_000), { config: "adbStreamsPerTunnel" }), defaultText: "64" },

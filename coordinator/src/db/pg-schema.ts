@@ -195,6 +195,21 @@ export const sessionImages = pgTable("session_images", {
   mimeType: text("mime_type").notNull().default("image/png"),
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);
 
+export const quotaReservations = pgTable("quota_reservations", {
+  id: text("id").primaryKey(),
+  userName: text("user_name").notNull(),
+  kind: text("kind").notNull(),
+  capture: integer("capture").notNull(),
+  bytes: ms("bytes").notNull(),
+  expiresAt: ms("expires_at").notNull(),
+}, (t) => [index("quota_reservations_user").on(t.userName, t.expiresAt)]);
+
+export const quotaUsers = pgTable("quota_users", {
+  userName: text("user_name").primaryKey(),
+  // Bytes of session files kept for the user (counted as they are kept: summing them per file grew with history).
+  fileBytes: ms("file_bytes").notNull().default(0),
+});
+
 export const webSessions = pgTable("web_sessions", {
   idHash: text("id_hash").primaryKey(),
   tokenName: text("token_name").notNull(),

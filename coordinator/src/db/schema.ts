@@ -252,6 +252,33 @@ export const sessionImages = sqliteTable("session_images", {
 }, (t) => [primaryKey({ columns: [t.sessionId, t.sha256] })]);
 
 /**
+ * Bytes held against a user's evidence quota for what is not stored yet:
+ * a capture or recording in flight (its bundle's maximum size; `capture` 1,
+ * counted against --captures-per-user) or session files being kept. A row
+ * is deleted when what it holds for settles; one left by a crash stops
+ * counting at `expires_at`.
+ */
+export const quotaReservations = sqliteTable("quota_reservations", {
+  id: text("id").primaryKey(),
+  userName: text("user_name").notNull(),
+  kind: text("kind").notNull(),
+  capture: integer("capture").notNull(),
+  bytes: integer("bytes").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+}, (t) => [index("quota_reservations_user").on(t.userName, t.expiresAt)]);
+
+/**
+ * One row per user with reservations, locked while one of theirs is
+ * decided (so replicas decide one at a time), with the bytes of the
+ * session files kept for them.
+ */
+export const quotaUsers = sqliteTable("quota_users", {
+  userName: text("user_name").primaryKey(),
+  // Bytes of session files kept for the user (counted as they are kept: summing them per file grew with history).
+  fileBytes: integer("file_bytes").notNull().default(0),
+});
+
+/**
  * Dashboard sign-ins, shared by every coordinator of the farm. Only a
  * sha256 of the session id is stored (the cookie is the secret), never the
  * user's token: each use re-checks the token by name.

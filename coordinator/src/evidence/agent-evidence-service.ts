@@ -6,7 +6,8 @@ import { AgentEvidenceService, UploadEvidenceResponseSchema, type UploadEvidence
 import { requirePrincipal } from "../auth/auth.js";
 import type { EvidenceGrant, EvidenceGrants } from "./evidence-grants.js";
 import type { EvidenceStore, Upload } from "./evidence-store.js";
-import { EVIDENCE_BUNDLE_MAX_BYTES, EVIDENCE_FILE_MAX_BYTES } from "../http/message-limits.js";
+import { bundleMaxBytes, EVIDENCE_FILE_MAX_BYTES } from "../http/message-limits.js";
+import type { EvidenceQuota } from "./evidence-quota.js";
 
 /**
  * Receives bundles that agents staged; see EvidenceStore for the checks on
@@ -15,7 +16,7 @@ import { EVIDENCE_BUNDLE_MAX_BYTES, EVIDENCE_FILE_MAX_BYTES } from "../http/mess
  * stored is answered as stored only to an upload announcing the same
  * manifest sha256; any other is ALREADY_EXISTS, never a second copy.
  */
-export function registerAgentEvidenceService(router: ConnectRouter, deps: { store: EvidenceStore; grants: EvidenceGrants; log: Logger }): void {
+export function registerAgentEvidenceService(router: ConnectRouter, deps: { store: EvidenceStore; grants: EvidenceGrants; quota?: EvidenceQuota | undefined; log: Logger }): void {
   router.service(AgentEvidenceService, {
     async uploadEvidence(requests, ctx) {
       const principal = requirePrincipal(ctx);
@@ -43,8 +44,8 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
               break;
             }
             case "file":
-              if (!upload) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "file before start");
-              announced = checkAnnouncedSize(Number(msg.kind.value.size), announced);
+              if (!upload || !grant) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "file before start");
+              announced = checkAnnouncedSize(Number(msg.kind.value.size), announced, bundleMaxBytes(grant.kind));
               await upload.startFile(msg.kind.value.path, Number(msg.kind.value.size), msg.kind.value.sha256);
               break;
             case "chunk":
@@ -57,6 +58,8 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
               const row = await upload.finish(msg.kind.value);
               deps.log.info("evidence stored", { evidenceId: row.evidenceId, status: row.status, bytes: row.totalBytes });
               upload = undefined;
+              // Stored: the bytes count as stored now, not as reserved (a recording's settles here).
+              await deps.quota?.release(row.evidenceId);
               return create(UploadEvidenceResponseSchema, { evidenceId: row.evidenceId, totalBytes: BigInt(row.totalBytes), manifestSha256: row.manifestSha256 });
             }
             default:
@@ -82,13 +85,17 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
   }
 }
 
-/** Per-file and per-bundle caps, checked against what a file header announces before its bytes. */
-function checkAnnouncedSize(size: number, before: number): number {
+/**
+ * Per-file and per-bundle caps (by the bundle's kind: what its capture
+ * reserved of the quota), checked against what a file header announces
+ * before its bytes.
+ */
+function checkAnnouncedSize(size: number, before: number, bundleMax: number): number {
   if (!Number.isSafeInteger(size) || size < 0 || size > EVIDENCE_FILE_MAX_BYTES) {
     throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence file is at most ${EVIDENCE_FILE_MAX_BYTES} bytes; this one announces ${size}`, "size");
   }
-  if (before + size > EVIDENCE_BUNDLE_MAX_BYTES) {
-    throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence bundle is at most ${EVIDENCE_BUNDLE_MAX_BYTES} bytes; its files announce ${before + size}`, "size");
+  if (before + size > bundleMax) {
+    throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence bundle of this kind is at most ${bundleMax} bytes; its files announce ${before + size}`, "size");
   }
   return before + size;
 }

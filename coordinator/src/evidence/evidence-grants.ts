@@ -24,9 +24,12 @@ export interface UploadClaim {
 export class EvidenceGrants {
   constructor(private readonly store: EvidenceGrantStore) {}
 
-  /** Stored before it is returned: an id is never sent to an agent unless its grant is durable. */
-  async issue(grant: Omit<EvidenceGrant, "evidenceId" | "issuedAt">): Promise<EvidenceGrant> {
-    const row: EvidenceGrant = { ...grant, evidenceId: randomUUID(), issuedAt: Date.now() };
+  /**
+   * Stored before it is returned: an id is never sent to an agent unless its
+   * grant is durable. `evidenceId`: the id of the quota reservation made for it.
+   */
+  async issue(grant: Omit<EvidenceGrant, "evidenceId" | "issuedAt">, evidenceId: string = randomUUID()): Promise<EvidenceGrant> {
+    const row: EvidenceGrant = { ...grant, evidenceId, issuedAt: Date.now() };
     await this.store.insert(row);
     return row;
   }

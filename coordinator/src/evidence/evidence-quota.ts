@@ -1,20 +1,100 @@
-import { Errors, farmError } from "@farm/shared/errors";
-import type { EvidenceGrants } from "./evidence-grants.js";
+import { randomUUID } from "node:crypto";
+import { Errors, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
+import type { QuotaReservationStore, ReservationKind } from "./quota-reservation-store.js";
 
 /** Managed evidence one user may keep in the coordinator's store, by default. */
 export const DEFAULT_EVIDENCE_QUOTA_BYTES = 10 * 1024 ** 3;
+/** Captures and recordings one user may have in flight at once, by default. */
+export const DEFAULT_CAPTURES_PER_USER = 4;
+/** How long session files being kept are held for: far longer than storing them takes. */
+const FILE_HOLD_MS = 10 * 60_000;
+
+const mib = (n: number) => `${Math.round((n / 1024 ** 2) * 10) / 10} MiB`;
+
+/** Bytes held for something in flight; release() when it settles. */
+export interface Reservation {
+  id: string;
+  release(): Promise<void>;
+}
+
+/** Session files held while they are kept: keep(bytes) once stored, or release(). */
+export interface FileReservation extends Reservation {
+  keep(bytes: number): Promise<void>;
+}
 
 /**
- * Refuses a capture or recording before it runs when the caller's stored
- * evidence has reached the quota (QUOTA_EXCEEDED): one user cannot fill the
- * store for everyone. A bundle in flight may take a user past it once.
+ * A user's evidence quota (--evidence-quota) and their captures in flight
+ * (--captures-per-user). Counted against the quota: stored bundles (stills
+ * and recordings), the files of the user's sessions (step screenshots,
+ * device logs, videos, visual diffs) and what is reserved for captures not
+ * stored yet. A capture reserves its bundle's maximum size before anything
+ * runs, so parallel captures cannot all pass a check of what is stored;
+ * the reservation is released when it settles. Reservations live in the
+ * database with an expiry (the capture's own deadline plus its upload), not
+ * in memory: every replica sees them, and a crash cannot hold a user's
+ * quota past that expiry.
  */
-export async function requireEvidenceQuota(grants: EvidenceGrants, user: string, quotaBytes: number): Promise<void> {
-  const used = await grants.storedBytes(user);
-  if (used < quotaBytes) return;
-  throw farmError(
-    Errors.QUOTA_EXCEEDED,
-    `${user} already stores ${used} bytes of managed evidence; the quota per user is ${quotaBytes} bytes (coordinator --evidence-quota). Nothing was captured`,
-    "quota",
-  );
+export class EvidenceQuota {
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: QuotaReservationStore,
+    readonly quotaBytes: number = DEFAULT_EVIDENCE_QUOTA_BYTES,
+    readonly capturesPerUser: number = DEFAULT_CAPTURES_PER_USER,
+    now?: () => number,
+  ) {
+    this.now = now ?? Date.now;
+  }
+
+  /**
+   * Reserves a capture or recording (its bundle's largest size, for `holdMs`)
+   * before any device or directory is touched: QUOTA_EXCEEDED (field quota)
+   * when it does not fit, RESOURCE_EXHAUSTED (field captures_per_user) when
+   * the user has the limit of captures in flight. The id is the evidence id
+   * to issue, so the bundle's upload can settle it.
+   */
+  async reserveCapture(user: string, kind: "still" | "video", maxBytes: number, holdMs: number): Promise<Reservation> {
+    return this.reserve(user, kind, true, maxBytes, holdMs, "Nothing was captured");
+  }
+
+  /**
+   * Reserves session files about to be kept (their exact size);
+   * QUOTA_EXCEEDED when they do not fit. keep() counts them as stored.
+   */
+  async reserveFiles(user: string, bytes: number): Promise<FileReservation> {
+    const r = await this.reserve(user, "session-file", false, bytes, FILE_HOLD_MS, "The file was not kept");
+    return { ...r, keep: (kept) => this.store.keep(r.id, user, kept) };
+  }
+
+  /** Settles a reservation by id (an evidence id): its bundle is stored, or never will be. */
+  release(id: string): Promise<void> {
+    return this.store.release(id);
+  }
+
+  private async reserve(user: string, kind: ReservationKind, capture: boolean, bytes: number, holdMs: number, outcome: string): Promise<Reservation> {
+    const now = this.now();
+    const id = randomUUID();
+    const limits = { quotaBytes: this.quotaBytes, capturesPerUser: this.capturesPerUser };
+    if (await this.store.reserve({ id, user, kind, capture, bytes, expiresAt: now + holdMs }, limits, now)) {
+      // A release that fails changes nothing for the caller: the row stops counting at its expiry.
+      return { id, release: () => this.store.release(id).catch(() => undefined) };
+    }
+    const u = await this.store.usage(user, now);
+    if (capture && u.captures >= this.capturesPerUser) {
+      throw farmError(
+        Errors.RESOURCE_EXHAUSTED,
+        `${user} already has ${u.captures} captures or recordings in flight; the limit per user is ${this.capturesPerUser} (coordinator --captures-per-user). ${outcome}; try again when one ends`,
+        "captures_per_user",
+        NOT_DISPATCHED,
+      );
+    }
+    const used = u.evidenceBytes + u.sessionFileBytes;
+    throw farmError(
+      Errors.QUOTA_EXCEEDED,
+      `${user} stores ${used} bytes (${mib(u.evidenceBytes)} of evidence, ${mib(u.sessionFileBytes)} of session files) and has ${u.reservedBytes} bytes reserved for captures in flight; ` +
+        `this ${kind} needs ${bytes} bytes${capture ? " (its largest possible bundle)" : ""} and the quota per user is ${this.quotaBytes} bytes (coordinator --evidence-quota). ${outcome}`,
+      "quota",
+      NOT_DISPATCHED,
+    );
+  }
 }

@@ -17,7 +17,8 @@ import type { Registry } from "../registry/registry.js";
 import type { EvidenceStore } from "./evidence-store.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { EvidenceGrants } from "./evidence-grants.js";
-import { requireEvidenceQuota } from "./evidence-quota.js";
+import type { EvidenceQuota } from "./evidence-quota.js";
+import { bundleMaxBytes } from "../http/message-limits.js";
 import { routeFor, SESSION_HEADER } from "../routing/device-service.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { OpenStep, StepRecorder } from "../sessions/step-recorder.js";
@@ -27,7 +28,7 @@ const TRANSFER_ALLOWANCE_MS = 60_000;
 
 export function registerEvidenceService(
   router: ConnectRouter,
-  deps: { registry: Registry; leases: LeaseManager; store: EvidenceStore; grants: EvidenceGrants; evidenceQuotaBytes: number; activity: ActivityLog; log: Logger; recorder?: StepRecorder | undefined },
+  deps: { registry: Registry; leases: LeaseManager; store: EvidenceStore; grants: EvidenceGrants; quota: EvidenceQuota; activity: ActivityLog; log: Logger; recorder?: StepRecorder | undefined },
 ): void {
   router.service(EvidenceService, {
     async captureEvidence(req, ctx) {
@@ -39,11 +40,12 @@ export function registerEvidenceService(
       validateAppPackage(req.appPackage);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-      await requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
       return deps.activity.track(entry, async (e) => {
         // A leased phone's evidence is its holder's to capture (lease_holder_only): refused before an id is issued.
         const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: EvidenceService.method.captureEvidence, caller: principal });
+        // The bundle's largest size is held against the quota before any device is touched, until the capture settles.
+        const reservation = await deps.quota.reserveCapture(principal.tokenName, "still", bundleMaxBytes("still"), (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS) + TRANSFER_ALLOWANCE_MS);
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
         const deadline = Date.now() + (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS);
@@ -54,7 +56,7 @@ export function registerEvidenceService(
         if (sessionId && deps.recorder) step = await deps.recorder.open(await deps.recorder.session(sessionId, principal, route.physicalId));
         try {
           // The id is ours to give: only this agent, for this device, may upload under it.
-          const grant = await deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
+          const grant = await deps.grants.issue({ kind: "still", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName }, reservation.id);
           const r = await session.call(EvidenceService.method.captureEvidence, { ...req, evidenceId: grant.evidenceId }, principal, deadline);
           if (r.evidenceId !== grant.evidenceId) {
             deps.log.warn("agent answered a capture with another evidence id; refused", { agent: route.agentName, issued: grant.evidenceId, answered: r.evidenceId });
@@ -72,6 +74,8 @@ export function registerEvidenceService(
         } catch (error) {
           if (step && deps.recorder) await deps.recorder.record(step, EvidenceService.method.captureEvidence, req, { error }, "", principal.tokenName);
           throw error;
+        } finally {
+          await reservation.release();
         }
       });
     },

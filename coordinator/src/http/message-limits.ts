@@ -9,6 +9,17 @@ const GiB = 1024 * MiB;
 export const EVIDENCE_FILE_MAX_BYTES = 1 * GiB;
 /** Largest evidence bundle, all files together. */
 export const EVIDENCE_BUNDLE_MAX_BYTES = 2 * GiB;
+/**
+ * Largest still bundle: the agent's caps on a screenshot (64 MiB of PNG)
+ * and a UI tree (32 MiB), with room for its JSON files. What a capture
+ * reserves of its user's quota, so an upload past it is refused.
+ */
+export const STILL_BUNDLE_MAX_BYTES = 100 * MiB;
+
+/** The largest bundle of a kind: what its capture reserves, and all its upload may announce. */
+export function bundleMaxBytes(kind: "still" | "video"): number {
+  return kind === "still" ? STILL_BUNDLE_MAX_BYTES : EVIDENCE_BUNDLE_MAX_BYTES;
+}
 /** Bodies of paths that are not RPCs (dashboard sign-in and the like). */
 export const PLAIN_BODY_MAX_BYTES = 64 * KiB;
 

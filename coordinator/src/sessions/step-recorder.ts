@@ -8,6 +8,7 @@ import type { Logger } from "@farm/shared/log";
 import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { targetIdOf, type CapturePlan, type CapturePlans } from "./capture-plans.js";
 import type { BlobStore } from "../evidence/blob-store.js";
+import type { EvidenceQuota, FileReservation } from "../evidence/evidence-quota.js";
 import { ownerOf } from "../evidence/blob-service.js";
 import { pngSize, type SessionImageStore } from "./session-image-store.js";
 import type { SessionSteps, StepOcrRecord, StoredStep } from "./session-steps.js";
@@ -62,6 +63,8 @@ export interface StepRecorderDeps {
   ocr?: StepOcrQueue | undefined;
   /** The sessions' capture policies (and the site default). */
   plans?: CapturePlans | undefined;
+  /** The owners' evidence quotas, which session files count against; absent: not counted. */
+  quota?: EvidenceQuota | undefined;
   log: Logger;
   now?: () => number;
 }
@@ -94,6 +97,12 @@ export interface StepOutcome {
  */
 export class StepRecorder {
   private readonly now: () => number;
+  /**
+   * Screens of a session not kept for its owner's quota, by session and
+   * sha256 (the last few): the agent does not upload a screen again within
+   * a step, and its second mention is the same skip, not a lie.
+   */
+  private readonly overQuota = new Map<string, string>();
 
   constructor(private readonly deps: StepRecorderDeps) {
     this.now = deps.now ?? Date.now;
@@ -241,8 +250,10 @@ export class StepRecorder {
       if (a.skippedReason) rec.skippedReason = a.skippedReason;
       if (a.warning) rec.warning = a.warning;
       if (a.blobId) {
+        let held: FileReservation | undefined;
         try {
           if (!ARTIFACT_TYPES.has(a.mimeType)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `an artifact of type ${a.mimeType} is not kept`);
+          held = await this.holdFile(sessionId, a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
           const blob = await this.deps.blobs.take(a.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
           if (blob.sha256 !== a.sha256) {
             await this.deps.blobs.remove(a.blobId);
@@ -250,10 +261,16 @@ export class StepRecorder {
           }
           await this.deps.images.adoptFile(blob.file, blob.sha256, a.mimeType);
           await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: 0, height: 0, mimeType: a.mimeType });
+          await held.keep(blob.size);
           Object.assign(rec, { sha256: blob.sha256, size: blob.size, mimeType: a.mimeType });
         } catch (err) {
           const r = toErrorReport(err);
-          rec.warning = `dropped: ${r.code}: ${r.message}`;
+          // Over quota the capture is skipped, said so with the code; the step is kept all the same.
+          if (r.code === Errors.QUOTA_EXCEEDED.code) rec.skippedReason = `${r.code}: ${r.message}`;
+          else rec.warning = `dropped: ${r.code}: ${r.message}`;
+        } finally {
+          // Kept: counted as stored already; dropped: nothing to hold.
+          await held?.release();
         }
       }
       out.push(rec);
@@ -292,6 +309,16 @@ export class StepRecorder {
     const step = await this.open(session);
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
+      // Over the owner's quota the file is not kept, said so in the step; the step's result is.
+      let held: FileReservation;
+      try {
+        held = await this.holdFile(sessionId, a.blobId, owner);
+      } catch (err) {
+        const r = toErrorReport(err);
+        if (r.code !== Errors.QUOTA_EXCEEDED.code) throw err;
+        artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, ...(a.when ? { when: a.when } : {}), skippedReason: `${r.code}: ${r.message}` });
+        continue;
+      }
       const blob = await this.deps.blobs.take(a.blobId, owner);
       let sha256 = blob.sha256;
       let size = blob.size;
@@ -312,6 +339,8 @@ export class StepRecorder {
       }
       await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
       await this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });
+      // Counted as stored now (a failure before this leaves the hold to its expiry).
+      await held.keep(size);
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
     const record: StepRecordV2 = {
@@ -340,15 +369,19 @@ export class StepRecorder {
     const capturedAt = shot.captureTime ? timestampMs(shot.captureTime) : undefined;
     const base = { ...(capturedAt !== undefined ? { capturedAt } : {}) };
     if (shot.error) return { ...base, error: { code: shot.error.detail?.code || Errors.INTERNAL.code, message: shot.error.message } };
+    let held: FileReservation | undefined;
     try {
       if (!/^[0-9a-f]{64}$/.test(shot.sha256)) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, "a step screenshot without a sha256");
       if (shot.blobId === "") {
         // Not uploaded again: only a screen this session already shows.
         const known = await this.deps.steps.image(sessionId, shot.sha256);
+        const skipped = known ? undefined : this.overQuota.get(`${sessionId}/${shot.sha256}`);
+        if (skipped) throw farmError(Errors.QUOTA_EXCEEDED, skipped, "quota");
         if (!known) throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the agent referred to screenshot ${shot.sha256}, which this session does not have`);
         return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
       }
       // Uploaded over the agent's own token (AgentBlobService), and only that upload counts.
+      held = await this.holdFile(sessionId, shot.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
       const blob = await this.deps.blobs.take(shot.blobId, ownerOf({ kind: "agent", tokenName: agentToken }));
       if (blob.sha256 !== shot.sha256) {
         await this.deps.blobs.remove(shot.blobId);
@@ -356,11 +389,35 @@ export class StepRecorder {
       }
       await this.deps.images.adopt(blob.file, blob.sha256, { width: shot.width, height: shot.height });
       await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, width: shot.width, height: shot.height, mimeType: "image/png" });
+      await held.keep(blob.size);
       return { ...base, sha256: blob.sha256, width: shot.width, height: shot.height, size: blob.size };
     } catch (err) {
       const r = toErrorReport(err);
+      if (r.code === Errors.QUOTA_EXCEEDED.code && shot.blobId !== "") {
+        this.overQuota.set(`${sessionId}/${shot.sha256}`, r.message);
+        if (this.overQuota.size > 256) this.overQuota.delete(this.overQuota.keys().next().value as string);
+      }
       this.deps.log.warn("a step screenshot was not kept", { sessionId, code: r.code, error: r.message });
       return { ...base, error: { code: r.code, message: r.message } };
+    } finally {
+      await held?.release();
+    }
+  }
+
+  /**
+   * Holds a session file's bytes (a blob of `blobOwner`) against the
+   * session owner's quota until it is stored and kept (counted in their
+   * total); over quota: QUOTA_EXCEEDED, and the blob is dropped.
+   */
+  private async holdFile(sessionId: string, blobId: string, blobOwner: string): Promise<FileReservation> {
+    if (!this.deps.quota) return { id: "", release: async () => undefined, keep: async () => undefined };
+    const { size } = await this.deps.blobs.peek(blobId, blobOwner);
+    const { owner } = await this.deps.sessions.get(sessionId);
+    try {
+      return await this.deps.quota.reserveFiles(owner, size);
+    } catch (err) {
+      await this.deps.blobs.remove(blobId);
+      throw err;
     }
   }
 }

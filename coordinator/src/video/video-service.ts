@@ -19,7 +19,8 @@ import type { VideoSessionIndex, VideoSessionRow } from "./video-session-index.j
 import { videoSessionMessage } from "../watch/messages.js";
 import type { ActivityLog } from "../activity/activity-log.js";
 import type { EvidenceGrants } from "../evidence/evidence-grants.js";
-import { requireEvidenceQuota } from "../evidence/evidence-quota.js";
+import type { EvidenceQuota } from "../evidence/evidence-quota.js";
+import { bundleMaxBytes } from "../http/message-limits.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import { routeFor } from "../routing/device-service.js";
 
@@ -27,13 +28,15 @@ import { routeFor } from "../routing/device-service.js";
 const START_BUDGET_MS = 30_000;
 /** Stop waits 15 s for the bundle, then the agent uploads it. */
 const STOP_BUDGET_MS = 80_000;
+/** A recording's quota reservation outlives its duration by this: start, stop and the upload. */
+const RECORDING_HOLD_MS = START_BUDGET_MS + STOP_BUDGET_MS + 120_000;
 const STATUS_BUDGET_MS = 15_000;
 const TERMINAL = new Set(["complete", "partial", "failed"]);
 
 /** What the coordinator asked an agent about: its answer must be about exactly that. */
 type Asked = Pick<VideoSessionRow, "sessionId" | "agentId" | "serial" | "physicalId">;
 
-export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; evidenceQuotaBytes: number }): void {
+export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; quota: EvidenceQuota }): void {
   function call<I extends DescMessage, O extends DescMessage>(session: AgentCaller, method: DescMethodUnary<I, O>, value: MessageInitShape<I>, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.
@@ -136,25 +139,31 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       // Bad input fails here, before any agent or device is involved.
       validateLabel(req.label);
       validateContext(req.contextJson);
-      validateDurationSeconds(req.durationSeconds);
+      const seconds = validateDurationSeconds(req.durationSeconds);
       parseVideoSize(req.size);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-      await requireEvidenceQuota(deps.grants, principal.tokenName, deps.evidenceQuotaBytes);
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
       return deps.activity.track(entry, async (e) => {
         // A leased phone's recordings are its holder's to start (lease_holder_only): refused before a session id is issued.
         const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: VideoService.method.startVideo, caller: principal });
-        e.physicalId = route.physicalId;
-        e.agentId = route.agentId;
-        const session = route.session as AgentCaller;
-        // The session id is ours to give: only this agent, for this device, may upload its bundle.
-        const grant = await deps.grants.issue({ kind: "video", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName });
-        const res = await call(session, VideoService.method.startVideo, { ...req, sessionId: grant.evidenceId }, ctx, START_BUDGET_MS);
-        const s = await record(res.session, principal.tokenName, { sessionId: grant.evidenceId, agentId: route.agentId, serial, physicalId: route.physicalId });
-        e.detail += `, session ${s.sessionId}: ${s.status}`;
-        deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
-        return { session: s };
+        // Held until the bundle is stored (AgentEvidenceService releases it), or the start fails, or it expires.
+        const reservation = await deps.quota.reserveCapture(principal.tokenName, "video", bundleMaxBytes("video"), seconds * 1000 + RECORDING_HOLD_MS);
+        try {
+          e.physicalId = route.physicalId;
+          e.agentId = route.agentId;
+          const session = route.session as AgentCaller;
+          // The session id is ours to give: only this agent, for this device, may upload its bundle.
+          const grant = await deps.grants.issue({ kind: "video", agentId: route.agentId, agentToken: session.tokenName, serial, physicalId: route.physicalId, requestedBy: principal.tokenName }, reservation.id);
+          const res = await call(session, VideoService.method.startVideo, { ...req, sessionId: grant.evidenceId }, ctx, START_BUDGET_MS);
+          const s = await record(res.session, principal.tokenName, { sessionId: grant.evidenceId, agentId: route.agentId, serial, physicalId: route.physicalId });
+          e.detail += `, session ${s.sessionId}: ${s.status}`;
+          deps.log.info("video session started", { sessionId: s.sessionId, serial, status: s.status, by: principal.tokenName });
+          return { session: s };
+        } catch (error) {
+          await reservation.release();
+          throw error;
+        }
       });
     },
 
