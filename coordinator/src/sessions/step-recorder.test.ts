@@ -23,6 +23,7 @@ import { createSessionStepStore } from "./session-step-store.js";
 import { createSessionStore } from "./session-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import { StepRecorder } from "./step-recorder.js";
+import { secretLeaks } from "@farm/shared/testing/secret-leaks";
 
 let opened: FarmDatabase | undefined;
 let dir: string | undefined;
@@ -38,7 +39,7 @@ const AGENT = "agent-token";
 /** How the blob store names the agent's uploads. */
 const AGENT_OWNER = `agent:${AGENT}`;
 
-async function setup(ocr = false) {
+async function setup(ocr = false, secrets: { name: string; value: string }[] = []) {
   dir = await mkdtemp(join(tmpdir(), "step-recorder-"));
   const db = sqliteDatabase(":memory:");
   opened = db;
@@ -50,7 +51,7 @@ async function setup(ocr = false) {
   await images.init();
   const queued: [string, number, string][] = [];
   const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) } });
-  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr });
+  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr, secrets });
   /** A PNG uploaded as a blob by `owner`, described as the agent would. */
   const shot = async (color: string, owner = AGENT_OWNER, claim: Partial<{ width: number; height: number; sha256: string }> = {}): Promise<StepShot> => {
     const png = await sharp({ create: { width: 8, height: 16, channels: 3, background: color } }).png().toBuffer();
@@ -203,6 +204,37 @@ describe("StepRecorder", () => {
       .appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] })
       .catch((e: unknown) => e);
     expect(String(err)).toMatch(/at most 16 MiB/);
+  });
+
+  it("masks a step's secrets before any cut: descriptions, cut arguments and output excerpts keep no prefix of one", async () => {
+    const secret = 'Zq7"Kx/9Wv\\pL2mN8rT';
+    const { recorder, session, steps } = await setup(false, [{ name: "PW", value: secret }]);
+    const json = JSON.stringify({ pw: secret });
+    const commands = [
+      // The description shows 200 characters of the command: the secret starts at 192.
+      `echo ${"x".repeat(187)}${secret} && am start --es cfg '${json}'`,
+      // Arguments keep 4096 characters of a string: the secret starts at 4086.
+      `echo ${"y".repeat(4081)}${secret}`,
+      `am broadcast --es cfg '${json}'`,
+    ];
+    for (const command of commands) {
+      const step = await recorder.open(session);
+      const req = create(RunShellRequestSchema, { target: { serial: "S-1" }, command });
+      // The output excerpt keeps 2000 characters: the secret starts at 1995.
+      const res = create(RunShellResponseSchema, { actionId: "a", exitCode: 0, stdout: Buffer.from(`${"z".repeat(1995)}${secret}\n`), stderr: Buffer.from(json), dispatched: true });
+      await recorder.record(step, DeviceService.method.runShell, req, { response: res }, AGENT, "alice");
+      const stored = (await steps.get(session.sessionId, step.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>;
+      expect(secretLeaks(stored, secret), command.slice(0, 40)).toEqual([]);
+      expect(secretLeaks(stepMessage(stored), secret)).toEqual([]);
+    }
+    // Taps by text and typed text, as the description quotes them (JSON-escaped).
+    const typed = create(SendInputRequestSchema, { target: { serial: "S-1" }, kind: { case: "text", value: `${"t".repeat(115)}${secret}` } });
+    const byText = create(SendInputRequestSchema, { target: { serial: "S-1" }, kind: { case: "tap", value: { element: { by: { case: "text", value: json } } } } });
+    for (const req of [typed, byText]) {
+      const step = await recorder.open(session);
+      await recorder.record(step, DeviceService.method.sendInput, req, { response: tapped }, AGENT, "alice");
+      expect(secretLeaks(await steps.get(session.sessionId, step.sequence), secret)).toEqual([]);
+    }
   });
 
   it("shows a shell step's command and output only to its caller and admins", async () => {

@@ -137,7 +137,7 @@ export class StepRecorder {
     const plans = this.deps.plans;
     const secrets = this.deps.sessions.secretsOf(step.session);
     if (!plans) return { captures: [], redaction: { secrets }, logFilterspec: log.filterspec ?? "", logPackage: log.package ?? "" };
-    const d = describeStep(method, request);
+    const d = describeStep(method, request, undefined, step.mask);
     const sel = ((d.arguments["tap"] as JsonObject | undefined)?.["element"] as JsonObject | undefined) ?? undefined;
     const targetKnown = !sel || typeof sel["resourceId"] === "string";
     step.plan = plans.plan(step.session, d.action, targetIdOf(d.arguments, undefined), perAction, targetKnown);
@@ -164,8 +164,9 @@ export class StepRecorder {
       const before = ev?.before ? await this.keep(session.sessionId, ev.before, agentToken) : null;
       const after = ev?.after ? await this.keep(session.sessionId, ev.after, agentToken) : null;
       const failed = outcome.error !== undefined || outcome.response === undefined;
-      const d = describeStep(method, request, outcome.response);
-      const result = failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message);
+      // Masked first: every string below is built from masked values.
+      const d = describeStep(method, request, outcome.response, step.mask);
+      const result = failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message, step.mask);
       // What the policy keeps, now that the step's outcome is known (screenChanged: its pixels changed).
       let kept: Map<string, string> | undefined;
       if (step.plan && this.deps.plans) {

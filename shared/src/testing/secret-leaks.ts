@@ -30,10 +30,36 @@ export function leakNeedles(secret: string): { form: string; needle: Buffer }[] 
   return [...out].map(([s, form]) => ({ form, needle: Buffer.from(s, "utf8") }));
 }
 
-/** Which forms of the secret `haystack` holds (empty: none). */
-export function secretLeaks(haystack: string | Buffer, secret: string): string[] {
-  const hay = typeof haystack === "string" ? Buffer.from(haystack, "utf8") : haystack;
-  return leakNeedles(secret)
-    .filter((n) => hay.includes(n.needle))
-    .map((n) => n.form);
+/**
+ * Which forms of the secret `haystack` holds (empty: none). Bytes and
+ * strings are searched as they are; any other value string by string (its
+ * keys too, so an escaped form inside a string is not hidden by the
+ * escaping a JSON dump would add) and as JSON.
+ */
+export function secretLeaks(haystack: unknown, secret: string): string[] {
+  const needles = leakNeedles(secret);
+  const found = new Set<string>();
+  const search = (hay: Buffer) => {
+    for (const n of needles) if (hay.includes(n.needle)) found.add(n.form);
+  };
+  if (Buffer.isBuffer(haystack)) search(haystack);
+  else if (typeof haystack === "string") search(Buffer.from(haystack, "utf8"));
+  else {
+    for (const s of stringsOf(haystack)) search(Buffer.from(s, "utf8"));
+    search(Buffer.from(JSON.stringify(haystack, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)) ?? "", "utf8"));
+  }
+  return [...found];
+}
+
+function stringsOf(v: unknown, out: string[] = []): string[] {
+  if (typeof v === "string") out.push(v);
+  else if (v instanceof Uint8Array) out.push(Buffer.from(v).toString("utf8"));
+  else if (Array.isArray(v)) for (const x of v) stringsOf(x, out);
+  else if (v !== null && typeof v === "object") {
+    for (const [k, x] of Object.entries(v)) {
+      out.push(k);
+      stringsOf(x, out);
+    }
+  }
+  return out;
 }
