@@ -58,6 +58,9 @@ describe("text", () => {
     for (const form of forms) expect(all).not.toContain(form);
     expect(r.text(JSON.stringify({ cmd: `login --password ${NASTY}` }))).toBe(`{"cmd":"login --password ${M}"}`);
     expect(r.text(`https://h/cb?pw=${encodeURIComponent(NASTY)}&x=1`)).toBe(`https://h/cb?pw=${M}&x=1`);
+    // A JSON string quoted again (an error message quoting a JSON argument, a JSON file kept inside JSON).
+    const twice = JSON.stringify(JSON.stringify({ pw: NASTY }));
+    expect(r.text(twice)).toBe(JSON.stringify(JSON.stringify({ pw: M })));
   });
 
   it("leaves text without secrets byte-identical", () => {
