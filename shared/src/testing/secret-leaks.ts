@@ -7,8 +7,10 @@ export const MIN_LEAK_PREFIX = 8;
  * The byte strings that would give a secret away: every form the redactor
  * masks (literal, percent-, HTML-, JSON-escaped), JSON-escaped twice (a
  * JSON string stored inside JSON), base64 at each of its three alignments
- * inside a longer run, and every prefix of 8 or more characters of the
- * literal and JSON-escaped forms (what a cut before masking leaves).
+ * inside a longer run, every prefix of 8 or more characters of the
+ * literal and JSON-escaped forms (what a cut before masking leaves), and
+ * every 8 characters in a row that no escaping changes (escaped any number
+ * of times, cut anywhere).
  */
 export function leakNeedles(secret: string): { form: string; needle: Buffer }[] {
   const out = new Map<string, string>();
@@ -26,6 +28,10 @@ export function leakNeedles(secret: string): { form: string; needle: Buffer }[] 
   }
   for (const f of [secret, ...jsonForms(secret)]) {
     for (let n = MIN_LEAK_PREFIX; n < f.length; n++) add(`prefix(${n})`, f.slice(0, n));
+  }
+  // Characters no encoding changes: 8 of them in a row read the same however often the text was escaped or cut.
+  for (const run of secret.match(/[A-Za-z0-9._~-]{8,}/g) ?? []) {
+    for (let i = 0; i + MIN_LEAK_PREFIX <= run.length; i++) add(`run@${i}`, run.slice(i, i + MIN_LEAK_PREFIX));
   }
   return [...out].map(([s, form]) => ({ form, needle: Buffer.from(s, "utf8") }));
 }
