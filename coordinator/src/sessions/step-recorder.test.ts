@@ -23,6 +23,7 @@ import { createSessionStepStore } from "./session-step-store.js";
 import { createSessionStore } from "./session-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import { StepRecorder } from "./step-recorder.js";
+import { CapturePlans } from "./capture-plans.js";
 import { secretLeaks } from "@farm/shared/testing/secret-leaks";
 
 let opened: FarmDatabase | undefined;
@@ -39,7 +40,7 @@ const AGENT = "agent-token";
 /** How the blob store names the agent's uploads. */
 const AGENT_OWNER = `agent:${AGENT}`;
 
-async function setup(ocr = false, secrets: { name: string; value: string }[] = []) {
+async function setup(ocr = false, secrets: { name: string; value: string }[] = [], policyJson = "") {
   dir = await mkdtemp(join(tmpdir(), "step-recorder-"));
   const db = sqliteDatabase(":memory:");
   opened = db;
@@ -50,8 +51,8 @@ async function setup(ocr = false, secrets: { name: string; value: string }[] = [
   const images = new SessionImageStore(dir);
   await images.init();
   const queued: [string, number, string][] = [];
-  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) } });
-  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr, secrets });
+  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) }, plans: new CapturePlans(undefined, { labels: ["pin"] }) });
+  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr, secrets, policyJson });
   /** A PNG uploaded as a blob by `owner`, described as the agent would. */
   const shot = async (color: string, owner = AGENT_OWNER, claim: Partial<{ width: number; height: number; sha256: string }> = {}): Promise<StepShot> => {
     const png = await sharp({ create: { width: 8, height: 16, channels: 3, background: color } }).png().toBuffer();
@@ -235,6 +236,35 @@ describe("StepRecorder", () => {
       await recorder.record(step, DeviceService.method.sendInput, req, { response: tapped }, AGENT, "alice");
       expect(secretLeaks(await steps.get(session.sessionId, step.sequence), secret)).toEqual([]);
     }
+  });
+
+  it("masks a wait's diagnosis trees by the policy's and the site's labels and fields, and the session's secrets, before keeping it", async () => {
+    const SECRET = "Zq7Kx9WvpL-wait";
+    const policyJson = JSON.stringify({ redact: { labels: ["password"], fields: ["contentDesc"] } });
+    const { recorder, session, blobs, images } = await setup(false, [{ name: "PW", value: SECRET }], policyJson);
+    const el = (resourceId: string, text: string, contentDesc = "") => ({ type: "android.widget.EditText", text, resourceId, contentDesc, bounds: { left: 0, top: 0, right: 1, bottom: 1 }, children: [] as unknown[] });
+    const nodes = [el("com.app:id/password", "hunter2-typed"), el("com.app:id/pin", "4711"), el("", `hello ${SECRET}`, "account 12345")];
+    const diagnosis = { kind: "farm-wait-diagnosis", selector: { text: "Sign in" }, elements: nodes, matching: [], tree: [{ ...el("", ""), children: nodes }] };
+    const file = join(dir as string, "wait-timeout.json");
+    await writeFile(file, JSON.stringify(diagnosis, null, 2) + "\n");
+    const blobId = await blobs.put(fileAsBlobParts(file), "user:alice");
+    const req = { action: "wait", description: "wait for text \"Sign in\"", arguments: {}, ok: false, errorCode: "COMMAND_TIMEOUT", errorMessage: "", response: {}, durationMs: 1 };
+    const step = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] });
+    const kept = step.view.artifacts[0];
+    const chunks: Buffer[] = [];
+    for await (const c of images.read(kept?.sha256 ?? "", "application/json")) chunks.push(Buffer.from(c));
+    const stored = Buffer.concat(chunks).toString("utf8");
+    expect(secretLeaks(stored, SECRET)).toEqual([]);
+    expect(stored).not.toContain("hunter2-typed");
+    expect(stored).not.toContain("4711");
+    expect(stored).not.toContain("account 12345");
+    const back = JSON.parse(stored) as typeof diagnosis;
+    for (const list of [back.elements, back.tree[0]?.children as typeof nodes]) {
+      expect(list.map((e) => e.text)).toEqual(["[redacted]", "[redacted]", "hello [redacted]"]);
+      expect(list.map((e) => e.resourceId)).toEqual(["com.app:id/password", "com.app:id/pin", ""]);
+      expect(list[2]?.contentDesc).toBe("[redacted]");
+    }
+    expect(back.selector).toEqual({ text: "Sign in" });
   });
 
   it("shows a shell step's command and output only to its caller and admins", async () => {
