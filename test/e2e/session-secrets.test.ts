@@ -4,12 +4,13 @@
  * phone and the real CLI. A session carries its secret in its name, its
  * context, a shell command longer than the description keeps (the secret
  * past the cut), its output, typed text quoted as JSON, and a tap by a
- * JSON-quoted text. After its export, every byte the coordinator and the
- * agent wrote (databases with their -wal files, images, evidence, logs,
- * whole data dirs) and everything the CLI showed is searched for every
- * spelling of the secret: none anywhere.
+ * JSON-quoted text; its policy labels an element of the screen. After its
+ * export, every byte the coordinator and the agent wrote (databases with
+ * their -wal files, images, evidence, logs, whole data dirs) and everything
+ * the CLI showed is searched for every spelling of the secret: none
+ * anywhere.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, SimDevice } from "../devsim/index.js";
@@ -41,6 +42,13 @@ afterAll(async () => {
   await lab?.stop();
 });
 
+interface UiNode {
+  text: string;
+  contentDesc: string;
+  children: UiNode[];
+}
+const flat = (roots: UiNode[]): UiNode[] => roots.flatMap((r) => [r, ...flat(r.children ?? [])]);
+
 /** Every file under a directory, recursively. */
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
@@ -71,8 +79,11 @@ describe("a session's secret", () => {
     const lease = ok(await farm(["lease", "acquire", "--device", serial], lab.env));
     const token = String((lease.json["lease"] as { token: string }).token);
     const context = JSON.stringify({ login: { password: SECRET }, note: `pw=${JSON.stringify(SECRET)}` });
+    // The policy labels the launcher's Settings icon: every tree of the session masks its text.
+    const policy = join(lab.dir.path, "policy.json");
+    await writeFile(policy, JSON.stringify({ redact: { labels: ["Settings"] } }));
     const started = ok(
-      await farm(["session", "start", "--device", serial, "--name", `login as ${SECRET}`, "--context-json", context, "--secret", "APP_PASSWORD"], { ...lab.env, FARM_LEASE: token, APP_PASSWORD: SECRET }),
+      await farm(["session", "start", "--device", serial, "--name", `login as ${SECRET}`, "--context-json", context, "--secret", "APP_PASSWORD", "--policy", policy], { ...lab.env, FARM_LEASE: token, APP_PASSWORD: SECRET }),
     );
     const sessionId = String((started.json["session"] as { sessionId: string }).sessionId);
     const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, FARM_SESSION: sessionId };
@@ -86,8 +97,14 @@ describe("a session's secret", () => {
     const tap = await farm(["input", "tap", "--text", `{"password":"${JSON_SECRET}"}`], env);
     expect(tap.json).toMatchObject({ ok: false, code: "ELEMENT_NOT_FOUND" });
 
+    const tree = ok(await farm(["ui", "tree"], env));
+    const icon = flat(tree.json["roots"] as UiNode[]).find((e) => e.contentDesc === "Settings");
+    expect(icon?.text).toBe("[redacted]");
+
     const steps = ok(await farm(["session", "show", sessionId, "--output", "json"], lab.env));
-    expect((steps.json["steps"] as { action: string }[]).map((s) => s.action)).toEqual(["shell", "text", "tap"]);
+    const list = steps.json["steps"] as { action: string; result: { response?: { roots?: UiNode[] } } }[];
+    expect(list.map((s) => s.action)).toEqual(["shell", "text", "tap", "ui-tree"]);
+    expect(flat(list[3]?.result.response?.roots ?? []).find((e) => e.contentDesc === "Settings")?.text).toBe("[redacted]");
     shown["show"] = steps.stdout;
     shown["list"] = ok(await farm(["session", "list"], lab.env)).stdout;
     shown["activity"] = ok(await farm(["activity", "--device", serial], lab.env)).stdout;
