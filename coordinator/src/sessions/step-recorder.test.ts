@@ -51,7 +51,7 @@ async function setup(ocr = false, secrets: { name: string; value: string }[] = [
   const images = new SessionImageStore(dir);
   await images.init();
   const queued: [string, number, string][] = [];
-  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) }, plans: new CapturePlans(undefined, { labels: ["pin"] }) });
+  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (id, seq, sha) => void queued.push([id, seq, sha]) }, plans: new CapturePlans(undefined, { labels: ["pin"] }) });
   const session = await sessions.start("alice", lease, { name: "", context: {}, ocr, secrets, policyJson });
   /** A PNG uploaded as a blob by `owner`, described as the agent would. */
   const shot = async (color: string, owner = AGENT_OWNER, claim: Partial<{ width: number; height: number; sha256: string }> = {}): Promise<StepShot> => {

@@ -50,7 +50,8 @@ function maskRecord(record: StepRecordV2, mask: Redactor): void {
 
 /** Queues the OCR of a stored step's before screenshot (step-ocr.ts). */
 export interface StepOcrQueue {
-  queue(sessionId: string, sequence: number, sha256: string): void;
+  /** `mask`: the session's secrets, masked in what OCR reads. */
+  queue(sessionId: string, sequence: number, sha256: string, mask?: Redactor): void;
 }
 
 export interface StepRecorderDeps {
@@ -224,7 +225,7 @@ export class StepRecorder {
       let ocr: StepOcrRecord | null = null;
       if (session.ocr) ocr = before?.sha256 && this.deps.ocr ? { status: "pending", observations: [] } : { status: "skipped", observations: [], error: before?.sha256 ? "OCR is not available on this coordinator" : "no before screenshot" };
       const stored = await this.deps.steps.append(session.sessionId, sequence, record, { failed, ocr });
-      if (stored && ocr?.status === "pending" && before?.sha256) this.deps.ocr?.queue(session.sessionId, sequence, before.sha256);
+      if (stored && ocr?.status === "pending" && before?.sha256) this.deps.ocr?.queue(session.sessionId, sequence, before.sha256, step.mask);
     } catch (err) {
       this.deps.log.error("a session step could not be stored", { sessionId: session.sessionId, sequence, error: (err as Error).message });
     }
