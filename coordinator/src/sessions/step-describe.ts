@@ -97,7 +97,8 @@ export function resultOf(method: DescMethodUnary, rawRes: Message, mask?: Redact
     delete response["stderr"];
     out.exitCode = Number(r["exitCode"]);
     // Bytes are not masked by the message's copy: the text is, whole, before its excerpt is cut.
-    const output = `${text(r["stdout"])}${text(r["stderr"])}`;
+    const bound = mask ? Infinity : OUTPUT_EXCERPT * 4;
+    const output = `${text(r["stdout"], bound)}${text(r["stderr"], bound)}`;
     out.outputExcerpt = excerpt(mask ? mask.text(output) : output);
   }
   if (method.localName === "installApp") out.outputExcerpt = excerpt(String(r["output"] ?? ""));
@@ -118,7 +119,8 @@ function excerpt(t: string): string {
   return t.length <= OUTPUT_EXCERPT ? t : `${t.slice(0, OUTPUT_EXCERPT)}…`;
 }
 
-function text(v: unknown): string {
-  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("utf8");
+/** Bytes as text, at most `maxBytes` of them (all of them when they are masked: a cut would leave a secret's prefix). */
+function text(v: unknown, maxBytes: number): string {
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, Math.min(v.byteLength, maxBytes)).toString("utf8");
   return typeof v === "string" ? v : "";
 }
