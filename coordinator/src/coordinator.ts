@@ -197,7 +197,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const ocrWorkers = opts.ocr?.workers ?? 1;
   // Workers start on the first OCR'd step: a coordinator whose sessions never ask pays nothing.
   const ocrPool = ocrWorkers > 0 ? new OcrPool({ workers: ocrWorkers, maxQueue: opts.ocr?.maxQueue ?? 64 }) : undefined;
-  const stepOcr = ocrPool ? new StepOcr(ocrPool, steps, sessionImages, log) : undefined;
+  const stepOcr = ocrPool ? new StepOcr(ocrPool, steps, sessionImages, log, sessions) : undefined;
   const recorder = new StepRecorder({ sessions, steps, images: sessionImages, blobs, ocr: stepOcr, log, plans, quota });
   const resumed = (await stepOcr?.resume()) ?? 0;
   if (resumed > 0) log.info("OCR resumed for steps a restart left pending", { steps: resumed });

@@ -11,7 +11,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { actionError, Errors, toErrorReport } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { StepShotSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { StepShotSchema, type RedactionSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { callDispatcher, type CallDispatcher } from "@farm/agent/rpc/call-dispatch";
 import type { ServiceRoute } from "@farm/agent/rpc/routes";
@@ -44,9 +44,15 @@ function agent(impl: Partial<ServiceImpl<typeof DeviceService>>, shots: StepShoo
   return callDispatcher({ routes: [{ service: DeviceService, impl } as unknown as ServiceRoute], drainReason: () => "", log: createLogger({ level: "error" }), hostPaths: [], shots });
 }
 
-async function step<I extends DescMessage, O extends DescMessage>(dispatch: CallDispatcher, method: DescMethodUnary<I, O>, req: MessageInitShape<I>, deadlineMs = Date.now() + 10_000) {
+async function step<I extends DescMessage, O extends DescMessage>(
+  dispatch: CallDispatcher,
+  method: DescMethodUnary<I, O>,
+  req: MessageInitShape<I>,
+  deadlineMs = Date.now() + 10_000,
+  redaction?: MessageInitShape<typeof RedactionSchema>,
+) {
   const session = new AttachSession("agent-token");
-  const answer = session.callStep(method, req, by, deadlineMs, { sessionId: "s-1", sequence: 4, knownSha256: ["k".repeat(64)] });
+  const answer = session.callStep(method, req, by, deadlineMs, { sessionId: "s-1", sequence: 4, knownSha256: ["k".repeat(64)], ...(redaction ? { redaction } : {}) });
   for await (const msg of session.outgoing) {
     if (msg.kind.case !== "call") continue;
     session.resolve(await dispatch(msg.kind.value));
@@ -115,6 +121,32 @@ describe("a routed session step", () => {
     const r = await step(dispatch, DeviceService.method.getUiTree, { target: { serial: "S-1" }, appPackage: "com.example" });
     expect(r.evidence?.attempts).toHaveLength(1);
     expect(r.evidence?.attempts[0]).toMatchObject({ durationMs: 30, error: { message: "socket hang up" } });
+  });
+
+  it("masks every UI tree it answers with, by the step's labels, fields and secrets: a tree read, a tap by element", async () => {
+    const SECRET = "Zq7Kx9WvpL-tree";
+    const el = (over: Record<string, unknown>) => ({ type: "android.widget.EditText", text: "", resourceId: "", contentDesc: "", bounds: { left: 0, top: 0, right: 10, bottom: 10 }, enabled: true, clickable: true, focused: false, packageName: "com.app", children: [], ...over });
+    const password = el({ resourceId: "com.app:id/password", text: "hunter2-typed" });
+    const card = el({ text: `card of ${SECRET}`, contentDesc: "card number 4111" });
+    const tree = { source: "uiautomator", nodeCount: 3, roots: [el({ type: "android.widget.FrameLayout", children: [password, card] })] };
+    const dispatch = agent(
+      {
+        getUiTree: () => tree,
+        sendInput: () => ({ actionId: "a-3", dispatched: true, ambiguous: false, element: { selector: { by: { case: "resourceId", value: "password" } }, element: password, x: 5, y: 5 } }),
+      },
+      shooter([], []),
+    );
+    const redaction = { secrets: [SECRET], labels: ["password"], fields: ["contentDesc"] };
+    const read = await step(dispatch, DeviceService.method.getUiTree, { target: { serial: "S-1" } }, undefined, redaction);
+    const [masked, maskedCard] = read.response?.roots[0]?.children ?? [];
+    expect(masked).toMatchObject({ resourceId: "com.app:id/password", text: "[redacted]", bounds: { right: 10 } });
+    expect(maskedCard).toMatchObject({ text: "card of [redacted]", contentDesc: "[redacted]", type: "android.widget.EditText" });
+    const tapped = await step(dispatch, DeviceService.method.sendInput, { target: { serial: "S-1" }, kind: { case: "tap", value: { element: { by: { case: "resourceId", value: "password" } } } } }, undefined, redaction);
+    expect(tapped.response?.element?.element).toMatchObject({ resourceId: "com.app:id/password", text: "[redacted]" });
+    expect(tapped.response?.element).toMatchObject({ x: 5, y: 5 });
+    // A step with nothing to mask reads the phone as it is.
+    const plain = await step(dispatch, DeviceService.method.getUiTree, { target: { serial: "S-1" } });
+    expect(plain.response?.roots[0]?.children[0]?.text).toBe("hunter2-typed");
   });
 
   it("takes no captures for a method that is not a step, nor outside a session", async () => {

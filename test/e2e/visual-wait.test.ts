@@ -6,7 +6,7 @@
  * diagnosis of a wait that timed out.
  */
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -128,12 +128,16 @@ describe("farm assert visual", () => {
     expect(waited.json["polls"]).toBeGreaterThanOrEqual(1);
 
     await clearOfMinuteTurn();
-    const differs = await farm(["assert", "visual", "--baseline", baseline], env);
+    const differs = await farm(["assert", "visual", "--baseline", baseline, "--output-dir", join(dir, "kept")], env);
     expect(differs.code, differs.stdout + differs.stderr).toBe(1);
     expect(differs.json).toMatchObject({ ok: true, passed: false, engine: "exact" });
     expect(differs.json["diffPct"]).toBeGreaterThan(0);
     const diffFile = String(differs.json["diffFile"]);
     expect((await sharp(await readFile(diffFile)).metadata()).width).toBe(1080);
+    // The screen is its owner's only: a directory the check creates is 0700, its files 0600.
+    expect(diffFile).toBe(join(dir, "kept", "launcher.diff.png"));
+    expect((await stat(join(dir, "kept"))).mode & 0o777).toBe(0o700);
+    for (const f of [diffFile, String((differs.json["actual"] as { file: string }).file)]) expect((await stat(f)).mode & 0o777, f).toBe(0o600);
 
     // A small change (a switch toggled), masked: the rest of the screen matches.
     expect((await farm(["input", "tap", "--text", "Network & internet"], env)).code).toBe(0);
@@ -149,10 +153,14 @@ describe("farm assert visual", () => {
     const masked = await farm(["assert", "visual", "--baseline", network, "--mask", `${box.x},${box.y},${box.w},${box.h}`, "--engine", "pixelmatch"], env);
     expect(masked.code, masked.stdout + masked.stderr).toBe(0);
     expect(masked.json).toMatchObject({ passed: true, diffPct: 0, engine: "pixelmatch", maskedPixels: box.w * box.h, comparedPixels: 1080 * 2400 - box.w * box.h });
-    // Without the mask the same screen fails.
-    const unmasked = await farm(["assert", "visual", "--baseline", network, "--engine", "pixelmatch"], env);
+    // Without the mask the same screen fails. Without --output-dir nothing is written: the session keeps the diff.
+    const tmp = join(dir, "tmp");
+    await mkdir(tmp);
+    const unmasked = await farm(["assert", "visual", "--baseline", network, "--engine", "pixelmatch"], { ...env, TMPDIR: tmp });
     expect(unmasked.code, unmasked.stdout + unmasked.stderr).toBe(1);
     expect(unmasked.json["diffPct"]).toBeGreaterThan(0);
+    expect(unmasked.json["diffFile"]).toBeUndefined();
+    expect(await readdir(tmp)).toEqual([]);
 
     const { session, steps: list } = await steps(id);
     expect(list.map((s) => [s.action, s.result.ok ?? false])).toEqual([

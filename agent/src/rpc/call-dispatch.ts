@@ -23,6 +23,7 @@ import { createRedactor } from "@farm/shared/redaction/redactor";
 import type { ServiceRoute } from "./routes.js";
 import type { StepShooter } from "../session/step-shooter.js";
 import type { StepCaptures } from "../session/step-captures.js";
+import { maskStepTrees } from "../session/step-trees.js";
 
 /** A step's before capture gets at most this long, and at most a quarter of the budget. */
 const BEFORE_MAX_MS = 5_000;
@@ -91,7 +92,8 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
         const step: { evidence?: StepEvidence } = {};
         try {
           const output = await withRules(deps, method, ctx, () => aroundStep(deps, call, serial, step, (c) => handler(input, c), context));
-          return create(AgentCallResultSchema, { commandId: call.commandId, response: encode(method, output), ...(step.evidence ? { step: step.evidence } : {}) });
+          const masked = maskStepTrees(method, output, call.step.redaction);
+          return create(AgentCallResultSchema, { commandId: call.commandId, response: encode(method, masked), ...(step.evidence ? { step: step.evidence } : {}) });
         } catch (err) {
           return create(AgentCallResultSchema, { commandId: call.commandId, error: toCommandError(toErrorReport(err), err), ...(step.evidence ? { step: step.evidence } : {}) });
         }

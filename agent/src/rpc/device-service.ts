@@ -104,7 +104,8 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       const serial = serialOf(req.target);
       deps.ownership.requireDevice(serial);
       const tree = await readUiTree(deps.evidence.adb, serial, "", c.deadlineMs, NOT_DISPATCHED);
-      const target = resolveElement(tree.roots, selector, "tap.element");
+      // In a session step its messages mask the session's secrets before they cut an element's text.
+      const target = resolveElement(tree.roots, selector, "tap.element", ctx.values.get(stepRedactor) ?? undefined);
       const { action: a } = await deps.ownership.run(deps.input, tapAt(target, selector), action(c, req.target, ctx));
       return {
         actionId: a.actionId,

@@ -5,6 +5,7 @@ import { toErrorReport } from "@farm/shared/errors";
 import { ElementSelectorSchema, type ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
 import { describe, expect, it } from "vitest";
 import { centre, isTappable, resolveElement } from "./element-selector.js";
+import { createRedactor } from "@farm/shared/redaction/redactor";
 import { parseUiAutomatorXml } from "./ui-tree.js";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8");
@@ -108,6 +109,18 @@ describe("resolveElement", () => {
     expect(failure(() => resolveElement(settings, undefined as unknown as ElementSelector))).toMatchObject({ code: "INVALID_ARGUMENT", field: "tap.element" });
     expect(failure(() => resolveElement(settings, byText("")))).toMatchObject({ code: "INVALID_ARGUMENT", field: "tap.element.text" });
     expect(failure(() => resolveElement(settings, byDesc("x".repeat(1001))))).toMatchObject({ code: "INVALID_ARGUMENT", field: "tap.element.content_desc" });
+  });
+
+  it("in a session step, masks a secret in the elements it lists before it cuts their text", () => {
+    const SECRET = "Zq7Kx9WvpL-selector";
+    const mask = createRedactor({ secrets: [SECRET] });
+    const label = `${"l".repeat(50)}${SECRET}`;
+    const el = (top: number) => ({ type: "android.widget.TextView", text: label, resourceId: "", contentDesc: "", bounds: { left: 0, top, right: 100, bottom: top + 50 }, enabled: true, clickable: true, focused: false, packageName: "com.app", children: [] });
+    const screen = [{ ...el(0), bounds: { left: 0, top: 0, right: 1000, bottom: 1000 }, text: "", children: [el(0), el(100)] }];
+    const r = failure(() => resolveElement(screen, byText(label), "tap.element", mask));
+    expect(r.code).toBe("ELEMENT_AMBIGUOUS");
+    expect(r.message).not.toContain(SECRET.slice(0, 8));
+    expect(r.message).toContain("[redacted]");
   });
 });
 

@@ -1,5 +1,6 @@
 import { Errors, farmError, NOT_DISPATCHED } from "@farm/shared/errors";
 import type { ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
+import type { Redactor } from "@farm/shared/redaction/redactor";
 import { walkElements, type UiElementInit, type UiRect } from "./ui-tree.js";
 
 /** What a selector resolved to: the element (without its children) and the point a tap lands on. */
@@ -53,9 +54,10 @@ export function describeSelector(selector: ElementSelector | undefined): string 
  * ELEMENT_AMBIGUOUS listing up to five candidates. Both carry dispatched:
  * false: nothing reached the device.
  */
-export function resolveElement(roots: readonly UiElementInit[], selector: ElementSelector | undefined, fieldPrefix = "tap.element"): ResolvedTarget {
+export function resolveElement(roots: readonly UiElementInit[], selector: ElementSelector | undefined, fieldPrefix = "tap.element", mask?: Redactor): ResolvedTarget {
   const { by, value, field } = selectorField(selector, fieldPrefix);
-  const what = `${NOUN[by]} ${JSON.stringify(value)}`;
+  // In a session step, messages are built from masked text: an element's text is cut below, and a cut leaves a secret's prefix.
+  const what = `${NOUN[by]} ${JSON.stringify(mask ? mask.text(value) : value)}`;
   const tappable: UiElementInit[] = [];
   const hidden: UiElementInit[] = [];
   const near: UiElementInit[] = [];
@@ -73,7 +75,7 @@ export function resolveElement(roots: readonly UiElementInit[], selector: Elemen
   if (tappable.length > 1) {
     throw farmError(
       Errors.ELEMENT_AMBIGUOUS,
-      `${tappable.length} elements on the screen have ${what}; name one with a more specific selector (--id, --text or --desc): ${candidates(tappable)}`,
+      `${tappable.length} elements on the screen have ${what}; name one with a more specific selector (--id, --text or --desc): ${candidates(tappable, mask)}`,
       field,
       NOT_DISPATCHED,
     );
@@ -81,12 +83,12 @@ export function resolveElement(roots: readonly UiElementInit[], selector: Elemen
   if (hidden.length > 0) {
     throw farmError(
       Errors.ELEMENT_NOT_FOUND,
-      `no tappable element has ${what}: ${hidden.length} ${hidden.length === 1 ? "element matches but has" : "elements match but have"} no area on the screen (zero-size or off-screen): ${candidates(hidden)}`,
+      `no tappable element has ${what}: ${hidden.length} ${hidden.length === 1 ? "element matches but has" : "elements match but have"} no area on the screen (zero-size or off-screen): ${candidates(hidden, mask)}`,
       field,
       NOT_DISPATCHED,
     );
   }
-  const hint = near.length > 0 ? `; close: ${candidates(near)}` : "";
+  const hint = near.length > 0 ? `; close: ${candidates(near, mask)}` : "";
   throw farmError(Errors.ELEMENT_NOT_FOUND, `no element on the screen has ${what} (${total} elements read)${hint}`, field, NOT_DISPATCHED);
 }
 
@@ -109,17 +111,19 @@ function isNearMiss(by: By, have: string, want: string): boolean {
 }
 
 /** `android.widget.Button "Next" id=…:id/next [48,700][1032,868]; …` for up to five, then how many more. */
-export function candidates(list: readonly UiElementInit[]): string {
-  const shown = list.slice(0, CANDIDATES_SHOWN).map(describeElement);
+export function candidates(list: readonly UiElementInit[], mask?: Redactor): string {
+  const shown = list.slice(0, CANDIDATES_SHOWN).map((e) => describeElement(e, mask));
   const more = list.length > CANDIDATES_SHOWN ? `; and ${list.length - CANDIDATES_SHOWN} more` : "";
   return shown.join("; ") + more;
 }
 
-export function describeElement(e: UiElementInit): string {
+/** One element in a line; `mask` masks its text before it is cut. */
+export function describeElement(e: UiElementInit, mask?: Redactor): string {
+  const m = (s: string) => (mask ? mask.text(s) : s);
   const parts = [e.type || "(no type)"];
-  if (e.text) parts.push(JSON.stringify(clip(e.text)));
-  if (e.resourceId) parts.push(`id=${e.resourceId}`);
-  if (e.contentDesc) parts.push(`desc=${JSON.stringify(clip(e.contentDesc))}`);
+  if (e.text) parts.push(JSON.stringify(clip(m(e.text))));
+  if (e.resourceId) parts.push(`id=${m(e.resourceId)}`);
+  if (e.contentDesc) parts.push(`desc=${JSON.stringify(clip(m(e.contentDesc)))}`);
   parts.push(rectText(e.bounds));
   if (!e.enabled) parts.push("(disabled)");
   return parts.join(" ");

@@ -1,6 +1,5 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Errors } from "@farm/shared/errors";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
@@ -12,6 +11,7 @@ import type { assertVisualOptions } from "../tree/check-commands.js";
 import type { Action } from "../tree/spec.js";
 import { downloadBytes } from "../visual/blobs.js";
 import { clipMasks, compareImages, decodePng, encodePng, pctText, sha256Hex, type CompareResult } from "../visual/compare.js";
+import { writeVisualFiles } from "../visual/output-files.js";
 import { openSessionRecorder, recordStep, type Recorded, type StepFile } from "../visual/session-step.js";
 import { deviceTarget } from "./device-target.js";
 
@@ -84,26 +84,12 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
   const diffPng = result.diff ? await encodePng(result.diff) : undefined;
   const durationMs = performance.now() - t0;
 
-  // Files here: NAME.actual.png and NAME.diff.png under --output-dir; a diff alone, without it, in a new temporary directory.
+  // Files only where the caller said (--output-dir), owner-only. Without it nothing is written: a session keeps
+  // the diff (uploaded from memory), and no copy of the screen is left in a shared temporary directory.
   const stem = name.replace(/\.png$/i, "") || "baseline";
-  let actualFile: string | undefined;
-  let diffFile: string | undefined;
-  if (opts.outputDir) {
-    const dir = resolve(opts.outputDir);
-    await mkdir(dir, { recursive: true });
-    actualFile = join(dir, `${stem}.actual.png`);
-    await writeFile(actualFile, actualBytes);
-    diffFile = join(dir, `${stem}.diff.png`);
-    if (diffPng) await writeFile(diffFile, diffPng);
-    else {
-      // No stale diff of an earlier run next to a screen that now matches.
-      await rm(diffFile, { force: true });
-      diffFile = undefined;
-    }
-  } else if (diffPng) {
-    diffFile = join(await mkdtemp(join(tmpdir(), "farm-visual-")), `${stem}.diff.png`);
-    await writeFile(diffFile, diffPng);
-  }
+  const files = opts.outputDir ? await writeVisualFiles(opts.outputDir, stem, actualBytes, diffPng) : undefined;
+  const actualFile = files?.actualFile;
+  const diffFile = files?.diffFile;
 
   const response = responseOf(result, engine, thresholdPct);
   let recorded: Recorded | undefined;
@@ -142,6 +128,7 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
         ? `passed: ${result.differentPixels} of ${result.comparedPixels} pixels (${pctText(result.diffPct)}) differ from ${name} (${engine}, threshold ${pctText(thresholdPct)})`
         : `FAILED: ${failureText(result, name, thresholdPct)} (${engine})`,
       ...(diffFile ? [`diff: ${diffFile}`] : []),
+      ...(diffPng && !diffFile && !recorder ? ["the diff is not kept: pass --output-dir DIR to keep it (or check in a session)"] : []),
       ...(actualFile ? [`actual: ${actualFile}`] : []),
       ...(recorded?.ok ? [`recorded as step ${recorded.sequence} of session ${recorded.sessionId}`] : []),
     ].join("\n");

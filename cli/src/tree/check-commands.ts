@@ -26,7 +26,7 @@ export const assertVisualOptions = {
   mask: { ...list("--mask <x,y,w,h>", "Leave this rectangle (pixels from the top left) out of the comparison"), parse: parseMask } as unknown as OptionDecl<MaskRect[]>,
   threshold: parsedWithDefault("--threshold <pct>", "The most that may differ, in percent of the compared (unmasked) pixels", parseThreshold, 0, { defaultText: "0: no pixel may differ" }),
   engine: parsedWithDefault("--engine <engine>", "exact: any RGBA difference counts; pixelmatch: perceptual colour distance 0.1, anti-aliasing ignored", oneOf(VISUAL_ENGINE_WORDS), "exact", { choices: VISUAL_ENGINE_WORDS }),
-  outputDir: text("--output-dir <dir>", "Write NAME.actual.png and, when they differ, NAME.diff.png here (NAME: the baseline's); without it a diff goes to a new temporary directory"),
+  outputDir: text("--output-dir <dir>", "Write NAME.actual.png and, when they differ, NAME.diff.png here (NAME: the baseline's), readable by you only (a new directory 0700, files 0600); without it no file is written (a session keeps the diff)"),
 };
 export const assertVisual = leaf({
   name: "visual",

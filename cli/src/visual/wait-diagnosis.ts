@@ -193,7 +193,7 @@ export function diagnosisSummary(w: WaitSettings, trace: PollTrace, result: { co
   if (named.length > SUMMARY_ELEMENTS) lines.push(`    and ${named.length - SUMMARY_ELEMENTS} more`);
   if (w.gone) {
     const still = matchingElements(last.roots, w.selector);
-    lines.push(`  still there: ${still.map(describeElement).join("; ") || "(none)"}`);
+    lines.push(`  still there: ${still.map((e) => describeElement(e)).join("; ") || "(none)"}`);
   }
   return lines.join("\n");
 }

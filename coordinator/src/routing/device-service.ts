@@ -154,8 +154,8 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const perAction = captureTokens(ctx.requestHeader.get(CAPTURE_HEADER));
     const log = logOptions(ctx.requestHeader);
     const step = await recorder.open(session);
-    // The activity log keeps no secret of the session either.
-    if (step.mask) entry.detail = step.mask.text(entry.detail);
+    // The activity log keeps no secret of the session either: its detail is cut from the masked request.
+    if (step.mask) entry.detail = detailOf(method, step.mask.json(req));
     const plan = recorder.planFor(step, method, req, perAction, log);
     let outcome: Awaited<ReturnType<AgentCaller["callStep"]>>;
     let agentToken = "";

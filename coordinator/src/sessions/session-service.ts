@@ -21,7 +21,7 @@ import { sessionMessage } from "../watch/messages.js";
 import { sessionStateOf } from "./session-status.js";
 import { parsePolicy } from "@farm/shared/capture-policy/policy";
 import type { SessionRow } from "./session-store.js";
-import type { Sessions } from "./sessions.js";
+import { secretMask, type Sessions } from "./sessions.js";
 import type { SessionSteps } from "./session-steps.js";
 import type { SessionImageStore } from "./session-image-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
@@ -54,7 +54,9 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
     startSession(req, ctx) {
       const principal = requirePrincipal(ctx);
       const serial = req.target?.serial ?? "";
-      const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startSession", requestId: "", detail: req.name.slice(0, 200) };
+      // Masked before it is cut: a cut would leave a secret's prefix no mask matches.
+      const mask = secretMask(req.secrets.map((x) => x.value));
+      const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startSession", requestId: "", detail: (mask ? mask.text(req.name) : req.name).slice(0, 200) };
       return deps.activity.track(entry, async (e) => {
         if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
         const route = deps.registry.route(serial, req.target?.agent ?? "");

@@ -4,6 +4,7 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { Sessions } from "./sessions.js";
 import { createSessionStore, type SessionRow } from "./session-store.js";
+import { secretLeaks } from "@farm/shared/testing/secret-leaks";
 
 // A fake clock: time moves only when a test says so.
 let now = 1_700_000_000_000;
@@ -95,6 +96,23 @@ describe("Sessions", () => {
     expect((await ended).map((r) => r.sessionId)).toEqual([s.sessionId]);
     expect(seen.map((r) => r.status)).toEqual(["running", "lease_ended"]);
     expect(await errorOf(async () => sessions.secretsOf(s))).toEqual({ code: "SESSION_SECRETS_LOST", field: "session_id" });
+  });
+
+  it("masks its own secrets in its name and context before they are stored or announced", async () => {
+    const { sessions, store, seen } = setup();
+    const secret = 'Zq7"Kx/9Wv\\pL2mN8rT';
+    const s = await sessions.start("alice", lease(), {
+      name: `login as ${secret} on staging`,
+      context: { user: { password: secret, note: `pw=${JSON.stringify(secret)}` }, [secret]: [secret] },
+      ocr: false,
+      secrets: [{ name: "PW", value: secret }],
+    });
+    expect(s.name).toBe("login as [redacted] on staging");
+    expect(s.context).toEqual({ user: { password: "[redacted]", note: "pw=\"[redacted]\"" }, "[redacted]": ["[redacted]"] });
+    const stored = await store.get(s.sessionId);
+    expect(secretLeaks(stored, secret)).toEqual([]);
+    expect(secretLeaks(seen, secret)).toEqual([]);
+    expect(stored?.name).toBe(s.name);
   });
 
   it("refuses a NUL character in a name or context, and finds nothing for one in an id or filter", async () => {

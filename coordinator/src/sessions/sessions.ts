@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { createHash, randomUUID } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import { createRedactor, MIN_SECRET_LENGTH, type Redactor } from "@farm/shared/redaction/redactor";
 import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
 import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./session-store.js";
 
@@ -76,10 +77,12 @@ export class Sessions {
     if (bytes > MAX_CONTEXT_BYTES) throw invalidArgument("context", `context is ${bytes} bytes as JSON; at most ${MAX_CONTEXT_BYTES} are allowed`);
     if (hasNul(opts.context)) throw invalidArgument("context", "context contains a NUL character");
     const secrets = checkSecrets(opts.secrets ?? []);
+    // The session's own name and context are masked before anything keeps or announces them.
+    const mask = secretMask(secrets.map((x) => x.value));
     const policyJson = opts.policyJson ?? "";
     const row: SessionRow = {
       sessionId: randomUUID(),
-      name: opts.name,
+      name: mask ? mask.text(opts.name) : opts.name,
       physicalId: lease.physicalId,
       serial: lease.serial,
       agentId: lease.agentId,
@@ -90,7 +93,7 @@ export class Sessions {
       endedAt: null,
       stepCount: 0,
       failedStepCount: 0,
-      context: opts.context,
+      context: mask ? (mask.json(opts.context) as Record<string, JsonValue>) : opts.context,
       ocr: opts.ocr,
       policyJson,
       policySha256: policyJson ? createHash("sha256").update(policyJson).digest("hex") : "",
@@ -208,6 +211,17 @@ export class Sessions {
     const why: Record<SessionState, string> = { running: "is running", passed: "ended as passed", failed: "ended as failed", lease_ended: "ended when its lease ended" };
     return farmError(Errors.SESSION_ENDED, `session ${row.sessionId} already ${why[row.status]}${when}`, "session_id");
   }
+}
+
+/**
+ * Masks these secret values (in every form the redactor knows); undefined
+ * without any. Values too short to be secrets are left out rather than
+ * refused: start() refuses them, this only keeps what may be shown of a
+ * refused start (its activity entry) free of the rest.
+ */
+export function secretMask(values: readonly string[]): Redactor | undefined {
+  const usable = values.filter((v) => [...v].length >= MIN_SECRET_LENGTH && v.trim() !== "");
+  return usable.length > 0 ? createRedactor({ secrets: usable }) : undefined;
 }
 
 /** Whether a JSON value holds a NUL character in any string or key. */

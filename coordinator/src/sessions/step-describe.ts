@@ -1,5 +1,6 @@
 import { toJson, type DescMethodUnary, type JsonObject, type Message } from "@bufbuild/protobuf";
 import type { ErrorReport } from "@farm/shared/errors";
+import type { Redactor } from "@farm/shared/redaction/redactor";
 import type { SendInputRequest, SendInputResponse } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { cutStrings, MAX_STORED_RESPONSE_BYTES, type StepResultRecord } from "./step-record.js";
 
@@ -15,10 +16,22 @@ const OUTPUT_EXCERPT = 2000;
 const q = (s: string, max = 120) => JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
 
 /**
- * The kind and human description of a routed call. `res` adds what only
- * the answer knows (where a tap by selector landed).
+ * A copy of a message with every string masked (bytes are copied as they
+ * are): what is described or cut is built from this, so no cut can leave a
+ * secret's prefix, nor any quoting a spelling the mask does not know.
  */
-export function describeStep(method: DescMethodUnary, req: Message, res?: Message): StepDescription {
+function maskedMessage<T extends Message | undefined>(m: T, mask: Redactor | undefined): T {
+  return mask && m ? (mask.json(m) as T) : m;
+}
+
+/**
+ * The kind and human description of a routed call. `res` adds what only
+ * the answer knows (where a tap by selector landed). With `mask`, the
+ * request and answer are masked before anything is taken from them.
+ */
+export function describeStep(method: DescMethodUnary, rawReq: Message, rawRes?: Message, mask?: Redactor): StepDescription {
+  const req = maskedMessage(rawReq, mask);
+  const res = maskedMessage(rawRes, mask);
   const json = toJson(method.input, req, { alwaysEmitImplicit: false }) as JsonObject;
   delete json["target"];
   const args = cutStrings(json) as JsonObject;
@@ -68,8 +81,9 @@ function inputDescription(req: SendInputRequest, res: SendInputResponse | undefi
   }
 }
 
-/** The result part of a step record from a method's answer. */
-export function resultOf(method: DescMethodUnary, res: Message): StepResultRecord {
+/** The result part of a step record from a method's answer, masked (`mask`) before it is cut. */
+export function resultOf(method: DescMethodUnary, rawRes: Message, mask?: Redactor): StepResultRecord {
+  const res = maskedMessage(rawRes, mask);
   let response = cutStrings(toJson(method.output, res, { alwaysEmitImplicit: false })) as JsonObject;
   if (Buffer.byteLength(JSON.stringify(response)) > MAX_STORED_RESPONSE_BYTES) response = { truncated: true, note: `the response is larger than ${MAX_STORED_RESPONSE_BYTES} bytes as JSON and was not kept` };
   const r = res as unknown as Record<string, unknown>;
@@ -82,7 +96,10 @@ export function resultOf(method: DescMethodUnary, res: Message): StepResultRecor
     delete response["stdout"];
     delete response["stderr"];
     out.exitCode = Number(r["exitCode"]);
-    out.outputExcerpt = excerpt(`${text(r["stdout"])}${text(r["stderr"])}`);
+    // Bytes are not masked by the message's copy: the text is, whole, before its excerpt is cut.
+    const bound = mask ? Infinity : OUTPUT_EXCERPT * 4;
+    const output = `${text(r["stdout"], bound)}${text(r["stderr"], bound)}`;
+    out.outputExcerpt = excerpt(mask ? mask.text(output) : output);
   }
   if (method.localName === "installApp") out.outputExcerpt = excerpt(String(r["output"] ?? ""));
   return out;
@@ -102,7 +119,8 @@ function excerpt(t: string): string {
   return t.length <= OUTPUT_EXCERPT ? t : `${t.slice(0, OUTPUT_EXCERPT)}…`;
 }
 
-function text(v: unknown): string {
-  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, Math.min(v.byteLength, OUTPUT_EXCERPT * 4)).toString("utf8");
+/** Bytes as text, at most `maxBytes` of them (all of them when they are masked: a cut would leave a secret's prefix). */
+function text(v: unknown, maxBytes: number): string {
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, Math.min(v.byteLength, maxBytes)).toString("utf8");
   return typeof v === "string" ? v : "";
 }

@@ -8,6 +8,7 @@ import { SessionSteps, type StoredStep } from "./session-steps.js";
 import { createSessionStore } from "./session-store.js";
 import { Sessions } from "./sessions.js";
 import { StepOcr } from "./step-ocr.js";
+import { createRedactor } from "@farm/shared/redaction/redactor";
 import type { StepRecordV2 } from "./step-record.js";
 
 let opened: FarmDatabase | undefined;
@@ -62,6 +63,25 @@ describe("StepOcr", () => {
     ]);
     expect((await steps.get(s.sessionId, 1))?.ocr).toMatchObject({ status: "done", observations: [{ text: "OK" }], durationMs: 3 });
     expect(await steps.pendingOcr()).toEqual([]);
+  });
+
+  it("masks the session's secrets in what it read, and reads nothing of a session whose secrets a restart lost", async () => {
+    const SECRET = "Zq7Kx9WvpL-ocr";
+    const box = { left: 0, top: 0, right: 1, bottom: 1 };
+    const { steps, s, ocr } = await setup(async () => ({ observations: [{ text: `pw ${SECRET}`, confidence: 1, bounds: box }, { text: SECRET, confidence: 1, bounds: box }], durationMs: 1 }));
+    await steps.append(s.sessionId, 1, record("d".repeat(64)), { failed: false, ocr: { status: "pending", observations: [] } });
+    const done = new Promise<StoredStep>((resolve) => steps.events.once("step", resolve));
+    ocr.queue(s.sessionId, 1, "d".repeat(64), createRedactor({ secrets: [SECRET] }));
+    expect((await done).ocr?.observations.map((o) => o.text)).toEqual(["pw [redacted]", "[redacted]"]);
+
+    // A session with secrets, its step's OCR pending, and a coordinator that restarted: the values are gone.
+    const before = new Sessions(createSessionStore(opened as FarmDatabase));
+    const secretive = await before.start("alice", { leaseId: "l-2", physicalId: "pd-2", agentId: "a-1", serial: "S-2" }, { name: "", context: {}, ocr: true, secrets: [{ name: "PW", value: SECRET }] });
+    await steps.append(secretive.sessionId, 1, record("d".repeat(64)), { failed: false, ocr: { status: "pending", observations: [] } });
+    const restarted = new StepOcr({ recognize: async () => ({ observations: [{ text: SECRET, confidence: 1, bounds: box }], durationMs: 1 }) }, steps, new SessionImageStore("/nonexistent"), createLogger({ level: "error" }), new Sessions(createSessionStore(opened as FarmDatabase)));
+    const skipped = new Promise<StoredStep>((resolve) => steps.events.on("step", (st) => st.sessionId === secretive.sessionId && resolve(st)));
+    await restarted.resume();
+    expect((await skipped).ocr).toMatchObject({ status: "skipped", observations: [] });
   });
 
   it("says a step was skipped when the queue was full, and logs (does not throw) when its OCR cannot be stored", async () => {

@@ -1,8 +1,10 @@
 import type { Logger } from "@farm/shared/log";
+import { createRedactor, type Redactor } from "@farm/shared/redaction/redactor";
 import { OcrQueueFull, type OcrOutcome, type PngSource } from "./ocr/ocr-pool.js";
 import type { SessionImageStore } from "./session-image-store.js";
 import type { SessionSteps, StepOcrRecord } from "./session-steps.js";
 import type { StepOcrQueue } from "./step-recorder.js";
+import type { Sessions } from "./sessions.js";
 
 /** Results kept per screenshot, so an unchanged screen is read once. */
 const MEMO = 256;
@@ -20,12 +22,19 @@ export class StepOcr implements StepOcrQueue {
     private readonly steps: SessionSteps,
     private readonly images: SessionImageStore,
     private readonly log: Logger,
+    /** Whose secrets mask what a restart left pending; absent, pending steps are read unmasked. */
+    private readonly sessions?: Sessions,
   ) {}
 
-  queue(sessionId: string, sequence: number, sha256: string): void {
+  /** `mask`: the session's secrets, masked in the text read before it is stored (a screen may show one). */
+  queue(sessionId: string, sequence: number, sha256: string, mask?: Redactor): void {
     void this.recognize(sha256)
       .then(
-        (o): StepOcrRecord => ({ status: "done", observations: o.observations, durationMs: Math.round(o.durationMs) }),
+        (o): StepOcrRecord => ({
+          status: "done",
+          observations: mask ? o.observations.map((x) => ({ ...x, text: mask.text(x.text) })) : o.observations,
+          durationMs: Math.round(o.durationMs),
+        }),
         (err: unknown): StepOcrRecord => {
           const full = err instanceof OcrQueueFull;
           if (!full) this.log.warn("OCR of a step failed", { sessionId, sequence, error: (err as Error).message });
@@ -40,14 +49,28 @@ export class StepOcr implements StepOcrQueue {
     let n = 0;
     for (const s of await this.steps.pendingOcr()) {
       const sha = s.view.before?.sha256;
-      if (sha) {
-        this.queue(s.sessionId, s.sequence, sha);
+      const mask = await this.maskOf(s.sessionId);
+      if (mask === "lost") {
+        await this.store(s.sessionId, s.sequence, { status: "skipped", observations: [], error: "the session's secrets were lost in a restart: what OCR reads could not be masked" });
+      } else if (sha) {
+        this.queue(s.sessionId, s.sequence, sha, mask);
         n++;
       } else {
         await this.store(s.sessionId, s.sequence, { status: "skipped", observations: [], error: "no before screenshot" });
       }
     }
     return n;
+  }
+
+  /** The masking of a session's secrets: none to mask, a redactor, or "lost" (it has secrets this process does not hold). */
+  private async maskOf(sessionId: string): Promise<Redactor | undefined | "lost"> {
+    const row = await this.sessions?.find(sessionId);
+    if (!row || row.secretNames.length === 0 || !this.sessions) return undefined;
+    try {
+      return createRedactor({ secrets: this.sessions.secretsOf(row) });
+    } catch {
+      return "lost";
+    }
   }
 
   /** Stores a step's OCR; a failure is logged (the step stays pending, and a restart queues it again). */

@@ -25,6 +25,8 @@ import { createSessionStore } from "./session-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import { StepRecorder } from "./step-recorder.js";
 import { FileSummaryKeyStore, SummaryKey } from "../auth/summary-key.js";
+import { CapturePlans } from "./capture-plans.js";
+import { secretLeaks } from "@farm/shared/testing/secret-leaks";
 
 let opened: FarmDatabase | undefined;
 let dir: string | undefined;
@@ -40,7 +42,7 @@ const AGENT = "agent-token";
 /** How the blob store names the agent's uploads. */
 const AGENT_OWNER = `agent:${AGENT}`;
 
-async function setup(ocr = false) {
+async function setup(ocr = false, secrets: { name: string; value: string }[] = [], policyJson = "") {
   dir = await mkdtemp(join(tmpdir(), "step-recorder-"));
   const db = sqliteDatabase(":memory:");
   opened = db;
@@ -51,8 +53,8 @@ async function setup(ocr = false) {
   const images = new SessionImageStore(dir);
   await images.init();
   const queued: [string, number, string][] = [];
-  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (...a) => void queued.push(a) } });
-  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr });
+  const recorder = new StepRecorder({ sessions, steps, images, blobs, log: createLogger({ level: "error" }), ocr: { queue: (id, seq, sha) => void queued.push([id, seq, sha]) }, plans: new CapturePlans(undefined, { labels: ["pin"] }) });
+  const session = await sessions.start("alice", lease, { name: "", context: {}, ocr, secrets, policyJson });
   /** A PNG uploaded as a blob by `owner`, described as the agent would. */
   const shot = async (color: string, owner = AGENT_OWNER, claim: Partial<{ width: number; height: number; sha256: string }> = {}): Promise<StepShot> => {
     const png = await sharp({ create: { width: 8, height: 16, channels: 3, background: color } }).png().toBuffer();
@@ -205,6 +207,66 @@ describe("StepRecorder", () => {
       .appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] })
       .catch((e: unknown) => e);
     expect(String(err)).toMatch(/at most 16 MiB/);
+  });
+
+  it("masks a step's secrets before any cut: descriptions, cut arguments and output excerpts keep no prefix of one", async () => {
+    const secret = 'Zq7"Kx/9Wv\\pL2mN8rT';
+    const { recorder, session, steps } = await setup(false, [{ name: "PW", value: secret }]);
+    const json = JSON.stringify({ pw: secret });
+    const commands = [
+      // The description shows 200 characters of the command: the secret starts at 192.
+      `echo ${"x".repeat(187)}${secret} && am start --es cfg '${json}'`,
+      // Arguments keep 4096 characters of a string: the secret starts at 4086.
+      `echo ${"y".repeat(4081)}${secret}`,
+      `am broadcast --es cfg '${json}'`,
+    ];
+    for (const command of commands) {
+      const step = await recorder.open(session);
+      const req = create(RunShellRequestSchema, { target: { serial: "S-1" }, command });
+      // The output excerpt keeps 2000 characters: the secret starts at 1995.
+      const res = create(RunShellResponseSchema, { actionId: "a", exitCode: 0, stdout: Buffer.from(`${"z".repeat(1995)}${secret}\n`), stderr: Buffer.from(json), dispatched: true });
+      await recorder.record(step, DeviceService.method.runShell, req, { response: res }, AGENT, "alice");
+      const stored = (await steps.get(session.sessionId, step.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>;
+      expect(secretLeaks(stored, secret), command.slice(0, 40)).toEqual([]);
+      expect(secretLeaks(stepMessage(stored), secret)).toEqual([]);
+    }
+    // Taps by text and typed text, as the description quotes them (JSON-escaped).
+    const typed = create(SendInputRequestSchema, { target: { serial: "S-1" }, kind: { case: "text", value: `${"t".repeat(115)}${secret}` } });
+    const byText = create(SendInputRequestSchema, { target: { serial: "S-1" }, kind: { case: "tap", value: { element: { by: { case: "text", value: json } } } } });
+    for (const req of [typed, byText]) {
+      const step = await recorder.open(session);
+      await recorder.record(step, DeviceService.method.sendInput, req, { response: tapped }, AGENT, "alice");
+      expect(secretLeaks(await steps.get(session.sessionId, step.sequence), secret)).toEqual([]);
+    }
+  });
+
+  it("masks a wait's diagnosis trees by the policy's and the site's labels and fields, and the session's secrets, before keeping it", async () => {
+    const SECRET = "Zq7Kx9WvpL-wait";
+    const policyJson = JSON.stringify({ redact: { labels: ["password"], fields: ["contentDesc"] } });
+    const { recorder, session, blobs, images } = await setup(false, [{ name: "PW", value: SECRET }], policyJson);
+    const el = (resourceId: string, text: string, contentDesc = "") => ({ type: "android.widget.EditText", text, resourceId, contentDesc, bounds: { left: 0, top: 0, right: 1, bottom: 1 }, children: [] as unknown[] });
+    const nodes = [el("com.app:id/password", "hunter2-typed"), el("com.app:id/pin", "4711"), el("", `hello ${SECRET}`, "account 12345")];
+    const diagnosis = { kind: "farm-wait-diagnosis", selector: { text: "Sign in" }, elements: nodes, matching: [], tree: [{ ...el("", ""), children: nodes }] };
+    const file = join(dir as string, "wait-timeout.json");
+    await writeFile(file, JSON.stringify(diagnosis, null, 2) + "\n");
+    const blobId = await blobs.put(fileAsBlobParts(file), "user:alice");
+    const req = { action: "wait", description: "wait for text \"Sign in\"", arguments: {}, ok: false, errorCode: "COMMAND_TIMEOUT", errorMessage: "", response: {}, durationMs: 1 };
+    const step = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] });
+    const kept = step.view.artifacts[0];
+    const chunks: Buffer[] = [];
+    for await (const c of images.read(kept?.sha256 ?? "", "application/json")) chunks.push(Buffer.from(c));
+    const stored = Buffer.concat(chunks).toString("utf8");
+    expect(secretLeaks(stored, SECRET)).toEqual([]);
+    expect(stored).not.toContain("hunter2-typed");
+    expect(stored).not.toContain("4711");
+    expect(stored).not.toContain("account 12345");
+    const back = JSON.parse(stored) as typeof diagnosis;
+    for (const list of [back.elements, back.tree[0]?.children as typeof nodes]) {
+      expect(list.map((e) => e.text)).toEqual(["[redacted]", "[redacted]", "hello [redacted]"]);
+      expect(list.map((e) => e.resourceId)).toEqual(["com.app:id/password", "com.app:id/pin", ""]);
+      expect(list[2]?.contentDesc).toBe("[redacted]");
+    }
+    expect(back.selector).toEqual({ text: "Sign in" });
   });
 
   it("shows a shell step's command and output only to its caller and admins", async () => {

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { DescMethodUnary, JsonObject, Message, MessageInitShape } from "@bufbuild/protobuf";
-import { createRedactor, mergeRedactionRules, type Redactor } from "@farm/shared/redaction/redactor";
+import { createRedactor, mergeRedactionRules, type RedactionRules, type Redactor } from "@farm/shared/redaction/redactor";
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -51,7 +51,8 @@ function maskRecord(record: StepRecordV2, mask: Redactor): void {
 
 /** Queues the OCR of a stored step's before screenshot (step-ocr.ts). */
 export interface StepOcrQueue {
-  queue(sessionId: string, sequence: number, sha256: string): void;
+  /** `mask`: the session's secrets, masked in what OCR reads. */
+  queue(sessionId: string, sequence: number, sha256: string, mask?: Redactor): void;
 }
 
 export interface StepRecorderDeps {
@@ -146,13 +147,12 @@ export class StepRecorder {
     const plans = this.deps.plans;
     const secrets = this.deps.sessions.secretsOf(step.session);
     if (!plans) return { captures: [], redaction: { secrets }, logFilterspec: log.filterspec ?? "", logPackage: log.package ?? "" };
-    const d = describeStep(method, request);
+    const d = describeStep(method, request, undefined, step.mask);
     const sel = ((d.arguments["tap"] as JsonObject | undefined)?.["element"] as JsonObject | undefined) ?? undefined;
     const targetKnown = !sel || typeof sel["resourceId"] === "string";
     step.plan = plans.plan(step.session, d.action, targetIdOf(d.arguments, undefined), perAction, targetKnown);
     const { raw } = plans.policyOf(step.session);
-    // The policy's rules and the site's, as one union.
-    const r = mergeRedactionRules({ secrets: [], ...raw.redact }, { secrets: [], ...plans.siteRedact });
+    const r = this.redactRules(step.session);
     return {
       captures: step.plan.tokens,
       redaction: { secrets, labels: [...r.labels], fields: [...r.fields], headers: [...r.headers], unmaskHeaders: [...r.unmaskHeaders] },
@@ -160,6 +160,33 @@ export class StepRecorder {
       logFilterspec: log.filterspec ?? raw.log?.filterspec ?? "",
       logPackage: log.package ?? raw.log?.package ?? "",
     };
+  }
+
+  /** The policy's redaction rules and the site's, as one union (none without capture plans). */
+  private redactRules(session: SessionRow): Required<RedactionRules> {
+    const plans = this.deps.plans;
+    const policy = plans ? plans.policyOf(session).raw.redact : undefined;
+    return mergeRedactionRules({ secrets: [], ...policy }, { secrets: [], ...plans?.siteRedact });
+  }
+
+  /**
+   * Masks a client's file before it is kept: the session's secrets in its
+   * text, and in JSON (a wait's diagnosis) the policy's fields and the
+   * labels of every UI element in it, as the agent masks its trees.
+   */
+  private maskClientFile(session: SessionRow, mimeType: string, body: string): string | undefined {
+    const rules = this.redactRules(session);
+    const secrets = this.deps.sessions.secretsOf(session);
+    if (secrets.length === 0 && rules.labels.length === 0 && rules.fields.length === 0) return undefined;
+    const mask = createRedactor({ ...rules, secrets });
+    if (mimeType !== "application/json") return mask.text(body);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return mask.text(body);
+    }
+    return `${JSON.stringify(mask.json(parsed), null, 2)}\n`;
   }
 
   /**
@@ -173,8 +200,9 @@ export class StepRecorder {
       const before = ev?.before ? await this.keep(session.sessionId, ev.before, agentToken) : null;
       const after = ev?.after ? await this.keep(session.sessionId, ev.after, agentToken) : null;
       const failed = outcome.error !== undefined || outcome.response === undefined;
-      const d = describeStep(method, request, outcome.response);
-      const result = failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message);
+      // Masked first: every string below is built from masked values.
+      const d = describeStep(method, request, outcome.response, step.mask);
+      const result = failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message, step.mask);
       // What the policy keeps, now that the step's outcome is known (screenChanged: its pixels changed).
       let kept: Map<string, string> | undefined;
       if (step.plan && this.deps.plans) {
@@ -206,7 +234,7 @@ export class StepRecorder {
       let ocr: StepOcrRecord | null = null;
       if (session.ocr) ocr = before?.sha256 && this.deps.ocr ? { status: "pending", observations: [] } : { status: "skipped", observations: [], error: before?.sha256 ? "OCR is not available on this coordinator" : "no before screenshot" };
       const stored = await this.deps.steps.append(session.sessionId, sequence, record, { failed, ocr });
-      if (stored && ocr?.status === "pending" && before?.sha256) this.deps.ocr?.queue(session.sessionId, sequence, before.sha256);
+      if (stored && ocr?.status === "pending" && before?.sha256) this.deps.ocr?.queue(session.sessionId, sequence, before.sha256, step.mask);
     } catch (err) {
       this.deps.log.error("a session step could not be stored", { sessionId: session.sessionId, sequence, error: (err as Error).message });
     }
@@ -330,12 +358,15 @@ export class StepRecorder {
           throw invalidArgument("artifacts", `${a.name} is not a PNG`);
         }
         dims = png;
-      } else if (step.mask) {
-        // Text is masked here, before it is kept: the client may not know the session's secrets.
-        const masked = Buffer.from(step.mask.text(await readFile(blob.file, "utf8")), "utf8");
-        await writeFile(blob.file, masked, { mode: 0o600 });
-        sha256 = createHash("sha256").update(masked).digest("hex");
-        size = masked.length;
+      } else if (a.mimeType === "application/json" || a.mimeType === "text/plain") {
+        // Text is masked here, before it is kept: the client may not know the session's secrets or its policy's rules.
+        const text = this.maskClientFile(session, a.mimeType, await readFile(blob.file, "utf8"));
+        if (text !== undefined) {
+          const masked = Buffer.from(text, "utf8");
+          await writeFile(blob.file, masked, { mode: 0o600 });
+          sha256 = createHash("sha256").update(masked).digest("hex");
+          size = masked.length;
+        }
       }
       await this.deps.images.adoptFile(blob.file, sha256, a.mimeType);
       await this.deps.steps.addImage({ sessionId, sha256, size, ...dims, mimeType: a.mimeType });

@@ -58,6 +58,9 @@ describe("text", () => {
     for (const form of forms) expect(all).not.toContain(form);
     expect(r.text(JSON.stringify({ cmd: `login --password ${NASTY}` }))).toBe(`{"cmd":"login --password ${M}"}`);
     expect(r.text(`https://h/cb?pw=${encodeURIComponent(NASTY)}&x=1`)).toBe(`https://h/cb?pw=${M}&x=1`);
+    // A JSON string quoted again (an error message quoting a JSON argument, a JSON file kept inside JSON).
+    const twice = JSON.stringify(JSON.stringify({ pw: NASTY }));
+    expect(r.text(twice)).toBe(JSON.stringify(JSON.stringify({ pw: M })));
   });
 
   it("leaves text without secrets byte-identical", () => {
@@ -317,6 +320,19 @@ describe("uiTree", () => {
     expect(r.uiTree(roots)).toEqual([{ text: M, children: [{ resourceId: "password", text: M, children: [] }] }, { contentDesc: M }]);
     // An empty label matches nothing (not every node without a description).
     expect(createRedactor({ secrets: [], labels: ["", " "] }).uiTree({ text: "visible", contentDesc: "" })).toEqual({ text: "visible", contentDesc: "" });
+  });
+
+  it("masks a node's string attributes named by fields, and leaves bounds and flags their type", () => {
+    const f = createRedactor({ secrets: [], fields: ["contentDesc", "bounds", "enabled"] });
+    const root = create(UiElementSchema, { contentDesc: "account 12345", text: "shown", enabled: true, bounds: { left: 1, top: 2, right: 3, bottom: 4 }, children: [{ contentDesc: "card 4111" }, { contentDesc: "" }] });
+    const out = f.uiTree(root);
+    expect([out.contentDesc, out.children[0]?.contentDesc, out.children[1]?.contentDesc]).toEqual([M, M, ""]);
+    expect(out).toMatchObject({ text: "shown", enabled: true, bounds: { left: 1, top: 2, right: 3, bottom: 4 } });
+  });
+
+  it("masks labelled elements inside a JSON document (a wait's diagnosis), flattened or nested", () => {
+    const doc = { selector: { text: "Sign in" }, elements: [{ type: "t", text: "1234", resourceId: "com.bank:id/pin", contentDesc: "" }], tree: [{ text: "", resourceId: "", children: [{ text: "4111", resourceId: "", contentDesc: "Card number" }] }] };
+    expect(r.json(doc)).toEqual({ selector: { text: "Sign in" }, elements: [{ type: "t", text: M, resourceId: "com.bank:id/pin", contentDesc: "" }], tree: [{ text: "", resourceId: "", children: [{ text: M, resourceId: "", contentDesc: "Card number" }] }] });
   });
 });
 

@@ -36,9 +36,17 @@ export interface Redactor {
   /** Sensitive headers' values masked; the others' values through `text()`. Same shape back. */
   headers(h: HeaderPairs): HeaderPairs;
   headers(h: HeaderRecord): HeaderRecord;
-  /** Deep copy: values under `fields` masked, `headers` objects as headers, every string through `text()`. */
+  /**
+   * Deep copy: values under `fields` masked, `headers` objects as headers,
+   * objects shaped as UI elements (a tree in a file) masked as `uiTree()`
+   * masks a node, every string through `text()`.
+   */
   json(value: unknown): unknown;
-  /** Deep copy: nodes labelled by `labels` get their text masked, every string through `text()`. */
+  /**
+   * Deep copy: nodes labelled by `labels` get their text masked, a node's
+   * string attributes named by `fields` are masked, every string through
+   * `text()`. Other attributes (bounds, flags) keep their type.
+   */
   uiTree<T extends UiNode>(roots: readonly T[]): T[];
   uiTree<T extends UiNode>(root: T): T;
 }
@@ -96,8 +104,11 @@ export function createRedactor(rules: RedactionRules): Redactor {
     try {
       if (Array.isArray(value)) return value.map((v) => copy(v, keyed, ancestors));
       const out: Record<string, unknown> = {};
+      // A UI element in a JSON document (a wait's diagnosis): its label masks its text, as in uiTree().
+      if (keyed && labels.size > 0 && isUiNode(value) && value.text && labelled(value)) out["text"] = REDACTION_MASK;
       for (const [k, v] of Object.entries(value)) {
         const key = k.toLowerCase();
+        if (k === "text" && out["text"] === REDACTION_MASK) continue;
         if (keyed && fields.has(key) && v !== null && v !== undefined) out[text(k)] = REDACTION_MASK;
         else if (keyed && key === "headers") out[text(k)] = headerish(v, ancestors);
         else out[text(k)] = copy(v, keyed, ancestors);
@@ -140,6 +151,8 @@ export function createRedactor(rules: RedactionRules): Redactor {
     const out = copy({ ...n, children: [] }, false, new Set()) as T & { children: UiNode[] };
     // Empty text stays empty: masking it would claim a value that is not there.
     if (n.text && labelled(n)) out.text = REDACTION_MASK;
+    // Fields name a node's string attributes (text, contentDesc, resourceId...); a bound or flag keeps its type.
+    for (const [k, v] of Object.entries(n)) if (typeof v === "string" && v !== "" && fields.has(k.toLowerCase())) (out as unknown as Record<string, unknown>)[k] = REDACTION_MASK;
     // Generated messages keep their $typeName: copy() copies own fields, children are rebuilt here.
     out.children = (n.children ?? []).map(node);
     if (n.children === undefined) delete (out as Partial<UiNode>).children;
@@ -160,6 +173,12 @@ export function createRedactor(rules: RedactionRules): Redactor {
     json: (value) => copy(value, true, new Set()),
     uiTree,
   };
+}
+
+/** An object with a UI element's naming attributes (text and a resource id or content description). */
+function isUiNode(v: object): v is UiNode {
+  const r = v as Record<string, unknown>;
+  return typeof r["text"] === "string" && (typeof r["resourceId"] === "string" || typeof r["contentDesc"] === "string");
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -4,13 +4,16 @@
  * a form body, a whole URL; upper- or lower-case hex), HTML-escaped (with
  * the quote spellings of the common escapers) and JSON-escaped (as
  * JSON.stringify writes it, with `\/`, and ASCII-only with either hex
- * case). De-duplicated; most secrets (letters, digits, `-_.`) have one form.
+ * case; and JSON.stringify's escaped twice). De-duplicated; most secrets
+ * (letters, digits, `-_.`) have one form.
  */
 export function secretForms(secret: string): string[] {
   const forms = new Set<string>([secret]);
   for (const f of percentForms(secret)) forms.add(f);
   for (const f of htmlForms(secret)) forms.add(f);
   for (const f of jsonForms(secret)) forms.add(f);
+  // Escaped twice: a JSON string quoted again (an error message quoting a JSON argument, JSON kept inside JSON).
+  forms.add(JSON.stringify(JSON.stringify(secret).slice(1, -1)).slice(1, -1));
   return [...forms];
 }
 
