@@ -4,7 +4,7 @@
  * adb server, a second lab agent on the lab's adb server, a hand-driven
  * agent that answers commands with lies, and the CLI. The coordinator runs
  * with a 2 GiB evidence quota: what one recording reserves (its largest
- * bundle), so a user who stores anything may not start one.
+ * bundle), so a user recording holds all that is left of it.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -273,13 +273,20 @@ describe("evidence ids are the coordinator's to issue", () => {
     expect(r).toMatchObject({ ok: false, code: "EVIDENCE_NOT_ISSUED", field: "serial" });
   });
 
-  it("refuses a recording before it runs when it does not fit beside the user's stored evidence", async () => {
+  it("refuses a recording before it runs when nothing is left of the user's quota", async () => {
     const before = ((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length;
     expect((await farm(["evidence", "capture", "--device", lab.serial], userEnv("carol"))).json["evidenceId"]).toBeDefined();
+    // Beside a stored still, a recording holds the rest of the 2 GiB (less than its largest bundle); a second finds nothing.
+    const first = await farm(["evidence", "video", "start", "--device", lab.serial, "--duration-seconds", "30"], userEnv("carol"));
+    expect(first.json).toMatchObject({ ok: true, status: "recording" });
     const over = await farm(["evidence", "video", "start", "--device", lab.serial, "--duration-seconds", "5"], userEnv("carol"));
     expect(over.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED", field: "quota" });
     expect(String(over.json["message"])).toContain("carol");
-    expect(((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length).toBe(before);
+    expect(String(over.json["message"])).toContain("--evidence-quota");
+    expect(((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length).toBe(before + 1);
+    const stopped = await farm(["evidence", "video", "stop", "--session", String(first.json["sessionId"])], userEnv("carol"));
+    // An idle screen records no frames (a partial bundle); stored, it fit what was left.
+    expect(stopped.json).toMatchObject({ sessionId: first.json["sessionId"], stored: true });
   });
 });
 

@@ -3,9 +3,12 @@
  * standalone` with --evidence-quota and --captures-per-user, simulated
  * phones whose screenshots hang while a test holds them, and the CLI as
  * separate users. A capture reserves its bundle's largest size (100 MiB for
- * a still) before it reaches the phone, so what reached the phone is
- * counted from the phone's side (its adb OPENs), not guessed from timing.
+ * a still), or what is left of the quota when that is less, before it
+ * reaches the phone, and its bundle must fit that; what reached the phone
+ * is counted from the phone's side (its adb OPENs), not guessed from timing.
  */
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimDevice } from "../devsim/index.js";
 import { farm, type CliResult } from "../support/farm-process.js";
@@ -70,7 +73,56 @@ async function storedBundles(lab: Lab, serial: string): Promise<{ evidenceId: st
   return (r.json["bundles"] as { evidenceId: string; totalBytes: number | string }[]).map((b) => ({ evidenceId: b.evidenceId, totalBytes: Number(b.totalBytes) }));
 }
 
-describe("an evidence quota that fits three stills", () => {
+describe("the issue's example: --evidence-quota 600K and ten parallel captures of one user", () => {
+  const QUOTA = 600 * 1024;
+  let lab: Lab;
+  let alice: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    lab = await startLab("evidence-quota-600k", { args: ["--evidence-quota", "600K", "--captures-per-user", "10"] });
+    alice = await userEnv(lab, "alice");
+  });
+  afterAll(async () => {
+    await lab?.stop();
+  });
+
+  it("stores at most 600K, lets the captures that fit succeed, and refuses the others QUOTA_EXCEEDED", async () => {
+    const { serial } = await lab.addDevice({ serialno: "QUOTA600K1" });
+    const results = await Promise.all(Array.from({ length: 10 }, () => capture(serial, alice)));
+    const ok = results.filter((r) => r.json["ok"] === true);
+    // A still's largest bundle (100 MiB) is far over 600K: each holds what is left, so some fit.
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    for (const r of ok) expect(r.json).toMatchObject({ status: "complete" });
+    for (const r of results.filter((x) => !ok.includes(x))) {
+      expect(r.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED", field: "quota" });
+      expect(String(r.json["message"])).toContain("alice");
+      expect(String(r.json["message"])).toContain("--evidence-quota");
+    }
+    const stored = await storedBundles(lab, serial);
+    expect(stored.map((b) => b.evidenceId).sort()).toEqual(ok.map((r) => String(r.json["evidenceId"])).sort());
+    expect(stored.reduce((n, b) => n + b.totalBytes, 0)).toBeLessThanOrEqual(QUOTA);
+  });
+
+  it("refuses a bundle larger than what was left when its capture started, and never stores it later", async () => {
+    const { serial } = await lab.addDevice({ serialno: "QUOTA600K2" });
+    // One at a time until one is refused: a still of this phone is over 100K, so at most six fit.
+    let refused: CliResult | undefined;
+    for (let i = 0; i < 7 && !refused; i++) {
+      const r = await capture(serial, alice);
+      if (r.json["ok"] === true) expect(r.json).toMatchObject({ status: "complete" });
+      else refused = r;
+    }
+    expect(refused?.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED", field: "quota" });
+    expect(String(refused?.json["message"])).toContain("alice");
+    expect(String(refused?.json["message"])).toContain("--evidence-quota");
+    // Nothing of it is left staged on the agent to be sent again once its reservation is gone.
+    expect((await readdir(join(String(lab.env["FARM_HOME"]), "agent", "staging")).catch(() => [])).filter((n) => /^[0-9a-f-]{36}$/.test(n))).toEqual([]);
+    const all = [...(await storedBundles(lab, serial)), ...(await storedBundles(lab, "QUOTA600K1"))];
+    expect(all.reduce((n, b) => n + b.totalBytes, 0)).toBeLessThanOrEqual(QUOTA);
+  });
+});
+
+describe("an evidence quota of 350M: three stills' largest bundles and half of a fourth", () => {
   const QUOTA = 350 * 1024 * 1024;
   let lab: Lab;
   let alice: NodeJS.ProcessEnv;
@@ -83,32 +135,33 @@ describe("an evidence quota that fits three stills", () => {
     await lab?.stop();
   });
 
-  it("takes three of ten parallel captures; the other seven are refused QUOTA_EXCEEDED before the phone", async () => {
+  it("takes four of ten parallel captures (the fourth holds the 50M left); the other six are refused QUOTA_EXCEEDED before the phone", async () => {
     const phone = await hungPhone(lab, "QUOTA00001");
     const calls = settling(Array.from({ length: 10 }, () => capture(phone.serial, alice)));
-    // Seven answers come while three captures hold the phone, or a fourth reaches it.
-    const first = await Promise.race([calls.until(7).then(() => "seven answered"), phone.untilReached(4).then(() => "a fourth capture reached the phone")]);
-    expect(first).toBe("seven answered");
-    const refused = calls.settled.slice(0, 7);
+    // Six answers come while four captures hold the phone, or a fifth reaches it.
+    const first = await Promise.race([calls.until(6).then(() => "six answered"), phone.untilReached(5).then(() => "a fifth capture reached the phone")]);
+    expect(first).toBe("six answered");
+    const refused = calls.settled.slice(0, 6);
     for (const r of refused) {
       expect(r.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED", field: "quota" });
       expect(String(r.json["message"])).toContain("alice");
       expect(String(r.json["message"])).toContain("--evidence-quota");
     }
-    await phone.untilReached(3);
-    // The held three end with the phone (their reservations with them).
+    await phone.untilReached(4);
+    // The held four end with the phone (their reservations with them).
     await phone.device.vanish();
     const rest = (await calls.all).filter((r) => !refused.includes(r));
-    expect(rest).toHaveLength(3);
+    expect(rest).toHaveLength(4);
     for (const r of rest) expect(r.json["code"]).not.toBe("QUOTA_EXCEEDED");
-    expect(phone.reached).toBe(3);
+    expect(phone.reached).toBe(4);
+    // What the failed four stored (their failed bundles) fits what they held.
     const stored = await storedBundles(lab, phone.serial);
-    expect(stored.length).toBeLessThanOrEqual(3);
+    expect(stored.length).toBeLessThanOrEqual(4);
     expect(stored.reduce((n, b) => n + b.totalBytes, 0)).toBeLessThanOrEqual(QUOTA);
   });
 
   it("gives a capture's reservation back when it fails and when it is stored", async () => {
-    // After three failed captures (above): three at once fit again.
+    // After four failed captures (above): three at once hold their largest bundles again.
     const { serial } = await lab.addDevice({ serialno: "QUOTA00002" });
     const three = await Promise.all([capture(serial, alice), capture(serial, alice), capture(serial, alice)]);
     for (const r of three) expect(r.json).toMatchObject({ ok: true, status: "complete" });

@@ -23,7 +23,8 @@ export interface EvidenceDeps {
  * A still capture routed to this agent: validate, capture into staging,
  * upload to the coordinator's store, then drop the staged copy. A bundle the
  * coordinator could not store stays staged and is retried; the caller gets
- * EVIDENCE_CAPTURE_FAILED naming it. Capture is a read: it takes no device
+ * EVIDENCE_CAPTURE_FAILED naming it. One larger than the user's quota had
+ * left (QUOTA_EXCEEDED) is dropped, and the caller gets that refusal. Capture is a read: it takes no device
  * lock and is not blocked by unresolved actions.
  */
 export async function captureEvidence(
@@ -70,6 +71,13 @@ export async function captureEvidence(
         files: staged.files,
       });
     } catch (err) {
+      if (toErrorReport(err).code === Errors.QUOTA_EXCEEDED.code) {
+        // Larger than what was left of the user's quota when the capture started: it never
+        // fits, and sent again once its reservation is gone it would be stored past the quota.
+        await rm(staged.dir, { recursive: true, force: true });
+        log.warn("evidence larger than its quota reservation; not kept", { evidenceId });
+        throw err;
+      }
       // The whole bundle stays staged and goes up once the coordinator can take it.
       retryStagedUploads({ stagingDir: deps.stagingDir, transport: deps.transport, agentId: deps.agent.id, log });
       const r = toErrorReport(err);

@@ -23,6 +23,8 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
       let upload: Upload | undefined;
       let announced = 0;
       let grant: EvidenceGrant | undefined;
+      // What the bundle's capture holds of the quota, while it holds it.
+      let reserved: number | undefined;
       try {
         for await (const msg of requests) {
           switch (msg.kind.case) {
@@ -40,12 +42,16 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
               if (deps.store.receiving.has(grant.evidenceId)) {
                 throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, `evidence ${grant.evidenceId} is being received on another stream; try again when it ends`, "evidence_id");
               }
+              // A bundle whose reservation is gone (expired, or released with its capture) is capped by
+              // its kind alone: a staged bundle sent again after a restart was captured under a grant
+              // and is still the issuer's to store.
+              reserved = await deps.quota?.held(grant.evidenceId);
               upload = await deps.store.beginUpload({ evidenceId: grant.evidenceId, kind: grant.kind, serial: grant.serial, physicalId: grant.physicalId || s.physicalId, agentId: grant.agentId });
               break;
             }
             case "file":
               if (!upload || !grant) throw farmError(Errors.EVIDENCE_TRANSFER_FAILED, "file before start");
-              announced = checkAnnouncedSize(Number(msg.kind.value.size), announced, bundleMaxBytes(grant.kind));
+              announced = checkAnnouncedSize(Number(msg.kind.value.size), announced, bundleMaxBytes(grant.kind), reserved, grant);
               await upload.startFile(msg.kind.value.path, Number(msg.kind.value.size), msg.kind.value.sha256);
               break;
             case "chunk":
@@ -86,16 +92,24 @@ export function registerAgentEvidenceService(router: ConnectRouter, deps: { stor
 }
 
 /**
- * Per-file and per-bundle caps (by the bundle's kind: what its capture
- * reserved of the quota), checked against what a file header announces
- * before its bytes.
+ * Per-file and per-bundle caps, checked against what a file header
+ * announces before its bytes: the bundle's kind's largest size, and what
+ * its capture holds of the user's quota (`reserved`), which is less when
+ * less was left.
  */
-function checkAnnouncedSize(size: number, before: number, bundleMax: number): number {
+function checkAnnouncedSize(size: number, before: number, bundleMax: number, reserved: number | undefined, grant: EvidenceGrant): number {
   if (!Number.isSafeInteger(size) || size < 0 || size > EVIDENCE_FILE_MAX_BYTES) {
     throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence file is at most ${EVIDENCE_FILE_MAX_BYTES} bytes; this one announces ${size}`, "size");
   }
   if (before + size > bundleMax) {
     throw farmError(Errors.MESSAGE_TOO_LARGE, `an evidence bundle of this kind is at most ${bundleMax} bytes; its files announce ${before + size}`, "size");
+  }
+  if (reserved !== undefined && before + size > reserved) {
+    throw farmError(
+      Errors.QUOTA_EXCEEDED,
+      `evidence ${grant.evidenceId}: its files announce ${before + size} bytes, more than the ${reserved} bytes left of ${grant.requestedBy}'s evidence quota when the ${grant.kind === "video" ? "recording" : "capture"} started (coordinator --evidence-quota); it is not stored`,
+      "quota",
+    );
   }
   return before + size;
 }

@@ -1,6 +1,16 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
+import { createLogger } from "@farm/shared/log";
+import { AgentEvidenceService, UploadEvidenceRequestSchema, UploadEvidenceStartSchema, type UploadEvidenceRequest } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
+import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
+import { principalKey } from "../auth/auth.js";
+import { bundleMaxBytes } from "../http/message-limits.js";
 import { openPostgres } from "../db/open-postgres.js";
 import { postgresDatabase, sqliteDatabase, type DatabaseDialect, type FarmDatabase } from "../db/database.js";
 import { dialects } from "../db/testing/test-database.js";
@@ -8,6 +18,8 @@ import { createTestDatabase } from "../db/testing/test-postgres.js";
 import { createEvidenceGrantStore } from "./evidence-grant-store.js";
 import { EvidenceGrants } from "./evidence-grants.js";
 import { createEvidenceIndexStore } from "./evidence-index-store.js";
+import { EvidenceStore } from "./evidence-store.js";
+import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceQuota, type Reservation } from "./evidence-quota.js";
 import { QuotaReservationStore } from "./quota-reservation-store.js";
 
@@ -58,12 +70,12 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
   }
 
   it("lets parallel reservations from two replicas take at most the quota", async () => {
-    const { quotas, store } = await setup(350);
-    // Ten at once, alternating replicas: three of 100 fit in 350.
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => refused(quotas[i % 2]!.reserveCapture("alice", "still", 100, HOLD))));
-    expect(results.filter((r) => r === null)).toHaveLength(3);
-    for (const r of results.filter((x) => x !== null)) expect(r).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota", dispatched: false });
-    expect(await store.usage("alice", Date.now())).toMatchObject({ reservedBytes: 300, captures: 3 });
+    const { quotas, store } = await setup(350, 10);
+    // Ten at once, alternating replicas: three hold 100 each, a fourth the 50 left, the rest nothing.
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => quotas[i % 2]!.reserveCapture("alice", "still", 100, HOLD).then((r) => r.bytes, (err: unknown) => toErrorReport(err))));
+    expect(results.filter((r) => typeof r === "number").sort()).toEqual([100, 100, 100, 50]);
+    for (const r of results.filter((x) => typeof x !== "number")) expect(r).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota", dispatched: false });
+    expect(await store.usage("alice", Date.now())).toMatchObject({ reservedBytes: 350, captures: 4 });
   });
 
   it("limits the captures one user has in flight, not another user's, nor session files", async () => {
@@ -84,7 +96,7 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
 
   it("gives back what is released, and twice released is once", async () => {
     const { quotas, store } = await setup(200);
-    const first = await quotas[0].reserveCapture("alice", "still", 150, HOLD);
+    const first = await quotas[0].reserveCapture("alice", "still", 200, HOLD);
     expect(await refused(quotas[1].reserveCapture("alice", "still", 100, HOLD))).toMatchObject({ code: "QUOTA_EXCEEDED" });
     await first.release();
     await first.release();
@@ -123,6 +135,33 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
     await expect(quotas[1].reserveCapture("carol", "still", 1_000, HOLD)).resolves.toBeDefined();
   });
 
+  it("lets a capture under a 600K quota hold the 600K left, not its bundle's 100 MiB; the next finds nothing left", async () => {
+    const QUOTA = 600 * 1024;
+    const { quotas, store } = await setup(QUOTA);
+    const first = await quotas[0].reserveCapture("alice", "still", 100 * 1024 ** 2, HOLD);
+    expect(first.bytes).toBe(QUOTA);
+    expect(await quotas[1].held(first.id)).toBe(QUOTA);
+    expect(await store.usage("alice", Date.now())).toMatchObject({ reservedBytes: QUOTA, captures: 1 });
+    for (const kind of ["still", "video"] as const) {
+      const next = await refused(quotas[1].reserveCapture("alice", kind, 100 * 1024 ** 2, HOLD));
+      expect(next).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota", dispatched: false });
+      expect(next?.message).toContain("alice");
+      expect(next?.message).toContain(`${QUOTA} bytes reserved`);
+      expect(next?.message).toContain("--evidence-quota");
+    }
+    await first.release();
+    expect(await quotas[1].held(first.id)).toBeUndefined();
+    // Session files stay exact: all of what they need, or nothing.
+    const files = await quotas[0].reserveFiles("alice", 100 * 1024);
+    expect(files.bytes).toBe(100 * 1024);
+    const capture = await quotas[1].reserveCapture("alice", "video", 2 * 1024 ** 3, HOLD);
+    expect(capture.bytes).toBe(500 * 1024);
+    expect(await refused(quotas[0].reserveFiles("alice", 1))).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota" });
+    await capture.release();
+    expect(await refused(quotas[0].reserveFiles("alice", 500 * 1024 + 1))).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota" });
+    expect((await quotas[0].reserveFiles("alice", 500 * 1024)).bytes).toBe(500 * 1024);
+  });
+
   it("keeps reservations apart by id", async () => {
     const { quotas, store } = await setup(1_000);
     const a = await quotas[0].reserveCapture("alice", "still", 10, HOLD);
@@ -131,5 +170,113 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
     await quotas[0].release(randomUUID());
     await quotas[0].release(b.id);
     expect(await store.usage("alice", Date.now())).toMatchObject({ reservedBytes: 10, captures: 1 });
+  });
+});
+
+const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
+
+/** A valid still manifest listing one screenshot. */
+function stillManifest(evidenceId: string, png: Buffer): string {
+  const at = "2026-11-30T05:59:35.628Z";
+  return JSON.stringify({
+    schemaVersion: 1,
+    evidenceId,
+    kind: "still",
+    label: null,
+    context: {},
+    device: {
+      serial: "s1", physicalId: "p1", agentId: "a1", agentHost: "h", cliVersion: "0.1.0", agentVersion: "0.1.0", bootId: null, appPackage: null,
+      hierarchySource: "uiautomator", apiLevel: 34, androidVersion: "14", manufacturer: "Google", model: "Pixel 7", deviceType: "unknown",
+      deviceTypeProperties: { "ro.kernel.qemu": null, "ro.boot.qemu": null }, display: { width: 1080, height: 2400, density: 420, rotation: 0 },
+    },
+    startedAt: at,
+    finishedAt: at,
+    status: "complete",
+    artifacts: [{ kind: "screenshot", path: "screen.png", mimeType: "image/png", status: "complete", bytes: png.length, sha256: sha256(png), startedAt: at, finishedAt: at, durationMs: 1, commandId: null, taskId: null }],
+    errors: [],
+  });
+}
+
+describe.each(dialects)("a bundle's upload against its capture's reservation on %s", (dialect) => {
+  let pair: Awaited<ReturnType<typeof openPair>> | undefined;
+  let dataDir: string | undefined;
+  afterEach(async () => {
+    await pair?.close();
+    pair = undefined;
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  async function setup(quotaBytes: number) {
+    pair = await openPair(dialect);
+    const database = pair.a;
+    dataDir = await mkdtemp(join(tmpdir(), "farm-quota-upload-"));
+    const store = new EvidenceStore(createEvidenceIndexStore(database), dataDir);
+    await store.init();
+    const grants = new EvidenceGrants(createEvidenceGrantStore(database));
+    const quota = new EvidenceQuota(new QuotaReservationStore(database), quotaBytes);
+    const transport = createRouterTransport((router) => registerAgentEvidenceService(router, { store, grants, quota, log: createLogger({ level: "error" }) }), {
+      router: {
+        interceptors: [
+          (next) => (req) => {
+            req.contextValues.set(principalKey, { tokenName: "agent-1", kind: "agent", role: null, admin: false });
+            return next(req);
+          },
+        ],
+      },
+    });
+    const client = createClient(AgentEvidenceService, transport);
+    /** A capture as the coordinator starts one: its reservation, then its grant under the reservation's id. */
+    const capture = async () => {
+      const r = await quota.reserveCapture("alice", "still", bundleMaxBytes("still"), HOLD);
+      await grants.issue({ kind: "still", agentId: "a1", agentToken: "agent-1", serial: "s1", physicalId: "p1", requestedBy: "alice" }, r.id);
+      return r;
+    };
+    return { store, quota, client, capture };
+  }
+
+  const msg = (kind: UploadEvidenceRequest["kind"]) => create(UploadEvidenceRequestSchema, { kind });
+  const start = (evidenceId: string) => msg({ case: "start", value: create(UploadEvidenceStartSchema, { evidenceId, agentId: "a1", serial: "s1", physicalId: "p1", kind: "still" }) });
+
+  /** A whole upload of one screenshot of `png`. */
+  async function* bundle(evidenceId: string, png: Buffer): AsyncGenerator<UploadEvidenceRequest> {
+    yield start(evidenceId);
+    yield msg({ case: "file", value: create(EvidenceFileHeaderSchema, { path: "screen.png", size: BigInt(png.length), sha256: sha256(png) }) });
+    yield msg({ case: "chunk", value: png });
+    yield msg({ case: "manifestJson", value: stillManifest(evidenceId, png) });
+  }
+
+  it("refuses a bundle larger than what was left of the quota when its capture started, before its bytes", async () => {
+    const QUOTA = 1000;
+    const { store, client, capture } = await setup(QUOTA);
+    const held = await capture();
+    expect(held.bytes).toBe(QUOTA);
+    // The header alone: no byte follows it until the stream is refused.
+    let sentBytes = false;
+    const never = new Promise<never>(() => undefined);
+    async function* oversized(): AsyncGenerator<UploadEvidenceRequest> {
+      yield start(held.id);
+      yield msg({ case: "file", value: create(EvidenceFileHeaderSchema, { path: "screen.png", size: BigInt(QUOTA + 1), sha256: sha256("x") }) });
+      await never;
+      sentBytes = true;
+    }
+    const over = await refused(client.uploadEvidence(oversized()));
+    expect(over).toMatchObject({ code: "QUOTA_EXCEEDED", field: "quota" });
+    expect(over?.message).toContain("alice");
+    expect(over?.message).toContain(`${QUOTA} bytes`);
+    expect(over?.message).toContain("--evidence-quota");
+    expect(sentBytes).toBe(false);
+    expect(await store.get(held.id)).toBeUndefined();
+    // What fits its reservation is stored, and the reservation settles with it.
+    const stored = await client.uploadEvidence(bundle(held.id, Buffer.alloc(QUOTA, 1)));
+    expect(Number(stored.totalBytes)).toBe(QUOTA);
+  });
+
+  it("caps a bundle whose reservation is gone by its kind's largest size only", async () => {
+    const { client, capture, quota } = await setup(1000);
+    const held = await capture();
+    await held.release();
+    expect(await quota.held(held.id)).toBeUndefined();
+    const stored = await client.uploadEvidence(bundle(held.id, Buffer.alloc(5000, 1)));
+    expect(Number(stored.totalBytes)).toBe(5000);
   });
 });

@@ -14,6 +14,8 @@ const mib = (n: number) => `${Math.round((n / 1024 ** 2) * 10) / 10} MiB`;
 /** Bytes held for something in flight; release() when it settles. */
 export interface Reservation {
   id: string;
+  /** What it holds: a capture's bundle must fit in this. */
+  bytes: number;
   release(): Promise<void>;
 }
 
@@ -27,9 +29,10 @@ export interface FileReservation extends Reservation {
  * (--captures-per-user). Counted against the quota: stored bundles (stills
  * and recordings), the files of the user's sessions (step screenshots,
  * device logs, videos, visual diffs) and what is reserved for captures not
- * stored yet. A capture reserves its bundle's maximum size before anything
- * runs, so parallel captures cannot all pass a check of what is stored;
- * the reservation is released when it settles. Reservations live in the
+ * stored yet. A capture reserves its bundle's maximum size, or what is left
+ * of the quota when that is less, before anything runs, so parallel
+ * captures cannot all pass a check of what is stored; its bundle's upload
+ * must fit what it holds. The reservation is released when it settles. Reservations live in the
  * database with an expiry (the capture's own deadline plus its upload), not
  * in memory: every replica sees them, and a crash cannot hold a user's
  * quota past that expiry.
@@ -47,9 +50,10 @@ export class EvidenceQuota {
   }
 
   /**
-   * Reserves a capture or recording (its bundle's largest size, for `holdMs`)
-   * before any device or directory is touched: QUOTA_EXCEEDED (field quota)
-   * when it does not fit, RESOURCE_EXHAUSTED (field captures_per_user) when
+   * Reserves a capture or recording (its bundle's largest size, or what is
+   * left of the quota if less, for `holdMs`) before any device or directory
+   * is touched: QUOTA_EXCEEDED (field quota) when nothing is left,
+   * RESOURCE_EXHAUSTED (field captures_per_user) when
    * the user has the limit of captures in flight. The id is the evidence id
    * to issue, so the bundle's upload can settle it.
    */
@@ -66,6 +70,11 @@ export class EvidenceQuota {
     return { ...r, keep: (kept) => this.store.keep(r.id, user, kept) };
   }
 
+  /** The bytes an unexpired reservation holds (an evidence id's: what its bundle must fit); undefined when it is gone. */
+  held(id: string): Promise<number | undefined> {
+    return this.store.held(id, this.now());
+  }
+
   /** Settles a reservation by id (an evidence id): its bundle is stored, or never will be. */
   release(id: string): Promise<void> {
     return this.store.release(id);
@@ -75,9 +84,10 @@ export class EvidenceQuota {
     const now = this.now();
     const id = randomUUID();
     const limits = { quotaBytes: this.quotaBytes, capturesPerUser: this.capturesPerUser };
-    if (await this.store.reserve({ id, user, kind, capture, bytes, expiresAt: now + holdMs }, limits, now)) {
+    const held = await this.store.reserve({ id, user, kind, capture, bytes, expiresAt: now + holdMs }, limits, now);
+    if (held !== undefined) {
       // A release that fails changes nothing for the caller: the row stops counting at its expiry.
-      return { id, release: () => this.store.release(id).catch(() => undefined) };
+      return { id, bytes: held, release: () => this.store.release(id).catch(() => undefined) };
     }
     const u = await this.store.usage(user, now);
     if (capture && u.captures >= this.capturesPerUser) {
@@ -89,10 +99,11 @@ export class EvidenceQuota {
       );
     }
     const used = u.evidenceBytes + u.sessionFileBytes;
+    const why = capture ? `nothing is left for this ${kind}` : `these session files need ${bytes} bytes`;
     throw farmError(
       Errors.QUOTA_EXCEEDED,
       `${user} stores ${used} bytes (${mib(u.evidenceBytes)} of evidence, ${mib(u.sessionFileBytes)} of session files) and has ${u.reservedBytes} bytes reserved for captures in flight; ` +
-        `this ${kind} needs ${bytes} bytes${capture ? " (its largest possible bundle)" : ""} and the quota per user is ${this.quotaBytes} bytes (coordinator --evidence-quota). ${outcome}`,
+        `${why} of the quota per user of ${this.quotaBytes} bytes (coordinator --evidence-quota). ${outcome}`,
       "quota",
       NOT_DISPATCHED,
     );

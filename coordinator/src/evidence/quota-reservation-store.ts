@@ -11,6 +11,7 @@ export interface QuotaReservation {
   kind: ReservationKind;
   /** A capture or recording in flight: counted against the captures-per-user limit. */
   capture: boolean;
+  /** Held bytes; for a capture, the most it may hold (its bundle's largest size). */
   bytes: number;
   expiresAt: number;
 }
@@ -48,7 +49,8 @@ const captures = (user: string, now: number): SQL =>
 /**
  * Reservations against users' evidence quotas, one store for SQLite and
  * PostgreSQL (the SQL is the same). A reservation is taken by one
- * conditional INSERT that counts what is stored and reserved; on
+ * conditional INSERT that counts what is stored and reserved (and, for a
+ * capture, holds no more than is left); on
  * PostgreSQL it runs after locking the user's row in quota_users, in the
  * same transaction, so two replicas reserving for one user decide one after
  * the other, each seeing the other's row (READ COMMITTED takes a snapshot
@@ -57,29 +59,55 @@ const captures = (user: string, now: number): SQL =>
 export class QuotaReservationStore {
   constructor(private readonly database: FarmDatabase) {}
 
-  /** Inserts the reservation if it fits both limits; false (nothing written) when it does not. */
-  async reserve(r: QuotaReservation, limits: QuotaLimits, now: number): Promise<boolean> {
+  /**
+   * Inserts the reservation if it fits both limits and returns the bytes it
+   * holds; undefined (nothing written) when it does not fit. A capture
+   * (`r.capture`) holds `r.bytes` or what is left of the quota, whichever is
+   * less, and is refused only when nothing is left: a quota smaller than a
+   * bundle's largest size still lets captures that fit run (their upload must
+   * fit what they hold). Session files hold exactly `r.bytes`, or nothing.
+   */
+  async reserve(r: QuotaReservation, limits: QuotaLimits, now: number): Promise<number | undefined> {
     const lock = sql`INSERT INTO quota_users (user_name) VALUES (${r.user}) ON CONFLICT (user_name) DO UPDATE SET user_name = excluded.user_name`;
     // What a crash left behind stops counting at its expiry; the user's rows are dropped here, under the lock.
     const prune = sql`DELETE FROM quota_reservations WHERE user_name = ${r.user} AND expires_at <= CAST(${now} AS bigint)`;
     const capture = r.capture ? 1 : 0;
+    // The least that must be left: one byte for a capture, all of them for session files.
+    const need = r.capture ? 1 : r.bytes;
+    // CASE, not min()/LEAST(): the same text on both dialects (SQLite's two-argument min is PostgreSQL's LEAST).
     const insert = sql`INSERT INTO quota_reservations (id, user_name, kind, capture, bytes, expires_at)
-      SELECT CAST(${r.id} AS text), CAST(${r.user} AS text), CAST(${r.kind} AS text), CAST(${capture} AS integer), CAST(${r.bytes} AS bigint), CAST(${r.expiresAt} AS bigint)
-      WHERE ${evidenceBytes(r.user)} + ${sessionFileBytes(r.user)} + ${reservedBytes(r.user, now)} + CAST(${r.bytes} AS bigint) <= CAST(${limits.quotaBytes} AS bigint)
+      SELECT CAST(${r.id} AS text), CAST(${r.user} AS text), CAST(${r.kind} AS text), CAST(${capture} AS integer),
+        CAST(CASE WHEN q.left_bytes < CAST(${r.bytes} AS bigint) THEN q.left_bytes ELSE CAST(${r.bytes} AS bigint) END AS bigint), CAST(${r.expiresAt} AS bigint)
+      FROM (SELECT CAST(${limits.quotaBytes} AS bigint) - (${evidenceBytes(r.user)} + ${sessionFileBytes(r.user)} + ${reservedBytes(r.user, now)}) AS left_bytes) q
+      WHERE q.left_bytes >= CAST(${need} AS bigint)
         AND (CAST(${capture} AS integer) = 0 OR ${captures(r.user, now)} < CAST(${limits.capturesPerUser} AS bigint))`;
+    // Read back in the same transaction: what the INSERT decided to hold.
+    const held = sql`SELECT bytes FROM quota_reservations WHERE id = ${r.id}`;
+    type Row = { bytes: unknown };
     const d = this.database;
     if (d.dialect === "sqlite") {
       return d.db.transaction((tx) => {
         tx.run(lock);
         tx.run(prune);
-        return tx.run(insert).changes === 1;
+        if (tx.run(insert).changes !== 1) return undefined;
+        return Number(tx.all<Row>(held)[0]?.bytes);
       });
     }
     return d.db.transaction(async (tx) => {
       await tx.execute(lock);
       await tx.execute(prune);
-      return (await tx.execute(insert)).rowCount === 1;
+      if ((await tx.execute(insert)).rowCount !== 1) return undefined;
+      return Number(((await tx.execute(held)).rows[0] as Row | undefined)?.bytes);
     });
+  }
+
+  /** The bytes an unexpired reservation holds; undefined when it is gone (settled or expired). */
+  async held(id: string, now: number): Promise<number | undefined> {
+    const q = sql`SELECT bytes FROM quota_reservations WHERE id = ${id} AND expires_at > CAST(${now} AS bigint)`;
+    type Row = { bytes: unknown };
+    const d = this.database;
+    const row = d.dialect === "sqlite" ? d.db.all<Row>(q)[0] : ((await d.db.execute(q)).rows[0] as Row | undefined);
+    return row === undefined ? undefined : Number(row.bytes);
   }
 
   /**

@@ -441,7 +441,7 @@ export class StepRecorder {
    * total); over quota: QUOTA_EXCEEDED, and the blob is dropped.
    */
   private async holdFile(sessionId: string, blobId: string, blobOwner: string): Promise<FileReservation> {
-    if (!this.deps.quota) return { id: "", release: async () => undefined, keep: async () => undefined };
+    if (!this.deps.quota) return { id: "", bytes: 0, release: async () => undefined, keep: async () => undefined };
     const { size } = await this.deps.blobs.peek(blobId, blobOwner);
     const { owner } = await this.deps.sessions.get(sessionId);
     try {
