@@ -22,6 +22,7 @@ import { EvidenceStore } from "./evidence-store.js";
 import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceQuota, type Reservation } from "./evidence-quota.js";
 import { QuotaReservationStore } from "./quota-reservation-store.js";
+import { stillManifest } from "./testing/still-manifest.js";
 
 const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() => null, (err: unknown) => toErrorReport(err));
 const HOLD = 60_000;
@@ -175,27 +176,6 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 
-/** A valid still manifest listing one screenshot. */
-function stillManifest(evidenceId: string, png: Buffer): string {
-  const at = "2026-11-30T05:59:35.628Z";
-  return JSON.stringify({
-    schemaVersion: 1,
-    evidenceId,
-    kind: "still",
-    label: null,
-    context: {},
-    device: {
-      serial: "s1", physicalId: "p1", agentId: "a1", agentHost: "h", cliVersion: "0.1.0", agentVersion: "0.1.0", bootId: null, appPackage: null,
-      hierarchySource: "uiautomator", apiLevel: 34, androidVersion: "14", manufacturer: "Google", model: "Pixel 7", deviceType: "unknown",
-      deviceTypeProperties: { "ro.kernel.qemu": null, "ro.boot.qemu": null }, display: { width: 1080, height: 2400, density: 420, rotation: 0 },
-    },
-    startedAt: at,
-    finishedAt: at,
-    status: "complete",
-    artifacts: [{ kind: "screenshot", path: "screen.png", mimeType: "image/png", status: "complete", bytes: png.length, sha256: sha256(png), startedAt: at, finishedAt: at, durationMs: 1, commandId: null, taskId: null }],
-    errors: [],
-  });
-}
 
 describe.each(dialects)("a bundle's upload against its capture's reservation on %s", (dialect) => {
   let pair: Awaited<ReturnType<typeof openPair>> | undefined;
@@ -242,7 +222,7 @@ describe.each(dialects)("a bundle's upload against its capture's reservation on 
     yield start(evidenceId);
     yield msg({ case: "file", value: create(EvidenceFileHeaderSchema, { path: "screen.png", size: BigInt(png.length), sha256: sha256(png) }) });
     yield msg({ case: "chunk", value: png });
-    yield msg({ case: "manifestJson", value: stillManifest(evidenceId, png) });
+    yield msg({ case: "manifestJson", value: stillManifest(evidenceId, png, null) });
   }
 
   it("refuses a bundle larger than what was left of the quota when its capture started, before its bytes", async () => {

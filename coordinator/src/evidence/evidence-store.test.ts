@@ -9,6 +9,7 @@ import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { createByteStore, type ByteStore } from "../bytes/byte-store.js";
 import { createEvidenceIndexStore, type EvidenceIndexStore } from "./evidence-index-store.js";
 import { EvidenceStore, type EvidenceRow } from "./evidence-store.js";
+import { stillManifest } from "./testing/still-manifest.js";
 
 /** The report of what `p` rejects with, or null when it resolves. */
 const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() => null, (err: unknown) => toErrorReport(err));
@@ -112,27 +113,6 @@ describe.each(dialects)("evidence pages on %s", (dialect) => {
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 
-/** A valid still manifest listing one screenshot. */
-function manifestFor(evidenceId: string, png: Buffer): string {
-  const at = "2026-11-30T05:59:35.628Z";
-  return JSON.stringify({
-    schemaVersion: 1,
-    evidenceId,
-    kind: "still",
-    label: "smoke",
-    context: {},
-    device: {
-      serial: "s1", physicalId: "p1", agentId: "a1", agentHost: "h", cliVersion: "0.1.0", agentVersion: "0.1.0", bootId: null, appPackage: null,
-      hierarchySource: "uiautomator", apiLevel: 34, androidVersion: "14", manufacturer: "Google", model: "Pixel 7", deviceType: "unknown",
-      deviceTypeProperties: { "ro.kernel.qemu": null, "ro.boot.qemu": null }, display: { width: 1080, height: 2400, density: 420, rotation: 0 },
-    },
-    startedAt: at,
-    finishedAt: at,
-    status: "complete",
-    artifacts: [{ kind: "screenshot", path: "screen.png", mimeType: "image/png", status: "complete", bytes: png.length, sha256: sha256(png), startedAt: at, finishedAt: at, durationMs: 1, commandId: null, taskId: null }],
-    errors: [],
-  });
-}
 
 async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -170,7 +150,7 @@ describe.each(setups)("publishing a bundle on %s, bytes in %s", (dialect, bytesK
     await upload.startFile("screen.png", png.length, sha256(png));
     await upload.chunk(png);
     expect(await store.get(id)).toBeUndefined();
-    const manifest = manifestFor(id, png);
+    const manifest = stillManifest(id, png);
     const row = await upload.finish(manifest);
     expect(row).toMatchObject({ evidenceId: id, kind: "still", status: "complete", label: "smoke", totalBytes: png.length, manifestSha256: sha256(manifest) });
     expect(await store.get(id)).toEqual(row);
@@ -191,7 +171,7 @@ describe.each(setups)("publishing a bundle on %s, bytes in %s", (dialect, bytesK
     const upload = await store.beginUpload(meta(id));
     await upload.startFile("screen.png", 3, sha256("abc"));
     await upload.chunk(Buffer.from("abd"));
-    expect(await refused(upload.finish(manifestFor(id, Buffer.from("abc"))))).toMatchObject({ code: "EVIDENCE_TRANSFER_FAILED" });
+    expect(await refused(upload.finish(stillManifest(id, Buffer.from("abc"))))).toMatchObject({ code: "EVIDENCE_TRANSFER_FAILED" });
     await upload.abort();
     expect(await store.get(id)).toBeUndefined();
     expect(await readdir(store.staging)).toEqual([]);
@@ -213,7 +193,7 @@ describe.each(setups)("publishing a bundle on %s, bytes in %s", (dialect, bytesK
     const upload = await broken.beginUpload(meta(id));
     await upload.startFile("screen.png", png.length, sha256(png));
     await upload.chunk(png);
-    const report = await refused(upload.finish(manifestFor(id, png)));
+    const report = await refused(upload.finish(stillManifest(id, png)));
     expect(report).toMatchObject({ code: "EVIDENCE_CAPTURE_FAILED" });
     expect(report?.message).toContain(id);
     await upload.abort();
