@@ -233,6 +233,25 @@ describe("farm evidence video", () => {
     expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
   });
 
+  it("records one of two starts at once through two serials of one phone and refuses the other as RECORDING_ACTIVE, every time", async () => {
+    const { serials } = await addPhone("VIDRACE", { serials: 2 });
+    // A race lost by luck would pass once: each round starts both at the same moment.
+    for (let round = 0; round < 3; round++) {
+      const results = await Promise.all(serials.map((serial) => start(serial)));
+      const winners = results.filter((r) => r.code === 0);
+      const losers = results.filter((r) => r.code !== 0);
+      expect(winners, `round ${round}: ${JSON.stringify(results.map((r) => r.json))}`).toHaveLength(1);
+      const id = String(winners[0]!.json["sessionId"]);
+      expect(winners[0]!.json).toMatchObject({ ok: true, status: "recording" });
+      expect(losers[0]!.code).toBe(1);
+      expect(losers[0]!.json, `round ${round}`).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
+      expect(String(losers[0]!.json["message"])).toContain(id);
+      // The winner finishes and gives the phone back for the next round.
+      const stopped = await farm(["evidence", "video", "stop", "--session", id], env);
+      expect(stopped.json, `round ${round}`).toMatchObject({ ok: true, status: "complete" });
+    }
+  });
+
   it("keeps an idle recording (no decoded duration) partial", async () => {
     const { serials } = await addPhone("VIDIDLE", { animate: false });
     const bundle = out("idle");
