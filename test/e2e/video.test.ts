@@ -183,6 +183,18 @@ describe("farm evidence video", () => {
     // The device's temporary file is gone after verification.
     const sessions = (await farm(["evidence", "video", "list", "--device", serials[0]!], env)).json["sessions"] as { sessionId: string; status: string }[];
     expect(sessions).toEqual([expect.objectContaining({ sessionId: id, status: "complete" })]);
+
+    // Release of a finished session is a no-op that says so: the bundle and session.json are untouched.
+    const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");
+    const agentManifest = readFileSync(join(sessionDir(id), "manifest.json"), "utf8");
+    const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "nothing to release"], env);
+    expect(released.code).toBe(0);
+    expect(released.json).toMatchObject({ ok: true, released: false, status: "complete", recoveryState: "none" });
+    expect(String(released.json["message"])).toContain("finished");
+    expect(readFileSync(join(sessionDir(id), "session.json"), "utf8")).toBe(sessionJson);
+    expect(readFileSync(join(sessionDir(id), "manifest.json"), "utf8")).toBe(agentManifest);
+    expect(readFileSync(join(bundle, "manifest.json"), "utf8")).toBe(before);
+    expect((await farm(["evidence", "video", "status", "--session", id], env)).json).toMatchObject({ ok: true, status: "complete", recoveryState: "none" });
   });
 
   it("ends at the device's time limit on its own, with the default size", async () => {
@@ -267,6 +279,14 @@ describe("farm evidence video", () => {
     expect(existsSync(join(bundle, "video.mp4"))).toBe(false);
     expect(m.artifacts.find((a) => a.kind === "video")).toMatchObject({ path: "video.partial.mp4", status: "partial" });
     expect(m.video.remoteRetained).toBe(true);
+    // A finished partial session: release changes nothing, and says so with ok true and exit 0.
+    const id = String(started.json["sessionId"]);
+    const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");
+    const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "nothing to release"], env);
+    expect(released.code).toBe(0);
+    expect(released.json).toMatchObject({ ok: true, released: false, status: "partial", recoveryState: "none" });
+    expect(readFileSync(join(sessionDir(id), "session.json"), "utf8")).toBe(sessionJson);
+    expect(readManifest(bundle)).toEqual(m);
   });
 
   it("reports an encoder that cannot start as a startup failure, and gives the phone back", async () => {
@@ -358,7 +378,7 @@ describe("farm evidence video", () => {
     expect(inspect.json["recorderProcesses"]).toBe("");
     const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "phone replugged; recorder gone"], env);
     expect(released.code).toBe(0);
-    expect(released.json).toMatchObject({ released: true, recoveryState: "released" });
+    expect(released.json).toMatchObject({ ok: true, released: true, status: "failed", recoveryState: "released" });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
     expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
@@ -394,6 +414,13 @@ describe("farm evidence video", () => {
     expect(asUser.json).toMatchObject({ ok: false, code: "PERMISSION_DENIED" });
     const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "worker killed in a test"], env);
     expect(released.code).toBe(0);
+    expect(released.json).toMatchObject({ ok: true, released: true, recoveryState: "released" });
+    // Released once: a second release changes nothing and says so.
+    const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");
+    const twice = await farm(["evidence", "video", "release", "--session", id, "--reason", "again"], env);
+    expect(twice.code).toBe(0);
+    expect(twice.json).toMatchObject({ ok: true, released: false, recoveryState: "released" });
+    expect(readFileSync(join(sessionDir(id), "session.json"), "utf8")).toBe(sessionJson);
     expect((await farm(["evidence", "video", "status", "--session", id], env)).json).toMatchObject({ status: "failed", recoveryState: "released" });
   });
 

@@ -331,9 +331,21 @@ export class VideoSessions {
    * An operator's release of a session whose worker is gone: allowed only
    * when the device answers and no recorder for the session's path runs.
    */
-  async release(id: string, by: string, reason: string): Promise<VideoSession> {
+  async release(id: string, by: string, reason: string): Promise<{ session: VideoSession; released: boolean; note: string }> {
     const files = await this.files(id);
     const rec = await files.readSession();
+    // A finished session, or one released before, is never modified: a no-op that says so.
+    const finished = (await files.readManifest())?.manifest.finishedAt;
+    if (rec.recoveryState === "released" || (finished && rec.recoveryState !== "recovery_required")) {
+      // A worker that ended between publishing its manifest and removing the lock saw its recorder end: the lock alone goes.
+      const lockRemoved = rec.recoveryState === "none" && (await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce));
+      if (lockRemoved) this.deps.log.warn("finished video session's leftover lock removed on release", { sessionId: id, by });
+      const note =
+        rec.recoveryState === "released"
+          ? `session ${id} was already released (${rec.recoveryReason ?? "no reason recorded"}); nothing changed`
+          : `session ${id} is finished; nothing to release, its bundle is unchanged${lockRemoved ? " (its leftover recording lock was removed)" : ""}`;
+      return { session: await this.describe(files, {}), released: false, note };
+    }
     if (await files.workerAlive(rec.nonce)) {
       throw farmError(Errors.EVIDENCE_RECORDING_ACTIVE, `session ${id} has a live worker; stop it instead`, "session_id");
     }
@@ -349,7 +361,8 @@ export class VideoSessions {
     await files.writeSession({ ...rec, recoveryState: "released", recoveryReason: `released by ${by}: ${reason || "no reason given"}` });
     const removed = await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce);
     this.deps.log.warn("video session released by an operator", { sessionId: id, by, lockRemoved: removed });
-    return this.describe(files, {});
+    const note = removed ? `session ${id} released; the phone's recording lock was removed` : `session ${id} released; the phone's recording lock no longer named it`;
+    return { session: await this.describe(files, {}), released: true, note };
   }
 
   /** Sessions whose worker heartbeat is fresh. */
