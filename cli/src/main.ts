@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { ErrorReport } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 import { formatError, takeOutputFormat } from "./options/output-format.js";
-import { createPrinter } from "./output.js";
+import { createPrinter, exitCodeOf } from "./output.js";
 import type { Runtime } from "./tree/build.js";
 
 /**
@@ -40,7 +40,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       writeErr: (s) => process.stderr.write(s),
     };
     await buildProgram(rt, version, output.rest).parseAsync(output.rest, { from: "user" });
-    return rt.exitCode ?? 0;
+    return exitCodeOf(rt.exitCode ?? 0, printer);
   } catch (err) {
     const { HelpShown } = await import("./tree/commander-errors.js");
     if (err instanceof HelpShown) return err.exitCode;

@@ -20,6 +20,13 @@ export interface Printer {
   failure(report: ErrorReport): void;
   /** Prints data as given (it carries its own ok), or the pretty rendering. */
   emit(data: Record<string, unknown>, pretty: () => string): void;
+  /** True once anything printed said ok:false (a failure, or data carrying ok false). */
+  readonly failed: boolean;
+}
+
+/** The process's exit code: any ok:false printed exits non-zero, whatever the command returned. */
+export function exitCodeOf(code: number, printer: Pick<Printer, "failed">): number {
+  return code === 0 && printer.failed ? 1 : code;
 }
 
 /** The one-line form of an error for people: `error: <message> [CODE, field x]`. */
@@ -32,18 +39,25 @@ export function createPrinter(
   out: (s: string) => void = (s) => process.stdout.write(s),
   err: (s: string) => void = (s) => process.stderr.write(s),
 ): Printer {
+  let failed = false;
   return {
     format,
     wide: format === "wide",
+    get failed() {
+      return failed;
+    },
     result(data, pretty) {
+      if (data["ok"] === false) failed = true;
       if (format === "json") out(JSON.stringify({ ok: true, ...data }) + "\n");
       else out(pretty() + "\n");
     },
     emit(data, pretty) {
+      if (data["ok"] === false) failed = true;
       if (format === "json") out(JSON.stringify(data) + "\n");
       else out(pretty() + "\n");
     },
     failure(report) {
+      failed = true;
       if (format === "json") out(JSON.stringify(report) + "\n");
       else err(errorLine(report) + "\n");
     },

@@ -183,6 +183,18 @@ describe("farm evidence video", () => {
     // The device's temporary file is gone after verification.
     const sessions = (await farm(["evidence", "video", "list", "--device", serials[0]!], env)).json["sessions"] as { sessionId: string; status: string }[];
     expect(sessions).toEqual([expect.objectContaining({ sessionId: id, status: "complete" })]);
+
+    // Release of a finished session is a no-op that says so: the bundle and session.json are untouched.
+    const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");
+    const agentManifest = readFileSync(join(sessionDir(id), "manifest.json"), "utf8");
+    const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "nothing to release"], env);
+    expect(released.code).toBe(0);
+    expect(released.json).toMatchObject({ ok: true, released: false, status: "complete", recoveryState: "none" });
+    expect(String(released.json["message"])).toContain("finished");
+    expect(readFileSync(join(sessionDir(id), "session.json"), "utf8")).toBe(sessionJson);
+    expect(readFileSync(join(sessionDir(id), "manifest.json"), "utf8")).toBe(agentManifest);
+    expect(readFileSync(join(bundle, "manifest.json"), "utf8")).toBe(before);
+    expect((await farm(["evidence", "video", "status", "--session", id], env)).json).toMatchObject({ ok: true, status: "complete", recoveryState: "none" });
   });
 
   it("ends at the device's time limit on its own, with the default size", async () => {
@@ -233,6 +245,25 @@ describe("farm evidence video", () => {
     expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
   });
 
+  it("records one of two starts at once through two serials of one phone and refuses the other as RECORDING_ACTIVE, every time", async () => {
+    const { serials } = await addPhone("VIDRACE", { serials: 2 });
+    // A race lost by luck would pass once: each round starts both at the same moment.
+    for (let round = 0; round < 3; round++) {
+      const results = await Promise.all(serials.map((serial) => start(serial)));
+      const winners = results.filter((r) => r.code === 0);
+      const losers = results.filter((r) => r.code !== 0);
+      expect(winners, `round ${round}: ${JSON.stringify(results.map((r) => r.json))}`).toHaveLength(1);
+      const id = String(winners[0]!.json["sessionId"]);
+      expect(winners[0]!.json).toMatchObject({ ok: true, status: "recording" });
+      expect(losers[0]!.code).toBe(1);
+      expect(losers[0]!.json, `round ${round}`).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
+      expect(String(losers[0]!.json["message"])).toContain(id);
+      // The winner finishes and gives the phone back for the next round.
+      const stopped = await farm(["evidence", "video", "stop", "--session", id], env);
+      expect(stopped.json, `round ${round}`).toMatchObject({ ok: true, status: "complete" });
+    }
+  });
+
   it("keeps an idle recording (no decoded duration) partial", async () => {
     const { serials } = await addPhone("VIDIDLE", { animate: false });
     const bundle = out("idle");
@@ -248,6 +279,14 @@ describe("farm evidence video", () => {
     expect(existsSync(join(bundle, "video.mp4"))).toBe(false);
     expect(m.artifacts.find((a) => a.kind === "video")).toMatchObject({ path: "video.partial.mp4", status: "partial" });
     expect(m.video.remoteRetained).toBe(true);
+    // A finished partial session: release changes nothing, and says so with ok true and exit 0.
+    const id = String(started.json["sessionId"]);
+    const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");
+    const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "nothing to release"], env);
+    expect(released.code).toBe(0);
+    expect(released.json).toMatchObject({ ok: true, released: false, status: "partial", recoveryState: "none" });
+    expect(readFileSync(join(sessionDir(id), "session.json"), "utf8")).toBe(sessionJson);
+    expect(readManifest(bundle)).toEqual(m);
   });
 
   it("reports an encoder that cannot start as a startup failure, and gives the phone back", async () => {
@@ -339,7 +378,7 @@ describe("farm evidence video", () => {
     expect(inspect.json["recorderProcesses"]).toBe("");
     const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "phone replugged; recorder gone"], env);
     expect(released.code).toBe(0);
-    expect(released.json).toMatchObject({ released: true, recoveryState: "released" });
+    expect(released.json).toMatchObject({ ok: true, released: true, status: "failed", recoveryState: "released" });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
     expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
@@ -375,6 +414,13 @@ describe("farm evidence video", () => {
     expect(asUser.json).toMatchObject({ ok: false, code: "PERMISSION_DENIED" });
     const released = await farm(["evidence", "video", "release", "--session", id, "--reason", "worker killed in a test"], env);
     expect(released.code).toBe(0);
+    expect(released.json).toMatchObject({ ok: true, released: true, recoveryState: "released" });
+    // Released once: a second release changes nothing and says so.
+    const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");
+    const twice = await farm(["evidence", "video", "release", "--session", id, "--reason", "again"], env);
+    expect(twice.code).toBe(0);
+    expect(twice.json).toMatchObject({ ok: true, released: false, recoveryState: "released" });
+    expect(readFileSync(join(sessionDir(id), "session.json"), "utf8")).toBe(sessionJson);
     expect((await farm(["evidence", "video", "status", "--session", id], env)).json).toMatchObject({ status: "failed", recoveryState: "released" });
   });
 

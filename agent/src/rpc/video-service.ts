@@ -26,7 +26,7 @@ export function agentVideoService(deps: Pick<AgentServiceDeps, "video">): Omit<S
     async releaseVideo(req, ctx) {
       const c = callContext(ctx);
       if (!c.admin) throw farmError(Errors.PERMISSION_DENIED, "releasing a recording lock needs an admin token");
-      return { session: await deps.video.release(req.sessionId, c.requestedBy, req.reason) };
+      return deps.video.release(req.sessionId, c.requestedBy, req.reason);
     },
   };
 }

@@ -2,8 +2,8 @@ import { fork, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { closeSync, openSync, watch, type FSWatcher } from "node:fs";
 import { waitForChange } from "./wait-for-change.js";
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
@@ -37,6 +37,7 @@ import {
   releaseVideoLock,
   videoLockFile,
   VideoSessionFiles,
+  type VideoLockHolder,
   type VideoSessionRecord,
 } from "./video-session-files.js";
 
@@ -44,6 +45,10 @@ import {
 export const START_ACK_MS = 5_000;
 /** Stop waits at most this long for the terminal bundle. */
 export const STOP_WAIT_MS = 15_000;
+/** Past its own start bound, how long a lock holder's worker may take to show its first heartbeat. */
+const HOLDER_START_SLACK_MS = 2_000;
+/** How long a lock file may stay empty between its exclusive create and its content. */
+const LOCK_WRITE_WAIT_MS = 1_000;
 
 export interface VideoDeps {
   adb: AdbServerAddress;
@@ -126,8 +131,15 @@ export class VideoSessions {
     }
     const nonce = randomUUID();
     const lockFile = videoLockFile(this.deps.lockDir, physicalId);
-    const lock = await acquireVideoLock(lockFile, { sessionId, nonce, physicalId, agentId: this.deps.agent.id, dataDir: this.deps.dataDir, createdAt: new Date().toISOString() });
-    if (!lock.acquired) throw await this.heldError(lock.holder, serial);
+    const holder = { sessionId, nonce, physicalId, agentId: this.deps.agent.id, dataDir: this.deps.dataDir, createdAt: new Date().toISOString() };
+    // A holder that was still starting and then gave the lock back (its start failed) lets this start try once more.
+    for (let attempt = 1; ; attempt++) {
+      const lock = await acquireVideoLock(lockFile, holder);
+      if (lock.acquired) break;
+      const held = await this.heldError(lock.holder, serial, lockFile);
+      if (held) throw held;
+      if (attempt === 3) throw farmError(Errors.EVIDENCE_RECORDING_ACTIVE, `the phone behind ${serial} keeps being claimed by other recordings as they start; try again`, "target.serial");
+    }
 
     const files = VideoSessionFiles.of(this.deps.dataDir, sessionId);
     const record: VideoSessionRecord = {
@@ -184,11 +196,31 @@ export class VideoSessions {
     return this.describe(files, {});
   }
 
-  private async heldError(holder: Awaited<ReturnType<typeof readVideoLock>>, serial: string) {
+  /**
+   * Why the lock is held, as an error; undefined when the holder was still
+   * starting and gave the lock back meanwhile. A holder whose worker has not
+   * beaten yet is starting, not dead: its start is awaited (until its own
+   * start bound) before anyone is told that recovery is needed.
+   */
+  private async heldError(holder: VideoLockHolder | null, serial: string, lockFile: string): Promise<Error | undefined> {
     if (holder) {
       const files = VideoSessionFiles.of(holder.dataDir, holder.sessionId);
-      const alive = await files.workerAlive(holder.nonce);
-      if (alive) {
+      const startBound = Date.parse(holder.createdAt) + START_ACK_MS + HOLDER_START_SLACK_MS;
+      let verdict: "alive" | "gone" | "moved" = (await files.workerAlive(holder.nonce)) ? "alive" : "gone";
+      if (verdict === "gone" && Date.now() < startBound && (await files.readSession().then((r) => r.state === "starting", () => true))) {
+        verdict =
+          (await waitForChange(
+            files.dir,
+            async () => {
+              if (await files.workerAlive(holder.nonce)) return "alive" as const;
+              const now = await readVideoLock(lockFile);
+              return now?.sessionId !== holder.sessionId || now.nonce !== holder.nonce ? ("moved" as const) : undefined;
+            },
+            { timeoutMs: startBound - Date.now(), pollMs: 100 },
+          )) ?? "gone";
+      }
+      if (verdict === "moved") return undefined;
+      if (verdict === "alive") {
         return farmError(Errors.EVIDENCE_RECORDING_ACTIVE, `the phone behind ${serial} is already being recorded by session ${holder.sessionId}`, "target.serial");
       }
       return farmError(
@@ -197,6 +229,13 @@ export class VideoSessions {
         "target.serial",
       );
     }
+    // Gone meanwhile, or created and not yet written (the exclusive create comes before its content).
+    const settled = await waitForChange(dirname(lockFile), async () => {
+      if (!(await stat(lockFile).then(() => true, () => false))) return "gone" as const;
+      return (await readVideoLock(lockFile)) ?? undefined;
+    }, { timeoutMs: LOCK_WRITE_WAIT_MS, pollMs: 50 });
+    if (settled === "gone") return undefined;
+    if (settled) return this.heldError(settled, serial, lockFile);
     return farmError(Errors.EVIDENCE_RECOVERY_REQUIRED, `the recording lock of the phone behind ${serial} is held but unreadable; see the operator guide`, "target.serial");
   }
 
@@ -292,9 +331,21 @@ export class VideoSessions {
    * An operator's release of a session whose worker is gone: allowed only
    * when the device answers and no recorder for the session's path runs.
    */
-  async release(id: string, by: string, reason: string): Promise<VideoSession> {
+  async release(id: string, by: string, reason: string): Promise<{ session: VideoSession; released: boolean; note: string }> {
     const files = await this.files(id);
     const rec = await files.readSession();
+    // A finished session, or one released before, is never modified: a no-op that says so.
+    const finished = (await files.readManifest())?.manifest.finishedAt;
+    if (rec.recoveryState === "released" || (finished && rec.recoveryState !== "recovery_required")) {
+      // A worker that ended between publishing its manifest and removing the lock saw its recorder end: the lock alone goes.
+      const lockRemoved = rec.recoveryState === "none" && (await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce));
+      if (lockRemoved) this.deps.log.warn("finished video session's leftover lock removed on release", { sessionId: id, by });
+      const note =
+        rec.recoveryState === "released"
+          ? `session ${id} was already released (${rec.recoveryReason ?? "no reason recorded"}); nothing changed`
+          : `session ${id} is finished; nothing to release, its bundle is unchanged${lockRemoved ? " (its leftover recording lock was removed)" : ""}`;
+      return { session: await this.describe(files, {}), released: false, note };
+    }
     if (await files.workerAlive(rec.nonce)) {
       throw farmError(Errors.EVIDENCE_RECORDING_ACTIVE, `session ${id} has a live worker; stop it instead`, "session_id");
     }
@@ -310,7 +361,8 @@ export class VideoSessions {
     await files.writeSession({ ...rec, recoveryState: "released", recoveryReason: `released by ${by}: ${reason || "no reason given"}` });
     const removed = await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce);
     this.deps.log.warn("video session released by an operator", { sessionId: id, by, lockRemoved: removed });
-    return this.describe(files, {});
+    const note = removed ? `session ${id} released; the phone's recording lock was removed` : `session ${id} released; the phone's recording lock no longer named it`;
+    return { session: await this.describe(files, {}), released: true, note };
   }
 
   /** Sessions whose worker heartbeat is fresh. */

@@ -249,8 +249,10 @@ export const releaseVideo: Action<typeof videoReleaseOptions> = async (input) =>
   const reason = opts.reason;
   const session = clientSession(input);
   const res = await serviceClient(VideoService, session.config).releaseVideo({ sessionId: target.sessionId, reason }, { timeoutMs: session.timeoutMs });
-  const data = view(res.session as VideoSession, null, () => true);
-  ctx.printer.result({ ...data, released: true }, () => `${pretty(data)}\nlock released`);
+  // ok is the release's outcome (a finished session is a no-op, not a failure); the session's own state is in status and errors.
+  const { ok: _ok, code: _code, message: _message, ...data } = view(res.session as VideoSession, null, () => true);
+  const result = { ...data, released: res.released, message: res.note };
+  ctx.printer.result(result, () => `${pretty(result)}\n${res.released ? "released" : "nothing released"}`);
   return 0;
 };
 

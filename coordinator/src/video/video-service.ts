@@ -204,7 +204,7 @@ export function registerVideoService(router: ConnectRouter, deps: { registry: Re
       const r = await row(req.sessionId);
       deps.log.warn("video release requested", { sessionId: r.sessionId, by: principal.tokenName, reason: req.reason });
       const res = await call(agentFor(r), VideoService.method.releaseVideo, req, ctx, STATUS_BUDGET_MS);
-      return { session: await record(res.session, r.requestedBy, r) };
+      return { session: await record(res.session, r.requestedBy, r), released: res.released, note: res.note };
     },
 
     async listVideoSessions(req) {
