@@ -215,8 +215,8 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
 
     listTunnels(req, ctx) {
       const principal = requirePrincipal(ctx);
-      const listed = deps.tunnels.listFor(principal, { physicalId: req.physicalId, mine: req.mine });
-      return create(ListTunnelsResponseSchema, { tunnels: listed.map(tunnelMessage) });
+      const page = deps.tunnels.listPageFor(principal, { physicalId: req.physicalId, mine: req.mine }, req);
+      return create(ListTunnelsResponseSchema, { tunnels: page.items.map(tunnelMessage), nextPageToken: page.nextPageToken });
     },
 
     closeTunnel(req, ctx) {
