@@ -134,7 +134,8 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
         deps.tunnels.remove(tunnelId, why);
         for (const cut of entry.streams) cut(why);
         await stopOnAgent(deps, entry, toErrorReport(why).message);
-        await deps.activity.record({
+        // Never throws: a failed history write must not replace why the tunnel closed.
+        await deps.activity.recordAfter({
           at: t0,
           caller: principal.tokenName,
           leaseId: entry.leaseId,
