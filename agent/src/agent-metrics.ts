@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { ListenAddress } from "@farm/shared/listen-address";
+import type { DeviceHistory } from "./devices/device-history.js";
 import type { DeviceWatcher } from "./devices/device-watcher.js";
 
 export interface AgentMetrics {
@@ -13,7 +14,7 @@ export interface AgentMetrics {
 }
 
 /** The agent's Prometheus series, served only when an address is configured. */
-export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => boolean; videoWorkers: () => Promise<number> }): AgentMetrics {
+export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => boolean; videoWorkers: () => Promise<number>; history: DeviceHistory }): AgentMetrics {
   const registry = new MetricsRegistry();
   new Gauge({
     name: "farm_agent_devices",
@@ -26,6 +27,8 @@ export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => bool
     },
   });
   const commands = new Counter({ name: "farm_agent_commands_total", help: "Commands run by this agent, by command and outcome", labelNames: ["command", "outcome"], registers: [registry] });
+  const lost = new Counter({ name: "farm_agent_history_write_failures_total", help: "Device history events that could not be written (the outcome stood), by kind", labelNames: ["kind"], registers: [registry] });
+  src.history.onRecordFailure((kind) => lost.inc({ kind }));
   new Gauge({
     name: "farm_agent_draining",
     help: "1 while the agent drains",

@@ -174,7 +174,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       return beginCaptures({ evidence: serviceDeps.evidence, redactor }, serial, step, untilMs);
     },
   });
-  const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers() });
+  const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers(), history });
   const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;
   uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,

@@ -169,7 +169,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       })
       .catch((err: unknown) => log.error("could not end the sessions of an ended lease; they end at the next start", { leaseId: lease.leaseId, error: (err as Error).message }));
   });
-  activity.onRecordFailure = (err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message });
+  activity.onRecordFailure((err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message }));
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();
   const tunnels = new Tunnels({ ...DEFAULT_TUNNEL_LIMITS, ...opts.adbTunnels });

@@ -1,4 +1,5 @@
 import { desc, eq, sql } from "drizzle-orm";
+import type { Logger } from "@farm/shared/log";
 import type { AgentDb } from "../db/open-agent-db.js";
 import { bootIds, deviceEvents } from "../db/schema.js";
 
@@ -14,12 +15,32 @@ export interface DeviceEventRecord {
 export class DeviceHistory {
   // Prepared once: every ownership status reads it.
   private readonly recentQuery;
+  private readonly failureListeners = new Set<(kind: string) => void>();
 
   constructor(
     private readonly db: AgentDb,
     private readonly onEvent: (e: DeviceEventRecord) => void = () => {},
   ) {
     this.recentQuery = db.select().from(deviceEvents).where(eq(deviceEvents.physicalId, sql.placeholder("physicalId"))).orderBy(desc(deviceEvents.at)).limit(sql.placeholder("limit")).prepare();
+  }
+
+  /**
+   * Records an event that follows something already done (an abandoned
+   * action): a failed write is logged and told to the failure listeners
+   * (the agent's metrics), never thrown, so history never changes an outcome.
+   */
+  recordAfter(e: Omit<DeviceEventRecord, "at">, log: Logger): void {
+    try {
+      this.record(e);
+    } catch (err) {
+      log.error("could not write the device history; the outcome stands", { kind: e.kind, physicalId: e.physicalId, error: (err as Error).message });
+      for (const fn of this.failureListeners) fn(e.kind);
+    }
+  }
+
+  /** Calls fn with the kind of every event recordAfter could not write. */
+  onRecordFailure(fn: (kind: string) => void): void {
+    this.failureListeners.add(fn);
   }
 
   record(e: Omit<DeviceEventRecord, "at">): DeviceEventRecord {

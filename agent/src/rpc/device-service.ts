@@ -50,7 +50,8 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       if (!c.admin) throw farmError(Errors.PERMISSION_DENIED, "abandoning an action needs an admin user token");
       const serial = serialOf(req.target);
       const a = deps.ownership.abandon(serial, req.actionId, req.reason, c.requestedBy);
-      deps.history.record({ physicalId: a.physicalId, serial, kind: "action-abandoned", detail: `${a.actionId} by ${c.requestedBy}: ${req.reason}` });
+      // The action is abandoned in the journal already: a failed history write is logged and counted, not answered.
+      deps.history.recordAfter({ physicalId: a.physicalId, serial, kind: "action-abandoned", detail: `${a.actionId} by ${c.requestedBy}: ${req.reason}` }, deps.log);
       deps.log.warn("unresolved action abandoned by an operator", { actionId: a.actionId, by: c.requestedBy, reason: req.reason });
       return { action: toRecord(a) };
     },

@@ -143,6 +143,12 @@ describe("farm adb connect, through a tunnel over gRPC", () => {
 
     const listed = JSON.parse((await farm(["adb", "list", "--coordinator", coordinator.url])).stdout) as { tunnels: { tunnel: string; local: string | null; pid: number | null }[] };
     expect(listed.tunnels).toEqual([expect.objectContaining({ tunnel: out.tunnel, local: out.serial, pid: out.pid })]);
+    // The fake serves one tunnel per page: with two more (opened elsewhere), the list follows every page.
+    const own = coordinator.tunnels.get(out.tunnel);
+    for (const id of ["t-other-1", "t-other-2"]) coordinator.tunnels.set(id, { ...own, tunnelId: id } as NonNullable<typeof own>);
+    const paged = JSON.parse((await farm(["adb", "list", "--coordinator", coordinator.url])).stdout) as typeof listed;
+    expect(paged.tunnels.map((t) => t.tunnel)).toEqual([out.tunnel, "t-other-1", "t-other-2"]);
+    for (const id of ["t-other-1", "t-other-2"]) coordinator.tunnels.delete(id);
 
     const dropped = await farm(["adb", "disconnect", "--device", out.serial]);
     expect(JSON.parse(dropped.stdout)).toEqual({ ok: true, disconnected: [{ tunnel: out.tunnel, serial: out.serial, device: labSerial }] });

@@ -1,4 +1,5 @@
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { allPages } from "../all-pages.js";
 import { serviceClient } from "../client.js";
 import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";
@@ -11,10 +12,14 @@ export const list: Action<typeof adbListOptions> = async (input) => {
   const { ctx } = input;
   const session = clientSession(input);
   // mine: the caller's own (an admin's: everyone's); without it, every user's tunnels are listed.
-  const res = await serviceClient(AdbTunnelService, session.config).listTunnels({ mine: true }, { timeoutMs: session.timeoutMs });
+  const client = serviceClient(AdbTunnelService, session.config);
+  const listedTunnels = await allPages(async (page) => {
+    const res = await client.listTunnels({ mine: true, ...page }, { timeoutMs: session.timeoutMs });
+    return { items: res.tunnels, nextPageToken: res.nextPageToken };
+  });
   const states = await readTunnelStates(ctx.env);
   const local = new Map(states.map((s) => [s.tunnelId, s]));
-  const tunnels = res.tunnels.map((t) => {
+  const tunnels = listedTunnels.map((t) => {
     const s = local.get(t.tunnelId);
     return {
       tunnel: t.tunnelId,
@@ -32,7 +37,7 @@ export const list: Action<typeof adbListOptions> = async (input) => {
     };
   });
   // Served here but unknown to the coordinator: closed while this machine was not looking, or another coordinator's.
-  const listed = new Set(res.tunnels.map((t) => t.tunnelId));
+  const listed = new Set(listedTunnels.map((t) => t.tunnelId));
   const localOnly = states
     .filter((s) => !listed.has(s.tunnelId))
     .map((s) => ({ tunnel: s.tunnelId, device: s.device, local: s.serial, coordinator: s.coordinator, pid: isServingProcess(s) ? s.pid : null }));

@@ -112,7 +112,7 @@ describe("tracking a routed call", () => {
       listBefore: () => Promise.resolve([]),
     });
     const failures: [string, string][] = [];
-    broken.onRecordFailure = (e, command) => failures.push([(e as Error).message, command]);
+    broken.onRecordFailure((e, command) => failures.push([(e as Error).message, command]));
     expect(await broken.track(tracked, async () => "done")).toBe("done");
     expect(failures).toEqual([["disk full", "Swipe"]]);
   });

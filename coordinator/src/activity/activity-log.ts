@@ -10,6 +10,7 @@ export type TrackedEntry = Omit<ActivityRow, "id" | "at" | "outcome" | "duration
 /** Every routed action: who, with which lease, on which device, what happened. */
 export class ActivityLog {
   private readonly listeners = new Set<(row: ActivityRow) => void>();
+  private readonly failureListeners = new Set<(err: unknown, command: string) => void>();
 
   constructor(private readonly store: ActivityStore) {}
 
@@ -21,6 +22,24 @@ export class ActivityLog {
     const row = await this.store.insert(entry);
     for (const fn of this.listeners) fn(row);
     return row;
+  }
+
+  /**
+   * Stores an entry written after the fact (a call already answered or
+   * ending): a failed write is told to the failure listeners (logged and
+   * counted), never thrown, so history never changes what a caller is told.
+   */
+  async recordAfter(entry: ActivityEntry): Promise<void> {
+    try {
+      await this.record(entry);
+    } catch (err) {
+      for (const fn of this.failureListeners) fn(err, entry.command);
+    }
+  }
+
+  /** Calls fn with every entry that could not be written (the coordinator logs it, the metrics count it). */
+  onRecordFailure(fn: (err: unknown, command: string) => void): void {
+    this.failureListeners.add(fn);
   }
 
   /** Calls fn with every entry recorded from now on (live watchers, metrics). */
@@ -53,17 +72,10 @@ export class ActivityLog {
     }
     // History is written after the fact and never changes what the caller
     // is told: a full disk here must not turn a done action into an error.
-    try {
-      await this.record({ ...entry, at: t0, outcome: outcome.ok ? "ok" : toErrorReport(outcome.error).code, durationMs: Date.now() - t0 });
-    } catch (err) {
-      this.onRecordFailure(err, entry.command);
-    }
+    await this.recordAfter({ ...entry, at: t0, outcome: outcome.ok ? "ok" : toErrorReport(outcome.error).code, durationMs: Date.now() - t0 });
     if (outcome.ok) return outcome.value;
     throw outcome.error;
   }
-
-  /** Told when an entry could not be written (logged by the coordinator). */
-  onRecordFailure: (err: unknown, command: string) => void = () => {};
 
   /** One page, newest first; the key is the id (unique, and ascending with time of writing). */
   async listPage(filter: ActivityFilter, page: PageRequest): Promise<Page<ActivityRow>> {

@@ -88,6 +88,36 @@ describe("ListTunnels", () => {
     expect(one).toMatchObject({ tunnelId: "t-a2", owner: "alice", serial: "S-pd-2", agentName: "lab-1", openedAtMs: 1_700_000_000_000n, bytesToDevice: 10n, bytesFromDevice: 20n, openStreams: 0 });
   });
 
+  it("pages like every List*: oldest first, next_page_token until the last page, a token bound to its filters", async () => {
+    const { tunnels, client, as } = await served();
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = tunnelEntry(`t-${i}`, i === 4 ? "bob" : "alice", "pd-1");
+      t.openedAt += 5 - i; // opened in reverse id order: the list follows open time
+      tunnels.add(t);
+      made.unshift(t.tunnelId);
+    }
+    const seen: string[] = [];
+    let pageToken = "";
+    let pages = 0;
+    do {
+      const page = await client.listTunnels({ pageSize: 2, pageToken }, as("vera"));
+      expect(page.tunnels.length).toBeLessThanOrEqual(2);
+      seen.push(...page.tunnels.map((t) => t.tunnelId));
+      pageToken = page.nextPageToken;
+      pages++;
+    } while (pageToken);
+    expect(seen).toEqual(made);
+    expect(pages).toBe(3);
+
+    const first = await client.listTunnels({ pageSize: 1, mine: true }, as("alice"));
+    expect(first.nextPageToken).not.toBe("");
+    const report = (p: Promise<unknown>) => p.then(() => null, toErrorReport);
+    expect(await report(client.listTunnels({ pageSize: 1, pageToken: first.nextPageToken }, as("alice")))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_token" });
+    expect(await report(client.listTunnels({ pageSize: -1 }, as("alice")))).toMatchObject({ code: "INVALID_ARGUMENT", field: "page_size" });
+    expect((await client.listTunnels({ pageSize: 100, mine: true }, as("alice"))).nextPageToken).toBe("");
+  });
+
   it("lets an admin close anyone's tunnel, an owner their own, and nobody else (a viewer not at all)", async () => {
     const { tunnels, client, as } = await served();
     const a = tunnelEntry("t-a1", "alice", "pd-1");

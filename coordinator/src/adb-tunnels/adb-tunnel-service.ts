@@ -134,7 +134,8 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
         deps.tunnels.remove(tunnelId, why);
         for (const cut of entry.streams) cut(why);
         await stopOnAgent(deps, entry, toErrorReport(why).message);
-        await deps.activity.record({
+        // Never throws: a failed history write must not replace why the tunnel closed.
+        await deps.activity.recordAfter({
           at: t0,
           caller: principal.tokenName,
           leaseId: entry.leaseId,
@@ -215,8 +216,8 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
 
     listTunnels(req, ctx) {
       const principal = requirePrincipal(ctx);
-      const listed = deps.tunnels.listFor(principal, { physicalId: req.physicalId, mine: req.mine });
-      return create(ListTunnelsResponseSchema, { tunnels: listed.map(tunnelMessage) });
+      const page = deps.tunnels.listPageFor(principal, { physicalId: req.physicalId, mine: req.mine }, req);
+      return create(ListTunnelsResponseSchema, { tunnels: page.items.map(tunnelMessage), nextPageToken: page.nextPageToken });
     },
 
     closeTunnel(req, ctx) {

@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { Errors, farmError } from "@farm/shared/errors";
+import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 
 /** Limits on remote adb, per coordinator. */
 export interface TunnelLimits {
@@ -133,6 +134,18 @@ export class Tunnels {
   /** What ListTunnels shows a viewer: every tunnel (it holds no secret), or with `mine` those the viewer may close. */
   listFor(viewer: TunnelViewer, filter: TunnelFilter): TunnelEntry[] {
     return this.list().filter((t) => (!filter.physicalId || t.physicalId === filter.physicalId) && (!filter.mine || viewer.admin || t.owner === viewer.tokenName));
+  }
+
+  /** One page of listFor, oldest first; the key is (opened at, tunnel id). Tunnels are few (per-user limit): sorted per read. */
+  listPageFor(viewer: TunnelViewer, filter: TunnelFilter, page: PageRequest): Page<TunnelEntry> {
+    // Who is asking is part of the filter with `mine`: a token is not handed from one caller to another's list.
+    const scope = { list: "tunnels", filter: { physicalId: filter.physicalId || undefined, mine: filter.mine ? (viewer.admin ? "*" : viewer.tokenName) : undefined } };
+    const key = (t: TunnelEntry) => [t.openedAt, t.tunnelId] as const;
+    return readPage(page, scope, ["number", "string"] as const, key, (after, limit) => {
+      const rows = this.listFor(viewer, filter).sort((a, b) => a.openedAt - b.openedAt || (a.tunnelId < b.tunnelId ? -1 : a.tunnelId > b.tunnelId ? 1 : 0));
+      const from = after ? partitionPoint(rows, (t) => t.openedAt < after[0] || (t.openedAt === after[0] && t.tunnelId <= after[1])) : 0;
+      return rows.slice(from, from + limit);
+    });
   }
 
   /** Tunnels on a lease, on an agent, or idle too long. */

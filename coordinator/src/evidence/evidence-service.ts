@@ -1,6 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument, NOT_DISPATCHED } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import {
@@ -44,6 +44,11 @@ export function registerEvidenceService(
       return deps.activity.track(entry, async (e) => {
         // A leased phone's evidence is its holder's to capture (lease_holder_only): refused before an id is issued.
         const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: EvidenceService.method.captureEvidence, caller: principal });
+        // A phone adb does not show as `device` would only yield a failed bundle: refused before an id is issued or a file written.
+        const shown = deps.registry.listDevices({ agent: route.agentId }).find((d) => d.serial === route.serial);
+        if (shown && shown.state !== "device") {
+          throw farmError(Errors.DEVICE_OFFLINE, `device ${serial} is ${shown.state} on agent ${route.agentName}: nothing was captured`, "target.serial", NOT_DISPATCHED);
+        }
         // The bundle's largest size is held against the quota before any device is touched, until the capture settles.
         const reservation = await deps.quota.reserveCapture(principal.tokenName, "still", bundleMaxBytes("still"), (ctx.timeoutMs() ?? timeoutMs + TRANSFER_ALLOWANCE_MS) + TRANSFER_ALLOWANCE_MS);
         e.physicalId = route.physicalId;

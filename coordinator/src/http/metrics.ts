@@ -87,6 +87,9 @@ export async function coordinatorMetrics(src: {
   // Read before the coordinator serves (nothing is recorded meanwhile), then counted as entries are recorded.
   for (const r of await src.activity.countByOutcome()) routed.inc({ command: r.command, outcome: r.outcome }, r.n);
   src.activity.onRecord((row) => routed.inc({ command: row.command, outcome: row.outcome }));
+  // Counted in memory: these are the entries the log could not keep.
+  const lost = new Counter({ name: "farm_history_write_failures_total", help: "Activity log entries that could not be written (the call's outcome stood), by command", labelNames: ["command"], registers: [registry] });
+  src.activity.onRecordFailure((_err, command) => lost.inc({ command }));
   // Bundles are never deleted, so these sums only grow: counters.
   new Counter({
     name: "farm_evidence_bytes_total",

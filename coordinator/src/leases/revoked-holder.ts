@@ -50,8 +50,8 @@ export async function endWhatRevokedHeld(deps: RevokedHolderDeps, holder: string
     entries.push({ ...entry, leaseId: "", serial: "", physicalId: "", agentId: "", detail: `token "${holder}" revoked by ${by}: ${leases.length} lease(s) ended, ${waiters.length} wait(s) dropped` });
   }
   for (const e of entries) {
-    // The revocation and what it ended stand whatever the journal does.
-    await deps.activity.record(e).catch((err: unknown) => deps.log.error("could not write the activity log; the revocation stands", { principal: holder, error: (err as Error).message }));
+    // The revocation and what it ended stand whatever the journal does (a failed write is logged and counted).
+    await deps.activity.recordAfter(e);
   }
   return { leases: leases.length, waiters: waiters.length };
 }

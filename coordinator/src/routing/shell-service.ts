@@ -75,7 +75,8 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
         throw err;
       } finally {
         pair?.end();
-        await deps.activity.record({
+        // Never throws: a failed history write must not turn the shell's end into an error.
+        await deps.activity.recordAfter({
           at: t0,
           caller: principal.tokenName,
           leaseId: r.leaseId,

@@ -76,8 +76,11 @@ export async function startFakeTunnelService(opts: { serial: string; openOnDevic
             socket.destroy();
           }
         },
-        listTunnels() {
-          return { tunnels: [...tunnels.values()] };
+        // One tunnel per page, whatever is asked (a server may send fewer): a client must follow next_page_token.
+        listTunnels(req) {
+          const all = [...tunnels.values()];
+          const at = Number(req.pageToken || "0");
+          return { tunnels: all.slice(at, at + 1), nextPageToken: at + 1 < all.length ? String(at + 1) : "" };
         },
         closeTunnel(req) {
           const close = closers.get(req.tunnelId);

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/adb_tunnel_service.proto.
  */
 export const file_farm_v1_adb_tunnel_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBmYXJtL3YxL2FkYl90dW5uZWxfc2VydmljZS5wcm90bxIHZmFybS52MSI6ChFPcGVuVHVubmVsUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJUChJPcGVuVHVubmVsUmVzcG9uc2USIQoGb3BlbmVkGAEgASgLMg8uZmFybS52MS5UdW5uZWxIABITCglrZWVwYWxpdmUYAiABKAhIAEIGCgRraW5kIugBCgZUdW5uZWwSEQoJdHVubmVsX2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCRITCgtwaHlzaWNhbF9pZBgDIAEoCRISCgphZ2VudF9uYW1lGAQgASgJEhAKCGxlYXNlX2lkGAUgASgJEg0KBW93bmVyGAYgASgJEhQKDG9wZW5lZF9hdF9tcxgHIAEoAxIRCglhY3Rpb25faWQYCCABKAkSFwoPYnl0ZXNfdG9fZGV2aWNlGAkgASgDEhkKEWJ5dGVzX2Zyb21fZGV2aWNlGAogASgDEhQKDG9wZW5fc3RyZWFtcxgLIAEoBSJYChRPcGVuQWRiU3RyZWFtUmVxdWVzdBIoCgVzdGFydBgBIAEoCzIXLmZhcm0udjEuQWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCI0Cg5BZGJTdHJlYW1TdGFydBIRCgl0dW5uZWxfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSJBChVPcGVuQWRiU3RyZWFtUmVzcG9uc2USEAoGb3BlbmVkGAEgASgISAASDgoEZGF0YRgCIAEoDEgAQgYKBGtpbmQiNwoSTGlzdFR1bm5lbHNSZXF1ZXN0EhMKC3BoeXNpY2FsX2lkGAEgASgJEgwKBG1pbmUYAiABKAgiNwoTTGlzdFR1bm5lbHNSZXNwb25zZRIgCgd0dW5uZWxzGAEgAygLMg8uZmFybS52MS5UdW5uZWwiJwoSQ2xvc2VUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCSIVChNDbG9zZVR1bm5lbFJlc3BvbnNlMucCChBBZGJUdW5uZWxTZXJ2aWNlElEKCk9wZW5UdW5uZWwSGi5mYXJtLnYxLk9wZW5UdW5uZWxSZXF1ZXN0GhsuZmFybS52MS5PcGVuVHVubmVsUmVzcG9uc2UiCKK7GAQIBBABMAESWgoNT3BlbkFkYlN0cmVhbRIdLmZhcm0udjEuT3BlbkFkYlN0cmVhbVJlcXVlc3QaHi5mYXJtLnYxLk9wZW5BZGJTdHJlYW1SZXNwb25zZSIGorsYAggEKAEwARJSCgtMaXN0VHVubmVscxIbLmZhcm0udjEuTGlzdFR1bm5lbHNSZXF1ZXN0GhwuZmFybS52MS5MaXN0VHVubmVsc1Jlc3BvbnNlIgiiuxgECAMoARJQCgtDbG9zZVR1bm5lbBIbLmZhcm0udjEuQ2xvc2VUdW5uZWxSZXF1ZXN0GhwuZmFybS52MS5DbG9zZVR1bm5lbFJlc3BvbnNlIgaiuxgCCARiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules]);
+  fileDesc("CiBmYXJtL3YxL2FkYl90dW5uZWxfc2VydmljZS5wcm90bxIHZmFybS52MSI6ChFPcGVuVHVubmVsUmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJUChJPcGVuVHVubmVsUmVzcG9uc2USIQoGb3BlbmVkGAEgASgLMg8uZmFybS52MS5UdW5uZWxIABITCglrZWVwYWxpdmUYAiABKAhIAEIGCgRraW5kIugBCgZUdW5uZWwSEQoJdHVubmVsX2lkGAEgASgJEg4KBnNlcmlhbBgCIAEoCRITCgtwaHlzaWNhbF9pZBgDIAEoCRISCgphZ2VudF9uYW1lGAQgASgJEhAKCGxlYXNlX2lkGAUgASgJEg0KBW93bmVyGAYgASgJEhQKDG9wZW5lZF9hdF9tcxgHIAEoAxIRCglhY3Rpb25faWQYCCABKAkSFwoPYnl0ZXNfdG9fZGV2aWNlGAkgASgDEhkKEWJ5dGVzX2Zyb21fZGV2aWNlGAogASgDEhQKDG9wZW5fc3RyZWFtcxgLIAEoBSJYChRPcGVuQWRiU3RyZWFtUmVxdWVzdBIoCgVzdGFydBgBIAEoCzIXLmZhcm0udjEuQWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCI0Cg5BZGJTdHJlYW1TdGFydBIRCgl0dW5uZWxfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSJBChVPcGVuQWRiU3RyZWFtUmVzcG9uc2USEAoGb3BlbmVkGAEgASgISAASDgoEZGF0YRgCIAEoDEgAQgYKBGtpbmQiXgoSTGlzdFR1bm5lbHNSZXF1ZXN0EhMKC3BoeXNpY2FsX2lkGAEgASgJEgwKBG1pbmUYAiABKAgSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiUAoTTGlzdFR1bm5lbHNSZXNwb25zZRIgCgd0dW5uZWxzGAEgAygLMg8uZmFybS52MS5UdW5uZWwSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKEkNsb3NlVHVubmVsUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkiFQoTQ2xvc2VUdW5uZWxSZXNwb25zZTLnAgoQQWRiVHVubmVsU2VydmljZRJRCgpPcGVuVHVubmVsEhouZmFybS52MS5PcGVuVHVubmVsUmVxdWVzdBobLmZhcm0udjEuT3BlblR1bm5lbFJlc3BvbnNlIgiiuxgECAQQATABEloKDU9wZW5BZGJTdHJlYW0SHS5mYXJtLnYxLk9wZW5BZGJTdHJlYW1SZXF1ZXN0Gh4uZmFybS52MS5PcGVuQWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBCgBMAESUgoLTGlzdFR1bm5lbHMSGy5mYXJtLnYxLkxpc3RUdW5uZWxzUmVxdWVzdBocLmZhcm0udjEuTGlzdFR1bm5lbHNSZXNwb25zZSIIorsYBAgDKAESUAoLQ2xvc2VUdW5uZWwSGy5mYXJtLnYxLkNsb3NlVHVubmVsUmVxdWVzdBocLmZhcm0udjEuQ2xvc2VUdW5uZWxSZXNwb25zZSIGorsYAggEYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_method_rules]);
 
 /**
  * @generated from message farm.v1.OpenTunnelRequest
@@ -223,6 +223,8 @@ export const OpenAdbStreamResponseSchema: GenMessage<OpenAdbStreamResponse> = /*
   messageDesc(file_farm_v1_adb_tunnel_service, 5);
 
 /**
+ * Oldest first (by open time, then tunnel id).
+ *
  * @generated from message farm.v1.ListTunnelsRequest
  */
 export type ListTunnelsRequest = Message<"farm.v1.ListTunnelsRequest"> & {
@@ -240,6 +242,23 @@ export type ListTunnelsRequest = Message<"farm.v1.ListTunnelsRequest"> & {
    * @generated from field: bool mine = 2;
    */
   mine: boolean;
+
+  /**
+   * At most this many entries per page: 0 means the server's default (100);
+   * larger than 1000 reads as 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * A previous response's next_page_token, to read the page after it. It is
+   * valid only with the same filters it was issued for (INVALID_ARGUMENT
+   * otherwise).
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
 };
 
 /**
@@ -257,6 +276,13 @@ export type ListTunnelsResponse = Message<"farm.v1.ListTunnelsResponse"> & {
    * @generated from field: repeated farm.v1.Tunnel tunnels = 1;
    */
   tunnels: Tunnel[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
