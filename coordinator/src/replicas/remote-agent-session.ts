@@ -4,6 +4,7 @@ import { actionError, Errors, farmError, type ActionOutcome } from "@farm/shared
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AgentCallSchema, type AgentCallResult, type StepCapture } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { RelayShellRequestSchema, type RelayShellRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { DEADLINE_GRACE_MS } from "@farm/shared/deadline";
 import { AgentCaller } from "../routing/agent-session.js";
 import { shellPair, type ShellPair } from "../routing/shell-relay.js";
 import type { ReplicaClients } from "./replica-clients.js";
@@ -49,7 +50,8 @@ export class RemoteAgentSession extends AgentCaller {
     try {
       const res = await client.callAgent(
         { agentId: this.agentId, call, callerDeadlineMs: BigInt(Math.floor(callerDeadlineMs)) },
-        { timeoutMs: Math.max(1, callerDeadlineMs - Date.now()) },
+        // The holding replica waits for the agent past the caller's deadline (AgentCaller.call): listen as long as a farm client does.
+        { timeoutMs: Math.max(1, callerDeadlineMs - Date.now()) + DEADLINE_GRACE_MS },
       );
       if (!res.result) throw actionError(Errors.AGENT_PROTOCOL_VIOLATION, "the replica holding the agent sent no result", { dispatched: null, ambiguous: true });
       return res.result;

@@ -1,11 +1,13 @@
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
-import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { actionError, Errors, farmError } from "@farm/shared/errors";
-import { methodPath } from "@farm/shared/method-rules";
+import { ConnectError } from "@connectrpc/connect";
+import { actionError, Errors, farmError, relayedError } from "@farm/shared/errors";
+import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
+import { methodPath, rulesOf } from "@farm/shared/method-rules";
 import { fromCommandError } from "./command-error.js";
-import { hopDeadline } from "@farm/shared/deadline";
+import { AGENT_ANSWER_GRACE_MS, hopDeadline } from "@farm/shared/deadline";
 import {
   AttachResponseSchema,
   AgentCallSchema,
@@ -28,6 +30,21 @@ function decode<O extends DescMessage>(method: DescMethodUnary<DescMessage, O>, 
 }
 
 /**
+ * A device change whose outcome is unknown and that names no action (the
+ * agent's answer never came): whatever action the agent began is in its
+ * journal, and the error says where to look.
+ */
+function pointToJournal(err: unknown, method: DescMethod, request: unknown): unknown {
+  if (!rulesOf(method).deviceChange) return err;
+  const ce = ConnectError.from(err);
+  const detail = ce.findDetails(ErrorDetailSchema)[0];
+  if (!detail?.ambiguous || detail.actionId) return err;
+  const serial = (request as { target?: { serial?: unknown } }).target?.serial;
+  const message = `${ce.rawMessage}; the outcome is unknown: if the agent began the action, \`farm device ownership status --device ${typeof serial === "string" && serial ? serial : "<serial>"}\` shows it`;
+  return relayedError(ce.code, detail.code, message, detail.field || undefined, { dispatched: detail.dispatched ?? null, ambiguous: true, ...(detail.agentId ? { agentId: detail.agentId } : {}) });
+}
+
+/**
  * Calls on one agent, whichever replica holds its control stream: typed
  * calls are encoded here and exchanged as bytes by the subclass (the stream
  * itself, or the replica that holds it).
@@ -46,11 +63,11 @@ export abstract class AgentCaller implements AgentSession {
 
   /**
    * Calls one method of a service the agent implements, by its descriptor,
-   * and waits for the answer until the caller's deadline. The agent gets an
-   * earlier one (hopDeadline), so it answers in time with what it knows (an
-   * action id, whether it was dispatched). If the stream ends or the
-   * caller's deadline passes first, the outcome is unknown to the
-   * coordinator: the error says so, and the agent's journal keeps the truth.
+   * and waits for the answer until AGENT_ANSWER_GRACE_MS past the caller's
+   * deadline. The agent gets an earlier one (hopDeadline), so it answers in
+   * time with what it knows (an action id, whether it was dispatched). If
+   * the stream ends or no answer comes, the outcome is unknown to the
+   * coordinator: the error says so, and where the agent's journal shows it.
    * The agent's error is re-raised with its code, status, field and outcome.
    */
   async call<I extends DescMessage, O extends DescMessage>(
@@ -59,7 +76,13 @@ export abstract class AgentCaller implements AgentSession {
     by: { tokenName: string; admin: boolean },
     callerDeadlineMs: number,
   ): Promise<MessageShape<O>> {
-    return decode(method, await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs));
+    let result: AgentCallResult;
+    try {
+      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs);
+    } catch (err) {
+      throw pointToJournal(err, method, request);
+    }
+    return decode(method, result);
   }
 
   /**
@@ -78,7 +101,7 @@ export abstract class AgentCaller implements AgentSession {
     try {
       result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, create(StepCaptureSchema, step));
     } catch (error) {
-      return { error };
+      return { error: pointToJournal(error, method, request) };
     }
     const evidence = result.step;
     try {
@@ -112,12 +135,13 @@ export class AttachSession extends AgentCaller {
   exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
     const commandId = randomUUID();
     const deadlineMs = hopDeadline(callerDeadlineMs);
-    // Stop waiting just before the caller does, so this answer still reaches it.
-    const waitUntil = callerDeadlineMs - Math.min(100, Math.max(0, callerDeadlineMs - Date.now()) * 0.05);
+    // A farm client listens DEADLINE_GRACE_MS past its deadline: an agent's late answer (its
+    // action id) is still worth waiting for, and "no answer" still reaches the client after it.
+    const waitUntil = callerDeadlineMs + AGENT_ANSWER_GRACE_MS;
     return new Promise<AgentCallResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(commandId);
-        reject(actionError(Errors.COMMAND_TIMEOUT, "the agent did not answer before the deadline", { dispatched: null, ambiguous: true }));
+        reject(actionError(Errors.COMMAND_TIMEOUT, `the agent did not answer within ${AGENT_ANSWER_GRACE_MS} ms after the deadline`, { dispatched: null, ambiguous: true }));
       }, Math.max(0, waitUntil - Date.now()));
       this.pending.set(commandId, {
         resolve: (r) => {
