@@ -42,6 +42,6 @@ export async function runInteractiveShell(config: ClientConfig, target: DeviceTa
     if (raw) stdin.setRawMode(false);
     out.close();
   }
-  if (exitCode === undefined) throw new CliError(Errors.COORDINATOR_UNAVAILABLE, "the shell session ended without an exit status (the agent or coordinator went away)");
+  if (exitCode === undefined) throw new CliError(Errors.COORDINATOR_UNAVAILABLE, "the shell session ended without an exit status (the agent or coordinator went away)", undefined, { dispatched: true, ambiguous: true });
   return exitCode;
 }

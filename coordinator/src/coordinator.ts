@@ -224,7 +224,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     contextValues: (req) => createContextValues().set(peerKey, peerOf(req)),
     routes(connectRouter) {
       // Every service with its message size cap (message-limits.ts).
-      const router = withMessageLimits(connectRouter);
+      const router = withMessageLimits(connectRouter, log);
       registerHealthService(router, {
         services: servicesWithRules().filter((s) => s !== Health.typeName),
         serving: () => !closed.signal.aborted,

@@ -210,3 +210,12 @@ export interface ActionOutcome {
 
 /** The outcome of an action refused before anything reached the device. */
 export const NOT_DISPATCHED: ActionOutcome = Object.freeze({ dispatched: false, ambiguous: false });
+
+/**
+ * The one envelope of a refusal before anything was dispatched (bad flags,
+ * a conflicting request id, an app endpoint not found): every such refusal,
+ * CLI- or server-side, reads the same, so a caller knows nothing happened.
+ */
+export function refusalReport(code: ErrorCode, message: string, field?: string): ErrorReport {
+  return { ok: false, code, message, ...(field ? { field } : {}), dispatched: NOT_DISPATCHED.dispatched, ambiguous: NOT_DISPATCHED.ambiguous };
+}

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "./gen/farm/v1/error_pb.js";
-import { Errors, type ActionOutcome, type ErrorCode, type ErrorReport, type FarmErrorSpec } from "./error-codes.js";
+import { Errors, NOT_DISPATCHED, refusalReport, type ActionOutcome, type ErrorCode, type ErrorReport, type FarmErrorSpec } from "./error-codes.js";
 
 // The table itself lives in error-codes.ts (no Connect or generated code), re-exported here.
 export * from "./error-codes.js";
@@ -19,8 +19,14 @@ export function actionError(spec: FarmErrorSpec, message: string, outcome: Actio
   return farmError(spec, message, field, outcome);
 }
 
+/** A refusal before anything was dispatched: the caller reads it as refusalReport's envelope. */
+export function refusal(spec: FarmErrorSpec, message: string, field?: string): ConnectError {
+  return farmError(spec, message, field, NOT_DISPATCHED);
+}
+
+/** A bad argument: always refused before anything was dispatched. */
 export function invalidArgument(field: string, message: string): ConnectError {
-  return farmError(Errors.INVALID_ARGUMENT, message, field);
+  return refusal(Errors.INVALID_ARGUMENT, message, field);
 }
 
 /**
@@ -52,6 +58,7 @@ export function toErrorReport(err: unknown): ErrorReport {
     const report = withField({ ok: false, code: detail.code as ErrorCode, message: ce.rawMessage }, detail.field);
     // An outcome is present for device actions: dispatched is set, or the
     // result is ambiguous (dispatched unknown).
+    if (detail.dispatched === false && !detail.ambiguous && !detail.actionId) return refusalReport(detail.code as ErrorCode, ce.rawMessage, detail.field || undefined);
     if (detail.dispatched !== undefined || detail.ambiguous) {
       return {
         ...report,

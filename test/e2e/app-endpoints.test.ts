@@ -131,12 +131,12 @@ describe("Android app SDK", () => {
     for (const [descriptor, code] of cases) {
       phone.state.writeSdkDescriptor(PKG, descriptor);
       const r = await appEndpoint(["--device", serial, "--package", PKG]);
-      expect(r.json, JSON.stringify(descriptor).slice(0, 80)).toMatchObject({ ok: false, code });
+      expect(r.json, JSON.stringify(descriptor).slice(0, 80)).toMatchObject({ ok: false, code, dispatched: false, ambiguous: false });
     }
     phone.state.writeSdkDescriptor(PKG, good);
     expect((await appEndpoint(["--device", serial, "--package", PKG])).code).toBe(0);
     // Bad input is refused before any device is touched.
-    expect((await appEndpoint(["--device", serial, "--package", "not a package"])).json).toMatchObject({ ok: false, code: "bridge_endpoint_invalid", field: "package" });
+    expect((await appEndpoint(["--device", serial, "--package", "not a package"])).json).toMatchObject({ ok: false, code: "bridge_endpoint_invalid", field: "package", dispatched: false, ambiguous: false });
   });
 
   it("reports run-as refused as a discovery failure", async () => {

@@ -260,7 +260,7 @@ describe("routing", () => {
     expect(a.json).toMatchObject({ ok: true, stdout: "once\n" });
     expect(b.json["actionId"]).toBe(a.json["actionId"]);
     const c = await farm(["shell", "--request-id", "req-1", "--", "echo", "twice"], env);
-    expect(c.json).toMatchObject({ ok: false, code: "IDEMPOTENCY_CONFLICT", field: "request-id" });
+    expect(c.json).toMatchObject({ ok: false, code: "IDEMPOTENCY_CONFLICT", field: "request-id", dispatched: false, ambiguous: false });
     const activity = await farm(["activity", "--device", serial], lab.env);
     const entries = activity.json["entries"] as { command: string; outcome: string; caller: string; leaseId: string }[];
     expect(entries.filter((e) => e.command === "runShell" && e.outcome === "ok")).toHaveLength(1);

@@ -1,4 +1,4 @@
-import { Errors, farmError } from "@farm/shared/errors";
+import { Errors, refusal } from "@farm/shared/errors";
 
 /** App endpoint discovery failures, as the app bridge contract names them (entries of the error table). */
 export const BridgeErrors = {
@@ -12,6 +12,7 @@ export const BridgeErrors = {
 
 export type BridgeError = (typeof BridgeErrors)[keyof typeof BridgeErrors];
 
+/** Raised while finding the app's endpoint, before anything is sent to the app: a refusal. */
 export function bridgeError(spec: BridgeError, message: string, field?: string) {
-  return farmError(spec, message, field);
+  return refusal(spec, message, field);
 }

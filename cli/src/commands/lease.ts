@@ -68,7 +68,7 @@ async function acquire(input: SessionInput & { opts: Selector; ctx: CommandConte
     for (;;) {
       try {
         const res = await client.acquireLease({ selector, waitMs: Math.max(0, deadline - Date.now()), ttlMs, ticket }, { timeoutMs: Math.max(0, deadline - Date.now()) + 30_000 });
-        if (!res.lease) throw new CliError(Errors.INTERNAL, "the coordinator granted no lease");
+        if (!res.lease) throw new CliError(Errors.INTERNAL, "the coordinator granted no lease", undefined, null);
         return { lease: res.lease, token: res.token };
       } catch (err) {
         const unavailable = ConnectError.from(err).code === Code.Unavailable && toErrorReport(err).code === Errors.COORDINATOR_UNAVAILABLE.code;

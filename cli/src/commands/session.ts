@@ -66,7 +66,7 @@ export async function startSessionOn(
     },
     { timeoutMs: session.timeoutMs },
   );
-  if (!res.session) throw new CliError(Errors.INTERNAL, "the coordinator started no session");
+  if (!res.session) throw new CliError(Errors.INTERNAL, "the coordinator started no session", undefined, null);
   return res.session;
 }
 

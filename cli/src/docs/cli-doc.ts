@@ -66,11 +66,14 @@ $ farm shell --device emulator-5554 -o json -- echo hi
 
 A failure: exit code 1 (a device command's own exit code for \`farm shell\`),
 and the envelope with a stable \`code\` from the error table and the flag or
-argument at fault in \`field\`:
+argument at fault in \`field\`. A refusal before anything was sent (a bad
+flag or argument, a reused \`--request-id\` with other content, an app
+endpoint not found) always carries \`"dispatched":false,"ambiguous":false\`,
+whatever the command:
 
 \`\`\`sh
 $ farm devices --bogus -o json
-{"ok":false,"code":"INVALID_ARGUMENT","message":"unknown flag --bogus for farm devices; see \`farm devices --help\`","field":"bogus"}
+{"ok":false,"code":"INVALID_ARGUMENT","message":"unknown flag --bogus for farm devices; see \`farm devices --help\`","field":"bogus","dispatched":false,"ambiguous":false}
 $ farm input tap x 10 -o json
 {"ok":false,"code":"INVALID_ARGUMENT","message":"x must be a non-negative integer","field":"x","dispatched":false,"ambiguous":false}
 \`\`\`

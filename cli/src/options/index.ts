@@ -1,2 +1,2 @@
 export { flag, hidden, list, parsed, parsedWithDefault, requiredText, text, textWithDefault } from "./option-decl.js";
-export { duration, intIn, oneOf } from "./parsers.js";
+export { duration, durationIn, intIn, oneOf } from "./parsers.js";

@@ -24,3 +24,23 @@ export function oneOf<const W extends string>(words: readonly W[]): (text: strin
 export function duration(text: string, flag: string): number {
   return parseDuration(text, flag);
 }
+
+/** Milliseconds as the shortest exact unit: 24h, 90s, 1500ms. */
+function durationText(ms: number): string {
+  if (ms === 0) return "0";
+  for (const [unit, size] of [["h", 3_600_000], ["m", 60_000], ["s", 1_000]] as const) if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/**
+ * A duration within [min, max] milliseconds, refused by range with its flag
+ * named: one the coordinator takes as a uint32 must fit it, and its own
+ * limits are better said here than as a server's refusal (or an encoder's).
+ */
+export function durationIn(min: number, max: number): (text: string, flag: string) => number {
+  return (text, flag) => {
+    const ms = parseDuration(text, flag);
+    if (ms < min || ms > max) throw new CliError(Errors.INVALID_ARGUMENT, `--${flag} must be within ${durationText(min)}..${durationText(max)}, got ${text}`, flag);
+    return ms;
+  };
+}

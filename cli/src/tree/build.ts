@@ -45,7 +45,7 @@ type AnyCommand = Command<unknown[], Record<string, unknown>, Record<string, unk
 const declsOf = new WeakMap<object, Map<string, { key: string; decl: OptionDecl<unknown> }>>();
 
 /** Help, output and errors the same on every command of the tree. */
-function configure(cmd: AnyCommand, rt: Runtime, failing: () => { path: string; argNames: string[]; isDefault: boolean; mutation?: boolean }): void {
+function configure(cmd: AnyCommand, rt: Runtime, failing: () => { path: string; argNames: string[]; isDefault: boolean }): void {
   cmd.configureOutput({ writeOut: (s) => rt.writeOut(s), writeErr: (s) => rt.writeErr(s), outputError: () => undefined });
   cmd.configureHelp({
     sortSubcommands: false,
@@ -59,10 +59,8 @@ function configure(cmd: AnyCommand, rt: Runtime, failing: () => { path: string; 
   });
   cmd.helpOption("-h, --help", "Show help for this command");
   cmd.exitOverride((err: CommanderError) => {
-    const f = failing();
-    const e = fromCommanderError(err, f);
-    // A device change refused while parsing never reached the device.
-    throw f.mutation && e instanceof CliError ? e.notDispatched() : e;
+    // A CliError is a refusal before anything was sent (cli-error.ts), for every command.
+    throw fromCommanderError(err, failing());
   });
 }
 
@@ -111,40 +109,35 @@ export function buildLeaf(spec: AnyLeaf, rt: Runtime, isDefault = false): AnyCom
   cmd.usage(["[flags]", ...args.map(argTerm)].join(" "));
   if (spec.passThrough) cmd.passThroughOptions();
   if (spec.examples?.length) cmd.addHelpText("after", `\nExamples:\n${spec.examples.map((e) => `  ${e}`).join("\n")}`);
-  configure(cmd, rt, () => ({ path: pathOf(cmd), argNames: args.map((a) => a.name), isDefault, mutation: spec.mutation === true }));
+  configure(cmd, rt, () => ({ path: pathOf(cmd), argNames: args.map((a) => a.name), isDefault }));
 
   cmd.action(async () => {
-    const mark = (err: unknown) => (spec.mutation && err instanceof CliError ? err.notDispatched() : err);
-    try {
-      const flags: Record<string, string | string[] | true | undefined> = {};
-      for (const [attr, { key, decl }] of byAttr) {
-        if (cmd.getOptionValueSource(attr) !== "cli") continue;
-        flags[key] = decl.kind === "flag" ? true : (cmd.getOptionValue(attr) as string | string[]);
-      }
-      const positionals = cmd.processedArgs.flatMap((v: unknown) => (v === undefined ? [] : Array.isArray(v) ? (v as string[]) : [String(v)]));
-      const configPath = configFilePath(rt.env);
-      const ctx: CommandContext = { env: rt.env, printer: rt.printer, format: rt.format, stopSignal: rt.stopSignal, commandTree: rt.commandTree, configPath, configFile: {} };
-      const layers: Layers = { flags, env: rt.env, file: {} };
-      const settings = spec.settings ?? { kind: "client" };
-      if (settings.kind === "client") {
-        ctx.configFile = readConfigFile(configPath);
-        Object.assign(layers, { file: ctx.configFile, fileName: configPath });
-      } else if (settings.kind === "service") {
-        // A service's --config FILE: the flag, else its environment variable.
-        const path = typeof flags[settings.option] === "string" ? (flags[settings.option] as string) : rt.env[settings.env] || undefined;
-        Object.assign(layers, { file: loadServiceConfig(path, settings.keys), fileName: path });
-      }
-      const { values, sources } = resolveOptions(spec.options, layers);
-      if (rt.intercept) {
-        rt.intercept({ path: pathOf(cmd), spec, opts: values, sources, args: positionals });
-        rt.exitCode = 0;
-        return;
-      }
-      const action = await spec.load();
-      rt.exitCode = await action({ opts: values, sources, args: positionals, ctx });
-    } catch (err) {
-      throw mark(err);
+    const flags: Record<string, string | string[] | true | undefined> = {};
+    for (const [attr, { key, decl }] of byAttr) {
+      if (cmd.getOptionValueSource(attr) !== "cli") continue;
+      flags[key] = decl.kind === "flag" ? true : (cmd.getOptionValue(attr) as string | string[]);
     }
+    const positionals = cmd.processedArgs.flatMap((v: unknown) => (v === undefined ? [] : Array.isArray(v) ? (v as string[]) : [String(v)]));
+    const configPath = configFilePath(rt.env);
+    const ctx: CommandContext = { env: rt.env, printer: rt.printer, format: rt.format, stopSignal: rt.stopSignal, commandTree: rt.commandTree, configPath, configFile: {} };
+    const layers: Layers = { flags, env: rt.env, file: {} };
+    const settings = spec.settings ?? { kind: "client" };
+    if (settings.kind === "client") {
+      ctx.configFile = readConfigFile(configPath);
+      Object.assign(layers, { file: ctx.configFile, fileName: configPath });
+    } else if (settings.kind === "service") {
+      // A service's --config FILE: the flag, else its environment variable.
+      const path = typeof flags[settings.option] === "string" ? (flags[settings.option] as string) : rt.env[settings.env] || undefined;
+      Object.assign(layers, { file: loadServiceConfig(path, settings.keys), fileName: path });
+    }
+    const { values, sources } = resolveOptions(spec.options, layers);
+    if (rt.intercept) {
+      rt.intercept({ path: pathOf(cmd), spec, opts: values, sources, args: positionals });
+      rt.exitCode = 0;
+      return;
+    }
+    const action = await spec.load();
+    rt.exitCode = await action({ opts: values, sources, args: positionals, ctx });
   });
   return cmd;
 }

@@ -1,8 +1,11 @@
 import { clientOptions } from "../options/common-options.js";
-import { duration, flag, list, parsed, parsedWithDefault, text } from "../options/index.js";
+import { durationIn, flag, list, parsed, parsedWithDefault, text } from "../options/index.js";
 import { parseApiLevel } from "../options/api-level.js";
 import { group, leaf } from "./spec.js";
 import { sessionPolicyOptions } from "./session-commands.js";
+
+/** The coordinator's longest lease and longest wait for one. */
+const DAY_MS = 24 * 3_600_000;
 
 /** Which device a lease may take, and how long to wait and hold it. */
 export const selectorOptions = {
@@ -12,8 +15,8 @@ export const selectorOptions = {
   model: text("--model <model>", "Devices of this model"),
   apiLevel: parsed("--api-level <min[..max]>", "Android API level, or a range", parseApiLevel),
   agent: text("--agent <name>", "Devices on this agent"),
-  wait: { ...parsedWithDefault("--wait <duration>", "How long to wait in the queue when none is free (30s, 10m)", duration, 0), defaultText: "0 (do not wait)" },
-  ttl: { ...parsedWithDefault("--ttl <duration>", "How long the lease lasts unless renewed", duration, 300_000), defaultText: "5m" },
+  wait: { ...parsedWithDefault("--wait <duration>", "How long to wait in the queue when none is free (30s, 10m)", durationIn(0, DAY_MS), 0), defaultText: "0 (do not wait)" },
+  ttl: { ...parsedWithDefault("--ttl <duration>", "How long the lease lasts unless renewed", durationIn(1_000, DAY_MS), 300_000), defaultText: "5m" },
 };
 
 // --timeout is accepted for symmetry; a wait's deadline is --wait.
@@ -27,7 +30,7 @@ export const leaseAcquire = leaf({
 });
 
 export const tokenOption = { lease: text("--lease <token>", "Lease token", { env: "FARM_LEASE" }) };
-export const renewOptions = { ...clientOptions, ...tokenOption, ttl: { ...parsed("--ttl <duration>", "New time to live", duration), defaultText: "the lease's own" } };
+export const renewOptions = { ...clientOptions, ...tokenOption, ttl: { ...parsed("--ttl <duration>", "New time to live", durationIn(1_000, DAY_MS)), defaultText: "the lease's own" } };
 export const releaseOptions = { ...clientOptions, ...tokenOption };
 export const leaseListOptions = clientOptions;
 export const runOptions = {

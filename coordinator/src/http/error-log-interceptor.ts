@@ -3,6 +3,7 @@ import { Errors, farmError } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { withoutHostPaths } from "@farm/shared/host-paths";
 import type { Logger } from "@farm/shared/log";
+import { malformedRequestError, logMalformed } from "./malformed-request.js";
 import { limitsOf } from "./message-limits.js";
 
 /** Failures of this host (storage, bugs) rather than of the request. */
@@ -13,8 +14,9 @@ const hostFailureCodes = new Set<Code>([Code.Internal, Code.DataLoss, Code.Unkno
  * storage and internal failures are logged at error level with their code
  * and the method (with full paths, for the operator); the client gets the
  * same error with host paths reduced to relative names; a message over the
- * method's size cap carries MESSAGE_TOO_LARGE. Streamed responses are
- * covered too.
+ * method's size cap carries MESSAGE_TOO_LARGE; a streamed request that
+ * cannot be read is INVALID_ARGUMENT, logged at warn. Streamed responses
+ * are covered too.
  */
 export function errorLogInterceptor(log: Logger, hostRoots: readonly string[]): Interceptor {
   return (next) => async (req) => {
@@ -46,6 +48,11 @@ function finalError(err: unknown, method: string, service: string, log: Logger, 
   const detail = ce.findDetails(ErrorDetailSchema)[0];
   if (!detail && ce.code === Code.ResourceExhausted && /readMaxBytes/.test(ce.rawMessage)) {
     return farmError(Errors.MESSAGE_TOO_LARGE, `a message of ${method} is larger than the ${limitsOf(service).messageMaxBytes} bytes it accepts`);
+  }
+  const unreadable = malformedRequestError(ce);
+  if (unreadable) {
+    logMalformed(log, method, unreadable);
+    return unreadable;
   }
   const code = detail?.code || Code[ce.code];
   const errno = errnoOf(err);

@@ -1,5 +1,8 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import type { Logger } from "@farm/shared/log";
 import { BLOB_MAX_BYTES } from "../evidence/blob-store.js";
+import { withMalformedRequests } from "./malformed-request.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -108,14 +111,22 @@ function handlerOptionsOf(serviceTypeName: string): { readMaxBytes: number; acce
  * The router every service registers on, with its message cap applied:
  * no service is left at Connect's default of 4 GiB per message.
  */
-export function withMessageLimits(router: ConnectRouter): ConnectRouter {
+export function withMessageLimits(router: ConnectRouter, log?: Logger): ConnectRouter {
   const limited: ConnectRouter = Object.create(router) as ConnectRouter;
+  // A request that cannot be read is the caller's INVALID_ARGUMENT (malformed-request.ts).
+  const correct = (from: number) => {
+    if (log) for (let i = from; i < router.handlers.length; i++) router.handlers[i] = withMalformedRequests(router.handlers[i] as UniversalHandler, log);
+  };
   limited.service = (service, implementation, options) => {
+    const from = router.handlers.length;
     router.service(service, implementation, { ...handlerOptionsOf(service.typeName), ...options });
+    correct(from);
     return limited;
   };
   limited.rpc = (method, implementation, options) => {
+    const from = router.handlers.length;
     router.rpc(method, implementation, { ...handlerOptionsOf(method.parent.typeName), ...options });
+    correct(from);
     return limited;
   };
   return limited;

@@ -1,4 +1,4 @@
-import { farmError, Errors } from "@farm/shared/errors";
+import { Errors, refusal } from "@farm/shared/errors";
 
 /**
  * Results by (caller, request id). A repeat with the same fingerprint (target
@@ -16,7 +16,8 @@ export class IdempotencyCache {
     const hit = this.entries.get(key);
     if (hit) {
       if (hit.fingerprint !== fingerprint) {
-        return Promise.reject(farmError(Errors.IDEMPOTENCY_CONFLICT, `request id ${requestId} was used for a different request`, "target.request_id"));
+        // Refused before the second call is sent: the first call's outcome is its own.
+        return Promise.reject(refusal(Errors.IDEMPOTENCY_CONFLICT, `request id ${requestId} was used for a different request`, "target.request_id"));
       }
       return hit.result as Promise<T>;
     }
