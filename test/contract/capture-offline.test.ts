@@ -10,19 +10,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
-import { createClient, type Interceptor, type ServiceImpl, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { AsyncQueue } from "@farm/shared/async-queue";
+import { createClient, type ServiceImpl, type Transport } from "@connectrpc/connect";
 import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
-import { PROTOCOL_VERSION } from "@farm/shared/version";
-import { AgentService, AttachRequestSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import { callDispatcher } from "@farm/agent/rpc/call-dispatch";
 import type { ServiceRoute } from "@farm/agent/rpc/routes";
 import { startCoordinator, type RunningCoordinator } from "@farm/coordinator/coordinator";
+import { attachInProcessAgent, tokenTransport } from "../support/in-process-agent.js";
 
 const AGENT_ID = "offline-agent";
 const ONLINE = "ONLINE01";
@@ -35,14 +30,7 @@ const stop = new AbortController();
 /** Every capture that reached the agent, by serial. */
 const reached: string[] = [];
 
-const bearer =
-  (token: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
-const grpc = (token: string): Transport => createGrpcTransport({ baseUrl: coordinator.url, interceptors: [bearer(token)] });
+const grpc = (token: string): Transport => tokenTransport(coordinator.url, token);
 
 const evidenceImpl: Partial<ServiceImpl<typeof EvidenceService>> = {
   // Reaching the agent is what is checked: a real agent would store a failed bundle here.
@@ -53,30 +41,7 @@ const evidenceImpl: Partial<ServiceImpl<typeof EvidenceService>> = {
 };
 
 async function attachAgent(): Promise<void> {
-  const dispatch = callDispatcher({ routes: [{ service: EvidenceService, impl: evidenceImpl }] as unknown as ServiceRoute[], drainReason: () => "", log: createLogger({ level: "error" }), hostPaths: [] });
-  const out = new AsyncQueue<AttachRequest>();
-  out.push(create(AttachRequestSchema, { kind: { case: "hello", value: { agentId: AGENT_ID, name: AGENT_ID, hostname: "h", protocolVersion: PROTOCOL_VERSION, agentVersion: "t", heartbeatIntervalMs: 60_000 } } }));
-  const it = createClient(AgentService, grpc(tokens.agent)).attach(out, { signal: stop.signal })[Symbol.asyncIterator]();
-  const first = await it.next();
-  if (first.done || first.value.kind.case !== "helloAccepted") throw new Error("agent not accepted");
-  const phone = (serial: string, state: string) => ({
-    serial,
-    state,
-    properties: { model: "Pixel 7", manufacturer: "Google", apiLevel: 34, androidVersion: "14", abi: "arm64-v8a", serialno: serial, bootId: "00000000-0000-4000-8000-000000000000", physicalId: `pd-${serial}`, identityStatus: "ok" },
-  });
-  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: [phone(ONLINE, "device"), phone(OFFLINE, "offline")] } } }));
-  void (async () => {
-    try {
-      for (;;) {
-        const r = await it.next();
-        if (r.done) return;
-        if (r.value.kind.case !== "call") continue;
-        out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: await dispatch(r.value.kind.value) } }));
-      }
-    } catch {
-      // The stream ends with the test.
-    }
-  })();
+  await attachInProcessAgent({ baseUrl: coordinator.url, agentToken: tokens.agent, agentId: AGENT_ID, routes: [{ service: EvidenceService, impl: evidenceImpl }] as unknown as ServiceRoute[], phones: [{ serial: ONLINE }, { serial: OFFLINE, state: "offline" }], signal: stop.signal });
 }
 
 /** Every file under the data dir but the database's own. */

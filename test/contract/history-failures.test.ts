@@ -12,22 +12,19 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Interceptor, type ServiceImpl, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createClient, type ServiceImpl, type Transport } from "@connectrpc/connect";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { Errors, toErrorReport } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
-import { PROTOCOL_VERSION } from "@farm/shared/version";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
-import { AgentService, AttachRequestSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { AgentShellService, ServeShellRequestSchema, type ServeShellRequest } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { OpenShellRequestSchema, ShellService, type OpenShellRequest } from "@farm/shared/gen/farm/v1/shell_service_pb";
-import { callDispatcher } from "@farm/agent/rpc/call-dispatch";
 import type { ServiceRoute } from "@farm/agent/rpc/routes";
 import { startCoordinator, type RunningCoordinator } from "@farm/coordinator/coordinator";
+import { attachInProcessAgent, tokenTransport } from "../support/in-process-agent.js";
 
 const AGENT_ID = "history-agent";
 const SERIAL = "HISTORY1";
@@ -39,15 +36,7 @@ let lease: string;
 const stop = new AbortController();
 const logged: { level: string; msg: string; command?: string }[] = [];
 
-const headers =
-  (token: string, leaseToken?: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    if (leaseToken) req.header.set("x-farm-lease", leaseToken);
-    return next(req);
-  };
-const grpc = (token: string, leaseToken?: string): Transport => createGrpcTransport({ baseUrl: coordinator.url, interceptors: [headers(token, leaseToken)] });
+const grpc = (token: string, leaseToken?: string): Transport => tokenTransport(coordinator.url, token, leaseToken);
 
 /** The agent's control calls: a shell serves its session over AgentShellService, as the real agent does. */
 const controlImpl: Partial<ServiceImpl<typeof AgentControlService>> = {
@@ -71,26 +60,7 @@ const controlImpl: Partial<ServiceImpl<typeof AgentControlService>> = {
 };
 
 async function attachAgent(): Promise<void> {
-  const dispatch = callDispatcher({ routes: [{ service: AgentControlService, impl: controlImpl }] as unknown as ServiceRoute[], drainReason: () => "", log: createLogger({ level: "error" }), hostPaths: [] });
-  const out = new AsyncQueue<AttachRequest>();
-  out.push(create(AttachRequestSchema, { kind: { case: "hello", value: { agentId: AGENT_ID, name: AGENT_ID, hostname: "h", protocolVersion: PROTOCOL_VERSION, agentVersion: "t", heartbeatIntervalMs: 60_000 } } }));
-  const it = createClient(AgentService, grpc(tokens.agent)).attach(out, { signal: stop.signal })[Symbol.asyncIterator]();
-  const first = await it.next();
-  if (first.done || first.value.kind.case !== "helloAccepted") throw new Error("agent not accepted");
-  const properties = { model: "Pixel 7", manufacturer: "Google", apiLevel: 34, androidVersion: "14", abi: "arm64-v8a", serialno: SERIAL, bootId: "00000000-0000-4000-8000-000000000000", physicalId: `pd-${SERIAL}`, identityStatus: "ok" };
-  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: [{ serial: SERIAL, state: "device", properties }] } } }));
-  void (async () => {
-    try {
-      for (;;) {
-        const r = await it.next();
-        if (r.done) return;
-        if (r.value.kind.case !== "call") continue;
-        out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: await dispatch(r.value.kind.value) } }));
-      }
-    } catch {
-      // The stream ends with the test.
-    }
-  })();
+  await attachInProcessAgent({ baseUrl: coordinator.url, agentToken: tokens.agent, agentId: AGENT_ID, routes: [{ service: AgentControlService, impl: controlImpl }] as unknown as ServiceRoute[], phones: [{ serial: SERIAL }], signal: stop.signal });
 }
 
 /** The value of farm_history_write_failures_total for a command on /metrics (0 when absent). */

@@ -10,24 +10,20 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create, type DescMethodUnary } from "@bufbuild/protobuf";
-import { createClient, type HandlerContext, type Interceptor, type ServiceImpl, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { AsyncQueue } from "@farm/shared/async-queue";
+import type { DescMethodUnary } from "@bufbuild/protobuf";
+import { createClient, type HandlerContext, type ServiceImpl, type Transport } from "@connectrpc/connect";
 import { Errors, farmError, toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
 import { methodPath } from "@farm/shared/method-rules";
-import { PROTOCOL_VERSION } from "@farm/shared/version";
-import { AgentService, AttachRequestSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
-import { callDispatcher } from "@farm/agent/rpc/call-dispatch";
 import type { ServiceRoute } from "@farm/agent/rpc/routes";
 import { callContext } from "@farm/agent/rpc/call-context";
 import { startCoordinator, type RunningCoordinator } from "@farm/coordinator/coordinator";
+import { attachInProcessAgent, tokenTransport } from "../support/in-process-agent.js";
 
 const AGENT_ID = "holder-agent";
 const LEASED = "LEASED01";
@@ -41,16 +37,7 @@ const stop = new AbortController();
 /** Every call that reached the agent's services: method path, caller, serial. */
 const reached: { method: string; by: string; serial: string }[] = [];
 
-const bearer =
-  (token: string, lease?: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    if (lease) req.header.set("x-farm-lease", lease);
-    return next(req);
-  };
-
-const grpc = (token: string, lease?: string): Transport => createGrpcTransport({ baseUrl: coordinator.url, interceptors: [bearer(token, lease)] });
+const grpc = (token: string, lease?: string): Transport => tokenTransport(coordinator.url, token, lease);
 
 /** The agent's device services: each call is counted, then answered as a phone would. */
 function note(method: DescMethodUnary, req: { target?: { serial?: string } | undefined }, ctx: HandlerContext): void {
@@ -88,31 +75,7 @@ const routes = [
 
 /** Attaches the agent with the two phones and answers every routed call through its dispatcher. */
 async function attachAgent(): Promise<void> {
-  const dispatch = callDispatcher({ routes, drainReason: () => "", log: createLogger({ level: "error" }), hostPaths: [] });
-  const out = new AsyncQueue<AttachRequest>();
-  out.push(create(AttachRequestSchema, { kind: { case: "hello", value: { agentId: AGENT_ID, name: AGENT_ID, hostname: "h", protocolVersion: PROTOCOL_VERSION, agentVersion: "t", heartbeatIntervalMs: 60_000 } } }));
-  const it = createClient(AgentService, grpc(tokens.agent)).attach(out, { signal: stop.signal })[Symbol.asyncIterator]();
-  const first = await it.next();
-  if (first.done || first.value.kind.case !== "helloAccepted") throw new Error("agent not accepted");
-  const phone = (serial: string) => ({
-    serial,
-    state: "device",
-    properties: { model: "Pixel 7", manufacturer: "Google", apiLevel: 34, androidVersion: "14", abi: "arm64-v8a", serialno: serial, bootId: "00000000-0000-4000-8000-000000000000", physicalId: `pd-${serial}`, identityStatus: "ok" },
-  });
-  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: [phone(LEASED), phone(FREE)] } } }));
-  void (async () => {
-    try {
-      for (;;) {
-        const r = await it.next();
-        if (r.done) return;
-        if (r.value.kind.case !== "call") continue;
-        const result = await dispatch(r.value.kind.value);
-        out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: result } }));
-      }
-    } catch {
-      // The stream ends with the test.
-    }
-  })();
+  await attachInProcessAgent({ baseUrl: coordinator.url, agentToken: tokens.agent, agentId: AGENT_ID, routes, phones: [{ serial: LEASED }, { serial: FREE }], signal: stop.signal });
 }
 
 /** Every file under a directory, by relative path (the database's own files aside: refusals are in the activity log). */
