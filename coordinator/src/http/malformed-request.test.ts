@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectError } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { toErrorReport } from "@farm/shared/errors";
 import { createLogger } from "@farm/shared/log";
 import { startCoordinator, type RunningCoordinator } from "../coordinator.js";
@@ -63,11 +64,21 @@ function grpcReport(r: { headers: Record<string, string>; trailers: Record<strin
   return toErrorReport(err);
 }
 
+/** The error in a gRPC-Web body's trailer frame (its last frame). */
+function grpcWebReport(body: Buffer) {
+  let at = 0;
+  while (at + 5 <= body.length && (body[at]! & trailerFlag) === 0) at += 5 + body.readUInt32BE(at + 1);
+  expect(at + 5).toBeLessThanOrEqual(body.length);
+  const err = findTrailerError(trailerParse(body.subarray(at + 5, at + 5 + body.readUInt32BE(at + 1))));
+  expect(err).toBeDefined();
+  return toErrorReport(err);
+}
+
 // Bytes that are no protobuf message: a field tag promising more than there is.
 const garbage = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 
 describe("a malformed request", () => {
-  it("is INVALID_ARGUMENT, unary or streamed, gRPC or Connect, and logged at warn, never error", async () => {
+  it("is INVALID_ARGUMENT, unary or streamed, gRPC, gRPC-Web or Connect, and logged at warn, never error", async () => {
     const cases = [
       ["unary, bytes that are no message", await raw("/farm.v1.LeaseService/ListLeases", "application/grpc", envelope(false, garbage))],
       ["unary, a compressed envelope without an encoding", await raw("/farm.v1.LeaseService/ListLeases", "application/grpc", envelope(true, new Uint8Array([1, 2, 3])))],
@@ -81,7 +92,15 @@ describe("a malformed request", () => {
     const connectUnary = await raw("/farm.v1.LeaseService/ListLeases", "application/proto", Buffer.from(garbage));
     expect(connectUnary.status).toBe(400);
     expect(toErrorReport(errorFromJsonBytes(connectUnary.body, undefined, new ConnectError("no json")))).toMatchObject({ ok: false, code: "INVALID_ARGUMENT" });
+    const webCases = [
+      ["gRPC-Web unary, bytes that are no message", await raw("/farm.v1.LeaseService/ListLeases", "application/grpc-web+proto", envelope(false, garbage))],
+      ["gRPC-Web streamed, bytes that are no message", await raw("/farm.v1.BlobService/UploadBlob", "application/grpc-web+proto", envelope(false, garbage))],
+    ] as const;
+    for (const [name, r] of webCases) expect({ name, ...grpcWebReport(r.body) }).toMatchObject({ name, ok: false, code: "INVALID_ARGUMENT" });
+    const connectStreamed = await raw("/farm.v1.BlobService/UploadBlob", "application/connect+proto", envelope(false, garbage));
+    expect(connectStreamed.body[0]).toBe(2); // the end-of-stream frame
+    expect(JSON.parse(connectStreamed.body.subarray(5).toString())).toMatchObject({ error: { code: "invalid_argument" } });
     expect(lines.filter((l) => l.level === "error")).toEqual([]);
-    expect(lines.filter((l) => l.level === "warn" && /malformed/.test(l.msg))).toHaveLength(cases.length + 1);
+    expect(lines.filter((l) => l.level === "warn" && /malformed/.test(l.msg))).toHaveLength(cases.length + webCases.length + 2);
   });
 });

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { Errors, refusal } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { Logger } from "@farm/shared/log";
@@ -28,7 +29,8 @@ export function logMalformed(log: Logger, method: string, err: ConnectError): vo
 /**
  * A unary request is parsed before any interceptor runs, so its parse
  * failure never reaches errorLogInterceptor: it is corrected here, in the
- * answer, for gRPC (the trailers) and Connect unary (the JSON error).
+ * answer, for gRPC (the trailers), gRPC-Web (the trailer frame at the end
+ * of the body) and Connect unary (the JSON error).
  * Streamed requests are parsed inside the call and corrected there.
  */
 export function withMalformedRequests(handler: UniversalHandler, log: Logger): UniversalHandler {
@@ -49,6 +51,15 @@ export function withMalformedRequests(handler: UniversalHandler, log: Logger): U
       const header = new Headers(res.header);
       if (header.has("content-length")) header.set("content-length", String(answer.byteLength));
       return { ...res, header, status: fixed ? codeToHttpStatus(fixed.code) : res.status, body: (async function* () { yield answer; })() };
+    }
+    if (/^application\/grpc-web/.test(res.header?.get("content-type") ?? "")) {
+      // gRPC-Web: the trailers are the body's last frame. A unary answer is
+      // one small message at most, so it is read whole and its trailer frame
+      // rewritten.
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of body) chunks.push(chunk);
+      const answer = fixGrpcWebTrailer(Buffer.concat(chunks), log, method);
+      return { ...res, body: (async function* () { yield answer; })() };
     }
     const trailer = res.trailer;
     if (!trailer) return res;
@@ -74,4 +85,30 @@ export function withMalformedRequests(handler: UniversalHandler, log: Logger): U
     service: handler.service,
     method: handler.method,
   });
+}
+
+/** A gRPC-Web body with its trailer frame corrected when it reports a request that could not be read. */
+function fixGrpcWebTrailer(bytes: Buffer, log: Logger, method: string): Uint8Array {
+  let at = 0;
+  while (at + 5 <= bytes.length) {
+    const flags = bytes[at]!;
+    const length = bytes.readUInt32BE(at + 1);
+    if (at + 5 + length > bytes.length) break;
+    if (flags & trailerFlag) {
+      const trailer = trailerParse(bytes.subarray(at + 5, at + 5 + length));
+      const err = findTrailerError(trailer);
+      const fixed = err ? malformedRequestError(err) : undefined;
+      if (!fixed) return bytes;
+      logMalformed(log, method, fixed);
+      const fresh = new Headers();
+      setTrailerStatus(fresh, fixed);
+      const frame = trailerSerialize(fresh);
+      const head = Buffer.alloc(5);
+      head[0] = trailerFlag;
+      head.writeUInt32BE(frame.byteLength, 1);
+      return Buffer.concat([bytes.subarray(0, at), head, frame]);
+    }
+    at += 5 + length;
+  }
+  return bytes;
 }
