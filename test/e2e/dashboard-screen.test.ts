@@ -127,14 +127,17 @@ describe("the live screen on the device page", () => {
     const activity = await farm(["activity", "--device", serial], lab.env);
     expect(JSON.stringify(activity.json)).toContain("sendInput");
 
-    // The page holds the lease token it took; releasing the lease stops the stream within 2 s.
+    // The page holds the lease token it took; releasing the lease stops the stream. Waited
+    // on as events (the page's status, the coordinator's viewer count), never by a clock:
+    // a loaded machine may take longer, and that is not a failure.
     const token = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
     expect(token).toBeTruthy();
-    const released = Date.now();
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: String(token) })).code).toBe(0);
-    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 2_000, interval: 50 }).toMatch(/lease/i);
-    await expect.poll(() => alice.locator("canvas.live-screen").isHidden(), { timeout: 2_000, interval: 50 }).toBe(true);
-    expect(Date.now() - released).toBeLessThan(3_000);
+    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 20_000 }).toMatch(/^Lease this phone/);
+    await expect.poll(() => alice.locator("canvas.live-screen").isHidden(), { timeout: 20_000 }).toBe(true);
+    // And no viewer is left on the coordinator: the stream itself ended, not just its canvas.
+    const url = String(lab.standalone.ready["url"]);
+    await expect.poll(async () => (await (await fetch(`${url}/metrics`)).text()).split("\n").find((l) => l.startsWith("farm_live_screen_viewers ")), { timeout: 20_000 }).toBe("farm_live_screen_viewers 0");
   });
 
   it("keeps the tab's lease token while a reloaded page is still reading its lists, so it drives the phone at once", async () => {
