@@ -206,7 +206,7 @@ describe("draining and metrics", () => {
     userEnv = { ...env, FARM_TOKEN: String((await farm(["token", "create", "--kind", "user", "--name", "ci-job"], env)).json["token"]) };
     a = await phone("DRAIN0001");
     b = await phone("DRAIN0002");
-    args = agentArgs(url, "drain-lab", await tokenFile(env, "agent", "drain-lab"), ["--metrics-listen", "127.0.0.1:0", "--drain-timeout", "20"]);
+    args = agentArgs(url, "drain-lab", await tokenFile(env, "agent", "drain-lab"), ["--metrics-listen", "127.0.0.1:0", "--drain-timeout", "300"]);
     agent = await service(args);
     await waitFor("both phones", async () => {
       const list = ((await farm(["devices", "--state", "device"], env)).json["devices"] ?? []) as { serial: string }[];
@@ -245,8 +245,9 @@ describe("draining and metrics", () => {
   it("drains on SIGTERM: no new leases or work, the running command completes, the agent exits", async () => {
     const lease = await farm(["lease", "acquire", "--device", a], userEnv);
     const token = (lease.json["lease"] as { token: string }).token;
-    // Long enough to outlast the checks below on a loaded machine; the drain waits for it.
-    const running = farm(["shell", "--device", a, "--lease", token, "--", "sleep 8; echo finished"], userEnv);
+    // Runs until the test lets it finish (a property on the phone), however long the checks
+    // below take on a loaded machine: the drain must wait for it.
+    const running = farm(["shell", "--device", a, "--lease", token, "--", 'while [ "$(getprop farm.test.go)" != 1 ]; do sleep 0.05; done; echo finished'], userEnv);
     await waitFor("the command running (its device lock held)", async () => {
       const s = await farm(["device", "ownership", "status", "--device", a], userEnv);
       return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
@@ -258,6 +259,8 @@ describe("draining and metrics", () => {
     const refused = await farm(["lease", "acquire", "--device", b, "--wait", "0s"], userEnv);
     expect(refused.json).toMatchObject({ ok: false, code: "NO_DEVICE_AVAILABLE" });
     expect((await farm(["device", "props", "--device", b], userEnv)).json).toMatchObject({ ok: false, code: "AGENT_DRAINING" });
+    expect(agent.proc.exitCode).toBeNull(); // still draining: the command has not finished
+    phones.find((p) => p.getProp("ro.serialno") === "DRAIN0001")!.setProp("farm.test.go", "1");
     const done = await running;
     expect(done.code).toBe(0);
     expect(done.stdout).toContain("finished");
