@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer, type SimDeviceOptions } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "./farm-process.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
+import { HEARTBEAT_INTERVAL } from "./heartbeat.js";
 
 /**
  * A one-machine lab for end-to-end tests: a private adb server, `farm
@@ -28,7 +29,7 @@ export async function startLab(name: string, opts: { logLevel?: "debug" | "info"
   const dir = await makeTempDir(name);
   const adb = await startAdbServer();
   const env = { FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "", ...(opts.logLevel ? { FARM_LOG_LEVEL: opts.logLevel } : {}) };
-  const standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500", ...(opts.args ?? [])];
+  const standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", HEARTBEAT_INTERVAL, ...(opts.args ?? [])];
   const devices: SimDevice[] = [];
   const lab: Lab = {
     dir,

@@ -4,6 +4,7 @@ import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "./farm-process.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
+import { HEARTBEAT_INTERVAL } from "./heartbeat.js";
 
 /**
  * Coordinator replicas on one PostgreSQL database of the run's cluster,
@@ -60,7 +61,7 @@ export async function startReplicaLab(name: string, opts: ReplicaLabOptions = {}
     await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
     const agent = await startFarm([
       "agent", "--coordinator", urlOf(0), "--name", agentName, "--data-dir", join(dir.path, "agent"), "--token-file", tokenFile,
-      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
+      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", HEARTBEAT_INTERVAL,
     ]);
     started.push(agent);
     for (const env of envs) {

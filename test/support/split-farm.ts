@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { startAdbServer, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, type FarmProcess } from "./farm-process.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
+import { HEARTBEAT_INTERVAL } from "./heartbeat.js";
 
 /**
  * A lab as deployed: a private adb server, `farm coordinator` and `farm
@@ -69,7 +70,7 @@ async function build(
   await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
   const agentArgs = [
     "agent", "--coordinator", url, "--name", agentName, "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500", ...(opts.agentArgs ?? []),
+    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", HEARTBEAT_INTERVAL, ...(opts.agentArgs ?? []),
   ];
   await opts.beforeAgent?.(dir);
   const agentEnv = opts.agentEnv?.(dir) ?? {};
