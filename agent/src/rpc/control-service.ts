@@ -64,6 +64,10 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
       await deps.adbTunnels.openStream(req, hopDeadline(callContext(ctx).deadlineMs));
       return {};
     },
+    stopAdbStream(req) {
+      deps.adbTunnels.stopStream(req);
+      return {};
+    },
     startScreen(req) {
       // Reads only: the phone must be one this agent sees, and nothing is locked.
       const serial = serialOf(req.target);

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJRChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UyjgQKE0FnZW50Q29udHJvbFNlcnZpY2USTwoKU3RhcnRTaGVsbBIaLmZhcm0udjEuU3RhcnRTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlN0YXJ0U2hlbGxSZXNwb25zZSIIorsYBAgGEAESWwoOU3RhcnRBZGJUdW5uZWwSHi5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGEAESWAoNU3RvcEFkYlR1bm5lbBIdLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGIAESWQoOU3RhcnRBZGJTdHJlYW0SHi5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXNwb25zZSIGorsYAggGElIKC1N0YXJ0U2NyZWVuEhsuZmFybS52MS5TdGFydFNjcmVlblJlcXVlc3QaHC5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVzcG9uc2UiCKK7GAQIBigBEkAKBURyYWluEhUuZmFybS52MS5EcmFpblJlcXVlc3QaFi5mYXJtLnYxLkRyYWluUmVzcG9uc2UiCKK7GAQIBiABYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJRChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2Uy6AQKE0FnZW50Q29udHJvbFNlcnZpY2USTwoKU3RhcnRTaGVsbBIaLmZhcm0udjEuU3RhcnRTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlN0YXJ0U2hlbGxSZXNwb25zZSIIorsYBAgGEAESWwoOU3RhcnRBZGJUdW5uZWwSHi5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGEAESWAoNU3RvcEFkYlR1bm5lbBIdLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGIAESWQoOU3RhcnRBZGJTdHJlYW0SHi5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXNwb25zZSIGorsYAggGElgKDVN0b3BBZGJTdHJlYW0SHS5mYXJtLnYxLlN0b3BBZGJTdHJlYW1SZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVzcG9uc2UiCKK7GAQIBiABElIKC1N0YXJ0U2NyZWVuEhsuZmFybS52MS5TdGFydFNjcmVlblJlcXVlc3QaHC5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVzcG9uc2UiCKK7GAQIBigBEkAKBURyYWluEhUuZmFybS52MS5EcmFpblJlcXVlc3QaFi5mYXJtLnYxLkRyYWluUmVzcG9uc2UiCKK7GAQIBiABYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -213,6 +213,41 @@ export const StartAdbStreamResponseSchema: GenMessage<StartAdbStreamResponse> = 
   messageDesc(file_farm_v1_agent_control_service, 9);
 
 /**
+ * @generated from message farm.v1.StopAdbStreamRequest
+ */
+export type StopAdbStreamRequest = Message<"farm.v1.StopAdbStreamRequest"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * @generated from field: string stream_id = 2;
+   */
+  streamId: string;
+};
+
+/**
+ * Describes the message farm.v1.StopAdbStreamRequest.
+ * Use `create(StopAdbStreamRequestSchema)` to create a new message.
+ */
+export const StopAdbStreamRequestSchema: GenMessage<StopAdbStreamRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 10);
+
+/**
+ * @generated from message farm.v1.StopAdbStreamResponse
+ */
+export type StopAdbStreamResponse = Message<"farm.v1.StopAdbStreamResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.StopAdbStreamResponse.
+ * Use `create(StopAdbStreamResponseSchema)` to create a new message.
+ */
+export const StopAdbStreamResponseSchema: GenMessage<StopAdbStreamResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 11);
+
+/**
  * @generated from message farm.v1.StartScreenRequest
  */
 export type StartScreenRequest = Message<"farm.v1.StartScreenRequest"> & {
@@ -232,7 +267,7 @@ export type StartScreenRequest = Message<"farm.v1.StartScreenRequest"> & {
  * Use `create(StartScreenRequestSchema)` to create a new message.
  */
 export const StartScreenRequestSchema: GenMessage<StartScreenRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 10);
+  messageDesc(file_farm_v1_agent_control_service, 12);
 
 /**
  * @generated from message farm.v1.StartScreenResponse
@@ -245,7 +280,7 @@ export type StartScreenResponse = Message<"farm.v1.StartScreenResponse"> & {
  * Use `create(StartScreenResponseSchema)` to create a new message.
  */
 export const StartScreenResponseSchema: GenMessage<StartScreenResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 11);
+  messageDesc(file_farm_v1_agent_control_service, 13);
 
 /**
  * Served by each agent and called only by the coordinator, over the agent's
@@ -298,6 +333,19 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof StartAdbStreamRequestSchema;
     output: typeof StartAdbStreamResponseSchema;
+  },
+  /**
+   * Ends one adb stream of a tunnel (its caller went away, or the coordinator
+   * cut it): the device socket closes and its buffers are freed even while
+   * the phone reads nothing, when the ServeAdbStream call's end cannot be
+   * seen. Ending a stream that is already gone is not an error.
+   *
+   * @generated from rpc farm.v1.AgentControlService.StopAdbStream
+   */
+  stopAdbStream: {
+    methodKind: "unary";
+    input: typeof StopAdbStreamRequestSchema;
+    output: typeof StopAdbStreamResponseSchema;
   },
   /**
    * Starts a phone's live screen: the agent opens
