@@ -13,10 +13,11 @@ export const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
 /**
  * The per-stream window of remote adb streams, on connections of their own:
  * a stalled adb stream (a phone that reads nothing) holds at most this much
- * in its receiver, so 48 of them cost 12 MiB rather than 192. 256 KiB still
- * moves a push at 25 MiB/s over a 10 ms round trip.
+ * in its receiver, so 48 of them cost 24 MiB rather than 192. 256 KiB cost
+ * a push through a tunnel about a fifth of its speed on loopback
+ * (test/bench/adb-tunnel.ts); 512 KiB about a tenth.
  */
-export const ADB_STREAM_WINDOW_BYTES = 256 * 1024;
+export const ADB_STREAM_WINDOW_BYTES = 512 * 1024;
 /** Shared by every stream of one connection (an agent's streams all share its one). */
 export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 
