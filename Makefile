@@ -3,14 +3,16 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := node_modules/.farm-installed
 
-.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint test demo bench schema clean
+.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint test e2e test-all demo bench schema clean
 
 # `make install` puts `farm` in $(PREFIX)/bin: /usr/local as root, else ~/.local.
 PREFIX ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
 
 help:
 	@echo "make demo   - start two simulated phones and farm standalone, list them"
-	@echo "make test   - install what is missing, build, run every test"
+	@echo "make test   - install what is missing, build, run the checks and the unit tier (docs/testing.md)"
+	@echo "make e2e    - build, run the e2e tier: real coordinators, agents, adb and Chromium over loopback"
+	@echo "make test-all - both tiers, as CI runs them"
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
 	@echo "make install [PREFIX=...] - install the bundled farm CLI into PREFIX (default /usr/local as root, else ~/.local)"
@@ -56,10 +58,19 @@ migrations-check: deps
 
 # Type-aware: reads the built declarations of the packages it imports.
 lint: build
-	npx eslint agent/src coordinator/src cli/src shared/src test
+	npx eslint agent/src coordinator/src cli/src shared/src dashboard/src test
+	@scripts/check-cycles.sh
+	@node scripts/check-imports.mjs
 
+# The unit tier: state classes, contract tests with an in-process agent, devsim.
 test: build proto-check migrations-check lint
-	npx vitest run
+	npx vitest run --project unit
+
+# The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
+e2e: build
+	npx vitest run --project e2e
+
+test-all: test e2e
 
 demo: build
 	node test/dist/demo/main.js
