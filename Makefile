@@ -58,13 +58,12 @@ migrations-check: deps
 
 # Type-aware: reads the built declarations of the packages it imports.
 lint: build
-	npx eslint agent/src coordinator/src cli/src shared/src dashboard/src test
-	@scripts/check-cycles.sh
-	@node scripts/check-imports.mjs
+	@scripts/lint.sh
 
-# The unit tier: state classes, contract tests with an in-process agent, devsim.
-test: build proto-check migrations-check lint
-	npx vitest run --project unit
+# The checks (proto, migrations, lint) and the unit tier (state classes,
+# contract tests with an in-process agent, devsim), side by side.
+test: build
+	@scripts/test-unit.sh
 
 # The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
 e2e: build
