@@ -378,8 +378,6 @@ export class StepRecorder {
       if (a.mimeType !== "image/png" && size > MAX_CLIENT_TEXT) throw invalidArgument(`artifacts[${i}]`, `${a.name} is ${size} bytes; a text file is at most ${MAX_CLIENT_TEXT / (1024 * 1024)} MiB`);
     }
     const step = await this.open(session);
-    const before = await this.keepClientShot(sessionId, req.before, owner, step.mask);
-    const after = await this.keepClientShot(sessionId, req.after, owner, step.mask);
     const artifacts: StepArtifactRecord[] = [];
     for (const a of req.artifacts) {
       // Over the owner's quota the file is not kept, said so in the step; the step's result is.
@@ -419,6 +417,9 @@ export class StepRecorder {
       await held.keep(size);
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
+    // After the files: a screen one of them already is (a visual check's actual.png) is kept once, and counted once.
+    const before = await this.keepClientShot(sessionId, req.before, owner, step.mask);
+    const after = await this.keepClientShot(sessionId, req.after, owner, step.mask);
     const record: StepRecordV2 = {
       version: STEP_RECORD_VERSION,
       method: "farm.v1.SessionService/AppendSessionStep",
@@ -454,8 +455,15 @@ export class StepRecorder {
     if (shot.errorCode) return { ...base, error: { code: shot.errorCode, message: mask ? mask.text(shot.errorMessage) : shot.errorMessage } };
     if (shot.sha256) {
       const known = await this.deps.steps.image(sessionId, shot.sha256);
-      if (!known) return { ...base, error: { code: Errors.INVALID_ARGUMENT.code, message: `the client referred to screenshot ${shot.sha256}, which this session does not keep` } };
+      if (!known || known.mimeType !== "image/png") return { ...base, error: { code: Errors.INVALID_ARGUMENT.code, message: `the client referred to screenshot ${shot.sha256}, which this session does not keep` } };
       return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
+    }
+    const { sha256 } = await this.deps.blobs.peek(shot.blobId, owner);
+    const kept = await this.deps.steps.image(sessionId, sha256);
+    if (kept && kept.mimeType === "image/png") {
+      // A screen the session keeps already: not stored or counted again.
+      await this.deps.blobs.remove(shot.blobId);
+      return { ...base, sha256: kept.sha256, width: kept.width, height: kept.height, size: kept.size };
     }
     let held: FileReservation;
     try {
