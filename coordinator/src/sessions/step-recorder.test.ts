@@ -338,7 +338,7 @@ describe("StepRecorder", () => {
     });
 
     it("records a screenshot the client could not take, or did not send, as missing with why", async () => {
-      const { recorder, session, shot } = await setup();
+      const { recorder, session, shot, blobs } = await setup();
       const before = await shot("#0a0a0a", "user:alice");
       const lost = { blobId: "", sha256: "", errorCode: "DEVICE_OFFLINE", errorMessage: "device S-1 went away", capturedAt: 7 };
       const one = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, action: "wait", ok: false, errorCode: "COMMAND_TIMEOUT", errorMessage: "", before: uploaded(before), after: lost });
@@ -347,6 +347,13 @@ describe("StepRecorder", () => {
       const old = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "" });
       expect(old.view.before?.error).toMatchObject({ code: "NOT_IMPLEMENTED", message: expect.stringMatching(/sent no screenshot/) });
       expect(old.view.after?.error?.code).toBe("NOT_IMPLEMENTED");
+      // Bytes that are not a PNG are not kept as the screen.
+      const junkFile = join(dir as string, "junk-shot");
+      await writeFile(junkFile, "not a png, only words");
+      const junk = await blobs.put(fileAsBlobParts(junkFile), "user:alice");
+      const notPng = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "", before: { blobId: junk, sha256: "", errorCode: "", errorMessage: "" } });
+      expect(notPng.view.before?.error?.code).toBe("SCREENSHOT_NOT_PNG");
+      expect(notPng.view.before?.sha256).toBeUndefined();
     });
 
     it("refuses a client screenshot that is not one thing, names an unknown code, or a screen the session does not keep, before numbering the step", async () => {
