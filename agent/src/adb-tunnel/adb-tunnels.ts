@@ -97,6 +97,16 @@ export class AdbTunnels {
     await settledBy([t.ended], untilMs);
   }
 
+  /** Closes every tunnel of a lease and waits (until `untilMs`) for their actions to settle. */
+  async stopLease(leaseId: string, reason: string, untilMs: number): Promise<void> {
+    const ours = [...this.tunnels.values()].filter((t) => t.leaseId === leaseId);
+    for (const t of ours) t.stop(reason);
+    await settledBy(
+      ours.filter((t) => t.actionId).map((t) => t.ended),
+      untilMs,
+    );
+  }
+
   async stopAll(reason: string, untilMs = Date.now() + 5_000): Promise<void> {
     const all = [...this.tunnels.values()];
     for (const t of all) t.stop(reason);

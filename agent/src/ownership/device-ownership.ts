@@ -474,16 +474,62 @@ export class DeviceOwnership {
     return action;
   }
 
-  /** An admin accepts an unknown outcome; recorded, never reported as settled. */
-  abandon(serial: string, actionId: string, reason: string, by: string): ActionRow {
+  /**
+   * Someone accepts an unknown outcome; recorded, never reported as
+   * settled. An admin may abandon any action; with `onlyKind` (a lease
+   * holder) only an action of that kind, and only once nothing runs it.
+   */
+  abandon(serial: string, actionId: string, reason: string, by: string, opts: { onlyKind?: string } = {}): ActionRow {
     const action = this.receipt(serial, actionId);
+    if (opts.onlyKind !== undefined && action.kind !== opts.onlyKind) {
+      throw farmError(Errors.PERMISSION_DENIED, `action ${actionId} is a ${action.kind} action: only an admin may abandon it (the lease holder may abandon a ${opts.onlyKind} action)`, "action_id");
+    }
     if (action.state !== "unknown" && action.state !== "pending") {
       throw farmError(Errors.INVALID_ARGUMENT, `action ${actionId} is ${action.state}, not unresolved`, "action_id");
     }
     if (reason.trim() === "") throw farmError(Errors.INVALID_ARGUMENT, "a reason is required", "reason");
+    // A pending entry under a held lock is running now (an open tunnel): its own end settles it.
+    if (opts.onlyKind !== undefined && action.state === "pending" && OsLock.isHeld(this.lockFile(action.physicalId))) {
+      throw farmError(Errors.DEVICE_BUSY, `action ${actionId} is still running (its device lock is held); close it instead (a tunnel: \`farm adb disconnect --device ${serial}\`)`, "action_id");
+    }
     const row = this.deps.journal.abandon(actionId, reason, by);
     this.deps.onUnresolvedChange?.(row.physicalId);
     return row;
+  }
+
+  /**
+   * A lease ended: its unresolved actions of `kind` (a tunnel's raw-adb
+   * window left by a process that died) are abandoned, "lease ended". One
+   * still running (its lock held) is left to settle itself.
+   */
+  endLease(kind: string, leaseId: string, reason: string): ActionRow[] {
+    const ours = this.deps.journal.unresolvedOfKind(kind).filter((a) => requestLeaseId(a) === leaseId);
+    const settled: ActionRow[] = [];
+    for (const physicalId of new Set(ours.map((a) => a.physicalId))) {
+      const lock = OsLock.tryAcquire(this.lockFile(physicalId), { agentId: this.deps.agentId, kind: "lease-end" });
+      try {
+        // Held: its pending entries are alive; free: they belong to a process that died.
+        if (lock) this.deps.journal.orphanPending(physicalId);
+        for (const a of ours) {
+          if (a.physicalId !== physicalId || this.deps.journal.get(a.actionId)?.state !== "unknown") continue;
+          settled.push(this.deps.journal.abandon(a.actionId, "lease ended", `lease ${leaseId} (${reason})`));
+        }
+      } finally {
+        lock?.release();
+      }
+      this.deps.onUnresolvedChange?.(physicalId);
+    }
+    return settled;
+  }
+}
+
+/** The lease an action's journaled request names, if any. */
+function requestLeaseId(a: ActionRow): string {
+  try {
+    const r = JSON.parse(a.requestJson) as Record<string, unknown>;
+    return typeof r["leaseId"] === "string" ? r["leaseId"] : "";
+  } catch {
+    return "";
   }
 }
 
