@@ -133,7 +133,7 @@ describe("farm adb connect", () => {
     expect((await runAdb(user.port, ["-s", local, "shell", "echo", "still"])).stdout.trim()).toBe("still");
 
     // Anyone else presenting the lease, another admin included, is refused at once (not after the 120 s timeout), told how to free the phone.
-    for (const [name, role] of [["ci-bot", "operator"], ["other-admin", "admin"]]) {
+    for (const [name, role] of [["ci-bot", "operator"], ["other-admin", "admin"]] as const) {
       const token = String((await farm(["token", "create", "--kind", "user", "--name", name, "--role", role], { ...lab.env, FARM_TOKEN: admin })).json["token"]);
       const t0 = Date.now();
       const busy = await farm(["shell", "--timeout", "120000", "--", "echo", "x"], { ...env, FARM_TOKEN: token });
