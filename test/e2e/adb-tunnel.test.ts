@@ -129,7 +129,10 @@ describe("farm adb connect", () => {
     const status = await farm(["device", "ownership", "status"], env);
     const tunnelAction = (JSON.parse(action.receiptJson) as { concurrentRawAdb: { actionId: string } }).concurrentRawAdb.actionId;
     expect((status.json["ownership"] as { recent: { actionId: string; kind: string; state: string }[] }).recent).toContainEqual(expect.objectContaining({ actionId: tunnelAction, kind: "raw-adb", state: "pending" }));
-    // The tunnel still works after it.
+    // An input (what a dashboard click sends) runs beside it too.
+    const tap = await farm(["input", "tap", "10", "20", "--timeout", "120000"], env);
+    expect(tap.json, tap.stderr).toMatchObject({ ok: true });
+    // The tunnel still works after them.
     expect((await runAdb(user.port, ["-s", local, "shell", "echo", "still"])).stdout.trim()).toBe("still");
 
     // Anyone else presenting the lease, another admin included, is refused at once (not after the 120 s timeout), told how to free the phone.
