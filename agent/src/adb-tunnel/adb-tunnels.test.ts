@@ -276,6 +276,34 @@ describe("remote adb tunnels", () => {
     expect(JSON.parse(journal.get(after.action.actionId)?.receiptJson ?? "{}")).not.toHaveProperty("concurrentRawAdb");
   });
 
+  it("gives up an owner's change that did not get its turn by its deadline, without dispatching it, and keeps the turns in order", async () => {
+    await startTunnel("t1", { requestedBy: "alice" });
+    let letGo!: () => void;
+    const gate = new Promise<void>((resolve) => (letGo = resolve));
+    let started = false;
+    const slow: ActionKind<Record<string, never>, Record<string, never>> = {
+      ...touch,
+      kind: "slow",
+      async dispatch() {
+        started = true;
+        await gate;
+        return { result: {}, receipt: { provenBy: "test" } };
+      },
+    };
+    const first = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    await vi.waitFor(() => expect(started).toBe(true));
+    const late = await refusedBy(ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 800, requestedBy: "alice" }));
+    expect(late).toMatchObject({ code: "DEVICE_BUSY", dispatched: false });
+    expect(late.message).toMatch(/another of your actions beside your remote adb tunnel/);
+    const third = ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    letGo();
+    await first;
+    const r = await third;
+    expect(journal.get(r.action.actionId)).toMatchObject({ kind: "touch", state: "settled" });
+    expect((await stopTunnel("t1", "closed")).error).toBeUndefined();
+    expect(ownership.status(serial).locked).toBe(false);
+  });
+
   it("keeps the phone until the owner's change beside it is done, even when the tunnel closes first", async () => {
     await startTunnel("t1", { requestedBy: "alice" });
     let letGo!: () => void;
