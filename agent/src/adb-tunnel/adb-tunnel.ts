@@ -45,6 +45,8 @@ export class AdbTunnel {
     readonly tunnelId: string,
     readonly serial: string,
     readonly requestedBy: string,
+    /** The lease the tunnel was opened under (empty from an older coordinator). */
+    readonly leaseId = "",
   ) {}
 
   /** Aborted when the tunnel is told to close. */

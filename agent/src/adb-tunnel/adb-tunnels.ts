@@ -43,12 +43,13 @@ export class AdbTunnels {
   constructor(private readonly opts: AdbTunnelsOptions) {}
 
   /** Registers a new tunnel before its action takes the device lock, so a stop or a lost link reaches it meanwhile. */
-  reserve(tunnelId: string, serial: string, requestedBy: string): AdbTunnel {
+  reserve(tunnelId: string, serial: string, requestedBy: string, leaseId = ""): AdbTunnel {
     checkCoordinatorId(tunnelId, "tunnel_id");
     if (!this.linkUp) throw farmError(Errors.COORDINATOR_UNAVAILABLE, "the control stream to the coordinator ended; no tunnel is opened for it");
     const existing = this.tunnels.get(tunnelId);
     if (existing) throw farmError(Errors.ALREADY_EXISTS, `adb tunnel ${tunnelId} is already ${existing.open ? "open" : "closing"} on this agent`, "tunnel_id");
-    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy);
+    if (leaseId !== "") checkCoordinatorId(leaseId, "lease_id");
+    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy, leaseId);
     this.tunnels.set(tunnelId, tunnel);
     return tunnel;
   }
@@ -94,6 +95,16 @@ export class AdbTunnels {
     // Still waiting for the device lock: its action ends as soon as it starts; nothing holds the phone yet.
     if (!t.actionId) return;
     await settledBy([t.ended], untilMs);
+  }
+
+  /** Closes every tunnel of a lease and waits (until `untilMs`) for their actions to settle. */
+  async stopLease(leaseId: string, reason: string, untilMs: number): Promise<void> {
+    const ours = [...this.tunnels.values()].filter((t) => t.leaseId === leaseId);
+    for (const t of ours) t.stop(reason);
+    await settledBy(
+      ours.filter((t) => t.actionId).map((t) => t.ended),
+      untilMs,
+    );
   }
 
   async stopAll(reason: string, untilMs = Date.now() + 5_000): Promise<void> {
