@@ -137,6 +137,17 @@ export function isServingProcess(state: TunnelState): boolean {
   return processInfo(state.pid)?.start === state.pidStart;
 }
 
+/**
+ * True when the state's serving process is provably gone: not running, or
+ * its pid now names another process (a different start time). Its
+ * serial may still sit `offline` in the adb server, on a port anyone on
+ * this machine can bind.
+ */
+export function isStale(state: TunnelState): boolean {
+  if (!isRunning(state.pid)) return true;
+  return state.pidStart !== null && processStart(state.pid) !== state.pidStart;
+}
+
 /** Logs of background processes are kept for a week after their last line: long enough to read why a tunnel closed. */
 const LOG_KEEP_MS = 7 * 24 * 3600_000;
 
