@@ -148,6 +148,33 @@ describe("remote adb at its edges", () => {
     expect((await farm(["lease", "release"], env)).code).toBe(0);
   });
 
+  it("allows a plain adb reboot: the phone comes back on the same serial, the tunnel carries on, and the farm records the reboot", async () => {
+    const env = await lease(serials[0] as string);
+    const devices = async () => ((await farm(["devices"], lab.env)).json["devices"] ?? []) as { serial: string; state: string; properties: { bootId: string } }[];
+    const bootBefore = (await devices()).find((d) => d.serial === serials[0])?.properties.bootId;
+    const tunnel = await connectForeground(env);
+    foreground.push(tunnel);
+    const local = String(tunnel.answer["serial"]);
+    await waitFor("the tunnel in the user's adb", async () => ((await stateOf(local)) === "device" ? true : undefined));
+
+    expect((await runAdb(user.port, ["-s", local, "reboot"])).code).toBe(0);
+    await waitFor("the phone back with a new boot id", async () => {
+      const d = (await devices()).find((x) => x.serial === serials[0]);
+      return d && d.state === "device" && d.properties.bootId && d.properties.bootId !== bootBefore ? true : undefined;
+    }, { timeoutMs: 30_000 });
+    await waitFor("the reboot in the device's history", async () => {
+      const s = await farm(["device", "ownership", "status", "--device", serials[0] as string], lab.env);
+      return ((s.json["ownership"] as { history: { kind: string }[] } | undefined)?.history ?? []).some((h) => h.kind === "reboot") ? true : undefined;
+    });
+    // The same tunnel reaches the rebooted phone.
+    await waitFor("the tunnel usable again", async () => ((await runAdb(user.port, ["-s", local, "shell", "echo", "back"])).stdout.trim() === "back" ? true : undefined), { timeoutMs: 30_000 });
+    expect(tunnel.proc.exitCode).toBeNull();
+
+    tunnel.proc.kill("SIGTERM");
+    expect(await tunnel.exited).toBe(0);
+    expect((await farm(["lease", "release"], env)).code).toBe(0);
+  });
+
   it("farm adb list disconnects the serial a killed tunnel process left offline in the user's adb, and says so", async () => {
     const env = await lease(serials[0] as string);
     const t = await connectInBackground(env);
