@@ -1,5 +1,5 @@
-import { adbDisconnect } from "./local-adb-cli.js";
-import { isStale, readTunnelStates, removeTunnelState, type TunnelState } from "./tunnel-state.js";
+import { adbDisconnectOutcome } from "./local-adb-cli.js";
+import { isStale, localAdbOf, readTunnelStates, removeTunnelState, type TunnelState } from "./tunnel-state.js";
 
 /** A tunnel whose serving process had died, and whose serial was taken out of the adb server. */
 export interface StaleDisconnected {
@@ -10,7 +10,8 @@ export interface StaleDisconnected {
   device: string;
 }
 
-const sameAdb = (a: TunnelState, b: TunnelState) => a.serial === b.serial && (a.adbServerPort ?? null) === (b.adbServerPort ?? null);
+const sameAdb = (a: TunnelState, b: TunnelState) =>
+  a.serial === b.serial && (a.adbServerPort ?? null) === (b.adbServerPort ?? null) && (a.adbServerSocket ?? null) === (b.adbServerSocket ?? null);
 
 /**
  * A serving process killed before its cleanup (kill -9, OOM, a crash)
@@ -19,8 +20,9 @@ const sameAdb = (a: TunnelState, b: TunnelState) => a.serial === b.serial && (a.
  * is then taken for the phone. For every tunnel this machine served whose
  * process is gone, this runs `adb disconnect` on the adb server it was
  * connected to and forgets the tunnel. One that adb did not disconnect is
- * kept (and warned of) to be tried again next time; one whose serial a
- * live tunnel now uses again is only forgotten.
+ * kept (and warned of) to be tried again next time; one the adb server
+ * no longer had, or whose serial a live tunnel now uses again, is only
+ * forgotten. Only serials adb said it disconnected are returned.
  */
 export async function disconnectStaleTunnels(env: NodeJS.ProcessEnv, warn: (line: string) => void): Promise<StaleDisconnected[]> {
   const states = await readTunnelStates(env);
@@ -29,12 +31,13 @@ export async function disconnectStaleTunnels(env: NodeJS.ProcessEnv, warn: (line
   const done: StaleDisconnected[] = [];
   for (const s of stale) {
     if (!live.some((l) => sameAdb(l, s))) {
-      const failed = await adbDisconnect({ serverPort: s.adbServerPort ?? undefined }, s.serial);
-      if (failed) {
-        warn(`could not disconnect ${s.serial}, left by tunnel ${s.tunnelId} whose process ${s.pid} is gone: ${failed}`);
+      const outcome = await adbDisconnectOutcome(localAdbOf(s), s.serial);
+      if (outcome.kind === "failed") {
+        warn(`could not disconnect ${s.serial}, left by tunnel ${s.tunnelId} whose process ${s.pid} is gone: ${outcome.why}`);
         continue;
       }
-      done.push({ tunnel: s.tunnelId, serial: s.serial, device: s.device });
+      // "absent": adb had already dropped it (it gives up after about a minute of failed reconnects); nothing to report.
+      if (outcome.kind === "disconnected") done.push({ tunnel: s.tunnelId, serial: s.serial, device: s.device });
     }
     await removeTunnelState(env, s.tunnelId);
   }

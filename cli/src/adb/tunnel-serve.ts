@@ -9,7 +9,7 @@ import { CliError } from "../cli-error.js";
 import { isConnectionLost, isConnectionRefused } from "../coordinator-lost.js";
 import type { ClientConfig } from "../config.js";
 import { probeBanner, UNKNOWN_DEVICE } from "./adb-banner.js";
-import { adbConnect, adbDisconnect, type LocalAdb } from "./local-adb-cli.js";
+import { adbConnect, adbDisconnect, serverSocketOf, type LocalAdb } from "./local-adb-cli.js";
 import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
 import { processStart, removeTunnelState, writeTunnelState } from "./tunnel-state.js";
 import { openTunnelStream } from "./tunnel-stream.js";
@@ -122,6 +122,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
       leaseId: opened.leaseId,
       coordinator: p.config.coordinator,
       adbServerPort: p.adb.serverPort ?? null,
+      adbServerSocket: p.adb.serverSocket ?? serverSocketOf(process.env),
       pid: process.pid,
       pidStart: processStart(process.pid),
       foreground: p.foreground,
