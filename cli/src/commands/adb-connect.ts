@@ -70,10 +70,11 @@ export const connect: Action<typeof adbConnectOptions> = async (input) => {
   const { opts, ctx } = input;
   const session = clientSession(input);
   requireTarget(opts);
-  if (!session.config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
+  const token = session.config.token;
+  if (!token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
   // Before the new serial exists: a stale one may be on the very port the new endpoint gets.
   const stale = await disconnectStaleTunnels(ctx.env, warnLine);
-  if (!opts.foreground) return connectInBackground(input, session.config, stale);
+  if (!opts.foreground) return connectInBackground(input, session.config, token, stale);
   const outcome = await serveTunnel(
     paramsOf(input, session.config, {
       foreground: true,
@@ -94,9 +95,8 @@ export const connect: Action<typeof adbConnectOptions> = async (input) => {
  * terminal does not stop it), with the token and lease in its environment
  * rather than on its command line, and waits for its one report.
  */
-async function connectInBackground(input: Parameters<Action<typeof adbConnectOptions>>[0], config: ClientConfig, stale: StaleDisconnected[]): Promise<number> {
+async function connectInBackground(input: Parameters<Action<typeof adbConnectOptions>>[0], config: ClientConfig, token: string, stale: StaleDisconnected[]): Promise<number> {
   const { opts, ctx } = input;
-  if (!config.token) throw new CliError(Errors.INTERNAL, "no token for the background process");
   const entry = process.argv[1];
   if (!entry) throw new CliError(Errors.INTERNAL, "cannot find the farm CLI's own entry point to start the background process; use --foreground");
   await ensureTunnelsDir(ctx.env);
@@ -108,7 +108,7 @@ async function connectInBackground(input: Parameters<Action<typeof adbConnectOpt
   if (opts.device) args.push("--device", opts.device);
   if (opts.agent) args.push("--agent", opts.agent);
   if (opts.adbPort !== undefined) args.push("--adb-port", String(opts.adbPort));
-  const env: NodeJS.ProcessEnv = { ...ctx.env, FARM_TOKEN: config.token };
+  const env: NodeJS.ProcessEnv = { ...ctx.env, FARM_TOKEN: token };
   if (opts.lease) env["FARM_LEASE"] = opts.lease;
   else delete env["FARM_LEASE"];
   const fd = openSync(logFile, "a", 0o600);
