@@ -135,7 +135,14 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
   const screens = new LiveScreens({ adb: opts.adb, serve: serveScreenOver(transport), log });
-  const adbTunnels = new AdbTunnels({ adb: opts.adb, serve: serveAdbStreamOver(transport), physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId, log });
+  const adbTunnels = new AdbTunnels({
+    adb: opts.adb,
+    serve: serveAdbStreamOver(transport),
+    physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId,
+    log,
+    // Streams open only once the uplink is up, after the metrics exist.
+    onServiceRefused: (rule) => metrics.adbServiceRefused(rule),
+  });
   const serviceDeps: AgentServiceDeps = {
     ownership,
     watcher,

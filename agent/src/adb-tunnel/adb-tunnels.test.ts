@@ -89,6 +89,8 @@ let coordinator: ReturnType<typeof fakeServeAdbStream>;
 let tunnels: AdbTunnels;
 let phones: Map<string, string>;
 let dispatch: CallDispatcher;
+/** The rules that refused services, as the agent's metrics count them. */
+let refusedRules: string[];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "farm-tunnel-"));
@@ -102,7 +104,8 @@ beforeEach(async () => {
   const watcher = watcherOf(phones);
   ownership = new DeviceOwnership({ lockDir: dir, journal, watcher, history: new DeviceHistory(agentDb.db), agentId: AGENT, log });
   coordinator = fakeServeAdbStream();
-  tunnels = new AdbTunnels({ adb: addr, serve: coordinator.serve, physicalIdOf: (s) => phones.get(s), log, maxStreamsPerTunnel: 3 });
+  refusedRules = [];
+  tunnels = new AdbTunnels({ adb: addr, serve: coordinator.serve, physicalIdOf: (s) => phones.get(s), log, maxStreamsPerTunnel: 3, onServiceRefused: (rule) => refusedRules.push(rule) });
   // The control service uses only these of the agent's deps.
   const deps: Pick<AgentServiceDeps, "ownership" | "adbTunnels" | "rawAdb" | "log"> = { ownership, adbTunnels: tunnels, rawAdb: rawAdbAction(), log };
   const route = { service: AgentControlService, impl: agentControlService(deps as AgentServiceDeps) } as unknown as ServiceRoute;
@@ -383,6 +386,22 @@ describe("remote adb tunnels", () => {
     dup.end();
     await stopTunnel("t1");
     expect(JSON.parse(journal.get(opened.ok?.actionId ?? "")?.receiptJson ?? "{}")).toMatchObject({ changes: "unknown", streams: 1 });
+  });
+
+  it("refuses services that would strand the phone or reach off it, counting each by its rule, before the phone is touched", async () => {
+    const opened = await startTunnel("t1");
+    for (const service of ["reboot:bootloader", "reboot:recovery", "reboot:sideload", "reboot:sideload-auto-reboot", "reboot:fastboot", "tcp:10.0.2.2:5037", "tcp:8080:10.0.2.2", "reverse:list-forward"]) {
+      const r = await startStream("t1", "s1", service);
+      expect(r.error, service).toMatchObject({ code: "INVALID_ARGUMENT", field: "service" });
+    }
+    expect(refusedRules).toEqual(["reboot-mode", "reboot-mode", "reboot-mode", "reboot-mode", "reboot-mode", "tcp-host", "tcp-host", "reverse"]);
+    expect(tunnels.get("t1")?.used).toBe(false);
+    // The phone's own loopback is still forwarded to (nothing listens there: the phone's refusal, not the farm's).
+    const loopback = await startStream("t1", "s2", "tcp:127.0.0.1:1");
+    expect(loopback.error?.message).toContain(`${serial} did not open the adb service tcp:`);
+    expect(refusedRules).toHaveLength(8);
+    await stopTunnel("t1");
+    expect(journal.get(opened.ok?.actionId ?? "")?.state).toBe("settled");
   });
 
   it("bounds the streams one tunnel has open", async () => {

@@ -6,7 +6,7 @@ import { toDispatchFailure } from "../actions/shell-outcome.js";
 import { checkCoordinatorId } from "../rpc/coordinator-id.js";
 import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
-import { checkAdbService, serviceKind } from "./service-names.js";
+import { checkAdbService, refusalOf, serviceKind } from "./service-names.js";
 
 /** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...). */
 export const MAX_STREAMS_PER_TUNNEL = 64;
@@ -21,6 +21,8 @@ export interface AdbTunnelsOptions {
   physicalIdOf?: (serial: string) => string | undefined;
   log?: Logger;
   maxStreamsPerTunnel?: number;
+  /** Counts a service refused before it reached the phone, by the rule that refused it ("not-a-device-service" when none did). */
+  onServiceRefused?: (rule: string) => void;
 }
 
 export interface TunnelBytes {
@@ -125,6 +127,18 @@ export class AdbTunnels {
     }
   }
 
+  /** Refuses a service by name before the phone is touched; each refusal is logged (its rule, never the service: it may hold secrets) and counted. */
+  private checkService(tunnelId: string, service: string): void {
+    try {
+      checkAdbService(service);
+    } catch (err) {
+      const rule = refusalOf(service)?.rule ?? "not-a-device-service";
+      this.opts.log?.warn("adb service refused", { tunnelId, rule, service: serviceKind(service) });
+      this.opts.onServiceRefused?.(rule);
+      throw err;
+    }
+  }
+
   /**
    * Opens `service` on the tunnel's own serial and starts relaying it on
    * ServeAdbStream with this stream id. Resolves once the device accepted
@@ -133,7 +147,7 @@ export class AdbTunnels {
   async openStream(req: { tunnelId: string; streamId: string; service: string }, deadlineMs: number): Promise<void> {
     checkCoordinatorId(req.tunnelId, "tunnel_id");
     checkCoordinatorId(req.streamId, "stream_id");
-    checkAdbService(req.service);
+    this.checkService(req.tunnelId, req.service);
     const t = this.tunnels.get(req.tunnelId);
     if (!t?.running) throw farmError(Errors.TUNNEL_NOT_FOUND, `no open adb tunnel ${req.tunnelId} on this agent`, "tunnel_id");
     if (t.streams.has(req.streamId)) throw farmError(Errors.ALREADY_EXISTS, `adb stream ${req.streamId} is already open in tunnel ${req.tunnelId}`, "stream_id");
