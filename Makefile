@@ -3,14 +3,16 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := node_modules/.farm-installed
 
-.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint test demo bench schema clean
+.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint test e2e test-all demo bench schema clean
 
 # `make install` puts `farm` in $(PREFIX)/bin: /usr/local as root, else ~/.local.
 PREFIX ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
 
 help:
 	@echo "make demo   - start two simulated phones and farm standalone, list them"
-	@echo "make test   - install what is missing, build, run every test"
+	@echo "make test   - install what is missing, build, run the checks and the unit tier (docs/testing.md)"
+	@echo "make e2e    - build, run the e2e tier: real coordinators, agents, adb and Chromium over loopback"
+	@echo "make test-all - both tiers, as CI runs them"
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
 	@echo "make install [PREFIX=...] - install the bundled farm CLI into PREFIX (default /usr/local as root, else ~/.local)"
@@ -56,10 +58,18 @@ migrations-check: deps
 
 # Type-aware: reads the built declarations of the packages it imports.
 lint: build
-	npx eslint agent/src coordinator/src cli/src shared/src test
+	@scripts/lint.sh
 
-test: build proto-check migrations-check lint
-	npx vitest run
+# The checks (proto, migrations, lint) and the unit tier (state classes,
+# contract tests with an in-process agent, devsim), side by side.
+test: build
+	@scripts/test-unit.sh
+
+# The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
+e2e: build
+	npx vitest run --project e2e
+
+test-all: test e2e
 
 demo: build
 	node test/dist/demo/main.js

@@ -1,16 +1,26 @@
 import { defineConfig } from "vitest/config";
 
+// Two tiers (docs/testing.md). `unit` is every test that runs in one process
+// or against devsim alone (state classes on in-memory SQLite, contract tests
+// with an in-process agent): `make test`. `e2e` starts real coordinators,
+// agents, adb servers and Chromium over loopback: `make e2e`.
+const UNIT = ["{shared,agent,coordinator,cli,dashboard}/src/**/*.test.ts", "test/{devsim,contract}/**/*.test.ts"];
+const E2E = ["test/{e2e,faults,deploy}/**/*.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["{shared,agent,coordinator,cli}/src/**/*.test.ts", "test/{devsim,e2e,faults,deploy,contract}/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/dist/**"],
     // Suites start real processes (adb, coordinator, agents): give them room,
     // but keep two files at a time on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // One private PostgreSQL cluster for the run (storage tests, replicas); each file makes its own databases.
+    // One private PostgreSQL cluster per tier (storage tests, replicas); each file makes its own databases.
     globalSetup: ["test/support/pg-global-setup.ts"],
     pool: "forks",
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: "unit", include: UNIT } },
+      { extends: true, test: { name: "e2e", include: E2E } },
+    ],
   },
 });

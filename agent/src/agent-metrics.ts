@@ -8,6 +8,8 @@ import type { DeviceWatcher } from "./devices/device-watcher.js";
 export interface AgentMetrics {
   /** Counts one finished command. */
   command(kind: string, outcome: string): void;
+  /** Counts one adb service a remote adb tunnel refused, by the rule that refused it. */
+  adbServiceRefused(rule: string): void;
   /** Serves GET /metrics on the address; resolves to its URL. */
   listen(addr: ListenAddress): Promise<string>;
   close(): Promise<void>;
@@ -35,6 +37,7 @@ export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => bool
     },
   });
   const commands = new Counter({ name: "farm_agent_commands_total", help: "Commands run by this agent, by command and outcome", labelNames: ["command", "outcome"], registers: [registry] });
+  const refused = new Counter({ name: "farm_agent_adb_services_refused_total", help: "adb services remote adb tunnels refused before they reached a phone, by rule", labelNames: ["rule"], registers: [registry] });
   const lost = new Counter({ name: "farm_agent_history_write_failures_total", help: "Device history events that could not be written (the outcome stood), by kind", labelNames: ["kind"], registers: [registry] });
   src.history.onRecordFailure((kind) => lost.inc({ kind }));
   new Gauge({
@@ -71,6 +74,7 @@ export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => bool
   let server: Server | undefined;
   return {
     command: (kind, outcome) => commands.inc({ command: kind, outcome }),
+    adbServiceRefused: (rule) => refused.inc({ rule }),
     async listen(addr) {
       server = createServer((req, res) => {
         if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {

@@ -149,6 +149,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     log,
     ...(opts.adbTunnelBudgetBytes !== undefined ? { tunnelBudgetBytes: opts.adbTunnelBudgetBytes } : {}),
     ...(opts.adbAgentBudgetBytes !== undefined ? { agentBudgetBytes: opts.adbAgentBudgetBytes } : {}),
+    // Streams open only once the uplink is up, after the metrics exist.
+    onServiceRefused: (rule) => metrics.adbServiceRefused(rule),
   });
   const serviceDeps: AgentServiceDeps = {
     ownership,

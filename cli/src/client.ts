@@ -7,6 +7,7 @@ import { Errors, farmError } from "@farm/shared/errors";
 import { CliError } from "./cli-error.js";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
+import { isConnectionLost, isConnectionRefused } from "./coordinator-lost.js";
 
 /** A client for one farm service, authenticated with the resolved token. */
 export function serviceClient<S extends DescService>(
@@ -97,8 +98,8 @@ function explainUnavailable(err: unknown, config: ClientConfig, method: DescMeth
       "ca-file",
     );
   }
-  const refused = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/i.test(ce.rawMessage);
-  const lost = /ECONNRESET|socket hang up|stream closed|GOAWAY|session closed/i.test(ce.rawMessage);
+  const refused = isConnectionRefused(ce.rawMessage);
+  const lost = isConnectionLost(ce.rawMessage);
   if (!refused && !lost) return err;
   // A call that changes something, lost mid-flight, has an unknown outcome (method rules in the schema).
   const outcome = !rulesOf(method).readOnly ? (refused ? { dispatched: false, ambiguous: false } : { dispatched: null, ambiguous: true }) : undefined;

@@ -28,7 +28,7 @@ interface Made {
 }
 
 /** An export as `farm session export` writes it: two stored screenshots, a still's, a failed capture. */
-async function makeExport(): Promise<Made> {
+async function makeExport(status: string | null = "SESSION_STATUS_PASSED"): Promise<Made> {
   const a = await png(40, 60, 100);
   const b = await png(40, 60, 220);
   const still = await png(40, 60, 50);
@@ -40,7 +40,7 @@ async function makeExport(): Promise<Made> {
     schemaVersion: 1,
     sessionId,
     exportedAt: "2026-11-30T06:00:00.000Z",
-    session: { sessionId, name: "checkout", status: "SESSION_STATUS_PASSED", stepCount: 3 },
+    session: { sessionId, name: "checkout", ...(status === null ? {} : { status }), stepCount: 3 },
     steps: [
       {
         sessionId, sequence: 1, recordVersion: 2, method: "farm.v1.DeviceService/SendInput", action: "tap", description: "tap at (10, 20)",
@@ -85,6 +85,31 @@ describe("verifySessionExport", () => {
     const r = await verifySessionExport(dir);
     expect(r).toEqual({ ok: true, evidenceId: sessionId, status: "complete", checked: 4, problems: [] });
     expect(await verifyBundle(dir)).toEqual(r);
+  });
+
+  it("says an export of a session still recording is running, not complete: later steps are not in it", async () => {
+    await makeExport("SESSION_STATUS_RUNNING");
+    const r = await verifySessionExport(dir);
+    expect(r).toEqual({ ok: true, evidenceId: sessionId, status: "running", checked: 4, problems: [] });
+    expect(await verifyBundle(dir)).toEqual(r);
+  });
+
+  it("calls every ended session's export complete", async () => {
+    for (const status of ["SESSION_STATUS_PASSED", "SESSION_STATUS_FAILED", "SESSION_STATUS_LEASE_ENDED"]) {
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir);
+      await makeExport(status);
+      expect(await verifySessionExport(dir), status).toMatchObject({ ok: true, status: "complete" });
+    }
+  });
+
+  it("reports a session status that is missing or unknown rather than guessing complete", async () => {
+    await makeExport(null);
+    expect(await verifySessionExport(dir)).toMatchObject({ ok: false, status: null, problems: ["timeline.json: session status null is not one a session has"] });
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir);
+    await makeExport("SESSION_STATUS_PAUSED");
+    expect(await verifySessionExport(dir)).toMatchObject({ ok: false, status: null, problems: ['timeline.json: session status "SESSION_STATUS_PAUSED" is not one a session has'] });
   });
 
   it("reports a changed byte as a sha256 mismatch", async () => {

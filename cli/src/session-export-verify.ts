@@ -140,11 +140,26 @@ export async function verifySessionExport(dir: string): Promise<VerifyReport> {
     }
   }
 
+  let running = false;
   if (!listed.has("timeline.json")) problems.push("timeline.json: not listed in the manifest");
-  else problems.push(...(await timelineProblems(dir, sessionId, listed)));
+  else {
+    const t = await timelineProblems(dir, sessionId, listed);
+    problems.push(...t.problems);
+    running = t.running;
+  }
   problems.push(...(await unlistedProblems(dir, listed)));
-  return { ok: problems.length === 0, evidenceId: sessionId, status: problems.length === 0 ? "complete" : null, checked, problems };
+  // An export of a session still recording is sound but not final: steps after it are not in it.
+  const status = problems.length > 0 ? null : running ? "running" : "complete";
+  return { ok: problems.length === 0, evidenceId: sessionId, status, checked, problems };
 }
+
+/** The session statuses an export's timeline may carry (protobuf JSON names), and whether each is final. */
+const SESSION_STATUS_FINAL: Readonly<Record<string, boolean>> = {
+  SESSION_STATUS_RUNNING: false,
+  SESSION_STATUS_PASSED: true,
+  SESSION_STATUS_FAILED: true,
+  SESSION_STATUS_LEASE_ENDED: true,
+};
 
 /** A PNG decodes in full (every row) at the size the manifest lists. */
 async function pngProblem(file: string, entry: SessionExportFile): Promise<string | null> {
@@ -160,22 +175,34 @@ async function pngProblem(file: string, entry: SessionExportFile): Promise<strin
   }
 }
 
-/** timeline.json is the session's, and every screenshot file it names is listed with the sha256 the step records. */
-async function timelineProblems(dir: string, sessionId: string | null, listed: ReadonlyMap<string, SessionExportFile>): Promise<string[]> {
+/**
+ * timeline.json is the session's, its status is one a session has, and
+ * every screenshot file it names is listed with the sha256 the step
+ * records. `running`: the session was still recording when exported.
+ */
+async function timelineProblems(dir: string, sessionId: string | null, listed: ReadonlyMap<string, SessionExportFile>): Promise<{ problems: string[]; running: boolean }> {
   let timeline: unknown;
   try {
     timeline = JSON.parse(await readFile(join(dir, "timeline.json"), "utf8"));
   } catch (err) {
     // A missing file is reported with the listed files.
-    return (err as NodeJS.ErrnoException).code === "ENOENT" ? [] : [`timeline.json: ${(err as Error).message}`];
+    return { problems: (err as NodeJS.ErrnoException).code === "ENOENT" ? [] : [`timeline.json: ${(err as Error).message}`], running: false };
   }
-  if (!isObject(timeline)) return ["timeline.json: not a JSON object"];
+  if (!isObject(timeline)) return { problems: ["timeline.json: not a JSON object"], running: false };
   const problems: string[] = [];
   if (timeline["kind"] !== SESSION_TIMELINE_KIND) problems.push(`timeline.json: kind is ${JSON.stringify(timeline["kind"])}, not "${SESSION_TIMELINE_KIND}"`);
   if (sessionId !== null && timeline["sessionId"] !== sessionId) problems.push(`timeline.json: session ${JSON.stringify(timeline["sessionId"])}, the manifest's is ${sessionId}`);
-  if (!isObject(timeline["session"])) problems.push("timeline.json: no session");
+  const session = timeline["session"];
+  let running = false;
+  if (!isObject(session)) problems.push("timeline.json: no session");
+  else {
+    // Unknown stays unknown: a status that is missing or not a session's is a problem, not "complete".
+    const final = typeof session["status"] === "string" ? SESSION_STATUS_FINAL[session["status"]] : undefined;
+    if (final === undefined) problems.push(`timeline.json: session status ${JSON.stringify(session["status"] ?? null)} is not one a session has`);
+    running = final === false;
+  }
   const steps = timeline["steps"];
-  if (!Array.isArray(steps)) return [...problems, "timeline.json: steps is not a list"];
+  if (!Array.isArray(steps)) return { problems: [...problems, "timeline.json: steps is not a list"], running };
   for (const [i, step] of (steps as unknown[]).entries()) {
     if (!isObject(step)) {
       problems.push(`timeline.json: steps[${i}] is not an object`);
@@ -210,7 +237,7 @@ async function timelineProblems(dir: string, sessionId: string | null, listed: R
       }
     }
   }
-  return problems;
+  return { problems, running };
 }
 
 /** Anything in the directory besides manifest.json that the manifest does not list. */

@@ -84,6 +84,7 @@ import { createByteStore, type ByteStoreKind } from "./bytes/byte-store.js";
 import { createBlobIndexStore } from "./evidence/blob-index-store.js";
 import { AdbStreamRelay } from "./adb-tunnels/adb-stream-relay.js";
 import { registerAdbTunnelService, registerAgentAdbService } from "./adb-tunnels/adb-tunnel-service.js";
+import { settleRawAdbOnLeaseEnd } from "./adb-tunnels/lease-end-settle.js";
 import { registerAgentScreenService, registerLiveScreenService, ScreenFeeds } from "./live-screen/live-screen-service.js";
 import { DEFAULT_TUNNEL_LIMITS, Tunnels, type TunnelLimits } from "./adb-tunnels/tunnels.js";
 
@@ -169,6 +170,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       })
       .catch((err: unknown) => log.error("could not end the sessions of an ended lease; they end at the next start", { leaseId: lease.leaseId, error: (err as Error).message }));
   });
+  // A tunnel's raw-adb action left unresolved by a killed agent is settled when its lease ends.
+  settleRawAdbOnLeaseEnd({ registry, leases, log });
   activity.onRecordFailure((err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message }));
   const idempotency = new IdempotencyCache();
   const shellRelay = new ShellRelay();

@@ -1,32 +1,11 @@
-import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
-import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
-import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
-import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
-import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
+import { createApi } from "./api-clients.js";
 
 // The same services the CLI calls, over Connect with the binary codec; the
 // session cookie authenticates (same origin, so the browser sends it).
 const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true, fetch: (input, init) => fetch(input, { ...init, credentials: "same-origin" }) });
 
-export const api = {
-  registry: createClient(RegistryService, transport),
-  leases: createClient(LeaseService, transport),
-  evidence: createClient(EvidenceService, transport),
-  video: createClient(VideoService, transport),
-  activity: createClient(ActivityService, transport),
-  watch: createClient(WatchService, transport),
-  sessions: createClient(SessionService, transport),
-  tunnels: createClient(AdbTunnelService, transport),
-  device: createClient(DeviceService, transport),
-  screen: createClient(LiveScreenService, transport),
-};
+export const api = createApi(transport);
 
 export interface Me {
   name: string;

@@ -7,13 +7,14 @@ import type { Agent, Device } from "@farm/shared/gen/farm/v1/registry_pb";
 import { SessionStatus, type Session, type SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
 import type { VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
-import { api, type Me } from "./api.js";
+import type { Api } from "./api-clients.js";
+import type { Me } from "./api.js";
 
 export type Topic = "agents" | "devices" | "leases" | "queue" | "labels" | "sessions" | "testSessions" | "evidence" | "activity" | "tunnels" | "connection";
 /** The lists read a page at a time: the first page on load, the next ones on request. */
 export type PagedTopic = "sessions" | "testSessions" | "evidence" | "activity" | "agents" | "devices";
 
-/** Rows per page of a paged list. */
+/** Rows per page of a paged list, unless told otherwise. */
 const PAGE_SIZE = 200;
 /** Pages of the lists read to the end: the largest the coordinator serves. */
 const FULL_PAGE = 1000;
@@ -74,7 +75,7 @@ async function readToEnd<R extends { nextPageToken: string }>(read: (pageToken: 
  * A phone's open tunnels; undefined when they cannot be read (the page
  * still shows those opened from now on), which must not stop the rest.
  */
-async function readTunnels(physicalId: string): Promise<Tunnel[] | undefined> {
+async function readTunnels(api: Api, physicalId: string): Promise<Tunnel[] | undefined> {
   return api.tunnels.listTunnels({ physicalId }).then(
     (res) => res.tunnels,
     () => undefined,
@@ -136,8 +137,17 @@ export class LiveState {
   /** Sessions whose counts are read again soon, after steps of theirs arrived. */
   private readonly countReads = new Map<string, ReturnType<typeof setTimeout>>();
 
-  /** `me`: who is signed in (what the views offer depends on the role). */
-  constructor(readonly me?: Me) {}
+  /** Rows per page of a paged list. */
+  private readonly pageSize: number;
+
+  /** `api`: the coordinator's clients; `me`: who is signed in (what the views offer depends on the role); `pageSize`: rows per page (tests use small pages to reach their edges). */
+  constructor(
+    private readonly api: Api,
+    readonly me?: Me,
+    options: { pageSize?: number } = {},
+  ) {
+    this.pageSize = options.pageSize ?? PAGE_SIZE;
+  }
 
   on(topic: Topic, fn: (key?: string) => void): () => void {
     const set = this.listeners.get(topic) ?? new Set();
@@ -198,7 +208,7 @@ export class LiveState {
     const generation = ++this.deviceGeneration;
     this.beginRead();
     try {
-      const res = await api.registry.listDevices({ state: deviceState, pageSize: PAGE_SIZE });
+      const res = await this.api.registry.listDevices({ state: deviceState, pageSize: this.pageSize });
       if (generation !== this.deviceGeneration) return;
       this.setDevices(res.devices, res.nextPageToken);
     } finally {
@@ -232,7 +242,7 @@ export class LiveState {
     const pending: WatchResponse[] = [];
     let listed = false;
     let failure: unknown;
-    for await (const ev of api.watch.watch({}, { signal })) {
+    for await (const ev of this.api.watch.watch({}, { signal })) {
       if (ev.kind.case === "ready") {
         // Subscribed: now read the lists; events meanwhile wait their turn.
         const followed = this.followed;
@@ -260,17 +270,17 @@ export class LiveState {
     const deviceGeneration = ++this.deviceGeneration;
     const followed = this.followed;
     const [agents, devices, leases, labels, sessions, testSessions, evidence, activity, aliases, tunnels] = await Promise.all([
-      api.registry.listAgents({ pageSize: PAGE_SIZE }),
-      api.registry.listDevices({ state: this.deviceState, pageSize: PAGE_SIZE }),
+      this.api.registry.listAgents({ pageSize: this.pageSize }),
+      this.api.registry.listDevices({ state: this.deviceState, pageSize: this.pageSize }),
       // Whole: every device row shows its phone's lease and labels.
-      readToEnd((pageToken) => api.leases.listLeases({ pageSize: FULL_PAGE, pageToken })),
-      readToEnd((pageToken) => api.leases.listDeviceLabels({ pageSize: FULL_PAGE, pageToken })),
-      api.video.listVideoSessions({ pageSize: PAGE_SIZE }),
-      api.sessions.listSessions({ pageSize: PAGE_SIZE }),
-      api.evidence.listEvidence({ pageSize: PAGE_SIZE }),
-      api.activity.listActivity({ pageSize: PAGE_SIZE }),
-      followed ? readToEnd((pageToken) => api.registry.listDevices({ physicalId: followed.group, pageSize: FULL_PAGE, pageToken })) : undefined,
-      followed ? readTunnels(followed.group) : undefined,
+      readToEnd((pageToken) => this.api.leases.listLeases({ pageSize: FULL_PAGE, pageToken })),
+      readToEnd((pageToken) => this.api.leases.listDeviceLabels({ pageSize: FULL_PAGE, pageToken })),
+      this.api.video.listVideoSessions({ pageSize: this.pageSize }),
+      this.api.sessions.listSessions({ pageSize: this.pageSize }),
+      this.api.evidence.listEvidence({ pageSize: this.pageSize }),
+      this.api.activity.listActivity({ pageSize: this.pageSize }),
+      followed ? readToEnd((pageToken) => this.api.registry.listDevices({ physicalId: followed.group, pageSize: FULL_PAGE, pageToken })) : undefined,
+      followed ? readTunnels(this.api, followed.group) : undefined,
     ]);
     this.generation++;
     // Events seen before this read are older than it.
@@ -325,7 +335,7 @@ export class LiveState {
   private async readMore(topic: PagedTopic, pageToken: string, current: () => boolean): Promise<boolean> {
     switch (topic) {
       case "agents": {
-        const res = await api.registry.listAgents({ pageSize: PAGE_SIZE, pageToken });
+        const res = await this.api.registry.listAgents({ pageSize: this.pageSize, pageToken });
         if (!current()) return false;
         for (const a of res.agents) if (!this.agents.has(a.id)) this.agents.set(a.id, a);
         this.agentEdge = res.agents[res.agents.length - 1]?.id ?? this.agentEdge;
@@ -333,7 +343,7 @@ export class LiveState {
         return true;
       }
       case "devices": {
-        const res = await api.registry.listDevices({ state: this.deviceState, pageSize: PAGE_SIZE, pageToken });
+        const res = await this.api.registry.listDevices({ state: this.deviceState, pageSize: this.pageSize, pageToken });
         if (!current()) return false;
         for (const d of res.devices) if (!this.devices.has(deviceKey(d.agentId, d.serial))) this.putDevice(d);
         const last = res.devices[res.devices.length - 1];
@@ -342,7 +352,7 @@ export class LiveState {
         return true;
       }
       case "sessions": {
-        const res = await api.video.listVideoSessions({ pageSize: PAGE_SIZE, pageToken });
+        const res = await this.api.video.listVideoSessions({ pageSize: this.pageSize, pageToken });
         if (!current()) return false;
         // A watch event may have brought a row of this page already; the map keeps the newest copy.
         for (const s of res.sessions) if (!this.sessions.has(s.sessionId)) this.sessions.set(s.sessionId, s);
@@ -350,21 +360,21 @@ export class LiveState {
         return true;
       }
       case "testSessions": {
-        const res = await api.sessions.listSessions({ pageSize: PAGE_SIZE, pageToken });
+        const res = await this.api.sessions.listSessions({ pageSize: this.pageSize, pageToken });
         if (!current()) return false;
         for (const s of res.sessions) if (!this.testSessions.has(s.sessionId)) this.testSessions.set(s.sessionId, s);
         this.nextPage.testSessions = res.nextPageToken;
         return true;
       }
       case "evidence": {
-        const res = await api.evidence.listEvidence({ pageSize: PAGE_SIZE, pageToken });
+        const res = await this.api.evidence.listEvidence({ pageSize: this.pageSize, pageToken });
         if (!current()) return false;
         for (const e of res.bundles) if (!this.evidence.has(e.evidenceId)) this.evidence.set(e.evidenceId, e);
         this.nextPage.evidence = res.nextPageToken;
         return true;
       }
       case "activity": {
-        const res = await api.activity.listActivity({ pageSize: PAGE_SIZE, pageToken });
+        const res = await this.api.activity.listActivity({ pageSize: this.pageSize, pageToken });
         if (!current()) return false;
         this.activity = [...this.activity, ...res.entries];
         this.activityKeep += res.entries.length;
@@ -393,7 +403,7 @@ export class LiveState {
       id,
       setTimeout(() => {
         this.countReads.delete(id);
-        api.sessions.getSession({ sessionId: id }).then(
+        this.api.sessions.getSession({ sessionId: id }).then(
           (res) => {
             if (!res.session || !this.testSessions.has(id)) return;
             this.testSessions.set(id, newerSession(this.testSessions.get(id), res.session));
@@ -418,7 +428,7 @@ export class LiveState {
   private async readFollowed(f: NonNullable<LiveState["followed"]>): Promise<void> {
     this.beginRead();
     try {
-      const [pages, tunnels] = await Promise.all([readToEnd((pageToken) => api.registry.listDevices({ physicalId: f.group, pageSize: FULL_PAGE, pageToken })), readTunnels(f.group)]);
+      const [pages, tunnels] = await Promise.all([readToEnd((pageToken) => this.api.registry.listDevices({ physicalId: f.group, pageSize: FULL_PAGE, pageToken })), readTunnels(this.api, f.group)]);
       if (this.followed === f) this.setFollowed(f, pages.flatMap((p) => p.devices));
       if (this.followed === f && tunnels) this.setTunnels(f.group, tunnels);
     } catch {

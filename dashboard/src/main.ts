@@ -1,5 +1,5 @@
 import "./styles.css";
-import { me, signOut, type Me } from "./api.js";
+import { api, me, signOut, type Me } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { LiveState } from "./live-state.js";
 import type { View } from "./view.js";
@@ -57,7 +57,7 @@ function route(state: LiveState): void {
 }
 
 function signedIn(who: Me): void {
-  const state = new LiveState(who);
+  const state = new LiveState(api, who);
   stopState = new AbortController();
   nav.hidden = false;
   replaceChildren(user, `${who.name}${who.role ? ` (${who.role})` : ""} `, h("button", { type: "button", onclick: () => void signOut().then(signedOut) }, "Sign out"));

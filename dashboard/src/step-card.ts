@@ -117,9 +117,9 @@ function artifacts(step: SessionStep): HTMLElement | null {
       step.artifacts.map((a) =>
         h(
           "li",
-          { "data-artifact": a.name, "data-kind": a.kind },
+          { "data-artifact": a.name, "data-kind": a.kind, ...(a.speculative ? { "data-speculative": "true" } : {}) },
           a.sha256 ? h("a", { href: sessionFileUrl(step.sessionId, a.sha256), target: "_blank", rel: "noopener" }, a.name) : h("span", {}, a.name),
-          ` ${a.kind}${a.when ? `.${a.when}` : ""} from ${a.provider}${a.sha256 ? `, ${bytes(a.size)}` : ""}${a.reason ? ` (${a.reason})` : ""}`,
+          ` ${a.kind}${a.when ? `.${a.when}` : ""} from ${a.provider}${a.sha256 ? `, ${bytes(a.size)}` : ""}${a.reason ? ` (${a.reason}${a.speculative ? ", speculative" : ""})` : ""}`,
           a.skippedReason ? h("span", { class: "skipped" }, ` skipped: ${a.skippedReason}`) : null,
           a.warning ? h("span", { class: "warning" }, ` ${a.warning}`) : null,
         ),

@@ -131,6 +131,8 @@ export const Errors = {
   SCREENSHOT_NOT_PNG: { code: "SCREENSHOT_NOT_PNG", status: Status.DataLoss },
   SCREENSHOT_INVALID_PNG: { code: "SCREENSHOT_INVALID_PNG", status: Status.DataLoss },
   SCREENSHOT_TOO_LARGE: { code: "SCREENSHOT_TOO_LARGE", status: Status.DataLoss },
+  // `farm assert visual`: the screen differs from the baseline by more than the threshold (or in size).
+  VISUAL_MISMATCH: { code: "VISUAL_MISMATCH", status: Status.FailedPrecondition },
 
   // App endpoints, named as the app bridge contract names them.
   bridge_endpoint_discovery_failed: { code: "bridge_endpoint_discovery_failed", status: Status.FailedPrecondition },

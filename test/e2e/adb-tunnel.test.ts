@@ -118,10 +118,33 @@ describe("farm adb connect", () => {
       echo.close();
     }
 
-    // While the tunnel is open the phone's lock is the tunnel's: the holder's own farm change waits and is refused, naming it.
-    const busy = await farm(["shell", "--timeout", "2000", "--", "echo", "x"], env);
-    expect(busy.json).toMatchObject({ ok: false, code: "DEVICE_BUSY" });
-    expect(String(busy.json["message"])).toMatch(/remote adb tunnel/);
+    // While the tunnel is open, its owner's own farm changes run beside it (not after the deadline), and their receipts say a raw adb window was open.
+    const beside = await farm(["shell", "--timeout", "120000", "--", "echo", "beside"], env);
+    expect(beside.json, beside.stderr).toMatchObject({ ok: true, stdout: "beside\n" });
+    const receipt = await farm(["device", "ownership", "receipt", "--action-id", String(beside.json["actionId"])], env);
+    const action = receipt.json["action"] as { kind: string; state: string; receiptJson: string };
+    expect(action).toMatchObject({ kind: "shell", state: "settled" });
+    expect(JSON.parse(action.receiptJson)).toMatchObject({ concurrentRawAdb: { tunnelId: String(tunnel.answer["tunnel"]), actionId: expect.any(String) as unknown } });
+    // ... while the tunnel's own window stays one raw-adb action, still running.
+    const status = await farm(["device", "ownership", "status"], env);
+    const tunnelAction = (JSON.parse(action.receiptJson) as { concurrentRawAdb: { actionId: string } }).concurrentRawAdb.actionId;
+    expect((status.json["ownership"] as { recent: { actionId: string; kind: string; state: string }[] }).recent).toContainEqual(expect.objectContaining({ actionId: tunnelAction, kind: "raw-adb", state: "pending" }));
+    // An input (what a dashboard click sends) runs beside it too.
+    const tap = await farm(["input", "tap", "10", "20", "--timeout", "120000"], env);
+    expect(tap.json, tap.stderr).toMatchObject({ ok: true });
+    // The tunnel still works after them.
+    expect((await runAdb(user.port, ["-s", local, "shell", "echo", "still"])).stdout.trim()).toBe("still");
+
+    // Anyone else presenting the lease, another admin included, is refused at once (not after the 120 s timeout), told how to free the phone.
+    for (const [name, role] of [["ci-bot", "operator"], ["other-admin", "admin"]] as const) {
+      const token = String((await farm(["token", "create", "--kind", "user", "--name", name, "--role", role], { ...lab.env, FARM_TOKEN: admin })).json["token"]);
+      const t0 = Date.now();
+      const busy = await farm(["shell", "--timeout", "120000", "--", "echo", "x"], { ...env, FARM_TOKEN: token });
+      expect(busy.json, name).toMatchObject({ ok: false, code: "DEVICE_BUSY", dispatched: false });
+      expect(Date.now() - t0).toBeLessThan(60_000);
+      expect(String(busy.json["message"])).toMatch(/remote adb tunnel/);
+      expect(String(busy.json["message"])).toContain(`farm adb disconnect --device ${serial}`);
+    }
 
     // Another user cannot use the tunnel, even knowing its id.
     const other = await farm(["token", "create", "--kind", "user", "--name", "mallory"], { ...lab.env, FARM_TOKEN: admin });

@@ -21,6 +21,7 @@ interface Artifact {
   sha256?: string;
   when?: string;
   reason?: string;
+  speculative?: boolean;
   skippedReason?: string;
   warning?: string;
 }
@@ -102,6 +103,21 @@ describe("capture policies", () => {
     expect(reason(list[1], "elements.after.json")).toBe("rule 2");
     expect(reason(list[3], "device.log")).toBe("rule 3");
     for (const s of list) for (const a of s.artifacts ?? []) expect(a.provider).toBe(a.kind === "deviceLog" ? "adb" : "agent");
+    // What only a post-hoc rule kept was taken before its outcome was known: marked speculative; the rest is not.
+    const speculative = (s: Step | undefined, name: string) => s?.artifacts?.find((a) => a.name === name)?.speculative ?? false;
+    expect(speculative(list[0], "elements.after.json")).toBe(true);
+    expect(speculative(list[3], "device.log")).toBe(true);
+    expect(speculative(list[0], "elements.before.json")).toBe(false);
+    expect(speculative(list[1], "device.log")).toBe(false);
+
+    // A client step (a wait that times out) cannot have a tree or a log: what the policy asks is disclosed as skipped.
+    const waited = await farm(["wait", "--text", "No such label", "--timeout", "1s"], env);
+    expect(waited.code, waited.stdout + waited.stderr).toBe(1);
+    const wait = (await steps(id)).at(-1);
+    expect(wait?.action).toBe("wait");
+    const skipped = (wait?.artifacts ?? []).filter((a) => a.skippedReason);
+    expect(skipped.map((a) => [a.name, a.reason, a.provider])).toEqual(expect.arrayContaining([["elements.before.json", "default", "coordinator"], ["device.log", "rule 3", "coordinator"]]));
+    for (const a of skipped) expect(a.skippedReason).toMatch(/runs in the CLI/);
   }, 90_000);
 
   it("keeps a device log of the action's window only, per action with --capture, and discloses a kind it cannot supply", async () => {

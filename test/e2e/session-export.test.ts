@@ -128,7 +128,8 @@ describe("session timeline and export", () => {
 
     const ended = await farm(["session", "end"], env);
     expect(ended.code, ended.stderr).toBe(0);
-  });
+    // Twelve CLI processes, each waiting on its answer: on a loaded machine that outlasts the default minute.
+  }, 180_000);
 
   it("exports the timeline and every screenshot; farm evidence verify accepts it and catches a changed image", async () => {
     expect(sessionId).not.toBe("");
@@ -170,7 +171,7 @@ describe("session timeline and export", () => {
 
     const ok = await farm(["evidence", "verify", dir], lab.env);
     expect(ok.code, ok.stdout).toBe(0);
-    expect(ok.json).toMatchObject({ ok: true, evidenceId: sessionId, checked: manifest.files.length });
+    expect(ok.json).toMatchObject({ ok: true, evidenceId: sessionId, status: "complete", checked: manifest.files.length });
 
     // The same export with --output-dir; a directory that exists is refused.
     const again = await farm(["session", "export", sessionId, "--output-dir", out("export-2")], lab.env);
@@ -209,4 +210,39 @@ describe("session timeline and export", () => {
       await writeFile(stored, original);
     }
   });
+
+  it("verifies an export of a session still running as running, not complete; its client steps export their screenshots", async () => {
+    const { serial: other } = await lab.addDevice({ serialno: "SESSEXP02" });
+    const lease = await farm(["lease", "acquire", "--device", other], lab.env);
+    expect(lease.code, lease.stderr).toBe(0);
+    const token = (lease.json["lease"] as { token: string }).token;
+    const started = await farm(["session", "start", "--device", other], { ...lab.env, FARM_LEASE: token });
+    expect(started.code, started.stderr).toBe(0);
+    const id = (started.json["session"] as { sessionId: string }).sessionId;
+    const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: other, FARM_SESSION: id };
+    expect((await farm(["input", "key", "KEYCODE_HOME"], env)).code).toBe(0);
+    const waited = await farm(["wait", "--text", "Settings", "--timeout", "10s"], env);
+    expect(waited.code, waited.stdout + waited.stderr).toBe(0);
+
+    const early = out("running");
+    const r = await farm(["session", "export", id, early], lab.env);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ status: "running", steps: 2 });
+    const timeline = JSON.parse(await readFile(join(early, "timeline.json"), "utf8")) as { steps: StepJson[] };
+    // The wait, a client step, has its screenshots in the export like the routed key press.
+    for (const side of ["before", "after"] as const) {
+      expect(timeline.steps[1]?.[side]?.file, side).toMatch(/^images\/[0-9a-f]{64}\.png$/);
+      expect(existsSync(join(early, String(timeline.steps[1]?.[side]?.file)))).toBe(true);
+    }
+    const running = await farm(["evidence", "verify", early], lab.env);
+    expect(running.code, running.stdout).toBe(0);
+    expect(running.json).toMatchObject({ ok: true, evidenceId: id, status: "running" });
+    const pretty = await farm(["evidence", "verify", early], { ...lab.env, FARM_OUTPUT: "pretty" });
+    expect(pretty.stdout).toMatch(/still running when exported \(status: running\)/);
+
+    expect((await farm(["session", "end"], env)).code).toBe(0);
+    const final = out("ended");
+    expect((await farm(["session", "export", id, final], lab.env)).code).toBe(0);
+    expect((await farm(["evidence", "verify", final], lab.env)).json).toMatchObject({ ok: true, status: "complete" });
+  }, 120_000);
 });

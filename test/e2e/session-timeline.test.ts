@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimDevice } from "../devsim/index.js";
 import { walk, type UiNode } from "../devsim/screen/ui-node.js";
-import { farm, farmBin } from "../support/farm-process.js";
+import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 let lab: Lab;
@@ -105,9 +105,9 @@ describe("session timeline", () => {
   it("keeps the before screenshot and the failure of an action cut short by a vanishing phone", async () => {
     const { device, serial } = await lab.addDevice({ serialno: "TLINE0002" });
     const { id, env } = await leaseAndSession(serial);
-    const running = farm(["shell", "--timeout", "15000", "--", "sleep", "5"], env);
-    // The step's before capture and the job's start take a moment; then the phone goes.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // The command says on the phone that it runs (so the step's before capture is done), then outlasts the test.
+    const running = farm(["shell", "--timeout", "15000", "--", "setprop farm.test.started 1; sleep 30"], env);
+    await waitFor("the command running on the phone", () => (device.state.props.get("farm.test.started") === "1" ? true : undefined), { timeoutMs: 45_000 });
     await device.vanish();
     const r = await running;
     expect(r.code).not.toBe(0);

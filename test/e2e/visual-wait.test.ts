@@ -36,6 +36,8 @@ interface Step {
   arguments?: Record<string, unknown>;
   result: { ok?: boolean; errorCode?: string; errorMessage?: string; response?: Record<string, unknown> };
   artifacts?: Artifact[];
+  before?: { sha256?: string; errorCode?: string };
+  after?: { sha256?: string; errorCode?: string };
 }
 
 async function steps(id: string): Promise<{ session: Record<string, unknown>; steps: Step[] }> {
@@ -130,7 +132,7 @@ describe("farm assert visual", () => {
     await clearOfMinuteTurn();
     const differs = await farm(["assert", "visual", "--baseline", baseline, "--output-dir", join(dir, "kept")], env);
     expect(differs.code, differs.stdout + differs.stderr).toBe(1);
-    expect(differs.json).toMatchObject({ ok: true, passed: false, engine: "exact" });
+    expect(differs.json).toMatchObject({ ok: true, passed: false, engine: "exact", code: "VISUAL_MISMATCH" });
     expect(differs.json["diffPct"]).toBeGreaterThan(0);
     const diffFile = String(differs.json["diffFile"]);
     expect((await sharp(await readFile(diffFile)).metadata()).width).toBe(1080);
@@ -178,7 +180,12 @@ describe("farm assert visual", () => {
     const failed = list[3] as Step;
     expect(failed.description).toBe("visual check against launcher.png (exact, threshold 0%)");
     expect(failed.arguments).toMatchObject({ baseline: { name: "launcher.png", sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }, masks: [], threshold: 0, engine: "exact" });
-    expect(failed.result.errorCode ?? "").toBe("");
+    expect(failed.result.errorCode).toBe("VISUAL_MISMATCH");
+    // Like a routed step: the screen compared is the step's before, the screen once checked its after.
+    expect(failed.before?.sha256).toBe((differs.json["actual"] as { sha256: string }).sha256);
+    expect(failed.after?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    for (const s of list) for (const side of [s.before, s.after]) expect(side?.sha256, `step ${s.sequence} ${s.action}`).toMatch(/^[0-9a-f]{64}$/);
+    expect(await sharp(await sessionFile(id, String(failed.before?.sha256))).metadata()).toMatchObject({ format: "png", width: 1080, height: 2400 });
     expect(failed.result.errorMessage).toMatch(/differs from launcher\.png/);
     expect(failed.result.response).toMatchObject({ engine: "exact", thresholdPct: 0, width: 1080, height: 2400, diffPct: differs.json["diffPct"] });
     const byName = new Map((failed.artifacts ?? []).map((a) => [a.name, a]));
@@ -216,6 +223,9 @@ describe("farm wait", () => {
     expect(last).toMatchObject({ action: "wait", description: 'wait for text "NoSuchThing"', result: { errorCode: "COMMAND_TIMEOUT" } });
     expect(last.result.ok ?? false).toBe(false);
     expect(last.artifacts).toHaveLength(1);
+    // The screen as the wait started and as it gave up: the after shows what was there instead.
+    expect(last.before?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(last.after?.sha256).toMatch(/^[0-9a-f]{64}$/);
     const artifact = last.artifacts?.[0] as Artifact;
     expect(artifact).toMatchObject({ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", mimeType: "application/json", reason: "always" });
     const doc = JSON.parse((await sessionFile(id, String(artifact.sha256))).toString("utf8")) as Record<string, unknown>;

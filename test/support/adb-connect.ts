@@ -7,6 +7,8 @@ export interface ForegroundTunnel {
   proc: ChildProcess;
   answer: Record<string, unknown>;
   lines: string[];
+  /** Its stderr so far: the tunnel's log lines (refused streams, why it closed). */
+  stderr: () => string;
   exited: Promise<number | null>;
 }
 
@@ -29,5 +31,5 @@ export async function connectForeground(env: NodeJS.ProcessEnv): Promise<Foregro
     });
     void exited.then((code) => reject(new Error(`farm adb connect exited ${code} before answering: ${stderr}`)));
   });
-  return { proc, answer: JSON.parse(first) as Record<string, unknown>, lines, exited };
+  return { proc, answer: JSON.parse(first) as Record<string, unknown>, lines, stderr: () => stderr, exited };
 }

@@ -30,8 +30,9 @@ export interface ReportedPhone {
  * (call-dispatch.ts, with the method rules) over `routes`, so what the
  * coordinator does is real and the device side is what the test supplies.
  * Resolves once the coordinator has accepted it; it runs until `signal`.
+ * `report` sends a new inventory, as an agent does when a phone's state changes.
  */
-export async function attachInProcessAgent(opts: { baseUrl: string; agentToken: string; agentId: string; routes: ServiceRoute[]; phones: ReportedPhone[]; signal: AbortSignal }): Promise<void> {
+export async function attachInProcessAgent(opts: { baseUrl: string; agentToken: string; agentId: string; routes: ServiceRoute[]; phones: ReportedPhone[]; signal: AbortSignal }): Promise<{ report(phones: ReportedPhone[]): void }> {
   const dispatch = callDispatcher({ routes: opts.routes, drainReason: () => "", log: createLogger({ level: "error" }), hostPaths: [] });
   const out = new AsyncQueue<AttachRequest>();
   const hello = { agentId: opts.agentId, name: opts.agentId, hostname: "h", protocolVersion: PROTOCOL_VERSION, agentVersion: "t", heartbeatIntervalMs: 60_000 };
@@ -39,12 +40,13 @@ export async function attachInProcessAgent(opts: { baseUrl: string; agentToken: 
   const it = createClient(AgentService, tokenTransport(opts.baseUrl, opts.agentToken)).attach(out, { signal: opts.signal })[Symbol.asyncIterator]();
   const first = await it.next();
   if (first.done || first.value.kind.case !== "helloAccepted") throw new Error("agent not accepted");
-  const devices = opts.phones.map(({ serial, state }) => ({
+  const inventory = (phones: ReportedPhone[]) => phones.map(({ serial, state }) => ({
     serial,
     state: state ?? "device",
     properties: { model: "Pixel 7", manufacturer: "Google", apiLevel: 34, androidVersion: "14", abi: "arm64-v8a", serialno: serial, bootId: "00000000-0000-4000-8000-000000000000", physicalId: `pd-${serial}`, identityStatus: "ok" },
   }));
-  out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices } } }));
+  const report = (phones: ReportedPhone[]) => out.push(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: inventory(phones) } } }));
+  report(opts.phones);
   void (async () => {
     try {
       for (;;) {
@@ -57,4 +59,5 @@ export async function attachInProcessAgent(opts: { baseUrl: string; agentToken: 
       // The stream ends with the test.
     }
   })();
+  return { report };
 }

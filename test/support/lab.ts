@@ -1,6 +1,8 @@
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer, type SimDeviceOptions } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "./farm-process.js";
+import { startFarm, type FarmProcess } from "./farm-process.js";
+import { deviceListed } from "./device-listed.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
 import { HEARTBEAT_INTERVAL } from "./heartbeat.js";
 
@@ -42,11 +44,7 @@ export async function startLab(name: string, opts: { logLevel?: "debug" | "info"
       devices.push(device);
       const port = await device.listen();
       const serial = await adbConnect(adb.port, "127.0.0.1", port);
-      await waitFor(`${serial} in farm devices`, async () => {
-        const r = await farm(["devices"], env);
-        const list = (r.json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[];
-        return list.some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId) ? true : undefined;
-      });
+      await deviceListed(String(lab.standalone.ready["url"]), (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim(), serial);
       return { device, serial };
     },
     async restart() {

@@ -2,7 +2,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "./farm-process.js";
+import { farm, startFarm, type FarmProcess } from "./farm-process.js";
+import { deviceListed } from "./device-listed.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
 import { HEARTBEAT_INTERVAL } from "./heartbeat.js";
 
@@ -64,12 +65,7 @@ export async function startReplicaLab(name: string, opts: ReplicaLabOptions = {}
       "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", HEARTBEAT_INTERVAL,
     ]);
     started.push(agent);
-    for (const env of envs) {
-      await waitFor("the phone listed online", async () => {
-        const list = ((await farm(["devices"], env)).json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[];
-        return list.some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId) ? true : undefined;
-      });
-    }
+    await Promise.all(replicas.map((_, i) => deviceListed(urlOf(i), admin, serial)));
     return {
       dir, replicas, envs, admin, adb, phone, serial, agent, urlOf,
       async stop() {

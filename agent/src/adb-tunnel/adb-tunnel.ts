@@ -48,6 +48,8 @@ export class AdbTunnel {
     readonly requestedBy: string,
     /** What this tunnel's streams may hold in the agent, both ways. */
     readonly budget: ByteBudget,
+    /** The lease the tunnel was opened under (empty from an older coordinator). */
+    readonly leaseId = "",
   ) {}
 
   /** Aborted when the tunnel is told to close. */

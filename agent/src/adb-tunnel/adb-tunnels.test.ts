@@ -91,6 +91,8 @@ let coordinator: ReturnType<typeof fakeServeAdbStream>;
 let tunnels: AdbTunnels;
 let phones: Map<string, string>;
 let dispatch: CallDispatcher;
+/** The rules that refused services, as the agent's metrics count them. */
+let refusedRules: string[];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "farm-tunnel-"));
@@ -104,7 +106,8 @@ beforeEach(async () => {
   const watcher = watcherOf(phones);
   ownership = new DeviceOwnership({ lockDir: dir, journal, watcher, history: new DeviceHistory(agentDb.db), agentId: AGENT, log });
   coordinator = fakeServeAdbStream();
-  tunnels = new AdbTunnels({ adb: addr, serve: coordinator.serve, physicalIdOf: (s) => phones.get(s), log, maxStreamsPerTunnel: 3 });
+  refusedRules = [];
+  tunnels = new AdbTunnels({ adb: addr, serve: coordinator.serve, physicalIdOf: (s) => phones.get(s), log, maxStreamsPerTunnel: 3, onServiceRefused: (rule) => refusedRules.push(rule) });
   // The control service uses only these of the agent's deps.
   const deps: Pick<AgentServiceDeps, "ownership" | "adbTunnels" | "rawAdb" | "log"> = { ownership, adbTunnels: tunnels, rawAdb: rawAdbAction(), log };
   const route = { service: AgentControlService, impl: agentControlService(deps as AgentServiceDeps) } as unknown as ServiceRoute;
@@ -198,15 +201,21 @@ describe("remote adb tunnels", () => {
     expect(tunnels.bytes("t1")).toMatchObject({ toDevice: 5, fromDevice: 5 });
   });
 
-  it("holds the phone's lock for its whole life: other changes are refused as busy, naming the tunnel and its owner", async () => {
+  it("holds the phone for its owner: anyone else is refused at once as busy, naming the tunnel, its owner and how to close it", async () => {
     const opened = await startTunnel("t1", { requestedBy: "alice" });
-    const other = await refusedBy(ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 800, requestedBy: "bob" }));
+    // Refused at once, not after waiting out the deadline (60 s here).
+    const t0 = Date.now();
+    const other = await refusedBy(ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 60_000, requestedBy: "bob" }));
+    expect(Date.now() - t0).toBeLessThan(5_000);
     expect(other).toMatchObject({ code: "DEVICE_BUSY", dispatched: false });
     expect(other.message).toMatch(/remote adb tunnel \(raw-adb\) on \S+ requested by alice/);
-    // A second tunnel to the same phone waits for the same lock.
-    const second = await startTunnel("t2", { requestedBy: "bob", budgetMs: 1_000 });
+    expect(other.message).toContain(`farm adb disconnect --device ${serial}`);
+    // A second tunnel to the same phone is refused at once too, even its owner's.
+    const second = await startTunnel("t2", { requestedBy: "bob", budgetMs: 60_000 });
     expect(second.error).toMatchObject({ code: "DEVICE_BUSY" });
     expect(second.error?.message).toMatch(/remote adb tunnel .* requested by alice/);
+    expect((await startTunnel("t3", { requestedBy: "alice", budgetMs: 60_000 })).error).toMatchObject({ code: "DEVICE_BUSY" });
+    expect(Date.now() - t0).toBeLessThan(10_000);
     expect(ownership.status(serial).holder).toMatch(/remote adb tunnel \(raw-adb\).*requested by alice/);
 
     const stream = await openStream("t1", "s1", "shell:echo x");
@@ -226,6 +235,104 @@ describe("remote adb tunnels", () => {
     });
     expect(ownership.status(serial).locked).toBe(false);
     await expect(ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 800, requestedBy: "bob" })).resolves.toBeDefined();
+  });
+
+  it("lets its owner's farm changes run beside it, one at a time, each journaled with a concurrentRawAdb receipt", async () => {
+    const opened = await startTunnel("t1", { requestedBy: "alice" });
+    const tunnelAction = opened.ok?.actionId ?? "";
+    // Two of the owner's changes: the second waits for the first (its turn), not for the tunnel.
+    let letGo!: () => void;
+    const gate = new Promise<void>((resolve) => (letGo = resolve));
+    let running = 0;
+    let most = 0;
+    const slow: ActionKind<Record<string, never>, Record<string, never>> = {
+      ...touch,
+      kind: "slow",
+      async dispatch() {
+        running += 1;
+        most = Math.max(most, running);
+        await gate;
+        running -= 1;
+        return { result: {}, receipt: { provenBy: "test" } };
+      },
+    };
+    const first = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    const second = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    await vi.waitFor(() => expect(running).toBe(1));
+    letGo();
+    const [a, b] = await Promise.all([first, second]);
+    expect(most).toBe(1);
+    for (const r of [a, b]) {
+      const row = journal.get(r.action.actionId);
+      expect(row).toMatchObject({ kind: "slow", state: "settled", requestedBy: "alice" });
+      expect(JSON.parse(row?.receiptJson ?? "{}")).toMatchObject({ provenBy: "test", concurrentRawAdb: { actionId: tunnelAction, tunnelId: "t1" } });
+    }
+    // The tunnel is still open and still its raw-adb action.
+    expect(journal.get(tunnelAction)).toMatchObject({ kind: "raw-adb", state: "pending" });
+    expect(ownership.status(serial).locked).toBe(true);
+    const stream = await openStream("t1", "s1", "shell:echo y");
+    expect((await readData(stream.requests)).data.toString()).toBe("y\n");
+    stream.end();
+    expect((await stopTunnel("t1", "closed")).error).toBeUndefined();
+    expect(journal.get(tunnelAction)).toMatchObject({ state: "settled" });
+    expect(ownership.status(serial).locked).toBe(false);
+    // Once the tunnel is closed, a change carries no marker.
+    const after = await ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 5_000, requestedBy: "alice" });
+    expect(JSON.parse(journal.get(after.action.actionId)?.receiptJson ?? "{}")).not.toHaveProperty("concurrentRawAdb");
+  });
+
+  it("gives up an owner's change that did not get its turn by its deadline, without dispatching it, and keeps the turns in order", async () => {
+    await startTunnel("t1", { requestedBy: "alice" });
+    let letGo!: () => void;
+    const gate = new Promise<void>((resolve) => (letGo = resolve));
+    let started = false;
+    const slow: ActionKind<Record<string, never>, Record<string, never>> = {
+      ...touch,
+      kind: "slow",
+      async dispatch() {
+        started = true;
+        await gate;
+        return { result: {}, receipt: { provenBy: "test" } };
+      },
+    };
+    const first = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    await vi.waitFor(() => expect(started).toBe(true));
+    const late = await refusedBy(ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 800, requestedBy: "alice" }));
+    expect(late).toMatchObject({ code: "DEVICE_BUSY", dispatched: false });
+    expect(late.message).toMatch(/another of your actions beside your remote adb tunnel/);
+    const third = ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    letGo();
+    await first;
+    const r = await third;
+    expect(journal.get(r.action.actionId)).toMatchObject({ kind: "touch", state: "settled" });
+    expect((await stopTunnel("t1", "closed")).error).toBeUndefined();
+    expect(ownership.status(serial).locked).toBe(false);
+  });
+
+  it("keeps the phone until the owner's change beside it is done, even when the tunnel closes first", async () => {
+    await startTunnel("t1", { requestedBy: "alice" });
+    let letGo!: () => void;
+    const gate = new Promise<void>((resolve) => (letGo = resolve));
+    let started = false;
+    const slow: ActionKind<Record<string, never>, Record<string, never>> = {
+      ...touch,
+      kind: "slow",
+      async dispatch() {
+        started = true;
+        await gate;
+        return { result: {}, receipt: { provenBy: "test" } };
+      },
+    };
+    const beside = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
+    await vi.waitFor(() => expect(started).toBe(true));
+    expect((await stopTunnel("t1", "closed")).error).toBeUndefined();
+    // The change beside it still holds the phone: bob waits (and is told busy at his deadline), not refused for a tunnel.
+    expect(ownership.status(serial).locked).toBe(true);
+    const bob = ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "bob" });
+    letGo();
+    await beside;
+    await expect(bob).resolves.toBeDefined();
+    expect(ownership.status(serial).locked).toBe(false);
   });
 
   it("stopping a tunnel ends its open streams, and it takes no more", async () => {
@@ -281,6 +388,22 @@ describe("remote adb tunnels", () => {
     dup.end();
     await stopTunnel("t1");
     expect(JSON.parse(journal.get(opened.ok?.actionId ?? "")?.receiptJson ?? "{}")).toMatchObject({ changes: "unknown", streams: 1 });
+  });
+
+  it("refuses services that would strand the phone or reach off it, counting each by its rule, before the phone is touched", async () => {
+    const opened = await startTunnel("t1");
+    for (const service of ["reboot:bootloader", "reboot:recovery", "reboot:sideload", "reboot:sideload-auto-reboot", "reboot:fastboot", "tcp:10.0.2.2:5037", "tcp:8080:10.0.2.2", "reverse:list-forward"]) {
+      const r = await startStream("t1", "s1", service);
+      expect(r.error, service).toMatchObject({ code: "INVALID_ARGUMENT", field: "service" });
+    }
+    expect(refusedRules).toEqual(["reboot-mode", "reboot-mode", "reboot-mode", "reboot-mode", "reboot-mode", "tcp-host", "tcp-host", "reverse"]);
+    expect(tunnels.get("t1")?.used).toBe(false);
+    // The phone's own loopback is still forwarded to (nothing listens there: the phone's refusal, not the farm's).
+    const loopback = await startStream("t1", "s2", "tcp:127.0.0.1:1");
+    expect(loopback.error?.message).toContain(`${serial} did not open the adb service tcp:`);
+    expect(refusedRules).toHaveLength(8);
+    await stopTunnel("t1");
+    expect(journal.get(opened.ok?.actionId ?? "")?.state).toBe("settled");
   });
 
   it("bounds the streams one tunnel has open", async () => {

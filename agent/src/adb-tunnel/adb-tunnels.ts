@@ -7,7 +7,7 @@ import { checkCoordinatorId } from "../rpc/coordinator-id.js";
 import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
 import { ByteBudget } from "./byte-budget.js";
-import { checkAdbService, serviceKind } from "./service-names.js";
+import { checkAdbService, refusalOf, serviceKind } from "./service-names.js";
 
 /** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...); the coordinator's cap is lower. */
 export const MAX_STREAMS_PER_TUNNEL = 64;
@@ -28,6 +28,8 @@ export interface AdbTunnelsOptions {
   maxStreamsPerTunnel?: number;
   tunnelBudgetBytes?: number;
   agentBudgetBytes?: number;
+  /** Counts a service refused before it reached the phone, by the rule that refused it ("not-a-device-service" when none did). */
+  onServiceRefused?: (rule: string) => void;
 }
 
 export interface TunnelBytes {
@@ -54,12 +56,13 @@ export class AdbTunnels {
   }
 
   /** Registers a new tunnel before its action takes the device lock, so a stop or a lost link reaches it meanwhile. */
-  reserve(tunnelId: string, serial: string, requestedBy: string): AdbTunnel {
+  reserve(tunnelId: string, serial: string, requestedBy: string, leaseId = ""): AdbTunnel {
     checkCoordinatorId(tunnelId, "tunnel_id");
     if (!this.linkUp) throw farmError(Errors.COORDINATOR_UNAVAILABLE, "the control stream to the coordinator ended; no tunnel is opened for it");
     const existing = this.tunnels.get(tunnelId);
     if (existing) throw farmError(Errors.ALREADY_EXISTS, `adb tunnel ${tunnelId} is already ${existing.open ? "open" : "closing"} on this agent`, "tunnel_id");
-    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy, new ByteBudget(this.opts.tunnelBudgetBytes ?? DEFAULT_TUNNEL_BUDGET_BYTES, this.budget));
+    if (leaseId !== "") checkCoordinatorId(leaseId, "lease_id");
+    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy, new ByteBudget(this.opts.tunnelBudgetBytes ?? DEFAULT_TUNNEL_BUDGET_BYTES, this.budget), leaseId);
     this.tunnels.set(tunnelId, tunnel);
     return tunnel;
   }
@@ -112,6 +115,16 @@ export class AdbTunnels {
     await settledBy([t.ended], untilMs);
   }
 
+  /** Closes every tunnel of a lease and waits (until `untilMs`) for their actions to settle. */
+  async stopLease(leaseId: string, reason: string, untilMs: number): Promise<void> {
+    const ours = [...this.tunnels.values()].filter((t) => t.leaseId === leaseId);
+    for (const t of ours) t.stop(reason);
+    await settledBy(
+      ours.filter((t) => t.actionId).map((t) => t.ended),
+      untilMs,
+    );
+  }
+
   async stopAll(reason: string, untilMs = Date.now() + 5_000): Promise<void> {
     const all = [...this.tunnels.values()];
     for (const t of all) t.stop(reason);
@@ -130,6 +143,18 @@ export class AdbTunnels {
     }
   }
 
+  /** Refuses a service by name before the phone is touched; each refusal is logged (its rule, never the service: it may hold secrets) and counted. */
+  private checkService(tunnelId: string, service: string): void {
+    try {
+      checkAdbService(service);
+    } catch (err) {
+      const rule = refusalOf(service)?.rule ?? "not-a-device-service";
+      this.opts.log?.warn("adb service refused", { tunnelId, rule, service: serviceKind(service) });
+      this.opts.onServiceRefused?.(rule);
+      throw err;
+    }
+  }
+
   /**
    * Opens `service` on the tunnel's own serial and starts relaying it on
    * ServeAdbStream with this stream id. Resolves once the device accepted
@@ -138,7 +163,7 @@ export class AdbTunnels {
   async openStream(req: { tunnelId: string; streamId: string; service: string }, deadlineMs: number): Promise<void> {
     checkCoordinatorId(req.tunnelId, "tunnel_id");
     checkCoordinatorId(req.streamId, "stream_id");
-    checkAdbService(req.service);
+    this.checkService(req.tunnelId, req.service);
     const t = this.tunnels.get(req.tunnelId);
     if (!t?.running) throw farmError(Errors.TUNNEL_NOT_FOUND, `no open adb tunnel ${req.tunnelId} on this agent`, "tunnel_id");
     if (t.streams.has(req.streamId)) throw farmError(Errors.ALREADY_EXISTS, `adb stream ${req.streamId} is already open in tunnel ${req.tunnelId}`, "stream_id");

@@ -517,3 +517,61 @@ describe("kinds that misbehave", () => {
     expect(journal.get(report.actionId as string)?.state).toBe("unknown");
   });
 });
+
+describe("DeviceOwnership.abandon by a lease holder", () => {
+  it("settles only an action of the kind it is allowed (a tunnel's raw-adb window), never another", async () => {
+    const raw = await leaveUnknown("raw-adb");
+    // A second unknown entry (a run would now be refused for the first).
+    const other = journal.begin({ physicalId: "phys-a", serial: "s1", kind: "flaky", request: {}, bootId: "b", deadlineAt: Date.now(), requestedBy: "alice" }).actionId;
+    journal.unknown(other, null, "adb connection reset");
+    expect(thrown(() => own.abandon("s1", other, "agent crashed", "alice", { onlyKind: "raw-adb" }))).toMatchObject({ code: Errors.PERMISSION_DENIED.code, field: "action_id" });
+    expect(journal.get(other)?.state).toBe("unknown");
+    expect(own.abandon("s1", raw, "agent crashed with my tunnel open", "alice", { onlyKind: "raw-adb" })).toMatchObject({ state: "abandoned", abandonedBy: "alice" });
+  });
+
+  it("refuses a raw-adb action still running (its tunnel open): only its end settles it", async () => {
+    const row = journal.begin({ physicalId: "phys-a", serial: "s1", kind: "raw-adb", request: { tunnelId: "t1" }, bootId: "b", deadlineAt: Date.now() + 60_000, requestedBy: "alice" });
+    const lock = OsLock.tryAcquire(own.lockFile("phys-a"), { kind: "raw-adb" });
+    try {
+      expect(thrown(() => own.abandon("s1", row.actionId, "x", "alice", { onlyKind: "raw-adb" }))).toMatchObject({ code: Errors.DEVICE_BUSY.code, field: "action_id" });
+    } finally {
+      lock?.release();
+    }
+  });
+});
+
+describe("DeviceOwnership.endLease", () => {
+  it("settles the lease's unresolved raw-adb actions as abandoned (lease ended), orphans included, and leaves every other entry", () => {
+    const begin = (kind: string, leaseId: string, physicalId = "phys-a") =>
+      journal.begin({ physicalId, serial: "s1", kind, request: { tunnelId: `t-${kind}-${leaseId}`, leaseId }, bootId: "b", deadlineAt: Date.now() + 60_000, requestedBy: "alice" }).actionId;
+    const crashed = begin("raw-adb", "L1");
+    journal.unknown(crashed, true, "the process dispatching this action stopped before it finished");
+    // Left pending by a process that died (its lock is free).
+    const orphan = begin("raw-adb", "L1", "phys-b");
+    const otherLease = begin("raw-adb", "L2");
+    journal.unknown(otherLease, true, "x");
+    const otherKind = begin("shell", "L1");
+    journal.unknown(otherKind, null, "x");
+    changed.length = 0;
+
+    const settled = own.endLease("raw-adb", "L1", "released");
+    expect(settled.map((a) => a.actionId).sort()).toEqual([crashed, orphan].sort());
+    for (const id of [crashed, orphan]) expect(journal.get(id)).toMatchObject({ state: "abandoned", abandonReason: "lease ended", abandonedBy: "lease L1 (released)" });
+    expect(journal.get(otherLease)?.state).toBe("unknown");
+    expect(journal.get(otherKind)?.state).toBe("unknown");
+    expect(changed.sort()).toEqual(["phys-a", "phys-b"]);
+    // Again: nothing left to settle.
+    expect(own.endLease("raw-adb", "L1", "released")).toEqual([]);
+  });
+
+  it("leaves a raw-adb action of the lease whose holder is alive (the lock is held) pending", () => {
+    const live = journal.begin({ physicalId: "phys-a", serial: "s1", kind: "raw-adb", request: { tunnelId: "t1", leaseId: "L1" }, bootId: "b", deadlineAt: Date.now() + 60_000, requestedBy: "alice" }).actionId;
+    const lock = OsLock.tryAcquire(own.lockFile("phys-a"), { kind: "raw-adb" });
+    try {
+      expect(own.endLease("raw-adb", "L1", "expired")).toEqual([]);
+      expect(journal.get(live)?.state).toBe("pending");
+    } finally {
+      lock?.release();
+    }
+  });
+});

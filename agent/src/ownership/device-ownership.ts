@@ -28,6 +28,12 @@ export interface ActionKind<Req, Res> {
   kind: string;
   /** How a busy device names this kind to those refused (e.g. "remote adb tunnel"); default: the kind. */
   holderLabel?: string;
+  /**
+   * A long-lived hold (a remote adb tunnel): while it runs, its requester's
+   * own actions run beside it (one at a time, each with a concurrentRawAdb
+   * marker on its receipt); anyone else is refused at once, told `nextStep`.
+   */
+  sharedWithRequester?: { nextStep(serial: string): string; marker(req: unknown): Record<string, unknown> };
   /** The request as stored in the journal (never secrets). */
   journalRequest(req: Req): Record<string, unknown>;
   /**
@@ -89,6 +95,26 @@ export const LOCK_RELEASE_MARGIN_MS = 250;
 const phaseDispatched = { before: false, sent: null, accepted: true } as const;
 
 /**
+ * A device lock held by a long-lived action of this process (a tunnel)
+ * that its requester's own actions share: the lock is released when the
+ * last of them is done, so a change beside the tunnel never runs unlocked.
+ */
+interface SharedHold {
+  lock: OsLock;
+  owner: string;
+  label: string;
+  nextStep: string;
+  /** Added to the receipt of every action run beside it. */
+  marker: Record<string, unknown>;
+  /** False once the long-lived action has ended: nothing new joins. */
+  open: boolean;
+  /** The long-lived action and the actions beside it still running. */
+  users: number;
+  /** The owner's actions beside it take turns: each waits for this. */
+  turn: Promise<void>;
+}
+
+/**
  * Device ownership on this host: one OS-held lock per physical device, and
  * the host journal that records each mutation before it is dispatched.
  * Reads never take the lock and are never blocked by unresolved actions.
@@ -106,6 +132,9 @@ export class DeviceOwnership {
       onUnresolvedChange?: (physicalId: string) => void;
     },
   ) {}
+
+  /** Long-lived holds of this process that their requester shares, by physical id. */
+  private readonly shared = new Map<string, SharedHold>();
 
   lockFile(physicalId: string): string {
     return join(this.deps.lockDir, `${physicalId}.lock`);
@@ -161,9 +190,28 @@ export class DeviceOwnership {
       );
     }
     const physicalId = device.identity.physicalId;
+    const hold = this.shared.get(physicalId);
+    if (hold?.open) {
+      // Someone else, or a second long-lived hold: refused at once, with what to do about it.
+      if (hold.owner !== ctx.requestedBy || kind.sharedWithRequester) throw this.heldByTunnel(physicalId);
+      return this.runBeside(hold, kind, req, ctx, device);
+    }
     // Waiting for the lock leaves time to say so before the deadline.
-    const holding = { agentId: this.deps.agentId, serial: ctx.serial, kind: kind.kind, requestedBy: ctx.requestedBy, ...(kind.holderLabel ? { label: kind.holderLabel } : {}) };
-    const lock = await OsLock.acquire(this.lockFile(physicalId), holding, hopDeadline(ctx.deadlineMs, 500));
+    const holding = {
+      agentId: this.deps.agentId,
+      serial: ctx.serial,
+      kind: kind.kind,
+      requestedBy: ctx.requestedBy,
+      ...(kind.holderLabel ? { label: kind.holderLabel } : {}),
+      ...(kind.sharedWithRequester ? { nextStep: kind.sharedWithRequester.nextStep(ctx.serial) } : {}),
+    };
+    let lock = OsLock.tryAcquire(this.lockFile(physicalId), holding);
+    if (!lock) {
+      // A tunnel (of another agent process of this host, or one starting or ending here): no use waiting for it.
+      const holder = OsLock.holder(this.lockFile(physicalId));
+      if (typeof holder?.["nextStep"] === "string" && !this.shared.has(physicalId)) throw this.heldByTunnel(physicalId);
+      lock = await OsLock.acquire(this.lockFile(physicalId), holding, hopDeadline(ctx.deadlineMs, 500));
+    }
     if (!lock) {
       const holder = OsLock.holder(this.lockFile(physicalId));
       throw actionError(
@@ -172,89 +220,180 @@ export class DeviceOwnership {
         NOT_DISPATCHED,
       );
     }
+    let mine: SharedHold | undefined;
     try {
       if (this.deps.journal.orphanPending(physicalId) > 0) this.deps.onUnresolvedChange?.(physicalId);
-      const unresolved = this.deps.journal.unresolved(physicalId);
-      if (unresolved.length > 0) {
-        const first = unresolved[0] as ActionRow;
+      this.refuseUnresolved(physicalId, ctx.serial, this.deps.journal.unresolved(physicalId));
+      const share = kind.sharedWithRequester;
+      const onBegun = share
+        ? (action: ActionRow) => {
+            mine = {
+              lock: lock,
+              owner: ctx.requestedBy,
+              label: kind.holderLabel ?? kind.kind,
+              nextStep: share.nextStep(ctx.serial),
+              marker: { actionId: action.actionId, ...share.marker(req) },
+              open: true,
+              users: 1,
+              turn: Promise.resolve(),
+            };
+            this.shared.set(physicalId, mine);
+          }
+        : undefined;
+      return await this.execute(kind, req, ctx, device, { onBegun, onDispatched: () => mine && (mine.open = false) });
+    } finally {
+      if (mine) {
+        mine.open = false;
+        this.leave(physicalId, mine);
+      } else {
+        lock.release();
+      }
+    }
+  }
+
+  /** One of the owner's actions beside its long-lived hold: its turn among the owner's actions, under the hold's lock. */
+  private async runBeside<Req, Res>(hold: SharedHold, kind: ActionKind<Req, Res>, req: Req, ctx: ActionContext, device: DeviceView): Promise<{ action: ActionRow; result: Res }> {
+    const physicalId = device.identity.physicalId;
+    hold.users += 1;
+    const before = hold.turn;
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    hold.turn = before.then(() => mine);
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const turn = await Promise.race([
+        before.then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, hopDeadline(ctx.deadlineMs, 500) - Date.now())))),
+      ]);
+      clearTimeout(timer);
+      if (!turn) {
         throw actionError(
-          Errors.DEVICE_OWNERSHIP_UNRESOLVED,
-          `device ${physicalId} has ${unresolved.length} action(s) with an unknown outcome (${unresolved.map((a) => `${a.actionId} by agent ${a.agentId || "?"}`).join(", ")}); run \`farm device ownership reconcile --device ${ctx.serial}\``,
-          { ...NOT_DISPATCHED, actionId: first.actionId, agentId: first.agentId },
+          Errors.DEVICE_BUSY,
+          `device ${physicalId} is running another of your actions beside your ${hold.label}, and it did not finish before the deadline`,
+          NOT_DISPATCHED,
         );
       }
-      const runDeadline = ctx.runDeadlineMs ?? ctx.deadlineMs;
-      const action = this.deps.journal.begin({
-        physicalId,
-        agentId: this.deps.agentId,
-        serial: ctx.serial,
-        kind: kind.kind,
-        request: ctx.mask ? ctx.mask(kind.journalRequest(req)) : kind.journalRequest(req),
-        bootId: device.facts.bootId,
-        deadlineAt: runDeadline,
-        requestedBy: ctx.requestedBy,
-      });
-      // A pending entry is not reported (the lock guards it): only an unknown outcome changes what the coordinator is told.
-      const ids = { actionId: action.actionId, agentId: this.deps.agentId };
-      const journal = this.deps.journal;
-      const progress: DispatchProgress = {
-        phase: "before",
-        note: (facts) => journal.progress(action.actionId, facts),
-      };
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), Math.max(0, runDeadline - Date.now()));
-      let overrun: NodeJS.Timeout | undefined;
-      try {
-        const outcome = await Promise.race([
-          // Through a promise, so a kind that throws synchronously is recorded like one that rejects.
-          Promise.resolve()
-            .then(() => kind.dispatch(device, req, action, abort.signal, progress))
-            .then(
+      // The hold's own entry is pending while it runs; any other unresolved entry blocks as always.
+      this.refuseUnresolved(physicalId, ctx.serial, this.deps.journal.unresolved(physicalId).filter((a) => a.actionId !== hold.marker["actionId"]));
+      return await this.execute(kind, req, ctx, device, { marker: hold.marker });
+    } finally {
+      // A turn given up on still passes on in order.
+      void before.then(done);
+      this.leave(physicalId, hold);
+    }
+  }
+
+  /** One user of a shared hold is done: the last one lets go of the device lock. */
+  private leave(physicalId: string, hold: SharedHold): void {
+    hold.users -= 1;
+    if (hold.users > 0) return;
+    if (this.shared.get(physicalId) === hold) this.shared.delete(physicalId);
+    hold.lock.release();
+  }
+
+  private heldByTunnel(physicalId: string): Error {
+    const hold = this.shared.get(physicalId);
+    const holder = OsLock.holder(this.lockFile(physicalId));
+    const nextStep = hold?.nextStep ?? (typeof holder?.["nextStep"] === "string" ? holder["nextStep"] : "");
+    return actionError(
+      Errors.DEVICE_BUSY,
+      `device ${physicalId} is held by ${holder ? describeHolder(holder) : `a ${hold?.label ?? "long-lived action"} of ${hold?.owner ?? "another user"}`}; only its owner's farm commands run beside it${nextStep ? `. To free the phone: ${nextStep}` : ""}`,
+      NOT_DISPATCHED,
+    );
+  }
+
+  private refuseUnresolved(physicalId: string, serial: string, unresolved: ActionRow[]): void {
+    if (unresolved.length === 0) return;
+    const first = unresolved[0] as ActionRow;
+    throw actionError(
+      Errors.DEVICE_OWNERSHIP_UNRESOLVED,
+      `device ${physicalId} has ${unresolved.length} action(s) with an unknown outcome (${unresolved.map((a) => `${a.actionId} by agent ${a.agentId || "?"}`).join(", ")}); run \`farm device ownership reconcile --device ${serial}\``,
+      { ...NOT_DISPATCHED, actionId: first.actionId, agentId: first.agentId },
+    );
+  }
+
+  /** Journals the action, dispatches it and records its outcome; the caller holds the device. */
+  private async execute<Req, Res>(
+    kind: ActionKind<Req, Res>,
+    req: Req,
+    ctx: ActionContext,
+    device: DeviceView,
+    opts: { marker?: Record<string, unknown>; onBegun?: ((action: ActionRow) => void) | undefined; onDispatched?: () => void },
+  ): Promise<{ action: ActionRow; result: Res }> {
+    const physicalId = device.identity.physicalId;
+    const runDeadline = ctx.runDeadlineMs ?? ctx.deadlineMs;
+    const action = this.deps.journal.begin({
+      physicalId,
+      agentId: this.deps.agentId,
+      serial: ctx.serial,
+      kind: kind.kind,
+      request: ctx.mask ? ctx.mask(kind.journalRequest(req)) : kind.journalRequest(req),
+      bootId: device.facts.bootId,
+      deadlineAt: runDeadline,
+      requestedBy: ctx.requestedBy,
+    });
+    opts.onBegun?.(action);
+    // Beside a raw adb window: the receipt says so, so nobody reads it as proof of the phone's whole state.
+    const marked = (receipt: Record<string, unknown>) => (opts.marker ? { ...receipt, concurrentRawAdb: opts.marker } : receipt);
+    // A pending entry is not reported (the lock guards it): only an unknown outcome changes what the coordinator is told.
+    const ids = { actionId: action.actionId, agentId: this.deps.agentId };
+    const journal = this.deps.journal;
+    const progress: DispatchProgress = {
+      phase: "before",
+      note: (facts) => journal.progress(action.actionId, facts),
+    };
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), Math.max(0, runDeadline - Date.now()));
+    let overrun: NodeJS.Timeout | undefined;
+    try {
+      const outcome = await Promise.race([
+        // Through a promise, so a kind that throws synchronously is recorded like one that rejects.
+        Promise.resolve()
+          .then(() => kind.dispatch(device, req, action, abort.signal, progress))
+          .then(
             (value) => ({ ok: true as const, value }),
             (error: unknown) => ({ ok: false as const, error }),
           ),
-          // Whatever the device does, the lock is free shortly after the deadline.
-          new Promise<{ ok: false; error: unknown }>((resolve) => {
-            overrun = setTimeout(() => {
-              this.deps.log?.warn("an action overran its deadline; recording its outcome as unknown and releasing the device", { actionId: action.actionId, kind: kind.kind });
-              // Still running after its abort: even one that had not sent yet may send
-              // once the lock is gone, so "before" is no proof of not dispatched here.
-              const dispatched = progress.phase === "before" ? null : phaseDispatched[progress.phase];
-              resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, dispatched, Errors.COMMAND_TIMEOUT) });
-            }, Math.max(0, runDeadline - Date.now()) + LOCK_RELEASE_MARGIN_MS);
-          }),
-        ]);
-        if (outcome.ok) {
-          const settled = journal.settle(action.actionId, outcome.value.receipt, "completed");
-          this.acknowledge(kind, device, settled);
-          return { action: settled, result: outcome.value.result };
-        }
-        const err = outcome.error;
-        if (err instanceof ActionFailed) {
-          const settled = journal.settle(action.actionId, { ...err.receipt, failed: err.message }, "completed");
-          this.acknowledge(kind, device, settled);
-          throw actionError(err.error, err.message, { dispatched: true, ambiguous: false, ...ids });
-        }
-        const failure = err instanceof DispatchFailure ? err : new DispatchFailure(err instanceof Error ? err.message : `${kind.kind} failed: ${String(err)}`, phaseDispatched[progress.phase], Errors.INTERNAL);
-        if (failure.dispatched === false) {
-          journal.notDispatched(action.actionId, failure.message);
-          throw actionError(failure.error, failure.message, { ...NOT_DISPATCHED, ...ids });
-        }
-        journal.unknown(action.actionId, failure.dispatched, failure.message);
-        this.deps.onUnresolvedChange?.(physicalId);
-        const timedOut = abort.signal.aborted || failure.error === Errors.COMMAND_TIMEOUT;
-        throw actionError(
-          timedOut ? Errors.COMMAND_TIMEOUT : failure.error,
-          `${failure.message}; the outcome of action ${action.actionId} is unknown and ${physicalId} is blocked until reconciled`,
-          { dispatched: failure.dispatched, ambiguous: true, ...ids },
-        );
-      } finally {
-        clearTimeout(timer);
-        clearTimeout(overrun);
-        abort.abort();
+        // Whatever the device does, the lock is free shortly after the deadline.
+        new Promise<{ ok: false; error: unknown }>((resolve) => {
+          overrun = setTimeout(() => {
+            this.deps.log?.warn("an action overran its deadline; recording its outcome as unknown and releasing the device", { actionId: action.actionId, kind: kind.kind });
+            // Still running after its abort: even one that had not sent yet may send
+            // once the lock is gone, so "before" is no proof of not dispatched here.
+            const dispatched = progress.phase === "before" ? null : phaseDispatched[progress.phase];
+            resolve({ ok: false, error: new DispatchFailure(`${kind.kind} did not finish by its deadline`, dispatched, Errors.COMMAND_TIMEOUT) });
+          }, Math.max(0, runDeadline - Date.now()) + LOCK_RELEASE_MARGIN_MS);
+        }),
+      ]);
+      opts.onDispatched?.();
+      if (outcome.ok) {
+        const settled = journal.settle(action.actionId, marked(outcome.value.receipt), "completed");
+        this.acknowledge(kind, device, settled);
+        return { action: settled, result: outcome.value.result };
       }
+      const err = outcome.error;
+      if (err instanceof ActionFailed) {
+        const settled = journal.settle(action.actionId, marked({ ...err.receipt, failed: err.message }), "completed");
+        this.acknowledge(kind, device, settled);
+        throw actionError(err.error, err.message, { dispatched: true, ambiguous: false, ...ids });
+      }
+      const failure = err instanceof DispatchFailure ? err : new DispatchFailure(err instanceof Error ? err.message : `${kind.kind} failed: ${String(err)}`, phaseDispatched[progress.phase], Errors.INTERNAL);
+      if (failure.dispatched === false) {
+        journal.notDispatched(action.actionId, failure.message);
+        throw actionError(failure.error, failure.message, { ...NOT_DISPATCHED, ...ids });
+      }
+      journal.unknown(action.actionId, failure.dispatched, opts.marker ? `${failure.message} (beside raw adb action ${String(opts.marker["actionId"])})` : failure.message);
+      this.deps.onUnresolvedChange?.(physicalId);
+      const timedOut = abort.signal.aborted || failure.error === Errors.COMMAND_TIMEOUT;
+      throw actionError(
+        timedOut ? Errors.COMMAND_TIMEOUT : failure.error,
+        `${failure.message}; the outcome of action ${action.actionId} is unknown and ${physicalId} is blocked until reconciled`,
+        { dispatched: failure.dispatched, ambiguous: true, ...ids },
+      );
     } finally {
-      lock.release();
+      clearTimeout(timer);
+      clearTimeout(overrun);
+      abort.abort();
     }
   }
 
@@ -335,16 +474,62 @@ export class DeviceOwnership {
     return action;
   }
 
-  /** An admin accepts an unknown outcome; recorded, never reported as settled. */
-  abandon(serial: string, actionId: string, reason: string, by: string): ActionRow {
+  /**
+   * Someone accepts an unknown outcome; recorded, never reported as
+   * settled. An admin may abandon any action; with `onlyKind` (a lease
+   * holder) only an action of that kind, and only once nothing runs it.
+   */
+  abandon(serial: string, actionId: string, reason: string, by: string, opts: { onlyKind?: string } = {}): ActionRow {
     const action = this.receipt(serial, actionId);
+    if (opts.onlyKind !== undefined && action.kind !== opts.onlyKind) {
+      throw farmError(Errors.PERMISSION_DENIED, `action ${actionId} is a ${action.kind} action: only an admin may abandon it (the lease holder may abandon a ${opts.onlyKind} action)`, "action_id");
+    }
     if (action.state !== "unknown" && action.state !== "pending") {
       throw farmError(Errors.INVALID_ARGUMENT, `action ${actionId} is ${action.state}, not unresolved`, "action_id");
     }
     if (reason.trim() === "") throw farmError(Errors.INVALID_ARGUMENT, "a reason is required", "reason");
+    // A pending entry under a held lock is running now (an open tunnel): its own end settles it.
+    if (opts.onlyKind !== undefined && action.state === "pending" && OsLock.isHeld(this.lockFile(action.physicalId))) {
+      throw farmError(Errors.DEVICE_BUSY, `action ${actionId} is still running (its device lock is held); close it instead (a tunnel: \`farm adb disconnect --device ${serial}\`)`, "action_id");
+    }
     const row = this.deps.journal.abandon(actionId, reason, by);
     this.deps.onUnresolvedChange?.(row.physicalId);
     return row;
+  }
+
+  /**
+   * A lease ended: its unresolved actions of `kind` (a tunnel's raw-adb
+   * window left by a process that died) are abandoned, "lease ended". One
+   * still running (its lock held) is left to settle itself.
+   */
+  endLease(kind: string, leaseId: string, reason: string): ActionRow[] {
+    const ours = this.deps.journal.unresolvedOfKind(kind).filter((a) => requestLeaseId(a) === leaseId);
+    const settled: ActionRow[] = [];
+    for (const physicalId of new Set(ours.map((a) => a.physicalId))) {
+      const lock = OsLock.tryAcquire(this.lockFile(physicalId), { agentId: this.deps.agentId, kind: "lease-end" });
+      try {
+        // Held: its pending entries are alive; free: they belong to a process that died.
+        if (lock) this.deps.journal.orphanPending(physicalId);
+        for (const a of ours) {
+          if (a.physicalId !== physicalId || this.deps.journal.get(a.actionId)?.state !== "unknown") continue;
+          settled.push(this.deps.journal.abandon(a.actionId, "lease ended", `lease ${leaseId} (${reason})`));
+        }
+      } finally {
+        lock?.release();
+      }
+      this.deps.onUnresolvedChange?.(physicalId);
+    }
+    return settled;
+  }
+}
+
+/** The lease an action's journaled request names, if any. */
+function requestLeaseId(a: ActionRow): string {
+  try {
+    const r = JSON.parse(a.requestJson) as Record<string, unknown>;
+    return typeof r["leaseId"] === "string" ? r["leaseId"] : "";
+  } catch {
+    return "";
   }
 }
 

@@ -100,6 +100,11 @@ export class OwnershipJournal {
     return (this.unknownStmt.all(physicalId) as { action_id: string }[]).map((r) => r.action_id);
   }
 
+  /** Unresolved entries of one kind, on any device of the host, oldest first. */
+  unresolvedOfKind(kind: string): ActionRow[] {
+    return (this.sqlite.prepare(`SELECT * FROM actions WHERE ${OPEN_STATES} AND kind = ? ORDER BY created_at`).all(kind) as Record<string, unknown>[]).map(fromRaw);
+  }
+
   /** Physical ids with actions still "pending". */
   pendingDevices(): string[] {
     return this.db.selectDistinct({ physicalId: actions.physicalId }).from(actions).where(eq(actions.state, "pending")).all().map((r) => r.physicalId);

@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { hopDeadline } from "@farm/shared/deadline";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
+import { RAW_ADB_KIND } from "../adb-tunnel/raw-adb-action.js";
 import { callContext } from "./call-context.js";
 import { checkCoordinatorId } from "./coordinator-id.js";
 import { serialOf } from "./device-service.js";
@@ -36,7 +37,7 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
     async startAdbTunnel(req, ctx) {
       const c = callContext(ctx);
       const serial = serialOf(req.target);
-      const tunnel = deps.adbTunnels.reserve(req.tunnelId, serial, c.requestedBy);
+      const tunnel = deps.adbTunnels.reserve(req.tunnelId, serial, c.requestedBy, req.leaseId);
       let started!: (id: string) => void;
       const startedPromise = new Promise<string>((resolve) => (started = resolve));
       // The tunnel outlives this call: its action holds the phone until StopAdbTunnel or a lost coordinator.
@@ -67,6 +68,19 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
     stopAdbStream(req) {
       deps.adbTunnels.stopStream(req);
       return {};
+    },
+    async endLease(req, ctx) {
+      checkCoordinatorId(req.leaseId, "lease_id");
+      if (req.reason.length > MAX_REASON_CHARS) throw invalidArgument("reason", `a reason is at most ${MAX_REASON_CHARS} characters`);
+      const reason = req.reason || "ended";
+      // The lease's tunnels close first (their actions settle as completed), then what a dead process left is abandoned.
+      await deps.adbTunnels.stopLease(req.leaseId, `lease ${reason}`, hopDeadline(callContext(ctx).deadlineMs));
+      const settled = deps.ownership.endLease(RAW_ADB_KIND, req.leaseId, reason);
+      for (const a of settled) {
+        deps.history.recordAfter({ physicalId: a.physicalId, serial: a.serial, kind: "action-abandoned", detail: `${a.actionId}: lease ended (${req.leaseId} ${reason})` }, deps.log);
+        deps.log.warn("a remote adb tunnel's action left unresolved was abandoned: its lease ended", { actionId: a.actionId, leaseId: req.leaseId, reason });
+      }
+      return { abandonedActionIds: settled.map((a) => a.actionId) };
     },
     startScreen(req) {
       // Reads only: the phone must be one this agent sees, and nothing is locked.

@@ -11,6 +11,7 @@ import { readUiTree } from "../ui/read-ui-tree.js";
 import { rectText, resolveElement, selectorField, type ResolvedTarget } from "../ui/element-selector.js";
 import { toRecord, type ActionKind } from "../ownership/device-ownership.js";
 import { removeAndroidForward } from "../app-sdk/android-endpoint.js";
+import { RAW_ADB_KIND } from "../adb-tunnel/raw-adb-action.js";
 import { appEndpoint } from "../app-sdk/app-endpoint-command.js";
 import { takeScreenshot } from "../evidence/take-screenshot.js";
 import { attemptRecorder, callContext, stepRedactor, type CallContext } from "./call-context.js";
@@ -47,9 +48,10 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
     },
     abandonAction(req, ctx) {
       const c = callContext(ctx);
-      if (!c.admin) throw farmError(Errors.PERMISSION_DENIED, "abandoning an action needs an admin user token");
       const serial = serialOf(req.target);
-      const a = deps.ownership.abandon(serial, req.actionId, req.reason, c.requestedBy);
+      // An admin may abandon any action. Anyone else the coordinator let through holds the phone's
+      // lease, and may abandon only a tunnel's raw adb window: the kind is checked here, on the journal's entry.
+      const a = deps.ownership.abandon(serial, req.actionId, req.reason, c.requestedBy, c.admin ? {} : { onlyKind: RAW_ADB_KIND });
       // The action is abandoned in the journal already: a failed history write is logged and counted, not answered.
       deps.history.recordAfter({ physicalId: a.physicalId, serial, kind: "action-abandoned", detail: `${a.actionId} by ${c.requestedBy}: ${req.reason}` }, deps.log);
       deps.log.warn("unresolved action abandoned by an operator", { actionId: a.actionId, by: c.requestedBy, reason: req.reason });

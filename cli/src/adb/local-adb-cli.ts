@@ -6,6 +6,17 @@ import { CliError } from "../cli-error.js";
 export interface LocalAdb {
   /** --adb-port / ANDROID_ADB_SERVER_PORT; undefined: adb's default (5037). */
   serverPort: number | undefined;
+  /**
+   * ADB_SERVER_SOCKET for this adb (a per-user server on a private socket):
+   * undefined inherits this process's; null runs adb without it (the
+   * server a tunnel was connected to had none).
+   */
+  serverSocket?: string | null;
+}
+
+/** The ADB_SERVER_SOCKET a tunnel's adb server was reached by, to be recorded with it. */
+export function serverSocketOf(env: NodeJS.ProcessEnv): string | null {
+  return env["ADB_SERVER_SOCKET"] || null;
 }
 
 interface AdbOutput {
@@ -16,7 +27,8 @@ interface AdbOutput {
 function runLocalAdb(adb: LocalAdb, args: readonly string[], timeoutMs: number): Promise<AdbOutput> {
   const argv = [...(adb.serverPort === undefined ? [] : ["-P", String(adb.serverPort)]), ...args];
   return new Promise((resolve, reject) => {
-    const child = execFile("adb", argv, { timeout: timeoutMs, killSignal: "SIGKILL" }, (error, stdout, stderr) => {
+    const env = adb.serverSocket === undefined ? process.env : withServerSocket(process.env, adb.serverSocket);
+    const child = execFile("adb", argv, { timeout: timeoutMs, killSignal: "SIGKILL", env }, (error, stdout, stderr) => {
       const text = `${stdout}${stderr}`.trim();
       if (error && typeof error.code !== "number") {
         const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
@@ -40,12 +52,30 @@ export async function adbConnect(adb: LocalAdb, serial: string): Promise<void> {
   throw new CliError(Errors.ADB_REFUSED, `adb connect ${serial} failed: ${out.text || `exit ${out.code}`}`, "adb");
 }
 
-/** `adb disconnect SERIAL`; "no such device" counts as done. Never throws: it is cleanup. */
-export async function adbDisconnect(adb: LocalAdb, serial: string): Promise<string | undefined> {
+function withServerSocket(env: NodeJS.ProcessEnv, socket: string | null): NodeJS.ProcessEnv {
+  const out = { ...env };
+  if (socket === null) delete out["ADB_SERVER_SOCKET"];
+  else out["ADB_SERVER_SOCKET"] = socket;
+  return out;
+}
+
+/** What `adb disconnect SERIAL` did: took it out, found no such serial, or failed (why). */
+export type DisconnectOutcome = { kind: "disconnected" } | { kind: "absent" } | { kind: "failed"; why: string };
+
+/** `adb disconnect SERIAL`, telling a serial taken out from one the server did not have. Never throws: it is cleanup. */
+export async function adbDisconnectOutcome(adb: LocalAdb, serial: string): Promise<DisconnectOutcome> {
   try {
     const out = await runLocalAdb(adb, ["disconnect", serial], 10_000);
-    return /^disconnected |no such device/m.test(out.text) ? undefined : out.text || `exit ${out.code}`;
+    if (/^disconnected /m.test(out.text)) return { kind: "disconnected" };
+    if (/no such device/m.test(out.text)) return { kind: "absent" };
+    return { kind: "failed", why: out.text || `exit ${out.code}` };
   } catch (err) {
-    return (err as Error).message;
+    return { kind: "failed", why: (err as Error).message };
   }
+}
+
+/** `adb disconnect SERIAL`; "no such device" counts as done. Never throws: it is cleanup. */
+export async function adbDisconnect(adb: LocalAdb, serial: string): Promise<string | undefined> {
+  const o = await adbDisconnectOutcome(adb, serial);
+  return o.kind === "failed" ? o.why : undefined;
 }

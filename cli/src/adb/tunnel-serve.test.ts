@@ -132,6 +132,34 @@ describe("farm adb connect, through a tunnel over gRPC", () => {
     expect(existsSync(statePath(env, r.tunnel))).toBe(false);
   });
 
+  it("a coordinator that dies mid-tunnel is COORDINATOR_UNAVAILABLE (field coordinator), not a generic error, and the phone leaves adb", async () => {
+    // A coordinator of its own: this one is killed (its connections destroyed, as when its process dies).
+    const doomed = await startFakeTunnelService({ serial: labSerial, openOnDevice: (service) => openThroughAdbServer(lab.port, labSerial, service) });
+    let ready: (r: ConnectResult) => void = () => undefined;
+    const isReady = new Promise<ConnectResult>((resolve) => (ready = resolve));
+    const serving = serveTunnel({
+      config: { coordinator: doomed.url, coordinatorSource: "test", token: "farmu_test", caFile: undefined, insecure: false },
+      leaseToken: "farml_test",
+      serial: labSerial,
+      agent: undefined,
+      port: 0,
+      adb: { serverPort: user.port },
+      timeoutMs: 10_000,
+      env: { FARM_HOME: home },
+      foreground: true,
+      logFile: null,
+      stopSignal: new AbortController().signal,
+      log: () => undefined,
+      onReady: ready,
+    });
+    const r = await Promise.race([isReady, serving.then((o) => Promise.reject(new Error(`ended before ready: ${JSON.stringify(o)}`)))]);
+    await doomed.stop();
+    const outcome = await serving;
+    expect(outcome).toMatchObject({ code: 1, reason: { code: "COORDINATOR_UNAVAILABLE", field: "coordinator", message: expect.stringContaining(`lost the coordinator at ${doomed.url}`) } });
+    expect(await ds.waitForDeviceState(user.port, r.serial, "gone")).toBeUndefined();
+    expect(existsSync(statePath({ FARM_HOME: home }, r.tunnel))).toBe(false);
+  });
+
   it("in the background: prints the serial and returns; list shows it; disconnect stops the process and adb forgets the phone", async () => {
     // --lease alone: the lease says which phone.
     const connected = await farm(["adb", "connect"], farmEnv({ FARM_LEASE: "farml_test" }));

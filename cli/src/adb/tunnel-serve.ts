@@ -1,13 +1,15 @@
 import { create } from "@bufbuild/protobuf";
-import { ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
 import { Errors, farmError, toErrorReport, type ErrorReport } from "@farm/shared/errors";
+import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AdbTunnelService, type OpenTunnelResponse, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { CliError } from "../cli-error.js";
+import { isConnectionLost, isConnectionRefused } from "../coordinator-lost.js";
 import type { ClientConfig } from "../config.js";
 import { probeBanner, UNKNOWN_DEVICE } from "./adb-banner.js";
-import { adbConnect, adbDisconnect, type LocalAdb } from "./local-adb-cli.js";
+import { adbConnect, adbDisconnect, serverSocketOf, type LocalAdb } from "./local-adb-cli.js";
 import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
 import { processStart, removeTunnelState, writeTunnelState } from "./tunnel-state.js";
 import { openTunnelStream } from "./tunnel-stream.js";
@@ -103,7 +105,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
     tunnel = await withDeadline(firstOpened(events), p.timeoutMs, p.stopSignal, "the coordinator did not open the tunnel");
     const opened = tunnel;
     // From here on, the rest of the stream is the tunnel's life: keepalives, then its end and why.
-    ended = drainUntilClosed(events);
+    ended = drainUntilClosed(events, p.config);
     const openStream = (service: string) => openTunnelStream(streams, opened.tunnelId, service);
     const banner = await probeBanner(openStream, p.timeoutMs).catch((err: unknown) => {
       p.log(`could not read the phone's properties (${toErrorReport(err).message}); it shows as a phone without shell v2`);
@@ -124,6 +126,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
       leaseId: opened.leaseId,
       coordinator: p.config.coordinator,
       adbServerPort: p.adb.serverPort ?? null,
+      adbServerSocket: p.adb.serverSocket ?? serverSocketOf(process.env),
       pid: process.pid,
       pidStart: processStart(process.pid),
       foreground: p.foreground,
@@ -155,7 +158,7 @@ function explainUnreachable(config: ClientConfig): Interceptor {
       return await next(req);
     } catch (err) {
       const raw = ConnectError.from(err).rawMessage;
-      if (!/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/.test(raw)) throw err;
+      if (!isConnectionRefused(raw)) throw err;
       throw farmError(Errors.COORDINATOR_UNAVAILABLE, `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${raw}`, "coordinator");
     }
   };
@@ -176,14 +179,23 @@ async function firstOpened(events: AsyncIterator<OpenTunnelResponse>): Promise<T
   }
 }
 
-/** Resolves (never rejects) with why the tunnel's stream ended. */
-async function drainUntilClosed(events: AsyncIterator<OpenTunnelResponse>): Promise<ErrorReport> {
+/**
+ * Resolves (never rejects) with why the tunnel's stream ended. A stream cut
+ * without a word from the coordinator (its process died, the connection
+ * dropped, the pings went unanswered) is the coordinator being unavailable.
+ */
+async function drainUntilClosed(events: AsyncIterator<OpenTunnelResponse>, config: ClientConfig): Promise<ErrorReport> {
   try {
     for (;;) {
       const next = await events.next();
       if (next.done) return toErrorReport(farmError(Errors.TUNNEL_CLOSED, "the coordinator ended the tunnel"));
     }
   } catch (err) {
+    const ce = ConnectError.from(err);
+    const fromCoordinator = ce.findDetails(ErrorDetailSchema).length > 0;
+    if (!fromCoordinator && (ce.code === Code.Unavailable || isConnectionLost(ce.rawMessage) || isConnectionRefused(ce.rawMessage))) {
+      return toErrorReport(farmError(Errors.COORDINATOR_UNAVAILABLE, `lost the coordinator at ${config.coordinator}: ${ce.rawMessage}`, "coordinator"));
+    }
     return toErrorReport(err);
   }
 }

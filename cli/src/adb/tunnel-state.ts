@@ -4,6 +4,7 @@ import { readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { defaultFarmHome } from "@farm/shared/paths";
 import { ensurePrivateDir, writePrivateFile } from "@farm/shared/secure-file";
+import type { LocalAdb } from "./local-adb-cli.js";
 
 /**
  * What this machine knows of a tunnel it serves: one JSON file per tunnel
@@ -25,6 +26,8 @@ export interface TunnelState {
   coordinator: string;
   /** The adb server `adb connect` went to; null: adb's default. */
   adbServerPort: number | null;
+  /** Its ADB_SERVER_SOCKET, when it was reached by one; absent in states written before it was recorded. */
+  adbServerSocket?: string | null;
   pid: number;
   /** The serving process's start time as the OS reports it; null where it cannot be read. */
   pidStart: string | null;
@@ -32,6 +35,11 @@ export interface TunnelState {
   startedAt: string;
   /** The background process's log; null in the foreground. */
   log: string | null;
+}
+
+/** The adb server a tunnel's serial was connected to, to reach it again (an older state without a socket inherits this process's). */
+export function localAdbOf(state: TunnelState): LocalAdb {
+  return { serverPort: state.adbServerPort ?? undefined, ...(state.adbServerSocket !== undefined ? { serverSocket: state.adbServerSocket } : {}) };
 }
 
 export function tunnelsDir(env: NodeJS.ProcessEnv): string {
@@ -135,6 +143,17 @@ export function isRunning(pid: number): boolean {
 export function isServingProcess(state: TunnelState): boolean {
   if (state.pidStart === null || !isRunning(state.pid)) return false;
   return processInfo(state.pid)?.start === state.pidStart;
+}
+
+/**
+ * True when the state's serving process is provably gone: not running, or
+ * its pid now names another process (a different start time). Its
+ * serial may still sit `offline` in the adb server, on a port anyone on
+ * this machine can bind.
+ */
+export function isStale(state: TunnelState): boolean {
+  if (!isRunning(state.pid)) return true;
+  return state.pidStart !== null && processStart(state.pid) !== state.pidStart;
 }
 
 /** Logs of background processes are kept for a week after their last line: long enough to read why a tunnel closed. */

@@ -10,6 +10,7 @@ import { clientSession } from "../session.js";
 import type { adbConnectOptions, adbServeOptions } from "../tree/adb-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";
 import { serveTunnel, type ConnectResult, type ServeOutcome, type ServeParams } from "../adb/tunnel-serve.js";
+import { disconnectStaleTunnels, staleLines, type StaleDisconnected } from "../adb/stale-tunnels.js";
 import { ensureTunnelsDir, logPath, pruneOldLogs } from "../adb/tunnel-state.js";
 
 /** What the background process tells `farm adb connect` over IPC, once. */
@@ -20,11 +21,18 @@ function errorOf(report: ErrorReport): CliError {
   return new CliError(errorSpecOf(report.code) ?? Errors.INTERNAL, report.message, report.field);
 }
 
-function printConnected(ctx: CommandContext, r: ConnectResult, pid: number): void {
-  ctx.printer.result({ serial: r.serial, device: r.device, tunnel: r.tunnel, lease: r.lease, pid }, () =>
-    [`connected ${r.serial}: ${r.device} (${r.physicalId} on ${r.agent}), tunnel ${r.tunnel}`, `  adb -s ${r.serial} shell`, `  farm adb disconnect --device ${r.serial}`].join("\n"),
+function printConnected(ctx: CommandContext, r: ConnectResult, pid: number, stale: StaleDisconnected[]): void {
+  ctx.printer.result({ serial: r.serial, device: r.device, tunnel: r.tunnel, lease: r.lease, pid, staleDisconnected: stale }, () =>
+    [
+      ...staleLines(stale),
+      `connected ${r.serial}: ${r.device} (${r.physicalId} on ${r.agent}), tunnel ${r.tunnel}`,
+      `  adb -s ${r.serial} shell`,
+      `  farm adb disconnect --device ${r.serial}`,
+    ].join("\n"),
   );
 }
+
+const warnLine = (line: string) => process.stderr.write(`farm adb: ${line}\n`);
 
 /** The options connect and serve share. */
 interface ServeInput {
@@ -61,14 +69,19 @@ function closedError(outcome: ServeOutcome & { reason: ErrorReport }): CliError 
 export const connect: Action<typeof adbConnectOptions> = async (input) => {
   const { opts, ctx } = input;
   const session = clientSession(input);
-  if (!opts.foreground) return connectInBackground(input, session.config);
+  requireTarget(opts);
+  const token = session.config.token;
+  if (!token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
+  // Before the new serial exists: a stale one may be on the very port the new endpoint gets.
+  const stale = await disconnectStaleTunnels(ctx.env, warnLine);
+  if (!opts.foreground) return connectInBackground(input, session.config, token, stale);
   const outcome = await serveTunnel(
     paramsOf(input, session.config, {
       foreground: true,
       logFile: null,
       stopSignal: ctx.stopSignal,
       log: (line) => process.stderr.write(`farm adb: ${line}\n`),
-      onReady: (r) => printConnected(ctx, r, process.pid),
+      onReady: (r) => printConnected(ctx, r, process.pid, stale),
     }),
   );
   // The farm closed the tunnel: the reason is this command's failure, printed like any other (one line, code and message).
@@ -82,10 +95,8 @@ export const connect: Action<typeof adbConnectOptions> = async (input) => {
  * terminal does not stop it), with the token and lease in its environment
  * rather than on its command line, and waits for its one report.
  */
-async function connectInBackground(input: Parameters<Action<typeof adbConnectOptions>>[0], config: ClientConfig): Promise<number> {
+async function connectInBackground(input: Parameters<Action<typeof adbConnectOptions>>[0], config: ClientConfig, token: string, stale: StaleDisconnected[]): Promise<number> {
   const { opts, ctx } = input;
-  requireTarget(opts);
-  if (!config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
   const entry = process.argv[1];
   if (!entry) throw new CliError(Errors.INTERNAL, "cannot find the farm CLI's own entry point to start the background process; use --foreground");
   await ensureTunnelsDir(ctx.env);
@@ -97,7 +108,7 @@ async function connectInBackground(input: Parameters<Action<typeof adbConnectOpt
   if (opts.device) args.push("--device", opts.device);
   if (opts.agent) args.push("--agent", opts.agent);
   if (opts.adbPort !== undefined) args.push("--adb-port", String(opts.adbPort));
-  const env: NodeJS.ProcessEnv = { ...ctx.env, FARM_TOKEN: config.token };
+  const env: NodeJS.ProcessEnv = { ...ctx.env, FARM_TOKEN: token };
   if (opts.lease) env["FARM_LEASE"] = opts.lease;
   else delete env["FARM_LEASE"];
   const fd = openSync(logFile, "a", 0o600);
@@ -116,7 +127,7 @@ async function connectInBackground(input: Parameters<Action<typeof adbConnectOpt
     await rm(logFile, { force: true });
     throw errorOf(report.report);
   }
-  printConnected(ctx, report.result, report.result.pid);
+  printConnected(ctx, report.result, report.result.pid, stale);
   return 0;
 }
 

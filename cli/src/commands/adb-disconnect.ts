@@ -8,7 +8,7 @@ import { clientSession } from "../session.js";
 import type { adbDisconnectOptions } from "../tree/adb-commands.js";
 import type { Action } from "../tree/spec.js";
 import { adbDisconnect } from "../adb/local-adb-cli.js";
-import { isServingProcess, readTunnelStates, removeTunnelState, type TunnelState } from "../adb/tunnel-state.js";
+import { isServingProcess, localAdbOf, readTunnelStates, removeTunnelState, type TunnelState } from "../adb/tunnel-state.js";
 
 /** How long a serving process may take to close its tunnel and `adb disconnect` after SIGTERM. */
 const STOP_TIMEOUT_MS = 15_000;
@@ -45,7 +45,7 @@ async function stopLocal(env: NodeJS.ProcessEnv, state: TunnelState, noticeMs = 
     }
   }
   // Whatever the process did not get to (killed, crashed): its cleanup, here.
-  await adbDisconnect({ serverPort: state.adbServerPort ?? undefined }, state.serial);
+  await adbDisconnect(localAdbOf(state), state.serial);
   await removeTunnelState(env, state.tunnelId);
 }
 

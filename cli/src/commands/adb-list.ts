@@ -5,12 +5,18 @@ import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbListOptions } from "../tree/adb-commands.js";
 import type { Action } from "../tree/spec.js";
+import { disconnectStaleTunnels, staleLines } from "../adb/stale-tunnels.js";
 import { isServingProcess, readTunnelStates } from "../adb/tunnel-state.js";
 
-/** `farm adb list`: the coordinator's tunnels, each with its local serial when this machine serves it. */
+/**
+ * `farm adb list`: the coordinator's tunnels, each with its local serial
+ * when this machine serves it. First, the serials of tunnels whose serving
+ * process died are taken out of the user's adb server (and listed).
+ */
 export const list: Action<typeof adbListOptions> = async (input) => {
   const { ctx } = input;
   const session = clientSession(input);
+  const staleDisconnected = await disconnectStaleTunnels(ctx.env, (line) => process.stderr.write(`farm adb: ${line}\n`));
   // mine: the caller's own (an admin's: everyone's); without it, every user's tunnels are listed.
   const client = serviceClient(AdbTunnelService, session.config);
   const listedTunnels = await allPages(async (page) => {
@@ -42,8 +48,9 @@ export const list: Action<typeof adbListOptions> = async (input) => {
     .filter((s) => !listed.has(s.tunnelId))
     .map((s) => ({ tunnel: s.tunnelId, device: s.device, local: s.serial, coordinator: s.coordinator, pid: isServingProcess(s) ? s.pid : null }));
   const wide = ctx.printer.wide;
-  ctx.printer.result({ tunnels, localOnly }, () =>
+  ctx.printer.result({ tunnels, localOnly, staleDisconnected }, () =>
     [
+      ...staleLines(staleDisconnected),
       table(
         ["TUNNEL", "DEVICE", "LOCAL", "AGENT", "OWNER", "OPENED", "STREAMS", ...(wide ? ["PHYSICAL", "LEASE", "TO DEVICE", "FROM DEVICE", "PID"] : [])],
         tunnels.map((t) => [

@@ -12,7 +12,7 @@ import type { Action } from "../tree/spec.js";
 import { downloadBytes } from "../visual/blobs.js";
 import { clipMasks, compareImages, decodePng, encodePng, pctText, sha256Hex, type CompareResult } from "../visual/compare.js";
 import { writeVisualFiles } from "../visual/output-files.js";
-import { openSessionRecorder, recordStep, type Recorded, type StepFile } from "../visual/session-step.js";
+import { openSessionRecorder, recordStep, takeStepShot, type Recorded, type StepFile } from "../visual/session-step.js";
 import { deviceTarget } from "./device-target.js";
 
 /** Baselines are screenshots: a few MiB. */
@@ -71,6 +71,7 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
   const startMs = Date.now();
   const t0 = performance.now();
 
+  const shotAt = Date.now();
   const shot = await client.takeScreenshot({ target }, { timeoutMs: session.timeoutMs, signal });
   const blobs = serviceClient(BlobService, session.config);
   const { bytes: actualBytes, sha256: actualSha } = await downloadBytes(blobs, shot.blobId, { timeoutMs: Math.max(session.timeoutMs, 60_000), signal });
@@ -99,17 +100,20 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
       { name: "actual.png", kind: "visual", provider: "agent", mimeType: "image/png", when: "actual", bytes: actualBytes },
       ...(diffPng ? [{ name: "diff.png", kind: "visual", provider: "runner", mimeType: "image/png", when: "diff", bytes: diffPng }] : []),
     ];
+    // The screen compared is the step's before; the screen once the check is done, its after (the same file when nothing moved).
+    const after = await takeStepShot(session, target, opts.lease, signal);
     recorded = await recordStep(recorder, {
       action: "assert-visual",
       description: `visual check against ${name} (${engine}, threshold ${pctText(thresholdPct)})`,
       arguments: { baseline: { name, sha256: baselineSha }, masks: masks.map((m) => ({ ...m })), threshold: thresholdPct, engine },
       ok: result.passed,
-      // No code in the error table says "the screen differs"; the numbers are in the response.
-      ...(result.passed ? {} : { errorMessage: failureText(result, name, thresholdPct) }),
+      ...(result.passed ? {} : { errorCode: Errors.VISUAL_MISMATCH.code, errorMessage: failureText(result, name, thresholdPct) }),
       response,
       files,
       startMs,
       durationMs,
+      before: { bytes: actualBytes, sha256: actualSha, capturedAt: shotAt },
+      after,
     });
   }
 
@@ -119,14 +123,14 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
     baseline: { file: baselinePath, sha256: baselineSha },
     actual: { sha256: actualSha, ...(actualFile ? { file: actualFile } : {}) },
     ...(diffFile ? { diffFile } : {}),
-    ...(result.passed ? {} : { message: failureText(result, name, thresholdPct) }),
+    ...(result.passed ? {} : { code: Errors.VISUAL_MISMATCH.code, message: failureText(result, name, thresholdPct) }),
     ...(recorded ? { sessionStep: recorded } : {}),
   };
   const pretty = () =>
     [
       result.passed
         ? `passed: ${result.differentPixels} of ${result.comparedPixels} pixels (${pctText(result.diffPct)}) differ from ${name} (${engine}, threshold ${pctText(thresholdPct)})`
-        : `FAILED: ${failureText(result, name, thresholdPct)} (${engine})`,
+        : `FAILED: ${failureText(result, name, thresholdPct)} (${engine}) [${Errors.VISUAL_MISMATCH.code}]`,
       ...(diffFile ? [`diff: ${diffFile}`] : []),
       ...(diffPng && !diffFile && !recorder ? ["the diff is not kept: pass --output-dir DIR to keep it (or check in a session)"] : []),
       ...(actualFile ? [`actual: ${actualFile}`] : []),

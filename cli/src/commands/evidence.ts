@@ -158,6 +158,8 @@ export const verify: Action<typeof verifyOptions> = async ({ args, ctx }) => {
   const data = report.ok
     ? { ok: true, evidenceId: report.evidenceId, status: report.status, checked: report.checked }
     : { ok: false, code: Errors.EVIDENCE_VERIFY_FAILED.code, message: `${report.problems.length} problem(s) in ${dir}`, evidenceId: report.evidenceId, problems: report.problems };
-  ctx.printer.emit(data, () => (report.ok ? `ok: ${report.checked} artifact(s) match the manifest` : ["FAILED:", ...report.problems.map((p) => `  ${p}`)].join("\n")));
+  // A session exported while it ran is sound but not final: the pretty line says so as the JSON's status does.
+  const running = report.status === "running" ? `; session ${report.evidenceId} was still running when exported (status: running): steps after the export are not in it` : "";
+  ctx.printer.emit(data, () => (report.ok ? `ok: ${report.checked} artifact(s) match the manifest${running}` : ["FAILED:", ...report.problems.map((p) => `  ${p}`)].join("\n")));
   return report.ok ? 0 : 1;
 };

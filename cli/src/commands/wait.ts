@@ -13,7 +13,7 @@ import { errorLine } from "../output.js";
 import { clientSession } from "../session.js";
 import type { waitOptions } from "../tree/check-commands.js";
 import type { Action } from "../tree/spec.js";
-import { openSessionRecorder, recordStep, type Recorded, type StepFile } from "../visual/session-step.js";
+import { openSessionRecorder, recordStep, takeStepShot, type Recorded, type StepFile, type StepShot } from "../visual/session-step.js";
 import {
   diagnosisSummary,
   flatten,
@@ -96,6 +96,9 @@ export const wait: Action<typeof waitOptions> = async (input) => {
   const session = { ...clientSession(input), timeoutMs: CALL_TIMEOUT_MS };
   const polls = serviceClient(DeviceService, session.config, { lease: opts.lease || undefined });
   const recorder = await openSessionRecorder(ctx.env, session, target.serial, signal);
+  // In a session the wait keeps the screen as it started and as it ended, like a routed step; --timeout starts after the first.
+  const shot = (): Promise<StepShot> => takeStepShot(session, target, opts.lease, signal);
+  const before = recorder ? await shot() : undefined;
 
   const startMs = Date.now();
   const t0 = performance.now();
@@ -140,7 +143,8 @@ export const wait: Action<typeof waitOptions> = async (input) => {
   if (matched) {
     const elements = settings.gone ? [] : flatten(matched.map((e) => ({ ...e, children: [] })));
     const response = { polls: trace.polls, waitedMs: Math.round(waitedMs), ...(settings.gone ? {} : { matches: matched.length }) };
-    const recorded = recorder ? await recordStep(recorder, { action: "wait", description, arguments: stepArguments, ok: true, response, files: [], startMs, durationMs: waitedMs }) : undefined;
+    const recorded =
+      recorder && before ? await recordStep(recorder, { action: "wait", description, arguments: stepArguments, ok: true, response, files: [], startMs, durationMs: waitedMs, before, after: await shot() }) : undefined;
     const data = { selector: selectorJson(selector), gone: settings.gone, ...response, elements, ...(recorded ? { sessionStep: recorded } : {}) };
     const pretty = () => `${what} ${settings.gone ? "is gone" : "is on the screen"} after ${Math.round(waitedMs)} ms (${trace.polls} poll${trace.polls === 1 ? "" : "s"})`;
     if (recorded && !recorded.ok) {
@@ -173,7 +177,7 @@ export const wait: Action<typeof waitOptions> = async (input) => {
     process.stderr.write(diagnosisSummary(settings, trace, result) + "\n");
   }
   let recorded: Recorded | undefined;
-  if (recorder) {
+  if (recorder && before) {
     const file: StepFile = { name: fileName, kind: "diagnosis", provider: "runner", mimeType: "application/json", when: "", bytes: json };
     recorded = await recordStep(recorder, {
       action: "wait",
@@ -186,6 +190,8 @@ export const wait: Action<typeof waitOptions> = async (input) => {
       files: [file],
       startMs,
       durationMs: waitedMs,
+      before,
+      after: await shot(),
     });
     if (!recorded.ok) process.stderr.write(`farm wait: could not record the wait in session ${recorded.sessionId}: ${recorded.message} [${recorded.code}]\n`);
   }

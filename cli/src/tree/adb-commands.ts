@@ -34,7 +34,8 @@ export const adbConnect = leaf({
     "`adb connect 127.0.0.1:PORT` against your adb server. Prints the local serial once adb lists it, then keeps serving from a background " +
     "process ($FARM_HOME/adb-tunnels/ holds its state and log) until `farm adb disconnect` or until the farm closes the tunnel: the lease " +
     "ends, the token is revoked, the agent goes away or an admin closes it. Then the phone leaves `adb devices` and the reason is logged " +
-    "(printed, with --foreground, which also exits 1).",
+    "(printed, with --foreground, which also exits 1). First, the serials of this machine's tunnels whose serving process died " +
+    "(killed before it cleaned up) are disconnected from the adb server they were in, and listed (staleDisconnected).",
   options: adbConnectOptions,
   examples: ["farm adb connect --lease TOKEN", "farm adb connect --device SERIAL --port 40123", "farm lease run --device SERIAL -- farm adb connect --foreground", "adb -s 127.0.0.1:PORT shell"],
   load: async () => (await import("../commands/adb-connect.js")).connect,
@@ -74,6 +75,11 @@ export const adbListOptions = clientOptions;
 export const adbList = leaf({
   name: "list",
   summary: "Open remote adb tunnels (yours; an admin's: everyone's), with the local serial of those served from this machine",
+  description:
+    "Lists the coordinator's open tunnels (yours; an admin's: everyone's), each with its local serial when this machine serves it, and the " +
+    "tunnels served here that the coordinator no longer lists (localOnly). First, the serials of this machine's tunnels whose serving " +
+    "process died are disconnected from the adb server they were in, and listed (staleDisconnected): left there, `127.0.0.1:PORT " +
+    "offline` would be reconnected to whoever binds that port next.",
   options: adbListOptions,
   load: async () => (await import("../commands/adb-list.js")).list,
 });

@@ -35,7 +35,7 @@ export const assertVisual = leaf({
     "Takes a screenshot and compares it pixel by pixel with --baseline: masked rectangles are ignored, diffPct is the share of the other pixels that differ. " +
     "Passes when diffPct <= --threshold (exit 0); otherwise exit 1 with passed:false, and a diff image (differences red, masks blue). " +
     "A screen of another size than the baseline never passes (diffPct 100, sizeMismatch). " +
-    "With FARM_SESSION the check is a step of the session: the baseline, the actual screen and the diff are kept with it.",
+    "With FARM_SESSION the check is a step of the session: the screen compared is its before screenshot, the screen once the check is done its after, and the baseline, the actual screen and the diff are kept with it; a failed check is recorded with the code VISUAL_MISMATCH (also the code in --output json).",
   options: assertVisualOptions,
   examples: [
     "farm assert visual --device SERIAL --baseline login.png",
@@ -69,7 +69,7 @@ export const waitCommand = leaf({
     "Polls the UI tree every --interval until an element matches exactly (as `farm input tap` matches: zero-size and off-screen elements do not count), or with --gone until none does. " +
     "A failed poll (UI_TREE_FAILED on a locked screen, say) is noted and polling goes on. " +
     "At --timeout the result is COMMAND_TIMEOUT (exit 1) with a diagnosis: the polls, when the tree first had elements, and the elements on the screen then. " +
-    "With FARM_SESSION the wait is one step of the session (the polls are not), a timeout's diagnosis kept as wait-timeout.json.",
+    "With FARM_SESSION the wait is one step of the session (the polls are not), with the screen before its first poll and after its last as the step's before and after screenshots, and a timeout's diagnosis kept as wait-timeout.json.",
   options: waitOptions,
   examples: ['farm wait --device SERIAL --text "Sign in" --timeout 20s', "farm wait --id com.example.app:id/spinner --gone", 'farm wait --desc "Loading" --gone --output-dir ./diag'],
   load: async () => (await import("../commands/wait.js")).wait,

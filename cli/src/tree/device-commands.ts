@@ -179,7 +179,7 @@ export const deviceOwnership = group({
     leaf({ name: "status", summary: "Show who holds a device and its unresolved actions (exit 1 if any)", options: ownershipOptions, load: async () => (await import("../commands/device.js")).ownershipStatus }),
     leaf({ name: "reconcile", summary: "Settle unresolved actions that can be proven; never replays them", options: ownershipOptions, load: async () => (await import("../commands/device.js")).reconcile }),
     leaf({ name: "receipt", summary: "Read a retained action record", options: receiptOptions, load: async () => (await import("../commands/device.js")).receipt }),
-    leaf({ name: "abandon", summary: "Accept an unknown outcome (admin, audit-logged, never 'settled')", options: abandonOptions, load: async () => (await import("../commands/device.js")).abandon }),
+    leaf({ name: "abandon", summary: "Accept an unknown outcome (admin; the lease holder: a remote adb tunnel's raw-adb action only; audit-logged, never 'settled')", options: abandonOptions, load: async () => (await import("../commands/device.js")).abandon }),
   ],
 });
 

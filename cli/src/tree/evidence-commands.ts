@@ -92,6 +92,9 @@ export const evidenceGroup = group({
     leaf({
       name: "verify",
       summary: "Check a bundle (or a `farm session export`) offline: schema, every file's size and sha256, and that complete media decode as recorded",
+      description:
+        "Exit 0 and ok:true when every file matches its manifest; otherwise EVIDENCE_VERIFY_FAILED with every problem. " +
+        "status is the bundle's own; for a session export it is complete when the session had ended before the export, and running when it was still recording: the files are sound, but steps after the export are not in it.",
       args: [{ name: "bundle-dir", description: "The bundle's or export's directory", required: true }],
       options: verifyOptions,
       settings: { kind: "none" },

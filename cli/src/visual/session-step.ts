@@ -3,13 +3,14 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ErrorCode } from "@farm/shared/error-codes";
 import { Errors } from "@farm/shared/errors";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import { DeviceService, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { SessionService, SessionStatus } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
 import { serviceClient } from "../client.js";
 import type { ClientSession } from "../session.js";
-import { uploadBytes } from "./blobs.js";
+import { downloadBytes, uploadBytes } from "./blobs.js";
 
 /**
  * Steps the CLI makes itself (`farm assert visual`, `farm wait`): the
@@ -38,6 +39,32 @@ export interface ClientStep {
   files: readonly StepFile[];
   startMs: number;
   durationMs: number;
+  /** The screen when the step started and when it ended, as a routed step keeps them. */
+  before: StepShot;
+  after: StepShot;
+}
+
+/** A screenshot of a client step: its PNG, or the error that kept it from being taken. */
+export type StepShot = { bytes: Uint8Array; sha256: string; capturedAt: number } | { errorCode: string; errorMessage: string; capturedAt: number };
+
+/**
+ * Takes the device's screen for a client step (DeviceService.TakeScreenshot
+ * without the session header: the screenshot is not a step of its own). A
+ * failure is the shot's error, recorded as the step's missing screenshot;
+ * only a stop of the command itself is thrown.
+ */
+export async function takeStepShot(session: ClientSession, target: DeviceTarget, lease: string | undefined, signal?: AbortSignal): Promise<StepShot> {
+  const capturedAt = Date.now();
+  const call = { timeoutMs: Math.max(session.timeoutMs, 30_000), ...(signal ? { signal } : {}) };
+  try {
+    const shot = await serviceClient(DeviceService, session.config, { lease: lease || undefined }).takeScreenshot({ target }, call);
+    const { bytes, sha256 } = await downloadBytes(serviceClient(BlobService, session.config), shot.blobId, call);
+    return { bytes, sha256, capturedAt };
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    const r = cliErrorReport(err);
+    return { errorCode: r.code, errorMessage: r.message.slice(0, 1000), capturedAt };
+  }
 }
 
 export interface SessionRecorder {
@@ -72,6 +99,11 @@ export async function openSessionRecorder(env: NodeJS.ProcessEnv, session: Clien
   const blobs = serviceClient(BlobService, session.config);
   // Uploads and the append get at least a minute, whatever a short --timeout said.
   const timeoutMs = Math.max(session.timeoutMs, 60_000);
+  async function shotMessage(shot: StepShot) {
+    const captureTime = timestampFromMs(shot.capturedAt);
+    if ("errorCode" in shot) return { errorCode: shot.errorCode, errorMessage: shot.errorMessage, captureTime };
+    return { blobId: await uploadBytes(blobs, shot.bytes, "screen.png", { timeoutMs }), captureTime };
+  }
   return {
     sessionId,
     policySha256: s.policySha256 ?? "",
@@ -81,6 +113,9 @@ export async function openSessionRecorder(env: NodeJS.ProcessEnv, session: Clien
         const blobId = await uploadBytes(blobs, f.bytes, f.name, { timeoutMs });
         artifacts.push({ name: f.name, kind: f.kind, provider: f.provider, blobId, mimeType: f.mimeType, when: f.when });
       }
+      // The after screen is uploaded only when it differs from the before one: the same screen is named by its sha256.
+      const before = await shotMessage(step.before);
+      const after = "bytes" in step.after && "bytes" in step.before && step.after.sha256 === step.before.sha256 ? { sha256: step.after.sha256, captureTime: timestampFromMs(step.after.capturedAt) } : await shotMessage(step.after);
       const res = await sessions.appendSessionStep(
         {
           sessionId,
@@ -94,6 +129,8 @@ export async function openSessionRecorder(env: NodeJS.ProcessEnv, session: Clien
           artifacts,
           startTime: timestampFromMs(step.startMs),
           durationMs: Math.max(0, Math.round(step.durationMs)),
+          before,
+          after,
         },
         { timeoutMs },
       );

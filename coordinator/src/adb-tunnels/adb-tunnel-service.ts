@@ -69,7 +69,7 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       deps.tunnels.checkRoom(principal.tokenName);
       const tunnelId = randomUUID();
       const t0 = Date.now();
-      const { actionId } = await session.call(AgentControlService.method.startAdbTunnel, { tunnelId, target: { serial: r.serial, agent: r.agentId } }, principal, Date.now() + OPEN_TIMEOUT_MS);
+      const { actionId } = await session.call(AgentControlService.method.startAdbTunnel, { tunnelId, target: { serial: r.serial, agent: r.agentId }, leaseId: r.leaseId }, principal, Date.now() + OPEN_TIMEOUT_MS);
       let reason: Error | undefined;
       let wake = () => {};
       const entry: TunnelEntry = {

@@ -108,6 +108,7 @@ const phoneReads = [
   "farm.v1.DeviceService/GetProperties",
   "farm.v1.DeviceService/GetActionReceipt",
   "farm.v1.DeviceService/ReconcileOwnership",
+  "farm.v1.DeviceService/AbandonAction",
   "farm.v1.DeviceService/GetAppEndpoint",
   "farm.v1.DeviceService/RemoveAppForward",
   "farm.v1.EvidenceService/CaptureEvidence",
@@ -125,7 +126,6 @@ const phoneReads = [
  */
 const openOnLeasedPhones: Record<string, string> = {
   "farm.v1.DeviceService/GetOwnership": "the lock and journal status, not the phone's content; command text in it is shown only to its requester and admins (command-privacy.ts), and whoever waits for a phone must see why it is blocked",
-  "farm.v1.DeviceService/AbandonAction": "admin only",
   "farm.v1.DeviceService/PinIdentity": "admin only",
   "farm.v1.SessionService/StartSession": "needs the lease token itself (session-service.ts authorizes the lease)",
   "farm.v1.ShellService/OpenShell": "needs the lease token itself (shell-service.ts routes it as a change)",
@@ -182,8 +182,9 @@ describe("access rules", () => {
       return r?.kind === "user" ? r.role : r?.kind;
     };
     for (const m of ["CreateToken", "ListTokens", "RevokeToken"]) expect(role(`farm.v1.TokenService/${m}`)).toBe("admin");
-    for (const m of ["RegistryService/DrainAgent", "DeviceService/AbandonAction", "DeviceService/PinIdentity", "VideoService/ReleaseVideo"]) expect(role(`farm.v1.${m}`)).toBe("admin");
-    for (const m of ["DeviceService/RunShell", "LeaseService/AcquireLease", "EvidenceService/CaptureEvidence", "VideoService/StartVideo", "BlobService/UploadBlob", "ShellService/OpenShell", "SessionService/StartSession", "SessionService/EndSession"]) expect(role(`farm.v1.${m}`)).toBe("operator");
+    for (const m of ["RegistryService/DrainAgent", "DeviceService/PinIdentity", "VideoService/ReleaseVideo"]) expect(role(`farm.v1.${m}`)).toBe("admin");
+    // AbandonAction: any action for an admin; for the lease holder only a raw-adb action (device-service.ts, and the agent checks the kind).
+    for (const m of ["DeviceService/AbandonAction", "DeviceService/RunShell", "LeaseService/AcquireLease", "EvidenceService/CaptureEvidence", "VideoService/StartVideo", "BlobService/UploadBlob", "ShellService/OpenShell", "SessionService/StartSession", "SessionService/EndSession"]) expect(role(`farm.v1.${m}`)).toBe("operator");
     for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch", "SessionService/GetSession", "SessionService/ListSessions"]) expect(role(`farm.v1.${m}`)).toBe("viewer");
     for (const m of ["AgentService/Attach", "AgentEvidenceService/UploadEvidence", "AgentBlobService/PutBlob", "AgentShellService/ServeShell"]) expect(role(`farm.v1.${m}`)).toBe("agent");
     expect(role("grpc.health.v1.Health/Check")).toBe("none");

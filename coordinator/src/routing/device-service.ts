@@ -126,6 +126,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
+    if (method === DeviceService.method.abandonAction) requireAbandoner(deps.leases, r.physicalId, principal, ctx.requestHeader.get("x-farm-lease"));
     // The agent stops early enough for its answer to reach the caller in time.
     return (r.session as AgentCaller).call(method, req, principal, deadline);
   }
@@ -232,6 +233,21 @@ export function routeFor(
     );
   }
   return { ...r, leaseId: deps.leases.authorize(r.physicalId, leaseToken).leaseId };
+}
+
+/**
+ * Abandoning an action: an admin, or the phone's lease holder (on a free
+ * phone too, only an admin). The agent lets a non-admin abandon only a
+ * raw-adb action: which kind an action is, only its journal says.
+ */
+function requireAbandoner(leases: LeaseManager, physicalId: string, caller: Principal, leaseToken: string | null): void {
+  if (caller.admin || leases.isHolder(physicalId, caller.tokenName, leaseToken)) return;
+  throw farmError(
+    Errors.LEASE_REQUIRED,
+    `abandoning an action on ${physicalId} needs an admin, or the phone's lease (its holder may abandon a remote adb tunnel's raw-adb action)`,
+    "lease",
+    { dispatched: false, ambiguous: false },
+  );
 }
 
 /**

@@ -7,8 +7,16 @@ import type { SessionRow } from "./session-store.js";
 export interface CapturePlan {
   /** Every capture point the agent is asked for (post-hoc rules' ones speculatively). */
   tokens: string[];
+  /** Of those, the ones known to be kept before the action (not speculative). */
+  definite: string[];
   facts: StepFacts;
   policy: CompiledPolicy;
+}
+
+/** A capture a step keeps: which source asked first, and whether it was taken speculatively. */
+export interface KeptCapture {
+  reason: string;
+  speculative: boolean;
 }
 
 /** The header carrying `--capture` tokens of one action. */
@@ -48,18 +56,30 @@ export class CapturePlans {
     const { compiled } = this.policyOf(session);
     const facts: StepFacts = { action, targetId, capture: perAction };
     const tokens = new Set<string>();
-    for (const c of capturesFor(compiled, facts, "before")) tokens.add(c.token);
+    const definite: string[] = [];
+    for (const c of capturesFor(compiled, facts, "before")) {
+      tokens.add(c.token);
+      if (!c.speculative) definite.push(c.token);
+    }
     // A tap by text or description learns its element's id only when it runs: an id rule for it is speculative too.
     if (!targetKnown) for (const r of compiled.rules) if (r.kind === "action" && r.matchId && r.stepAction === action) for (const p of r.points) tokens.add(p.token);
     // Whatever a post-hoc rule could keep after the step is taken by the agent now: it cannot be taken later.
     for (const c of capturesFor(compiled, { ...facts, screenChanged: true, failed: true }, "after")) tokens.add(c.token);
-    return { tokens: [...tokens], facts, policy: compiled };
+    return { tokens: [...tokens], definite, facts, policy: compiled };
   }
 
-  /** Of what was asked, what the step keeps once its outcome is known, with the first reason for each. */
-  keep(plan: CapturePlan, outcome: { screenChanged: boolean; failed: boolean }): Map<string, string> {
-    const kept = new Map<string, string>();
-    for (const c of capturesFor(plan.policy, { ...plan.facts, ...outcome }, "after")) kept.set(c.token, c.reason);
+  /**
+   * Of what was asked, what the step keeps once its outcome is known, with
+   * the first reason for each, and whether it was speculative: asked for
+   * before the outcome that keeps it was known. In farm that is every
+   * capture kept only by a post-hoc rule (or an id rule on a tap whose id
+   * was learnt when it ran), `.after` ones too: the agent took them all
+   * inside the routed call, before the coordinator saw the outcome.
+   */
+  keep(plan: CapturePlan, outcome: { screenChanged: boolean; failed: boolean }): Map<string, KeptCapture> {
+    const kept = new Map<string, KeptCapture>();
+    const definite = new Set(plan.definite);
+    for (const c of capturesFor(plan.policy, { ...plan.facts, ...outcome }, "after")) kept.set(c.token, { reason: c.reason, speculative: !definite.has(c.token) });
     return kept;
   }
 }

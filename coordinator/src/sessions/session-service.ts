@@ -12,6 +12,7 @@ import {
   ReadSessionImageResponseSchema,
   AppendSessionStepResponseSchema,
   StartSessionResponseSchema,
+  type ClientShot,
 } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
 import type { ActivityLog } from "../activity/activity-log.js";
@@ -26,7 +27,7 @@ import type { SessionSteps } from "./session-steps.js";
 import type { SessionImageStore } from "./session-image-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import type { Summarizer } from "../auth/summary-key.js";
-import type { StepRecorder } from "./step-recorder.js";
+import type { ClientShotRequest, StepRecorder } from "./step-recorder.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 
 export interface SessionServiceDeps {
@@ -126,6 +127,8 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
         artifacts: req.artifacts,
         startTime: req.startTime ? timestampMs(req.startTime) : undefined,
         durationMs: req.durationMs,
+        before: clientShot(req.before),
+        after: clientShot(req.after),
       });
       return create(AppendSessionStepResponseSchema, { step: stepFor(principal, stepMessage(step), deps.summaries) });
     },
@@ -146,4 +149,10 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
 /** The policy as the coordinator keeps it: validated again here (a client is not trusted), in its canonical JSON. */
 function checkedPolicyJson(text: string): string {
   return JSON.stringify(parsePolicy(text, "json"));
+}
+
+/** A client step's screenshot as the recorder takes it; unset: none sent. */
+function clientShot(shot: ClientShot | undefined): ClientShotRequest | undefined {
+  if (!shot) return undefined;
+  return { blobId: shot.blobId, sha256: shot.sha256, errorCode: shot.errorCode, errorMessage: shot.errorMessage, ...(shot.captureTime ? { capturedAt: timestampMs(shot.captureTime) } : {}) };
 }

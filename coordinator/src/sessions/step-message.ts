@@ -58,6 +58,7 @@ export function stepMessage(s: StoredStep): SessionStep {
       skippedReason: a.skippedReason ?? "",
       warning: a.warning ?? "",
       reason: a.reason ?? "",
+      speculative: a.speculative === true,
     })),
   });
 }

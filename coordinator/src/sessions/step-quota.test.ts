@@ -128,4 +128,40 @@ describe("session files against the owner's evidence quota", () => {
     expect(stored.view.artifacts[0]?.skippedReason).toMatch(/^QUOTA_EXCEEDED: /);
     await expect(blobs.peek(diff.blobId, "user:alice")).rejects.toThrow(/no blob/);
   });
+
+  it("counts a client step's screenshot once when it is the check's actual.png", async () => {
+    const { recorder, session, upload, png, blobs, quotaStore } = await setup(1024 * 1024);
+    const screen = await png("#345678");
+    const actual = await upload(screen, "user:alice");
+    const before = await upload(screen, "user:alice");
+    const stored = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, {
+      action: "assert-visual",
+      description: "check",
+      arguments: {},
+      ok: true,
+      errorCode: "",
+      errorMessage: "",
+      response: {},
+      durationMs: 1,
+      artifacts: [{ name: "actual.png", kind: "visual", provider: "agent", blobId: actual.blobId, mimeType: "image/png", when: "actual" }],
+      before: { blobId: before.blobId, sha256: "", errorCode: "", errorMessage: "" },
+      after: { blobId: "", sha256: actual.sha256, errorCode: "", errorMessage: "" },
+    });
+    expect(stored.view.before?.sha256).toBe(actual.sha256);
+    expect(stored.view.after?.sha256).toBe(actual.sha256);
+    expect(await quotaStore.usage("alice", Date.now())).toMatchObject({ sessionFileBytes: screen.length, reservedBytes: 0 });
+    await expect(blobs.peek(before.blobId, "user:alice")).rejects.toThrow(/no blob/);
+  });
+
+  it("records a client step's screenshot over quota as QUOTA_EXCEEDED and keeps the step", async () => {
+    const { recorder, session, upload, png, blobs } = await setup(10);
+    const big = await upload(await png("#456789"), "user:alice");
+    const over = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, {
+      action: "wait", description: "wait", arguments: {}, ok: true, errorCode: "", errorMessage: "", response: {}, durationMs: 1, artifacts: [],
+      before: { blobId: big.blobId, sha256: "", errorCode: "", errorMessage: "" },
+    });
+    expect(over.view.before).toMatchObject({ error: { code: "QUOTA_EXCEEDED" } });
+    expect(over.view.result.ok).toBe(true);
+    await expect(blobs.peek(big.blobId, "user:alice")).rejects.toThrow(/no blob/);
+  });
 });

@@ -45,6 +45,8 @@ export interface StepArtifactRecord {
   warning?: string;
   /** Which rule asked for it. */
   reason?: string;
+  /** Captured before the outcome that keeps it was known (a post-hoc rule's), and kept because that rule fired. */
+  speculative?: boolean;
 }
 
 export interface StepAttemptRecord {

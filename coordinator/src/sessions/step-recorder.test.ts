@@ -9,7 +9,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { fileAsBlobParts } from "@farm/shared/blob-parts";
 import { createLogger } from "@farm/shared/log";
 import { farmError, actionError, Errors } from "@farm/shared/errors";
-import { StepEvidenceSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { StepArtifactReportSchema, StepEvidenceSchema, type StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService, RunShellRequestSchema, RunShellResponseSchema, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { SessionStepSchema } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
@@ -308,5 +308,127 @@ describe("StepRecorder", () => {
     // A digit typed as a key is one character of a PIN; a key that types nothing is shown.
     expect(stepFor(bob, await typed({ case: "key", value: "KEYCODE_7" }), key).description).toBe(`key [9 chars, hmac:${key.summarize("KEYCODE_7")}]`);
     expect(stepFor(bob, await typed({ case: "key", value: "KEYCODE_HOME" }), key).description).toBe("key KEYCODE_HOME");
+  });
+
+  describe("client steps", () => {
+    const ALICE = { tokenName: "alice", kind: "user" as const };
+    const check = { action: "assert-visual", description: "visual check against home.png", arguments: {}, response: {}, artifacts: [], durationMs: 5 };
+    const uploaded = (s: StepShot) => ({ blobId: s.blobId, sha256: "", errorCode: "", errorMessage: "", capturedAt: 100 });
+
+    it("keeps a client step's before and after screenshots like a routed step's; a failed visual check carries VISUAL_MISMATCH", async () => {
+      const { recorder, session, steps, shot, queued } = await setup(true);
+      const before = await shot("#123456", "user:alice");
+      const after = await shot("#654321", "user:alice");
+      const failed = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: false, errorCode: "VISUAL_MISMATCH", errorMessage: "the screen differs", before: uploaded(before), after: uploaded(after) });
+      expect(failed.view.result).toMatchObject({ ok: false, errorCode: "VISUAL_MISMATCH" });
+      expect(failed.view.before).toMatchObject({ sha256: before.sha256, width: 8, height: 16, capturedAt: 100 });
+      expect(failed.view.after).toMatchObject({ sha256: after.sha256, width: 8, height: 16 });
+      // Its before screen is OCR'd as a routed step's is.
+      expect(queued).toEqual([[session.sessionId, failed.sequence, before.sha256]]);
+      // The same screen after as before is named by its sha256, not uploaded again.
+      const same = await shot("#abcdef", "user:alice");
+      const passed = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "", before: uploaded(same), after: { blobId: "", sha256: same.sha256, errorCode: "", errorMessage: "" } });
+      expect(passed.view.before?.sha256).toBe(same.sha256);
+      expect(passed.view.after?.sha256).toBe(same.sha256);
+      expect(await steps.knownImages(session.sessionId)).toEqual(expect.arrayContaining([before.sha256, after.sha256, same.sha256]));
+      // The wire message carries them as a routed step's.
+      const msg = stepMessage((await steps.get(session.sessionId, failed.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>);
+      expect(msg.before?.sha256).toBe(before.sha256);
+      expect(msg.after?.sha256).toBe(after.sha256);
+    });
+
+    it("records a screenshot the client could not take, or did not send, as missing with why", async () => {
+      const { recorder, session, shot, blobs } = await setup();
+      const before = await shot("#0a0a0a", "user:alice");
+      const lost = { blobId: "", sha256: "", errorCode: "DEVICE_OFFLINE", errorMessage: "device S-1 went away", capturedAt: 7 };
+      const one = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, action: "wait", ok: false, errorCode: "COMMAND_TIMEOUT", errorMessage: "", before: uploaded(before), after: lost });
+      expect(one.view.after).toEqual({ capturedAt: 7, error: { code: "DEVICE_OFFLINE", message: "device S-1 went away" } });
+      // A client older than the coordinator sends none: said so, never silently empty.
+      const old = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "" });
+      expect(old.view.before?.error).toMatchObject({ code: "NOT_IMPLEMENTED", message: expect.stringMatching(/sent no screenshot/) });
+      expect(old.view.after?.error?.code).toBe("NOT_IMPLEMENTED");
+      // Bytes that are not a PNG are not kept as the screen.
+      const junkFile = join(dir as string, "junk-shot");
+      await writeFile(junkFile, "not a png, only words");
+      const junk = await blobs.put(fileAsBlobParts(junkFile), "user:alice");
+      const notPng = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "", before: { blobId: junk, sha256: "", errorCode: "", errorMessage: "" } });
+      expect(notPng.view.before?.error?.code).toBe("SCREENSHOT_NOT_PNG");
+      expect(notPng.view.before?.sha256).toBeUndefined();
+    });
+
+    it("refuses a client screenshot that is not one thing, names an unknown code, or a screen the session does not keep, before numbering the step", async () => {
+      const { recorder, session, steps, shot } = await setup();
+      const s = await shot("#0b0b0b", "user:alice");
+      const bad: [object, RegExp][] = [
+        [{ before: { ...uploaded(s), errorCode: "DEVICE_OFFLINE" } }, /exactly one of/],
+        [{ before: { blobId: "", sha256: "", errorCode: "", errorMessage: "" } }, /exactly one of/],
+        [{ after: { blobId: "", sha256: "", errorCode: "NO_SUCH_CODE", errorMessage: "" } }, /not a code of the error table/],
+        [{ after: { blobId: "", sha256: "f".repeat(64), errorCode: "", errorMessage: "" } }, /keeps no screenshot/],
+        [{ before: { blobId: "", sha256: "F00", errorCode: "", errorMessage: "" } }, /sha256 in lowercase hex/],
+      ];
+      for (const [shots, why] of bad) await expect(recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "", ...shots }), String(why)).rejects.toThrow(why);
+      expect((await steps.listPage(session.sessionId, { pageSize: 0, pageToken: "" })).items).toEqual([]);
+      // Another user's upload is not the caller's screenshot.
+      const foreign = await shot("#0c0c0c", "user:bob");
+      await expect(recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "", before: uploaded(foreign) })).rejects.toThrow(/no blob/);
+    });
+
+    it("discloses what the policy asks of a client step that it cannot have as skipped, with the rule that asked", async () => {
+      const policyJson = JSON.stringify({ capture: ["elements.after", "screenshot.before"], capturePolicy: [{ on: { result: "error" }, capture: ["video", "deviceLog"] }, { on: { event: "screenChanged" }, capture: ["elements.before"] }] });
+      const { recorder, session, shot } = await setup(false, [], policyJson);
+      const a = await shot("#0d0d0d", "user:alice");
+      const passed = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: true, errorCode: "", errorMessage: "", before: uploaded(a), after: { blobId: "", sha256: a.sha256, errorCode: "", errorMessage: "" } });
+      expect(passed.view.artifacts).toEqual([
+        { name: "elements.after.json", kind: "elements", provider: "coordinator", when: "after", reason: "default", skippedReason: expect.stringMatching(/runs in the CLI.*no UI element tree/) },
+      ]);
+      const b = await shot("#0e0e0e", "user:alice");
+      const c = await shot("#0f0f0f", "user:alice");
+      const failed = await recorder.appendClientStep(session.sessionId, ALICE, { ...check, ok: false, errorCode: "VISUAL_MISMATCH", errorMessage: "", before: uploaded(b), after: uploaded(c) });
+      expect(failed.view.artifacts.map((x) => [x.name, x.reason, Boolean(x.skippedReason), x.sha256])).toEqual([
+        ["elements.before.json", "rule 2", true, undefined],
+        ["elements.after.json", "default", true, undefined],
+        ["video.mp4", "rule 1", true, undefined],
+        ["device.log", "rule 1", true, undefined],
+      ]);
+    });
+  });
+
+  it("marks the captures a post-hoc rule kept as speculative, and not those a definite source asked for", async () => {
+    const policyJson = JSON.stringify({ capture: ["elements.after"], capturePolicy: [{ on: { action: "tap" }, capture: ["deviceLog"] }, { on: { result: "error" }, capture: ["video", "elements.before"] }] });
+    const { recorder, session, steps, blobs } = await setup(false, [], policyJson);
+    const upload = async (name: string, body: string) => {
+      const file = join(dir as string, `${name}-${Math.random()}`);
+      await writeFile(file, body);
+      return { blobId: await blobs.put(fileAsBlobParts(file), AGENT_OWNER), sha256: createHash("sha256").update(body).digest("hex") };
+    };
+    const reportsFor = async (tokens: readonly string[]) => {
+      const out = [];
+      for (const token of tokens) {
+        const [kind = "", when = ""] = token.split(".");
+        const mimeType = kind === "elements" ? "application/json" : "text/plain";
+        out.push(create(StepArtifactReportSchema, { name: `${token}-file`, kind, provider: "agent", token, when, mimeType, ...(await upload(token, `{"token":"${token}"}`)) }));
+      }
+      return out;
+    };
+    const failing = await recorder.open(session);
+    const plan = recorder.planFor(failing, DeviceService.method.sendInput, tap, []);
+    expect(plan.captures.sort()).toEqual(["deviceLog.around", "elements.after", "elements.before", "video.around"]);
+    await recorder.record(failing, DeviceService.method.sendInput, tap, { error: farmError(Errors.DEVICE_OFFLINE, "gone"), evidence: create(StepEvidenceSchema, { artifacts: await reportsFor(plan.captures) }) }, AGENT, "alice");
+    const byToken = new Map((await steps.get(session.sessionId, failing.sequence))?.view.artifacts.map((a) => [a.name.replace(/-file$/, ""), a]));
+    expect(byToken.get("elements.after")).toMatchObject({ reason: "default" });
+    expect(byToken.get("elements.after")).not.toHaveProperty("speculative");
+    expect(byToken.get("deviceLog.around")).toMatchObject({ reason: "rule 1" });
+    expect(byToken.get("deviceLog.around")).not.toHaveProperty("speculative");
+    expect(byToken.get("video.around")).toMatchObject({ reason: "rule 2", speculative: true });
+    expect(byToken.get("elements.before")).toMatchObject({ reason: "rule 2", speculative: true });
+    const msg = stepMessage((await steps.get(session.sessionId, failing.sequence)) as NonNullable<Awaited<ReturnType<typeof steps.get>>>);
+    expect(msg.artifacts.filter((a) => a.speculative).map((a) => a.name).sort()).toEqual(["elements.before-file", "video.around-file"]);
+    // A step that passed keeps none of them: nothing speculative is left.
+    const passing = await recorder.open(session);
+    const again = recorder.planFor(passing, DeviceService.method.sendInput, tap, []);
+    await recorder.record(passing, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { artifacts: await reportsFor(again.captures) }) }, AGENT, "alice");
+    const kept = (await steps.get(session.sessionId, passing.sequence))?.view.artifacts ?? [];
+    expect(kept.map((a) => a.name).sort()).toEqual(["deviceLog.around-file", "elements.after-file"]);
+    expect(kept.some((a) => a.speculative)).toBe(false);
   });
 });

@@ -6,7 +6,8 @@ import { createRedactor, mergeRedactionRules, type RedactionRules, type Redactor
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { RedactionSchema, StepArtifactReport, StepEvidence, StepShot } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { targetIdOf, type CapturePlan, type CapturePlans } from "./capture-plans.js";
+import { capturesFor } from "@farm/shared/capture-policy/rules";
+import { targetIdOf, type CapturePlan, type CapturePlans, type KeptCapture } from "./capture-plans.js";
 import type { BlobStore } from "../evidence/blob-store.js";
 import type { EvidenceQuota, FileReservation } from "../evidence/evidence-quota.js";
 import { ownerOf } from "../evidence/blob-service.js";
@@ -39,7 +40,27 @@ export interface ClientStepRequest {
   artifacts: { name: string; kind: string; provider: string; blobId: string; mimeType: string; when: string }[];
   startTime?: number | undefined;
   durationMs: number;
+  /** The screen when the step started and when it ended; absent: the client sent none. */
+  before?: ClientShotRequest | undefined;
+  after?: ClientShotRequest | undefined;
 }
+
+/** A client step's screenshot: uploaded (blobId), one the session keeps already (sha256), or why there is none (errorCode). */
+export interface ClientShotRequest {
+  blobId: string;
+  sha256: string;
+  errorCode: string;
+  errorMessage: string;
+  capturedAt?: number | undefined;
+}
+
+/** What a client step cannot have, by capture kind: it runs in the CLI, not around an action on the agent. */
+const CLIENT_STEP_LACKS: Readonly<Record<string, { name: (when: string) => string; what: string }>> = {
+  elements: { name: (when) => `elements.${when}.json`, what: "UI element tree" },
+  deviceLog: { name: () => "device.log", what: "device log" },
+  video: { name: () => "video.mp4", what: "video" },
+};
+const MAX_SHOT_ERROR = 1000;
 
 /** Masks a record's text in place: the description, arguments and result. Images are not masked. */
 function maskRecord(record: StepRecordV2, mask: Redactor): void {
@@ -204,7 +225,7 @@ export class StepRecorder {
       const d = describeStep(method, request, outcome.response, step.mask);
       const result = failed ? failureOf(toErrorReport(outcome.error ?? farmError(Errors.INTERNAL, "no answer and no error"))) : resultOf(method, outcome.response as Message, step.mask);
       // What the policy keeps, now that the step's outcome is known (screenChanged: its pixels changed).
-      let kept: Map<string, string> | undefined;
+      let kept: Map<string, KeptCapture> | undefined;
       if (step.plan && this.deps.plans) {
         const facts = step.plan.facts.targetId ? step.plan : { ...step.plan, facts: { ...step.plan.facts, targetId: targetIdOf(d.arguments, result.response) } };
         const screenChanged = Boolean(before?.sha256 && after?.sha256 && before.sha256 !== after.sha256);
@@ -265,16 +286,23 @@ export class StepRecorder {
    * like a screenshot (its own blob, the announced sha256), or recorded as
    * skipped or dropped with the reason: a gap is never silent.
    */
-  private async keepArtifacts(sessionId: string, reports: readonly StepArtifactReport[], agentToken: string, kept?: ReadonlyMap<string, string>): Promise<StepArtifactRecord[]> {
+  private async keepArtifacts(sessionId: string, reports: readonly StepArtifactReport[], agentToken: string, kept?: ReadonlyMap<string, KeptCapture>): Promise<StepArtifactRecord[]> {
     const out: StepArtifactRecord[] = [];
-    const reasons = kept;
     for (const a of reports.slice(0, MAX_ARTIFACTS)) {
       // A speculative capture the step's outcome does not keep is thrown away, unseen.
       if (kept && !kept.has(a.token)) {
         if (a.blobId) await this.deps.blobs.remove(a.blobId);
         continue;
       }
-      const rec: StepArtifactRecord = { name: a.name, kind: a.kind, provider: a.provider, ...(a.when ? { when: a.when } : {}), ...(reasons?.get(a.token) ? { reason: reasons.get(a.token) as string } : {}) };
+      const why = kept?.get(a.token);
+      const rec: StepArtifactRecord = {
+        name: a.name,
+        kind: a.kind,
+        provider: a.provider,
+        ...(a.when ? { when: a.when } : {}),
+        ...(why?.reason ? { reason: why.reason } : {}),
+        ...(why?.speculative ? { speculative: true } : {}),
+      };
       if (a.skippedReason) rec.skippedReason = a.skippedReason;
       if (a.warning) rec.warning = a.warning;
       if (a.blobId) {
@@ -330,6 +358,21 @@ export class StepRecorder {
     });
     // Every file is checked (the caller's own, not too large to mask) before any is taken or the step numbered.
     const owner = ownerOf(caller);
+    for (const side of ["before", "after"] as const) {
+      const shot = req[side];
+      if (!shot) continue;
+      const given = [shot.blobId, shot.sha256, shot.errorCode].filter((v) => v !== "").length;
+      if (given !== 1) throw invalidArgument(side, "a screenshot is exactly one of blob_id, sha256 (a screen the session keeps) or error_code");
+      if (shot.errorCode && !Object.hasOwn(Errors, shot.errorCode)) throw invalidArgument(`${side}.error_code`, `${shot.errorCode.slice(0, 64)} is not a code of the error table`);
+      if (shot.errorMessage.length > MAX_SHOT_ERROR) throw invalidArgument(`${side}.error_message`, `at most ${MAX_SHOT_ERROR} characters`);
+      if (shot.sha256) {
+        if (!/^[0-9a-f]{64}$/.test(shot.sha256)) throw invalidArgument(`${side}.sha256`, "a sha256 in lowercase hex");
+        // The screen is this session's already, or (after) the step's own before, uploaded with it.
+        const ownBefore = side === "after" && Boolean(req.before?.blobId);
+        if (!ownBefore && !(await this.deps.steps.image(sessionId, shot.sha256))) throw invalidArgument(`${side}.sha256`, `session ${sessionId} keeps no screenshot ${shot.sha256}`);
+      }
+      if (shot.blobId) await this.deps.blobs.peek(shot.blobId, owner);
+    }
     for (const [i, a] of req.artifacts.entries()) {
       const { size } = await this.deps.blobs.peek(a.blobId, owner);
       if (a.mimeType !== "image/png" && size > MAX_CLIENT_TEXT) throw invalidArgument(`artifacts[${i}]`, `${a.name} is ${size} bytes; a text file is at most ${MAX_CLIENT_TEXT / (1024 * 1024)} MiB`);
@@ -374,6 +417,9 @@ export class StepRecorder {
       await held.keep(size);
       artifacts.push({ name: a.name, kind: a.kind, provider: a.provider, sha256, size, mimeType: a.mimeType, ...(a.when ? { when: a.when } : {}), ...(req.action === "wait" && !req.ok ? { reason: "always" } : {}) });
     }
+    // After the files: a screen one of them already is (a visual check's actual.png) is kept once, and counted once.
+    const before = await this.keepClientShot(sessionId, req.before, owner, step.mask);
+    const after = await this.keepClientShot(sessionId, req.after, owner, step.mask);
     const record: StepRecordV2 = {
       version: STEP_RECORD_VERSION,
       method: "farm.v1.SessionService/AppendSessionStep",
@@ -381,18 +427,93 @@ export class StepRecorder {
       description: req.description,
       arguments: req.arguments ?? {},
       result: { ok: req.ok, ...(req.errorCode ? { errorCode: req.errorCode } : {}), ...(req.errorMessage ? { errorMessage: req.errorMessage } : {}), response: req.response ?? {} },
-      before: null,
-      after: null,
+      before,
+      after,
       startedAt: req.startTime ?? step.startedAt,
       durationMs: req.durationMs,
       attempts: [],
       requestedBy: caller.tokenName,
-      artifacts,
+      artifacts: [...artifacts, ...this.clientSkips(session, req, before, after)],
     };
     if (step.mask) maskRecord(record, step.mask);
-    const stored = await this.deps.steps.append(sessionId, step.sequence, record, { failed: !req.ok, ocr: session.ocr ? { status: "skipped", observations: [], error: "a client step has no before screenshot" } : null });
+    let ocr: StepOcrRecord | null = null;
+    if (session.ocr) ocr = before.sha256 && this.deps.ocr ? { status: "pending", observations: [] } : { status: "skipped", observations: [], error: before.sha256 ? "OCR is not available on this coordinator" : "no before screenshot" };
+    const stored = await this.deps.steps.append(sessionId, step.sequence, record, { failed: !req.ok, ocr });
     if (!stored) throw farmError(Errors.SESSION_NOT_FOUND, `no session ${sessionId}`, "session_id");
+    if (ocr?.status === "pending" && before.sha256) this.deps.ocr?.queue(sessionId, step.sequence, before.sha256, step.mask);
     return stored.step;
+  }
+
+  /**
+   * A client step's screenshot, kept like a routed step's (a PNG, counted
+   * against the owner's quota), or recorded as missing with why: the
+   * client's error, over quota, or none sent at all.
+   */
+  private async keepClientShot(sessionId: string, shot: ClientShotRequest | undefined, owner: string, mask: Redactor | undefined): Promise<StepImageRecord> {
+    if (!shot) return { error: { code: Errors.NOT_IMPLEMENTED.code, message: "the client sent no screenshot with this step (a farm CLI older than this coordinator)" } };
+    const base = shot.capturedAt !== undefined ? { capturedAt: shot.capturedAt } : {};
+    if (shot.errorCode) return { ...base, error: { code: shot.errorCode, message: mask ? mask.text(shot.errorMessage) : shot.errorMessage } };
+    if (shot.sha256) {
+      const known = await this.deps.steps.image(sessionId, shot.sha256);
+      if (!known || known.mimeType !== "image/png") return { ...base, error: { code: Errors.INVALID_ARGUMENT.code, message: `the client referred to screenshot ${shot.sha256}, which this session does not keep` } };
+      return { ...base, sha256: known.sha256, width: known.width, height: known.height, size: known.size };
+    }
+    const { sha256 } = await this.deps.blobs.peek(shot.blobId, owner);
+    const kept = await this.deps.steps.image(sessionId, sha256);
+    if (kept && kept.mimeType === "image/png") {
+      // A screen the session keeps already: not stored or counted again.
+      await this.deps.blobs.remove(shot.blobId);
+      return { ...base, sha256: kept.sha256, width: kept.width, height: kept.height, size: kept.size };
+    }
+    let held: FileReservation;
+    try {
+      held = await this.holdFile(sessionId, shot.blobId, owner);
+    } catch (err) {
+      const r = toErrorReport(err);
+      if (r.code !== Errors.QUOTA_EXCEEDED.code) throw err;
+      return { ...base, error: { code: r.code, message: r.message } };
+    }
+    try {
+      const blob = await this.deps.blobs.take(shot.blobId, owner);
+      const png = await pngSize(blob.file);
+      if (!png) {
+        await rm(blob.file, { force: true });
+        return { ...base, error: { code: Errors.SCREENSHOT_NOT_PNG.code, message: "the client's screenshot is not a PNG; it was not kept" } };
+      }
+      await this.deps.images.adoptFile(blob.file, blob.sha256, "image/png");
+      await this.deps.steps.addImage({ sessionId, sha256: blob.sha256, size: blob.size, ...png, mimeType: "image/png" });
+      await held.keep(blob.size);
+      return { ...base, sha256: blob.sha256, ...png, size: blob.size };
+    } finally {
+      await held.release();
+    }
+  }
+
+  /**
+   * The captures the session's policy keeps for this client step that a
+   * step made in the CLI cannot have (an element tree, a device log, a
+   * video: nothing ran on the agent around it), each disclosed as skipped
+   * with its reason. Screenshot tokens are the step's before and after.
+   */
+  private clientSkips(session: SessionRow, req: ClientStepRequest, before: StepImageRecord, after: StepImageRecord): StepArtifactRecord[] {
+    const plans = this.deps.plans;
+    if (!plans) return [];
+    const { compiled } = plans.policyOf(session);
+    const screenChanged = Boolean(before.sha256 && after.sha256 && before.sha256 !== after.sha256);
+    const out: StepArtifactRecord[] = [];
+    for (const c of capturesFor(compiled, { action: req.action, targetId: "", screenChanged, failed: !req.ok }, "after")) {
+      const lacks = CLIENT_STEP_LACKS[c.kind];
+      if (!lacks) continue;
+      out.push({
+        name: lacks.name(c.when),
+        kind: c.kind,
+        provider: "coordinator",
+        ...(c.when ? { when: c.when } : {}),
+        reason: c.reason,
+        skippedReason: `farm ${req.action === "wait" ? "wait" : "assert visual"} runs in the CLI, not around an action on the agent: a client step has no ${lacks.what}`,
+      });
+    }
+    return out;
   }
 
   /** A screenshot the agent reported, kept in the store, or the reason it is not. */

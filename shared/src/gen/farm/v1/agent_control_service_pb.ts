@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJRChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2Uy6AQKE0FnZW50Q29udHJvbFNlcnZpY2USTwoKU3RhcnRTaGVsbBIaLmZhcm0udjEuU3RhcnRTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlN0YXJ0U2hlbGxSZXNwb25zZSIIorsYBAgGEAESWwoOU3RhcnRBZGJUdW5uZWwSHi5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGEAESWAoNU3RvcEFkYlR1bm5lbBIdLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGIAESWQoOU3RhcnRBZGJTdHJlYW0SHi5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXNwb25zZSIGorsYAggGElgKDVN0b3BBZGJTdHJlYW0SHS5mYXJtLnYxLlN0b3BBZGJTdHJlYW1SZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVzcG9uc2UiCKK7GAQIBiABElIKC1N0YXJ0U2NyZWVuEhsuZmFybS52MS5TdGFydFNjcmVlblJlcXVlc3QaHC5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVzcG9uc2UiCKK7GAQIBigBEkAKBURyYWluEhUuZmFybS52MS5EcmFpblJlcXVlc3QaFi5mYXJtLnYxLkRyYWluUmVzcG9uc2UiCKK7GAQIBiABYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiMwoPRW5kTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIwChBFbmRMZWFzZVJlc3BvbnNlEhwKFGFiYW5kb25lZF9hY3Rpb25faWRzGAEgAygJMrMFChNBZ2VudENvbnRyb2xTZXJ2aWNlEk8KClN0YXJ0U2hlbGwSGi5mYXJtLnYxLlN0YXJ0U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TdGFydFNoZWxsUmVzcG9uc2UiCKK7GAQIBhABElsKDlN0YXJ0QWRiVHVubmVsEh4uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBhABElgKDVN0b3BBZGJUdW5uZWwSHS5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBiABElkKDlN0YXJ0QWRiU3RyZWFtEh4uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBhJYCg1TdG9wQWRiU3RyZWFtEh0uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlc3BvbnNlIgiiuxgECAYgARJSCgtTdGFydFNjcmVlbhIbLmZhcm0udjEuU3RhcnRTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5TdGFydFNjcmVlblJlc3BvbnNlIgiiuxgECAYoARJJCghFbmRMZWFzZRIYLmZhcm0udjEuRW5kTGVhc2VSZXF1ZXN0GhkuZmFybS52MS5FbmRMZWFzZVJlc3BvbnNlIgiiuxgECAYgARJACgVEcmFpbhIVLmZhcm0udjEuRHJhaW5SZXF1ZXN0GhYuZmFybS52MS5EcmFpblJlc3BvbnNlIgiiuxgECAYgAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -109,6 +109,13 @@ export type StartAdbTunnelRequest = Message<"farm.v1.StartAdbTunnelRequest"> & {
    * @generated from field: farm.v1.DeviceTarget target = 2;
    */
   target?: DeviceTarget | undefined;
+
+  /**
+   * The lease the tunnel belongs to, journaled with its raw-adb action.
+   *
+   * @generated from field: string lease_id = 3;
+   */
+  leaseId: string;
 };
 
 /**
@@ -283,6 +290,49 @@ export const StartScreenResponseSchema: GenMessage<StartScreenResponse> = /*@__P
   messageDesc(file_farm_v1_agent_control_service, 13);
 
 /**
+ * @generated from message farm.v1.EndLeaseRequest
+ */
+export type EndLeaseRequest = Message<"farm.v1.EndLeaseRequest"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * "released", "expired", "revoked": for the journal.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.EndLeaseRequest.
+ * Use `create(EndLeaseRequestSchema)` to create a new message.
+ */
+export const EndLeaseRequestSchema: GenMessage<EndLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 14);
+
+/**
+ * @generated from message farm.v1.EndLeaseResponse
+ */
+export type EndLeaseResponse = Message<"farm.v1.EndLeaseResponse"> & {
+  /**
+   * The raw-adb actions this lease's end settled as abandoned.
+   *
+   * @generated from field: repeated string abandoned_action_ids = 1;
+   */
+  abandonedActionIds: string[];
+};
+
+/**
+ * Describes the message farm.v1.EndLeaseResponse.
+ * Use `create(EndLeaseResponseSchema)` to create a new message.
+ */
+export const EndLeaseResponseSchema: GenMessage<EndLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 15);
+
+/**
  * Served by each agent and called only by the coordinator, over the agent's
  * control stream (AgentCall): what the coordinator itself asks of an agent.
  *
@@ -303,6 +353,7 @@ export const AgentControlService: GenService<{
   /**
    * Opens a remote adb tunnel to a phone: a raw-adb action that holds the
    * phone's lock until StopAdbTunnel (or until the coordinator is lost).
+   * The caller's own farm changes run beside it; anyone else's are refused.
    *
    * @generated from rpc farm.v1.AgentControlService.StartAdbTunnel
    */
@@ -359,6 +410,18 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof StartScreenRequestSchema;
     output: typeof StartScreenResponseSchema;
+  },
+  /**
+   * A lease ended: the agent closes that lease's tunnels and settles any
+   * raw-adb action of that lease left unresolved (an agent killed with a
+   * tunnel open) as abandoned, "lease ended".
+   *
+   * @generated from rpc farm.v1.AgentControlService.EndLease
+   */
+  endLease: {
+    methodKind: "unary";
+    input: typeof EndLeaseRequestSchema;
+    output: typeof EndLeaseResponseSchema;
   },
   /**
    * Asks the agent to drain and exit (farm agent drain NAME).

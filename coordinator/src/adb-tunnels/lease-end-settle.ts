@@ -1,0 +1,41 @@
+import type { Logger } from "@farm/shared/log";
+import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
+import type { LeaseManager } from "../leases/lease-manager.js";
+import type { LeaseRow } from "../leases/lease-store.js";
+import type { Registry } from "../registry/registry.js";
+import type { AgentCaller } from "../routing/agent-session.js";
+
+/** How long the agent gets to close the lease's tunnels and settle what they left. */
+const END_LEASE_TIMEOUT_MS = 10_000;
+
+/**
+ * When a lease ends, tells the agent of its phone (EndLease): the lease's
+ * tunnels close, and a raw-adb action an agent killed with a tunnel open
+ * left unresolved is settled as abandoned, "lease ended", so the phone is
+ * not blocked for the next holder. An agent offline now keeps the entry;
+ * the next lease holder (or an admin) may abandon it.
+ */
+export function settleRawAdbOnLeaseEnd(deps: { registry: Registry; leases: LeaseManager; log: Logger }): void {
+  deps.leases.events.on("leaseEnded", (lease: LeaseRow) => {
+    void endLeaseOnAgent(deps, lease);
+  });
+}
+
+async function endLeaseOnAgent(deps: { registry: Registry; log: Logger }, lease: LeaseRow): Promise<void> {
+  const attached = deps.registry.agentSession(lease.agentId);
+  if (!attached) {
+    deps.log.info("a lease ended while its agent is offline: a tunnel's action it left unresolved stays until abandoned", { leaseId: lease.leaseId, agentId: lease.agentId });
+    return;
+  }
+  try {
+    const res = await (attached.session as AgentCaller).call(
+      AgentControlService.method.endLease,
+      { leaseId: lease.leaseId, reason: lease.state },
+      { tokenName: lease.holder, admin: false },
+      Date.now() + END_LEASE_TIMEOUT_MS,
+    );
+    if (res.abandonedActionIds.length > 0) deps.log.info("a lease's end settled remote adb actions left unresolved", { leaseId: lease.leaseId, actionIds: res.abandonedActionIds });
+  } catch (err) {
+    deps.log.warn("could not tell the agent a lease ended; a tunnel's action it left unresolved stays until abandoned", { leaseId: lease.leaseId, agentId: lease.agentId, error: (err as Error).message });
+  }
+}
