@@ -16,7 +16,15 @@ export interface AgentMetrics {
 }
 
 /** The agent's Prometheus series, served only when an address is configured. */
-export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => boolean; videoWorkers: () => Promise<number>; history: DeviceHistory }): AgentMetrics {
+/** What remote adb holds on this agent now. */
+export interface AdbStreamGauges {
+  openStreams(): number;
+  /** Bytes the streams hold against the agent's budget now, and the most they ever held. */
+  heldBytes(): number;
+  peakHeldBytes(): number;
+}
+
+export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => boolean; videoWorkers: () => Promise<number>; history: DeviceHistory; adb?: AdbStreamGauges }): AgentMetrics {
   const registry = new MetricsRegistry();
   new Gauge({
     name: "farm_agent_devices",
@@ -48,6 +56,21 @@ export function agentMetrics(src: { watcher: DeviceWatcher; draining: () => bool
       this.set(await src.videoWorkers());
     },
   });
+  const adb = src.adb;
+  if (adb) {
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge("farm_agent_adb_streams", "Remote adb streams open on this agent", () => adb.openStreams());
+    gauge("farm_agent_adb_held_bytes", "Bytes remote adb streams hold on this agent now (bounded by --adb-agent-budget)", () => adb.heldBytes());
+    gauge("farm_agent_adb_held_peak_bytes", "The most bytes remote adb streams ever held on this agent at once", () => adb.peakHeldBytes());
+  }
   let server: Server | undefined;
   return {
     command: (kind, outcome) => commands.inc({ command: kind, outcome }),

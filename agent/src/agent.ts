@@ -43,6 +43,7 @@ import { Uplink } from "./uplink/uplink.js";
 import { LiveScreens, serveScreenOver } from "./live-screen/live-screens.js";
 import { AdbTunnels } from "./adb-tunnel/adb-tunnels.js";
 import { serveAdbStreamOver } from "./adb-tunnel/adb-stream.js";
+import { ADB_STREAM_WINDOW_BYTES } from "@farm/shared/http2-windows";
 import { rawAdbAction } from "./adb-tunnel/raw-adb-action.js";
 
 export interface AgentOptions {
@@ -66,6 +67,10 @@ export interface AgentOptions {
   metricsListen?: ListenAddress;
   /** Apple's devicectl (e.g. "xcrun devicectl"): report iOS devices and their app endpoints. */
   devicectl?: string;
+  /** Bytes one remote adb tunnel's streams may hold here (DEFAULT_TUNNEL_BUDGET_BYTES). */
+  adbTunnelBudgetBytes?: number;
+  /** Bytes all remote adb streams may hold here (DEFAULT_AGENT_BUDGET_BYTES). */
+  adbAgentBudgetBytes?: number;
 }
 
 export interface RunningAgent {
@@ -135,11 +140,15 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
   const screens = new LiveScreens({ adb: opts.adb, serve: serveScreenOver(transport), log });
+  // adb streams on a connection of their own, with small windows: a stream whose phone reads nothing holds little.
+  const adbTransport = coordinatorTransport(opts.coordinatorUrl, opts.token, { caFile: opts.caFile, insecure: opts.insecure, streamWindowBytes: ADB_STREAM_WINDOW_BYTES });
   const adbTunnels = new AdbTunnels({
     adb: opts.adb,
-    serve: serveAdbStreamOver(transport),
+    serve: serveAdbStreamOver(adbTransport),
     physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId,
     log,
+    ...(opts.adbTunnelBudgetBytes !== undefined ? { tunnelBudgetBytes: opts.adbTunnelBudgetBytes } : {}),
+    ...(opts.adbAgentBudgetBytes !== undefined ? { agentBudgetBytes: opts.adbAgentBudgetBytes } : {}),
     // Streams open only once the uplink is up, after the metrics exist.
     onServiceRefused: (rule) => metrics.adbServiceRefused(rule),
   });
@@ -181,7 +190,13 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       return beginCaptures({ evidence: serviceDeps.evidence, redactor }, serial, step, untilMs);
     },
   });
-  const metrics = agentMetrics({ watcher, draining: () => drainReason !== "", videoWorkers: () => video.liveWorkers(), history });
+  const metrics = agentMetrics({
+    watcher,
+    draining: () => drainReason !== "",
+    videoWorkers: () => video.liveWorkers(),
+    history,
+    adb: { openStreams: () => adbTunnels.openStreams(), heldBytes: () => adbTunnels.budget.held, peakHeldBytes: () => adbTunnels.budget.peak },
+  });
   const metricsUrl = opts.metricsListen ? await metrics.listen(opts.metricsListen) : undefined;
   uplink = new Uplink({
     coordinatorUrl: opts.coordinatorUrl,

@@ -49,6 +49,9 @@ describe("CLI-side refusals", () => {
     ["--wait beyond a day", ["lease", "acquire", "--wait", "25h"], "wait"],
     ["an unknown command", ["devcies"], "command"],
     ["a missing argument", ["evidence", "verify"], "bundle-dir"],
+    // Checked before the agent opens its database or reaches the coordinator.
+    ["an agent budget of zero bytes", ["agent", "run", "--coordinator", "http://127.0.0.1:1", "--adb-tunnel-budget", "0"], "adb-tunnel-budget"],
+    ["an agent budget that is not a size", ["agent", "run", "--coordinator", "http://127.0.0.1:1", "--adb-agent-budget", "lots"], "adb-agent-budget"],
   ];
 
   it.each(paths)("%s: the pre-dispatch envelope, exit 1", async (_name, args, field) => {

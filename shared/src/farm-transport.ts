@@ -30,6 +30,8 @@ export interface FarmTransportOptions {
    * until that is understood.
    */
   protocol?: "connect" | "grpc";
+  /** This transport's per-stream receive window (http2-windows.ts); its own connection, since the window is per connection. */
+  streamWindowBytes?: number;
 }
 
 /**
@@ -61,6 +63,7 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
       opts.url,
       opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {},
       noDelaySessionOptions(ca ? { ca } : {}),
+      opts.streamWindowBytes,
     ),
   };
   return withDeadlineGrace(opts.protocol === "connect" ? createConnectTransport({ ...options, httpVersion: "2" }) : createGrpcTransport(options));

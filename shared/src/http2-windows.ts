@@ -10,6 +10,14 @@ import { Http2SessionManager, type Http2SessionOptions } from "@connectrpc/conne
  * what a slow reader costs in memory.
  */
 export const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
+/**
+ * The per-stream window of remote adb streams, on connections of their own:
+ * a stalled adb stream (a phone that reads nothing) holds at most this much
+ * in its receiver, so 48 of them cost 24 MiB rather than 192. 256 KiB cost
+ * a push through a tunnel about a fifth of its speed on loopback
+ * (test/bench/adb-tunnel.ts); 512 KiB about a tenth.
+ */
+export const ADB_STREAM_WINDOW_BYTES = 512 * 1024;
 /** Shared by every stream of one connection (an agent's streams all share its one). */
 export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 
@@ -37,7 +45,7 @@ export class WideWindowSessionManager extends Http2SessionManager {
   }
 }
 
-/** The session manager for a client transport: wide windows on every connection it opens. */
-export function wideWindowSessions(baseUrl: string, ping: Http2SessionOptions, nodeOptions: ClientSessionOptions | SecureClientSessionOptions): Http2SessionManager {
-  return new WideWindowSessionManager(baseUrl, ping, { ...nodeOptions, settings: { ...nodeOptions.settings, initialWindowSize: STREAM_WINDOW_BYTES } });
+/** The session manager for a client transport: wide windows on every connection it opens (per stream: `streamWindow`). */
+export function wideWindowSessions(baseUrl: string, ping: Http2SessionOptions, nodeOptions: ClientSessionOptions | SecureClientSessionOptions, streamWindow = STREAM_WINDOW_BYTES): Http2SessionManager {
+  return new WideWindowSessionManager(baseUrl, ping, { ...nodeOptions, settings: { ...nodeOptions.settings, initialWindowSize: streamWindow } });
 }

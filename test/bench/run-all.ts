@@ -31,6 +31,7 @@ const BENCHES = [
   "replicas",
   "byte-store",
   "adb-tunnel",
+  "adb-stalled-streams",
   "live-screen",
 ] as const;
 

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { relayAdbStream } from "./adb-stream.js";
+import { ByteBudget } from "./byte-budget.js";
 import { fakeServeAdbStream, readData } from "./fake-serve-adb-stream.js";
 
 /**
@@ -156,5 +157,35 @@ describe("relayAdbStream", () => {
     expect(got.digest("hex")).toBe(sent.digest("hex"));
     // Responses are all queued at once; a relay that ignored write()'s answer would buffer many of them.
     expect(maxBufferedAtPull).toBeLessThanOrEqual(chunk);
+  });
+
+  it("holds no more than the shared budget for devices that read nothing, and close() frees it all", async () => {
+    // Eight streams to devices that read nothing; each holds the chunk it could not write, and a
+    // shared 1 MiB budget lets four of them do so: the other four wait without reading a response.
+    const budget = new ByteBudget(1024 * 1024);
+    const chunk = Buffer.alloc(256 * 1024, 7);
+    const relays = [];
+    const pairs: Socket[] = [];
+    for (let i = 0; i < 8; i++) {
+      const accepted = once(server, "connection") as Promise<[Socket]>;
+      const dev = connect((server.address() as AddressInfo).port, "127.0.0.1");
+      await once(dev, "connect");
+      const [peer] = await accepted;
+      peer.pause();
+      peer.on("error", () => undefined);
+      pairs.push(dev, peer);
+      const coord = fakeServeAdbStream();
+      relays.push(relayAdbStream({ streamId: `s-${i}`, socket: dev, leftover: Buffer.alloc(0), serve: coord.serve, budget }));
+      const call = await coord.nextCall();
+      // Every response the relay asks for is there at once: only the socket and the budget stop it.
+      call.onPull = () => call.send(chunk);
+      call.send(chunk);
+    }
+    await vi.waitFor(() => expect(budget.held).toBe(budget.limit), { timeout: 60_000, interval: 20 });
+    expect(budget.peak).toBe(budget.limit);
+    for (const r of relays) r.close();
+    await Promise.all(relays.map((r) => r.done));
+    expect(budget.held).toBe(0);
+    for (const p of pairs) p.destroy();
   });
 });

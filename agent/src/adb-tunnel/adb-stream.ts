@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
+import { ByteBudget } from "./byte-budget.js";
 import {
   AgentAdbService,
   ServeAdbStreamRequestSchema,
@@ -18,9 +19,9 @@ export function serveAdbStreamOver(transport: Transport): ServeAdbStream {
 }
 
 /** Device bytes waiting for the coordinator above this pause the device socket. */
-export const OUTGOING_HIGH_WATER_BYTES = 1024 * 1024;
+export const OUTGOING_HIGH_WATER_BYTES = 256 * 1024;
 /** The socket is read again once the queue is down to this. */
-const OUTGOING_LOW_WATER_BYTES = 256 * 1024;
+const OUTGOING_LOW_WATER_BYTES = 64 * 1024;
 /** After the device side closed, how long the coordinator has to end its side before the call is cut. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -38,6 +39,8 @@ export interface RelayOptions {
   /** Bytes that came with the service's OKAY: the device's first output. */
   leftover: Buffer;
   serve: ServeAdbStream;
+  /** What the stream's bytes count against while the agent holds them (its tunnel's budget); unbounded beyond the stream's own queues when absent. */
+  budget?: ByteBudget;
   onFromDevice?: (bytes: number) => void;
   onToDevice?: (bytes: number) => void;
   highWaterBytes?: number;
@@ -48,9 +51,11 @@ export interface RelayOptions {
  * Relays one open device service over its own ServeAdbStream call: the
  * first request names the stream, then device bytes go out as `data`
  * requests and response `data` is written to the device. Memory is bounded
- * both ways: the socket is paused while too much waits for the coordinator,
- * and responses are not read while the socket's write buffer is full. Either
- * side ending ends the other.
+ * both ways: the socket is paused while too much waits for the coordinator
+ * or the budget is spent, and responses are not read while the socket's
+ * write buffer is full or the budget is spent (the call's HTTP/2 window then
+ * stalls the coordinator). Either side ending ends the other, and close()
+ * ends both at once even while the phone reads nothing.
  *
  * Must be called in the same tick openDeviceService resolved in: the socket
  * is already flowing and data arriving with no listener would be lost.
@@ -60,10 +65,43 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
   const high = opts.highWaterBytes ?? OUTGOING_HIGH_WATER_BYTES;
   const low = Math.min(high, opts.lowWaterBytes ?? OUTGOING_LOW_WATER_BYTES);
   const call = new AbortController();
+  const budget = opts.budget ?? new ByteBudget(Number.MAX_SAFE_INTEGER);
+  /** Bytes this stream holds against the budget, each way: all given back when it ends. */
+  const held = { from: 0, to: 0 };
+  const give = (way: "from" | "to", n: number) => {
+    const back = Math.min(n, held[way]);
+    held[way] -= back;
+    budget.release(back);
+  };
   let graceTimer: NodeJS.Timeout | undefined;
+  let paused = false;
+  let awaitingRoom = false;
+  /** Reads the device again once room comes back: another stream's bytes went on, or this one's did. */
+  const whenRoom = () => {
+    if (awaitingRoom) return;
+    awaitingRoom = true;
+    void budget.room(0, call.signal).then(() => {
+      awaitingRoom = false;
+      pauseOrResume();
+    });
+  };
+  const pauseOrResume = () => {
+    if (socket.destroyed || call.signal.aborted) return;
+    const overBudget = !budget.fits(0);
+    if (!paused && (outgoing.queuedBytes > high || overBudget)) {
+      paused = true;
+      socket.pause();
+    } else if (paused && outgoing.queuedBytes <= low && !overBudget) {
+      paused = false;
+      socket.resume();
+    }
+    if (paused && overBudget) whenRoom();
+  };
   const outgoing = new ByteQueue(low, {
-    onLow: () => {
-      if (!socket.destroyed) socket.resume();
+    onLow: () => pauseOrResume(),
+    onTaken: (n) => {
+      give("from", n);
+      if (paused) pauseOrResume();
     },
     // Everything from the device went out: the coordinator now has a while to end its side.
     onExhausted: () => (graceTimer ??= setTimeout(() => call.abort(), CLOSE_GRACE_MS).unref()),
@@ -72,7 +110,10 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
   const socketClosed = new Promise<void>((resolve) => {
     socket.on("data", (chunk: Buffer) => {
       opts.onFromDevice?.(chunk.length);
-      if (outgoing.push(chunk) > high) socket.pause();
+      held.from += chunk.length;
+      budget.take(chunk.length);
+      outgoing.push(chunk);
+      pauseOrResume();
     });
     // The device (or the adb server) ended the stream: half-close ours so the
     // coordinator sees the end after the last bytes.
@@ -86,6 +127,8 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
   outgoing.start(create(ServeAdbStreamRequestSchema, { kind: { case: "streamId", value: opts.streamId } }));
   if (opts.leftover.length > 0) {
     opts.onFromDevice?.(opts.leftover.length);
+    held.from += opts.leftover.length;
+    budget.take(opts.leftover.length);
     outgoing.push(opts.leftover);
   }
 
@@ -94,9 +137,19 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
       for await (const res of opts.serve(outgoing, call.signal)) {
         if (res.kind.case !== "data" || res.kind.value.length === 0) continue;
         if (socket.destroyed || socket.writableEnded) continue; // the device side is gone; wait for the coordinator to end
-        opts.onToDevice?.(res.kind.value.length);
-        if (!socket.write(res.kind.value)) await drained(socket);
+        const n = res.kind.value.length;
+        // Over budget, the next response is not read: the call's window fills and the coordinator waits.
+        await budget.room(n, call.signal);
+        if (call.signal.aborted) break;
+        opts.onToDevice?.(n);
+        held.to += n;
+        budget.take(n);
+        // Given back once the bytes left for the adb server (or were dropped with the socket).
+        const written = socket.write(res.kind.value, () => give("to", n));
+        if (!written) await drained(socket, call.signal);
+        if (call.signal.aborted) break;
       }
+      if (call.signal.aborted) throw new Error("the stream was closed");
       // The caller closed its adb stream: what was written still reaches the device,
       // and the adb server closes the socket once it has passed the end on.
       socket.end();
@@ -109,9 +162,14 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
       outgoing.close();
     }
   })();
+  // Whatever the stream still holds is freed once it has ended both ways.
+  const freed = Promise.all([socketClosed, inbound]).then(() => {
+    give("to", held.to);
+    give("from", held.from);
+  });
 
   return {
-    done: Promise.all([socketClosed, inbound]).then(() => undefined),
+    done: freed,
     close() {
       outgoing.close();
       socket.destroy();
@@ -120,16 +178,19 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
   };
 }
 
-/** Until the socket can take more, or will never take any. */
-function drained(socket: Socket): Promise<void> {
+/** Until the socket can take more, will never take any, or the stream is closed. */
+function drained(socket: Socket, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       socket.off("drain", done);
       socket.off("close", done);
+      signal.removeEventListener("abort", done);
       resolve();
     };
+    if (signal.aborted) return resolve();
     socket.on("drain", done);
     socket.on("close", done);
+    signal.addEventListener("abort", done, { once: true });
   });
 }
 
@@ -147,8 +208,13 @@ class ByteQueue implements AsyncIterable<ServeAdbStreamRequest> {
 
   constructor(
     private readonly lowWater: number,
-    private readonly on: { onLow: () => void; onExhausted: () => void },
+    private readonly on: { onLow: () => void; onExhausted: () => void; onTaken: (bytes: number) => void },
   ) {}
+
+  /** Device bytes waiting for the coordinator. */
+  get queuedBytes(): number {
+    return this.queued;
+  }
 
   start(first: ServeAdbStreamRequest): void {
     this.first = first;
@@ -182,6 +248,7 @@ class ByteQueue implements AsyncIterable<ServeAdbStreamRequest> {
         if (chunk) {
           const before = this.queued;
           this.queued -= chunk.length;
+          this.on.onTaken(chunk.length);
           if (before > this.lowWater && this.queued <= this.lowWater) this.on.onLow();
           yield create(ServeAdbStreamRequestSchema, { kind: { case: "data", value: chunk } });
           continue;

@@ -1,5 +1,6 @@
 import type { DispatchProgress } from "../ownership/device-ownership.js";
 import type { AdbStreamRelay } from "./adb-stream.js";
+import type { ByteBudget } from "./byte-budget.js";
 
 /** What a later report needs about one tunnel. */
 export interface TunnelInfo {
@@ -45,6 +46,8 @@ export class AdbTunnel {
     readonly tunnelId: string,
     readonly serial: string,
     readonly requestedBy: string,
+    /** What this tunnel's streams may hold in the agent, both ways. */
+    readonly budget: ByteBudget,
     /** The lease the tunnel was opened under (empty from an older coordinator). */
     readonly leaseId = "",
   ) {}

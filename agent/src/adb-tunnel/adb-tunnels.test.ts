@@ -15,6 +15,8 @@ import {
   StartAdbTunnelResponseSchema,
   StopAdbTunnelRequestSchema,
   StopAdbTunnelResponseSchema,
+  StopAdbStreamRequestSchema,
+  StopAdbStreamResponseSchema,
 } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AdbServerAddress } from "../adb/adb-client.js";
@@ -438,5 +440,25 @@ describe("remote adb tunnels", () => {
     await stopTunnel("t1", "closed");
     const receipt = JSON.parse(journal.get(opened.ok?.actionId ?? "")?.receiptJson ?? "{}") as Record<string, unknown>;
     expect(receipt).toMatchObject({ changes: "none", streams: 0, reason: "closed" });
+  });
+
+  it("StopAdbStream cuts one stream whose phone reads nothing, gives its room and bytes back, and is a no-op for a stream already gone", async () => {
+    await startTunnel("t1");
+    // `sleep` never reads its stdin: what the caller sends stays with the agent and the adb server.
+    const stalled = await openStream("t1", "s1", "shell:sleep 60");
+    const other = await openStream("t1", "s2", "shell:cat");
+    stalled.send(Buffer.alloc(64 * 1024, 1));
+    expect(tunnels.openStreams()).toBe(2);
+    const stop = (streamId: string) => call("StopAdbStream", StopAdbStreamRequestSchema, StopAdbStreamResponseSchema, { tunnelId: "t1", streamId });
+    expect((await stop("s1")).error).toBeUndefined();
+    // Its ServeAdbStream call is cancelled and its device socket closed; the other stream goes on.
+    await vi.waitFor(() => expect(stalled.signal.aborted).toBe(true), { timeout: 10_000 });
+    await vi.waitFor(() => expect(tunnels.openStreams()).toBe(1), { timeout: 10_000 });
+    expect(tunnels.budget.held).toBe(0);
+    other.send(Buffer.from("still here\n"));
+    expect((await readData(other.requests, 11)).data.toString()).toBe("still here\n");
+    expect((await stop("s1")).error).toBeUndefined();
+    expect((await stop("nope")).error).toBeUndefined();
+    other.end();
   });
 });

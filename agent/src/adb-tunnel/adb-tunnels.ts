@@ -6,10 +6,15 @@ import { toDispatchFailure } from "../actions/shell-outcome.js";
 import { checkCoordinatorId } from "../rpc/coordinator-id.js";
 import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
+import { ByteBudget } from "./byte-budget.js";
 import { checkAdbService, refusalOf, serviceKind } from "./service-names.js";
 
-/** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...). */
+/** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...); the coordinator's cap is lower. */
 export const MAX_STREAMS_PER_TUNNEL = 64;
+/** Bytes one tunnel's streams may hold in this agent, both ways, before they wait (--adb-tunnel-budget). */
+export const DEFAULT_TUNNEL_BUDGET_BYTES = 4 * 1024 * 1024;
+/** Bytes every tunnel's streams together may hold in this agent (--adb-agent-budget). */
+export const DEFAULT_AGENT_BUDGET_BYTES = 16 * 1024 * 1024;
 
 
 export interface AdbTunnelsOptions {
@@ -21,6 +26,8 @@ export interface AdbTunnelsOptions {
   physicalIdOf?: (serial: string) => string | undefined;
   log?: Logger;
   maxStreamsPerTunnel?: number;
+  tunnelBudgetBytes?: number;
+  agentBudgetBytes?: number;
   /** Counts a service refused before it reached the phone, by the rule that refused it ("not-a-device-service" when none did). */
   onServiceRefused?: (rule: string) => void;
 }
@@ -41,8 +48,12 @@ export interface TunnelBytes {
 export class AdbTunnels {
   private readonly tunnels = new Map<string, AdbTunnel>();
   private linkUp = true;
+  /** What every tunnel's streams hold here; each tunnel's budget counts into it. */
+  readonly budget: ByteBudget;
 
-  constructor(private readonly opts: AdbTunnelsOptions) {}
+  constructor(private readonly opts: AdbTunnelsOptions) {
+    this.budget = new ByteBudget(opts.agentBudgetBytes ?? DEFAULT_AGENT_BUDGET_BYTES);
+  }
 
   /** Registers a new tunnel before its action takes the device lock, so a stop or a lost link reaches it meanwhile. */
   reserve(tunnelId: string, serial: string, requestedBy: string, leaseId = ""): AdbTunnel {
@@ -51,7 +62,7 @@ export class AdbTunnels {
     const existing = this.tunnels.get(tunnelId);
     if (existing) throw farmError(Errors.ALREADY_EXISTS, `adb tunnel ${tunnelId} is already ${existing.open ? "open" : "closing"} on this agent`, "tunnel_id");
     if (leaseId !== "") checkCoordinatorId(leaseId, "lease_id");
-    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy, leaseId);
+    const tunnel = new AdbTunnel(tunnelId, serial, requestedBy, new ByteBudget(this.opts.tunnelBudgetBytes ?? DEFAULT_TUNNEL_BUDGET_BYTES, this.budget), leaseId);
     this.tunnels.set(tunnelId, tunnel);
     return tunnel;
   }
@@ -78,6 +89,11 @@ export class AdbTunnels {
 
   list(): TunnelInfo[] {
     return [...this.tunnels.values()].map((t) => t.info());
+  }
+
+  /** Streams open now in every tunnel. */
+  openStreams(): number {
+    return this.list().reduce((n, t) => n + t.openStreams, 0);
   }
 
   /** Bytes relayed each way so far, and the streams open now; undefined for a tunnel not (or no longer) here. */
@@ -181,6 +197,7 @@ export class AdbTunnels {
       socket: opened.socket,
       leftover: opened.leftover,
       serve: this.opts.serve,
+      budget: t.budget,
       onFromDevice: (n) => (t.bytesFromDevice += n),
       onToDevice: (n) => (t.bytesToDevice += n),
     });
@@ -191,6 +208,16 @@ export class AdbTunnels {
       if (t.streams.get(req.streamId) === relay) t.streams.delete(req.streamId);
       this.opts.log?.debug("adb stream closed", { tunnelId: t.tunnelId, streamId: req.streamId });
     });
+  }
+
+  /** The coordinator ended one stream (its caller went away): cut it here too; one already gone is a no-op. */
+  stopStream(req: { tunnelId: string; streamId: string }): void {
+    checkCoordinatorId(req.tunnelId, "tunnel_id");
+    checkCoordinatorId(req.streamId, "stream_id");
+    const relay = this.tunnels.get(req.tunnelId)?.streams.get(req.streamId);
+    if (!relay) return;
+    this.opts.log?.debug("adb stream stopped by the coordinator", { tunnelId: req.tunnelId, streamId: req.streamId });
+    relay.close();
   }
 }
 

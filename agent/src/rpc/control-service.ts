@@ -65,6 +65,10 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
       await deps.adbTunnels.openStream(req, hopDeadline(callContext(ctx).deadlineMs));
       return {};
     },
+    stopAdbStream(req) {
+      deps.adbTunnels.stopStream(req);
+      return {};
+    },
     async endLease(req, ctx) {
       checkCoordinatorId(req.leaseId, "lease_id");
       if (req.reason.length > MAX_REASON_CHARS) throw invalidArgument("reason", `a reason is at most ${MAX_REASON_CHARS} characters`);

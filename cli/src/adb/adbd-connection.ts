@@ -52,6 +52,11 @@ export class AdbdConnection implements StreamHost {
     this.opts.log(line);
   }
 
+  protocolError(reason: string): void {
+    this.log(`${reason}; dropping its connection`);
+    this.close();
+  }
+
   /** Drops the connection and every stream in it: the adb server sees the phone go offline. */
   close(): void {
     if (this.closed) return;

@@ -8,6 +8,8 @@ export interface StreamHost {
   readonly maxPayload: number;
   forget(localId: number): void;
   log(line: string): void;
+  /** The host broke the protocol on a stream: the whole connection is dropped, as adbd drops a broken transport. */
+  protocolError(reason: string): void;
 }
 
 /** Opens one adb service on the phone: resolves to its byte stream, or rejects with why the phone (or the farm) refused. */
@@ -33,6 +35,13 @@ export class AdbdStream {
   /** Nothing more goes to the host: it closed the stream, or we did. */
   private done = false;
   private ackWaiter: (() => void) | undefined;
+  /**
+   * The host's last WRTE is not acknowledged yet (the phone has not taken
+   * it). adb sends one WRTE per stream and waits for its OKAY (we advertise
+   * no delayed_ack), so another one now is a flood that would only fill
+   * memory: the connection is dropped.
+   */
+  private hostWriteUnacked = false;
 
   constructor(
     private readonly conn: StreamHost,
@@ -88,9 +97,15 @@ export class AdbdStream {
 
   /** Bytes from the host: acknowledged once the backend takes them. */
   onWrite(data: Buffer): void {
+    if (this.hostWriteUnacked && !this.done) {
+      this.conn.protocolError(`the adb server sent another WRTE on stream ${this.localId} before its last one was acknowledged`);
+      return;
+    }
     const duplex = this.duplex;
     if (this.done || !duplex || !duplex.writable) return;
+    this.hostWriteUnacked = true;
     const ack = () => {
+      this.hostWriteUnacked = false;
       if (!this.done) this.conn.send(A_OKAY, this.localId, this.remoteId);
     };
     if (duplex.write(data)) ack();

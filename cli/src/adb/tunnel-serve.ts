@@ -13,6 +13,7 @@ import { adbConnect, adbDisconnect, serverSocketOf, type LocalAdb } from "./loca
 import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
 import { processStart, removeTunnelState, writeTunnelState } from "./tunnel-state.js";
 import { openTunnelStream } from "./tunnel-stream.js";
+import { ADB_STREAM_WINDOW_BYTES } from "@farm/shared/http2-windows";
 
 /** What `farm adb connect` prints. */
 export interface ConnectResult {
@@ -69,7 +70,7 @@ const PING_INTERVAL_MS = 10_000;
  */
 export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
   if (!p.config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
-  const transport = farmTransport({
+  const transportOptions = {
     url: p.config.coordinator,
     token: p.config.token,
     caFile: p.config.caFile,
@@ -77,8 +78,11 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
     ...(p.leaseToken ? { headers: { "x-farm-lease": p.leaseToken } } : {}),
     pingIntervalMs: PING_INTERVAL_MS,
     interceptors: [explainUnreachable(p.config)],
-  });
-  const client = createClient(AdbTunnelService, transport);
+  };
+  const client = createClient(AdbTunnelService, farmTransport(transportOptions));
+  // The adb streams on a connection of their own, whose windows (both ends: the coordinator
+  // narrows a connection whose first call is an adb stream) bound what a stalled stream holds.
+  const streams = createClient(AdbTunnelService, farmTransport({ ...transportOptions, streamWindowBytes: ADB_STREAM_WINDOW_BYTES }));
   const target = resolveTarget(p);
 
   const call = new AbortController();
@@ -102,7 +106,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
     const opened = tunnel;
     // From here on, the rest of the stream is the tunnel's life: keepalives, then its end and why.
     ended = drainUntilClosed(events, p.config);
-    const openStream = (service: string) => openTunnelStream(client, opened.tunnelId, service);
+    const openStream = (service: string) => openTunnelStream(streams, opened.tunnelId, service);
     const banner = await probeBanner(openStream, p.timeoutMs).catch((err: unknown) => {
       p.log(`could not read the phone's properties (${toErrorReport(err).message}); it shows as a phone without shell v2`);
       return UNKNOWN_DEVICE;

@@ -39,6 +39,8 @@ export const runAgent: Action<typeof agentRunOptions> = async ({ opts, ctx }) =>
     ...(opts.metricsListen ? { metricsListen: parseListenAddress(opts.metricsListen, "metrics-listen") } : {}),
     ...(opts.lockDir ? { lockDir: opts.lockDir } : {}),
     ...(opts.name ? { name: opts.name } : {}),
+    ...(opts.adbTunnelBudget !== undefined ? { adbTunnelBudgetBytes: opts.adbTunnelBudget } : {}),
+    ...(opts.adbAgentBudget !== undefined ? { adbAgentBudgetBytes: opts.adbAgentBudget } : {}),
   });
   ctx.printer.result({ agentId: agent.id, name: agent.name, dataDir, metricsUrl: agent.metricsUrl ?? null }, () => `agent ${agent.name} (${agent.id}) started`);
   // SIGTERM (systemctl stop) and a remote `farm agent drain` end the same way.

@@ -1,3 +1,4 @@
+import { parseByteSize } from "../byte-size.js";
 import { clientOptions } from "../options/common-options.js";
 import { flag, intIn, parsed, text } from "../options/index.js";
 import { group, leaf } from "./spec.js";
@@ -19,6 +20,8 @@ export const agentConfigKeys = {
   drainTimeout: "number",
   logLevel: "string",
   devicectl: "string",
+  adbTunnelBudget: "string",
+  adbAgentBudget: "string",
 } as const;
 
 export const agentRunOptions = {
@@ -38,6 +41,14 @@ export const agentRunOptions = {
   drainTimeout: { ...parsed("--drain-timeout <s>", "Seconds running commands may take to finish on stop or drain", intIn(0, 3_600), { config: "drainTimeout" }), defaultText: "30" },
   logLevel: text("--log-level <level>", "debug, info, warn or error", { env: "FARM_LOG_LEVEL", config: "logLevel", choices: ["debug", "info", "warn", "error"] }),
   devicectl: text("--devicectl <cmd>", "Apple's devicectl (or a stand-in) for iOS devices", { env: "FARM_DEVICECTL", config: "devicectl" }),
+  adbTunnelBudget: {
+    ...parsed("--adb-tunnel-budget <size>", "Bytes one remote adb tunnel's streams may hold in the agent (e.g. 8M); past it they wait", parseByteSize, { config: "adbTunnelBudget" }),
+    defaultText: "4M",
+  },
+  adbAgentBudget: {
+    ...parsed("--adb-agent-budget <size>", "Bytes all remote adb streams may hold in the agent (e.g. 32M); past it they wait", parseByteSize, { config: "adbAgentBudget" }),
+    defaultText: "16M",
+  },
 };
 export const agentRun = leaf({
   name: "run",

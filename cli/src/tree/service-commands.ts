@@ -83,7 +83,7 @@ export const coordinatorOptions = {
   capturesPerUser: { ...parsed("--captures-per-user <n>", "Evidence captures and recordings one user may have in flight", intIn(1, 1000), { config: "capturesPerUser" }), defaultText: "4" },
   blobQuota: text("--blob-quota <size>", "Uploads in flight per token (APKs)", { config: "blobQuota" }),
   adbTunnelsPerUser: { ...parsed("--adb-tunnels-per-user <n>", "Remote adb tunnels one user may have open", intIn(1, 1000), { config: "adbTunnelsPerUser" }), defaultText: "4" },
-  adbStreamsPerTunnel: { ...parsed("--adb-streams-per-tunnel <n>", "adb streams open at once in one tunnel", intIn(1, 10_000), { config: "adbStreamsPerTunnel" }), defaultText: "64" },
+  adbStreamsPerTunnel: { ...parsed("--adb-streams-per-tunnel <n>", "adb streams open at once in one tunnel", intIn(1, 10_000), { config: "adbStreamsPerTunnel" }), defaultText: "32" },
   adbIdleTimeout: {
     ...parsed("--adb-idle-timeout <duration>", "Close a remote adb tunnel with no stream open for this long (config: adbIdleTimeoutMs)", duration, { config: "adbIdleTimeoutMs", fromConfig: msFromConfig }),
     defaultText: "30m",

@@ -175,8 +175,13 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       t.streams.add(cut);
       t.lastActive = Date.now();
       deps.tunnels.touched(t);
+      // A caller that goes away ends its stream now, even while the phone reads nothing and sends nothing.
+      const onCallerGone = () => cut(farmError(Errors.TUNNEL_CLOSED, "the adb stream's caller went away"));
+      ctx.signal.addEventListener("abort", onCallerGone, { once: true });
+      let started = false;
       try {
         await agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
+        started = true;
         // The device accepted the service: the caller hears so now, while the agent's byte stream joins
         // (bytes wait in the queues meanwhile). A join that never comes cuts the stream.
         joinedWithin(pair.joined, stop.signal, ctx).catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
@@ -206,11 +211,15 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
         }
         if (cutBy) throw cutBy;
       } finally {
+        ctx.signal.removeEventListener("abort", onCallerGone);
         t.streams.delete(cut);
         t.lastActive = Date.now();
         deps.tunnels.touched(t);
         deps.relay.forget(streamId);
         pair.toAgent.close();
+        // Cut here: the agent may be writing to a phone that reads nothing, where the end of its
+        // ServeAdbStream call cannot reach it. Told directly, it closes the phone's side and frees the bytes.
+        if (started && (cutBy || ctx.signal.aborted)) void stopStreamOnAgent(deps, t, streamId, principal);
       }
     },
 
@@ -253,6 +262,15 @@ async function stopOnAgent(deps: AdbTunnelDeps, t: TunnelEntry, reason: string):
     await agentOf(deps, t).call(AgentControlService.method.stopAdbTunnel, { tunnelId: t.tunnelId, reason }, { tokenName: t.owner, admin: false }, Date.now() + 5_000);
   } catch (err) {
     deps.log.warn("could not tell the agent a remote adb tunnel closed; it closes its tunnels when its coordinator goes", { tunnelId: t.tunnelId, agentId: t.agentId, error: (err as Error).message });
+  }
+}
+
+/** Tells the agent one stream ended; an agent already gone has cut it itself. */
+async function stopStreamOnAgent(deps: AdbTunnelDeps, t: TunnelEntry, streamId: string, principal: { tokenName: string; admin: boolean }): Promise<void> {
+  try {
+    await agentOf(deps, t).call(AgentControlService.method.stopAdbStream, { tunnelId: t.tunnelId, streamId }, principal, Date.now() + 5_000);
+  } catch (err) {
+    deps.log.debug("could not tell the agent an adb stream ended; it ends with its tunnel", { tunnelId: t.tunnelId, streamId, error: (err as Error).message });
   }
 }
 

@@ -1,7 +1,11 @@
 import { BoundedQueue } from "@farm/shared/bounded-queue";
 
-/** Bytes a queue holds before its producer waits. */
-const HIGH_WATER = 2 * 1024 * 1024;
+/**
+ * Bytes a queue holds before its producer waits: small, since a stalled adb
+ * stream holds this twice (once each way) besides its HTTP/2 windows, and
+ * the windows already keep a fast stream moving.
+ */
+const HIGH_WATER = 256 * 1024;
 
 /**
  * Bytes between two streams with backpressure: `push` resolves once the

@@ -12,7 +12,7 @@ export interface TunnelLimits {
   idleMs: number;
 }
 
-export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = { perUser: 4, streamsPerTunnel: 64, idleMs: 30 * 60_000 };
+export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = { perUser: 4, streamsPerTunnel: 32, idleMs: 30 * 60_000 };
 
 /** "updated" is told at most this often per tunnel: bytes move in many small chunks. */
 export const TUNNEL_UPDATE_MS = 2_000;

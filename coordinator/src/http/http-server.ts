@@ -1,7 +1,7 @@
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from "node:http";
 import { createSecureServer, createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
-import { STREAM_WINDOW_BYTES, widenConnectionWindow } from "@farm/shared/http2-windows";
+import { ADB_STREAM_WINDOW_BYTES, STREAM_WINDOW_BYTES, widenConnectionWindow } from "@farm/shared/http2-windows";
 
 export type RequestHandler = (
   req: IncomingMessage | Http2ServerRequest,
@@ -129,9 +129,12 @@ function http1Timeouts(limits: ConnectionLimits) {
 function guardSession(session: Http2Session, limits: ConnectionLimits): void {
   widenConnectionWindow(session);
   let open = 0;
+  let first = true;
   let timer: NodeJS.Timeout | undefined = setTimeout(() => session.destroy(), limits.requestTimeoutMs);
   timer.unref();
-  session.on("stream", (stream) => {
+  session.on("stream", (stream, headers) => {
+    if (first) narrowForAdbStreams(session, headers[":path"]);
+    first = false;
     open++;
     clearTimeout(timer);
     timer = undefined;
@@ -142,6 +145,25 @@ function guardSession(session: Http2Session, limits: ConnectionLimits): void {
     });
   });
   session.once("close", () => clearTimeout(timer));
+}
+
+/** The calls that carry remote adb streams' bytes. */
+const ADB_STREAM_PATHS = new Set(["/farm.v1.AdbTunnelService/OpenAdbStream", "/farm.v1.AgentAdbService/ServeAdbStream"]);
+
+/**
+ * Remote adb streams come on connections of their own (the CLI's and the
+ * agent's adb transports), so a connection whose first call is one gets
+ * small stream windows: a stream whose phone reads nothing then holds
+ * ADB_STREAM_WINDOW_BYTES here, not STREAM_WINDOW_BYTES. Other connections
+ * keep wide windows.
+ */
+function narrowForAdbStreams(session: Http2Session, path: string | string[] | undefined): void {
+  if (typeof path !== "string" || !ADB_STREAM_PATHS.has(path) || session.destroyed) return;
+  try {
+    session.settings({ initialWindowSize: ADB_STREAM_WINDOW_BYTES });
+  } catch {
+    // Closing: nothing to narrow.
+  }
 }
 
 function sniff(socket: Socket, timeoutMs: number, route: (isHttp2: boolean) => void): void {

@@ -145,6 +145,11 @@ export class SimDevice {
     return [...this.connections].filter((connection) => connection.online).length;
   }
 
+  /** Streams a hang fault froze (accepted, never read) that the adb server has not closed yet. */
+  get hungStreams(): number {
+    return [...this.connections].reduce((n, connection) => n + connection.hungStreams, 0);
+  }
+
   /** The CNXN banner, from current properties and features. */
   banner(): string {
     const props = this.state.props;

@@ -109,6 +109,11 @@ export class DeviceConnection {
     return this.streams.size;
   }
 
+  /** Streams a hang fault froze that the host has not closed yet. */
+  get hungStreams(): number {
+    return this.hung.size;
+  }
+
   /** Drops the connection at once (a device vanishing, a cable pulled). */
   destroy(): void {
     this.socket.destroy();
@@ -160,6 +165,8 @@ export class DeviceConnection {
         return;
       case Command.CLSE:
         // arg1 names our stream; CLSEs for unknown ids (e.g. the host echoing ours) are ignored.
+        // A hung stream the host closes is gone: tests wait on that to see a caller's end reach the phone.
+        if (this.hung.delete(packet.arg1)) return;
         this.streams.get(packet.arg1)?.onRemoteClose();
         return;
       default:

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiMwoPRW5kTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIwChBFbmRMZWFzZVJlc3BvbnNlEhwKFGFiYW5kb25lZF9hY3Rpb25faWRzGAEgAygJMtkEChNBZ2VudENvbnRyb2xTZXJ2aWNlEk8KClN0YXJ0U2hlbGwSGi5mYXJtLnYxLlN0YXJ0U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TdGFydFNoZWxsUmVzcG9uc2UiCKK7GAQIBhABElsKDlN0YXJ0QWRiVHVubmVsEh4uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBhABElgKDVN0b3BBZGJUdW5uZWwSHS5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBiABElkKDlN0YXJ0QWRiU3RyZWFtEh4uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBhJSCgtTdGFydFNjcmVlbhIbLmZhcm0udjEuU3RhcnRTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5TdGFydFNjcmVlblJlc3BvbnNlIgiiuxgECAYoARJJCghFbmRMZWFzZRIYLmZhcm0udjEuRW5kTGVhc2VSZXF1ZXN0GhkuZmFybS52MS5FbmRMZWFzZVJlc3BvbnNlIgiiuxgECAYgARJACgVEcmFpbhIVLmZhcm0udjEuRHJhaW5SZXF1ZXN0GhYuZmFybS52MS5EcmFpblJlc3BvbnNlIgiiuxgECAYgAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiMwoPRW5kTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIwChBFbmRMZWFzZVJlc3BvbnNlEhwKFGFiYW5kb25lZF9hY3Rpb25faWRzGAEgAygJMrMFChNBZ2VudENvbnRyb2xTZXJ2aWNlEk8KClN0YXJ0U2hlbGwSGi5mYXJtLnYxLlN0YXJ0U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TdGFydFNoZWxsUmVzcG9uc2UiCKK7GAQIBhABElsKDlN0YXJ0QWRiVHVubmVsEh4uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBhABElgKDVN0b3BBZGJUdW5uZWwSHS5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBiABElkKDlN0YXJ0QWRiU3RyZWFtEh4uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBhJYCg1TdG9wQWRiU3RyZWFtEh0uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlc3BvbnNlIgiiuxgECAYgARJSCgtTdGFydFNjcmVlbhIbLmZhcm0udjEuU3RhcnRTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5TdGFydFNjcmVlblJlc3BvbnNlIgiiuxgECAYoARJJCghFbmRMZWFzZRIYLmZhcm0udjEuRW5kTGVhc2VSZXF1ZXN0GhkuZmFybS52MS5FbmRMZWFzZVJlc3BvbnNlIgiiuxgECAYgARJACgVEcmFpbhIVLmZhcm0udjEuRHJhaW5SZXF1ZXN0GhYuZmFybS52MS5EcmFpblJlc3BvbnNlIgiiuxgECAYgAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -220,6 +220,41 @@ export const StartAdbStreamResponseSchema: GenMessage<StartAdbStreamResponse> = 
   messageDesc(file_farm_v1_agent_control_service, 9);
 
 /**
+ * @generated from message farm.v1.StopAdbStreamRequest
+ */
+export type StopAdbStreamRequest = Message<"farm.v1.StopAdbStreamRequest"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * @generated from field: string stream_id = 2;
+   */
+  streamId: string;
+};
+
+/**
+ * Describes the message farm.v1.StopAdbStreamRequest.
+ * Use `create(StopAdbStreamRequestSchema)` to create a new message.
+ */
+export const StopAdbStreamRequestSchema: GenMessage<StopAdbStreamRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 10);
+
+/**
+ * @generated from message farm.v1.StopAdbStreamResponse
+ */
+export type StopAdbStreamResponse = Message<"farm.v1.StopAdbStreamResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.StopAdbStreamResponse.
+ * Use `create(StopAdbStreamResponseSchema)` to create a new message.
+ */
+export const StopAdbStreamResponseSchema: GenMessage<StopAdbStreamResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 11);
+
+/**
  * @generated from message farm.v1.StartScreenRequest
  */
 export type StartScreenRequest = Message<"farm.v1.StartScreenRequest"> & {
@@ -239,7 +274,7 @@ export type StartScreenRequest = Message<"farm.v1.StartScreenRequest"> & {
  * Use `create(StartScreenRequestSchema)` to create a new message.
  */
 export const StartScreenRequestSchema: GenMessage<StartScreenRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 10);
+  messageDesc(file_farm_v1_agent_control_service, 12);
 
 /**
  * @generated from message farm.v1.StartScreenResponse
@@ -252,7 +287,7 @@ export type StartScreenResponse = Message<"farm.v1.StartScreenResponse"> & {
  * Use `create(StartScreenResponseSchema)` to create a new message.
  */
 export const StartScreenResponseSchema: GenMessage<StartScreenResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 11);
+  messageDesc(file_farm_v1_agent_control_service, 13);
 
 /**
  * @generated from message farm.v1.EndLeaseRequest
@@ -276,7 +311,7 @@ export type EndLeaseRequest = Message<"farm.v1.EndLeaseRequest"> & {
  * Use `create(EndLeaseRequestSchema)` to create a new message.
  */
 export const EndLeaseRequestSchema: GenMessage<EndLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 12);
+  messageDesc(file_farm_v1_agent_control_service, 14);
 
 /**
  * @generated from message farm.v1.EndLeaseResponse
@@ -295,7 +330,7 @@ export type EndLeaseResponse = Message<"farm.v1.EndLeaseResponse"> & {
  * Use `create(EndLeaseResponseSchema)` to create a new message.
  */
 export const EndLeaseResponseSchema: GenMessage<EndLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 13);
+  messageDesc(file_farm_v1_agent_control_service, 15);
 
 /**
  * Served by each agent and called only by the coordinator, over the agent's
@@ -349,6 +384,19 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof StartAdbStreamRequestSchema;
     output: typeof StartAdbStreamResponseSchema;
+  },
+  /**
+   * Ends one adb stream of a tunnel (its caller went away, or the coordinator
+   * cut it): the device socket closes and its buffers are freed even while
+   * the phone reads nothing, when the ServeAdbStream call's end cannot be
+   * seen. Ending a stream that is already gone is not an error.
+   *
+   * @generated from rpc farm.v1.AgentControlService.StopAdbStream
+   */
+  stopAdbStream: {
+    methodKind: "unary";
+    input: typeof StopAdbStreamRequestSchema;
+    output: typeof StopAdbStreamResponseSchema;
   },
   /**
    * Starts a phone's live screen: the agent opens

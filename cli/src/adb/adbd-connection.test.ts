@@ -1,0 +1,97 @@
+import { once } from "node:events";
+import { connect, type Socket } from "node:net";
+import { Duplex } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { A_CNXN, A_OKAY, A_OPEN, A_VERSION_SKIP_CHECKSUM, A_WRTE, MAX_PAYLOAD, PacketParser, encodePacket, type AdbPacket } from "./adb-packet.js";
+import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
+
+/**
+ * The endpoint against a raw adb host written here, so the host can break
+ * the protocol in ways a real adb server never does. The phone's side is a
+ * stream that takes nothing: a phone that reads nothing.
+ */
+
+let endpoint: LocalAdbd | undefined;
+let host: Socket | undefined;
+afterEach(async () => {
+  host?.destroy();
+  await endpoint?.close();
+});
+
+/** A backend that never takes a byte: writes stay pending, as to a phone that reads nothing. */
+function stalledPhone(): Duplex {
+  return new Duplex({
+    read() {},
+    write() {
+      // Never calls back.
+    },
+  });
+}
+
+/** Connects as an adb host, exchanges CNXN, opens `service`: resolves with the stream's ids and a way to read packets. */
+async function openAsHost(port: number, service: string) {
+  const socket = connect(port, "127.0.0.1");
+  host = socket;
+  // Dropped mid-write, the host sees a reset: the close is what the test waits for.
+  socket.on("error", () => undefined);
+  await once(socket, "connect");
+  const parser = new PacketParser(MAX_PAYLOAD);
+  const queue: AdbPacket[] = [];
+  let wake: (() => void) | undefined;
+  socket.on("data", (d: Buffer) => {
+    queue.push(...parser.push(d));
+    wake?.();
+  });
+  const next = async (): Promise<AdbPacket> => {
+    while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+    return queue.shift() as AdbPacket;
+  };
+  socket.write(encodePacket(A_CNXN, A_VERSION_SKIP_CHECKSUM, MAX_PAYLOAD, Buffer.from("host::features=shell_v2")));
+  expect((await next()).command).toBe(A_CNXN);
+  socket.write(encodePacket(A_OPEN, 7, 0, Buffer.from(`${service}\0`)));
+  const okay = await next();
+  expect(okay.command).toBe(A_OKAY);
+  return { socket, next, localId: okay.arg0 };
+}
+
+describe("the local adbd endpoint against a host that breaks the protocol", () => {
+  it("drops the connection when the host sends another WRTE before its last was acknowledged, and says why", async () => {
+    const logged: string[] = [];
+    let phone: Duplex | undefined;
+    endpoint = await startLocalAdbd({
+      openStream: async () => (phone = stalledPhone()),
+      log: (line) => logged.push(line),
+      acceptPeer: () => true,
+    });
+    const { socket, localId } = await openAsHost(endpoint.port, "shell:cat");
+    // (events.once would reject on the reset the host sees first.)
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    // A flood: WRTE after WRTE without waiting for an OKAY. The phone took none of them; without
+    // the check every one would be buffered for it.
+    const chunk = Buffer.alloc(64 * 1024, 1);
+    for (let i = 0; i < 64 && !socket.destroyed; i++) socket.write(encodePacket(A_WRTE, 7, localId, chunk));
+    await closed;
+    expect(logged.join("\n")).toMatch(/another WRTE on stream \d+ before its last one was acknowledged; dropping its connection/);
+    expect(phone?.destroyed).toBe(true);
+    expect(endpoint.connectionCount()).toBe(0);
+  });
+
+  it("keeps a host that waits for each OKAY", async () => {
+    endpoint = await startLocalAdbd({
+      openStream: async () =>
+        new Duplex({
+          read() {},
+          write(_chunk, _enc, done) {
+            done();
+          },
+        }),
+      acceptPeer: () => true,
+    });
+    const { next, localId } = await openAsHost(endpoint.port, "shell:cat");
+    for (let i = 0; i < 8; i++) {
+      host?.write(encodePacket(A_WRTE, 7, localId, Buffer.alloc(4096, i)));
+      expect((await next()).command).toBe(A_OKAY);
+    }
+    expect(endpoint.connectionCount()).toBe(1);
+  });
+});
