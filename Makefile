@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := node_modules/.farm-installed
 
-.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint test e2e test-all demo bench schema clean
+.PHONY: help deps system-deps build bundle pack install uninstall proto proto-check migrations-check lint format test e2e test-all demo bench schema clean
 
 # `make install` puts `farm` in $(PREFIX)/bin: /usr/local as root, else ~/.local.
 PREFIX ?= $(if $(filter 0,$(shell id -u)),/usr/local,$(HOME)/.local)
@@ -13,6 +13,7 @@ help:
 	@echo "make test   - install what is missing, build, run the checks and the unit tier (docs/testing.md)"
 	@echo "make e2e    - build, run the e2e tier: real coordinators, agents, adb and Chromium over loopback"
 	@echo "make test-all - both tiers, as CI runs them"
+	@echo "make format - format the code (dprint); make lint checks it"
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
 	@echo "make install [PREFIX=...] - install the bundled farm CLI into PREFIX (default /usr/local as root, else ~/.local)"
@@ -59,6 +60,10 @@ migrations-check: deps
 # Type-aware: reads the built declarations of the packages it imports.
 lint: build
 	@scripts/lint.sh
+
+# The one code style (dprint.json): rewrites files in place; make lint checks it.
+format: deps
+	npx dprint fmt
 
 # The checks (proto, migrations, lint) and the unit tier (state classes,
 # contract tests with an in-process agent, devsim), side by side.

@@ -139,7 +139,7 @@ async function main() {
     external: [...EXTERNAL, ...NEVER_LOADED],
     // Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require()
     // for Node's built-ins; an ES module has none of its own.
-    banner: { js: 'import { createRequire as __farmCreateRequire } from "node:module";\nconst require = __farmCreateRequire(import.meta.url);' },
+    banner: { js: "import { createRequire as __farmCreateRequire } from \"node:module\";\nconst require = __farmCreateRequire(import.meta.url);" },
     plugins: [runtimeFilesPlugin(used)],
     metafile: true,
     logLevel: "warning",
@@ -182,9 +182,10 @@ async function main() {
   const bytes = files.reduce((n, f) => n + statSync(join(libDir, f)).size, 0);
   const mainBytes = statSync(join(libDir, "main.js")).size;
   const eager = eagerClosure(result.metafile, "main.js");
-  log(`bundle-cli: ${relative(process.cwd(), outDir) || "."}: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB in lib/ ` +
-    `(main.js ${(mainBytes / 1024).toFixed(1)} KiB, loaded eagerly ${(eager / 1024).toFixed(0)} KiB) in ${(performance.now() - started).toFixed(0)} ms`);
-
+  log(
+    `bundle-cli: ${relative(process.cwd(), outDir) || "."}: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB in lib/ ` +
+      `(main.js ${(mainBytes / 1024).toFixed(1)} KiB, loaded eagerly ${(eager / 1024).toFixed(0)} KiB) in ${(performance.now() - started).toFixed(0)} ms`,
+  );
 }
 
 /** Bytes of the output files a statically imports (what starts before any command is chosen). */

@@ -74,7 +74,7 @@ const pkg = JSON.parse(readFileSync(join(from, "package.json"), "utf8"));
 function runtimeClosure(names) {
   const found = new Map(); // path relative to root -> package.json
   const visit = (name, fromDir, optional) => {
-    for (let dir = fromDir; ; dir = dirname(dir)) {
+    for (let dir = fromDir;; dir = dirname(dir)) {
       const candidate = join(dir, "node_modules", name);
       if (existsSync(join(candidate, "package.json"))) {
         const rel = relative(root, candidate);

@@ -41,8 +41,17 @@ type Files = Record<string, Buffer>;
 
 function manifestFor(files: Files): string {
   const artifacts = Object.entries(files).map(([path, b]) => ({
-    kind: path.endsWith(".png") ? "screenshot" : "capture_envelopes", path, mimeType: "application/octet-stream", status: "complete",
-    bytes: b.length, sha256: sha(b), startedAt: t0, finishedAt: t0, durationMs: 1, commandId: null, taskId: null,
+    kind: path.endsWith(".png") ? "screenshot" : "capture_envelopes",
+    path,
+    mimeType: "application/octet-stream",
+    status: "complete",
+    bytes: b.length,
+    sha256: sha(b),
+    startedAt: t0,
+    finishedAt: t0,
+    durationMs: 1,
+    commandId: null,
+    taskId: null,
   }));
   return JSON.stringify({ schemaVersion: 1, evidenceId, kind: "still", status: "complete", artifacts, errors: [] });
 }
@@ -72,7 +81,7 @@ async function failure(p: Promise<unknown>): Promise<ReturnType<typeof toErrorRe
   throw new Error("expected the write to fail");
 }
 
-const small: Files = { "captures.json": Buffer.from('{"captures":{}}\n') };
+const small: Files = { "captures.json": Buffer.from("{\"captures\":{}}\n") };
 
 describe("writePulledBundle", () => {
   it("creates the directory only once the coordinator answers, private, with every file and the manifest", async () => {

@@ -10,7 +10,7 @@ describe("exit codes follow what was printed", () => {
       expect(exitCodeOf(0, printer)).toBe(0);
       // result() spreads the data after its ok:true, so data carrying ok:false prints ok:false.
       printer.result({ ok: false, code: "EVIDENCE_CAPTURE_FAILED" }, () => "failed");
-      if (format === "json") expect(out).toContain('"ok":false');
+      if (format === "json") expect(out).toContain("\"ok\":false");
       expect(exitCodeOf(0, printer)).toBe(1);
       expect(exitCodeOf(3, printer)).toBe(3);
     });

@@ -43,14 +43,26 @@ async function makeExport(status: string | null = "SESSION_STATUS_PASSED"): Prom
     session: { sessionId, name: "checkout", ...(status === null ? {} : { status }), stepCount: 3 },
     steps: [
       {
-        sessionId, sequence: 1, recordVersion: 2, method: "farm.v1.DeviceService/SendInput", action: "tap", description: "tap at (10, 20)",
-        result: { ok: true }, durationMs: 12,
+        sessionId,
+        sequence: 1,
+        recordVersion: 2,
+        method: "farm.v1.DeviceService/SendInput",
+        action: "tap",
+        description: "tap at (10, 20)",
+        result: { ok: true },
+        durationMs: 12,
         before: { sha256: sha(a), width: 40, height: 60, size: String(a.length), file: before },
         after: { sha256: sha(b), width: 40, height: 60, size: String(b.length), file: after },
       },
       {
-        sessionId, sequence: 2, recordVersion: 2, method: "farm.v1.DeviceService/RunShell", action: "shell", description: "shell true",
-        result: { ok: true, exitCode: 0 }, durationMs: 30,
+        sessionId,
+        sequence: 2,
+        recordVersion: 2,
+        method: "farm.v1.DeviceService/RunShell",
+        action: "shell",
+        description: "shell true",
+        result: { ok: true, exitCode: 0 },
+        durationMs: 30,
         before: { sha256: sha(b), width: 40, height: 60, size: String(b.length), file: after },
         after: { errorCode: "SCREENSHOT_TRANSFER_FAILED", errorMessage: "adb went away" },
       },
@@ -109,7 +121,7 @@ describe("verifySessionExport", () => {
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir);
     await makeExport("SESSION_STATUS_PAUSED");
-    expect(await verifySessionExport(dir)).toMatchObject({ ok: false, status: null, problems: ['timeline.json: session status "SESSION_STATUS_PAUSED" is not one a session has'] });
+    expect(await verifySessionExport(dir)).toMatchObject({ ok: false, status: null, problems: ["timeline.json: session status \"SESSION_STATUS_PAUSED\" is not one a session has"] });
   });
 
   it("reports a changed byte as a sha256 mismatch", async () => {

@@ -38,4 +38,3 @@ export function tappedLine(r: ResolvedElement): string {
   const label = e ? [e.type || "element", e.text ? JSON.stringify(e.text) : e.contentDesc ? `desc=${JSON.stringify(e.contentDesc)}` : e.resourceId ? `id=${e.resourceId}` : ""].filter(Boolean).join(" ") : "element";
   return `tapped ${label} at (${r.x}, ${r.y}) ${rectText(e?.bounds)}${e && !e.enabled ? " (disabled: the app may ignore it)" : ""}`;
 }
-

@@ -21,13 +21,10 @@ let coordinator: RunningCoordinator;
 let admin: string;
 let agentToken: string;
 
-const bearer =
-  (token: string | undefined): Interceptor =>
-  (next) =>
-  (req) => {
-    if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
+const bearer = (token: string | undefined): Interceptor => (next) => (req) => {
+  if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
+  return next(req);
+};
 
 function grpc(token?: string) {
   return createGrpcTransport({ baseUrl: coordinator.url, interceptors: [bearer(token)] });

@@ -30,8 +30,7 @@ export async function signOut(): Promise<void> {
   await fetch("/dashboard/api/sign-out", { method: "POST", credentials: "same-origin" });
 }
 
-export const fileUrl = (evidenceId: string, path: string, download = false) =>
-  `/dashboard/files/evidence/${encodeURIComponent(evidenceId)}/${encodeURIComponent(path)}${download ? "?download=1" : ""}`;
+export const fileUrl = (evidenceId: string, path: string, download = false) => `/dashboard/files/evidence/${encodeURIComponent(evidenceId)}/${encodeURIComponent(path)}${download ? "?download=1" : ""}`;
 
 /** A recorded session's screenshot (content-addressed, served only under a session that shows it). */
 export const sessionImageUrl = (sessionId: string, sha256: string) => `/dashboard/files/session-images/${encodeURIComponent(sessionId)}/${encodeURIComponent(sha256)}.png`;

@@ -44,7 +44,9 @@ export function jsonHierarchyTree(json: string): HTMLElement {
   }
   if (!root) return h("p", { class: "error" }, "The app's hierarchy has no root node.");
   const describeNode = (n: SdkNode) =>
-    [(n.class ?? "?").split(".").pop(), n.text || n.contentDesc || n.resourceId ? `"${n.text || n.contentDesc || n.resourceId}"` : "", n.bounds ? `[${n.bounds[0]},${n.bounds[1]}][${n.bounds[2]},${n.bounds[3]}]` : ""].filter(Boolean).join(" ");
+    [(n.class ?? "?").split(".").pop(), n.text || n.contentDesc || n.resourceId ? `"${n.text || n.contentDesc || n.resourceId}"` : "", n.bounds ? `[${n.bounds[0]},${n.bounds[1]}][${n.bounds[2]},${n.bounds[3]}]` : ""].filter(Boolean).join(
+      " ",
+    );
   const build = (n: SdkNode, depth: number): HTMLElement => {
     const children = n.children ?? [];
     if (children.length === 0) return h("div", { class: "leaf" }, describeNode(n));

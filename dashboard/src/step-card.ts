@@ -69,8 +69,9 @@ function result(step: SessionStep): HTMLElement {
     return h("dl", { class: "facts step-result" }, facts);
   }
   fact("Result", h("span", { class: r.ok ? "ok" : "bad", "data-cell": "outcome" }, r.ok ? "ok" : "failed"));
-  if (!r.ok || r.errorCode)
+  if (!r.ok || r.errorCode) {
     fact("Error", h("span", { class: "error step-error" }, h("strong", {}, r.errorCode || "ERROR"), r.errorMessage ? `: ${r.errorMessage}` : "", r.errorField ? ` (field ${r.errorField})` : ""));
+  }
   if (r.dispatched !== undefined) fact("Dispatched", r.dispatched ? "yes, it reached the phone" : "no, it did not reach the phone");
   if (r.ambiguous) fact("Ambiguous", "yes: whether it took effect is not known");
   if (r.actionId) fact("Action id", h("code", {}, r.actionId));
@@ -122,7 +123,7 @@ function artifacts(step: SessionStep): HTMLElement | null {
           ` ${a.kind}${a.when ? `.${a.when}` : ""} from ${a.provider}${a.sha256 ? `, ${bytes(a.size)}` : ""}${a.reason ? ` (${a.reason}${a.speculative ? ", speculative" : ""})` : ""}`,
           a.skippedReason ? h("span", { class: "skipped" }, ` skipped: ${a.skippedReason}`) : null,
           a.warning ? h("span", { class: "warning" }, ` ${a.warning}`) : null,
-        ),
+        )
       ),
     ),
   );
@@ -171,7 +172,7 @@ function ocrSection(step: SessionStep, ocr: StepOcr | undefined, before: { frame
       h("td", { "data-cell": "text" }, o.text),
       h("td", { "data-cell": "confidence" }, `${Math.round(o.confidence * 100)}%`),
       h("td", { "data-cell": "bounds" }, rectText(o.bounds)),
-    ),
+    )
   );
   return h(
     "details",
@@ -191,11 +192,11 @@ export function stepCard(step: SessionStep): StepCard {
   const ocrSlot = h("div", { class: "ocr-slot" });
   const attempts = step.attempts.length
     ? h(
-        "details",
-        { class: "attempts" },
-        h("summary", {}, `${step.attempts.length} earlier attempt${step.attempts.length === 1 ? "" : "s"} the farm made itself`),
-        h("ol", {}, step.attempts.map((a) => h("li", {}, when(a.startTime), ` ${duration(a.durationMs)}: `, h("strong", {}, a.errorCode || "error"), a.errorMessage ? ` ${a.errorMessage}` : ""))),
-      )
+      "details",
+      { class: "attempts" },
+      h("summary", {}, `${step.attempts.length} earlier attempt${step.attempts.length === 1 ? "" : "s"} the farm made itself`),
+      h("ol", {}, step.attempts.map((a) => h("li", {}, when(a.startTime), ` ${duration(a.durationMs)}: `, h("strong", {}, a.errorCode || "error"), a.errorMessage ? ` ${a.errorMessage}` : ""))),
+    )
     : null;
   append(el, [
     h(

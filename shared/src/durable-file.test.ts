@@ -23,8 +23,8 @@ afterAll(async () => {
 describe.skipIf(!root)("writeFileDurably on a full disk", () => {
   it("publishes a file that fits, whole and 0600", async () => {
     const path = join(dir, "fits.json");
-    await writeFileDurably(path, '{"ok":true}\n');
-    expect(await readFile(path, "utf8")).toBe('{"ok":true}\n');
+    await writeFileDurably(path, "{\"ok\":true}\n");
+    expect(await readFile(path, "utf8")).toBe("{\"ok\":true}\n");
     expect((await stat(path)).mode & 0o777).toBe(0o600);
   });
 
@@ -45,7 +45,7 @@ describe.skipIf(!root)("writeFileDurably on a full disk", () => {
     const s = await statfs(dir);
     await writeFile(filler, Buffer.alloc(Math.max(0, s.bavail * s.bsize - 4096)));
     await expect(writeFileDurably(path, Buffer.alloc(64 * 1024, 2))).rejects.toThrow(/ENOSPC|short write/);
-    expect(await readFile(path, "utf8")).toBe('{"ok":true}\n');
+    expect(await readFile(path, "utf8")).toBe("{\"ok\":true}\n");
     await rm(filler);
   });
 });

@@ -40,11 +40,11 @@ export function relayedError(status: Code, code: string, message: string, field?
     field: field ?? "",
     ...(outcome
       ? {
-          ambiguous: outcome.ambiguous,
-          ...(outcome.dispatched === null ? {} : { dispatched: outcome.dispatched }),
-          actionId: outcome.actionId ?? "",
-          agentId: outcome.agentId ?? "",
-        }
+        ambiguous: outcome.ambiguous,
+        ...(outcome.dispatched === null ? {} : { dispatched: outcome.dispatched }),
+        actionId: outcome.actionId ?? "",
+        agentId: outcome.agentId ?? "",
+      }
       : {}),
   };
   return new ConnectError(message, status, undefined, [{ desc: ErrorDetailSchema, value }], cause);

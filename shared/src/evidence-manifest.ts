@@ -151,8 +151,22 @@ export const evidenceManifestSchema = {
       type: "object",
       additionalProperties: false,
       required: [
-        "serial", "physicalId", "agentId", "agentHost", "cliVersion", "agentVersion", "bootId", "appPackage", "hierarchySource",
-        "apiLevel", "androidVersion", "manufacturer", "model", "deviceType", "deviceTypeProperties", "display",
+        "serial",
+        "physicalId",
+        "agentId",
+        "agentHost",
+        "cliVersion",
+        "agentVersion",
+        "bootId",
+        "appPackage",
+        "hierarchySource",
+        "apiLevel",
+        "androidVersion",
+        "manufacturer",
+        "model",
+        "deviceType",
+        "deviceTypeProperties",
+        "display",
       ],
       properties: {
         serial: { type: "string", minLength: 1 },
@@ -235,4 +249,3 @@ export const evidenceManifestSchema = {
   then: { required: ["video"] },
   else: { not: { required: ["video"] } },
 } as const;
-

@@ -126,8 +126,8 @@ function gaveUp(err: unknown, method: DescMethod, input: unknown, timeoutMs: num
   const next = rules.deviceChange
     ? `; the outcome is unknown: if the call reached the agent, \`farm device ownership status --device ${typeof serial === "string" && serial ? serial : "<serial>"}\` shows its action`
     : rules.readOnly
-      ? ""
-      : "; the outcome is unknown";
+    ? ""
+    : "; the outcome is unknown";
   return farmError(
     Errors.DEADLINE_EXCEEDED,
     `no answer from the coordinator within the ${timeoutMs} ms timeout and ${graceMs} ms more${next}`,

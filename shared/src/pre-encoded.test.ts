@@ -6,9 +6,7 @@ import { isBinaryRequest, withPreEncodedField } from "./pre-encoded.js";
 
 describe("withPreEncodedField", () => {
   it("produces the same bytes as the populated message", () => {
-    const devices = ["a", "b", "c"].map((serial, i) =>
-      create(DeviceSchema, { serial, state: "device", properties: { model: `m${i}`, apiLevel: 30 + i } }),
-    );
+    const devices = ["a", "b", "c"].map((serial, i) => create(DeviceSchema, { serial, state: "device", properties: { model: `m${i}`, apiLevel: 30 + i } }));
     const populated = toBinary(ListDevicesResponseSchema, create(ListDevicesResponseSchema, { devices }));
     const pre = toBinary(
       ListDevicesResponseSchema,

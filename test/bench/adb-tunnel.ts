@@ -105,7 +105,9 @@ async function run(topology: "split" | "standalone"): Promise<void> {
       const rss = memoryMiB(proc.pid as number);
       console.log(`remote adb (farm adb connect, ${topology === "split" ? "coordinator and agent processes" : "farm standalone"}) against the same phone directly, ${MIB} MiB push, ${ROUNDS} shell round trips`);
       console.log(`adb push           direct ${mibs(pushDirect).toFixed(1).padStart(7)} MiB/s   tunnel ${mibs(pushTunnel).toFixed(1).padStart(7)} MiB/s   tunnel/direct ${(pushDirect / pushTunnel).toFixed(2)} (target >= 0.5)`);
-      console.log(`adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`);
+      console.log(
+        `adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`,
+      );
       console.log(`tunnel process     RSS ${rss.rss.toFixed(1)} MiB, peak ${rss.peakRss.toFixed(1)} MiB`);
       results.push({ topology, pushRatio: pushDirect / pushTunnel, echoAddedMs: median(echoTunnel) - median(echoDirect), tunnelPeakRssMiB: rss.peakRss });
       const back = join(lab.dir, "back.bin");

@@ -26,7 +26,7 @@ async function measure(phone: SimDevice, runs: number) {
   await runAdb(adb.port, ["-s", serial, "shell", `am start -n ${PKG}/.MainActivity`]);
   for (let i = 0; i < 100; i++) {
     const r = await shellV2(addr, serial, `run-as ${PKG} cat ${ANDROID_ENDPOINT_FILE}`);
-    if (r.stdout.includes('"ok":true')) break;
+    if (r.stdout.includes("\"ok\":true")) break;
     await new Promise((res) => setTimeout(res, 50));
   }
   const t0 = performance.now();

@@ -71,7 +71,9 @@ async function main(): Promise<void> {
 
     const attachT0 = performance.now();
     for (let i = 0; i < AGENTS; i += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, AGENTS - i) }, async (_, k) => attachFakeAgent({ url, token: await agentToken(i + k), index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: HEARTBEAT_MS, signal: stop.signal })));
+      await Promise.all(
+        Array.from({ length: Math.min(50, AGENTS - i) }, async (_, k) => attachFakeAgent({ url, token: await agentToken(i + k), index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: HEARTBEAT_MS, signal: stop.signal })),
+      );
     }
     // Every device, in pages of the largest size the API serves.
     const allDevices = async (opts: { onHeader?: (h: Headers) => void } = {}) => {
@@ -161,7 +163,11 @@ async function main(): Promise<void> {
     console.log(`  agents online          ${agentsOnline}/${AGENTS} (attached in ${attachS.toFixed(1)} s)`);
     console.log(`  coordinator CPU        ${(loadCpu * 100).toFixed(2)}% of one core  (ratio to 10% target: ${r(loadCpu / 0.1)}; idle ${(idleCpu * 100).toFixed(2)}%)`);
     console.log(`  ListDevices (${AGENTS * DEVICES})  median ${listMedian.toFixed(1)} ms  (ratio to 100 ms target: ${r(listMedian / 100)}; to empty RPC ${baselineRpc.toFixed(2)} ms: ${r(listMedian / baselineRpc)}x)`);
-    console.log(`  ListDevices split      registry ${serverMedian.toFixed(1)} ms; request to last byte ${rawMedian.toFixed(1)} ms (ratio to target ${r(rawMedian / 100)}); client decode of ${(body.length / 1048576).toFixed(1)} MiB ${decodeMedian.toFixed(1)} ms`);
+    console.log(
+      `  ListDevices split      registry ${serverMedian.toFixed(1)} ms; request to last byte ${rawMedian.toFixed(1)} ms (ratio to target ${r(rawMedian / 100)}); client decode of ${(body.length / 1048576).toFixed(1)} MiB ${
+        decodeMedian.toFixed(1)
+      } ms`,
+    );
     console.log(`  peak RSS               ${mem.peakRss.toFixed(0)} MiB  (idle ${idleMem.rss.toFixed(0)} MiB, ratio ${r(mem.peakRss / idleMem.rss)})`);
     emitReport(
       "coordinator-load",

@@ -55,7 +55,11 @@ async function main(): Promise<void> {
     const userToken = (await tokens.createToken({ name: "viewer", kind: TokenKind.USER, role: TokenRole.VIEWER })).token;
     const agents: FakeAgent[] = [];
     for (let i = 0; i < AGENTS; i += 25) {
-      agents.push(...(await Promise.all(Array.from({ length: Math.min(25, AGENTS - i) }, async (_, k) => attachFakeAgent({ url, token: await agentToken(i + k), index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: 5_000, signal: stop.signal })))));
+      agents.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(25, AGENTS - i) }, async (_, k) => attachFakeAgent({ url, token: await agentToken(i + k), index: i + k, devices: fakeDevices(i + k, DEVICES), heartbeatMs: 5_000, signal: stop.signal })),
+        )),
+      );
     }
     const registry = createClient(RegistryService, transport);
     const countDevices = async () => {
@@ -95,8 +99,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < 5; i++) {
       const t0 = performance.now();
       let pageToken = "";
-      do pageToken = (await registry.listDevices({ pageSize: 1000, pageToken })).nextPageToken;
-      while (pageToken);
+      do pageToken = (await registry.listDevices({ pageSize: 1000, pageToken })).nextPageToken; while (pageToken);
       wholeMs.push(performance.now() - t0);
     }
 
@@ -110,7 +113,10 @@ async function main(): Promise<void> {
       await page.waitForFunction((n) => document.getElementById("main")?.dataset["rendered"] === String(n), Math.min(TOTAL, PAGE), { timeout: 120_000, polling: 10 });
       renderMs.push(performance.now() - t0);
       transferred = await page.evaluate(() =>
-        [...performance.getEntriesByType("navigation" as "resource"), ...performance.getEntriesByType("resource")].reduce((sum, e) => sum + ((e as PerformanceResourceTiming).transferSize || (e as PerformanceResourceTiming).encodedBodySize || 0), 0),
+        [...performance.getEntriesByType("navigation" as "resource"), ...performance.getEntriesByType("resource")].reduce(
+          (sum, e) => sum + ((e as PerformanceResourceTiming).transferSize || (e as PerformanceResourceTiming).encodedBodySize || 0),
+          0,
+        )
       );
     }
     const rows = await page.locator("#devices tbody tr").count();
@@ -148,7 +154,11 @@ async function main(): Promise<void> {
     const w = median(wholeMs);
     const up = median(updateMs);
     console.log(`devices page, ${TOTAL} devices from ${AGENTS} agents:`);
-    console.log(`  first render: ${r.toFixed(0)} ms median of ${renderMs.length} (ListDevices fetch of its first ${PAGE} alone ${f.toFixed(0)} ms, ratio ${(r / f).toFixed(1)}; the whole list read to its end over gRPC ${w.toFixed(0)} ms, ratio ${(r / w).toFixed(1)})`);
+    console.log(
+      `  first render: ${r.toFixed(0)} ms median of ${renderMs.length} (ListDevices fetch of its first ${PAGE} alone ${f.toFixed(0)} ms, ratio ${(r / f).toFixed(1)}; the whole list read to its end over gRPC ${w.toFixed(0)} ms, ratio ${
+        (r / w).toFixed(1)
+      })`,
+    );
     console.log(`  the page's own rendering of the first page of rows: ${median(inPage.render).toFixed(1)} ms`);
     console.log(`  one live update, agent report to row changed: ${up.toFixed(1)} ms median of ${updateMs.length} (ratio to a full load ${(up / r).toFixed(3)}); the page's own work per update ${median(inPage.update).toFixed(2)} ms`);
     console.log(`  list re-reads during ${UPDATES} updates: ${listCalls.length}`);

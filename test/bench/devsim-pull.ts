@@ -51,9 +51,7 @@ async function loopbackCopy(data: Buffer): Promise<number> {
 
 function run(command: string, args: string[]): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    execFile(command, args, { encoding: "buffer", maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${command} ${args.join(" ")}: ${error.message} ${stderr.toString()}`)) : resolve(stdout),
-    ),
+    execFile(command, args, { encoding: "buffer", maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => error ? reject(new Error(`${command} ${args.join(" ")}: ${error.message} ${stderr.toString()}`)) : resolve(stdout))
   );
 }
 

@@ -138,11 +138,26 @@ async function main(): Promise<void> {
     for (const [name, s] of [["1080x2400", small], ["1440x3120", large]] as const) {
       const added = s.farm - s.raw;
       // What the capture RPC adds over the raw commands' own work is farm's RPCs, agent and storage; the rest is start-up and transfer.
-      console.log(`  ${name} instant: farm ${s.farm.toFixed(0)} ms vs raw adb ${s.raw.toFixed(0)} ms (added ${added.toFixed(0)} ms): CLI start ${s.cliStart.toFixed(0)} ms, capture RPC ${s.rpc.toFixed(0)} ms, transfer + verification ${s.pull.toFixed(0)} ms`);
-      rows.push({ measure: `evidence capture ${name}, added`, instant: addedMs(added, 0), realistic: name === "1080x2400" ? round(usbRatio, 2) : null, profile: "pixel-usb", target: "<= 1.3x (pixel-usb)", pass: name === "1080x2400" ? usbRatio <= 1.3 : null });
+      console.log(
+        `  ${name} instant: farm ${s.farm.toFixed(0)} ms vs raw adb ${s.raw.toFixed(0)} ms (added ${added.toFixed(0)} ms): CLI start ${s.cliStart.toFixed(0)} ms, capture RPC ${s.rpc.toFixed(0)} ms, transfer + verification ${
+          s.pull.toFixed(0)
+        } ms`,
+      );
+      rows.push({
+        measure: `evidence capture ${name}, added`,
+        instant: addedMs(added, 0),
+        realistic: name === "1080x2400" ? round(usbRatio, 2) : null,
+        profile: "pixel-usb",
+        target: "<= 1.3x (pixel-usb)",
+        pass: name === "1080x2400" ? usbRatio <= 1.3 : null,
+      });
       rows.push({ measure: `  ${name}: CLI start / capture RPC / transfer+verify`, instant: `${s.cliStart.toFixed(0)} / ${s.rpc.toFixed(0)} / ${s.pull.toFixed(0)} ms`, realistic: null, target: "", pass: null });
     }
-    console.log(`  1080x2400 pixel-usb: farm ${usb.farm.toFixed(0)} ms vs raw adb ${usb.raw.toFixed(0)} ms (ratio ${usbRatio.toFixed(3)}, target <= 1.3): CLI start ${usb.cliStart.toFixed(0)} ms, capture RPC ${usb.rpc.toFixed(0)} ms, transfer + verification ${usb.pull.toFixed(0)} ms`);
+    console.log(
+      `  1080x2400 pixel-usb: farm ${usb.farm.toFixed(0)} ms vs raw adb ${usb.raw.toFixed(0)} ms (ratio ${usbRatio.toFixed(3)}, target <= 1.3): CLI start ${usb.cliStart.toFixed(0)} ms, capture RPC ${
+        usb.rpc.toFixed(0)
+      } ms, transfer + verification ${usb.pull.toFixed(0)} ms`,
+    );
     console.log(`  peak RSS: CLI ${Math.max(small.cliPeak, large.cliPeak, usb.cliPeak).toFixed(0)} MiB, standalone (coordinator + agent) ${standalonePeak.toFixed(0)} MiB`);
     emitReport("evidence-capture", rows, {
       instant1080: small,

@@ -78,7 +78,7 @@ async function main(): Promise<void> {
             canvas.dispatchEvent(new PointerEvent("pointerdown", at));
             canvas.dispatchEvent(new PointerEvent("pointerup", at));
           } else {
-            (document.querySelector('#device-screen button[data-key="KEYCODE_BACK"]') as HTMLButtonElement).click();
+            (document.querySelector("#device-screen button[data-key=\"KEYCODE_BACK\"]") as HTMLButtonElement).click();
           }
           for (;;) {
             await new Promise((r) => requestAnimationFrame(r));
@@ -149,7 +149,11 @@ async function main(): Promise<void> {
     console.log(`live screen (coordinator and agent processes, devsim 720x1600 H.264), ${CLICKS} clicks, 1 and ${VIEWERS} viewers for ${SECONDS} s`);
     console.log(`input-to-photon    median ${median(photon).toFixed(0)} ms, worst ${Math.max(...photon).toFixed(0)} ms (target <= 250 ms)`);
     console.log(`frames per viewer  ${fps.toFixed(1)} fps (devsim encodes at most 10 a second)`);
-    console.log(`coordinator CPU    1 viewer ${(one.cpu * 100).toFixed(1)}% of a core, ${VIEWERS} viewers ${(many.cpu * 100).toFixed(1)}%; per added viewer ${(perViewer * 100).toFixed(2)}% at ${fps.toFixed(1)} fps, ${(at30 * 100).toFixed(2)}% scaled to 30 fps (target <= 5%)`);
+    console.log(
+      `coordinator CPU    1 viewer ${(one.cpu * 100).toFixed(1)}% of a core, ${VIEWERS} viewers ${(many.cpu * 100).toFixed(1)}%; per added viewer ${(perViewer * 100).toFixed(2)}% at ${fps.toFixed(1)} fps, ${
+        (at30 * 100).toFixed(2)
+      }% scaled to 30 fps (target <= 5%)`,
+    );
     console.log(`bytes per viewer   ${(many.bps / 1024).toFixed(0)} KiB/s`);
     emitReport(
       "live-screen",

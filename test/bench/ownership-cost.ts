@@ -166,7 +166,9 @@ async function main(): Promise<void> {
     console.log(`  with lock + journal         median ${mo.toFixed(2)} ms  (ratio ${(mo / mb).toFixed(3)}, +${(mo - mb).toFixed(2)} ms)`);
     console.log(`  ownership alone (no device) median ${median(overhead).toFixed(2)} ms per action (lock, 2 journal commits, release)`);
     console.log(`  ownership alone, history at its bound (${rows} settled rows) median ${median(overheadFull).toFixed(2)} ms (${(median(overheadFull) / median(overhead)).toFixed(2)}x the fresh journal)`);
-    console.log(`  ${PHONES_AT_ONCE} phones at once, ownership alone: ${Math.round(crowdPerSecond)} actions/s (${(crowdPerSecond / onePerSecond).toFixed(2)}x one phone's ${Math.round(onePerSecond)}), median ${median(crowdLatency).toFixed(2)} ms`);
+    console.log(
+      `  ${PHONES_AT_ONCE} phones at once, ownership alone: ${Math.round(crowdPerSecond)} actions/s (${(crowdPerSecond / onePerSecond).toFixed(2)}x one phone's ${Math.round(onePerSecond)}), median ${median(crowdLatency).toFixed(2)} ms`,
+    );
     console.log(`  journal commits per second  ${Math.round(commitsPerSecond)} (synchronous=FULL, WAL)`);
     const usbRatio = median(usb.owned) / median(usb.bare);
     console.log(`  pixel-usb: bare ${median(usb.bare).toFixed(1)} ms, owned ${median(usb.owned).toFixed(1)} ms (ratio ${usbRatio.toFixed(3)}, target <= 1.1)`);

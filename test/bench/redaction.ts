@@ -35,8 +35,7 @@ function rng(seed: number): () => number {
 }
 const next = rng(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
-const word = (n: number, alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") =>
-  Array.from({ length: n }, () => pick([...alphabet])).join("");
+const word = (n: number, alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") => Array.from({ length: n }, () => pick([...alphabet])).join("");
 
 // Shapes secrets take in CI: API keys, JWT-ish tokens, passwords with punctuation, UUIDs, a non-ASCII one.
 const SECRETS = [
@@ -80,7 +79,9 @@ function syntheticLog(bytes: number): string {
   let size = 0;
   for (let i = 0; size < bytes; i++) {
     const ms = i * 7;
-    const stamp = `01-02 ${String(10 + Math.floor(ms / 3_600_000) % 14).padStart(2, "0")}:${String(Math.floor(ms / 60_000) % 60).padStart(2, "0")}:${String(Math.floor(ms / 1000) % 60).padStart(2, "0")}.${String(ms % 1000).padStart(3, "0")}`;
+    const stamp = `01-02 ${String(10 + Math.floor(ms / 3_600_000) % 14).padStart(2, "0")}:${String(Math.floor(ms / 60_000) % 60).padStart(2, "0")}:${String(Math.floor(ms / 1000) % 60).padStart(2, "0")}.${
+      String(ms % 1000).padStart(3, "0")
+    }`;
     // About one line in 400 carries a secret: dozens of occurrences of each over 10 MiB.
     const msg = next() < 1 / 400 ? secretLine() : pick(PLAIN);
     const line = `${stamp}  ${1000 + (i % 900)}  ${2000 + (i % 37)} ${pick(["V", "D", "I", "W", "E"])} ${pick(TAGS)}: ${msg}\n`;
@@ -169,7 +170,10 @@ async function main(): Promise<void> {
   console.log(`  stream() 64 KiB  ${report.streamMiBps} MiB/s (${streamMs.toFixed(0)} ms)   ratio to PassThrough ${(streamMs / passMs).toFixed(1)}x, to text() ${(streamMs / textMs).toFixed(2)}x`);
   console.log(`  baselines        UTF-8 decode ${report.utf8DecodeMiBps} MiB/s, ${SECRETS.length} indexOf passes ${report.indexOfMiBps} MiB/s, PassThrough ${report.passThroughMiBps} MiB/s`);
   console.log(`  createRedactor   ${report.buildMs} ms`);
-  emitReport("redaction", [{ measure: "redaction text()", instant: `${report.textMiBps} MiB/s`, realistic: null, target: "", pass: null }, { measure: "redaction stream()", instant: `${report.streamMiBps} MiB/s`, realistic: null, target: "", pass: null }], report);
+  emitReport("redaction", [
+    { measure: "redaction text()", instant: `${report.textMiBps} MiB/s`, realistic: null, target: "", pass: null },
+    { measure: "redaction stream()", instant: `${report.streamMiBps} MiB/s`, realistic: null, target: "", pass: null },
+  ], report);
 }
 
 await main();

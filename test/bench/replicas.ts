@@ -82,7 +82,16 @@ async function start(dir: string, name: string, database: string | undefined, co
     const registry = createClient(RegistryService, t);
     await waitFor("10 phones online", async () => ((await registry.listDevices({})).devices.filter((d) => d.state === "device").length === 10 ? true : undefined));
   }
-  return { procs, urls, admin, leases: transports.map((t) => createClient(LeaseService, t)), stop: async () => { stop.abort(); for (const p of procs) await p.stop(); } };
+  return {
+    procs,
+    urls,
+    admin,
+    leases: transports.map((t) => createClient(LeaseService, t)),
+    stop: async () => {
+      stop.abort();
+      for (const p of procs) await p.stop();
+    },
+  };
 }
 
 async function cycles(leases: Client<typeof LeaseService>[]): Promise<number> {
@@ -146,8 +155,22 @@ async function main(): Promise<void> {
     const token = await farm(["token", "create", "--kind", "agent", "--name", "real"], env);
     await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
     const agent = await startFarm([
-      "agent", "--coordinator", three.urls[0]!, "--name", "real", "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "1000",
+      "agent",
+      "--coordinator",
+      three.urls[0]!,
+      "--name",
+      "real",
+      "--data-dir",
+      join(dir.path, "agent"),
+      "--token-file",
+      join(dir.path, "agent.token"),
+      "--adb-port",
+      String(adb.port),
+      "--no-adb-start",
+      "--lock-dir",
+      join(dir.path, "locks"),
+      "--heartbeat-interval",
+      "1000",
     ], { FARM_LOG_LEVEL: "warn" });
     const devices = three.urls.map((url) => createClient(DeviceService, createGrpcTransport({ baseUrl: url, interceptors: [auth(three.admin)], nodeOptions: noDelaySessionOptions() })));
     await waitFor("the phone online on replica 1", async () => ((await devices[1]!.getOwnership({ target: { serial } }).then(() => true, () => undefined)) ? true : undefined));

@@ -83,7 +83,7 @@ async function grpcJsStream(port: number): Promise<{ unary: number[]; stream: nu
   const unary = await time(
     () =>
       new Promise((resolve, reject) =>
-        client.makeUnaryRequest("/grpc.health.v1.Health/Check", ser(HealthCheckRequestSchema), de(HealthCheckResponseSchema), create(HealthCheckRequestSchema), (err, res) => (err ? reject(err) : resolve(res))),
+        client.makeUnaryRequest("/grpc.health.v1.Health/Check", ser(HealthCheckRequestSchema), de(HealthCheckResponseSchema), create(HealthCheckRequestSchema), (err, res) => (err ? reject(err) : resolve(res)))
       ),
   );
   const stream = client.makeBidiStreamRequest("/farm.v1.AgentService/Attach", ser(AttachRequestSchema), de(AttachResponseSchema));

@@ -49,7 +49,7 @@ function run(bench: string): Promise<BenchReport | { bench: string; error: strin
       const lines = buffer.split("\n");
       buffer = lines.pop() ?? "";
       for (const line of lines) {
-        if (!line.startsWith('{"bench":')) continue;
+        if (!line.startsWith("{\"bench\":")) continue;
         try {
           last = JSON.parse(line) as BenchReport;
         } catch {

@@ -41,7 +41,14 @@ const evidenceImpl: Partial<ServiceImpl<typeof EvidenceService>> = {
 };
 
 async function attachAgent(): Promise<void> {
-  await attachInProcessAgent({ baseUrl: coordinator.url, agentToken: tokens.agent, agentId: AGENT_ID, routes: [{ service: EvidenceService, impl: evidenceImpl }] as unknown as ServiceRoute[], phones: [{ serial: ONLINE }, { serial: OFFLINE, state: "offline" }], signal: stop.signal });
+  await attachInProcessAgent({
+    baseUrl: coordinator.url,
+    agentToken: tokens.agent,
+    agentId: AGENT_ID,
+    routes: [{ service: EvidenceService, impl: evidenceImpl }] as unknown as ServiceRoute[],
+    phones: [{ serial: ONLINE }, { serial: OFFLINE, state: "offline" }],
+    signal: stop.signal,
+  });
 }
 
 /** Every file under the data dir but the database's own. */

@@ -60,7 +60,14 @@ const controlImpl: Partial<ServiceImpl<typeof AgentControlService>> = {
 };
 
 async function attachAgent(): Promise<void> {
-  await attachInProcessAgent({ baseUrl: coordinator.url, agentToken: tokens.agent, agentId: AGENT_ID, routes: [{ service: AgentControlService, impl: controlImpl }] as unknown as ServiceRoute[], phones: [{ serial: SERIAL }], signal: stop.signal });
+  await attachInProcessAgent({
+    baseUrl: coordinator.url,
+    agentToken: tokens.agent,
+    agentId: AGENT_ID,
+    routes: [{ service: AgentControlService, impl: controlImpl }] as unknown as ServiceRoute[],
+    phones: [{ serial: SERIAL }],
+    signal: stop.signal,
+  });
 }
 
 /** The value of farm_history_write_failures_total for a command on /metrics (0 when absent). */

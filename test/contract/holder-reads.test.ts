@@ -45,27 +45,27 @@ function note(method: DescMethodUnary, req: { target?: { serial?: string } | und
 }
 
 const deviceImpl: Partial<ServiceImpl<typeof DeviceService>> = {
-      takeScreenshot: (req, ctx) => (note(DeviceService.method.takeScreenshot, req, ctx), { blobId: "blob-1", width: 1080, height: 2400 }),
-      getUiTree: (req, ctx) => (note(DeviceService.method.getUiTree, req, ctx), {}),
-      readLogcat: (req, ctx) => (note(DeviceService.method.readLogcat, req, ctx), { text: "I/app: session secret s3cr3t" }),
-      getProperties: (req, ctx) => (note(DeviceService.method.getProperties, req, ctx), { properties: { "persist.ci.token": "s3cr3t" } }),
-      getActionReceipt: (req, ctx) => (note(DeviceService.method.getActionReceipt, req, ctx), {}),
-      reconcileOwnership: (req, ctx) => (note(DeviceService.method.reconcileOwnership, req, ctx), {}),
-      getOwnership: (req, ctx) => (note(DeviceService.method.getOwnership, req, ctx), {}),
+  takeScreenshot: (req, ctx) => (note(DeviceService.method.takeScreenshot, req, ctx), { blobId: "blob-1", width: 1080, height: 2400 }),
+  getUiTree: (req, ctx) => (note(DeviceService.method.getUiTree, req, ctx), {}),
+  readLogcat: (req, ctx) => (note(DeviceService.method.readLogcat, req, ctx), { text: "I/app: session secret s3cr3t" }),
+  getProperties: (req, ctx) => (note(DeviceService.method.getProperties, req, ctx), { properties: { "persist.ci.token": "s3cr3t" } }),
+  getActionReceipt: (req, ctx) => (note(DeviceService.method.getActionReceipt, req, ctx), {}),
+  reconcileOwnership: (req, ctx) => (note(DeviceService.method.reconcileOwnership, req, ctx), {}),
+  getOwnership: (req, ctx) => (note(DeviceService.method.getOwnership, req, ctx), {}),
 };
 const evidenceImpl: Partial<ServiceImpl<typeof EvidenceService>> = {
-      // Reaching the agent is what is checked; a stored bundle is the e2e's.
-      captureEvidence: (req, ctx) => {
-        note(EvidenceService.method.captureEvidence, req, ctx);
-        throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, "this agent captures nothing");
-      },
+  // Reaching the agent is what is checked; a stored bundle is the e2e's.
+  captureEvidence: (req, ctx) => {
+    note(EvidenceService.method.captureEvidence, req, ctx);
+    throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, "this agent captures nothing");
+  },
 };
 const videoImpl: Partial<ServiceImpl<typeof VideoService>> = {
-      startVideo: (req, ctx) => {
-        note(VideoService.method.startVideo, req, ctx);
-        const serial = req.target?.serial ?? "";
-        return { session: { sessionId: req.sessionId, status: "recording", serial, agentId: AGENT_ID, physicalId: `pd-${serial}`, workerAvailable: true } };
-      },
+  startVideo: (req, ctx) => {
+    note(VideoService.method.startVideo, req, ctx);
+    const serial = req.target?.serial ?? "";
+    return { session: { sessionId: req.sessionId, status: "recording", serial, agentId: AGENT_ID, physicalId: `pd-${serial}`, workerAvailable: true } };
+  },
 };
 const routes = [
   { service: DeviceService, impl: deviceImpl },
@@ -147,11 +147,13 @@ describe("a leased phone's reads are its holder's", () => {
 
   it.each(Object.keys(reads))("lets the holder (by token, or by lease token) and an admin %s", async (what) => {
     const read = reads[what] as (t: Transport, s: string) => Promise<unknown>;
-    for (const [t, by] of [
-      [grpc(tokens.alice), "alice"],
-      [grpc(tokens.bob, aliceLease), "bob"],
-      [grpc(tokens.admin), "root"],
-    ] as const) {
+    for (
+      const [t, by] of [
+        [grpc(tokens.alice), "alice"],
+        [grpc(tokens.bob, aliceLease), "bob"],
+        [grpc(tokens.admin), "root"],
+      ] as const
+    ) {
       const before = reached.length;
       passed(what, await refusal(read(t, LEASED)));
       expect(reached.slice(before)).toMatchObject([{ by, serial: LEASED }]);
@@ -166,7 +168,10 @@ describe("a leased phone's reads are its holder's", () => {
 
   it("keeps the journal's receipts and reconciliation for the holder, and its ownership status for anyone", async () => {
     const bob = createClient(DeviceService, grpc(tokens.bob));
-    expect(await refusal(bob.getActionReceipt({ target: { serial: LEASED }, actionId: "act-1" }))).toMatchObject({ code: Errors.LEASE_HELD_BY_OTHER.code, message: expect.stringMatching(/only the holder or an admin may read its action receipts$/) });
+    expect(await refusal(bob.getActionReceipt({ target: { serial: LEASED }, actionId: "act-1" }))).toMatchObject({
+      code: Errors.LEASE_HELD_BY_OTHER.code,
+      message: expect.stringMatching(/only the holder or an admin may read its action receipts$/),
+    });
     expect(await refusal(bob.reconcileOwnership({ target: { serial: LEASED } }))).toMatchObject({ code: Errors.LEASE_HELD_BY_OTHER.code, message: expect.stringMatching(/only the holder or an admin may reconcile its ownership journal$/) });
     expect(await refusal(bob.getOwnership({ target: { serial: LEASED } }))).toBeUndefined();
     expect(await refusal(createClient(DeviceService, grpc(tokens.alice)).getActionReceipt({ target: { serial: LEASED }, actionId: "act-1" }))).toBeUndefined();

@@ -122,7 +122,7 @@ describe("a routed call", () => {
     const got = await clientSees(agent({ getOwnership: () => Promise.reject(eio) }, { logs }), DeviceService.method.getOwnership, { target: { serial: "S1" } });
     expect(got.rawMessage).not.toContain("farm-secret-host-dir");
     expect(toErrorReport(got).code).toBe(Errors.INTERNAL.code);
-    expect(logs.some((l) => l.includes('"level":"error"') && l.includes("command failed on this host") && l.includes("getOwnership"))).toBe(true);
+    expect(logs.some((l) => l.includes("\"level\":\"error\"") && l.includes("command failed on this host") && l.includes("getOwnership"))).toBe(true);
   });
 
   it("answers a method the agent does not serve, or a request that does not decode, with a clear error", async () => {

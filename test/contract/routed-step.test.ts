@@ -125,7 +125,19 @@ describe("a routed session step", () => {
 
   it("masks every UI tree it answers with, by the step's labels, fields and secrets: a tree read, a tap by element", async () => {
     const SECRET = "Zq7Kx9WvpL-tree";
-    const el = (over: Record<string, unknown>) => ({ type: "android.widget.EditText", text: "", resourceId: "", contentDesc: "", bounds: { left: 0, top: 0, right: 10, bottom: 10 }, enabled: true, clickable: true, focused: false, packageName: "com.app", children: [], ...over });
+    const el = (over: Record<string, unknown>) => ({
+      type: "android.widget.EditText",
+      text: "",
+      resourceId: "",
+      contentDesc: "",
+      bounds: { left: 0, top: 0, right: 10, bottom: 10 },
+      enabled: true,
+      clickable: true,
+      focused: false,
+      packageName: "com.app",
+      children: [],
+      ...over,
+    });
     const password = el({ resourceId: "com.app:id/password", text: "hunter2-typed" });
     const card = el({ text: `card of ${SECRET}`, contentDesc: "card number 4111" });
     const tree = { source: "uiautomator", nodeCount: 3, roots: [el({ type: "android.widget.FrameLayout", children: [password, card] })] };

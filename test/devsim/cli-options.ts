@@ -1,13 +1,13 @@
-import { parseArgs } from 'node:util';
-import { adbPortFromEnv } from './host/devsim.js';
-import { LATENCY_PROFILE_NAMES, type LatencyProfileName } from './latency/latency-profiles.js';
+import { parseArgs } from "node:util";
+import { adbPortFromEnv } from "./host/devsim.js";
+import { LATENCY_PROFILE_NAMES, type LatencyProfileName } from "./latency/latency-profiles.js";
 
 export interface CliOptions {
   devices: number;
   adbPort: number;
   host: string;
   connect: boolean;
-  format: 'json' | 'table';
+  format: "json" | "table";
   help: boolean;
   /** Scenario file (devices + fault schedule). */
   scenario?: string;
@@ -56,31 +56,31 @@ export function parseCliOptions(argv: readonly string[], env: NodeJS.ProcessEnv 
   const { values } = parseArgs({
     args: [...argv],
     options: {
-      devices: { type: 'string' },
-      'adb-port': { type: 'string' },
-      host: { type: 'string' },
-      'no-connect': { type: 'boolean' },
-      format: { type: 'string' },
-      scenario: { type: 'string' },
-      latency: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      devices: { type: "string" },
+      "adb-port": { type: "string" },
+      host: { type: "string" },
+      "no-connect": { type: "boolean" },
+      format: { type: "string" },
+      scenario: { type: "string" },
+      latency: { type: "string" },
+      help: { type: "boolean", short: "h" },
     },
     strict: true,
     allowPositionals: false,
   });
-  const devices = values.devices === undefined ? 1 : positiveInt('--devices', values.devices);
-  const adbPort = values['adb-port'] === undefined ? adbPortFromEnv(env) : positiveInt('--adb-port', values['adb-port']);
-  if (adbPort > 65535) throw new Error('--adb-port must be at most 65535');
-  const format = values.format ?? (isTty ? 'table' : 'json');
-  if (format !== 'json' && format !== 'table') throw new Error(`--format must be json or table, not ${format}`);
+  const devices = values.devices === undefined ? 1 : positiveInt("--devices", values.devices);
+  const adbPort = values["adb-port"] === undefined ? adbPortFromEnv(env) : positiveInt("--adb-port", values["adb-port"]);
+  if (adbPort > 65535) throw new Error("--adb-port must be at most 65535");
+  const format = values.format ?? (isTty ? "table" : "json");
+  if (format !== "json" && format !== "table") throw new Error(`--format must be json or table, not ${format}`);
   if (values.latency !== undefined && !LATENCY_PROFILE_NAMES.includes(values.latency as LatencyProfileName)) {
-    throw new Error(`--latency must be one of ${LATENCY_PROFILE_NAMES.join(', ')}, not ${JSON.stringify(values.latency)}`);
+    throw new Error(`--latency must be one of ${LATENCY_PROFILE_NAMES.join(", ")}, not ${JSON.stringify(values.latency)}`);
   }
   return {
     devices,
     adbPort,
-    host: values.host ?? '127.0.0.1',
-    connect: !values['no-connect'],
+    host: values.host ?? "127.0.0.1",
+    connect: !values["no-connect"],
     format,
     help: values.help ?? false,
     ...(values.scenario !== undefined ? { scenario: values.scenario } : {}),

@@ -1,20 +1,20 @@
 #!/usr/bin/env node
 // `npm run devsim -- --devices N`: simulated devices for manual runs and scripts.
-import { USAGE, parseCliOptions, type CliOptions } from './cli-options.js';
-import { runControlCommand } from './control-cli.js';
-import { loadScenario } from './control/scenario.js';
-import { startDevsim, type Devsim } from './host/devsim.js';
+import { USAGE, parseCliOptions, type CliOptions } from "./cli-options.js";
+import { runControlCommand } from "./control-cli.js";
+import { loadScenario } from "./control/scenario.js";
+import { startDevsim, type Devsim } from "./host/devsim.js";
 
 function formatTable(sim: Devsim): string {
   const rows = sim.devices.map(({ serial, port, device }) => [serial, String(port), device.serialno, device.model]);
-  const header = ['SERIAL', 'PORT', 'SERIALNO', 'MODEL'];
+  const header = ["SERIAL", "PORT", "SERIALNO", "MODEL"];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  return [header, ...rows].map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+  return [header, ...rows].map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n");
 }
 
 async function main(): Promise<number> {
   const [first, ...rest] = process.argv.slice(2);
-  if (first === 'status' || first === 'fault' || first === 'action') {
+  if (first === "status" || first === "fault" || first === "action") {
     try {
       return await runControlCommand(first, rest, process.env);
     } catch (error) {
@@ -45,14 +45,14 @@ async function main(): Promise<number> {
     ...(options.latency ? { latency: options.latency } : {}),
     log: (message) => process.stderr.write(`devsim: ${message}\n`),
   });
-  if (options.format === 'json') {
+  if (options.format === "json") {
     for (const { serial, port, device } of sim.devices) {
       process.stdout.write(`${JSON.stringify({ serial, port, serialno: device.serialno, model: device.model, control: sim.controlUrl })}\n`);
     }
   } else {
     process.stdout.write(`${formatTable(sim)}\n`);
   }
-  const where = options.connect ? `connected to the adb server on port ${options.adbPort}` : 'listening (not connected)';
+  const where = options.connect ? `connected to the adb server on port ${options.adbPort}` : "listening (not connected)";
   process.stderr.write(`devsim: control API at ${sim.controlUrl}\n`);
   process.stderr.write(`devsim: ${sim.devices.length} device(s) ${where}; stop with Ctrl-C\n`);
 
@@ -73,8 +73,8 @@ async function main(): Promise<number> {
         },
       );
     };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
   });
 }
 

@@ -1,10 +1,10 @@
-import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitUntil } from './host/wait-until.js';
-import { adbBinary, runAdb, startAdbServer, startDevsim, type AdbServer, type Devsim } from './index.js';
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "./host/wait-until.js";
+import { adbBinary, runAdb, startAdbServer, startDevsim, type AdbServer, type Devsim } from "./index.js";
 
 // screenrecord: a real H.264 MP4 through ffmpeg, pulled with the real adb CLI and verified with ffprobe + a full decode.
 
@@ -16,7 +16,7 @@ beforeAll(async () => {
   server = await startAdbServer();
   // A 720x1600 phone keeps encoding cheap.
   sim = await startDevsim({ devices: [{ profile: 3 }], adbPort: server.port });
-  dir = await mkdtemp(join(tmpdir(), 'devsim-rec-test-'));
+  dir = await mkdtemp(join(tmpdir(), "devsim-rec-test-"));
 }, 20_000);
 
 afterAll(async () => {
@@ -25,23 +25,21 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const adb = (args: string[], timeoutMs = 20_000) => runAdb(server.port, ['-s', sim.devices[0]!.serial, ...args], { timeoutMs });
-const shell = async (command: string) => (await adb(['shell', command])).stdout;
+const adb = (args: string[], timeoutMs = 20_000) => runAdb(server.port, ["-s", sim.devices[0]!.serial, ...args], { timeoutMs });
+const shell = async (command: string) => (await adb(["shell", command])).stdout;
 
 function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile(command, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr })),
-  );
+  return new Promise((resolve) => execFile(command, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr })));
 }
 
 async function pull(remote: string): Promise<string> {
-  const local = join(dir, remote.replace(/\//g, '_'));
-  expect((await adb(['pull', remote, local])).code).toBe(0);
+  const local = join(dir, remote.replace(/\//g, "_"));
+  expect((await adb(["pull", remote, local])).code).toBe(0);
   return local;
 }
 
 async function probe(file: string): Promise<{ codec: string; width: number; height: number; duration: number }> {
-  const result = await run('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name,width,height:format=duration', '-of', 'json', file]);
+  const result = await run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,width,height:format=duration", "-of", "json", file]);
   expect(result.code, result.stderr).toBe(0);
   const json = JSON.parse(result.stdout) as { streams: Array<{ codec_name: string; width: number; height: number }>; format: { duration: string } };
   const stream = json.streams[0]!;
@@ -49,75 +47,75 @@ async function probe(file: string): Promise<{ codec: string; width: number; heig
 }
 
 async function fullDecode(file: string): Promise<void> {
-  const result = await run('ffmpeg', ['-v', 'error', '-i', file, '-f', 'null', '-']);
-  expect(result, result.stderr).toMatchObject({ code: 0, stderr: '' });
+  const result = await run("ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"]);
+  expect(result, result.stderr).toMatchObject({ code: 0, stderr: "" });
 }
 
-const pidOf = async () => (await shell('pidof screenrecord')).trim() || undefined;
+const pidOf = async () => (await shell("pidof screenrecord")).trim() || undefined;
 
-describe('screenrecord', () => {
-  it('records scene changes until the time limit; ps shows the process meanwhile', async () => {
-    const recording = adb(['shell', 'screenrecord --time-limit 2 --bit-rate 2M /sdcard/Movies/a.mp4']);
-    await waitUntil(pidOf, { what: 'screenrecord in ps' });
-    const ps = await shell('ps -A -o PID,USER,ARGS,STIME');
+describe("screenrecord", () => {
+  it("records scene changes until the time limit; ps shows the process meanwhile", async () => {
+    const recording = adb(["shell", "screenrecord --time-limit 2 --bit-rate 2M /sdcard/Movies/a.mp4"]);
+    await waitUntil(pidOf, { what: "screenrecord in ps" });
+    const ps = await shell("ps -A -o PID,USER,ARGS,STIME");
     expect(ps).toMatch(/^\s*\d+ shell\s+screenrecord --time-limit 2 --bit-rate 2M \/sdcard\/Movies\/a.mp4 \d\d:\d\d:\d\d$/m);
-    await shell('am start -n com.example.farmdemo/.MainActivity');
-    expect(await recording).toMatchObject({ code: 0, stderr: '' });
+    await shell("am start -n com.example.farmdemo/.MainActivity");
+    expect(await recording).toMatchObject({ code: 0, stderr: "" });
     expect(await pidOf()).toBeUndefined();
 
-    const file = await pull('/sdcard/Movies/a.mp4');
+    const file = await pull("/sdcard/Movies/a.mp4");
     const info = await probe(file);
-    expect(info).toMatchObject({ codec: 'h264', width: 720, height: 1600 });
+    expect(info).toMatchObject({ codec: "h264", width: 720, height: 1600 });
     expect(info.duration).toBeGreaterThan(0);
     await fullDecode(file);
   });
 
-  it('SIGINT (kill -2 PID) finalizes the file cleanly; a still screen gives a short timeline', async () => {
+  it("SIGINT (kill -2 PID) finalizes the file cleanly; a still screen gives a short timeline", async () => {
     const started = Date.now();
-    const recording = adb(['shell', 'screenrecord --size 360x800 /sdcard/b.mp4']);
-    const pid = await waitUntil(pidOf, { what: 'screenrecord in ps' });
-    expect(await adb(['shell', `kill -2 ${pid}`])).toMatchObject({ code: 0 });
+    const recording = adb(["shell", "screenrecord --size 360x800 /sdcard/b.mp4"]);
+    const pid = await waitUntil(pidOf, { what: "screenrecord in ps" });
+    expect(await adb(["shell", `kill -2 ${pid}`])).toMatchObject({ code: 0 });
     expect(await recording).toMatchObject({ code: 0 });
     expect(Date.now() - started).toBeLessThan(10_000);
-    const file = await pull('/sdcard/b.mp4');
+    const file = await pull("/sdcard/b.mp4");
     const info = await probe(file);
-    expect(info).toMatchObject({ codec: 'h264', width: 360, height: 800 });
+    expect(info).toMatchObject({ codec: "h264", width: 360, height: 800 });
     expect(info.duration).toBeLessThan(0.5);
     await fullDecode(file);
   });
 
-  it('SIGKILL leaves an unfinalized MP4 that ffprobe rejects', async () => {
-    const recording = adb(['shell', 'screenrecord /sdcard/c.mp4']);
-    await waitUntil(pidOf, { what: 'screenrecord in ps' });
-    await adb(['shell', 'kill -9 $(pidof screenrecord)']);
+  it("SIGKILL leaves an unfinalized MP4 that ffprobe rejects", async () => {
+    const recording = adb(["shell", "screenrecord /sdcard/c.mp4"]);
+    await waitUntil(pidOf, { what: "screenrecord in ps" });
+    await adb(["shell", "kill -9 $(pidof screenrecord)"]);
     expect((await recording).code).toBe(137);
-    const result = await run('ffprobe', ['-v', 'error', await pull('/sdcard/c.mp4')]);
+    const result = await run("ffprobe", ["-v", "error", await pull("/sdcard/c.mp4")]);
     expect(result.code).not.toBe(0);
   });
 
-  it('bad options and the encoder-failure fault fail like screenrecord', async () => {
-    expect(await adb(['shell', 'screenrecord --time-limit 181 /sdcard/d.mp4'])).toMatchObject({ code: 2, stderr: 'Time limit 181s outside acceptable range [1,180]\n' });
-    expect(await adb(['shell', 'screenrecord'])).toMatchObject({ code: 2, stderr: 'Must specify output file (see --help).\n' });
+  it("bad options and the encoder-failure fault fail like screenrecord", async () => {
+    expect(await adb(["shell", "screenrecord --time-limit 181 /sdcard/d.mp4"])).toMatchObject({ code: 2, stderr: "Time limit 181s outside acceptable range [1,180]\n" });
+    expect(await adb(["shell", "screenrecord"])).toMatchObject({ code: 2, stderr: "Must specify output file (see --help).\n" });
     sim.devices[0]!.device.faults.set({ screenrecordFails: true });
     try {
-      expect(await adb(['shell', 'screenrecord /sdcard/e.mp4'])).toMatchObject({ code: 1, stderr: 'ERROR: unable to configure video/avc codec at 720x1600 (err=-38)\n' });
+      expect(await adb(["shell", "screenrecord /sdcard/e.mp4"])).toMatchObject({ code: 1, stderr: "ERROR: unable to configure video/avc codec at 720x1600 (err=-38)\n" });
     } finally {
       sim.devices[0]!.device.faults.set({ screenrecordFails: null });
     }
   });
 
-  it('streams raw H.264 to stdout with --output-format=h264 -, frame by frame as the scene changes', async () => {
-    const proc = spawn(adbBinary(), ['-P', String(server.port), '-s', sim.devices[0]!.serial, 'exec-out', 'screenrecord --output-format=h264 --time-limit 3 -'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  it("streams raw H.264 to stdout with --output-format=h264 -, frame by frame as the scene changes", async () => {
+    const proc = spawn(adbBinary(), ["-P", String(server.port), "-s", sim.devices[0]!.serial, "exec-out", "screenrecord --output-format=h264 --time-limit 3 -"], { stdio: ["ignore", "pipe", "pipe"] });
     const parts: Buffer[] = [];
     let firstAt = 0;
-    proc.stdout.on('data', (chunk: Buffer) => {
+    proc.stdout.on("data", (chunk: Buffer) => {
       firstAt ||= Date.now();
       parts.push(chunk);
     });
-    const exited = new Promise<number>((resolve) => proc.once('exit', () => resolve(Date.now())));
-    await waitUntil(() => firstAt > 0, { timeoutMs: 10_000, what: 'the first H.264 bytes' });
-    for (const key of ['KEYCODE_HOME', 'KEYCODE_APP_SWITCH', 'KEYCODE_HOME']) {
-      await adb(['shell', `input keyevent ${key}`]);
+    const exited = new Promise<number>((resolve) => proc.once("exit", () => resolve(Date.now())));
+    await waitUntil(() => firstAt > 0, { timeoutMs: 10_000, what: "the first H.264 bytes" });
+    for (const key of ["KEYCODE_HOME", "KEYCODE_APP_SWITCH", "KEYCODE_HOME"]) {
+      await adb(["shell", `input keyevent ${key}`]);
       await new Promise((r) => setTimeout(r, 200));
     }
     const endedAt = await exited;
@@ -126,19 +124,18 @@ describe('screenrecord', () => {
     const bytes = Buffer.concat(parts);
     // Annex B, opening with the sequence parameter set (NAL type 7).
     expect(bytes.subarray(0, 5)).toEqual(Buffer.from([0, 0, 0, 1, 0x67]));
-    const file = join(dir, 'live.h264');
+    const file = join(dir, "live.h264");
     await writeFile(file, bytes);
-    const probed = await run('ffprobe', ['-v', 'error', '-f', 'h264', '-count_frames', '-show_entries', 'stream=codec_name,profile,width,height,nb_read_frames', '-of', 'json', file]);
+    const probed = await run("ffprobe", ["-v", "error", "-f", "h264", "-count_frames", "-show_entries", "stream=codec_name,profile,width,height,nb_read_frames", "-of", "json", file]);
     expect(probed.code, probed.stderr).toBe(0);
     const stream = (JSON.parse(probed.stdout) as { streams: Array<{ codec_name: string; profile: string; width: number; height: number; nb_read_frames: string }> }).streams[0]!;
-    expect(stream).toMatchObject({ codec_name: 'h264', width: 720, height: 1600 });
+    expect(stream).toMatchObject({ codec_name: "h264", width: 720, height: 1600 });
     expect(stream.profile).toMatch(/Baseline/);
     expect(Number(stream.nb_read_frames)).toBeGreaterThanOrEqual(3);
   });
 
-  it('refuses an output format it does not write', async () => {
-    const r = await adb(['shell', 'screenrecord --output-format=frames -']);
+  it("refuses an output format it does not write", async () => {
+    const r = await adb(["shell", "screenrecord --output-format=frames -"]);
     expect(r.stderr + r.stdout).toContain("Unknown format 'frames'");
   });
 });
-

@@ -101,9 +101,7 @@ beforeAll(async () => {
     phones.push(phone);
     const serial = await adbConnect(lab.adb.port, "127.0.0.1", await phone.listen());
     serials.push(serial);
-    await waitFor(`${serial} online`, async () =>
-      (((await farm(["devices"], lab.env)).json["devices"] ?? []) as { serial: string; state: string }[]).some((d) => d.serial === serial && d.state === "device") ? true : undefined,
-    );
+    await waitFor(`${serial} online`, async () => (((await farm(["devices"], lab.env)).json["devices"] ?? []) as { serial: string; state: string }[]).some((d) => d.serial === serial && d.state === "device") ? true : undefined);
   }
 }, 120_000);
 

@@ -82,8 +82,16 @@ beforeAll(async () => {
       dir = d;
       for (const b of [BUNDLE, RUNNER]) mkdirSync(join(dir.path, "containers", b), { recursive: true });
       const iphone = {
-        identifier: IOS_ID, udid: "00008110-000F1E2D3C4B5A69", name: "Lab iPhone", marketingName: "iPhone 15", osVersion: "17.2", paired: true,
-        tunnelState: "connected", tunnelIPAddress: "127.0.0.1", developerMode: true, ddi: true,
+        identifier: IOS_ID,
+        udid: "00008110-000F1E2D3C4B5A69",
+        name: "Lab iPhone",
+        marketingName: "iPhone 15",
+        osVersion: "17.2",
+        paired: true,
+        tunnelState: "connected",
+        tunnelIPAddress: "127.0.0.1",
+        developerMode: true,
+        ddi: true,
         containers: { [BUNDLE]: join(dir.path, "containers", BUNDLE), [RUNNER]: join(dir.path, "containers", RUNNER) },
       };
       await writeFile(join(dir.path, "devicectl.json"), JSON.stringify({ devices: [iphone] }));

@@ -69,8 +69,16 @@ beforeAll(async () => {
       mkdirSync(join(dir.path, "containers", RUNNER), { recursive: true });
       await writeIosState([
         {
-          identifier: IOS_ID, udid: "00008110-001A2B3C4D5E6F70", name: "Lab iPhone", marketingName: "iPhone 15", osVersion: "17.2", paired: true,
-          tunnelState: "connected", tunnelIPAddress: "127.0.0.1", developerMode: true, ddi: true,
+          identifier: IOS_ID,
+          udid: "00008110-001A2B3C4D5E6F70",
+          name: "Lab iPhone",
+          marketingName: "iPhone 15",
+          osVersion: "17.2",
+          paired: true,
+          tunnelState: "connected",
+          tunnelIPAddress: "127.0.0.1",
+          developerMode: true,
+          ddi: true,
           containers: { [BUNDLE]: join(dir.path, "containers", BUNDLE), [RUNNER]: join(dir.path, "containers", RUNNER) },
         },
       ]);

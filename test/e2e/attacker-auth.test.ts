@@ -219,8 +219,22 @@ describe("revocation bites", () => {
     const adb = await startAdbServer();
     cleanups.push(() => adb.stop());
     const agent = await startFarm([
-      "agent", "--coordinator", lab.url, "--name", "lab-revoke", "--data-dir", join(lab.dir.path, "agent-revoke"), "--token-file", await writeToken("revoke.token", agentToken),
-      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(lab.dir.path, "locks-revoke"), "--heartbeat-interval", "500",
+      "agent",
+      "--coordinator",
+      lab.url,
+      "--name",
+      "lab-revoke",
+      "--data-dir",
+      join(lab.dir.path, "agent-revoke"),
+      "--token-file",
+      await writeToken("revoke.token", agentToken),
+      "--adb-port",
+      String(adb.port),
+      "--no-adb-start",
+      "--lock-dir",
+      join(lab.dir.path, "locks-revoke"),
+      "--heartbeat-interval",
+      "500",
     ]);
     cleanups.push(() => agent.stop());
     const revokeId = String(agent.ready["agentId"]);

@@ -63,8 +63,22 @@ async function token(kind: "agent" | "user", name: string): Promise<string> {
 async function startAgent(name: string, adb: AdbServer): Promise<FarmProcess> {
   if (!tokens.has(name)) await token("agent", name);
   const p = await startFarm([
-    "agent", "--coordinator", url, "--name", name, "--data-dir", join(dir.path, name), "--token-file", join(dir.path, `${name}.token`),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, `${name}-locks`), "--heartbeat-interval", "500",
+    "agent",
+    "--coordinator",
+    url,
+    "--name",
+    name,
+    "--data-dir",
+    join(dir.path, name),
+    "--token-file",
+    join(dir.path, `${name}.token`),
+    "--adb-port",
+    String(adb.port),
+    "--no-adb-start",
+    "--lock-dir",
+    join(dir.path, `${name}-locks`),
+    "--heartbeat-interval",
+    "500",
   ], { FARM_HOME: join(dir.path, "home") });
   agents.push(p);
   return p;
@@ -204,7 +218,12 @@ describe("a serial on an online and an offline agent", () => {
 });
 
 /** Uploads a bundle on the agent upload RPC with an agent token, as a compromised host could. */
-async function upload(agentToken: string, start: { evidenceId: string; agentId: string; serial: string; physicalId: string; kind: string }, files: { path: string; bytes: Buffer }[], manifestText: string): Promise<ErrorReport | { ok: true }> {
+async function upload(
+  agentToken: string,
+  start: { evidenceId: string; agentId: string; serial: string; physicalId: string; kind: string },
+  files: { path: string; bytes: Buffer }[],
+  manifestText: string,
+): Promise<ErrorReport | { ok: true }> {
   const client = createClient(AgentEvidenceService, createGrpcTransport({ baseUrl: url, interceptors: [bearer(agentToken)] }));
   const msg = (kind: MessageInitShape<typeof UploadEvidenceRequestSchema>["kind"]) => create(UploadEvidenceRequestSchema, { kind });
   async function* messages(): AsyncGenerator<UploadEvidenceRequest> {
@@ -340,8 +359,7 @@ describe("video session ids are the coordinator's to issue", () => {
     // A lying agent answers a start on its own phone with the lab's live session.
     let honestSession = "";
     const forger = await liar("forger", (call) => {
-      const session = (sessionId: string, status: string) =>
-        create(VideoSessionSchema, { sessionId, status, agentId: "forger-agent-id", serial: "forger-phone", physicalId: "pd-forger", workerAvailable: status === "recording" });
+      const session = (sessionId: string, status: string) => create(VideoSessionSchema, { sessionId, status, agentId: "forger-agent-id", serial: "forger-phone", physicalId: "pd-forger", workerAvailable: status === "recording" });
       // Every VideoService answer is { session }: encoded as the method called.
       const answer = (sessionId: string, status: string): Answer => {
         const m = VideoService.methods.find((x) => methodPath(x) === call.method) as (typeof VideoService.methods)[number];

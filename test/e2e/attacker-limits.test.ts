@@ -42,8 +42,16 @@ async function user(name: string): Promise<{ token: string; env: NodeJS.ProcessE
 beforeAll(async () => {
   lab = await startSplitFarm("attacker-limits", {
     coordinatorArgs: [
-      "--request-timeout", `${REQUEST_TIMEOUT_MS}ms`, "--idle-timeout", "2s", "--blob-quota", String(BLOB_QUOTA),
-      "--max-streams-per-principal", String(PRINCIPAL_STREAMS), "--max-streams-per-connection", "50",
+      "--request-timeout",
+      `${REQUEST_TIMEOUT_MS}ms`,
+      "--idle-timeout",
+      "2s",
+      "--blob-quota",
+      String(BLOB_QUOTA),
+      "--max-streams-per-principal",
+      String(PRINCIPAL_STREAMS),
+      "--max-streams-per-connection",
+      "50",
     ],
   });
   port = Number(new URL(lab.url).port);
@@ -252,7 +260,11 @@ describe("limits before work", () => {
       const after = memory(pid);
       peak = Math.max(peak, after.hwm);
       const delta = peak - baseline.rss;
-      console.log(`coordinator RSS baseline ${(baseline.rss / 2 ** 20).toFixed(1)} MiB, peak under flood ${(peak / 2 ** 20).toFixed(1)} MiB (+${(delta / 2 ** 20).toFixed(1)} MiB, x${(peak / baseline.rss).toFixed(2)}); bytes the attackers got out: ${[unary.sent, streamed.sent, grpcUnary.sent, grpcStream.sent].map((n) => `${(n / 2 ** 20).toFixed(1)} MiB`).join(", ")}`);
+      console.log(
+        `coordinator RSS baseline ${(baseline.rss / 2 ** 20).toFixed(1)} MiB, peak under flood ${(peak / 2 ** 20).toFixed(1)} MiB (+${(delta / 2 ** 20).toFixed(1)} MiB, x${(peak / baseline.rss).toFixed(2)}); bytes the attackers got out: ${
+          [unary.sent, streamed.sent, grpcUnary.sent, grpcStream.sent].map((n) => `${(n / 2 ** 20).toFixed(1)} MiB`).join(", ")
+        }`,
+      );
       expect(statusOf(unary.response)).toBe(401);
       expect(statusOf(streamed.response)).toBe(200);
       expect(streamed.response).toContain("unauthenticated");
@@ -290,7 +302,11 @@ describe("limits before work", () => {
     // A well-formed ListTokens request padded with 2 MiB of unknown field bytes.
     const padding = Buffer.concat([Buffer.from([0xc2, 0x3e]), encodeVarint(2 * 1024 * 1024), Buffer.alloc(2 * 1024 * 1024)]);
     const body = Buffer.concat([Buffer.from(toBinary(ListTokensRequestSchema, create(ListTokensRequestSchema))), padding]);
-    const announced = await h1Send(`POST /farm.v1.TokenService/ListTokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nContent-Type: application/proto\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`, body.length, { maxMs: 5_000 });
+    const announced = await h1Send(
+      `POST /farm.v1.TokenService/ListTokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nContent-Type: application/proto\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+      body.length,
+      { maxMs: 5_000 },
+    );
     expect(statusOf(announced.response)).toBe(429);
     const session = await h2Session();
     try {

@@ -142,7 +142,9 @@ describe("capture policies", () => {
     expect(text).not.toContain("after-the-action");
     expect(text).not.toContain("farmstep");
     const mp4 = join(lab.dir.path, `export-${id}`, "images", `${video?.sha256}.mp4`);
-    const probe = JSON.parse(execFileSync("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "json", mp4], { encoding: "utf8" })) as { streams: { codec_name: string; nb_read_frames: string }[] };
+    const probe = JSON.parse(execFileSync("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "json", mp4], { encoding: "utf8" })) as {
+      streams: { codec_name: string; nb_read_frames: string }[];
+    };
     expect(probe.streams[0]?.codec_name).toBe("h264");
     expect(Number(probe.streams[0]?.nb_read_frames)).toBeGreaterThan(0);
   }, 60_000);

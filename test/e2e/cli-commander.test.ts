@@ -134,7 +134,9 @@ describe("completion", () => {
     expect(r.stdout).toContain("-F _farm farm");
     const complete = (line: string) => {
       const words = line.split(" ");
-      const script = `source <(${JSON.stringify(process.execPath)} ${JSON.stringify(farmBin)} completion bash); COMP_WORDS=(${words.map((w) => JSON.stringify(w)).join(" ")}); COMP_CWORD=${words.length - 1}; _farm; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      const script = `source <(${JSON.stringify(process.execPath)} ${JSON.stringify(farmBin)} completion bash); COMP_WORDS=(${words.map((w) => JSON.stringify(w)).join(" ")}); COMP_CWORD=${
+        words.length - 1
+      }; _farm; printf '%s\\n' "\${COMPREPLY[@]}"`;
       return spawnSync("bash", ["-c", script], { encoding: "utf8" }).stdout.split("\n").filter(Boolean);
     };
     expect(complete("farm dev")).toEqual(expect.arrayContaining(["device", "devices"]));

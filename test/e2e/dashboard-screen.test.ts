@@ -102,21 +102,21 @@ afterAll(async () => {
 describe("the live screen on the device page", () => {
   it("shows the lease holder the screen live; a click on Settings opens Settings; others see who holds it; the lease's end stops it", async () => {
     const alice = await signedIn(aliceToken);
-    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent()).toContain("Lease this phone");
+    await expect.poll(() => alice.locator("[data-cell=\"screen-status\"]").textContent()).toContain("Lease this phone");
     await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
 
     // Frames arrive and are decoded: the stats line names H.264 and the canvas is lit.
-    await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    await expect.poll(() => alice.locator("[data-cell=\"screen-stats\"]").textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
     await expect.poll(async () => (await canvasPixels(alice)).lit, { timeout: 10_000 }).toBeGreaterThan(100);
     await alice.screenshot({ path: join(artifacts, "home.png"), fullPage: true });
     const before = await canvasPixels(alice);
 
     // Bob sees who holds it, and no screen.
     const bob = await signedIn(bobToken);
-    await expect.poll(() => bob.locator('[data-cell="screen-status"]').textContent()).toContain("Leased by alice");
+    await expect.poll(() => bob.locator("[data-cell=\"screen-status\"]").textContent()).toContain("Leased by alice");
     expect(await bob.locator("canvas.live-screen").isHidden()).toBe(true);
     // Nor the holder's last capture of it: who holds it instead.
-    await expect.poll(() => bob.locator('[data-cell="shot-leased"]').textContent()).toBe("Leased by alice: its screen is theirs while they hold it.");
+    await expect.poll(() => bob.locator("[data-cell=\"shot-leased\"]").textContent()).toBe("Leased by alice: its screen is theirs while they hold it.");
 
     // A click on the Settings icon is a routed tap at the right place.
     const at = await canvasPointOf(alice, "Settings");
@@ -133,7 +133,7 @@ describe("the live screen on the device page", () => {
     const token = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
     expect(token).toBeTruthy();
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: String(token) })).code).toBe(0);
-    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 20_000 }).toMatch(/^Lease this phone/);
+    await expect.poll(() => alice.locator("[data-cell=\"screen-status\"]").textContent(), { timeout: 20_000 }).toMatch(/^Lease this phone/);
     await expect.poll(() => alice.locator("canvas.live-screen").isHidden(), { timeout: 20_000 }).toBe(true);
     // And no viewer is left on the coordinator: the stream itself ended, not just its canvas.
     const url = String(lab.standalone.ready["url"]);
@@ -147,7 +147,7 @@ describe("the live screen on the device page", () => {
     await alice.evaluate(([key, value]) => sessionStorage.setItem(key as string, value as string), [`farm.lease.${physicalId}`, token]);
     // A reload renders the device page before the lease list has arrived: on main that render forgot the token.
     await alice.reload();
-    await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    await expect.poll(() => alice.locator("[data-cell=\"screen-stats\"]").textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
     // Compared, never printed: a failure must not put a token in the CI log.
     const stored = await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`);
     expect(stored === token ? "kept" : stored === null ? "forgotten" : "changed").toBe("kept");
@@ -162,7 +162,7 @@ describe("the live screen on the device page", () => {
   it("takes typing into a focused text field, fits a 375 px wide phone, and captures evidence of what is on screen", async () => {
     const alice = await signedIn(aliceToken, { width: 375, height: 812 });
     await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
-    await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    await expect.poll(() => alice.locator("[data-cell=\"screen-stats\"]").textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
     const box = await alice.locator("canvas.live-screen").boundingBox();
     expect(box && box.x + box.width).toBeLessThanOrEqual(375);
 
@@ -183,7 +183,7 @@ describe("the live screen on the device page", () => {
     // Turned to landscape: the stream restarts in the new shape and a click still lands where it is aimed.
     expect((await runAdb(lab.adb.port, ["-s", serial, "shell", "settings put system user_rotation 1"])).code).toBe(0);
     try {
-      await expect.poll(() => alice.locator('[data-cell="screen-stats"]').textContent(), { timeout: 10_000 }).toMatch(/^1600×720 /);
+      await expect.poll(() => alice.locator("[data-cell=\"screen-stats\"]").textContent(), { timeout: 10_000 }).toMatch(/^1600×720 /);
       await alice.getByRole("button", { name: "Home" }).click();
       await expect.poll(() => phone.state.screen.focusedPackage, { timeout: 10_000 }).toBe("com.android.launcher3");
       await alice.evaluate(() => window.scrollTo(0, 0));
@@ -196,7 +196,7 @@ describe("the live screen on the device page", () => {
     }
 
     await alice.getByRole("button", { name: "Capture evidence" }).click();
-    await expect.poll(() => alice.locator('[data-cell="screen-status"]').textContent(), { timeout: 20_000 }).toMatch(/^Captured evidence [0-9a-f]{8}\.$/);
+    await expect.poll(() => alice.locator("[data-cell=\"screen-status\"]").textContent(), { timeout: 20_000 }).toMatch(/^Captured evidence [0-9a-f]{8}\.$/);
 
     // With a recorded session of hers running on the phone, what she does on the page becomes its steps.
     const token = String(await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`));
@@ -204,7 +204,7 @@ describe("the live screen on the device page", () => {
     const started = await farm(["session", "start", "--name", "from the page"], aliceEnv);
     expect(started.code, started.stdout + started.stderr).toBe(0);
     const sessionId = String((started.json["session"] as { sessionId: string }).sessionId);
-    await expect.poll(() => alice.locator('[data-cell="screen-session"]').textContent(), { timeout: 5_000 }).toContain("from the page");
+    await expect.poll(() => alice.locator("[data-cell=\"screen-session\"]").textContent(), { timeout: 5_000 }).toContain("from the page");
     await alice.getByRole("button", { name: "Back" }).click();
     await expect
       .poll(async () => JSON.stringify((await farm(["session", "show", sessionId], aliceEnv)).json["steps"] ?? []), { timeout: 15_000 })
@@ -239,7 +239,7 @@ describe("the live screen on the device page", () => {
     other.device.faults.set({ screenrecordFails: true });
     const otherId = ((await farm(["devices"], lab.env)).json["devices"] as { serial: string; properties: { physicalId: string } }[]).find((d) => d.serial === other.serial)?.properties.physicalId ?? "";
     const admin = await signedIn((await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim(), undefined, otherId);
-    await expect.poll(() => admin.locator('[data-cell="screen-stats"]').textContent(), { timeout: 30_000 }).toMatch(/JPEG images/);
+    await expect.poll(() => admin.locator("[data-cell=\"screen-stats\"]").textContent(), { timeout: 30_000 }).toMatch(/JPEG images/);
     await expect.poll(async () => (await canvasPixels(admin)).lit, { timeout: 10_000 }).toBeGreaterThan(100);
     await admin.screenshot({ path: join(artifacts, "jpeg-fallback.png"), fullPage: true });
   });
@@ -279,4 +279,3 @@ describe("the live screen on the device page", () => {
     }
   });
 });
-

@@ -109,13 +109,13 @@ describe("dashboard: recorded test sessions", () => {
   it("lists a session live with its action count; its page shows the timeline, before/after screenshots, a UI tree only for the UI-tree read, no OCR with OCR off", async () => {
     await page.getByRole("link", { name: "Test sessions" }).click();
     await expect.poll(() => page.locator("h1").textContent()).toBe("Test sessions");
-    const s = await startSession(["--name", "checkout flow", "--context-json", '{"build":"1.2.3","branch":"main"}']);
+    const s = await startSession(["--name", "checkout flow", "--context-json", "{\"build\":\"1.2.3\",\"branch\":\"main\"}"]);
     ({ id: sessionId, physicalId, env: sessionEnv, release } = s);
     // Started from the CLI: the row shows up without a reload.
-    await expect.poll(() => listRow(sessionId).locator('[data-cell="status"]').textContent(), { timeout: LIVE_MS }).toBe("running");
-    expect(await listRow(sessionId).locator('[data-cell="user"]').textContent()).toBe("alice");
-    expect(await listRow(sessionId).locator('[data-cell="device"]').textContent()).toContain(serial);
-    expect(await listRow(sessionId).locator('[data-cell="actions"]').textContent()).toBe("0");
+    await expect.poll(() => listRow(sessionId).locator("[data-cell=\"status\"]").textContent(), { timeout: LIVE_MS }).toBe("running");
+    expect(await listRow(sessionId).locator("[data-cell=\"user\"]").textContent()).toBe("alice");
+    expect(await listRow(sessionId).locator("[data-cell=\"device\"]").textContent()).toContain(serial);
+    expect(await listRow(sessionId).locator("[data-cell=\"actions\"]").textContent()).toBe("0");
 
     // Step 1: a UI tree read; step 2: a tap on a launcher icon (the scene changes).
     const tree = await run(["ui", "tree", "--device", serial], s.env);
@@ -125,20 +125,20 @@ describe("dashboard: recorded test sessions", () => {
     const x = Math.round((icon.bounds.left + icon.bounds.right) / 2);
     const y = Math.round((icon.bounds.top + icon.bounds.bottom) / 2);
     await run(["input", "tap", String(x), String(y), "--device", serial], s.env);
-    await expect.poll(() => listRow(sessionId).locator('[data-cell="actions"]').textContent(), { timeout: LIVE_MS }).toBe("2");
+    await expect.poll(() => listRow(sessionId).locator("[data-cell=\"actions\"]").textContent(), { timeout: LIVE_MS }).toBe("2");
     await shot("test-sessions");
 
     await listRow(sessionId).getByRole("link").click();
     await expect.poll(() => page.locator("h1").textContent()).toBe("Session: checkout flow");
-    expect(await page.locator('.session-facts [data-cell="user"]').textContent()).toBe("alice");
-    expect(await page.locator(".session-facts pre.context").textContent()).toContain('"build": "1.2.3"');
+    expect(await page.locator(".session-facts [data-cell=\"user\"]").textContent()).toBe("alice");
+    expect(await page.locator(".session-facts pre.context").textContent()).toContain("\"build\": \"1.2.3\"");
     await expect.poll(() => page.locator("li.step").count()).toBe(2);
     expect(await step(1).getAttribute("data-action")).toBe("ui-tree");
     expect(await step(2).getAttribute("data-action")).toBe("tap");
 
     // The tap: two screenshots side by side, of different screens.
-    const before = step(2).locator('[data-shot="before"] img');
-    const after = step(2).locator('[data-shot="after"] img');
+    const before = step(2).locator("[data-shot=\"before\"] img");
+    const after = step(2).locator("[data-shot=\"after\"] img");
     await expect.poll(() => loaded(before), { timeout: 10_000 }).toBe(true);
     await expect.poll(() => loaded(after), { timeout: 10_000 }).toBe(true);
     const [shaBefore, shaAfter] = [await before.getAttribute("data-sha256"), await after.getAttribute("data-sha256")];
@@ -185,8 +185,8 @@ describe("dashboard: recorded test sessions", () => {
     await expect.poll(() => page.locator("li.step").count()).toBe(2);
     await run(["input", "key", "KEYCODE_HOME", "--device", serial], sessionEnv);
     await expect.poll(() => step(3).getAttribute("data-action"), { timeout: LIVE_MS }).toBe("key");
-    await expect.poll(() => page.locator('.session-facts [data-cell="actions"]').textContent(), { timeout: LIVE_MS }).toBe("3");
-    await expect.poll(() => loaded(step(3).locator('[data-shot="after"] img')), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => page.locator(".session-facts [data-cell=\"actions\"]").textContent(), { timeout: LIVE_MS }).toBe("3");
+    await expect.poll(() => loaded(step(3).locator("[data-shot=\"after\"] img")), { timeout: 10_000 }).toBe(true);
 
     // A failed action is a step too: its error, and the failed count.
     const missing = await farm(["input", "tap", "--text", "No such button", "--device", serial], sessionEnv);
@@ -195,36 +195,36 @@ describe("dashboard: recorded test sessions", () => {
     await expect.poll(() => step(4).locator(".step-result [data-cell=outcome]").textContent(), { timeout: LIVE_MS }).toBe("failed");
     expect(await step(4).locator(".step-error").textContent()).toContain(code);
     expect(await step(4).getAttribute("class")).toContain("step-failed");
-    await expect.poll(() => page.locator('.session-facts [data-cell="actions"]').textContent(), { timeout: LIVE_MS }).toBe("4 (1 failed)");
+    await expect.poll(() => page.locator(".session-facts [data-cell=\"actions\"]").textContent(), { timeout: LIVE_MS }).toBe("4 (1 failed)");
 
     // A still capture in a session is stored as a version 1 record: one screenshot, shown as "after".
     await run(["evidence", "capture", "--device", serial], sessionEnv);
     const legacy = step(5);
     await expect.poll(() => legacy.getAttribute("data-record-version"), { timeout: LIVE_MS }).toBe("1");
-    expect(await legacy.locator('[data-shot="before"]').count()).toBe(0);
+    expect(await legacy.locator("[data-shot=\"before\"]").count()).toBe(0);
     expect(await legacy.locator(".legacy-note").textContent()).toContain("Legacy record");
-    await expect.poll(() => loaded(legacy.locator('[data-shot="after"] img')), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => loaded(legacy.locator("[data-shot=\"after\"] img")), { timeout: 10_000 }).toBe(true);
     expect(await legacy.locator(".step-head .outcome").count()).toBe(0);
     expect(await legacy.locator(".ui-tree-section").count()).toBe(0);
     await shot("test-session-live");
 
     // Further evidence of a step is listed with where it came from, and opens as the stored file.
     await run(["shell", "--device", serial, "--capture", "deviceLog", "--", "log", "-t", "dash", "logged-during-the-step"], sessionEnv);
-    const logLink = step(6).locator('[data-artifact="device.log"] a');
+    const logLink = step(6).locator("[data-artifact=\"device.log\"] a");
     await expect.poll(() => logLink.count(), { timeout: LIVE_MS }).toBe(1);
-    expect(await step(6).locator('[data-artifact="device.log"]').textContent()).toContain("deviceLog.around from adb");
+    expect(await step(6).locator("[data-artifact=\"device.log\"]").textContent()).toContain("deviceLog.around from adb");
     const body = await page.evaluate(async (href) => (await fetch(href, { credentials: "same-origin" })).text(), (await logLink.getAttribute("href")) as string);
     expect(body).toContain("dash: logged-during-the-step");
 
     await run(["session", "end", "--status", "passed"], sessionEnv);
-    await expect.poll(() => page.locator('.session-facts [data-cell="status"]').textContent(), { timeout: LIVE_MS }).toBe("passed");
+    await expect.poll(() => page.locator(".session-facts [data-cell=\"status\"]").textContent(), { timeout: LIVE_MS }).toBe("passed");
     await release();
   });
 
   it("filters the list, and links to sessions from the device page and the activity log", async () => {
     await page.goto(`${url}/dashboard/#/test-sessions`);
-    await expect.poll(() => listRow(sessionId).locator('[data-cell="status"]').textContent()).toBe("passed");
-    expect(await listRow(sessionId).locator('[data-cell="actions"]').textContent()).toBe("6 (1 failed)");
+    await expect.poll(() => listRow(sessionId).locator("[data-cell=\"status\"]").textContent()).toBe("passed");
+    expect(await listRow(sessionId).locator("[data-cell=\"actions\"]").textContent()).toBe("6 (1 failed)");
     await page.locator("#ts-status").selectOption("running");
     await expect.poll(() => listRow(sessionId).count()).toBe(0);
     await page.locator("#ts-status").selectOption("passed");
@@ -261,11 +261,11 @@ describe("dashboard: recorded test sessions", () => {
     // Tesseract in the coordinator: the first read starts a worker.
     await expect.poll(() => rows.count(), { timeout: 45_000 }).toBeGreaterThan(0);
     const first = rows.first();
-    expect(await first.locator('[data-cell="confidence"]').textContent()).toMatch(/^\d+%$/);
-    const bounds = /^\[(\d+),(\d+)\]\[(\d+),(\d+)\]$/.exec((await first.locator('[data-cell="bounds"]').textContent()) ?? "");
+    expect(await first.locator("[data-cell=\"confidence\"]").textContent()).toMatch(/^\d+%$/);
+    const bounds = /^\[(\d+),(\d+)\]\[(\d+),(\d+)\]$/.exec((await first.locator("[data-cell=\"bounds\"]").textContent()) ?? "");
     expect(bounds).not.toBeNull();
     const [left, top, right, bottom] = bounds!.slice(1).map(Number) as [number, number, number, number];
-    const img = step(1).locator('[data-shot="before"] img');
+    const img = step(1).locator("[data-shot=\"before\"] img");
     await expect.poll(() => loaded(img), { timeout: 10_000 }).toBe(true);
     const box = step(1).locator(".ocr-box");
     expect(await box.isVisible()).toBe(false);
@@ -290,9 +290,9 @@ describe("dashboard: recorded test sessions", () => {
     await run(["input", "key", "KEYCODE_SLEEP", "--device", serial], s.env);
     await run(["input", "key", "KEYCODE_SLEEP", "--device", serial], s.env);
     await expect.poll(() => step(3).count(), { timeout: LIVE_MS }).toBe(1);
-    await expect.poll(() => step(3).locator('[data-ocr="empty"]').count(), { timeout: 45_000 }).toBe(1);
+    await expect.poll(() => step(3).locator("[data-ocr=\"empty\"]").count(), { timeout: 45_000 }).toBe(1);
     expect(await step(3).locator(".ocr-list").count()).toBe(0);
-    expect(await step(3).locator('[data-shot="before"] img').count()).toBe(1);
+    expect(await step(3).locator("[data-shot=\"before\"] img").count()).toBe(1);
     await run(["input", "key", "KEYCODE_WAKEUP", "--device", serial], s.env);
     await run(["session", "end"], s.env);
     await s.release();

@@ -84,16 +84,16 @@ describe("remote adb on the device page", () => {
     const id = String(tunnel.answer["tunnel"]);
     const local = String(tunnel.answer["serial"]);
     const row = (p: Page) => p.locator(`#device-tunnels tr[data-tunnel="${id}"]`);
-    await expect.poll(() => row(admin).locator('[data-cell="owner"]').textContent(), { timeout: LIVE_MS }).toBe("alice");
-    await expect.poll(() => row(alice).locator('[data-cell="owner"]').textContent(), { timeout: LIVE_MS }).toBe("alice");
-    expect(await row(admin).locator('[data-cell="since"]').textContent()).toMatch(/^\d+s ago$/);
+    await expect.poll(() => row(admin).locator("[data-cell=\"owner\"]").textContent(), { timeout: LIVE_MS }).toBe("alice");
+    await expect.poll(() => row(alice).locator("[data-cell=\"owner\"]").textContent(), { timeout: LIVE_MS }).toBe("alice");
+    expect(await row(admin).locator("[data-cell=\"since\"]").textContent()).toMatch(/^\d+s ago$/);
 
     // Bytes through the tunnel show up on the page.
     await waitFor("the tunnel listed by the user's adb", async () => ((await runAdb(user.port, ["devices"])).stdout.includes(`${local}\tdevice`) ? true : undefined));
     const shell = await runAdb(user.port, ["-s", local, "shell", "echo through the tunnel"]);
     expect(shell.stdout.trim()).toBe("through the tunnel");
-    await expect.poll(() => row(admin).locator('[data-cell="from-device"]').textContent(), { timeout: LIVE_MS }).not.toBe("0 B");
-    expect(await row(admin).locator('[data-cell="to-device"]').textContent()).toMatch(/^\d+(\.\d)? (B|KiB|MiB)$/);
+    await expect.poll(() => row(admin).locator("[data-cell=\"from-device\"]").textContent(), { timeout: LIVE_MS }).not.toBe("0 B");
+    expect(await row(admin).locator("[data-cell=\"to-device\"]").textContent()).toMatch(/^\d+(\.\d)? (B|KiB|MiB)$/);
     await admin.screenshot({ path: join(artifacts, "device-tunnel.png"), fullPage: true });
 
     // Only an admin is offered Close; alice closes hers with farm adb disconnect.

@@ -95,7 +95,7 @@ describe("dashboard", () => {
     const session = cookies.find((c) => c.name === "farm_session");
     expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict" });
     expect(session?.value).not.toContain(userToken);
-    await expect.poll(() => page.locator('[data-metric="agents"] .value').textContent()).toBe("1 / 1");
+    await expect.poll(() => page.locator("[data-metric=\"agents\"] .value").textContent()).toBe("1 / 1");
     await expect.poll(() => page.locator("#user").textContent()).toContain("alice");
     await shot("overview");
   });
@@ -105,7 +105,7 @@ describe("dashboard", () => {
     firstSerial = serial;
     await page.goto(`${url}/dashboard/#/devices`);
     await expect.poll(() => row(serial).count(), { timeout: 15_000 }).toBe(1);
-    expect(await row(serial).locator('[data-cell="state"]').textContent()).toBe("device");
+    expect(await row(serial).locator("[data-cell=\"state\"]").textContent()).toBe("device");
     // Plugged in while the page is open: it appears without a reload.
     const requests: string[] = [];
     page.on("request", (r) => requests.push(r.url()));
@@ -115,7 +115,7 @@ describe("dashboard", () => {
     const lease = await farm(["lease", "acquire", "--device", serial], { ...env, FARM_TOKEN: userToken });
     expect(lease.code).toBe(0);
     const t0 = Date.now();
-    await expect.poll(() => row(serial).locator('[data-cell="holder"]').textContent(), { timeout: LIVE_MS }).toBe("alice");
+    await expect.poll(() => row(serial).locator("[data-cell=\"holder\"]").textContent(), { timeout: LIVE_MS }).toBe("alice");
     expect(Date.now() - t0).toBeLessThan(LIVE_MS);
     // Live updates never re-read the device list.
     expect(requests.filter((u) => u.includes("ListDevices"))).toEqual([]);
@@ -129,7 +129,7 @@ describe("dashboard", () => {
     await expect.poll(() => page.locator("#devices tbody tr").count()).toBe(0);
     await page.locator("#device-state").selectOption("");
     await expect.poll(() => row(serial).count()).toBe(1);
-    expect(await page.locator('[data-more="devices"]').isVisible()).toBe(false);
+    expect(await page.locator("[data-more=\"devices\"]").isVisible()).toBe(false);
     await shot("devices");
     await page.goto(`${url}/dashboard/#/leases`);
     await expect.poll(() => page.locator("tr[data-lease]").first().textContent()).toContain("alice");
@@ -140,12 +140,12 @@ describe("dashboard", () => {
   it("changes a vanishing device's state live", async () => {
     const { phone, serial } = await addPhone("DASHGONE");
     await page.goto(`${url}/dashboard/#/devices`);
-    await expect.poll(() => row(serial).locator('[data-cell="state"]').textContent(), { timeout: 15_000 }).toBe("device");
+    await expect.poll(() => row(serial).locator("[data-cell=\"state\"]").textContent(), { timeout: 15_000 }).toBe("device");
     await phone.vanish();
     // adb notices first; from the agent's report to the page is the live part.
-    await expect.poll(async () => (await row(serial).count()) === 0 || (await row(serial).locator('[data-cell="state"]').textContent()) !== "device", { timeout: 15_000 }).toBe(true);
+    await expect.poll(async () => (await row(serial).count()) === 0 || (await row(serial).locator("[data-cell=\"state\"]").textContent()) !== "device", { timeout: 15_000 }).toBe(true);
     await page.goto(`${url}/dashboard/#/agents`);
-    await expect.poll(() => page.locator('tr[data-agent="lab-1"]').textContent()).toContain("online");
+    await expect.poll(() => page.locator("tr[data-agent=\"lab-1\"]").textContent()).toContain("online");
     await shot("agents");
   });
 
@@ -189,9 +189,9 @@ describe("dashboard", () => {
     expect(started.code).toBe(0);
     const id = String(started.json["sessionId"]);
     const sessionRow = page.locator(`tr[data-session="${id}"]`);
-    await expect.poll(() => sessionRow.locator('[data-cell="status"]').textContent(), { timeout: LIVE_MS }).toBe("recording");
+    await expect.poll(() => sessionRow.locator("[data-cell=\"status\"]").textContent(), { timeout: LIVE_MS }).toBe("recording");
     // Nobody stops it: the duration cap ends it and the bundle is stored.
-    await expect.poll(() => sessionRow.locator('[data-cell="status"]').textContent(), { timeout: 30_000 }).toBe("complete");
+    await expect.poll(() => sessionRow.locator("[data-cell=\"status\"]").textContent(), { timeout: 30_000 }).toBe("complete");
     await shot("sessions");
     await sessionRow.getByRole("link", { name: "open" }).click();
     const video = page.locator("video");

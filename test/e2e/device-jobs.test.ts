@@ -18,9 +18,29 @@ const server = () => ({ host: "127.0.0.1", port: adb.port });
 
 function action(over: Partial<ActionRow> = {}): ActionRow {
   return {
-    actionId: randomUUID(), physicalId: "pd-jobs", serial, agentId: "a", kind: "shell", requestSha256: "a".repeat(64), requestJson: "{}", state: "pending",
-    dispatched: null, ambiguous: false, bootId: phone.bootId, createdAt: Date.now(), deadlineAt: Date.now() + 10_000, settledAt: null,
-    progressJson: "", receiptJson: "", settledBy: "", abandonReason: "", abandonedBy: "", errorMessage: "", requestedBy: "t", size: 600, ...over,
+    actionId: randomUUID(),
+    physicalId: "pd-jobs",
+    serial,
+    agentId: "a",
+    kind: "shell",
+    requestSha256: "a".repeat(64),
+    requestJson: "{}",
+    state: "pending",
+    dispatched: null,
+    ambiguous: false,
+    bootId: phone.bootId,
+    createdAt: Date.now(),
+    deadlineAt: Date.now() + 10_000,
+    settledAt: null,
+    progressJson: "",
+    receiptJson: "",
+    settledBy: "",
+    abandonReason: "",
+    abandonedBy: "",
+    errorMessage: "",
+    requestedBy: "t",
+    size: 600,
+    ...over,
   };
 }
 
@@ -68,7 +88,10 @@ describe("device jobs", () => {
     const blocked = action();
     phone.state.fs.mkdir(`${jobBase(blocked)}.done`, ROOT);
     const p = progress();
-    await expect(runDeviceJob(server(), serial, "echo ran > /data/local/tmp/blocked.txt", blocked, AbortSignal.timeout(10_000), p)).rejects.toMatchObject({ dispatched: true, message: expect.stringContaining("without a valid completion record") });
+    await expect(runDeviceJob(server(), serial, "echo ran > /data/local/tmp/blocked.txt", blocked, AbortSignal.timeout(10_000), p)).rejects.toMatchObject({
+      dispatched: true,
+      message: expect.stringContaining("without a valid completion record"),
+    });
     expect(p.phase).toBe("accepted");
     expect(phone.state.readFile("/data/local/tmp/blocked.txt")?.toString()).toBe("ran\n");
     expect(await readJobRecord(server(), serial, blocked, AbortSignal.timeout(5_000))).toBeUndefined();

@@ -26,7 +26,10 @@ beforeAll(async () => {
   ({ dir, adb, env, agentArgs, agent } = lab);
   phone = new SimDevice({ serialno: "KILLAGENT1" });
   serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
-  await waitFor("the phone", async () => ((await farm(["devices"], env)).json["devices"] as { serial: string; properties: { physicalId: string } }[] | undefined)?.some((d) => d.serial === serial && d.properties.physicalId) ? true : undefined);
+  await waitFor(
+    "the phone",
+    async () => ((await farm(["devices"], env)).json["devices"] as { serial: string; properties: { physicalId: string } }[] | undefined)?.some((d) => d.serial === serial && d.properties.physicalId) ? true : undefined,
+  );
 });
 
 afterAll(async () => {
@@ -73,9 +76,7 @@ describe("agent killed during a capture", () => {
     manifest.evidenceId = id;
     await writeFile(join(staged, "manifest.json"), JSON.stringify(manifest));
     agent = await startFarm(agentArgs);
-    await waitFor("the staged bundle in the store", async () =>
-      ((await farm(["evidence", "list"], env)).json["bundles"] as { evidenceId: string }[]).some((b) => b.evidenceId === id) ? true : undefined,
-    );
+    await waitFor("the staged bundle in the store", async () => ((await farm(["evidence", "list"], env)).json["bundles"] as { evidenceId: string }[]).some((b) => b.evidenceId === id) ? true : undefined);
     await waitFor("the staged copy removed", async () => ((await readdir(join(dir.path, "agent", "staging"))).includes(id) ? undefined : true));
     const pulled = join(dir.path, "pulled");
     expect((await farm(["evidence", "pull", id, "--output-dir", pulled], env)).code).toBe(0);

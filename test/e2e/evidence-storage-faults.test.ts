@@ -76,7 +76,12 @@ beforeAll(async () => {
   mountTmpfs(store(), "1m");
   phone = new SimDevice({ serialno: "DISKFULL01" });
   serial = await adbConnect(lab.adb.port, "127.0.0.1", await phone.listen());
-  await waitFor("the phone", async () => ((((await farm(["devices"], lab!.env)).json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[]).some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId) ? true : undefined));
+  await waitFor(
+    "the phone",
+    async () => ((((await farm(["devices"], lab!.env)).json["devices"] ?? []) as { serial: string; state: string; properties: { physicalId: string } }[]).some((d) => d.serial === serial && d.state === "device" && d.properties.physicalId)
+      ? true
+      : undefined),
+  );
 });
 
 afterAll(async () => {

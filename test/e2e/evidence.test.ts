@@ -41,7 +41,7 @@ afterAll(async () => {
 describe("farm evidence capture", () => {
   it("writes a complete, verified bundle into a new directory", async () => {
     const dir = out("complete");
-    const r = await capture(["--output-dir", dir, "--label", "Settings observation", "--context-json", '{"commandId":"c-1","originalVerdict":"failed"}']);
+    const r = await capture(["--output-dir", dir, "--label", "Settings observation", "--context-json", "{\"commandId\":\"c-1\",\"originalVerdict\":\"failed\"}"]);
     expect(r.code).toBe(0);
     expect(r.json).toMatchObject({ ok: true, status: "complete", manifestPath: join(dir, "manifest.json") });
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
@@ -116,7 +116,7 @@ describe("farm evidence capture", () => {
       [["--context-json", "[1,2]"], "INVALID_ARGUMENT", "context-json"],
       [["--context-json", "null"], "INVALID_ARGUMENT", "context-json"],
       [["--context-json", "{nope"], "INVALID_ARGUMENT", "context-json"],
-      [["--context-json", '"text"'], "INVALID_ARGUMENT", "context-json"],
+      [["--context-json", "\"text\""], "INVALID_ARGUMENT", "context-json"],
       [["--context-json", JSON.stringify({ k: "é".repeat(8192) })], "INVALID_ARGUMENT", "context-json"],
       [["--timeout", "999"], "INVALID_ARGUMENT", "timeout"],
       [["--timeout", "120001"], "INVALID_ARGUMENT", "timeout"],

@@ -36,9 +36,7 @@ function unary<Req extends DescMessage, Res extends DescMessage>(
   md: grpc.Metadata,
 ): Promise<MessageShape<Res>> {
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(path, ser(reqSchema), de(resSchema), req, md, { deadline: Date.now() + 10_000 }, (err, res) =>
-      err || !res ? reject(err ?? new Error("empty response")) : resolve(res),
-    );
+    client.makeUnaryRequest(path, ser(reqSchema), de(resSchema), req, md, { deadline: Date.now() + 10_000 }, (err, res) => err || !res ? reject(err ?? new Error("empty response")) : resolve(res));
   });
 }
 

@@ -378,4 +378,3 @@ async function startLeaseRun(selectors: string[], command: string[]) {
   const proc = spawn(process.execPath, [farmBin, "lease", "run", ...selectors, "--", ...command], { env: { ...process.env, ...lab.env }, stdio: "ignore" });
   return proc;
 }
-

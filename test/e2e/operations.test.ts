@@ -42,8 +42,23 @@ async function tokenFile(env: NodeJS.ProcessEnv, kind: "agent" | "user", name: s
 
 function agentArgs(url: string, name: string, token: string, extra: string[] = []): string[] {
   return [
-    "agent", "--coordinator", url, "--name", name, "--data-dir", join(dir.path, `agent-${name}`), "--token-file", token,
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500", ...extra,
+    "agent",
+    "--coordinator",
+    url,
+    "--name",
+    name,
+    "--data-dir",
+    join(dir.path, `agent-${name}`),
+    "--token-file",
+    token,
+    "--adb-port",
+    String(adb.port),
+    "--no-adb-start",
+    "--lock-dir",
+    join(dir.path, "locks"),
+    "--heartbeat-interval",
+    "500",
+    ...extra,
   ];
 }
 
@@ -221,22 +236,22 @@ describe("draining and metrics", () => {
     expect((await farm(["shell", "--device", a, "--", "echo", "no lease"], userEnv)).json).toMatchObject({ code: "LEASE_HELD_BY_OTHER" });
     expect((await farm(["evidence", "capture", "--device", b], userEnv)).code).toBe(0);
     const text = await scrape(`${url}/metrics`);
-    expect(series(text, 'farm_agents{state="online"}')).toBe(1);
-    expect(series(text, 'farm_agents{state="draining"}')).toBe(0);
+    expect(series(text, "farm_agents{state=\"online\"}")).toBe(1);
+    expect(series(text, "farm_agents{state=\"draining\"}")).toBe(0);
     const devices = ((await farm(["devices", "--state", "device"], env)).json["devices"] as unknown[]).length;
     expect(devices).toBeGreaterThanOrEqual(2);
-    expect(series(text, 'farm_devices{state="device"}')).toBe(devices);
+    expect(series(text, "farm_devices{state=\"device\"}")).toBe(devices);
     expect(series(text, "farm_leases_active")).toBe(1);
     expect(series(text, "farm_lease_queue_length")).toBe(0);
-    expect(series(text, 'farm_routed_actions_total{command="runShell",outcome="ok"}')).toBe(1);
-    expect(series(text, 'farm_routed_actions_total{command="runShell",outcome="LEASE_HELD_BY_OTHER"}')).toBe(1);
-    expect(series(text, 'farm_routed_actions_total{command="captureEvidence",outcome="ok"}')).toBe(1);
-    expect(series(text, 'farm_evidence_bundles_total{kind="still",status="complete"}')).toBe(1);
+    expect(series(text, "farm_routed_actions_total{command=\"runShell\",outcome=\"ok\"}")).toBe(1);
+    expect(series(text, "farm_routed_actions_total{command=\"runShell\",outcome=\"LEASE_HELD_BY_OTHER\"}")).toBe(1);
+    expect(series(text, "farm_routed_actions_total{command=\"captureEvidence\",outcome=\"ok\"}")).toBe(1);
+    expect(series(text, "farm_evidence_bundles_total{kind=\"still\",status=\"complete\"}")).toBe(1);
     const listed = (await farm(["evidence", "list"], env)).json["bundles"] as { totalBytes: number }[];
     expect(series(text, "farm_evidence_bytes_total")).toBe(listed[0]?.totalBytes);
     const agentText = await scrape(String(agent.ready["metricsUrl"]));
-    expect(series(agentText, 'farm_agent_devices{state="device"}')).toBe(devices);
-    expect(series(agentText, 'farm_agent_commands_total{command="runShell",outcome="ok"}')).toBe(1);
+    expect(series(agentText, "farm_agent_devices{state=\"device\"}")).toBe(devices);
+    expect(series(agentText, "farm_agent_commands_total{command=\"runShell\",outcome=\"ok\"}")).toBe(1);
     expect(series(agentText, "farm_agent_draining")).toBe(0);
     expect(series(agentText, "farm_agent_video_workers")).toBe(0);
     expect((await farm(["lease", "release", "--lease", token], userEnv)).code).toBe(0);
@@ -247,14 +262,14 @@ describe("draining and metrics", () => {
     const token = (lease.json["lease"] as { token: string }).token;
     // Runs until the test lets it finish (a property on the phone), however long the checks
     // below take on a loaded machine: the drain must wait for it.
-    const running = farm(["shell", "--device", a, "--lease", token, "--", 'while [ "$(getprop farm.test.go)" != 1 ]; do sleep 0.05; done; echo finished'], userEnv);
+    const running = farm(["shell", "--device", a, "--lease", token, "--", "while [ \"$(getprop farm.test.go)\" != 1 ]; do sleep 0.05; done; echo finished"], userEnv);
     await waitFor("the command running (its device lock held)", async () => {
       const s = await farm(["device", "ownership", "status", "--device", a], userEnv);
       return (s.json["ownership"] as { locked: boolean } | undefined)?.locked ? true : undefined;
     });
     agent.kill("SIGTERM");
     await waitFor("the agent draining", async () => ((await agentsOf(env)).find((x) => x.name === "drain-lab")?.draining ? true : undefined));
-    expect(series(await scrape(`${url}/metrics`), 'farm_agents{state="draining"}')).toBe(1);
+    expect(series(await scrape(`${url}/metrics`), "farm_agents{state=\"draining\"}")).toBe(1);
     expect(series(await scrape(String(agent.ready["metricsUrl"])), "farm_agent_draining")).toBe(1);
     const refused = await farm(["lease", "acquire", "--device", b, "--wait", "0s"], userEnv);
     expect(refused.json).toMatchObject({ ok: false, code: "NO_DEVICE_AVAILABLE" });

@@ -33,8 +33,22 @@ async function agentProcess(name: string, url: string, adminEnv: NodeJS.ProcessE
   const tokenFile = join(lab.dir.path, `${name}.token`);
   await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
   return startFarm([
-    "agent", "--coordinator", url, "--name", name, "--data-dir", join(lab.dir.path, name), "--token-file", tokenFile,
-    "--adb-port", String(lab.adb.port), "--no-adb-start", "--lock-dir", join(lab.dir.path, "locks"), "--heartbeat-interval", "500",
+    "agent",
+    "--coordinator",
+    url,
+    "--name",
+    name,
+    "--data-dir",
+    join(lab.dir.path, name),
+    "--token-file",
+    tokenFile,
+    "--adb-port",
+    String(lab.adb.port),
+    "--no-adb-start",
+    "--lock-dir",
+    join(lab.dir.path, "locks"),
+    "--heartbeat-interval",
+    "500",
   ]);
 }
 
@@ -188,7 +202,18 @@ describe("shell mutations run as detached jobs on the phone", () => {
   it("a job outlives its deadline and an agent kill, and reconcile settles it from its completion record", async () => {
     const p = await phone({ serialno: "LONGJOB001" }, [{ env: lab.env, agents: ["lab-a"] }]);
     const leased = await lease(p.serial, lab.env, "lab-a");
-    const r = await farm(["device", "shell", "--device", p.serial, "--agent", "lab-a", "--timeout", "1500", "--", "until cat /data/local/tmp/longjob.go >/dev/null 2>&1; do sleep 0.1; done; echo finished > /data/local/tmp/longjob.txt; exit 7"], leased);
+    const r = await farm([
+      "device",
+      "shell",
+      "--device",
+      p.serial,
+      "--agent",
+      "lab-a",
+      "--timeout",
+      "1500",
+      "--",
+      "until cat /data/local/tmp/longjob.go >/dev/null 2>&1; do sleep 0.1; done; echo finished > /data/local/tmp/longjob.txt; exit 7",
+    ], leased);
     const actionId = expectTimeoutWithAction(r, true);
     expect((await ownership(p.serial, lab.env, "lab-a")).locked).toBe(false);
     lab.agent.kill("SIGKILL");

@@ -245,8 +245,22 @@ describe("ownership journal", () => {
     const tokenFile = join(dir.path, "second.token");
     await import("node:fs/promises").then((fs) => fs.writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 }));
     const second = await startFarm([
-      "agent", "--coordinator", url, "--data-dir", join(dir.path, "second-agent"), "--token-file", tokenFile, "--name", "second",
-      "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500",
+      "agent",
+      "--coordinator",
+      url,
+      "--data-dir",
+      join(dir.path, "second-agent"),
+      "--token-file",
+      tokenFile,
+      "--name",
+      "second",
+      "--adb-port",
+      String(adb.port),
+      "--lock-dir",
+      join(dir.path, "locks"),
+      "--no-adb-start",
+      "--heartbeat-interval",
+      "500",
     ], env);
     try {
       const { serial } = await sim({ serialno: "SHARED0001" });

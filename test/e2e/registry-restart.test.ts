@@ -41,8 +41,17 @@ beforeAll(async () => {
         JSON.stringify({
           devices: [
             {
-              identifier: IOS_ID, udid: "00008110-00AA11BB22CC33DD", name: "Restart iPhone", marketingName: "iPhone 15", osVersion: "17.2", paired: true,
-              tunnelState: "connected", tunnelIPAddress: "127.0.0.1", developerMode: true, ddi: true, containers: {},
+              identifier: IOS_ID,
+              udid: "00008110-00AA11BB22CC33DD",
+              name: "Restart iPhone",
+              marketingName: "iPhone 15",
+              osVersion: "17.2",
+              paired: true,
+              tunnelState: "connected",
+              tunnelIPAddress: "127.0.0.1",
+              developerMode: true,
+              ddi: true,
+              containers: {},
             },
           ],
         }),

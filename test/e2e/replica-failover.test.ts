@@ -62,8 +62,22 @@ beforeAll(async () => {
   const token = await farm(["token", "create", "--kind", "agent", "--name", "lab"], envFor(0));
   await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
   agent = await startFarm([
-    "agent", "--coordinator", balancer.url, "--name", "lab", "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", "500",
+    "agent",
+    "--coordinator",
+    balancer.url,
+    "--name",
+    "lab",
+    "--data-dir",
+    join(dir.path, "agent"),
+    "--token-file",
+    join(dir.path, "agent.token"),
+    "--adb-port",
+    String(adb.port),
+    "--no-adb-start",
+    "--lock-dir",
+    join(dir.path, "locks"),
+    "--heartbeat-interval",
+    "500",
   ]);
   for (let i = 0; i < 3; i++) await waitFor(`phone online on replica ${i}`, online(i));
 }, 120_000);

@@ -24,7 +24,6 @@ let replicas: FarmProcess[] = [];
 let envs: NodeJS.ProcessEnv[] = [];
 const terminals: IPty[] = [];
 
-
 /** The phone's interactive-shell actions in the agent's journal, read through replica 1. */
 async function shellActions(): Promise<ActionRow[]> {
   const status = await farm(["device", "ownership", "status", "--device", serial], envs[1]);

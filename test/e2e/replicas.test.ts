@@ -51,8 +51,22 @@ beforeAll(async () => {
     await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
     agents.push(
       await startFarm([
-        "agent", "--coordinator", urlOf(replica), "--name", `lab-${n}`, "--data-dir", join(dir.path, `agent-${n}`), "--token-file", tokenFile,
-        "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, `locks-${n}`), "--heartbeat-interval", "500",
+        "agent",
+        "--coordinator",
+        urlOf(replica),
+        "--name",
+        `lab-${n}`,
+        "--data-dir",
+        join(dir.path, `agent-${n}`),
+        "--token-file",
+        tokenFile,
+        "--adb-port",
+        String(adb.port),
+        "--no-adb-start",
+        "--lock-dir",
+        join(dir.path, `locks-${n}`),
+        "--heartbeat-interval",
+        "500",
       ]),
     );
   }
@@ -113,8 +127,22 @@ describe("coordinator replicas on PostgreSQL", () => {
     await copyFile(join(dir.path, "agent-0", "agent.json"), join(copy, "agent.json"));
     const firstLog = agents[0]?.stderr().length ?? 0;
     const second = await startFarm([
-      "agent", "--coordinator", urlOf(2), "--name", "lab-0", "--data-dir", copy, "--token-file", join(dir.path, "agent-0.token"),
-      "--adb-port", String(adbs[0]?.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks-0-copy"), "--heartbeat-interval", "500",
+      "agent",
+      "--coordinator",
+      urlOf(2),
+      "--name",
+      "lab-0",
+      "--data-dir",
+      copy,
+      "--token-file",
+      join(dir.path, "agent-0.token"),
+      "--adb-port",
+      String(adbs[0]?.port),
+      "--no-adb-start",
+      "--lock-dir",
+      join(dir.path, "locks-0-copy"),
+      "--heartbeat-interval",
+      "500",
     ]);
     try {
       // Refused each time it tries (it retries with backoff), never let in to push the first one out.

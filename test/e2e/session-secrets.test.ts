@@ -20,7 +20,7 @@ import { secretLeaks } from "@farm/shared/testing/secret-leaks";
 
 // A quote, a slash and a backslash: every escaping spells it differently. Its
 // first 8 characters are plain: a prefix left by a cut is found however escaped.
-const SECRET = 'Zq7Kx9WvpL"2mN/8r\\T-e2e';
+const SECRET = "Zq7Kx9WvpL\"2mN/8r\\T-e2e";
 const JSON_SECRET = JSON.stringify(SECRET).slice(1, -1);
 
 let lab: SplitFarm;
@@ -121,6 +121,6 @@ describe("a session's secret", () => {
     await lab.agent.stop();
     await lab.coordinator.stop();
     expect(await leaksIn(lab.dir.path, { ...shown, "coordinator log": lab.coordinator.stderr(), "agent log": lab.agent.stderr() })).toEqual([]);
-    expect(steps.json["session"]).toMatchObject({ name: "login as [redacted]", context: { login: { password: "[redacted]" }, note: 'pw="[redacted]"' } });
+    expect(steps.json["session"]).toMatchObject({ name: "login as [redacted]", context: { login: { password: "[redacted]" }, note: "pw=\"[redacted]\"" } });
   });
 });

@@ -58,7 +58,7 @@ describe("sessions", () => {
     const serial = serials[0] as string;
     const lease = await acquire(serial);
     const env = { ...lab.env, FARM_LEASE: lease.token };
-    const started = await farm(["session", "start", "--device", serial, "--name", "checkout", "--ocr", "--context-json", '{"build":"1.2.3"}'], env);
+    const started = await farm(["session", "start", "--device", serial, "--name", "checkout", "--ocr", "--context-json", "{\"build\":\"1.2.3\"}"], env);
     expect(started.code, started.stderr).toBe(0);
     const s = started.json["session"] as SessionJson;
     expect(s).toMatchObject({ name: "checkout", status: "running", owner: "admin", serial, physicalId: lease.physicalId, leaseId: lease.leaseId, context: { build: "1.2.3" }, ocr: true, endedAt: null });
@@ -128,7 +128,7 @@ describe("sessions", () => {
     expect((await show(passedId)).status).toBe("passed");
 
     // Without --session the command sees no session.
-    const plain = await farm(["lease", "run", "--device", serial, "--", "sh", "-c", 'echo "[$FARM_SESSION]"'], { ...lab.env, FARM_SESSION: "" });
+    const plain = await farm(["lease", "run", "--device", serial, "--", "sh", "-c", "echo \"[$FARM_SESSION]\""], { ...lab.env, FARM_SESSION: "" });
     expect(plain.stdout.trim()).toBe("[]");
   });
 });

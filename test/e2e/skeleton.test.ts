@@ -73,12 +73,18 @@ beforeAll(async () => {
   await writeFile(tokenFile, String(created.json["token"]), { mode: 0o600 });
   agentArgs = [
     "agent",
-    "--coordinator", url,
-    "--data-dir", join(dir.path, "agent"),
-    "--token-file", tokenFile,
-    "--name", "lab-1",
-    "--adb-port", String(adb.port),
-    "--heartbeat-interval", String(HEARTBEAT_MS),
+    "--coordinator",
+    url,
+    "--data-dir",
+    join(dir.path, "agent"),
+    "--token-file",
+    tokenFile,
+    "--name",
+    "lab-1",
+    "--adb-port",
+    String(adb.port),
+    "--heartbeat-interval",
+    String(HEARTBEAT_MS),
     "--no-adb-start",
   ];
   agent = await startFarm(agentArgs);

@@ -114,8 +114,7 @@ describe("typed text", () => {
     const plain = [sha256(SECRET), sha256(JSON.stringify({ kind: "text", text: SECRET })), sha256(PIN_KEY)];
 
     // What they see instead: kind, length and keyed hash; the typist and an admin see it all.
-    const inputRequests = (seen: string) =>
-      (JSON.parse(seen) as { ownership: { recent: { kind: string; requestJson: string; requestSha256: string }[] } }).ownership.recent.filter((r) => r.kind === "input");
+    const inputRequests = (seen: string) => (JSON.parse(seen) as { ownership: { recent: { kind: string; requestJson: string; requestSha256: string }[] } }).ownership.recent.filter((r) => r.kind === "input");
     for (const env of [alice.env, lab.env]) {
       const seen = await status(env);
       expect(seen).toContain(SECRET);
@@ -168,8 +167,7 @@ describe("typed text", () => {
     const vera = users["vera"] as { token: string; env: NodeJS.ProcessEnv };
     const bob = users["bob"] as { token: string; env: NodeJS.ProcessEnv };
     const before = await readFile(keyFile());
-    const detail = async () =>
-      ((await farm(["activity", "--device", serial], vera.env)).json["entries"] as { command: string; detail: string }[]).find((e) => e.command === "sendInput" && e.detail.startsWith("text "))?.detail;
+    const detail = async () => ((await farm(["activity", "--device", serial], vera.env)).json["entries"] as { command: string; detail: string }[]).find((e) => e.command === "sendInput" && e.detail.startsWith("text "))?.detail;
     expect(await detail()).toBe(`text [${SECRET.length} chars, hmac:${hmac(before, SECRET)}]`);
 
     const refused = await farm(["privacy", "rotate-key"], bob.env);

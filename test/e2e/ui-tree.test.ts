@@ -115,7 +115,15 @@ describe("farm ui tree", () => {
     const all = flat(t.roots);
     expect(all.find((e) => e.resourceId === "android:id/content")?.bounds).toEqual({ left: 0, top: 63, right: 1080, bottom: 2400 });
     // One icon per launchable app: text and description are the label.
-    expect(all.find((e) => e.text === "Settings")).toMatchObject({ type: "android.widget.TextView", contentDesc: "Settings", clickable: true, enabled: true, focused: false, bounds: { left: 21, top: 189, right: 249, bottom: 420 }, children: [] });
+    expect(all.find((e) => e.text === "Settings")).toMatchObject({
+      type: "android.widget.TextView",
+      contentDesc: "Settings",
+      clickable: true,
+      enabled: true,
+      focused: false,
+      bounds: { left: 21, top: 189, right: 249, bottom: 420 },
+      children: [],
+    });
     expect(all.find((e) => e.text === "Farm Demo")).toMatchObject({ contentDesc: "Farm Demo", bounds: { left: 291, top: 189, right: 519, bottom: 420 } });
     // UIAutomator gives no confidence: it stays unset.
     expect(all.every((e) => !("confidence" in e))).toBe(true);
@@ -128,7 +136,7 @@ describe("farm ui tree", () => {
     expect(lines[0]).toBe("uiautomator: 4 elements");
     expect(lines[1]).toBe("android.widget.FrameLayout [0,0][1080,2400]");
     expect(lines[2]).toBe("  android.widget.LinearLayout id=android:id/content [0,63][1080,2400]");
-    expect(lines).toContain('    android.widget.TextView "Settings" desc="Settings" [21,189][249,420] clickable');
+    expect(lines).toContain("    android.widget.TextView \"Settings\" desc=\"Settings\" [21,189][249,420] clickable");
   });
 
   it("reads the demo app's own tree from its SDK with --app-package", async () => {
@@ -230,10 +238,10 @@ describe("farm input tap by element", () => {
     const before = await recent();
     const r = await tap("--text", "Bluetooth");
     const message = expectRefused(r, "ELEMENT_NOT_FOUND", "text");
-    expect(message).toContain('text "Bluetooth"');
+    expect(message).toContain("text \"Bluetooth\"");
     // A near miss is named.
     const id = await tap("--id", "settings");
-    expect(expectRefused(id, "ELEMENT_NOT_FOUND", "id")).toContain('no element on the screen has resource id "settings"');
+    expect(expectRefused(id, "ELEMENT_NOT_FOUND", "id")).toContain("no element on the screen has resource id \"settings\"");
     expect(await recent()).toEqual(before);
     expect(await texts()).toContain("Farm Demo");
 
@@ -248,9 +256,9 @@ describe("farm input tap by element", () => {
     const r = await tap("--id", "android:id/title");
     const message = expectRefused(r, "ELEMENT_AMBIGUOUS", "id");
     expect(message).toMatch(/^3 elements on the screen have resource id "android:id\/title"/);
-    expect(message).toContain('android.widget.TextView "Network & internet" id=android:id/title [189,231][1038,378]');
-    expect(message).toContain('android.widget.TextView "Display" id=android:id/title [189,399][1038,546]');
-    expect(message).toContain('android.widget.TextView "About phone" id=android:id/title [189,567][1038,714]');
+    expect(message).toContain("android.widget.TextView \"Network & internet\" id=android:id/title [189,231][1038,378]");
+    expect(message).toContain("android.widget.TextView \"Display\" id=android:id/title [189,399][1038,546]");
+    expect(message).toContain("android.widget.TextView \"About phone\" id=android:id/title [189,567][1038,714]");
     expect(await recent()).toEqual(before);
     // Still on Settings' main screen.
     expect(await texts()).toEqual(expect.arrayContaining(["Network & internet", "Display", "About phone"]));

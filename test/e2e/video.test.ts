@@ -144,7 +144,7 @@ describe("farm evidence video", () => {
   it("records until stopped, verifies every frame, stores the bundle and fills --output-dir", async () => {
     const { serials } = await addPhone("VIDSTOP");
     const bundle = out("stop");
-    const started = await start(serials[0]!, ["--output-dir", bundle, "--label", "checkout flow", "--context-json", '{"originalVerdict":"failed"}']);
+    const started = await start(serials[0]!, ["--output-dir", bundle, "--label", "checkout flow", "--context-json", "{\"originalVerdict\":\"failed\"}"]);
     expect(started.code).toBe(0);
     expect(started.json).toMatchObject({ ok: true, status: "recording", manifestPath: join(bundle, "manifest.json"), workerAvailable: true });
     const id = String(started.json["sessionId"]);

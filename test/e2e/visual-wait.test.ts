@@ -201,7 +201,7 @@ describe("farm assert visual", () => {
     expect((list[0]?.artifacts ?? []).map((a) => a.name).sort()).toEqual(["actual.png", "baseline.png"]);
     expect(list[7]).toMatchObject({ arguments: { masks: [box], engine: "pixelmatch" }, result: { response: { maskedPixels: box.w * box.h } } });
     // The wait is one step: its polls are not.
-    expect(list[2]).toMatchObject({ description: 'wait for text "Display"', arguments: { selector: { text: "Display" }, gone: false } });
+    expect(list[2]).toMatchObject({ description: "wait for text \"Display\"", arguments: { selector: { text: "Display" }, gone: false } });
   }, 120_000);
 });
 
@@ -220,7 +220,7 @@ describe("farm wait", () => {
     const { session, steps: list } = await steps(id);
     expect(session).toMatchObject({ stepCount: 1, failedStepCount: 1 });
     const last = list.at(-1) as Step;
-    expect(last).toMatchObject({ action: "wait", description: 'wait for text "NoSuchThing"', result: { errorCode: "COMMAND_TIMEOUT" } });
+    expect(last).toMatchObject({ action: "wait", description: "wait for text \"NoSuchThing\"", result: { errorCode: "COMMAND_TIMEOUT" } });
     expect(last.result.ok ?? false).toBe(false);
     expect(last.artifacts).toHaveLength(1);
     // The screen as the wait started and as it gave up: the after shows what was there instead.

@@ -8,13 +8,10 @@ import { AgentService, AttachRequestSchema, DeviceReportSchema, type AttachReque
 
 export type DeviceReportInit = MessageInitShape<typeof DeviceReportSchema>;
 
-export const bearer =
-  (token: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
+export const bearer = (token: string): Interceptor => (next) => (req) => {
+  req.header.set("authorization", `Bearer ${token}`);
+  return next(req);
+};
 
 /** `count` plausible phones for lightweight agent number `agent`. */
 export function fakeDevices(agent: number, count: number): DeviceReportInit[] {

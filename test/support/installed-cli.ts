@@ -23,10 +23,12 @@ export interface InstalledCli {
 export function installCli(dir: string): InstalledCli {
   const pkg = join(dir, "package");
   const prefix = join(dir, "prefix");
-  for (const [script, args] of [
-    ["bundle-cli.mjs", ["--out", pkg]],
-    ["install-cli.mjs", ["--from", pkg, "--prefix", prefix]],
-  ] as const) {
+  for (
+    const [script, args] of [
+      ["bundle-cli.mjs", ["--out", pkg]],
+      ["install-cli.mjs", ["--from", pkg, "--prefix", prefix]],
+    ] as const
+  ) {
     const r = spawnSync(process.execPath, [join(repoRoot, "scripts", script), ...args, "--quiet"], { encoding: "utf8", cwd: dir });
     if (r.status !== 0) throw new Error(`scripts/${script} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
   }

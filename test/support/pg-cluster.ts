@@ -47,8 +47,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
     await chown(dir, asUser.uid, asUser.gid);
     await chmod(dir, 0o700);
   }
-  const exec = (cmd: string, args: string[]) =>
-    asUser ? run("runuser", ["-u", asUser.name, "--", join(bin, cmd), ...args]) : run(join(bin, cmd), args);
+  const exec = (cmd: string, args: string[]) => asUser ? run("runuser", ["-u", asUser.name, "--", join(bin, cmd), ...args]) : run(join(bin, cmd), args);
   try {
     await exec("initdb", ["-D", data, "-A", "trust", "-U", "farm", "-E", "UTF8", "--locale=C", "--no-sync"]);
     const settings = [
@@ -58,7 +57,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
       ...(opts.fast ? ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"] : []),
     ];
     // A port freed a moment ago can be taken again in between: try a few.
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       const port = await freePort();
       try {
         await exec("pg_ctl", ["-D", data, "-w", "-t", "30", "-l", join(dir, "server.log"), "-o", [`-p ${port}`, ...settings].join(" "), "start"]);

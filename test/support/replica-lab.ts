@@ -61,13 +61,35 @@ export async function startReplicaLab(name: string, opts: ReplicaLabOptions = {}
     const tokenFile = join(dir.path, "agent.token");
     await writeFile(tokenFile, String(token.json["token"]), { mode: 0o600 });
     const agent = await startFarm([
-      "agent", "--coordinator", urlOf(0), "--name", agentName, "--data-dir", join(dir.path, "agent"), "--token-file", tokenFile,
-      "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", HEARTBEAT_INTERVAL,
+      "agent",
+      "--coordinator",
+      urlOf(0),
+      "--name",
+      agentName,
+      "--data-dir",
+      join(dir.path, "agent"),
+      "--token-file",
+      tokenFile,
+      "--adb-port",
+      String(adb.port),
+      "--no-adb-start",
+      "--lock-dir",
+      join(dir.path, "locks"),
+      "--heartbeat-interval",
+      HEARTBEAT_INTERVAL,
     ]);
     started.push(agent);
     await Promise.all(replicas.map((_, i) => deviceListed(urlOf(i), admin, serial)));
     return {
-      dir, replicas, envs, admin, adb, phone, serial, agent, urlOf,
+      dir,
+      replicas,
+      envs,
+      admin,
+      adb,
+      phone,
+      serial,
+      agent,
+      urlOf,
       async stop() {
         await agent.stop();
         for (const r of replicas) await r.stop();

@@ -69,8 +69,23 @@ async function build(
   const token = await farm(["token", "create", "--kind", "agent", "--name", agentName], env);
   await writeFile(join(dir.path, "agent.token"), String(token.json["token"]), { mode: 0o600 });
   const agentArgs = [
-    "agent", "--coordinator", url, "--name", agentName, "--data-dir", join(dir.path, "agent"), "--token-file", join(dir.path, "agent.token"),
-    "--adb-port", String(adb.port), "--no-adb-start", "--lock-dir", join(dir.path, "locks"), "--heartbeat-interval", HEARTBEAT_INTERVAL, ...(opts.agentArgs ?? []),
+    "agent",
+    "--coordinator",
+    url,
+    "--name",
+    agentName,
+    "--data-dir",
+    join(dir.path, "agent"),
+    "--token-file",
+    join(dir.path, "agent.token"),
+    "--adb-port",
+    String(adb.port),
+    "--no-adb-start",
+    "--lock-dir",
+    join(dir.path, "locks"),
+    "--heartbeat-interval",
+    HEARTBEAT_INTERVAL,
+    ...(opts.agentArgs ?? []),
   ];
   await opts.beforeAgent?.(dir);
   const agentEnv = opts.agentEnv?.(dir) ?? {};

@@ -61,4 +61,3 @@ export function installAction(jobs: DeviceJobs, client: AdbClient, transport: Tr
     acknowledge: (device, action) => jobs.acknowledge(device.serial, action),
   };
 }
-

@@ -2,12 +2,7 @@ import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { ByteBudget } from "./byte-budget.js";
-import {
-  AgentAdbService,
-  ServeAdbStreamRequestSchema,
-  type ServeAdbStreamRequest,
-  type ServeAdbStreamResponse,
-} from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
+import { AgentAdbService, ServeAdbStreamRequestSchema, type ServeAdbStreamRequest, type ServeAdbStreamResponse } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 
 /** The coordinator's AgentAdbService.ServeAdbStream, as the relay uses it (tests stand in for the coordinator here). */
 export type ServeAdbStream = (requests: AsyncIterable<ServeAdbStreamRequest>, signal: AbortSignal) => AsyncIterable<ServeAdbStreamResponse>;

@@ -148,8 +148,7 @@ async function call<I extends DescMessage, O extends DescMessage>(
 const startTunnel = (tunnelId: string, opts: { requestedBy?: string; budgetMs?: number; serial?: string } = {}) =>
   call("StartAdbTunnel", StartAdbTunnelRequestSchema, StartAdbTunnelResponseSchema, { tunnelId, target: { serial: opts.serial ?? serial } }, opts);
 const stopTunnel = (tunnelId: string, reason = "closed") => call("StopAdbTunnel", StopAdbTunnelRequestSchema, StopAdbTunnelResponseSchema, { tunnelId, reason });
-const startStream = (tunnelId: string, streamId: string, service: string) =>
-  call("StartAdbStream", StartAdbStreamRequestSchema, StartAdbStreamResponseSchema, { tunnelId, streamId, service });
+const startStream = (tunnelId: string, streamId: string, service: string) => call("StartAdbStream", StartAdbStreamRequestSchema, StartAdbStreamResponseSchema, { tunnelId, streamId, service });
 
 /** Opens a stream and returns its ServeAdbStream call, past the stream id. */
 async function openStream(tunnelId: string, streamId: string, service: string): Promise<FakeAdbStreamCall> {

@@ -16,7 +16,6 @@ export const DEFAULT_TUNNEL_BUDGET_BYTES = 4 * 1024 * 1024;
 /** Bytes every tunnel's streams together may hold in this agent (--adb-agent-budget). */
 export const DEFAULT_AGENT_BUDGET_BYTES = 16 * 1024 * 1024;
 
-
 export interface AdbTunnelsOptions {
   /** This agent's adb server. */
   adb: AdbServerAddress;

@@ -173,7 +173,7 @@ export async function androidSdkGet(
 ): Promise<{ endpoint: AndroidEndpoint; body: Record<string, unknown>; raw: Buffer; rediscovered: boolean }> {
   const budget = new Budget(timeoutMs);
   let endpoint = known ?? (await discoverWithin(adb, serial, pkg, budget));
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     const startedAt = Date.now();
     try {
       const res = await sdkGet("127.0.0.1", endpoint.hostPort, path, androidIdentityHeaders(endpoint), budget.remaining());

@@ -143,7 +143,6 @@ export class DeviceWatcher {
     this.external = next;
   }
 
-
   private report(serial: string, k: Known): DeviceReport {
     const properties = k.facts && k.identity ? toDeviceProperties(k.facts, k.identity) : undefined;
     return create(DeviceReportSchema, { serial, state: k.state, ...(properties ? { properties } : {}) });

@@ -7,7 +7,7 @@ describe("physical identity", () => {
   it("depends on hardware identity only, and on a pin", () => {
     expect(physicalIdOf(pixel)).toBe(physicalIdOf({ ...pixel, "ro.build.version.sdk": "34" }));
     expect(physicalIdOf(pixel)).not.toBe(physicalIdOf({ ...pixel, "ro.serialno": "R58M13" }));
-    expect(physicalIdOf({ ...pixel, "ro.serialno": "" , "ro.boot.serialno": "R58M12" })).toBe(physicalIdOf(pixel));
+    expect(physicalIdOf({ ...pixel, "ro.serialno": "", "ro.boot.serialno": "R58M12" })).toBe(physicalIdOf(pixel));
     expect(physicalIdOf(pixel, "bench-left")).not.toBe(physicalIdOf(pixel));
     expect(physicalIdOf(pixel)).toMatch(/^pd-[0-9a-f]{24}$/);
   });

@@ -46,7 +46,7 @@ function storeAnswering(answer: (start: { manifestSha256: string }) => { manifes
         }
         throw new ConnectError("no start", Code.InvalidArgument);
       },
-    }),
+    })
   );
 }
 
@@ -105,7 +105,7 @@ describe("an upload the coordinator stops taking", () => {
           }
           return new Promise<never>(() => {});
         },
-      }),
+      })
     );
     return { transport, reads: () => reads };
   }

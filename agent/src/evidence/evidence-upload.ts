@@ -5,12 +5,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { Errors, farmError } from "@farm/shared/errors";
 import { readChunks, sha256File } from "@farm/shared/verified-file";
-import {
-  AgentEvidenceService,
-  UploadEvidenceRequestSchema,
-  UploadEvidenceStartSchema,
-  type UploadEvidenceRequest,
-} from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
+import { AgentEvidenceService, UploadEvidenceRequestSchema, UploadEvidenceStartSchema, type UploadEvidenceRequest } from "@farm/shared/gen/farm/v1/agent_evidence_service_pb";
 import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
 
 export interface UploadSpec {

@@ -52,15 +52,20 @@ export async function resumeStagedUploads(deps: StagedUploadDeps): Promise<{ upl
     const files = manifest.artifacts.map((a) => a.path).filter((p): p is string => p !== null);
     stagedInFlight.add(name);
     try {
-      await uploadBundle(deps.transport, {
-        evidenceId: manifest.evidenceId,
-        agentId: deps.agentId,
-        serial: manifest.device.serial,
-        physicalId: manifest.device.physicalId ?? "",
-        kind: manifest.kind,
-        dir,
-        files,
-      }, undefined, deps.uploadIdleMs);
+      await uploadBundle(
+        deps.transport,
+        {
+          evidenceId: manifest.evidenceId,
+          agentId: deps.agentId,
+          serial: manifest.device.serial,
+          physicalId: manifest.device.physicalId ?? "",
+          kind: manifest.kind,
+          dir,
+          files,
+        },
+        undefined,
+        deps.uploadIdleMs,
+      );
       await rm(dir, { recursive: true, force: true });
       uploaded++;
       deps.log.info("staged evidence uploaded after a restart", { evidenceId: manifest.evidenceId });

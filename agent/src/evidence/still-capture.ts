@@ -245,8 +245,7 @@ export async function captureStill(req: StillCaptureRequest, deps: StillCaptureD
     taskId: null,
   });
 
-  const status: EvidenceStatus =
-    screenshotOk && hierarchyOk && metadataComplete(device) && capturesOk ? "complete" : screenshotOk || hierarchyOk ? "partial" : "failed";
+  const status: EvidenceStatus = screenshotOk && hierarchyOk && metadataComplete(device) && capturesOk ? "complete" : screenshotOk || hierarchyOk ? "partial" : "failed";
   const manifest: EvidenceManifest = {
     schemaVersion: 1,
     evidenceId: req.evidenceId,

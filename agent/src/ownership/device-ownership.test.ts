@@ -162,7 +162,19 @@ describe("DeviceOwnership.run", () => {
     expect(result).toEqual({ echoed: "hello" });
     expect(k.calls.dispatch).toBe(1);
     const row = journal.get(action.actionId);
-    expect(row).toMatchObject({ state: "settled", settledBy: "completed", dispatched: 1, ambiguous: false, physicalId: "phys-a", serial: "s1", agentId: AGENT, kind: "echo", bootId: "boot-phys-a", requestedBy: "alice", progressJson: '{"step":"sent"}' });
+    expect(row).toMatchObject({
+      state: "settled",
+      settledBy: "completed",
+      dispatched: 1,
+      ambiguous: false,
+      physicalId: "phys-a",
+      serial: "s1",
+      agentId: AGENT,
+      kind: "echo",
+      bootId: "boot-phys-a",
+      requestedBy: "alice",
+      progressJson: "{\"step\":\"sent\"}",
+    });
     expect(JSON.parse(row?.receiptJson ?? "")).toEqual({ exitCode: 0, provenBy: "test" });
     // The journal keeps what journalRequest chose, never the whole request.
     expect(row?.requestJson).toContain("hello");

@@ -227,18 +227,18 @@ export class DeviceOwnership {
       const share = kind.sharedWithRequester;
       const onBegun = share
         ? (action: ActionRow) => {
-            mine = {
-              lock: lock,
-              owner: ctx.requestedBy,
-              label: kind.holderLabel ?? kind.kind,
-              nextStep: share.nextStep(ctx.serial),
-              marker: { actionId: action.actionId, ...share.marker(req) },
-              open: true,
-              users: 1,
-              turn: Promise.resolve(),
-            };
-            this.shared.set(physicalId, mine);
-          }
+          mine = {
+            lock: lock,
+            owner: ctx.requestedBy,
+            label: kind.holderLabel ?? kind.kind,
+            nextStep: share.nextStep(ctx.serial),
+            marker: { actionId: action.actionId, ...share.marker(req) },
+            open: true,
+            users: 1,
+            turn: Promise.resolve(),
+          };
+          this.shared.set(physicalId, mine);
+        }
         : undefined;
       return await this.execute(kind, req, ctx, device, { onBegun, onDispatched: () => mine && (mine.open = false) });
     } finally {
@@ -297,7 +297,9 @@ export class DeviceOwnership {
     const nextStep = hold?.nextStep ?? (typeof holder?.["nextStep"] === "string" ? holder["nextStep"] : "");
     return actionError(
       Errors.DEVICE_BUSY,
-      `device ${physicalId} is held by ${holder ? describeHolder(holder) : `a ${hold?.label ?? "long-lived action"} of ${hold?.owner ?? "another user"}`}; only its owner's farm commands run beside it${nextStep ? `. To free the phone: ${nextStep}` : ""}`,
+      `device ${physicalId} is held by ${holder ? describeHolder(holder) : `a ${hold?.label ?? "long-lived action"} of ${hold?.owner ?? "another user"}`}; only its owner's farm commands run beside it${
+        nextStep ? `. To free the phone: ${nextStep}` : ""
+      }`,
       NOT_DISPATCHED,
     );
   }

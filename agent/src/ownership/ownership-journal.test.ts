@@ -95,7 +95,7 @@ describe("OwnershipJournal", () => {
     expect(j2.unresolvedIds("p1")).toEqual([inflight.actionId]);
     expect(j2.get(done.actionId)?.state).toBe("settled");
     j2.progress(inflight.actionId, { acknowledgedAt: 1 });
-    expect(j2.get(inflight.actionId)?.progressJson).toBe('{"acknowledgedAt":1}');
+    expect(j2.get(inflight.actionId)?.progressJson).toBe("{\"acknowledgedAt\":1}");
     j2.settle(inflight.actionId, { proof: "x" }, "reconciled");
     expect(j2.hasUnresolved("p1")).toBe(false);
     second.close();
@@ -104,7 +104,21 @@ describe("OwnershipJournal", () => {
   it("imports the per-agent journal of older versions without losing unresolved entries", async () => {
     const { importLegacyJournal } = await import("./legacy-journal.js");
     const agentDb = openAgentDb(join(dir, "agent.db"));
-    agentDb.db.insert(legacyActions).values({ actionId: "00000000-0000-4000-8000-000000000001", physicalId: "p9", serial: "s", kind: "setprop", requestSha256: "x", requestJson: "{}", state: "unknown", dispatched: null, ambiguous: true, bootId: "b", createdAt: 1, deadlineAt: 2, size: 600 }).run();
+    agentDb.db.insert(legacyActions).values({
+      actionId: "00000000-0000-4000-8000-000000000001",
+      physicalId: "p9",
+      serial: "s",
+      kind: "setprop",
+      requestSha256: "x",
+      requestJson: "{}",
+      state: "unknown",
+      dispatched: null,
+      ambiguous: true,
+      bootId: "b",
+      createdAt: 1,
+      deadlineAt: 2,
+      size: 600,
+    }).run();
     const host = openHostJournalDb(dir);
     const j = new OwnershipJournal(host.db, host.sqlite);
     expect(importLegacyJournal(agentDb, j, "agent-old")).toBe(1);

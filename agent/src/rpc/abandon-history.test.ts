@@ -71,6 +71,6 @@ describe("abandoning an action while the device history cannot be written", () =
     expect(journal.get(lost?.actionId as string)?.state).toBe("abandoned");
     expect(logged).toContainEqual(expect.objectContaining({ level: "error", msg: "could not write the device history; the outcome stands", kind: "action-abandoned" }));
     const text = await (await fetch(url)).text();
-    expect(text).toContain('farm_agent_history_write_failures_total{kind="action-abandoned"} 1');
+    expect(text).toContain("farm_agent_history_write_failures_total{kind=\"action-abandoned\"} 1");
   });
 });

@@ -67,6 +67,5 @@ export function callContext(ctx: HandlerContext): CallContext {
 export function attemptRecorder(ctx: HandlerContext): ((a: { startedAt: number; durationMs: number; error: unknown }) => void) | undefined {
   const list = ctx.values.get(stepAttempts);
   if (!list) return undefined;
-  return (a) =>
-    list.push(create(StepAttemptReportSchema, { startTime: timestampFromMs(a.startedAt), durationMs: a.durationMs, error: toCommandError(toErrorReport(a.error), a.error) }));
+  return (a) => list.push(create(StepAttemptReportSchema, { startTime: timestampFromMs(a.startedAt), durationMs: a.durationMs, error: toCommandError(toErrorReport(a.error), a.error) }));
 }

@@ -84,8 +84,7 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
       } catch (err) {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the request for ${call.method} does not decode: ${(err as Error).message}`);
       }
-      const context = (c: AgentCall) =>
-        createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c) });
+      const context = (c: AgentCall) => createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c) });
       const ctx = context(call);
       if (call.step && rulesOf(method).sessionStep && deps.shots) {
         const serial = String((input as { target?: { serial?: string } }).target?.serial ?? "");
@@ -140,7 +139,9 @@ async function aroundStep(
       try {
         extras = await deps.captures(serial, call.step, deadline);
       } catch (err) {
-        skipped.push(...call.step.captures.map((t) => create(StepArtifactReportSchema, { name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, warning: `dropped: ${withoutHostPaths(toErrorReport(err).message, deps.hostPaths)}` })));
+        skipped.push(
+          ...call.step.captures.map((t) => create(StepArtifactReportSchema, { name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, warning: `dropped: ${withoutHostPaths(toErrorReport(err).message, deps.hostPaths)}` })),
+        );
       }
     } else {
       skipped.push(...call.step.captures.map((t) => create(StepArtifactReportSchema, { name: t, kind: t.split(".")[0] ?? t, provider: "agent", token: t, skippedReason: "this agent supplies no evidence beyond screenshots" })));
@@ -192,10 +193,9 @@ async function withRules(deps: DispatchDeps, method: DescMethodUnary, ctx: Handl
     // Every failure of a change that carries no outcome happened before
     // its journal entry (argument checks): nothing reached the device.
     const dispatched = report.dispatched !== undefined ? report.dispatched : rules.deviceChange ? false : undefined;
-    const outcome =
-      dispatched === undefined && !report.actionId
-        ? undefined
-        : { dispatched: dispatched ?? null, ambiguous: report.ambiguous ?? false, actionId: report.actionId ?? "", agentId: report.agentId ?? "" };
+    const outcome = dispatched === undefined && !report.actionId
+      ? undefined
+      : { dispatched: dispatched ?? null, ambiguous: report.ambiguous ?? false, actionId: report.actionId ?? "", agentId: report.agentId ?? "" };
     throw relayedError(status, report.code, message, report.field, outcome, err);
   }
 }

@@ -52,28 +52,28 @@ describe("resolveElement", () => {
     ];
     for (const [roots, s] of misses) expect(failure(() => resolveElement(roots, s)).code, JSON.stringify(s.by)).toBe("ELEMENT_NOT_FOUND");
     // Text with a newline in it, as decoded from &#10;.
-    expect(resolveElement(shop, byText('Tom & Jerry\n"Deluxe" <edition> \u2713')).element.resourceId).toBe("com.example.shop:id/title");
+    expect(resolveElement(shop, byText("Tom & Jerry\n\"Deluxe\" <edition> \u2713")).element.resourceId).toBe("com.example.shop:id/title");
   });
 
   it("says ELEMENT_NOT_FOUND with the selector, dispatched false, and near misses", () => {
     const r = failure(() => resolveElement(settings, byText("Bluetooth")));
     expect(r).toMatchObject({ code: "ELEMENT_NOT_FOUND", field: "tap.element.text", dispatched: false, ambiguous: false });
-    expect(r.message).toContain('text "Bluetooth"');
+    expect(r.message).toContain("text \"Bluetooth\"");
     expect(r.message).toContain("10 elements read");
     const id = failure(() => resolveElement(settings, byId("about")));
     expect(id).toMatchObject({ code: "ELEMENT_NOT_FOUND", field: "tap.element.resource_id" });
     expect(id.message).toContain("close: android.widget.LinearLayout id=com.android.settings:id/about [42,567][1038,714]");
     const kase = failure(() => resolveElement(settings, byText("display")));
-    expect(kase.message).toContain('close: android.widget.TextView "Display"');
+    expect(kase.message).toContain("close: android.widget.TextView \"Display\"");
   });
 
   it("says ELEMENT_AMBIGUOUS listing the candidates", () => {
     const r = failure(() => resolveElement(settings, byId("android:id/title")));
     expect(r).toMatchObject({ code: "ELEMENT_AMBIGUOUS", field: "tap.element.resource_id", dispatched: false, ambiguous: false });
     expect(r.message).toMatch(/^3 elements on the screen have resource id "android:id\/title"/);
-    expect(r.message).toContain('android.widget.TextView "Network & internet" id=android:id/title [189,231][1038,378]');
-    expect(r.message).toContain('android.widget.TextView "Display" id=android:id/title [189,399][1038,546]');
-    expect(r.message).toContain('android.widget.TextView "About phone" id=android:id/title [189,567][1038,714]');
+    expect(r.message).toContain("android.widget.TextView \"Network & internet\" id=android:id/title [189,231][1038,378]");
+    expect(r.message).toContain("android.widget.TextView \"Display\" id=android:id/title [189,399][1038,546]");
+    expect(r.message).toContain("android.widget.TextView \"About phone\" id=android:id/title [189,567][1038,714]");
   });
 
   it("lists at most five candidates and says how many more", () => {
@@ -115,7 +115,18 @@ describe("resolveElement", () => {
     const SECRET = "Zq7Kx9WvpL-selector";
     const mask = createRedactor({ secrets: [SECRET] });
     const label = `${"l".repeat(50)}${SECRET}`;
-    const el = (top: number) => ({ type: "android.widget.TextView", text: label, resourceId: "", contentDesc: "", bounds: { left: 0, top, right: 100, bottom: top + 50 }, enabled: true, clickable: true, focused: false, packageName: "com.app", children: [] });
+    const el = (top: number) => ({
+      type: "android.widget.TextView",
+      text: label,
+      resourceId: "",
+      contentDesc: "",
+      bounds: { left: 0, top, right: 100, bottom: top + 50 },
+      enabled: true,
+      clickable: true,
+      focused: false,
+      packageName: "com.app",
+      children: [],
+    });
     const screen = [{ ...el(0), bounds: { left: 0, top: 0, right: 1000, bottom: 1000 }, text: "", children: [el(0), el(100)] }];
     const r = failure(() => resolveElement(screen, byText(label), "tap.element", mask));
     expect(r.code).toBe("ELEMENT_AMBIGUOUS");

@@ -34,7 +34,7 @@ describe("parseUiAutomatorXml", () => {
     expect(roots.map((r) => r.packageName)).toEqual(["com.example.shop", "com.android.systemui"]);
     expect(countNodes(roots)).toBe(10);
     const title = all(roots).find((e) => e.resourceId === "com.example.shop:id/title");
-    expect(title?.text).toBe('Tom & Jerry\n"Deluxe" <edition> \u2713');
+    expect(title?.text).toBe("Tom & Jerry\n\"Deluxe\" <edition> \u2713");
     expect(all(roots).find((e) => e.resourceId === "com.example.shop:id/buy")).toMatchObject({ contentDesc: "Buy now", focused: true, clickable: true, enabled: true });
     expect(all(roots).find((e) => e.resourceId === "com.example.shop:id/notify")).toMatchObject({ enabled: false, clickable: false });
     expect(all(roots).find((e) => e.contentDesc === "Back")?.bounds).toEqual({ left: 126, top: 2214, right: 336, bottom: 2340 });
@@ -64,7 +64,7 @@ describe("parseUiAutomatorXml", () => {
   });
 
   it("refuses a tree over the element cap", () => {
-    const many = `<hierarchy><node bounds="[0,0][1,1]">${'<node bounds="[0,0][1,1]" />'.repeat(UI_TREE_MAX_NODES)}</node></hierarchy>`;
+    const many = `<hierarchy><node bounds="[0,0][1,1]">${"<node bounds=\"[0,0][1,1]\" />".repeat(UI_TREE_MAX_NODES)}</node></hierarchy>`;
     expect(() => parseUiAutomatorXml(many)).toThrow(/more than 20000 elements/);
   });
 });
@@ -83,7 +83,14 @@ describe("normalizeSdkTree", () => {
     const body = {
       package: "com.example.farmdemo",
       root: {
-        class: "android.widget.FrameLayout", text: "", resourceId: "", contentDesc: "", bounds: [0, 0, 1080, 2400], checkable: false, checked: false, enabled: true,
+        class: "android.widget.FrameLayout",
+        text: "",
+        resourceId: "",
+        contentDesc: "",
+        bounds: [0, 0, 1080, 2400],
+        checkable: false,
+        checked: false,
+        enabled: true,
         children: [
           { class: "android.widget.Button", text: "Next", resourceId: "com.example.farmdemo:id/next", contentDesc: "", bounds: [42, 693, 1038, 840], checkable: false, checked: false, enabled: true, children: [] },
           { class: "android.widget.Button", text: "Delete account", resourceId: "com.example.farmdemo:id/delete", contentDesc: "", bounds: [42, 861, 1038, 1008], enabled: false, children: [] },
@@ -103,7 +110,13 @@ describe("normalizeSdkTree", () => {
     const roots = normalizeSdkTree({
       roots: [
         {
-          type: "Button", id: "checkout", contentDescription: "Checkout", bounds: { x: 10, y: 20, width: 100, height: 50 }, clickable: true, focused: true, confidence: 0.87,
+          type: "Button",
+          id: "checkout",
+          contentDescription: "Checkout",
+          bounds: { x: 10, y: 20, width: 100, height: 50 },
+          clickable: true,
+          focused: true,
+          confidence: 0.87,
           children: [
             { className: "Label", text: "Pay", accessibilityLabel: "Pay", bounds: { left: 1, top: 2, right: 3, bottom: 4 }, confidence: 93 },
             { type: "Icon", bounds: "nonsense", confidence: 140 },

@@ -6,15 +6,7 @@ import { Backoff } from "@farm/shared/backoff";
 import { toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { FARM_VERSION, PROTOCOL_VERSION } from "@farm/shared/version";
-import {
-  AgentService,
-  AttachRequestSchema,
-  type AgentCall,
-  type AgentCallResult,
-  type AttachRequest,
-  type DeviceEvent as DeviceEventMessage,
-  type DeviceReport,
-} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentService, AttachRequestSchema, type AgentCall, type AgentCallResult, type AttachRequest, type DeviceEvent as DeviceEventMessage, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceEvent, DeviceWatcher } from "../devices/device-watcher.js";
 
 export interface UplinkOptions {

@@ -13,13 +13,7 @@ import type { EvidenceError, EvidenceManifest } from "@farm/shared/evidence-mani
 import { validateContext, validateLabel } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { checkVideoAspect, defaultVideoSize, orientedDisplay, parseVideoSize, validateDurationSeconds, validateSessionId } from "@farm/shared/video-options";
-import {
-  InspectVideoResponseSchema,
-  VideoSessionSchema,
-  type InspectVideoResponse,
-  type StartVideoRequest,
-  type VideoSession,
-} from "@farm/shared/gen/farm/v1/video_service_pb";
+import { InspectVideoResponseSchema, VideoSessionSchema, type InspectVideoResponse, type StartVideoRequest, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { shellV2 } from "../adb/adb-shell.js";
 import type { DeviceWatcher } from "../devices/device-watcher.js";
@@ -30,16 +24,7 @@ import { checkRecorder, listRecorders } from "./recorder-identity.js";
 import type { WorkerMessage } from "./video-worker.js";
 import { initialVideo, videoManifest } from "./video-manifest.js";
 import { videoStatus } from "./video-status.js";
-import {
-  acquireVideoLock,
-  ensureVideoDirs,
-  readVideoLock,
-  releaseVideoLock,
-  videoLockFile,
-  VideoSessionFiles,
-  type VideoLockHolder,
-  type VideoSessionRecord,
-} from "./video-session-files.js";
+import { acquireVideoLock, ensureVideoDirs, readVideoLock, releaseVideoLock, videoLockFile, VideoSessionFiles, type VideoLockHolder, type VideoSessionRecord } from "./video-session-files.js";
 
 /** Start answers within this long of spawning the worker. */
 export const START_ACK_MS = 5_000;
@@ -133,7 +118,7 @@ export class VideoSessions {
     const lockFile = videoLockFile(this.deps.lockDir, physicalId);
     const holder = { sessionId, nonce, physicalId, agentId: this.deps.agent.id, dataDir: this.deps.dataDir, createdAt: new Date().toISOString() };
     // A holder that was still starting and then gave the lock back (its start failed) lets this start try once more.
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       const lock = await acquireVideoLock(lockFile, holder);
       if (lock.acquired) break;
       const held = await this.heldError(lock.holder, serial, lockFile);
@@ -208,16 +193,15 @@ export class VideoSessions {
       const startBound = Date.parse(holder.createdAt) + START_ACK_MS + HOLDER_START_SLACK_MS;
       let verdict: "alive" | "gone" | "moved" = (await files.workerAlive(holder.nonce)) ? "alive" : "gone";
       if (verdict === "gone" && Date.now() < startBound && (await files.readSession().then((r) => r.state === "starting", () => true))) {
-        verdict =
-          (await waitForChange(
-            files.dir,
-            async () => {
-              if (await files.workerAlive(holder.nonce)) return "alive" as const;
-              const now = await readVideoLock(lockFile);
-              return now?.sessionId !== holder.sessionId || now.nonce !== holder.nonce ? ("moved" as const) : undefined;
-            },
-            { timeoutMs: startBound - Date.now(), pollMs: 100 },
-          )) ?? "gone";
+        verdict = (await waitForChange(
+          files.dir,
+          async () => {
+            if (await files.workerAlive(holder.nonce)) return "alive" as const;
+            const now = await readVideoLock(lockFile);
+            return now?.sessionId !== holder.sessionId || now.nonce !== holder.nonce ? ("moved" as const) : undefined;
+          },
+          { timeoutMs: startBound - Date.now(), pollMs: 100 },
+        )) ?? "gone";
       }
       if (verdict === "moved") return undefined;
       if (verdict === "alive") {
@@ -340,10 +324,9 @@ export class VideoSessions {
       // A worker that ended between publishing its manifest and removing the lock saw its recorder end: the lock alone goes.
       const lockRemoved = rec.recoveryState === "none" && (await releaseVideoLock(rec.lockFile, rec.sessionId, rec.nonce));
       if (lockRemoved) this.deps.log.warn("finished video session's leftover lock removed on release", { sessionId: id, by });
-      const note =
-        rec.recoveryState === "released"
-          ? `session ${id} was already released (${rec.recoveryReason ?? "no reason recorded"}); nothing changed`
-          : `session ${id} is finished; nothing to release, its bundle is unchanged${lockRemoved ? " (its leftover recording lock was removed)" : ""}`;
+      const note = rec.recoveryState === "released"
+        ? `session ${id} was already released (${rec.recoveryReason ?? "no reason recorded"}); nothing changed`
+        : `session ${id} is finished; nothing to release, its bundle is unchanged${lockRemoved ? " (its leftover recording lock was removed)" : ""}`;
       return { session: await this.describe(files, {}), released: false, note };
     }
     if (await files.workerAlive(rec.nonce)) {

@@ -39,10 +39,9 @@ export function videoStatus(
     status = "failed";
     if (!code) {
       code = rec.recoveryState === "released" ? Errors.EVIDENCE_CAPTURE_FAILED.code : Errors.EVIDENCE_RECOVERY_REQUIRED.code;
-      message =
-        rec.recoveryState === "released"
-          ? `the worker died before finishing; ${rec.recoveryReason ?? "released"}`
-          : `the recording worker is gone (no heartbeat); the lock is kept. Inspect with \`farm evidence video inspect --session ${rec.sessionId}\``;
+      message = rec.recoveryState === "released"
+        ? `the worker died before finishing; ${rec.recoveryReason ?? "released"}`
+        : `the recording worker is gone (no heartbeat); the lock is kept. Inspect with \`farm evidence video inspect --session ${rec.sessionId}\``;
     }
   }
   return { status, code, message };

@@ -66,8 +66,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
   await save({ worker: { pid: process.pid, startIdentity: hostProcessStartIdentity(process.pid) }, state: "starting" });
 
   const video: EvidenceVideo = initialVideo(rec);
-  const manifest = (status: EvidenceStatus, artifacts: EvidenceArtifact[], finishedAt: string | null): EvidenceManifest =>
-    videoManifest(rec, { startedAt, finishedAt, status, artifacts, errors, video });
+  const manifest = (status: EvidenceStatus, artifacts: EvidenceArtifact[], finishedAt: string | null): EvidenceManifest => videoManifest(rec, { startedAt, finishedAt, status, artifacts, errors, video });
 
   // 1. The recorder: a foreground screenrecord on a stream this worker owns.
   const command = `screenrecord --verbose --time-limit ${rec.durationSeconds} --size ${rec.requestedSize.width}x${rec.requestedSize.height} ${rec.remotePath}`;
@@ -222,7 +221,17 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     const vT0 = performance.now();
     const vStart = iso();
     let videoArtifact: EvidenceArtifact = {
-      kind: "video", path: null, mimeType: "video/mp4", status: "failed", bytes: null, sha256: null, startedAt: vStart, finishedAt: vStart, durationMs: 0, commandId: null, taskId: rec.sessionId,
+      kind: "video",
+      path: null,
+      mimeType: "video/mp4",
+      status: "failed",
+      bytes: null,
+      sha256: null,
+      startedAt: vStart,
+      finishedAt: vStart,
+      durationMs: 0,
+      commandId: null,
+      taskId: rec.sessionId,
     };
     if (recorded) {
       const partial = files.path("video.partial.mp4");
@@ -286,8 +295,17 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
       fail("RECEIPT_WRITE_FAILED", "persist", (err as Error).message, "worker");
     }
     artifacts.push({
-      kind: "capture_envelopes", path: capOk ? "captures.json" : null, mimeType: "application/json", status: capOk ? "complete" : "failed",
-      bytes: capOk ? capBytes.length : null, sha256: capOk ? sha256(capBytes) : null, startedAt: capStart, finishedAt: iso(), durationMs: 0, commandId: null, taskId: null,
+      kind: "capture_envelopes",
+      path: capOk ? "captures.json" : null,
+      mimeType: "application/json",
+      status: capOk ? "complete" : "failed",
+      bytes: capOk ? capBytes.length : null,
+      sha256: capOk ? sha256(capBytes) : null,
+      startedAt: capStart,
+      finishedAt: iso(),
+      durationMs: 0,
+      commandId: null,
+      taskId: null,
     });
 
     const status: EvidenceStatus = videoOk && stderrOk && capOk && stoppedAsAsked && metadataComplete(rec.device) ? "complete" : videoOk || onlyEmpty ? "partial" : "failed";
@@ -295,7 +313,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     // The lock goes once the recorder's end is known; otherwise an operator decides.
     let recorderGone = recEnd.kind === "exit";
     // A hung-up recorder (SIGHUP) finishes its file and exits; give it the time to, then look.
-    for (const until = Date.now() + RECORDER_EXIT_WAIT_MS; !recorderGone && Date.now() < until; ) {
+    for (const until = Date.now() + RECORDER_EXIT_WAIT_MS; !recorderGone && Date.now() < until;) {
       try {
         recorderGone = (await listRecorders(adb, rec.serial, rec.remotePath, step())).length === 0;
       } catch {

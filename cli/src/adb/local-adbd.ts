@@ -75,12 +75,11 @@ export async function startLocalAdbd(opts: LocalAdbdOptions): Promise<LocalAdbd>
     port,
     serial: `${host}:${port}`,
     connectionCount: () => connections.size,
-    close: () =>
-      (closed ??= new Promise<void>((resolve) => {
-        closing = true;
-        server.close(() => resolve());
-        for (const c of [...connections]) c.close();
-      })),
+    close: () => (closed ??= new Promise<void>((resolve) => {
+      closing = true;
+      server.close(() => resolve());
+      for (const c of [...connections]) c.close();
+    })),
   };
 }
 

@@ -2,8 +2,7 @@ import { createServer, connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { isSameUserPeer, loopbackPeerUid } from "./peer-user.js";
 
-const table = (rows: string[]) =>
-  ["  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", ...rows].join("\n");
+const table = (rows: string[]) => ["  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", ...rows].join("\n");
 
 describe("loopbackPeerUid", () => {
   const socket = { remotePort: 0xa1b2, localPort: 0x9c40 } as Socket;

@@ -20,9 +20,7 @@ let serverSocket = "";
 
 /** adb against this test's own adb server on a Unix socket (ADB_SERVER_SOCKET), as the docs advise on shared machines. */
 function runAdb(args: string[]): Promise<string> {
-  return new Promise((resolve) =>
-    execFile("adb", args, { timeout: 30_000, env: { ...process.env, ADB_SERVER_SOCKET: serverSocket } }, (_e, stdout, stderr) => resolve(`${stdout}${stderr}`)),
-  );
+  return new Promise((resolve) => execFile("adb", args, { timeout: 30_000, env: { ...process.env, ADB_SERVER_SOCKET: serverSocket } }, (_e, stdout, stderr) => resolve(`${stdout}${stderr}`)));
 }
 
 function state(over: Partial<TunnelState>): TunnelState {

@@ -10,8 +10,7 @@ export interface StaleDisconnected {
   device: string;
 }
 
-const sameAdb = (a: TunnelState, b: TunnelState) =>
-  a.serial === b.serial && (a.adbServerPort ?? null) === (b.adbServerPort ?? null) && (a.adbServerSocket ?? null) === (b.adbServerSocket ?? null);
+const sameAdb = (a: TunnelState, b: TunnelState) => a.serial === b.serial && (a.adbServerPort ?? null) === (b.adbServerPort ?? null) && (a.adbServerSocket ?? null) === (b.adbServerSocket ?? null);
 
 /**
  * A serving process killed before its cleanup (kill -9, OOM, a crash)

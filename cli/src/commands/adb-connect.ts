@@ -28,8 +28,7 @@ function printConnected(ctx: CommandContext, r: ConnectResult, pid: number, stal
       `connected ${r.serial}: ${r.device} (${r.physicalId} on ${r.agent}), tunnel ${r.tunnel}`,
       `  adb -s ${r.serial} shell`,
       `  farm adb disconnect --device ${r.serial}`,
-    ].join("\n"),
-  );
+    ].join("\n"));
 }
 
 const warnLine = (line: string) => process.stderr.write(`farm adb: ${line}\n`);

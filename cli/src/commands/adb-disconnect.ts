@@ -79,7 +79,6 @@ export const disconnect: Action<typeof adbDisconnectOptions> = async (input) => 
     table(
       ["TUNNEL", "LOCAL", "DEVICE"],
       done.map((d) => [d.tunnel, d.serial ?? "-", d.device ?? "-"]),
-    ),
-  );
+    ));
   return 0;
 };

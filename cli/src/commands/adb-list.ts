@@ -67,7 +67,6 @@ export const list: Action<typeof adbListOptions> = async (input) => {
       ...(localOnly.length
         ? ["", "served here, not listed by the coordinator (farm adb disconnect --device LOCAL cleans up):", ...localOnly.map((l) => `  ${l.local}  ${l.device}  tunnel ${l.tunnel}${l.pid === null ? " (not running)" : ` (pid ${l.pid})`}`)]
         : []),
-    ].join("\n"),
-  );
+    ].join("\n"));
   return 0;
 };

@@ -35,7 +35,6 @@ export const listAgents: Action<typeof agentListOptions> = async (input) => {
         a.id,
         ...(wide ? [String(a.protocolVersion), a.adbVersion, ago(a.connectedTime ? timestampMs(a.connectedTime) : undefined), a.drainReason] : []),
       ]),
-    ),
-  );
+    ));
   return 0;
 };

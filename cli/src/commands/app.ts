@@ -40,8 +40,7 @@ export const endpoint: Action<typeof endpointOptions> = async (input) => {
       `${data.app} on ${t.serial} (${data.platform} ${data.kind}): runtime ${data.runtimeEpoch}`,
       `  route: ${data.url}${data.socketName ? ` -> localabstract:${data.socketName} (${data.forwardCreated ? "new" : "reused"} adb forward on the agent's host)` : ""}`,
       `  verified ${data.verifiedAt}`,
-    ].join("\n"),
-  );
+    ].join("\n"));
   return 0;
 };
 

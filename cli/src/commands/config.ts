@@ -35,8 +35,7 @@ export const viewConfig: Action<typeof configViewOptions> = async (input) => {
       `  caFile      = ${effective.caFile ?? "(system roots)"}`,
       `  insecure    = ${effective.insecure}`,
       `  output      = ${effective.output}`,
-    ].join("\n"),
-  );
+    ].join("\n"));
   return 0;
 };
 

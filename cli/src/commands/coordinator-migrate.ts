@@ -14,7 +14,6 @@ export const migrateCoordinator: Action<typeof coordinatorMigrateOptions> = asyn
   ctx.printer.result({ ...report }, () =>
     report.applied.length === 0
       ? `${report.where}: schema is current`
-      : `${report.where}: applied ${report.applied.length} migration(s): ${report.applied.join(", ")}`,
-  );
+      : `${report.where}: applied ${report.applied.length} migration(s): ${report.applied.join(", ")}`);
   return 0;
 };

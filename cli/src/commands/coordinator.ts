@@ -50,9 +50,7 @@ export const runCoordinator: Action<typeof coordinatorOptions> = async ({ opts, 
     void coordinator.reloadTls().catch((err: Error) => logLine("error", "TLS reload failed; the old certificate stays", { error: err.message }));
   };
   process.on("SIGHUP", onHup);
-  ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile, tls: certFile !== undefined }, () =>
-    [`coordinator listening on ${coordinator.url}`, `data dir: ${dataDir}`, `admin token (first start): ${adminTokenFile}`].join("\n"),
-  );
+  ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile, tls: certFile !== undefined }, () => [`coordinator listening on ${coordinator.url}`, `data dir: ${dataDir}`, `admin token (first start): ${adminTokenFile}`].join("\n"));
   await untilStopped(ctx.stopSignal);
   process.off("SIGHUP", onHup);
   await coordinator.close();

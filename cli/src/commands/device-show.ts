@@ -29,9 +29,8 @@ export const showDevice: Action<typeof deviceShowOptions> = async (input) => {
           ...Object.entries(toJson(DeviceSchema, d, { alwaysEmitImplicit: true }) as Record<string, unknown>)
             .filter(([k]) => k !== "serial")
             .map(([k, v]) => `  ${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`),
-        ].join("\n"),
+        ].join("\n")
       )
-      .join("\n\n"),
-  );
+      .join("\n\n"));
   return 0;
 };

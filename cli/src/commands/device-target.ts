@@ -9,7 +9,16 @@ import type { CommandContext } from "../tree/spec.js";
 
 /** The resolved options of a command that acts on one device (options/common-options.ts deviceOptions). */
 export interface DeviceInput {
-  opts: ConnectionValues & { timeout: number; device: string | undefined; agent: string | undefined; lease: string | undefined; requestId: string | undefined; capture?: string | undefined; logPackage?: string | undefined; logFilter?: string | undefined };
+  opts: ConnectionValues & {
+    timeout: number;
+    device: string | undefined;
+    agent: string | undefined;
+    lease: string | undefined;
+    requestId: string | undefined;
+    capture?: string | undefined;
+    logPackage?: string | undefined;
+    logFilter?: string | undefined;
+  };
   sources: { coordinator?: ValueSource | undefined };
   ctx: CommandContext;
 }

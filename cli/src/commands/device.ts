@@ -8,20 +8,7 @@ import { downloadFile, uploadFile } from "../blob-client.js";
 import { serviceClient } from "../client.js";
 import { table } from "../output.js";
 import { TransferMeter, withProgress } from "../progress/progress.js";
-import type {
-  abandonOptions,
-  inputOptions,
-  installOptions,
-  logcatOptions,
-  ownershipOptions,
-  pinOptions,
-  propsOptions,
-  rebootOptions,
-  receiptOptions,
-  screenshotOptions,
-  setpropOptions,
-  shellOptions,
-} from "../tree/device-commands.js";
+import type { abandonOptions, inputOptions, installOptions, logcatOptions, ownershipOptions, pinOptions, propsOptions, rebootOptions, receiptOptions, screenshotOptions, setpropOptions, shellOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";
 import { deviceClient, deviceTarget } from "./device-target.js";
 
@@ -72,22 +59,22 @@ export const ownershipStatus: Action<typeof ownershipOptions> = async (input) =>
   input.ctx.printer.result({ ownership: o ? toJson(OwnershipSchema, o, { alwaysEmitImplicit: true }) : null }, () =>
     o
       ? [
-          `physical id  ${o.physicalId}  (${o.identityStatus}; aliases: ${o.aliases.join(", ")})`,
-          `lock         ${o.locked ? `held by ${o.holder}` : "free"}`,
-          `unresolved   ${o.unresolved.length}`,
-          "",
-          table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...o.unresolved, ...o.recent.filter((r) => !o.unresolved.some((u) => u.actionId === r.actionId))].map(actionLine)),
-        ].join("\n")
-      : "no ownership information",
-  );
+        `physical id  ${o.physicalId}  (${o.identityStatus}; aliases: ${o.aliases.join(", ")})`,
+        `lock         ${o.locked ? `held by ${o.holder}` : "free"}`,
+        `unresolved   ${o.unresolved.length}`,
+        "",
+        table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...o.unresolved, ...o.recent.filter((r) => !o.unresolved.some((u) => u.actionId === r.actionId))].map(actionLine)),
+      ].join("\n")
+      : "no ownership information");
   return o && o.unresolved.length > 0 ? 1 : 0;
 };
 
 export const reconcile: Action<typeof ownershipOptions> = async (input) => {
   const { client, session } = deviceClient(input);
   const res = await client.reconcileOwnership({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
-  input.ctx.printer.result({ settled: res.settled.map(recordJson), unresolved: res.unresolved.map(recordJson) }, () =>
-    [`settled by proof: ${res.settled.length}`, `still unresolved: ${res.unresolved.length}`, "", table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...res.settled, ...res.unresolved].map(actionLine))].join("\n"),
+  input.ctx.printer.result(
+    { settled: res.settled.map(recordJson), unresolved: res.unresolved.map(recordJson) },
+    () => [`settled by proof: ${res.settled.length}`, `still unresolved: ${res.unresolved.length}`, "", table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...res.settled, ...res.unresolved].map(actionLine))].join("\n"),
   );
   return res.unresolved.length > 0 ? 1 : 0;
 };

@@ -48,7 +48,6 @@ export const listDevices: Action<typeof deviceListOptions> = async (input) => {
             : []),
         ];
       }),
-    ),
-  );
+    ));
   return 0;
 };

@@ -100,7 +100,11 @@ function pretty(d: Record<string, unknown>): string {
     `session ${String(d["sessionId"])}: ${String(d["status"])}${d["code"] ? ` (${String(d["code"])})` : ""}`,
     d["message"] ? `  ${String(d["message"])}` : null,
     d["manifestPath"] ? `  manifest: ${String(d["manifestPath"])}` : null,
-    v ? `  requested ${v.requestedSize.width}x${v.requestedSize.height} for ${v.requestedDurationSeconds} s; actual ${v.actualSize ? `${v.actualSize.width}x${v.actualSize.height}` : "-"}, media ${v.mediaDurationMs ?? "-"} ms, host ${v.hostDurationMs ?? "-"} ms, stop: ${v.stopReason ?? "-"}` : null,
+    v
+      ? `  requested ${v.requestedSize.width}x${v.requestedSize.height} for ${v.requestedDurationSeconds} s; actual ${v.actualSize ? `${v.actualSize.width}x${v.actualSize.height}` : "-"}, media ${v.mediaDurationMs ?? "-"} ms, host ${
+        v.hostDurationMs ?? "-"
+      } ms, stop: ${v.stopReason ?? "-"}`
+      : null,
     ...((d["errors"] as EvidenceManifest["errors"]) ?? []).map((e) => `  ${e.stage}: ${e.code}: ${e.message}`),
   ]
     .filter((l) => l !== null)
@@ -238,8 +242,7 @@ export const inspectVideo: Action<typeof videoInspectOptions> = async (input) =>
       `recorder identity verified: ${r.recorderIdentityVerified}`,
       "session.json:",
       r.sessionJson,
-    ].join("\n"),
-  );
+    ].join("\n"));
   return 0;
 };
 
@@ -270,7 +273,6 @@ export const listVideo: Action<typeof videoListOptions> = async (input) => {
     table(
       ["SESSION", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],
       sessions.map((s) => [String(s.sessionId), String(s.status), String(s.serial), String(s.agent), String(s.createdAt ?? ""), String((s.video as { stopReason?: string } | null)?.stopReason ?? "")]),
-    ),
-  );
+    ));
   return 0;
 };

@@ -74,8 +74,10 @@ export const capture: Action<typeof captureOptions> = async (input) => {
   if (outputDir) {
     try {
       const dir = outputDir;
-      manifest = await withProgress(ctx, `pulling ${res.evidenceId}`, (p) =>
-        writePulledBundle({ dir, evidenceId: res.evidenceId, claim: true }, meteredPull(client.pullEvidence({ evidenceId: res.evidenceId }, { timeoutMs: TRANSFER_ALLOWANCE_MS }), new TransferMeter(`pulling ${res.evidenceId}`, p))),
+      manifest = await withProgress(
+        ctx,
+        `pulling ${res.evidenceId}`,
+        (p) => writePulledBundle({ dir, evidenceId: res.evidenceId, claim: true }, meteredPull(client.pullEvidence({ evidenceId: res.evidenceId }, { timeoutMs: TRANSFER_ALLOWANCE_MS }), new TransferMeter(`pulling ${res.evidenceId}`, p))),
       );
     } catch (err) {
       return failedAfterStore(ctx, err, res.evidenceId);
@@ -86,21 +88,20 @@ export const capture: Action<typeof captureOptions> = async (input) => {
   const data = complete
     ? { ok: true, status: manifest.status, manifestPath, evidenceId: res.evidenceId }
     : {
-        ok: false,
-        code: Errors.EVIDENCE_CAPTURE_FAILED.code,
-        message: `capture is ${manifest.status}: ${manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", ")}`,
-        status: manifest.status,
-        manifestPath,
-        evidenceId: res.evidenceId,
-        errors: manifest.errors,
-      };
+      ok: false,
+      code: Errors.EVIDENCE_CAPTURE_FAILED.code,
+      message: `capture is ${manifest.status}: ${manifest.errors.map((e) => `${e.stage}: ${e.code}`).join(", ")}`,
+      status: manifest.status,
+      manifestPath,
+      evidenceId: res.evidenceId,
+      errors: manifest.errors,
+    };
   ctx.printer.emit(data, () =>
     [
       `evidence ${res.evidenceId}: ${manifest.status}`,
       manifestPath ? `manifest: ${manifestPath}` : `stored on the coordinator; \`farm evidence pull ${res.evidenceId} DIR\` fetches it`,
       ...manifest.errors.map((e) => `  ${e.stage}: ${e.code}: ${e.message}`),
-    ].join("\n"),
-  );
+    ].join("\n"));
   return complete ? 0 : 1;
 };
 
@@ -129,8 +130,7 @@ export const listEvidence: Action<typeof evidenceListOptions> = async (input) =>
     table(
       ["EVIDENCE", "KIND", "STATUS", "DEVICE", "CREATED", "BYTES", "LABEL"],
       bundles.map((b) => [b.evidenceId, b.kind, b.status, b.serial, b.createdAt ?? "", String(b.totalBytes), b.label ?? ""]),
-    ),
-  );
+    ));
   return 0;
 };
 
@@ -142,8 +142,10 @@ export const pull: Action<typeof pullOptions> = async (input) => {
   const session = clientSession(input);
   const client = serviceClient(EvidenceService, session.config);
   // Claimed when the coordinator starts sending: an unknown id creates nothing.
-  const manifest = await withProgress(ctx, `pulling ${id}`, (p) =>
-    writePulledBundle({ dir: outputDir, evidenceId: id, claim: true }, meteredPull(client.pullEvidence({ evidenceId: id }, { timeoutMs: Math.max(session.timeoutMs, TRANSFER_ALLOWANCE_MS) }), new TransferMeter(`pulling ${id}`, p))),
+  const manifest = await withProgress(
+    ctx,
+    `pulling ${id}`,
+    (p) => writePulledBundle({ dir: outputDir, evidenceId: id, claim: true }, meteredPull(client.pullEvidence({ evidenceId: id }, { timeoutMs: Math.max(session.timeoutMs, TRANSFER_ALLOWANCE_MS) }), new TransferMeter(`pulling ${id}`, p))),
   );
   const manifestPath = join(outputDir, "manifest.json");
   ctx.printer.result({ evidenceId: id, status: manifest.status, manifestPath }, () => `evidence ${id} (${manifest.status}) written to ${outputDir}`);

@@ -43,8 +43,9 @@ export const listLabels: Action<typeof labelListOptions> = async (input) => {
     const res = await client.listDeviceLabels(page, { timeoutMs: session.timeoutMs });
     return { items: res.devices, nextPageToken: res.nextPageToken };
   });
-  input.ctx.printer.result({ devices: devices.map((d) => ({ physicalId: d.physicalId, labels: d.labels })) }, () =>
-    devices.length === 0 ? "no labelled devices" : devices.map((d) => `${d.physicalId}: ${Object.entries(d.labels).map(([k, v]) => `${k}=${v}`).join(" ")}`).join("\n"),
+  input.ctx.printer.result(
+    { devices: devices.map((d) => ({ physicalId: d.physicalId, labels: d.labels })) },
+    () => devices.length === 0 ? "no labelled devices" : devices.map((d) => `${d.physicalId}: ${Object.entries(d.labels).map(([k, v]) => `${k}=${v}`).join(" ")}`).join("\n"),
   );
   return 0;
 };

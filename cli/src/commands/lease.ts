@@ -83,8 +83,9 @@ async function acquire(input: SessionInput & { opts: Selector; ctx: CommandConte
 
 export const acquireLease: Action<typeof acquireOptions> = async (input) => {
   const { lease, token } = await acquire(input);
-  input.ctx.printer.result({ lease: leaseJson(lease, token) }, () =>
-    [`leased ${lease.physicalId} via ${lease.agentName}/${lease.serial} until ${leaseJson(lease)?.expiresAt}`, `export FARM_LEASE=${token} FARM_DEVICE=${lease.serial}`].join("\n"),
+  input.ctx.printer.result(
+    { lease: leaseJson(lease, token) },
+    () => [`leased ${lease.physicalId} via ${lease.agentName}/${lease.serial} until ${leaseJson(lease)?.expiresAt}`, `export FARM_LEASE=${token} FARM_DEVICE=${lease.serial}`].join("\n"),
   );
   return 0;
 };
@@ -136,8 +137,7 @@ export const listLeases: Action<typeof leaseListOptions> = async (input) => {
       "",
       `queue: ${queue.length}`,
       ...queue.map((q, i) => `  ${i + 1}. ${q.holder} since ${q.since}, waits until ${q.waitUntil}${wide ? ` (ticket ${q.ticket})` : ""}`),
-    ].join("\n"),
-  );
+    ].join("\n"));
   return 0;
 };
 

@@ -55,11 +55,11 @@ describe("farm session explain", () => {
     expect(lines[0]).toBe(`policy ${POLICY} over 60 steps (steps file ${STEPS})`);
     const row = (rule: string) => lines.find((l) => l.startsWith(`${rule} `))?.split(/\s{2,}/);
     expect(row("default")).toEqual(["default", "every step", "screenshot.before", "60", "1-60", "0 B"]);
-    expect(row("rule 1")?.slice(0, 4)).toEqual(["rule 1", 'action: tap, idMatches: "*:id/checkout*"', "deviceLog.around, elements.after", "24"]);
+    expect(row("rule 1")?.slice(0, 4)).toEqual(["rule 1", "action: tap, idMatches: \"*:id/checkout*\"", "deviceLog.around, elements.after", "24"]);
     expect(row("rule 3")).toEqual(["rule 3", "result: error (speculative)", "deviceLog.around, video.around", "3", "18,38,59", "6.2 MiB"]);
     expect(row("rule 6")?.[3]).toBe("0");
     expect(lines.filter((l) => l.startsWith("⚠ "))).toEqual([
-      '⚠ rule 1 (action: tap, idMatches: "*:id/checkout*") captures deviceLog on 24 of 60 steps (more than a third): ≈ 1.5 MiB',
+      "⚠ rule 1 (action: tap, idMatches: \"*:id/checkout*\") captures deviceLog on 24 of 60 steps (more than a third): ≈ 1.5 MiB",
       "⚠ rule 3 (result: error) must start deviceLog and video speculatively around all 60 steps (more than 50) to keep the 3 it fires on: ≈ 6.2 MiB kept",
     ]);
     expect(r.out).toContain("note: CI_API_TOKEN is not set in this environment");
@@ -92,9 +92,9 @@ describe("farm session explain", () => {
     ]);
     const missing = await farm(["session", "explain", "--policy", join(dir, "none.yaml"), "--steps", STEPS]);
     expect(missing.error).toMatchObject({ code: "INVALID_ARGUMENT", field: "policy" });
-    writeFileSync(join(dir, "steps.json"), '[{"action": "tapp"}]');
+    writeFileSync(join(dir, "steps.json"), "[{\"action\": \"tapp\"}]");
     const steps = await farm(["session", "explain", "--policy", POLICY, "--steps", join(dir, "steps.json")]);
-    expect(steps.error?.message).toContain('steps[0].action: "tapp" is not one of');
+    expect(steps.error?.message).toContain("steps[0].action: \"tapp\" is not one of");
   });
 
   it("wants exactly one scenario: --steps wins over FARM_SESSION from the environment", async () => {

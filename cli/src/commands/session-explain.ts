@@ -146,8 +146,6 @@ export const explainSession: Action<typeof sessionExplainOptions> = async (input
   const e = explainPolicy(policy, steps);
   const notes = [...e.notes, ...secretNotes(policy, ctx.env)];
   const from = scenario.source === "steps" ? `steps file ${scenario.file}` : `session ${scenario.sessionId}`;
-  ctx.printer.result({ policy: { file: opts.policy, ...policy }, scenario, ...e, notes, byteEstimates: BYTE_ESTIMATES }, () =>
-    pretty(e, `policy ${opts.policy} over ${e.steps} step${e.steps === 1 ? "" : "s"} (${from})`, policy, notes),
-  );
+  ctx.printer.result({ policy: { file: opts.policy, ...policy }, scenario, ...e, notes, byteEstimates: BYTE_ESTIMATES }, () => pretty(e, `policy ${opts.policy} over ${e.steps} step${e.steps === 1 ? "" : "s"} (${from})`, policy, notes));
   return 0;
 };

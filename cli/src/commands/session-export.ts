@@ -16,13 +16,7 @@ import { claimBundleDir } from "../bundle-writer.js";
 import { serviceClient } from "../client.js";
 import { TransferMeter, withProgress, type Progress } from "../progress/progress.js";
 import { clientSession, type ClientSession } from "../session.js";
-import {
-  SESSION_EXPORT_KIND,
-  SESSION_TIMELINE_KIND,
-  legacyImageName,
-  type SessionExportFile,
-  type SessionExportManifest,
-} from "../session-export-verify.js";
+import { SESSION_EXPORT_KIND, SESSION_TIMELINE_KIND, legacyImageName, type SessionExportFile, type SessionExportManifest } from "../session-export-verify.js";
 import type { sessionExportOptions } from "../tree/session-commands.js";
 import type { Action } from "../tree/spec.js";
 import { outputDirOf } from "./evidence.js";
@@ -126,8 +120,7 @@ async function fetchSessionImage(ex: Export, image: Pick<StepImage, "sha256" | "
     await incoming?.discard();
   }
   // The store took it as a PNG of the size the step records; a record without the size is measured.
-  const facts =
-    mimeType !== "image/png" ? { mimeType } : image.width > 0 && image.height > 0 ? { mimeType: "image/png", width: image.width, height: image.height } : await pngFacts(join(ex.dir, "images", name));
+  const facts = mimeType !== "image/png" ? { mimeType } : image.width > 0 && image.height > 0 ? { mimeType: "image/png", width: image.width, height: image.height } : await pngFacts(join(ex.dir, "images", name));
   ex.files.push({ path: `images/${name}`, bytes: size, sha256, ...facts });
   return `images/${name}`;
 }
@@ -302,10 +295,9 @@ export const exportSession: Action<typeof sessionExportOptions> = async (input) 
     ctx.printer.result(data, () =>
       [
         `session ${sessionId} (${data.status}) exported to ${dir}: ${steps.length} step(s), ${result.images} screenshot(s)` +
-          (result.failedCaptures > 0 ? `, ${result.failedCaptures} capture(s) that had failed` : ""),
+        (result.failedCaptures > 0 ? `, ${result.failedCaptures} capture(s) that had failed` : ""),
         `check it with \`farm evidence verify ${dir}\``,
-      ].join("\n"),
-    );
+      ].join("\n"));
     return 0;
   } finally {
     // Ours: an export that failed leaves nothing behind, so a retry can use the path.

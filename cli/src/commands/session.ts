@@ -131,8 +131,7 @@ export const listSessions: Action<typeof sessionListOptions> = async (input) => 
         s.endedAt ?? "",
         ...(wide ? [s.leaseId, `${s.agentName}/${s.serial}`] : []),
       ]),
-    ),
-  );
+    ));
   return 0;
 };
 
@@ -184,8 +183,6 @@ export const showSession: Action<typeof sessionShowOptions> = async (input) => {
   const res = await serviceClient(SessionService, session.config).getSession({ sessionId: id }, { timeoutMs: session.timeoutMs });
   const steps = await listAllSteps(session, id);
   const s = sessionJson(res.session);
-  input.ctx.printer.result({ session: s, steps: steps.map(stepJson) }, () =>
-    [describe(s), steps.length === 0 ? "  no steps recorded" : "timeline:", ...stepLines(steps).map((l) => `  ${l}`)].join("\n"),
-  );
+  input.ctx.printer.result({ session: s, steps: steps.map(stepJson) }, () => [describe(s), steps.length === 0 ? "  no steps recorded" : "timeline:", ...stepLines(steps).map((l) => `  ${l}`)].join("\n"));
   return 0;
 };

@@ -44,9 +44,7 @@ export const runStandalone: Action<typeof standaloneOptions> = async ({ opts, ct
   });
   const addressFile = join(dataDir, standaloneFiles.address);
   await writePrivateFile(addressFile, JSON.stringify({ url: coordinator.url, pid: process.pid }) + "\n");
-  ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile, agentId: agent.id }, () =>
-    [`farm standalone serving on ${coordinator.url}`, `data dir: ${dataDir}`, `adb server: ${adb.host}:${adb.port}`].join("\n"),
-  );
+  ctx.printer.result({ url: coordinator.url, dataDir, adminTokenFile, agentId: agent.id }, () => [`farm standalone serving on ${coordinator.url}`, `data dir: ${dataDir}`, `adb server: ${adb.host}:${adb.port}`].join("\n"));
   await untilStopped(ctx.stopSignal);
   await agent.close();
   await coordinator.close();

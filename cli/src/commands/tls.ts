@@ -92,7 +92,6 @@ export const selfSigned: Action<typeof selfSignedOptions> = async ({ opts, ctx }
       `key:         ${files.key}`,
       `CA sha256:   ${fingerprint}`,
       "coordinator: --tls-cert server.pem --tls-key server.key; clients and agents: --ca-file ca.pem",
-    ].join("\n"),
-  );
+    ].join("\n"));
   return 0;
 };

@@ -34,8 +34,9 @@ export const createToken: Action<typeof tokenCreateOptions> = async (input) => {
   }
   const session = clientSession(input);
   const res = await serviceClient(TokenService, session.config).createToken({ kind, name, admin, role }, { timeoutMs: session.timeoutMs });
-  ctx.printer.result({ token: res.token, info: res.info ? infoJson(res.info) : null }, () =>
-    [`${kindText} token "${name}"${res.info?.role ? ` (${roleName(res.info.role)})` : ""} created. Store it now; it is not shown again:`, res.token].join("\n"),
+  ctx.printer.result(
+    { token: res.token, info: res.info ? infoJson(res.info) : null },
+    () => [`${kindText} token "${name}"${res.info?.role ? ` (${roleName(res.info.role)})` : ""} created. Store it now; it is not shown again:`, res.token].join("\n"),
   );
   return 0;
 };
@@ -58,8 +59,7 @@ export const listTokens: Action<typeof tokenListOptions> = async (input) => {
         t.createTime ? new Date(timestampMs(t.createTime)).toISOString() : "",
         t.revokeTime ? new Date(timestampMs(t.revokeTime)).toISOString() : "",
       ]),
-    ),
-  );
+    ));
   return 0;
 };
 

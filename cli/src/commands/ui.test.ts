@@ -7,7 +7,6 @@ import { tappedLine, treeText } from "../ui-format.js";
 import { elementSelector } from "./ui.js";
 import { cliRefusal as refusal } from "../testing/cli-refusal.js";
 
-
 describe("elementSelector (farm input tap --id|--text|--desc)", () => {
   it("is undefined without a selector flag, so every old spelling is unchanged", () => {
     expect(elementSelector("tap", ["1", "2"], {})).toBeUndefined();
@@ -29,7 +28,15 @@ describe("elementSelector (farm input tap --id|--text|--desc)", () => {
 });
 
 describe("UI tree output", () => {
-  const button = create(UiElementSchema, { type: "android.widget.Button", text: "Next", resourceId: "com.example:id/next", bounds: { left: 42, top: 693, right: 1038, bottom: 840 }, enabled: true, clickable: true, packageName: "com.example" });
+  const button = create(UiElementSchema, {
+    type: "android.widget.Button",
+    text: "Next",
+    resourceId: "com.example:id/next",
+    bounds: { left: 42, top: 693, right: 1038, bottom: 840 },
+    enabled: true,
+    clickable: true,
+    packageName: "com.example",
+  });
   const root = create(UiElementSchema, {
     type: "android.widget.FrameLayout",
     bounds: { left: 0, top: 0, right: 1080, bottom: 2400 },
@@ -41,14 +48,14 @@ describe("UI tree output", () => {
   it("indents children and shows text, id, description, bounds and flags", () => {
     expect(treeText([root]).split("\n")).toEqual([
       "android.widget.FrameLayout [0,0][1080,2400]",
-      '  android.widget.Button "Next" id=com.example:id/next [42,693][1038,840] clickable',
-      '  Icon desc="Cart" [1,2][3,4] focused disabled confidence=0.88',
+      "  android.widget.Button \"Next\" id=com.example:id/next [42,693][1038,840] clickable",
+      "  Icon desc=\"Cart\" [1,2][3,4] focused disabled confidence=0.88",
     ]);
     expect(treeText([root], true).split("\n")[1]).toMatch(/ pkg=com\.example$/);
   });
 
   it("says what a tap by element hit", () => {
     const r = create(ResolvedElementSchema, { element: button, x: 540, y: 766 });
-    expect(tappedLine(r)).toBe('tapped android.widget.Button "Next" at (540, 766) [42,693][1038,840]');
+    expect(tappedLine(r)).toBe("tapped android.widget.Button \"Next\" at (540, 766) [42,693][1038,840]");
   });
 });

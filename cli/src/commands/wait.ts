@@ -14,18 +14,7 @@ import { clientSession } from "../session.js";
 import type { waitOptions } from "../tree/check-commands.js";
 import type { Action } from "../tree/spec.js";
 import { openSessionRecorder, recordStep, takeStepShot, type Recorded, type StepFile, type StepShot } from "../visual/session-step.js";
-import {
-  diagnosisSummary,
-  flatten,
-  matchingElements,
-  plainElement,
-  PollTrace,
-  selectorJson,
-  selectorText,
-  waitDiagnosis,
-  type WaitSelector,
-  type WaitSettings,
-} from "../visual/wait-diagnosis.js";
+import { diagnosisSummary, flatten, matchingElements, plainElement, PollTrace, selectorJson, selectorText, waitDiagnosis, type WaitSelector, type WaitSettings } from "../visual/wait-diagnosis.js";
 import { deviceTarget } from "./device-target.js";
 
 const USAGE = "farm wait --id RESOURCE_ID | --text TEXT | --desc CONTENT_DESC [--gone]";
@@ -143,8 +132,7 @@ export const wait: Action<typeof waitOptions> = async (input) => {
   if (matched) {
     const elements = settings.gone ? [] : flatten(matched.map((e) => ({ ...e, children: [] })));
     const response = { polls: trace.polls, waitedMs: Math.round(waitedMs), ...(settings.gone ? {} : { matches: matched.length }) };
-    const recorded =
-      recorder && before ? await recordStep(recorder, { action: "wait", description, arguments: stepArguments, ok: true, response, files: [], startMs, durationMs: waitedMs, before, after: await shot() }) : undefined;
+    const recorded = recorder && before ? await recordStep(recorder, { action: "wait", description, arguments: stepArguments, ok: true, response, files: [], startMs, durationMs: waitedMs, before, after: await shot() }) : undefined;
     const data = { selector: selectorJson(selector), gone: settings.gone, ...response, elements, ...(recorded ? { sessionStep: recorded } : {}) };
     const pretty = () => `${what} ${settings.gone ? "is gone" : "is on the screen"} after ${Math.round(waitedMs)} ms (${trace.polls} poll${trace.polls === 1 ? "" : "s"})`;
     if (recorded && !recorded.ok) {
@@ -160,10 +148,10 @@ export const wait: Action<typeof waitOptions> = async (input) => {
   const result: { code: ErrorCode; message: string; waitedMs: number } = fatal
     ? { code: fatal.code, message: `${description} stopped: ${fatal.message}`, waitedMs }
     : {
-        code: Errors.COMMAND_TIMEOUT.code,
-        message: `${settings.gone ? `${what} was still on the screen after` : `no element with ${what} appeared within`} ${settings.timeoutMs} ms (${trace.polls} poll${trace.polls === 1 ? "" : "s"})`,
-        waitedMs,
-      };
+      code: Errors.COMMAND_TIMEOUT.code,
+      message: `${settings.gone ? `${what} was still on the screen after` : `no element with ${what} appeared within`} ${settings.timeoutMs} ms (${trace.polls} poll${trace.polls === 1 ? "" : "s"})`,
+      waitedMs,
+    };
   const fileName = fatal ? "wait-error.json" : "wait-timeout.json";
   const diagnosis = waitDiagnosis(settings, trace, result, { farmVersion: FARM_VERSION, sessionId: recorder?.sessionId ?? "", policySha256: recorder?.policySha256 ?? "" });
   const json = Buffer.from(JSON.stringify(diagnosis, null, 2) + "\n");

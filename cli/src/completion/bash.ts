@@ -4,7 +4,7 @@ import { caseArms, completionData } from "./completion-data.js";
 /** `farm completion bash`: `source <(farm completion bash)`. zsh reuses its helper functions. */
 export function shellHelpers(tree: CommandInfo): string {
   const d = completionData(tree);
-  const fn = (name: string, map: Map<string, string[]>) => [`${name}() {`, '  case "$1" in', caseArms(map, (k, w) => `    "${k}") echo "${w}" ;;`), "  esac", "}"].join("\n");
+  const fn = (name: string, map: Map<string, string[]>) => [`${name}() {`, "  case \"$1\" in", caseArms(map, (k, w) => `    "${k}") echo "${w}" ;;`), "  esac", "}"].join("\n");
   return [fn("_farm_subs", d.subs), fn("_farm_flags", d.flags), fn("_farm_valued", d.valued), fn("_farm_choices", d.choices)].join("\n");
 }
 

@@ -13,7 +13,7 @@ describe("docs/cli.md", () => {
   it("covers every visible command, with JSON examples of a success and a failure", () => {
     const doc = cliDoc();
     for (const c of ["farm device shell", "farm lease acquire", "farm evidence pull", "farm config set", "farm completion bash", "farm session start", "farm session end"]) expect(doc).toContain(`\`${c}\``);
-    expect(doc).toContain('{"ok":true');
-    expect(doc).toContain('{"ok":false,"code":"INVALID_ARGUMENT"');
+    expect(doc).toContain("{\"ok\":true");
+    expect(doc).toContain("{\"ok\":false,\"code\":\"INVALID_ARGUMENT\"");
   });
 });

@@ -22,7 +22,9 @@ function usage(c: CommandInfo): string {
 
 function optionRow(o: OptionInfo): string {
   const cell = (s: string | undefined) => (s ? s.replace(/\|/g, "\\|") : "");
-  return `| \`${o.flags}\` | ${cell(o.description)}${o.choices ? ` (${o.choices.join(", ")})` : ""}${o.kind === "list" ? " (repeatable)" : ""}${o.required ? " (required)" : ""} | ${cell(o.default)} | ${o.env ? `\`${o.env}\`` : ""} | ${o.config ? `\`${o.config}\`` : ""} |`;
+  return `| \`${o.flags}\` | ${cell(o.description)}${o.choices ? ` (${o.choices.join(", ")})` : ""}${o.kind === "list" ? " (repeatable)" : ""}${o.required ? " (required)" : ""} | ${cell(o.default)} | ${o.env ? `\`${o.env}\`` : ""} | ${
+    o.config ? `\`${o.config}\`` : ""
+  } |`;
 }
 
 function section(c: CommandInfo): string[] {

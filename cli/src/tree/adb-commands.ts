@@ -29,8 +29,7 @@ export const adbConnectOptions = {
 export const adbConnect = leaf({
   name: "connect",
   summary: "Put a leased phone in your own `adb devices` as 127.0.0.1:PORT (for adb, Android Studio, gradle, Appium)",
-  description:
-    "Opens a remote adb tunnel to the phone (--device, else the lease's phone), serves adb's device protocol on 127.0.0.1:PORT and runs " +
+  description: "Opens a remote adb tunnel to the phone (--device, else the lease's phone), serves adb's device protocol on 127.0.0.1:PORT and runs " +
     "`adb connect 127.0.0.1:PORT` against your adb server. Prints the local serial once adb lists it, then keeps serving from a background " +
     "process ($FARM_HOME/adb-tunnels/ holds its state and log) until `farm adb disconnect` or until the farm closes the tunnel: the lease " +
     "ends, the token is revoked, the agent goes away or an admin closes it. Then the phone leaves `adb devices` and the reason is logged " +
@@ -75,8 +74,7 @@ export const adbListOptions = clientOptions;
 export const adbList = leaf({
   name: "list",
   summary: "Open remote adb tunnels (yours; an admin's: everyone's), with the local serial of those served from this machine",
-  description:
-    "Lists the coordinator's open tunnels (yours; an admin's: everyone's), each with its local serial when this machine serves it, and the " +
+  description: "Lists the coordinator's open tunnels (yours; an admin's: everyone's), each with its local serial when this machine serves it, and the " +
     "tunnels served here that the coordinator no longer lists (localOnly). First, the serials of this machine's tunnels whose serving " +
     "process died are disconnected from the adb server they were in, and listed (staleDisconnected): left there, `127.0.0.1:PORT " +
     "offline` would be reconnected to whoever binds that port next.",

@@ -26,13 +26,15 @@ export const assertVisualOptions = {
   mask: { ...list("--mask <x,y,w,h>", "Leave this rectangle (pixels from the top left) out of the comparison"), parse: parseMask } as unknown as OptionDecl<MaskRect[]>,
   threshold: parsedWithDefault("--threshold <pct>", "The most that may differ, in percent of the compared (unmasked) pixels", parseThreshold, 0, { defaultText: "0: no pixel may differ" }),
   engine: parsedWithDefault("--engine <engine>", "exact: any RGBA difference counts; pixelmatch: perceptual colour distance 0.1, anti-aliasing ignored", oneOf(VISUAL_ENGINE_WORDS), "exact", { choices: VISUAL_ENGINE_WORDS }),
-  outputDir: text("--output-dir <dir>", "Write NAME.actual.png and, when they differ, NAME.diff.png here (NAME: the baseline's), readable by you only (a new directory 0700, files 0600); without it no file is written (a session keeps the diff)"),
+  outputDir: text(
+    "--output-dir <dir>",
+    "Write NAME.actual.png and, when they differ, NAME.diff.png here (NAME: the baseline's), readable by you only (a new directory 0700, files 0600); without it no file is written (a session keeps the diff)",
+  ),
 };
 export const assertVisual = leaf({
   name: "visual",
   summary: "Compare the device's screen with a baseline PNG (exit 1 when more than --threshold differs)",
-  description:
-    "Takes a screenshot and compares it pixel by pixel with --baseline: masked rectangles are ignored, diffPct is the share of the other pixels that differ. " +
+  description: "Takes a screenshot and compares it pixel by pixel with --baseline: masked rectangles are ignored, diffPct is the share of the other pixels that differ. " +
     "Passes when diffPct <= --threshold (exit 0); otherwise exit 1 with passed:false, and a diff image (differences red, masks blue). " +
     "A screen of another size than the baseline never passes (diffPct 100, sizeMismatch). " +
     "With FARM_SESSION the check is a step of the session: the screen compared is its before screenshot, the screen once the check is done its after, and the baseline, the actual screen and the diff are kept with it; a failed check is recorded with the code VISUAL_MISMATCH (also the code in --output json).",
@@ -65,12 +67,11 @@ export const waitOptions = {
 export const waitCommand = leaf({
   name: "wait",
   summary: "Wait until an element is on the screen (--id|--text|--desc), or with --gone until none is (exit 1 on timeout)",
-  description:
-    "Polls the UI tree every --interval until an element matches exactly (as `farm input tap` matches: zero-size and off-screen elements do not count), or with --gone until none does. " +
+  description: "Polls the UI tree every --interval until an element matches exactly (as `farm input tap` matches: zero-size and off-screen elements do not count), or with --gone until none does. " +
     "A failed poll (UI_TREE_FAILED on a locked screen, say) is noted and polling goes on. " +
     "At --timeout the result is COMMAND_TIMEOUT (exit 1) with a diagnosis: the polls, when the tree first had elements, and the elements on the screen then. " +
     "With FARM_SESSION the wait is one step of the session (the polls are not), with the screen before its first poll and after its last as the step's before and after screenshots, and a timeout's diagnosis kept as wait-timeout.json.",
   options: waitOptions,
-  examples: ['farm wait --device SERIAL --text "Sign in" --timeout 20s', "farm wait --id com.example.app:id/spinner --gone", 'farm wait --desc "Loading" --gone --output-dir ./diag'],
+  examples: ["farm wait --device SERIAL --text \"Sign in\" --timeout 20s", "farm wait --id com.example.app:id/spinner --gone", "farm wait --desc \"Loading\" --gone --output-dir ./diag"],
   load: async () => (await import("../commands/wait.js")).wait,
 });

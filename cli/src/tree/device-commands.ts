@@ -46,8 +46,7 @@ export const inputOptions = {
 export const deviceInput = leaf({
   name: "input",
   summary: "Send input: tap X Y | tap --id ID|--text TEXT|--desc DESC | swipe X1 Y1 X2 Y2 [MS] | text STRING | key CODE",
-  description:
-    "A tap by element reads the screen's UI tree (UIAutomator) first and taps the centre of the one element that matches; " +
+  description: "A tap by element reads the screen's UI tree (UIAutomator) first and taps the centre of the one element that matches; " +
     "no match is ELEMENT_NOT_FOUND, several are ELEMENT_AMBIGUOUS (the message lists them), and neither sends anything. " +
     "Zero-size and off-screen elements never match. `farm ui tree` shows what a selector can name.",
   args: [
@@ -56,7 +55,7 @@ export const deviceInput = leaf({
   ],
   options: inputOptions,
   mutation: true,
-  examples: ["farm input --device SERIAL tap 540 1200", 'farm input --device SERIAL tap --text "Sign in"', "farm input tap --id com.example.app:id/next", "farm input key KEYCODE_HOME"],
+  examples: ["farm input --device SERIAL tap 540 1200", "farm input --device SERIAL tap --text \"Sign in\"", "farm input tap --id com.example.app:id/next", "farm input key KEYCODE_HOME"],
   load: async () => (await import("../commands/ui.js")).input,
 });
 
@@ -179,7 +178,12 @@ export const deviceOwnership = group({
     leaf({ name: "status", summary: "Show who holds a device and its unresolved actions (exit 1 if any)", options: ownershipOptions, load: async () => (await import("../commands/device.js")).ownershipStatus }),
     leaf({ name: "reconcile", summary: "Settle unresolved actions that can be proven; never replays them", options: ownershipOptions, load: async () => (await import("../commands/device.js")).reconcile }),
     leaf({ name: "receipt", summary: "Read a retained action record", options: receiptOptions, load: async () => (await import("../commands/device.js")).receipt }),
-    leaf({ name: "abandon", summary: "Accept an unknown outcome (admin; the lease holder: a remote adb tunnel's raw-adb action only; audit-logged, never 'settled')", options: abandonOptions, load: async () => (await import("../commands/device.js")).abandon }),
+    leaf({
+      name: "abandon",
+      summary: "Accept an unknown outcome (admin; the lease holder: a remote adb tunnel's raw-adb action only; audit-logged, never 'settled')",
+      options: abandonOptions,
+      load: async () => (await import("../commands/device.js")).abandon,
+    }),
   ],
 });
 

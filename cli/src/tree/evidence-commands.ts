@@ -22,7 +22,7 @@ export const evidenceCapture = leaf({
   summary: "Capture a still evidence bundle (screenshot, hierarchy, metadata); with DIR, also write it there",
   args: [{ name: "dir", description: "A new absolute directory for the bundle; without it the bundle stays on the coordinator" }],
   options: captureOptions,
-  examples: ['farm evidence capture --device SERIAL "$PWD/evidence/step-1"', "farm evidence capture --device SERIAL"],
+  examples: ["farm evidence capture --device SERIAL \"$PWD/evidence/step-1\"", "farm evidence capture --device SERIAL"],
   load: async () => (await import("../commands/evidence.js")).capture,
 });
 
@@ -92,8 +92,7 @@ export const evidenceGroup = group({
     leaf({
       name: "verify",
       summary: "Check a bundle (or a `farm session export`) offline: schema, every file's size and sha256, and that complete media decode as recorded",
-      description:
-        "Exit 0 and ok:true when every file matches its manifest; otherwise EVIDENCE_VERIFY_FAILED with every problem. " +
+      description: "Exit 0 and ok:true when every file matches its manifest; otherwise EVIDENCE_VERIFY_FAILED with every problem. " +
         "status is the bundle's own; for a session export it is complete when the session had ended before the export, and running when it was still recording: the files are sound, but steps after the export are not in it.",
       args: [{ name: "bundle-dir", description: "The bundle's or export's directory", required: true }],
       options: verifyOptions,

@@ -56,7 +56,7 @@ export const completionGroup = group({
         shell === "bash" ? "source <(farm completion bash)    # in ~/.bashrc" : shell === "zsh" ? "source <(farm completion zsh)     # in ~/.zshrc" : "farm completion fish > ~/.config/fish/completions/farm.fish",
       ],
       load: async () => (await import("../completion/completion-command.js")).completionAction(shell),
-    }),
+    })
   ),
 });
 

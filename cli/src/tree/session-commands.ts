@@ -65,8 +65,7 @@ export const sessionGroup = group({
     leaf({
       name: "show",
       summary: "One session and its timeline: each step's action, result, duration, before/after screenshots and OCR",
-      description:
-        "One line per step, oldest first: `#SEQ  ACTION  DESCRIPTION  → ok | CODE: message  (N ms)  before:SHA8  after:SHA8  ocr:STATUS(WORDS)`; " +
+      description: "One line per step, oldest first: `#SEQ  ACTION  DESCRIPTION  → ok | CODE: message  (N ms)  before:SHA8  after:SHA8  ocr:STATUS(WORDS)`; " +
         "a screenshot that could not be taken shows as failed(CODE), none as –. " +
         "JSON: {session, steps}, each step in protobuf JSON (farm.v1.SessionStep); `farm session export` fetches the screenshots.",
       args: [{ name: "id", description: "The session id", required: true }],
@@ -77,8 +76,7 @@ export const sessionGroup = group({
     leaf({
       name: "export",
       summary: "Write a session's timeline and every screenshot it shows into a new directory, verifiable offline (farm evidence verify)",
-      description:
-        "The directory gets timeline.json (the session and every step in protobuf JSON, each screenshot's `file` a relative path), " +
+      description: "The directory gets timeline.json (the session and every step in protobuf JSON, each screenshot's `file` a relative path), " +
         "images/SHA256.png per stored screenshot (each checked against its sha256 and size), images/evidence-ID-FILE for a still bundle's screenshot, " +
         "and manifest.json (kind farm-session-export) listing every file with its size and sha256. " +
         "DIR must not exist; it is created (0700) only once the session is found and removed again if the export fails.",
@@ -93,8 +91,7 @@ export const sessionGroup = group({
     leaf({
       name: "explain",
       summary: "Dry-run a capture policy over a steps file or a recorded session: where each rule fires, what it would store, warnings",
-      description:
-        "Reads the policy (validated against docs/session-policy.schema.json, every problem listed with its path) and a scenario: " +
+      description: "Reads the policy (validated against docs/session-policy.schema.json, every problem listed with its path) and a scenario: " +
         "--steps FILE, a list of {action, id?, screenChanged?, failed?}, or --session ID, whose recorded steps are read (target id from the element selector, " +
         "else the resolved element; failed when not ok; screenChanged when the before and after screenshots differ). " +
         "Prints one row per rule (trigger, captures, how many steps it fires on and which, estimated bytes), ⚠ warnings for heavy captures " +

@@ -22,7 +22,6 @@ async function png(width: number, height: number, background: [number, number, n
 
 const decode = (bytes: Buffer) => decodePng(bytes, "test image", "baseline");
 
-
 async function rejection(p: Promise<unknown>): Promise<CliError> {
   try {
     await p;

@@ -33,4 +33,3 @@ async function writeOwnerOnly(file: string, bytes: Uint8Array): Promise<void> {
     await f.close();
   }
 }
-

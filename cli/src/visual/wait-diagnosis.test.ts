@@ -98,7 +98,7 @@ describe("PollTrace and the timeout diagnosis", () => {
     const d = waitDiagnosis(gone, t, { code: "COMMAND_TIMEOUT", message: "m", waitedMs: 100 }, { farmVersion: "1", sessionId: "", policySha256: "" });
     expect(d["matching"]).toEqual([expect.objectContaining({ text: "Display" })]);
     const summary = diagnosisSummary(gone, t, { code: "COMMAND_TIMEOUT", message: "m", waitedMs: 100 });
-    expect(summary).toContain('still there: android.widget.TextView "Display"');
+    expect(summary).toContain("still there: android.widget.TextView \"Display\"");
     expect(summary).toContain("first had elements at 0 ms");
   });
 

@@ -178,7 +178,7 @@ export function diagnosisSummary(w: WaitSettings, trace: PollTrace, result: { co
   const lines = [
     `farm wait: ${result.message}`,
     `  ${trace.polls} poll${trace.polls === 1 ? "" : "s"} in ${Math.round(result.waitedMs)} ms${failed.length > 0 ? `, ${failed.length} failed (${[...byCode].map(([c, n]) => `${c} x${n}`).join(", ")})` : ""}; ` +
-      (trace.firstNonEmptyAtMs === null ? "the tree never had elements" : `the tree first had elements at ${trace.firstNonEmptyAtMs} ms`),
+    (trace.firstNonEmptyAtMs === null ? "the tree never had elements" : `the tree first had elements at ${trace.firstNonEmptyAtMs} ms`),
   ];
   const last = trace.lastTree;
   if (!last) {

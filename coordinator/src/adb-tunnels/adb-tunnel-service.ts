@@ -4,13 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { Agent } from "@farm/shared/gen/farm/v1/registry_pb";
-import {
-  AdbTunnelService,
-  CloseTunnelResponseSchema,
-  ListTunnelsResponseSchema,
-  OpenAdbStreamResponseSchema,
-  OpenTunnelResponseSchema,
-} from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { AdbTunnelService, CloseTunnelResponseSchema, ListTunnelsResponseSchema, OpenAdbStreamResponseSchema, OpenTunnelResponseSchema } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { AgentAdbService, ServeAdbStreamResponseSchema } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import type { ActivityLog } from "../activity/activity-log.js";
@@ -64,7 +58,10 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       const r = routeFor(deps, serial, req.target?.agent ?? "", true, leaseToken, { method: AdbTunnelService.method.openTunnel, caller: principal });
       const session = r.session as AgentCaller & { replicaId?: string };
       if (session.replicaId) {
-        throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; remote adb needs the replica holding the agent (connect FARM_COORDINATOR to it)`, "target.serial", { dispatched: false, ambiguous: false });
+        throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; remote adb needs the replica holding the agent (connect FARM_COORDINATOR to it)`, "target.serial", {
+          dispatched: false,
+          ambiguous: false,
+        });
       }
       deps.tunnels.checkRoom(principal.tokenName);
       const tunnelId = randomUUID();

@@ -131,13 +131,10 @@ const openOnLeasedPhones: Record<string, string> = {
   "farm.v1.ShellService/OpenShell": "needs the lease token itself (shell-service.ts routes it as a change)",
 };
 
-const bearer =
-  (token: string | undefined): Interceptor =>
-  (next) =>
-  (req) => {
-    if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
+const bearer = (token: string | undefined): Interceptor => (next) => (req) => {
+  if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
+  return next(req);
+};
 
 let agentOnly: DescService[] = [];
 let dir: string;
@@ -184,8 +181,20 @@ describe("access rules", () => {
     for (const m of ["CreateToken", "ListTokens", "RevokeToken"]) expect(role(`farm.v1.TokenService/${m}`)).toBe("admin");
     for (const m of ["RegistryService/DrainAgent", "DeviceService/PinIdentity", "VideoService/ReleaseVideo"]) expect(role(`farm.v1.${m}`)).toBe("admin");
     // AbandonAction: any action for an admin; for the lease holder only a raw-adb action (device-service.ts, and the agent checks the kind).
-    for (const m of ["DeviceService/AbandonAction", "DeviceService/RunShell", "LeaseService/AcquireLease", "EvidenceService/CaptureEvidence", "VideoService/StartVideo", "BlobService/UploadBlob", "ShellService/OpenShell", "SessionService/StartSession", "SessionService/EndSession"]) expect(role(`farm.v1.${m}`)).toBe("operator");
-    for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch", "SessionService/GetSession", "SessionService/ListSessions"]) expect(role(`farm.v1.${m}`)).toBe("viewer");
+    for (const m of [
+      "DeviceService/AbandonAction",
+      "DeviceService/RunShell",
+      "LeaseService/AcquireLease",
+      "EvidenceService/CaptureEvidence",
+      "VideoService/StartVideo",
+      "BlobService/UploadBlob",
+      "ShellService/OpenShell",
+      "SessionService/StartSession",
+      "SessionService/EndSession",
+    ]) expect(role(`farm.v1.${m}`)).toBe("operator");
+    for (const m of ["RegistryService/ListDevices", "ActivityService/ListActivity", "EvidenceService/PullEvidence", "WatchService/Watch", "SessionService/GetSession", "SessionService/ListSessions"]) {
+      expect(role(`farm.v1.${m}`)).toBe("viewer");
+    }
     for (const m of ["AgentService/Attach", "AgentEvidenceService/UploadEvidence", "AgentBlobService/PutBlob", "AgentShellService/ServeShell"]) expect(role(`farm.v1.${m}`)).toBe("agent");
     expect(role("grpc.health.v1.Health/Check")).toBe("none");
   });

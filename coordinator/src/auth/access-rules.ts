@@ -100,7 +100,7 @@ export const accessRules: Readonly<Record<string, AccessRule>> = Object.fromEntr
       // The standard health service cannot carry our option: it is public by design.
       const rule = s === Health ? none : ruleOf(m);
       return rule ? [[methodKey(s, m), rule] as const] : [];
-    }),
+    })
   ),
 );
 

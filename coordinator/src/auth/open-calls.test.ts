@@ -18,14 +18,27 @@ describe("open calls", () => {
     const calls = new OpenCalls();
     await calls.run("alice", unaryReq(new AbortController().signal), async () => ({ stream: false, message: 1 }) as unknown as UnaryResponse);
     await expect(calls.run("alice", unaryReq(new AbortController().signal), () => Promise.reject(new Error("handler failed")))).rejects.toThrow("handler failed");
-    const res = (await calls.run("alice", streamReq(new AbortController().signal), async () => ({ stream: true, message: (async function* () { yield 1; yield 2; })() }) as unknown as StreamResponse)) as StreamResponse;
+    const res = (await calls.run("alice", streamReq(new AbortController().signal), async () =>
+      ({
+        stream: true,
+        message: (async function* () {
+          yield 1;
+          yield 2;
+        })(),
+      }) as unknown as StreamResponse)) as StreamResponse;
     expect(calls.count("alice")).toBe(1);
     const got: unknown[] = [];
     for await (const m of res.message) got.push(m);
     expect(got).toEqual([1, 2]);
     // A caller that goes away before the response is read.
     const caller = new AbortController();
-    await calls.run("alice", streamReq(caller.signal), async () => ({ stream: true, message: (async function* () { yield 1; })() }) as unknown as StreamResponse);
+    await calls.run("alice", streamReq(caller.signal), async () =>
+      ({
+        stream: true,
+        message: (async function* () {
+          yield 1;
+        })(),
+      }) as unknown as StreamResponse);
     caller.abort();
     expect(calls.count("alice")).toBe(0);
   });
@@ -48,10 +61,11 @@ describe("open calls", () => {
 
   it("ends a stream that never yields again, both ways, and only the revoked token's", async () => {
     const calls = new OpenCalls();
-    const forever = () => (async function* () {
-      await never;
-      yield 0;
-    })();
+    const forever = () =>
+      (async function* () {
+        await never;
+        yield 0;
+      })();
     const bobs = (await calls.run("bob", streamReq(new AbortController().signal, forever()), async (req) => {
       // The handler reads its input; a revocation ends that read too.
       const reading = (req as StreamRequest).message[Symbol.asyncIterator]().next();
@@ -103,4 +117,3 @@ describe("open calls", () => {
     expect(calls.count("dave")).toBe(1);
   });
 });
-

@@ -2,16 +2,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@farm/shared/errors";
-import {
-  TokenService,
-  TokenKind,
-  TokenRole,
-  TokenInfoSchema,
-  CreateTokenResponseSchema,
-  ListTokensResponseSchema,
-  RevokeTokenResponseSchema,
-  type TokenInfo,
-} from "@farm/shared/gen/farm/v1/token_service_pb";
+import { TokenService, TokenKind, TokenRole, TokenInfoSchema, CreateTokenResponseSchema, ListTokensResponseSchema, RevokeTokenResponseSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { requirePrincipal } from "./auth.js";
 import type { Role, TokenRecord, TokenStore } from "./token-store.js";
 
@@ -32,8 +23,7 @@ export interface TokenServiceDeps {
 export function registerTokenService(router: ConnectRouter, deps: TokenServiceDeps): void {
   router.service(TokenService, {
     async createToken(req) {
-      const kind =
-        req.kind === TokenKind.AGENT ? "agent" : req.kind === TokenKind.USER ? "user" : undefined;
+      const kind = req.kind === TokenKind.AGENT ? "agent" : req.kind === TokenKind.USER ? "user" : undefined;
       if (!kind) throw invalidArgument("kind", "kind must be agent or user");
       if (!(req.role in roleOf)) throw invalidArgument("role", "role must be viewer, operator or admin");
       const asked = roleOf[req.role];

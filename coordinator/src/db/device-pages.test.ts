@@ -19,11 +19,13 @@ afterEach(async () => {
  * them for a phone rarely used: each list needs an index led by the phone.
  */
 describe.each(dialects)("one phone's page on %s", (dialect) => {
-  it.each([
-    ["evidence", "evidence_serial_created", (db: FarmDatabase) => createEvidenceIndexStore(db).listAfter({ serial: "S-1" }, [Date.now(), "z"], 51)],
-    ["sessions", "sessions_physical_created", (db: FarmDatabase) => createSessionStore(db).listAfter({ physicalId: "pd-1" }, [Date.now(), "z"], 51)],
-    ["video sessions", "video_sessions_serial_created", (db: FarmDatabase) => createVideoSessionStore(db).listAfter({ serial: "S-1" }, [Date.now(), "z"], 51)],
-  ] as const)("%s are read through %s", async (_name, index, list) => {
+  it.each(
+    [
+      ["evidence", "evidence_serial_created", (db: FarmDatabase) => createEvidenceIndexStore(db).listAfter({ serial: "S-1" }, [Date.now(), "z"], 51)],
+      ["sessions", "sessions_physical_created", (db: FarmDatabase) => createSessionStore(db).listAfter({ physicalId: "pd-1" }, [Date.now(), "z"], 51)],
+      ["video sessions", "video_sessions_serial_created", (db: FarmDatabase) => createVideoSessionStore(db).listAfter({ serial: "S-1" }, [Date.now(), "z"], 51)],
+    ] as const,
+  )("%s are read through %s", async (_name, index, list) => {
     const db = await openTestDatabase(dialect);
     opened = db;
     const plans = await selectPlans(db, () => list(db));

@@ -112,7 +112,7 @@ export class DeviceLabels {
   private labelsFor(physicalId: string): Map<string, string> {
     let m = this.byDevice.get(physicalId);
     if (!m) {
-      this.byDevice.set(physicalId, (m = new Map()));
+      this.byDevice.set(physicalId, m = new Map());
       this.sortedIds = undefined;
     }
     return m;

@@ -107,7 +107,9 @@ function checkAnnouncedSize(size: number, before: number, bundleMax: number, res
   if (reserved !== undefined && before + size > reserved) {
     throw farmError(
       Errors.QUOTA_EXCEEDED,
-      `evidence ${grant.evidenceId}: its files announce ${before + size} bytes, more than the ${reserved} bytes left of ${grant.requestedBy}'s evidence quota when the ${grant.kind === "video" ? "recording" : "capture"} started (coordinator --evidence-quota); it is not stored`,
+      `evidence ${grant.evidenceId}: its files announce ${before + size} bytes, more than the ${reserved} bytes left of ${grant.requestedBy}'s evidence quota when the ${
+        grant.kind === "video" ? "recording" : "capture"
+      } started (coordinator --evidence-quota); it is not stored`,
       "quota",
     );
   }

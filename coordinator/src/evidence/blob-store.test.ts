@@ -106,11 +106,13 @@ describe.each(setups)("blobs on %s, bytes in %s", (dialect, kind) => {
   it("refuses a blob whose bytes do not match its header, and lists nothing", async () => {
     const { a, work } = await pair();
     async function* lying(): AsyncGenerator<BlobPart> {
-      for await (const p of fileAsBlobParts(await (async () => {
-        const f = join(work, "lie");
-        await writeFile(f, "honest");
-        return f;
-      })())) {
+      for await (const p of fileAsBlobParts(
+        await (async () => {
+          const f = join(work, "lie");
+          await writeFile(f, "honest");
+          return f;
+        })(),
+      )) {
         yield p.kind.case === "chunk" ? { ...p, kind: { case: "chunk", value: Buffer.from("dishonest") } } : p;
       }
     }

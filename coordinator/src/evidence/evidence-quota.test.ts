@@ -119,7 +119,18 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
     const { database, quotas, store } = await setup(1_000);
     const grants = new EvidenceGrants(createEvidenceGrantStore(database));
     const g = await grants.issue({ kind: "still", agentId: "a1", agentToken: "agent-1", serial: "s1", physicalId: "p1", requestedBy: "alice" });
-    await createEvidenceIndexStore(database).insert({ evidenceId: g.evidenceId, kind: "still", status: "complete", label: null, serial: "s1", physicalId: "p1", agentId: "a1", createdAt: Date.now(), totalBytes: 600, manifestSha256: "0".repeat(64) });
+    await createEvidenceIndexStore(database).insert({
+      evidenceId: g.evidenceId,
+      kind: "still",
+      status: "complete",
+      label: null,
+      serial: "s1",
+      physicalId: "p1",
+      agentId: "a1",
+      createdAt: Date.now(),
+      totalBytes: 600,
+      manifestSha256: "0".repeat(64),
+    });
     // Files are held at their size, then kept: counted once, in the user's total.
     const mine = await quotas[0].reserveFiles("alice", 300);
     expect(await store.usage("alice", Date.now())).toMatchObject({ sessionFileBytes: 0, reservedBytes: 300 });
@@ -175,7 +186,6 @@ describe.each(dialects)("evidence quota reservations on %s", (dialect) => {
 });
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
-
 
 describe.each(dialects)("a bundle's upload against its capture's reservation on %s", (dialect) => {
   let pair: Awaited<ReturnType<typeof openPair>> | undefined;

@@ -3,12 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument, NOT_DISPATCHED } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
-import {
-  EvidenceService,
-  CaptureEvidenceResponseSchema,
-  ListEvidenceResponseSchema,
-  PullEvidenceResponseSchema,
-} from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { EvidenceService, CaptureEvidenceResponseSchema, ListEvidenceResponseSchema, PullEvidenceResponseSchema } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { EvidenceFileHeaderSchema } from "@farm/shared/gen/farm/v1/evidence_pb";
 import { evidenceMessage } from "../watch/messages.js";
 import { requirePrincipal } from "../auth/auth.js";
@@ -73,7 +68,16 @@ export function registerEvidenceService(
           const shot = manifest.artifacts.find((a) => a.kind === "screenshot" && a.path !== null && a.status === "complete");
           if (step && deps.recorder) {
             if (shot?.path) await deps.recorder.recordStill(step, grant.evidenceId, shot.path, r.status, principal.tokenName);
-            else await deps.recorder.record(step, EvidenceService.method.captureEvidence, req, { error: farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${grant.evidenceId} (${r.status}) has no complete screenshot`) }, "", principal.tokenName);
+            else {
+              await deps.recorder.record(
+                step,
+                EvidenceService.method.captureEvidence,
+                req,
+                { error: farmError(Errors.EVIDENCE_CAPTURE_FAILED, `evidence ${grant.evidenceId} (${r.status}) has no complete screenshot`) },
+                "",
+                principal.tokenName,
+              );
+            }
           }
           return create(CaptureEvidenceResponseSchema, { evidenceId: grant.evidenceId, status: r.status, manifestJson: text });
         } catch (error) {

@@ -113,7 +113,6 @@ describe.each(dialects)("evidence pages on %s", (dialect) => {
 
 const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 
-
 async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const c of chunks) parts.push(Buffer.from(c));

@@ -37,14 +37,11 @@ export interface QuotaUsage {
 // One SQL text for both dialects: the casts type PostgreSQL's parameters
 // (and are no-ops to SQLite), and sums are read as numbers (PostgreSQL's
 // sum of bigint arrives as text).
-const evidenceBytes = (user: string): SQL =>
-  sql`(SELECT coalesce(sum(e.total_bytes), 0) FROM evidence e JOIN evidence_grants g ON g.evidence_id = e.evidence_id WHERE g.requested_by = ${user})`;
+const evidenceBytes = (user: string): SQL => sql`(SELECT coalesce(sum(e.total_bytes), 0) FROM evidence e JOIN evidence_grants g ON g.evidence_id = e.evidence_id WHERE g.requested_by = ${user})`;
 // Kept as a running total: a sum over every file of the user's sessions grew with their history (15 ms at 100,000 files on SQLite).
 const sessionFileBytes = (user: string): SQL => sql`(SELECT coalesce(sum(u.file_bytes), 0) FROM quota_users u WHERE u.user_name = ${user})`;
-const reservedBytes = (user: string, now: number): SQL =>
-  sql`(SELECT coalesce(sum(r.bytes), 0) FROM quota_reservations r WHERE r.user_name = ${user} AND r.expires_at > CAST(${now} AS bigint))`;
-const captures = (user: string, now: number): SQL =>
-  sql`(SELECT count(*) FROM quota_reservations r WHERE r.user_name = ${user} AND r.capture = 1 AND r.expires_at > CAST(${now} AS bigint))`;
+const reservedBytes = (user: string, now: number): SQL => sql`(SELECT coalesce(sum(r.bytes), 0) FROM quota_reservations r WHERE r.user_name = ${user} AND r.expires_at > CAST(${now} AS bigint))`;
+const captures = (user: string, now: number): SQL => sql`(SELECT count(*) FROM quota_reservations r WHERE r.user_name = ${user} AND r.capture = 1 AND r.expires_at > CAST(${now} AS bigint))`;
 
 /**
  * Reservations against users' evidence quotas, one store for SQLite and

@@ -95,8 +95,6 @@ function json(res: Res, status: number, body: unknown, headers: Record<string, s
   res.end(JSON.stringify(body));
 }
 
-
-
 function cookie(req: Req, value: string, maxAgeS: number): string {
   const secure = "encrypted" in req.socket && req.socket.encrypted ? "; Secure" : "";
   return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${secure}`;

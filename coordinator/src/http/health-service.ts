@@ -1,11 +1,7 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import {
-  Health,
-  HealthCheckResponseSchema,
-  HealthCheckResponse_ServingStatus as Status,
-} from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as Status } from "@farm/shared/gen/grpc/health/v1/health_pb";
 
 /** grpc.health.v1: "" is the server as a whole; each farm service by name. */
 export function registerHealthService(

@@ -50,7 +50,14 @@ export function withMalformedRequests(handler: UniversalHandler, log: Logger): U
       const answer = fixed ? errorToJsonBytes(fixed, {}) : bytes;
       const header = new Headers(res.header);
       if (header.has("content-length")) header.set("content-length", String(answer.byteLength));
-      return { ...res, header, status: fixed ? codeToHttpStatus(fixed.code) : res.status, body: (async function* () { yield answer; })() };
+      return {
+        ...res,
+        header,
+        status: fixed ? codeToHttpStatus(fixed.code) : res.status,
+        body: (async function* () {
+          yield answer;
+        })(),
+      };
     }
     if (/^application\/grpc-web/.test(res.header?.get("content-type") ?? "")) {
       // gRPC-Web: the trailers are the body's last frame. A unary answer is
@@ -59,7 +66,12 @@ export function withMalformedRequests(handler: UniversalHandler, log: Logger): U
       const chunks: Uint8Array[] = [];
       for await (const chunk of body) chunks.push(chunk);
       const answer = fixGrpcWebTrailer(Buffer.concat(chunks), log, method);
-      return { ...res, body: (async function* () { yield answer; })() };
+      return {
+        ...res,
+        body: (async function* () {
+          yield answer;
+        })(),
+      };
     }
     const trailer = res.trailer;
     if (!trailer) return res;

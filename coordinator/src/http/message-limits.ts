@@ -115,7 +115,7 @@ export function withMessageLimits(router: ConnectRouter, log?: Logger): ConnectR
   const limited: ConnectRouter = Object.create(router) as ConnectRouter;
   // A request that cannot be read is the caller's INVALID_ARGUMENT (malformed-request.ts).
   const correct = (from: number) => {
-    if (log) for (let i = from; i < router.handlers.length; i++) router.handlers[i] = withMalformedRequests(router.handlers[i] as UniversalHandler, log);
+    if (log) { for (let i = from; i < router.handlers.length; i++) router.handlers[i] = withMalformedRequests(router.handlers[i] as UniversalHandler, log); }
   };
   limited.service = (service, implementation, options) => {
     const from = router.handlers.length;

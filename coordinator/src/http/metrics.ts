@@ -26,8 +26,22 @@ export async function coordinatorMetrics(src: {
   const registry = new MetricsRegistry();
   const screens = src.screens;
   if (screens) {
-    new Gauge({ name: "farm_live_screens", help: "Phones whose live screen is being streamed", registers: [registry], collect() { this.set(screens.stats().phones); } });
-    new Gauge({ name: "farm_live_screen_viewers", help: "Live screen viewers connected", registers: [registry], collect() { this.set(screens.stats().viewers); } });
+    new Gauge({
+      name: "farm_live_screens",
+      help: "Phones whose live screen is being streamed",
+      registers: [registry],
+      collect() {
+        this.set(screens.stats().phones);
+      },
+    });
+    new Gauge({
+      name: "farm_live_screen_viewers",
+      help: "Live screen viewers connected",
+      registers: [registry],
+      collect() {
+        this.set(screens.stats().viewers);
+      },
+    });
     new Gauge({
       name: "farm_live_screen_queued_bytes",
       help: "Frame bytes waiting for live screen viewers (each viewer's are bounded; one that falls behind restarts at a key frame)",

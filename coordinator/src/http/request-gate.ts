@@ -54,8 +54,7 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const service = m[1] as string;
     const method = `${service}/${m[2] as string}`;
     const limits = limitsOf(service);
-    const tooLarge = () =>
-      refuseRpc(req, res, farmError(Errors.MESSAGE_TOO_LARGE, `${method} takes at most ${limits.bodyMaxBytes} bytes; the request announces ${announced}`, "content-length"));
+    const tooLarge = () => refuseRpc(req, res, farmError(Errors.MESSAGE_TOO_LARGE, `${method} takes at most ${limits.bodyMaxBytes} bytes; the request announces ${announced}`, "content-length"));
     if (opts.isOpen(method)) {
       if (announced !== undefined && announced > limits.bodyMaxBytes) return tooLarge();
       return handler(req, res);
@@ -119,8 +118,7 @@ function stopUnreadBody(req: Http2ServerRequest): void {
   req.stream.once("wantTrailers", () =>
     setImmediate(() => {
       if (!req.readableEnded && !req.stream.closed && !req.stream.destroyed) req.stream.close(h2constants.NGHTTP2_NO_ERROR);
-    }),
-  );
+    }));
 }
 
 /** The announced body size; undefined when none is announced (chunked, HTTP/2 without one). */
@@ -130,4 +128,3 @@ function contentLength(req: IncomingMessage | Http2ServerRequest): number | unde
   const n = Number(v);
   return Number.isFinite(n) ? n : Number.MAX_SAFE_INTEGER;
 }
-

@@ -167,31 +167,39 @@ export class LeaseManager {
       const onAbort = () => giveUp(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
       // Replicas: with nobody queued, the grant at once needs no lock (one conditional insert).
       const atOnce = this.shared ? this.inTurn(() => this.grantIfFree(holder, selector, opts.ttlMs, ticket, token, opts.signal), "plain") : Promise.resolve(undefined);
-      atOnce.then((early) => early ?? this.inTurn(async (): Promise<Grant | undefined> => {
-        const found = this.queue.find(ticket);
-        if (found && found.holder !== holder) throw farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket");
-        if (found) {
-          // The caller came back (perhaps through another replica): it waits here now, for this token.
-          await this.queue.moveTo(found, this.shared?.replicaId ?? null, hash(token));
-          w = found;
-        } else {
-          // Nobody is waiting ahead: grant at once without queueing.
-          if (this.queue.size === 0 && !opts.signal.aborted) {
-            const route = this.pick(this.registry.candidates(), selector);
-            if (route) return { lease: await this.grant(holder, opts.ttlMs, route, hash(token)), token };
+      atOnce.then((early) =>
+        early ?? this.inTurn(async (): Promise<Grant | undefined> => {
+          const found = this.queue.find(ticket);
+          if (found && found.holder !== holder) throw farmError(Errors.PERMISSION_DENIED, "that ticket belongs to another caller", "ticket");
+          if (found) {
+            // The caller came back (perhaps through another replica): it waits here now, for this token.
+            await this.queue.moveTo(found, this.shared?.replicaId ?? null, hash(token));
+            w = found;
+          } else {
+            // Nobody is waiting ahead: grant at once without queueing.
+            if (this.queue.size === 0 && !opts.signal.aborted) {
+              const route = this.pick(this.registry.candidates(), selector);
+              if (route) return { lease: await this.grant(holder, opts.ttlMs, route, hash(token)), token };
+            }
+            const now = this.now();
+            w = await this.queue.enqueue({
+              ticket,
+              holder,
+              selector,
+              enqueuedAt: now,
+              waitDeadline: now + opts.waitMs,
+              ttlMs: opts.ttlMs,
+              replicaId: this.shared?.replicaId ?? null,
+              tokenHash: hash(token),
+            });
+            this.queueChanged();
           }
-          const now = this.now();
-          w = await this.queue.enqueue({
-            ticket, holder, selector, enqueuedAt: now, waitDeadline: now + opts.waitMs, ttlMs: opts.ttlMs,
-            replicaId: this.shared?.replicaId ?? null, tokenHash: hash(token),
-          });
-          this.queueChanged();
-        }
-        // The same ticket again (a client that reconnected): the newer call takes the place over, and the
-        // older one ends now (its abort can no longer drop the place).
-        this.queue.attach(ticket, call)?.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "a newer call with the same ticket took this one's place"));
-        return undefined;
-      })).then(
+          // The same ticket again (a client that reconnected): the newer call takes the place over, and the
+          // older one ends now (its abort can no longer drop the place).
+          this.queue.attach(ticket, call)?.fail(farmError(Errors.LEASE_WAIT_CANCELLED, "a newer call with the same ticket took this one's place"));
+          return undefined;
+        })
+      ).then(
         (granted) => {
           if (granted) {
             settled = true;
@@ -243,11 +251,13 @@ export class LeaseManager {
   async release(token: string, caller?: LeaseCaller): Promise<LeaseRow> {
     // Replicas: a lease this replica knows ends by one conditional update, no lock (ending decides nothing
     // for anyone else); one it does not know yet is looked for under the lock, on what is stored.
-    const known = this.shared ? await this.inTurn(async () => {
-      const lease = this.byToken.get(hash(token));
-      if (lease && caller) requireLeaseHolder(lease, caller, "release");
-      return lease && (await this.end(lease, "released")) ? lease : undefined;
-    }, "plain") : undefined;
+    const known = this.shared ?
+      await this.inTurn(async () => {
+        const lease = this.byToken.get(hash(token));
+        if (lease && caller) requireLeaseHolder(lease, caller, "release");
+        return lease && (await this.end(lease, "released")) ? lease : undefined;
+      }, "plain") :
+      undefined;
     const lease = known ?? await this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
       if (lease && caller) requireLeaseHolder(lease, caller, "release");
@@ -307,8 +317,7 @@ export class LeaseManager {
       [...this.active.values()]
         .filter((l) => !after || l.acquiredAt > after[0] || (l.acquiredAt === after[0] && l.leaseId > after[1]))
         .sort(byAcquired)
-        .slice(0, limit),
-    );
+        .slice(0, limit));
     return { leases, queue: page.pageToken === "" ? this.queue.list() : [] };
   }
 
@@ -496,7 +505,7 @@ export class LeaseManager {
         }
       });
     const run = async (): Promise<T> => {
-      for (let attempt = 1; ; attempt++) {
+      for (let attempt = 1;; attempt++) {
         try {
           const result = await once();
           for (const f of this.after.splice(0)) f();
@@ -504,7 +513,7 @@ export class LeaseManager {
         } catch (err) {
           // SQLite commits each write itself: what it stored before failing stands, and so do its effects.
           const later = this.after.splice(0);
-          if (!this.shared) for (const f of later) f();
+          if (!this.shared) { for (const f of later) f(); }
           // Replicas: a phone taken meanwhile by another replica's grant at once (no lock): decide again on what is stored.
           if (!(this.shared && exclusive && isUniqueViolation(err) && attempt < 5)) throw err;
         }

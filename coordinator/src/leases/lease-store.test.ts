@@ -13,7 +13,17 @@ afterEach(async () => {
 const selector = { serial: "", physicalId: "", labels: { rack: "b2" }, model: "Pixel 7", apiLevelMin: 30, apiLevelMax: 0, agent: "" };
 const waiter = (ticket: string, seq: number, replicaId: string | null = null, tokenHash: string | null = null): Waiter => ({ ticket, seq, holder: "h", selector, enqueuedAt: 1, waitDeadline: 2, ttlMs: 3, replicaId, tokenHash });
 const lease = (leaseId: string, physicalId: string): LeaseRow => ({
-  leaseId, tokenHash: `hash-${leaseId}`, holder: "h", physicalId, agentId: "a-1", serial: "S-1", acquiredAt: 1, expiresAt: 2, ttlMs: 1, state: "active", endedAt: null,
+  leaseId,
+  tokenHash: `hash-${leaseId}`,
+  holder: "h",
+  physicalId,
+  agentId: "a-1",
+  serial: "S-1",
+  acquiredAt: 1,
+  expiresAt: 2,
+  ttlMs: 1,
+  state: "active",
+  endedAt: null,
 });
 
 describe("SqliteLeaseStore", () => {

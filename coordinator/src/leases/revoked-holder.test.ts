@@ -76,10 +76,10 @@ describe("endWhatRevokedHeld", () => {
     const journaled = page.items.filter((e) => e.command === "revokeToken").map((e) => ({ caller: e.caller, leaseId: e.leaseId, serial: e.serial, detail: e.detail }));
     expect(journaled).toEqual(
       expect.arrayContaining([
-        { caller: "root", leaseId: held.lease.leaseId, serial: "S-1", detail: 'token "alice" revoked by root: its lease ended, the phone is free' },
-        { caller: "root", leaseId: late.lease.leaseId, serial: "S-2", detail: 'token "alice" revoked by root: its lease ended, the phone is free' },
-        { caller: "root", leaseId: "", serial: "", detail: 'token "alice" revoked by root: its wait for physical id pd-1 is dropped' },
-        { caller: "root", leaseId: "", serial: "", detail: 'token "alice" revoked by root: 2 lease(s) ended, 1 wait(s) dropped' },
+        { caller: "root", leaseId: held.lease.leaseId, serial: "S-1", detail: "token \"alice\" revoked by root: its lease ended, the phone is free" },
+        { caller: "root", leaseId: late.lease.leaseId, serial: "S-2", detail: "token \"alice\" revoked by root: its lease ended, the phone is free" },
+        { caller: "root", leaseId: "", serial: "", detail: "token \"alice\" revoked by root: its wait for physical id pd-1 is dropped" },
+        { caller: "root", leaseId: "", serial: "", detail: "token \"alice\" revoked by root: 2 lease(s) ended, 1 wait(s) dropped" },
       ]),
     );
     expect(journaled).toHaveLength(4);
@@ -89,7 +89,7 @@ describe("endWhatRevokedHeld", () => {
     const deps = await farm();
     expect(await endWhatRevokedHeld(deps, "bob", "root", () => undefined)).toEqual({ leases: 0, waiters: 0 });
     const page = await deps.activity.listPage({}, { pageSize: 50, pageToken: "" });
-    expect(page.items.map((e) => e.detail)).toEqual(['token "bob" revoked by root: 0 lease(s) ended, 0 wait(s) dropped']);
+    expect(page.items.map((e) => e.detail)).toEqual(["token \"bob\" revoked by root: 0 lease(s) ended, 0 wait(s) dropped"]);
 
     let callsEnded = false;
     const failing = { ...deps, leases: { revokeHolder: () => Promise.reject(new Error("database gone")) } as unknown as LeaseManager };

@@ -78,4 +78,3 @@ describe("screen feed", () => {
     expect(await drain(v, feed)).toEqual(["F", "K4", "d5"]);
   });
 });
-

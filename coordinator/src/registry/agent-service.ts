@@ -3,12 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { FARM_VERSION, MIN_AGENT_PROTOCOL, PROTOCOL_VERSION } from "@farm/shared/version";
-import {
-  AgentService,
-  AttachResponseSchema,
-  type AgentHello,
-  type AttachRequest,
-} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentService, AttachResponseSchema, type AgentHello, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
 import { peerKey } from "../http/peer.js";
 import { AttachSession } from "../routing/agent-session.js";

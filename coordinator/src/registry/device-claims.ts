@@ -127,7 +127,7 @@ export class DeviceClaims {
 
   private set(row: ClaimRow): void {
     let claims = this.byKey.get(row.key);
-    if (!claims) this.byKey.set(row.key, (claims = new Map()));
+    if (!claims) this.byKey.set(row.key, claims = new Map());
     claims.set(row.agentId, row);
   }
 }

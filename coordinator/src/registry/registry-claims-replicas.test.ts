@@ -14,8 +14,7 @@ afterEach(async () => {
 
 const session = (): AgentSession => ({ terminate: () => undefined });
 const hello = (id: string, name: string) => create(AgentHelloSchema, { agentId: id, name, hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
-const report = (serial: string, physicalId: string): DeviceReport =>
-  create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok" } });
+const report = (serial: string, physicalId: string): DeviceReport => create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok" } });
 
 describe.each(dialects)("device claims made through two replicas at once (%s)", (dialect) => {
   it("gives a physical id one owner in the database; the replica that had not heard stores its agent's claim pending and quarantines the phone", async () => {

@@ -27,12 +27,27 @@ function codeOf(err: unknown): string {
 const hello = create(AgentHelloSchema, { agentId: "a-1", name: "lab-1", hostname: "h", agentVersion: "t", protocolVersion: 2, adbVersion: "41", heartbeatIntervalMs: 1000 });
 
 const pixel = create(DevicePropertiesSchema, {
-  model: "Pixel 7", manufacturer: "Google", apiLevel: 34, androidVersion: "14", abi: "arm64-v8a", serialno: "P7-1", bootId: "b-1",
-  physicalId: "android-p7-1", identityStatus: "ok", pinLabel: "", platform: "android", unresolvedActionIds: ["act-1"],
+  model: "Pixel 7",
+  manufacturer: "Google",
+  apiLevel: 34,
+  androidVersion: "14",
+  abi: "arm64-v8a",
+  serialno: "P7-1",
+  bootId: "b-1",
+  physicalId: "android-p7-1",
+  identityStatus: "ok",
+  pinLabel: "",
+  platform: "android",
+  unresolvedActionIds: ["act-1"],
 });
 const iphone = create(DevicePropertiesSchema, {
-  model: "iPhone 15", manufacturer: "Apple", androidVersion: "17.2", serialno: "00008110-00AA",
-  physicalId: "ios-00008110-00AA", identityStatus: "ok", platform: "ios",
+  model: "iPhone 15",
+  manufacturer: "Apple",
+  androidVersion: "17.2",
+  serialno: "00008110-00AA",
+  physicalId: "ios-00008110-00AA",
+  identityStatus: "ok",
+  platform: "ios",
 });
 
 /** What a device is, apart from how it is shown now. */

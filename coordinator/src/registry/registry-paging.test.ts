@@ -49,7 +49,7 @@ function refusal(f: () => unknown) {
 async function readAll(r: Registry, filter: DeviceFilter, pageSize: number, between: (page: number, last: string) => Promise<void> | void = () => undefined): Promise<string[]> {
   const out: string[] = [];
   let pageToken = "";
-  for (let page = 0; ; page++) {
+  for (let page = 0;; page++) {
     // A page that does not move on would loop forever.
     if (page > 500) throw new Error("paging does not end");
     const res = r.listDevicesPage(filter, { pageSize, pageToken });

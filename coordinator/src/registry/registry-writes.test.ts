@@ -14,8 +14,7 @@ afterEach(async () => {
 
 const session = (): AgentSession => ({ terminate: () => undefined });
 const hello = (id: string, name: string) => create(AgentHelloSchema, { agentId: id, name, hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
-const report = (serial: string, physicalId: string): DeviceReport =>
-  create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", physicalId, identityStatus: "ok" } });
+const report = (serial: string, physicalId: string): DeviceReport => create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", physicalId, identityStatus: "ok" } });
 
 /** A real store whose writes can be held back or made to fail, one method at a time. */
 function controlled(inner: RegistryStore) {

@@ -26,12 +26,28 @@ describe.each(dialects)("Registry persistence on %s", (dialect) => {
     database = await openTestDatabase(dialect);
     const first = await Registry.open(createRegistryStore(database), { heartbeatMisses: 3 });
     const iphone = create(DevicePropertiesSchema, {
-      model: "iPhone 15", manufacturer: "Apple", androidVersion: "17.2", serialno: "00008110-00AA", bootId: "",
-      physicalId: "ios-00008110-00AA", identityStatus: "ok", pinLabel: "", platform: "ios",
+      model: "iPhone 15",
+      manufacturer: "Apple",
+      androidVersion: "17.2",
+      serialno: "00008110-00AA",
+      bootId: "",
+      physicalId: "ios-00008110-00AA",
+      identityStatus: "ok",
+      pinLabel: "",
+      platform: "ios",
     });
     const pinned = create(DevicePropertiesSchema, {
-      model: "Pixel 7", manufacturer: "Google", apiLevel: 34, androidVersion: "14", abi: "arm64-v8a", serialno: "0000", bootId: "b-1",
-      physicalId: "android-pinned", identityStatus: "duplicate", pinLabel: "left-bench", platform: "android",
+      model: "Pixel 7",
+      manufacturer: "Google",
+      apiLevel: 34,
+      androidVersion: "14",
+      abi: "arm64-v8a",
+      serialno: "0000",
+      bootId: "b-1",
+      physicalId: "android-pinned",
+      identityStatus: "duplicate",
+      pinLabel: "left-bench",
+      platform: "android",
     });
     await first.attach(hello, { terminate: () => undefined });
     await first.replaceInventory("a-1", [create(DeviceReportSchema, { serial: "IOS-1", state: "device", properties: iphone })]);

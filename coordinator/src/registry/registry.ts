@@ -2,14 +2,7 @@ import { EventEmitter } from "node:events";
 import { create, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, Errors, farmError } from "@farm/shared/errors";
-import {
-  AgentSchema,
-  DevicePropertiesSchema,
-  DeviceSchema,
-  type Agent,
-  type Device,
-  type DeviceProperties,
-} from "@farm/shared/gen/farm/v1/registry_pb";
+import { AgentSchema, DevicePropertiesSchema, DeviceSchema, type Agent, type Device, type DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
 import type { AgentHello, DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { Logger } from "@farm/shared/log";
 import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-limits.js";
@@ -276,7 +269,7 @@ export class Registry {
     entry.devices = next;
     entry.sortedSerials = undefined;
     this.changed();
-    if (this.listening("deviceRemoved")) for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial);
+    if (this.listening("deviceRemoved")) { for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial); }
     this.announceAgent(entry, true);
     this.events.emit("stored", agentId, "changed");
   }
@@ -371,7 +364,7 @@ export class Registry {
         this.agentIds = undefined;
         this.liveness.forget(agentId);
         this.changed();
-        if (this.listening("deviceRemoved")) for (const serial of before.devices.keys()) this.events.emit("deviceRemoved", agentId, serial);
+        if (this.listening("deviceRemoved")) { for (const serial of before.devices.keys()) this.events.emit("deviceRemoved", agentId, serial); }
         return;
       }
       const devicesNow = new Map<string, DeviceEntry>();
@@ -390,7 +383,7 @@ export class Registry {
       if (!before) this.agentIds = undefined;
       const gone = before ? [...before.devices.keys()].filter((serial) => !devicesNow.has(serial)) : [];
       this.changed();
-      if (this.listening("deviceRemoved")) for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial);
+      if (this.listening("deviceRemoved")) { for (const serial of gone) this.events.emit("deviceRemoved", agentId, serial); }
       this.announceAgent(entry, true);
     });
   }
@@ -538,7 +531,7 @@ export class Registry {
       const ids = new Set<string>();
       for (const d of a.devices.values()) {
         // An unaccepted claim cannot block the owner's phone.
-        if (d.properties.physicalId === physicalId && !d.quarantine) for (const id of d.properties.unresolvedActionIds) ids.add(id);
+        if (d.properties.physicalId === physicalId && !d.quarantine) { for (const id of d.properties.unresolvedActionIds) ids.add(id); }
       }
       if (ids.size > 0) out.push({ agentId: a.id, agentName: a.name, actionIds: [...ids] });
     }
@@ -610,7 +603,7 @@ export class Registry {
     this.agentIds = undefined;
     this.liveness.forget(entry.id);
     this.changed();
-    if (this.listening("deviceRemoved")) for (const serial of serials) this.events.emit("deviceRemoved", entry.id, serial);
+    if (this.listening("deviceRemoved")) { for (const serial of serials) this.events.emit("deviceRemoved", entry.id, serial); }
     this.events.emit("stored", entry.id, "removed");
     return { agent, removedDevices: serials.length };
   }
@@ -748,7 +741,7 @@ export class Registry {
       this.liveness.announced(entry);
       this.events.emit("agent", toAgent(entry));
     }
-    if (withDevices && this.listening("device")) for (const d of entry.devices.values()) this.announceDevice(entry, d);
+    if (withDevices && this.listening("device")) { for (const d of entry.devices.values()) this.announceDevice(entry, d); }
   }
 
   private announceDevice(entry: AgentEntry, d: DeviceEntry): void {

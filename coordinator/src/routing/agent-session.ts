@@ -8,15 +8,7 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { methodPath, rulesOf } from "@farm/shared/method-rules";
 import { fromCommandError } from "./command-error.js";
 import { AGENT_ANSWER_GRACE_MS, hopDeadline } from "@farm/shared/deadline";
-import {
-  AttachResponseSchema,
-  AgentCallSchema,
-  StepCaptureSchema,
-  type AgentCallResult,
-  type AttachResponse,
-  type StepCapture,
-  type StepEvidence,
-} from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AttachResponseSchema, AgentCallSchema, StepCaptureSchema, type AgentCallResult, type AttachResponse, type StepCapture, type StepEvidence } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { AgentSession } from "../registry/registry.js";
 
 /** The method's output from an agent's result, or the agent's error. */
@@ -110,7 +102,6 @@ export abstract class AgentCaller implements AgentSession {
       return { error, ...(evidence ? { evidence } : {}) };
     }
   }
-
 }
 
 /** One attached agent's control stream on the coordinator side. */

@@ -68,7 +68,7 @@ describe("an input's activity detail", () => {
     expect(inputDetail({ kind: { case: "text", value: "hello" } })).toBe("text hello");
     expect(inputDetail({ kind: { case: "key", value: "KEYCODE_HOME" } })).toBe("key KEYCODE_HOME");
     expect(inputDetail({ kind: { case: "tap", value: { x: 10, y: 20 } } })).toBe("tap 10,20");
-    expect(inputDetail({ kind: { case: "tap", value: { element: { by: { case: "text", value: "OK" } } } } })).toBe('tap text="OK"');
+    expect(inputDetail({ kind: { case: "tap", value: { element: { by: { case: "text", value: "OK" } } } } })).toBe("tap text=\"OK\"");
     expect(inputDetail({ kind: { case: "swipe", value: { x1: 1, y1: 2, x2: 3, y2: 4 } } })).toBe("swipe 1,2 -> 3,4");
   });
 });

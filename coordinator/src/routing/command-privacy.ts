@@ -37,8 +37,36 @@ export function redactTyped(text: string, key: Summarizer): string {
  * letter, a code by number) may be one character of a PIN typed key by key.
  */
 const NAMED_KEYS = new Set(
-  ["HOME", "BACK", "MENU", "APP_SWITCH", "POWER", "WAKEUP", "SLEEP", "VOLUME_UP", "VOLUME_DOWN", "VOLUME_MUTE", "ENTER", "TAB", "ESCAPE", "DEL", "FORWARD_DEL",
-    "DPAD_UP", "DPAD_DOWN", "DPAD_LEFT", "DPAD_RIGHT", "DPAD_CENTER", "MOVE_HOME", "MOVE_END", "PAGE_UP", "PAGE_DOWN", "SEARCH", "NOTIFICATION", "SETTINGS", "CAMERA"].map((k) => `KEYCODE_${k}`),
+  [
+    "HOME",
+    "BACK",
+    "MENU",
+    "APP_SWITCH",
+    "POWER",
+    "WAKEUP",
+    "SLEEP",
+    "VOLUME_UP",
+    "VOLUME_DOWN",
+    "VOLUME_MUTE",
+    "ENTER",
+    "TAB",
+    "ESCAPE",
+    "DEL",
+    "FORWARD_DEL",
+    "DPAD_UP",
+    "DPAD_DOWN",
+    "DPAD_LEFT",
+    "DPAD_RIGHT",
+    "DPAD_CENTER",
+    "MOVE_HOME",
+    "MOVE_END",
+    "PAGE_UP",
+    "PAGE_DOWN",
+    "SEARCH",
+    "NOTIFICATION",
+    "SETTINGS",
+    "CAMERA",
+  ].map((k) => `KEYCODE_${k}`),
 );
 
 /** Whether an input key is typed text (anything but a named key that types nothing). */

@@ -5,14 +5,7 @@ import { canonicalJson } from "@farm/shared/canonical-json";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { methodPath, rulesOf } from "@farm/shared/method-rules";
-import {
-  DeviceService,
-  type AbandonActionRequest,
-  type DeviceTarget,
-  type GetActionReceiptResponse,
-  type GetOwnershipResponse,
-  type ReconcileOwnershipResponse,
-} from "@farm/shared/gen/farm/v1/device_service_pb";
+import { DeviceService, type AbandonActionRequest, type DeviceTarget, type GetActionReceiptResponse, type GetOwnershipResponse, type ReconcileOwnershipResponse } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
 import type { Principal } from "../auth/token-store.js";
 import { checkPropValue, checkShellCommand } from "@farm/shared/command-limits";
@@ -219,7 +212,9 @@ export function routeFor(
     const first = unresolved[0] as (typeof unresolved)[number];
     throw farmError(
       Errors.DEVICE_OWNERSHIP_UNRESOLVED,
-      `device ${serial} (${r.physicalId}) has actions with an unknown outcome: ${unresolved.map((u) => `${u.actionIds.join(", ")} on agent ${u.agentName}`).join("; ")}; reconcile them (\`farm device ownership reconcile --device SERIAL\` on a serial of that agent) or have an admin abandon them`,
+      `device ${serial} (${r.physicalId}) has actions with an unknown outcome: ${
+        unresolved.map((u) => `${u.actionIds.join(", ")} on agent ${u.agentName}`).join("; ")
+      }; reconcile them (\`farm device ownership reconcile --device SERIAL\` on a serial of that agent) or have an admin abandon them`,
       undefined,
       { dispatched: false, ambiguous: false, actionId: first.actionIds[0] as string, agentId: first.agentId },
     );
@@ -308,6 +303,6 @@ function logOptions(h: Headers): { package?: string; filterspec?: string } {
   const pkg = h.get("x-farm-log-package") ?? "";
   const filter = h.get("x-farm-log-filter") ?? "";
   if (pkg && (pkg.length > 255 || !packagePattern.test(pkg))) throw invalidArgument("log-package", "an Android package name (com.example.app)");
-  if (filter && (filter.length > 1024 || !filterspecPattern.test(filter))) throw invalidArgument("log-filter", 'a logcat filterspec: TAG:LEVEL pairs separated by spaces ("*:W ActivityManager:I")');
+  if (filter && (filter.length > 1024 || !filterspecPattern.test(filter))) throw invalidArgument("log-filter", "a logcat filterspec: TAG:LEVEL pairs separated by spaces (\"*:W ActivityManager:I\")");
   return { ...(pkg ? { package: pkg } : {}), ...(filter ? { filterspec: filter } : {}) };
 }

@@ -62,7 +62,7 @@ export class CapturePlans {
       if (!c.speculative) definite.push(c.token);
     }
     // A tap by text or description learns its element's id only when it runs: an id rule for it is speculative too.
-    if (!targetKnown) for (const r of compiled.rules) if (r.kind === "action" && r.matchId && r.stepAction === action) for (const p of r.points) tokens.add(p.token);
+    if (!targetKnown) { for (const r of compiled.rules) if (r.kind === "action" && r.matchId && r.stepAction === action) { for (const p of r.points) tokens.add(p.token); } }
     // Whatever a post-hoc rule could keep after the step is taken by the agent now: it cannot be taken later.
     for (const c of capturesFor(compiled, { ...facts, screenChanged: true, failed: true }, "after")) tokens.add(c.token);
     return { tokens: [...tokens], definite, facts, policy: compiled };

@@ -48,7 +48,7 @@ export class PgSessionStepStore implements SessionStepStore {
   }
 
   pendingOcr(limit: number): Promise<StepRow[]> {
-    return this.db.select().from(sessionSteps).where(like(sessionSteps.ocr, '{"status":"pending"%')).limit(limit);
+    return this.db.select().from(sessionSteps).where(like(sessionSteps.ocr, "{\"status\":\"pending\"%")).limit(limit);
   }
 
   async addImage(row: SessionImageRow): Promise<void> {

@@ -66,13 +66,11 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
         // LEASE_REQUIRED / LEASE_HELD_BY_OTHER: a session hangs off the caller's own lease.
         const lease = deps.leases.authorize(route.physicalId, ctx.requestHeader.get("x-farm-lease"));
         e.leaseId = lease.leaseId;
-        const row = await deps.sessions.start(principal.tokenName, { leaseId: lease.leaseId, physicalId: route.physicalId, agentId: route.agentId, serial: route.serial }, {
-          name: req.name,
-          context: req.context ?? {},
-          ocr: req.ocr,
-          policyJson: req.policyJson === "" ? "" : checkedPolicyJson(req.policyJson),
-          secrets: req.secrets.map((x) => ({ name: x.name, value: x.value })),
-        });
+        const row = await deps.sessions.start(
+          principal.tokenName,
+          { leaseId: lease.leaseId, physicalId: route.physicalId, agentId: route.agentId, serial: route.serial },
+          { name: req.name, context: req.context ?? {}, ocr: req.ocr, policyJson: req.policyJson === "" ? "" : checkedPolicyJson(req.policyJson), secrets: req.secrets.map((x) => ({ name: x.name, value: x.value })) },
+        );
         e.detail = `session ${row.sessionId}${row.name ? ` (${row.name.slice(0, 100)})` : ""}`;
         deps.log.info("session started", { sessionId: row.sessionId, serial, leaseId: lease.leaseId, by: principal.tokenName });
         return create(StartSessionResponseSchema, { session: toSession(row) });

@@ -84,11 +84,11 @@ describe.each(dialects)("SessionStepStore on %s", (dialect) => {
 
   it("finds and replaces pending OCR", async () => {
     const s = await stores();
-    await s.append(step("s-1", 1, '{"status":"pending","observations":[]}'), false);
-    await s.append(step("s-1", 2, '{"status":"done","observations":[]}'), false);
+    await s.append(step("s-1", 1, "{\"status\":\"pending\",\"observations\":[]}"), false);
+    await s.append(step("s-1", 2, "{\"status\":\"done\",\"observations\":[]}"), false);
     await s.append(step("s-2", 1, null), false);
     expect((await s.pendingOcr(10)).map((r) => [r.sessionId, r.sequence])).toEqual([["s-1", 1]]);
-    expect(await s.setOcr("s-1", 1, '{"status":"failed","observations":[]}')).toMatchObject({ sequence: 1, ocr: '{"status":"failed","observations":[]}', record: step("s-1", 1).record });
+    expect(await s.setOcr("s-1", 1, "{\"status\":\"failed\",\"observations\":[]}")).toMatchObject({ sequence: 1, ocr: "{\"status\":\"failed\",\"observations\":[]}", record: step("s-1", 1).record });
     expect(await s.pendingOcr(10)).toEqual([]);
     expect(await s.setOcr("s-1", 9, "{}")).toBeUndefined();
   });

@@ -100,7 +100,7 @@ describe("Sessions", () => {
 
   it("masks its own secrets in its name and context before they are stored or announced", async () => {
     const { sessions, store, seen } = setup();
-    const secret = 'Zq7"Kx/9Wv\\pL2mN8rT';
+    const secret = "Zq7\"Kx/9Wv\\pL2mN8rT";
     const s = await sessions.start("alice", lease(), {
       name: `login as ${secret} on staging`,
       context: { user: { password: secret, note: `pw=${JSON.stringify(secret)}` }, [secret]: [secret] },

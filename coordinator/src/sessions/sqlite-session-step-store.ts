@@ -46,7 +46,7 @@ export class SqliteSessionStepStore implements SessionStepStore {
   }
 
   async pendingOcr(limit: number): Promise<StepRow[]> {
-    return this.db.select().from(sessionSteps).where(like(sessionSteps.ocr, '{"status":"pending"%')).limit(limit).all();
+    return this.db.select().from(sessionSteps).where(like(sessionSteps.ocr, "{\"status\":\"pending\"%")).limit(limit).all();
   }
 
   async addImage(row: SessionImageRow): Promise<void> {

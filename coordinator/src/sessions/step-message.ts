@@ -38,13 +38,13 @@ export function stepMessage(s: StoredStep): SessionStep {
     attempts: v.attempts.map((a) => ({ startTime: timestampFromMs(a.startedAt), durationMs: Math.max(0, Math.round(a.durationMs)), errorCode: a.errorCode, errorMessage: a.errorMessage })),
     ...(s.ocr
       ? {
-          ocr: {
-            status: s.ocr.status,
-            observations: s.ocr.observations.map((o) => ({ text: o.text, confidence: o.confidence, bounds: o.bounds })),
-            error: s.ocr.error ?? "",
-            durationMs: Math.max(0, Math.round(s.ocr.durationMs ?? 0)),
-          },
-        }
+        ocr: {
+          status: s.ocr.status,
+          observations: s.ocr.observations.map((o) => ({ text: o.text, confidence: o.confidence, bounds: o.bounds })),
+          error: s.ocr.error ?? "",
+          durationMs: Math.max(0, Math.round(s.ocr.durationMs ?? 0)),
+        },
+      }
       : {}),
     requestedBy: v.requestedBy,
     artifacts: v.artifacts.map((a) => ({
@@ -90,10 +90,9 @@ export function stepFor(viewer: Principal, step: SessionStep, key: Summarizer): 
   if (kind === "" || maySeeCommand(viewer, step.requestedBy)) return step;
   const args = (step.arguments ?? {}) as JsonObject;
   if (kind === "sendInput") return typedStepFor(step, args, key);
-  const redacted: JsonObject =
-    kind === "runShell"
-      ? { command: redactCommand(String(args["command"] ?? ""), key), redacted: true }
-      : { key: String(args["key"] ?? ""), value: redactSetprop(`=${String(args["value"] ?? "")}`, key).slice(1), redacted: true };
+  const redacted: JsonObject = kind === "runShell"
+    ? { command: redactCommand(String(args["command"] ?? ""), key), redacted: true }
+    : { key: String(args["key"] ?? ""), value: redactSetprop(`=${String(args["value"] ?? "")}`, key).slice(1), redacted: true };
   const description = kind === "runShell" ? `shell ${redactCommand(String(args["command"] ?? ""), key)}` : `setprop ${String(args["key"] ?? "")}=${String(redacted["value"])}`;
   const result = step.result ? { ...step.result, outputExcerpt: "", response: undefined } : undefined;
   return create(SessionStepSchema, { ...step, arguments: redacted, description, ...(result ? { result } : {}) });

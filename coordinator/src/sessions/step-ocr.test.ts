@@ -78,7 +78,13 @@ describe("StepOcr", () => {
     const before = new Sessions(createSessionStore(opened as FarmDatabase));
     const secretive = await before.start("alice", { leaseId: "l-2", physicalId: "pd-2", agentId: "a-1", serial: "S-2" }, { name: "", context: {}, ocr: true, secrets: [{ name: "PW", value: SECRET }] });
     await steps.append(secretive.sessionId, 1, record("d".repeat(64)), { failed: false, ocr: { status: "pending", observations: [] } });
-    const restarted = new StepOcr({ recognize: async () => ({ observations: [{ text: SECRET, confidence: 1, bounds: box }], durationMs: 1 }) }, steps, new SessionImageStore("/nonexistent"), createLogger({ level: "error" }), new Sessions(createSessionStore(opened as FarmDatabase)));
+    const restarted = new StepOcr(
+      { recognize: async () => ({ observations: [{ text: SECRET, confidence: 1, bounds: box }], durationMs: 1 }) },
+      steps,
+      new SessionImageStore("/nonexistent"),
+      createLogger({ level: "error" }),
+      new Sessions(createSessionStore(opened as FarmDatabase)),
+    );
     const skipped = new Promise<StoredStep>((resolve) => steps.events.on("step", (st) => st.sessionId === secretive.sessionId && resolve(st)));
     await restarted.resume();
     expect((await skipped).ocr).toMatchObject({ status: "skipped", observations: [] });

@@ -113,17 +113,21 @@ describe("session files against the owner's evidence quota", () => {
   it("keeps a client's visual check over quota with its verdict, its images skipped QUOTA_EXCEEDED", async () => {
     const { recorder, session, upload, png, blobs } = await setup(10);
     const diff = await upload(await png("#123456"), "user:alice");
-    const stored = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, {
-      action: "assert-visual",
-      description: "check",
-      arguments: {},
-      ok: false,
-      errorCode: "",
-      errorMessage: "3% differ",
-      response: {},
-      durationMs: 1,
-      artifacts: [{ name: "diff.png", kind: "visual", provider: "runner", blobId: diff.blobId, mimeType: "image/png", when: "diff" }],
-    });
+    const stored = await recorder.appendClientStep(
+      session.sessionId,
+      { tokenName: "alice", kind: "user" },
+      {
+        action: "assert-visual",
+        description: "check",
+        arguments: {},
+        ok: false,
+        errorCode: "",
+        errorMessage: "3% differ",
+        response: {},
+        durationMs: 1,
+        artifacts: [{ name: "diff.png", kind: "visual", provider: "runner", blobId: diff.blobId, mimeType: "image/png", when: "diff" }],
+      },
+    );
     expect(stored.view.result).toMatchObject({ ok: false, errorMessage: "3% differ" });
     expect(stored.view.artifacts[0]?.skippedReason).toMatch(/^QUOTA_EXCEEDED: /);
     await expect(blobs.peek(diff.blobId, "user:alice")).rejects.toThrow(/no blob/);
@@ -134,19 +138,23 @@ describe("session files against the owner's evidence quota", () => {
     const screen = await png("#345678");
     const actual = await upload(screen, "user:alice");
     const before = await upload(screen, "user:alice");
-    const stored = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, {
-      action: "assert-visual",
-      description: "check",
-      arguments: {},
-      ok: true,
-      errorCode: "",
-      errorMessage: "",
-      response: {},
-      durationMs: 1,
-      artifacts: [{ name: "actual.png", kind: "visual", provider: "agent", blobId: actual.blobId, mimeType: "image/png", when: "actual" }],
-      before: { blobId: before.blobId, sha256: "", errorCode: "", errorMessage: "" },
-      after: { blobId: "", sha256: actual.sha256, errorCode: "", errorMessage: "" },
-    });
+    const stored = await recorder.appendClientStep(
+      session.sessionId,
+      { tokenName: "alice", kind: "user" },
+      {
+        action: "assert-visual",
+        description: "check",
+        arguments: {},
+        ok: true,
+        errorCode: "",
+        errorMessage: "",
+        response: {},
+        durationMs: 1,
+        artifacts: [{ name: "actual.png", kind: "visual", provider: "agent", blobId: actual.blobId, mimeType: "image/png", when: "actual" }],
+        before: { blobId: before.blobId, sha256: "", errorCode: "", errorMessage: "" },
+        after: { blobId: "", sha256: actual.sha256, errorCode: "", errorMessage: "" },
+      },
+    );
     expect(stored.view.before?.sha256).toBe(actual.sha256);
     expect(stored.view.after?.sha256).toBe(actual.sha256);
     expect(await quotaStore.usage("alice", Date.now())).toMatchObject({ sessionFileBytes: screen.length, reservedBytes: 0 });
@@ -156,10 +164,11 @@ describe("session files against the owner's evidence quota", () => {
   it("records a client step's screenshot over quota as QUOTA_EXCEEDED and keeps the step", async () => {
     const { recorder, session, upload, png, blobs } = await setup(10);
     const big = await upload(await png("#456789"), "user:alice");
-    const over = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, {
-      action: "wait", description: "wait", arguments: {}, ok: true, errorCode: "", errorMessage: "", response: {}, durationMs: 1, artifacts: [],
-      before: { blobId: big.blobId, sha256: "", errorCode: "", errorMessage: "" },
-    });
+    const over = await recorder.appendClientStep(
+      session.sessionId,
+      { tokenName: "alice", kind: "user" },
+      { action: "wait", description: "wait", arguments: {}, ok: true, errorCode: "", errorMessage: "", response: {}, durationMs: 1, artifacts: [], before: { blobId: big.blobId, sha256: "", errorCode: "", errorMessage: "" } },
+    );
     expect(over.view.before).toMatchObject({ error: { code: "QUOTA_EXCEEDED" } });
     expect(over.view.result.ok).toBe(true);
     await expect(blobs.peek(big.blobId, "user:alice")).rejects.toThrow(/no blob/);

@@ -109,7 +109,15 @@ describe("StepRecorder", () => {
     const { recorder, session, sessions, shot, steps } = await setup();
     const before = await shot("#0000ff");
     const step = await recorder.open(session);
-    const lost: StepShot = { $typeName: "farm.v1.StepShot", blobId: "", sha256: "", width: 0, height: 0, size: 0n, error: { $typeName: "farm.v1.CommandError", message: "device S-1 went away", status: 14, detail: { $typeName: "farm.v1.ErrorDetail", code: "DEVICE_OFFLINE", field: "", ambiguous: false, actionId: "", agentId: "" } } };
+    const lost: StepShot = {
+      $typeName: "farm.v1.StepShot",
+      blobId: "",
+      sha256: "",
+      width: 0,
+      height: 0,
+      size: 0n,
+      error: { $typeName: "farm.v1.CommandError", message: "device S-1 went away", status: 14, detail: { $typeName: "farm.v1.ErrorDetail", code: "DEVICE_OFFLINE", field: "", ambiguous: false, actionId: "", agentId: "" } },
+    };
     const error = actionError(Errors.DEVICE_OFFLINE, "the phone vanished mid-action", { dispatched: null, ambiguous: true, actionId: "act-9" });
     await recorder.record(step, DeviceService.method.sendInput, tap, { error, evidence: create(StepEvidenceSchema, { before, after: lost }) }, AGENT, "alice");
     const v = (await steps.get(session.sessionId, step.sequence))?.view;
@@ -122,7 +130,17 @@ describe("StepRecorder", () => {
   it("keeps the attempts the agent gave up on before its result", async () => {
     const { recorder, session, steps } = await setup();
     const step = await recorder.open(session);
-    const attempts = [{ $typeName: "farm.v1.StepAttemptReport" as const, startTime: timestampFromMs(10), durationMs: 30, error: { $typeName: "farm.v1.CommandError" as const, message: "socket hang up", status: 14, detail: { $typeName: "farm.v1.ErrorDetail" as const, code: "bridge_transport_failed", field: "", ambiguous: false, actionId: "", agentId: "" } } }];
+    const attempts = [{
+      $typeName: "farm.v1.StepAttemptReport" as const,
+      startTime: timestampFromMs(10),
+      durationMs: 30,
+      error: {
+        $typeName: "farm.v1.CommandError" as const,
+        message: "socket hang up",
+        status: 14,
+        detail: { $typeName: "farm.v1.ErrorDetail" as const, code: "bridge_transport_failed", field: "", ambiguous: false, actionId: "", agentId: "" },
+      },
+    }];
     await recorder.record(step, DeviceService.method.sendInput, tap, { response: tapped, evidence: create(StepEvidenceSchema, { attempts }) }, AGENT, "alice");
     expect((await steps.get(session.sessionId, step.sequence))?.view.attempts).toEqual([{ startedAt: 10, durationMs: 30, errorCode: "bridge_transport_failed", errorMessage: "socket hang up" }]);
   });
@@ -210,7 +228,7 @@ describe("StepRecorder", () => {
   });
 
   it("masks a step's secrets before any cut: descriptions, cut arguments and output excerpts keep no prefix of one", async () => {
-    const secret = 'Zq7"Kx/9Wv\\pL2mN8rT';
+    const secret = "Zq7\"Kx/9Wv\\pL2mN8rT";
     const { recorder, session, steps } = await setup(false, [{ name: "PW", value: secret }]);
     const json = JSON.stringify({ pw: secret });
     const commands = [
@@ -251,7 +269,11 @@ describe("StepRecorder", () => {
     await writeFile(file, JSON.stringify(diagnosis, null, 2) + "\n");
     const blobId = await blobs.put(fileAsBlobParts(file), "user:alice");
     const req = { action: "wait", description: "wait for text \"Sign in\"", arguments: {}, ok: false, errorCode: "COMMAND_TIMEOUT", errorMessage: "", response: {}, durationMs: 1 };
-    const step = await recorder.appendClientStep(session.sessionId, { tokenName: "alice", kind: "user" }, { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] });
+    const step = await recorder.appendClientStep(
+      session.sessionId,
+      { tokenName: "alice", kind: "user" },
+      { ...req, artifacts: [{ name: "wait-timeout.json", kind: "diagnosis", provider: "runner", blobId, mimeType: "application/json", when: "" }] },
+    );
     const kept = step.view.artifacts[0];
     const chunks: Buffer[] = [];
     for await (const c of images.read(kept?.sha256 ?? "", "application/json")) chunks.push(Buffer.from(c));

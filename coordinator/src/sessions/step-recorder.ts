@@ -164,7 +164,13 @@ export class StepRecorder {
    * and `--capture` want, and the masking to apply before anything leaves
    * the agent's host.
    */
-  planFor(step: OpenStep, method: DescMethodUnary, request: Message, perAction: readonly string[], log: { package?: string; filterspec?: string } = {}): { captures: string[]; redaction: MessageInitShape<typeof RedactionSchema>; logFilterspec: string; logPackage: string } {
+  planFor(
+    step: OpenStep,
+    method: DescMethodUnary,
+    request: Message,
+    perAction: readonly string[],
+    log: { package?: string; filterspec?: string } = {},
+  ): { captures: string[]; redaction: MessageInitShape<typeof RedactionSchema>; logFilterspec: string; logPackage: string } {
     const plans = this.deps.plans;
     const secrets = this.deps.sessions.secretsOf(step.session);
     if (!plans) return { captures: [], redaction: { secrets }, logFilterspec: log.filterspec ?? "", logPackage: log.package ?? "" };

@@ -5,12 +5,7 @@ import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { validateContext, validateLabel } from "@farm/shared/evidence-options";
 import type { Logger } from "@farm/shared/log";
 import { parseVideoSize, validateDurationSeconds, validateSessionId } from "@farm/shared/video-options";
-import {
-  VideoService,
-  VideoSessionSchema,
-  ListVideoSessionsResponseSchema,
-  type VideoSession,
-} from "@farm/shared/gen/farm/v1/video_service_pb";
+import { VideoService, VideoSessionSchema, ListVideoSessionsResponseSchema, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { requirePrincipal } from "../auth/auth.js";
 import type { AgentCaller } from "../routing/agent-session.js";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
@@ -36,7 +31,10 @@ const TERMINAL = new Set(["complete", "partial", "failed"]);
 /** What the coordinator asked an agent about: its answer must be about exactly that. */
 type Asked = Pick<VideoSessionRow, "sessionId" | "agentId" | "serial" | "physicalId">;
 
-export function registerVideoService(router: ConnectRouter, deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; quota: EvidenceQuota }): void {
+export function registerVideoService(
+  router: ConnectRouter,
+  deps: { registry: Registry; store: EvidenceStore; index: VideoSessionIndex; activity: ActivityLog; log: Logger; leases: LeaseManager; grants: EvidenceGrants; quota: EvidenceQuota },
+): void {
   function call<I extends DescMessage, O extends DescMessage>(session: AgentCaller, method: DescMethodUnary<I, O>, value: MessageInitShape<I>, ctx: HandlerContext, budgetMs: number) {
     const budget = ctx.timeoutMs() ?? budgetMs;
     // The agent answers early enough for its answer to arrive in time.

@@ -10,7 +10,20 @@ const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() 
 
 const T = 1_700_000_000_000;
 const sessionRow = (createdAt: number, more: Partial<VideoSessionRow> = {}): VideoSessionRow => ({
-  sessionId: randomUUID(), agentId: "a1", serial: "s1", physicalId: "p1", requestedBy: "alice", createdAt, updatedAt: createdAt, status: "recording", code: "", message: "", workerAvailable: true, recoveryState: "", manifestJson: "", ...more,
+  sessionId: randomUUID(),
+  agentId: "a1",
+  serial: "s1",
+  physicalId: "p1",
+  requestedBy: "alice",
+  createdAt,
+  updatedAt: createdAt,
+  status: "recording",
+  code: "",
+  message: "",
+  workerAvailable: true,
+  recoveryState: "",
+  manifestJson: "",
+  ...more,
 });
 
 describe.each(dialects)("video session pages on %s", (dialect) => {

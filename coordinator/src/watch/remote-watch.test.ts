@@ -157,10 +157,35 @@ describe("watch streams across replicas", () => {
     for (const action of ["tap", "swipe", "key"]) await a.steps.append(session.sessionId, await a.steps.reserve(session.sessionId), record(action), { failed: false, ocr: null });
     await a.sessions.end(session.sessionId, "passed", { tokenName: "alice", admin: false });
     // A bundle as the store publishes it: indexed, then its hook told.
-    const bundle: EvidenceRow = { evidenceId: randomUUID(), kind: "still", status: "complete", label: "login", serial: "S-1", physicalId: "pd-1", agentId: "a-1", createdAt: 1_700_000_000_500, totalBytes: 1234, manifestSha256: "ab".repeat(32) };
+    const bundle: EvidenceRow = {
+      evidenceId: randomUUID(),
+      kind: "still",
+      status: "complete",
+      label: "login",
+      serial: "S-1",
+      physicalId: "pd-1",
+      agentId: "a-1",
+      createdAt: 1_700_000_000_500,
+      totalBytes: 1234,
+      manifestSha256: "ab".repeat(32),
+    };
     await a.evidenceIndex.insert(bundle);
     a.evidence.onPublish?.(bundle);
-    const video: VideoSessionRow = { sessionId: randomUUID(), agentId: "a-1", serial: "S-1", physicalId: "pd-1", requestedBy: "alice", createdAt: 1_700_000_000_600, updatedAt: 1_700_000_000_600, status: "recording", code: "", message: "", workerAvailable: true, recoveryState: "", manifestJson: "" };
+    const video: VideoSessionRow = {
+      sessionId: randomUUID(),
+      agentId: "a-1",
+      serial: "S-1",
+      physicalId: "pd-1",
+      requestedBy: "alice",
+      createdAt: 1_700_000_000_600,
+      updatedAt: 1_700_000_000_600,
+      status: "recording",
+      code: "",
+      message: "",
+      workerAvailable: true,
+      recoveryState: "",
+      manifestJson: "",
+    };
     await a.videos.upsert(video);
 
     const local = await onA.until(8);

@@ -39,7 +39,17 @@ async function wired() {
   const hub = new WatchHub();
   const sessions = new Sessions(new SqliteSessionStore(db));
   // Nothing here touches the evidence directory.
-  wireWatchHub(hub, { registry, leases, labels, activity: new ActivityLog(new SqliteActivityStore(db)), evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"), videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)), sessions, steps: new SessionSteps(new SqliteSessionStepStore(db)), log: createLogger({ level: "error" }) });
+  wireWatchHub(hub, {
+    registry,
+    leases,
+    labels,
+    activity: new ActivityLog(new SqliteActivityStore(db)),
+    evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"),
+    videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
+    sessions,
+    steps: new SessionSteps(new SqliteSessionStepStore(db)),
+    log: createLogger({ level: "error" }),
+  });
   return { registry, leases, labels, hub, sessions };
 }
 

@@ -17,19 +17,19 @@ export const activityView: View = (root, state) => {
       state.activity.length === 0
         ? h("tr", {}, h("td", { colspan: 8 }, "No routed actions yet."))
         : state.activity.map((a) =>
-            h(
-              "tr",
-              {},
-              h("td", {}, when(a.time)),
-              h("td", {}, a.caller),
-              h("th", { scope: "row" }, a.command, ...effect(a.command)),
-              h("td", {}, a.serial),
-              h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome),
-              h("td", {}, `${a.durationMs} ms`),
-              h("td", {}, a.leaseId ? a.leaseId.slice(0, 8) : ""),
-              h("td", {}, ...activityDetail(a.command, a.detail)),
-            ),
-          ),
+          h(
+            "tr",
+            {},
+            h("td", {}, when(a.time)),
+            h("td", {}, a.caller),
+            h("th", { scope: "row" }, a.command, ...effect(a.command)),
+            h("td", {}, a.serial),
+            h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome),
+            h("td", {}, `${a.durationMs} ms`),
+            h("td", {}, a.leaseId ? a.leaseId.slice(0, 8) : ""),
+            h("td", {}, ...activityDetail(a.command, a.detail)),
+          )
+        ),
     );
   });
   const off = state.on("activity", render);

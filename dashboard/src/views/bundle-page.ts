@@ -30,7 +30,7 @@ export const bundleView: View = (root, _state, id) => {
           h("td", {}, bytes(a.bytes)),
           h("td", { class: "hash" }, a.sha256 ? h("code", { title: a.sha256 }, `${a.sha256.slice(0, 16)}…`) : ""),
           h("td", {}, a.path ? h("a", { href: fileUrl(id, a.path, true), download: `${id}-${a.path}` }, "Download") : ""),
-        ),
+        )
       ),
     );
     const v = m.video;
@@ -51,9 +51,9 @@ export const bundleView: View = (root, _state, id) => {
         h("dd", {}, m.label ?? "(none)"),
         ...(v
           ? [
-              h("dt", {}, "Video"),
-              h("dd", {}, `${v.actualSize ? `${v.actualSize.width}x${v.actualSize.height}` : "?"} ${v.codec ?? ""}, media ${v.mediaDurationMs ?? "?"} ms, host ${v.hostDurationMs ?? "?"} ms, stop: ${v.stopReason ?? "-"}`),
-            ]
+            h("dt", {}, "Video"),
+            h("dd", {}, `${v.actualSize ? `${v.actualSize.width}x${v.actualSize.height}` : "?"} ${v.codec ?? ""}, media ${v.mediaDurationMs ?? "?"} ms, host ${v.hostDurationMs ?? "?"} ms, stop: ${v.stopReason ?? "-"}`),
+          ]
           : []),
       ),
     ];

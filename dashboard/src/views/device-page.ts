@@ -52,7 +52,9 @@ export const devicePageView: View = (root, state, group) => {
       activity,
       activityRows.length === 0
         ? h("tr", {}, h("td", { colspan: 6 }, "No routed actions yet."))
-        : activityRows.slice(0, 50).map((a) => h("tr", {}, h("td", {}, a.t), h("td", {}, a.caller), h("td", {}, a.command), h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome), h("td", {}, `${a.ms} ms`), h("td", {}, ...activityDetail(a.command, a.detail)))),
+        : activityRows.slice(0, 50).map((a) =>
+          h("tr", {}, h("td", {}, a.t), h("td", {}, a.caller), h("td", {}, a.command), h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome), h("td", {}, `${a.ms} ms`), h("td", {}, ...activityDetail(a.command, a.detail)))
+        ),
     );
   /** The phone's newest sessions, read by its physical id (the sessions list may not have read them). */
   let sessionRows: Session[] = [];
@@ -74,22 +76,25 @@ export const devicePageView: View = (root, state, group) => {
       sessionRows.length === 0
         ? h("tr", {}, h("td", { colspan: 6 }, sessionsOf ? "No test sessions on this device." : "Sessions are listed once the device's identity is read."))
         : sessionRows.map((s0) => {
-            // The live copy, when the sessions list holds it, has the newest counts.
-            const s = state.testSessions.get(s0.sessionId) ?? s0;
-            const status = statusName(s.status);
-            return h(
-              "tr",
-              { "data-test-session": s.sessionId },
-              h("th", { scope: "row" }, h("a", { href: sessionHref(s.sessionId) }, s.name || s.sessionId.slice(0, 8))),
-              h("td", { class: `status status-${status}` }, status),
-              h("td", {}, s.owner),
-              h("td", {}, String(s.stepCount), s.failedStepCount ? ` (${s.failedStepCount} failed)` : ""),
-              h("td", {}, when(s.createTime)),
-              h("td", {}, sessionDuration(s)),
-            );
-          }),
+          // The live copy, when the sessions list holds it, has the newest counts.
+          const s = state.testSessions.get(s0.sessionId) ?? s0;
+          const status = statusName(s.status);
+          return h(
+            "tr",
+            { "data-test-session": s.sessionId },
+            h("th", { scope: "row" }, h("a", { href: sessionHref(s.sessionId) }, s.name || s.sessionId.slice(0, 8))),
+            h("td", { class: `status status-${status}` }, status),
+            h("td", {}, s.owner),
+            h("td", {}, String(s.stepCount), s.failedStepCount ? ` (${s.failedStepCount} failed)` : ""),
+            h("td", {}, when(s.createTime)),
+            h("td", {}, sessionDuration(s)),
+          );
+        }),
     );
-    replaceChildren(allSessions, sessionsOf ? h("a", { href: `#/test-sessions?device=${encodeURIComponent(sessionsOf)}` }, sessionsMore ? `All test sessions on this device (more than ${SESSIONS_SHOWN})` : "Test sessions on this device, with filters") : "");
+    replaceChildren(
+      allSessions,
+      sessionsOf ? h("a", { href: `#/test-sessions?device=${encodeURIComponent(sessionsOf)}` }, sessionsMore ? `All test sessions on this device (more than ${SESSIONS_SHOWN})` : "Test sessions on this device, with filters") : "",
+    );
   };
   let sessionReload: ReturnType<typeof setTimeout> | undefined;
   const reloadSessionsSoon = () => {
@@ -116,18 +121,18 @@ export const devicePageView: View = (root, state, group) => {
       props,
       p
         ? (
-            [
-              ["Manufacturer", p.manufacturer],
-              ["Model", p.model],
-              ["Android", p.androidVersion],
-              ["API level", String(p.apiLevel || "")],
-              ["ABI", p.abi],
-              ["ro.serialno", p.serialno],
-              ["Boot id", p.bootId],
-              ["Identity", p.identityStatus],
-              ["Pin label", p.pinLabel],
-            ] as const
-          ).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v)))
+          [
+            ["Manufacturer", p.manufacturer],
+            ["Model", p.model],
+            ["Android", p.androidVersion],
+            ["API level", String(p.apiLevel || "")],
+            ["ABI", p.abi],
+            ["ro.serialno", p.serialno],
+            ["Boot id", p.bootId],
+            ["Identity", p.identityStatus],
+            ["Pin label", p.pinLabel],
+          ] as const
+        ).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v)))
         : h("tr", {}, h("td", { colspan: 2 }, "Unknown.")),
     );
     // The newest still bundle of this phone carries its last screenshot.
@@ -141,7 +146,10 @@ export const devicePageView: View = (root, state, group) => {
       othersLease
         ? h("figcaption", { "data-cell": "shot-leased" }, `Leased by ${lease.holder}: its screen is theirs while they hold it.`)
         : last
-        ? [h("img", { src: fileUrl(last.evidenceId, "screenshot.png"), alt: `Last screenshot of ${p?.model ?? group}`, loading: "lazy" }), h("figcaption", {}, h("a", { href: `#/evidence/${last.evidenceId}` }, `Evidence ${last.evidenceId.slice(0, 8)}`), ` ${ago(last.createTime)}`)]
+        ? [
+          h("img", { src: fileUrl(last.evidenceId, "screenshot.png"), alt: `Last screenshot of ${p?.model ?? group}`, loading: "lazy" }),
+          h("figcaption", {}, h("a", { href: `#/evidence/${last.evidenceId}` }, `Evidence ${last.evidenceId.slice(0, 8)}`), ` ${ago(last.createTime)}`),
+        ]
         : h("figcaption", {}, "No screenshot captured yet."),
     );
   });

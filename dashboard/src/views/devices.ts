@@ -27,7 +27,13 @@ function row(state: LiveState, group: string): HTMLTableRowElement | undefined {
     { "data-group": group },
     h("th", { scope: "row" }, h("a", { href: `#/devices/${encodeURIComponent(group)}`, title: physicalId || group }, physicalId ? shortId(physicalId) : first.serial)),
     // A quarantined alias (a second agent's unaccepted claim) is marked where it is listed.
-    h("td", { class: "aliases" }, aliases.map((d) => h("span", { class: `alias alias-${d.state}`, title: `on agent ${d.agentName}: ${d.state}${d.quarantineReason ? ` (${d.quarantineReason})` : ""}` }, d.state === "quarantined" ? `${d.serial} on ${d.agentName}: quarantined` : d.serial))),
+    h(
+      "td",
+      { class: "aliases" },
+      aliases.map((d) =>
+        h("span", { class: `alias alias-${d.state}`, title: `on agent ${d.agentName}: ${d.state}${d.quarantineReason ? ` (${d.quarantineReason})` : ""}` }, d.state === "quarantined" ? `${d.serial} on ${d.agentName}: quarantined` : d.serial)
+      ),
+    ),
     h("td", { class: `state state-${st}`, "data-cell": "state" }, st),
     h("td", {}, p?.model ?? ""),
     h("td", {}, p?.apiLevel ? String(p.apiLevel) : ""),
@@ -80,7 +86,17 @@ export const devicesView: View = (root, state) => {
     h("h1", {}, "Devices"),
     h("form", { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() }, h("label", { for: "device-search" }, "Search"), search, h("label", { for: "device-state" }, "State"), stateFilter),
     h("div", { class: "pager" }, count),
-    h("div", { class: "table-wrap" }, h("table", { id: "devices" }, h("caption", {}, "One row per physical device; aliases are its adb serials"), h("thead", {}, h("tr", {}, ["Device", "Aliases", "State", "Model", "API", "Labels", "Lease holder", "Since"].map((t) => h("th", { scope: "col" }, t)))), body)),
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { id: "devices" },
+        h("caption", {}, "One row per physical device; aliases are its adb serials"),
+        h("thead", {}, h("tr", {}, ["Device", "Aliases", "State", "Model", "API", "Labels", "Lease holder", "Since"].map((t) => h("th", { scope: "col" }, t)))),
+        body,
+      ),
+    ),
     more.el,
   );
   const query = () => search.value.trim().toLowerCase();

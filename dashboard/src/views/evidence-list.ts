@@ -11,7 +11,16 @@ export const evidenceView: View = (root, state) => {
   const more = moreButton(state, "evidence", "bundles");
   root.append(
     h("h1", {}, "Evidence"),
-    h("form", { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() }, h("label", { for: "ev-device" }, "Device"), device, h("label", { for: "ev-status" }, "Status"), status, h("label", { for: "ev-label" }, "Label"), label),
+    h(
+      "form",
+      { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() },
+      h("label", { for: "ev-device" }, "Device"),
+      device,
+      h("label", { for: "ev-status" }, "Status"),
+      status,
+      h("label", { for: "ev-label" }, "Label"),
+      label,
+    ),
     table("Bundles in the coordinator's store, newest first (filters apply to the bundles loaded)", ["Bundle", "Kind", "Status", "Device", "Created", "Size", "Label"], body),
     more.el,
   );
@@ -26,18 +35,18 @@ export const evidenceView: View = (root, state) => {
       ...(rows.length === 0
         ? [h("tr", {}, h("td", { colspan: 7 }, "No bundles match."))]
         : rows.map((e) =>
-            h(
-              "tr",
-              { "data-evidence": e.evidenceId },
-              h("th", { scope: "row" }, h("a", { href: `#/evidence/${e.evidenceId}` }, e.evidenceId.slice(0, 8))),
-              h("td", {}, e.kind),
-              h("td", { class: `status status-${e.status}` }, e.status),
-              h("td", {}, e.serial),
-              h("td", {}, when(e.createTime)),
-              h("td", {}, bytes(e.totalBytes)),
-              h("td", {}, e.label ?? ""),
-            ),
-          )),
+          h(
+            "tr",
+            { "data-evidence": e.evidenceId },
+            h("th", { scope: "row" }, h("a", { href: `#/evidence/${e.evidenceId}` }, e.evidenceId.slice(0, 8))),
+            h("td", {}, e.kind),
+            h("td", { class: `status status-${e.status}` }, e.status),
+            h("td", {}, e.serial),
+            h("td", {}, when(e.createTime)),
+            h("td", {}, bytes(e.totalBytes)),
+            h("td", {}, e.label ?? ""),
+          )
+        )),
     );
   });
   for (const el of [device, label]) el.addEventListener("input", render);

@@ -13,26 +13,33 @@ export const leasesView: View = (root, state) => {
       leases.length === 0
         ? h("tr", {}, h("td", { colspan: 5 }, "No active leases."))
         : leases.map((l) =>
-            h(
-              "tr",
-              { "data-lease": l.leaseId },
-              h("th", { scope: "row" }, l.holder),
-              h("td", {}, h("a", { href: `#/devices/${encodeURIComponent(l.physicalId)}` }, l.physicalId.slice(0, 12))),
-              h("td", {}, `${l.serial} on ${l.agentName}`),
-              h("td", { title: when(l.acquireTime) }, ago(l.acquireTime)),
-              h("td", {}, when(l.expireTime)),
-            ),
-          ),
+          h(
+            "tr",
+            { "data-lease": l.leaseId },
+            h("th", { scope: "row" }, l.holder),
+            h("td", {}, h("a", { href: `#/devices/${encodeURIComponent(l.physicalId)}` }, l.physicalId.slice(0, 12))),
+            h("td", {}, `${l.serial} on ${l.agentName}`),
+            h("td", { title: when(l.acquireTime) }, ago(l.acquireTime)),
+            h("td", {}, when(l.expireTime)),
+          )
+        ),
     );
     replaceChildren(
       queue,
       state.queue.length === 0
         ? h("tr", {}, h("td", { colspan: 5 }, "Nobody is waiting."))
         : state.queue.map((w, i) => {
-            const s = w.selector;
-            const wants = [s?.serial && `serial ${s.serial}`, s?.model && `model ${s.model}`, s?.apiLevelMin && `API >= ${s.apiLevelMin}`, s?.apiLevelMax && `API <= ${s.apiLevelMax}`, s?.agent && `agent ${s.agent}`, ...Object.entries(s?.labels ?? {}).map(([k, v]) => `${k}=${v}`)].filter(Boolean).join(", ") || "any device";
-            return h("tr", {}, h("td", {}, String(i + 1)), h("th", { scope: "row" }, w.holder), h("td", {}, wants), h("td", { title: when(w.enqueueTime) }, ago(w.enqueueTime)), h("td", {}, when(w.waitDeadline)));
-          }),
+          const s = w.selector;
+          const wants = [
+            s?.serial && `serial ${s.serial}`,
+            s?.model && `model ${s.model}`,
+            s?.apiLevelMin && `API >= ${s.apiLevelMin}`,
+            s?.apiLevelMax && `API <= ${s.apiLevelMax}`,
+            s?.agent && `agent ${s.agent}`,
+            ...Object.entries(s?.labels ?? {}).map(([k, v]) => `${k}=${v}`),
+          ].filter(Boolean).join(", ") || "any device";
+          return h("tr", {}, h("td", {}, String(i + 1)), h("th", { scope: "row" }, w.holder), h("td", {}, wants), h("td", { title: when(w.enqueueTime) }, ago(w.enqueueTime)), h("td", {}, when(w.waitDeadline)));
+        }),
     );
   });
   const offs = [state.on("leases", render), state.on("queue", render)];

@@ -35,7 +35,10 @@ export const overviewView: View = (root, state) => {
     const failed = [
       ...state.activity.filter((a) => a.outcome !== "ok").map((a) => ({ t: Number(a.time?.seconds ?? 0n), text: `${a.command} on ${a.serial} by ${a.caller}: ${a.outcome}` })),
       ...[...state.evidence.values()].filter((e) => e.status !== "complete").map((e) => ({ t: Number(e.createTime?.seconds ?? 0n), text: `${e.kind} evidence ${e.evidenceId.slice(0, 8)} on ${e.serial}: ${e.status}` })),
-      ...[...state.sessions.values()].filter((s) => s.status === "failed" || s.status === "partial").map((s) => ({ t: Number(s.updateTime?.seconds ?? 0n), text: `recording ${s.sessionId.slice(0, 8)} on ${s.serial}: ${s.status}${s.code ? ` (${s.code})` : ""}` })),
+      ...[...state.sessions.values()].filter((s) => s.status === "failed" || s.status === "partial").map((s) => ({
+        t: Number(s.updateTime?.seconds ?? 0n),
+        text: `recording ${s.sessionId.slice(0, 8)} on ${s.serial}: ${s.status}${s.code ? ` (${s.code})` : ""}`,
+      })),
     ]
       .sort((a, b) => b.t - a.t)
       .slice(0, RECENT);

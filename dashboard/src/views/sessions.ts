@@ -19,28 +19,28 @@ export const sessionsView: View = (root, state) => {
       sessions.length === 0
         ? h("tr", {}, h("td", { colspan: 8 }, "No recordings yet."))
         : sessions.map((s) => {
-            let m: EvidenceManifest | null = null;
-            try {
-              m = s.manifestJson ? (JSON.parse(s.manifestJson) as EvidenceManifest) : null;
-            } catch {
-              m = null;
-            }
-            const v = m?.video;
-            // While recording, the duration so far ticks from the start time.
-            const seconds = LIVE.has(s.status) && s.createTime ? Math.round((Date.now() - timestampDate(s.createTime).getTime()) / 1000) : v?.hostDurationMs ? Math.round(v.hostDurationMs / 1000) : null;
-            return h(
-              "tr",
-              { "data-session": s.sessionId },
-              h("th", { scope: "row" }, h("code", {}, s.sessionId.slice(0, 8))),
-              h("td", { class: `status status-${s.status}`, "data-cell": "status" }, s.status, s.code ? ` (${s.code})` : ""),
-              h("td", {}, s.serial),
-              h("td", {}, s.agentName),
-              h("td", {}, when(s.createTime)),
-              h("td", {}, seconds === null ? "" : `${seconds} s${v ? ` of ${v.requestedDurationSeconds} s` : ""}`),
-              h("td", {}, v?.stopReason ?? ""),
-              h("td", {}, s.stored ? h("a", { href: `#/evidence/${s.sessionId}` }, "open") : ""),
-            );
-          }),
+          let m: EvidenceManifest | null = null;
+          try {
+            m = s.manifestJson ? (JSON.parse(s.manifestJson) as EvidenceManifest) : null;
+          } catch {
+            m = null;
+          }
+          const v = m?.video;
+          // While recording, the duration so far ticks from the start time.
+          const seconds = LIVE.has(s.status) && s.createTime ? Math.round((Date.now() - timestampDate(s.createTime).getTime()) / 1000) : v?.hostDurationMs ? Math.round(v.hostDurationMs / 1000) : null;
+          return h(
+            "tr",
+            { "data-session": s.sessionId },
+            h("th", { scope: "row" }, h("code", {}, s.sessionId.slice(0, 8))),
+            h("td", { class: `status status-${s.status}`, "data-cell": "status" }, s.status, s.code ? ` (${s.code})` : ""),
+            h("td", {}, s.serial),
+            h("td", {}, s.agentName),
+            h("td", {}, when(s.createTime)),
+            h("td", {}, seconds === null ? "" : `${seconds} s${v ? ` of ${v.requestedDurationSeconds} s` : ""}`),
+            h("td", {}, v?.stopReason ?? ""),
+            h("td", {}, s.stored ? h("a", { href: `#/evidence/${s.sessionId}` }, "open") : ""),
+          );
+        }),
     );
   });
   const off = state.on("sessions", render);

@@ -78,12 +78,12 @@ export const testSessionPageView: View = (root, state, id) => {
       summary,
       failed.length
         ? h(
-            "p",
-            { class: "errors-summary" },
-            h("span", { class: "bad" }, `Failed step${failed.length === 1 ? "" : "s"}: `),
-            // Buttons, not #fragment links: the hash is the page's route.
-            failed.map((n) => h("button", { type: "button", class: "link", onclick: () => cards.get(n)?.el.scrollIntoView({ block: "start" }) }, `#${n}`)),
-          )
+          "p",
+          { class: "errors-summary" },
+          h("span", { class: "bad" }, `Failed step${failed.length === 1 ? "" : "s"}: `),
+          // Buttons, not #fragment links: the hash is the page's route.
+          failed.map((n) => h("button", { type: "button", class: "link", onclick: () => cards.get(n)?.el.scrollIntoView({ block: "start" }) }, `#${n}`)),
+        )
         : null,
     );
   };
@@ -112,7 +112,7 @@ export const testSessionPageView: View = (root, state, id) => {
     try {
       const got = await api.sessions.getSession({ sessionId: id });
       const steps: SessionStep[] = [];
-      for (let pageToken = ""; ; ) {
+      for (let pageToken = "";;) {
         const page = await api.sessions.listSessionSteps({ sessionId: id, pageSize: STEP_PAGE, pageToken });
         steps.push(...page.steps);
         if (!page.nextPageToken || page.nextPageToken === pageToken) break;
@@ -152,7 +152,7 @@ export const testSessionPageView: View = (root, state, id) => {
   ];
   const tick = setInterval(() => {
     if (session?.status !== SessionStatus.RUNNING) return;
-    const cell = head.querySelector('[data-cell="duration"]');
+    const cell = head.querySelector("[data-cell=\"duration\"]");
     if (cell) cell.textContent = sessionDuration(session);
   }, 1_000);
   void load();

@@ -58,21 +58,21 @@ export const testSessionsView: View = (root, state, query) => {
       rows.length === 0
         ? h("tr", {}, h("td", { colspan: 7 }, all.length === 0 ? "No test sessions yet." : "No sessions match."))
         : rows.map((s) => {
-            const name = statusName(s.status);
-            const dur = h("td", { "data-cell": "duration" }, sessionDuration(s));
-            if (s.status === SessionStatus.RUNNING) running.push({ s, cell: dur });
-            return h(
-              "tr",
-              { "data-test-session": s.sessionId },
-              h("th", { scope: "row" }, h("a", { href: sessionHref(s.sessionId), title: s.sessionId }, s.name || s.sessionId.slice(0, 8))),
-              h("td", { "data-cell": "device" }, s.serial, s.agentName ? h("span", { class: "count" }, ` on ${s.agentName}`) : null),
-              h("td", { "data-cell": "user" }, s.owner),
-              h("td", { class: `status status-${name}`, "data-cell": "status" }, name),
-              h("td", { "data-cell": "actions" }, String(s.stepCount), s.failedStepCount ? h("span", { class: "bad" }, ` (${s.failedStepCount} failed)`) : null),
-              h("td", {}, when(s.createTime)),
-              dur,
-            );
-          }),
+          const name = statusName(s.status);
+          const dur = h("td", { "data-cell": "duration" }, sessionDuration(s));
+          if (s.status === SessionStatus.RUNNING) running.push({ s, cell: dur });
+          return h(
+            "tr",
+            { "data-test-session": s.sessionId },
+            h("th", { scope: "row" }, h("a", { href: sessionHref(s.sessionId), title: s.sessionId }, s.name || s.sessionId.slice(0, 8))),
+            h("td", { "data-cell": "device" }, s.serial, s.agentName ? h("span", { class: "count" }, ` on ${s.agentName}`) : null),
+            h("td", { "data-cell": "user" }, s.owner),
+            h("td", { class: `status status-${name}`, "data-cell": "status" }, name),
+            h("td", { "data-cell": "actions" }, String(s.stepCount), s.failedStepCount ? h("span", { class: "bad" }, ` (${s.failedStepCount} failed)`) : null),
+            h("td", {}, when(s.createTime)),
+            dur,
+          );
+        }),
     );
   });
   for (const el of [device, user]) el.addEventListener("input", render);

@@ -6,8 +6,20 @@ export type PolicyAction = (typeof POLICY_ACTIONS)[number];
 
 /** SessionStep.action words: routed actions, then steps the client appends. */
 export const STEP_ACTIONS = [
-  "tap", "swipe", "text", "key", "shell", "setprop", "install", "reboot",
-  "app-endpoint", "remove-forward", "ui-tree", "evidence", "assert-visual", "wait",
+  "tap",
+  "swipe",
+  "text",
+  "key",
+  "shell",
+  "setprop",
+  "install",
+  "reboot",
+  "app-endpoint",
+  "remove-forward",
+  "ui-tree",
+  "evidence",
+  "assert-visual",
+  "wait",
 ] as const;
 
 /**

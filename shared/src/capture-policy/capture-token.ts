@@ -23,8 +23,7 @@ export const CAPTURE_TOKENS: readonly string[] = [
 ];
 
 /** How the allowed forms read in an error. */
-export const ALLOWED_FORMS =
-  "screenshot[.before|.after|.around], elements[.before|.after|.around] (default .after), video[.around], deviceLog[.around] (default .around), actionLog";
+export const ALLOWED_FORMS = "screenshot[.before|.after|.around], elements[.before|.after|.around] (default .after), video[.around], deviceLog[.around] (default .around), actionLog";
 
 /** A token with its default applied; `actionLog` is null (nothing to capture). */
 export interface CaptureToken {
@@ -78,13 +77,12 @@ export function capturePoints(tokens: readonly string[]): CaptureToken[] {
   for (const text of tokens) {
     const t = parseCaptureToken(text);
     if (!t) continue;
-    const points: CaptureToken[] =
-      isInstant(t.kind) && t.when === "around"
-        ? [
-            { kind: t.kind, when: "before", token: `${t.kind}.before` },
-            { kind: t.kind, when: "after", token: `${t.kind}.after` },
-          ]
-        : [t];
+    const points: CaptureToken[] = isInstant(t.kind) && t.when === "around"
+      ? [
+        { kind: t.kind, when: "before", token: `${t.kind}.before` },
+        { kind: t.kind, when: "after", token: `${t.kind}.after` },
+      ]
+      : [t];
     for (const p of points) if (!out.has(p.token)) out.set(p.token, p);
   }
   return [...out.values()];

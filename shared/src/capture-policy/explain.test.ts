@@ -27,7 +27,7 @@ describe("explainPolicy on the checkout fixture", () => {
   });
 
   it("describes triggers and captures with defaults applied", () => {
-    expect(row("rule 1")).toMatchObject({ trigger: 'action: tap, idMatches: "*:id/checkout*"', captures: ["deviceLog.around", "elements.after"], speculative: false });
+    expect(row("rule 1")).toMatchObject({ trigger: "action: tap, idMatches: \"*:id/checkout*\"", captures: ["deviceLog.around", "elements.after"], speculative: false });
     expect(row("rule 2")).toMatchObject({ trigger: "event: screenChanged", captures: ["elements.after"], speculative: false });
     expect(row("rule 3")).toMatchObject({ trigger: "result: error", captures: ["deviceLog.around", "video.around"], speculative: true });
     expect(row("default")).toMatchObject({ trigger: "every step", captures: ["screenshot.before"], estimatedBytes: 0 });
@@ -38,7 +38,7 @@ describe("explainPolicy on the checkout fixture", () => {
       ["rule 1", ["deviceLog"], 24 * 64 * KiB],
       ["rule 3", ["deviceLog", "video"], 3 * (64 * KiB + 2 * MiB)],
     ]);
-    expect(e.warnings[0]?.message).toBe('rule 1 (action: tap, idMatches: "*:id/checkout*") captures deviceLog on 24 of 60 steps (more than a third): ≈ 1.5 MiB');
+    expect(e.warnings[0]?.message).toBe("rule 1 (action: tap, idMatches: \"*:id/checkout*\") captures deviceLog on 24 of 60 steps (more than a third): ≈ 1.5 MiB");
     expect(e.warnings[1]?.message).toContain("speculatively around all 60 steps (more than 50) to keep the 3 it fires on");
     expect(e.notes.map((n) => n.rule)).toEqual(["rule 6"]);
     expect(e.notes[0]?.message).toContain("no long-press action");

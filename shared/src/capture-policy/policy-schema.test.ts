@@ -30,7 +30,10 @@ const generated: { name: string; value: unknown }[] = [
   { name: "idMatches with result", value: { capturePolicy: [{ on: { result: "error", idMatches: "*" }, capture: ["video"] }] } },
   { name: "three triggers", value: { capturePolicy: [{ on: { action: "tap", event: "screenChanged", result: "error" }, capture: ["video"] }] } },
   { name: "result ok", value: { capturePolicy: [{ on: { result: "ok" }, capture: ["video"] }] } },
-  { name: "every token", value: { capture: ["screenshot", "screenshot.before", "screenshot.after", "screenshot.around", "elements", "elements.before", "elements.after", "elements.around", "video", "video.around", "deviceLog", "deviceLog.around", "actionLog"] } },
+  {
+    name: "every token",
+    value: { capture: ["screenshot", "screenshot.before", "screenshot.after", "screenshot.around", "elements", "elements.before", "elements.after", "elements.around", "video", "video.around", "deviceLog", "deviceLog.around", "actionLog"] },
+  },
   { name: "actionLog.after", value: { capture: ["actionLog.after"] } },
   { name: "a number token", value: { capture: [1] } },
   { name: "null", value: null },

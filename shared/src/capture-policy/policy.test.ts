@@ -66,9 +66,9 @@ colour: blue
         "capturePolicy[1].on.idMatches: idMatches is allowed only with action (rule 2)",
         "capturePolicy[2].on: has 2 triggers (action, result); a rule has exactly one (rule 3)",
         "capturePolicy[2].capture: needs at least 1 capture token (rule 3)",
-        'secrets: "CI_API_TOKEN" is listed twice (items 0 and 1)',
-        'secrets[2]: "9LIVES" is not an environment variable name',
-        'log.package: "app" is not an Android package name (com.example.app)',
+        "secrets: \"CI_API_TOKEN\" is listed twice (items 0 and 1)",
+        "secrets[2]: \"9LIVES\" is not an environment variable name",
+        "log.package: \"app\" is not an Android package name (com.example.app)",
         "colour: unknown key; allowed here: $schema, capture, capturePolicy, redact, secrets, log",
       ]),
     );
@@ -118,18 +118,18 @@ colour: blue
   });
 
   it("refuses a deviceLog filterspec the phone's shell could read as more than TAG:LEVEL pairs", () => {
-    expect(parsePolicy('log: {filterspec: "*:S ActivityManager:I my.tag-2:V"}').log?.filterspec).toBe("*:S ActivityManager:I my.tag-2:V");
+    expect(parsePolicy("log: {filterspec: \"*:S ActivityManager:I my.tag-2:V\"}").log?.filterspec).toBe("*:S ActivityManager:I my.tag-2:V");
     for (const bad of ["*:W; reboot", "*:W && reboot", "$(reboot):W", "*:X", "*", "*:W  "]) expect(problems(`log: {filterspec: ${JSON.stringify(bad)}}`)[0], bad).toMatch(/^log\.filterspec: .* is not a logcat filterspec/);
   });
 
   it("reports syntax errors with their line, and refuses duplicate keys", () => {
     expect(problems("capture: [elements\n")[0]).toMatch(/^\(line \d+, column \d+\): /);
     expect(problems("capture: [elements]\ncapture: [video]\n")).toEqual(["(line 2, column 1): Map keys must be unique"]);
-    expect(problems('{"capture": [', "json")[0]).toMatch(/^\(json\): /);
+    expect(problems("{\"capture\": [", "json")[0]).toMatch(/^\(json\): /);
   });
 
   it("says to quote a glob that YAML reads as an alias", () => {
-    expect(problems("capturePolicy:\n  - on: {action: tap, idMatches: *:id/checkout*}\n    capture: [video]\n")[0]).toContain('quote globs, idMatches: "*:id/checkout*"');
+    expect(problems("capturePolicy:\n  - on: {action: tap, idMatches: *:id/checkout*}\n    capture: [video]\n")[0]).toContain("quote globs, idMatches: \"*:id/checkout*\"");
   });
 
   it("wants a mapping at the top", () => {

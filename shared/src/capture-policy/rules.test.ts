@@ -20,9 +20,7 @@ const brief = (caps: AppliedCapture[]) => caps.map((c) => `${c.token}<-${c.reaso
 
 /** Every combination of step facts farm can record. */
 const allSteps: StepFacts[] = STEP_ACTIONS.flatMap((action) =>
-  ["", CHECKOUT, "com.example.app:id/pay"].flatMap((targetId) =>
-    [false, true].flatMap((screenChanged) => [false, true].map((failed) => ({ action, targetId, screenChanged, failed }))),
-  ),
+  ["", CHECKOUT, "com.example.app:id/pay"].flatMap((targetId) => [false, true].flatMap((screenChanged) => [false, true].map((failed) => ({ action, targetId, screenChanged, failed }))))
 );
 
 describe("rule triggers", () => {

@@ -197,7 +197,7 @@ describe("stream", () => {
     const text = lines.join("");
     const bytes = Buffer.from(text);
     const chunks: Buffer[] = [];
-    for (let at = 0; at < bytes.length; ) {
+    for (let at = 0; at < bytes.length;) {
       const n = 1 + Math.floor(next() * 40);
       chunks.push(bytes.subarray(at, at + n));
       at += n;
@@ -331,8 +331,16 @@ describe("uiTree", () => {
   });
 
   it("masks labelled elements inside a JSON document (a wait's diagnosis), flattened or nested", () => {
-    const doc = { selector: { text: "Sign in" }, elements: [{ type: "t", text: "1234", resourceId: "com.bank:id/pin", contentDesc: "" }], tree: [{ text: "", resourceId: "", children: [{ text: "4111", resourceId: "", contentDesc: "Card number" }] }] };
-    expect(r.json(doc)).toEqual({ selector: { text: "Sign in" }, elements: [{ type: "t", text: M, resourceId: "com.bank:id/pin", contentDesc: "" }], tree: [{ text: "", resourceId: "", children: [{ text: M, resourceId: "", contentDesc: "Card number" }] }] });
+    const doc = {
+      selector: { text: "Sign in" },
+      elements: [{ type: "t", text: "1234", resourceId: "com.bank:id/pin", contentDesc: "" }],
+      tree: [{ text: "", resourceId: "", children: [{ text: "4111", resourceId: "", contentDesc: "Card number" }] }],
+    };
+    expect(r.json(doc)).toEqual({
+      selector: { text: "Sign in" },
+      elements: [{ type: "t", text: M, resourceId: "com.bank:id/pin", contentDesc: "" }],
+      tree: [{ text: "", resourceId: "", children: [{ text: M, resourceId: "", contentDesc: "Card number" }] }],
+    });
   });
 });
 

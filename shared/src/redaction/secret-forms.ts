@@ -40,7 +40,7 @@ export function htmlForms(s: string): string[] {
   const base = s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   // Python's html.escape writes &quot; &#x27;, Go's &#34; &#39;; text content often leaves quotes alone.
   const out: string[] = [];
-  for (const dq of ['"', "&quot;", "&#34;"]) {
+  for (const dq of ["\"", "&quot;", "&#34;"]) {
     for (const sq of ["'", "&#39;", "&#x27;"]) out.push(base.replace(/"/g, dq).replace(/'/g, sq));
   }
   return out;

@@ -60,7 +60,7 @@ export function secretLeaks(haystack: unknown, secret: string): string[] {
 function stringsOf(v: unknown, out: string[] = []): string[] {
   if (typeof v === "string") out.push(v);
   else if (v instanceof Uint8Array) out.push(Buffer.from(v).toString("utf8"));
-  else if (Array.isArray(v)) for (const x of v) stringsOf(x, out);
+  else if (Array.isArray(v)) { for (const x of v) stringsOf(x, out); }
   else if (v !== null && typeof v === "object") {
     for (const [k, x] of Object.entries(v)) {
       out.push(k);

@@ -1,4 +1,4 @@
-import type { SimDevice } from '../device/sim-device.js';
+import type { SimDevice } from "../device/sim-device.js";
 
 /** What the control API and CLI report about a device. */
 export interface DeviceSummary {

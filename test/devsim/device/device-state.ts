@@ -1,23 +1,23 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { Socket } from 'node:net';
-import { DeviceLatency } from '../latency/device-latency.js';
-import { DeviceFaults } from '../faults/device-faults.js';
-import { appCaller, ROOT, SHELL, type Caller } from '../fs/caller.js';
-import { populateDefaultLayout } from '../fs/default-layout.js';
-import { FileSystem } from '../fs/file-system.js';
-import { DEMO_PACKAGE, demoApp } from '../screen/apps/demo-app.js';
-import { settingsApp } from '../screen/apps/settings-app.js';
-import { launcherApp } from '../screen/apps/launcher-app.js';
-import { Display, type Size } from '../screen/display.js';
-import { ScreenModel } from '../screen/screen-model.js';
-import { ScreenRenderer } from '../screen/screen-renderer.js';
-import { SDK_ENDPOINT_FILE, SDK_ENDPOINT_SCHEMA, sdkSocketName, startSdkServer } from './app-sdk-server.js';
-import { LogBuffer } from './log-buffer.js';
-import { PackageManager } from './package-manager.js';
-import { SocketNamespace } from './socket-namespace.js';
-import { ProcessTable, type SimProcess } from './process-table.js';
-import { PropertyStore } from './property-store.js';
-import { SettingsStore } from './settings-store.js';
+import { randomBytes, randomUUID } from "node:crypto";
+import { Socket } from "node:net";
+import { DeviceLatency } from "../latency/device-latency.js";
+import { DeviceFaults } from "../faults/device-faults.js";
+import { appCaller, ROOT, SHELL, type Caller } from "../fs/caller.js";
+import { populateDefaultLayout } from "../fs/default-layout.js";
+import { FileSystem } from "../fs/file-system.js";
+import { DEMO_PACKAGE, demoApp } from "../screen/apps/demo-app.js";
+import { settingsApp } from "../screen/apps/settings-app.js";
+import { launcherApp } from "../screen/apps/launcher-app.js";
+import { Display, type Size } from "../screen/display.js";
+import { ScreenModel } from "../screen/screen-model.js";
+import { ScreenRenderer } from "../screen/screen-renderer.js";
+import { SDK_ENDPOINT_FILE, SDK_ENDPOINT_SCHEMA, sdkSocketName, startSdkServer } from "./app-sdk-server.js";
+import { LogBuffer } from "./log-buffer.js";
+import { PackageManager } from "./package-manager.js";
+import { SocketNamespace } from "./socket-namespace.js";
+import { ProcessTable, type SimProcess } from "./process-table.js";
+import { PropertyStore } from "./property-store.js";
+import { SettingsStore } from "./settings-store.js";
 
 export interface DisplaySpec extends Size {
   density: number;
@@ -65,13 +65,13 @@ export class DeviceState {
     this.props = new PropertyStore(props);
     this.currentBootId = bootId;
     populateDefaultLayout(this.fs, () => this.currentBootId);
-    this.fs.mkdir('/proc/net', ROOT, { mode: 0o555, uid: 0, gid: 0 });
-    this.fs.addSpecial('/proc/net/unix', 'dynamic', () => Buffer.from(this.sockets.procNetUnix()));
+    this.fs.mkdir("/proc/net", ROOT, { mode: 0o555, uid: 0, gid: 0 });
+    this.fs.addSpecial("/proc/net/unix", "dynamic", () => Buffer.from(this.sockets.procNetUnix()));
     this.fs.isFull = () => this.faults.current.storageFull === true;
     this.packages = new PackageManager(this.fs);
     this.packages.install({ name: launcherApp.packageName, system: true }, launcherApp);
     this.packages.install({ name: settingsApp.packageName, system: true }, settingsApp);
-    this.packages.install({ name: DEMO_PACKAGE, debuggable: true, versionName: '1.4.2', versionCode: 142 }, demoApp);
+    this.packages.install({ name: DEMO_PACKAGE, debuggable: true, versionName: "1.4.2", versionCode: 142 }, demoApp);
     this.display = new Display({ width: display.width, height: display.height }, display.density);
     this.screen = new ScreenModel(this.display, {
       app: (name) => this.packages.get(name)?.model,
@@ -81,7 +81,7 @@ export class DeviceState {
     });
     this.renderer = new ScreenRenderer(this.screen);
     this.settings.onChange = (namespace, key, value) => {
-      if (namespace === 'system' && key === 'user_rotation' && this.settings.get('system', 'accelerometer_rotation') !== '1') {
+      if (namespace === "system" && key === "user_rotation" && this.settings.get("system", "accelerometer_rotation") !== "1") {
         this.display.rotation = Number(value ?? 0) & 3;
         this.screen.changed();
       }
@@ -90,7 +90,7 @@ export class DeviceState {
       if (!process.packageName) return;
       this.screen.forceStop(process.packageName);
       this.stopSdk(process.packageName);
-      this.log.add({ pid: this.pidOf('system_server'), priority: 4, tag: 'ActivityManager', message: `Process ${process.packageName} (pid ${process.pid}) has died` });
+      this.log.add({ pid: this.pidOf("system_server"), priority: 4, tag: "ActivityManager", message: `Process ${process.packageName} (pid ${process.pid}) has died` });
     };
     this.bootProcesses();
   }
@@ -100,9 +100,14 @@ export class DeviceState {
     const running = this.appProcess(packageName);
     if (running) return running;
     const pkg = this.packages.get(packageName);
-    const zygote = this.processes.find((p) => p.name === 'zygote64');
+    const zygote = this.processes.find((p) => p.name === "zygote64");
     const process = this.processes.spawn({ ppid: zygote?.pid ?? 1, uid: pkg?.uid ?? 1000, name: packageName, args: packageName, packageName });
-    this.log.add({ pid: this.pidOf('system_server'), priority: 4, tag: 'ActivityManager', message: `Start proc ${process.pid}:${packageName}/u0a${(pkg?.uid ?? 10000) - 10000} for top-activity {${packageName}/${this.packages.get(packageName)?.model?.mainActivity ?? ''}}` });
+    this.log.add({
+      pid: this.pidOf("system_server"),
+      priority: 4,
+      tag: "ActivityManager",
+      message: `Start proc ${process.pid}:${packageName}/u0a${(pkg?.uid ?? 10000) - 10000} for top-activity {${packageName}/${this.packages.get(packageName)?.model?.mainActivity ?? ""}}`,
+    });
     if (this.sdkPackages.has(packageName) && pkg) this.startSdk(packageName, pkg.versionName);
     return process;
   }
@@ -118,7 +123,7 @@ export class DeviceState {
    */
   private startSdk(packageName: string, versionName: string): void {
     if (this.sdkServers.has(packageName)) return;
-    const runtimeEpoch = randomBytes(8).toString('hex');
+    const runtimeEpoch = randomBytes(8).toString("hex");
     const socketName = sdkSocketName(runtimeEpoch);
     const started = startSdkServer({
       packageName,
@@ -129,12 +134,13 @@ export class DeviceState {
       faults: () => this.faults.current,
     });
     this.sdkServers.set(packageName, { started, runtimeEpoch });
-    const publish = (ready: boolean) => this.writeSdkDescriptor(packageName, { ok: ready, packageName, runtimeEpoch, transport: 'localabstract', socketName, version: 'farm-sdk/1', updatedAtMs: Date.now(), error: ready ? null : 'starting' });
+    const publish = (ready: boolean) =>
+      this.writeSdkDescriptor(packageName, { ok: ready, packageName, runtimeEpoch, transport: "localabstract", socketName, version: "farm-sdk/1", updatedAtMs: Date.now(), error: ready ? null : "starting" });
     publish(false);
     // Registered at once (the app "binds" as it starts); connections wait for the listener.
     this.sockets.register(`localabstract:${socketName}`, () => {
       const socket = new Socket();
-      void started.then((server) => socket.connect({ host: '127.0.0.1', port: server.port }));
+      void started.then((server) => socket.connect({ host: "127.0.0.1", port: server.port }));
       return socket;
     });
     void started.then(() => {
@@ -146,7 +152,7 @@ export class DeviceState {
   writeSdkDescriptor(packageName: string, descriptor: Record<string, unknown> | string): void {
     const pkg = this.packages.get(packageName);
     if (!pkg) return;
-    const text = typeof descriptor === 'string' ? descriptor : `${JSON.stringify({ schema: SDK_ENDPOINT_SCHEMA, ...descriptor })}\n`;
+    const text = typeof descriptor === "string" ? descriptor : `${JSON.stringify({ schema: SDK_ENDPOINT_SCHEMA, ...descriptor })}\n`;
     this.fs.writeFile(`/data/data/${packageName}/${SDK_ENDPOINT_FILE}`, Buffer.from(text), appCaller(pkg.uid), { mode: 0o600 });
   }
 
@@ -182,16 +188,16 @@ export class DeviceState {
     processes.clear();
     const at = Date.now() - 60_000;
     const root = (name: string, args = name) => processes.spawn({ ppid: 1, uid: 0, name, args, startTime: at });
-    processes.spawn({ ppid: 0, uid: 0, name: 'init', args: '/system/bin/init second_stage', startTime: at });
-    processes.spawn({ ppid: 0, uid: 0, name: 'kthreadd', args: '[kthreadd]', startTime: at });
-    root('ueventd', '/system/bin/ueventd');
-    processes.spawn({ ppid: 1, uid: 1036, name: 'logd', args: '/system/bin/logd', startTime: at });
-    processes.spawn({ ppid: 1, uid: 1000, name: 'servicemanager', args: '/system/bin/servicemanager', startTime: at });
-    processes.spawn({ ppid: 1, uid: 1000, name: 'surfaceflinger', args: '/system/bin/surfaceflinger', startTime: at });
-    const zygote = root('zygote64', 'zygote64');
-    processes.spawn({ ppid: 1, uid: 2000, name: 'adbd', args: '/apex/com.android.adbd/bin/adbd --root_seclabel=u:r:su:s0', startTime: at });
-    processes.spawn({ ppid: zygote.pid, uid: 1000, name: 'system_server', args: 'system_server', startTime: at });
-    for (const name of ['com.android.systemui', launcherApp.packageName]) {
+    processes.spawn({ ppid: 0, uid: 0, name: "init", args: "/system/bin/init second_stage", startTime: at });
+    processes.spawn({ ppid: 0, uid: 0, name: "kthreadd", args: "[kthreadd]", startTime: at });
+    root("ueventd", "/system/bin/ueventd");
+    processes.spawn({ ppid: 1, uid: 1036, name: "logd", args: "/system/bin/logd", startTime: at });
+    processes.spawn({ ppid: 1, uid: 1000, name: "servicemanager", args: "/system/bin/servicemanager", startTime: at });
+    processes.spawn({ ppid: 1, uid: 1000, name: "surfaceflinger", args: "/system/bin/surfaceflinger", startTime: at });
+    const zygote = root("zygote64", "zygote64");
+    processes.spawn({ ppid: 1, uid: 2000, name: "adbd", args: "/apex/com.android.adbd/bin/adbd --root_seclabel=u:r:su:s0", startTime: at });
+    processes.spawn({ ppid: zygote.pid, uid: 1000, name: "system_server", args: "system_server", startTime: at });
+    for (const name of ["com.android.systemui", launcherApp.packageName]) {
       processes.spawn({ ppid: zygote.pid, uid: this.packages.get(name)?.uid ?? 1000, name, args: name, packageName: name, startTime: at });
     }
   }

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { AID, ROOT } from '../fs/caller.js';
-import type { FileSystem } from '../fs/file-system.js';
-import type { AppModel } from '../screen/screen-spec.js';
+import { randomBytes } from "node:crypto";
+import { AID, ROOT } from "../fs/caller.js";
+import type { FileSystem } from "../fs/file-system.js";
+import type { AppModel } from "../screen/screen-spec.js";
 
 /** An installed package as PackageManager knows it. */
 export interface InstalledPackage {
@@ -30,14 +30,14 @@ export interface PackageManifest {
 }
 
 const SYSTEM_PACKAGES = [
-  'android',
-  'com.android.systemui',
-  'com.android.shell',
-  'com.android.phone',
-  'com.android.providers.settings',
-  'com.android.vending',
-  'com.google.android.gms',
-  'com.android.chrome',
+  "android",
+  "com.android.systemui",
+  "com.android.shell",
+  "com.android.phone",
+  "com.android.providers.settings",
+  "com.android.vending",
+  "com.google.android.gms",
+  "com.android.chrome",
 ];
 
 /**
@@ -64,22 +64,22 @@ export class PackageManager {
   /** Installs or replaces (keeping uid and data, like `pm install -r`). */
   install(manifest: PackageManifest, model: AppModel | undefined, apk: Buffer = Buffer.alloc(0)): InstalledPackage {
     const existing = this.packages.get(manifest.name);
-    const uid = existing?.uid ?? (manifest.system && manifest.name === 'android' ? AID.SYSTEM : this.nextUid++);
-    const dir = `/data/app/~~${randomBytes(8).toString('base64url')}/${manifest.name}-${randomBytes(8).toString('base64url')}`;
-    if (existing) this.fs.remove(existing.apkPath.replace(/\/[^/]+\/base\.apk$/, ''), ROOT, { recursive: true });
+    const uid = existing?.uid ?? (manifest.system && manifest.name === "android" ? AID.SYSTEM : this.nextUid++);
+    const dir = `/data/app/~~${randomBytes(8).toString("base64url")}/${manifest.name}-${randomBytes(8).toString("base64url")}`;
+    if (existing) this.fs.remove(existing.apkPath.replace(/\/[^/]+\/base\.apk$/, ""), ROOT, { recursive: true });
     this.fs.mkdir(dir, ROOT, { parents: true, mode: 0o755, uid: AID.SYSTEM, gid: AID.SYSTEM });
     this.fs.writeFile(`${dir}/base.apk`, apk, ROOT, { mode: 0o644 });
     const data = `/data/data/${manifest.name}`;
     if (!this.fs.exists(data, ROOT)) {
       this.fs.mkdir(data, ROOT, { mode: 0o700, uid, gid: uid });
-      for (const sub of ['cache', 'code_cache', 'files', 'shared_prefs']) this.fs.mkdir(`${data}/${sub}`, ROOT, { mode: 0o771, uid, gid: uid });
+      for (const sub of ["cache", "code_cache", "files", "shared_prefs"]) this.fs.mkdir(`${data}/${sub}`, ROOT, { mode: 0o771, uid, gid: uid });
     }
     const installed: InstalledPackage = {
       name: manifest.name,
       uid,
       label: manifest.label ?? model?.label ?? manifest.name,
       versionCode: manifest.versionCode ?? 1,
-      versionName: manifest.versionName ?? '1.0',
+      versionName: manifest.versionName ?? "1.0",
       debuggable: manifest.debuggable ?? false,
       system: manifest.system ?? false,
       apkPath: `${dir}/base.apk`,
@@ -93,7 +93,7 @@ export class PackageManager {
   uninstall(name: string): boolean {
     const found = this.packages.get(name);
     if (!found || found.system) return false;
-    this.fs.remove(found.apkPath.replace(/\/[^/]+\/base\.apk$/, ''), ROOT, { recursive: true });
+    this.fs.remove(found.apkPath.replace(/\/[^/]+\/base\.apk$/, ""), ROOT, { recursive: true });
     this.fs.remove(`/data/data/${name}`, ROOT, { recursive: true });
     this.packages.delete(name);
     return true;
@@ -105,7 +105,7 @@ export class PackageManager {
     if (!found) return false;
     const data = `/data/data/${name}`;
     for (const entry of this.fs.readdir(data, ROOT)) this.fs.remove(`${data}/${entry.name}`, ROOT, { recursive: true });
-    for (const sub of ['cache', 'code_cache']) this.fs.mkdir(`${data}/${sub}`, ROOT, { mode: 0o771, uid: found.uid, gid: found.uid });
+    for (const sub of ["cache", "code_cache"]) this.fs.mkdir(`${data}/${sub}`, ROOT, { mode: 0o771, uid: found.uid, gid: found.uid });
     return true;
   }
 }

@@ -1,11 +1,11 @@
-import type { Caller } from '../fs/caller.js';
+import type { Caller } from "../fs/caller.js";
 
 export const SIGNALS: Record<string, number> = { HUP: 1, INT: 2, QUIT: 3, KILL: 9, USR1: 10, USR2: 12, TERM: 15, CONT: 18, STOP: 19 };
 
 /** `INT`, `SIGINT` or `2` → 2. */
 export function parseSignal(text: string): number | undefined {
   if (/^[0-9]+$/.test(text)) return Number(text);
-  const name = text.toUpperCase().replace(/^SIG/, '');
+  const name = text.toUpperCase().replace(/^SIG/, "");
   return SIGNALS[name];
 }
 
@@ -48,7 +48,7 @@ export class ProcessTable {
     return this.list().find(predicate);
   }
 
-  spawn(fields: Omit<SimProcess, 'pid' | 'startTime'> & { startTime?: number }): SimProcess {
+  spawn(fields: Omit<SimProcess, "pid" | "startTime"> & { startTime?: number }): SimProcess {
     // Pids grow and skip, like a kernel's after boot.
     const pid = this.nextPid;
     this.nextPid += this.nextPid < 100 ? 1 : 1 + Math.floor(Math.random() * 20);
@@ -66,10 +66,10 @@ export class ProcessTable {
   }
 
   /** kill(2): ESRCH / EPERM as text, or undefined on success. */
-  kill(pid: number, signal: number, caller: Caller): 'No such process' | 'Operation not permitted' | undefined {
+  kill(pid: number, signal: number, caller: Caller): "No such process" | "Operation not permitted" | undefined {
     const process = this.processes.get(pid);
-    if (!process) return 'No such process';
-    if (caller.uid !== 0 && caller.uid !== process.uid) return 'Operation not permitted';
+    if (!process) return "No such process";
+    if (caller.uid !== 0 && caller.uid !== process.uid) return "Operation not permitted";
     if (signal === 0) return undefined;
     if (process.onSignal) process.onSignal(signal);
     else if (signal !== 18 && signal !== 19) this.exit(pid);

@@ -26,7 +26,7 @@ export class PropertyStore {
   /** What `setprop` may do: false when the key is read-only and already set, or invalid. */
   trySet(key: string, value: string): boolean {
     if (!/^[A-Za-z0-9_.\-@:]+$/.test(key)) return false;
-    if (key.startsWith('ro.') && this.values.has(key)) return false;
+    if (key.startsWith("ro.") && this.values.has(key)) return false;
     this.set(key, value);
     return true;
   }

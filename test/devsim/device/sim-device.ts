@@ -1,19 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
-import { MAX_PAYLOAD } from '../protocol/constants.js';
-import { formatBanner } from '../protocol/banner.js';
-import { defaultServices } from '../services/default-services.js';
-import type { ServiceRegistry } from '../services/service-registry.js';
-import { DeviceConnection, type AuthMode, type ConnectionHost } from '../transport/device-connection.js';
-import { isReservedPort } from '../transport/port-rules.js';
-import { defaultProperties } from './default-properties.js';
-import { profileAt, type DeviceProfile } from './device-profiles.js';
-import { DeviceState } from './device-state.js';
-import type { LatencyProfileName } from '../latency/latency-profiles.js';
-import type { DeviceFaults } from '../faults/device-faults.js';
+import { randomBytes } from "node:crypto";
+import { createServer, type Server, type Socket } from "node:net";
+import { MAX_PAYLOAD } from "../protocol/constants.js";
+import { formatBanner } from "../protocol/banner.js";
+import { defaultServices } from "../services/default-services.js";
+import type { ServiceRegistry } from "../services/service-registry.js";
+import { DeviceConnection, type AuthMode, type ConnectionHost } from "../transport/device-connection.js";
+import { isReservedPort } from "../transport/port-rules.js";
+import { defaultProperties } from "./default-properties.js";
+import { profileAt, type DeviceProfile } from "./device-profiles.js";
+import { DeviceState } from "./device-state.js";
+import type { LatencyProfileName } from "../latency/latency-profiles.js";
+import type { DeviceFaults } from "../faults/device-faults.js";
 
 /** adb features the simulator implements; only these may be advertised. */
-export const IMPLEMENTED_FEATURES = ['shell_v2', 'stat_v2', 'ls_v2', 'fixed_push_mkdir'] as const;
+export const IMPLEMENTED_FEATURES = ["shell_v2", "stat_v2", "ls_v2", "fixed_push_mkdir"] as const;
 
 export interface SimDeviceOptions {
   /** ro.serialno / ro.boot.serialno; random if omitted. */
@@ -45,8 +45,8 @@ export interface SimDeviceOptions {
 
 /** Random serial number in the style of real ones (uppercase letters and digits). */
 export function randomSerialno(): string {
-  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789';
-  return [...randomBytes(12)].map((byte) => alphabet[byte % alphabet.length]).join('');
+  const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ0123456789";
+  return [...randomBytes(12)].map((byte) => alphabet[byte % alphabet.length]).join("");
 }
 
 const MAX_PORT_ATTEMPTS = 50;
@@ -74,19 +74,19 @@ export class SimDevice {
   private bootTimer: NodeJS.Timeout | undefined;
 
   constructor(options: SimDeviceOptions = {}) {
-    const profile = typeof options.profile === 'object' ? options.profile : profileAt(options.profile ?? 0);
-    const serialno = options.serialno ?? options.props?.['ro.serialno'] ?? randomSerialno();
+    const profile = typeof options.profile === "object" ? options.profile : profileAt(options.profile ?? 0);
+    const serialno = options.serialno ?? options.props?.["ro.serialno"] ?? randomSerialno();
     this.state = new DeviceState({ ...defaultProperties(profile, serialno), ...options.props }, options.bootId, { width: profile.width, height: profile.height, density: profile.density });
     this.services = options.services ?? defaultServices();
     this.features = new Set(options.features ?? IMPLEMENTED_FEATURES);
     this.maxPayload = options.maxPayload ?? MAX_PAYLOAD;
-    this.auth = options.auth ?? 'none';
+    this.auth = options.auth ?? "none";
     if (options.latency) this.state.latency.set(options.latency);
     if (options.latencySeed !== undefined) this.state.latency.reseed(options.latencySeed);
     this.rebootDownMs = options.rebootDownMs ?? this.state.latency.profile.rebootMs;
-    const debug = process.env['DEVSIM_DEBUG'];
+    const debug = process.env["DEVSIM_DEBUG"];
     this.log = options.log ?? (debug ? (message) => process.stderr.write(`[devsim ${this.serialno}] ${message}\n`) : () => {});
-    this.trace = options.trace ?? (debug === 'packets' ? this.log : undefined);
+    this.trace = options.trace ?? (debug === "packets" ? this.log : undefined);
     this.state.hooks = {
       vanish: () => void this.close(),
       reboot: (downMs) => this.reboot(downMs),
@@ -96,11 +96,11 @@ export class SimDevice {
   }
 
   get serialno(): string {
-    return this.state.props.get('ro.serialno') ?? '';
+    return this.state.props.get("ro.serialno") ?? "";
   }
 
   get model(): string {
-    return this.state.props.get('ro.product.model') ?? '';
+    return this.state.props.get("ro.product.model") ?? "";
   }
 
   /** Faults switched on for this device: `device.faults.set({ storageFull: true })`. */
@@ -154,9 +154,9 @@ export class SimDevice {
   banner(): string {
     const props = this.state.props;
     return formatBanner({
-      productName: props.get('ro.product.name') ?? '',
-      model: props.get('ro.product.model') ?? '',
-      device: props.get('ro.product.device') ?? '',
+      productName: props.get("ro.product.name") ?? "",
+      model: props.get("ro.product.model") ?? "",
+      device: props.get("ro.product.device") ?? "",
       features: [...this.features],
     });
   }
@@ -166,7 +166,7 @@ export class SimDevice {
    * free port, re-picking if the OS hands out one in the emulator range.
    * May be called again to expose the same phone on another port.
    */
-  async listen(host = '127.0.0.1', port = 0): Promise<number> {
+  async listen(host = "127.0.0.1", port = 0): Promise<number> {
     if (port !== 0 && this.servers.has(port)) throw new Error(`device ${this.serialno} is already listening on port ${port}`);
     if (port !== 0 && isReservedPort(port)) throw new Error(`port ${port} is reserved (adb server or emulator range 5555-5585)`);
     for (let attempt = 0; attempt < MAX_PORT_ATTEMPTS; attempt++) {
@@ -177,17 +177,17 @@ export class SimDevice {
         continue;
       }
       this.servers.set(bound, { server, host });
-      if (!this.state.props.has('service.adb.tcp.port')) this.state.props.set('service.adb.tcp.port', String(bound));
+      if (!this.state.props.has("service.adb.tcp.port")) this.state.props.set("service.adb.tcp.port", String(bound));
       this.log(`listening on ${host}:${bound}`);
       return bound;
     }
-    throw new Error('could not get a port outside the adb emulator range');
+    throw new Error("could not get a port outside the adb emulator range");
   }
 
   /** Vanishes: drops every connection at once and stops listening (adb: offline, later gone). */
   async close(): Promise<void> {
     const servers = [...this.servers.values()];
-    this.log(`vanishing: ${this.connections.size} connection(s), ports ${[...this.servers.keys()].join(', ') || 'none'}`);
+    this.log(`vanishing: ${this.connections.size} connection(s), ports ${[...this.servers.keys()].join(", ") || "none"}`);
     if (servers.length > 0) this.lastAddresses = [...this.servers.entries()].map(([port, { host }]) => ({ host, port }));
     this.servers.clear();
     clearTimeout(this.bootTimer);
@@ -213,14 +213,14 @@ export class SimDevice {
    */
   reboot(downMs = this.rebootDownMs): void {
     this.state.reboot();
-    this.state.props.set('sys.boot_completed', '');
-    this.state.props.set('dev.bootcomplete', '');
+    this.state.props.set("sys.boot_completed", "");
+    this.state.props.set("dev.bootcomplete", "");
     clearTimeout(this.bootTimer);
     let booted!: () => void;
     this.booting = new Promise((resolve) => (booted = resolve));
     this.bootTimer = setTimeout(() => {
-      this.state.props.set('sys.boot_completed', '1');
-      this.state.props.set('dev.bootcomplete', '1');
+      this.state.props.set("sys.boot_completed", "1");
+      this.state.props.set("dev.bootcomplete", "1");
       this.booting = undefined;
       booted();
     }, downMs);
@@ -266,12 +266,12 @@ export class SimDevice {
 
 function listenOn(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once("error", reject);
     server.listen({ host, port, exclusive: true }, () => {
-      server.off('error', reject);
+      server.off("error", reject);
       const address = server.address();
-      if (address && typeof address === 'object') resolve(address.port);
-      else reject(new Error('server has no TCP address'));
+      if (address && typeof address === "object") resolve(address.port);
+      else reject(new Error("server has no TCP address"));
     });
   });
 }
@@ -279,4 +279,3 @@ function listenOn(server: Server, host: string, port: number): Promise<number> {
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
-

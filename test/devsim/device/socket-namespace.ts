@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net';
+import { connect, type Socket } from "node:net";
 
 /** Opens a connection to whatever serves a device-side socket address. */
 export type SocketConnector = () => Socket;
@@ -19,7 +19,7 @@ export class SocketNamespace {
 
   /** Registers a host loopback port as the device socket. */
   registerPort(address: string, hostPort: number): void {
-    this.register(address, () => connect({ host: '127.0.0.1', port: hostPort }));
+    this.register(address, () => connect({ host: "127.0.0.1", port: hostPort }));
   }
 
   unregister(address: string): void {
@@ -35,11 +35,11 @@ export class SocketNamespace {
 
   /** /proc/net/unix, where tools find abstract sockets (`@NAME`). */
   procNetUnix(): string {
-    const lines = ['Num       RefCount Protocol Flags    Type St Inode Path'];
+    const lines = ["Num       RefCount Protocol Flags    Type St Inode Path"];
     for (const [address, { inode }] of this.sockets) {
-      if (!address.startsWith('localabstract:')) continue;
-      lines.push(`0000000000000000: 00000002 00000000 00010000 0001 01 ${String(inode).padStart(5)} @${address.slice('localabstract:'.length)}`);
+      if (!address.startsWith("localabstract:")) continue;
+      lines.push(`0000000000000000: 00000002 00000000 00010000 0001 01 ${String(inode).padStart(5)} @${address.slice("localabstract:".length)}`);
     }
-    return `${lines.join('\n')}\n`;
+    return `${lines.join("\n")}\n`;
   }
 }

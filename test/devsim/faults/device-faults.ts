@@ -1,4 +1,4 @@
-import type { FaultSettings } from './fault-settings.js';
+import type { FaultSettings } from "./fault-settings.js";
 
 /**
  * The faults switched on for one device, changeable at run time by tests
@@ -21,7 +21,7 @@ export class DeviceFaults {
       if (value === null || value === undefined) delete next[key];
       else next[key] = value;
     }
-    if ('vanishAfterBytes' in changes) this.transferred = 0;
+    if ("vanishAfterBytes" in changes) this.transferred = 0;
     this.settings = next as FaultSettings;
   }
 

@@ -1,5 +1,5 @@
 /** Kinds of broken screenshot `screencap -p` can produce. */
-export type PngFault = 'corrupt' | 'truncated' | 'lying-header';
+export type PngFault = "corrupt" | "truncated" | "lying-header";
 
 /**
  * Faults that stay switched on until cleared. One-shot faults (vanish,
@@ -35,51 +35,51 @@ export interface FaultSettings {
 }
 
 export const FAULT_KEYS = [
-  'vanishAfterBytes',
-  'hangServices',
-  'latencyMs',
-  'bandwidthBytesPerSec',
-  'png',
-  'screenrecordFails',
-  'screenrecordCorrupt',
-  'storageFull',
-  'runAsDenied',
-  'densityUnavailable',
-  'rotationUnavailable',
-  'screenrecordOverrun',
-  'sdkTrickleMs',
+  "vanishAfterBytes",
+  "hangServices",
+  "latencyMs",
+  "bandwidthBytesPerSec",
+  "png",
+  "screenrecordFails",
+  "screenrecordCorrupt",
+  "storageFull",
+  "runAsDenied",
+  "densityUnavailable",
+  "rotationUnavailable",
+  "screenrecordOverrun",
+  "sdkTrickleMs",
 ] as const satisfies ReadonlyArray<keyof FaultSettings>;
 
-const PNG_FAULTS: readonly PngFault[] = ['corrupt', 'truncated', 'lying-header'];
+const PNG_FAULTS: readonly PngFault[] = ["corrupt", "truncated", "lying-header"];
 
 /**
  * Validates untrusted fault settings (control API, scenario files); null
  * means "clear this fault". Throws with the offending key.
  */
 export function parseFaultSettings(input: unknown): Partial<Record<keyof FaultSettings, unknown>> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new TypeError('faults must be a JSON object');
+  if (typeof input !== "object" || input === null || Array.isArray(input)) throw new TypeError("faults must be a JSON object");
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(input)) {
-    if (!(FAULT_KEYS as readonly string[]).includes(key)) throw new TypeError(`unknown fault ${JSON.stringify(key)}; known: ${FAULT_KEYS.join(', ')}`);
+    if (!(FAULT_KEYS as readonly string[]).includes(key)) throw new TypeError(`unknown fault ${JSON.stringify(key)}; known: ${FAULT_KEYS.join(", ")}`);
     if (value === null) {
       out[key] = null;
       continue;
     }
     switch (key) {
-      case 'vanishAfterBytes':
-      case 'sdkTrickleMs':
-      case 'latencyMs':
-      case 'bandwidthBytesPerSec':
-        if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`${key} must be a non-negative number`);
+      case "vanishAfterBytes":
+      case "sdkTrickleMs":
+      case "latencyMs":
+      case "bandwidthBytesPerSec":
+        if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new TypeError(`${key} must be a non-negative number`);
         break;
-      case 'hangServices':
-        if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw new TypeError(`${key} must be an array of service prefixes`);
+      case "hangServices":
+        if (!Array.isArray(value) || !value.every((item) => typeof item === "string")) throw new TypeError(`${key} must be an array of service prefixes`);
         break;
-      case 'png':
-        if (!PNG_FAULTS.includes(value as PngFault)) throw new TypeError(`png must be one of ${PNG_FAULTS.join(', ')}`);
+      case "png":
+        if (!PNG_FAULTS.includes(value as PngFault)) throw new TypeError(`png must be one of ${PNG_FAULTS.join(", ")}`);
         break;
       default:
-        if (typeof value !== 'boolean') throw new TypeError(`${key} must be true or false`);
+        if (typeof value !== "boolean") throw new TypeError(`${key} must be true or false`);
     }
     out[key] = value;
   }

@@ -25,11 +25,11 @@ export function appCaller(uid: number): Caller {
 
 /** Names for ls -l / ps, like Android's passwd entries. */
 export function userName(uid: number): string {
-  if (uid === 0) return 'root';
-  if (uid === AID.SYSTEM) return 'system';
-  if (uid === AID.SHELL) return 'shell';
-  if (uid === AID.SDCARD_RW) return 'sdcard_rw';
-  if (uid === AID.EVERYBODY) return 'everybody';
+  if (uid === 0) return "root";
+  if (uid === AID.SYSTEM) return "system";
+  if (uid === AID.SHELL) return "shell";
+  if (uid === AID.SDCARD_RW) return "sdcard_rw";
+  if (uid === AID.EVERYBODY) return "everybody";
   if (uid >= AID.APP_START && uid < 20000) return `u0_a${uid - AID.APP_START}`;
   return String(uid);
 }

@@ -1,5 +1,5 @@
-import { FsError } from './fs-error.js';
-import type { Caller } from './caller.js';
+import { FsError } from "./fs-error.js";
+import type { Caller } from "./caller.js";
 
 export const S_IFMT = 0o170000;
 export const S_IFREG = 0o100000;
@@ -17,22 +17,22 @@ interface NodeBase {
   readonly ino: number;
 }
 export interface FileNode extends NodeBase {
-  kind: 'file';
+  kind: "file";
   data: Buffer;
   /** Computed content (procfs-like); wins over data. */
   dynamic?: () => Buffer;
 }
 export interface DirNode extends NodeBase {
-  kind: 'dir';
+  kind: "dir";
   children: Map<string, FsNode>;
 }
 export interface SymlinkNode extends NodeBase {
-  kind: 'symlink';
+  kind: "symlink";
   target: string;
 }
 /** A character device that reads empty and swallows writes (/dev/null). */
 export interface CharNode extends NodeBase {
-  kind: 'char';
+  kind: "char";
 }
 export type FsNode = FileNode | DirNode | SymlinkNode | CharNode;
 
@@ -71,12 +71,12 @@ export function nowSeconds(): number {
 /** Joins and normalises a path against a working directory ('.', '..', duplicate slashes). */
 export function resolvePath(cwd: string, path: string): string {
   const parts: string[] = [];
-  for (const part of (path.startsWith('/') ? path : `${cwd}/${path}`).split('/')) {
-    if (part === '' || part === '.') continue;
-    if (part === '..') parts.pop();
+  for (const part of (path.startsWith("/") ? path : `${cwd}/${path}`).split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") parts.pop();
     else parts.push(part);
   }
-  return `/${parts.join('/')}`;
+  return `/${parts.join("/")}`;
 }
 
 /**
@@ -94,14 +94,14 @@ export class FileSystem {
   isFull: () => boolean = () => false;
 
   constructor() {
-    this.root = { kind: 'dir', mode: S_IFDIR | 0o755, uid: 0, gid: 0, mtime: nowSeconds(), ino: 1, children: new Map() };
+    this.root = { kind: "dir", mode: S_IFDIR | 0o755, uid: 0, gid: 0, mtime: nowSeconds(), ino: 1, children: new Map() };
   }
 
   // --- lookups --------------------------------------------------------------
 
   /** The node at path (following symlinks, the last one only if follow). */
   lookup(path: string, caller: Caller, follow = true): FsNode {
-    return this.walk(resolvePath('/', path), caller, follow, 0).node;
+    return this.walk(resolvePath("/", path), caller, follow, 0).node;
   }
 
   exists(path: string, caller: Caller): boolean {
@@ -119,14 +119,14 @@ export class FileSystem {
 
   readFile(path: string, caller: Caller): Buffer {
     const node = this.lookup(path, caller);
-    if (node.kind === 'dir') throw new FsError('EISDIR', path);
+    if (node.kind === "dir") throw new FsError("EISDIR", path);
     this.check(node, caller, R, path);
     return contentOf(node);
   }
 
   readdir(path: string, caller: Caller): DirEntry[] {
     const node = this.lookup(path, caller);
-    if (node.kind !== 'dir') throw new FsError('ENOTDIR', path);
+    if (node.kind !== "dir") throw new FsError("ENOTDIR", path);
     this.check(node, caller, R, path);
     return [...node.children.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, child]) => ({ name, stat: statOf(child) }));
   }
@@ -148,16 +148,16 @@ export class FileSystem {
    * as open(O_CREAT|O_WRONLY) would: the permission checks happen here.
    */
   openForWrite(path: string, caller: Caller, options: WriteOptions = {}): FileNode {
-    const full = resolvePath('/', path);
+    const full = resolvePath("/", path);
     let existing: FsNode | undefined;
     try {
       existing = this.lookup(full, caller);
     } catch (error) {
-      if (!(error instanceof FsError) || error.code !== 'ENOENT') throw error;
+      if (!(error instanceof FsError) || error.code !== "ENOENT") throw error;
     }
     if (existing) {
-      if (existing.kind === 'dir') throw new FsError('EISDIR', full);
-      if (existing.kind !== 'file') throw new FsError('EINVAL', full);
+      if (existing.kind === "dir") throw new FsError("EISDIR", full);
+      if (existing.kind !== "file") throw new FsError("EINVAL", full);
       this.check(existing, caller, W, full);
       if (!options.append) {
         this.usedBytes -= existing.data.length;
@@ -168,30 +168,30 @@ export class FileSystem {
     }
     const { parent, name } = this.parentOf(full, caller);
     this.check(parent, caller, W | X, full);
-    if (this.isFull()) throw new FsError('ENOSPC', full);
-    const file: FileNode = { kind: 'file', mode: S_IFREG | ((options.mode ?? 0o644) & 0o7777), uid: caller.uid, gid: inheritedGid(parent, caller), mtime: options.mtime ?? nowSeconds(), ino: this.nextIno++, data: Buffer.alloc(0) };
+    if (this.isFull()) throw new FsError("ENOSPC", full);
+    const file: FileNode = { kind: "file", mode: S_IFREG | ((options.mode ?? 0o644) & 0o7777), uid: caller.uid, gid: inheritedGid(parent, caller), mtime: options.mtime ?? nowSeconds(), ino: this.nextIno++, data: Buffer.alloc(0) };
     parent.children.set(name, file);
     parent.mtime = nowSeconds();
     return file;
   }
 
   /** Appends to a file opened with openForWrite, enforcing the capacity. */
-  append(file: FileNode, chunk: Buffer, path = '?'): void {
+  append(file: FileNode, chunk: Buffer, path = "?"): void {
     this.reserve(chunk.length, path);
     file.data = file.data.length === 0 ? Buffer.from(chunk) : Buffer.concat([file.data, chunk]);
     file.mtime = nowSeconds();
   }
 
   mkdir(path: string, caller: Caller, options: { parents?: boolean; mode?: number; uid?: number; gid?: number } = {}): DirNode {
-    const full = resolvePath('/', path);
+    const full = resolvePath("/", path);
     if (options.parents) {
-      let current = '';
+      let current = "";
       let node: DirNode = this.root;
-      for (const part of full.split('/').filter(Boolean)) {
+      for (const part of full.split("/").filter(Boolean)) {
         current += `/${part}`;
         const child = this.tryLookup(current, caller);
         if (child) {
-          if (child.kind !== 'dir') throw new FsError('ENOTDIR', current);
+          if (child.kind !== "dir") throw new FsError("ENOTDIR", current);
           node = child;
         } else {
           node = this.mkdir(current, caller, { ...options, parents: false });
@@ -199,13 +199,21 @@ export class FileSystem {
       }
       return node;
     }
-    if (this.tryLookup(full, caller, false)) throw new FsError('EEXIST', full);
+    if (this.tryLookup(full, caller, false)) throw new FsError("EEXIST", full);
     const { parent, name } = this.parentOf(full, caller);
     this.check(parent, caller, W | X, full);
-    if (this.isFull()) throw new FsError('ENOSPC', full);
+    if (this.isFull()) throw new FsError("ENOSPC", full);
     // A setgid parent passes its group and the setgid bit on, as on Linux.
     const setgid = parent.mode & 0o2000;
-    const dir: DirNode = { kind: 'dir', mode: S_IFDIR | (((options.mode ?? 0o775) | setgid) & 0o7777), uid: options.uid ?? caller.uid, gid: options.gid ?? inheritedGid(parent, caller), mtime: nowSeconds(), ino: this.nextIno++, children: new Map() };
+    const dir: DirNode = {
+      kind: "dir",
+      mode: S_IFDIR | (((options.mode ?? 0o775) | setgid) & 0o7777),
+      uid: options.uid ?? caller.uid,
+      gid: options.gid ?? inheritedGid(parent, caller),
+      mtime: nowSeconds(),
+      ino: this.nextIno++,
+      children: new Map(),
+    };
     parent.children.set(name, dir);
     parent.mtime = nowSeconds();
     return dir;
@@ -213,46 +221,46 @@ export class FileSystem {
 
   /** rename(2): replaces a non-directory target atomically, keeps the inode. */
   rename(from: string, to: string, caller: Caller): void {
-    const src = resolvePath('/', from);
-    const dst = resolvePath('/', to);
+    const src = resolvePath("/", from);
+    const dst = resolvePath("/", to);
     const node = this.lookup(src, caller, false);
     const source = this.parentOf(src, caller);
     const target = this.parentOf(dst, caller);
     this.check(source.parent, caller, W | X, src);
     this.check(target.parent, caller, W | X, dst);
     const existing = target.parent.children.get(target.name);
-    if (existing?.kind === 'dir') throw new FsError('EISDIR', dst);
-    if (existing?.kind === 'file') this.usedBytes -= existing.data.length;
+    if (existing?.kind === "dir") throw new FsError("EISDIR", dst);
+    if (existing?.kind === "file") this.usedBytes -= existing.data.length;
     source.parent.children.delete(source.name);
     target.parent.children.set(target.name, node);
     source.parent.mtime = target.parent.mtime = nowSeconds();
   }
 
   symlink(target: string, path: string, caller: Caller): void {
-    const full = resolvePath('/', path);
-    if (this.tryLookup(full, caller, false)) throw new FsError('EEXIST', full);
+    const full = resolvePath("/", path);
+    if (this.tryLookup(full, caller, false)) throw new FsError("EEXIST", full);
     const { parent, name } = this.parentOf(full, caller);
     this.check(parent, caller, W | X, full);
-    parent.children.set(name, { kind: 'symlink', mode: S_IFLNK | 0o777, uid: caller.uid, gid: caller.gids[0] ?? caller.uid, mtime: nowSeconds(), ino: this.nextIno++, target });
+    parent.children.set(name, { kind: "symlink", mode: S_IFLNK | 0o777, uid: caller.uid, gid: caller.gids[0] ?? caller.uid, mtime: nowSeconds(), ino: this.nextIno++, target });
   }
 
   /** unlink/rmdir; recursive removes a whole tree (rm -r). */
   remove(path: string, caller: Caller, options: { recursive?: boolean; dirOnly?: boolean } = {}): void {
-    const full = resolvePath('/', path);
-    if (full === '/') throw new FsError('EPERM', full);
+    const full = resolvePath("/", path);
+    if (full === "/") throw new FsError("EPERM", full);
     const node = this.lookup(full, caller, false);
     const { parent, name } = this.parentOf(full, caller);
     this.check(parent, caller, W | X, full);
-    if (node.kind === 'dir') {
-      if (!options.recursive && !options.dirOnly) throw new FsError('EISDIR', full);
+    if (node.kind === "dir") {
+      if (!options.recursive && !options.dirOnly) throw new FsError("EISDIR", full);
       if (node.children.size > 0) {
-        if (!options.recursive) throw new FsError('ENOTEMPTY', full);
+        if (!options.recursive) throw new FsError("ENOTEMPTY", full);
         for (const child of [...node.children.keys()]) this.remove(`${full}/${child}`, caller, options);
       }
     } else if (options.dirOnly) {
-      throw new FsError('ENOTDIR', full);
+      throw new FsError("ENOTDIR", full);
     }
-    if (node.kind === 'file') this.usedBytes -= node.data.length;
+    if (node.kind === "file") this.usedBytes -= node.data.length;
     parent.children.delete(name);
     parent.mtime = nowSeconds();
   }
@@ -264,11 +272,11 @@ export class FileSystem {
   }
 
   /** Adds a computed read-only file (e.g. /proc entries) or /dev/null-like device. */
-  addSpecial(path: string, kind: 'dynamic' | 'null', read: () => Buffer = () => Buffer.alloc(0)): void {
-    const full = resolvePath('/', path);
+  addSpecial(path: string, kind: "dynamic" | "null", read: () => Buffer = () => Buffer.alloc(0)): void {
+    const full = resolvePath("/", path);
     const { parent, name } = this.parentOf(full, { uid: 0, gids: [0] });
     const base = { uid: 0, gid: 0, mtime: nowSeconds(), ino: this.nextIno++ };
-    parent.children.set(name, kind === 'null' ? { kind: 'char', mode: S_IFCHR | 0o666, ...base } : { kind: 'file', mode: S_IFREG | 0o444, data: Buffer.alloc(0), dynamic: read, ...base });
+    parent.children.set(name, kind === "null" ? { kind: "char", mode: S_IFCHR | 0o666, ...base } : { kind: "file", mode: S_IFREG | 0o444, data: Buffer.alloc(0), dynamic: read, ...base });
   }
 
   // --- internals ------------------------------------------------------------
@@ -277,49 +285,49 @@ export class FileSystem {
     try {
       return this.lookup(path, caller, follow);
     } catch (error) {
-      if (error instanceof FsError && error.code === 'ENOENT') return undefined;
+      if (error instanceof FsError && error.code === "ENOENT") return undefined;
       throw error;
     }
   }
 
   private parentOf(full: string, caller: Caller): { parent: DirNode; name: string } {
-    const slash = full.lastIndexOf('/');
+    const slash = full.lastIndexOf("/");
     const name = full.slice(slash + 1);
-    const parent = this.lookup(full.slice(0, slash) || '/', caller);
-    if (parent.kind !== 'dir') throw new FsError('ENOTDIR', full);
+    const parent = this.lookup(full.slice(0, slash) || "/", caller);
+    if (parent.kind !== "dir") throw new FsError("ENOTDIR", full);
     return { parent, name };
   }
 
   private walk(full: string, caller: Caller, follow: boolean, depth: number): { node: FsNode; path: string } {
-    if (depth > MAX_SYMLINKS) throw new FsError('ELOOP', full);
-    const parts = full.split('/').filter(Boolean);
+    if (depth > MAX_SYMLINKS) throw new FsError("ELOOP", full);
+    const parts = full.split("/").filter(Boolean);
     let node: FsNode = this.root;
-    let path = '';
+    let path = "";
     for (let index = 0; index < parts.length; index++) {
-      if (node.kind !== 'dir') throw new FsError('ENOTDIR', full);
+      if (node.kind !== "dir") throw new FsError("ENOTDIR", full);
       this.check(node, caller, X, full);
       const child: FsNode | undefined = node.children.get(parts[index]!);
-      if (!child) throw new FsError('ENOENT', full);
+      if (!child) throw new FsError("ENOENT", full);
       const isLast = index === parts.length - 1;
-      if (child.kind === 'symlink' && (!isLast || follow)) {
-        const target = resolvePath(path || '/', child.target);
-        const rest = parts.slice(index + 1).join('/');
+      if (child.kind === "symlink" && (!isLast || follow)) {
+        const target = resolvePath(path || "/", child.target);
+        const rest = parts.slice(index + 1).join("/");
         return this.walk(rest ? `${target}/${rest}` : target, caller, follow, depth + 1);
       }
       node = child;
       path += `/${parts[index]}`;
     }
-    return { node, path: path || '/' };
+    return { node, path: path || "/" };
   }
 
   private check(node: FsNode, caller: Caller, want: number, path: string): void {
     if (caller.uid === 0) return;
     const bits = caller.uid === node.uid ? (node.mode >> 6) & 7 : caller.gids.includes(node.gid) ? (node.mode >> 3) & 7 : node.mode & 7;
-    if ((bits & want) !== want) throw new FsError('EACCES', path);
+    if ((bits & want) !== want) throw new FsError("EACCES", path);
   }
 
   private reserve(bytes: number, path: string): void {
-    if (bytes > 0 && (this.isFull() || this.usedBytes + bytes > this.capacityBytes)) throw new FsError('ENOSPC', path);
+    if (bytes > 0 && (this.isFull() || this.usedBytes + bytes > this.capacityBytes)) throw new FsError("ENOSPC", path);
     this.usedBytes += bytes;
   }
 }
@@ -330,14 +338,14 @@ function inheritedGid(parent: DirNode, caller: Caller): number {
 }
 
 export function contentOf(node: FsNode): Buffer {
-  if (node.kind === 'file') return node.dynamic ? node.dynamic() : node.data;
-  if (node.kind === 'symlink') return Buffer.from(node.target);
+  if (node.kind === "file") return node.dynamic ? node.dynamic() : node.data;
+  if (node.kind === "symlink") return Buffer.from(node.target);
   return Buffer.alloc(0);
 }
 
 export function statOf(node: FsNode): StatInfo {
-  const size = node.kind === 'file' ? (node.dynamic ? 0 : node.data.length) : node.kind === 'dir' ? 4096 : node.kind === 'symlink' ? Buffer.byteLength(node.target) : 0;
-  const nlink = node.kind === 'dir' ? 2 + [...node.children.values()].filter((child) => child.kind === 'dir').length : 1;
+  const size = node.kind === "file" ? (node.dynamic ? 0 : node.data.length) : node.kind === "dir" ? 4096 : node.kind === "symlink" ? Buffer.byteLength(node.target) : 0;
+  const nlink = node.kind === "dir" ? 2 + [...node.children.values()].filter((child) => child.kind === "dir").length : 1;
   return { mode: node.mode, size, uid: node.uid, gid: node.gid, mtime: node.mtime, ino: node.ino, nlink };
 }
 

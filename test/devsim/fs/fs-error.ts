@@ -1,4 +1,4 @@
-import { QuietError } from '../quiet-error.js';
+import { QuietError } from "../quiet-error.js";
 
 /** Linux errno values the simulator reports (sync STA2/LST2 carry them raw). */
 export const ERRNO = {
@@ -19,22 +19,22 @@ export type ErrnoCode = keyof typeof ERRNO;
 
 /** strerror() texts, as bionic prints them. */
 const MESSAGES: Record<ErrnoCode, string> = {
-  EPERM: 'Operation not permitted',
-  ENOENT: 'No such file or directory',
-  EACCES: 'Permission denied',
-  EEXIST: 'File exists',
-  ENOTDIR: 'Not a directory',
-  EISDIR: 'Is a directory',
-  EINVAL: 'Invalid argument',
-  ENOSPC: 'No space left on device',
-  EROFS: 'Read-only file system',
-  ENOTEMPTY: 'Directory not empty',
-  ELOOP: 'Too many symbolic links encountered',
+  EPERM: "Operation not permitted",
+  ENOENT: "No such file or directory",
+  EACCES: "Permission denied",
+  EEXIST: "File exists",
+  ENOTDIR: "Not a directory",
+  EISDIR: "Is a directory",
+  EINVAL: "Invalid argument",
+  ENOSPC: "No space left on device",
+  EROFS: "Read-only file system",
+  ENOTEMPTY: "Directory not empty",
+  ELOOP: "Too many symbolic links encountered",
 };
 
 /** A failed file operation; `message` is the bare strerror text. */
 export class FsError extends QuietError {
-  override name = 'FsError';
+  override name = "FsError";
   readonly errno: number;
   constructor(
     readonly code: ErrnoCode,

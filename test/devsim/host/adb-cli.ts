@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile } from "node:child_process";
 
 /** The adb executable: $ADB if set, else `adb` from PATH. */
 export function adbBinary(): string {
-  return process.env['ADB'] || 'adb';
+  return process.env["ADB"] || "adb";
 }
 
 export interface AdbResult {
@@ -25,25 +25,25 @@ export function runAdb(adbPort: number, args: readonly string[], options: RunAdb
   return new Promise((resolve, reject) => {
     const child = execFile(
       adbBinary(),
-      ['-P', String(adbPort), ...args],
+      ["-P", String(adbPort), ...args],
       {
         timeout: options.timeoutMs ?? 15_000,
-        killSignal: 'SIGKILL',
+        killSignal: "SIGKILL",
         maxBuffer: 64 * 1024 * 1024,
         env: { ...(options.env ?? process.env), ANDROID_ADB_SERVER_PORT: String(adbPort) },
       },
       (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') {
+        if (error && typeof error.code !== "number") {
           // Spawn failure or timeout kill, not an exit status.
-          reject(new Error(`adb ${args.join(' ')} failed: ${error.message}${stderr ? `\n${stderr}` : ''}`));
+          reject(new Error(`adb ${args.join(" ")} failed: ${error.message}${stderr ? `\n${stderr}` : ""}`));
           return;
         }
-        resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
+        resolve({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr });
       },
     );
     // adb may exit before reading its stdin (e.g. `adb disconnect`); the
     // resulting EPIPE is expected and says nothing about the command.
-    child.stdin?.on('error', () => {});
-    child.stdin?.end(options.input ?? '');
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(options.input ?? "");
   });
 }

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
-import { adbBinary, runAdb } from './adb-cli.js';
-import { findFreePort } from './free-port.js';
-import { hostRequest } from './host-client.js';
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { adbBinary, runAdb } from "./adb-cli.js";
+import { findFreePort } from "./free-port.js";
+import { hostRequest } from "./host-client.js";
 
 export interface AdbServer {
   port: number;
@@ -49,39 +49,38 @@ export async function startAdbServer(options: StartAdbServerOptions = {}): Promi
 }
 
 async function startOn(port: number, timeoutMs: number): Promise<AdbServer> {
-  const home = await mkdtemp(join(tmpdir(), 'devsim-adb-'));
+  const home = await mkdtemp(join(tmpdir(), "devsim-adb-"));
   const env = { ...process.env, ANDROID_ADB_SERVER_PORT: String(port) };
-  const child = spawn(adbBinary(), ['-P', String(port), 'nodaemon', 'server'], {
+  const child = spawn(adbBinary(), ["-P", String(port), "nodaemon", "server"], {
     env: { ...env, HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ["ignore", "pipe", "pipe"],
   });
-  let log = '';
+  let log = "";
   const append = (chunk: Buffer) => {
-    log = (log + chunk.toString('utf8')).slice(-LOG_LIMIT);
+    log = (log + chunk.toString("utf8")).slice(-LOG_LIMIT);
   };
-  child.stdout?.on('data', append);
-  child.stderr?.on('data', append);
+  child.stdout?.on("data", append);
+  child.stderr?.on("data", append);
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else {
-      child.once('exit', () => resolve());
-      child.once('error', () => resolve()); // spawn failure: there is no process to wait for
+      child.once("exit", () => resolve());
+      child.once("error", () => resolve()); // spawn failure: there is no process to wait for
     }
   });
-  const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+  const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
   void spawnError.catch(() => {});
 
   // If this process exits without stop(), don't leave the server behind.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
 
   let stopped: Promise<void> | undefined;
-  const stop = () =>
-    (stopped ??= (async () => {
-      process.off('exit', killOnExit);
-      await shutDown(child, port, exited);
-      await rm(home, { recursive: true, force: true });
-    })());
+  const stop = () => (stopped ??= (async () => {
+    process.off("exit", killOnExit);
+    await shutDown(child, port, exited);
+    await rm(home, { recursive: true, force: true });
+  })());
 
   try {
     await Promise.race([waitUntilAnswering(port, timeoutMs, exited, () => log), spawnError]);
@@ -99,7 +98,7 @@ async function waitUntilAnswering(port: number, timeoutMs: number, exited: Promi
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await hostRequest(port, 'host:version');
+      await hostRequest(port, "host:version");
       return;
     } catch {
       // Not listening yet.
@@ -112,10 +111,10 @@ async function waitUntilAnswering(port: number, timeoutMs: number, exited: Promi
 
 async function shutDown(child: ChildProcess, port: number, exited: Promise<void>): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
-    await runAdb(port, ['kill-server'], { timeoutMs: 5_000 }).catch(() => undefined);
+    await runAdb(port, ["kill-server"], { timeoutMs: 5_000 }).catch(() => undefined);
     const gone = await Promise.race([exited.then(() => true), delay(5_000, undefined, { ref: false }).then(() => false)]);
     if (!gone) {
-      child.kill('SIGKILL');
+      child.kill("SIGKILL");
       await exited;
     }
   }
@@ -129,9 +128,9 @@ async function shutDown(child: ChildProcess, port: number, exited: Promise<void>
  * "cannot connect to daemon".
  */
 export async function ensureAdbServer(port: number, timeoutMs = 10_000): Promise<void> {
-  const answering = () => hostRequest(port, 'host:version').then(() => true, () => false);
+  const answering = () => hostRequest(port, "host:version").then(() => true, () => false);
   if (await answering()) return;
-  const started = await runAdb(port, ['start-server'], { timeoutMs });
+  const started = await runAdb(port, ["start-server"], { timeoutMs });
   const deadline = Date.now() + timeoutMs;
   // start-server returns once the daemon said it is up; still, ask it.
   while (!(await answering())) {

@@ -1,4 +1,4 @@
-import { hostRequest, parseDeviceList, trackDevices, type DeviceList } from './host-client.js';
+import { hostRequest, parseDeviceList, trackDevices, type DeviceList } from "./host-client.js";
 
 /**
  * adb 29 can miss a change for a tracker that connects while the change
@@ -8,7 +8,7 @@ import { hostRequest, parseDeviceList, trackDevices, type DeviceList } from './h
 const FALLBACK_POLL_MS = 500;
 
 /** A transport state as `adb devices` prints it, or 'gone' for not listed. */
-export type WantedState = 'device' | 'offline' | 'unauthorized' | 'gone' | ((state: string | undefined) => boolean);
+export type WantedState = "device" | "offline" | "unauthorized" | "gone" | ((state: string | undefined) => boolean);
 
 export interface WaitForDeviceOptions {
   /** Give up after this long (default 10 s). */
@@ -17,8 +17,8 @@ export interface WaitForDeviceOptions {
 }
 
 function matches(wanted: WantedState, state: string | undefined): boolean {
-  if (typeof wanted === 'function') return wanted(state);
-  return wanted === 'gone' ? state === undefined : state === wanted;
+  if (typeof wanted === "function") return wanted(state);
+  return wanted === "gone" ? state === undefined : state === wanted;
 }
 
 /**
@@ -41,7 +41,7 @@ export async function waitForDeviceState(adbPort: number, serial: string, wanted
   );
   let timer: NodeJS.Timeout | undefined;
   const poll = setInterval(() => {
-    hostRequest(adbPort, 'host:devices', options.host).then(
+    hostRequest(adbPort, "host:devices", options.host).then(
       (text) => {
         const state = parseDeviceList(text).get(serial);
         if (matches(wanted, state)) settle?.(state);
@@ -57,8 +57,8 @@ export async function waitForDeviceState(adbPort: number, serial: string, wanted
       }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          const seen = last ? JSON.stringify(Object.fromEntries(last)) : 'nothing';
-          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${serial} to be ${typeof wanted === 'string' ? wanted : 'in the wanted state'}; adb lists ${seen}`));
+          const seen = last ? JSON.stringify(Object.fromEntries(last)) : "nothing";
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${serial} to be ${typeof wanted === "string" ? wanted : "in the wanted state"}; adb lists ${seen}`));
         }, timeoutMs);
       }),
     ]);

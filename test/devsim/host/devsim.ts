@@ -1,11 +1,11 @@
-import type { LatencyProfileName } from '../latency/latency-profiles.js';
-import { DEVICE_PROFILES } from '../device/device-profiles.js';
-import { SimDevice, randomSerialno, type SimDeviceOptions } from '../device/sim-device.js';
-import { DEFAULT_ADB_SERVER_PORT } from '../transport/port-rules.js';
-import { startControlServer, type ControlServer } from '../control/control-server.js';
-import { runSchedule, type Scenario } from '../control/scenario.js';
-import { adbConnect, adbDisconnect } from './adb-connect.js';
-import { ensureAdbServer } from './adb-server.js';
+import type { LatencyProfileName } from "../latency/latency-profiles.js";
+import { DEVICE_PROFILES } from "../device/device-profiles.js";
+import { SimDevice, randomSerialno, type SimDeviceOptions } from "../device/sim-device.js";
+import { DEFAULT_ADB_SERVER_PORT } from "../transport/port-rules.js";
+import { startControlServer, type ControlServer } from "../control/control-server.js";
+import { runSchedule, type Scenario } from "../control/scenario.js";
+import { adbConnect, adbDisconnect } from "./adb-connect.js";
+import { ensureAdbServer } from "./adb-server.js";
 
 /** One phone to start: SimDevice options plus how many adb serials it gets. */
 export interface DevsimDeviceSpec extends SimDeviceOptions {
@@ -52,7 +52,7 @@ export interface Devsim {
 
 /** adb server port from ANDROID_ADB_SERVER_PORT, else 5037 (the CLI's rule). */
 export function adbPortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const port = Number(env['ANDROID_ADB_SERVER_PORT']);
+  const port = Number(env["ANDROID_ADB_SERVER_PORT"]);
   return Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_ADB_SERVER_PORT;
 }
 
@@ -71,7 +71,7 @@ export function generatedDeviceOptions(count: number): SimDeviceOptions[] {
     return {
       serialno,
       profile,
-      ...(round > 0 ? { props: { 'ro.product.model': `${profile.model} (${round + 1})` } } : {}),
+      ...(round > 0 ? { props: { "ro.product.model": `${profile.model} (${round + 1})` } } : {}),
     };
   });
 }
@@ -79,28 +79,27 @@ export function generatedDeviceOptions(count: number): SimDeviceOptions[] {
 /** Starts simulated devices and (by default) connects them to an adb server. */
 export async function startDevsim(options: DevsimOptions): Promise<Devsim> {
   const adbPort = options.adbPort ?? adbPortFromEnv();
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? "127.0.0.1";
   const connect = options.connect ?? true;
   const timeout = { timeoutMs: options.timeoutMs ?? 10_000 };
   const scenario = options.scenario;
   const deviceOptions: DevsimDeviceSpec[] = scenario
     ? scenario.devices
-    : typeof options.devices === 'number' || options.devices === undefined
-      ? generatedDeviceOptions(options.devices ?? 1)
-      : options.devices.map((device, index) => ({ profile: index, ...device }));
+    : typeof options.devices === "number" || options.devices === undefined
+    ? generatedDeviceOptions(options.devices ?? 1)
+    : options.devices.map((device, index) => ({ profile: index, ...device }));
 
   const started: DevsimDevice[] = [];
   const connected = new Set<DevsimDevice>();
   let stopping: Promise<void> | undefined;
   let control: ControlServer | undefined;
   let cancelSchedule = () => {};
-  const stop = () =>
-    (stopping ??= (async () => {
-      cancelSchedule();
-      await control?.close();
-      await Promise.all(started.map(async (entry) => (connected.has(entry) ? adbDisconnect(adbPort, host, entry.port, timeout).catch(() => undefined) : undefined)));
-      await Promise.all([...new Set(started.map((entry) => entry.device))].map((device) => device.dispose()));
-    })());
+  const stop = () => (stopping ??= (async () => {
+    cancelSchedule();
+    await control?.close();
+    await Promise.all(started.map(async (entry) => (connected.has(entry) ? adbDisconnect(adbPort, host, entry.port, timeout).catch(() => undefined) : undefined)));
+    await Promise.all([...new Set(started.map((entry) => entry.device))].map((device) => device.dispose()));
+  })());
 
   try {
     for (const deviceOption of deviceOptions) {

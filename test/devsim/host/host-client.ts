@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net';
+import { connect, type Socket } from "node:net";
 
 /**
  * Minimal client for the adb server's smart-socket protocol (what the adb CLI
@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
  */
 
 export class AdbServerError extends Error {
-  override name = 'AdbServerError';
+  override name = "AdbServerError";
 }
 
 /** Buffered reads of exact byte counts from a socket. */
@@ -18,19 +18,19 @@ class SocketReader {
   private wake: (() => void) | undefined;
 
   constructor(socket: Socket) {
-    socket.on('data', (chunk: Buffer) => {
+    socket.on("data", (chunk: Buffer) => {
       this.buffer = Buffer.concat([this.buffer, chunk]);
       this.notify();
     });
-    socket.on('end', () => {
+    socket.on("end", () => {
       this.ended = true;
       this.notify();
     });
-    socket.on('close', () => {
+    socket.on("close", () => {
       this.ended = true;
       this.notify();
     });
-    socket.on('error', (error) => {
+    socket.on("error", (error) => {
       this.error = error;
       this.notify();
     });
@@ -56,18 +56,18 @@ class SocketReader {
 }
 
 function encodeRequest(request: string): string {
-  return Buffer.byteLength(request).toString(16).padStart(4, '0') + request;
+  return Buffer.byteLength(request).toString(16).padStart(4, "0") + request;
 }
 
 async function openServer(port: number, host: string): Promise<Socket> {
   const socket = connect({ port, host });
   socket.setNoDelay(true);
   await new Promise<void>((resolve, reject) => {
-    socket.once('connect', () => {
-      socket.off('error', reject);
+    socket.once("connect", () => {
+      socket.off("error", reject);
       resolve();
     });
-    socket.once('error', reject);
+    socket.once("error", reject);
   });
   return socket;
 }
@@ -75,14 +75,14 @@ async function openServer(port: number, host: string): Promise<Socket> {
 async function readLengthPrefixed(reader: SocketReader): Promise<string | undefined> {
   const length = await reader.read(4);
   if (!length) return undefined;
-  const body = await reader.read(parseInt(length.toString('ascii'), 16));
-  return body?.toString('utf8');
+  const body = await reader.read(parseInt(length.toString("ascii"), 16));
+  return body?.toString("utf8");
 }
 
 async function readStatus(reader: SocketReader, request: string): Promise<void> {
-  const status = (await reader.read(4))?.toString('ascii');
-  if (status === 'OKAY') return;
-  if (status === 'FAIL') throw new AdbServerError(`${request}: ${(await readLengthPrefixed(reader)) ?? 'FAIL'}`);
+  const status = (await reader.read(4))?.toString("ascii");
+  if (status === "OKAY") return;
+  if (status === "FAIL") throw new AdbServerError(`${request}: ${(await readLengthPrefixed(reader)) ?? "FAIL"}`);
   throw new AdbServerError(`${request}: unexpected reply ${JSON.stringify(status)}`);
 }
 
@@ -90,13 +90,13 @@ async function readStatus(reader: SocketReader, request: string): Promise<void> 
  * Sends one host request (e.g. `host:version`, `host:devices`) and returns
  * its length-prefixed reply; `host:kill` has none (returns '').
  */
-export async function hostRequest(port: number, request: string, host = '127.0.0.1'): Promise<string> {
+export async function hostRequest(port: number, request: string, host = "127.0.0.1"): Promise<string> {
   const socket = await openServer(port, host);
   try {
     const reader = new SocketReader(socket);
     socket.write(encodeRequest(request));
     await readStatus(reader, request);
-    return (await readLengthPrefixed(reader)) ?? '';
+    return (await readLengthPrefixed(reader)) ?? "";
   } finally {
     socket.destroy();
   }
@@ -107,7 +107,7 @@ export type DeviceList = Map<string, string>;
 
 export function parseDeviceList(text: string): DeviceList {
   const devices: DeviceList = new Map();
-  for (const line of text.split('\n')) {
+  for (const line of text.split("\n")) {
     const [serial, state] = line.trim().split(/\s+/);
     if (serial && state) devices.set(serial, state);
   }
@@ -125,12 +125,12 @@ export interface DeviceTracker {
  * every change (and once at the start), so callers can wait for states
  * without polling.
  */
-export async function trackDevices(port: number, onUpdate: (devices: DeviceList) => void, host = '127.0.0.1'): Promise<DeviceTracker> {
+export async function trackDevices(port: number, onUpdate: (devices: DeviceList) => void, host = "127.0.0.1"): Promise<DeviceTracker> {
   const socket = await openServer(port, host);
   const reader = new SocketReader(socket);
-  socket.write(encodeRequest('host:track-devices'));
+  socket.write(encodeRequest("host:track-devices"));
   try {
-    await readStatus(reader, 'host:track-devices');
+    await readStatus(reader, "host:track-devices");
   } catch (error) {
     socket.destroy();
     throw error;

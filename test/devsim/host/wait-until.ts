@@ -1,4 +1,4 @@
-import { setTimeout as delay } from 'node:timers/promises';
+import { setTimeout as delay } from "node:timers/promises";
 
 /**
  * Polls a condition for state that has no event to await (e.g. a process
@@ -9,7 +9,7 @@ export async function waitUntil<T>(probe: () => Promise<T | undefined | false> |
   for (;;) {
     const value = await probe();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${options.what ?? 'condition'}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${options.what ?? "condition"}`);
     await delay(options.intervalMs ?? 50);
   }
 }

@@ -1,5 +1,5 @@
-import { performance } from 'node:perf_hooks';
-import { latencyProfile, LATENCY_PROFILES, type Delay, type LatencyProfile } from './latency-profiles.js';
+import { performance } from "node:perf_hooks";
+import { latencyProfile, LATENCY_PROFILES, type Delay, type LatencyProfile } from "./latency-profiles.js";
 
 /** The delays of a profile, by name: each is drawn from a stream of its own. */
 export type DelayKind = { [K in keyof LatencyProfile]: LatencyProfile[K] extends Delay ? K : never }[keyof LatencyProfile];
@@ -17,7 +17,7 @@ export class DeviceLatency {
   private seed: number;
   private readonly streams = new Map<DelayKind, Stream>();
 
-  constructor(name = 'instant', seed = 1) {
+  constructor(name = "instant", seed = 1) {
     this.current = latencyProfile(name);
     this.seed = seed >>> 0 || 1;
   }

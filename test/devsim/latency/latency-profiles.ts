@@ -36,15 +36,15 @@ export interface LatencyProfile {
   rebootMs: number;
 }
 
-export const LATENCY_PROFILE_NAMES = ['instant', 'pixel-usb', 'emulator', 'wifi-adb'] as const;
+export const LATENCY_PROFILE_NAMES = ["instant", "pixel-usb", "emulator", "wifi-adb"] as const;
 export type LatencyProfileName = (typeof LATENCY_PROFILE_NAMES)[number];
 
 const none: Delay = { medianMs: 0, p90Ms: 0 };
 const MB = 1_000_000;
 
 const pixelUsb: LatencyProfile = {
-  name: 'pixel-usb',
-  summary: 'a Pixel-class phone on a USB 2.0 port of a lab host',
+  name: "pixel-usb",
+  summary: "a Pixel-class phone on a USB 2.0 port of a lab host",
   linkMs: { medianMs: 0.5, p90Ms: 1 },
   downloadBytesPerSec: 36 * MB,
   uploadBytesPerSec: 36 * MB,
@@ -60,7 +60,7 @@ const pixelUsb: LatencyProfile = {
 
 export const LATENCY_PROFILES: Readonly<Record<LatencyProfileName, LatencyProfile>> = {
   instant: {
-    name: 'instant',
+    name: "instant",
     summary: "answers at once: what farm's own code costs",
     linkMs: none,
     downloadBytesPerSec: 0,
@@ -74,10 +74,10 @@ export const LATENCY_PROFILES: Readonly<Record<LatencyProfileName, LatencyProfil
     screenrecordStartMs: none,
     rebootMs: 2_000,
   },
-  'pixel-usb': pixelUsb,
+  "pixel-usb": pixelUsb,
   emulator: {
-    name: 'emulator',
-    summary: 'the Android emulator on the same host (1440x3120 in the source measurements)',
+    name: "emulator",
+    summary: "the Android emulator on the same host (1440x3120 in the source measurements)",
     linkMs: { medianMs: 0.1, p90Ms: 0.3 },
     downloadBytesPerSec: 290 * MB,
     uploadBytesPerSec: 290 * MB,
@@ -90,10 +90,10 @@ export const LATENCY_PROFILES: Readonly<Record<LatencyProfileName, LatencyProfil
     screenrecordStartMs: { medianMs: 300, p90Ms: 600 },
     rebootMs: 12_000,
   },
-  'wifi-adb': {
+  "wifi-adb": {
     ...pixelUsb,
-    name: 'wifi-adb',
-    summary: 'the same phone over Wi-Fi adb on a busy lab LAN',
+    name: "wifi-adb",
+    summary: "the same phone over Wi-Fi adb on a busy lab LAN",
     linkMs: { medianMs: 3, p90Ms: 30 },
     downloadBytesPerSec: 4 * MB,
     uploadBytesPerSec: 4 * MB,
@@ -104,6 +104,6 @@ export const LATENCY_PROFILES: Readonly<Record<LatencyProfileName, LatencyProfil
 /** The profile of a name, or an error naming the choices. */
 export function latencyProfile(name: string): LatencyProfile {
   const p = (LATENCY_PROFILES as Record<string, LatencyProfile | undefined>)[name];
-  if (!p) throw new TypeError(`unknown latency profile ${JSON.stringify(name)}; choose one of ${LATENCY_PROFILE_NAMES.join(', ')}`);
+  if (!p) throw new TypeError(`unknown latency profile ${JSON.stringify(name)}; choose one of ${LATENCY_PROFILE_NAMES.join(", ")}`);
   return p;
 }

@@ -32,5 +32,5 @@ const names = new Map<number, CommandName>(
 
 /** Readable name of a command word, e.g. for debug logs. */
 export function commandName(command: number): string {
-  return names.get(command) ?? `0x${command.toString(16).padStart(8, '0')}`;
+  return names.get(command) ?? `0x${command.toString(16).padStart(8, "0")}`;
 }

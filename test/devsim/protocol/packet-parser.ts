@@ -1,9 +1,9 @@
-import { HEADER_SIZE, MAX_PAYLOAD, commandName } from './constants.js';
-import { decodeHeader, isMagicValid, type Packet, type PacketHeader } from './packet.js';
+import { HEADER_SIZE, MAX_PAYLOAD, commandName } from "./constants.js";
+import { decodeHeader, isMagicValid, type Packet, type PacketHeader } from "./packet.js";
 
 /** A framing violation; adb drops the whole transport on one. */
 export class ProtocolError extends Error {
-  override name = 'ProtocolError';
+  override name = "ProtocolError";
 }
 
 /**
@@ -69,7 +69,7 @@ export class PacketParser {
       let filled = 0;
       while (filled < n) {
         const chunk = this.chunks[this.head];
-        if (!chunk) throw new Error('PacketParser.take: buffer underrun');
+        if (!chunk) throw new Error("PacketParser.take: buffer underrun");
         const used = Math.min(chunk.length, n - filled);
         chunk.copy(out, filled, 0, used);
         filled += used;

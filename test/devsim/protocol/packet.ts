@@ -1,4 +1,4 @@
-import { HEADER_SIZE, VERSION_MIN } from './constants.js';
+import { HEADER_SIZE, VERSION_MIN } from "./constants.js";
 
 /** One adb transport packet: header fields plus payload. */
 export interface Packet {

@@ -1,4 +1,4 @@
-import type { PngFault } from '../faults/fault-settings.js';
+import type { PngFault } from "../faults/fault-settings.js";
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
@@ -14,9 +14,9 @@ function crc32(bytes: Uint8Array): number {
 
 /** Finds a chunk by type; returns the offset of its length field. */
 function findChunk(png: Buffer, type: string): number {
-  for (let offset = 8; offset + 8 <= png.length; ) {
+  for (let offset = 8; offset + 8 <= png.length;) {
     const length = png.readUInt32BE(offset);
-    if (png.toString('latin1', offset + 4, offset + 8) === type) return offset;
+    if (png.toString("latin1", offset + 4, offset + 8) === type) return offset;
     offset += 12 + length;
   }
   return -1;
@@ -30,15 +30,15 @@ function findChunk(png: Buffer, type: string): number {
  */
 export function damagePng(png: Buffer, fault: PngFault): Buffer {
   const out = Buffer.from(png);
-  if (fault === 'truncated') return out.subarray(0, Math.floor(out.length * 0.6));
-  if (fault === 'corrupt') {
-    const idat = findChunk(out, 'IDAT');
+  if (fault === "truncated") return out.subarray(0, Math.floor(out.length * 0.6));
+  if (fault === "corrupt") {
+    const idat = findChunk(out, "IDAT");
     const length = idat >= 0 ? out.readUInt32BE(idat) : 0;
     const start = idat + 8 + Math.floor(length / 4);
     for (let index = start; index < start + Math.max(16, Math.floor(length / 4)) && index < idat + 8 + length; index++) out[index] = out[index]! ^ 0x5a;
     return out;
   }
-  const ihdr = findChunk(out, 'IHDR');
+  const ihdr = findChunk(out, "IHDR");
   out.writeUInt32BE(out.readUInt32BE(ihdr + 8) * 2, ihdr + 8);
   out.writeUInt32BE(out.readUInt32BE(ihdr + 12) * 2, ihdr + 12);
   out.writeUInt32BE(crc32(out.subarray(ihdr + 4, ihdr + 8 + 13)), ihdr + 8 + 13);

@@ -1,10 +1,10 @@
-import { keyguardScreen, SYSTEMUI_PACKAGE } from './apps/keyguard.js';
-import { launcherApp } from './apps/launcher-app.js';
-import type { Display } from './display.js';
-import { KEYCODE } from './keycodes.js';
-import { layoutScreen } from './layout.js';
-import type { AppModel, AppValues, ScreenContext } from './screen-spec.js';
-import { hitTest, type TapAction, type UiNode } from './ui-node.js';
+import { keyguardScreen, SYSTEMUI_PACKAGE } from "./apps/keyguard.js";
+import { launcherApp } from "./apps/launcher-app.js";
+import type { Display } from "./display.js";
+import { KEYCODE } from "./keycodes.js";
+import { layoutScreen } from "./layout.js";
+import type { AppModel, AppValues, ScreenContext } from "./screen-spec.js";
+import { hitTest, type TapAction, type UiNode } from "./ui-node.js";
 
 /** An activity on the back stack. */
 export interface ActivityEntry {
@@ -28,7 +28,7 @@ export interface ScreenHost {
  * Every change bumps `version` and notifies listeners (screenrecord).
  */
 export class ScreenModel {
-  private stack: ActivityEntry[] = [{ packageName: launcherApp.packageName, activity: launcherApp.mainActivity, screen: 'main' }];
+  private stack: ActivityEntry[] = [{ packageName: launcherApp.packageName, activity: launcherApp.mainActivity, screen: "main" }];
   private readonly values = new Map<string, AppValues>();
   private focusedKey: string | undefined;
   private listeners = new Set<() => void>();
@@ -74,8 +74,8 @@ export class ScreenModel {
   start(packageName: string, activity?: string): string | undefined {
     const app = this.appModel(packageName);
     const short = activity?.startsWith(`${packageName}.`) ? activity.slice(packageName.length) : activity;
-    const screen = !app ? undefined : short === undefined || short === app.mainActivity ? 'main' : app.activities[short];
-    if (!app || screen === undefined) return `Error type 3\nError: Activity class {${packageName}/${activity ?? ''}} does not exist.`;
+    const screen = !app ? undefined : short === undefined || short === app.mainActivity ? "main" : app.activities[short];
+    if (!app || screen === undefined) return `Error type 3\nError: Activity class {${packageName}/${activity ?? ""}} does not exist.`;
     this.host.ensureRunning(packageName);
     const entry = { packageName, activity: short ?? app.mainActivity, screen };
     if (packageName === launcherApp.packageName) this.stack = [entry];
@@ -128,34 +128,34 @@ export class ScreenModel {
   text(value: string): void {
     if (!this.display.screenOn || this.display.locked || this.focusedKey === undefined) return;
     const values = this.valuesOf(this.top.packageName);
-    values.set(this.focusedKey, `${String(values.get(this.focusedKey) ?? '')}${value.replace(/%s/g, ' ')}`);
+    values.set(this.focusedKey, `${String(values.get(this.focusedKey) ?? "")}${value.replace(/%s/g, " ")}`);
     this.changed();
   }
 
   /** `input keyevent`. */
   key(code: number): void {
     const display = this.display;
-    if (code === KEYCODE['KEYCODE_POWER']) {
+    if (code === KEYCODE["KEYCODE_POWER"]) {
       display.screenOn = !display.screenOn;
       if (!display.screenOn) display.locked = true;
-    } else if (code === KEYCODE['KEYCODE_WAKEUP']) {
+    } else if (code === KEYCODE["KEYCODE_WAKEUP"]) {
       display.screenOn = true;
-    } else if (code === KEYCODE['KEYCODE_SLEEP']) {
+    } else if (code === KEYCODE["KEYCODE_SLEEP"]) {
       display.screenOn = false;
       display.locked = true;
     } else if (!display.screenOn) {
       return;
-    } else if (code === KEYCODE['KEYCODE_MENU'] && display.locked) {
+    } else if (code === KEYCODE["KEYCODE_MENU"] && display.locked) {
       display.locked = false;
     } else if (display.locked) {
       return;
-    } else if (code === KEYCODE['KEYCODE_HOME']) {
+    } else if (code === KEYCODE["KEYCODE_HOME"]) {
       return this.home();
-    } else if (code === KEYCODE['KEYCODE_BACK']) {
+    } else if (code === KEYCODE["KEYCODE_BACK"]) {
       return this.back();
-    } else if (code === KEYCODE['KEYCODE_DEL'] && this.focusedKey !== undefined) {
+    } else if (code === KEYCODE["KEYCODE_DEL"] && this.focusedKey !== undefined) {
       const values = this.valuesOf(this.top.packageName);
-      values.set(this.focusedKey, String(values.get(this.focusedKey) ?? '').slice(0, -1));
+      values.set(this.focusedKey, String(values.get(this.focusedKey) ?? "").slice(0, -1));
     } else {
       return;
     }
@@ -165,22 +165,22 @@ export class ScreenModel {
   private perform(action: TapAction): void {
     const values = this.valuesOf(this.top.packageName);
     switch (action.type) {
-      case 'navigate':
+      case "navigate":
         this.stack.push({ ...this.top, screen: action.screen, activity: this.activityFor(this.top.packageName, action.screen) });
         this.focusedKey = undefined;
         break;
-      case 'back':
+      case "back":
         return this.back();
-      case 'toggle':
+      case "toggle":
         values.set(action.key, values.get(action.key) !== true);
         break;
-      case 'focus':
+      case "focus":
         this.focusedKey = action.key;
         break;
-      case 'set':
+      case "set":
         values.set(action.key, action.value);
         break;
-      case 'launch':
+      case "launch":
         this.start(action.packageName);
         return;
     }
@@ -199,7 +199,7 @@ export class ScreenModel {
 
   private valuesOf(packageName: string): AppValues {
     let values = this.values.get(packageName);
-    if (!values) this.values.set(packageName, (values = new Map()));
+    if (!values) this.values.set(packageName, values = new Map());
     return values;
   }
 

@@ -1,14 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Sharp, SharpOptions } from 'sharp';
-import type { Size } from './display.js';
-import type { ScreenModel } from './screen-model.js';
-import type { Frame, ScreenRenderer } from './screen-renderer.js';
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Sharp, SharpOptions } from "sharp";
+import type { Size } from "./display.js";
+import type { ScreenModel } from "./screen-model.js";
+import type { Frame, ScreenRenderer } from "./screen-renderer.js";
 
-const sharp = createRequire(import.meta.url)('sharp') as (input?: Buffer, options?: SharpOptions) => Sharp;
+const sharp = createRequire(import.meta.url)("sharp") as (input?: Buffer, options?: SharpOptions) => Sharp;
 
 /** At most this many frames per second while the scene changes. */
 export const RECORD_MAX_FPS = 10;
@@ -38,7 +38,7 @@ export interface RecordingResult {
 
 /** ffmpeg executable: $FFMPEG or `ffmpeg` on PATH. */
 export function ffmpegBinary(): string {
-  return process.env['FFMPEG'] || 'ffmpeg';
+  return process.env["FFMPEG"] || "ffmpeg";
 }
 
 /**
@@ -59,7 +59,7 @@ export class ScreenRecorder {
   private writing: Promise<void> = Promise.resolve();
   private exited: Promise<number | null> | undefined;
   private limitTimer: NodeJS.Timeout | undefined;
-  private stderr = '';
+  private stderr = "";
   /** H.264 output: resolves once everything the encoder wrote has reached the sink. */
   private drained: Promise<void> = Promise.resolve();
   /** Resolves once recording has ended and the file is final. */
@@ -81,22 +81,22 @@ export class ScreenRecorder {
 
   async start(): Promise<void> {
     const { width, height } = this.options.size;
-    this.dir = await mkdtemp(join(tmpdir(), 'devsim-rec-'));
-    const input = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-f', 'rawvideo', '-pix_fmt', 'rgba', '-s', `${width}x${height}`, '-use_wallclock_as_timestamps', '1', '-i', 'pipe:0'];
-    const encode = ['-c:v', 'libx264', '-preset', 'ultrafast', '-b:v', String(this.options.bitRate), '-pix_fmt', 'yuv420p', '-fps_mode', 'vfr', '-threads', '1'];
+    this.dir = await mkdtemp(join(tmpdir(), "devsim-rec-"));
+    const input = ["-hide_banner", "-loglevel", "error", "-nostdin", "-f", "rawvideo", "-pix_fmt", "rgba", "-s", `${width}x${height}`, "-use_wallclock_as_timestamps", "1", "-i", "pipe:0"];
+    const encode = ["-c:v", "libx264", "-preset", "ultrafast", "-b:v", String(this.options.bitRate), "-pix_fmt", "yuv420p", "-fps_mode", "vfr", "-threads", "1"];
     const h264 = this.options.h264;
     const output = h264
-      ? // Baseline, no B-frames, no encoder lookahead: each frame leaves as soon as it is encoded.
-        ['-profile:v', 'baseline', '-tune', 'zerolatency', '-g', String(H264_KEY_INTERVAL_FRAMES), '-flush_packets', '1', '-f', 'h264', 'pipe:1']
-      : ['-f', 'mp4', join(this.dir, 'out.mp4')];
-    const child = spawn(ffmpegBinary(), [...input, ...encode, ...output], { stdio: ['pipe', h264 ? 'pipe' : 'ignore', 'pipe'] });
+      // Baseline, no B-frames, no encoder lookahead: each frame leaves as soon as it is encoded.
+      ? ["-profile:v", "baseline", "-tune", "zerolatency", "-g", String(H264_KEY_INTERVAL_FRAMES), "-flush_packets", "1", "-f", "h264", "pipe:1"]
+      : ["-f", "mp4", join(this.dir, "out.mp4")];
+    const child = spawn(ffmpegBinary(), [...input, ...encode, ...output], { stdio: ["pipe", h264 ? "pipe" : "ignore", "pipe"] });
     if (h264) this.pipeOut(child, h264);
     this.ffmpeg = child;
-    child.stderr?.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4096)));
-    child.stdin?.on('error', () => {}); // EPIPE if ffmpeg dies first; reported via exit
+    child.stderr?.on("data", (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4096)));
+    child.stdin?.on("error", () => {}); // EPIPE if ffmpeg dies first; reported via exit
     this.exited = new Promise((resolve) => {
-      child.once('exit', (code) => resolve(code));
-      child.once('error', (error) => {
+      child.once("exit", (code) => resolve(code));
+      child.once("error", (error) => {
         this.stderr += error.message;
         resolve(-1);
       });
@@ -114,11 +114,11 @@ export class ScreenRecorder {
     const out = child.stdout;
     if (!out) return;
     let writing: Promise<void> = Promise.resolve();
-    out.on('data', (chunk: Buffer) => {
+    out.on("data", (chunk: Buffer) => {
       out.pause();
       writing = writing.then(() => sink(chunk)).catch(() => {}).then(() => void out.resume());
     });
-    this.drained = new Promise((resolve) => out.once('close', () => void writing.then(resolve)));
+    this.drained = new Promise((resolve) => out.once("close", () => void writing.then(resolve)));
   }
 
   /** Graceful stop (SIGINT, time limit): the encoder drains and writes the moov atom. */
@@ -138,7 +138,7 @@ export class ScreenRecorder {
     if (!this.stopping) {
       this.stopping = true;
       this.killed = true;
-      this.ffmpeg?.kill('SIGKILL');
+      this.ffmpeg?.kill("SIGKILL");
       void this.exited?.then((code) => this.finalize(code));
     }
     return this.done;
@@ -166,10 +166,10 @@ export class ScreenRecorder {
       await new Promise<void>((resolve) => {
         // Whichever comes first; the other listener must not pile up frame after frame.
         const done = () => {
-          stdin.off('drain', done).off('close', done);
+          stdin.off("drain", done).off("close", done);
           resolve();
         };
-        stdin.once('drain', done).once('close', done);
+        stdin.once("drain", done).once("close", done);
       });
     }
     this.frames++;
@@ -180,7 +180,7 @@ export class ScreenRecorder {
     const { width, height } = this.options.size;
     if (frame.width === width && frame.height === height) return frame.rgba;
     return sharp(frame.rgba, { raw: { width: frame.width, height: frame.height, channels: 4 } })
-      .resize(width, height, { fit: 'contain', background: { r: 0, g: 0, b: 0, alpha: 1 } })
+      .resize(width, height, { fit: "contain", background: { r: 0, g: 0, b: 0, alpha: 1 } })
       .ensureAlpha()
       .raw()
       .toBuffer();
@@ -193,7 +193,7 @@ export class ScreenRecorder {
     this.stopping = true;
     try {
       await this.drained;
-      const bytes = this.dir && !this.options.h264 ? await readFile(join(this.dir, 'out.mp4')).catch(() => Buffer.alloc(0)) : Buffer.alloc(0);
+      const bytes = this.dir && !this.options.h264 ? await readFile(join(this.dir, "out.mp4")).catch(() => Buffer.alloc(0)) : Buffer.alloc(0);
       if (!this.killed && code !== 0) throw new Error(`encoder failed (ffmpeg exit ${code}): ${this.stderr.trim()}`);
       this.finish({ bytes, frames: this.frames, killed: this.killed });
     } catch (error) {

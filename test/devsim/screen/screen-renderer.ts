@@ -1,10 +1,10 @@
-import { createRequire } from 'node:module';
-import type { Sharp, SharpOptions } from 'sharp';
-import type { ScreenModel } from './screen-model.js';
-import { renderSvg } from './render-svg.js';
+import { createRequire } from "node:module";
+import type { Sharp, SharpOptions } from "sharp";
+import type { ScreenModel } from "./screen-model.js";
+import { renderSvg } from "./render-svg.js";
 
 // sharp is CommonJS; require() behaves the same under plain Node and vitest.
-const sharp = createRequire(import.meta.url)('sharp') as (input?: Buffer | SharpOptions, options?: SharpOptions) => Sharp;
+const sharp = createRequire(import.meta.url)("sharp") as (input?: Buffer | SharpOptions, options?: SharpOptions) => Sharp;
 
 export interface Frame {
   width: number;
@@ -31,7 +31,7 @@ export class ScreenRenderer {
     const { width, height } = display.logicalSize;
     const tree = this.screen.tree();
     const now = this.clock();
-    const clock = `${String(now.getUTCHours()).padStart(2, '0')}:${String(now.getUTCMinutes()).padStart(2, '0')}`;
+    const clock = `${String(now.getUTCHours()).padStart(2, "0")}:${String(now.getUTCMinutes()).padStart(2, "0")}`;
     const svg = tree ? renderSvg(tree, display, clock) : undefined;
     return { key: svg ?? `off:${width}x${height}`, svg, width, height };
   }

@@ -1,8 +1,8 @@
-import type { TapAction } from './ui-node.js';
+import type { TapAction } from "./ui-node.js";
 
 /** One widget of a screen, laid out top to bottom. */
 export interface ItemSpec {
-  kind: 'text' | 'button' | 'checkbox' | 'switch' | 'edit' | 'row' | 'icon';
+  kind: "text" | "button" | "checkbox" | "switch" | "edit" | "row" | "icon";
   /** Resource id without package, e.g. `remember` → `PKG:id/remember`. */
   id?: string;
   text?: string;
@@ -21,7 +21,7 @@ export interface ScreenSpec {
   color: string;
   background?: string;
   items: ItemSpec[];
-  layout?: 'column' | 'grid';
+  layout?: "column" | "grid";
 }
 
 /** Values behind checkboxes, switches and text fields, by state key. */

@@ -1,11 +1,11 @@
 /** What tapping a node does to the scene. */
 export type TapAction =
-  | { type: 'navigate'; screen: string }
-  | { type: 'back' }
-  | { type: 'toggle'; key: string }
-  | { type: 'focus'; key: string }
-  | { type: 'launch'; packageName: string }
-  | { type: 'set'; key: string; value: string };
+  | { type: "navigate"; screen: string }
+  | { type: "back" }
+  | { type: "toggle"; key: string }
+  | { type: "focus"; key: string }
+  | { type: "launch"; packageName: string }
+  | { type: "set"; key: string; value: string };
 
 /** Bounds as UIAutomator writes them: [left,top][right,bottom]. */
 export interface Bounds {
@@ -39,11 +39,11 @@ export interface UiNode {
   color?: string | undefined;
 }
 
-export function node(fields: Partial<UiNode> & Pick<UiNode, 'className' | 'packageName' | 'bounds'>): UiNode {
+export function node(fields: Partial<UiNode> & Pick<UiNode, "className" | "packageName" | "bounds">): UiNode {
   return {
-    text: '',
-    resourceId: '',
-    contentDesc: '',
+    text: "",
+    resourceId: "",
+    contentDesc: "",
     checkable: false,
     checked: false,
     clickable: false,

@@ -1,4 +1,4 @@
-import type { Service } from './service.js';
+import type { Service } from "./service.js";
 
 /** Version-1 header (52 bytes): what adbkit 3.3.9 parses; v2 would shift its fields. */
 export function framebufferHeader(width: number, height: number): Buffer {
@@ -10,7 +10,7 @@ export function framebufferHeader(width: number, height: number): Buffer {
 
 /** `framebuffer:`: header, raw RGBA_8888 pixels, close. */
 export const framebufferService: Service = {
-  prefixes: ['framebuffer:'],
+  prefixes: ["framebuffer:"],
   open(request) {
     return async (stream) => {
       const frame = await request.device.state.renderer.frame();

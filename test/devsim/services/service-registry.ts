@@ -1,4 +1,4 @@
-import type { Service } from './service.js';
+import type { Service } from "./service.js";
 
 /** Services by name prefix; the longest matching prefix wins. */
 export class ServiceRegistry {

@@ -1,5 +1,5 @@
-import type { DeviceState } from '../device/device-state.js';
-import type { ServiceStream } from '../transport/adb-stream.js';
+import type { DeviceState } from "../device/device-state.js";
+import type { ServiceStream } from "../transport/adb-stream.js";
 
 /** What a service may use of the device it runs on. */
 export interface ServiceDevice {

@@ -10,14 +10,14 @@ export interface ShellRequest {
 }
 
 export function parseShellRequest(service: string): ShellRequest | undefined {
-  const colon = service.indexOf(':');
+  const colon = service.indexOf(":");
   if (colon < 0) return undefined;
   const head = service.slice(0, colon);
   const command = service.slice(colon + 1);
-  const [name, ...args] = head.split(',');
-  if (name !== 'shell') return undefined;
-  const term = args.find((arg) => arg.startsWith('TERM='))?.slice('TERM='.length);
+  const [name, ...args] = head.split(",");
+  if (name !== "shell") return undefined;
+  const term = args.find((arg) => arg.startsWith("TERM="))?.slice("TERM=".length);
   // adbd's default: a pty for interactive sessions, raw for commands.
-  const pty = args.includes('pty') || (!args.includes('raw') && command === '');
-  return { v2: args.includes('v2'), pty, term, command };
+  const pty = args.includes("pty") || (!args.includes("raw") && command === "");
+  return { v2: args.includes("v2"), pty, term, command };
 }

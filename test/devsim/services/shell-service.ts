@@ -1,21 +1,14 @@
-import { runInteractive } from '../shell/interactive.js';
-import { BytePipe, type OutputSink } from '../shell/io.js';
-import { Shell } from '../shell/shell.js';
-import type { ServiceStream } from '../transport/adb-stream.js';
-import type { Service, ServiceDevice } from './service.js';
-import { parseShellRequest, type ShellRequest } from './shell-request.js';
-import {
-  SHELL_PACKET_HEADER,
-  ShellPacketId,
-  ShellPacketParser,
-  encodeExitPacket,
-  encodeShellPacket,
-  parseWindowSize,
-} from './shell-v2-packet.js';
+import { runInteractive } from "../shell/interactive.js";
+import { BytePipe, type OutputSink } from "../shell/io.js";
+import { Shell } from "../shell/shell.js";
+import type { ServiceStream } from "../transport/adb-stream.js";
+import type { Service, ServiceDevice } from "./service.js";
+import { parseShellRequest, type ShellRequest } from "./shell-request.js";
+import { SHELL_PACKET_HEADER, ShellPacketId, ShellPacketParser, encodeExitPacket, encodeShellPacket, parseWindowSize } from "./shell-v2-packet.js";
 
 /** `shell:CMD` (v1: raw interleaved output, no status) and `shell,v2,…:CMD`. */
 export const shellService: Service = {
-  prefixes: ['shell:', 'shell,'],
+  prefixes: ["shell:", "shell,"],
   open(request) {
     const shell = parseShellRequest(request.name);
     if (!shell) return undefined;
@@ -41,8 +34,8 @@ export async function runShellSession(stream: ServiceStream, device: ServiceDevi
 
   const shell = new Shell({ device: device.state, stdin, stdout, stderr, signal: stream.signal, ...(request.pty ? { terminal } : {}) });
   // Without a command, sh reads its script from stdin (with a prompt on a terminal).
-  const prompt = request.pty ? `${device.state.props.get('ro.product.device') ?? 'localhost'}:/ $ ` : undefined;
-  const status = request.command !== '' ? await shell.run(request.command) : await runInteractive(shell, stdin, stdout, prompt);
+  const prompt = request.pty ? `${device.state.props.get("ro.product.device") ?? "localhost"}:/ $ ` : undefined;
+  const status = request.command !== "" ? await shell.run(request.command) : await runInteractive(shell, stdin, stdout, prompt);
   stdin.closeRead();
   // v2 clients read until the stream closes, so the exit packet is followed by CLSE (when the runner returns).
   if (request.v2 && !stream.closed) await stream.write(encodeExitPacket(status));
@@ -55,7 +48,7 @@ async function pumpInput(stream: ServiceStream, stdin: BytePipe, request: ShellR
     if (!request.pty) return stdin.write(data);
     // Terminal line discipline: CR becomes NL (icrnl), input is echoed, ^D ends input.
     const eof = data.indexOf(0x04);
-    const text = Buffer.from((eof >= 0 ? data.subarray(0, eof) : data).toString('latin1').replace(/\r/g, '\n'), 'latin1');
+    const text = Buffer.from((eof >= 0 ? data.subarray(0, eof) : data).toString("latin1").replace(/\r/g, "\n"), "latin1");
     await echo.write(text);
     await stdin.write(text);
     if (eof >= 0) stdin.close();
@@ -68,7 +61,7 @@ async function pumpInput(stream: ServiceStream, stdin: BytePipe, request: ShellR
     for (const packet of parser.push(chunk)) {
       if (packet.id === ShellPacketId.STDIN) await deliver(packet.data);
       else if (packet.id === ShellPacketId.CLOSE_STDIN) stdin.close();
-      else if (packet.id === ShellPacketId.WINDOW_SIZE) Object.assign(terminal, parseWindowSize(packet.data.toString('latin1')) ?? {});
+      else if (packet.id === ShellPacketId.WINDOW_SIZE) Object.assign(terminal, parseWindowSize(packet.data.toString("latin1")) ?? {});
     }
   }
   stdin.close();
@@ -82,7 +75,7 @@ function rawSink(stream: ServiceStream): OutputSink {
 function v2Sink(stream: ServiceStream, id: number): OutputSink {
   return {
     async write(data) {
-      const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+      const bytes = typeof data === "string" ? Buffer.from(data) : data;
       const max = Math.max(1, stream.maxPayload - SHELL_PACKET_HEADER);
       for (let offset = 0; offset < bytes.length; offset += max) {
         await stream.write(encodeShellPacket(id, bytes.subarray(offset, offset + max)));
@@ -94,6 +87,6 @@ function v2Sink(stream: ServiceStream, id: number): OutputSink {
 /** Terminal output processing: every \n leaves as \r\n. */
 function onlcr(sink: OutputSink): OutputSink {
   return {
-    write: (data) => sink.write(Buffer.from((typeof data === 'string' ? Buffer.from(data) : Buffer.from(data)).toString('latin1').replace(/\n/g, '\r\n'), 'latin1')),
+    write: (data) => sink.write(Buffer.from((typeof data === "string" ? Buffer.from(data) : Buffer.from(data)).toString("latin1").replace(/\n/g, "\r\n"), "latin1")),
   };
 }

@@ -17,7 +17,7 @@ export interface ShellPacket {
 
 /** id (1 byte) + little-endian length (4 bytes) + data. */
 export function encodeShellPacket(id: number, data: Uint8Array | string = Buffer.alloc(0)): Buffer {
-  const payload = typeof data === 'string' ? Buffer.from(data) : data;
+  const payload = typeof data === "string" ? Buffer.from(data) : data;
   const out = Buffer.allocUnsafe(SHELL_PACKET_HEADER + payload.length);
   out.writeUInt8(id, 0);
   out.writeUInt32LE(payload.length, 1);
@@ -52,7 +52,7 @@ export class ShellPacketParser {
 
 /** Parses a window-size payload `ROWSxCOLS,XPIXxYPIX` (e.g. `24x80,0x0`). */
 export function parseWindowSize(text: string): { rows: number; cols: number; xPixels: number; yPixels: number } | undefined {
-  const match = /^(\d+)x(\d+),(\d+)x(\d+)$/.exec(text.replace(/\0+$/, ''));
+  const match = /^(\d+)x(\d+),(\d+)x(\d+)$/.exec(text.replace(/\0+$/, ""));
   if (!match) return undefined;
   return { rows: Number(match[1]), cols: Number(match[2]), xPixels: Number(match[3]), yPixels: Number(match[4]) };
 }

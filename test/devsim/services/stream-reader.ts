@@ -1,4 +1,4 @@
-import type { ServiceStream } from '../transport/adb-stream.js';
+import type { ServiceStream } from "../transport/adb-stream.js";
 
 /**
  * Exact-length reads over a stream's WRTEs, which are arbitrary slices of the

@@ -1,21 +1,21 @@
-import type { StatInfo } from '../fs/file-system.js';
+import type { StatInfo } from "../fs/file-system.js";
 
 /** Sync request/response ids (file_sync_protocol.h), four ASCII bytes. */
 export const SyncId = {
-  STAT: 'STAT',
-  STA2: 'STA2',
-  LST2: 'LST2',
-  LIST: 'LIST',
-  LIS2: 'LIS2',
-  DENT: 'DENT',
-  DNT2: 'DNT2',
-  RECV: 'RECV',
-  SEND: 'SEND',
-  DATA: 'DATA',
-  DONE: 'DONE',
-  OKAY: 'OKAY',
-  FAIL: 'FAIL',
-  QUIT: 'QUIT',
+  STAT: "STAT",
+  STA2: "STA2",
+  LST2: "LST2",
+  LIST: "LIST",
+  LIS2: "LIS2",
+  DENT: "DENT",
+  DNT2: "DNT2",
+  RECV: "RECV",
+  SEND: "SEND",
+  DATA: "DATA",
+  DONE: "DONE",
+  OKAY: "OKAY",
+  FAIL: "FAIL",
+  QUIT: "QUIT",
 } as const;
 
 /** Largest DATA payload adbd 29 sends (a DATA packet then fits 64 KiB). */
@@ -28,7 +28,7 @@ export const SYNC_PATH_MAX = 1024;
 /** id + u32 (length or argument). */
 export function syncHeader(id: string, value: number): Buffer {
   const out = Buffer.allocUnsafe(8);
-  out.write(id, 0, 'latin1');
+  out.write(id, 0, "latin1");
   out.writeUInt32LE(value >>> 0, 4);
   return out;
 }
@@ -42,7 +42,7 @@ export function syncFail(message: string): Buffer {
 /** v1 STAT reply: mode, size, mtime (u32 each); zeros when the path is missing. */
 export function encodeStatV1(stat: StatInfo | undefined): Buffer {
   const out = Buffer.alloc(16);
-  out.write(SyncId.STAT, 0, 'latin1');
+  out.write(SyncId.STAT, 0, "latin1");
   if (stat) {
     out.writeUInt32LE(stat.mode >>> 0, 4);
     out.writeUInt32LE(Math.min(stat.size, 0xffffffff), 8);
@@ -76,7 +76,7 @@ export function encodeStatV2Body(stat: StatInfo | undefined, errno: number): Buf
 /** STA2/LST2 reply: the request id echoed, then the stat body. */
 export function encodeStatV2(id: string, stat: StatInfo | undefined, errno: number): Buffer {
   const head = Buffer.alloc(4);
-  head.write(id, 0, 'latin1');
+  head.write(id, 0, "latin1");
   return Buffer.concat([head, encodeStatV2Body(stat, errno)]);
 }
 
@@ -84,7 +84,7 @@ export function encodeStatV2(id: string, stat: StatInfo | undefined, errno: numb
 export function encodeDent(name: string, stat: StatInfo): Buffer {
   const nameBytes = Buffer.from(name);
   const out = Buffer.alloc(20);
-  out.write(SyncId.DENT, 0, 'latin1');
+  out.write(SyncId.DENT, 0, "latin1");
   out.writeUInt32LE(stat.mode >>> 0, 4);
   out.writeUInt32LE(Math.min(stat.size, 0xffffffff), 8);
   out.writeUInt32LE(stat.mtime >>> 0, 12);
@@ -97,12 +97,12 @@ export function encodeDnt2(name: string, stat: StatInfo): Buffer {
   const nameBytes = Buffer.from(name);
   const len = Buffer.alloc(4);
   len.writeUInt32LE(nameBytes.length, 0);
-  return Buffer.concat([Buffer.from(SyncId.DNT2, 'latin1'), encodeStatV2Body(stat, 0), len, nameBytes]);
+  return Buffer.concat([Buffer.from(SyncId.DNT2, "latin1"), encodeStatV2Body(stat, 0), len, nameBytes]);
 }
 
 /** End of a LIST (20 bytes) or LIS2 (76 bytes) listing. */
 export function encodeListDone(v2: boolean): Buffer {
   const out = Buffer.alloc(v2 ? 76 : 20);
-  out.write(SyncId.DONE, 0, 'latin1');
+  out.write(SyncId.DONE, 0, "latin1");
   return out;
 }

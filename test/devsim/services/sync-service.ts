@@ -1,31 +1,19 @@
-import type { DeviceState } from '../device/device-state.js';
-import { FsError } from '../fs/fs-error.js';
-import { S_IFLNK, S_IFMT, resolvePath, type StatInfo } from '../fs/file-system.js';
-import type { ServiceStream } from '../transport/adb-stream.js';
-import type { Service } from './service.js';
-import { StreamReader } from './stream-reader.js';
-import {
-  SYNC_DATA_MAX,
-  SYNC_DATA_MAX_SEND,
-  SYNC_PATH_MAX,
-  SyncId,
-  encodeDent,
-  encodeDnt2,
-  encodeListDone,
-  encodeStatV1,
-  encodeStatV2,
-  syncFail,
-  syncHeader,
-} from './sync-protocol.js';
+import type { DeviceState } from "../device/device-state.js";
+import { FsError } from "../fs/fs-error.js";
+import { S_IFLNK, S_IFMT, resolvePath, type StatInfo } from "../fs/file-system.js";
+import type { ServiceStream } from "../transport/adb-stream.js";
+import type { Service } from "./service.js";
+import { StreamReader } from "./stream-reader.js";
+import { SYNC_DATA_MAX, SYNC_DATA_MAX_SEND, SYNC_PATH_MAX, SyncId, encodeDent, encodeDnt2, encodeListDone, encodeStatV1, encodeStatV2, syncFail, syncHeader } from "./sync-protocol.js";
 
 /**
  * `sync:` — adb's file service (SYNC.TXT): any number of STAT/STA2/LST2/
  * LIST/LIS2/RECV/SEND requests until QUIT or the host closes the stream.
  */
 export const syncService: Service = {
-  prefixes: ['sync:'],
+  prefixes: ["sync:"],
   open(request) {
-    if (request.name !== 'sync:') return undefined;
+    if (request.name !== "sync:") return undefined;
     return (stream) => runSync(stream, request.device.state);
   },
 };
@@ -35,7 +23,7 @@ async function runSync(stream: ServiceStream, state: DeviceState): Promise<void>
   for (;;) {
     const header = await reader.read(8);
     if (!header) return;
-    const id = header.toString('latin1', 0, 4);
+    const id = header.toString("latin1", 0, 4);
     const length = header.readUInt32LE(4);
     if (id === SyncId.QUIT) return;
     if (length > SYNC_PATH_MAX) {
@@ -44,7 +32,7 @@ async function runSync(stream: ServiceStream, state: DeviceState): Promise<void>
     }
     const pathBytes = await reader.read(length);
     if (!pathBytes) return;
-    const path = pathBytes.toString('utf8');
+    const path = pathBytes.toString("utf8");
     switch (id) {
       case SyncId.STAT:
         await stream.write(encodeStatV1(tryStat(state, path, false).stat));
@@ -85,8 +73,8 @@ async function list(stream: ServiceStream, state: DeviceState, path: string, v2:
   const caller = state.shellCaller;
   try {
     const entries = [
-      { name: '.', stat: state.fs.stat(path, caller) },
-      { name: '..', stat: state.fs.stat(resolvePath(path, '..'), caller) },
+      { name: ".", stat: state.fs.stat(path, caller) },
+      { name: "..", stat: state.fs.stat(resolvePath(path, ".."), caller) },
       ...state.fs.readdir(path, caller),
     ];
     for (const entry of entries) await stream.write(v2 ? encodeDnt2(entry.name, entry.stat) : encodeDent(entry.name, entry.stat));
@@ -128,7 +116,7 @@ async function receive(stream: ServiceStream, state: DeviceState, path: string):
 
 /** SEND `path,mode` + DATA… + DONE(mtime); one OKAY or FAIL at the end. */
 async function send(stream: ServiceStream, reader: StreamReader, state: DeviceState, spec: string): Promise<boolean> {
-  const comma = spec.lastIndexOf(',');
+  const comma = spec.lastIndexOf(",");
   const path = comma >= 0 ? spec.slice(0, comma) : spec;
   const mode = comma >= 0 ? Number(spec.slice(comma + 1)) : 0o100644;
   const caller = state.shellCaller;
@@ -138,7 +126,7 @@ async function send(stream: ServiceStream, reader: StreamReader, state: DeviceSt
 
   try {
     // adbd creates missing parent directories (secure_mkdirs).
-    const parent = resolvePath(path, '..');
+    const parent = resolvePath(path, "..");
     if (!state.fs.exists(parent, caller)) state.fs.mkdir(parent, caller, { parents: true, mode: 0o771 });
   } catch (error) {
     if (!(error instanceof FsError)) throw error;
@@ -157,7 +145,7 @@ async function send(stream: ServiceStream, reader: StreamReader, state: DeviceSt
   for (;;) {
     const header = await reader.read(8);
     if (!header) return false;
-    const id = header.toString('latin1', 0, 4);
+    const id = header.toString("latin1", 0, 4);
     const value = header.readUInt32LE(4);
     if (id === SyncId.DONE) {
       if (failure) return false;
@@ -175,7 +163,7 @@ async function send(stream: ServiceStream, reader: StreamReader, state: DeviceSt
     }
     if (id !== SyncId.DATA || value > SYNC_DATA_MAX) {
       // adbd's words for both protocol violations.
-      if (!failure) await stream.write(syncFail(id !== SyncId.DATA ? `invalid data message: expected DATA, got ${JSON.stringify(id)}` : 'oversize data message'));
+      if (!failure) await stream.write(syncFail(id !== SyncId.DATA ? `invalid data message: expected DATA, got ${JSON.stringify(id)}` : "oversize data message"));
       return false;
     }
     const data = await reader.read(value);
@@ -183,7 +171,7 @@ async function send(stream: ServiceStream, reader: StreamReader, state: DeviceSt
     if (state.faults.countTransfer(data.length)) return false;
     if (failure) continue;
     if (state.fs.isFull()) {
-      failure = 'write failed: No space left on device';
+      failure = "write failed: No space left on device";
       await stream.write(syncFail(failure));
       continue;
     }

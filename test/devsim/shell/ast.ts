@@ -2,16 +2,16 @@
 
 /** Piece of a word: literal text, or a parameter ($?, $NAME) expanded at run time. */
 export type WordPart =
-  | { type: 'literal'; value: string; quoted: boolean }
-  | { type: 'param'; name: string; quoted: boolean }
+  | { type: "literal"; value: string; quoted: boolean }
+  | { type: "param"; name: string; quoted: boolean }
   /** `$(script)` or `` `script` ``: replaced by the script's output, trailing newlines removed. */
-  | { type: 'command'; script: string; quoted: boolean };
+  | { type: "command"; script: string; quoted: boolean };
 
 export interface Word {
   parts: WordPart[];
 }
 
-export type RedirectOp = '>' | '>>' | '<' | '>&' | '<&';
+export type RedirectOp = ">" | ">>" | "<" | ">&" | "<&";
 
 export interface Redirect {
   /** File descriptor being redirected (default 1 for output, 0 for input). */
@@ -26,7 +26,7 @@ export interface Assignment {
 }
 
 export interface SimpleCommand {
-  type: 'simple';
+  type: "simple";
   assignments: Assignment[];
   words: Word[];
   redirects: Redirect[];
@@ -34,7 +34,7 @@ export interface SimpleCommand {
 
 /** `while LIST; do LIST; done` (or `until`). */
 export interface LoopCommand {
-  type: 'loop';
+  type: "loop";
   until: boolean;
   condition: CommandList;
   body: CommandList;
@@ -43,7 +43,7 @@ export interface LoopCommand {
 
 /** `if LIST; then LIST; [elif LIST; then LIST;]… [else LIST;] fi` */
 export interface IfCommand {
-  type: 'if';
+  type: "if";
   branches: Array<{ condition: CommandList; body: CommandList }>;
   elseBody: CommandList | undefined;
   redirects: Redirect[];
@@ -51,7 +51,7 @@ export interface IfCommand {
 
 /** `( LIST )`: runs in a copy of the shell; `exit`, `cd` and variables stay inside. */
 export interface SubshellCommand {
-  type: 'subshell';
+  type: "subshell";
   body: CommandList;
   redirects: Redirect[];
 }
@@ -66,7 +66,7 @@ export interface Pipeline {
 /** Pipelines joined by && / ||, evaluated left to right. */
 export interface AndOrList {
   first: Pipeline;
-  rest: Array<{ op: '&&' | '||'; pipeline: Pipeline }>;
+  rest: Array<{ op: "&&" | "||"; pipeline: Pipeline }>;
   /** Ended by `&`: runs as a background job, the shell goes on at once. */
   background?: boolean;
 }

@@ -1,7 +1,7 @@
-import type { DeviceState } from '../device/device-state.js';
-import { QuietError } from '../quiet-error.js';
-import type { Caller } from '../fs/caller.js';
-import type { InputSource, OutputSink } from './io.js';
+import type { DeviceState } from "../device/device-state.js";
+import { QuietError } from "../quiet-error.js";
+import type { Caller } from "../fs/caller.js";
+import type { InputSource, OutputSink } from "./io.js";
 
 /** Overrides for a command run on behalf of another (run-as: other uid and cwd). */
 export interface RunOverrides {
@@ -45,7 +45,7 @@ export type CommandTable = ReadonlyMap<string, ShellCommand>;
 
 /** Thrown by `exit` to unwind the whole script with a status. */
 export class ExitRequest extends QuietError {
-  override name = 'ExitRequest';
+  override name = "ExitRequest";
   constructor(readonly status: number) {
     super(`exit ${status}`);
   }

@@ -1,4 +1,4 @@
-import type { Word } from './ast.js';
+import type { Word } from "./ast.js";
 
 /** Looks up a parameter's value ($?, $NAME…); undefined expands to nothing. */
 export type ParamLookup = (name: string) => string | undefined;
@@ -6,7 +6,7 @@ export type ParamLookup = (name: string) => string | undefined;
 /** Output of a command substitution, already run (expansion itself is synchronous). */
 export type CommandOutput = (script: string) => string;
 
-const noCommands: CommandOutput = () => '';
+const noCommands: CommandOutput = () => "";
 
 const IFS = /[ \t\n]+/;
 
@@ -17,31 +17,31 @@ const IFS = /[ \t\n]+/;
  */
 export function expandWord(word: Word, lookup: ParamLookup, commandOutput: CommandOutput = noCommands): string[] {
   const fields: string[] = [];
-  let current = '';
+  let current = "";
   let started = false;
   const flush = () => {
     if (started) fields.push(current);
-    current = '';
+    current = "";
     started = false;
   };
 
   for (const part of word.parts) {
-    if (part.type === 'literal') {
+    if (part.type === "literal") {
       current += part.value;
-      started ||= part.quoted || part.value !== '';
+      started ||= part.quoted || part.value !== "";
       continue;
     }
-    const value = part.type === 'command' ? commandOutput(part.script) : (lookup(part.name) ?? '');
+    const value = part.type === "command" ? commandOutput(part.script) : (lookup(part.name) ?? "");
     if (part.quoted) {
       current += value;
       started = true;
       continue;
     }
-    if (value === '') continue;
+    if (value === "") continue;
     const pieces = value.split(IFS);
     pieces.forEach((piece, index) => {
       if (index > 0) flush();
-      if (piece !== '') {
+      if (piece !== "") {
         current += piece;
         started = true;
       }
@@ -53,5 +53,5 @@ export function expandWord(word: Word, lookup: ParamLookup, commandOutput: Comma
 
 /** Expands a word into one string without field splitting (assignments, redirect targets). */
 export function expandWordToString(word: Word, lookup: ParamLookup, commandOutput: CommandOutput = noCommands): string {
-  return word.parts.map((part) => (part.type === 'literal' ? part.value : part.type === 'command' ? commandOutput(part.script) : (lookup(part.name) ?? ''))).join('');
+  return word.parts.map((part) => (part.type === "literal" ? part.value : part.type === "command" ? commandOutput(part.script) : (lookup(part.name) ?? ""))).join("");
 }

@@ -14,7 +14,7 @@ export const NULL_SINK: OutputSink = { write: () => Promise.resolve() };
 export const EMPTY_INPUT: InputSource = { read: () => Promise.resolve(null) };
 
 export function toBuffer(data: Uint8Array | string): Buffer {
-  return typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return typeof data === "string" ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
 /**
@@ -96,7 +96,7 @@ export class CollectingSink implements OutputSink {
   }
 
   text(): string {
-    return this.buffer().toString('utf8');
+    return this.buffer().toString("utf8");
   }
 }
 

@@ -1,9 +1,9 @@
-import type { DeviceState } from '../device/device-state.js';
-import type { Caller } from '../fs/caller.js';
-import { FsError } from '../fs/fs-error.js';
-import type { FileSystem } from '../fs/file-system.js';
-import type { Redirect } from './ast.js';
-import { NULL_SINK, inputFrom, type InputSource, type OutputSink } from './io.js';
+import type { DeviceState } from "../device/device-state.js";
+import type { Caller } from "../fs/caller.js";
+import { FsError } from "../fs/fs-error.js";
+import type { FileSystem } from "../fs/file-system.js";
+import type { Redirect } from "./ast.js";
+import { NULL_SINK, inputFrom, type InputSource, type OutputSink } from "./io.js";
 
 /** The file descriptors a command runs with. */
 export interface ShellIO {
@@ -14,7 +14,7 @@ export interface ShellIO {
 
 /** A redirection that cannot be carried out; the command does not run. */
 export class RedirectError extends Error {
-  override name = 'RedirectError';
+  override name = "RedirectError";
 }
 
 /**
@@ -43,11 +43,11 @@ export function applyRedirects(
   for (const redirect of redirects) {
     const target = expand(redirect);
     switch (redirect.op) {
-      case '>':
-      case '>>':
-        setSink(redirect.fd, fileSink(device.fs, target, caller, redirect.op === '>>'));
+      case ">":
+      case ">>":
+        setSink(redirect.fd, fileSink(device.fs, target, caller, redirect.op === ">>"));
         break;
-      case '<': {
+      case "<": {
         let content: Buffer;
         try {
           content = device.fs.readFile(target, caller);
@@ -59,13 +59,13 @@ export function applyRedirects(
         stdin = inputFrom(content);
         break;
       }
-      case '>&':
-        if (target === '-') setSink(redirect.fd, NULL_SINK);
+      case ">&":
+        if (target === "-") setSink(redirect.fd, NULL_SINK);
         else if (/^[0-9]$/.test(target)) setSink(redirect.fd, sinkFor(Number(target)));
         else throw new RedirectError(`${target}: illegal file descriptor name`);
         break;
-      case '<&':
-        if (redirect.fd !== 0 || (target !== '0' && target !== '-')) throw new RedirectError(`${target}: bad file descriptor`);
+      case "<&":
+        if (redirect.fd !== 0 || (target !== "0" && target !== "-")) throw new RedirectError(`${target}: bad file descriptor`);
         break;
     }
   }
@@ -75,7 +75,7 @@ export function applyRedirects(
 /** `> FILE` / `>> FILE`: opened (created/truncated) now, like sh; writes append as they come. */
 function fileSink(fs: FileSystem, path: string, caller: Caller, append: boolean): OutputSink {
   try {
-    if (fs.lookup(path, caller).kind === 'char') return NULL_SINK;
+    if (fs.lookup(path, caller).kind === "char") return NULL_SINK;
   } catch {
     // Does not exist yet: created below.
   }
@@ -84,7 +84,7 @@ function fileSink(fs: FileSystem, path: string, caller: Caller, append: boolean)
     return {
       write(data) {
         // ENOSPC surfaces in the writing command, as a failed write(2) would.
-        fs.append(file, Buffer.from(typeof data === 'string' ? Buffer.from(data) : data), path);
+        fs.append(file, Buffer.from(typeof data === "string" ? Buffer.from(data) : data), path);
         return Promise.resolve();
       },
     };

@@ -1,16 +1,16 @@
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import type { DeviceState } from '../device/device-state.js';
-import type { Caller } from '../fs/caller.js';
-import { resolvePath } from '../fs/file-system.js';
-import { FsError } from '../fs/fs-error.js';
-import type { AndOrList, CommandList, CommandNode, Pipeline, SimpleCommand, Word } from './ast.js';
-import { ExitRequest, type CommandTable, type RunOverrides, type ShellCommand } from './command.js';
-import { DEFAULT_COMMANDS } from './commands/index.js';
-import { expandWord, expandWordToString, type CommandOutput } from './expand.js';
-import { BytePipe, CollectingSink, EMPTY_INPUT, type InputSource, type OutputSink } from './io.js';
-import { parseScript } from './parser.js';
-import { RedirectError, applyRedirects, type ShellIO } from './redirects.js';
-import { literalText, ShellSyntaxError } from './tokenizer.js';
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { DeviceState } from "../device/device-state.js";
+import type { Caller } from "../fs/caller.js";
+import { resolvePath } from "../fs/file-system.js";
+import { FsError } from "../fs/fs-error.js";
+import type { AndOrList, CommandList, CommandNode, Pipeline, SimpleCommand, Word } from "./ast.js";
+import { ExitRequest, type CommandTable, type RunOverrides, type ShellCommand } from "./command.js";
+import { DEFAULT_COMMANDS } from "./commands/index.js";
+import { expandWord, expandWordToString, type CommandOutput } from "./expand.js";
+import { BytePipe, CollectingSink, EMPTY_INPUT, type InputSource, type OutputSink } from "./io.js";
+import { parseScript } from "./parser.js";
+import { RedirectError, applyRedirects, type ShellIO } from "./redirects.js";
+import { literalText, ShellSyntaxError } from "./tokenizer.js";
 
 export interface ShellOptions {
   device: DeviceState;
@@ -31,15 +31,15 @@ export interface ShellOptions {
 /** Exit status of a shell killed by SIGHUP, what adbd's child sees when the host hangs up. */
 export const STATUS_HANGUP = 128 + 1;
 
-const SHELL_NAME = '/system/bin/sh';
-const BIN_DIRS = new Set(['/system/bin', '/system/xbin', '/bin', '/vendor/bin', '/product/bin', '/apex/com.android.runtime/bin']);
+const SHELL_NAME = "/system/bin/sh";
+const BIN_DIRS = new Set(["/system/bin", "/system/xbin", "/bin", "/vendor/bin", "/product/bin", "/apex/com.android.runtime/bin"]);
 
 /** Commands mksh runs itself; every other one costs a process on a phone (see the latency profiles). */
-const MKSH_BUILTINS = new Set([':', 'true', 'false', 'exit', 'echo', 'kill', 'pwd', 'test', '[', 'read']);
+const MKSH_BUILTINS = new Set([":", "true", "false", "exit", "echo", "kill", "pwd", "test", "[", "read"]);
 
 /** `trap '' HUP` (or 1, SIGHUP): the hangup is ignored from here on, as under nohup. */
 function ignoresHangupTrap(argv: readonly (string | undefined)[]): boolean {
-  return argv[0] === 'trap' && argv[1] === '' && argv.slice(2).some((s) => s === 'HUP' || s === '1' || s === 'SIGHUP');
+  return argv[0] === "trap" && argv[1] === "" && argv.slice(2).some((s) => s === "HUP" || s === "1" || s === "SIGHUP");
 }
 
 /**
@@ -70,17 +70,17 @@ export class Shell {
     this.signal = options.signal ?? new AbortController().signal;
     this.commands = options.commands ?? DEFAULT_COMMANDS;
     this.caller = options.caller ?? options.device.shellCaller;
-    this.cwd = options.cwd ?? '/';
-    const device = options.device.props.get('ro.product.device') ?? 'localhost';
+    this.cwd = options.cwd ?? "/";
+    const device = options.device.props.get("ro.product.device") ?? "localhost";
     const defaults: Record<string, string> = {
-      PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
-      HOME: '/',
-      TMPDIR: '/data/local/tmp',
-      ANDROID_DATA: '/data',
-      ANDROID_ROOT: '/system',
-      EXTERNAL_STORAGE: '/sdcard',
-      USER: 'shell',
-      LOGNAME: 'shell',
+      PATH: "/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin",
+      HOME: "/",
+      TMPDIR: "/data/local/tmp",
+      ANDROID_DATA: "/data",
+      ANDROID_ROOT: "/system",
+      EXTERNAL_STORAGE: "/sdcard",
+      USER: "shell",
+      LOGNAME: "shell",
       HOSTNAME: device,
     };
     for (const [key, value] of Object.entries(defaults)) this.vars.set(key, value);
@@ -124,10 +124,10 @@ export class Shell {
    */
   private startJob(item: AndOrList, io: ShellIO): number {
     const first = item.first.commands[0];
-    const nohup = first?.type === 'simple' && first.words[0] !== undefined && literalText(first.words[0]) === 'nohup';
+    const nohup = first?.type === "simple" && first.words[0] !== undefined && literalText(first.words[0]) === "nohup";
     // `trap '' HUP` in the subshell itself, as its first command, also makes it immune.
-    const body = first?.type === 'subshell' ? first.body.items[0]?.first.commands[0] : undefined;
-    const trapped = body?.type === 'simple' && ignoresHangupTrap(body.words.map(literalText));
+    const body = first?.type === "subshell" ? first.body.items[0]?.first.commands[0] : undefined;
+    const trapped = body?.type === "simple" && ignoresHangupTrap(body.words.map(literalText));
     const device = this.options.device.bootSignal;
     const signal = nohup || trapped || this.ignoresHangup ? device : AbortSignal.any([this.signal, device]);
     const child = this.fork(io, signal);
@@ -166,10 +166,13 @@ export class Shell {
         continue;
       }
       // Rejects when this shell's own session ends, as `wait` is interrupted by SIGHUP.
-      status = await Promise.race([job, new Promise<never>((_, reject) => {
-        if (this.signal.aborted) reject(this.signal.reason);
-        this.signal.addEventListener('abort', () => reject(this.signal.reason), { once: true });
-      })]);
+      status = await Promise.race([
+        job,
+        new Promise<never>((_, reject) => {
+          if (this.signal.aborted) reject(this.signal.reason);
+          this.signal.addEventListener("abort", () => reject(this.signal.reason), { once: true });
+        }),
+      ]);
       this.jobs.delete(pid);
     }
     return status;
@@ -178,7 +181,7 @@ export class Shell {
   private async andOr(list: AndOrList, io: ShellIO): Promise<number> {
     let status = await this.pipeline(list.first, io);
     for (const { op, pipeline } of list.rest) {
-      if ((op === '&&') === (status === 0)) status = await this.pipeline(pipeline, io);
+      if ((op === "&&") === (status === 0)) status = await this.pipeline(pipeline, io);
     }
     return status;
   }
@@ -214,16 +217,16 @@ export class Shell {
       }
     });
     const results = await Promise.allSettled(runs);
-    for (const result of results) if (result.status === 'rejected') throw result.reason;
+    for (const result of results) if (result.status === "rejected") throw result.reason;
     const last = results[results.length - 1]!;
-    return last.status === 'fulfilled' ? last.value : 1;
+    return last.status === "fulfilled" ? last.value : 1;
   }
 
   private async command(command: CommandNode, io: ShellIO): Promise<number> {
-    if (command.type === 'simple') return this.simple(command, io);
+    if (command.type === "simple") return this.simple(command, io);
     const redirected = await this.redirect(command.redirects, io);
     if (!redirected) return 1;
-    if (command.type === 'subshell') {
+    if (command.type === "subshell") {
       const child = this.fork(redirected, this.signal);
       try {
         return await child.list(command.body, redirected);
@@ -232,7 +235,7 @@ export class Shell {
         throw error;
       }
     }
-    if (command.type === 'loop') {
+    if (command.type === "loop") {
       let status = 0;
       for (;;) {
         const condition = await this.list(command.condition, redirected);
@@ -253,7 +256,7 @@ export class Shell {
   private async simple(command: SimpleCommand, io: ShellIO): Promise<number> {
     const lookup = (name: string) => this.param(name);
     const outputs = await this.substitute([...command.words, ...command.assignments.map((a) => a.value), ...command.redirects.map((r) => r.target)], io);
-    const commandOutput = (script: string) => outputs.get(script) ?? '';
+    const commandOutput = (script: string) => outputs.get(script) ?? "";
     const argv = command.words.flatMap((word) => expandWord(word, lookup, commandOutput));
     const redirected = await this.redirect(command.redirects, io, commandOutput);
     if (!redirected) return 1;
@@ -268,17 +271,17 @@ export class Shell {
   /** Runs one command by name with its IO (and, for run-as, another caller/cwd). */
   private async exec(name: string, args: string[], io: ShellIO, overrides: RunOverrides): Promise<number> {
     // cd, export and exec change this shell's own state, so they cannot be table commands.
-    if (name === 'cd') return this.changeDirectory(args[0] ?? '/', io);
-    if (name === 'wait') return this.waitJobs(args);
-    if (name === 'trap') {
+    if (name === "cd") return this.changeDirectory(args[0] ?? "/", io);
+    if (name === "wait") return this.waitJobs(args);
+    if (name === "trap") {
       // Only what scripts here need: `trap '' HUP` ignores the hangup; other traps are accepted and do nothing.
       if (ignoresHangupTrap([name, ...args])) this.ignoresHangup = true;
       return 0;
     }
-    if (name === 'eval') {
+    if (name === "eval") {
       let list: CommandList;
       try {
-        list = parseScript(args.join(' '));
+        list = parseScript(args.join(" "));
       } catch (error) {
         // mksh reports it and goes on with a failed status; the session lives.
         if (!(error instanceof ShellSyntaxError)) throw error;
@@ -287,15 +290,15 @@ export class Shell {
       }
       return this.list(list, io);
     }
-    if (name === 'read') return this.readLine(args, io);
-    if (name === 'export') {
+    if (name === "read") return this.readLine(args, io);
+    if (name === "export") {
       for (const arg of args) {
-        const eq = arg.indexOf('=');
+        const eq = arg.indexOf("=");
         if (eq > 0) this.vars.set(arg.slice(0, eq), arg.slice(eq + 1));
       }
       return 0;
     }
-    if (name === 'exec') {
+    if (name === "exec") {
       if (args.length === 0) return 0;
       throw new ExitRequest(await this.exec(args[0]!, args.slice(1), io, overrides));
     }
@@ -308,7 +311,7 @@ export class Shell {
     const cwd = overrides.cwd ?? this.cwd;
     // A command that is not built into mksh is a fork and exec on a phone.
     const latency = this.options.device.latency;
-    if (!latency.instant && !MKSH_BUILTINS.has(name)) await latency.wait('spawnMs');
+    if (!latency.instant && !MKSH_BUILTINS.has(name)) await latency.wait("spawnMs");
     try {
       const status = await implementation({
         name,
@@ -356,18 +359,18 @@ export class Shell {
     const outputs = new Map<string, string>();
     for (const word of words) {
       for (const part of word.parts) {
-        if (part.type !== 'command' || outputs.has(part.script)) continue;
+        if (part.type !== "command" || outputs.has(part.script)) continue;
         const stdout = new CollectingSink();
         const child = new Shell({ ...this.options, stdin: io.stdin, stdout, stderr: io.stderr, signal: this.signal, caller: this.caller, cwd: this.cwd });
         this.lastStatus = await child.run(part.script);
-        outputs.set(part.script, stdout.text().replace(/\n+$/, ''));
+        outputs.set(part.script, stdout.text().replace(/\n+$/, ""));
       }
     }
     return outputs;
   }
 
   /** Applies redirections, printing the shell's error and returning undefined when one fails. */
-  private async redirect(redirects: SimpleCommand['redirects'], io: ShellIO, commandOutput?: CommandOutput): Promise<ShellIO | undefined> {
+  private async redirect(redirects: SimpleCommand["redirects"], io: ShellIO, commandOutput?: CommandOutput): Promise<ShellIO | undefined> {
     if (redirects.length === 0) return io;
     try {
       return applyRedirects(redirects, io, (r) => resolveTarget(expandWordToString(r.target, (n) => this.param(n), commandOutput), r.op, this.cwd), this.options.device, this.caller);
@@ -383,7 +386,7 @@ export class Shell {
    * whole chunks, so what follows the line is lost: enough for `read X < FILE`.
    */
   private async readLine(args: string[], io: ShellIO): Promise<number> {
-    const names = args.filter((a) => a !== '-r');
+    const names = args.filter((a) => a !== "-r");
     const parts: Buffer[] = [];
     let found = false;
     for (let chunk = await io.stdin.read(); chunk; chunk = await io.stdin.read()) {
@@ -395,7 +398,7 @@ export class Shell {
       }
     }
     const line = Buffer.concat(parts);
-    this.vars.set(names[0] ?? 'REPLY', line.toString('utf8'));
+    this.vars.set(names[0] ?? "REPLY", line.toString("utf8"));
     return found || line.length > 0 ? 0 : 1;
   }
 
@@ -403,7 +406,7 @@ export class Shell {
     const path = resolvePath(this.cwd, target);
     try {
       const node = this.options.device.fs.lookup(path, this.caller);
-      if (node.kind !== 'dir') throw new FsError('ENOTDIR', path);
+      if (node.kind !== "dir") throw new FsError("ENOTDIR", path);
       this.cwd = path;
       return 0;
     } catch (error) {
@@ -414,22 +417,22 @@ export class Shell {
   }
 
   private resolve(name: string): ShellCommand | undefined {
-    const slash = name.lastIndexOf('/');
+    const slash = name.lastIndexOf("/");
     if (slash < 0) return this.commands.get(name);
     return BIN_DIRS.has(name.slice(0, slash)) ? this.commands.get(name.slice(slash + 1)) : undefined;
   }
 
   private param(name: string): string | undefined {
     switch (name) {
-      case '?':
+      case "?":
         return String(this.lastStatus);
-      case '$':
+      case "$":
         return String(this.pid);
-      case '!':
-        return this.lastJobPid === undefined ? '' : String(this.lastJobPid);
-      case '#':
-        return '0';
-      case '0':
+      case "!":
+        return this.lastJobPid === undefined ? "" : String(this.lastJobPid);
+      case "#":
+        return "0";
+      case "0":
         return SHELL_NAME;
       default:
         return this.vars.get(name);
@@ -439,6 +442,6 @@ export class Shell {
 
 /** File targets resolve against the cwd; fd numbers and `-` stay as typed. */
 function resolveTarget(target: string, op: string, cwd: string): string {
-  if (op === '>&' || op === '<&') return target;
+  if (op === ">&" || op === "<&") return target;
   return resolvePath(cwd, target);
 }

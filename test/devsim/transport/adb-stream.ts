@@ -1,4 +1,4 @@
-import { Command } from '../protocol/constants.js';
+import { Command } from "../protocol/constants.js";
 
 /** What a stream needs from its connection. */
 export interface StreamLink {
@@ -69,7 +69,7 @@ export class AdbStream implements ServiceStream {
 
   write(data: Uint8Array | string): Promise<void> {
     if (this.isClosed || this.ending) return Promise.resolve();
-    const chunk = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const chunk = typeof data === "string" ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     if (chunk.length === 0) return Promise.resolve();
     this.outQueue.push(chunk);
     this.outBytes += chunk.length;
@@ -180,7 +180,7 @@ export class AdbStream implements ServiceStream {
     this.writeWaiters = [];
     for (const resolve of this.readWaiters) resolve(null);
     this.readWaiters = [];
-    this.abort.abort(new Error('stream closed'));
+    this.abort.abort(new Error("stream closed"));
     this.link.forget(this.localId);
   }
 }

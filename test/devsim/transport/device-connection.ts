@@ -1,12 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import type { Socket } from 'node:net';
-import { Command, MAX_PAYLOAD_V1, VERSION_MIN, VERSION_SKIP_CHECKSUM, commandName } from '../protocol/constants.js';
-import { PacketParser } from '../protocol/packet-parser.js';
-import { encodeHeader, encodePacket, type Packet } from '../protocol/packet.js';
-import type { ServiceDevice } from '../services/service.js';
-import type { ServiceRegistry } from '../services/service-registry.js';
-import { AdbStream, type StreamLink } from './adb-stream.js';
-import { LinkShaper } from './link-shaper.js';
+import { randomBytes } from "node:crypto";
+import type { Socket } from "node:net";
+import { Command, MAX_PAYLOAD_V1, VERSION_MIN, VERSION_SKIP_CHECKSUM, commandName } from "../protocol/constants.js";
+import { PacketParser } from "../protocol/packet-parser.js";
+import { encodeHeader, encodePacket, type Packet } from "../protocol/packet.js";
+import type { ServiceDevice } from "../services/service.js";
+import type { ServiceRegistry } from "../services/service-registry.js";
+import { AdbStream, type StreamLink } from "./adb-stream.js";
+import { LinkShaper } from "./link-shaper.js";
 
 /** What a connection needs from the device that accepted it. */
 export interface ConnectionHost {
@@ -33,7 +33,7 @@ export interface ConnectionHost {
  * adbd's side of one TCP connection from the adb server: the CNXN handshake
  * (no AUTH), then OPEN/OKAY/WRTE/CLSE for any number of streams.
  */
-export type AuthMode = 'none' | 'deny' | 'accept';
+export type AuthMode = "none" | "deny" | "accept";
 
 const AUTH_TOKEN = 1;
 const AUTH_SIGNATURE = 2;
@@ -80,24 +80,24 @@ export class DeviceConnection {
         if (latency.instant) return f;
         const p = latency.profile;
         const bw = [f.bandwidthBytesPerSec ?? 0, p.downloadBytesPerSec].filter((b) => b > 0);
-        return { latencyMs: (f.latencyMs ?? 0) + latency.draw('linkMs'), bandwidthBytesPerSec: bw.length > 0 ? Math.min(...bw) : 0 };
+        return { latencyMs: (f.latencyMs ?? 0) + latency.draw("linkMs"), bandwidthBytesPerSec: bw.length > 0 ? Math.min(...bw) : 0 };
       },
       (data) => {
         if (!this.isClosed) socket.write(data);
       },
     );
     this.inbound = new LinkShaper(
-      () => (latency.instant ? {} : { latencyMs: latency.draw('linkMs'), bandwidthBytesPerSec: latency.profile.uploadBytesPerSec }),
+      () => (latency.instant ? {} : { latencyMs: latency.draw("linkMs"), bandwidthBytesPerSec: latency.profile.uploadBytesPerSec }),
       (data) => {
         if (!this.isClosed) this.onData(data);
       },
     );
     // adbd disables Nagle; with it on, each request/ack round trip costs ~40 ms.
     socket.setNoDelay(true);
-    this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
-    socket.on('data', (chunk: Buffer) => this.inbound.write(chunk));
-    socket.on('error', (error) => this.host.log(`socket error: ${error.message}`));
-    socket.once('close', () => this.onClose());
+    this.closed = new Promise((resolve) => socket.once("close", () => resolve()));
+    socket.on("data", (chunk: Buffer) => this.inbound.write(chunk));
+    socket.on("error", (error) => this.host.log(`socket error: ${error.message}`));
+    socket.once("close", () => this.onClose());
   }
 
   /** True once the host's CNXN was answered. */
@@ -141,7 +141,7 @@ export class DeviceConnection {
       case Command.AUTH:
         return this.onAuth(packet);
       case Command.CNXN: {
-        if ((this.host.auth?.() ?? 'none') !== 'none' && !this.isOnline) {
+        if ((this.host.auth?.() ?? "none") !== "none" && !this.isOnline) {
           // Demand authentication: a fresh 20-byte token, as adbd sends.
           this.pendingConnect = packet;
           this.send(Command.AUTH, AUTH_TOKEN, 0, randomBytes(20));
@@ -192,7 +192,7 @@ export class DeviceConnection {
     if (packet.arg0 === AUTH_SIGNATURE) {
       // We know no keys: every signature fails and the host is asked again.
       this.send(Command.AUTH, AUTH_TOKEN, 0, randomBytes(20));
-    } else if (packet.arg0 === AUTH_RSAPUBLICKEY && this.host.auth?.() === 'accept') {
+    } else if (packet.arg0 === AUTH_RSAPUBLICKEY && this.host.auth?.() === "accept") {
       this.authorize();
     }
   }
@@ -208,7 +208,7 @@ export class DeviceConnection {
 
   private async onOpen(packet: Packet): Promise<void> {
     const remoteId = packet.arg0;
-    const name = packet.payload.toString('utf8').replace(/\0+$/, '');
+    const name = packet.payload.toString("utf8").replace(/\0+$/, "");
     if (this.host.device.state.faults.isHung(name)) {
       // Hang fault: accept, then stay silent; the caller waits until its own deadline.
       const id = this.allocateId();
@@ -218,7 +218,7 @@ export class DeviceConnection {
     }
     // adbd forks a process for shell: and exec: before it answers.
     const latency = this.host.device.state.latency;
-    if (!latency.instant && /^(shell|exec)(,[^:]*)?:/.test(name)) await latency.wait('shellOpenMs');
+    if (!latency.instant && /^(shell|exec)(,[^:]*)?:/.test(name)) await latency.wait("shellOpenMs");
     if (this.isClosed) return;
     let runner;
     try {
@@ -277,6 +277,6 @@ export class DeviceConnection {
 }
 
 function describe(packet: Packet): string {
-  const preview = packet.command === Command.WRTE ? `${packet.payload.length} bytes` : JSON.stringify(packet.payload.toString('latin1').slice(0, 80));
+  const preview = packet.command === Command.WRTE ? `${packet.payload.length} bytes` : JSON.stringify(packet.payload.toString("latin1").slice(0, 80));
   return `${commandName(packet.command)}(${packet.arg0}, ${packet.arg1}) ${preview}`;
 }

@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { performance } from "node:perf_hooks";
 
 /** Current slow-link settings; read per packet so faults apply at run time. */
 export interface LinkProfile {
@@ -50,7 +50,7 @@ export class LinkShaper {
 
   private cancel(): void {
     if (this.timer === undefined) return;
-    if ('timeout' in this.timer) clearTimeout(this.timer.timeout);
+    if ("timeout" in this.timer) clearTimeout(this.timer.timeout);
     else clearImmediate(this.timer.immediate);
     this.timer = undefined;
   }

@@ -158,9 +158,7 @@ class OcrThread {
     let crash: unknown;
     // Without a listener an uncaught error in the thread would be rethrown in ours and end the process.
     thread.on("error", (error) => (crash = error));
-    this.exited = new Promise<never>((_, reject) =>
-      thread.once("exit", (code) => reject(new Error(`OCR worker exited with code ${code}${crash === undefined ? "" : `: ${message(crash)}`}`))),
-    );
+    this.exited = new Promise<never>((_, reject) => thread.once("exit", (code) => reject(new Error(`OCR worker exited with code ${code}${crash === undefined ? "" : `: ${message(crash)}`}`))));
     this.exited.catch(() => {});
   }
 
@@ -209,7 +207,7 @@ function startThread(spawned: (thread: OcrThread) => void): Promise<OcrThread> {
       process.once("worker", adopt);
       // Should createWorker fail before it spawns, `adopt` must not take someone else's thread.
       failure.catch(() => process.off("worker", adopt));
-    }),
+    })
   );
   return Promise.race([spawning, failure]).then(async ({ thread, ready }) => {
     try {

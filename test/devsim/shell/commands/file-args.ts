@@ -1,6 +1,6 @@
-import { FsError } from '../../fs/fs-error.js';
-import { resolvePath } from '../../fs/file-system.js';
-import type { CommandContext } from '../command.js';
+import { FsError } from "../../fs/fs-error.js";
+import { resolvePath } from "../../fs/file-system.js";
+import type { CommandContext } from "../command.js";
 
 /** Splits toybox-style short options (`-rf`, `-p`) from operands; `--` ends options. */
 export function splitOptions(args: readonly string[], known: string): { flags: Set<string>; operands: string[]; bad?: string } {
@@ -8,9 +8,9 @@ export function splitOptions(args: readonly string[], known: string): { flags: S
   const operands: string[] = [];
   let optionsDone = false;
   for (const arg of args) {
-    if (!optionsDone && arg === '--') {
+    if (!optionsDone && arg === "--") {
       optionsDone = true;
-    } else if (!optionsDone && arg.startsWith('-') && arg.length > 1) {
+    } else if (!optionsDone && arg.startsWith("-") && arg.length > 1) {
       for (const flag of arg.slice(1)) {
         if (!known.includes(flag)) return { flags, operands, bad: flag };
         flags.add(flag);
@@ -30,5 +30,5 @@ export function pathOf(ctx: CommandContext, operand: string): string {
 /** Prints `NAME: OPERAND: strerror` for a filesystem failure; rethrows anything else. */
 export async function reportFsError(ctx: CommandContext, operand: string, error: unknown): Promise<void> {
   if (!(error instanceof FsError)) throw error;
-  await ctx.stderr.write(`${ctx.name.slice(ctx.name.lastIndexOf('/') + 1)}: ${operand}: ${error.message}\n`);
+  await ctx.stderr.write(`${ctx.name.slice(ctx.name.lastIndexOf("/") + 1)}: ${operand}: ${error.message}\n`);
 }

@@ -1,29 +1,29 @@
-import { PRIORITY_LETTERS, type LogEntry } from '../../device/log-buffer.js';
-import type { ShellCommand } from '../command.js';
+import { PRIORITY_LETTERS, type LogEntry } from "../../device/log-buffer.js";
+import type { ShellCommand } from "../command.js";
 
 /** `TAG:P` filter specs; `*:P` sets the default; S silences. */
 function makeFilter(specs: string[]): (entry: LogEntry) => boolean {
-  const letters = 'VDIWEFS';
+  const letters = "VDIWEFS";
   const level = (letter: string) => letters.indexOf(letter.toUpperCase()) + 2;
   let fallback = 2;
   const byTag = new Map<string, number>();
   for (const spec of specs) {
-    const [tag, letter = 'V'] = spec.split(':') as [string, string?];
-    if (tag === '*') fallback = level(letter);
+    const [tag, letter = "V"] = spec.split(":") as [string, string?];
+    if (tag === "*") fallback = level(letter);
     else byTag.set(tag, level(letter));
   }
   return (entry) => entry.priority >= (byTag.get(entry.tag) ?? fallback);
 }
 
 function pad(n: number, width = 2): string {
-  return String(n).padStart(width, '0');
+  return String(n).padStart(width, "0");
 }
 
 /** threadtime format: `MM-DD HH:MM:SS.mmm  PID  TID P TAG: message`. */
 function formatText(entry: LogEntry, format: string): string {
   const d = new Date(entry.time);
-  const letter = PRIORITY_LETTERS[entry.priority] ?? 'I';
-  if (format === 'brief') return `${letter}/${entry.tag}(${String(entry.pid).padStart(5)}): ${entry.message}\n`;
+  const letter = PRIORITY_LETTERS[entry.priority] ?? "I";
+  if (format === "brief") return `${letter}/${entry.tag}(${String(entry.pid).padStart(5)}): ${entry.message}\n`;
   const stamp = `${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}`;
   return `${stamp} ${String(entry.pid).padStart(5)} ${String(entry.tid).padStart(5)} ${letter} ${entry.tag}: ${entry.message}\n`;
 }
@@ -48,23 +48,23 @@ export const logcatCommand: ShellCommand = async (ctx) => {
   const log = ctx.device.log;
   let dump = false;
   let binary = false;
-  let format = 'threadtime';
+  let format = "threadtime";
   let tail: number | undefined;
   const specs: string[] = [];
   for (let index = 0; index < ctx.args.length; index++) {
     const arg = ctx.args[index]!;
-    if (arg === '-c') {
+    if (arg === "-c") {
       log.clear();
       return 0;
     }
-    if (arg === '-d') dump = true;
-    else if (arg === '-B' || arg === '--binary') binary = true;
-    else if (arg === '-v') format = ctx.args[++index] ?? format;
-    else if (arg === '-t' || arg === '-T') {
+    if (arg === "-d") dump = true;
+    else if (arg === "-B" || arg === "--binary") binary = true;
+    else if (arg === "-v") format = ctx.args[++index] ?? format;
+    else if (arg === "-t" || arg === "-T") {
       tail = Number(ctx.args[++index]);
-      dump = arg === '-t' || dump;
-    } else if (arg === '-b') index++;
-    else if (arg.startsWith('-')) {
+      dump = arg === "-t" || dump;
+    } else if (arg === "-b") index++;
+    else if (arg.startsWith("-")) {
       await ctx.stderr.write(`logcat: invalid option -- '${arg.slice(1)}'\n`);
       return 1;
     } else specs.push(arg);
@@ -81,7 +81,7 @@ export const logcatCommand: ShellCommand = async (ctx) => {
     if (filter(entry)) chain = chain.then(() => emit(entry));
   });
   try {
-    await new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }));
+    await new Promise<void>((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true }));
   } finally {
     unsubscribe();
   }

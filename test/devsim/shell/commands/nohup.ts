@@ -1,4 +1,4 @@
-import type { ShellCommand } from '../command.js';
+import type { ShellCommand } from "../command.js";
 
 /**
  * `nohup CMD [ARG…]`: runs CMD immune to the host hanging up. The shell
@@ -7,7 +7,7 @@ import type { ShellCommand } from '../command.js';
  */
 export const nohupCommand: ShellCommand = async (ctx) => {
   if (ctx.args.length === 0) {
-    await ctx.stderr.write('nohup: Needs 1 argument\n');
+    await ctx.stderr.write("nohup: Needs 1 argument\n");
     return 1;
   }
   return ctx.runCommand(ctx.args);

@@ -1,14 +1,14 @@
-import type { ShellCommand } from '../command.js';
+import type { ShellCommand } from "../command.js";
 
 /** `getprop` lists `[key]: [value]` lines; `getprop KEY [DEFAULT]` prints one value (empty line if unset). */
 export const getpropCommand: ShellCommand = async (ctx) => {
   const [key, fallback] = ctx.args;
   if (key === undefined) {
     const lines = ctx.device.props.entries().map(([k, v]) => `[${k}]: [${v}]\n`);
-    await ctx.stdout.write(lines.join(''));
+    await ctx.stdout.write(lines.join(""));
     return 0;
   }
-  await ctx.stdout.write(`${ctx.device.props.get(key) ?? fallback ?? ''}\n`);
+  await ctx.stdout.write(`${ctx.device.props.get(key) ?? fallback ?? ""}\n`);
   return 0;
 };
 

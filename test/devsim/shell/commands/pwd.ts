@@ -1,4 +1,4 @@
-import type { ShellCommand } from '../command.js';
+import type { ShellCommand } from "../command.js";
 
 export const pwdCommand: ShellCommand = async (ctx) => {
   await ctx.stdout.write(`${ctx.cwd}\n`);

@@ -1,7 +1,7 @@
-import { FsError } from '../../fs/fs-error.js';
-import { damagePng } from '../../screen/png-faults.js';
-import type { ShellCommand } from '../command.js';
-import { pathOf } from './file-args.js';
+import { FsError } from "../../fs/fs-error.js";
+import { damagePng } from "../../screen/png-faults.js";
+import type { ShellCommand } from "../command.js";
+import { pathOf } from "./file-args.js";
 
 /**
  * `screencap [-p] [-d ID] [FILE]`: PNG with -p (or a .png FILE), otherwise
@@ -10,19 +10,19 @@ import { pathOf } from './file-args.js';
  */
 export const screencapCommand: ShellCommand = async (ctx) => {
   const args = [...ctx.args];
-  const d = args.indexOf('-d');
+  const d = args.indexOf("-d");
   if (d >= 0) args.splice(d, 2);
-  const png = args.includes('-p');
-  const operands = args.filter((arg) => !arg.startsWith('-'));
+  const png = args.includes("-p");
+  const operands = args.filter((arg) => !arg.startsWith("-"));
   const file = operands[0];
-  const asPng = png || (file?.endsWith('.png') ?? false);
+  const asPng = png || (file?.endsWith(".png") ?? false);
   // A phone reads the frame, then encodes it: both scale with its pixels (latency profiles).
   const { latency, display } = ctx.device;
   if (!latency.instant) {
     const { width, height } = display.logicalSize;
     const mpx = (width * height) / 1e6;
-    await latency.wait('screencapCaptureMsPerMpx', mpx);
-    if (asPng) await latency.wait('screencapPngMsPerMpx', mpx);
+    await latency.wait("screencapCaptureMsPerMpx", mpx);
+    if (asPng) await latency.wait("screencapPngMsPerMpx", mpx);
   }
   let bytes: Buffer;
   if (asPng) {
