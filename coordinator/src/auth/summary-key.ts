@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { open, readFile } from "node:fs/promises";
+import { link, open, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { writePrivateFile } from "@farm/shared/secure-file";
@@ -75,18 +75,24 @@ export class FileSummaryKeyStore implements SummaryKeyStore {
 
   async readOrCreate(): Promise<Buffer> {
     const fresh = randomBytes(SUMMARY_KEY_BYTES);
+    // Written whole to a private name, then linked in place (link fails if the
+    // key exists): of two first starts, one key wins, and neither ever reads a
+    // key file the other has created but not yet written.
+    const tmp = `${this.file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
     try {
-      // Exclusive: of two first starts, one writes and both read what it wrote.
-      const fh = await open(this.file, "wx", 0o600);
+      const fh = await open(tmp, "wx", 0o600);
       try {
         await fh.writeFile(fresh);
         await fh.sync();
       } finally {
         await fh.close();
       }
+      await link(tmp, this.file);
       return fresh;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    } finally {
+      await rm(tmp, { force: true });
     }
     const key = await readFile(this.file);
     if (key.length !== SUMMARY_KEY_BYTES) throw new Error(`${this.file} is not a summary key (${key.length} bytes, not ${SUMMARY_KEY_BYTES}); remove it to make a new one`);
