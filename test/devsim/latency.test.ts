@@ -64,12 +64,14 @@ describe("DeviceLatency", () => {
     // Node's timers keep whole milliseconds (2.6 became about 2.2) and fire
     // relative to the loop's cached time, so a wait started from setImmediate
     // (a background job in the shell) ran shorter or longer than one started
-    // from a socket callback. Never shorter than drawn; close to it at the median.
+    // from a socket callback. Never shorter than drawn; close to it at best:
+    // a busy machine may delay any one wait, but whole-millisecond timers made
+    // every wait of 0.4 ms take 1 ms or more.
     for (const ms of [0.4, 2.6, 5.5]) {
       for (const start of [(run: () => void) => setImmediate(run), (run: () => void) => setTimeout(run, 1)]) {
         const waits = await elapsed(ms, start);
         expect(waits[0]!).toBeGreaterThanOrEqual(ms);
-        expect(waits[7]!).toBeLessThan(ms + 0.6);
+        expect(waits[0]!).toBeLessThan(ms + 0.5);
       }
     }
   });

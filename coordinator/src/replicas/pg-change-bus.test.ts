@@ -29,6 +29,9 @@ describe("change notices over LISTEN/NOTIFY", () => {
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());
     const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    // pool.end() resolves while its clients still close; the drop's FORCE may then end one, which an
+    // idle client reports as the pool's error (the coordinator's own pool listens too: open-postgres.ts).
+    pool.on("error", () => undefined);
     cleanups.push(() => pool.end());
     const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
     cleanups.push(() => one.close());
