@@ -8,8 +8,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adbConnect, DEVICE_PROFILES, SimDevice, type AdbServer, type DeviceProfile } from "../devsim/index.js";
+import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { SMALL_SCREEN } from "../support/small-screen.js";
 import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
 import type { TempDir } from "../support/temp-dir.js";
 
@@ -42,13 +43,7 @@ interface Manifest {
   video: Video;
 }
 
-/**
- * The Pixel 7's 9:20 screen at 432x960 instead of 1080x2400: every frame the
- * simulated recorder renders is a sixth of the pixels. Only the default-size
- * test needs the real display.
- */
-const SMALL_SCREEN: DeviceProfile = { ...DEVICE_PROFILES[0]!, width: 432, height: 960 };
-
+// Small screens (a sixth of the pixels per recorded frame) but for the default-size test.
 async function addPhone(serialno: string, opts: { serials?: number; animate?: boolean; fullScreen?: boolean } = {}): Promise<{ phone: SimDevice; serials: string[] }> {
   const phone = new SimDevice({ serialno, ...(opts.fullScreen ? {} : { profile: SMALL_SCREEN }) });
   phones.push(phone);
