@@ -10,7 +10,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { SMALL_SCREEN } from "../support/small-screen.js";
 import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
 import type { TempDir } from "../support/temp-dir.js";
 
@@ -43,9 +42,8 @@ interface Manifest {
   video: Video;
 }
 
-// Small screens (a sixth of the pixels per recorded frame) but for the default-size test.
-async function addPhone(serialno: string, opts: { serials?: number; animate?: boolean; fullScreen?: boolean } = {}): Promise<{ phone: SimDevice; serials: string[] }> {
-  const phone = new SimDevice({ serialno, ...(opts.fullScreen ? {} : { profile: SMALL_SCREEN }) });
+async function addPhone(serialno: string, opts: { serials?: number; animate?: boolean } = {}): Promise<{ phone: SimDevice; serials: string[] }> {
+  const phone = new SimDevice({ serialno });
   phones.push(phone);
   const serials: string[] = [];
   // Listening twice puts one phone behind two adb serials.
@@ -185,7 +183,7 @@ describe("farm evidence video", () => {
   });
 
   it("ends at the device's time limit on its own, with the default size", async () => {
-    const { serials } = await addPhone("VIDCAP", { fullScreen: true });
+    const { serials } = await addPhone("VIDCAP");
     const started = await farm(["evidence", "video", "start", "--device", serials[0]!, "--duration-seconds", "2"], env);
     expect(started.code).toBe(0);
     const id = String(started.json["sessionId"]);
