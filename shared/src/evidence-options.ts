@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute, parse, resolve, sep } from "node:path";
-import { Errors, farmError, invalidArgument } from "./errors.js";
+import { Errors, invalidArgument, refusal } from "./errors.js";
 
 export const LABEL_MAX_UTF16 = 2048;
 export const CONTEXT_MAX_BYTES = 16 * 1024;
@@ -81,7 +81,7 @@ export function validateOutputDir(dir: string | undefined): string {
   const full = resolve(dir);
   if (parse(full).root === full || full === sep) throw invalidArgument(field, "output dir must not be a filesystem root");
   if (existsSync(full)) {
-    throw farmError(Errors.EVIDENCE_OUTPUT_EXISTS, `output dir ${full} already exists; a new capture needs a new directory`, field);
+    throw refusal(Errors.EVIDENCE_OUTPUT_EXISTS, `output dir ${full} already exists; a new capture needs a new directory`, field);
   }
   const parent = dirname(full);
   let isDir = false;

@@ -100,39 +100,14 @@ describe("farm evidence capture", () => {
     await expect(stat(out("astral-over"))).rejects.toThrow();
   });
 
-  it("rejects every invalid argument before touching the device or the disk", async () => {
+  // The argument matrix is test/contract/evidence-capture-refusals.test.ts; this is its smoke through the real processes.
+  it("refuses a bad argument before touching the device or the disk", async () => {
     const before = ((await farm(["evidence", "list"], lab.env)).json["bundles"] as unknown[]).length;
     await mkdir(out("exists"));
-    await writeFile(join(lab.dir.path, "out", "a-file"), "x");
-    const cases: [string[], string, string][] = [
-      [["--output-dir", "relative/dir"], "INVALID_ARGUMENT", "output-dir"],
-      [["--output-dir", "   "], "INVALID_ARGUMENT", "output-dir"],
-      [["--output-dir", "/"], "INVALID_ARGUMENT", "output-dir"],
-      [["--output-dir", `${out("x")}/../y`], "INVALID_ARGUMENT", "output-dir"],
-      [["--output-dir", out("exists")], "EVIDENCE_OUTPUT_EXISTS", "output-dir"],
-      [["--output-dir", join(out("no-parent"), "child")], "INVALID_ARGUMENT", "output-dir"],
-      [["--output-dir", join(lab.dir.path, "out", "a-file", "child")], "INVALID_ARGUMENT", "output-dir"],
-      [["--label", "x".repeat(2049)], "INVALID_ARGUMENT", "label"],
-      [["--context-json", "[1,2]"], "INVALID_ARGUMENT", "context-json"],
-      [["--context-json", "null"], "INVALID_ARGUMENT", "context-json"],
-      [["--context-json", "{nope"], "INVALID_ARGUMENT", "context-json"],
-      [["--context-json", "\"text\""], "INVALID_ARGUMENT", "context-json"],
-      [["--context-json", JSON.stringify({ k: "é".repeat(8192) })], "INVALID_ARGUMENT", "context-json"],
-      [["--timeout", "999"], "INVALID_ARGUMENT", "timeout"],
-      [["--timeout", "120001"], "INVALID_ARGUMENT", "timeout"],
-      [["--timeout", "1500.5"], "INVALID_ARGUMENT", "timeout"],
-      [["--timeout", "soon"], "INVALID_ARGUMENT", "timeout"],
-      [["--app-package", "not a package"], "INVALID_ARGUMENT", "app-package"],
-    ];
-    for (const [args, code, field] of cases) {
-      const r = await capture(args);
-      expect(r.code, args.join(" ")).toBe(1);
-      expect(r.json, args.join(" ")).toMatchObject({ ok: false, code, field });
-    }
+    const r = await capture(["--output-dir", out("exists")]);
+    expect(r.code).toBe(1);
+    expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_OUTPUT_EXISTS", field: "output-dir", dispatched: false, ambiguous: false });
     expect(await readdir(out("exists"))).toEqual([]);
-    // A context of exactly 16 KiB is fine; one byte more is not (checked above with 2-byte chars).
-    const noDevice = await farm(["evidence", "capture", "--output-dir", out("no-device")], lab.env);
-    expect(noDevice.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "device" });
     const after = ((await farm(["evidence", "list"], lab.env)).json["bundles"] as unknown[]).length;
     expect(after).toBe(before);
   });

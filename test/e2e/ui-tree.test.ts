@@ -265,16 +265,12 @@ describe("farm input tap by element", () => {
     await home();
   });
 
+  // The spellings' matrix is test/contract/input-refusals.test.ts; one of them through the real processes here.
   it("refuses a bad spelling before sending anything, and keeps tap X Y working", async () => {
+    const before = await recent();
     const both = await tap("10", "20", "--text", "Settings");
-    expect(both.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "tap", dispatched: false });
-    const two = await tap("--id", "a", "--text", "b");
-    expect(two.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "text", dispatched: false });
-    expect(String(two.json["message"])).toContain("say one of --id, --text or --desc");
-    const notTap = await farm(["input", "--device", serial, "key", "KEYCODE_HOME", "--text", "Settings"], env);
-    expect(notTap.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "text", dispatched: false });
-    const empty = await tap("--text", "");
-    expect(empty.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "text", dispatched: false });
+    expectRefused(both, "INVALID_ARGUMENT", "tap");
+    expect(await recent()).toEqual(before);
 
     // The old spelling: the Settings icon's centre.
     const xy = await tap("135", "304");
