@@ -218,12 +218,15 @@ describe("farm evidence video", () => {
       expect(String(second.json["message"])).toContain(id);
       expect(existsSync(bundle)).toBe(false);
     }
-    // Concurrent stops: each writes its own request; both see the one outcome.
+    // Concurrent stops: both see the one outcome. Each that arrives while it records writes its own request;
+    // on a busy machine the second may start after the session ended, and a finished session is not touched.
     const [a, b] = await Promise.all([farm(["evidence", "video", "stop", "--session", id], env), farm(["evidence", "video", "stop", "--session", id], env)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.json).toMatchObject({ status: "complete", sessionId: id });
     expect(b.json).toMatchObject({ status: "complete", sessionId: id });
-    expect((await readdir(join(sessionDir(id), "stop-requests"))).length).toBe(2);
+    const requests = (await readdir(join(sessionDir(id), "stop-requests"))).length;
+    expect(requests).toBeGreaterThanOrEqual(1);
+    expect(requests).toBeLessThanOrEqual(2);
     // The lock went with the finished session.
     const next = await start(serials[1]!);
     expect(next.code).toBe(0);
