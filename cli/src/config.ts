@@ -1,3 +1,4 @@
+import type { Connections } from "./connections.js";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { CliError } from "./cli-error.js";
@@ -14,6 +15,10 @@ export interface ClientConfig {
   caFile: string | undefined;
   /** Send the token over cleartext to a non-loopback coordinator anyway. */
   insecure: boolean;
+  /** The run's connections: transports made with this config register there, to be closed when the run ends. */
+  connections?: Connections | undefined;
+  /** Where the run's diagnostics go (stderr, or main's sink when run in process). */
+  writeErr?: ((text: string) => void) | undefined;
 }
 
 export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";

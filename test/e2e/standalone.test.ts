@@ -6,7 +6,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAdbServer, startDevsim, type AdbServer, type Devsim } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { farm, farmProcess, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 
 let dir: TempDir;
@@ -51,7 +51,7 @@ describe("farm standalone", () => {
   });
 
   it("refuses to listen beyond loopback", async () => {
-    const r = await farm(["standalone", "--listen", "0.0.0.0:0"], env);
+    const r = await farmProcess(["standalone", "--listen", "0.0.0.0:0"], env);
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "listen" });
   });
