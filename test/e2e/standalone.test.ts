@@ -58,9 +58,10 @@ describe("farm standalone", () => {
 });
 
 describe("farm CLI basics", () => {
+  // The binary itself, on purpose (docs/testing.md): its version, its help, and a refusal's exit code.
   it("prints its version and help for every command", async () => {
-    expect((await farm(["--version"], env)).json).toMatchObject({ ok: true, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
-    const help = await farm(["--help"], env);
+    expect((await farmProcess(["--version"], env)).json).toMatchObject({ ok: true, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+    const help = await farmProcess(["--help"], env);
     expect(help.code).toBe(0);
     for (const c of ["standalone", "coordinator", "agent", "agents", "devices", "token"]) {
       expect(help.stdout).toContain(c);
@@ -72,7 +73,7 @@ describe("farm CLI basics", () => {
   });
 
   it("fails with a stable code and the offending field", async () => {
-    const unknown = await farm(["nope"], env);
+    const unknown = await farmProcess(["nope"], env);
     expect(unknown.code).toBe(1);
     expect(unknown.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "command" });
     const badFlag = await farm(["devices", "--bogus"], env);
