@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Connections } from "./connections.js";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -62,7 +63,7 @@ export function readConfigFile(path: string): ConfigFile {
 /** Replaces the config file atomically, private to its owner (it may hold a token). */
 export function writeConfigFile(path: string, config: ConfigFile): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}`;
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   writeFileSync(tmp, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   renameSync(tmp, path);
 }

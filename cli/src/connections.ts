@@ -8,7 +8,7 @@ import type { Http2SessionManager } from "@connectrpc/connect-node";
 export interface Connections {
   /** Called by each transport the run creates, with its session manager. */
   track(manager: Http2SessionManager): void;
-  /** Closes every tracked connection (and any stream still open on it); later transports are closed as they come. */
+  /** Closes every tracked connection (and any stream still open on it); a transport made after this is aborted as it is tracked. */
   closeAll(): void;
   /** How many session managers were tracked (tests). */
   readonly tracked: number;

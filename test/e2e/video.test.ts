@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { farm, startFarm, waitFor, type CliResult, type FarmProcess } from "../support/farm-process.js";
 import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
 import type { TempDir } from "../support/temp-dir.js";
 
@@ -61,6 +61,18 @@ const out = (name: string) => join(dir.path, "out", name);
 const sessionDir = (id: string) => join(dir.path, "agent", "video", "sessions", id);
 const readManifest = (bundle: string) => JSON.parse(readFileSync(join(bundle, "manifest.json"), "utf8")) as Manifest;
 const start = (serial: string, more: string[] = []) => farm(["evidence", "video", "start", "--device", serial, "--duration-seconds", "30", "--size", "216x480", ...more], env);
+
+/**
+ * Stops a recording once it has had time for frames: screenrecord stamps
+ * frames with the wall clock as the scene changes (every 50 ms here), and a
+ * recording stopped before its second frame has no media timeline
+ * (VIDEO_EMPTY). A lower bound, which load only lengthens; the CLI run as a
+ * process used to give it by its start-up time alone.
+ */
+async function stopAfterFrames(sessionId: string): Promise<CliResult> {
+  await new Promise((r) => setTimeout(r, 1_000));
+  return farm(["evidence", "video", "stop", "--session", sessionId], env);
+}
 
 function ffprobeSize(file: string): { width: number; height: number; codec: string } {
   const text = execFileSync("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height,codec_name", "-of", "json", file], { encoding: "utf8" });
@@ -242,7 +254,7 @@ describe("farm evidence video", () => {
     // The lock went with the finished session.
     const next = await start(serials[1]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("records one of two starts at once through two serials of one phone and refuses the other as RECORDING_ACTIVE, every time", async () => {
@@ -304,7 +316,7 @@ describe("farm evidence video", () => {
     phone.faults.set({ screenrecordFails: null });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("answers COMMAND_TIMEOUT with the session id when the recorder is not confirmed within 5 s, and stops it", async () => {
@@ -329,7 +341,7 @@ describe("farm evidence video", () => {
     // Its lock went with it.
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("never calls corrupt media video.mp4", async () => {
@@ -381,7 +393,7 @@ describe("farm evidence video", () => {
     expect(released.json).toMatchObject({ ok: true, released: true, status: "failed", recoveryState: "released" });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("reports a killed worker as failed and keeps its lock: recovery is required", async () => {

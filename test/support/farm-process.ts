@@ -95,11 +95,24 @@ let cliMain: Promise<CliMain> | undefined;
 export async function farm(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   // FARM_TEST_CLI=process: every call as the real binary (to compare, or to rule the in-process run out).
   if (process.env["FARM_TEST_CLI"] === "process") return farmProcess(args, env);
+  const needs = needsProcess(args);
+  if (needs) throw new Error(`farm ${args.slice(0, 2).join(" ")} ${needs}: use farmProcess or startFarm (docs/testing.md)`);
   const { main } = await (cliMain ??= import("@farm/cli/main"));
   let stdout = "";
   let stderr = "";
   const code = await main([...args], { ...process.env, FARM_OUTPUT: "json", ...env }, { out: (s) => (stdout += s), err: (s) => (stderr += s) });
   return { code, json: lastJsonLine(stdout), stdout, stderr };
+}
+
+/** Why a command cannot run in process (undefined: it can). */
+function needsProcess(args: readonly string[]): string | undefined {
+  const [first, second] = args;
+  if (args.includes("--help") || args.includes("-h")) return undefined;
+  if (first === "standalone" || first === "coordinator") return "is a service";
+  if (first === "agent" && (second === undefined || second === "run" || second.startsWith("-"))) return "is a service";
+  if (first === "adb" && second === "serve") return "is a service";
+  if (first === "lease" && second === "run") return "runs a command with the process's stdio";
+  return undefined;
 }
 
 /**
