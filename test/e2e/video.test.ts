@@ -70,8 +70,12 @@ const start = (serial: string, more: string[] = []) => farm(["evidence", "video"
  * process used to give it by its start-up time alone.
  */
 async function stopAfterFrames(sessionId: string): Promise<CliResult> {
-  await new Promise((r) => setTimeout(r, 1_000));
+  await timeForFrames();
   return farm(["evidence", "video", "stop", "--session", sessionId], env);
+}
+
+function timeForFrames(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 1_000));
 }
 
 function ffprobeSize(file: string): { width: number; height: number; codec: string } {
@@ -246,6 +250,7 @@ describe("farm evidence video", () => {
       expect(existsSync(bundle)).toBe(false);
     }
     // Concurrent stops: each writes its own request; both see the one outcome.
+    await timeForFrames();
     const [a, b] = await Promise.all([farm(["evidence", "video", "stop", "--session", id], env), farm(["evidence", "video", "stop", "--session", id], env)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.json).toMatchObject({ status: "complete", sessionId: id });
@@ -271,7 +276,7 @@ describe("farm evidence video", () => {
       expect(losers[0]!.json, `round ${round}`).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
       expect(String(losers[0]!.json["message"])).toContain(id);
       // The winner finishes and gives the phone back for the next round.
-      const stopped = await farm(["evidence", "video", "stop", "--session", id], env);
+      const stopped = await stopAfterFrames(id);
       expect(stopped.json, `round ${round}`).toMatchObject({ ok: true, status: "complete" });
     }
   });
