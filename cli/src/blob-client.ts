@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { access, rename } from "node:fs/promises";
 import { constants } from "node:fs";
 import type { Client } from "@connectrpc/connect";
@@ -34,7 +35,8 @@ export async function uploadFile(client: Client<typeof BlobService>, file: strin
 
 /** Downloads a blob into `file` (0600) atomically, checking size and sha256. */
 export async function downloadFile(client: Client<typeof BlobService>, blobId: string, file: string, meter?: TransferMeter): Promise<{ size: number; sha256: string }> {
-  const tmp = `${file}.part-${process.pid}`;
+  // Unique per call, not per process: runs of the CLI in one process (tests) may download to one file at once.
+  const tmp = `${file}.part-${process.pid}-${randomBytes(4).toString("hex")}`;
   const got = await writeBlobParts(
     metered(
       (async function* () {

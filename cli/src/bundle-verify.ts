@@ -30,7 +30,8 @@ const PROBE_OUTPUT_CAP = 16 * 1024 * 1024;
  * A session export (manifest kind "farm-session-export") is checked by
  * session-export-verify.ts instead.
  */
-export async function verifyBundle(dir: string): Promise<VerifyReport> {
+/** `env`: the run's environment (FFPROBE names the ffprobe to run). */
+export async function verifyBundle(dir: string, env: NodeJS.ProcessEnv = process.env): Promise<VerifyReport> {
   const problems: string[] = [];
   let manifest: EvidenceManifest;
   try {
@@ -58,7 +59,7 @@ export async function verifyBundle(dir: string): Promise<VerifyReport> {
       // Content is judged only for bytes that are the recorded ones, and only
       // where the manifest claims completeness (partial files are kept as is).
       if (problems.length === before && a.status === "complete") {
-        const wrong = await contentProblem(manifest, a, file);
+        const wrong = await contentProblem(manifest, a, file, env);
         if (wrong) problems.push(`${a.path}: ${wrong}`);
       }
       checked++;
@@ -69,9 +70,9 @@ export async function verifyBundle(dir: string): Promise<VerifyReport> {
   return { ok: problems.length === 0, evidenceId: manifest.evidenceId ?? null, status: manifest.status ?? null, checked, problems };
 }
 
-async function contentProblem(manifest: EvidenceManifest, a: EvidenceArtifact, file: string): Promise<string | null> {
+async function contentProblem(manifest: EvidenceManifest, a: EvidenceArtifact, file: string, env: NodeJS.ProcessEnv): Promise<string | null> {
   if (a.kind === "screenshot") return screenshotProblem(manifest, file);
-  if (a.kind === "video") return videoProblem(manifest, file);
+  if (a.kind === "video") return videoProblem(manifest, file, env);
   return null;
 }
 
@@ -99,10 +100,10 @@ async function screenshotProblem(manifest: EvidenceManifest, file: string): Prom
 }
 
 /** A complete video probes (ffprobe) with the recorded codec and size. */
-async function videoProblem(manifest: EvidenceManifest, file: string): Promise<string | null> {
+async function videoProblem(manifest: EvidenceManifest, file: string, env: NodeJS.ProcessEnv): Promise<string | null> {
   const recorded = manifest.video;
   if (!recorded?.codec || !recorded.actualSize) return "complete video, but the manifest records no codec or size to check it against";
-  const ffprobe = process.env["FFPROBE"] || "ffprobe";
+  const ffprobe = env["FFPROBE"] || "ffprobe";
   let stdout: string;
   try {
     ({ stdout } = await promisify(execFile)(

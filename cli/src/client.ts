@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
+import type { Http2SessionManager } from "@connectrpc/connect-node";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { rulesOf } from "@farm/shared/method-rules";
 import { Errors, farmError } from "@farm/shared/errors";
@@ -29,7 +30,7 @@ export function serviceClient<S extends DescService>(
       throw explainUnavailable(err, config, req.method);
     }
   };
-  return createClient(service, clientTransport(config, { ...opts, interceptors: [requestId(config.verbose === true), explain] }));
+  return createClient(service, clientTransport(config, { ...opts, interceptors: [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain] }));
 }
 
 /**
@@ -38,13 +39,13 @@ export function serviceClient<S extends DescService>(
  * it with the method, the outcome and the time until the answer (the
  * start of the stream, for a streaming call) on stderr.
  */
-function requestId(verbose: boolean): Interceptor {
+function requestId(verbose: boolean, writeErr: (text: string) => void): Interceptor {
   return (next) => async (req) => {
     if (!req.header.has("x-request-id")) req.header.set("x-request-id", randomUUID());
     const id = req.header.get("x-request-id") as string;
     const started = performance.now();
     const log = (outcome: string) => {
-      if (verbose) process.stderr.write(`farm: ${req.service.typeName}/${req.method.name} x-request-id=${id} ${outcome} ${Math.round(performance.now() - started)} ms\n`);
+      if (verbose) writeErr(`farm: ${req.service.typeName}/${req.method.name} x-request-id=${id} ${outcome} ${Math.round(performance.now() - started)} ms\n`);
     };
     try {
       const res = await next(req);
@@ -85,6 +86,7 @@ export function clientTransport(
     insecure: config.insecure,
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
+    ...(config.connections ? { track: (m: Http2SessionManager) => config.connections?.track(m) } : {}),
   });
 }
 

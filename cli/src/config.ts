@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import type { Connections } from "./connections.js";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { CliError } from "./cli-error.js";
@@ -14,6 +16,10 @@ export interface ClientConfig {
   caFile: string | undefined;
   /** Send the token over cleartext to a non-loopback coordinator anyway. */
   insecure: boolean;
+  /** The run's connections: transports made with this config register there, to be closed when the run ends. */
+  connections?: Connections | undefined;
+  /** Where the run's diagnostics go (stderr, or main's sink when run in process). */
+  writeErr?: ((text: string) => void) | undefined;
 }
 
 export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";
@@ -57,7 +63,7 @@ export function readConfigFile(path: string): ConfigFile {
 /** Replaces the config file atomically, private to its owner (it may hold a token). */
 export function writeConfigFile(path: string, config: ConfigFile): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}`;
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   writeFileSync(tmp, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   renameSync(tmp, path);
 }

@@ -4,21 +4,33 @@ import { fileURLToPath } from "node:url";
 import type { ErrorReport } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 import { formatError, takeOutputFormat } from "./options/output-format.js";
-import { createPrinter, exitCodeOf } from "./output.js";
+import { connectionScope } from "./connections.js";
+import { createPrinter, exitCodeOf, type OutputSinks } from "./output.js";
 import type { Runtime } from "./tree/build.js";
 
 /**
  * The farm CLI. Start-up loads only the command tree's declarations
  * (tree/*-commands.ts) and commander; a command's implementation, and with
  * it Connect, SQLite, adb or sharp, is imported when that command runs.
+ *
+ * `sinks` run it in process (tests): what it prints goes there instead of
+ * stdout and stderr (neither then counts as a terminal), SIGINT and SIGTERM
+ * are left to the host, and the connections it opened are closed when it
+ * returns (as a process's exit would).
  */
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const output = takeOutputFormat(argv, env);
-  const printer = createPrinter(output.format);
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, sinks?: OutputSinks): Promise<number> {
+  const writeOut = sinks ? sinks.out : (s: string) => void process.stdout.write(s);
+  const writeErr = sinks ? sinks.err : (s: string) => void process.stderr.write(s);
+  const output = sinks ? takeOutputFormat(argv, env, false) : takeOutputFormat(argv, env);
+  const printer = createPrinter(output.format, writeOut, writeErr);
+  const connections = connectionScope();
   const stop = new AbortController();
   const onSignal = () => stop.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  // In process the host owns its signals (and many runs at once would pile up listeners).
+  if (!sinks) {
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  }
   const version = async () => {
     const { printVersion } = await import("./version/version-command.js");
     return printVersion(printer, env);
@@ -36,8 +48,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       format: output.format,
       stopSignal: stop.signal,
       commandTree: describeTree,
-      writeOut: (s) => process.stdout.write(s),
-      writeErr: (s) => process.stderr.write(s),
+      writeOut,
+      writeErr,
+      connections,
+      // In process, argv[1] is the host's script: the entry is this file (the bundle, when bundled).
+      entry: sinks ? fileURLToPath(import.meta.url) : process.argv[1],
+      ...(sinks ? { stderrIsTty: false } : {}),
     };
     await buildProgram(rt, version, output.rest).parseAsync(output.rest, { from: "user" });
     return exitCodeOf(rt.exitCode ?? 0, printer);
@@ -47,6 +63,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     printer.failure(await reportOf(err));
     return 1;
   } finally {
+    connections.closeAll();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }

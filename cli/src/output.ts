@@ -34,6 +34,12 @@ export function errorLine(report: Pick<ErrorReport, "code" | "message" | "field"
   return `error: ${report.message} [${report.code}${report.field ? `, field ${report.field}` : ""}]`;
 }
 
+/** Where a run's output goes: the process's stdout and stderr, or strings a caller collects (main run in process). */
+export interface OutputSinks {
+  out(text: string): void;
+  err(text: string): void;
+}
+
 export function createPrinter(
   format: OutputFormat,
   out: (s: string) => void = (s) => process.stdout.write(s),

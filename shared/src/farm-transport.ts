@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, type Http2SessionManager } from "@connectrpc/connect-node";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { DEADLINE_GRACE_MS } from "./deadline.js";
 import { Errors, farmError, invalidArgument } from "./errors.js";
@@ -32,6 +32,8 @@ export interface FarmTransportOptions {
   protocol?: "connect" | "grpc";
   /** This transport's per-stream receive window (http2-windows.ts); its own connection, since the window is per connection. */
   streamWindowBytes?: number;
+  /** Told the transport's session manager, so whoever made the transport can close its connection (the CLI run in process). */
+  track?: (manager: Http2SessionManager) => void;
 }
 
 /**
@@ -56,16 +58,14 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
     for (const [k, v] of Object.entries(opts.headers ?? {})) req.header.set(k, v);
     return next(req);
   };
-  const options = {
-    baseUrl: opts.url,
-    interceptors: [auth, ...(opts.interceptors ?? []), sendCallerTimeout],
-    sessionManager: wideWindowSessions(
-      opts.url,
-      opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {},
-      noDelaySessionOptions(ca ? { ca } : {}),
-      opts.streamWindowBytes,
-    ),
-  };
+  const sessionManager = wideWindowSessions(
+    opts.url,
+    opts.pingIntervalMs ? { pingIntervalMs: opts.pingIntervalMs, pingTimeoutMs: opts.pingIntervalMs } : {},
+    noDelaySessionOptions(ca ? { ca } : {}),
+    opts.streamWindowBytes,
+  );
+  opts.track?.(sessionManager);
+  const options = { baseUrl: opts.url, interceptors: [auth, ...(opts.interceptors ?? []), sendCallerTimeout], sessionManager };
   return withDeadlineGrace(opts.protocol === "connect" ? createConnectTransport({ ...options, httpVersion: "2" }) : createGrpcTransport(options));
 }
 

@@ -28,9 +28,9 @@ export function redact(fields: LogFields): LogFields {
 
 /** JSON-lines logger on stderr (journald and log shippers read it as is). */
 export function createLogger(
-  opts: { level?: LogLevel; base?: LogFields; write?: (line: string) => void } = {},
+  opts: { level?: LogLevel; base?: LogFields; write?: (line: string) => void; env?: NodeJS.ProcessEnv } = {},
 ): Logger {
-  const min = order[opts.level ?? levelFromEnv()];
+  const min = order[opts.level ?? levelFromEnv(opts.env ?? process.env)];
   const base = opts.base ?? {};
   const write = opts.write ?? ((line: string) => process.stderr.write(line + "\n"));
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
@@ -53,7 +53,8 @@ export function createLogger(
   };
 }
 
-function levelFromEnv(): LogLevel {
-  const v = process.env["FARM_LOG_LEVEL"];
+/** FARM_LOG_LEVEL from the given environment (a caller that runs in process passes its own). */
+function levelFromEnv(env: NodeJS.ProcessEnv): LogLevel {
+  const v = env["FARM_LOG_LEVEL"];
   return v === "debug" || v === "warn" || v === "error" ? v : "info";
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, openSync } from "node:fs";
 import { mkdir, open, rename, chmod } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -15,7 +16,7 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
  */
 export async function writePrivateFile(path: string, data: string | Uint8Array): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   const fh = await open(tmp, "w", 0o600);
   try {
     await fh.writeFile(data);

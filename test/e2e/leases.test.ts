@@ -16,7 +16,7 @@ import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 
 import { buildSimApk, type SimDevice } from "../devsim/index.js";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { farm, farmProcess, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 let lab: Lab;
@@ -224,7 +224,7 @@ describe("leases", () => {
   it("runs a command with FARM_LEASE and FARM_DEVICE, passes its exit code through and releases", async () => {
     const serial = phones[5]?.serial as string;
     const script = `node ${farmBin} shell -- echo inside-"$FARM_DEVICE" && exit 7`;
-    const r = await farm(["lease", "run", "--device", serial, "--", "sh", "-c", script], lab.env);
+    const r = await farmProcess(["lease", "run", "--device", serial, "--", "sh", "-c", script], lab.env);
     expect(r.code).toBe(7);
     expect(r.stdout).toContain(`inside-${serial}`);
     const leases = (await farm(["lease", "list"], lab.env)).json["leases"] as { serial: string }[];

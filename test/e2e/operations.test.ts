@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { attachFakeAgent, bearer, fakeDevices } from "../support/fake-agent.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { farm, farmProcess, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 
 let dir: TempDir;
@@ -161,7 +161,7 @@ describe("tokens over cleartext", () => {
     const r = await farm(["agents"], remote);
     expect(r.json).toMatchObject({ ok: false, code: "INSECURE_TRANSPORT", field: "coordinator" });
     const agentToken = await tokenFile(env, "agent", "plain-lab");
-    const refused = await farm(agentArgs(`http://127.0.0.2:${port}`, "plain-lab", agentToken));
+    const refused = await farmProcess(agentArgs(`http://127.0.0.2:${port}`, "plain-lab", agentToken));
     expect(refused.code).toBe(1);
     expect(refused.json).toMatchObject({ code: "INSECURE_TRANSPORT" });
   });

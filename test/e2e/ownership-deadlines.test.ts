@@ -151,7 +151,7 @@ describe("unresolved means unresolved for the whole host", () => {
       return list.some((d) => d.serial === p.serial && d.agentName === "lab-a" && (d.properties.unresolvedActionIds ?? []).length === 0) ? true : undefined;
     });
     const ok = await farm(["device", "setprop", "--device", p.serial, "--agent", "lab-c", "persist.farm.hw", "3"], leased);
-    expect(ok.json).toMatchObject({ ok: true, dispatched: true, ambiguous: false });
+    expect(ok.json, ok.stdout).toMatchObject({ ok: true, dispatched: true, ambiguous: false });
     expect(p.device.getProp("persist.farm.hw")).toBe("3");
   });
 });
@@ -220,8 +220,12 @@ describe("shell mutations run as detached jobs on the phone", () => {
     await lab.agent.exited;
     await lab.restartAgent();
     // Still running: nothing proves it yet, and it stays unknown.
-    const early = await farm(["device", "ownership", "reconcile", "--device", p.serial, "--agent", "lab-a"], lab.env);
-    expect(early.json["unresolved"]).toEqual([expect.objectContaining({ actionId })]);
+    // The restarted agent answers for the phone once its adb server has it again.
+    const early = await waitFor("lab-a to have the phone again", async () => {
+      const r = await farm(["device", "ownership", "reconcile", "--device", p.serial, "--agent", "lab-a"], lab.env);
+      return r.json["code"] === "DEVICE_OFFLINE" ? undefined : r;
+    });
+    expect(early.json["unresolved"], early.stdout).toEqual([expect.objectContaining({ actionId })]);
     p.device.state.fs.writeFile("/data/local/tmp/longjob.go", Buffer.from("go\n"), { uid: 0, gids: [0] });
     await waitFor("the job to finish on the phone", async () => (p.device.state.readFile("/data/local/tmp/longjob.txt")?.toString() === "finished\n" ? true : undefined), { timeoutMs: 15_000 });
     const settled = await waitFor("reconcile to settle it", async () => {

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, adbDisconnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { farm, farmProcess, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 
 interface DeviceJson {
@@ -293,7 +293,7 @@ describe("ownership journal", () => {
   });
 
   it("refuses a second agent on the same data dir, naming the owner", async () => {
-    const second = await farm(["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--no-adb-start"], env);
+    const second = await farmProcess(["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--no-adb-start"], env);
     expect(second.code).toBe(1);
     expect(second.json).toMatchObject({ ok: false, code: "AGENT_DATA_DIR_LOCKED" });
     expect(String(second.json["message"])).toContain(`pid ${standalone.pid}`);

@@ -106,10 +106,13 @@ describe("a replica killed outright", () => {
     await replicas[victim]?.exited;
     replicas[victim] = undefined;
     const killedAt = Date.now();
-    // Back through a survivor, on every survivor.
+    // Back through a survivor (the shared database says which holds its stream), then online on every survivor.
+    await waitFor("the agent attached to a survivor", async () => {
+      const now = await holderOfAgent();
+      return now !== undefined && now !== holding ? now : undefined;
+    }, { timeoutMs: 20_000 });
     for (const i of survivors) await waitFor(`phone back online on replica ${i}`, online(i), { timeoutMs: 20_000 });
     expect(Date.now() - killedAt).toBeLessThan(15_000);
-    expect(await holderOfAgent()).not.toBe(holding);
 
     for (const i of survivors) {
       const r = await farm(["shell", "--device", serial, "--", "echo", `after-${i}`], { ...envFor(i), FARM_LEASE: token });

@@ -154,7 +154,7 @@ describe("coordinator replicas on PostgreSQL", () => {
       const token = String((lease.json["lease"] as { token: string }).token);
       for (const [i, env] of envs.entries()) {
         const r = await farm(["shell", "--device", serials[0] as string, "--", "echo", `still-${i}`], { ...env, FARM_LEASE: token });
-        expect(r.json, `through replica ${i}`).toMatchObject({ ok: true });
+        expect(r.json, `through replica ${i}: ${r.stdout}`).toMatchObject({ ok: true });
       }
       expect((await farm(["lease", "release"], { ...envs[1], FARM_LEASE: token })).code).toBe(0);
     } finally {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimDevice } from "../devsim/index.js";
 import { walk, type UiNode } from "../devsim/screen/ui-node.js";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { farm, farmProcess, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 let lab: Lab;
@@ -156,7 +156,7 @@ describe("session timeline", () => {
     const [x, y] = iconCentre(device, "Settings");
     const cli = `"${process.execPath}" "${farmBin}"`;
     const script = [`${cli} input tap --text Settings`, `${cli} ui tree`, `${cli} evidence capture`, `${cli} shell -- ls /no-such-dir`].join(" && ");
-    const r = await farm(["lease", "run", "--device", serial, "--session", "--session-name", "ci-script", "--", "sh", "-c", `echo $FARM_SESSION >&2; ${script}`], lab.env);
+    const r = await farmProcess(["lease", "run", "--device", serial, "--session", "--session-name", "ci-script", "--", "sh", "-c", `echo $FARM_SESSION >&2; ${script}`], lab.env);
     expect(r.code, r.stderr).not.toBe(0);
     if (process.env["TL_DEBUG"]) console.log(r.stdout.slice(-3000), r.stderr.slice(-3000));
     const id = (r.stderr.match(/[0-9a-f-]{36}/) ?? [""])[0];

@@ -3,7 +3,7 @@
  * adb server, simulated phones, and the real CLI.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { farm } from "../support/farm-process.js";
+import { farm, farmProcess } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
 let lab: Lab;
@@ -115,20 +115,20 @@ describe("sessions", () => {
 
   it("farm lease run --session records a failed session for a failing command and a passed one for exit 0", async () => {
     const serial = serials[1] as string;
-    const failed = await farm(["lease", "run", "--device", serial, "--session", "--session-name", "ci-run", "--", "sh", "-c", "echo $FARM_SESSION; exit 3"], lab.env);
+    const failed = await farmProcess(["lease", "run", "--device", serial, "--session", "--session-name", "ci-run", "--", "sh", "-c", "echo $FARM_SESSION; exit 3"], lab.env);
     expect(failed.code, failed.stderr).toBe(3);
     const failedId = failed.stdout.trim();
     expect(failedId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await show(failedId)).toMatchObject({ status: "failed", name: "ci-run", serial });
 
-    const passed = await farm(["lease", "run", "--device", serial, "--session", "--", "sh", "-c", "echo $FARM_SESSION"], lab.env);
+    const passed = await farmProcess(["lease", "run", "--device", serial, "--session", "--", "sh", "-c", "echo $FARM_SESSION"], lab.env);
     expect(passed.code, passed.stderr).toBe(0);
     const passedId = passed.stdout.trim();
     expect(passedId).not.toBe(failedId);
     expect((await show(passedId)).status).toBe("passed");
 
     // Without --session the command sees no session.
-    const plain = await farm(["lease", "run", "--device", serial, "--", "sh", "-c", "echo \"[$FARM_SESSION]\""], { ...lab.env, FARM_SESSION: "" });
+    const plain = await farmProcess(["lease", "run", "--device", serial, "--", "sh", "-c", "echo \"[$FARM_SESSION]\""], { ...lab.env, FARM_SESSION: "" });
     expect(plain.stdout.trim()).toBe("[]");
   });
 });

@@ -6,7 +6,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAdbServer, startDevsim, type AdbServer, type Devsim } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { farm, farmProcess, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 
 let dir: TempDir;
@@ -51,16 +51,17 @@ describe("farm standalone", () => {
   });
 
   it("refuses to listen beyond loopback", async () => {
-    const r = await farm(["standalone", "--listen", "0.0.0.0:0"], env);
+    const r = await farmProcess(["standalone", "--listen", "0.0.0.0:0"], env);
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "listen" });
   });
 });
 
 describe("farm CLI basics", () => {
+  // The binary itself, on purpose (docs/testing.md): its version, its help, and a refusal's exit code.
   it("prints its version and help for every command", async () => {
-    expect((await farm(["--version"], env)).json).toMatchObject({ ok: true, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
-    const help = await farm(["--help"], env);
+    expect((await farmProcess(["--version"], env)).json).toMatchObject({ ok: true, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+    const help = await farmProcess(["--help"], env);
     expect(help.code).toBe(0);
     for (const c of ["standalone", "coordinator", "agent", "agents", "devices", "token"]) {
       expect(help.stdout).toContain(c);
@@ -72,7 +73,7 @@ describe("farm CLI basics", () => {
   });
 
   it("fails with a stable code and the offending field", async () => {
-    const unknown = await farm(["nope"], env);
+    const unknown = await farmProcess(["nope"], env);
     expect(unknown.code).toBe(1);
     expect(unknown.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "command" });
     const badFlag = await farm(["devices", "--bogus"], env);

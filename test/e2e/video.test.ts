@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, SimDevice, type AdbServer } from "../devsim/index.js";
-import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
+import { farm, startFarm, waitFor, type CliResult, type FarmProcess } from "../support/farm-process.js";
 import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
 import type { TempDir } from "../support/temp-dir.js";
 
@@ -61,6 +61,22 @@ const out = (name: string) => join(dir.path, "out", name);
 const sessionDir = (id: string) => join(dir.path, "agent", "video", "sessions", id);
 const readManifest = (bundle: string) => JSON.parse(readFileSync(join(bundle, "manifest.json"), "utf8")) as Manifest;
 const start = (serial: string, more: string[] = []) => farm(["evidence", "video", "start", "--device", serial, "--duration-seconds", "30", "--size", "216x480", ...more], env);
+
+/**
+ * Stops a recording once it has had time for frames: screenrecord stamps
+ * frames with the wall clock as the scene changes (every 50 ms here), and a
+ * recording stopped before its second frame has no media timeline
+ * (VIDEO_EMPTY). A lower bound, which load only lengthens; the CLI run as a
+ * process used to give it by its start-up time alone.
+ */
+async function stopAfterFrames(sessionId: string): Promise<CliResult> {
+  await timeForFrames();
+  return farm(["evidence", "video", "stop", "--session", sessionId], env);
+}
+
+function timeForFrames(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 1_000));
+}
 
 function ffprobeSize(file: string): { width: number; height: number; codec: string } {
   const text = execFileSync("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height,codec_name", "-of", "json", file], { encoding: "utf8" });
@@ -220,6 +236,7 @@ describe("farm evidence video", () => {
     }
     // Concurrent stops: both see the one outcome. Each that arrives while it records writes its own request;
     // on a busy machine the second may start after the session ended, and a finished session is not touched.
+    await timeForFrames();
     const [a, b] = await Promise.all([farm(["evidence", "video", "stop", "--session", id], env), farm(["evidence", "video", "stop", "--session", id], env)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.json).toMatchObject({ status: "complete", sessionId: id });
@@ -230,7 +247,7 @@ describe("farm evidence video", () => {
     // The lock went with the finished session.
     const next = await start(serials[1]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("records one of two starts at once through two serials of one phone and refuses the other as RECORDING_ACTIVE, every time", async () => {
@@ -247,7 +264,7 @@ describe("farm evidence video", () => {
       expect(losers[0]!.json, `round ${round}`).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
       expect(String(losers[0]!.json["message"])).toContain(id);
       // The winner finishes and gives the phone back for the next round.
-      const stopped = await farm(["evidence", "video", "stop", "--session", id], env);
+      const stopped = await stopAfterFrames(id);
       expect(stopped.json, `round ${round}`).toMatchObject({ ok: true, status: "complete" });
     }
   });
@@ -292,7 +309,7 @@ describe("farm evidence video", () => {
     phone.faults.set({ screenrecordFails: null });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("answers COMMAND_TIMEOUT with the session id when the recorder is not confirmed within 5 s, and stops it", async () => {
@@ -317,7 +334,7 @@ describe("farm evidence video", () => {
     // Its lock went with it.
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("never calls corrupt media video.mp4", async () => {
@@ -369,7 +386,7 @@ describe("farm evidence video", () => {
     expect(released.json).toMatchObject({ ok: true, released: true, status: "failed", recoveryState: "released" });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await farm(["evidence", "video", "stop", "--session", String(next.json["sessionId"])], env)).code).toBe(0);
+    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("reports a killed worker as failed and keeps its lock: recovery is required", async () => {

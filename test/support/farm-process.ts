@@ -83,9 +83,54 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs a one-shot farm command with JSON output and parses it. */
-export function farm(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+type CliMain = typeof import("@farm/cli/main");
+let cliMain: Promise<CliMain> | undefined;
+
+/**
+ * Runs a one-shot farm command with JSON output, in this process (the
+ * built CLI's main with its output captured; its connections closed when it
+ * returns), and parses it. For what a command prints and its exit code;
+ * farmProcess for what needs the process (docs/testing.md).
+ */
+export async function farm(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  // FARM_TEST_CLI=process: every call as the real binary (to compare, or to rule the in-process run out).
+  if (process.env["FARM_TEST_CLI"] === "process") return farmProcess(args, env);
+  const needs = needsProcess(args);
+  if (needs) throw new Error(`farm ${args.slice(0, 2).join(" ")} ${needs}: use farmProcess or startFarm (docs/testing.md)`);
+  const { main } = await (cliMain ??= import("@farm/cli/main"));
+  let stdout = "";
+  let stderr = "";
+  const code = await main([...args], { ...process.env, FARM_OUTPUT: "json", ...env }, { out: (s) => (stdout += s), err: (s) => (stderr += s) });
+  return { code, json: lastJsonLine(stdout), stdout, stderr };
+}
+
+/** Why a command cannot run in process (undefined: it can). */
+function needsProcess(args: readonly string[]): string | undefined {
+  const [first, second] = args;
+  if (args.includes("--help") || args.includes("-h")) return undefined;
+  if (first === "standalone" || first === "coordinator") return "is a service";
+  if (first === "agent" && (second === undefined || second === "run" || second.startsWith("-"))) return "is a service";
+  if (first === "adb" && second === "serve") return "is a service";
+  if (first === "lease" && second === "run") return "runs a command with the process's stdio";
+  return undefined;
+}
+
+/**
+ * The same, as the real binary in a process of its own: for signals, a
+ * TTY, stdin, a command that outlives the call or spawns children with the
+ * process's stdio (lease run), and the process's own exit.
+ */
+export function farmProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return runCli(process.execPath, [farmBin, ...args], { ...process.env, FARM_OUTPUT: "json", ...env });
+}
+
+/** The last line of stdout as JSON ({} when it is not: the assertion on json will show stdout). */
+function lastJsonLine(stdout: string): Record<string, unknown> {
+  try {
+    return JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as Record<string, unknown>;
+  } catch {
+    return {};
+  }
 }
 
 /** Runs a CLI process to its exit and parses the last line of its stdout as JSON ({} when it is not). */
@@ -97,15 +142,7 @@ export function runCli(command: string, args: string[], env: NodeJS.ProcessEnv):
     proc.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     proc.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     proc.once("error", reject);
-    proc.once("exit", (code) => {
-      let json: Record<string, unknown> = {};
-      try {
-        json = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as Record<string, unknown>;
-      } catch {
-        /* leave empty; the assertion on json will show stdout */
-      }
-      resolve({ code, json, stdout, stderr });
-    });
+    proc.once("exit", (code) => resolve({ code, json: lastJsonLine(stdout), stdout, stderr }));
   });
 }
 

@@ -12,6 +12,8 @@ export interface LocalAdb {
    * server a tunnel was connected to had none).
    */
   serverSocket?: string | null;
+  /** The environment adb runs with (the CLI run's own, which main was given); undefined: this process's. */
+  env?: NodeJS.ProcessEnv | undefined;
 }
 
 /** The ADB_SERVER_SOCKET a tunnel's adb server was reached by, to be recorded with it. */
@@ -27,7 +29,8 @@ interface AdbOutput {
 function runLocalAdb(adb: LocalAdb, args: readonly string[], timeoutMs: number): Promise<AdbOutput> {
   const argv = [...(adb.serverPort === undefined ? [] : ["-P", String(adb.serverPort)]), ...args];
   return new Promise((resolve, reject) => {
-    const env = adb.serverSocket === undefined ? process.env : withServerSocket(process.env, adb.serverSocket);
+    const base = adb.env ?? process.env;
+    const env = adb.serverSocket === undefined ? base : withServerSocket(base, adb.serverSocket);
     const child = execFile("adb", argv, { timeout: timeoutMs, killSignal: "SIGKILL", env }, (error, stdout, stderr) => {
       const text = `${stdout}${stderr}`.trim();
       if (error && typeof error.code !== "number") {

@@ -30,7 +30,7 @@ export async function disconnectStaleTunnels(env: NodeJS.ProcessEnv, warn: (line
   const done: StaleDisconnected[] = [];
   for (const s of stale) {
     if (!live.some((l) => sameAdb(l, s))) {
-      const outcome = await adbDisconnectOutcome(localAdbOf(s), s.serial);
+      const outcome = await adbDisconnectOutcome(localAdbOf(s, env), s.serial);
       if (outcome.kind === "failed") {
         warn(`could not disconnect ${s.serial}, left by tunnel ${s.tunnelId} whose process ${s.pid} is gone: ${outcome.why}`);
         continue;

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
+import type { Http2SessionManager } from "@connectrpc/connect-node";
 import { Errors, farmError, toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AdbTunnelService, type OpenTunnelResponse, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
@@ -78,6 +79,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
     ...(p.leaseToken ? { headers: { "x-farm-lease": p.leaseToken } } : {}),
     pingIntervalMs: PING_INTERVAL_MS,
     interceptors: [explainUnreachable(p.config)],
+    ...(p.config.connections ? { track: (m: Http2SessionManager) => p.config.connections?.track(m) } : {}),
   };
   const client = createClient(AdbTunnelService, farmTransport(transportOptions));
   // The adb streams on a connection of their own, whose windows (both ends: the coordinator
@@ -126,7 +128,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
       leaseId: opened.leaseId,
       coordinator: p.config.coordinator,
       adbServerPort: p.adb.serverPort ?? null,
-      adbServerSocket: p.adb.serverSocket ?? serverSocketOf(process.env),
+      adbServerSocket: p.adb.serverSocket ?? serverSocketOf(p.env),
       pid: process.pid,
       pidStart: processStart(process.pid),
       foreground: p.foreground,

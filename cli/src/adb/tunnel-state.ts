@@ -38,8 +38,8 @@ export interface TunnelState {
 }
 
 /** The adb server a tunnel's serial was connected to, to reach it again (an older state without a socket inherits this process's). */
-export function localAdbOf(state: TunnelState): LocalAdb {
-  return { serverPort: state.adbServerPort ?? undefined, ...(state.adbServerSocket !== undefined ? { serverSocket: state.adbServerSocket } : {}) };
+export function localAdbOf(state: TunnelState, env?: NodeJS.ProcessEnv): LocalAdb {
+  return { serverPort: state.adbServerPort ?? undefined, env, ...(state.adbServerSocket !== undefined ? { serverSocket: state.adbServerSocket } : {}) };
 }
 
 export function tunnelsDir(env: NodeJS.ProcessEnv): string {

@@ -31,8 +31,6 @@ function printConnected(ctx: CommandContext, r: ConnectResult, pid: number, stal
     ].join("\n"));
 }
 
-const warnLine = (line: string) => process.stderr.write(`farm adb: ${line}\n`);
-
 /** The options connect and serve share. */
 interface ServeInput {
   opts: { device: string | undefined; lease: string | undefined; agent: string | undefined; port: number; adbPort: number | undefined; timeout: number };
@@ -51,7 +49,7 @@ function paramsOf({ opts, ctx }: ServeInput, config: ClientConfig, extra: Pick<S
     serial: opts.device || undefined,
     agent: opts.agent || undefined,
     port: opts.port,
-    adb: { serverPort: opts.adbPort },
+    adb: { serverPort: opts.adbPort, env: ctx.env },
     timeoutMs: opts.timeout,
     env: ctx.env,
     ...extra,
@@ -72,20 +70,20 @@ export const connect: Action<typeof adbConnectOptions> = async (input) => {
   const token = session.config.token;
   if (!token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
   // Before the new serial exists: a stale one may be on the very port the new endpoint gets.
-  const stale = await disconnectStaleTunnels(ctx.env, warnLine);
+  const stale = await disconnectStaleTunnels(ctx.env, (line) => ctx.writeErr(`farm adb: ${line}\n`));
   if (!opts.foreground) return connectInBackground(input, session.config, token, stale);
   const outcome = await serveTunnel(
     paramsOf(input, session.config, {
       foreground: true,
       logFile: null,
       stopSignal: ctx.stopSignal,
-      log: (line) => process.stderr.write(`farm adb: ${line}\n`),
+      log: (line) => ctx.writeErr(`farm adb: ${line}\n`),
       onReady: (r) => printConnected(ctx, r, process.pid, stale),
     }),
   );
   // The farm closed the tunnel: the reason is this command's failure, printed like any other (one line, code and message).
   if (outcome.reason) throw closedError({ ...outcome, reason: outcome.reason });
-  if (ctx.format !== "json") process.stderr.write(`farm adb: disconnected ${outcome.result.serial}\n`);
+  if (ctx.format !== "json") ctx.writeErr(`farm adb: disconnected ${outcome.result.serial}\n`);
   return outcome.code;
 };
 
@@ -96,7 +94,7 @@ export const connect: Action<typeof adbConnectOptions> = async (input) => {
  */
 async function connectInBackground(input: Parameters<Action<typeof adbConnectOptions>>[0], config: ClientConfig, token: string, stale: StaleDisconnected[]): Promise<number> {
   const { opts, ctx } = input;
-  const entry = process.argv[1];
+  const entry = ctx.entry;
   if (!entry) throw new CliError(Errors.INTERNAL, "cannot find the farm CLI's own entry point to start the background process; use --foreground");
   await ensureTunnelsDir(ctx.env);
   await pruneOldLogs(ctx.env);

@@ -45,7 +45,7 @@ async function stopLocal(env: NodeJS.ProcessEnv, state: TunnelState, noticeMs = 
     }
   }
   // Whatever the process did not get to (killed, crashed): its cleanup, here.
-  await adbDisconnect(localAdbOf(state), state.serial);
+  await adbDisconnect(localAdbOf(state, env), state.serial);
   await removeTunnelState(env, state.tunnelId);
 }
 

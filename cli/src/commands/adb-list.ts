@@ -16,7 +16,7 @@ import { isServingProcess, readTunnelStates } from "../adb/tunnel-state.js";
 export const list: Action<typeof adbListOptions> = async (input) => {
   const { ctx } = input;
   const session = clientSession(input);
-  const staleDisconnected = await disconnectStaleTunnels(ctx.env, (line) => process.stderr.write(`farm adb: ${line}\n`));
+  const staleDisconnected = await disconnectStaleTunnels(ctx.env, (line) => ctx.writeErr(`farm adb: ${line}\n`));
   // mine: the caller's own (an admin's: everyone's); without it, every user's tunnels are listed.
   const client = serviceClient(AdbTunnelService, session.config);
   const listedTunnels = await allPages(async (page) => {

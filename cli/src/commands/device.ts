@@ -31,7 +31,7 @@ export const shell: Action<typeof shellOptions> = async (input) => {
   const stdout = Buffer.from(res.stdout).toString("utf8");
   const stderr = Buffer.from(res.stderr).toString("utf8");
   ctx.printer.result({ actionId: res.actionId, exitCode: res.exitCode, stdout, stderr, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => {
-    if (stderr) process.stderr.write(stderr);
+    if (stderr) ctx.writeErr(stderr);
     return stdout.replace(/\n$/, "");
   });
   return res.exitCode === 0 ? 0 : Math.min(255, Math.max(1, res.exitCode));

@@ -156,7 +156,7 @@ export const verify: Action<typeof verifyOptions> = async ({ args, ctx }) => {
   const [dir] = args as [string];
   // Loaded here: the schema validator is only needed by this command.
   const { verifyBundle } = await import("../bundle-verify.js");
-  const report = await verifyBundle(dir);
+  const report = await verifyBundle(dir, ctx.env);
   const data = report.ok
     ? { ok: true, evidenceId: report.evidenceId, status: report.status, checked: report.checked }
     : { ok: false, code: Errors.EVIDENCE_VERIFY_FAILED.code, message: `${report.problems.length} problem(s) in ${dir}`, evidenceId: report.evidenceId, problems: report.problems };

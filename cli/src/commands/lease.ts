@@ -153,16 +153,16 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   const renewEvery = Math.max(500, Math.floor(lease.ttlMs / 3));
   const timer = setInterval(() => {
     client.renewLease({ token }, { timeoutMs: renewEvery }).catch((err: unknown) => {
-      process.stderr.write(`farm lease run: renewing failed: ${toErrorReport(err).message}\n`);
+      input.ctx.writeErr(`farm lease run: renewing failed: ${toErrorReport(err).message}\n`);
     });
   }, renewEvery);
-  process.stderr.write(`farm lease run: leased ${lease.physicalId} via ${lease.agentName}/${lease.serial}\n`);
+  input.ctx.writeErr(`farm lease run: leased ${lease.physicalId} via ${lease.agentName}/${lease.serial}\n`);
   let sessionId: string | undefined;
   if (input.opts.session) {
     try {
       const s = await startSessionOn(session, { serial: lease.serial, agent: lease.agentId, lease: token }, { name: input.opts.sessionName, ...(policy ? { policy } : {}) });
       sessionId = s.sessionId;
-      process.stderr.write(`farm lease run: session ${sessionId}\n`);
+      input.ctx.writeErr(`farm lease run: session ${sessionId}\n`);
     } catch (err) {
       // No session, no command: give the device back at once rather than at expiry.
       clearInterval(timer);
@@ -180,7 +180,7 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   process.on("SIGTERM", onTerm);
   const code = await new Promise<number>((resolve) => {
     child.once("error", (err) => {
-      process.stderr.write(`farm lease run: cannot run ${cmd}: ${err.message}\n`);
+      input.ctx.writeErr(`farm lease run: cannot run ${cmd}: ${err.message}\n`);
       resolve(127);
     });
     child.once("exit", (c, signal) => resolve(c ?? (signal ? 128 + (signalNumber(signal) ?? 1) : 1)));
@@ -193,15 +193,15 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
     const status = code === 0 ? "passed" : "failed";
     try {
       await endSessionAs(session, sessionId, status, 10_000);
-      process.stderr.write(`farm lease run: session ${sessionId} ${status}\n`);
+      input.ctx.writeErr(`farm lease run: session ${sessionId} ${status}\n`);
     } catch (err) {
-      process.stderr.write(`farm lease run: ending session ${sessionId} failed (releasing the lease ends it as lease-ended): ${toErrorReport(err).message}\n`);
+      input.ctx.writeErr(`farm lease run: ending session ${sessionId} failed (releasing the lease ends it as lease-ended): ${toErrorReport(err).message}\n`);
     }
   }
   try {
     await client.releaseLease({ token }, { timeoutMs: 10_000 });
   } catch (err) {
-    process.stderr.write(`farm lease run: release failed (the lease will expire by itself): ${toErrorReport(err).message}\n`);
+    input.ctx.writeErr(`farm lease run: release failed (the lease will expire by itself): ${toErrorReport(err).message}\n`);
   }
   return code;
 };

@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { connectionScope } from "../connections.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,6 +28,7 @@ async function farm(argv: string[], format: OutputFormat = "pretty", env: NodeJS
     format,
     stopSignal: new AbortController().signal,
     commandTree: describeTree,
+    connections: connectionScope(),
     writeOut: (s) => (out += s),
     writeErr: (s) => (out += s),
   };

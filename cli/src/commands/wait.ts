@@ -162,7 +162,7 @@ export const wait: Action<typeof waitOptions> = async (input) => {
     diagnosisFile = join(dir, fileName);
     await writeFile(diagnosisFile, json);
   } else {
-    process.stderr.write(diagnosisSummary(settings, trace, result) + "\n");
+    ctx.writeErr(diagnosisSummary(settings, trace, result) + "\n");
   }
   let recorded: Recorded | undefined;
   if (recorder && before) {
@@ -181,7 +181,7 @@ export const wait: Action<typeof waitOptions> = async (input) => {
       before,
       after: await shot(),
     });
-    if (!recorded.ok) process.stderr.write(`farm wait: could not record the wait in session ${recorded.sessionId}: ${recorded.message} [${recorded.code}]\n`);
+    if (!recorded.ok) ctx.writeErr(`farm wait: could not record the wait in session ${recorded.sessionId}: ${recorded.message} [${recorded.code}]\n`);
   }
   const data = {
     ok: false,

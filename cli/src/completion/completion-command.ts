@@ -9,7 +9,7 @@ const scripts = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion
 /** `farm completion bash|zsh|fish`: the script on stdout, whatever the output format (it is meant to be sourced). */
 export function completionAction(shell: keyof typeof scripts): Action<typeof completionOptions> {
   return async ({ ctx }) => {
-    process.stdout.write(scripts[shell](ctx.commandTree()));
+    ctx.writeOut(scripts[shell](ctx.commandTree()));
     return 0;
   };
 }

@@ -1,7 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { progressShown, startProgress } from "./progress.js";
-import type { OutputFormat } from "../output.js";
+import { progressShown, startProgress, type ProgressContext } from "./progress.js";
 
 const POLL_MS = 1_000;
 
@@ -10,8 +9,8 @@ const POLL_MS = 1_000;
  * (the lease list's queue, found by the request's ticket) and how long it
  * has waited. Only where progress is shown; nothing is polled otherwise.
  */
-export async function followQueue(ctx: { format: OutputFormat; env: NodeJS.ProcessEnv }, client: Client<typeof LeaseService>, ticket: string): Promise<{ stop(): Promise<void> }> {
-  if (!progressShown(ctx.format, ctx.env)) return { stop: async () => undefined };
+export async function followQueue(ctx: ProgressContext, client: Client<typeof LeaseService>, ticket: string): Promise<{ stop(): Promise<void> }> {
+  if (!progressShown(ctx.format, ctx.env, ctx.stderrIsTty)) return { stop: async () => undefined };
   const progress = await startProgress(ctx, "waiting for a device");
   const started = Date.now();
   let running = true;

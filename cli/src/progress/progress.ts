@@ -18,9 +18,16 @@ export function progressShown(format: OutputFormat, env: NodeJS.ProcessEnv, stde
   return stderrIsTty && format !== "json" && !("CI" in env && env["CI"] !== "" && env["CI"] !== "false") && env["TERM"] !== "dumb";
 }
 
+/** What decides whether progress is shown; stderrIsTty false for a run whose stderr is captured (main in process), undefined: the process's stderr. */
+export interface ProgressContext {
+  format: OutputFormat;
+  env: NodeJS.ProcessEnv;
+  stderrIsTty?: boolean | undefined;
+}
+
 /** Starts a spinner line (ora, loaded only when shown). */
-export async function startProgress(ctx: { format: OutputFormat; env: NodeJS.ProcessEnv }, text: string): Promise<Progress> {
-  if (!progressShown(ctx.format, ctx.env)) return none;
+export async function startProgress(ctx: ProgressContext, text: string): Promise<Progress> {
+  if (!progressShown(ctx.format, ctx.env, ctx.stderrIsTty)) return none;
   const { default: ora } = await import("ora");
   // discardStdin off: a command may read stdin; isEnabled: the decision above is the one that counts.
   const spinner = ora({ text, stream: process.stderr, discardStdin: false, isEnabled: true }).start();
@@ -41,7 +48,7 @@ export async function startProgress(ctx: { format: OutputFormat; env: NodeJS.Pro
 }
 
 /** Runs `work` with a progress line, cleared however it ends. */
-export async function withProgress<T>(ctx: { format: OutputFormat; env: NodeJS.ProcessEnv }, text: string, work: (p: Progress) => Promise<T>): Promise<T> {
+export async function withProgress<T>(ctx: ProgressContext, text: string, work: (p: Progress) => Promise<T>): Promise<T> {
   const p = await startProgress(ctx, text);
   try {
     return await work(p);

@@ -6,6 +6,7 @@ import type { OptionDecl } from "../options/option-decl.js";
 import { flagName } from "../options/option-decl.js";
 import { resolveOptions, type Layers } from "../options/resolve.js";
 import type { OutputFormat, Printer } from "../output.js";
+import type { Connections } from "../connections.js";
 import { loadServiceConfig } from "../service-config.js";
 import { fromCommanderError, HelpShown } from "./commander-errors.js";
 import { describeOption } from "./help-text.js";
@@ -23,6 +24,12 @@ export interface Runtime {
   /** Where help goes. */
   writeOut(text: string): void;
   writeErr(text: string): void;
+  /** The CLI's own entry point (a background process of itself). */
+  entry?: string | undefined;
+  /** False when stderr is captured (main run in process). */
+  stderrIsTty?: boolean | undefined;
+  /** The connections the run opens (closed when main returns). */
+  connections: Connections;
   /** Set by the action that ran: the process exit code. */
   exitCode?: number;
   /** Tests: receives what a command would run with, instead of running it. */
@@ -119,7 +126,20 @@ export function buildLeaf(spec: AnyLeaf, rt: Runtime, isDefault = false): AnyCom
     }
     const positionals = cmd.processedArgs.flatMap((v: unknown) => (v === undefined ? [] : Array.isArray(v) ? (v as string[]) : [String(v)]));
     const configPath = configFilePath(rt.env);
-    const ctx: CommandContext = { env: rt.env, printer: rt.printer, format: rt.format, stopSignal: rt.stopSignal, commandTree: rt.commandTree, configPath, configFile: {} };
+    const ctx: CommandContext = {
+      env: rt.env,
+      printer: rt.printer,
+      format: rt.format,
+      stopSignal: rt.stopSignal,
+      commandTree: rt.commandTree,
+      writeOut: rt.writeOut,
+      writeErr: rt.writeErr,
+      connections: rt.connections,
+      stderrIsTty: rt.stderrIsTty,
+      entry: rt.entry,
+      configPath,
+      configFile: {},
+    };
     const layers: Layers = { flags, env: rt.env, file: {} };
     const settings = spec.settings ?? { kind: "client" };
     if (settings.kind === "client") {

@@ -1,4 +1,5 @@
 import { formatError, takeOutputFormat } from "../options/output-format.js";
+import { connectionScope } from "../connections.js";
 import { createPrinter } from "../output.js";
 import type { ParsedCommand, Runtime } from "./build.js";
 import { HelpShown } from "./commander-errors.js";
@@ -20,6 +21,7 @@ export async function parseOnly(argv: string[], env: NodeJS.ProcessEnv = { FARM_
     format: output.format,
     stopSignal: new AbortController().signal,
     commandTree: describeTree,
+    connections: connectionScope(),
     writeOut: (s) => (out += s),
     writeErr: (s) => (out += s),
     intercept: (p) => (parsed = p),

@@ -1,3 +1,4 @@
+import type { Connections } from "../connections.js";
 import type { ConfigFile } from "../config.js";
 import type { OptionSet, OptionValues } from "../options/option-decl.js";
 import type { ValueSource } from "../options/resolve.js";
@@ -20,6 +21,15 @@ export interface CommandContext {
   stopSignal: AbortSignal;
   /** The command tree's description (completion scripts are made from it). */
   commandTree(): CommandInfo;
+  /** Where the command's own lines go: stdout and stderr, or main's sinks when it runs in process. */
+  writeOut(text: string): void;
+  writeErr(text: string): void;
+  /** The CLI's own entry point, to start a background process of itself (adb connect). */
+  entry?: string | undefined;
+  /** False when stderr is captured (main run in process); undefined: the process's stderr decides. */
+  stderrIsTty?: boolean | undefined;
+  /** The connections this run opened, closed when main returns. */
+  connections: Connections;
   /** The client config file and its path (config keys of client commands resolve from it). */
   configFile: ConfigFile;
   configPath: string;
