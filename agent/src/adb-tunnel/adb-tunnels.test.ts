@@ -167,6 +167,23 @@ const touch: ActionKind<Record<string, never>, Record<string, never>> = {
   prove: () => Promise.resolve(undefined),
 };
 
+/** An action that starts, then waits until the test lets it go: a change in progress. */
+function gatedAction(): { slow: ActionKind<Record<string, never>, Record<string, never>>; letGo: () => void; started: () => boolean } {
+  let letGo!: () => void;
+  const gate = new Promise<void>((resolve) => (letGo = resolve));
+  let started = false;
+  const slow: ActionKind<Record<string, never>, Record<string, never>> = {
+    ...touch,
+    kind: "slow",
+    async dispatch() {
+      started = true;
+      await gate;
+      return { result: {}, receipt: { provenBy: "test" } };
+    },
+  };
+  return { slow, letGo, started: () => started };
+}
+
 async function refusedBy(p: Promise<unknown>): Promise<ErrorReport> {
   try {
     await p;
@@ -282,20 +299,9 @@ describe("remote adb tunnels", () => {
 
   it("gives up an owner's change that did not get its turn by its deadline, without dispatching it, and keeps the turns in order", async () => {
     await startTunnel("t1", { requestedBy: "alice" });
-    let letGo!: () => void;
-    const gate = new Promise<void>((resolve) => (letGo = resolve));
-    let started = false;
-    const slow: ActionKind<Record<string, never>, Record<string, never>> = {
-      ...touch,
-      kind: "slow",
-      async dispatch() {
-        started = true;
-        await gate;
-        return { result: {}, receipt: { provenBy: "test" } };
-      },
-    };
+    const { slow, letGo, started } = gatedAction();
     const first = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
-    await vi.waitFor(() => expect(started).toBe(true));
+    await vi.waitFor(() => expect(started()).toBe(true));
     const late = await refusedBy(ownership.run(touch, {}, { serial, deadlineMs: Date.now() + 800, requestedBy: "alice" }));
     expect(late).toMatchObject({ code: "DEVICE_BUSY", dispatched: false });
     expect(late.message).toMatch(/another of your actions beside your remote adb tunnel/);
@@ -310,20 +316,9 @@ describe("remote adb tunnels", () => {
 
   it("keeps the phone until the owner's change beside it is done, even when the tunnel closes first", async () => {
     await startTunnel("t1", { requestedBy: "alice" });
-    let letGo!: () => void;
-    const gate = new Promise<void>((resolve) => (letGo = resolve));
-    let started = false;
-    const slow: ActionKind<Record<string, never>, Record<string, never>> = {
-      ...touch,
-      kind: "slow",
-      async dispatch() {
-        started = true;
-        await gate;
-        return { result: {}, receipt: { provenBy: "test" } };
-      },
-    };
+    const { slow, letGo, started } = gatedAction();
     const beside = ownership.run(slow, {}, { serial, deadlineMs: Date.now() + 30_000, requestedBy: "alice" });
-    await vi.waitFor(() => expect(started).toBe(true));
+    await vi.waitFor(() => expect(started()).toBe(true));
     expect((await stopTunnel("t1", "closed")).error).toBeUndefined();
     // The change beside it still holds the phone: bob waits (and is told busy at his deadline), not refused for a tunnel.
     expect(ownership.status(serial).locked).toBe(true);
