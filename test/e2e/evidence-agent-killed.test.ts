@@ -63,7 +63,13 @@ describe("agent killed during a capture", () => {
     agent = await startFarm(agentArgs);
     await waitFor("the phone", async () => ((await farm(["devices", "--state", "device"], env)).json["devices"] as unknown[] | undefined)?.length === 1 ? true : undefined);
     const done = join(dir.path, "done");
-    expect((await farm(["evidence", "capture", "--device", serial, "--output-dir", done], env)).code).toBe(0);
+    // The restarted agent serves the phone once its adb watcher has it again, which can be a moment after the
+    // coordinator lists it: a refusal then is DEVICE_OFFLINE before anything is sent or written, so ask again.
+    const captured = await waitFor("a capture through the restarted agent", async () => {
+      const r = await farm(["evidence", "capture", "--device", serial, "--output-dir", done], env);
+      return r.json["code"] === "DEVICE_OFFLINE" && r.json["dispatched"] === false && !existsSync(done) ? undefined : r;
+    });
+    expect(captured.code, JSON.stringify(captured.json)).toBe(0);
     await agent.stop();
     // A bundle staged but never uploaded: the same files under the id the coordinator
     // issued to the capture killed above (an agent may upload only ids it was issued).
