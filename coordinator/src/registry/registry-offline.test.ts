@@ -100,9 +100,17 @@ describe("Registry: devices of an offline agent", () => {
     expect(second.physicalIdOf("P7-1")).toBe("android-p7-1");
     expect(second.unresolvedOn("android-p7-1")).toEqual([{ agentId: "a-1", agentName: "lab-1", actionIds: ["act-1"] }]);
 
-    // The agent re-attaches: the same devices, online again.
+    // The agent re-attaches: until it reports, what it said before is not what it says now (a restarted
+    // agent may not have its phones again yet); with its inventory, the devices are online again.
     await second.attach(hello, { terminate: () => undefined });
+    expect(second.listDevices().map((d) => [d.serial, d.state])).toEqual([["IOS-1", AGENT_OFFLINE], ["P7-1", AGENT_OFFLINE]]);
+    expect(second.candidates()).toEqual([]);
+    await second.replaceInventory("a-1", [
+      create(DeviceReportSchema, { serial: "P7-1", state: "device", properties: pixel }),
+      create(DeviceReportSchema, { serial: "IOS-1", state: "device", properties: iphone }),
+    ]);
     expect(second.listDevices().map((d) => [d.serial, d.state])).toEqual([["IOS-1", "device"], ["P7-1", "device"]]);
+    expect(second.candidates().map((c) => c.serial)).toEqual(["IOS-1", "P7-1"]);
   });
 
   it("lists them agent-offline after a restart that followed a clean detach", async () => {

@@ -54,6 +54,12 @@ interface DeviceEntry {
   updatedAt: number;
   /** Why this agent may not use this serial (an unaccepted claim); empty when it may. */
   quarantine: string;
+  /**
+   * Kept from the agent's last stream and not reported on by its current one
+   * yet: what it said then, not what it says now (a restarted agent may not
+   * have the phone again), so it is listed agent-offline and never leased.
+   */
+  stale?: true;
   /** Encoded Device as last listed, and the state/agent it was encoded for. */
   wire?: { key: string; bytes: Uint8Array };
 }
@@ -195,6 +201,8 @@ export class Registry {
         lastHeartbeatAt: now,
       };
       await this.store.saveAgent(row);
+      // Until this stream reports them (its inventory comes next), the devices kept are its last stream's word.
+      for (const d of existing?.devices.values() ?? []) d.stale = true;
       const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
       this.agents.set(entry.id, entry);
       if (!existing) this.agentIds = undefined;
@@ -511,7 +519,7 @@ export class Registry {
       for (const serial of [...a.devices.keys()].sort()) {
         const d = a.devices.get(serial) as DeviceEntry;
         const p = d.properties;
-        if (d.state !== "device" || d.quarantine || !p.physicalId || p.identityStatus === "duplicate") continue;
+        if (d.state !== "device" || d.stale || d.quarantine || !p.physicalId || p.identityStatus === "duplicate") continue;
         out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
       }
     }
@@ -809,10 +817,10 @@ function toDevice(agent: AgentEntry, d: DeviceEntry, state: string): Device {
   });
 }
 
-/** Quarantine first (an admin has to act, online or not), then whether the agent is attached. */
+/** Quarantine first (an admin has to act, online or not), then whether the agent is attached and has reported the device since. */
 function shownState(agent: AgentEntry, d: DeviceEntry): string {
   if (d.quarantine) return QUARANTINED;
-  return agent.session !== null ? d.state : AGENT_OFFLINE;
+  return agent.session !== null && !d.stale ? d.state : AGENT_OFFLINE;
 }
 
 function toEntry(r: DeviceReport, now: number): DeviceEntry {
