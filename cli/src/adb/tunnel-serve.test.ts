@@ -84,28 +84,34 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
+/** `farm adb connect --foreground` against the coordinator at `url`: resolves once the phone is in the user's adb, with the run still going. */
+async function serveInForeground(url: string, env: NodeJS.ProcessEnv, stopSignal: AbortSignal): Promise<{ serving: ReturnType<typeof serveTunnel>; r: ConnectResult }> {
+  let ready: (r: ConnectResult) => void = () => undefined;
+  const isReady = new Promise<ConnectResult>((resolve) => (ready = resolve));
+  const serving = serveTunnel({
+    config: { coordinator: url, coordinatorSource: "test", token: "farmu_test", caFile: undefined, insecure: false },
+    leaseToken: "farml_test",
+    serial: labSerial,
+    agent: undefined,
+    port: 0,
+    adb: { serverPort: user.port },
+    timeoutMs: 10_000,
+    env,
+    foreground: true,
+    logFile: null,
+    stopSignal,
+    log: () => undefined,
+    onReady: ready,
+  });
+  const r = await Promise.race([isReady, serving.then((o) => Promise.reject(new Error(`ended before ready: ${JSON.stringify(o)}`)))]);
+  return { serving, r };
+}
+
 describe("farm adb connect, through a tunnel over gRPC", () => {
   it("serves the phone through OpenAdbStream; when the farm closes the tunnel, the phone leaves adb within 2 s and the reason comes back", async () => {
     const stop = new AbortController();
-    let ready: (r: ConnectResult) => void = () => undefined;
-    const isReady = new Promise<ConnectResult>((resolve) => (ready = resolve));
     const env = { FARM_HOME: home };
-    const serving = serveTunnel({
-      config: { coordinator: coordinator.url, coordinatorSource: "test", token: "farmu_test", caFile: undefined, insecure: false },
-      leaseToken: "farml_test",
-      serial: labSerial,
-      agent: undefined,
-      port: 0,
-      adb: { serverPort: user.port },
-      timeoutMs: 10_000,
-      env,
-      foreground: true,
-      logFile: null,
-      stopSignal: stop.signal,
-      log: () => undefined,
-      onReady: ready,
-    });
-    const r = await Promise.race([isReady, serving.then((o) => Promise.reject(new Error(`ended before ready: ${JSON.stringify(o)}`)))]);
+    const { serving, r } = await serveInForeground(coordinator.url, env, stop.signal);
     expect(r).toMatchObject({ device: labSerial, lease: "lease-1", serial: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
     expect(coordinator.leaseHeaders.at(-1)).toBe("farml_test");
     expect((await readTunnelStates(env)).map((s) => [s.tunnelId, s.serial, s.pid])).toEqual([[r.tunnel, r.serial, process.pid]]);
@@ -135,24 +141,7 @@ describe("farm adb connect, through a tunnel over gRPC", () => {
   it("a coordinator that dies mid-tunnel is COORDINATOR_UNAVAILABLE (field coordinator), not a generic error, and the phone leaves adb", async () => {
     // A coordinator of its own: this one is killed (its connections destroyed, as when its process dies).
     const doomed = await startFakeTunnelService({ serial: labSerial, openOnDevice: (service) => openThroughAdbServer(lab.port, labSerial, service) });
-    let ready: (r: ConnectResult) => void = () => undefined;
-    const isReady = new Promise<ConnectResult>((resolve) => (ready = resolve));
-    const serving = serveTunnel({
-      config: { coordinator: doomed.url, coordinatorSource: "test", token: "farmu_test", caFile: undefined, insecure: false },
-      leaseToken: "farml_test",
-      serial: labSerial,
-      agent: undefined,
-      port: 0,
-      adb: { serverPort: user.port },
-      timeoutMs: 10_000,
-      env: { FARM_HOME: home },
-      foreground: true,
-      logFile: null,
-      stopSignal: new AbortController().signal,
-      log: () => undefined,
-      onReady: ready,
-    });
-    const r = await Promise.race([isReady, serving.then((o) => Promise.reject(new Error(`ended before ready: ${JSON.stringify(o)}`)))]);
+    const { serving, r } = await serveInForeground(doomed.url, { FARM_HOME: home }, new AbortController().signal);
     await doomed.stop();
     const outcome = await serving;
     expect(outcome).toMatchObject({ code: 1, reason: { code: "COORDINATOR_UNAVAILABLE", field: "coordinator", message: expect.stringContaining(`lost the coordinator at ${doomed.url}`) } });
