@@ -46,6 +46,9 @@ describe("make install", () => {
     expect(version.json).toEqual({ ok: true, version: FARM_VERSION });
     const pretty = await runFarm(["--version", "--output", "pretty"], cli.env);
     expect(pretty.stdout.trim()).toBe(`farm ${FARM_VERSION}`);
+    // With a coordinator to ask, the entry (lib/farm.cjs) leaves --version to the CLI, which asks it.
+    const asked = await runFarm(["--version"], { ...cli.env, FARM_OUTPUT: "json", FARM_COORDINATOR: "http://127.0.0.1:1" });
+    expect(asked.json).toEqual({ ok: true, version: FARM_VERSION, coordinator: { url: "http://127.0.0.1:1", version: "unreachable" } });
 
     const help = await runFarm(["--help"], cli.env);
     expect(help.code).toBe(0);
@@ -61,7 +64,7 @@ describe("make install", () => {
     const home = join(cli.prefix, "lib", "farm");
     expect(symlinksUnder(home)).toEqual([]);
     expect(lstatSync(cli.bin).isSymbolicLink()).toBe(true);
-    expect(statSync(join(home, "lib", "main.js")).mode & 0o111).not.toBe(0);
+    expect(statSync(join(home, "lib", "farm.cjs")).mode & 0o111).not.toBe(0);
     for (const f of ["assets/agent-drizzle/meta/_journal.json", "assets/coordinator-drizzle/meta/_journal.json", "assets/dashboard/index.html", "lib/worker-main.js"]) {
       expect(existsSync(join(home, f)), f).toBe(true);
     }
