@@ -6,7 +6,7 @@
  * inside PREFIX/lib/farm, not in this checkout.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, readdirSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { FARM_VERSION } from "@farm/shared/version";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -142,6 +142,15 @@ describe("make install", () => {
       expect(stopped.json, stopped.stdout + stopped.stderr).toMatchObject({ ok: true, status: "complete", stored: true });
       expect(statSync(join(bundle, "video.mp4")).size).toBeGreaterThan(0);
     });
+  });
+
+  it("updates an install whose link is the old entry (lib/main.js) to lib/farm.cjs", async () => {
+    rmSync(cli.bin);
+    symlinkSync("../lib/farm/lib/main.js", cli.bin);
+    const r = spawnSync(process.execPath, [join(repoRoot, "scripts", "install-cli.mjs"), "--from", join(dir.path, "package"), "--prefix", cli.prefix, "--quiet"], { encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(readlinkSync(cli.bin)).toBe("../lib/farm/lib/farm.cjs");
+    expect((await runFarm(["--version"], { ...cli.env, FARM_OUTPUT: "json" })).json).toEqual({ ok: true, version: FARM_VERSION });
   });
 
   it("uninstalls what it installed", () => {
