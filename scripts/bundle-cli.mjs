@@ -3,8 +3,10 @@
  * Bundles the `farm` CLI with esbuild into an installable npm package:
  *
  *   cli/bundle/package/              (or --out DIR)
- *     package.json                   name @farm/cli, bin farm -> lib/main.js, natives as dependencies
- *     lib/main.js                    the entry: only what `farm --version` / `--help` need
+ *     package.json                   name @farm/cli, bin farm -> lib/farm.cjs, natives as dependencies
+ *     lib/farm.cjs                   the command's entry (cli/src/entry.ts), alone and CommonJS:
+ *                                    answers `farm --version`, else loads lib/main.js
+ *     lib/main.js                    the CLI: only what `farm --help` needs, the rest in chunks
  *     lib/worker-main.js             the agent's detached video worker (forked by path)
  *     lib/chunk-*.js                 code loaded lazily, per command
  *     assets/agent-drizzle/          agent SQLite migrations
@@ -47,6 +49,13 @@ const log = (s) => opts.quiet || process.stderr.write(`${s}\n`);
 const EXTERNAL = ["better-sqlite3", "sharp", "node-pty", "tesseract.js", "@tesseract.js-data/eng"];
 /** Left out and not shipped: pg's optional libpq binding, loaded only when asked for (farm never does). */
 const NEVER_LOADED = ["pg-native"];
+
+/**
+ * The installed command's entry, built on its own as CommonJS (Node starts
+ * a CommonJS file faster than an ES module; cli/src/entry.ts). It imports
+ * the CLI (./main.js) at run time, unless it answered `farm --version`.
+ */
+const COMMAND_ENTRY = { src: "cli/dist/entry.js", out: "farm.cjs", loads: "./main.js" };
 
 /** Entry points, by output name (lib/<name>.js). */
 const ENTRIES = {
@@ -144,6 +153,7 @@ async function main() {
     metafile: true,
     logLevel: "warning",
   });
+  await buildCommandEntry();
   // Everything but the CLI's own entry is there because some module asks for it.
   const unused = Object.keys(RUNTIME_FILES).filter((k) => k !== ENTRIES.main && !used.has(k));
   if (unused.length) fail(`no module references ${unused.join(", ")} any more: update RUNTIME_FILES in scripts/bundle-cli.mjs`);
@@ -162,7 +172,7 @@ async function main() {
     // Not for a public registry: install from the tarball (`npm install -g ./farm-cli-<version>.tgz`).
     private: true,
     type: "module",
-    bin: { farm: "lib/main.js" },
+    bin: { farm: `lib/${COMMAND_ENTRY.out}` },
     engines: rootPkg.engines,
     dependencies: Object.fromEntries(EXTERNAL.map((name) => [name, installedVersion(name)])),
   };
@@ -173,19 +183,52 @@ async function main() {
       "Built from the farm repository with `make bundle`; see its README for usage.\n",
   );
 
-  // The entry must still run itself (main.ts compares argv[1] with its own
+  // main.js must still run itself (main.ts compares argv[1] with its own
   // import.meta.url): a smoke test catches it landing in a shared chunk.
-  const smoke = spawnSync(process.execPath, [join(libDir, "main.js"), "--version", "--output", "json"], { encoding: "utf8" });
-  if (smoke.status !== 0 || !smoke.stdout.includes(FARM_VERSION)) fail(`lib/main.js --version failed (exit ${smoke.status}): ${smoke.stdout}${smoke.stderr}`);
+  // The command's entry answers --version alone and loads main.js for --help.
+  for (const [file, args, expect] of [["main.js", ["--version"], FARM_VERSION], [COMMAND_ENTRY.out, ["--version"], FARM_VERSION], [COMMAND_ENTRY.out, ["--help"], "Usage: farm"]]) {
+    const smoke = spawnSync(process.execPath, [join(libDir, file), ...args, "--output", "json"], { encoding: "utf8", env: { ...process.env, FARM_COORDINATOR: "" } });
+    if (smoke.status !== 0 || !smoke.stdout.includes(expect)) fail(`lib/${file} ${args.join(" ")} failed (exit ${smoke.status}): ${smoke.stdout}${smoke.stderr}`);
+  }
 
   const files = readdirSync(libDir);
   const bytes = files.reduce((n, f) => n + statSync(join(libDir, f)).size, 0);
   const mainBytes = statSync(join(libDir, "main.js")).size;
+  const entryBytes = statSync(join(libDir, COMMAND_ENTRY.out)).size;
   const eager = eagerClosure(result.metafile, "main.js");
   log(
     `bundle-cli: ${relative(process.cwd(), outDir) || "."}: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB in lib/ ` +
-      `(main.js ${(mainBytes / 1024).toFixed(1)} KiB, loaded eagerly ${(eager / 1024).toFixed(0)} KiB) in ${(performance.now() - started).toFixed(0)} ms`,
+      `(${COMMAND_ENTRY.out} ${(entryBytes / 1024).toFixed(1)} KiB, main.js ${(mainBytes / 1024).toFixed(1)} KiB, loaded eagerly ${(eager / 1024).toFixed(0)} KiB) in ${(performance.now() - started).toFixed(0)} ms`,
   );
+}
+
+/** lib/farm.cjs: the command's entry, with what it needs inlined and the CLI left to a run-time import. */
+async function buildCommandEntry() {
+  const src = join(root, COMMAND_ENTRY.src);
+  if (!existsSync(src)) fail(`${COMMAND_ENTRY.src} is missing: run \`npx tsc -b\` first (make bundle does)`);
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: [src],
+    outfile: join(libDir, COMMAND_ENTRY.out),
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    plugins: [
+      {
+        name: "farm-command-entry",
+        setup(build) {
+          // The CLI stays a file of its own (an ES module with its chunks), imported when needed.
+          build.onResolve({ filter: /^\.\/main\.js$/ }, (args) => (args.importer === src ? { path: COMMAND_ENTRY.loads, external: true } : undefined));
+        },
+      },
+    ],
+    logLevel: "silent",
+  });
+  // A warning here (import.meta, which CommonJS has not) would be a broken entry.
+  if (result.warnings.length) fail(`${COMMAND_ENTRY.src}: ${result.warnings.map((w) => w.text).join("; ")}`);
+  const text = readFileSync(join(libDir, COMMAND_ENTRY.out), "utf8");
+  if (!text.includes(`import(${JSON.stringify(COMMAND_ENTRY.loads)})`)) fail(`${COMMAND_ENTRY.out} does not import ${COMMAND_ENTRY.loads} at run time`);
 }
 
 /** Bytes of the output files a statically imports (what starts before any command is chosen). */

@@ -5,7 +5,7 @@
  *   PREFIX/lib/farm/                 the bundle package (lib/, assets/, package.json)
  *   PREFIX/lib/farm/node_modules/    its native dependencies, copied from this
  *                                    checkout's node_modules (already built by `npm ci`)
- *   PREFIX/bin/farm -> ../lib/farm/lib/main.js
+ *   PREFIX/bin/farm -> ../lib/farm/lib/farm.cjs
  *
  *   node scripts/install-cli.mjs --prefix PREFIX [--from cli/bundle/package]
  *   node scripts/install-cli.mjs --prefix PREFIX --uninstall
@@ -36,7 +36,11 @@ const prefix = resolve(opts.prefix);
 const from = resolve(opts.from ?? join(root, "cli/bundle/package"));
 const home = join(prefix, "lib", "farm");
 const bin = join(prefix, "bin", "farm");
-const target = relative(dirname(bin), join(home, "lib", "main.js"));
+/** The package's bin (bundle-cli.mjs), and what older installs linked to. */
+const ENTRY = "lib/farm.cjs";
+const OLD_ENTRIES = ["lib/main.js"];
+const target = relative(dirname(bin), join(home, ENTRY));
+const ours = [target, ...OLD_ENTRIES.map((e) => relative(dirname(bin), join(home, e)))];
 
 /** Needed only to build or fetch a native addon, never at run time. */
 const BUILD_ONLY = new Set(["prebuild-install", "node-addon-api", "node-gyp"]);
@@ -52,7 +56,7 @@ function removeOurBin() {
   if (!st.isSymbolicLink()) fail(`${bin} exists and is not a symlink; remove it first`);
   const to = readlinkSync(bin);
   if (/(^|\/)node_modules\/@farm\/cli\//.test(to)) fail(`${bin} is npm's (${to}): \`npm uninstall -g --prefix ${prefix} @farm/cli\` first`);
-  if (to !== target) fail(`${bin} points at ${to}, not at this install; remove it first`);
+  if (!ours.includes(to)) fail(`${bin} points at ${to}, not at this install; remove it first`);
   rmSync(bin);
 }
 
@@ -63,8 +67,9 @@ if (opts.uninstall) {
   process.exit(0);
 }
 
-if (!existsSync(join(from, "lib", "main.js"))) fail(`${from} has no bundle: run \`make bundle\` (or node scripts/bundle-cli.mjs) first`);
+if (!existsSync(join(from, ENTRY))) fail(`${from} has no bundle: run \`make bundle\` (or node scripts/bundle-cli.mjs) first`);
 const pkg = JSON.parse(readFileSync(join(from, "package.json"), "utf8"));
+if (pkg.bin?.farm !== ENTRY) fail(`${from}/package.json's bin is ${JSON.stringify(pkg.bin)}, not farm -> ${ENTRY}: rebuild it with this checkout's scripts/bundle-cli.mjs`);
 
 /**
  * The directories (relative to root/node_modules, nested ones included) that
@@ -125,7 +130,7 @@ for (const rel of closure.keys()) {
   // Nested node_modules come with their package only if they are part of the closure.
   cpSync(src, join(staging, rel), { recursive: true, filter: (s) => keep(s) && !relative(src, s).split(sep).includes("node_modules") });
 }
-chmodSync(join(staging, "lib", "main.js"), 0o755);
+chmodSync(join(staging, ENTRY), 0o755);
 
 // Swap in the new tree, then drop the old one.
 const old = `${home}.old-${process.pid}`;

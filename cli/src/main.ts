@@ -7,6 +7,7 @@ import { formatError, takeOutputFormat } from "./options/output-format.js";
 import { connectionScope } from "./connections.js";
 import { createPrinter, exitCodeOf, type OutputSinks } from "./output.js";
 import type { Runtime } from "./tree/build.js";
+import { isVersionQuery } from "./version/fast-version.js";
 
 /**
  * The farm CLI. Start-up loads only the command tree's declarations
@@ -40,7 +41,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
     if (refused) throw refused;
     // Scripts call `farm --version` to probe for farm: answered without
     // loading commander or the command tree.
-    if (output.rest.length === 1 && versionSpellings.has(output.rest[0] as string)) return await version();
+    if (isVersionQuery(output.rest)) return await version();
     const [{ buildProgram }, { describeTree }] = await Promise.all([import("./tree/program.js"), import("./tree/describe.js")]);
     const rt: Runtime = {
       env,
@@ -69,8 +70,6 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   }
 }
 
-const versionSpellings = new Set(["--version", "-v", "version"]);
-
 /** A CliError reports itself; anything else (an RPC's error) needs @farm/shared/errors, loaded only then. */
 async function reportOf(err: unknown): Promise<ErrorReport> {
   if (err instanceof CliError) return err.report();
@@ -78,9 +77,13 @@ async function reportOf(err: unknown): Promise<ErrorReport> {
   return cliErrorReport(err);
 }
 
-const invokedDirectly = process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-if (invokedDirectly) {
+/** Runs the CLI as this process: its arguments, environment, stdout and stderr, and its exit code. */
+export async function runAsProcess(): Promise<void> {
   const code = await main(process.argv.slice(2));
   // Flush stdout before exiting so piped JSON is never cut short.
   process.stdout.write("", () => process.exit(code));
 }
+
+// `node cli/dist/main.js`; the installed bundle starts at entry.ts instead.
+const invokedDirectly = process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly) await runAsProcess();

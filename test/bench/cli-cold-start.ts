@@ -5,12 +5,18 @@
  * installed the way `make install` does it (scripts/bundle-cli.mjs and
  * scripts/install-cli.mjs, into a temp prefix) and run from PATH; the
  * unbundled one is `node cli/dist/main.js`. Client commands go to a local
- * `farm standalone` with one simulated phone (test/support/lab.ts); `farm
- * shell -- true` is also set against `adb shell true` on the same phone.
+ * `farm standalone` with two simulated phones (test/support/lab.ts), one
+ * instant and one under the pixel-usb latency profile; `farm shell -- true`
+ * is set against `adb shell true` on the same phone.
  *
  *   node test/dist/bench/cli-cold-start.js [--runs 30]
  *
- * Targets: bundled `farm --version` <= 1.5x `node -e 0`, `farm devices` <= 3x.
+ * Targets (issue 38): bundled `farm --version` <= 1.1x `node -e 0`, `farm
+ * devices` <= 2x, `farm shell -- true` on the pixel-usb phone <= 1.2x
+ * (`node -e 0` + `adb shell true`). The pixel-usb shell runs with --verbose,
+ * which prints the RPC's own time (client to answer): its wall time splits
+ * into Node's start (node -e 0), the call, and the CLI's own work (loading
+ * its code, parsing, building the call, exiting), each beside its floor.
  */
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
@@ -34,8 +40,11 @@ interface Case {
   times: number[];
 }
 
-/** Wall milliseconds from spawn to exit; throws unless it exits 0. */
-function timeRun(c: Case): Promise<number> {
+/** The RPC time `farm --verbose` prints ("farm: <method> x-request-id=… ok <ms> ms"). */
+const VERBOSE_RPC = /^farm: \S+ x-request-id=\S+ ok (\d+) ms$/m;
+
+/** Wall milliseconds from spawn to exit, and what it printed on stderr; throws unless it exits 0. */
+function timeRun(c: Case): Promise<{ ms: number; err: string }> {
   return new Promise((resolve, reject) => {
     const t = performance.now();
     const proc = spawn(c.cmd, c.args, { env: c.env, stdio: ["ignore", "ignore", "pipe"] });
@@ -44,7 +53,7 @@ function timeRun(c: Case): Promise<number> {
     proc.once("error", reject);
     proc.once("exit", (code) => {
       const ms = performance.now() - t;
-      if (code === 0) resolve(ms);
+      if (code === 0) resolve({ ms, err });
       else reject(new Error(`${c.name} exited ${code}: ${err}`));
     });
   });
@@ -78,13 +87,20 @@ async function main(): Promise<void> {
       mk("node cli/dist/main.js devices", node, [farmBin, "devices"]),
       mk("farm shell -- true (bundled)", "farm", ["shell", "--", "true"]),
       mk("adb shell true", adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "shell", "true"]),
-      { ...mk("farm shell -- true (pixel-usb)", "farm", ["shell", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial } },
+      { ...mk("farm shell -- true (pixel-usb)", "farm", ["shell", "--verbose", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial } },
       mk("adb shell true (pixel-usb)", adbBinary(), ["-P", String(lab.adb.port), "-s", usbSerial, "shell", "true"]),
     ];
+    const usbRpc: number[] = [];
     for (let i = 0; i < WARMUP + RUNS; i++) {
       for (const c of cases) {
-        const ms = await timeRun(c);
-        if (i >= WARMUP) c.times.push(ms);
+        const { ms, err } = await timeRun(c);
+        if (i < WARMUP) continue;
+        c.times.push(ms);
+        if (c.name === "farm shell -- true (pixel-usb)") {
+          const rpc = VERBOSE_RPC.exec(err);
+          if (!rpc) throw new Error(`farm shell --verbose printed no RPC time: ${err}`);
+          usbRpc.push(Number(rpc[1]));
+        }
       }
     }
 
@@ -97,17 +113,41 @@ async function main(): Promise<void> {
     }
     const [, version, versionDist, devices, devicesDist, shell, adbShell, usbShell, usbAdbShell] = cases.map(stat) as ReturnType<typeof stat>[];
     const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
-    console.log(`  --version: ${version!.ratio.toFixed(2)}x (target <= 1.5: ${verdict(version!.ratio <= 1.5)}), unbundled ${versionDist!.ratio.toFixed(2)}x`);
-    console.log(`  devices:   ${devices!.ratio.toFixed(2)}x (target <= 3: ${verdict(devices!.ratio <= 3)}), unbundled ${devicesDist!.ratio.toFixed(2)}x`);
+    // farm shell on a pixel-usb phone against what a user has without farm: Node's start plus adb's.
+    const usbFloor = base + usbAdbShell!.median;
+    const usbRatio = usbShell!.median / usbFloor;
+    const rpc = median(usbRpc);
+    const cliOwn = usbShell!.median - base - rpc;
+    console.log(`  --version: ${version!.ratio.toFixed(2)}x (target <= 1.1: ${verdict(version!.ratio <= 1.1)}), unbundled ${versionDist!.ratio.toFixed(2)}x`);
+    console.log(`  devices:   ${devices!.ratio.toFixed(2)}x (target <= 2: ${verdict(devices!.ratio <= 2)}), unbundled ${devicesDist!.ratio.toFixed(2)}x`);
     console.log(`  shell -- true: ${(shell!.median / adbShell!.median).toFixed(2)}x adb shell true (+${(shell!.median - adbShell!.median).toFixed(1)} ms)`);
-    console.log(`  shell -- true (pixel-usb): ${(usbShell!.median / usbAdbShell!.median).toFixed(2)}x adb shell true`);
+    console.log(
+      `  shell -- true (pixel-usb): ${usbRatio.toFixed(2)}x (node -e 0 + adb shell true) = ${usbShell!.median.toFixed(1)} / ${usbFloor.toFixed(1)} ms (target <= 1.2: ${verdict(usbRatio <= 1.2)})`,
+    );
+    console.log(
+      `    stages: Node's start ${base.toFixed(1)} ms (floor: node -e 0) | the call ${rpc.toFixed(1)} ms (floor: adb shell true ${usbAdbShell!.median.toFixed(1)} ms) | the CLI's own ${cliOwn.toFixed(1)} ms (floor: 0)`,
+    );
     const round = (x: number) => Number(x.toFixed(2));
     emitReport(
       "cli-cold-start",
       [
-        { measure: "farm --version vs node -e 0", instant: `${version!.ratio.toFixed(2)}x (${version!.median.toFixed(0)} ms)`, realistic: null, target: "<= 1.5x", pass: version!.ratio <= 1.5 },
-        { measure: "farm devices vs node -e 0", instant: `${devices!.ratio.toFixed(2)}x (${devices!.median.toFixed(0)} ms)`, realistic: null, target: "<= 3x", pass: devices!.ratio <= 3 },
-        { measure: "farm shell -- true vs adb shell true", instant: `+${(shell!.median - adbShell!.median).toFixed(0)} ms`, realistic: round(usbShell!.median / usbAdbShell!.median), profile: "pixel-usb", target: "", pass: null },
+        { measure: "farm --version vs node -e 0", instant: `${version!.ratio.toFixed(2)}x (${version!.median.toFixed(0)} ms)`, realistic: null, target: "<= 1.1x", pass: version!.ratio <= 1.1 },
+        { measure: "farm devices vs node -e 0", instant: `${devices!.ratio.toFixed(2)}x (${devices!.median.toFixed(0)} ms)`, realistic: null, target: "<= 2x", pass: devices!.ratio <= 2 },
+        {
+          measure: "farm shell -- true vs node -e 0 + adb shell true",
+          instant: `+${(shell!.median - adbShell!.median).toFixed(0)} ms over adb shell true`,
+          realistic: round(usbRatio),
+          profile: "pixel-usb",
+          target: "<= 1.2x",
+          pass: usbRatio <= 1.2,
+        },
+        {
+          measure: "  its stages: node start / call / CLI's own (pixel-usb)",
+          instant: `${base.toFixed(0)} / ${rpc.toFixed(0)} / ${cliOwn.toFixed(0)} ms (floors ${base.toFixed(0)} / ${usbAdbShell!.median.toFixed(0)} / 0)`,
+          realistic: null,
+          target: "",
+          pass: null,
+        },
       ],
       {
         runs: RUNS,
@@ -122,6 +162,9 @@ async function main(): Promise<void> {
         adbShellMedianMs: round(adbShell!.median),
         pixelUsbShellMedianMs: round(usbShell!.median),
         pixelUsbAdbShellMedianMs: round(usbAdbShell!.median),
+        pixelUsbShellRatio: round(usbRatio),
+        pixelUsbShellRpcMedianMs: round(rpc),
+        pixelUsbShellCliOwnMs: round(cliOwn),
       },
     );
   } finally {

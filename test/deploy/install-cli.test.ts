@@ -6,7 +6,7 @@
  * inside PREFIX/lib/farm, not in this checkout.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, readdirSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { FARM_VERSION } from "@farm/shared/version";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,6 +46,9 @@ describe("make install", () => {
     expect(version.json).toEqual({ ok: true, version: FARM_VERSION });
     const pretty = await runFarm(["--version", "--output", "pretty"], cli.env);
     expect(pretty.stdout.trim()).toBe(`farm ${FARM_VERSION}`);
+    // With a coordinator to ask, the entry (lib/farm.cjs) leaves --version to the CLI, which asks it.
+    const asked = await runFarm(["--version"], { ...cli.env, FARM_OUTPUT: "json", FARM_COORDINATOR: "http://127.0.0.1:1" });
+    expect(asked.json).toEqual({ ok: true, version: FARM_VERSION, coordinator: { url: "http://127.0.0.1:1", version: "unreachable" } });
 
     const help = await runFarm(["--help"], cli.env);
     expect(help.code).toBe(0);
@@ -61,7 +64,7 @@ describe("make install", () => {
     const home = join(cli.prefix, "lib", "farm");
     expect(symlinksUnder(home)).toEqual([]);
     expect(lstatSync(cli.bin).isSymbolicLink()).toBe(true);
-    expect(statSync(join(home, "lib", "main.js")).mode & 0o111).not.toBe(0);
+    expect(statSync(join(home, "lib", "farm.cjs")).mode & 0o111).not.toBe(0);
     for (const f of ["assets/agent-drizzle/meta/_journal.json", "assets/coordinator-drizzle/meta/_journal.json", "assets/dashboard/index.html", "lib/worker-main.js"]) {
       expect(existsSync(join(home, f)), f).toBe(true);
     }
@@ -139,6 +142,15 @@ describe("make install", () => {
       expect(stopped.json, stopped.stdout + stopped.stderr).toMatchObject({ ok: true, status: "complete", stored: true });
       expect(statSync(join(bundle, "video.mp4")).size).toBeGreaterThan(0);
     });
+  });
+
+  it("updates an install whose link is the old entry (lib/main.js) to lib/farm.cjs", async () => {
+    rmSync(cli.bin);
+    symlinkSync("../lib/farm/lib/main.js", cli.bin);
+    const r = spawnSync(process.execPath, [join(repoRoot, "scripts", "install-cli.mjs"), "--from", join(dir.path, "package"), "--prefix", cli.prefix, "--quiet"], { encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(readlinkSync(cli.bin)).toBe("../lib/farm/lib/farm.cjs");
+    expect((await runFarm(["--version"], { ...cli.env, FARM_OUTPUT: "json" })).json).toEqual({ ok: true, version: FARM_VERSION });
   });
 
   it("uninstalls what it installed", () => {

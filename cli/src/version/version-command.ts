@@ -1,35 +1,25 @@
 import { FARM_VERSION } from "@farm/shared/version";
 import { CliError } from "../cli-error.js";
-import { configFilePath, readConfigFile } from "../config.js";
 import { Errors } from "@farm/shared/error-codes";
 import type { Printer } from "../output.js";
 import type { versionOptions } from "../tree/misc-commands.js";
 import type { Action } from "../tree/spec.js";
-import { coordinatorVersion } from "./coordinator-version.js";
+import { configuredCoordinator } from "./configured-coordinator.js";
 
 const DEFAULT_TIMEOUT_MS = 1_500;
 
-/** The coordinator a flag, FARM_COORDINATOR or the config file names; not the local standalone's default. */
-export function configuredCoordinator(flagValue: string | undefined, env: NodeJS.ProcessEnv): { url: string; caFile: string | undefined } | undefined {
-  let file: Record<string, unknown> = {};
-  try {
-    file = readConfigFile(configFilePath(env));
-  } catch {
-    // A broken config file is not --version's business.
-  }
-  const url = flagValue || env["FARM_COORDINATOR"] || (typeof file["coordinator"] === "string" ? file["coordinator"] : undefined);
-  if (!url) return undefined;
-  const caFile = env["FARM_CA_FILE"] || (typeof file["caFile"] === "string" ? file["caFile"] : undefined);
-  return { url, caFile };
+/** Prints the CLI's own version: all `farm --version` says when no coordinator is configured. */
+export function printLocalVersion(printer: Printer): number {
+  printer.result({ version: FARM_VERSION }, () => `farm ${FARM_VERSION}`);
+  return 0;
 }
 
 /** Prints the CLI's version, and the coordinator's when one is configured ("unreachable" if it does not answer in time). */
 export async function printVersion(printer: Printer, env: NodeJS.ProcessEnv, opts: { coordinator?: string | undefined; caFile?: string | undefined; timeoutMs?: number } = {}): Promise<number> {
   const configured = configuredCoordinator(opts.coordinator, env);
-  if (!configured) {
-    printer.result({ version: FARM_VERSION }, () => `farm ${FARM_VERSION}`);
-    return 0;
-  }
+  if (!configured) return printLocalVersion(printer);
+  // node:http and node:https only when there is a coordinator to ask.
+  const { coordinatorVersion } = await import("./coordinator-version.js");
   const version = await coordinatorVersion(configured.url, { timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, caFile: opts.caFile ?? configured.caFile });
   printer.result({ version: FARM_VERSION, coordinator: { url: configured.url, version } }, () => `farm ${FARM_VERSION}\ncoordinator ${configured.url}: ${version}`);
   return 0;
