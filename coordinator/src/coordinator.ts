@@ -221,7 +221,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
   const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
-  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds });
+  const unaryStats = { fast: 0 };
+  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, unary: unaryStats });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
 
@@ -320,7 +321,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   });
   // Unary gRPC calls without Connect's per-call cost, the same interceptors and implementations (grpc-unary-fast-path.ts).
   const fastUnary = opts.unaryFastPath ?? process.env["FARM_UNARY_FAST_PATH"] !== "0";
-  const served = fastUnary ? grpcUnaryFastPath(handler, { routes: unaryRoutes, interceptors, contextValues, log }) : handler;
+  const served = fastUnary ? grpcUnaryFastPath(handler, { routes: unaryRoutes, interceptors, contextValues, log, stats: unaryStats }) : handler;
   // Credentials and announced sizes are checked from the headers, before any body is read.
   const gated = requestGate(served, {
     replicas,

@@ -65,6 +65,8 @@ export interface UnaryFastPathOptions {
   interceptors: Interceptor[];
   contextValues(req: Http2ServerRequest): ContextValues;
   log: Logger;
+  /** Counts the calls served here (the coordinator's metrics). */
+  stats?: { fast: number };
 }
 
 /**
@@ -85,6 +87,7 @@ export function grpcUnaryFastPath(next: RequestHandler, opts: UnaryFastPathOptio
     const encoding = req.headers["grpc-encoding"];
     if (!route || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return next(req, res);
     const h2res = res as Http2ServerResponse;
+    if (opts.stats) opts.stats.fast++;
     serve(req as Http2ServerRequest, h2res, route, opts).catch((err: unknown) => {
       opts.log.error("unary call failed while answering", { method: route.spec.method.name, error: err instanceof Error ? err.message : String(err) });
       if (!h2res.stream.destroyed) h2res.stream.destroy();

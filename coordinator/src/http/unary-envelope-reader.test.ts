@@ -5,21 +5,10 @@ import { ConnectError } from "@connectrpc/connect";
 import { createMethodSerializationLookup, pipe, transformDecompressEnvelope, transformParseEnvelope, transformSplitEnvelope } from "@connectrpc/connect/protocol";
 import { RegistryService, ListDevicesRequestSchema } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { readUnaryMessage } from "./unary-envelope-reader.js";
+import { seededRandom } from "./seeded-random.js";
 
 const method = RegistryService.method.listDevices;
 const CAP = 64;
-
-/** A small seeded generator (mulberry32): a failing case is replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Outcome = { ok: unknown } | { code: number; message: string };
 
@@ -129,7 +118,7 @@ describe("readUnaryMessage", () => {
   it("answers as Connect's own reader does, for random bytes in random pieces (seeded)", async () => {
     let failures = 0;
     for (let seed = 1; seed <= 400; seed++) {
-      const next = random(seed);
+      const next = seededRandom(seed);
       const bytes = body(next);
       const chunks = next() < 0.3 ? [bytes] : chunked(bytes, next);
       const [theirs, ours] = [await outcome(() => connectReads(chunks)), await outcome(() => ourReads(chunks))];
