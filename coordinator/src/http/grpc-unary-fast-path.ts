@@ -98,12 +98,6 @@ export function grpcUnaryFastPath(next: RequestHandler, opts: UnaryFastPathOptio
 async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: UnaryRoute, opts: UnaryFastPathOptions): Promise<void> {
   const { spec } = route;
   const header = webHeaders(req.headers);
-  // A caller that leaves mid-call (RST_STREAM, a dropped connection) aborts ctx.signal with Connect's code for it.
-  let answered = false;
-  const requestAbort = new AbortController();
-  req.stream.once("close", () => {
-    if (!answered) requestAbort.abort(errorFromResetCode(req.stream.rstCode));
-  });
   const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
     ...spec,
@@ -111,12 +105,16 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: U
     requestMethod: "POST",
     protocolName: "grpc",
     timeoutMs: timeout.timeoutMs,
-    requestSignal: requestAbort.signal,
     requestHeader: header,
-    url: `${req.socket && "encrypted" in req.socket && req.socket.encrypted ? "https" : "http"}://${req.authority}${req.url}`,
+    url: `${req.stream.session?.encrypted === true ? "https" : "http"}://${req.authority}${req.url}`,
     responseHeader: { "content-type": "application/grpc+proto" },
     responseTrailer: { "grpc-status": "0" },
     contextValues: opts.contextValues(req),
+  });
+  // A caller that leaves mid-call (RST_STREAM, a dropped connection) aborts ctx.signal with Connect's code for it.
+  let answered = false;
+  req.stream.once("close", () => {
+    if (!answered) context.abort(errorFromResetCode(req.stream.rstCode));
   });
   const compression = compressionNegotiate([...route.acceptCompression], null, header.get("grpc-accept-encoding"), "grpc-accept-encoding");
   if (compression.response) context.responseHeader.set("grpc-encoding", compression.response.name);
