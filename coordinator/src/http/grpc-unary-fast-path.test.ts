@@ -229,7 +229,7 @@ describe("the unary fast path", () => {
     for (const s of sides) {
       // The phone is leased to "other": this caller waits in the queue until the deadline ends the call.
       const emptied = queueEmptied(s);
-      const answer = await raw(s, "/farm.v1.LeaseService/AcquireLease", msg(AcquireLeaseRequestSchema, { selector: { serial: SERIAL }, waitMs: 600_000, ttlMs: 60_000 }), { ...auth(s.operator), "grpc-timeout": "300m" });
+      const answer = await raw(s, "/farm.v1.LeaseService/AcquireLease", msg(AcquireLeaseRequestSchema, { selector: { serial: SERIAL }, waitMs: 600_000, ttlMs: 60_000 }), { ...auth(s.operator), "grpc-timeout": "1000m" });
       expect({ side: s.name, status: answer.trailers["grpc-status"] }).toEqual({ side: s.name, status: String(grpc.status.CANCELLED) });
       await emptied;
     }
