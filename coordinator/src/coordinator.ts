@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createSecureContext } from "node:tls";
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -75,6 +76,7 @@ import { QuotaReservationStore } from "./evidence/quota-reservation-store.js";
 import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http/http-server.js";
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./http/request-gate.js";
 import { withMessageLimits } from "./http/message-limits.js";
+import { grpcUnaryFastPath, recordingUnaryRoutes, UnaryRoutes } from "./http/grpc-unary-fast-path.js";
 import { errorLogInterceptor } from "./http/error-log-interceptor.js";
 import { peerKey, peerOf } from "./http/peer.js";
 import { coordinatorMetrics } from "./http/metrics.js";
@@ -130,6 +132,11 @@ export interface CoordinatorOptions {
   defaultCapture?: string[];
   /** The site's redaction rules, merged (a union) with each session policy's `redact`. */
   siteRedact?: { labels?: string[]; fields?: string[]; headers?: string[]; unmaskHeaders?: string[] };
+  /**
+   * Serve unary gRPC calls (HTTP/2, binary, uncompressed requests) on the fast path rather than through
+   * Connect's handler (default on; FARM_UNARY_FAST_PATH=0 turns it off, for measuring one against the other).
+   */
+  unaryFastPath?: boolean;
 }
 
 export interface RunningCoordinator {
@@ -214,7 +221,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
   const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
-  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds });
+  const unaryStats = { fast: 0 };
+  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, unary: unaryStats });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
 
@@ -222,12 +230,15 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   let replication: Replication | undefined;
   const replicas = { verify: async (bearer: string) => replication?.membership.verify(bearer) };
 
+  const interceptors = [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls, replicas })];
+  const contextValues = (req: IncomingMessage | Http2ServerRequest) => createContextValues().set(peerKey, peerOf(req));
+  const unaryRoutes = new UnaryRoutes();
   const handler = connectNodeAdapter({
-    interceptors: [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls, replicas })],
-    contextValues: (req) => createContextValues().set(peerKey, peerOf(req)),
+    interceptors,
+    contextValues,
     routes(connectRouter) {
-      // Every service with its message size cap (message-limits.ts).
-      const router = withMessageLimits(connectRouter, log);
+      // Every service with its message size cap (message-limits.ts); its unary methods also on the fast path.
+      const router = withMessageLimits(recordingUnaryRoutes(connectRouter, unaryRoutes), log);
       registerHealthService(router, {
         services: servicesWithRules().filter((s) => s !== Health.typeName),
         serving: () => !closed.signal.aborted,
@@ -308,8 +319,11 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       });
     },
   });
+  // Unary gRPC calls without Connect's per-call cost, the same interceptors and implementations (grpc-unary-fast-path.ts).
+  const fastUnary = opts.unaryFastPath ?? process.env["FARM_UNARY_FAST_PATH"] !== "0";
+  const served = fastUnary ? grpcUnaryFastPath(handler, { routes: unaryRoutes, interceptors, contextValues, log, stats: unaryStats }) : handler;
   // Credentials and announced sizes are checked from the headers, before any body is read.
-  const gated = requestGate(handler, {
+  const gated = requestGate(served, {
     replicas,
     tokens,
     web,

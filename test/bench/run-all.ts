@@ -16,6 +16,7 @@ const BENCHES = [
   "ownership-cost",
   "blob-transfer",
   "rpc-floor",
+  "coordinator-unary",
   "coordinator-load",
   "lease-cycles",
   "video-verify",

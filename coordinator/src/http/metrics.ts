@@ -22,8 +22,22 @@ export async function coordinatorMetrics(src: {
   evidence: EvidenceStore;
   videos: VideoSessionIndex;
   screens?: { stats(): { phones: number; viewers: number; queuedBytes: number; resyncs: number } };
+  /** Unary calls served on the fast path (grpc-unary-fast-path.ts). */
+  unary?: { fast: number };
 }): Promise<CoordinatorMetrics> {
   const registry = new MetricsRegistry();
+  const unary = src.unary;
+  if (unary) {
+    new Counter({
+      name: "farm_unary_fast_path_calls_total",
+      help: "Unary gRPC calls the coordinator served on its fast path; other calls go through Connect's handler",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(unary.fast);
+      },
+    });
+  }
   const screens = src.screens;
   if (screens) {
     new Gauge({
