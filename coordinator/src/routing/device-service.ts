@@ -20,6 +20,7 @@ import type { StepRecorder } from "../sessions/step-recorder.js";
 import { CAPTURE_HEADER } from "../sessions/capture-plans.js";
 import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
 import { LOG_FILTERSPEC_PATTERN, PACKAGE_PATTERN } from "@farm/shared/capture-policy/policy-schema";
+import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
 
 /** The header naming the recorded session a call is a step of (FARM_SESSION in the CLI). */
 export const SESSION_HEADER = "x-farm-session";
@@ -121,7 +122,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.leaseId = r.leaseId;
     if (method === DeviceService.method.abandonAction) requireAbandoner(deps.leases, r.physicalId, principal, ctx.requestHeader.get("x-farm-lease"));
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AgentCaller).call(method, req, principal, deadline);
+    return (r.session as AgentCaller).call(method, req, principal, deadline, stageTrace && (ctx.requestHeader.get(TRACE_HEADER) ?? undefined));
   }
 
   /**
@@ -178,10 +179,14 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const method = m as Method;
     const h = hooks[method.localName];
     impl[method.localName] = async (req, ctx) => {
+      const trace = stageTrace && ctx.requestHeader.get(TRACE_HEADER);
+      if (trace) stageTrace?.mark(trace, "co.in");
       const caller = requirePrincipal(ctx);
       h?.before?.(req, caller, deps.log);
       const res = await route(method, req, ctx);
-      return h?.view ? h.view(res, caller, deps.summaries) : res;
+      const out = h?.view ? h.view(res, caller, deps.summaries) : res;
+      if (trace) stageTrace?.mark(trace, "co.out");
+      return out;
     };
   }
   router.service(DeviceService, impl as unknown as ServiceImpl<typeof DeviceService>);
