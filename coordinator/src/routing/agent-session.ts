@@ -1,6 +1,6 @@
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
-import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import { actionError, Errors, farmError, relayedError } from "@farm/shared/errors";
@@ -70,6 +70,8 @@ export abstract class AgentCaller implements AgentSession {
     callerDeadlineMs: number,
     /** The client's trace id (FARM_STAGE_TRACE only). */
     trace?: string,
+    /** Takes the agent's encoded answer as it is, or declines (undefined): then it is decoded. */
+    asIs?: (response: Uint8Array) => Message | undefined,
   ): Promise<MessageShape<O>> {
     let result: AgentCallResult;
     try {
@@ -77,7 +79,8 @@ export abstract class AgentCaller implements AgentSession {
     } catch (err) {
       throw pointToJournal(err, method, request);
     }
-    return decode(method, result);
+    const passed = !result.error && asIs ? asIs(result.response) : undefined;
+    return passed ? (passed as MessageShape<O>) : decode(method, result);
   }
 
   /**
