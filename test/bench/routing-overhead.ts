@@ -9,10 +9,23 @@
  * Run twice: on an instant phone (farm's own milliseconds; the target) and
  * on one under the pixel-usb latency profile (the ratio a user sees).
  *
+ * Stage by stage: the standalone runs with FARM_STAGE_TRACE (shared/src/
+ * stage-trace.ts), so the coordinator and the agent mark each routed call
+ * on the system's monotonic clock; the client marks its call site. Each
+ * stage's median is printed beside the bare floor of that stage, measured
+ * in the same rounds (bare-floor.ts): a bare node:http2 unary hop, a round
+ * trip on an open stream, one durable SQLite commit, the job script sent
+ * directly right after such a commit (as the routed job follows the
+ * journal's). The target row: added <= 3 ms and <= 2x the sum of the
+ * floors (hop + round trip + commit + the job script's share).
+ *
  *   node test/dist/bench/routing-overhead.js [--calls 300] [--realistic-calls 40] [--protocol connect|grpc]
  */
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
@@ -23,10 +36,12 @@ import { farmTransport } from "@farm/shared/farm-transport";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
+import { monotonicMs, TRACE_HEADER, type StageMark } from "@farm/shared/stage-trace";
 import type { LatencyProfileName } from "../devsim/latency/latency-profiles.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { addedMs, emitReport, ms, round } from "./bench-report.js";
 import { median, percentile } from "./proc-stats.js";
+import { startBareFloor, type BareFloor } from "./bare-floor.js";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "300" }, "realistic-calls": { type: "string", default: "40" }, protocol: { type: "string", default: "grpc" } } });
 const N = Number(values.calls);
@@ -42,9 +57,16 @@ interface Series {
   job: number[];
   routed: number[];
   read: number[];
+  /** Bare floors, one of each per round. */
+  hop: number[];
+  rtt: number[];
+  commit: number[];
 }
 
-async function measure(lab: Lab, admin: string, latency: LatencyProfileName, serialno: string, calls: number): Promise<Series> {
+/** The client's own marks (call site), by trace id: start and end on the monotonic clock. */
+const clientMarks = new Map<string, { start: number; end: number }>();
+
+async function measure(lab: Lab, admin: string, latency: LatencyProfileName, serialno: string, calls: number, floor: BareFloor, tag: string): Promise<Series> {
   const { serial, device } = await lab.addDevice({ serialno, latency, latencySeed: 23 });
   // Each series meets the same phone delays: reseeded alike before each call (see DeviceLatency).
   const same = (i: number) => device.state.latency.reseed(300 + i);
@@ -61,7 +83,7 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
     void jobs.acknowledge(serial, action);
     return r;
   };
-  const s: Series = { bare: [], job: [], routed: [], read: [] };
+  const s: Series = { bare: [], job: [], routed: [], read: [], hop: [], rtt: [], commit: [] };
   const warm = Math.min(20, Math.ceil(calls / 4));
   // Interleaved, so every series sees the same machine noise.
   for (let i = 0; i < calls + warm; i++) {
@@ -69,47 +91,182 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
     let t = performance.now();
     await adbkit.Adb.util.readAll(await direct.shell("echo hi"));
     const b = performance.now() - t;
+    // One bare durable commit right before the direct job, as the journal's commit precedes the routed one (its fsync slows what follows it).
+    const commit = floor.commit();
     same(i);
     t = performance.now();
     if ((await runJob()).exitCode !== 0) throw new Error("direct job failed");
     const j = performance.now() - t;
     same(i);
+    const shellId = `${tag}-shell-${i}`;
+    let m0 = monotonicMs();
     t = performance.now();
-    const r = await devices.runShell({ target: { serial }, command: "echo hi" });
+    const r = await devices.runShell({ target: { serial }, command: "echo hi" }, { headers: { [TRACE_HEADER]: shellId } });
     const ro = performance.now() - t;
+    clientMarks.set(shellId, { start: m0, end: monotonicMs() });
     if (r.exitCode !== 0) throw new Error("routed shell failed");
+    const readId = `${tag}-read-${i}`;
+    m0 = monotonicMs();
     t = performance.now();
-    await devices.getOwnership({ target: { serial } });
+    await devices.getOwnership({ target: { serial } }, { headers: { [TRACE_HEADER]: readId } });
     const rd = performance.now() - t;
-    if (i < warm) continue;
+    clientMarks.set(readId, { start: m0, end: monotonicMs() });
+    const hop = await floor.unary();
+    const rtt = await floor.streamRoundTrip();
+    if (i < warm) {
+      clientMarks.delete(shellId);
+      clientMarks.delete(readId);
+      continue;
+    }
     s.bare.push(b);
     s.job.push(j);
     s.routed.push(ro);
     s.read.push(rd);
+    s.hop.push(hop);
+    s.rtt.push(rtt);
+    s.commit.push(commit);
   }
   return s;
 }
 
+/** A stage: the sum of intervals between marks (the client's, the coordinator's, the agent's), and its bare floor if it has one. */
+interface Stage {
+  name: string;
+  parts: [string, string][];
+  floor?: "hop" | "rtt" | "commit" | "job";
+  /** A part of the stage above it: printed, not added to the sum. */
+  part?: true;
+}
+
+const CLIENT_HOP: Stage = { name: "client hop, both ways (call site <-> handler)", parts: [["c.start", "co.in"], ["co.out", "c.end"]], floor: "hop" };
+const CLIENT_IN: Stage = { name: "  of which call site -> handler", parts: [["c.start", "co.in"]], part: true };
+const CLIENT_OUT: Stage = { name: "  of which handler -> answer read", parts: [["co.out", "c.end"]], part: true };
+const COORD_BEFORE: Stage = { name: "coordinator: rules, route, activity entry", parts: [["co.in", "co.send"]] };
+const UPLINK: Stage = { name: "uplink, both ways (open stream)", parts: [["co.send", "ag.in"], ["ag.out", "co.result"]], floor: "rtt" };
+const AGENT_IN: Stage = { name: "agent: decode, rules, to the handler", parts: [["ag.in", "ag.handler"]] };
+const COORD_AFTER: Stage = { name: "coordinator: decode, activity row, view", parts: [["co.result", "co.out"]] };
+
+const SHELL_STAGES: Stage[] = [
+  CLIENT_HOP,
+  CLIENT_IN,
+  CLIENT_OUT,
+  COORD_BEFORE,
+  UPLINK,
+  AGENT_IN,
+  { name: "agent: device lock", parts: [["ag.handler", "ag.locked"]] },
+  { name: "agent: checks, durable pending commit", parts: [["ag.locked", "ag.committed"]], floor: "commit" },
+  { name: "device job (adb server, phone, script)", parts: [["ag.committed", "ag.dispatched"]], floor: "job" },
+  { name: "agent: settle", parts: [["ag.dispatched", "ag.settled"]] },
+  { name: "agent: release, encode the answer", parts: [["ag.settled", "ag.out"]] },
+  COORD_AFTER,
+];
+
+const READ_STAGES: Stage[] = [
+  CLIENT_HOP,
+  CLIENT_IN,
+  CLIENT_OUT,
+  COORD_BEFORE,
+  UPLINK,
+  AGENT_IN,
+  { name: "agent: ownership status", parts: [["ag.handler", "ag.handled"]] },
+  { name: "agent: encode the answer", parts: [["ag.handled", "ag.out"]] },
+  COORD_AFTER,
+];
+
+/** Every process's marks, by the client's trace id (agent command ids mapped through their links). */
+function readMarks(dir: string): Map<string, Map<string, number>> {
+  const raw: StageMark[] = [];
+  for (const f of readdirSync(dir)) {
+    if (!f.startsWith("stage-")) continue;
+    for (const line of readFileSync(join(dir, f), "utf8").split("\n")) if (line) raw.push(JSON.parse(line) as StageMark);
+  }
+  const to = new Map<string, string>();
+  for (const m of raw) if (m.stage === "link" && m.to) to.set(m.id, m.to);
+  const byCall = new Map<string, Map<string, number>>();
+  const at = (id: string) => {
+    let c = byCall.get(id);
+    if (!c) byCall.set(id, c = new Map());
+    return c;
+  };
+  for (const m of raw) if (m.t !== undefined) at(to.get(m.id) ?? m.id).set(m.stage, m.t);
+  for (const [id, c] of clientMarks) {
+    at(id).set("c.start", c.start);
+    at(id).set("c.end", c.end);
+  }
+  return byCall;
+}
+
+interface StageFigure {
+  name: string;
+  part?: true;
+  medianMs: number;
+  floor?: string;
+  floorMs?: number;
+}
+
+function stageTable(marks: Map<string, Map<string, number>>, prefix: string, stages: Stage[], floors: Record<NonNullable<Stage["floor"]>, number>): { calls: number; rows: StageFigure[] } {
+  const calls = [...marks.entries()].filter(([id]) => id.startsWith(prefix)).map(([, m]) => m);
+  const complete = calls.filter((m) => stages.every((st) => st.parts.every(([a, b]) => m.has(a) && m.has(b))));
+  const floorNames = { hop: "bare node:http2 unary hop", rtt: "round trip on an open stream", commit: "one durable SQLite commit", job: "the job script sent directly" };
+  return {
+    calls: complete.length,
+    rows: stages.map((st) => ({
+      name: st.name,
+      medianMs: median(complete.map((m) => st.parts.reduce((sum, [a, b]) => sum + ((m.get(b) as number) - (m.get(a) as number)), 0))),
+      ...(st.floor ? { floor: floorNames[st.floor], floorMs: floors[st.floor] } : {}),
+      ...(st.part ? { part: true as const } : {}),
+    })),
+  };
+}
+
+function printStages(title: string, t: { calls: number; rows: StageFigure[] }): void {
+  console.log(`  ${title} (${t.calls} calls, medians; bare floor of the stage beside it, same rounds)`);
+  for (const r of t.rows) {
+    console.log(`    ${r.name.padEnd(48)} ${r.medianMs.toFixed(2).padStart(6)} ms${r.floorMs !== undefined ? `   floor ${r.floorMs.toFixed(2)} ms (${r.floor})` : ""}`);
+  }
+  console.log(`    ${"sum of stage medians".padEnd(48)} ${t.rows.reduce((a, r) => a + (r.part ? 0 : r.medianMs), 0).toFixed(2).padStart(6)} ms`);
+}
+
 async function main(): Promise<void> {
+  // Set before the standalone starts: it inherits the environment.
+  const traceDir = mkdtempSync(join(tmpdir(), "farm-stage-trace-"));
+  process.env["FARM_STAGE_TRACE"] = traceDir;
+  const floor = await startBareFloor();
   const lab = await startLab("bench-routing", { logLevel: "info" });
+  let instant: Series;
+  let usb: Series;
+  let empty: number[];
   try {
     const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
     const health = createClient(Health, farmTransport({ url: String(lab.standalone.ready["url"]), token: admin, protocol }));
-    const empty: number[] = [];
+    empty = [];
     for (let i = 0; i < 120; i++) {
       const t = performance.now();
       await health.check({});
       empty.push(performance.now() - t);
     }
-    const instant = await measure(lab, admin, "instant", "ROUTE0001", N);
-    const usb = await measure(lab, admin, "pixel-usb", "ROUTE0002", NR);
-
+    instant = await measure(lab, admin, "instant", "ROUTE0001", N, floor, "instant");
+    usb = await measure(lab, admin, "pixel-usb", "ROUTE0002", NR, floor, "usb");
+  } finally {
+    await lab.stop();
+    await floor.close();
+  }
+  // The standalone wrote its marks as it exited.
+  const marks = readMarks(traceDir);
+  rmSync(traceDir, { recursive: true, force: true });
+  {
     const mb = median(instant.bare);
     const mr = median(instant.routed);
     const mj = median(instant.job);
     const added = mr - mb;
     const addedP99 = percentile(instant.routed, 99) - percentile(instant.bare, 99);
     const usbRatio = median(usb.routed) / median(usb.bare);
+    const floors = { hop: median(instant.hop), rtt: median(instant.rtt), commit: median(instant.commit), job: mj };
+    // What a routed journaled shell adds over a bare one at the least: a bare hop, an open-stream round trip, one durable commit, the job script's share.
+    const floorAdded = floors.hop + floors.rtt + floors.commit + (mj - mb);
+    const addedPass = added <= 3 && added <= 2 * floorAdded;
+    const shellStages = stageTable(marks, "instant-shell-", SHELL_STAGES, floors);
+    const readStages = stageTable(marks, "instant-read-", READ_STAGES, floors);
     console.log(`routing overhead, ${N} calls on an instant phone and ${NR} on a pixel-usb one (protocol ${protocol})`);
     console.log(`  empty RPC (health)              median ${median(empty.slice(20)).toFixed(2)} ms`);
     console.log(`  direct adbkit shell echo        median ${mb.toFixed(2)} ms, p99 ${percentile(instant.bare, 99).toFixed(2)} ms`);
@@ -117,23 +274,33 @@ async function main(): Promise<void> {
     console.log(`  direct device job (same script) median ${mj.toFixed(2)} ms  (the phone's share; farm's own: ${(mr - mj).toFixed(2)} ms)`);
     console.log(`  routed read (ownership status)  median ${median(instant.read).toFixed(2)} ms`);
     console.log(`  pixel-usb: direct ${median(usb.bare).toFixed(1)} ms, direct job ${median(usb.job).toFixed(1)} ms, routed ${median(usb.routed).toFixed(1)} ms (ratio ${usbRatio.toFixed(2)}), read ${median(usb.read).toFixed(1)} ms`);
+    console.log(
+      `  bare floors: node:http2 unary hop ${floors.hop.toFixed(2)} ms, open-stream round trip ${floors.rtt.toFixed(2)} ms, durable commit ${floors.commit.toFixed(2)} ms, job script's share ${(mj - mb).toFixed(2)} ms; sum ${
+        floorAdded.toFixed(2)
+      } ms (routed added ${(added / floorAdded).toFixed(2)}x it, target <= 2x and <= 3 ms)`,
+    );
+    printStages("routed shell echo, stage by stage", shellStages);
+    printStages("routed read (ownership status), stage by stage", readStages);
     emitReport(
       "routing-overhead",
       [
-        { measure: "routed shell echo, added median", instant: addedMs(added), realistic: round(usbRatio, 2), profile: "pixel-usb", target: "<= +3 ms", pass: added <= 3 },
+        { measure: "routed shell echo, added median", instant: addedMs(added), realistic: round(usbRatio, 2), profile: "pixel-usb", target: `<= +3 ms and <= 2x floor (+${floorAdded.toFixed(2)} ms)`, pass: addedPass },
+        { measure: "  bare floor: hop + stream round trip + commit + job share", instant: addedMs(floorAdded), realistic: null, target: "", pass: null },
+        { measure: "  routed added / bare floor", instant: `${(added / floorAdded).toFixed(2)}x`, realistic: null, target: "<= 2x", pass: added <= 2 * floorAdded },
         { measure: "routed shell echo, added p99", instant: addedMs(addedP99), realistic: null, target: "<= +10 ms", pass: addedP99 <= 10 },
         { measure: "  of which the phone's job script", instant: addedMs(mj - mb), realistic: round(median(usb.job) / median(usb.bare), 2), profile: "pixel-usb", target: "", pass: null },
-        { measure: "routed read (ownership status)", instant: ms(median(instant.read)), realistic: round(median(usb.read) / median(usb.bare), 2), profile: "pixel-usb", target: "", pass: null },
+        { measure: "routed read (ownership status)", instant: ms(median(instant.read)), realistic: round(median(usb.read) / median(usb.bare), 2), profile: "pixel-usb", target: "<= the routed shell", pass: median(instant.read) <= mr },
+        ...shellStages.rows.map((r) => ({ measure: `  shell stage: ${r.name}`, instant: ms(r.medianMs), realistic: null, target: r.floorMs !== undefined ? `floor ${ms(r.floorMs)}` : "", pass: null })),
         { measure: "empty RPC (health)", instant: ms(median(empty.slice(20))), realistic: null, target: "", pass: null },
       ],
       {
         protocol,
         instant: { directMedianMs: round(mb, 2), routedMedianMs: round(mr, 2), directJobMedianMs: round(mj, 2), routedReadMedianMs: round(median(instant.read), 2) },
+        floors: { hopMs: round(floors.hop, 3), streamRoundTripMs: round(floors.rtt, 3), commitMs: round(floors.commit, 3), jobShareMs: round(mj - mb, 3), sumMs: round(floorAdded, 3) },
+        stages: { shell: shellStages, read: readStages },
         pixelUsb: { directMedianMs: round(median(usb.bare), 2), routedMedianMs: round(median(usb.routed), 2), directJobMedianMs: round(median(usb.job), 2), routedReadMedianMs: round(median(usb.read), 2) },
       },
     );
-  } finally {
-    await lab.stop();
   }
 }
 

@@ -9,6 +9,7 @@ import { OsLock } from "./os-lock.js";
 import type { ActionRow, OwnershipJournal } from "./ownership-journal.js";
 import type { DeviceView, DeviceWatcher } from "../devices/device-watcher.js";
 import type { DeviceHistory } from "../devices/device-history.js";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 /**
  * How far a dispatch got, kept up to date by the action kind as it goes:
@@ -83,6 +84,8 @@ export interface ActionContext {
   requestedBy: string;
   /** Masks secrets in the request before it is journaled (a session step's redaction). */
   mask?: ((request: Record<string, unknown>) => Record<string, unknown>) | undefined;
+  /** The routed call's command id, for stage marks (FARM_STAGE_TRACE only). */
+  traceId?: string;
 }
 
 /**
@@ -220,6 +223,7 @@ export class DeviceOwnership {
         NOT_DISPATCHED,
       );
     }
+    if (ctx.traceId) stageTrace?.mark(ctx.traceId, "ag.locked");
     let mine: SharedHold | undefined;
     try {
       if (this.deps.journal.orphanPending(physicalId) > 0) this.deps.onUnresolvedChange?.(physicalId);
@@ -334,6 +338,7 @@ export class DeviceOwnership {
       deadlineAt: runDeadline,
       requestedBy: ctx.requestedBy,
     });
+    if (ctx.traceId) stageTrace?.mark(ctx.traceId, "ag.committed");
     opts.onBegun?.(action);
     // Beside a raw adb window: the receipt says so, so nobody reads it as proof of the phone's whole state.
     const marked = (receipt: Record<string, unknown>) => (opts.marker ? { ...receipt, concurrentRawAdb: opts.marker } : receipt);
@@ -368,8 +373,10 @@ export class DeviceOwnership {
         }),
       ]);
       opts.onDispatched?.();
+      if (ctx.traceId) stageTrace?.mark(ctx.traceId, "ag.dispatched");
       if (outcome.ok) {
         const settled = journal.settle(action.actionId, marked(outcome.value.receipt), "completed");
+        if (ctx.traceId) stageTrace?.mark(ctx.traceId, "ag.settled");
         this.acknowledge(kind, device, settled);
         return { action: settled, result: outcome.value.result };
       }

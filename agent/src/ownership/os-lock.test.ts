@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -56,6 +56,19 @@ describe("OsLock", () => {
     const again = OsLock.tryAcquire(file, { who: "again" });
     expect(again).toBeDefined();
     again?.release();
+  });
+
+  it("creates no file beside the lock to take or free it (a journal created and unlinked per action cost each one ext4 metadata work)", () => {
+    const file = join(dir, "light.lock");
+    for (let i = 0; i < 2; i++) {
+      // The first round opens the connection, the second reuses it: neither writes a rollback journal.
+      const lock = OsLock.tryAcquire(file, { who: "light" });
+      expect(lock).toBeDefined();
+      expect(existsSync(`${file}-journal`)).toBe(false);
+      expect(OsLock.isHeld(file)).toBe(true);
+      lock?.release();
+      expect(existsSync(`${file}-journal`)).toBe(false);
+    }
   });
 
   it("keeps the last holder's record through status probes, and a shorter record replaces a longer one whole", () => {

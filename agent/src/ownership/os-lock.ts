@@ -42,8 +42,12 @@ export class OsLock {
     // process holds on it through another connection.
     if (fresh) chmodSync(file, 0o600);
     try {
-      // Rollback-journal mode: BEGIN EXCLUSIVE takes the file lock at once.
-      if (fresh) db.pragma("journal_mode = DELETE");
+      // A rollback journal kept in memory: BEGIN EXCLUSIVE takes the file lock
+      // at once, as in DELETE mode, without creating and unlinking a journal
+      // file each time (ext4 metadata work: 0.2-0.4 ms of every action and
+      // status probe, over 1 ms when the disk was busy). Nothing is ever
+      // written here to roll back.
+      if (fresh) db.pragma("journal_mode = MEMORY");
       db.exec("BEGIN EXCLUSIVE");
     } catch (err) {
       if ((err as { code?: string }).code === "SQLITE_BUSY" && !fresh) {

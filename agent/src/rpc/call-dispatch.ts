@@ -24,6 +24,7 @@ import type { ServiceRoute } from "./routes.js";
 import type { StepShooter } from "../session/step-shooter.js";
 import type { StepCaptures } from "../session/step-captures.js";
 import { maskStepTrees } from "../session/step-trees.js";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 /** A step's before capture gets at most this long, and at most a quarter of the budget. */
 const BEFORE_MAX_MS = 5_000;
@@ -97,7 +98,9 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
           return create(AgentCallResultSchema, { commandId: call.commandId, error: toCommandError(toErrorReport(err), err), ...(step.evidence ? { step: step.evidence } : {}) });
         }
       }
+      stageTrace?.mark(call.commandId, "ag.handler");
       const output = await withRules(deps, method, ctx, () => handler(input, ctx));
+      stageTrace?.mark(call.commandId, "ag.handled");
       return create(AgentCallResultSchema, { commandId: call.commandId, response: encode(method, output) });
     } catch (err) {
       return create(AgentCallResultSchema, { commandId: call.commandId, error: toCommandError(toErrorReport(err), err) });

@@ -16,6 +16,7 @@ import { appEndpoint } from "../app-sdk/app-endpoint-command.js";
 import { takeScreenshot } from "../evidence/take-screenshot.js";
 import { attemptRecorder, callContext, stepRedactor, type CallContext } from "./call-context.js";
 import type { AgentServiceDeps } from "./service-deps.js";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
 
@@ -30,7 +31,13 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
   );
   const action = (c: CallContext, target: DeviceTarget | undefined, ctx?: HandlerContext) => {
     const redactor = ctx?.values.get(stepRedactor);
-    return { serial: serialOf(target), deadlineMs: c.deadlineMs, requestedBy: c.requestedBy, ...(redactor ? { mask: (r: Record<string, unknown>) => redactor.json(r) as Record<string, unknown> } : {}) };
+    return {
+      serial: serialOf(target),
+      deadlineMs: c.deadlineMs,
+      requestedBy: c.requestedBy,
+      ...(redactor ? { mask: (r: Record<string, unknown>) => redactor.json(r) as Record<string, unknown> } : {}),
+      ...(stageTrace ? { traceId: c.commandId } : {}),
+    };
   };
   const signal = (c: CallContext) => AbortSignal.timeout(Math.max(1, c.deadlineMs - Date.now()));
 

@@ -8,6 +8,7 @@ import type { Logger } from "@farm/shared/log";
 import { FARM_VERSION, PROTOCOL_VERSION } from "@farm/shared/version";
 import { AgentService, AttachRequestSchema, type AgentCall, type AgentCallResult, type AttachRequest, type DeviceEvent as DeviceEventMessage, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { DeviceEvent, DeviceWatcher } from "../devices/device-watcher.js";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 export interface UplinkOptions {
   coordinatorUrl: string;
@@ -150,7 +151,11 @@ export class Uplink {
           if (!run) continue;
           // Results of a stream that has since ended are dropped: the caller
           // has already been told the outcome is unknown.
-          void run(res.kind.value).then((r) => out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: r } })));
+          stageTrace?.mark(res.kind.value.commandId, "ag.in");
+          void run(res.kind.value).then((r) => {
+            stageTrace?.mark(r.commandId, "ag.out");
+            out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: r } }));
+          });
           continue;
         }
         if (res.kind.case !== "helloAccepted" || this.attachedNow) continue;

@@ -1,6 +1,6 @@
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
-import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import { actionError, Errors, farmError, relayedError } from "@farm/shared/errors";
@@ -10,6 +10,7 @@ import { fromCommandError } from "./command-error.js";
 import { AGENT_ANSWER_GRACE_MS, hopDeadline } from "@farm/shared/deadline";
 import { AttachResponseSchema, AgentCallSchema, StepCaptureSchema, type AgentCallResult, type AttachResponse, type StepCapture, type StepEvidence } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { AgentSession } from "../registry/registry.js";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 /** The method's output from an agent's result, or the agent's error. */
 function decode<O extends DescMessage>(method: DescMethodUnary<DescMessage, O>, result: AgentCallResult): MessageShape<O> {
@@ -51,7 +52,7 @@ export abstract class AgentCaller implements AgentSession {
   abstract terminate(err: Error): void;
 
   /** Sends one call (method path, encoded input) and waits for the agent's result until the caller's deadline. */
-  abstract exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult>;
+  abstract exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, trace?: string): Promise<AgentCallResult>;
 
   /**
    * Calls one method of a service the agent implements, by its descriptor,
@@ -67,14 +68,19 @@ export abstract class AgentCaller implements AgentSession {
     request: MessageInitShape<I>,
     by: { tokenName: string; admin: boolean },
     callerDeadlineMs: number,
+    /** The client's trace id (FARM_STAGE_TRACE only). */
+    trace?: string,
+    /** Takes the agent's encoded answer as it is, or declines (undefined): then it is decoded. */
+    asIs?: (response: Uint8Array) => Message | undefined,
   ): Promise<MessageShape<O>> {
     let result: AgentCallResult;
     try {
-      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs);
+      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, undefined, trace);
     } catch (err) {
       throw pointToJournal(err, method, request);
     }
-    return decode(method, result);
+    const passed = !result.error && asIs ? asIs(result.response) : undefined;
+    return passed ? (passed as MessageShape<O>) : decode(method, result);
   }
 
   /**
@@ -123,8 +129,12 @@ export class AttachSession extends AgentCaller {
     return this.outgoing.push(msg);
   }
 
-  exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
+  exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, trace?: string): Promise<AgentCallResult> {
     const commandId = randomUUID();
+    if (trace) {
+      stageTrace?.link(commandId, trace);
+      stageTrace?.mark(commandId, "co.send");
+    }
     const deadlineMs = hopDeadline(callerDeadlineMs);
     // A farm client listens DEADLINE_GRACE_MS past its deadline: an agent's late answer (its
     // action id) is still worth waiting for, and "no answer" still reaches the client after it.
@@ -164,6 +174,7 @@ export class AttachSession extends AgentCaller {
   resolve(result: AgentCallResult): void {
     const p = this.pending.get(result.commandId);
     if (!p) return; // caller already gave up
+    stageTrace?.mark(result.commandId, "co.result");
     this.pending.delete(result.commandId);
     p.resolve(result);
   }

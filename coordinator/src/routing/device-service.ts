@@ -20,6 +20,9 @@ import type { StepRecorder } from "../sessions/step-recorder.js";
 import { CAPTURE_HEADER } from "../sessions/capture-plans.js";
 import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
 import { LOG_FILTERSPEC_PATTERN, PACKAGE_PATTERN } from "@farm/shared/capture-policy/policy-schema";
+import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
+import { isBinaryRequest } from "@farm/shared/pre-encoded";
+import { ownershipAsIs } from "./ownership-as-is.js";
 
 /** The header naming the recorded session a call is a step of (FARM_SESSION in the CLI). */
 export const SESSION_HEADER = "x-farm-session";
@@ -49,7 +52,16 @@ type Method = DescMethodUnary;
 interface MethodHooks {
   before?(req: Request, caller: Principal, log: Logger): void;
   view?(res: Message, caller: Principal, key: Summarizer): Message;
+  /**
+   * The agent's encoded answer as this caller's answer, when the view would
+   * change nothing in it (binary protobuf callers only); undefined: decode
+   * and view as usual.
+   */
+  asIs?(response: Uint8Array, caller: Principal): Message | undefined;
 }
+
+/** Answers passed on as the agent encoded them: the view has been decided already. */
+const passedAsIs = new WeakSet<Message>();
 
 const actionView = (res: Message, viewer: Principal, key: Summarizer): Message => {
   const r = res as GetActionReceiptResponse;
@@ -62,6 +74,7 @@ const hooks: Partial<Record<string, MethodHooks>> = {
       const r = res as GetOwnershipResponse;
       return { ...r, ownership: ownershipFor(viewer, r.ownership, key) } as GetOwnershipResponse;
     },
+    asIs: ownershipAsIs,
   },
   reconcileOwnership: {
     view: (res, viewer, key) => {
@@ -120,8 +133,17 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
     if (method === DeviceService.method.abandonAction) requireAbandoner(deps.leases, r.physicalId, principal, ctx.requestHeader.get("x-farm-lease"));
+    // Only for a call without a request id: the idempotency cache may answer a later JSON caller with it.
+    const asIsHook = hooks[method.localName]?.asIs;
+    const asIs = asIsHook && !req.target?.requestId && isBinaryRequest(ctx.requestHeader.get("content-type"))
+      ? (response: Uint8Array) => {
+        const m = asIsHook(response, principal);
+        if (m) passedAsIs.add(m);
+        return m;
+      }
+      : undefined;
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AgentCaller).call(method, req, principal, deadline);
+    return (r.session as AgentCaller).call(method, req, principal, deadline, stageTrace && (ctx.requestHeader.get(TRACE_HEADER) ?? undefined), asIs);
   }
 
   /**
@@ -178,10 +200,14 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const method = m as Method;
     const h = hooks[method.localName];
     impl[method.localName] = async (req, ctx) => {
+      const trace = stageTrace && ctx.requestHeader.get(TRACE_HEADER);
+      if (trace) stageTrace?.mark(trace, "co.in");
       const caller = requirePrincipal(ctx);
       h?.before?.(req, caller, deps.log);
       const res = await route(method, req, ctx);
-      return h?.view ? h.view(res, caller, deps.summaries) : res;
+      const out = h?.view && !passedAsIs.has(res) ? h.view(res, caller, deps.summaries) : res;
+      if (trace) stageTrace?.mark(trace, "co.out");
+      return out;
     };
   }
   router.service(DeviceService, impl as unknown as ServiceImpl<typeof DeviceService>);
