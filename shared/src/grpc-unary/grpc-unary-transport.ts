@@ -1,10 +1,11 @@
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
 import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
-import { createMethodUrl, getAbortSignalReason, runUnaryCall } from "@connectrpc/connect/protocol";
+import { createMethodUrl, getAbortSignalReason } from "@connectrpc/connect/protocol";
 import { requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
 import { errorFromNode, errorFromResetCode, toHeaders } from "./h2-errors.js";
+import { runUnary } from "./run-unary.js";
 import { encodeEnvelope, UnaryEnvelopeReader } from "./unary-envelope.js";
 
 /** What a unary answer may hold unless the caller says otherwise: far above any farm answer, far below what would hurt the client. */
@@ -32,15 +33,29 @@ export type UnaryFn = <I extends DescMessage, O extends DescMessage>(
  * A gRPC unary client framed by hand on one kept `node:http2` session:
  * the work connect-node's gRPC transport does for a unary call (async
  * iterable pipes, a universal HTTP client, stream adapters) is most of a
- * hop's cost (test/bench/rpc-floor.ts). The call itself still runs through
- * connect's runUnaryCall, so interceptors, the deadline signal and
- * cancellation behave as with createGrpcTransport, and the response and
+ * hop's cost (test/bench/rpc-floor.ts). Interceptors, the deadline signal
+ * and cancellation behave as with createGrpcTransport (run-unary.ts), and
+ * the response and
  * errors (grpc-status, grpc-message, grpc-status-details-bin, HTTP status)
  * are judged by connect's own gRPC rules.
  */
 export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
   const maxBytes = opts.readMaxBytes ?? UNARY_RESPONSE_MAX_BYTES;
   const origin = new URL(opts.baseUrl).origin;
+  const interceptors = opts.interceptors ?? [];
+  /** The request path of each URL seen (one per method): URL parsing once, not per call. */
+  const paths = new Map<string, string>();
+  function pathOf(reqUrl: string): string {
+    let path = paths.get(reqUrl);
+    if (path === undefined) {
+      const url = new URL(reqUrl);
+      if (url.origin !== origin) throw new ConnectError(`cannot make a request to ${url.origin}: the http2 session is connected to ${origin}`, Code.Internal);
+      path = url.pathname + url.search;
+      if (paths.size < 1000) paths.set(reqUrl, path);
+    }
+    return path;
+  }
+
   return async function unary<I extends DescMessage, O extends DescMessage>(
     method: DescMethodUnary<I, O>,
     signal: AbortSignal | undefined,
@@ -50,32 +65,26 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
     contextValues?: ContextValues,
   ): Promise<UnaryResponse<I, O>> {
     const timeout = timeoutMs === undefined || timeoutMs <= 0 ? undefined : timeoutMs;
-    return runUnaryCall<I, O>({
-      interceptors: opts.interceptors,
-      signal,
-      timeoutMs: timeout,
-      req: {
-        stream: false,
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        url: createMethodUrl(opts.baseUrl, method),
-        header: requestHeader(true, timeout, header),
-        contextValues: contextValues ?? createContextValues(),
-        message: input,
-      },
-      next: (req) => call(req),
-    });
+    const req = {
+      stream: false as const,
+      service: method.parent,
+      method,
+      requestMethod: "POST",
+      url: createMethodUrl(opts.baseUrl, method),
+      header: requestHeader(true, timeout, header),
+      contextValues: contextValues ?? createContextValues(),
+      message: input,
+    };
+    return runUnary<I, O>(interceptors, req, signal, timeout, call);
   };
 
   async function call<I extends DescMessage, O extends DescMessage>(req: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> {
-    const url = new URL(req.url);
-    if (url.origin !== origin) throw new ConnectError(`cannot make a request to ${url.origin}: the http2 session is connected to ${origin}`, Code.Internal);
+    const path = pathOf(req.url);
     if (req.signal.aborted) throw getAbortSignalReason(req.signal);
     const body = encodeEnvelope(toBinary(req.method.input, req.message));
     let stream: ClientHttp2Stream;
     try {
-      stream = await opts.sessions.request("POST", url.pathname + url.search, nodeHeaders(req.header), {});
+      stream = await opts.sessions.request("POST", path, nodeHeaders(req.header), {});
     } catch (err) {
       throw errorFromNode(err);
     }
