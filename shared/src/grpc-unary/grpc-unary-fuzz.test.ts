@@ -66,10 +66,15 @@ describe("the unary envelope reader, fuzzed", () => {
     for (let seed = 1; seed <= 2000; seed++) {
       const r = rng(seed);
       const reader = new UnaryEnvelopeReader(int(r, 2) ? 64 : 1 << 20);
-      // Half the inputs start like a real envelope (flags 0, a small length), to reach past the prefix checks.
-      const head = int(r, 2) ? envelope(bytes(r, int(r, 80))).subarray(0, 5 + int(r, 80)) : Buffer.alloc(0);
+      // A third random bytes, a third a real envelope's start with random bytes after, a third a real envelope cut anywhere.
+      const message = envelope(bytes(r, int(r, 80)));
+      const input = [
+        () => bytes(r, int(r, 120)),
+        () => Buffer.concat([message.subarray(0, 5 + int(r, message.length - 4)), bytes(r, int(r, 120))]),
+        () => message.subarray(0, int(r, message.length + 1)),
+      ][int(r, 3)]?.() as Buffer;
       try {
-        for (const c of chunked(r, Buffer.concat([head, bytes(r, int(r, 120))]))) reader.push(c);
+        for (const c of chunked(r, input)) reader.push(c);
         reader.finish();
       } catch (err) {
         expect(err, `seed ${seed}`).toBeInstanceOf(ConnectError);
