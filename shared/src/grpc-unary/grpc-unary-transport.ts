@@ -34,10 +34,9 @@ export type UnaryFn = <I extends DescMessage, O extends DescMessage>(
  * the work connect-node's gRPC transport does for a unary call (async
  * iterable pipes, a universal HTTP client, stream adapters) is most of a
  * hop's cost (test/bench/rpc-floor.ts). Interceptors, the deadline signal
- * and cancellation behave as with createGrpcTransport (run-unary.ts), and
- * the response and
- * errors (grpc-status, grpc-message, grpc-status-details-bin, HTTP status)
- * are judged by connect's own gRPC rules.
+ * and cancellation behave as with createGrpcTransport (run-unary.ts); the
+ * answer and its errors (HTTP status, grpc-status, grpc-message,
+ * grpc-status-details-bin) are judged by connect's own gRPC rules.
  */
 export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
   const maxBytes = opts.readMaxBytes ?? UNARY_RESPONSE_MAX_BYTES;
@@ -143,7 +142,8 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
       });
       stream.on("trailers", (t: IncomingHttpHeaders) => {
         trailer = toHeaders(t);
-        finish();
+        // Trailers come after the last DATA frame; should some of it still wait in the stream's buffer, 'end' follows it.
+        if (stream.readableLength === 0) finish();
       });
       // Without a status yet, the end may be a reset (the connection dropped): 'close' knows its code.
       stream.on("end", () => {
