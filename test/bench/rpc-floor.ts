@@ -6,7 +6,8 @@
  * prefix is the baseline (×1); bare `node:http2` on both sides is the floor
  * of an HTTP/2 hop; then @grpc/grpc-js, connect-node (gRPC over HTTP/2,
  * Connect over HTTP/1.1), farm's client (`farmTransport`) with connect's
- * unary client and with its own hand-framed one, and an open bidi stream's
+ * unary client and with its own hand-framed one (also on a 10 KiB read,
+ * which connect-node's server gzips for connect's client), and an open bidi stream's
  * round trip (bare and connect-node). Last, farm's client against a real
  * `farm coordinator` process (Health, and an authenticated ListAgents), so
  * whatever the coordinator's server side costs shows beside the floors.
@@ -29,6 +30,7 @@ import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from 
 import { farmTransport } from "@farm/shared/farm-transport";
 import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import { AgentService, AttachRequestSchema, AttachResponseSchema, type AttachRequest, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { DeviceService, OwnershipSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { Health, HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { startFarm, type FarmProcess } from "../support/farm-process.js";
@@ -46,6 +48,31 @@ const REQUEST = create(HealthCheckRequestSchema, { service: "farm.v1.DeviceServi
 const RESPONSE = toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: HealthCheckResponse_ServingStatus.SERVING }));
 const CHECK_PATH = "/grpc.health.v1.Health/Check";
 const ATTACH_PATH = "/farm.v1.AgentService/Attach";
+
+/**
+ * A read with a larger answer: an ownership status with a phone's recent
+ * actions, about the 10 KB GetOwnership answered in routing-overhead's lab.
+ * Over 1 KiB, so connect-node's server gzips it for a client that offers
+ * gzip (connect-node's clients do; farm's hand-framed one does not).
+ */
+const OWNERSHIP = create(OwnershipSchema, {
+  physicalId: "a".repeat(64),
+  serial: "ROUTE0001",
+  agentId: "agent-1",
+  identityStatus: "resolved",
+  recent: Array.from({ length: 40 }, (_, i) => ({
+    actionId: `0e6f${String(i).padStart(4, "0")}-8c1b-4b7e-9d35-2f4a6c8e0b1d`,
+    physicalId: "a".repeat(64),
+    serial: "ROUTE0001",
+    kind: "shell",
+    requestSha256: "f".repeat(64),
+    requestJson: "{\"command\":\"echo hi\"}",
+    state: "settled",
+    dispatched: true,
+    bootId: "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",
+  })),
+});
+const OWNERSHIP_BYTES = toBinary(OwnershipSchema, OWNERSHIP).length;
 
 /** A routed call's shape on the uplink: a small request out, a small result back. */
 const call = (i: number): AttachResponse => create(AttachResponseSchema, { kind: { case: "call", value: { commandId: String(i), method: "farm.v1.DeviceService/RunShell", request: new Uint8Array(40) } } });
@@ -157,6 +184,7 @@ async function serve(): Promise<void> {
   // connect-node, over HTTP/2 (gRPC, Connect) and HTTP/1.1 (Connect).
   const routes = (r: ConnectRouter) => {
     r.service(Health, { check: () => ({ status: HealthCheckResponse_ServingStatus.SERVING }), watch: async function* () {} });
+    r.service(DeviceService, { getOwnership: () => ({ ownership: OWNERSHIP }) });
     r.service(AgentService, {
       attach: async function* (requests) {
         let i = 0;
@@ -320,6 +348,10 @@ async function main(): Promise<void> {
     add("farm client (connect's unary) -> connect server", "unary", () => createClient(Health, farmConnect).check(REQUEST));
     const farmOwn = farmTransport({ url: connectH2, token: "t" });
     add("farm client (hand-framed) -> connect server", "unary", () => createClient(Health, farmOwn).check(REQUEST));
+    const read = { target: { serial: "ROUTE0001" } };
+    const kb = (OWNERSHIP_BYTES / 1024).toFixed(1);
+    add(`farm client (connect's unary) -> connect server, ${kb} KiB answer (gzipped)`, "unary", () => createClient(DeviceService, farmConnect).getOwnership(read));
+    add(`farm client (hand-framed) -> connect server, ${kb} KiB answer (plain)`, "unary", () => createClient(DeviceService, farmOwn).getOwnership(read));
     // The clients alone: each against the bare server, whose own cost is the floor's.
     const bareUrl = `http://127.0.0.1:${ports.h2}`;
     const grpcToBare = createGrpcTransport({ baseUrl: bareUrl, nodeOptions: noDelaySessionOptions() });
@@ -366,12 +398,12 @@ async function main(): Promise<void> {
 
     const tcpMedian = median(cases[0]?.times ?? []);
     console.log(`one RPC hop between two processes on loopback, a small protobuf each way; ${rounds} interleaved rounds of ${BATCH} calls per client`);
-    console.log(`  ${"client and server".padEnd(62)} ${"median".padStart(8)} ${"p99".padStart(8)} ${"× TCP".padStart(6)}  server CPU/call`);
+    console.log(`  ${"client and server".padEnd(74)} ${"median".padStart(8)} ${"p99".padStart(8)} ${"× TCP".padStart(6)}  server CPU/call`);
     const rows = cases.map((c) => {
       const med = median(c.times);
       const p99 = percentile(c.times, 99);
       const cpu = c.cpuMs / c.times.length;
-      console.log(`  ${c.name.padEnd(62)} ${med.toFixed(3).padStart(8)} ${p99.toFixed(3).padStart(8)} ${(med / tcpMedian).toFixed(1).padStart(6)}  ${cpu.toFixed(3)} ms`);
+      console.log(`  ${c.name.padEnd(74)} ${med.toFixed(3).padStart(8)} ${p99.toFixed(3).padStart(8)} ${(med / tcpMedian).toFixed(1).padStart(6)}  ${cpu.toFixed(3)} ms`);
       return { client: c.name, kind: c.kind, medianMs: round(med), p99Ms: round(p99), timesTcp: round(med / tcpMedian, 2), serverCpuMsPerCall: round(cpu) };
     });
     const find = (name: string) => rows.find((r) => r.client === name);
