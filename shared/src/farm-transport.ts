@@ -4,6 +4,7 @@ import { createConnectTransport, createGrpcTransport, type Http2SessionManager }
 import type { DescMethod } from "@bufbuild/protobuf";
 import { DEADLINE_GRACE_MS } from "./deadline.js";
 import { Errors, farmError, invalidArgument } from "./errors.js";
+import { grpcUnary } from "./grpc-unary/grpc-unary-transport.js";
 import { ErrorDetailSchema } from "./gen/farm/v1/error_pb.js";
 import { rulesOf } from "./method-rules.js";
 import { wideWindowSessions } from "./http2-windows.js";
@@ -32,6 +33,12 @@ export interface FarmTransportOptions {
   protocol?: "connect" | "grpc";
   /** This transport's per-stream receive window (http2-windows.ts); its own connection, since the window is per connection. */
   streamWindowBytes?: number;
+  /**
+   * Unary calls over gRPC: "hand-framed" (grpc-unary/, on the same kept
+   * session as the streams) by default, "connect" for connect-node's own
+   * gRPC transport. Streams always use connect-node's.
+   */
+  unary?: "hand-framed" | "connect";
   /** Told the transport's session manager, so whoever made the transport can close its connection (the CLI run in process). */
   track?: (manager: Http2SessionManager) => void;
 }
@@ -66,7 +73,10 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
   );
   opts.track?.(sessionManager);
   const options = { baseUrl: opts.url, interceptors: [auth, ...(opts.interceptors ?? []), sendCallerTimeout], sessionManager };
-  return withDeadlineGrace(opts.protocol === "connect" ? createConnectTransport({ ...options, httpVersion: "2" }) : createGrpcTransport(options));
+  if (opts.protocol === "connect") return withDeadlineGrace(createConnectTransport({ ...options, httpVersion: "2" }));
+  const grpc = createGrpcTransport(options);
+  if (opts.unary === "connect") return withDeadlineGrace(grpc);
+  return withDeadlineGrace({ unary: grpcUnary({ baseUrl: opts.url, sessions: sessionManager, interceptors: options.interceptors }), stream: grpc.stream.bind(grpc) });
 }
 
 /** The timeout the caller gave a call (ms), sent on the wire while the transport waits longer. */

@@ -1,0 +1,168 @@
+import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
+import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { createMethodUrl, getAbortSignalReason } from "@connectrpc/connect/protocol";
+import { requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
+import type { Http2SessionManager } from "@connectrpc/connect-node";
+import { errorFromNode, errorFromResetCode, toHeaders } from "./h2-errors.js";
+import { runUnary } from "./run-unary.js";
+import { encodeEnvelope, UnaryEnvelopeReader } from "./unary-envelope.js";
+
+/** What a unary answer may hold unless the caller says otherwise: far above any farm answer, far below what would hurt the client. */
+export const UNARY_RESPONSE_MAX_BYTES = 64 * 1024 * 1024;
+
+export interface GrpcUnaryOptions {
+  baseUrl: string;
+  /** The kept HTTP/2 session(s): shared with the transport's streams, so pings, GOAWAY and close behave as for them. */
+  sessions: Http2SessionManager;
+  interceptors?: Interceptor[];
+  /** A response message longer than this is refused from its length prefix, before its bytes are held. */
+  readMaxBytes?: number;
+}
+
+export type UnaryFn = <I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+  header: ConstructorParameters<typeof Headers>[0],
+  input: MessageInitShape<I>,
+  contextValues?: ContextValues,
+) => Promise<UnaryResponse<I, O>>;
+
+/**
+ * A gRPC unary client framed by hand on one kept `node:http2` session:
+ * the work connect-node's gRPC transport does for a unary call (async
+ * iterable pipes, a universal HTTP client, stream adapters) is most of a
+ * hop's cost (test/bench/rpc-floor.ts). Interceptors, the deadline signal
+ * and cancellation behave as with createGrpcTransport (run-unary.ts); the
+ * answer and its errors (HTTP status, grpc-status, grpc-message,
+ * grpc-status-details-bin) are judged by connect's own gRPC rules.
+ */
+export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
+  const maxBytes = opts.readMaxBytes ?? UNARY_RESPONSE_MAX_BYTES;
+  const origin = new URL(opts.baseUrl).origin;
+  const interceptors = opts.interceptors ?? [];
+  /** The request path of each URL seen (one per method): URL parsing once, not per call. */
+  const paths = new Map<string, string>();
+  function pathOf(reqUrl: string): string {
+    let path = paths.get(reqUrl);
+    if (path === undefined) {
+      const url = new URL(reqUrl);
+      if (url.origin !== origin) throw new ConnectError(`cannot make a request to ${url.origin}: the http2 session is connected to ${origin}`, Code.Internal);
+      path = url.pathname + url.search;
+      if (paths.size < 1000) paths.set(reqUrl, path);
+    }
+    return path;
+  }
+
+  return async function unary<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+    header: ConstructorParameters<typeof Headers>[0],
+    input: MessageInitShape<I>,
+    contextValues?: ContextValues,
+  ): Promise<UnaryResponse<I, O>> {
+    const timeout = timeoutMs === undefined || timeoutMs <= 0 ? undefined : timeoutMs;
+    const req = {
+      stream: false as const,
+      service: method.parent,
+      method,
+      requestMethod: "POST",
+      url: createMethodUrl(opts.baseUrl, method),
+      header: requestHeader(true, timeout, header),
+      contextValues: contextValues ?? createContextValues(),
+      message: input,
+    };
+    return runUnary<I, O>(interceptors, req, signal, timeout, call);
+  };
+
+  async function call<I extends DescMessage, O extends DescMessage>(req: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> {
+    const path = pathOf(req.url);
+    if (req.signal.aborted) throw getAbortSignalReason(req.signal);
+    const body = encodeEnvelope(toBinary(req.method.input, req.message));
+    let stream: ClientHttp2Stream;
+    try {
+      stream = await opts.sessions.request("POST", path, nodeHeaders(req.header), {});
+    } catch (err) {
+      throw errorFromNode(err);
+    }
+    return new Promise<UnaryResponse<I, O>>((resolve, reject) => {
+      const reader = new UnaryEnvelopeReader(maxBytes);
+      let header: Headers | undefined;
+      let trailer: Headers | undefined;
+      /** An error status in the headers: a trailers-only answer. */
+      let headerError: ConnectError | undefined;
+      let settled = false;
+      const settle = (err: unknown, res?: UnaryResponse<I, O>) => {
+        if (settled) return;
+        settled = true;
+        req.signal.removeEventListener("abort", onAbort);
+        if (err !== undefined) {
+          // The server may still be sending: RST_STREAM(CANCEL) ends its work, as a gRPC client's cancel does.
+          if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+          reject(err);
+        } else resolve(res as UnaryResponse<I, O>);
+      };
+      const onAbort = () => settle(getAbortSignalReason(req.signal));
+      req.signal.addEventListener("abort", onAbort);
+      if (req.signal.aborted) onAbort();
+      const finish = () => {
+        if (settled) return;
+        try {
+          const h = header ?? new Headers();
+          const t = trailer ?? new Headers();
+          const bytes = reader.finish();
+          // An error status in the trailers wins, then one in the headers (trailers-only); a missing status or message is a protocol error.
+          validateTrailer(t, h);
+          if (bytes === undefined) throw headerError ?? new ConnectError("protocol error: missing output message for unary method", t.has("grpc-status") ? Code.Unimplemented : Code.Unknown);
+          if (headerError) throw new ConnectError("protocol error: received output message for unary method with error status", Code.Unknown);
+          settle(undefined, { stream: false, service: req.service, method: req.method, header: h, trailer: t, message: fromBinary(req.method.output, bytes) });
+        } catch (err) {
+          settle(err instanceof ConnectError ? err : ConnectError.from(err, Code.Internal));
+        }
+      };
+      stream.on("response", (h: IncomingHttpHeaders) => {
+        header = toHeaders(h);
+        try {
+          const status = Number(h[":status"] ?? 0);
+          headerError = validateResponse(status, header).headerError;
+        } catch (err) {
+          settle(err);
+        }
+      });
+      stream.on("data", (chunk: Buffer) => {
+        opts.sessions.notifyResponseByteRead(stream);
+        if (settled) return;
+        try {
+          reader.push(chunk);
+        } catch (err) {
+          settle(err);
+        }
+      });
+      stream.on("trailers", (t: IncomingHttpHeaders) => {
+        trailer = toHeaders(t);
+        // Trailers come after the last DATA frame; should some of it still wait in the stream's buffer, 'end' follows it.
+        if (stream.readableLength === 0) finish();
+      });
+      // Without a status yet, the end may be a reset (the connection dropped): 'close' knows its code.
+      stream.on("end", () => {
+        if (trailer !== undefined || header?.has("grpc-status")) finish();
+      });
+      stream.on("error", (err: unknown) => settle(errorFromNode(err)));
+      stream.on("close", () => {
+        if (settled) return;
+        const reset = errorFromResetCode(stream.rstCode);
+        if (reset) settle(reset);
+        else finish();
+      });
+      stream.end(body);
+    });
+  }
+}
+
+function nodeHeaders(h: Headers): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  h.forEach((value, key) => (out[key] = value));
+  return out;
+}
