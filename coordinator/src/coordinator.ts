@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import { farmError, Errors } from "@farm/shared/errors";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
@@ -234,6 +235,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const contextValues = (req: IncomingMessage | Http2ServerRequest) => createContextValues().set(peerKey, peerOf(req));
   const unaryRoutes = new UnaryRoutes();
   const handler = connectNodeAdapter({
+    compressMinBytes: COMPRESS_MIN_BYTES,
     interceptors,
     contextValues,
     routes(connectRouter) {

@@ -4,6 +4,7 @@ import { Code, ConnectError, createHandlerContext, createServiceImplSpec, create
 import { compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import { findTrailerError, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import type { Logger } from "@farm/shared/log";
 import type { RequestHandler } from "./http-server.js";
 import { logMalformed, malformedRequestError } from "./malformed-request.js";
@@ -11,7 +12,6 @@ import { readUnaryMessage } from "./unary-envelope-reader.js";
 
 /** What Connect's defaults are for the options the coordinator does not set (protocol/universal-handler.ts, limit-io.ts). */
 const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
-const COMPRESS_MIN_BYTES = 1024;
 
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
 
@@ -183,7 +183,7 @@ function webHeaders(h: Http2ServerRequest["headers"]): Headers {
   return out;
 }
 
-/** One gRPC envelope; compressed (flag 1) from Connect's threshold when the caller accepts it. */
+/** One gRPC envelope; compressed (flag 1) from the coordinator's threshold (the same as Connect's handler is given) when the caller accepts it. */
 async function envelope(message: Uint8Array, compression: Compression | null): Promise<Buffer> {
   let flags = 0;
   let data = message;

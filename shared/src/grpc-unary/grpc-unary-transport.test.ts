@@ -6,6 +6,7 @@
  * answers, HTTP errors, compressed or oversized messages, a dropped
  * connection mid-answer). Every wait is on an event.
  */
+import { gzipSync } from "node:zlib";
 import { constants, createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -241,16 +242,32 @@ describe("the hand-framed unary client against a bare HTTP/2 server", () => {
     }
   });
 
-  it("refuses a compressed message clearly, since it accepts no encoding", async () => {
+  it("offers gzip and inflates a gzipped answer; refuses another encoding and an answer that inflates past its limit", async () => {
+    const answer = toBinary(RunShellResponseSchema, create(RunShellResponseSchema, { stdout: new TextEncoder().encode("x".repeat(50_000)) }));
+    let encoding = "gzip";
+    let body: Uint8Array = gzipSync(answer);
+    const offered: unknown[] = [];
     const url = await serveBare((stream, headers) => {
-      expect(headers["grpc-accept-encoding"]).toBeUndefined();
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-encoding": "gzip" }, { waitForTrailers: true });
+      offered.push(headers["grpc-accept-encoding"]);
+      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-encoding": encoding }, { waitForTrailers: true });
       stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-      stream.end(envelope(new Uint8Array(3), 1));
+      stream.end(envelope(body, 1));
     });
-    const err = await failure(call(url));
-    expect(err?.code).toBe(Code.Internal);
-    expect(err?.rawMessage).toMatch(/compressed/);
+    const res = await call(url);
+    expect(new TextDecoder().decode(res.message.stdout)).toBe("x".repeat(50_000));
+    expect(offered).toEqual(["gzip"]);
+
+    encoding = "br";
+    const other = await failure(call(url));
+    expect(other?.code).toBe(Code.Internal);
+    expect(other?.rawMessage).toMatch(/compressed message with encoding "br"/);
+
+    // 1 MiB of zeros gzips to about 1 KiB: under the prefix's limit, over it inflated.
+    encoding = "gzip";
+    body = gzipSync(new Uint8Array(1024 * 1024));
+    const bomb = await failure(call(url, { readMaxBytes: 64 * 1024 }));
+    expect(bomb?.code).toBe(Code.ResourceExhausted);
+    expect(bomb?.rawMessage).toMatch(/after decompression/);
   });
 
   it("refuses an answer over its size limit from the length prefix, before the body arrives, and resets the stream", async () => {

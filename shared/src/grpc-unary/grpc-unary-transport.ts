@@ -70,7 +70,7 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
       method,
       requestMethod: "POST",
       url: createMethodUrl(opts.baseUrl, method),
-      header: requestHeader(true, timeout, header),
+      header: acceptGzip(requestHeader(true, timeout, header)),
       contextValues: contextValues ?? createContextValues(),
       message: input,
     };
@@ -107,12 +107,14 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
       const onAbort = () => settle(getAbortSignalReason(req.signal));
       req.signal.addEventListener("abort", onAbort);
       if (req.signal.aborted) onAbort();
-      const finish = () => {
-        if (settled) return;
+      let finishing = false;
+      const finish = async () => {
+        if (settled || finishing) return;
+        finishing = true;
         try {
           const h = header ?? new Headers();
           const t = trailer ?? new Headers();
-          const bytes = reader.finish();
+          const bytes = await reader.decoded(h.get("grpc-encoding"));
           // An error status in the trailers wins, then one in the headers (trailers-only); a missing status or message is a protocol error.
           validateTrailer(t, h);
           if (bytes === undefined) throw headerError ?? new ConnectError("protocol error: missing output message for unary method", t.has("grpc-status") ? Code.Unimplemented : Code.Unknown);
@@ -143,22 +145,28 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
       stream.on("trailers", (t: IncomingHttpHeaders) => {
         trailer = toHeaders(t);
         // Trailers come after the last DATA frame; should some of it still wait in the stream's buffer, 'end' follows it.
-        if (stream.readableLength === 0) finish();
+        if (stream.readableLength === 0) void finish();
       });
       // Without a status yet, the end may be a reset (the connection dropped): 'close' knows its code.
       stream.on("end", () => {
-        if (trailer !== undefined || header?.has("grpc-status")) finish();
+        if (trailer !== undefined || header?.has("grpc-status")) void finish();
       });
       stream.on("error", (err: unknown) => settle(errorFromNode(err)));
       stream.on("close", () => {
         if (settled) return;
         const reset = errorFromResetCode(stream.rstCode);
         if (reset) settle(reset);
-        else finish();
+        else void finish();
       });
       stream.end(body);
     });
   }
+}
+
+/** Large answers come gzipped (shared/src/compression.ts): this client inflates gzip, and offers nothing else. */
+function acceptGzip(h: Headers): Headers {
+  h.set("grpc-accept-encoding", "gzip");
+  return h;
 }
 
 function nodeHeaders(h: Headers): OutgoingHttpHeaders {

@@ -1,4 +1,8 @@
+import { promisify } from "node:util";
+import { gunzip } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
+
+const gunzipAsync = promisify(gunzip);
 
 /** The gRPC length-prefixed message: one flags byte, a 4-byte big-endian length, the bytes. */
 export const ENVELOPE_HEADER_BYTES = 5;
@@ -16,15 +20,17 @@ export function encodeEnvelope(data: Uint8Array): Uint8Array {
 /**
  * Collects the one message of a unary response from DATA chunks of any
  * size. The length prefix is judged as soon as its 5 bytes are in, so a
- * message over `maxBytes` is refused before its body is held; a compressed
- * message (this client never offers an encoding) and a second message are
- * refused as protocol errors. Every refusal is a ConnectError.
+ * message over `maxBytes` is refused before its body is held, and a
+ * gzipped one may not inflate past it either; a second message is refused
+ * as a protocol error. Every refusal is a ConnectError.
  */
 export class UnaryEnvelopeReader {
   private readonly chunks: Buffer[] = [];
   private received = 0;
   /** The message's length once its prefix is in. */
   private length: number | undefined;
+  /** Whether its flags say it is compressed (with the response's grpc-encoding). */
+  private compressed = false;
 
   constructor(private readonly maxBytes: number) {}
 
@@ -49,14 +55,33 @@ export class UnaryEnvelopeReader {
     return all.subarray(ENVELOPE_HEADER_BYTES);
   }
 
+  /**
+   * The message's bytes, inflated when the server compressed it: only gzip,
+   * which is all this client offers (grpc-accept-encoding), and never past
+   * `maxBytes` inflated.
+   */
+  async decoded(encoding: string | null): Promise<Uint8Array | undefined> {
+    const bytes = this.finish();
+    if (bytes === undefined || !this.compressed) return bytes;
+    if (encoding !== "gzip") {
+      throw new ConnectError(`protocol error: the server sent a compressed message with encoding ${JSON.stringify(encoding ?? "")}, but this client accepts only gzip`, Code.Internal);
+    }
+    try {
+      return await gunzipAsync(bytes, { maxOutputLength: this.maxBytes });
+    } catch (err) {
+      if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
+        throw new ConnectError(`message is larger than configured readMaxBytes ${this.maxBytes} after decompression`, Code.ResourceExhausted);
+      }
+      throw new ConnectError(`protocol error: the gzipped message could not be inflated: ${(err as Error).message}`, Code.Internal);
+    }
+  }
+
   private readPrefix(): void {
     const head = this.chunks.length === 1 || (this.chunks[0] as Buffer).length >= ENVELOPE_HEADER_BYTES ? this.chunks[0] as Buffer : Buffer.concat(this.chunks, this.received);
     const flags = head[0] as number;
     const length = head.readUInt32BE(1);
-    if ((flags & FLAG_COMPRESSED) !== 0) {
-      throw new ConnectError("protocol error: the server sent a compressed message, but this client accepts none (grpc-accept-encoding is not sent)", Code.Internal);
-    }
-    if (flags !== 0) throw new ConnectError(`protocol error: unexpected message flags 0x${flags.toString(16)}`, Code.Internal);
+    this.compressed = (flags & FLAG_COMPRESSED) !== 0;
+    if ((flags & ~FLAG_COMPRESSED) !== 0) throw new ConnectError(`protocol error: unexpected message flags 0x${flags.toString(16)}`, Code.Internal);
     if (length > this.maxBytes) {
       throw new ConnectError(`message size ${length} is larger than configured readMaxBytes ${this.maxBytes}`, Code.ResourceExhausted);
     }
