@@ -23,14 +23,15 @@ import { adbConnect, runAdb, SimDevice, startAdbServer } from "../devsim/index.j
 import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab } from "../support/lab.js";
 import { startSplitFarm } from "../support/split-farm.js";
-import { median, memoryMiB } from "./proc-stats.js";
+import { cpuSeconds, median, memoryMiB } from "./proc-stats.js";
 import { emitReport } from "./bench-report.js";
 
 const { values } = parseArgs({
-  options: { mib: { type: "string", default: "100" }, rounds: { type: "string", default: "30" }, topology: { type: "string", default: "both" } },
+  options: { mib: { type: "string", default: "100" }, pushes: { type: "string", default: "3" }, rounds: { type: "string", default: "30" }, topology: { type: "string", default: "both" } },
 });
 const MIB = Number(values.mib);
 const ROUNDS = Number(values.rounds);
+const PUSHES = Number(values.pushes);
 
 async function timed(fn: () => Promise<{ code: number; stderr: string }>): Promise<number> {
   const t = performance.now();
@@ -42,6 +43,8 @@ async function timed(fn: () => Promise<{ code: number; stderr: string }>): Promi
 /** A farm with one simulated phone: where CLI calls go, the lab's adb server, the phone's serial there. */
 interface BenchFarm {
   env: NodeJS.ProcessEnv;
+  /** The farm's processes on the tunnel's path, by role (one "standalone", or "coordinator" and "agent"). */
+  pids: Record<string, number>;
   adbPort: number;
   serial: string;
   dir: string;
@@ -51,7 +54,7 @@ interface BenchFarm {
 async function standaloneFarm(): Promise<BenchFarm> {
   const lab = await startLab("bench-adb-tunnel");
   const { serial } = await lab.addDevice({ serialno: "RBENCHADB" });
-  return { env: lab.env, adbPort: lab.adb.port, serial, dir: lab.dir.path, stop: () => lab.stop() };
+  return { env: lab.env, pids: { standalone: lab.standalone.pid }, adbPort: lab.adb.port, serial, dir: lab.dir.path, stop: () => lab.stop() };
 }
 
 async function splitFarm(): Promise<BenchFarm> {
@@ -64,6 +67,7 @@ async function splitFarm(): Promise<BenchFarm> {
   });
   return {
     env: lab.env,
+    pids: { coordinator: lab.coordinator.pid, agent: lab.agent.pid },
     adbPort: lab.adb.port,
     serial,
     dir: lab.dir.path,
@@ -82,7 +86,9 @@ async function run(topology: "split" | "standalone"): Promise<void> {
     const acquired = await farm(["lease", "acquire", "--device", serial, "--ttl", "30m"], lab.env);
     const token = (acquired.json["lease"] as { token: string }).token;
     const env = { ...process.env, ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
-    const proc = spawn(process.execPath, [farmBin, "adb", "connect", "--foreground", "-o", "json"], { env, stdio: ["ignore", "pipe", "inherit"] });
+    // FARM_PROFILE_DIR: the tunnel process writes a V8 CPU profile there too, as the services do (docs/performance.md).
+    const profile = process.env["FARM_PROFILE_DIR"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["FARM_PROFILE_DIR"]}`] : [];
+    const proc = spawn(process.execPath, [...profile, farmBin, "adb", "connect", "--foreground", "-o", "json"], { env, stdio: ["ignore", "pipe", "inherit"] });
     const first = await new Promise<string>((resolve) => createInterface({ input: proc.stdout }).once("line", resolve));
     const local = String((JSON.parse(first) as { serial: string }).serial);
     try {
@@ -93,8 +99,22 @@ async function run(topology: "split" | "standalone"): Promise<void> {
       // Warm both paths once.
       await direct(["shell", "true"]);
       await tunnel(["shell", "true"]);
-      const pushDirect = await timed(() => direct(["push", file, "/sdcard/direct.bin"]));
-      const pushTunnel = await timed(() => tunnel(["push", file, "/sdcard/tunnel.bin"]));
+      // Interleaved (direct, tunnel, direct, ...): the machine's load moves both alike.
+      const pushesDirect: number[] = [];
+      const pushesTunnel: number[] = [];
+      // CPU each process on the tunnel's path spends per MiB pushed through it: on a machine whose
+      // cores are busy (a lab host, this one) that, more than any window, is what sets the speed.
+      const pids = { cli: proc.pid as number, ...lab.pids };
+      const cpu: Record<string, number> = Object.fromEntries(Object.keys(pids).map((k) => [k, 0]));
+      for (let i = 0; i < PUSHES; i++) {
+        pushesDirect.push(await timed(() => direct(["push", file, "/sdcard/direct.bin"])));
+        const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+        pushesTunnel.push(await timed(() => tunnel(["push", file, "/sdcard/tunnel.bin"])));
+        for (const [k, pid] of Object.entries(pids)) cpu[k] = (cpu[k] ?? 0) + cpuSeconds(pid) - (before[k] ?? 0);
+      }
+      const cpuMsPerMiB = Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, (s * 1000) / (MIB * PUSHES)]));
+      const pushDirect = median(pushesDirect);
+      const pushTunnel = median(pushesTunnel);
       const echoDirect: number[] = [];
       const echoTunnel: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
@@ -108,8 +128,9 @@ async function run(topology: "split" | "standalone"): Promise<void> {
       console.log(
         `adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`,
       );
+      console.log(`CPU per MiB pushed ${Object.entries(cpuMsPerMiB).map(([k, ms]) => `${k} ${ms.toFixed(1)} ms`).join(", ")}`);
       console.log(`tunnel process     RSS ${rss.rss.toFixed(1)} MiB, peak ${rss.peakRss.toFixed(1)} MiB`);
-      results.push({ topology, pushRatio: pushDirect / pushTunnel, echoAddedMs: median(echoTunnel) - median(echoDirect), tunnelPeakRssMiB: rss.peakRss });
+      results.push({ topology, pushRatio: pushDirect / pushTunnel, echoAddedMs: median(echoTunnel) - median(echoDirect), tunnelPeakRssMiB: rss.peakRss, cpuMsPerMiB });
       const back = join(lab.dir, "back.bin");
       await tunnel(["pull", "/sdcard/tunnel.bin", back]);
       if (!(await readFile(back)).equals(await readFile(file))) throw new Error("the pushed file came back different");
@@ -124,7 +145,7 @@ async function run(topology: "split" | "standalone"): Promise<void> {
   }
 }
 
-const results: { topology: string; pushRatio: number; echoAddedMs: number; tunnelPeakRssMiB: number }[] = [];
+const results: { topology: string; pushRatio: number; echoAddedMs: number; tunnelPeakRssMiB: number; cpuMsPerMiB: Record<string, number> }[] = [];
 for (const topology of values.topology === "both" ? (["split", "standalone"] as const) : [values.topology === "standalone" ? "standalone" : "split"] as const) await run(topology);
 emitReport(
   "adb-tunnel",
