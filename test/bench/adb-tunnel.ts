@@ -3,6 +3,7 @@
  * reached directly through the lab's adb server, in the same run:
  *  - `adb push` of --mib MiB: throughput through the tunnel / direct
  *    (target >= 0.5);
+ *  - `adb pull` of it back, the same way (and the bytes checked);
  *  - `adb shell echo` round trip, --rounds times: the tunnel's added median
  *    (target <= 5 ms on loopback);
  *  - the CLI tunnel process's peak RSS.
@@ -10,10 +11,10 @@
  * a lab deploys them (the targets are for this), and with `farm standalone`,
  * where one process does both hops.
  *
- *   node test/dist/bench/adb-tunnel.js [--mib 100] [--rounds 30] [--topology split|standalone|both]
+ *   node test/dist/bench/adb-tunnel.js [--mib 100] [--pushes 3] [--rounds 30] [--topology split|standalone|both]
  */
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -32,6 +33,8 @@ const { values } = parseArgs({
 const MIB = Number(values.mib);
 const ROUNDS = Number(values.rounds);
 const PUSHES = Number(values.pushes);
+
+const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 async function timed(fn: () => Promise<{ code: number; stderr: string }>): Promise<number> {
   const t = performance.now();
@@ -113,6 +116,20 @@ async function run(topology: "split" | "standalone"): Promise<void> {
         for (const [k, pid] of Object.entries(pids)) cpu[k] = (cpu[k] ?? 0) + cpuSeconds(pid) - (before[k] ?? 0);
       }
       const cpuMsPerMiB = Object.fromEntries(Object.entries(cpu).map(([k, s]) => [k, (s * 1000) / (MIB * PUSHES)]));
+      // Pulls the same way: the device's bytes take the other direction through every hop.
+      const pullsDirect: number[] = [];
+      const pullsTunnel: number[] = [];
+      const back = join(lab.dir, "back.bin");
+      const pullCpu: Record<string, number> = Object.fromEntries(Object.keys(pids).map((k) => [k, 0]));
+      for (let i = 0; i < PUSHES; i++) {
+        pullsDirect.push(await timed(() => direct(["pull", "/sdcard/direct.bin", join(lab.dir, "direct-back.bin")])));
+        const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+        pullsTunnel.push(await timed(() => tunnel(["pull", "/sdcard/tunnel.bin", back])));
+        for (const [k, pid] of Object.entries(pids)) pullCpu[k] = (pullCpu[k] ?? 0) + cpuSeconds(pid) - (before[k] ?? 0);
+      }
+      const pullCpuMsPerMiB = Object.fromEntries(Object.entries(pullCpu).map(([k, s]) => [k, (s * 1000) / (MIB * PUSHES)]));
+      // Every byte pushed through the tunnel came back through it unchanged.
+      if (sha256(await readFile(back)) !== sha256(await readFile(file))) throw new Error("the pushed file came back different");
       const pushDirect = median(pushesDirect);
       const pushTunnel = median(pushesTunnel);
       const echoDirect: number[] = [];
@@ -128,12 +145,13 @@ async function run(topology: "split" | "standalone"): Promise<void> {
       console.log(
         `adb shell echo     direct ${median(echoDirect).toFixed(1).padStart(7)} ms      tunnel ${median(echoTunnel).toFixed(1).padStart(7)} ms      added median ${(median(echoTunnel) - median(echoDirect)).toFixed(1)} ms (target <= 5 ms)`,
       );
+      console.log(
+        `adb pull           direct ${mibs(median(pullsDirect)).toFixed(1).padStart(7)} MiB/s   tunnel ${mibs(median(pullsTunnel)).toFixed(1).padStart(7)} MiB/s   tunnel/direct ${(median(pullsDirect) / median(pullsTunnel)).toFixed(2)}`,
+      );
+      console.log(`CPU per MiB pulled ${Object.entries(pullCpuMsPerMiB).map(([k, ms]) => `${k} ${ms.toFixed(1)} ms`).join(", ")}`);
       console.log(`CPU per MiB pushed ${Object.entries(cpuMsPerMiB).map(([k, ms]) => `${k} ${ms.toFixed(1)} ms`).join(", ")}`);
       console.log(`tunnel process     RSS ${rss.rss.toFixed(1)} MiB, peak ${rss.peakRss.toFixed(1)} MiB`);
-      results.push({ topology, pushRatio: pushDirect / pushTunnel, echoAddedMs: median(echoTunnel) - median(echoDirect), tunnelPeakRssMiB: rss.peakRss, cpuMsPerMiB });
-      const back = join(lab.dir, "back.bin");
-      await tunnel(["pull", "/sdcard/tunnel.bin", back]);
-      if (!(await readFile(back)).equals(await readFile(file))) throw new Error("the pushed file came back different");
+      results.push({ topology, pushRatio: pushDirect / pushTunnel, echoAddedMs: median(echoTunnel) - median(echoDirect), tunnelPeakRssMiB: rss.peakRss, cpuMsPerMiB, pullRatio: median(pullsDirect) / median(pullsTunnel), pullCpuMsPerMiB });
     } finally {
       proc.kill("SIGTERM");
       await new Promise((r) => proc.once("exit", r));
@@ -145,7 +163,7 @@ async function run(topology: "split" | "standalone"): Promise<void> {
   }
 }
 
-const results: { topology: string; pushRatio: number; echoAddedMs: number; tunnelPeakRssMiB: number; cpuMsPerMiB: Record<string, number> }[] = [];
+const results: { topology: string; pushRatio: number; echoAddedMs: number; tunnelPeakRssMiB: number; cpuMsPerMiB: Record<string, number>; pullRatio: number; pullCpuMsPerMiB: Record<string, number> }[] = [];
 for (const topology of values.topology === "both" ? (["split", "standalone"] as const) : [values.topology === "standalone" ? "standalone" : "split"] as const) await run(topology);
 emitReport(
   "adb-tunnel",
