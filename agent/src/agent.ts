@@ -145,6 +145,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const adbTunnels = new AdbTunnels({
     adb: opts.adb,
     serve: serveAdbStreamOver(adbTransport),
+    spareCalls: true,
     physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId,
     log,
     ...(opts.adbTunnelBudgetBytes !== undefined ? { tunnelBudgetBytes: opts.adbTunnelBudgetBytes } : {}),

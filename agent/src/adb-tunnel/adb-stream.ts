@@ -17,6 +17,8 @@ export function serveAdbStreamOver(transport: Transport): ServeAdbStream {
 export const OUTGOING_HIGH_WATER_BYTES = 256 * 1024;
 /** The socket is read again once the queue is down to this. */
 const OUTGOING_LOW_WATER_BYTES = 64 * 1024;
+/** Bytes for the device a stream may leave in its socket's buffer before it stops reading the coordinator. */
+export const SOCKET_AHEAD_BYTES = 2 * 1024 * 1024;
 /** After the device side closed, how long the coordinator has to end its side before the call is cut. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -140,8 +142,10 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
         held.to += n;
         budget.take(n);
         // Given back once the bytes left for the adb server (or were dropped with the socket).
-        const written = socket.write(res.kind.value, () => give("to", n));
-        if (!written) await drained(socket, call.signal);
+        socket.write(res.kind.value, () => give("to", n));
+        // The budget bounds what waits in the socket; this only keeps one stream from taking all of it.
+        // Waiting for every write to drain left the coordinator's stream unread meanwhile.
+        if (socket.writableLength > SOCKET_AHEAD_BYTES) await drained(socket, call.signal);
         if (call.signal.aborted) break;
       }
       if (call.signal.aborted) throw new Error("the stream was closed");

@@ -217,6 +217,29 @@ describe("remote adb tunnels", () => {
     expect(tunnels.bytes("t1")).toMatchObject({ toDevice: 5, fromDevice: 5 });
   });
 
+  it("with spare calls, starts a stream on a ServeAdbStream call opened before it was asked for, and closes the spare with its tunnel", async () => {
+    await tunnels.stopAll("replaced by one with spare calls");
+    tunnels = new AdbTunnels({ adb: addr, serve: coordinator.serve, physicalIdOf: (s) => phones.get(s), log, spareCalls: true });
+    const deps: Pick<AgentServiceDeps, "ownership" | "adbTunnels" | "rawAdb" | "log"> = { ownership, adbTunnels: tunnels, rawAdb: rawAdbAction(), log };
+    const route = { service: AgentControlService, impl: agentControlService(deps as AgentServiceDeps) } as unknown as ServiceRoute;
+    dispatch = callDispatcher({ routes: [route], drainReason: () => "", log, hostPaths: [] });
+    await startTunnel("t1");
+    const first = await openStream("t1", "s1", "shell:echo one");
+    expect((await readData(first.requests)).data.toString()).toBe("one\n");
+    first.end();
+    // Opened once the first stream ended (or ran a while), before any stream asks for it: nothing sent on it yet.
+    const spare = await coordinator.nextCall();
+    expect(spare.signal.aborted).toBe(false);
+    expect((await startStream("t1", "s2", "shell:echo two")).error).toBeUndefined();
+    expect((await spare.requests.next()).value).toMatchObject({ kind: { case: "streamId", value: "s2" } });
+    expect(await readData(spare.requests)).toEqual({ data: Buffer.from("two\n"), ended: true });
+    spare.end();
+    const next = await coordinator.nextCall();
+    expect(next.signal.aborted).toBe(false);
+    expect((await stopTunnel("t1")).error).toBeUndefined();
+    expect(next.signal.aborted).toBe(true);
+  });
+
   it("holds the phone for its owner: anyone else is refused at once as busy, naming the tunnel, its owner and how to close it", async () => {
     const opened = await startTunnel("t1", { requestedBy: "alice" });
     // Refused at once, not after waiting out the deadline (60 s here).

@@ -4,6 +4,8 @@ import type { AdbServerAddress } from "../adb/adb-client.js";
 import { openDeviceService, type OpenService } from "../adb/adb-service.js";
 import { toDispatchFailure } from "../actions/shell-outcome.js";
 import { checkCoordinatorId } from "../rpc/coordinator-id.js";
+import { SpareCalls } from "@farm/shared/spare-call";
+import type { ServeAdbStreamRequest, ServeAdbStreamResponse } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
 import { ByteBudget } from "./byte-budget.js";
@@ -27,6 +29,12 @@ export interface AdbTunnelsOptions {
   maxStreamsPerTunnel?: number;
   tunnelBudgetBytes?: number;
   agentBudgetBytes?: number;
+  /**
+   * Starts each stream's ServeAdbStream call on one opened ahead of need
+   * (shared/spare-call.ts), one spare per tunnel: the agent does; tests that
+   * take the calls one by one do not.
+   */
+  spareCalls?: boolean;
   /** Counts a service refused before it reached the phone, by the rule that refused it ("not-a-device-service" when none did). */
   onServiceRefused?: (rule: string) => void;
 }
@@ -46,6 +54,8 @@ export interface TunnelBytes {
  */
 export class AdbTunnels {
   private readonly tunnels = new Map<string, AdbTunnel>();
+  /** Each running tunnel's spare ServeAdbStream call (with spareCalls). */
+  private readonly spares = new Map<AdbTunnel, SpareCalls<ServeAdbStreamRequest, ServeAdbStreamResponse>>();
   private linkUp = true;
   /** What every tunnel's streams hold here; each tunnel's budget counts into it. */
   readonly budget: ByteBudget;
@@ -78,6 +88,8 @@ export class AdbTunnels {
       },
     ).finally(() => {
       if (this.tunnels.get(tunnel.tunnelId) === tunnel) this.tunnels.delete(tunnel.tunnelId);
+      this.spares.get(tunnel)?.close();
+      this.spares.delete(tunnel);
       tunnel.finish();
     });
   }
@@ -195,7 +207,7 @@ export class AdbTunnels {
       streamId: req.streamId,
       socket: opened.socket,
       leftover: opened.leftover,
-      serve: this.opts.serve,
+      serve: this.serveFor(t),
       budget: t.budget,
       onFromDevice: (n) => (t.bytesFromDevice += n),
       onToDevice: (n) => (t.bytesToDevice += n),
@@ -207,6 +219,21 @@ export class AdbTunnels {
       if (t.streams.get(req.streamId) === relay) t.streams.delete(req.streamId);
       this.opts.log?.debug("adb stream closed", { tunnelId: t.tunnelId, streamId: req.streamId });
     });
+  }
+
+  /** How a stream of this tunnel starts its ServeAdbStream call: on the tunnel's spare, when spares are on. */
+  private serveFor(t: AdbTunnel): ServeAdbStream {
+    if (!this.opts.spareCalls) return this.opts.serve;
+    let spares = this.spares.get(t);
+    if (!spares) {
+      const own = new SpareCalls(this.opts.serve);
+      spares = own;
+      this.spares.set(t, own);
+      // Closing: no spare is opened for it again.
+      t.signal.addEventListener("abort", () => own.close(), { once: true });
+    }
+    const s = spares;
+    return (requests, signal) => s.start(requests, signal);
   }
 
   /** The coordinator ended one stream (its caller went away): cut it here too; one already gone is a no-op. */

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Errors, farmError } from "@farm/shared/errors";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { serveTunnel, type ConnectResult } from "./tunnel-serve.js";
 import { isRunning, readTunnelStates, statePath } from "./tunnel-state.js";
 import { startFakeTunnelService, type FakeTunnelService } from "./testing/fake-tunnel-service.js";
@@ -129,9 +129,13 @@ describe("farm adb connect, through a tunnel over gRPC", () => {
       await rm(dir, { recursive: true, force: true });
     }
 
+    // The next stream's call is open ahead of need, its first message not sent: one, however many streams ran.
+    await vi.waitFor(() => expect(coordinator.waitingStreamCalls()).toBe(1), { timeout: 10_000, interval: 20 });
     const closedAt = Date.now();
     coordinator.close(r.tunnel, farmError(Errors.LEASE_RELEASED, "the lease lease-1 on phys-1 was released: the remote adb tunnel is closed", "lease"));
     const outcome = await serving;
+    // The spare went with the tunnel.
+    await vi.waitFor(() => expect(coordinator.waitingStreamCalls()).toBe(0), { timeout: 10_000, interval: 20 });
     expect(Date.now() - closedAt).toBeLessThan(2_000);
     expect(outcome).toMatchObject({ code: 1, reason: { code: "LEASE_RELEASED", message: expect.stringContaining("was released") } });
     expect(await ds.waitForDeviceState(user.port, r.serial, "gone")).toBeUndefined();

@@ -13,7 +13,7 @@ import { probeBanner, UNKNOWN_DEVICE } from "./adb-banner.js";
 import { adbConnect, adbDisconnect, serverSocketOf, type LocalAdb } from "./local-adb-cli.js";
 import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
 import { processStart, removeTunnelState, writeTunnelState } from "./tunnel-state.js";
-import { openTunnelStream } from "./tunnel-stream.js";
+import { openTunnelStream, tunnelStreamCalls } from "./tunnel-stream.js";
 import { ADB_STREAM_WINDOW_BYTES } from "@farm/shared/http2-windows";
 
 /** What `farm adb connect` prints. */
@@ -84,7 +84,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
   const client = createClient(AdbTunnelService, farmTransport(transportOptions));
   // The adb streams on a connection of their own, whose windows (both ends: the coordinator
   // narrows a connection whose first call is an adb stream) bound what a stalled stream holds.
-  const streams = createClient(AdbTunnelService, farmTransport({ ...transportOptions, streamWindowBytes: ADB_STREAM_WINDOW_BYTES }));
+  const streams = tunnelStreamCalls(createClient(AdbTunnelService, farmTransport({ ...transportOptions, streamWindowBytes: ADB_STREAM_WINDOW_BYTES })));
   const target = resolveTarget(p);
 
   const call = new AbortController();
@@ -93,6 +93,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
   let adbAsked = false;
   let tunnel: Tunnel | undefined;
   const cleanUp = async () => {
+    streams.close();
     await endpoint?.close();
     call.abort();
     if (adbAsked && endpoint) {

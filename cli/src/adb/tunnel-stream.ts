@@ -3,8 +3,16 @@ import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { AdbTunnelService, OpenAdbStreamRequestSchema, type OpenAdbStreamRequest, type OpenAdbStreamResponse } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { Errors, farmError } from "@farm/shared/errors";
+import { SpareCalls } from "@farm/shared/spare-call";
 
 type TunnelClient = Client<typeof AdbTunnelService>;
+
+/** A tunnel's OpenAdbStream calls, each started on a call opened ahead of need (shared/spare-call.ts). */
+export type TunnelStreamCalls = SpareCalls<OpenAdbStreamRequest, OpenAdbStreamResponse>;
+
+export function tunnelStreamCalls(client: TunnelClient): TunnelStreamCalls {
+  return new SpareCalls((requests, signal) => client.openAdbStream(requests, { signal }));
+}
 
 /**
  * Bytes from the local adb server a stream takes before they are on the
@@ -109,11 +117,11 @@ class TunnelStreamDuplex extends Duplex {
  * accepted it (the first response, `opened`); rejects with the farm's or
  * the phone's reason otherwise.
  */
-export async function openTunnelStream(client: TunnelClient, tunnelId: string, service: string): Promise<Duplex> {
+export async function openTunnelStream(calls: TunnelStreamCalls, tunnelId: string, service: string): Promise<Duplex> {
   const abort = new AbortController();
   const feed = new RequestFeed();
   const start = create(OpenAdbStreamRequestSchema, { kind: { case: "start", value: { tunnelId, service } } });
-  const responses = client.openAdbStream(feed.messages(start), { signal: abort.signal })[Symbol.asyncIterator]();
+  const responses = calls.start(feed.messages(start), abort.signal)[Symbol.asyncIterator]();
   try {
     const first = await responses.next();
     if (first.done) throw farmError(Errors.TUNNEL_CLOSED, "the coordinator ended the adb stream before opening it");

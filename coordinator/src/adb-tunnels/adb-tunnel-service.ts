@@ -177,8 +177,13 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       ctx.signal.addEventListener("abort", onCallerGone, { once: true });
       let started = false;
       try {
-        await agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
+        const answer = agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
+        // The agent joins only once the device accepted the service, on a stream of its own that is
+        // often quicker than the control stream's answer: whichever comes first opens the stream.
+        // An answer that fails after the join cuts it.
+        await Promise.race([answer, pair.joined]);
         started = true;
+        answer.catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
         // The device accepted the service: the caller hears so now, while the agent's byte stream joins
         // (bytes wait in the queues meanwhile). A join that never comes cuts the stream.
         joinedWithin(pair.joined, stop.signal, ctx).catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Errors, farmError } from "@farm/shared/errors";
-import { AdbTunnelService, OpenAdbStreamResponseSchema, OpenTunnelResponseSchema, TunnelSchema, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { AdbTunnelService, OpenAdbStreamResponseSchema, OpenTunnelResponseSchema, TunnelSchema, type OpenAdbStreamRequest, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 
 /**
  * A stand-in coordinator for the CLI's side of remote adb: AdbTunnelService
@@ -18,6 +18,8 @@ export interface FakeTunnelService {
   tunnels: Map<string, Tunnel>;
   /** Lease headers (x-farm-lease) that came with OpenTunnel. */
   leaseHeaders: string[];
+  /** OpenAdbStream calls open now that have not sent their first message (a client's spares). */
+  waitingStreamCalls(): number;
   /** Ends a tunnel's OpenTunnel stream with this error. */
   close(tunnelId: string, err: Error): void;
   stop(): Promise<void>;
@@ -27,6 +29,7 @@ export async function startFakeTunnelService(opts: { serial: string; openOnDevic
   const tunnels = new Map<string, Tunnel>();
   const closers = new Map<string, (err: Error) => void>();
   const leaseHeaders: string[] = [];
+  let waiting = 0;
   const handler = connectNodeAdapter({
     routes(router) {
       router.service(AdbTunnelService, {
@@ -52,7 +55,13 @@ export async function startFakeTunnelService(opts: { serial: string; openOnDevic
         },
         async *openAdbStream(requests) {
           const it = requests[Symbol.asyncIterator]();
-          const first = await it.next();
+          waiting++;
+          let first: IteratorResult<OpenAdbStreamRequest>;
+          try {
+            first = await it.next();
+          } finally {
+            waiting--;
+          }
           if (first.done || first.value.kind.case !== "start") throw farmError(Errors.INVALID_ARGUMENT, "the first message must be start", "start");
           if (!tunnels.has(first.value.kind.value.tunnelId)) throw farmError(Errors.TUNNEL_NOT_FOUND, "no such tunnel", "start.tunnel_id");
           const socket = await opts.openOnDevice(first.value.kind.value.service);
@@ -104,6 +113,7 @@ export async function startFakeTunnelService(opts: { serial: string; openOnDevic
     url: `http://127.0.0.1:${port}`,
     tunnels,
     leaseHeaders,
+    waitingStreamCalls: () => waiting,
     close: (tunnelId, err) => closers.get(tunnelId)?.(err),
     stop: () =>
       new Promise<void>((resolve) => {
