@@ -146,9 +146,10 @@ describe("unresolved means unresolved for the whole host", () => {
     expect(reconciled.json["unresolved"]).toEqual([expect.objectContaining({ actionId })]);
     const abandoned = await farm(["device", "ownership", "abandon", "--device", p.serial, "--agent", "lab-b", "--action-id", actionId, "--reason", "hung stream, test"], env2);
     expect(abandoned.code).toBe(0);
+    // From every agent reporting the phone (A and C report it to this coordinator, each on its own schedule).
     await waitFor("the coordinator to hear the action is gone", async () => {
-      const list = (await farm(["devices"], lab.env)).json["devices"] as DeviceJson[];
-      return list.some((d) => d.serial === p.serial && d.agentName === "lab-a" && (d.properties.unresolvedActionIds ?? []).length === 0) ? true : undefined;
+      const rows = ((await farm(["devices"], lab.env)).json["devices"] as DeviceJson[]).filter((d) => d.serial === p.serial);
+      return ["lab-a", "lab-c"].every((a) => rows.some((d) => d.agentName === a)) && rows.every((d) => (d.properties.unresolvedActionIds ?? []).length === 0) ? true : undefined;
     });
     const ok = await farm(["device", "setprop", "--device", p.serial, "--agent", "lab-c", "persist.farm.hw", "3"], leased);
     expect(ok.json, ok.stdout).toMatchObject({ ok: true, dispatched: true, ambiguous: false });
