@@ -205,6 +205,7 @@ export class Registry {
       for (const d of existing?.devices.values() ?? []) d.stale = true;
       const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
       this.agents.set(entry.id, entry);
+      this.liveness.track(entry);
       if (!existing) this.agentIds = undefined;
       this.changed();
       this.announceAgent(entry, true);
@@ -330,11 +331,15 @@ export class Registry {
   async sweep(): Promise<string[]> {
     const now = this.now();
     const expired: string[] = [];
+    if (!this.liveness.sweepDue(now)) return expired;
     for (const entry of this.agents.values()) {
       const session = entry.session;
       if (!session || session.replicaId) continue;
       const missed = this.liveness.overdue(entry, now);
-      if (!missed) continue;
+      if (!missed) {
+        this.liveness.track(entry);
+        continue;
+      }
       entry.session = null;
       this.candidateCache = undefined;
       expired.push(entry.id);
@@ -388,6 +393,7 @@ export class Registry {
         transport: before?.transport ?? "",
       };
       this.agents.set(agentId, entry);
+      this.liveness.track(entry);
       if (!before) this.agentIds = undefined;
       const gone = before ? [...before.devices.keys()].filter((serial) => !devicesNow.has(serial)) : [];
       this.changed();
