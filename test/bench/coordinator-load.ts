@@ -2,7 +2,8 @@
  * Coordinator load: many lightweight simulated agents (gRPC clients only, no
  * adb; agent-swarm.ts, a process of their own) attach to a real coordinator
  * process, each reporting devices and heartbeating at a real agent's default
- * interval; this process only measures. Prints the coordinator's CPU as a fraction of one core, the
+ * interval; this process only measures. The floor beside them: the same
+ * agents against a bare connect-node server (attach-floor-server.ts). Prints the coordinator's CPU as a fraction of one core, the
  * ListDevices latency over all devices, and peak RSS, each as a ratio to its
  * target and to a baseline measured in the same run.
  *
@@ -16,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ListDevicesResponseSchema, RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
@@ -57,10 +58,31 @@ async function timeCalls(n: number, call: () => Promise<unknown>): Promise<numbe
   return out;
 }
 
+/** A helper process of this bench (agent-swarm.js, attach-floor-server.js), once it printed its ready line. */
+async function startChild(script: string, args: string[]): Promise<{ proc: ChildProcess; ready: Record<string, unknown> }> {
+  const proc = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url)), ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).once("line", (line) => resolve(JSON.parse(line) as Record<string, unknown>));
+    proc.once("exit", (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
+  });
+  return { proc, ready };
+}
+
+/** Its stdin closing ends a helper process; killed if it lingers. */
+async function endChild(proc: ChildProcess | undefined): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once("exit", r));
+  proc.stdin?.end();
+  const t = setTimeout(() => proc.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(t);
+}
+
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench");
   const coord = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "data")], { FARM_LOG_LEVEL: "warn" });
   let swarm: ChildProcess | undefined;
+  let floor: ChildProcess | undefined;
   try {
     const url = coord.ready["url"] as string;
     const admin = (await readFile(coord.ready["adminTokenFile"] as string, "utf8")).trim();
@@ -68,7 +90,12 @@ async function main(): Promise<void> {
     const registry = createClient(RegistryService, userTransport);
     const health = createClient(Health, userTransport);
     const farmRegistry = createClient(RegistryService, farmTransport({ url, token: admin }));
-    const plainRegistry = createClient(RegistryService, createGrpcTransport({ baseUrl: url, interceptors: [bearer(admin)], acceptCompression: [] }));
+    // The same client, saying it takes no compressed answer: the coordinator then sends the pages as they are.
+    const noGzip: Interceptor = (next) => (req) => {
+      req.header.delete("grpc-accept-encoding");
+      return next(req);
+    };
+    const plainRegistry = createClient(RegistryService, farmTransport({ url, token: admin, interceptors: [noGzip] }));
     // An agent token is one agent: each fake agent gets its own.
     const tokenService = createClient(TokenService, userTransport);
     const agentToken = async (i: number) => (await tokenService.createToken({ name: `bench-${i}`, kind: TokenKind.AGENT })).token;
@@ -86,14 +113,9 @@ async function main(): Promise<void> {
     const tokenFile = join(dir.path, "agent-tokens");
     await writeFile(tokenFile, tokens.join("\n"), { mode: 0o600 });
     const attachT0 = performance.now();
-    swarm = spawn(process.execPath, [fileURLToPath(new URL("./agent-swarm.js", import.meta.url)), "--url", url, "--tokens", tokenFile, "--agents", String(AGENTS), "--devices", String(DEVICES), "--heartbeat-ms", String(HEARTBEAT_MS)], {
-      stdio: ["pipe", "pipe", "inherit"],
-    });
+    const swarmArgs = (target: string) => ["--url", target, "--tokens", tokenFile, "--agents", String(AGENTS), "--devices", String(DEVICES), "--heartbeat-ms", String(HEARTBEAT_MS)];
+    swarm = (await startChild("./agent-swarm.js", swarmArgs(url))).proc;
     const swarmPid = swarm.pid as number;
-    await new Promise<void>((resolve, reject) => {
-      createInterface({ input: swarm?.stdout as NodeJS.ReadableStream }).once("line", () => resolve());
-      swarm?.once("exit", (code) => reject(new Error(`the agent swarm exited with ${code} before its agents attached`)));
-    });
     // Every device, in pages of the largest size the API serves.
     const allDevices = async (client: Client<typeof RegistryService>, opts: { onHeader?: (h: Headers) => void } = {}) => {
       const devices = [];
@@ -161,6 +183,22 @@ async function main(): Promise<void> {
     const mem = memoryMiB(coord.pid);
 
     const swarmMem = memoryMiB(swarmPid);
+    await endChild(swarm);
+
+    // The floor: the same agents against a bare connect-node server that only reads their streams (attach-floor-server.ts).
+    const floorServer = await startChild("./attach-floor-server.js", []);
+    floor = floorServer.proc;
+    const floorPid = floor.pid as number;
+    await new Promise((r) => setTimeout(r, 1_000));
+    const floorIdleMem = memoryMiB(floorPid);
+    swarm = (await startChild("./agent-swarm.js", swarmArgs(floorServer.ready["url"] as string))).proc;
+    // As for the coordinator: the window starts once the streams are up.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const floorLoad = await cpuOver(floorPid, WINDOW_S * 1000);
+    const floorCpu = floorLoad.user + floorLoad.system;
+    const floorMem = memoryMiB(floorPid);
+    await endChild(swarm);
+    await endChild(floor);
     const heartbeatsPerS = (AGENTS * 1000) / HEARTBEAT_MS;
     // CPU the heartbeats cost, per heartbeat, above the idle process.
     const perBeatUs = ((loadCpu - idle.user - idle.system) / heartbeatsPerS) * 1e6;
@@ -195,6 +233,12 @@ async function main(): Promise<void> {
       rssSteadyMiB: Number(steadyMem.rss.toFixed(1)),
       peakRssRatioToIdle: Number(r(mem.peakRss / idleMem.rss)),
       swarmPeakRssMiB: Number(swarmMem.peakRss.toFixed(1)),
+      floorCpuCores: Number(r(floorCpu)),
+      floorUserCores: Number(r(floorLoad.user)),
+      floorSystemCores: Number(r(floorLoad.system)),
+      cpuRatioToFloor: Number(r(loadCpu / floorCpu)),
+      floorIdleRssMiB: Number(floorIdleMem.rss.toFixed(1)),
+      floorPeakRssMiB: Number(floorMem.peakRss.toFixed(1)),
     };
     console.log(`coordinator load: ${AGENTS} agents x ${DEVICES} devices, heartbeat ${HEARTBEAT_MS} ms (${heartbeatsPerS.toFixed(0)}/s), window ${WINDOW_S} s; the agents in another process`);
     console.log(`  agents online          ${agentsOnline}/${AGENTS} (attached in ${attachS.toFixed(1)} s)`);
@@ -202,6 +246,11 @@ async function main(): Promise<void> {
       `  coordinator CPU        ${pct(loadCpu)} of one core (user ${pct(load.user)}, system ${pct(load.system)}; idle ${pct(idle.user + idle.system)}; ${perBeatUs.toFixed(0)} us a heartbeat; ratio to the ${pct(CPU_TARGET)} target ${
         r(loadCpu / CPU_TARGET)
       }); the agents' process ${pct(swarmCpu)}`,
+    );
+    console.log(
+      `  floor                  a bare connect-node server reading the same streams: ${pct(floorCpu)} of one core (user ${pct(floorLoad.user)}, system ${pct(floorLoad.system)}; coordinator ${r(loadCpu / floorCpu)}x), peak RSS ${
+        floorMem.peakRss.toFixed(0)
+      } MiB (idle ${floorIdleMem.rss.toFixed(0)} MiB)`,
     );
     console.log(
       `  ListDevices (${AGENTS * DEVICES})  median ${listMedian.toFixed(1)} ms, p90 ${percentile(list, 90).toFixed(1)} (ratio to the ${LIST_TARGET_MS} ms target ${r(listMedian / LIST_TARGET_MS)}; empty RPC ${baselineRpc.toFixed(2)} ms: ${
@@ -224,7 +273,7 @@ async function main(): Promise<void> {
         {
           measure: `coordinator CPU, ${AGENTS} agents x ${DEVICES} devices`,
           instant: `${pct(loadCpu)} of a core`,
-          baseline: `idle ${pct(idle.user + idle.system)}`,
+          baseline: `bare connect-node ${pct(floorCpu)}; idle ${pct(idle.user + idle.system)}`,
           realistic: null,
           target: `<= ${pct(CPU_TARGET)}`,
           pass: loadCpu <= CPU_TARGET,
@@ -237,19 +286,20 @@ async function main(): Promise<void> {
           target: `<= ${LIST_TARGET_MS} ms`,
           pass: listMedian <= LIST_TARGET_MS,
         },
-        { measure: "coordinator peak RSS under that load", instant: `${mem.peakRss.toFixed(0)} MiB`, baseline: `idle ${idleMem.rss.toFixed(0)} MiB`, realistic: null, target: `<= ${RSS_TARGET_MIB} MiB`, pass: mem.peakRss <= RSS_TARGET_MIB },
+        {
+          measure: "coordinator peak RSS under that load",
+          instant: `${mem.peakRss.toFixed(0)} MiB`,
+          baseline: `bare connect-node ${floorMem.peakRss.toFixed(0)} MiB; idle ${idleMem.rss.toFixed(0)} MiB`,
+          realistic: null,
+          target: `<= ${RSS_TARGET_MIB} MiB`,
+          pass: mem.peakRss <= RSS_TARGET_MIB,
+        },
       ],
       report,
     );
   } finally {
-    // Its stdin closing ends the swarm; killed if it lingers.
-    swarm?.stdin?.end();
-    if (swarm && swarm.exitCode === null) {
-      const exited = new Promise((r) => swarm?.once("exit", r));
-      const t = setTimeout(() => swarm?.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(t);
-    }
+    await endChild(swarm);
+    await endChild(floor);
     await coord.stop();
     await dir.remove();
   }
