@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { create, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
+import { lengthDelimited } from "@farm/shared/pre-encoded";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, Errors, farmError } from "@farm/shared/errors";
 import { AgentSchema, DevicePropertiesSchema, DeviceSchema, type Agent, type Device, type DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
@@ -61,7 +62,8 @@ interface DeviceEntry {
    */
   stale?: true;
   /** Encoded Device as last listed, and the state/agent it was encoded for. */
-  wire?: { key: string; bytes: Uint8Array };
+  /** The device as listed, encoded once until it changes: `bytes` is a view into `delimited` (length, then bytes). */
+  wire?: { key: string; bytes: Uint8Array; delimited: Uint8Array };
 }
 
 /** A stored agent plus what only lives in memory: its stream, its devices, its draining. */
@@ -467,11 +469,15 @@ export class Registry {
    * and reused until it changes, so listing thousands of devices costs a
    * copy rather than thousands of reflective encodes.
    */
-  listDevicesEncoded(filter: DeviceFilter, page: PageRequest): Page<Uint8Array> {
+  listDevicesEncoded(filter: DeviceFilter, page: PageRequest, form: "bytes" | "delimited" = "bytes"): Page<Uint8Array> {
     return this.devicePage(filter, page, (agent, d, state) => {
       const key = `${state}\0${agent.name}\0${d.quarantine}`;
-      if (d.wire?.key !== key) d.wire = { key, bytes: toBinary(DeviceSchema, toDevice(agent, d, state)) };
-      return d.wire.bytes;
+      if (d.wire?.key !== key) {
+        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state));
+        const delimited = lengthDelimited(bytes);
+        d.wire = { key, delimited, bytes: delimited.subarray(delimited.length - bytes.length) };
+      }
+      return form === "delimited" ? d.wire.delimited : d.wire.bytes;
     });
   }
 
