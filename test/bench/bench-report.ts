@@ -12,6 +12,8 @@ export interface BenchRow {
   /** farm against the baseline on a phone under `profile`; null where no phone is involved. */
   realistic: number | null;
   profile?: string;
+  /** The floor or baseline the figure is judged against, measured in the same run (e.g. "idle 0.3%", "bare http2 0.27 ms"). */
+  baseline?: string;
   target: string;
   /** null: reported for comparison, no target. */
   pass: boolean | null;

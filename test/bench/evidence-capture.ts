@@ -44,7 +44,10 @@ function timed(cmd: string, args: string[], env: NodeJS.ProcessEnv, stdoutFile?:
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const proc = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", stdoutFile ? "pipe" : "ignore", "ignore"] });
-    if (stdoutFile) proc.stdout?.pipe(createWriteStream(stdoutFile));
+    const out = stdoutFile ? createWriteStream(stdoutFile) : undefined;
+    if (out) proc.stdout?.pipe(out);
+    // The file is whole once its stream closes, which can be after the process exits (its open alone is asynchronous).
+    const written = out ? new Promise<void>((res, rej) => out.once("close", () => res()).once("error", rej)) : Promise.resolve();
     let peak = 0;
     const sample = setInterval(() => {
       try {
@@ -57,7 +60,8 @@ function timed(cmd: string, args: string[], env: NodeJS.ProcessEnv, stdoutFile?:
     proc.once("error", reject);
     proc.once("exit", (code) => {
       clearInterval(sample);
-      resolve({ ms: performance.now() - t0, peakMiB: peak, code });
+      const ms = performance.now() - t0;
+      written.then(() => resolve({ ms, peakMiB: peak, code }), reject);
     });
   });
 }

@@ -29,3 +29,20 @@ export function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
 }
+
+/** Clock ticks (user, system) a process has used so far. */
+function cpuTicks(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { user: Number(fields[11]), system: Number(fields[12]) };
+}
+
+/** A process's CPU over the next `ms`, as fractions of one core: user, system (the kernel's work for it). */
+export async function cpuOver(pid: number, ms: number): Promise<{ user: number; system: number }> {
+  const a = cpuTicks(pid);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = cpuTicks(pid);
+  const s = (performance.now() - t0) / 1000;
+  return { user: (b.user - a.user) / CLK_TCK / s, system: (b.system - a.system) / CLK_TCK / s };
+}

@@ -9,21 +9,28 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { BenchReport, BenchRow } from "./bench-report.js";
 
-/** In the order they run; the first four carry issue 23's targets. */
+/**
+ * In the order they run: first issue 38's (the floors, routing, the CLI,
+ * remote adb, the coordinator under load), then the figures that must not
+ * get slower (issue 23's capture, ownership and blob rows, lease cycles,
+ * video, dashboard, live screen), then the rest.
+ */
 const BENCHES = [
+  "rpc-floor",
+  "coordinator-unary",
   "routing-overhead",
+  "cli-cold-start",
+  "adb-tunnel",
+  "coordinator-load",
   "evidence-capture",
   "ownership-cost",
   "blob-transfer",
-  "rpc-floor",
-  "coordinator-unary",
-  "coordinator-load",
   "lease-cycles",
   "video-verify",
   "dashboard-devices",
+  "live-screen",
   "devsim-pull",
   "app-endpoint",
-  "cli-cold-start",
   "ocr-frame",
   "policy-explain",
   "redaction",
@@ -31,15 +38,15 @@ const BENCHES = [
   "capture-cost",
   "replicas",
   "byte-store",
-  "adb-tunnel",
   "adb-stalled-streams",
-  "live-screen",
 ] as const;
 
 const { values } = parseArgs({ options: { only: { type: "string" } } });
 const only = values.only ? new Set(values.only.split(",")) : undefined;
 
-function run(bench: string): Promise<BenchReport | { bench: string; error: string; rows?: undefined }> {
+type Outcome = (BenchReport | { bench: string; error: string; rows?: undefined }) & { seconds?: number };
+
+function run(bench: string): Promise<Outcome> {
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, [fileURLToPath(new URL(`./${bench}.js`, import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
     let last: BenchReport | undefined;
@@ -62,16 +69,24 @@ function run(bench: string): Promise<BenchReport | { bench: string; error: strin
   });
 }
 
-function table(reports: (BenchReport | { bench: string; error: string; rows?: undefined })[]): string {
-  const header = ["bench", "measure", "instant (farm's own)", "realistic ratio", "target", "result"];
+function table(reports: Outcome[]): string {
+  const header = ["bench", "measure", "instant (farm's own)", "floor / baseline (same run)", "realistic ratio", "target", "result"];
   const rows: string[][] = [];
   for (const r of reports) {
     if (!Array.isArray(r.rows)) {
-      rows.push([r.bench, "(failed)", String((r as { error: string }).error), "", "", "FAIL"]);
+      rows.push([r.bench, "(failed)", String((r as { error: string }).error), "", "", "", "FAIL"]);
       continue;
     }
     for (const row of r.rows as BenchRow[]) {
-      rows.push([r.bench, row.measure, row.instant, row.realistic === null ? "—" : `${row.realistic.toFixed(2)}x ${row.profile ?? ""}`.trim(), row.target, row.pass === null ? "info" : row.pass ? "pass" : "FAIL"]);
+      rows.push([
+        r.bench,
+        row.measure,
+        row.instant,
+        row.baseline ?? "",
+        row.realistic === null ? "—" : `${row.realistic.toFixed(2)}x ${row.profile ?? ""}`.trim(),
+        row.target,
+        row.pass === null ? "info" : row.pass ? "met" : "MISSED",
+      ]);
     }
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
@@ -79,11 +94,22 @@ function table(reports: (BenchReport | { bench: string; error: string; rows?: un
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
-const reports = [];
+const reports: Outcome[] = [];
+const start = performance.now();
 for (const bench of BENCHES) {
   if (only && !only.has(bench)) continue;
   console.log(`\n== ${bench}`);
-  reports.push(await run(bench));
+  const t0 = performance.now();
+  const outcome = await run(bench);
+  outcome.seconds = Math.round((performance.now() - t0) / 1000);
+  reports.push(outcome);
 }
 console.log(`\n${table(reports)}`);
+const rows = reports.flatMap((r) => r.rows ?? []);
+const failed = reports.filter((r) => !Array.isArray(r.rows)).map((r) => r.bench);
+console.log(
+  `\n${rows.filter((r) => r.pass === true).length} met, ${rows.filter((r) => r.pass === false).length} missed, ${rows.filter((r) => r.pass === null).length} for information; ${
+    failed.length === 0 ? "every benchmark reported" : `no report from ${failed.join(", ")}`
+  }; ${Math.round((performance.now() - start) / 1000)} s in all (${reports.map((r) => `${r.bench} ${r.seconds ?? "?"} s`).join(", ")})`,
+);
 console.log(JSON.stringify({ benches: reports }));

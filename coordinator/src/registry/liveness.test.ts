@@ -106,4 +106,40 @@ describe("Liveness", () => {
     expect(await registry.sweep()).toEqual([]);
     expect(ended).toHaveLength(1);
   });
+
+  it("skips sweeps before the earliest deadline, yet ends on time an agent that attached since with a shorter interval", async () => {
+    opened = openDatabase(":memory:");
+    const registry = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 2, now: clock });
+    const ended: string[] = [];
+    await registry.attach(create(AgentHelloSchema, { ...hello, agentId: "slow", name: "slow", heartbeatIntervalMs: 60_000 }), { terminate: () => ended.push("slow") });
+    now += 1_000;
+    // Nothing can be due for two minutes: this sweep reads no agent, and ends none.
+    expect(await registry.sweep()).toEqual([]);
+    await registry.attach(create(AgentHelloSchema, { ...hello, agentId: "fast", name: "fast", heartbeatIntervalMs: 100 }), { terminate: () => ended.push("fast") });
+    now += 200;
+    expect(await registry.sweep()).toEqual([]);
+    now += 1;
+    expect(await registry.sweep()).toEqual(["fast"]);
+    // The slow one's beats keep it; once they stop, it is ended at its own deadline, not later.
+    now += 60_000;
+    registry.heartbeat("slow");
+    const beat = now;
+    now = beat + 120_000;
+    expect(await registry.sweep()).toEqual([]);
+    now += 1;
+    expect(await registry.sweep()).toEqual(["slow"]);
+    expect(ended).toEqual(["fast", "slow"]);
+  });
+
+  it("tells a sweep when an agent it tracks may be overdue, and only then", () => {
+    const l = new Liveness({ saveHeartbeats: async () => undefined }, 3);
+    expect(l.sweepDue(now)).toBe(false);
+    l.track({ id: "a", heartbeatIntervalMs: 1_000, lastHeartbeatAt: now });
+    l.track({ id: "b", heartbeatIntervalMs: 5_000, lastHeartbeatAt: now });
+    l.track({ id: "never", heartbeatIntervalMs: 50, lastHeartbeatAt: null });
+    expect(l.sweepDue(now + 3_000)).toBe(false);
+    expect(l.sweepDue(now + 3_001)).toBe(true);
+    // A due sweep starts a new count: until it tracks again, nothing is due.
+    expect(l.sweepDue(now + 1e9)).toBe(false);
+  });
 });

@@ -19,6 +19,12 @@ export interface LiveAgent {
 export class Liveness {
   private readonly dirty = new Set<string>();
   private readonly announcedAt = new Map<string, number>();
+  /**
+   * No agent counted here is overdue before this time: a heartbeat only
+   * moves a deadline later, so until then a sweep has nothing to end and
+   * skips reading every agent (four times a second, at 1,000 agents).
+   */
+  private earliestDeadline = Infinity;
 
   constructor(
     private readonly store: Pick<RegistryStore, "saveHeartbeats">,
@@ -34,6 +40,22 @@ export class Liveness {
   /** Watchers were just told this agent's heartbeat time. */
   announced(agent: LiveAgent): void {
     this.announcedAt.set(agent.id, agent.lastHeartbeatAt ?? 0);
+  }
+
+  /** Counts this agent's deadline (it attached, or was read again): the next sweep looks at every agent if it comes first. */
+  track(agent: LiveAgent): void {
+    if (agent.lastHeartbeatAt === null) return;
+    this.earliestDeadline = Math.min(this.earliestDeadline, agent.lastHeartbeatAt + agent.heartbeatIntervalMs * this.misses);
+  }
+
+  /**
+   * False while no agent can be overdue at `now`. True starts a new count:
+   * the sweep then passes every agent it keeps to overdue() or track().
+   */
+  sweepDue(now: number): boolean {
+    if (now <= this.earliestDeadline) return false;
+    this.earliestDeadline = Infinity;
+    return true;
   }
 
   /** The error that ends an overdue agent's session, or undefined while it is in time (exactly at the deadline it still is). */

@@ -1,3 +1,4 @@
+import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { afterEach, describe, expect, it } from "vitest";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { toErrorReport } from "@farm/shared/errors";
@@ -222,6 +223,9 @@ describe("paged device listing", () => {
       const decoded = r.listDevicesPage({ agent: "" }, { pageSize: 2, pageToken: decodedToken });
       const encoded = r.listDevicesEncoded({}, { pageSize: 2, pageToken: encodedToken });
       expect(encoded.items.map((b) => fromBinary(DeviceSchema, b))).toEqual(decoded.items);
+      // The same devices as their field carries them: the length, then the same bytes.
+      const delimited = r.listDevicesEncoded({}, { pageSize: 2, pageToken: encodedToken }, "delimited");
+      expect(delimited.items.map((b) => fromBinary(DeviceSchema, new BinaryReader(b).bytes()))).toEqual(decoded.items);
       expect(encoded.nextPageToken).toBe(decoded.nextPageToken);
       if (!decoded.nextPageToken) break;
       decodedToken = decoded.nextPageToken;

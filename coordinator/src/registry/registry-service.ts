@@ -27,9 +27,10 @@ export function registerRegistryService(router: ConnectRouter, deps: { registry:
       const filter = { agent: req.agent, state: req.state, physicalId: req.physicalId };
       if (isBinaryRequest(ctx.requestHeader.get("content-type"))) {
         const t0 = performance.now();
-        const page = deps.registry.listDevicesEncoded(filter, req);
+        // Each device as its field carries it, kept from the last listing: no allocation per device.
+        const page = deps.registry.listDevicesEncoded(filter, req, "delimited");
         ctx.responseHeader.set("server-timing", `registry;dur=${(performance.now() - t0).toFixed(2)}`);
-        const res = withPreEncodedField(ListDevicesResponseSchema, ListDevicesResponseSchema.field.devices.number, page.items);
+        const res = withPreEncodedField(ListDevicesResponseSchema, ListDevicesResponseSchema.field.devices.number, page.items, { delimited: true });
         // A known field, written normally beside the pre-encoded devices.
         res.nextPageToken = page.nextPageToken;
         return res;

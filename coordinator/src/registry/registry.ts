@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { create, fromJson, toBinary, toJson } from "@bufbuild/protobuf";
+import { lengthDelimited } from "@farm/shared/pre-encoded";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { actionError, Errors, farmError } from "@farm/shared/errors";
 import { AgentSchema, DevicePropertiesSchema, DeviceSchema, type Agent, type Device, type DeviceProperties } from "@farm/shared/gen/farm/v1/registry_pb";
@@ -61,7 +62,8 @@ interface DeviceEntry {
    */
   stale?: true;
   /** Encoded Device as last listed, and the state/agent it was encoded for. */
-  wire?: { key: string; bytes: Uint8Array };
+  /** The device as listed, encoded once until it changes: `bytes` is a view into `delimited` (length, then bytes). */
+  wire?: { key: string; bytes: Uint8Array; delimited: Uint8Array };
 }
 
 /** A stored agent plus what only lives in memory: its stream, its devices, its draining. */
@@ -205,6 +207,7 @@ export class Registry {
       for (const d of existing?.devices.values() ?? []) d.stale = true;
       const entry: AgentEntry = { ...row, session, devices: existing?.devices ?? new Map(), drainReason: hello.drainReason, transport };
       this.agents.set(entry.id, entry);
+      this.liveness.track(entry);
       if (!existing) this.agentIds = undefined;
       this.changed();
       this.announceAgent(entry, true);
@@ -330,11 +333,15 @@ export class Registry {
   async sweep(): Promise<string[]> {
     const now = this.now();
     const expired: string[] = [];
+    if (!this.liveness.sweepDue(now)) return expired;
     for (const entry of this.agents.values()) {
       const session = entry.session;
       if (!session || session.replicaId) continue;
       const missed = this.liveness.overdue(entry, now);
-      if (!missed) continue;
+      if (!missed) {
+        this.liveness.track(entry);
+        continue;
+      }
       entry.session = null;
       this.candidateCache = undefined;
       expired.push(entry.id);
@@ -388,6 +395,7 @@ export class Registry {
         transport: before?.transport ?? "",
       };
       this.agents.set(agentId, entry);
+      this.liveness.track(entry);
       if (!before) this.agentIds = undefined;
       const gone = before ? [...before.devices.keys()].filter((serial) => !devicesNow.has(serial)) : [];
       this.changed();
@@ -461,11 +469,15 @@ export class Registry {
    * and reused until it changes, so listing thousands of devices costs a
    * copy rather than thousands of reflective encodes.
    */
-  listDevicesEncoded(filter: DeviceFilter, page: PageRequest): Page<Uint8Array> {
+  listDevicesEncoded(filter: DeviceFilter, page: PageRequest, form: "bytes" | "delimited" = "bytes"): Page<Uint8Array> {
     return this.devicePage(filter, page, (agent, d, state) => {
       const key = `${state}\0${agent.name}\0${d.quarantine}`;
-      if (d.wire?.key !== key) d.wire = { key, bytes: toBinary(DeviceSchema, toDevice(agent, d, state)) };
-      return d.wire.bytes;
+      if (d.wire?.key !== key) {
+        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state));
+        const delimited = lengthDelimited(bytes);
+        d.wire = { key, delimited, bytes: delimited.subarray(delimited.length - bytes.length) };
+      }
+      return form === "delimited" ? d.wire.delimited : d.wire.bytes;
     });
   }
 

@@ -1,11 +1,16 @@
-import { and, eq, inArray, or } from "drizzle-orm";
+import { and, eq, inArray, or, sql } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { agents, deviceClaims, devices } from "../db/schema.js";
 import type { AgentRow, ClaimRow, DeviceRow, HeartbeatRow, RegistryStore, StoredRegistry } from "./registry-store.js";
 
 /** The registry's rows in the coordinator's SQLite database. */
 export class SqliteRegistryStore implements RegistryStore {
-  constructor(private readonly db: CoordinatorDb) {}
+  // Prepared once: every flush writes one row per agent that beat (1,000 at a time in a large lab).
+  private readonly saveHeartbeat;
+
+  constructor(private readonly db: CoordinatorDb) {
+    this.saveHeartbeat = db.update(agents).set({ lastHeartbeatAt: sql`${sql.placeholder("lastHeartbeatAt")}` }).where(eq(agents.id, sql.placeholder("agentId"))).prepare();
+  }
 
   async load(): Promise<StoredRegistry> {
     return {
@@ -34,7 +39,7 @@ export class SqliteRegistryStore implements RegistryStore {
   async saveHeartbeats(rows: readonly HeartbeatRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.db.transaction((tx) => {
-      for (const r of rows) tx.update(agents).set({ lastHeartbeatAt: r.lastHeartbeatAt }).where(eq(agents.id, r.agentId)).run();
+      for (const r of rows) this.saveHeartbeat.run({ agentId: r.agentId, lastHeartbeatAt: r.lastHeartbeatAt });
     });
   }
 
