@@ -246,6 +246,7 @@ export class LeaseManager {
 
   /** Extends a lease; with `caller` (every API call), only for its holder or an admin: the lease token alone is not enough. */
   renew(token: string, ttlMs: number, caller?: LeaseCaller): Promise<LeaseRow> {
+    if (this.shared) return this.renewStored(token, ttlMs, caller);
     return this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
       if (!lease) throw await this.unknownToken(token);
@@ -259,6 +260,22 @@ export class LeaseManager {
       this.later(() => this.events.emit("lease", lease));
       this.tell("lease", lease.leaseId, lease);
       return lease;
+    });
+  }
+
+  /** Replicas: the database decides a renewal in one statement (holder rule included), outside the turn. */
+  private async renewStored(token: string, ttlMs: number, caller?: LeaseCaller): Promise<LeaseRow> {
+    if (ttlMs !== 0 && (ttlMs < 1_000 || ttlMs > MAX_TTL_MS)) throw invalidArgument("ttl", "ttl must be within 1s..24h");
+    const row = await this.base.renewByTokenHash(hash(token), ttlMs, this.now(), caller);
+    if (!row) {
+      const stored = await this.base.leaseByTokenHash(hash(token));
+      if (stored?.state === "active" && caller) requireLeaseHolder(stored, caller, "renew");
+      throw await this.unknownToken(token, this.base);
+    }
+    return this.committed(() => {
+      this.learned(row);
+      this.tell("lease", row.leaseId, row);
+      return this.active.get(row.physicalId) ?? row;
     });
   }
 
@@ -763,6 +780,8 @@ export class LeaseManager {
       this.later(() => this.events.emit("lease", cur));
       return;
     }
+    // Another lease on the phone by memory: the database has one active lease per phone, so that one ended.
+    if (cur) this.ended({ ...cur, state: "released", endedAt: this.now() });
     const lease = { ...row };
     this.active.set(lease.physicalId, lease);
     this.byToken.set(lease.tokenHash, lease);

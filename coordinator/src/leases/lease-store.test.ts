@@ -113,6 +113,16 @@ describe.each(dialects)("LeaseStore on %s", (dialect) => {
     expect(await s.activeLeaseOf("pd-1")).toBeUndefined();
   });
 
+  it("renews by token hash in one statement, only for the holder or an admin; ttl 0 keeps the lease's own", async () => {
+    const s = await store();
+    await s.insertLease(lease("l-1", "pd-1"));
+    expect(await s.renewByTokenHash("hash-l-1", 5_000, 100, { tokenName: "mallory", admin: false })).toBeUndefined();
+    expect(await s.renewByTokenHash("hash-l-1", 5_000, 100, { tokenName: "h", admin: false })).toMatchObject({ expiresAt: 5_100, ttlMs: 5_000 });
+    expect(await s.renewByTokenHash("hash-l-1", 0, 200, { tokenName: "root", admin: true })).toMatchObject({ expiresAt: 5_200, ttlMs: 5_000 });
+    await s.endLease("l-1", "released", 300);
+    expect(await s.renewByTokenHash("hash-l-1", 0, 400)).toBeUndefined();
+  });
+
   it("renews and ends leases, keeping ended ones findable by token hash", async () => {
     const s = await store();
     await s.insertLease(lease("l-1", "pd-1"));

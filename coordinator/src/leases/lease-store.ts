@@ -85,6 +85,13 @@ export interface LeaseStore extends WaiterStore {
    * row, or undefined (none active, or held by another).
    */
   releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
+  /**
+   * Renews the active lease with this token hash in one statement, only for
+   * its holder or an admin (`caller` undefined: anyone): it now expires
+   * `ttlMs` (0: its own ttl) after `now`. Undefined when none is active or
+   * it is another's.
+   */
+  renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
   /** The active lease on a phone, as stored (one indexed read). */
   activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined>;
   leaseById(leaseId: string): Promise<LeaseRow | undefined>;

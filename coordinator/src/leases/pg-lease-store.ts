@@ -75,6 +75,17 @@ export class PgLeaseStore implements LeaseStore {
     return row;
   }
 
+  async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+    const anyone = caller === undefined || caller.admin;
+    const ttl = ttlMs > 0 ? sql`${ttlMs}::bigint` : sql`${leases.ttlMs}`;
+    const [row] = await this.db
+      .update(leases)
+      .set({ ttlMs: sql`${ttl}`, expiresAt: sql`${now}::bigint + ${ttl}` })
+      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
+      .returning();
+    return row;
+  }
+
   async activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {
     // The partial unique index leases_one_active serves this.
     const [row] = await this.db.select().from(leases).where(and(eq(leases.physicalId, physicalId), eq(leases.state, "active"))).limit(1);

@@ -1,4 +1,4 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { leases, leaseWaiters } from "../db/schema.js";
 import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
@@ -52,6 +52,17 @@ export class SqliteLeaseStore implements LeaseStore {
     return this.db
       .update(leases)
       .set({ state: "released", endedAt })
+      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
+      .returning()
+      .get();
+  }
+
+  async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+    const anyone = caller === undefined || caller.admin;
+    const ttl = ttlMs > 0 ? sql`${ttlMs}` : sql`${leases.ttlMs}`;
+    return this.db
+      .update(leases)
+      .set({ ttlMs: sql`${ttl}`, expiresAt: sql`${now} + ${ttl}` })
       .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
       .returning()
       .get();
