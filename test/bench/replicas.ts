@@ -14,7 +14,8 @@
  *
  *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--only leases]
  *
- * `--only leases` runs the lease cycles alone (SQLite baseline and replicas, same run).
+ * `--only leases` runs the lease cycles alone (SQLite baseline and replicas, same run);
+ * `--pg-no-fsync` (diagnosis, not the figure to report) turns PostgreSQL's fsync off.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -44,6 +45,8 @@ const { values } = parseArgs({
     agents: { type: "string", default: "1000" },
     "window-s": { type: "string", default: "15" },
     only: { type: "string", default: "" },
+    // Diagnosis only: PostgreSQL without fsync, to see how much of a cycle is the disk.
+    "pg-no-fsync": { type: "boolean", default: false },
   },
 });
 const AGENTS = Number(values.agents);
@@ -136,7 +139,7 @@ async function fleetCpu(dir: string, name: string, database: string | undefined,
 
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench-replicas");
-  const cluster = await startPgCluster({ maxConnections: 200, preload: ["pg_stat_statements"] });
+  const cluster = await startPgCluster({ maxConnections: 200, preload: ["pg_stat_statements"], fast: values["pg-no-fsync"] });
   try {
     const admin = new pg.Client({ connectionString: cluster.url });
     await admin.connect();
@@ -145,7 +148,9 @@ async function main(): Promise<void> {
     const pgUrl = cluster.url.replace(/\/postgres$/, "/farm_bench");
 
     const one = await start(dir.path, "sqlite", undefined, 1);
+    const cpuBefore = one.procs.map((p) => cpuSeconds(p.pid));
     const sqlitePerSecond = await cycles(one.leases);
+    const sqliteCpuPerCycleMs = (1000 * (cpuSeconds(one.procs[0]!.pid) - cpuBefore[0]!)) / (sqlitePerSecond * SECONDS);
     await one.stop();
     const three = await start(dir.path, "replicas", pgUrl, 3);
     // What the database did per cycle: statements (pg_stat_statements) and committed transactions.
@@ -160,7 +165,11 @@ async function main(): Promise<void> {
       return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements) };
     };
     const before = await dbCounts();
+    const replicaCpuBefore = three.procs.map((p) => cpuSeconds(p.pid));
     const replicaPerSecond = await cycles(three.leases);
+    // All three replicas' CPU for one cycle.
+    const replicaCpuPerCycleMs = (1000 * three.procs.reduce((sum, p, i) => sum + cpuSeconds(p.pid) - replicaCpuBefore[i]!, 0)) / (replicaPerSecond * SECONDS);
+    console.log(`  coordinator CPU per cycle: one on SQLite ${sqliteCpuPerCycleMs.toFixed(1)} ms, three replicas together ${replicaCpuPerCycleMs.toFixed(1)} ms`);
     const after = await dbCounts();
     const top = await stats.query<{ calls: string; query: string }>(
       `SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
@@ -242,6 +251,8 @@ async function main(): Promise<void> {
       replicasToSqlite: Number((replicaPerSecond / sqlitePerSecond).toFixed(2)),
       replicasToTarget500: Number((replicaPerSecond / 500).toFixed(2)),
       statementsPerCycle: Number(statementsPerCycle.toFixed(1)),
+      sqliteCpuPerCycleMs: Number(sqliteCpuPerCycleMs.toFixed(1)),
+      replicaCpuPerCycleMs: Number(replicaCpuPerCycleMs.toFixed(1)),
       transactionsPerCycle: Number(commitsPerCycle.toFixed(1)),
       sameReplicaReadMedianMs: Number(median(same).toFixed(2)),
       forwardedReadMedianMs: Number(median(forwarded).toFixed(2)),
