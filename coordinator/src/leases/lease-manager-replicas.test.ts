@@ -35,10 +35,10 @@ const codeOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailS
 const onPd1: Selector = { serial: "", physicalId: "pd-1", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
 
 /** A replica's registry, labels and lease manager on the shared database; `agent`: the lab host attaches to it. */
-async function replica(db: FarmDatabase, agent: boolean) {
+async function replica(db: FarmDatabase, agent: boolean, now: () => number = Date.now) {
   const registry = await Registry.open(createRegistryStore(db), { heartbeatMisses: 3 });
   const labels = await DeviceLabels.open(createDeviceLabelStore(db));
-  const leases = await LeaseManager.open(createLeaseStore(db), registry, labels, log);
+  const leases = await LeaseManager.open(createLeaseStore(db), registry, labels, log, now);
   registry.events.on("change", () => leases.kick(leases.dispatch()));
   managers.push(leases);
   if (agent) {
@@ -156,6 +156,35 @@ describe("LeaseManager on PostgreSQL replicas", () => {
     await r2.applyNotice(sent[3]!);
     expect(r2.leaseOf("pd-1")).toBeUndefined();
     expect(ended).toEqual([`${again.lease.leaseId}:elsewhere`]);
+  });
+});
+
+describe("LeaseManager on PostgreSQL replicas: expiry", () => {
+  it("expires by what is stored, in one statement: a lease renewed through B (no notice to A) is not expired by A; once due it is, once", async () => {
+    opened = await openTestDatabase("postgres");
+    let clock = Date.now();
+    const now = () => clock;
+    const r1 = await replica(opened, true, now);
+    const r2 = await replica(opened, true, now);
+    const toldByA: LeaseRow[] = [];
+    r1.share({ replicaId: "r-1", isLive: () => true, publish: async (_k, _i, row) => void (row && toldByA.push(row)) });
+    r2.share({ replicaId: "r-2", isLive: () => true, publish: async () => undefined });
+    const held = await acquire(r1, "alice", "t-a1");
+    // Renewed through B for 120 s; A's memory still says 60 s.
+    await r2.renew(held.token, 120_000, { tokenName: "alice", admin: false });
+    clock += 90_000;
+    await r1.sweep();
+    expect(await createLeaseStore(opened).leaseById(held.lease.leaseId)).toMatchObject({ state: "active" });
+    await expect(r1.authorizeStored("pd-1", held.token)).resolves.toMatchObject({ leaseId: held.lease.leaseId });
+    // Due by what is stored: A expires it, says so, and B's sweep finds nothing left to end.
+    clock += 60_000;
+    const ended = new Promise<[LeaseRow, string]>((resolve) => r1.events.once("leaseEnded", (l, origin) => resolve([l, origin])));
+    await r1.sweep();
+    expect(await ended).toEqual([expect.objectContaining({ leaseId: held.lease.leaseId, state: "expired" }), "here"]);
+    await r2.sweep();
+    expect(await createLeaseStore(opened).leaseById(held.lease.leaseId)).toMatchObject({ state: "expired", endedAt: clock });
+    expect(toldByA.filter((r) => r.state === "expired").map((r) => r.leaseId)).toEqual([held.lease.leaseId]);
+    await expect(r2.renew(held.token, 0)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_EXPIRED");
   });
 });
 

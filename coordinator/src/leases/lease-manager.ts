@@ -463,6 +463,20 @@ export class LeaseManager {
     // Nothing due by what this replica knows (kept current by change notices): no turn taken.
     const due = this.now();
     if (![...this.active.values()].some((l) => l.expiresAt <= due) && !this.queue.due(due).some((w) => !this.heldElsewhere(w))) return this.dispatch();
+    if (this.shared) {
+      // Replicas: the database expires what is due by what it stores (a renewal through another replica
+      // included) in one statement, no lock; only waiters past their deadline need the turn below.
+      const expired = await this.base.expireDue(this.now());
+      this.committed(() => {
+        for (const row of expired) {
+          this.ended(row, "here");
+          this.tell("lease", row.leaseId, row);
+          this.log.info("lease expired", { leaseId: row.leaseId, holder: row.holder, physicalId: row.physicalId });
+        }
+      });
+      if (expired.length > 0 && this.queue.hasCalls()) this.kick(this.dispatch());
+      if (!this.queue.due(this.now()).some((w) => !this.heldElsewhere(w))) return this.dispatch();
+    }
     await this.inTurn(async () => {
       const now = this.now();
       const expired = [...this.active.values()].filter((l) => l.expiresAt <= now);
@@ -759,8 +773,10 @@ export class LeaseManager {
     this.rememberEnded(row.leaseId);
     const cur = this.active.get(row.physicalId);
     if (cur?.leaseId !== row.leaseId) {
-      // Not known active here (its grant notice may still come): only its token goes.
+      // Not known active here (its grant notice may still come): only its token goes. Ended by this
+      // replica all the same: its watchers and what hangs off the lease (sessions) hear of it.
       if (this.byToken.get(row.tokenHash)?.leaseId === row.leaseId) this.byToken.delete(row.tokenHash);
+      if (origin === "here") this.later(() => this.events.emit("leaseEnded", row, "here"));
       return;
     }
     this.active.delete(cur.physicalId);

@@ -92,6 +92,8 @@ export interface LeaseStore extends WaiterStore {
    * it is another's.
    */
   renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
+  /** Expires every active lease due by `now` in one statement; returns those it ended. */
+  expireDue(now: number): Promise<LeaseRow[]>;
   /** The active lease on a phone, as stored (one indexed read). */
   activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined>;
   leaseById(leaseId: string): Promise<LeaseRow | undefined>;

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { PgCoordinatorDb } from "../db/open-postgres.js";
 import { leases, leaseWaiters } from "../db/pg-schema.js";
 import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
@@ -84,6 +84,14 @@ export class PgLeaseStore implements LeaseStore {
       .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
       .returning();
     return row;
+  }
+
+  async expireDue(now: number): Promise<LeaseRow[]> {
+    return this.db
+      .update(leases)
+      .set({ state: "expired", endedAt: now })
+      .where(and(eq(leases.state, "active"), lte(leases.expiresAt, now)))
+      .returning();
   }
 
   async activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {

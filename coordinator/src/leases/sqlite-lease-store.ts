@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { leases, leaseWaiters } from "../db/schema.js";
 import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
@@ -66,6 +66,15 @@ export class SqliteLeaseStore implements LeaseStore {
       .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
       .returning()
       .get();
+  }
+
+  async expireDue(now: number): Promise<LeaseRow[]> {
+    return this.db
+      .update(leases)
+      .set({ state: "expired", endedAt: now })
+      .where(and(eq(leases.state, "active"), lte(leases.expiresAt, now)))
+      .returning()
+      .all();
   }
 
   async activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {
