@@ -12,7 +12,10 @@
  *    against one SQLite coordinator carrying all of them; target <= 0.10.
  * PostgreSQL is a private cluster with its default durability (fsync on).
  *
- *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200]
+ *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--only leases]
+ *
+ * `--only leases` runs the lease cycles alone (SQLite baseline and replicas, same run);
+ * `--pg-no-fsync` (diagnosis, not the figure to report) turns PostgreSQL's fsync off.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -41,6 +44,9 @@ const { values } = parseArgs({
     calls: { type: "string", default: "200" },
     agents: { type: "string", default: "1000" },
     "window-s": { type: "string", default: "15" },
+    only: { type: "string", default: "" },
+    // Diagnosis only: PostgreSQL without fsync, to see how much of a cycle is the disk.
+    "pg-no-fsync": { type: "boolean", default: false },
   },
 });
 const AGENTS = Number(values.agents);
@@ -133,7 +139,7 @@ async function fleetCpu(dir: string, name: string, database: string | undefined,
 
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench-replicas");
-  const cluster = await startPgCluster({ maxConnections: 200 });
+  const cluster = await startPgCluster({ maxConnections: 200, preload: ["pg_stat_statements"], fast: values["pg-no-fsync"] });
   try {
     const admin = new pg.Client({ connectionString: cluster.url });
     await admin.connect();
@@ -142,10 +148,47 @@ async function main(): Promise<void> {
     const pgUrl = cluster.url.replace(/\/postgres$/, "/farm_bench");
 
     const one = await start(dir.path, "sqlite", undefined, 1);
+    const cpuBefore = one.procs.map((p) => cpuSeconds(p.pid));
     const sqlitePerSecond = await cycles(one.leases);
+    const sqliteCpuPerCycleMs = (1000 * (cpuSeconds(one.procs[0]!.pid) - cpuBefore[0]!)) / (sqlitePerSecond * SECONDS);
     await one.stop();
     const three = await start(dir.path, "replicas", pgUrl, 3);
+    // What the database did per cycle: statements (pg_stat_statements) and committed transactions.
+    const stats = new pg.Client({ connectionString: pgUrl });
+    await stats.connect();
+    await stats.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    const dbCounts = async () => {
+      const x = await stats.query<{ commits: string; statements: string }>(
+        `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits,
+                (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()) AS statements`,
+      );
+      return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements) };
+    };
+    const before = await dbCounts();
+    const replicaCpuBefore = three.procs.map((p) => cpuSeconds(p.pid));
     const replicaPerSecond = await cycles(three.leases);
+    // All three replicas' CPU for one cycle.
+    const replicaCpuPerCycleMs = (1000 * three.procs.reduce((sum, p, i) => sum + cpuSeconds(p.pid) - replicaCpuBefore[i]!, 0)) / (replicaPerSecond * SECONDS);
+    console.log(`  coordinator CPU per cycle: one on SQLite ${sqliteCpuPerCycleMs.toFixed(1)} ms, three replicas together ${replicaCpuPerCycleMs.toFixed(1)} ms`);
+    const after = await dbCounts();
+    const top = await stats.query<{ calls: string; query: string }>(
+      `SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+       WHERE d.datname = current_database() ORDER BY calls DESC LIMIT 8`,
+    );
+    await stats.end();
+    const cycleCount = replicaPerSecond * SECONDS;
+    // Includes the replicas' heartbeats and this bench's two count queries over the window.
+    const statementsPerCycle = (after.statements - before.statements) / cycleCount;
+    const commitsPerCycle = (after.commits - before.commits) / cycleCount;
+    console.log(`  per cycle on PostgreSQL: ${statementsPerCycle.toFixed(1)} statements, ${commitsPerCycle.toFixed(1)} transactions; most run (since start):`);
+    for (const r of top.rows) console.log(`    ${r.calls.padStart(7)}  ${r.query}`);
+    if (values.only === "leases") {
+      await three.stop();
+      console.log(`lease grant + release, 10 phones, ${WORKERS} callers, ${SECONDS} s`);
+      console.log(`  one coordinator on SQLite     ${Math.round(sqlitePerSecond)} cycles/s`);
+      console.log(`  three replicas on PostgreSQL  ${Math.round(replicaPerSecond)} cycles/s  (ratio to SQLite ${(replicaPerSecond / sqlitePerSecond).toFixed(2)}; to the 500/s target ${(replicaPerSecond / 500).toFixed(2)})`);
+      return;
+    }
 
     // A real agent with a simulated phone on replica 0; the same read through replica 0 and through replica 1.
     const adb = await startAdbServer();
@@ -207,6 +250,10 @@ async function main(): Promise<void> {
       replicaCyclesPerSecond: Math.round(replicaPerSecond),
       replicasToSqlite: Number((replicaPerSecond / sqlitePerSecond).toFixed(2)),
       replicasToTarget500: Number((replicaPerSecond / 500).toFixed(2)),
+      statementsPerCycle: Number(statementsPerCycle.toFixed(1)),
+      sqliteCpuPerCycleMs: Number(sqliteCpuPerCycleMs.toFixed(1)),
+      replicaCpuPerCycleMs: Number(replicaCpuPerCycleMs.toFixed(1)),
+      transactionsPerCycle: Number(commitsPerCycle.toFixed(1)),
       sameReplicaReadMedianMs: Number(median(same).toFixed(2)),
       forwardedReadMedianMs: Number(median(forwarded).toFixed(2)),
       forwardedAddedMedianMs: Number(added.toFixed(2)),

@@ -21,6 +21,8 @@ export interface PgClusterOptions {
   /** Test speed over durability (fsync off); benchmarks keep the defaults. */
   fast?: boolean;
   maxConnections?: number;
+  /** Server libraries to load at start (benchmarks: "pg_stat_statements", to count statements). */
+  preload?: string[];
 }
 
 /** PostgreSQL's server binaries: $FARM_PG_BIN, else Debian's newest /usr/lib/postgresql/<v>/bin. */
@@ -55,6 +57,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
       `-k ${dir}`,
       `-c max_connections=${opts.maxConnections ?? 200}`,
       ...(opts.fast ? ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"] : []),
+      ...(opts.preload?.length ? [`-c shared_preload_libraries=${opts.preload.join(",")}`] : []),
     ];
     // A port freed a moment ago can be taken again in between: try a few.
     for (let attempt = 0;; attempt++) {

@@ -17,7 +17,7 @@ import { createDeviceLabelStore } from "../devices/device-label-store.js";
 import { Registry } from "../registry/registry.js";
 import { createRegistryStore } from "../registry/registry-store.js";
 import { LeaseManager, type Grant } from "./lease-manager.js";
-import { createLeaseStore } from "./lease-store.js";
+import { createLeaseStore, type LeaseRow } from "./lease-store.js";
 import type { Selector } from "./selector.js";
 
 const log = createLogger({ level: "error" });
@@ -35,10 +35,10 @@ const codeOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailS
 const onPd1: Selector = { serial: "", physicalId: "pd-1", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
 
 /** A replica's registry, labels and lease manager on the shared database; `agent`: the lab host attaches to it. */
-async function replica(db: FarmDatabase, agent: boolean) {
+async function replica(db: FarmDatabase, agent: boolean, now: () => number = Date.now) {
   const registry = await Registry.open(createRegistryStore(db), { heartbeatMisses: 3 });
   const labels = await DeviceLabels.open(createDeviceLabelStore(db));
-  const leases = await LeaseManager.open(createLeaseStore(db), registry, labels, log);
+  const leases = await LeaseManager.open(createLeaseStore(db), registry, labels, log, now);
   registry.events.on("change", () => leases.kick(leases.dispatch()));
   managers.push(leases);
   if (agent) {
@@ -105,4 +105,90 @@ describe("LeaseManager on PostgreSQL replicas", () => {
     expect((await r2.renew(held.token, 120_000, { tokenName: "alice", admin: false })).ttlMs).toBe(120_000);
     expect((await r2.release(held.token, { tokenName: "alice", admin: false })).state).toBe("released");
   });
+
+  it("a lease released through replica B is refused on replica A in the next call, before any notice reaches A", async () => {
+    opened = await openTestDatabase("postgres");
+    const r1 = await replica(opened, true);
+    const r2 = await replica(opened, false);
+    // Nobody tells anybody: what A decides comes from the database alone.
+    r1.share({ replicaId: "r-1", isLive: () => true, publish: async () => undefined });
+    r2.share({ replicaId: "r-2", isLive: () => true, publish: async () => undefined });
+    const held = await acquire(r1, "alice", "t-a1");
+    expect((await r1.authorizeStored("pd-1", held.token)).leaseId).toBe(held.lease.leaseId);
+    // Released through B, which never heard of the lease: the database decides.
+    expect((await r2.release(held.token, { tokenName: "alice", admin: false })).state).toBe("released");
+    // A's memory still has it (no notice came) ...
+    expect(r1.leaseOf("pd-1")?.leaseId).toBe(held.lease.leaseId);
+    // ... but a mutation's check on A reads the database: refused.
+    await expect(r1.authorizeStored("pd-1", held.token)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_REQUIRED");
+    // Bob asks through A, whose memory still shows the phone taken: the database grants it all the same.
+    const bob = await acquire(r1, "bob", "t-b1");
+    expect(bob.lease.physicalId).toBe("pd-1");
+    await expect(r1.authorizeStored("pd-1", held.token)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER");
+    expect((await r1.authorizeStored("pd-1", bob.token)).leaseId).toBe(bob.lease.leaseId);
+    expect(r1.leaseOf("pd-1")?.leaseId).toBe(bob.lease.leaseId);
+  });
+
+  it("applies a lease notice's row without reading; a grant notice that arrives after its release is ignored", async () => {
+    opened = await openTestDatabase("postgres");
+    const r1 = await replica(opened, true);
+    const r2 = await replica(opened, true);
+    const sent: LeaseRow[] = [];
+    r1.share({ replicaId: "r-1", isLive: () => true, publish: async (_kind, _id, row) => void (row && sent.push(row)) });
+    r2.share({ replicaId: "r-2", isLive: () => true, publish: async () => undefined });
+    const held = await acquire(r1, "alice", "t-a1");
+    await r1.release(held.token);
+    await waitUntil(() => sent.length === 2);
+    expect(sent.map((r) => r.state)).toEqual(["active", "released"]);
+    // Out of order: the release first, then the grant. B ends up without the lease.
+    const ended: string[] = [];
+    r2.events.on("leaseEnded", (l, origin) => ended.push(`${l.leaseId}:${origin}`));
+    await r2.applyNotice(sent[1]!);
+    await r2.applyNotice(sent[0]!);
+    expect(r2.leaseOf("pd-1")).toBeUndefined();
+    // In order, a new lease: B has it, then has it end, told it came from elsewhere.
+    const again = await acquire(r1, "alice", "t-a2");
+    await waitUntil(() => sent.length === 3);
+    await r2.applyNotice(sent[2]!);
+    expect(r2.leaseOf("pd-1")).toMatchObject({ leaseId: again.lease.leaseId, holder: "alice", state: "active" });
+    await r1.release(again.token);
+    await waitUntil(() => sent.length === 4);
+    await r2.applyNotice(sent[3]!);
+    expect(r2.leaseOf("pd-1")).toBeUndefined();
+    expect(ended).toEqual([`${again.lease.leaseId}:elsewhere`]);
+  });
 });
+
+describe("LeaseManager on PostgreSQL replicas: expiry", () => {
+  it("expires by what is stored, in one statement: a lease renewed through B (no notice to A) is not expired by A; once due it is, once", async () => {
+    opened = await openTestDatabase("postgres");
+    let clock = Date.now();
+    const now = () => clock;
+    const r1 = await replica(opened, true, now);
+    const r2 = await replica(opened, true, now);
+    const toldByA: LeaseRow[] = [];
+    r1.share({ replicaId: "r-1", isLive: () => true, publish: async (_k, _i, row) => void (row && toldByA.push(row)) });
+    r2.share({ replicaId: "r-2", isLive: () => true, publish: async () => undefined });
+    const held = await acquire(r1, "alice", "t-a1");
+    // Renewed through B for 120 s; A's memory still says 60 s.
+    await r2.renew(held.token, 120_000, { tokenName: "alice", admin: false });
+    clock += 90_000;
+    await r1.sweep();
+    expect(await createLeaseStore(opened).leaseById(held.lease.leaseId)).toMatchObject({ state: "active" });
+    await expect(r1.authorizeStored("pd-1", held.token)).resolves.toMatchObject({ leaseId: held.lease.leaseId });
+    // Due by what is stored: A expires it, says so, and B's sweep finds nothing left to end.
+    clock += 60_000;
+    const ended = new Promise<[LeaseRow, string]>((resolve) => r1.events.once("leaseEnded", (l, origin) => resolve([l, origin])));
+    await r1.sweep();
+    expect(await ended).toEqual([expect.objectContaining({ leaseId: held.lease.leaseId, state: "expired" }), "here"]);
+    await r2.sweep();
+    expect(await createLeaseStore(opened).leaseById(held.lease.leaseId)).toMatchObject({ state: "expired", endedAt: clock });
+    expect(toldByA.filter((r) => r.state === "expired").map((r) => r.leaseId)).toEqual([held.lease.leaseId]);
+    await expect(r2.renew(held.token, 0)).rejects.toSatisfy((e) => codeOf(e) === "LEASE_EXPIRED");
+  });
+});
+
+/** Notices are sent once committed, after the call returns: waits for them (on events, not a margin). */
+async function waitUntil(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setImmediate(r));
+}

@@ -1,11 +1,11 @@
 import { EventEmitter } from "node:events";
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomInt, randomUUID } from "node:crypto";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import type { DeviceLabels } from "../devices/device-labels.js";
 import { readPage, type Page, type PageRequest } from "../paging.js";
 import type { Candidate, Registry } from "../registry/registry.js";
-import type { LeaseRow, LeaseStore, Waiter } from "./lease-store.js";
+import type { LeasePhone, LeaseRow, LeaseStore, Waiter } from "./lease-store.js";
 import { describeSelector, validateSelector, type Selector } from "./selector.js";
 import { WaitQueue, type Grant, type PendingCall } from "./wait-queue.js";
 
@@ -19,8 +19,11 @@ export const MAX_WAIT_MS = 24 * 3_600_000;
 export interface LeaseEvents {
   /** A lease was granted or renewed. */
   lease: [lease: LeaseRow];
-  /** A lease was released or expired (its state says which). */
-  leaseEnded: [lease: LeaseRow];
+  /**
+   * A lease was released or expired (its state says which); `origin`: ended by this coordinator, or by
+   * another replica (which does the database's follow-up, such as ending the lease's sessions).
+   */
+  leaseEnded: [lease: LeaseRow, origin: "here" | "elsewhere"];
   /** The wait queue changed: every waiter, oldest first. */
   queue: [waiters: Waiter[]];
 }
@@ -29,8 +32,11 @@ export interface LeaseEvents {
 export interface SharedLeases {
   replicaId: string;
   isLive(replicaId: string): boolean;
-  /** Tells the others: "lease" (a lease id changed), "queue" (the queue changed; the id is "*"). */
-  publish(kind: "lease" | "queue", id: string): Promise<void>;
+  /**
+   * Tells the others: "lease" (a lease changed; `row` is it as committed, so they apply it without
+   * re-reading), "queue" (the queue changed; the id is "*": they re-read the queue).
+   */
+  publish(kind: "lease" | "queue", id: string, row?: LeaseRow): Promise<void>;
 }
 
 /** Who renews or releases a lease, for the holder rule. */
@@ -45,6 +51,9 @@ export interface LabelCaller {
   admin: boolean;
   leaseToken: string | null;
 }
+
+/** How many ended lease ids a replica remembers, to ignore a notice of one that arrives after its end. */
+const ENDED_MEMORY = 10_000;
 
 const hash = (token: string) => createHash("sha256").update(token).digest("hex");
 const newLeaseToken = () => `farml_${randomBytes(24).toString("base64url")}`;
@@ -75,6 +84,11 @@ export class LeaseManager {
   private after: (() => void)[] = [];
   /** Grants committed for callers that had gone when they were handed over: released in the next turn. */
   private undelivered: LeaseRow[] = [];
+  /**
+   * Replicas: leases known to have ended (lease ids are never reused), newest last. Notices are sent
+   * after commit by each replica, so one lease's grant notice may arrive after its release notice.
+   */
+  private readonly endedIds = new Set<string>();
 
   private constructor(
     private readonly base: LeaseStore,
@@ -166,7 +180,8 @@ export class LeaseManager {
       };
       const onAbort = () => giveUp(farmError(Errors.LEASE_WAIT_CANCELLED, "the caller stopped waiting"));
       // Replicas: with nobody queued, the grant at once needs no lock (one conditional insert).
-      const atOnce = this.shared ? this.inTurn(() => this.grantIfFree(holder, selector, opts.ttlMs, ticket, token, opts.signal), "plain") : Promise.resolve(undefined);
+      // Not in turn: the database decides it alone, so grants at once run side by side (and commit together).
+      const atOnce = this.shared ? this.grantIfFree(holder, selector, opts.ttlMs, ticket, token, opts.signal) : Promise.resolve(undefined);
       atOnce.then((early) =>
         early ?? this.inTurn(async (): Promise<Grant | undefined> => {
           const found = this.queue.find(ticket);
@@ -231,6 +246,7 @@ export class LeaseManager {
 
   /** Extends a lease; with `caller` (every API call), only for its holder or an admin: the lease token alone is not enough. */
   renew(token: string, ttlMs: number, caller?: LeaseCaller): Promise<LeaseRow> {
+    if (this.shared) return this.renewStored(token, ttlMs, caller);
     return this.inTurn(async () => {
       const lease = this.byToken.get(hash(token));
       if (!lease) throw await this.unknownToken(token);
@@ -242,28 +258,52 @@ export class LeaseManager {
       lease.expiresAt = expiresAt;
       lease.ttlMs = ttl;
       this.later(() => this.events.emit("lease", lease));
-      this.tell("lease", lease.leaseId);
+      this.tell("lease", lease.leaseId, lease);
       return lease;
+    });
+  }
+
+  /** Replicas: the database decides a renewal in one statement (holder rule included), outside the turn. */
+  private async renewStored(token: string, ttlMs: number, caller?: LeaseCaller): Promise<LeaseRow> {
+    if (ttlMs !== 0 && (ttlMs < 1_000 || ttlMs > MAX_TTL_MS)) throw invalidArgument("ttl", "ttl must be within 1s..24h");
+    const row = await this.base.renewByTokenHash(hash(token), ttlMs, this.now(), caller);
+    if (!row) {
+      const stored = await this.base.leaseByTokenHash(hash(token));
+      if (stored?.state === "active" && caller) requireLeaseHolder(stored, caller, "renew");
+      throw await this.unknownToken(token, this.base);
+    }
+    return this.committed(() => {
+      this.learned(row);
+      this.tell("lease", row.leaseId, row);
+      return this.active.get(row.physicalId) ?? row;
     });
   }
 
   /** Ends a lease; with `caller` (every API call), only for its holder or an admin, as renewing. */
   async release(token: string, caller?: LeaseCaller): Promise<LeaseRow> {
-    // Replicas: a lease this replica knows ends by one conditional update, no lock (ending decides nothing
-    // for anyone else); one it does not know yet is looked for under the lock, on what is stored.
-    const known = this.shared ?
+    // Replicas: the database decides, in one statement (holder rule included), whatever this replica has
+    // heard; memory follows what it ended. No lock: ending decides nothing for anyone else.
+    // Not in turn either: releases run side by side.
+    const lease = this.shared ?
+      await (async () => {
+        const ended = await this.base.releaseByTokenHash(hash(token), this.now(), caller);
+        if (!ended) {
+          const row = await this.base.leaseByTokenHash(hash(token));
+          if (row?.state === "active" && caller) requireLeaseHolder(row, caller, "release");
+          throw await this.unknownToken(token, this.base);
+        }
+        return this.committed(() => {
+          this.ended(ended, "here");
+          this.tell("lease", ended.leaseId, ended);
+          return ended;
+        });
+      })() :
       await this.inTurn(async () => {
         const lease = this.byToken.get(hash(token));
         if (lease && caller) requireLeaseHolder(lease, caller, "release");
-        return lease && (await this.end(lease, "released")) ? lease : undefined;
-      }, "plain") :
-      undefined;
-    const lease = known ?? await this.inTurn(async () => {
-      const lease = this.byToken.get(hash(token));
-      if (lease && caller) requireLeaseHolder(lease, caller, "release");
-      if (!lease || !(await this.end(lease, "released"))) throw await this.unknownToken(token);
-      return lease;
-    });
+        if (!lease || !(await this.end(lease, "released"))) throw await this.unknownToken(token);
+        return lease;
+      });
     this.kick(this.dispatch());
     return lease;
   }
@@ -326,18 +366,46 @@ export class LeaseManager {
    * the physical device, whichever of its serials they name.
    */
   authorize(physicalId: string, leaseToken: string | null): LeaseRow {
-    const lease = this.active.get(physicalId);
-    const refused = { dispatched: false, ambiguous: false };
-    if (!lease) throw farmError(Errors.LEASE_REQUIRED, `changing device ${physicalId} needs a lease on it (farm lease acquire, or FARM_LEASE)`, "lease", refused);
-    if (!leaseToken || hash(leaseToken) !== lease.tokenHash) {
-      throw farmError(
-        Errors.LEASE_HELD_BY_OTHER,
-        `device ${physicalId} is leased by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}`,
-        "lease",
-        refused,
-      );
-    }
-    return lease;
+    return checkLease(physicalId, this.active.get(physicalId), leaseToken);
+  }
+
+  /**
+   * As `authorize`, but on replicas decided by the database (one indexed
+   * read of the phone's active lease): a lease released or expired through
+   * another replica is refused here at once, without waiting for its notice.
+   * On SQLite this process is the only writer and memory is the store.
+   */
+  async authorizeStored(physicalId: string, leaseToken: string | null): Promise<LeaseRow> {
+    if (!this.shared) return this.authorize(physicalId, leaseToken);
+    return checkLease(physicalId, await this.base.activeLeaseOf(physicalId), leaseToken);
+  }
+
+  /**
+   * Applies another replica's lease change as its notice carries it (the
+   * row as committed), without reading the database; a notice that
+   * contradicts what is known here (another lease on the phone) re-reads
+   * that phone's lease, one indexed read. Then grants what callers here
+   * wait for, when a phone came free.
+   */
+  async applyNotice(row: LeaseRow): Promise<void> {
+    const freed = await this.inTurn(async () => {
+      if (row.state !== "active") {
+        this.ended(row);
+        return true;
+      }
+      if (this.endedIds.has(row.leaseId)) return false;
+      const cur = this.active.get(row.physicalId);
+      if (cur && cur.leaseId !== row.leaseId) {
+        const stored = await this.store.activeLeaseOf(row.physicalId);
+        if (stored?.leaseId === cur.leaseId) return false;
+        this.ended({ ...cur, state: "released", endedAt: this.now() });
+        if (stored) this.learned(stored);
+        return true;
+      }
+      this.learned(row);
+      return false;
+    }, "plain");
+    if (freed && this.queue.hasCalls()) await this.dispatch();
   }
 
   /**
@@ -395,6 +463,20 @@ export class LeaseManager {
     // Nothing due by what this replica knows (kept current by change notices): no turn taken.
     const due = this.now();
     if (![...this.active.values()].some((l) => l.expiresAt <= due) && !this.queue.due(due).some((w) => !this.heldElsewhere(w))) return this.dispatch();
+    if (this.shared) {
+      // Replicas: the database expires what is due by what it stores (a renewal through another replica
+      // included) in one statement, no lock; only waiters past their deadline need the turn below.
+      const expired = await this.base.expireDue(this.now());
+      this.committed(() => {
+        for (const row of expired) {
+          this.ended(row, "here");
+          this.tell("lease", row.leaseId, row);
+          this.log.info("lease expired", { leaseId: row.leaseId, holder: row.holder, physicalId: row.physicalId });
+        }
+      });
+      if (expired.length > 0 && this.queue.hasCalls()) this.kick(this.dispatch());
+      if (!this.queue.due(this.now()).some((w) => !this.heldElsewhere(w))) return this.dispatch();
+    }
     await this.inTurn(async () => {
       const now = this.now();
       const expired = [...this.active.values()].filter((l) => l.expiresAt <= now);
@@ -524,16 +606,32 @@ export class LeaseManager {
     return result;
   }
 
+  /**
+   * Applies to memory a change the database has committed (a statement run
+   * outside any turn), then at once what that leaves for later: only what
+   * `sync` added, since it runs without a break, never another turn's.
+   */
+  private committed<T>(sync: () => T): T {
+    const mark = this.after.length;
+    try {
+      return sync();
+    } finally {
+      for (const f of this.after.splice(mark)) f();
+    }
+  }
+
   /** Once the current turn's changes are committed. */
   private later(f: () => void): void {
     this.after.push(f);
   }
 
   /** Tells the other replicas, once committed. */
-  private tell(kind: "lease" | "queue", id: string): void {
+  private tell(kind: "lease" | "queue", id: string, row?: LeaseRow): void {
     const shared = this.shared;
     if (!shared) return;
-    this.later(() => this.kick(shared.publish(kind, id)));
+    // A copy as committed now: the object in memory changes with later renewals.
+    const sent = row && { ...row };
+    this.later(() => this.kick(shared.publish(kind, id, sent)));
   }
 
   /** A waiter whose caller waits on another live replica. */
@@ -550,12 +648,13 @@ export class LeaseManager {
     const ids = new Set(rows.map((r) => r.leaseId));
     for (const cur of [...this.active.values()]) {
       if (ids.has(cur.leaseId)) continue;
+      this.rememberEnded(cur.leaseId);
       this.active.delete(cur.physicalId);
       this.byToken.delete(cur.tokenHash);
       const ended = await this.store.leaseById(cur.leaseId);
       cur.state = ended && ended.state !== "active" ? ended.state : "released";
       cur.endedAt = ended?.endedAt ?? now;
-      this.later(() => this.events.emit("leaseEnded", cur));
+      this.later(() => this.events.emit("leaseEnded", cur, "elsewhere"));
     }
     for (const row of rows) {
       const cur = this.active.get(row.physicalId);
@@ -584,18 +683,18 @@ export class LeaseManager {
 
   /** The first free candidate (in agent, serial order) the selector accepts. */
   private pick(candidates: Candidate[], s: Selector): Candidate | undefined {
-    for (const r of candidates) {
-      if (this.active.has(r.physicalId)) continue;
-      if (s.physicalId && s.physicalId !== r.physicalId) continue;
-      if (s.serial && r.serial !== s.serial) continue;
-      if (s.agent && r.agentId !== s.agent && r.agentName !== s.agent) continue;
-      if (s.model && r.model !== s.model) continue;
-      if (s.apiLevelMin && r.apiLevel < s.apiLevelMin) continue;
-      if (s.apiLevelMax && r.apiLevel > s.apiLevelMax) continue;
-      if (!this.labels.matches(r.physicalId, s.labels)) continue;
-      return r;
-    }
-    return undefined;
+    return candidates.find((r) => !this.active.has(r.physicalId) && this.accepts(r, s));
+  }
+
+  /** Whether the selector accepts this phone (leased or not). */
+  private accepts(r: Candidate, s: Selector): boolean {
+    if (s.physicalId && s.physicalId !== r.physicalId) return false;
+    if (s.serial && r.serial !== s.serial) return false;
+    if (s.agent && r.agentId !== s.agent && r.agentName !== s.agent) return false;
+    if (s.model && r.model !== s.model) return false;
+    if (s.apiLevelMin && r.apiLevel < s.apiLevelMin) return false;
+    if (s.apiLevelMax && r.apiLevel > s.apiLevelMax) return false;
+    return this.labels.matches(r.physicalId, s.labels);
   }
 
   /** Commits a lease (with the waiter's removal, when it was queued) before anyone is told. */
@@ -607,7 +706,7 @@ export class LeaseManager {
     this.active.set(lease.physicalId, lease);
     this.byToken.set(lease.tokenHash, lease);
     this.later(() => this.events.emit("lease", lease));
-    this.tell("lease", lease.leaseId);
+    this.tell("lease", lease.leaseId, lease);
     if (queued) this.queueChanged();
     return lease;
   }
@@ -623,30 +722,91 @@ export class LeaseManager {
     }
     this.active.delete(lease.physicalId);
     this.byToken.delete(lease.tokenHash);
+    if (this.shared) this.rememberEnded(lease.leaseId);
     lease.state = state;
     lease.endedAt = endedAt;
-    this.later(() => this.events.emit("leaseEnded", lease));
-    this.tell("lease", lease.leaseId);
+    this.later(() => this.events.emit("leaseEnded", lease, "here"));
+    this.tell("lease", lease.leaseId, lease);
     return true;
   }
 
   /**
    * The grant at once of a replica (no lock): when nobody is queued here nor
-   * in the database and a free phone matches, one conditional insert takes
-   * it. Undefined sends the caller down the locked path (queue, or a grant
-   * decided on what is stored).
+   * in the database, one statement takes a matching phone the database
+   * shows free (memory may lag another replica's change by a notice). The
+   * phones are tried from a random start, the ones free by what this
+   * replica knows first, so replicas granting at once mostly try different
+   * phones. Undefined sends the caller down the locked path (queue, or a
+   * grant decided on what is stored).
    */
   private async grantIfFree(holder: string, selector: Selector, ttlMs: number, ticket: string, token: string, signal: AbortSignal): Promise<Grant | undefined> {
     if (signal.aborted || this.queue.size > 0 || this.queue.find(ticket)) return undefined;
-    const route = this.pick(this.registry.candidates(), selector);
-    if (!route) return undefined;
-    const lease = leaseRow(holder, ttlMs, route, hash(token), this.now());
-    if (!(await this.store.insertLeaseIfFree(lease))) return undefined;
+    const matching = this.registry.candidates().filter((r) => this.accepts(r, selector));
+    if (matching.length === 0) return undefined;
+    const start = randomInt(matching.length);
+    const rotated = [...matching.slice(start), ...matching.slice(0, start)];
+    const phones: LeasePhone[] = [...rotated.filter((r) => !this.active.has(r.physicalId)), ...rotated.filter((r) => this.active.has(r.physicalId))]
+      .map((r) => ({ physicalId: r.physicalId, agentId: r.agentId, serial: r.serial }));
+    const now = this.now();
+    const template = { leaseId: randomUUID(), tokenHash: hash(token), holder, acquiredAt: now, expiresAt: now + ttlMs, ttlMs, state: "active" as const, endedAt: null };
+    // A second try only for a race lost at the unique index (the first sees that phone taken now).
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const phone = await this.base.insertLeaseOnAnyFree(template, phones);
+      if (!phone) continue;
+      const lease: LeaseRow = { ...template, ...phone };
+      return this.committed(() => {
+        const stale = this.active.get(lease.physicalId);
+        // Memory had another lease on it: that one ended elsewhere (its notice is on the way).
+        if (stale) this.ended({ ...stale, state: "released", endedAt: now });
+        this.active.set(lease.physicalId, lease);
+        this.byToken.set(lease.tokenHash, lease);
+        this.later(() => this.events.emit("lease", lease));
+        this.tell("lease", lease.leaseId, lease);
+        return { lease, token };
+      });
+    }
+    return undefined;
+  }
+
+  /** Memory follows a lease the store ended (here or, by its notice, elsewhere). */
+  private ended(row: LeaseRow, origin: "here" | "elsewhere" = "elsewhere"): void {
+    this.rememberEnded(row.leaseId);
+    const cur = this.active.get(row.physicalId);
+    if (cur?.leaseId !== row.leaseId) {
+      // Not known active here (its grant notice may still come): only its token goes. Ended by this
+      // replica all the same: its watchers and what hangs off the lease (sessions) hear of it.
+      if (this.byToken.get(row.tokenHash)?.leaseId === row.leaseId) this.byToken.delete(row.tokenHash);
+      if (origin === "here") this.later(() => this.events.emit("leaseEnded", row, "here"));
+      return;
+    }
+    this.active.delete(cur.physicalId);
+    this.byToken.delete(cur.tokenHash);
+    cur.state = row.state;
+    cur.endedAt = row.endedAt;
+    this.later(() => this.events.emit("leaseEnded", cur, origin));
+  }
+
+  /** Memory follows an active lease as stored (granted or renewed elsewhere). */
+  private learned(row: LeaseRow): void {
+    const cur = this.active.get(row.physicalId);
+    if (cur?.leaseId === row.leaseId) {
+      if (cur.expiresAt === row.expiresAt && cur.ttlMs === row.ttlMs) return;
+      cur.expiresAt = row.expiresAt;
+      cur.ttlMs = row.ttlMs;
+      this.later(() => this.events.emit("lease", cur));
+      return;
+    }
+    // Another lease on the phone by memory: the database has one active lease per phone, so that one ended.
+    if (cur) this.ended({ ...cur, state: "released", endedAt: this.now() });
+    const lease = { ...row };
     this.active.set(lease.physicalId, lease);
     this.byToken.set(lease.tokenHash, lease);
     this.later(() => this.events.emit("lease", lease));
-    this.tell("lease", lease.leaseId);
-    return { lease, token };
+  }
+
+  private rememberEnded(leaseId: string): void {
+    this.endedIds.add(leaseId);
+    if (this.endedIds.size > ENDED_MEMORY) this.endedIds.delete(this.endedIds.values().next().value as string);
   }
 
   private async removeWaiter(w: Waiter): Promise<void> {
@@ -664,8 +824,8 @@ export class LeaseManager {
     return lease.holder === tokenName || (leaseToken !== null && leaseToken !== "" && hash(leaseToken) === lease.tokenHash);
   }
 
-  private async unknownToken(token: string): Promise<Error> {
-    const row = await this.store.leaseByTokenHash(hash(token));
+  private async unknownToken(token: string, store: LeaseStore = this.store): Promise<Error> {
+    const row = await store.leaseByTokenHash(hash(token));
     if (row?.state === "expired") return farmError(Errors.LEASE_EXPIRED, `lease ${row.leaseId} expired at ${new Date(row.expiresAt).toISOString()}; acquire a new one`, "lease");
     if (row?.state === "released") return farmError(Errors.LEASE_RELEASED, `lease ${row.leaseId} was released`, "lease");
     return farmError(Errors.LEASE_NOT_FOUND, "no such lease", "lease");
@@ -676,6 +836,21 @@ export class LeaseManager {
     if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
     return id;
   }
+}
+
+/** A mutation needs the caller's lease on the phone: `lease` is its active lease, if any. */
+function checkLease(physicalId: string, lease: LeaseRow | undefined, leaseToken: string | null): LeaseRow {
+  const refused = { dispatched: false, ambiguous: false };
+  if (!lease) throw farmError(Errors.LEASE_REQUIRED, `changing device ${physicalId} needs a lease on it (farm lease acquire, or FARM_LEASE)`, "lease", refused);
+  if (!leaseToken || hash(leaseToken) !== lease.tokenHash) {
+    throw farmError(
+      Errors.LEASE_HELD_BY_OTHER,
+      `device ${physicalId} is leased by ${lease.holder} until ${new Date(lease.expiresAt).toISOString()}`,
+      "lease",
+      refused,
+    );
+  }
+  return lease;
 }
 
 /** PostgreSQL's unique_violation, as pg raises it or as drizzle wraps it. */

@@ -26,6 +26,9 @@ const lease = (leaseId: string, physicalId: string): LeaseRow => ({
   endedAt: null,
 });
 
+/** A lease not yet on a phone: the grant at once picks one. */
+const unplaced = (leaseId: string) => ({ leaseId, tokenHash: `hash-${leaseId}`, holder: "h", acquiredAt: 1, expiresAt: 2, ttlMs: 1, state: "active" as const, endedAt: null });
+
 describe("SqliteLeaseStore", () => {
   it("reads selectors stored as JSON text (as they always were)", async () => {
     opened = await openTestDatabase("sqlite");
@@ -78,19 +81,46 @@ describe.each(dialects)("LeaseStore on %s", (dialect) => {
     expect(await s.activeLeases()).toHaveLength(1);
   });
 
-  it("grants at once only while nobody is queued and the phone is free, in one statement", async () => {
+  it("grants at once one free phone of those offered, only while nobody is queued, in one statement", async () => {
     const s = await store();
-    expect(await s.insertLeaseIfFree(lease("l-1", "pd-1"))).toBe(true);
-    // The phone is taken.
-    expect(await s.insertLeaseIfFree(lease("l-2", "pd-1"))).toBe(false);
+    const phone = (id: string) => ({ physicalId: id, agentId: "a-1", serial: `S-${id}` });
+    const l1 = unplaced("l-1");
+    expect(await s.insertLeaseOnAnyFree(l1, [phone("pd-1"), phone("pd-2")])).toEqual(phone("pd-1"));
+    // pd-1 is taken: the next free one of those offered.
+    const l2 = unplaced("l-2");
+    expect(await s.insertLeaseOnAnyFree(l2, [phone("pd-1"), phone("pd-2")])).toEqual(phone("pd-2"));
+    // None free.
+    const l3 = unplaced("l-3");
+    expect(await s.insertLeaseOnAnyFree(l3, [phone("pd-1"), phone("pd-2")])).toBeUndefined();
     // Someone waits: even a free phone goes through the queue.
     await s.insertWaiter(waiter("t-1", 1));
-    expect(await s.insertLeaseIfFree(lease("l-3", "pd-2"))).toBe(false);
-    expect((await s.activeLeases()).map((l) => l.leaseId)).toEqual(["l-1"]);
+    expect(await s.insertLeaseOnAnyFree(l3, [phone("pd-3")])).toBeUndefined();
+    expect((await s.activeLeases()).map((l) => l.leaseId).sort()).toEqual(["l-1", "l-2"]);
     // Ended once only: a second end (another replica's) reports it was already over.
     expect(await s.endLease("l-1", "released", 5)).toBe(true);
     expect(await s.endLease("l-1", "expired", 6)).toBe(false);
     expect(await s.leaseByTokenHash("hash-l-1")).toMatchObject({ state: "released", endedAt: 5 });
+  });
+
+  it("releases by token hash in one statement, only for the holder or an admin", async () => {
+    const s = await store();
+    await s.insertLease(lease("l-1", "pd-1"));
+    const holder = (await s.leaseById("l-1"))!.holder;
+    expect(await s.releaseByTokenHash("hash-l-1", 7, { tokenName: "mallory", admin: false })).toBeUndefined();
+    expect(await s.activeLeaseOf("pd-1")).toMatchObject({ leaseId: "l-1" });
+    expect(await s.releaseByTokenHash("hash-l-1", 7, { tokenName: holder, admin: false })).toMatchObject({ leaseId: "l-1", state: "released", endedAt: 7 });
+    expect(await s.releaseByTokenHash("hash-l-1", 8)).toBeUndefined();
+    expect(await s.activeLeaseOf("pd-1")).toBeUndefined();
+  });
+
+  it("renews by token hash in one statement, only for the holder or an admin; ttl 0 keeps the lease's own", async () => {
+    const s = await store();
+    await s.insertLease(lease("l-1", "pd-1"));
+    expect(await s.renewByTokenHash("hash-l-1", 5_000, 100, { tokenName: "mallory", admin: false })).toBeUndefined();
+    expect(await s.renewByTokenHash("hash-l-1", 5_000, 100, { tokenName: "h", admin: false })).toMatchObject({ expiresAt: 5_100, ttlMs: 5_000 });
+    expect(await s.renewByTokenHash("hash-l-1", 0, 200, { tokenName: "root", admin: true })).toMatchObject({ expiresAt: 5_200, ttlMs: 5_000 });
+    await s.endLease("l-1", "released", 300);
+    expect(await s.renewByTokenHash("hash-l-1", 0, 400)).toBeUndefined();
   });
 
   it("renews and ends leases, keeping ended ones findable by token hash", async () => {

@@ -21,6 +21,13 @@ export interface LeaseRow {
   endedAt: number | null;
 }
 
+/** The phone a lease is on. */
+export interface LeasePhone {
+  physicalId: string;
+  agentId: string;
+  serial: string;
+}
+
 /** A waiting acquire request as stored: what survives a restart (the waiting call itself does not). */
 export interface Waiter {
   ticket: string;
@@ -66,11 +73,29 @@ export interface LeaseStore extends WaiterStore {
   /** Ends an active lease; false when it had already ended (another replica expired or released it). */
   endLease(leaseId: string, state: Exclude<LeaseState, "active">, endedAt: number): Promise<boolean>;
   /**
-   * Stores a new active lease only while nobody waits in the queue and its
-   * phone has no active lease, in one statement (no lock): the grant at once
-   * that an empty queue allows. False when either is not so.
+   * Grants one phone of `candidates` (tried in the order given) in one
+   * statement, no lock: only while nobody waits in the queue, and only a
+   * phone the database shows without an active lease. Returns the phone
+   * taken, or undefined (none free, someone queued, or a race lost).
    */
-  insertLeaseIfFree(lease: LeaseRow): Promise<boolean>;
+  insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[]): Promise<LeasePhone | undefined>;
+  /**
+   * Ends the active lease with this token hash in one statement, only for
+   * its holder or an admin (`caller` undefined: anyone). Returns the ended
+   * row, or undefined (none active, or held by another).
+   */
+  releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
+  /**
+   * Renews the active lease with this token hash in one statement, only for
+   * its holder or an admin (`caller` undefined: anyone): it now expires
+   * `ttlMs` (0: its own ttl) after `now`. Undefined when none is active or
+   * it is another's.
+   */
+  renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
+  /** Expires every active lease due by `now` in one statement; returns those it ended. */
+  expireDue(now: number): Promise<LeaseRow[]>;
+  /** The active lease on a phone, as stored (one indexed read). */
+  activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined>;
   leaseById(leaseId: string): Promise<LeaseRow | undefined>;
   /**
    * Runs `turn` as the only change to leases and the queue anywhere: on

@@ -1,7 +1,7 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { PgCoordinatorDb } from "../db/open-postgres.js";
 import { leases, leaseWaiters } from "../db/pg-schema.js";
-import type { LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
+import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
 
 // The farm-wide lease lock's key ("leas"), distinct from the migration lock's.
 const LEASE_LOCK = 0x6c656173;
@@ -43,15 +43,61 @@ export class PgLeaseStore implements LeaseStore {
     return ended.length > 0;
   }
 
-  async insertLeaseIfFree(lease: LeaseRow): Promise<boolean> {
-    // One statement: nobody queued, and the unique index on active leases refuses a taken phone.
-    const res = await this.db.execute(sql`
+  async insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[]): Promise<LeasePhone | undefined> {
+    if (candidates.length === 0) return undefined;
+    // One statement, no lock (PostgreSQL only: replicas grant concurrently; SQLite has one writer and
+    // decides in one transaction). The caller passes the candidates from a random start, so replicas
+    // granting at the same moment mostly try different phones; two that try the same one meet at the
+    // unique index: one inserts, the other inserts nothing (DO NOTHING) and may try again.
+    const res = await this.db.execute<{ physical_id: string; agent_id: string; serial: string }>(sql`
       INSERT INTO leases (lease_id, token_hash, holder, physical_id, agent_id, serial, acquired_at, expires_at, ttl_ms, state, ended_at)
-      SELECT ${lease.leaseId}, ${lease.tokenHash}, ${lease.holder}, ${lease.physicalId}, ${lease.agentId}, ${lease.serial},
+      SELECT ${lease.leaseId}, ${lease.tokenHash}, ${lease.holder}, c.physical_id, c.agent_id, c.serial,
              ${lease.acquiredAt}, ${lease.expiresAt}, ${lease.ttlMs}, 'active', NULL
+      FROM (SELECT e->>'p' AS physical_id, e->>'a' AS agent_id, e->>'s' AS serial, n
+            FROM jsonb_array_elements(${JSON.stringify(candidates.map((c) => ({ p: c.physicalId, a: c.agentId, s: c.serial })))}::jsonb) WITH ORDINALITY AS t(e, n)) c
       WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
-      ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING`);
-    return (res.rowCount ?? 0) > 0;
+        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.physical_id = c.physical_id AND l.state = 'active')
+      ORDER BY c.n
+      LIMIT 1
+      ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING
+      RETURNING physical_id, agent_id, serial`);
+    const row = res.rows[0];
+    return row ? { physicalId: row.physical_id, agentId: row.agent_id, serial: row.serial } : undefined;
+  }
+
+  async releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+    const anyone = caller === undefined || caller.admin;
+    const [row] = await this.db
+      .update(leases)
+      .set({ state: "released", endedAt })
+      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
+      .returning();
+    return row;
+  }
+
+  async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+    const anyone = caller === undefined || caller.admin;
+    const ttl = ttlMs > 0 ? sql`${ttlMs}::bigint` : sql`${leases.ttlMs}`;
+    const [row] = await this.db
+      .update(leases)
+      .set({ ttlMs: sql`${ttl}`, expiresAt: sql`${now}::bigint + ${ttl}` })
+      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
+      .returning();
+    return row;
+  }
+
+  async expireDue(now: number): Promise<LeaseRow[]> {
+    return this.db
+      .update(leases)
+      .set({ state: "expired", endedAt: now })
+      .where(and(eq(leases.state, "active"), lte(leases.expiresAt, now)))
+      .returning();
+  }
+
+  async activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {
+    // The partial unique index leases_one_active serves this.
+    const [row] = await this.db.select().from(leases).where(and(eq(leases.physicalId, physicalId), eq(leases.state, "active"))).limit(1);
+    return row;
   }
 
   waiters(): Promise<Waiter[]> {

@@ -1,7 +1,7 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
 import { leases, leaseWaiters } from "../db/schema.js";
-import type { LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
+import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
 
 /** Leases and the wait queue in the coordinator's SQLite database. */
 export class SqliteLeaseStore implements LeaseStore {
@@ -34,13 +34,51 @@ export class SqliteLeaseStore implements LeaseStore {
     return this.db.update(leases).set({ state, endedAt }).where(and(eq(leases.leaseId, leaseId), eq(leases.state, "active"))).run().changes > 0;
   }
 
-  async insertLeaseIfFree(lease: LeaseRow): Promise<boolean> {
+  async insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[]): Promise<LeasePhone | undefined> {
+    // SQLite has one writer (one coordinator): a transaction that reads then writes is the same decision.
     return this.db.transaction((tx) => {
-      if (tx.select({ t: leaseWaiters.ticket }).from(leaseWaiters).limit(1).get()) return false;
-      if (tx.select({ id: leases.leaseId }).from(leases).where(and(eq(leases.physicalId, lease.physicalId), eq(leases.state, "active"))).get()) return false;
-      tx.insert(leases).values(lease).run();
-      return true;
+      if (tx.select({ t: leaseWaiters.ticket }).from(leaseWaiters).limit(1).get()) return undefined;
+      for (const c of candidates) {
+        if (tx.select({ id: leases.leaseId }).from(leases).where(and(eq(leases.physicalId, c.physicalId), eq(leases.state, "active"))).get()) continue;
+        tx.insert(leases).values({ ...lease, ...c }).run();
+        return c;
+      }
+      return undefined;
     });
+  }
+
+  async releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+    const anyone = caller === undefined || caller.admin;
+    return this.db
+      .update(leases)
+      .set({ state: "released", endedAt })
+      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
+      .returning()
+      .get();
+  }
+
+  async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+    const anyone = caller === undefined || caller.admin;
+    const ttl = ttlMs > 0 ? sql`${ttlMs}` : sql`${leases.ttlMs}`;
+    return this.db
+      .update(leases)
+      .set({ ttlMs: sql`${ttl}`, expiresAt: sql`${now} + ${ttl}` })
+      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
+      .returning()
+      .get();
+  }
+
+  async expireDue(now: number): Promise<LeaseRow[]> {
+    return this.db
+      .update(leases)
+      .set({ state: "expired", endedAt: now })
+      .where(and(eq(leases.state, "active"), lte(leases.expiresAt, now)))
+      .returning()
+      .all();
+  }
+
+  async activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {
+    return this.db.select().from(leases).where(and(eq(leases.physicalId, physicalId), eq(leases.state, "active"))).get();
   }
 
   async waiters(): Promise<Waiter[]> {

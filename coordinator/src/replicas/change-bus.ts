@@ -15,6 +15,8 @@ export interface Change {
   kind: ChangeKind;
   id: string;
   from: string;
+  /** What changed, where the kind carries it (a lease: the row as committed); untrusted shape, checked by the receiver. */
+  data?: unknown;
 }
 
 interface BusEvents {
@@ -24,14 +26,15 @@ interface BusEvents {
 }
 
 /**
- * Change notices between replicas. A notice carries only what changed (a
- * kind and an id), never the data: receivers re-read the row, so a notice
- * can neither carry a secret nor be stale. A replica never hears its own.
+ * Change notices between replicas. Most notices carry only what changed (a
+ * kind and an id): receivers re-read the row. A lease notice carries the
+ * row as committed (no secret: a lease token is stored only as its hash),
+ * so the others apply it without a read. A replica never hears its own.
  */
 export interface ChangeBus {
   readonly events: EventEmitter<BusEvents>;
   /** Tells the other replicas; call after the change is committed. */
-  publish(kind: ChangeKind, id: string): Promise<void>;
+  publish(kind: ChangeKind, id: string, data?: unknown): Promise<void>;
   close(): Promise<void>;
 }
 

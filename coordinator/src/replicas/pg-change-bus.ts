@@ -32,9 +32,10 @@ export class PgChangeBus implements ChangeBus {
     return bus;
   }
 
-  async publish(kind: ChangeKind, id: string): Promise<void> {
-    // Ids are short (uuids, serials, names, activity ids, "<session uuid>/<seq>"); a notice stays far under PostgreSQL's 8000-byte cap.
-    await this.pool.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ k: kind, i: id, f: this.replicaId })]);
+  async publish(kind: ChangeKind, id: string, data?: unknown): Promise<void> {
+    // Ids are short (uuids, serials, names, activity ids, "<session uuid>/<seq>") and data is a lease row
+    // (about 400 bytes); a notice stays far under PostgreSQL's 8000-byte cap.
+    await this.pool.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify(data === undefined ? { k: kind, i: id, f: this.replicaId } : { k: kind, i: id, f: this.replicaId, d: data })]);
   }
 
   async close(): Promise<void> {
@@ -56,7 +57,7 @@ export class PgChangeBus implements ChangeBus {
   }
 
   private deliver(payload: string | undefined): void {
-    let parsed: { k?: unknown; i?: unknown; f?: unknown };
+    let parsed: { k?: unknown; i?: unknown; f?: unknown; d?: unknown };
     try {
       parsed = JSON.parse(payload ?? "") as typeof parsed;
     } catch {
@@ -64,7 +65,7 @@ export class PgChangeBus implements ChangeBus {
     }
     if (typeof parsed.k !== "string" || !KINDS.has(parsed.k) || typeof parsed.i !== "string" || typeof parsed.f !== "string") return;
     if (parsed.f === this.replicaId) return;
-    this.events.emit("change", { kind: parsed.k as ChangeKind, id: parsed.i, from: parsed.f });
+    this.events.emit("change", { kind: parsed.k as ChangeKind, id: parsed.i, from: parsed.f, ...(parsed.d === undefined ? {} : { data: parsed.d }) });
   }
 
   private lost(client: pg.Client, err: Error): void {

@@ -2,6 +2,7 @@ import type { Logger } from "@farm/shared/log";
 import type { FarmDatabase } from "../db/database.js";
 import type { DeviceLabels } from "../devices/device-labels.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
+import type { LeaseRow } from "../leases/lease-store.js";
 import type { AgentSession, Registry } from "../registry/registry.js";
 import type { ChangeBus } from "./change-bus.js";
 import { Membership } from "./membership.js";
@@ -68,12 +69,16 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
   });
   labels.events.on("stored", (physicalId) => void bus.publish("labels", physicalId).catch(failed("telling other replicas about labels", physicalId)));
   // Leases: every change in turn under the farm-wide lock, on what is stored.
-  leases.share({ replicaId: membership.id, isLive: (id) => membership.isLive(id), publish: (kind, id) => bus.publish(kind, id) });
+  leases.share({ replicaId: membership.id, isLive: (id) => membership.isLive(id), publish: (kind, id, row) => bus.publish(kind, id, row) });
   // Theirs: re-read.
   bus.events.on("change", (c) => {
     if (c.kind === "agent") refresh(c.id).catch(failed("re-reading an agent another replica changed", c.id));
     else if (c.kind === "labels") labels.refresh(c.id).catch(failed("re-reading labels another replica changed", c.id));
-    else if (c.kind === "lease" || c.kind === "queue") leases.kick(leases.refresh());
+    else if (c.kind === "lease") {
+      // The row as committed: applied without a read. A notice without one (an older replica) re-reads.
+      const row = leaseRowOf(c.data);
+      leases.kick(row && row.leaseId === c.id ? leases.applyNotice(row) : leases.refresh());
+    } else if (c.kind === "queue") leases.kick(leases.refresh());
   });
   const resync = async () => {
     // Every agent known here or held by any replica, each once.
@@ -111,6 +116,31 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
       for (const agentId of ours) await bus.publish("agent", agentId).catch(failed("telling other replicas this one is leaving", agentId));
       await bus.close();
     },
+  };
+}
+
+/** A lease row as a notice carries it, checked field by field; undefined when it is not one. */
+export function leaseRowOf(data: unknown): LeaseRow | undefined {
+  if (typeof data !== "object" || data === null) return undefined;
+  const d = data as Record<string, unknown>;
+  const str = (k: string) => typeof d[k] === "string" && (d[k] as string).length <= 512;
+  const num = (k: string) => typeof d[k] === "number" && Number.isFinite(d[k]);
+  if (!["leaseId", "tokenHash", "holder", "physicalId", "agentId", "serial"].every(str)) return undefined;
+  if (!["acquiredAt", "expiresAt", "ttlMs"].every(num)) return undefined;
+  if (d["state"] !== "active" && d["state"] !== "released" && d["state"] !== "expired") return undefined;
+  if (d["endedAt"] !== null && !num("endedAt")) return undefined;
+  return {
+    leaseId: d["leaseId"] as string,
+    tokenHash: d["tokenHash"] as string,
+    holder: d["holder"] as string,
+    physicalId: d["physicalId"] as string,
+    agentId: d["agentId"] as string,
+    serial: d["serial"] as string,
+    acquiredAt: d["acquiredAt"] as number,
+    expiresAt: d["expiresAt"] as number,
+    ttlMs: d["ttlMs"] as number,
+    state: d["state"],
+    endedAt: d["endedAt"] as number | null,
   };
 }
 

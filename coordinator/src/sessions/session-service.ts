@@ -63,8 +63,8 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
         const route = deps.registry.route(serial, req.target?.agent ?? "");
         e.physicalId = route.physicalId;
         e.agentId = route.agentId;
-        // LEASE_REQUIRED / LEASE_HELD_BY_OTHER: a session hangs off the caller's own lease.
-        const lease = deps.leases.authorize(route.physicalId, ctx.requestHeader.get("x-farm-lease"));
+        // LEASE_REQUIRED / LEASE_HELD_BY_OTHER: a session hangs off the caller's own lease (on replicas, as stored).
+        const lease = await deps.leases.authorizeStored(route.physicalId, ctx.requestHeader.get("x-farm-lease"));
         e.leaseId = lease.leaseId;
         const row = await deps.sessions.start(
           principal.tokenName,
