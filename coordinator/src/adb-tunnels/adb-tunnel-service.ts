@@ -55,7 +55,7 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       // No serial: the phone the presented lease is on.
       const serial = req.target?.serial || (leaseToken ? (deps.leases.leaseOfToken(leaseToken)?.serial ?? "") : "");
       if (!serial) throw invalidArgument("target.serial", leaseToken ? "no active lease for the presented lease token; name the device" : "a device serial (or a lease) is required");
-      const r = routeFor(deps, serial, req.target?.agent ?? "", true, leaseToken, { method: AdbTunnelService.method.openTunnel, caller: principal });
+      const r = await routeFor(deps, serial, req.target?.agent ?? "", true, leaseToken, { method: AdbTunnelService.method.openTunnel, caller: principal });
       const session = r.session as AgentCaller & { replicaId?: string };
       if (session.replicaId) {
         throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; remote adb needs the replica holding the agent (connect FARM_COORDINATOR to it)`, "target.serial", {

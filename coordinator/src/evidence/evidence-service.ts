@@ -38,7 +38,7 @@ export function registerEvidenceService(
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };
       return deps.activity.track(entry, async (e) => {
         // A leased phone's evidence is its holder's to capture (lease_holder_only): refused before an id is issued.
-        const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: EvidenceService.method.captureEvidence, caller: principal });
+        const route = await routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: EvidenceService.method.captureEvidence, caller: principal });
         // A phone adb does not show as `device` would only yield a failed bundle: refused before an id is issued or a file written.
         const shown = deps.registry.listDevices({ agent: route.agentId }).find((d) => d.serial === route.serial);
         if (shown && shown.state !== "device") {

@@ -129,7 +129,7 @@ export function registerLiveScreenService(router: ConnectRouter, deps: LiveScree
       if (!serial) throw invalidArgument("target.serial", "a device serial is required");
       const leaseToken = ctx.requestHeader.get("x-farm-lease");
       // Someone else's screen is theirs (lease_holder_only): only its lease holder, or an admin, sees it.
-      const r = routeFor(deps, serial, req.target?.agent ?? "", false, leaseToken, { method: LiveScreenService.method.watchScreen, caller: principal });
+      const r = await routeFor(deps, serial, req.target?.agent ?? "", false, leaseToken, { method: LiveScreenService.method.watchScreen, caller: principal });
       const lease = deps.leases.leaseOf(r.physicalId);
       // And a free phone's live screen is for whoever leases it, not for every viewer.
       if (!principal.admin && !lease) throw farmError(Errors.LEASE_REQUIRED, `the live screen of ${serial} is for its lease holder; lease it first (farm lease acquire)`, "lease");

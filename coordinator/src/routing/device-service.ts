@@ -128,7 +128,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     checkArguments(method, req);
     const serial = req.target?.serial ?? "";
     if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
-    const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), { method, caller: principal });
+    const r = await routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), { method, caller: principal });
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
@@ -177,7 +177,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     let agentToken = "";
     try {
       checkArguments(method, req);
-      const r = routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), { method, caller: principal });
+      const r = await routeFor(deps, serial, req.target?.agent ?? "", rules.deviceChange, ctx.requestHeader.get("x-farm-lease"), { method, caller: principal });
       entry.physicalId = r.physicalId;
       entry.agentId = r.agentId;
       entry.leaseId = r.leaseId;
@@ -221,14 +221,14 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
  * is refused to anyone but its lease holder or an admin, in the method's
  * own words, before anything is issued for the call or reaches its agent.
  */
-export function routeFor(
+export async function routeFor(
   deps: { registry: Registry; leases: LeaseManager },
   serial: string,
   agent: string,
   mutation: boolean,
   leaseToken: string | null,
   call: { method: DescMethod; caller: { tokenName: string; admin: boolean } },
-): Route & { leaseId: string } {
+): Promise<Route & { leaseId: string }> {
   const r = deps.registry.route(serial, agent);
   const rules = rulesOf(call.method);
   if (rules.leaseHolderOnly) deps.leases.requireHolder(r.physicalId, call.caller, leaseToken, rules.leaseHolderAction || `call ${methodPath(call.method)} on it`);
@@ -253,7 +253,8 @@ export function routeFor(
       { dispatched: false, ambiguous: false },
     );
   }
-  return { ...r, leaseId: deps.leases.authorize(r.physicalId, leaseToken).leaseId };
+  // On PostgreSQL the stored lease decides (one indexed read): a lease released or expired through another replica is refused here in the next call, not once its notice arrives.
+  return { ...r, leaseId: (await deps.leases.authorizeStored(r.physicalId, leaseToken)).leaseId };
 }
 
 /**

@@ -35,7 +35,7 @@ export function registerShellService(router: ConnectRouter, deps: ShellServiceDe
       const serial = start.target?.serial ?? "";
       if (!serial) throw invalidArgument("target.serial", "a device serial is required");
       const t0 = Date.now();
-      const r = routeFor(deps, serial, start.target?.agent ?? "", true, ctx.requestHeader.get("x-farm-lease"), { method: ShellService.method.openShell, caller: principal });
+      const r = await routeFor(deps, serial, start.target?.agent ?? "", true, ctx.requestHeader.get("x-farm-lease"), { method: ShellService.method.openShell, caller: principal });
       const session = r.session as AgentCaller;
       const sessionId = randomUUID();
       let pair: ShellPair | undefined;

@@ -144,7 +144,7 @@ export function registerVideoService(
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };
       return deps.activity.track(entry, async (e) => {
         // A leased phone's recordings are its holder's to start (lease_holder_only): refused before a session id is issued.
-        const route = routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: VideoService.method.startVideo, caller: principal });
+        const route = await routeFor(deps, serial, req.target?.agent ?? "", false, ctx.requestHeader.get("x-farm-lease"), { method: VideoService.method.startVideo, caller: principal });
         // Held until the bundle is stored (AgentEvidenceService releases it), or the start fails, or it expires.
         const reservation = await deps.quota.reserveCapture(principal.tokenName, "video", bundleMaxBytes("video"), seconds * 1000 + RECORDING_HOLD_MS);
         try {
