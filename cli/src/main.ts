@@ -22,18 +22,28 @@ import { watchStdout } from "./stdout-watch.js";
  */
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, sinks?: OutputSinks): Promise<number> {
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
+  let received: NodeJS.Signals | undefined;
+  const onSignal = (signal?: NodeJS.Signals) => {
+    received ??= signal;
+    stop.abort();
+  };
   // A reader that closes stdout (`| head`) stops the command as SIGPIPE would, quietly.
-  const stdout = sinks ? undefined : watchStdout(process.stdout, onSignal);
+  const stdout = sinks ? undefined : watchStdout(process.stdout, () => onSignal());
   const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined);
-  return stdout?.exitCode ?? code;
+  return stdout?.exitCode ?? stoppedCode(code, received);
+}
+
+/** A command a signal cut short exits as shells report it (130 for SIGINT, 143 for SIGTERM); one that still succeeded, 0. */
+function stoppedCode(code: number, signal: NodeJS.Signals | undefined): number {
+  if (code === 0 || signal === undefined) return code;
+  return signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : code;
 }
 
 async function run(
   argv: string[],
   env: NodeJS.ProcessEnv,
   stop: AbortController,
-  onSignal: () => void,
+  onSignal: (signal?: NodeJS.Signals) => void,
   sinks: OutputSinks | undefined,
   toStdout: ((s: string) => void) | undefined,
 ): Promise<number> {
