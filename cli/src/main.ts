@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { ErrorReport } from "@farm/shared/error-codes";
+import { exitCodeFor, type ErrorReport } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 import { formatError, takeOutputFormat } from "./options/output-format.js";
 import { connectionScope } from "./connections.js";
@@ -29,14 +29,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   };
   // A reader that closes stdout (`| head`) stops the command as SIGPIPE would, quietly.
   const stdout = sinks ? undefined : watchStdout(process.stdout, () => onSignal());
-  const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined);
-  return stdout?.exitCode ?? stoppedCode(code, received);
+  const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined, () => received);
+  return stdout?.exitCode ?? code;
 }
 
-/** A command a signal cut short exits as shells report it (130 for SIGINT, 143 for SIGTERM); one that still succeeded, 0. */
-function stoppedCode(code: number, signal: NodeJS.Signals | undefined): number {
-  if (code === 0 || signal === undefined) return code;
-  return signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : code;
+/** A command a signal cut short exits as shells report it: 130 for SIGINT, 143 for SIGTERM. */
+function signalledCode(signal: NodeJS.Signals | undefined): number | undefined {
+  return signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : undefined;
 }
 
 async function run(
@@ -46,6 +45,7 @@ async function run(
   onSignal: (signal?: NodeJS.Signals) => void,
   sinks: OutputSinks | undefined,
   toStdout: ((s: string) => void) | undefined,
+  signalled: () => NodeJS.Signals | undefined,
 ): Promise<number> {
   const writeOut = sinks ? sinks.out : (toStdout ?? ((s: string) => void process.stdout.write(s)));
   const writeErr = sinks ? sinks.err : (s: string) => void process.stderr.write(s);
@@ -86,8 +86,10 @@ async function run(
   } catch (err) {
     const { HelpShown } = await import("./tree/commander-errors.js");
     if (err instanceof HelpShown) return err.exitCode;
-    printer.failure(await reportOf(err));
-    return 1;
+    const report = await reportOf(err);
+    printer.failure(report);
+    // A command that failed returns no code of its own: the error's, or the signal's that stopped it.
+    return signalledCode(signalled()) ?? exitCodeFor(report.code);
   } finally {
     connections.closeAll();
     process.off("SIGINT", onSignal);

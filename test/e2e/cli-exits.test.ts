@@ -8,7 +8,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { spawn as ptySpawn } from "node-pty";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { farm, farmBin, farmProcess, waitFor } from "../support/farm-process.js";
 import { installCli, type InstalledCli } from "../support/installed-cli.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
@@ -152,4 +152,31 @@ describe("SIGTERM", () => {
     expect(after.json).toMatchObject({ ok: true });
     await farm(["lease", "release", "--lease", (after.json["lease"] as { token: string }).token], lab.env);
   }, 120_000);
+});
+
+describe("exit codes", () => {
+  it("a refusal exits with its code's exit code: 69 no device available, 77 no token, 64 a bad flag", async () => {
+    const held = await farm(["lease", "acquire", "--device", serial, "--ttl", "1m"], lab.env);
+    const token = (held.json["lease"] as { token: string }).token;
+    try {
+      const none = await farmProcess(["lease", "acquire", "--device", serial, "--wait", "0s"], lab.env);
+      expect(none.json).toMatchObject({ ok: false, code: "NO_DEVICE_AVAILABLE" });
+      expect(none.code).toBe(69);
+    } finally {
+      await farm(["lease", "release", "--lease", token], lab.env);
+    }
+    const noToken = await farmProcess(["devices"], { ...lab.env, FARM_HOME: join(dir.path, "empty-home"), FARM_COORDINATOR: "http://127.0.0.1:1" });
+    expect(noToken.json).toMatchObject({ ok: false, code: "UNAUTHENTICATED", field: "token" });
+    expect(noToken.code).toBe(77);
+    const usage = await farmProcess(["devices", "--bogus"], lab.env);
+    expect(usage.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT" });
+    expect(usage.code).toBe(64);
+  });
+
+  it("farm lease run passes the child's own code through, farm's codes included", async () => {
+    for (const childCode of [0, 1, 3, 69]) {
+      const r = await farmProcess(["lease", "run", "--device", serial, "--", "sh", "-c", `exit ${childCode}`], lab.env);
+      expect(r.code).toBe(childCode);
+    }
+  });
 });
