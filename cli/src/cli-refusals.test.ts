@@ -54,9 +54,9 @@ describe("CLI-side refusals", () => {
     ["an agent budget that is not a size", ["agent", "run", "--coordinator", "http://127.0.0.1:1", "--adb-agent-budget", "lots"], "adb-agent-budget"],
   ];
 
-  it.each(paths)("%s: the pre-dispatch envelope, exit 1", async (_name, args, field) => {
+  it.each(paths)("%s: the pre-dispatch envelope, exit 64 (usage)", async (_name, args, field) => {
     const { exitCode, json } = await run(args.map((a) => (a === "MANIFEST" ? manifest : a)));
-    expect(exitCode).toBe(1);
+    expect(exitCode).toBe(64);
     expect(json).toEqual(refusalReport("INVALID_ARGUMENT", json["message"] as string, field));
     expect(json).toMatchObject({ dispatched: false, ambiguous: false });
   });

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { answerLocalVersion } from "./version/fast-version.js";
+import { EXIT_CLOSED_PIPE, EXIT_IO_ERROR } from "./stdout-watch.js";
 
 /**
  * The installed `farm` command's entry. The bundle (scripts/bundle-cli.mjs)
@@ -8,6 +9,11 @@ import { answerLocalVersion } from "./version/fast-version.js";
  * call to probe for farm, is answered here for about what `node -e 0`
  * costs. Everything else loads the CLI (main.ts) and runs it.
  */
-if (!answerLocalVersion(process.argv.slice(2), process.env, (s) => void process.stdout.write(s))) {
+if (answerLocalVersion(process.argv.slice(2), process.env, (s) => void process.stdout.write(s))) {
+  // A reader gone already (`farm --version | true`): exit as a closed pipe does, without a stack trace.
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    process.exitCode = err.code === "EPIPE" ? EXIT_CLOSED_PIPE : EXIT_IO_ERROR;
+  });
+} else {
   void import("./main.js").then((m) => m.runAsProcess());
 }

@@ -78,7 +78,7 @@ describe("main in process", () => {
       const help = await main(["devices", "--help"], envFor("http://127.0.0.1:1"), sinks);
       return [refused, help];
     });
-    expect(code).toEqual([1, 0]);
+    expect(code).toEqual([64, 0]);
     expect(err).toMatch(/^error: .*bogus.*\[INVALID_ARGUMENT, field bogus\]\n$/);
     expect(out).toMatch(/Usage: farm devices/);
     expect(writes).toEqual([]);

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { ErrorReport } from "@farm/shared/error-codes";
+import { exitCodeFor, type ErrorReport } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 import { formatError, takeOutputFormat } from "./options/output-format.js";
 import { connectionScope } from "./connections.js";
 import { createPrinter, exitCodeOf, type OutputSinks } from "./output.js";
 import type { Runtime } from "./tree/build.js";
 import { isVersionQuery } from "./version/fast-version.js";
+import { watchStdout } from "./stdout-watch.js";
 
 /**
  * The farm CLI. Start-up loads only the command tree's declarations
@@ -20,13 +21,37 @@ import { isVersionQuery } from "./version/fast-version.js";
  * returns (as a process's exit would).
  */
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, sinks?: OutputSinks): Promise<number> {
-  const writeOut = sinks ? sinks.out : (s: string) => void process.stdout.write(s);
+  const stop = new AbortController();
+  let received: NodeJS.Signals | undefined;
+  const onSignal = (signal?: NodeJS.Signals) => {
+    received ??= signal;
+    stop.abort();
+  };
+  // A reader that closes stdout (`| head`) stops the command as SIGPIPE would, quietly.
+  const stdout = sinks ? undefined : watchStdout(process.stdout, () => onSignal());
+  const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined, () => received);
+  return stdout?.exitCode ?? code;
+}
+
+/** A command a signal cut short exits as shells report it: 130 for SIGINT, 143 for SIGTERM. */
+function signalledCode(signal: NodeJS.Signals | undefined): number | undefined {
+  return signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : undefined;
+}
+
+async function run(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  stop: AbortController,
+  onSignal: (signal?: NodeJS.Signals) => void,
+  sinks: OutputSinks | undefined,
+  toStdout: ((s: string) => void) | undefined,
+  signalled: () => NodeJS.Signals | undefined,
+): Promise<number> {
+  const writeOut = sinks ? sinks.out : (toStdout ?? ((s: string) => void process.stdout.write(s)));
   const writeErr = sinks ? sinks.err : (s: string) => void process.stderr.write(s);
   const output = sinks ? takeOutputFormat(argv, env, false) : takeOutputFormat(argv, env);
   const printer = createPrinter(output.format, writeOut, writeErr);
   const connections = connectionScope();
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
   // In process the host owns its signals (and many runs at once would pile up listeners).
   if (!sinks) {
     process.once("SIGINT", onSignal);
@@ -61,8 +86,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   } catch (err) {
     const { HelpShown } = await import("./tree/commander-errors.js");
     if (err instanceof HelpShown) return err.exitCode;
-    printer.failure(await reportOf(err));
-    return 1;
+    const report = await reportOf(err);
+    printer.failure(report);
+    // A command that failed returns no code of its own: the error's, or the signal's that stopped it.
+    return signalledCode(signalled()) ?? exitCodeFor(report.code);
   } finally {
     connections.closeAll();
     process.off("SIGINT", onSignal);
@@ -80,6 +107,8 @@ async function reportOf(err: unknown): Promise<ErrorReport> {
 /** Runs the CLI as this process: its arguments, environment, stdout and stderr, and its exit code. */
 export async function runAsProcess(): Promise<void> {
   const code = await main(process.argv.slice(2));
+  // A closed stdout has nothing left to flush.
+  if (process.stdout.destroyed) process.exit(code);
   // Flush stdout before exiting so piped JSON is never cut short.
   process.stdout.write("", () => process.exit(code));
 }

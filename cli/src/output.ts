@@ -1,4 +1,4 @@
-import type { ErrorReport } from "@farm/shared/error-codes";
+import { exitCodeFor, type ErrorReport } from "@farm/shared/error-codes";
 
 /** json: one JSON object per result; pretty: text for people; wide: pretty with more columns where a list has them. */
 export type OutputFormat = "json" | "pretty" | "wide";
@@ -22,11 +22,18 @@ export interface Printer {
   emit(data: Record<string, unknown>, pretty: () => string): void;
   /** True once anything printed said ok:false (a failure, or data carrying ok false). */
   readonly failed: boolean;
+  /** The error code of the first ok:false printed that carried one. */
+  readonly failedCode: string | undefined;
 }
 
-/** The process's exit code: any ok:false printed exits non-zero, whatever the command returned. */
-export function exitCodeOf(code: number, printer: Pick<Printer, "failed">): number {
-  return code === 0 && printer.failed ? 1 : code;
+/**
+ * The process's exit code: what the command returned, unless it returned 0
+ * after printing an ok:false: then the exit code of that failure's error
+ * code (error-codes.ts), or 1 when it carried none.
+ */
+export function exitCodeOf(code: number, printer: Pick<Printer, "failed" | "failedCode">): number {
+  if (code !== 0 || !printer.failed) return code;
+  return printer.failedCode === undefined ? 1 : exitCodeFor(printer.failedCode);
 }
 
 /** The one-line form of an error for people: `error: <message> [CODE, field x]`. */
@@ -46,24 +53,32 @@ export function createPrinter(
   err: (s: string) => void = (s) => process.stderr.write(s),
 ): Printer {
   let failed = false;
+  let failedCode: string | undefined;
+  const noteFailure = (code: unknown) => {
+    failed = true;
+    if (failedCode === undefined && typeof code === "string") failedCode = code;
+  };
   return {
     format,
     wide: format === "wide",
     get failed() {
       return failed;
     },
+    get failedCode() {
+      return failedCode;
+    },
     result(data, pretty) {
-      if (data["ok"] === false) failed = true;
+      if (data["ok"] === false) noteFailure(data["code"]);
       if (format === "json") out(JSON.stringify({ ok: true, ...data }) + "\n");
       else out(pretty() + "\n");
     },
     emit(data, pretty) {
-      if (data["ok"] === false) failed = true;
+      if (data["ok"] === false) noteFailure(data["code"]);
       if (format === "json") out(JSON.stringify(data) + "\n");
       else out(pretty() + "\n");
     },
     failure(report) {
-      failed = true;
+      noteFailure(report.code);
       if (format === "json") out(JSON.stringify(report) + "\n");
       else err(errorLine(report) + "\n");
     },

@@ -9,6 +9,7 @@
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { exitCodeFor } from "@farm/shared/error-codes";
 import { startCountingFarm, type CountingFarm } from "../support/counting-farm.js";
 
 const SERIAL = "EVIDENCE01";
@@ -54,7 +55,7 @@ describe("farm evidence capture refuses bad arguments", () => {
     const files = await farm.files();
     const listed = await bundles();
     const r = await farm.cli(["evidence", "capture", "--device", SERIAL, ...args()]);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(exitCodeFor(code));
     expect(r.json).toMatchObject({ ok: false, code, field, dispatched: false, ambiguous: false });
     expect(farm.reached).toEqual([]);
     expect(await farm.files()).toEqual(files);
@@ -64,7 +65,7 @@ describe("farm evidence capture refuses bad arguments", () => {
   it("refuses a capture without --device, before the output dir is made", async () => {
     const files = await farm.files();
     const r = await farm.cli(["evidence", "capture", "--output-dir", out("no-device")]);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "device", dispatched: false, ambiguous: false });
     expect(farm.reached).toEqual([]);
     expect(await farm.files()).toEqual(files);

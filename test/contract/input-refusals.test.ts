@@ -40,7 +40,7 @@ describe("a device change spelled wrong", () => {
 
   it.each(cases)("$name: INVALID_ARGUMENT on $field, nothing sent", async ({ args, field, message }) => {
     const r = await farm.cli(args, leased);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field, dispatched: false, ambiguous: false });
     if (message) expect(String(r.json["message"])).toContain(message);
     expect(farm.reached).toEqual([]);

@@ -37,7 +37,7 @@ describe("farm evidence video start refuses bad arguments", () => {
     const bundle = out(`bad-${field}`);
     const files = await farm.files();
     const r = await farm.cli(["evidence", "video", "start", "--device", SERIAL, ...args, "--output-dir", bundle]);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field, dispatched: false, ambiguous: false });
     expect(farm.reached).toEqual([]);
     expect(await farm.files()).toEqual(files);
@@ -46,7 +46,7 @@ describe("farm evidence video start refuses bad arguments", () => {
   it("refuses a relative --output-dir", async () => {
     const files = await farm.files();
     const r = await farm.cli(["evidence", "video", "start", "--device", SERIAL, "--duration-seconds", "5", "--output-dir", "relative/dir"]);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "output-dir", dispatched: false, ambiguous: false });
     expect(farm.reached).toEqual([]);
     expect(await farm.files()).toEqual(files);
@@ -56,7 +56,7 @@ describe("farm evidence video start refuses bad arguments", () => {
 describe("farm evidence video status of a session that is not there", () => {
   it("is EVIDENCE_SESSION_NOT_FOUND for an unknown id", async () => {
     const r = await farm.cli(["evidence", "video", "status", "--session", "2b1f6c1e-4a0b-4a4e-9d7e-6f1c2a3b4c5d"]);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(66);
     expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_SESSION_NOT_FOUND" });
     expect(farm.reached).toEqual([]);
   });
@@ -64,7 +64,7 @@ describe("farm evidence video status of a session that is not there", () => {
   it("is EVIDENCE_SESSION_NOT_FOUND on session for a manifest path that does not exist", async () => {
     const files = await farm.files();
     const r = await farm.cli(["evidence", "video", "status", "--session", join(farm.dir, "nothing", "manifest.json")]);
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(66);
     expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_SESSION_NOT_FOUND", field: "session" });
     expect(farm.reached).toEqual([]);
     expect(await farm.files()).toEqual(files);

@@ -157,9 +157,9 @@ describe("an agent that claims another agent's phone", () => {
     expect((await farm(["devices", "--state", "quarantined"], env)).json["devices"]).toEqual([expect.objectContaining({ serial: clone.serial, agentName: "attacker" })]);
 
     const bySerial = await leaseOnce(clone.serial, ["--wait", "1s"]);
-    expect(bySerial.code).toBe(1);
+    expect(bySerial.code).toBe(66);
     const byIdOnAttacker = await farm(["lease", "acquire", "--physical-id", victim.physicalId, "--agent", "attacker", "--wait", "1s", "--ttl", "1m"], env);
-    expect(byIdOnAttacker.code).toBe(1);
+    expect(byIdOnAttacker.code).toBe(75);
     const routed = await farm(["device", "props", "--device", clone.serial], env);
     expect(routed.json).toMatchObject({ ok: false, code: "DEVICE_QUARANTINED", field: "device" });
     // The victim's own serial is untouched.
@@ -184,7 +184,7 @@ describe("an agent that claims another agent's phone", () => {
     const rejected = await farm(["device", "alias", "reject", "--device", clone2.serial, "--agent", "attacker"], env);
     expect(rejected.json["device"]).toMatchObject({ serial: clone2.serial, state: "quarantined" });
     expect(String((rejected.json["device"] as ListedDevice).quarantineReason)).toContain("rejected");
-    expect((await leaseOnce(clone2.serial, ["--wait", "1s"])).code).toBe(1);
+    expect((await leaseOnce(clone2.serial, ["--wait", "1s"])).code).toBe(66);
     expect((await farm(["device", "props", "--device", clone2.serial], env)).json).toMatchObject({ code: "DEVICE_QUARANTINED" });
     expect((await leaseOnce(victim2.serial, ["--wait", "5s"])).json["lease"]).toMatchObject({ agentName: "lab" });
   });

@@ -48,7 +48,7 @@ describe("agent killed during a capture", () => {
     await waitFor("the capture in flight", async () => ((await readdir(join(dir.path, "agent", "staging")).catch(() => [])).length > 0 ? true : undefined));
     agent.kill("SIGKILL");
     const r = await pending;
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(69);
     expect(r.json).toMatchObject({ ok: false, code: "AGENT_OFFLINE" });
     // The CLI claims the directory only once the bundle exists: none was made.
     expect(existsSync(out)).toBe(false);

@@ -52,7 +52,7 @@ describe("--output-dir is claimed only once the coordinator accepted the request
   it("capture on an unknown device leaves no directory, and a retry with the right device uses the same path", async () => {
     const dir = out("capture-retry");
     const wrong = await farm(["evidence", "capture", "--device", "NO-SUCH-PHONE", "--output-dir", dir], lab.env);
-    expect(wrong.code).toBe(1);
+    expect(wrong.code).toBe(66);
     expect(wrong.json).toMatchObject({ ok: false, code: "DEVICE_NOT_FOUND" });
     expect(existsSync(dir)).toBe(false);
 
@@ -65,7 +65,7 @@ describe("--output-dir is claimed only once the coordinator accepted the request
   it("pull of an unknown id leaves no directory, and a retry with a stored id uses the same path", async () => {
     const dir = out("pull-retry");
     const unknown = await farm(["evidence", "pull", "00000000-0000-4000-8000-000000000000", "--output-dir", dir], lab.env);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(66);
     expect(unknown.json).toMatchObject({ ok: false, code: "EVIDENCE_NOT_FOUND" });
     expect(existsSync(dir)).toBe(false);
 
@@ -84,7 +84,7 @@ describe("single-value flags", () => {
     const dir = out("dup-flag");
     const before = ((await farm(["evidence", "list"], lab.env)).json["bundles"] as unknown[]).length;
     const r = await farm(["evidence", "capture", "--device", phone.serial, "--device", "OTHER", "--output-dir", dir], lab.env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "device" });
     expect(existsSync(dir)).toBe(false);
     expect(((await farm(["evidence", "list"], lab.env)).json["bundles"] as unknown[]).length).toBe(before);
@@ -107,7 +107,7 @@ describe("farm evidence video stop|status with a conflicting --device", () => {
     // By session id: nothing local says where it records, so the saved target is read first.
     for (const session of [id, bundle, join(bundle, "manifest.json")]) {
       const stop = await farm(["evidence", "video", "stop", "--session", session, "--device", "someone-else"], lab.env);
-      expect(stop.code, session).toBe(1);
+      expect(stop.code, session).toBe(64);
       expect(stop.json, session).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "device" });
       const status = await farm(["evidence", "video", "status", "--session", id], lab.env);
       expect(status.json, session).toMatchObject({ ok: true, status: "recording", sessionId: id });

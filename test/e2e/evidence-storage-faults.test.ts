@@ -107,7 +107,7 @@ describe("a full coordinator evidence store", () => {
     await mkdir(join(store(), ".incoming"), { recursive: true });
     const filler = await fill(store(), 8 * 1024);
     const r = await farm(["evidence", "capture", "--device", serial], lab!.env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(69);
     expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED" });
     const id = UUID.exec(String(r.json["message"]))?.[0];
     expect(id, String(r.json["message"])).toBeDefined();
@@ -134,7 +134,7 @@ describe("a full agent staging dir", () => {
     const filler = await fill(staging(), 0);
     try {
       const r = await farm(["evidence", "capture", "--device", serial], lab!.env);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(69);
       expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED" });
       // No manifest could be staged, so no bundle exists anywhere: the message names the id.
       const id = UUID.exec(String(r.json["message"]))?.[0];

@@ -105,7 +105,7 @@ describe("farm evidence capture", () => {
     const before = ((await farm(["evidence", "list"], lab.env)).json["bundles"] as unknown[]).length;
     await mkdir(out("exists"));
     const r = await capture(["--output-dir", out("exists")]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(73);
     expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_OUTPUT_EXISTS", field: "output-dir", dispatched: false, ambiguous: false });
     expect(await readdir(out("exists"))).toEqual([]);
     const after = ((await farm(["evidence", "list"], lab.env)).json["bundles"] as unknown[]).length;
@@ -270,7 +270,7 @@ describe("failures in flight", () => {
     lab.standalone.kill("SIGKILL");
     await lab.standalone.exited;
     const r = await pending;
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(69);
     expect(r.json["ok"]).toBe(false);
     // The capture never came back, so the output dir was never claimed.
     expect(existsSync(dir)).toBe(false);

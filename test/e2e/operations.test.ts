@@ -162,7 +162,7 @@ describe("tokens over cleartext", () => {
     expect(r.json).toMatchObject({ ok: false, code: "INSECURE_TRANSPORT", field: "coordinator" });
     const agentToken = await tokenFile(env, "agent", "plain-lab");
     const refused = await farmProcess(agentArgs(`http://127.0.0.2:${port}`, "plain-lab", agentToken));
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(77);
     expect(refused.json).toMatchObject({ code: "INSECURE_TRANSPORT" });
   });
 

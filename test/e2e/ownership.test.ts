@@ -181,7 +181,7 @@ describe("ownership journal", () => {
     standalone.kill("SIGKILL");
     await standalone.exited;
     const lost = await pending;
-    expect(lost.code).toBe(1);
+    expect(lost.code).toBe(69);
     expect(lost.json).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE", dispatched: null, ambiguous: true });
     external.proc.kill("SIGCONT");
 
@@ -294,7 +294,7 @@ describe("ownership journal", () => {
 
   it("refuses a second agent on the same data dir, naming the owner", async () => {
     const second = await farmProcess(["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--no-adb-start"], env);
-    expect(second.code).toBe(1);
+    expect(second.code).toBe(75);
     expect(second.json).toMatchObject({ ok: false, code: "AGENT_DATA_DIR_LOCKED" });
     expect(String(second.json["message"])).toContain(`pid ${standalone.pid}`);
   });

@@ -202,7 +202,7 @@ describe("session timeline and export", () => {
     try {
       const dir = out("rotten");
       const r = await farm(["session", "export", sessionId, dir], lab.env);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(69);
       expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_TRANSFER_FAILED" });
       expect(String(r.json["message"])).toContain(sha);
       expect(existsSync(dir)).toBe(false);

@@ -219,7 +219,7 @@ describe("walking skeleton", () => {
   it("refuses user calls without a token, with a revoked token, or with an agent token", async () => {
     const base = { ...userEnv };
     const noToken = await farm(["devices"], { ...base, FARM_TOKEN: "" });
-    expect(noToken.code).toBe(1);
+    expect(noToken.code).toBe(77);
     expect(noToken.json).toMatchObject({ ok: false, code: "UNAUTHENTICATED", field: "token" });
     const raw = await fetch(`${base["FARM_COORDINATOR"]}/farm.v1.RegistryService/ListDevices`, {
       method: "POST",
@@ -237,7 +237,7 @@ describe("walking skeleton", () => {
 
     const agentToken = (await readFile(join(dir.path, "agent.token"), "utf8")).trim();
     const wrongKind = await farm(["devices"], { ...base, FARM_TOKEN: agentToken });
-    expect(wrongKind.code).toBe(1);
+    expect(wrongKind.code).toBe(77);
     expect(wrongKind.json).toMatchObject({ ok: false, code: "PERMISSION_DENIED" });
     // And a plain user token cannot manage tokens.
     const other = await farm(["token", "create", "--kind", "user", "--name", "plain"], base);

@@ -52,7 +52,7 @@ describe("farm standalone", () => {
 
   it("refuses to listen beyond loopback", async () => {
     const r = await farmProcess(["standalone", "--listen", "0.0.0.0:0"], env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "listen" });
   });
 });
@@ -74,7 +74,7 @@ describe("farm CLI basics", () => {
 
   it("fails with a stable code and the offending field", async () => {
     const unknown = await farmProcess(["nope"], env);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(64);
     expect(unknown.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "command" });
     const badFlag = await farm(["devices", "--bogus"], env);
     expect(badFlag.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "bogus" });

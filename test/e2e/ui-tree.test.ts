@@ -5,6 +5,7 @@
  * the real CLI.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { exitCodeFor } from "@farm/shared/error-codes";
 import { adbConnect, runAdb, SimDevice } from "../devsim/index.js";
 import { farm, waitFor, type CliResult } from "../support/farm-process.js";
 import { startSplitFarm, type SplitFarm } from "../support/split-farm.js";
@@ -76,7 +77,7 @@ async function home(): Promise<void> {
 }
 
 function expectRefused(r: CliResult, code: string, field: string): string {
-  expect(r.code, r.stdout + r.stderr).toBe(1);
+  expect(r.code, r.stdout + r.stderr).toBe(exitCodeFor(code));
   expect(r.json).toMatchObject({ ok: false, code, field, dispatched: false, ambiguous: false });
   return String(r.json["message"]);
 }

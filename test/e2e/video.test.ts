@@ -136,7 +136,7 @@ describe("farm evidence video", () => {
     const { serials } = await addPhone("VIDBAD", { animate: false });
     const bundle = out("bad-aspect");
     const r = await farm(["evidence", "video", "start", "--device", serials[0]!, "--duration-seconds", "5", "--size", "480x480", "--output-dir", bundle], env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "size" });
     expect(existsSync(bundle)).toBe(false);
     expect((await farm(["evidence", "video", "list"], env)).json["sessions"]).toEqual([]);
@@ -229,7 +229,7 @@ describe("farm evidence video", () => {
     for (const serial of serials) {
       const bundle = out(`alias-${serials.indexOf(serial)}`);
       const second = await start(serial, ["--output-dir", bundle]);
-      expect(second.code).toBe(1);
+      expect(second.code).toBe(75);
       expect(second.json).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
       expect(String(second.json["message"])).toContain(id);
       expect(existsSync(bundle)).toBe(false);
@@ -260,7 +260,7 @@ describe("farm evidence video", () => {
       expect(winners, `round ${round}: ${JSON.stringify(results.map((r) => r.json))}`).toHaveLength(1);
       const id = String(winners[0]!.json["sessionId"]);
       expect(winners[0]!.json).toMatchObject({ ok: true, status: "recording" });
-      expect(losers[0]!.code).toBe(1);
+      expect(losers[0]!.code).toBe(75);
       expect(losers[0]!.json, `round ${round}`).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
       expect(String(losers[0]!.json["message"])).toContain(id);
       // The winner finishes and gives the phone back for the next round.

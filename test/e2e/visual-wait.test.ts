@@ -246,7 +246,7 @@ describe("farm wait", () => {
     const { id, device } = await leaseAndSession(serial);
     // In a session, a check on another phone is refused before it starts, and not recorded.
     const elsewhere = await farm(["wait", "--text", "Settings", "--device", "127.0.0.1:1"], { ...device, FARM_SESSION: id });
-    expect(elsewhere.code, elsewhere.stdout + elsewhere.stderr).toBe(1);
+    expect(elsewhere.code, elsewhere.stdout + elsewhere.stderr).toBe(64);
     expect(elsewhere.json).toMatchObject({ ok: false, code: "SESSION_MISMATCH", field: "device" });
     expect((await steps(id)).steps).toEqual([]);
 

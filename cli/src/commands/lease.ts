@@ -64,13 +64,23 @@ async function acquire(input: SessionInput & { opts: Selector; ctx: CommandConte
   const ticket = randomUUID();
   const deadline = Date.now() + waitMs;
   const following = waitMs > 0 ? await followQueue(input.ctx, client, ticket) : undefined;
+  // SIGINT/SIGTERM cancel the call: the coordinator drops the request from its queue.
+  const stop = input.ctx.stopSignal;
+  const stopped = () => new CliError(Errors.LEASE_WAIT_CANCELLED, "stopped by a signal while waiting for a device; nothing is leased or queued", undefined, null);
   try {
     for (;;) {
       try {
-        const res = await client.acquireLease({ selector, waitMs: Math.max(0, deadline - Date.now()), ttlMs, ticket }, { timeoutMs: Math.max(0, deadline - Date.now()) + 30_000 });
+        if (stop.aborted) throw stopped();
+        const res = await client.acquireLease({ selector, waitMs: Math.max(0, deadline - Date.now()), ttlMs, ticket }, { timeoutMs: Math.max(0, deadline - Date.now()) + 30_000, signal: stop });
         if (!res.lease) throw new CliError(Errors.INTERNAL, "the coordinator granted no lease", undefined, null);
+        if (stop.aborted) {
+          // Granted as the signal came: nobody will use it, so it goes back now.
+          await client.releaseLease({ token: res.token }, { timeoutMs: 10_000 }).catch(() => undefined);
+          throw stopped();
+        }
         return { lease: res.lease, token: res.token };
       } catch (err) {
+        if (stop.aborted) throw err instanceof CliError ? err : stopped();
         const unavailable = ConnectError.from(err).code === Code.Unavailable && toErrorReport(err).code === Errors.COORDINATOR_UNAVAILABLE.code;
         if (!unavailable || Date.now() >= deadline) throw err;
         await new Promise((r) => setTimeout(r, 500));

@@ -1,3 +1,4 @@
+import { Errors, Exit } from "@farm/shared/error-codes";
 import { clientOptions } from "../options/common-options.js";
 import { allCommands, describeTree, optionInfo as describeOption, type CommandInfo, type OptionInfo } from "../tree/describe.js";
 
@@ -66,8 +67,8 @@ $ farm shell --device emulator-5554 -o json -- echo hi
 {"ok":true,"actionId":"…","exitCode":0,"stdout":"hi\\n","stderr":"","dispatched":true,"ambiguous":false}
 \`\`\`
 
-A failure: exit code 1 (a device command's own exit code for \`farm shell\`),
-and the envelope with a stable \`code\` from the error table and the flag or
+A failure: the exit code of its error code (see [Exit codes](#exit-codes);
+a device command's own exit code for \`farm shell\`), and the envelope with a stable \`code\` from the error table and the flag or
 argument at fault in \`field\`. A refusal before anything was sent (a bad
 flag or argument, a reused \`--request-id\` with other content, an app
 endpoint not found) always carries \`"dispatched":false,"ambiguous":false\`,
@@ -97,6 +98,57 @@ commands without a coordinator anywhere use the local \`farm standalone\`
 (its address and admin token under \`FARM_HOME\`).
 `;
 
+/** What each exit code means, in the table's order; the error codes under each come from the error table (error-codes.ts). */
+const exitMeaning: Record<number, string> = {
+  [Exit.TEST_FAILED]: "the test failed: what the app under test did (an element missing, a visual mismatch, a wait that timed out, an app that refused to install)",
+  [Exit.USAGE]: "usage (EX_USAGE): a bad flag, argument or selector",
+  [Exit.DATA]: "data (EX_DATAERR): data given or met is not acceptable",
+  [Exit.NO_INPUT]: "not found (EX_NOINPUT): the device, lease, session or evidence named does not exist",
+  [Exit.UNAVAILABLE]: "unavailable (EX_UNAVAILABLE): the farm cannot serve this now",
+  [Exit.SOFTWARE]: "internal (EX_SOFTWARE): a fault in farm, or an error code this CLI does not know",
+  [Exit.CANT_CREATE]: "cannot create (EX_CANTCREAT): a file farm would write already exists",
+  [Exit.TEMPORARY]: "temporary (EX_TEMPFAIL): try again later",
+  [Exit.PROTOCOL]: "protocol (EX_PROTOCOL): the other side speaks another version",
+  [Exit.NO_PERMISSION]: "permission (EX_NOPERM): no token, a token without the right, no lease or another's",
+  [Exit.CONFIG]: "configuration (EX_CONFIG): TLS trust or a database schema",
+};
+
+function exitCodes(): string[] {
+  const codes = [...new Set<number>(Object.values(Exit))].sort((a, b) => a - b);
+  const fromTable = codes.map((n): [number, string] => {
+    const names = Object.values(Errors).filter((e) => e.exit === n).map((e) => `\`${e.code}\``);
+    return [n, `| ${n} | ${exitMeaning[n] ?? ""} | ${names.join(", ")} |`];
+  });
+  const others: [number, string][] = [
+    [0, "| 0 | success | |"],
+    [74, "| 74 | stdout failed other than by its reader closing (EX_IOERR) | |"],
+    [130, "| 130, 143 | stopped by SIGINT or SIGTERM (128 + the signal); a lease wait so stopped leaves nothing queued or held | |"],
+    [141, "| 141 | stdout's reader went away (`farm … \\| head`): the output stops quietly, as a writer killed by SIGPIPE | |"],
+  ];
+  const rows = [...fromTable, ...others].sort(([a], [b]) => a - b).map(([, row]) => row);
+  return [
+    "## Exit codes",
+    "",
+    "A script can tell farm's own failures from a failing test by the exit code, in the spirit of",
+    "BSD sysexits: every error code in the envelope's `code` has one exit code. 1 is kept for what the",
+    "test or the app under test did, so a farm failure never looks like a failing test.",
+    "",
+    "| exit | meaning | error codes |",
+    "| --- | --- | --- |",
+    ...rows,
+    "",
+    "`farm lease run` exits with its command's own code once the command ran (whatever it is, 69 included);",
+    "the codes above are for when farm failed before or instead of running it. `farm shell` exits with the",
+    "device command's code. A command that prints `ok:false` data without an error code (an ownership",
+    "report with unresolved actions, a recording that failed) exits 1.",
+    "",
+    "Compatibility: before this table every failure exited 1. A script that tested `$? -eq 1` for a farm",
+    "refusal should test `$? -ne 0`, or the code it means (69 no device available, 75 a lease wait timed",
+    "out, 77 no token or lease).",
+    "",
+  ];
+}
+
 function environment(root: CommandInfo): string[] {
   const vars = new Map<string, Set<string>>();
   for (const c of allCommands(root)) for (const o of c.options ?? []) if (o.env) vars.set(o.env, (vars.get(o.env) ?? new Set()).add(`--${o.name}`));
@@ -123,6 +175,7 @@ export function cliDoc(): string {
     ...(root.options ?? []).map(optionRow),
     "",
     examples,
+    ...exitCodes(),
     "## Connection flags",
     "",
     "Every command that talks to the coordinator takes these.",

@@ -3,12 +3,14 @@ import { formatBytes, progressShown, TransferMeter } from "./progress.js";
 
 describe("progress", () => {
   it("is shown only on a terminal, never with json output or in CI", () => {
-    expect(progressShown("pretty", {}, true)).toBe(true);
-    expect(progressShown("wide", {}, true)).toBe(true);
-    expect(progressShown("json", {}, true)).toBe(false);
-    expect(progressShown("pretty", {}, false)).toBe(false);
-    expect(progressShown("pretty", { CI: "true" }, true)).toBe(false);
-    expect(progressShown("pretty", { TERM: "dumb" }, true)).toBe(false);
+    expect(progressShown("pretty", {}, true, 80)).toBe(true);
+    expect(progressShown("wide", {}, true, 80)).toBe(true);
+    expect(progressShown("json", {}, true, 80)).toBe(false);
+    expect(progressShown("pretty", {}, false, 80)).toBe(false);
+    expect(progressShown("pretty", { CI: "true" }, true, 80)).toBe(false);
+    expect(progressShown("pretty", { TERM: "dumb" }, true, 80)).toBe(false);
+    // A terminal without a size (`script`, some CI pseudo-terminals): no spinner to redraw forever.
+    expect(progressShown("pretty", {}, true, 0)).toBe(false);
   });
 
   it("renders bytes and rate", () => {

@@ -10,12 +10,19 @@ export interface Progress {
 const none: Progress = { update: () => undefined, stop: () => undefined };
 
 /**
- * Progress is for people watching a terminal: only when stderr is a TTY,
- * the output format is not json, and not in CI (a CI log is no place for
- * spinners even when it is a pseudo-terminal).
+ * Progress is for people watching a terminal: only when stderr is a TTY
+ * that has a size (a pseudo-terminal reporting 0 columns, as `script` and
+ * some CI runners give, made the spinner redraw forever), the output format
+ * is not json, and not in CI (a CI log is no place for spinners even when it
+ * is a pseudo-terminal).
  */
-export function progressShown(format: OutputFormat, env: NodeJS.ProcessEnv, stderrIsTty = process.stderr.isTTY === true): boolean {
-  return stderrIsTty && format !== "json" && !("CI" in env && env["CI"] !== "" && env["CI"] !== "false") && env["TERM"] !== "dumb";
+export function progressShown(
+  format: OutputFormat,
+  env: NodeJS.ProcessEnv,
+  stderrIsTty = process.stderr.isTTY === true,
+  columns: number = process.stderr.columns ?? 0,
+): boolean {
+  return stderrIsTty && columns > 0 && format !== "json" && !("CI" in env && env["CI"] !== "" && env["CI"] !== "false") && env["TERM"] !== "dumb";
 }
 
 /** What decides whether progress is shown; stderrIsTty false for a run whose stderr is captured (main in process), undefined: the process's stderr. */
