@@ -59,7 +59,7 @@ afterAll(async () => {
 const codeOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.code ?? "";
 
 /** The victim went away under the call (its connection, not a refusal of the request). */
-const lostReplica = (err: unknown) => [Code.Unavailable, Code.Unknown, Code.Internal, Code.Canceled, Code.DeadlineExceeded].includes(ConnectError.from(err).code);
+const lostReplica = (err: unknown) => [Code.Unavailable, Code.Aborted, Code.Unknown, Code.Internal, Code.Canceled, Code.DeadlineExceeded].includes(ConnectError.from(err).code);
 
 describe("a replica killed during concurrent grants", () => {
   it("loses no grant a caller received and grants no phone twice; the database agrees", async () => {
