@@ -138,6 +138,8 @@ export const Errors = {
   LEASE_WAIT_CANCELLED: { code: "LEASE_WAIT_CANCELLED", status: Status.Canceled, exit: Exit.TEMPORARY },
   LEASE_WAIT_TIMEOUT: { code: "LEASE_WAIT_TIMEOUT", status: Status.DeadlineExceeded, exit: Exit.TEMPORARY },
   NO_DEVICE_AVAILABLE: { code: "NO_DEVICE_AVAILABLE", status: Status.ResourceExhausted, exit: Exit.UNAVAILABLE },
+  /** No phone the farm knows (online, offline or leased) can ever match the selector: refused at once rather than waited on. */
+  NO_DEVICE_MATCHES: { code: "NO_DEVICE_MATCHES", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
 
   // Remote adb tunnels.
   TUNNEL_CLOSED: { code: "TUNNEL_CLOSED", status: Status.Aborted, exit: Exit.UNAVAILABLE },

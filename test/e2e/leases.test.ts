@@ -160,7 +160,7 @@ describe("leases", () => {
 
   it("fails at once when nothing matches and no wait is allowed, and refuses to renew an expired lease", async () => {
     const none = await acquireJson(["--model", "No Such Phone"]);
-    expect(none.json).toMatchObject({ ok: false, code: "NO_DEVICE_AVAILABLE" });
+    expect(none.json).toMatchObject({ ok: false, code: "NO_DEVICE_MATCHES", field: "model" });
     const short = await acquireJson(["--device", phones[1]?.serial as string, "--ttl", "1s"]);
     expect(short.code).toBe(0);
     await waitFor("the lease to expire", async () => ((await farm(["lease", "list"], lab.env)).json["leases"] as unknown[]).length === 0 ? true : undefined);

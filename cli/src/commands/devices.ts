@@ -9,6 +9,14 @@ import { clientSession } from "../session.js";
 import type { deviceListOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";
 
+/** Physical ids are cut to this many characters in the table (a trailing … shows where); -o wide and json show them whole. */
+const SHOWN_ID = 15;
+
+/** A physical id as the table shows it: a unique prefix is enough wherever an id is taken (`--physical-id`, `--device`). */
+function shortId(id: string, wide: boolean): string {
+  return wide || id.length <= SHOWN_ID ? id : `${id.slice(0, SHOWN_ID)}…`;
+}
+
 /** `farm device list` / `farm devices`; -o wide adds manufacturer, ABI, boot id, pin label, last update and quarantine reason. */
 export const listDevices: Action<typeof deviceListOptions> = async (input) => {
   const session = clientSession(input);
@@ -32,7 +40,7 @@ export const listDevices: Action<typeof deviceListOptions> = async (input) => {
       grouped.map((d, i) => {
         const id = d.properties?.physicalId ?? "";
         const sameAsAbove = i > 0 && id !== "" && grouped[i - 1]?.properties?.physicalId === id;
-        const shown = id === "" ? "?" : sameAsAbove ? "  \"" : `${id.slice(0, 15)}${d.properties?.identityStatus === "duplicate" ? " (duplicate!)" : ""}`;
+        const shown = id === "" ? "?" : sameAsAbove ? "  \"" : `${shortId(id, wide)}${d.properties?.identityStatus === "duplicate" ? " (duplicate!)" : ""}`;
         return [
           shown,
           d.serial,

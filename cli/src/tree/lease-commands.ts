@@ -9,8 +9,8 @@ const DAY_MS = 24 * 3_600_000;
 
 /** Which device a lease may take, and how long to wait and hold it. */
 export const selectorOptions = {
-  device: text("--device <serial>", "This serial"),
-  physicalId: text("--physical-id <id>", "This physical device"),
+  device: text("--device <serial>", "This serial (a physical id, or its unique prefix, is taken too)"),
+  physicalId: text("--physical-id <id>", "This physical device: the whole id or a unique prefix (as farm devices shows it)"),
   label: list("--label <key=value>", "Devices with this label"),
   model: text("--model <model>", "Devices of this model"),
   apiLevel: parsed("--api-level <min[..max]>", "Android API level, or a range", parseApiLevel),

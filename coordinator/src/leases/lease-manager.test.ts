@@ -5,6 +5,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { createLogger } from "@farm/shared/log";
+import { toErrorReport } from "@farm/shared/errors";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { leases as leaseRows, leaseWaiters } from "../db/schema.js";
 import { DeviceLabels } from "../devices/device-labels.js";
@@ -403,6 +404,11 @@ describe("LeaseManager: what lets a waiter through", () => {
   it("grants a device once it gets the labels the request asks for", async () => {
     opened = openDatabase(":memory:");
     const { leases } = await start(opened);
+    // The one phone that carries the label is held, so the request waits rather than being refused.
+    await leases.setLabels("S-1", { rack: "b2" });
+    const holder = call(leases, "h", sel({ physicalId: "pd-1" }));
+    await settle();
+    expect(holder.grant?.lease.physicalId).toBe("pd-1");
     const w = call(leases, "w", sel({ labels: { rack: "b2" } }));
     await settle();
     expect(w.grant).toBeUndefined();
@@ -412,6 +418,21 @@ describe("LeaseManager: what lets a waiter through", () => {
     await leases.setLabels("S-2", { rack: "b2" });
     await settle();
     expect(w.grant?.lease.physicalId).toBe("pd-2");
+  });
+
+  it("refuses at once a selector no phone the farm knows can match, and takes a short physical id", async () => {
+    opened = openDatabase(":memory:");
+    const { leases } = await start(opened);
+    const none = call(leases, "w", sel({ labels: { rack: "b2" } }));
+    await settle();
+    expect(toErrorReport(none.error)).toMatchObject({ code: "NO_DEVICE_MATCHES", field: "label" });
+    expect(leases.list().queue).toHaveLength(0);
+    const short = call(leases, "s", sel({ physicalId: "pd-2…" }));
+    await settle();
+    expect(short.grant?.lease.physicalId).toBe("pd-2");
+    const ambiguous = call(leases, "a", sel({ physicalId: "pd-" }));
+    await settle();
+    expect(toErrorReport(ambiguous.error)).toMatchObject({ code: "DEVICE_AMBIGUOUS", field: "physical-id" });
   });
 
   it("lets only the holder (or an admin) change a leased phone's labels", async () => {

@@ -7,9 +7,13 @@ import { readPage, type Page, type PageRequest } from "../paging.js";
 import type { Candidate, Registry } from "../registry/registry.js";
 import type { LeasePhone, LeaseRow, LeaseStore, Waiter } from "./lease-store.js";
 import { describeSelector, validateSelector, type Selector } from "./selector.js";
+import { resolveSelector } from "./selector-match.js";
 import { WaitQueue, type Grant, type PendingCall } from "./wait-queue.js";
 
 export { RESUME_GRACE_MS, type Grant } from "./wait-queue.js";
+
+/** How every physical id begins (agent/src/devices/physical-identity.ts). */
+const PHYSICAL_ID_PREFIX = "pd-";
 
 export const DEFAULT_TTL_MS = 5 * 60_000;
 export const MAX_TTL_MS = 24 * 3_600_000;
@@ -140,8 +144,12 @@ export class LeaseManager {
     if (opts.ttlMs < 1_000 || opts.ttlMs > MAX_TTL_MS) throw invalidArgument("ttl", `ttl must be within 1s..24h, got ${opts.ttlMs} ms`);
     if (opts.waitMs < 0 || opts.waitMs > MAX_WAIT_MS) throw invalidArgument("wait", "wait must be within 0..24h");
     if (selector.serial && !this.registry.physicalIdOf(selector.serial)) {
-      throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
+      // A physical id (or its prefix, as `farm devices` shows it) pasted where a serial goes: taken as one.
+      if (selector.serial.startsWith(PHYSICAL_ID_PREFIX)) selector = { ...selector, serial: "", physicalId: selector.serial };
+      else throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
     }
+    // Refused at once when no phone can ever match, rather than waited on; a short physical id becomes the full one.
+    selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id));
     const ticket = opts.ticket || randomUUID();
     // Made here, where the caller waits; only its hash is stored (on the place, then on the lease).
     const token = newLeaseToken();

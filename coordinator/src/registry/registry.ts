@@ -540,6 +540,22 @@ export class Registry {
   }
 
   /**
+   * Every serial any agent reports or last reported (online, offline, leased,
+   * quarantined), with what is known of its phone: what a selector could ever
+   * match. An empty physical id means its identity is not read yet.
+   */
+  knownPhones(): Candidate[] {
+    const out: Candidate[] = [];
+    for (const a of [...this.agents.values()].sort(byName)) {
+      for (const serial of [...a.devices.keys()].sort()) {
+        const p = (a.devices.get(serial) as DeviceEntry).properties;
+        out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
+      }
+    }
+    return out;
+  }
+
+  /**
    * Actions with an unknown outcome on a phone, as every agent that reports
    * it (online or not) last said: any one of them blocks changes to the
    * phone through every agent.
