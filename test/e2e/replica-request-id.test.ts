@@ -16,7 +16,7 @@ interface ActionRow {
 }
 
 /** The phone's recent actions in the agent's journal. */
-async function actions(env: NodeJS.ProcessEnv): Promise<ActionRow[]> {
+async function actions(env: NodeJS.ProcessEnv | undefined): Promise<ActionRow[]> {
   const status = await farm(["device", "ownership", "status", "--device", (lab as ReplicaLab).serial], env);
   return ((status.json["ownership"] ?? { recent: [] }) as { recent: ActionRow[] }).recent;
 }
