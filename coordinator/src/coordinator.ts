@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createSecureContext } from "node:tls";
@@ -40,7 +41,8 @@ import { DeviceLabels } from "./devices/device-labels.js";
 import { createDeviceLabelStore } from "./devices/device-label-store.js";
 import { ActivityLog } from "./activity/activity-log.js";
 import { createActivityStore } from "./activity/activity-store.js";
-import { IdempotencyCache } from "./routing/idempotency-cache.js";
+import { Idempotency } from "./routing/idempotency.js";
+import { IdempotencyStore } from "./routing/idempotency-store.js";
 import { ShellRelay } from "./routing/shell-relay.js";
 import { BLOB_QUOTA_DEFAULT, BlobStore } from "./evidence/blob-store.js";
 import { registerBlobService, registerAgentBlobService } from "./evidence/blob-service.js";
@@ -184,7 +186,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   // A tunnel's raw-adb action left unresolved by a killed agent is settled when its lease ends.
   settleRawAdbOnLeaseEnd({ registry, leases, log });
   activity.onRecordFailure((err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message }));
-  const idempotency = new IdempotencyCache();
+  // Request ids in the database: a retry through another replica, or after a restart, gets the first outcome.
+  const idempotency = new Idempotency(new IdempotencyStore(database), {
+    owner: randomUUID(),
+    onStoreFailure: (err) => log.error("could not store a request id's outcome; repeats are told it is unknown", { error: (err as Error).message }),
+  });
+  const sweepRequestIds = () => void idempotency.sweep().catch((err: unknown) => log.warn("could not delete expired request ids; the next sweep tries again", { error: (err as Error).message }));
+  sweepRequestIds();
   const shellRelay = new ShellRelay();
   const tunnels = new Tunnels({ ...DEFAULT_TUNNEL_LIMITS, ...opts.adbTunnels });
   const adbRelay = new AdbStreamRelay();
@@ -359,6 +367,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const flush = setInterval(() => {
     void registry.flushHeartbeats().catch((err: unknown) => log.warn("could not store agents' heartbeat times; the next flush tries again", { error: (err as Error).message }));
     void blobs.sweep();
+    sweepRequestIds();
   }, 10_000);
   sweep.unref();
   flush.unref();

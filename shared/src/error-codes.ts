@@ -91,6 +91,11 @@ export const Errors = {
   QUOTA_EXCEEDED: { code: "QUOTA_EXCEEDED", status: Status.ResourceExhausted, exit: Exit.TEMPORARY },
   /** A repeated request id with different content. */
   IDEMPOTENCY_CONFLICT: { code: "IDEMPOTENCY_CONFLICT", status: Status.AlreadyExists, exit: Exit.DATA },
+  /**
+   * A repeated request id whose first call has no recorded outcome: it is still running through
+   * another coordinator, or its coordinator stopped before recording it. Ambiguous; not run again.
+   */
+  IDEMPOTENCY_PENDING: { code: "IDEMPOTENCY_PENDING", status: Status.Unavailable, exit: Exit.TEMPORARY },
 
   // Transport and the coordinator itself.
   COORDINATOR_UNAVAILABLE: { code: "COORDINATOR_UNAVAILABLE", status: Status.Unavailable, exit: Exit.UNAVAILABLE },

@@ -267,3 +267,15 @@ export const summaryKey = pgTable("summary_key", {
   key: bytea("key").notNull(),
   rotatedAt: ms("rotated_at").notNull(),
 });
+
+export const idempotencyKeys = pgTable("idempotency_keys", {
+  caller: text("caller").notNull(),
+  requestId: text("request_id").notNull(),
+  fingerprint: text("fingerprint").notNull(),
+  state: text("state").notNull(),
+  owner: text("owner").notNull(),
+  answer: text("answer"),
+  error: text("error"),
+  createdAt: ms("created_at").notNull(),
+  expiresAt: ms("expires_at").notNull(),
+}, (t) => [primaryKey({ columns: [t.caller, t.requestId] }), index("idempotency_keys_expiry").on(t.expiresAt)]);

@@ -349,3 +349,24 @@ export const blobs = sqliteTable("blobs", {
   name: text("name").notNull(),
   createdAt: integer("created_at").notNull(),
 }, (t) => [index("blobs_owner").on(t.owner), index("blobs_created").on(t.createdAt)]);
+
+/**
+ * `--request-id` keys (routing/idempotency-store.ts): the first call's
+ * outcome per caller and request id, shared by every coordinator on the
+ * database and kept across restarts until `expires_at`.
+ */
+export const idempotencyKeys = sqliteTable("idempotency_keys", {
+  caller: text("caller").notNull(),
+  requestId: text("request_id").notNull(),
+  // sha256 of the method and its canonical arguments (the request id left out).
+  fingerprint: text("fingerprint").notNull(),
+  // pending | done
+  state: text("state").notNull(),
+  // The coordinator process that runs the first call: a pending row of another one is not waited for here.
+  owner: text("owner").notNull(),
+  // Done: the answer, protobuf-encoded in base64, or the error envelope in JSON; NULL while pending.
+  answer: text("answer"),
+  error: text("error"),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+}, (t) => [primaryKey({ columns: [t.caller, t.requestId] }), index("idempotency_keys_expiry").on(t.expiresAt)]);

@@ -1,5 +1,5 @@
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { DescMethod, DescMethodUnary, Message } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, type DescMethod, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "@farm/shared/canonical-json";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
@@ -15,7 +15,7 @@ import type { AgentCaller } from "./agent-session.js";
 import type { Registry, Route } from "../registry/registry.js";
 import type { LeaseManager } from "../leases/lease-manager.js";
 import type { ActivityLog } from "../activity/activity-log.js";
-import type { IdempotencyCache } from "./idempotency-cache.js";
+import type { AnswerCodec, Idempotency } from "./idempotency.js";
 import type { StepRecorder } from "../sessions/step-recorder.js";
 import { CAPTURE_HEADER } from "../sessions/capture-plans.js";
 import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
@@ -31,7 +31,7 @@ export interface DeviceServiceDeps {
   registry: Registry;
   leases: LeaseManager;
   activity: ActivityLog;
-  idempotency: IdempotencyCache;
+  idempotency: Idempotency;
   log: Logger;
   /** Deadline for calls that set none. */
   defaultTimeoutMs?: number;
@@ -108,7 +108,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     const run = () => recorded(method, req, ctx);
     if (requestId === "") return run();
     if (requestId.length > 128) throw invalidArgument("target.request_id", "request id is at most 128 characters");
-    return deps.idempotency.run(principal.tokenName, requestId, fingerprint(method, req), run);
+    return deps.idempotency.run(principal.tokenName, requestId, fingerprint(method, req), answerCodec(method), run);
   }
 
   /** Runs the call and writes it to the activity log, whatever its outcome. */
@@ -280,6 +280,14 @@ function checkArguments(method: Method, req: unknown): void {
   const r = req as Record<string, unknown>;
   if (method === DeviceService.method.runShell) checkShellCommand(String(r["command"] ?? ""));
   if (method === DeviceService.method.setProperty) checkPropValue(String(r["value"] ?? ""));
+}
+
+/** The method's answer as kept for its request id: protobuf binary, in base64. */
+function answerCodec(method: Method): AnswerCodec<Message> {
+  return {
+    encode: (m) => Buffer.from(toBinary(method.output, m as never)).toString("base64"),
+    decode: (text) => fromBinary(method.output, Buffer.from(text, "base64")),
+  };
 }
 
 function fingerprint(method: Method, req: Request): string {

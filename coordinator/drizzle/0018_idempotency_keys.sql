@@ -1,0 +1,14 @@
+CREATE TABLE `idempotency_keys` (
+	`caller` text NOT NULL,
+	`request_id` text NOT NULL,
+	`fingerprint` text NOT NULL,
+	`state` text NOT NULL,
+	`owner` text NOT NULL,
+	`answer` text,
+	`error` text,
+	`created_at` integer NOT NULL,
+	`expires_at` integer NOT NULL,
+	PRIMARY KEY(`caller`, `request_id`)
+);
+--> statement-breakpoint
+CREATE INDEX `idempotency_keys_expiry` ON `idempotency_keys` (`expires_at`);
