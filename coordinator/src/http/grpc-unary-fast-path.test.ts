@@ -18,7 +18,7 @@ import { CreateTokenRequestSchema, TokenKind } from "@farm/shared/gen/farm/v1/to
 import { AgentService, AttachRequestSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { PROTOCOL_VERSION } from "@farm/shared/version";
 import { startCoordinator, type RunningCoordinator } from "../coordinator.js";
-import { seededRandom } from "./seeded-random.js";
+import { seededRandom } from "@farm/shared/testing/seeded-random";
 
 /**
  * The fast path answers as Connect's handler does: every case is sent to

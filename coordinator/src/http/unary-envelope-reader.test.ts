@@ -5,7 +5,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { createMethodSerializationLookup, pipe, transformDecompressEnvelope, transformParseEnvelope, transformSplitEnvelope } from "@connectrpc/connect/protocol";
 import { RegistryService, ListDevicesRequestSchema } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { readUnaryMessage } from "./unary-envelope-reader.js";
-import { seededRandom } from "./seeded-random.js";
+import { seededRandom } from "@farm/shared/testing/seeded-random";
 
 const method = RegistryService.method.listDevices;
 const CAP = 64;

@@ -16,18 +16,9 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { DeviceService, RunShellResponseSchema } from "../gen/farm/v1/device_service_pb.js";
 import { grpcUnary } from "./grpc-unary-transport.js";
 import { UnaryEnvelopeReader } from "./unary-envelope.js";
+import { seededRandom } from "../testing/seeded-random.js";
 
-/** mulberry32: small, seeded, good enough to pick bytes and sizes. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 const int = (r: () => number, n: number) => Math.floor(r() * n);
 const bytes = (r: () => number, n: number) => Buffer.from(Array.from({ length: n }, () => int(r, 256)));
 
