@@ -4,56 +4,30 @@
  * no phone is ever held by two callers, and the database shows each grant
  * once (checked afterwards).
  */
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
-import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
-import { attachFakeAgent, bearer, fakeDevices } from "../support/fake-agent.js";
-import { startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { waitFor, type FarmProcess } from "../support/farm-process.js";
+import { startReplicaLeaseLab, type ReplicaLeaseLab } from "../support/replica-lease-lab.js";
 
 const any = { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
 const CALLERS = 200;
 const VICTIM = 2;
 
-let database: { url: string; drop(): Promise<void> };
-let dir: TempDir;
-const replicas: FarmProcess[] = [];
-const leases: Client<typeof LeaseService>[] = [];
-const stop = new AbortController();
+let lab: ReplicaLeaseLab;
+let database: ReplicaLeaseLab["database"];
+let replicas: FarmProcess[];
+let leases: Client<typeof LeaseService>[];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  dir = await makeTempDir("replica-lease-kill");
-  const data = join(dir.path, "coordinator");
-  for (let i = 0; i < 3; i++) replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, "--database", database.url], { FARM_LOG_LEVEL: "warn" }));
-  const admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
-  const transports = replicas.map((r) => createGrpcTransport({ baseUrl: String(r.ready["url"]), interceptors: [bearer(admin)] }));
-  for (const t of transports) leases.push(createClient(LeaseService, t));
-  const tokens = createClient(TokenService, transports[0]!);
-  // The phones' agents are on the replicas that stay up: killing the victim takes no phone offline.
-  for (const i of [0, 1]) {
-    const token = (await tokens.createToken({ name: `lab-${i}`, kind: TokenKind.AGENT })).token;
-    await attachFakeAgent({ url: String(replicas[i]!.ready["url"]), token, index: i, devices: fakeDevices(i, 5), heartbeatMs: 500, signal: stop.signal });
-  }
-  for (const t of transports) {
-    const registry = createClient(RegistryService, t);
-    await waitFor("10 phones online on every replica", async () => ((await registry.listDevices({})).devices.filter((d) => d.state === "device").length === 10 ? true : undefined));
-  }
+  lab = await startReplicaLeaseLab("replica-lease-kill");
+  ({ database, replicas, leases } = lab);
 }, 120_000);
 
 afterAll(async () => {
-  stop.abort();
-  for (const r of replicas) await r.stop();
-  await dir?.remove();
-  await database?.drop();
+  await lab?.stop();
 });
 
 const codeOf = (err: unknown) => ConnectError.from(err).findDetails(ErrorDetailSchema)[0]?.code ?? "";

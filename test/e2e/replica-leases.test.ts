@@ -3,55 +3,31 @@
  * one PostgreSQL database, lightweight agents (10 phones) attached to two of
  * them, lease calls spread over all three.
  */
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
-import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { WatchService } from "@farm/shared/gen/farm/v1/watch_service_pb";
-import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
-import { attachFakeAgent, bearer, fakeDevices } from "../support/fake-agent.js";
-import { startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { bearer } from "../support/fake-agent.js";
+import { waitFor, type FarmProcess } from "../support/farm-process.js";
+import { startReplicaLeaseLab, type ReplicaLeaseLab } from "../support/replica-lease-lab.js";
 
 const any = { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
 
-let database: { url: string; drop(): Promise<void> };
-let dir: TempDir;
-const replicas: FarmProcess[] = [];
-const leases: Client<typeof LeaseService>[] = [];
-const stop = new AbortController();
+let lab: ReplicaLeaseLab;
+let database: ReplicaLeaseLab["database"];
+let replicas: FarmProcess[];
+let leases: Client<typeof LeaseService>[];
 let admin: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  dir = await makeTempDir("replica-leases");
-  const data = join(dir.path, "coordinator");
-  for (let i = 0; i < 3; i++) replicas.push(await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data, "--database", database.url], { FARM_LOG_LEVEL: "warn" }));
-  admin = (await readFile(join(data, "admin.token"), "utf8")).trim();
-  const transports = replicas.map((r) => createGrpcTransport({ baseUrl: String(r.ready["url"]), interceptors: [bearer(admin)] }));
-  for (const t of transports) leases.push(createClient(LeaseService, t));
-  const tokens = createClient(TokenService, transports[0]!);
-  // Two lab hosts with five phones each, attached to replicas 0 and 1.
-  for (const i of [0, 1]) {
-    const token = (await tokens.createToken({ name: `lab-${i}`, kind: TokenKind.AGENT })).token;
-    await attachFakeAgent({ url: String(replicas[i]!.ready["url"]), token, index: i, devices: fakeDevices(i, 5), heartbeatMs: 500, signal: stop.signal });
-  }
-  for (const t of transports) {
-    const registry = createClient(RegistryService, t);
-    await waitFor("10 phones online on every replica", async () => ((await registry.listDevices({})).devices.filter((d) => d.state === "device").length === 10 ? true : undefined));
-  }
+  lab = await startReplicaLeaseLab("replica-leases");
+  ({ database, replicas, leases, admin } = lab);
 }, 120_000);
 
 afterAll(async () => {
-  stop.abort();
-  for (const r of replicas) await r.stop();
-  await dir?.remove();
-  await database?.drop();
+  await lab?.stop();
 });
 
 describe("leases across replicas", () => {
