@@ -16,7 +16,10 @@ import type { acquireOptions, leaseListOptions, releaseOptions, renewOptions, ru
 import type { Action, CommandContext } from "../tree/spec.js";
 import { followQueue } from "../progress/lease-wait.js";
 import { parseLabels } from "./label.js";
-import { endSessionAs, startSessionOn } from "./session.js";
+import { endSessionAs, listAllSteps, startSessionOn } from "./session.js";
+import { leaseRunSummary, summaryLine } from "./lease-run-summary.js";
+import { writeSummaryFile, summaryPath } from "./lease-run-summary-file.js";
+import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { sessionPolicyInput } from "../session-policy-input.js";
 
 type Selector = OptionValues<typeof selectorOptions>;
@@ -157,6 +160,8 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   if (!input.opts.session && (input.opts.policy || input.opts.secret.length > 0)) throw new CliError(Errors.INVALID_ARGUMENT, "--policy and --secret go with --session", "policy");
   // A bad policy or a missing secret fails before a device is leased.
   const policy = input.opts.session ? await sessionPolicyInput(input.opts.policy, input.opts.secret, input.ctx.env) : undefined;
+  // A summary file that cannot be written is refused before a device is leased.
+  const summaryFile = input.opts.summary === undefined ? undefined : await summaryPath(input.opts.summary);
   const { lease, token } = await acquire(input);
   const session = clientSession(input);
   const client = serviceClient(LeaseService, session.config);
@@ -188,33 +193,86 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   const onTerm = forward("SIGTERM");
   process.on("SIGINT", onInt);
   process.on("SIGTERM", onTerm);
+  let endedBy: NodeJS.Signals | undefined;
   const code = await new Promise<number>((resolve) => {
     child.once("error", (err) => {
       input.ctx.writeErr(`farm lease run: cannot run ${cmd}: ${err.message}\n`);
       resolve(127);
     });
-    child.once("exit", (c, signal) => resolve(c ?? (signal ? 128 + (signalNumber(signal) ?? 1) : 1)));
+    child.once("exit", (c, signal) => {
+      endedBy = signal ?? undefined;
+      resolve(c ?? (signal ? 128 + (signalNumber(signal) ?? 1) : 1));
+    });
   });
   process.off("SIGINT", onInt);
   process.off("SIGTERM", onTerm);
   clearInterval(timer);
   // Ended before the release: releasing first would end it as lease-ended.
+  let sessionStatus: string | undefined;
   if (sessionId !== undefined) {
     const status = code === 0 ? "passed" : "failed";
     try {
       await endSessionAs(session, sessionId, status, 10_000);
+      sessionStatus = status;
       input.ctx.writeErr(`farm lease run: session ${sessionId} ${status}\n`);
     } catch (err) {
       input.ctx.writeErr(`farm lease run: ending session ${sessionId} failed (releasing the lease ends it as lease-ended): ${toErrorReport(err).message}\n`);
     }
   }
+  // The summary's facts are read while the lease is still held; the release comes last whatever they say.
+  const wantSummary = summaryFile !== undefined || input.ctx.printer.format === "json";
+  const facts = wantSummary ? await summaryFacts(session, lease, sessionId, (what, err) => input.ctx.writeErr(`farm lease run: ${what} for the summary failed: ${toErrorReport(err).message}\n`)) : undefined;
   try {
     await client.releaseLease({ token }, { timeoutMs: 10_000 });
   } catch (err) {
     input.ctx.writeErr(`farm lease run: release failed (the lease will expire by itself): ${toErrorReport(err).message}\n`);
   }
+  if (facts) {
+    const summary = leaseRunSummary({ lease, ...facts, sessionId, sessionStatus, exitCode: code, signal: endedBy });
+    if (summaryFile !== undefined) {
+      try {
+        await writeSummaryFile(summaryFile, summary);
+      } catch (err) {
+        input.ctx.writeErr(`farm lease run: writing the summary to ${summaryFile} failed: ${(err as Error).message}\n`);
+      }
+    }
+    // The command's exit code stays the CLI's, so the summary is data, not a failure envelope;
+    // for people it is one more stderr line, keeping stdout the command's own.
+    if (input.ctx.printer.format === "json") input.ctx.printer.emit({ ...summary }, () => "");
+    else input.ctx.writeErr(`${summaryLine(summary)}\n`);
+  }
   return code;
 };
+
+/** The phone's model and the session's steps, each null when it could not be read (unknown stays unknown). */
+async function summaryFacts(
+  session: ReturnType<typeof clientSession>,
+  lease: Lease,
+  sessionId: string | undefined,
+  warn: (what: string, err: unknown) => void,
+): Promise<{ model: string | undefined; steps: Awaited<ReturnType<typeof listAllSteps>> | undefined }> {
+  let model: string | undefined;
+  try {
+    const registry = serviceClient(RegistryService, session.config);
+    const devices = await allPages(async (page) => {
+      const res = await registry.listDevices({ agent: "", ...page }, { timeoutMs: 10_000 });
+      return { items: res.devices, nextPageToken: res.nextPageToken };
+    });
+    const found = devices.find((d) => d.agentId === lease.agentId && d.serial === lease.serial)?.properties?.model;
+    model = found === "" ? undefined : found;
+  } catch (err) {
+    warn("reading the phone's model", err);
+  }
+  let steps: Awaited<ReturnType<typeof listAllSteps>> | undefined;
+  if (sessionId !== undefined) {
+    try {
+      steps = await listAllSteps(session, sessionId);
+    } catch (err) {
+      warn("reading the session's steps", err);
+    }
+  }
+  return { model, steps };
+}
 
 function signalNumber(sig: NodeJS.Signals): number | undefined {
   return ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[sig];
