@@ -19,9 +19,16 @@ export async function summaryPath(given: string): Promise<string> {
   return file;
 }
 
-/** Written whole or not at all: a reader never sees half a document. */
+/**
+ * Written whole or not at all: a reader never sees half a document. A file
+ * that is not a regular one (/dev/stderr, a FIFO) is written in place, never
+ * replaced.
+ */
 export async function writeSummaryFile(file: string, summary: LeaseRunSummary): Promise<void> {
+  const text = JSON.stringify(summary, null, 2) + "\n";
+  const existing = await stat(file).catch(() => undefined);
+  if (existing && !existing.isFile()) return writeFile(file, text);
   const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  await writeFile(tmp, JSON.stringify(summary, null, 2) + "\n", { mode: 0o644 });
+  await writeFile(tmp, text, { mode: 0o644 });
   await rename(tmp, file);
 }
