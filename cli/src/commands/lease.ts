@@ -61,7 +61,8 @@ function leaseJson(l: Lease | undefined, token?: string) {
 async function acquire(input: SessionInput & { opts: Selector; ctx: CommandContext }): Promise<{ lease: Lease; token: string }> {
   // A wait's deadline is --wait, not --timeout.
   const session = clientSession({ ...input, opts: { ...input.opts, timeout: undefined } });
-  const client = serviceClient(LeaseService, session.config);
+  // The wait takes the stop signal itself; the release of a lease granted as it came must still go out.
+  const client = serviceClient(LeaseService, { ...session.config, stopSignal: undefined });
   const { wait: waitMs, ttl: ttlMs } = input.opts;
   const selector = selectorOf(input.opts);
   const ticket = randomUUID();
@@ -163,7 +164,10 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   // A summary file that cannot be written is refused before a device is leased.
   const summaryFile = input.opts.summary === undefined ? undefined : await summaryPath(input.opts.summary);
   const { lease, token } = await acquire(input);
-  const session = clientSession(input);
+  // Once leased, nothing here is cancelled by a signal: the signal goes to the command, and
+  // ending the session and releasing the lease must still happen on the way out.
+  const stoppable = clientSession(input);
+  const session = { ...stoppable, config: { ...stoppable.config, stopSignal: undefined } };
   const client = serviceClient(LeaseService, session.config);
   const renewEvery = Math.max(500, Math.floor(lease.ttlMs / 3));
   const timer = setInterval(() => {
@@ -184,6 +188,13 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
       await client.releaseLease({ token }, { timeoutMs: 10_000 }).catch(() => undefined);
       throw err;
     }
+  }
+  if (input.ctx.stopSignal.aborted) {
+    // Stopped before the command started: nothing to run, the phone goes back now.
+    clearInterval(timer);
+    if (sessionId !== undefined) await endSessionAs(session, sessionId, "failed", 10_000).catch(() => undefined);
+    await client.releaseLease({ token }, { timeoutMs: 10_000 }).catch(() => undefined);
+    throw new CliError(Errors.LEASE_WAIT_CANCELLED, "stopped by a signal before the command started; the lease is released", undefined, null);
   }
   const sessionEnv = sessionId === undefined ? {} : { FARM_SESSION: sessionId };
   const child = spawn(cmd, args, { stdio: "inherit", env: { ...input.ctx.env, FARM_LEASE: token, FARM_DEVICE: lease.serial, FARM_LEASE_ID: lease.leaseId, ...sessionEnv } });
