@@ -163,7 +163,7 @@ describe("farm adb connect", () => {
     expect((await farm(["lease", "release"], env)).code).toBe(0);
     // Timed from the release's answer (the CLI's own start-up is not the tunnel's to answer for).
     const released = Date.now();
-    expect(await tunnel.exited).toBe(1);
+    expect(await tunnel.exited).toBe(77);
     expect(Date.now() - released).toBeLessThan(2_000);
     expect(tunnel.lines.join("\n")).toMatch(/LEASE_RELEASED/);
     await waitFor("the tunnel gone from the user's adb", async () => ((await stateOf(local)) === "gone" ? true : undefined), { timeoutMs: 5_000 });
@@ -180,7 +180,7 @@ describe("farm adb connect", () => {
     const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
     const tunnel = await connectForeground(env);
     expect(tunnel.answer).toMatchObject({ ok: true });
-    expect(await tunnel.exited).toBe(1);
+    expect(await tunnel.exited).toBe(77);
     expect(tunnel.lines.join("\n")).toMatch(/LEASE_EXPIRED/);
     const activity = await farm(["activity", "--device", serial], lab.env);
     expect(JSON.stringify(activity.json)).toContain("adbTunnel");

@@ -100,7 +100,7 @@ describe("remote adb on the device page", () => {
     expect(await row(alice).getByRole("button").count()).toBe(0);
     admin.once("dialog", (d) => void d.accept());
     await row(admin).getByRole("button", { name: "Close alice's tunnel" }).click();
-    expect(await tunnel.exited).toBe(1);
+    expect(await tunnel.exited).toBe(69);
     expect(tunnel.lines.join("\n")).toMatch(/TUNNEL_CLOSED/);
     expect(tunnel.lines.join("\n")).toContain("closed by the admin");
     for (const p of [admin, alice]) await expect.poll(() => row(p).count(), { timeout: LIVE_MS }).toBe(0);

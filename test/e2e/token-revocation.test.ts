@@ -82,7 +82,7 @@ describe("farm token revoke", () => {
     expect(bobs.code, bobs.stdout + bobs.stderr).toBe(0);
     const bobLease = bobs.json["lease"] as { token: string };
     // Her tunnel is closed, and the agent let go of the phone: bob's own change goes through.
-    expect(await tunnel.exited).toBe(1);
+    expect(await tunnel.exited).toBe(77);
     await waitFor("the tunnel gone from the user's adb", async () => ((await inUserAdb()) ? undefined : true));
     const change = await waitFor("bob's shell on the phone", async () => {
       const r = await farm(["shell", "--", "echo", "bob"], { ...bob, FARM_LEASE: bobLease.token, FARM_DEVICE: serial });
