@@ -34,6 +34,7 @@ interface Summary {
   steps: number | null;
   failedSteps: { sequence: number; action: string; errorCode: string }[] | null;
   exitCode: number;
+  exportPath: string | null;
 }
 
 /** The child: one tap that works, one that finds no element (a failed step), then the given exit code. */
@@ -48,7 +49,7 @@ describe("farm lease run summary", () => {
     const r = await farmProcess(["lease", "run", "--device", serial, "-o", "json", "--", "true"], lab.env);
     expect(r.code, r.stderr).toBe(0);
     const s = r.json as unknown as Summary;
-    expect(s).toMatchObject({ ok: true, exitCode: 0, sessionId: null, sessionStatus: null, steps: null, failedSteps: null });
+    expect(s).toMatchObject({ ok: true, exitCode: 0, sessionId: null, sessionStatus: null, steps: null, failedSteps: null, exportPath: null });
     expect(s.phone).toMatchObject({ serial, model });
     expect(s.phone.physicalId).toMatch(/^pd-/);
     expect(s.leaseId).not.toBe("");
@@ -71,7 +72,7 @@ describe("farm lease run summary", () => {
   }, 120_000);
 
   it("--summary FILE (relative to the working directory) in pretty output: written there, stdout left to the command", async () => {
-    const args = ["lease", "run", "--device", serial, "--session", "--summary", "summary.json", "-o", "pretty", "--", ...steps(0)];
+    const args = ["lease", "run", "--device", serial, "--session", "--summary", "summary.json", "--export", "exported", "-o", "pretty", "--", ...steps(0)];
     const r = await runCli("sh", ["-c", `cd "${lab.dir.path}" && exec "$0" "$@"`, process.execPath, farmBin, ...args], { ...process.env, ...lab.env });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe("");
@@ -79,7 +80,20 @@ describe("farm lease run summary", () => {
     const s = JSON.parse(await readFile(join(lab.dir.path, "summary.json"), "utf8")) as Summary;
     expect(s).toMatchObject({ ok: true, exitCode: 0, sessionStatus: "passed", steps: 2, phone: { serial, model } });
     expect(s.failedSteps?.map((f) => f.errorCode)).toEqual(["ELEMENT_NOT_FOUND"]);
+    // --export (relative, like --summary): the session's export, which verifies.
+    expect(s.exportPath).toBe(join(lab.dir.path, "exported", "manifest.json"));
+    const verified = await farm(["evidence", "verify", join(lab.dir.path, "exported")], lab.env);
+    expect(verified.code, verified.stdout).toBe(0);
   }, 120_000);
+
+  it("--export without --session, or to a directory that exists, is refused before a device is leased", async () => {
+    const alone = await farmProcess(["lease", "run", "--device", serial, "--export", join(lab.dir.path, "x"), "--", "true"], lab.env);
+    expect(alone.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "export" });
+    const taken = await farmProcess(["lease", "run", "--device", serial, "--session", "--export", lab.dir.path, "--", "true"], lab.env);
+    expect(taken.json).toMatchObject({ ok: false, code: "EVIDENCE_OUTPUT_EXISTS", field: "export" });
+    expect(taken.code).toBe(73);
+    expect(taken.stderr).not.toContain("leased");
+  }, 60_000);
 
   it("--summary in a directory that does not exist is refused before a device is leased", async () => {
     const r = await farmProcess(["lease", "run", "--device", serial, "--summary", join(lab.dir.path, "no-such-dir", "s.json"), "--", "true"], lab.env);

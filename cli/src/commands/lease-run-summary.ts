@@ -25,6 +25,8 @@ export interface LeaseRunSummary {
   steps: number | null;
   failedSteps: FailedStep[] | null;
   exitCode: number;
+  /** The session export's manifest, when --export wrote one; null otherwise (not asked, or it failed: see stderr). */
+  exportPath: string | null;
   /** The signal that ended the command, when one did. */
   signal: string | null;
 }
@@ -43,6 +45,7 @@ export function leaseRunSummary(input: {
   sessionStatus: string | undefined;
   steps: readonly SessionStep[] | undefined;
   exitCode: number;
+  exportPath: string | undefined;
   signal: NodeJS.Signals | undefined;
 }): LeaseRunSummary {
   const { lease, steps } = input;
@@ -55,6 +58,7 @@ export function leaseRunSummary(input: {
     steps: steps ? steps.length : null,
     failedSteps: steps ? failedStepsOf(steps) : null,
     exitCode: input.exitCode,
+    exportPath: input.exportPath ?? null,
     signal: input.signal ?? null,
   };
 }

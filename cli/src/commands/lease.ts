@@ -3,14 +3,16 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { Errors, toErrorReport } from "@farm/shared/errors";
+import { Errors, errorSpecOf, toErrorReport } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { LeaseSelectorSchema, type Lease, type LeaseSelector, type LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
 import { allPages } from "../all-pages.js";
 import { serviceClient } from "../client.js";
 import type { OptionValues } from "../options/option-decl.js";
-import { table } from "../output.js";
+import { createPrinter, table } from "../output.js";
+import { join, resolve } from "node:path";
+import { validateOutputDir } from "@farm/shared/evidence-options";
 import { clientSession, type SessionInput } from "../session.js";
 import type { acquireOptions, leaseListOptions, releaseOptions, renewOptions, runOptions, selectorOptions } from "../tree/lease-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";
@@ -161,8 +163,10 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   if (!input.opts.session && (input.opts.policy || input.opts.secret.length > 0)) throw new CliError(Errors.INVALID_ARGUMENT, "--policy and --secret go with --session", "policy");
   // A bad policy or a missing secret fails before a device is leased.
   const policy = input.opts.session ? await sessionPolicyInput(input.opts.policy, input.opts.secret, input.ctx.env) : undefined;
-  // A summary file that cannot be written is refused before a device is leased.
+  // A summary file that cannot be written, or an export dir that cannot be made, is refused before a device is leased.
   const summaryFile = input.opts.summary === undefined ? undefined : await summaryPath(input.opts.summary);
+  if (input.opts.export !== undefined && !input.opts.session) throw new CliError(Errors.INVALID_ARGUMENT, "--export goes with --session", "export");
+  const exportDir = input.opts.export === undefined ? undefined : exportDirOf(input.opts.export);
   const { lease, token } = await acquire(input);
   // Once leased, nothing here is cancelled by a signal: the signal goes to the command, and
   // ending the session and releasing the lease must still happen on the way out.
@@ -238,8 +242,9 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   } catch (err) {
     input.ctx.writeErr(`farm lease run: release failed (the lease will expire by itself): ${toErrorReport(err).message}\n`);
   }
+  const exportPath = exportDir !== undefined && sessionId !== undefined ? await exportAfter(input, sessionId, exportDir) : undefined;
   if (facts) {
-    const summary = leaseRunSummary({ lease, ...facts, sessionId, sessionStatus, exitCode: code, signal: endedBy });
+    const summary = leaseRunSummary({ lease, ...facts, sessionId, sessionStatus, exitCode: code, exportPath, signal: endedBy });
     if (summaryFile !== undefined) {
       try {
         await writeSummaryFile(summaryFile, summary);
@@ -254,6 +259,38 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
   }
   return code;
 };
+
+/** --export's directory, checked as every evidence output dir is (new, its parent there), a relative one against the working directory. */
+function exportDirOf(given: string): string {
+  try {
+    return validateOutputDir(resolve(given));
+  } catch (err) {
+    const r = toErrorReport(err);
+    throw new CliError(errorSpecOf(r.code) ?? Errors.INVALID_ARGUMENT, `--export: ${r.message}`, "export");
+  }
+}
+
+/**
+ * `--export DIR`: the ended session exported as `farm session export` does,
+ * after the release (the phone is not held for it). Its own result line is
+ * not printed; the path goes into the summary. A failed export is a line on
+ * stderr and no path: the command's exit code stays the CLI's.
+ */
+async function exportAfter(input: Parameters<typeof runLeased>[0], sessionId: string, dir: string): Promise<string | undefined> {
+  const { exportSession } = await import("./session-export.js");
+  const quiet = createPrinter("json", () => undefined, () => undefined);
+  try {
+    const code = await exportSession({ ...input, args: [sessionId, dir], opts: { ...input.opts, outputDir: undefined }, ctx: { ...input.ctx, printer: quiet } });
+    if (code === 0 && !quiet.failed) {
+      input.ctx.writeErr(`farm lease run: session ${sessionId} exported to ${dir}\n`);
+      return join(dir, "manifest.json");
+    }
+    input.ctx.writeErr(`farm lease run: exporting session ${sessionId} to ${dir} failed (exit ${code})\n`);
+  } catch (err) {
+    input.ctx.writeErr(`farm lease run: exporting session ${sessionId} to ${dir} failed: ${toErrorReport(err).message}\n`);
+  }
+  return undefined;
+}
 
 /** The phone's model and the session's steps, each null when it could not be read (unknown stays unknown). */
 async function summaryFacts(

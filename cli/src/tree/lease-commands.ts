@@ -38,6 +38,7 @@ export const runOptions = {
   ...selectorOptions,
   session: flag("--session", "Also record a session: FARM_SESSION for the command, ended passed on exit 0, else failed"),
   sessionName: text("--session-name <text>", "The session's name (with --session)"),
+  export: text("--export <dir>", "With --session: after the command, export the session's timeline and screenshots to this new directory (relative: to the working directory); its path is in the summary"),
   summary: text("--summary <file>", "After the command exits, write a JSON summary there (lease, phone, session, steps, failed steps, exit code); -o json also prints it on stdout"),
   ...sessionPolicyOptions,
 };
