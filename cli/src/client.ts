@@ -4,7 +4,7 @@ import { farmTransport } from "@farm/shared/farm-transport";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { rulesOf } from "@farm/shared/method-rules";
-import { Errors, farmError } from "@farm/shared/errors";
+import { Errors, NOT_DISPATCHED, farmError } from "@farm/shared/errors";
 import { CliError } from "./cli-error.js";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
@@ -30,7 +30,30 @@ export function serviceClient<S extends DescService>(
       throw explainUnavailable(err, config, req.method);
     }
   };
-  return createClient(service, clientTransport(config, { ...opts, interceptors: [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain] }));
+  const stop = config.stopSignal;
+  const interceptors = [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, ...(stop ? [cancelledBy(stop)] : [])];
+  return createClient(service, clientTransport(config, { ...opts, interceptors }));
+}
+
+/**
+ * Every call also ends when the run is stopped (SIGINT, SIGTERM, a closed
+ * stdout): a call blocked on a busy phone or a long shell command is
+ * cancelled, not waited out. Cleanup that must still happen after a signal
+ * (lease run's release) uses a config without the signal.
+ */
+function cancelledBy(stop: AbortSignal): Interceptor {
+  return (next) => async (req) => {
+    const name = `${req.service.typeName}/${req.method.name}`;
+    if (stop.aborted) throw farmError(Errors.CALL_CANCELLED, `stopped before ${name} was sent`, undefined, NOT_DISPATCHED);
+    try {
+      return await next({ ...req, signal: AbortSignal.any([req.signal, stop]) });
+    } catch (err) {
+      if (!stop.aborted) throw err;
+      // Sent, then cancelled: a change may or may not have reached the phone (ownership status tells).
+      const outcome = rulesOf(req.method).readOnly ? undefined : { dispatched: null, ambiguous: true };
+      throw farmError(Errors.CALL_CANCELLED, `stopped: ${name} was cancelled; a device command it started may still finish on the phone (see farm device ownership status)`, undefined, outcome, err);
+    }
+  };
 }
 
 /**

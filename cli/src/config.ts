@@ -20,6 +20,8 @@ export interface ClientConfig {
   connections?: Connections | undefined;
   /** Where the run's diagnostics go (stderr, or main's sink when run in process). */
   writeErr?: ((text: string) => void) | undefined;
+  /** SIGINT/SIGTERM: every call made with this config is cancelled when it fires (the coordinator sees the stream reset). */
+  stopSignal?: AbortSignal | undefined;
 }
 
 export const DEFAULT_COORDINATOR = "http://127.0.0.1:7420";

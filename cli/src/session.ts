@@ -12,13 +12,13 @@ export interface ClientSession {
 export interface SessionInput {
   opts: ConnectionValues & { timeout?: number | undefined };
   sources: { coordinator?: ValueSource | undefined };
-  ctx: Pick<CommandContext, "env" | "configFile" | "configPath"> & Partial<Pick<CommandContext, "connections" | "writeErr">>;
+  ctx: Pick<CommandContext, "env" | "configFile" | "configPath"> & Partial<Pick<CommandContext, "connections" | "writeErr" | "stopSignal">>;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** Resolves coordinator, token and deadline for a client command. */
 export function clientSession({ opts, sources, ctx }: SessionInput): ClientSession {
-  const config = { ...resolveClientConfig(opts, sources, { env: ctx.env, file: ctx.configFile, fileName: ctx.configPath }), connections: ctx.connections, writeErr: ctx.writeErr };
+  const config = { ...resolveClientConfig(opts, sources, { env: ctx.env, file: ctx.configFile, fileName: ctx.configPath }), connections: ctx.connections, writeErr: ctx.writeErr, stopSignal: ctx.stopSignal };
   return { config, timeoutMs: opts.timeout ?? DEFAULT_TIMEOUT_MS };
 }

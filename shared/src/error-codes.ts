@@ -81,6 +81,8 @@ export const Errors = {
   NOT_IMPLEMENTED: { code: "NOT_IMPLEMENTED", status: Status.Unimplemented, exit: Exit.UNAVAILABLE },
   INTERNAL: { code: "INTERNAL", status: Status.Internal, exit: Exit.SOFTWARE },
   DEADLINE_EXCEEDED: { code: "DEADLINE_EXCEEDED", status: Status.DeadlineExceeded, exit: Exit.TEMPORARY },
+  /** The CLI was stopped (SIGINT, SIGTERM) during a call and cancelled it; the process exits 130/143, 75 otherwise. */
+  CALL_CANCELLED: { code: "CALL_CANCELLED", status: Status.Canceled, exit: Exit.TEMPORARY },
   /** A limit without a farm code of its own (a message over a method's size cap, read by Connect itself). */
   RESOURCE_EXHAUSTED: { code: "RESOURCE_EXHAUSTED", status: Status.ResourceExhausted, exit: Exit.TEMPORARY },
   /** A request (or one of its messages) larger than the method accepts; refused before it is read. */

@@ -215,6 +215,7 @@ describe("remote adb at its edges", () => {
     const local = String(tunnel.answer["serial"]);
     await waitFor("the tunnel in the user's adb", async () => ((await stateOf(local)) === "device" ? true : undefined));
     lab.coordinator.kill("SIGKILL");
+    // COORDINATOR_UNAVAILABLE exits 69 (docs/cli.md, Exit codes), as any farm failure that is not the test's.
     expect(await tunnel.exited).toBe(69);
     const last = JSON.parse(tunnel.lines.at(-1) ?? "{}") as Record<string, unknown>;
     expect(last, JSON.stringify(last)).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE", field: "coordinator" });

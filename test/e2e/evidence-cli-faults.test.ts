@@ -145,7 +145,7 @@ describe("a full disk under --output-dir", () => {
     try {
       const dir = join(mnt, "bundle");
       const r = await farm(["evidence", "capture", "--device", phone.serial, "--output-dir", dir], lab.env);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(69);
       expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED" });
       const id = String(r.json["evidenceId"]);
       expect(id).toMatch(/^[0-9a-f-]{36}$/);
@@ -188,7 +188,7 @@ describe("farm evidence verify judges content", () => {
     await writeFile(join(dir, "manifest.json"), JSON.stringify(m));
 
     const v = await farm(["evidence", "verify", dir], lab.env);
-    expect(v.code).toBe(1);
+    expect(v.code).toBe(65);
     expect(v.json).toMatchObject({ ok: false, code: "EVIDENCE_VERIFY_FAILED" });
     const problems = v.json["problems"] as string[];
     expect(problems).toHaveLength(1);

@@ -51,7 +51,7 @@ describe("missing metadata", () => {
       try {
         const dir = out(`no-${field}`);
         const r = await farm(["evidence", "capture", "--device", phone.serial, "--output-dir", dir], lab.env);
-        expect(r.code).toBe(1);
+        expect(r.code).toBe(69);
         expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED", status: "partial" });
         const m = await manifestOf(dir);
         expect(m.status).toBe("partial");
@@ -79,7 +79,7 @@ describe("a screenshot stream cut by a vanishing phone", () => {
     await new Promise((r) => setTimeout(r, 1_000));
     await flaky.device.vanish();
     const r = await pending;
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(69);
     expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED" });
     const m = await manifestOf(dir);
     expect(m.status).not.toBe("complete");

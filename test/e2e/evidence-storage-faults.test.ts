@@ -151,7 +151,7 @@ describe("a full agent staging dir", () => {
     const filler = await fill(staging(), 16 * 1024);
     try {
       const r = await farm(["evidence", "capture", "--device", serial], lab!.env);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(69);
       expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED" });
       expect(r.json).toMatchObject({ status: "partial", errors: [expect.objectContaining({ code: "EVIDENCE_STORAGE_FAILED", stage: "persist" })] });
       const id = String(r.json["evidenceId"]);

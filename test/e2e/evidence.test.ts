@@ -131,7 +131,7 @@ describe("farm evidence capture", () => {
   it("reports a parent it cannot write to", async () => {
     // /proc refuses new directories even to root.
     const r = await capture(["--output-dir", "/proc/farm-evidence-test"]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.json).toMatchObject({ ok: false, field: "output-dir" });
   });
 });
@@ -143,7 +143,7 @@ describe("captures that cannot be complete", () => {
       try {
         const dir = out(`png-${png}`);
         const r = await capture(["--output-dir", dir]);
-        expect(r.code).toBe(1);
+        expect(r.code).toBe(69);
         expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_CAPTURE_FAILED", status: "partial" });
         const m = await manifestOf(dir);
         const shot = m.artifacts.find((a) => a.kind === "screenshot");
@@ -210,7 +210,7 @@ describe("captures that cannot be complete", () => {
     await sentSome;
     await flaky.device.vanish();
     const r = await pending;
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(69);
     const m = await manifestOf(dir);
     expect(m.status).not.toBe("complete");
     const shot = m.artifacts.find((a) => a.kind === "screenshot");
@@ -236,7 +236,7 @@ describe("farm evidence verify", () => {
     await chmod(shot, 0o600);
     await writeFile(shot, bytes);
     const flipped = await farm(["evidence", "verify", dir], lab.env);
-    expect(flipped.code).toBe(1);
+    expect(flipped.code).toBe(65);
     expect(flipped.json).toMatchObject({ ok: false, code: "EVIDENCE_VERIFY_FAILED" });
     expect(String((flipped.json["problems"] as string[])[0])).toContain("screenshot.png: sha256");
 
@@ -252,11 +252,11 @@ describe("farm evidence verify", () => {
     m.status = "compleat";
     await writeFile(join(dir3, "manifest.json"), JSON.stringify(m));
     const edited = await farm(["evidence", "verify", dir3], lab.env);
-    expect(edited.code).toBe(1);
+    expect(edited.code).toBe(65);
     const m2 = await manifestOf(dir2);
     (m2.artifacts[0] as { bytes: number }).bytes += 1;
     await writeFile(join(dir2, "manifest.json"), JSON.stringify(m2));
-    expect((await farm(["evidence", "verify", dir2], lab.env)).code).toBe(1);
+    expect((await farm(["evidence", "verify", dir2], lab.env)).code).toBe(65);
   });
 });
 

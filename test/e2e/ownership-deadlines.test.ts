@@ -181,7 +181,7 @@ describe("every dispatch obeys its deadline and releases its lock", () => {
       return d?.state === "device" && d.properties.bootId && d.properties.bootId !== before ? true : undefined;
     }, { timeoutMs: 30_000 });
     const rec = await farm(["device", "ownership", "reconcile", "--device", p.serial, "--agent", "lab-a"], lab.env);
-    expect(rec.code).toBe(1);
+    expect(rec.code).toBe(75);
     expect(rec.json["settled"]).toEqual([]);
     expect(rec.json["unresolved"]).toEqual([expect.objectContaining({ actionId, state: "unknown" })]);
   });
@@ -251,7 +251,7 @@ describe("shell mutations run as detached jobs on the phone", () => {
     const actionId = expectTimeoutWithAction(r, null);
     p.device.faults.clear();
     const rec = await farm(["device", "ownership", "reconcile", "--device", p.serial, "--agent", "lab-a"], lab.env);
-    expect(rec.code).toBe(1);
+    expect(rec.code).toBe(75);
     expect(rec.json["settled"]).toEqual([]);
     expect(rec.json["unresolved"]).toEqual([expect.objectContaining({ actionId, state: "unknown" })]);
   });

@@ -222,7 +222,7 @@ describe("ownership journal", () => {
     standalone = await startFarm(standaloneArgs, env);
     await device(serial);
     const r = await farm(["device", "ownership", "reconcile", "--device", serial], env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(75);
     expect(r.json["settled"]).toEqual([]);
     const unresolved = r.json["unresolved"] as { actionId: string }[];
     expect(unresolved).toHaveLength(1);

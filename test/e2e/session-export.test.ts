@@ -185,7 +185,7 @@ describe("session timeline and export", () => {
     bytes[bytes.length - 30] = (bytes[bytes.length - 30] as number) ^ 0x01;
     await writeFile(victim, bytes);
     const bad = await farm(["evidence", "verify", dir], lab.env);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(65);
     expect(bad.json).toMatchObject({ ok: false, code: "EVIDENCE_VERIFY_FAILED", evidenceId: sessionId });
     expect((bad.json["problems"] as string[]).join("\n")).toMatch(/sha256/);
   });

@@ -117,18 +117,20 @@ describe("sessions", () => {
     const serial = serials[1] as string;
     const failed = await farmProcess(["lease", "run", "--device", serial, "--session", "--session-name", "ci-run", "--", "sh", "-c", "echo $FARM_SESSION; exit 3"], lab.env);
     expect(failed.code, failed.stderr).toBe(3);
-    const failedId = failed.stdout.trim();
+    // The command's line first; then, with JSON output, lease run's summary naming the same session.
+    const [failedId = "", failedSummary = "{}"] = failed.stdout.trim().split("\n");
     expect(failedId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await show(failedId)).toMatchObject({ status: "failed", name: "ci-run", serial });
+    expect(JSON.parse(failedSummary)).toMatchObject({ sessionId: failedId, sessionStatus: "failed", exitCode: 3 });
 
     const passed = await farmProcess(["lease", "run", "--device", serial, "--session", "--", "sh", "-c", "echo $FARM_SESSION"], lab.env);
     expect(passed.code, passed.stderr).toBe(0);
-    const passedId = passed.stdout.trim();
+    const passedId = passed.stdout.trim().split("\n")[0] ?? "";
     expect(passedId).not.toBe(failedId);
     expect((await show(passedId)).status).toBe("passed");
 
     // Without --session the command sees no session.
     const plain = await farmProcess(["lease", "run", "--device", serial, "--", "sh", "-c", "echo \"[$FARM_SESSION]\""], { ...lab.env, FARM_SESSION: "" });
-    expect(plain.stdout.trim()).toBe("[]");
+    expect(plain.stdout.trim().split("\n")[0]).toBe("[]");
   });
 });

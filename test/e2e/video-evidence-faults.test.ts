@@ -74,7 +74,7 @@ describe("video evidence that does not end well", () => {
     // The phone goes away 4 KiB into the pull of the finished recording.
     phone.faults.set({ vanishAfterBytes: 4_096 });
     const stopped = await farm(["evidence", "video", "stop", "--session", id], lab.env);
-    expect(stopped.code).toBe(1);
+    expect(stopped.code).toBe(69);
     const m = await waitFor("the terminal manifest", () => {
       const manifest = readManifest(sessionDir(id));
       return manifest.finishedAt ? manifest : undefined;

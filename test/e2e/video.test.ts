@@ -276,7 +276,7 @@ describe("farm evidence video", () => {
     expect(started.code).toBe(0);
     await new Promise((r) => setTimeout(r, 800));
     const stopped = await farm(["evidence", "video", "stop", "--session", bundle], env);
-    expect(stopped.code).toBe(1);
+    expect(stopped.code).toBe(69);
     expect(stopped.json).toMatchObject({ ok: false, status: "partial", code: "EVIDENCE_CAPTURE_FAILED" });
     const m = readManifest(bundle);
     expect(m.status).toBe("partial");
@@ -299,7 +299,7 @@ describe("farm evidence video", () => {
     phone.faults.set({ screenrecordFails: true });
     const bundle = out("encoder");
     const started = await start(serials[0]!, ["--output-dir", bundle]);
-    expect(started.code).toBe(1);
+    expect(started.code).toBe(69);
     expect(started.json).toMatchObject({ ok: false, status: "failed", code: "VIDEO_STARTUP_FAILED" });
     const m = readManifest(bundle);
     expect(m.video.stopReason).toBe("startup_failure");
@@ -344,7 +344,7 @@ describe("farm evidence video", () => {
     expect((await start(serials[0]!, ["--output-dir", bundle])).code).toBe(0);
     await new Promise((r) => setTimeout(r, 1_500));
     const stopped = await farm(["evidence", "video", "stop", "--session", bundle], env);
-    expect(stopped.code).toBe(1);
+    expect(stopped.code).toBe(69);
     expect(stopped.json["status"]).toBe("failed");
     const m = readManifest(bundle);
     expect(m.errors.map((e) => e.code)).toContain("VIDEO_DECODE_FAILED");
@@ -366,7 +366,7 @@ describe("farm evidence video", () => {
       const r = await farm(["evidence", "video", "status", "--session", id], env);
       return r.json["status"] === "failed" ? r : undefined;
     }, { timeoutMs: 40_000, intervalMs: 250 });
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(69);
     const video = failed.json["video"] as Video;
     expect(video.stopReason).toBe("failure");
     expect(video.remoteRetained).toBe(true);
@@ -403,7 +403,7 @@ describe("farm evidence video", () => {
       const r = await farm(["evidence", "video", "status", "--session", id], env);
       return r.json["workerAvailable"] === false ? r : undefined;
     }, { timeoutMs: 15_000, intervalMs: 250 });
-    expect(gone.code).toBe(1);
+    expect(gone.code).toBe(69);
     expect(gone.json).toMatchObject({ ok: false, status: "failed", code: "EVIDENCE_RECOVERY_REQUIRED" });
     // The last persisted manifest stays as it was: still active, nothing invented.
     const manifest = JSON.parse(readFileSync(join(sessionDir(id), "manifest.json"), "utf8")) as Manifest;
@@ -411,7 +411,7 @@ describe("farm evidence video", () => {
     const again = await start(serials[0]!);
     expect(again.json).toMatchObject({ ok: false, code: "EVIDENCE_RECOVERY_REQUIRED" });
     const stop = await farm(["evidence", "video", "stop", "--session", id], env);
-    expect(stop.code).toBe(1);
+    expect(stop.code).toBe(69);
     expect(stop.json).toMatchObject({ status: "failed", code: "EVIDENCE_RECOVERY_REQUIRED" });
     // A user token may not release; the admin may once the recorder is proven gone.
     const user = await farm(["token", "create", "--kind", "user", "--name", "dev"], env);

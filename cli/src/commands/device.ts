@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { create, toJson } from "@bufbuild/protobuf";
+import { exitCodeFor } from "@farm/shared/error-codes";
 import { Errors } from "@farm/shared/errors";
 import { ActionRecordSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
@@ -52,6 +53,9 @@ export const pin: Action<typeof pinOptions> = async (input) => {
   return 0;
 };
 
+/** Actions whose outcome is not known yet are farm's state, not a test's: 75, try again later (DEVICE_OWNERSHIP_UNRESOLVED). */
+const unresolvedExit = exitCodeFor(Errors.DEVICE_OWNERSHIP_UNRESOLVED.code);
+
 export const ownershipStatus: Action<typeof ownershipOptions> = async (input) => {
   const { client, session } = deviceClient(input);
   const res = await client.getOwnership({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
@@ -66,7 +70,7 @@ export const ownershipStatus: Action<typeof ownershipOptions> = async (input) =>
         table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...o.unresolved, ...o.recent.filter((r) => !o.unresolved.some((u) => u.actionId === r.actionId))].map(actionLine)),
       ].join("\n")
       : "no ownership information");
-  return o && o.unresolved.length > 0 ? 1 : 0;
+  return o && o.unresolved.length > 0 ? unresolvedExit : 0;
 };
 
 export const reconcile: Action<typeof ownershipOptions> = async (input) => {
@@ -76,7 +80,7 @@ export const reconcile: Action<typeof ownershipOptions> = async (input) => {
     { settled: res.settled.map(recordJson), unresolved: res.unresolved.map(recordJson) },
     () => [`settled by proof: ${res.settled.length}`, `still unresolved: ${res.unresolved.length}`, "", table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...res.settled, ...res.unresolved].map(actionLine))].join("\n"),
   );
-  return res.unresolved.length > 0 ? 1 : 0;
+  return res.unresolved.length > 0 ? unresolvedExit : 0;
 };
 
 export const receipt: Action<typeof receiptOptions> = async (input) => {

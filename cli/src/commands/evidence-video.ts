@@ -2,6 +2,7 @@ import { readFile, rmdir, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { errorSpecOf, exitCodeFor } from "@farm/shared/error-codes";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateContext, validateLabel, validateOutputDir } from "@farm/shared/evidence-options";
@@ -94,6 +95,17 @@ function view(s: VideoSession, manifestPath: string | null, okWhen: (status: str
   };
 }
 
+/**
+ * A recording that failed is farm's failure, not a failing test's 1: its
+ * code's exit when the code is in the error table, else (a manifest's own
+ * code, VIDEO_STARTUP_FAILED say) EVIDENCE_CAPTURE_FAILED's 69.
+ */
+function exitOf(data: Record<string, unknown>): number {
+  if (data["ok"]) return 0;
+  const code = String(data["code"]);
+  return exitCodeFor(errorSpecOf(code) ? code : Errors.EVIDENCE_CAPTURE_FAILED.code);
+}
+
 function pretty(d: Record<string, unknown>): string {
   const v = d["video"] as EvidenceManifest["video"] | null;
   return [
@@ -152,7 +164,7 @@ export const startVideo: Action<typeof videoStartOptions> = async (input) => {
   }
   const data = view(s, manifestPath, (status) => status === "recording");
   ctx.printer.emit(data, () => pretty(data));
-  return data["ok"] ? 0 : 1;
+  return exitOf(data);
 };
 
 /** A live view of a stop: the session's stages as they change, polled while the stop call waits. */
@@ -204,7 +216,7 @@ function sessionCommand(name: "status" | "stop"): Action<typeof videoSessionOpti
     const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;
     const data = view(s, manifestPath, name === "stop" ? (st) => st === "complete" : (st) => st === "complete" || LIVE.has(st));
     ctx.printer.emit(data, () => pretty(data));
-    return data["ok"] ? 0 : 1;
+    return exitOf(data);
   };
 }
 

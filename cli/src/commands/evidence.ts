@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { Exit, exitCodeFor } from "@farm/shared/error-codes";
 import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
@@ -37,7 +38,18 @@ function failedAfterStore(ctx: CommandContext, err: unknown, evidenceId: string)
   const report = cliErrorReport(err);
   const data = { ...report, evidenceId };
   ctx.printer.emit(data, () => `${errorLine(report)}\nevidence ${evidenceId} is in the coordinator's store`);
-  return 1;
+  return exitCodeFor(report.code);
+}
+
+/**
+ * A partial or failed capture is farm's failure (69, EVIDENCE_CAPTURE_FAILED)
+ * unless every error in it is the app under test's own doing (an app bridge
+ * that is not ready, say): then it is the test's outcome, 1. Either way
+ * the JSON's code stays EVIDENCE_CAPTURE_FAILED.
+ */
+export function captureExitCode(errors: readonly { code: string }[]): number {
+  const appsOwn = errors.length > 0 && errors.every((e) => exitCodeFor(e.code) === Exit.TEST_FAILED);
+  return appsOwn ? Exit.TEST_FAILED : exitCodeFor(Errors.EVIDENCE_CAPTURE_FAILED.code);
 }
 
 /** `farm evidence capture [DIR]`: a still bundle, kept on the coordinator and, with DIR, written there. */
@@ -102,7 +114,7 @@ export const capture: Action<typeof captureOptions> = async (input) => {
       manifestPath ? `manifest: ${manifestPath}` : `stored on the coordinator; \`farm evidence pull ${res.evidenceId} DIR\` fetches it`,
       ...manifest.errors.map((e) => `  ${e.stage}: ${e.code}: ${e.message}`),
     ].join("\n"));
-  return complete ? 0 : 1;
+  return complete ? 0 : captureExitCode(manifest.errors);
 };
 
 export const listEvidence: Action<typeof evidenceListOptions> = async (input) => {
@@ -163,5 +175,6 @@ export const verify: Action<typeof verifyOptions> = async ({ args, ctx }) => {
   // A session exported while it ran is sound but not final: the pretty line says so as the JSON's status does.
   const running = report.status === "running" ? `; session ${report.evidenceId} was still running when exported (status: running): steps after the export are not in it` : "";
   ctx.printer.emit(data, () => (report.ok ? `ok: ${report.checked} artifact(s) match the manifest${running}` : ["FAILED:", ...report.problems.map((p) => `  ${p}`)].join("\n")));
-  return report.ok ? 0 : 1;
+  // A bundle that does not match its manifest is bad data (65), not a failing test.
+  return report.ok ? 0 : exitCodeFor(Errors.EVIDENCE_VERIFY_FAILED.code);
 };

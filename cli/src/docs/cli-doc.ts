@@ -122,7 +122,10 @@ function exitCodes(): string[] {
   const others: [number, string][] = [
     [0, "| 0 | success | |"],
     [74, "| 74 | stdout failed other than by its reader closing (EX_IOERR) | |"],
-    [130, "| 130, 143 | stopped by SIGINT or SIGTERM (128 + the signal); a lease wait so stopped leaves nothing queued or held | |"],
+    [
+      130,
+      "| 130, 143 | stopped by SIGINT or SIGTERM (128 + the signal): the call in flight is cancelled (`CALL_CANCELLED`; a device command already sent may still finish on the phone, `ambiguous:true`); a lease wait so stopped leaves nothing queued or held | |",
+    ],
     [141, "| 141 | stdout's reader went away (`farm … \\| head`): the output stops quietly, as a writer killed by SIGPIPE | |"],
   ];
   const rows = [...fromTable, ...others].sort(([a], [b]) => a - b).map(([, row]) => row);
@@ -137,10 +140,13 @@ function exitCodes(): string[] {
     "| --- | --- | --- |",
     ...rows,
     "",
-    "`farm lease run` exits with its command's own code once the command ran (whatever it is, 69 included);",
+    "`farm lease run` exits with its command's own code once the command ran (whatever it is, 69 included;",
+    "SIGINT and SIGTERM go to the command, and the lease is released after it exits);",
     "the codes above are for when farm failed before or instead of running it. `farm shell` exits with the",
-    "device command's code. A command that prints `ok:false` data without an error code (an ownership",
-    "report with unresolved actions, a recording that failed) exits 1.",
+    "device command's code. `farm evidence capture` that is partial or failed exits 69 (1 when every error",
+    "in its manifest is the app's own, an app bridge not ready); `farm evidence verify` of a bundle that",
+    "does not match exits 65; a recording that failed, its code's exit; `farm device ownership status` and",
+    "`reconcile` with unresolved actions exit 75 (`DEVICE_OWNERSHIP_UNRESOLVED`).",
     "",
     "Compatibility: before this table every failure exited 1. A script that tested `$? -eq 1` for a farm",
     "refusal should test `$? -ne 0`, or the code it means (69 no device available, 75 a lease wait timed",

@@ -38,6 +38,8 @@ export const runOptions = {
   ...selectorOptions,
   session: flag("--session", "Also record a session: FARM_SESSION for the command, ended passed on exit 0, else failed"),
   sessionName: text("--session-name <text>", "The session's name (with --session)"),
+  export: text("--export <dir>", "With --session: after the command, export the session's timeline and screenshots to this new directory (relative: to the working directory); its path is in the summary"),
+  summary: text("--summary <file>", "After the command exits, write a JSON summary there (lease, phone, session, steps, failed steps, exit code); -o json also prints it on stdout"),
   ...sessionPolicyOptions,
 };
 
@@ -55,7 +57,11 @@ export const leaseGroup = group({
       args: [{ name: "command", description: "The command and its words (after --)", required: true, variadic: true }],
       options: runOptions,
       passThrough: true,
-      examples: ["farm lease run --label pool=ci --wait 15m --ttl 2m -- ./run-e2e.sh", "farm lease run --device emulator-5554 --session --session-name nightly -- ./run-e2e.sh"],
+      examples: [
+        "farm lease run --label pool=ci --wait 15m --ttl 2m -- ./run-e2e.sh",
+        "farm lease run --device emulator-5554 --session --session-name nightly -- ./run-e2e.sh",
+        "farm lease run --label pool=ci --session --summary run.json -- ./run-e2e.sh",
+      ],
       load: async () => (await import("../commands/lease.js")).runLeased,
     }),
   ],

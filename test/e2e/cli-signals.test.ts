@@ -1,0 +1,97 @@
+/**
+ * SIGINT and SIGTERM end every command promptly, as real CLI processes: a
+ * long shell command is cancelled (130/143), `farm wait` stops polling, and
+ * `farm lease run` hands the signal to its command and still releases its
+ * lease on the way out.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { startLab, type Lab } from "../support/lab.js";
+
+let lab: Lab;
+let serial: string;
+
+beforeAll(async () => {
+  lab = await startLab("cli-signals");
+  serial = (await lab.addDevice({ serialno: "SIGNAL01" })).serial;
+}, 180_000);
+
+afterAll(async () => {
+  await lab?.stop();
+});
+
+interface Running {
+  proc: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+}
+
+/** The real CLI as a process of its own, JSON output; killed at the test's end if a signal did not end it. */
+function run(args: string[], env: NodeJS.ProcessEnv): Running {
+  const proc = spawn(process.execPath, [farmBin, ...args], { env: { ...process.env, ...env, FARM_OUTPUT: "json" }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  proc.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
+  proc.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
+  onTestFinished(() => void (proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL")));
+  return { proc, stdout: () => out, stderr: () => err, exited };
+}
+
+async function lease(): Promise<string> {
+  const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "2m"], lab.env);
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+  return (r.json["lease"] as { token: string }).token;
+}
+
+describe("a signal ends a command promptly", () => {
+  it("farm shell blocked in a long device command: SIGTERM cancels the call, exit 143", async () => {
+    const token = await lease();
+    try {
+      const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial };
+      const shell = run(["shell", "--timeout", "600000", "--", "sleep", "600"], env);
+      // Running on the phone: the agent holds the phone's lock for it.
+      await waitFor("the sleep on the phone", async () => {
+        const s = await farm(["device", "ownership", "status", "--device", serial], lab.env);
+        return JSON.stringify(s.json["ownership"]).includes("sleep 600") ? true : undefined;
+      }, { timeoutMs: 30_000 });
+      shell.proc.kill("SIGTERM");
+      // Ends by itself (the test's timeout bounds it): not after the command's 600 s.
+      const end = await shell.exited;
+      expect(end).toEqual({ code: 143, signal: null });
+      // Sent before the signal: whether the phone ran it is not known, and the envelope says so.
+      expect(JSON.parse(shell.stdout().trim())).toMatchObject({ ok: false, code: "CALL_CANCELLED", dispatched: null, ambiguous: true });
+    } finally {
+      await farm(["lease", "release", "--lease", token], lab.env);
+    }
+  }, 120_000);
+
+  it("farm wait polling for an element that never comes: SIGINT stops it, exit 130", async () => {
+    const waiting = run(["wait", "--device", serial, "--text", "Never shown", "--timeout", "10m", "--verbose"], lab.env);
+    // A poll has been answered: the wait is under way.
+    await waitFor("a poll", () => {
+      if (waiting.proc.exitCode !== null) throw new Error(`farm wait exited ${waiting.proc.exitCode}: ${waiting.stdout()} ${waiting.stderr()}`);
+      return /GetUiTree x-request-id=\S+ ok/.test(waiting.stderr()) ? true : undefined;
+    }, { timeoutMs: 30_000 });
+    waiting.proc.kill("SIGINT");
+    const end = await waiting.exited;
+    expect(end).toEqual({ code: 130, signal: null });
+    expect(JSON.parse(waiting.stdout().trim())).toMatchObject({ ok: false });
+  }, 120_000);
+
+  it("farm lease run: SIGTERM goes to the command, its own exit code is kept, and the lease is released", async () => {
+    const script = `trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.1; done`;
+    const leased = run(["lease", "run", "--device", serial, "--ttl", "2m", "--", "sh", "-c", script], lab.env);
+    await waitFor("the command to start", () => (leased.stdout().includes("ready") ? true : undefined), { timeoutMs: 30_000 });
+    leased.proc.kill("SIGTERM");
+    const end = await leased.exited;
+    expect(end).toEqual({ code: 7, signal: null });
+    expect(leased.stdout()).toContain("got-term");
+    // The summary on stdout (JSON output) records the command's code.
+    expect(JSON.parse(leased.stdout().trim().split("\n").pop() ?? "{}")).toMatchObject({ ok: false, exitCode: 7 });
+    const list = await farm(["lease", "list"], lab.env);
+    expect((list.json["leases"] as { serial: string }[]).filter((l) => l.serial === serial)).toEqual([]);
+  }, 120_000);
+});
