@@ -72,6 +72,7 @@ async function run(
       env,
       printer,
       format: output.format,
+      formatChosen: output.chosen === true,
       stopSignal: stop.signal,
       commandTree: describeTree,
       writeOut,

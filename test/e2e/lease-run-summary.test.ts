@@ -60,6 +60,12 @@ describe("farm lease run summary", () => {
     expect((list.json["leases"] as { leaseId: string }[]).map((l) => l.leaseId)).not.toContain(s.leaseId);
   }, 120_000);
 
+  it("no format asked for, stdout a pipe (JSON by default): stdout is the command's output alone", async () => {
+    const r = await farmProcess(["lease", "run", "--device", serial, "--", "echo", "the command's own line"], { ...lab.env, FARM_OUTPUT: "" });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe("the command's own line\n");
+  }, 120_000);
+
   it("-o json with --session: steps and failed steps from the session, the failing command's code kept", async () => {
     const r = await farmProcess(["lease", "run", "--device", serial, "--session", "-o", "json", "--", ...steps(3)], lab.env);
     expect(r.code, r.stderr).toBe(3);

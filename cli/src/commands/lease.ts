@@ -235,7 +235,9 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
     }
   }
   // The summary's facts are read while the lease is still held; the release comes last whatever they say.
-  const wantSummary = summaryFile !== undefined || input.ctx.printer.format === "json";
+  // On stdout only when JSON was asked for: a CI job piping its command's output (JSON by default off a terminal) gets that output alone.
+  const summaryOnStdout = input.ctx.printer.format === "json" && input.ctx.formatChosen === true;
+  const wantSummary = summaryFile !== undefined || summaryOnStdout;
   const facts = wantSummary ? await summaryFacts(session, lease, sessionId, (what, err) => input.ctx.writeErr(`farm lease run: ${what} for the summary failed: ${toErrorReport(err).message}\n`)) : undefined;
   try {
     await client.releaseLease({ token }, { timeoutMs: 10_000 });
@@ -254,7 +256,7 @@ export const runLeased: Action<typeof runOptions> = async (input) => {
     }
     // The command's exit code stays the CLI's, so the summary is data, not a failure envelope;
     // for people it is one more stderr line, keeping stdout the command's own.
-    if (input.ctx.printer.format === "json") input.ctx.printer.emit({ ...summary }, () => "");
+    if (summaryOnStdout) input.ctx.printer.emit({ ...summary }, () => "");
     else input.ctx.writeErr(`${summaryLine(summary)}\n`);
   }
   return code;

@@ -23,6 +23,8 @@ export interface FormatChoice {
   bad?: string;
   /** --output given twice. */
   repeated?: boolean;
+  /** Asked for (flag, FARM_OUTPUT or the config file), not the default for where stdout goes. */
+  chosen?: boolean;
 }
 
 const isFormat = (v: string | undefined): v is OutputFormat => v !== undefined && (outputFormats as readonly string[]).includes(v);
@@ -60,7 +62,7 @@ export function takeOutputFormat(argv: readonly string[], env: NodeJS.ProcessEnv
   const file = { output: configuredOutput(env) };
   const v = resolveOption(outputOption, "output", { flags: { output: flag }, env, file }).value;
   if (v === undefined) return { format: defaultFormat(isTty), rest, repeated };
-  if (isFormat(v)) return { format: v, rest, repeated };
+  if (isFormat(v)) return { format: v, rest, repeated, chosen: true };
   return { format: "json", rest, bad: v, repeated };
 }
 

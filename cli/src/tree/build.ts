@@ -18,6 +18,8 @@ export interface Runtime {
   env: NodeJS.ProcessEnv;
   printer: Printer;
   format: OutputFormat;
+  /** The format was asked for, not defaulted from stdout not being a terminal. */
+  formatChosen?: boolean;
   stopSignal: AbortSignal;
   /** The tree's description, for commands that print it (completion). */
   commandTree(): CommandInfo;
@@ -130,6 +132,7 @@ export function buildLeaf(spec: AnyLeaf, rt: Runtime, isDefault = false): AnyCom
       env: rt.env,
       printer: rt.printer,
       format: rt.format,
+      formatChosen: rt.formatChosen === true,
       stopSignal: rt.stopSignal,
       commandTree: rt.commandTree,
       writeOut: rt.writeOut,

@@ -17,6 +17,8 @@ export interface CommandContext {
   env: NodeJS.ProcessEnv;
   printer: Printer;
   format: OutputFormat;
+  /** The format was asked for (flag, FARM_OUTPUT, config), not defaulted from stdout not being a terminal. */
+  formatChosen?: boolean;
   /** Aborted when the user asks a long-running command to stop (SIGINT, SIGTERM). */
   stopSignal: AbortSignal;
   /** The command tree's description (completion scripts are made from it). */
