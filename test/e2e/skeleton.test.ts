@@ -216,6 +216,21 @@ describe("walking skeleton", () => {
     expect(list.map((d) => d.serial)).toEqual(simSerials());
   });
 
+  it("token create prints the export line to paste, like lease acquire does", async () => {
+    const user = await farm(["token", "create", "--kind", "user", "--name", "pasted", "--output", "pretty"], userEnv);
+    expect(user.code, user.stderr).toBe(0);
+    const line = user.stdout.trim().split("\n").at(-1) ?? "";
+    expect(line).toMatch(/^export FARM_TOKEN=\S+$/);
+    // The pasted value is the token: it works as FARM_TOKEN.
+    const pasted = line.slice("export FARM_TOKEN=".length);
+    expect((await farm(["devices"], { ...userEnv, FARM_TOKEN: pasted })).code).toBe(0);
+    const agent = await farm(["token", "create", "--kind", "agent", "--name", "pasted-agent", "--output", "pretty"], userEnv);
+    expect(agent.stdout.trim().split("\n").at(-1)).toMatch(/^export FARM_AGENT_TOKEN=\S+$/);
+    // JSON keeps its shape: the token and its info.
+    const json = await farm(["token", "create", "--kind", "user", "--name", "pasted-json"], userEnv);
+    expect(Object.keys(json.json).sort()).toEqual(["info", "ok", "token"]);
+  });
+
   it("refuses user calls without a token, with a revoked token, or with an agent token", async () => {
     const base = { ...userEnv };
     const noToken = await farm(["devices"], { ...base, FARM_TOKEN: "" });
