@@ -186,6 +186,12 @@ describe("walking skeleton", () => {
     expect(a[0]?.id).toBe(agent.ready["agentId"]);
   });
 
+  it("says in its start line where adb's port came from: here the flag", async () => {
+    // stderr is its own pipe: the line may land after the ready line on stdout.
+    const line = await waitFor("the agent's start line", () => agent.stderr().split("\n").find((l) => l.includes("agent started")));
+    expect(JSON.parse(line)).toMatchObject({ adb: `127.0.0.1:${adb.port}`, adbPortFrom: "--adb-port" });
+  });
+
   it("refuses a second agent that presents an attached agent's id", async () => {
     // Another host with a copy of this agent's identity (its own data dir:
     // one data dir is only ever used by one agent process).
