@@ -20,8 +20,8 @@ export function demoCommands(info: DemoInfo): string[] {
     "  farm agents --output pretty",
     "  farm token list --output pretty",
     `  curl ${info.url}/healthz`,
-    // A path inside the run's own home: a second run (or a second capture) never meets an old bundle.
-    `  farm evidence capture --device ${first} ${info.home}/bundle-${first}`,
+    // A path inside the run's own home: a second run never meets an old bundle.
+    `  farm evidence capture --device ${first} ${info.home}/bundle`,
     "",
     `Dashboard: ${info.url}/dashboard/ (sign in with the admin token in ${info.home}/admin.token)`,
     "",
