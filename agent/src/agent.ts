@@ -53,6 +53,8 @@ export interface AgentOptions {
   token: string;
   dataDir: string;
   adb: AdbServerAddress;
+  /** Where adb's port came from (flag, env, config file or default), for the start log line. */
+  adbPortSource?: string;
   name?: string;
   heartbeatIntervalMs?: number;
   /** Start the adb server when it is not running (adb's own behaviour). Default true. */
@@ -236,7 +238,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   }, opts.heartbeatIntervalMs ?? 5_000);
   journalPoll.unref();
   link.start();
-  log.info("agent started", { name, coordinator: opts.coordinatorUrl, adb: `${opts.adb.host}:${opts.adb.port}`, ...(metricsUrl ? { metrics: metricsUrl } : {}) });
+  log.info("agent started", { name, coordinator: opts.coordinatorUrl, adb: `${opts.adb.host}:${opts.adb.port}`, ...(opts.adbPortSource ? { adbPortFrom: opts.adbPortSource } : {}), ...(metricsUrl ? { metrics: metricsUrl } : {}) });
   return {
     id: identity.id,
     name,

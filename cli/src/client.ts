@@ -9,6 +9,7 @@ import { CliError } from "./cli-error.js";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 import { isConnectionLost, isConnectionRefused } from "./coordinator-lost.js";
+import { noStandaloneNote } from "./no-standalone.js";
 
 /** A client for one farm service, authenticated with the resolved token. */
 export function serviceClient<S extends DescService>(
@@ -19,7 +20,7 @@ export function serviceClient<S extends DescService>(
   if (!config.token) {
     throw new CliError(
       Errors.UNAUTHENTICATED,
-      "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally",
+      `no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run \`farm standalone\` locally${noStandaloneNote(config)}`,
       "token",
     );
   }
@@ -131,7 +132,7 @@ function explainUnavailable(err: unknown, config: ClientConfig, method: DescMeth
   return farmError(
     Errors.COORDINATOR_UNAVAILABLE,
     refused
-      ? `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${ce.rawMessage}`
+      ? `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${ce.rawMessage}${noStandaloneNote(config)}`
       : `lost the coordinator at ${config.coordinator} mid-call: ${ce.rawMessage}${outcome?.ambiguous ? "; the outcome is unknown" : ""}`,
     "coordinator",
     outcome,

@@ -11,6 +11,8 @@ export interface ClientConfig {
   coordinator: string;
   /** Where the coordinator URL came from, for error messages. */
   coordinatorSource: string;
+  /** Set when nothing named a coordinator and no standalone was found: the address file looked for. */
+  standaloneSearched?: { path: string; farmHomeSet: boolean } | undefined;
   token: string | undefined;
   /** PEM bundle to verify the coordinator with, instead of the system roots. */
   caFile: string | undefined;

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { dirname, isAbsolute, parse, resolve, sep } from "node:path";
+import { dirname, parse, resolve, sep } from "node:path";
 import { Errors, invalidArgument, refusal } from "./errors.js";
 
 export const LABEL_MAX_UTF16 = 2048;
@@ -69,14 +69,14 @@ export function validateAppPackage(pkg: string | undefined): string {
 }
 
 /**
- * The destination of a bundle on this machine: absolute, not blank, not a
- * filesystem root, no ".." segments, not existing yet, with an existing
- * parent directory. Checked before any device or file is touched.
+ * The destination of a bundle on this machine, as an absolute path: a relative
+ * dir is taken from the working directory, as any command-line tool does. Not
+ * blank, not a filesystem root, no ".." segments, not existing yet, with an
+ * existing parent directory. Checked before any device or file is touched.
  */
 export function validateOutputDir(dir: string | undefined): string {
   const field = evidenceFields.outputDir;
   if (dir === undefined || dir.trim() === "") throw invalidArgument(field, "output dir must not be blank");
-  if (!isAbsolute(dir)) throw invalidArgument(field, `output dir must be an absolute path, got "${dir}"`);
   if (dir.split(/[\\/]+/).includes("..")) throw invalidArgument(field, `output dir must not contain ".." segments, got "${dir}"`);
   const full = resolve(dir);
   if (parse(full).root === full || full === sep) throw invalidArgument(field, "output dir must not be a filesystem root");

@@ -29,7 +29,7 @@ afterAll(async () => {
 
 describe("farm evidence capture refuses bad arguments", () => {
   const cases: [string, () => string[], string, string][] = [
-    ["a relative --output-dir", () => ["--output-dir", "relative/dir"], "INVALID_ARGUMENT", "output-dir"],
+    ["a relative --output-dir whose parent is not in the working directory", () => ["--output-dir", "relative/dir"], "INVALID_ARGUMENT", "output-dir"],
     ["a blank --output-dir", () => ["--output-dir", "   "], "INVALID_ARGUMENT", "output-dir"],
     ["--output-dir /", () => ["--output-dir", "/"], "INVALID_ARGUMENT", "output-dir"],
     ["an --output-dir with ..", () => ["--output-dir", `${out("x")}/../y`], "INVALID_ARGUMENT", "output-dir"],

@@ -43,7 +43,7 @@ describe("farm evidence video start refuses bad arguments", () => {
     expect(await farm.files()).toEqual(files);
   });
 
-  it("refuses a relative --output-dir", async () => {
+  it("refuses a relative --output-dir whose parent is not in the working directory", async () => {
     const files = await farm.files();
     const r = await farm.cli(["evidence", "video", "start", "--device", SERIAL, "--duration-seconds", "5", "--output-dir", "relative/dir"]);
     expect(r.exitCode).toBe(64);

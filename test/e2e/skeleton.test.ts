@@ -186,6 +186,12 @@ describe("walking skeleton", () => {
     expect(a[0]?.id).toBe(agent.ready["agentId"]);
   });
 
+  it("says in its start line where adb's port came from: here the flag", async () => {
+    // stderr is its own pipe: the line may land after the ready line on stdout.
+    const line = await waitFor("the agent's start line", () => agent.stderr().split("\n").find((l) => l.includes("agent started")));
+    expect(JSON.parse(line)).toMatchObject({ adb: `127.0.0.1:${adb.port}`, adbPortFrom: "--adb-port" });
+  });
+
   it("refuses a second agent that presents an attached agent's id", async () => {
     // Another host with a copy of this agent's identity (its own data dir:
     // one data dir is only ever used by one agent process).
@@ -214,6 +220,21 @@ describe("walking skeleton", () => {
     for (const d of sim.devices) await adbConnect(adb.port, "127.0.0.1", d.port);
     const list = await devicesWhen("devices re-reported", (d) => d.length === 2 && d.every((x) => x.state === "device" && x.properties.model !== ""));
     expect(list.map((d) => d.serial)).toEqual(simSerials());
+  });
+
+  it("token create prints the export line to paste, like lease acquire does", async () => {
+    const user = await farm(["token", "create", "--kind", "user", "--name", "pasted", "--output", "pretty"], userEnv);
+    expect(user.code, user.stderr).toBe(0);
+    const line = user.stdout.trim().split("\n").at(-1) ?? "";
+    expect(line).toMatch(/^export FARM_TOKEN=\S+$/);
+    // The pasted value is the token: it works as FARM_TOKEN.
+    const pasted = line.slice("export FARM_TOKEN=".length);
+    expect((await farm(["devices"], { ...userEnv, FARM_TOKEN: pasted })).code).toBe(0);
+    const agent = await farm(["token", "create", "--kind", "agent", "--name", "pasted-agent", "--output", "pretty"], userEnv);
+    expect(agent.stdout.trim().split("\n").at(-1)).toMatch(/^export FARM_AGENT_TOKEN=\S+$/);
+    // JSON keeps its shape: the token and its info.
+    const json = await farm(["token", "create", "--kind", "user", "--name", "pasted-json"], userEnv);
+    expect(Object.keys(json.json).sort()).toEqual(["info", "ok", "token"]);
   });
 
   it("refuses user calls without a token, with a revoked token, or with an agent token", async () => {

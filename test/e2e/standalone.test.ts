@@ -32,6 +32,12 @@ afterAll(async () => {
 });
 
 describe("farm standalone", () => {
+  it("says in its agent's start line where adb's port came from: here ANDROID_ADB_SERVER_PORT", async () => {
+    // stderr is its own pipe: the line may land after the ready line on stdout.
+    const line = await waitFor("the agent's start line", () => standalone.stderr().split("\n").find((l) => l.includes("agent started")));
+    expect(JSON.parse(line)).toMatchObject({ adb: `127.0.0.1:${adb.port}`, adbPortFrom: "ANDROID_ADB_SERVER_PORT" });
+  });
+
   it("lists the phones through its coordinator with no flags", async () => {
     const list = await waitFor("both devices", async () => {
       const r = await farm(["devices"], env);

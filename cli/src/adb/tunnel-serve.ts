@@ -15,6 +15,7 @@ import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
 import { processStart, removeTunnelState, writeTunnelState } from "./tunnel-state.js";
 import { openTunnelStream, tunnelStreamCalls } from "./tunnel-stream.js";
 import { ADB_STREAM_WINDOW_BYTES } from "@farm/shared/http2-windows";
+import { noStandaloneNote } from "../no-standalone.js";
 
 /** What `farm adb connect` prints. */
 export interface ConnectResult {
@@ -162,7 +163,7 @@ function explainUnreachable(config: ClientConfig): Interceptor {
     } catch (err) {
       const raw = ConnectError.from(err).rawMessage;
       if (!isConnectionRefused(raw)) throw err;
-      throw farmError(Errors.COORDINATOR_UNAVAILABLE, `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${raw}`, "coordinator");
+      throw farmError(Errors.COORDINATOR_UNAVAILABLE, `cannot reach the coordinator at ${config.coordinator} (from ${config.coordinatorSource}): ${raw}${noStandaloneNote(config)}`, "coordinator");
     }
   };
 }

@@ -5,7 +5,7 @@ import { parseListenAddress } from "@farm/shared/listen-address";
 import { defaultFarmHome } from "@farm/shared/paths";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { startAgent } from "@farm/agent/agent";
-import { adbServerAddress } from "../adb-address.js";
+import { adbPortSource, adbServerAddress } from "../adb-address.js";
 import { CliError } from "../cli-error.js";
 import { serviceClient } from "../client.js";
 import { readTokenFile } from "../config.js";
@@ -18,7 +18,7 @@ import type { Action } from "../tree/spec.js";
 const DEFAULT_DRAIN_TIMEOUT_S = 30;
 
 /** `farm agent run` (and the old `farm agent --coordinator URL …`): serves this host's phones until stopped or drained. */
-export const runAgent: Action<typeof agentRunOptions> = async ({ opts, ctx }) => {
+export const runAgent: Action<typeof agentRunOptions> = async ({ opts, sources, ctx }) => {
   applyLogLevel(opts.logLevel);
   const coordinatorUrl = opts.coordinator;
   if (!coordinatorUrl) throw new CliError(Errors.INVALID_ARGUMENT, "--coordinator URL is required", "coordinator");
@@ -30,6 +30,7 @@ export const runAgent: Action<typeof agentRunOptions> = async ({ opts, ctx }) =>
     token,
     dataDir,
     adb,
+    adbPortSource: adbPortSource(sources.adbPort),
     heartbeatIntervalMs: opts.heartbeatInterval ?? 5_000,
     startAdbServer: !opts.noAdbStart,
     insecure: opts.insecure,

@@ -8,14 +8,14 @@ import { writePrivateFile } from "@farm/shared/secure-file";
 import { startCoordinator } from "@farm/coordinator/coordinator";
 import { ensureTokenFile } from "@farm/coordinator/auth/bootstrap-token";
 import { startAgent } from "@farm/agent/agent";
-import { adbServerAddress } from "../adb-address.js";
+import { adbPortSource, adbServerAddress } from "../adb-address.js";
 import { parseByteSize } from "../byte-size.js";
 import { untilStopped } from "../service-run.js";
 import type { standaloneOptions } from "../tree/service-commands.js";
 import type { Action } from "../tree/spec.js";
 
 /** `farm standalone`: coordinator and agent in one process, on loopback only. */
-export const runStandalone: Action<typeof standaloneOptions> = async ({ opts, ctx }) => {
+export const runStandalone: Action<typeof standaloneOptions> = async ({ opts, sources, ctx }) => {
   const listen = parseListenAddress(opts.listen ?? "127.0.0.1:7420");
   if (!isLocalOnlyHost(listen.host)) {
     throw invalidArgument("listen", "standalone serves loopback only; run `farm coordinator` to serve a network");
@@ -38,6 +38,7 @@ export const runStandalone: Action<typeof standaloneOptions> = async ({ opts, ct
     token: readFileSync(agentTokenFile, "utf8").trim(),
     dataDir: join(dataDir, "agent"),
     adb,
+    adbPortSource: adbPortSource(sources.adbPort),
     heartbeatIntervalMs,
     startAdbServer: !opts.noAdbStart,
     ...(opts.lockDir ? { lockDir: opts.lockDir } : {}),

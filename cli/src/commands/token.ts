@@ -36,7 +36,13 @@ export const createToken: Action<typeof tokenCreateOptions> = async (input) => {
   const res = await serviceClient(TokenService, session.config).createToken({ kind, name, admin, role }, { timeoutMs: session.timeoutMs });
   ctx.printer.result(
     { token: res.token, info: res.info ? infoJson(res.info) : null },
-    () => [`${kindText} token "${name}"${res.info?.role ? ` (${roleName(res.info.role)})` : ""} created. Store it now; it is not shown again:`, res.token].join("\n"),
+    () =>
+      [
+        `${kindText} token "${name}"${res.info?.role ? ` (${roleName(res.info.role)})` : ""} created. Store it now; it is not shown again:`,
+        res.token,
+        // The line to paste, as `lease acquire` prints: the variable each side reads its token from.
+        `export ${kind === TokenKind.AGENT ? "FARM_AGENT_TOKEN" : "FARM_TOKEN"}=${res.token}`,
+      ].join("\n"),
   );
   return 0;
 };

@@ -135,7 +135,9 @@ export function resolveClientConfig(values: ConnectionValues, sources: { coordin
     }],
     ["default", () => readOptional(join(home, standaloneFiles.adminToken))],
   ])?.value;
-  return { coordinator: coordinator.url, coordinatorSource: coordinator.from, token, caFile: values.caFile, insecure: values.insecure, verbose: values.verbose };
+  // The built-in address means nothing was configured and no standalone was found: messages say where the CLI looked.
+  const standaloneSearched = coordinator.from === "default" ? { path: standaloneAddress, farmHomeSet: Boolean(env["FARM_HOME"]) } : undefined;
+  return { coordinator: coordinator.url, coordinatorSource: coordinator.from, standaloneSearched, token, caFile: values.caFile, insecure: values.insecure, verbose: values.verbose };
 }
 
 function readStandalone(path: string): string | undefined {

@@ -15,12 +15,12 @@ export const captureOptions = {
   contextJson: text("--context-json <object>", "A JSON object stored in the manifest"),
   timeout: { ...text("--timeout <ms>", "Budget for the device work, in milliseconds"), defaultText: "the coordinator's" },
   appPackage: text("--app-package <pkg>", "Take the hierarchy from this app's own tree (app SDK)"),
-  outputDir: outputDir("A new absolute directory for the bundle"),
+  outputDir: outputDir("A new directory (relative to the working directory, or absolute) for the bundle"),
 };
 export const evidenceCapture = leaf({
   name: "capture",
   summary: "Capture a still evidence bundle (screenshot, hierarchy, metadata); with DIR, also write it there",
-  args: [{ name: "dir", description: "A new absolute directory for the bundle; without it the bundle stays on the coordinator" }],
+  args: [{ name: "dir", description: "A new directory (relative to the working directory, or absolute) for the bundle; without it the bundle stays on the coordinator" }],
   options: captureOptions,
   examples: ["farm evidence capture --device SERIAL \"$PWD/evidence/step-1\"", "farm evidence capture --device SERIAL"],
   load: async () => (await import("../commands/evidence.js")).capture,
@@ -32,7 +32,7 @@ export const evidenceListOptions = {
   status: text("--status <status>", "complete, partial or failed"),
   label: text("--label <text>", "Only bundles with this label"),
 };
-export const pullOptions = { ...clientOptions, outputDir: outputDir("A new absolute directory") };
+export const pullOptions = { ...clientOptions, outputDir: outputDir("A new directory (relative to the working directory, or absolute)") };
 export const verifyOptions = {};
 
 export const videoStartOptions = {
@@ -44,7 +44,7 @@ export const videoStartOptions = {
   size: text("--size <WxH>", "Video size"),
   label: text("--label <text>", "A label stored in the manifest"),
   contextJson: text("--context-json <object>", "A JSON object stored in the manifest"),
-  outputDir: outputDir("A new absolute directory for the bundle"),
+  outputDir: outputDir("A new directory (relative to the working directory, or absolute) for the bundle"),
 };
 const sessionOption = { session: text("--session <id|manifest>", "A session id, or the manifest path (or directory) of a bundle started with DIR") };
 export const videoSessionOptions = { ...clientOptions, ...sessionOption, device: text("--device <serial>", "Refuse unless the session records this device") };
@@ -59,7 +59,7 @@ export const videoGroup = group({
     leaf({
       name: "start",
       summary: "Start a recording on a phone; answers once the recorder is live",
-      args: [{ name: "dir", description: "A new absolute directory for the bundle" }],
+      args: [{ name: "dir", description: "A new directory (relative to the working directory, or absolute) for the bundle" }],
       options: videoStartOptions,
       examples: ["farm evidence video start --device SERIAL --duration-seconds 30 /abs/new/dir"],
       load: async () => (await import("../commands/evidence-video.js")).startVideo,
@@ -83,7 +83,7 @@ export const evidenceGroup = group({
       summary: "Copy a stored bundle into a new directory, verifying every file",
       args: [
         { name: "evidence-id", description: "The bundle's id", required: true },
-        { name: "dir", description: "A new absolute directory" },
+        { name: "dir", description: "A new directory (relative to the working directory, or absolute)" },
       ],
       options: pullOptions,
       examples: ["farm evidence pull EVIDENCE_ID /abs/new/dir"],

@@ -35,7 +35,7 @@ export const sessionListOptions = {
   user: text("--user <name>", "Only sessions this token name started"),
 };
 export const sessionShowOptions = clientOptions;
-export const sessionExportOptions = { ...clientOptions, outputDir: text("--output-dir <dir>", "A new absolute directory (or give it as DIR)") };
+export const sessionExportOptions = { ...clientOptions, outputDir: text("--output-dir <dir>", "A new directory (relative to the working directory, or absolute) (or give it as DIR)") };
 export const sessionExplainOptions = {
   ...clientOptions,
   policy: requiredText("--policy <file>", "Session policy file, YAML or JSON (docs/session-policy.schema.json)"),
@@ -82,7 +82,7 @@ export const sessionGroup = group({
         "DIR must not exist; it is created (0700) only once the session is found and removed again if the export fails.",
       args: [
         { name: "id", description: "The session id", required: true },
-        { name: "dir", description: "A new absolute directory" },
+        { name: "dir", description: "A new directory (relative to the working directory, or absolute)" },
       ],
       options: sessionExportOptions,
       examples: ["farm session export SESSION_ID /abs/new/dir", "farm session export SESSION_ID --output-dir /abs/new/dir", "farm evidence verify /abs/new/dir"],
