@@ -17,7 +17,9 @@
  * trip on an open stream, one durable SQLite commit, the job script sent
  * directly right after such a commit (as the routed job follows the
  * journal's). The target row: added <= 3 ms and <= 2x the sum of the
- * floors (hop + round trip + commit + the job script's share).
+ * floors (hop + round trip + commit + the job script's share). The client
+ * hop is also split at the coordinator's request gate and unary fast path
+ * (their marks; calls over --protocol connect do not pass there).
  *
  *   node test/dist/bench/routing-overhead.js [--calls 300] [--realistic-calls 40] [--protocol connect|grpc]
  */
