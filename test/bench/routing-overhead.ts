@@ -157,6 +157,12 @@ const HOP_PARTS: Stage[] = [
 ];
 const COORD_BEFORE: Stage = { name: "coordinator: rules, route, activity entry", parts: [["co.in", "co.send"]] };
 const UPLINK: Stage = { name: "uplink, both ways (open stream)", parts: [["co.send", "ag.in"], ["ag.out", "co.result"]], floor: "rtt" };
+/** The uplink split at the coordinator's Attach handler (the call leaves its queue for connect's stream; the result arrives from it). */
+const UPLINK_PARTS: Stage[] = [
+  { name: "  of which coordinator's queue -> its stream", parts: [["co.send", "co.pull"]], part: true },
+  { name: "  of which stream, wire -> agent's handler", parts: [["co.pull", "ag.in"]], part: true },
+  { name: "  of which back: agent -> coordinator's stream", parts: [["ag.out", "co.recv"]], part: true },
+];
 const AGENT_IN: Stage = { name: "agent: decode, rules, to the handler", parts: [["ag.in", "ag.handler"]] };
 const COORD_AFTER: Stage = { name: "coordinator: decode, activity row, view", parts: [["co.result", "co.out"]] };
 
@@ -167,6 +173,7 @@ const SHELL_STAGES: Stage[] = [
   ...HOP_PARTS,
   COORD_BEFORE,
   UPLINK,
+  ...UPLINK_PARTS,
   AGENT_IN,
   { name: "agent: device lock", parts: [["ag.handler", "ag.locked"]] },
   { name: "agent: checks, durable pending commit", parts: [["ag.locked", "ag.committed"]], floor: "commit" },
@@ -183,6 +190,7 @@ const READ_STAGES: Stage[] = [
   ...HOP_PARTS,
   COORD_BEFORE,
   UPLINK,
+  ...UPLINK_PARTS,
   AGENT_IN,
   { name: "agent: ownership status", parts: [["ag.handler", "ag.handled"]] },
   { name: "agent: encode the answer", parts: [["ag.handled", "ag.out"]] },
