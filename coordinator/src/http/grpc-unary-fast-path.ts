@@ -5,6 +5,7 @@ import { compressionNegotiate, invokeUnaryImplementation, type Compression } fro
 import { findTrailerError, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
+import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
 import type { Logger } from "@farm/shared/log";
 import type { RequestHandler } from "./http-server.js";
 import { logMalformed, malformedRequestError } from "./malformed-request.js";
@@ -97,6 +98,8 @@ export function grpcUnaryFastPath(next: RequestHandler, opts: UnaryFastPathOptio
 
 async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: UnaryRoute, opts: UnaryFastPathOptions): Promise<void> {
   const { spec } = route;
+  // The routing benchmark's marks (stage-trace.ts): the call's context is made, its request read, its answer written.
+  const tid = stageTrace && (req.headers[TRACE_HEADER] as string | undefined);
   const header = webHeaders(req.headers);
   const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
@@ -119,9 +122,11 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: U
   const compression = compressionNegotiate([...route.acceptCompression], null, header.get("grpc-accept-encoding"), "grpc-accept-encoding");
   if (compression.response) context.responseHeader.set("grpc-encoding", compression.response.name);
   let body: Buffer | undefined;
+  if (tid) stageTrace?.mark(tid, "co.ctx");
   try {
     if (timeout.error) throw timeout.error;
     const input = await readUnaryMessage(req, spec.method.input, route.readMaxBytes);
+    if (tid) stageTrace?.mark(tid, "co.read");
     const output = await invokeUnaryImplementation(spec, context, input, opts.interceptors);
     body = await envelope(toBinary(spec.method.output, output), compression.response);
     answered = true;
@@ -145,6 +150,7 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: U
   res.addTrailers(nodeHeaders(context.responseTrailer));
   if (body) res.end(body);
   else res.end();
+  if (tid) stageTrace?.mark(tid, "co.end");
 }
 
 const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);

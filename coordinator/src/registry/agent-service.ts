@@ -10,6 +10,7 @@ import { AttachSession } from "../routing/agent-session.js";
 import type { Registry } from "./registry.js";
 import type { TokenStore } from "../auth/token-store.js";
 import { isRevocation, TOKEN_REVOKED } from "../auth/open-calls.js";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 export interface AgentServiceDeps {
   registry: Registry;
@@ -62,7 +63,11 @@ export function registerAgentService(router: ConnectRouter, deps: AgentServiceDe
         // The caller may have gone while the attach was being stored: an aborted signal fires no more events.
         if (ctx.signal.aborted) session.end();
         else ctx.signal.addEventListener("abort", () => session.end(), { once: true });
-        for await (const msg of session.outgoing) yield msg;
+        for await (const msg of session.outgoing) {
+          // The routing benchmark's marks (stage-trace.ts): a call leaves the queue for connect's stream; its result arrives from it.
+          if (msg.kind.case === "call") stageTrace?.mark(msg.kind.value.commandId, "co.pull");
+          yield msg;
+        }
         if (session.error) throw session.error;
       } finally {
         session.end();
@@ -142,6 +147,7 @@ async function pump(
         break;
       }
       case "callResult":
+        stageTrace?.mark(msg.kind.value.commandId, "co.recv");
         session.resolve(msg.kind.value);
         break;
       case "draining":
