@@ -166,7 +166,8 @@ const UPLINK_PARTS: Stage[] = [
 const AGENT_IN: Stage = { name: "agent: decode, rules, to the handler", parts: [["ag.in", "ag.handler"]] };
 const COORD_AFTER: Stage = { name: "coordinator: decode, activity row, view", parts: [["co.result", "co.out"]] };
 
-const SHELL_STAGES: Stage[] = [
+/** Both calls alike as far as the agent's handler. */
+const TO_AGENT: Stage[] = [
   CLIENT_HOP,
   CLIENT_IN,
   CLIENT_OUT,
@@ -175,6 +176,10 @@ const SHELL_STAGES: Stage[] = [
   UPLINK,
   ...UPLINK_PARTS,
   AGENT_IN,
+];
+
+const SHELL_STAGES: Stage[] = [
+  ...TO_AGENT,
   { name: "agent: device lock", parts: [["ag.handler", "ag.locked"]] },
   { name: "agent: checks, durable pending commit", parts: [["ag.locked", "ag.committed"]], floor: "commit" },
   { name: "device job (adb server, phone, script)", parts: [["ag.committed", "ag.dispatched"]], floor: "job" },
@@ -184,14 +189,7 @@ const SHELL_STAGES: Stage[] = [
 ];
 
 const READ_STAGES: Stage[] = [
-  CLIENT_HOP,
-  CLIENT_IN,
-  CLIENT_OUT,
-  ...HOP_PARTS,
-  COORD_BEFORE,
-  UPLINK,
-  ...UPLINK_PARTS,
-  AGENT_IN,
+  ...TO_AGENT,
   { name: "agent: ownership status", parts: [["ag.handler", "ag.handled"]] },
   { name: "agent: encode the answer", parts: [["ag.handled", "ag.out"]] },
   COORD_AFTER,

@@ -18,6 +18,7 @@ import { CreateTokenRequestSchema, TokenKind } from "@farm/shared/gen/farm/v1/to
 import { AgentService, AttachRequestSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { PROTOCOL_VERSION } from "@farm/shared/version";
 import { startCoordinator, type RunningCoordinator } from "../coordinator.js";
+import { grpcEnvelope } from "@farm/shared/testing/grpc-envelope";
 import { seededRandom } from "@farm/shared/testing/seeded-random";
 
 /**
@@ -94,13 +95,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function envelope(flags: number, payload: Uint8Array, announced = payload.length): Buffer {
-  const b = Buffer.alloc(5 + payload.length);
-  b[0] = flags;
-  b.writeUInt32BE(announced, 1);
-  b.set(payload, 5);
-  return b;
-}
+const envelope = grpcEnvelope;
 
 interface RawAnswer {
   headers: Record<string, unknown>;

@@ -5,6 +5,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { createMethodSerializationLookup, pipe, transformDecompressEnvelope, transformParseEnvelope, transformSplitEnvelope } from "@connectrpc/connect/protocol";
 import { RegistryService, ListDevicesRequestSchema } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { readUnaryMessage } from "./unary-envelope-reader.js";
+import { grpcEnvelope } from "@farm/shared/testing/grpc-envelope";
 import { seededRandom } from "@farm/shared/testing/seeded-random";
 
 const method = RegistryService.method.listDevices;
@@ -53,13 +54,7 @@ async function ourReads(chunks: Buffer[]): Promise<unknown> {
   return read;
 }
 
-function envelope(flags: number, payload: Uint8Array, announced = payload.length): Buffer {
-  const b = Buffer.alloc(5 + payload.length);
-  b[0] = flags;
-  b.writeUInt32BE(announced, 1);
-  b.set(payload, 5);
-  return b;
-}
+const envelope = grpcEnvelope;
 
 /** Bytes a broken or hostile client might send: envelopes good and bad, lengths over the cap, cut bodies, noise. */
 function body(next: () => number): Buffer {
