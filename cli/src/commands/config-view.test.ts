@@ -81,3 +81,14 @@ describe("farm config view: sources", () => {
     expect(leaks(JSON.stringify(standalone) + flagged.out + flagged.err)).toEqual([]);
   });
 });
+
+describe("farm config set token", () => {
+  it("says the token is set and where, without any of it", async () => {
+    const file = join(dir, "set.json");
+    let out = "";
+    const code = await main(["config", "set", "token", SECRET, "-o", "pretty"], { FARM_CONFIG: file, FARM_HOME: join(dir, "no-home") }, { out: (t) => (out += t), err: (t) => (out += t) });
+    expect(code).toBe(0);
+    expect(out).toContain(`token = "(set)" in ${file}`);
+    expect(leaks(out)).toEqual([]);
+  });
+});

@@ -8,14 +8,14 @@ import type { Action } from "../tree/spec.js";
 
 const isKey = (k: string): k is ConfigKey => Object.hasOwn(configKeys, k);
 
-/** Shows a token as its first characters only: the view is safe to paste. */
-const masked = (t: string | undefined) => (t === undefined ? undefined : `${t.slice(0, 6)}…`);
+/** A token is shown only as set: none of its characters, so what is printed is safe to paste. */
+const masked = (t: string | undefined) => (t === undefined ? undefined : "(set)");
 
 /** `farm config view`: the file's keys, and what the connection settings resolve to and where each came from (a token only as set or not). */
 export const viewConfig: Action<typeof configViewOptions> = async (input) => {
   const { ctx } = input;
   const file = { ...ctx.configFile };
-  if (typeof file.token === "string") file.token = "(set)";
+  if (typeof file.token === "string") file.token = masked(file.token) as string;
   const { config } = clientSession(input);
   const effective = {
     coordinator: config.coordinator,
