@@ -14,10 +14,14 @@ export interface ClientConfig {
   /** Set when nothing named a coordinator and no standalone was found: the address file looked for. */
   standaloneSearched?: { path: string; farmHomeSet: boolean } | undefined;
   token: string | undefined;
+  /** Where the token came from (a flag, variable or file by name; never the token), for `farm config view`. */
+  tokenSource?: string | undefined;
   /** PEM bundle to verify the coordinator with, instead of the system roots. */
   caFile: string | undefined;
+  caFileSource?: string | undefined;
   /** Send the token over cleartext to a non-loopback coordinator anyway. */
   insecure: boolean;
+  insecureSource?: string | undefined;
   /** The run's connections: transports made with this config register there, to be closed when the run ends. */
   connections?: Connections | undefined;
   /** Where the run's diagnostics go (stderr, or main's sink when run in process). */

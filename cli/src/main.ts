@@ -73,6 +73,7 @@ async function run(
       printer,
       format: output.format,
       formatChosen: output.chosen === true,
+      formatSource: output.source,
       stopSignal: stop.signal,
       commandTree: describeTree,
       writeOut,

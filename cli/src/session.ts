@@ -1,5 +1,5 @@
 import type { ClientConfig } from "./config.js";
-import { resolveClientConfig, type ConnectionValues, type ValueSource } from "./options/resolve.js";
+import { resolveClientConfig, type ConnectionSources, type ConnectionValues } from "./options/resolve.js";
 import type { CommandContext } from "./tree/spec.js";
 
 export interface ClientSession {
@@ -11,7 +11,7 @@ export interface ClientSession {
 /** What a client command's action knows: its resolved connection options and where the coordinator came from. */
 export interface SessionInput {
   opts: ConnectionValues & { timeout?: number | undefined };
-  sources: { coordinator?: ValueSource | undefined };
+  sources: ConnectionSources;
   ctx: Pick<CommandContext, "env" | "configFile" | "configPath"> & Partial<Pick<CommandContext, "connections" | "writeErr" | "stopSignal">>;
 }
 

@@ -8,6 +8,7 @@ import { parseGetprop } from "../evidence/device-observations.js";
 import { shQuote } from "../actions/shell-quote.js";
 import type { InputRequest } from "../actions/input-action.js";
 import { readUiTree } from "../ui/read-ui-tree.js";
+import { withoutStepMarkers } from "../session/step-markers.js";
 import { rectText, resolveElement, selectorField, type ResolvedTarget } from "../ui/element-selector.js";
 import { toRecord, type ActionKind } from "../ownership/device-ownership.js";
 import { removeAndroidForward } from "../app-sdk/android-endpoint.js";
@@ -97,7 +98,8 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       if (req.since && !/^[0-9: .-]{5,32}$/.test(req.since)) throw farmError(Errors.INVALID_ARGUMENT, "since must be a logcat time like '11-30 06:00:00.000'", "since");
       const command = req.since ? `logcat -d -v threadtime -T ${shQuote(req.since)}` : `logcat -d -v threadtime -t ${lines}`;
       const r = await shellV2(deps.evidence.adb, serial, command, signal(callContext(ctx)));
-      return { text: r.stdout.toString("utf8"), truncated: r.truncated };
+      // farm's own step markers are not the user's log (session/step-markers.ts).
+      return { text: withoutStepMarkers(r.stdout.toString("utf8")), truncated: r.truncated };
     },
     async sendInput(req, ctx) {
       const c = callContext(ctx);

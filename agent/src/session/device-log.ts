@@ -3,9 +3,8 @@ import { StringDecoder } from "node:string_decoder";
 import type { AdbServerAddress } from "../adb/adb-client.js";
 import { openDeviceService } from "../adb/adb-service.js";
 import { shellV2 } from "../adb/adb-shell.js";
+import { isStepMarkerLine, STEP_MARK_TAG, stepMarkerMessage } from "./step-markers.js";
 
-/** The tag of farm's own markers; always let through, whatever the filterspec says. */
-const MARK_TAG = "farmstep";
 /** What a step's log may hold before it is cut (the rest is dropped, and the artifact says so). */
 export const DEVICE_LOG_MAX_BYTES = 16 * 1024 * 1024;
 /** How long `stop` waits for the end marker before it gives up (then kills the stream). */
@@ -36,15 +35,16 @@ export interface DeviceLogInterval {
  */
 export async function startDeviceLog(adb: AdbServerAddress, serial: string, opts: { filterspec: string; package: string; untilMs: number }): Promise<DeviceLogInterval> {
   const id = randomBytes(6).toString("hex");
-  const begin = `${MARK_TAG}: begin ${id}`;
-  const end = `${MARK_TAG}: end ${id}`;
+  const begin = stepMarkerMessage("begin", id);
+  const end = stepMarkerMessage("end", id);
   const remaining = () => Math.max(1, opts.untilMs - Date.now());
   let pid = "";
   if (opts.package) {
     const r = await shellV2(adb, serial, `pidof ${opts.package}`, AbortSignal.timeout(remaining()));
     pid = r.stdout.toString("utf8").trim().split(/\s+/)[0] ?? "";
   }
-  const specs = [...opts.filterspec.split(/\s+/).filter(Boolean), `${MARK_TAG}:V`];
+  // The markers' tag is always let through, whatever the filterspec says.
+  const specs = [...opts.filterspec.split(/\s+/).filter(Boolean), `${STEP_MARK_TAG}:V`];
   const { socket, leftover } = await openDeviceService(adb, serial, `exec:logcat -v threadtime -T 1 ${specs.join(" ")}`, AbortSignal.timeout(remaining()));
   const decoder = new StringDecoder("utf8");
   let text = decoder.write(leftover);
@@ -90,7 +90,7 @@ export async function startDeviceLog(adb: AdbServerAddress, serial: string, opts
       check();
     });
   const mark = async (what: string) => {
-    await shellV2(adb, serial, `log -t ${MARK_TAG} -p i '${what} ${id}'`, AbortSignal.timeout(Math.min(MARK_WAIT_MS, remaining())));
+    await shellV2(adb, serial, `log -t ${STEP_MARK_TAG} -p i '${what} ${id}'`, AbortSignal.timeout(Math.min(MARK_WAIT_MS, remaining())));
   };
   try {
     await mark("begin");
@@ -116,7 +116,7 @@ export async function startDeviceLog(adb: AdbServerAddress, serial: string, opts
         const from = text.indexOf("\n", text.indexOf(begin)) + 1;
         const endAt = text.indexOf(end);
         const to = endAt < 0 ? text.lastIndexOf("\n") + 1 : text.lastIndexOf("\n", endAt) + 1;
-        let lines = text.slice(from, Math.max(from, to)).split("\n").filter((l) => l !== "" && !l.includes(`${MARK_TAG}: `));
+        let lines = text.slice(from, Math.max(from, to)).split("\n").filter((l) => l !== "" && !isStepMarkerLine(l));
         // threadtime: "MM-DD HH:MM:SS.mmm  PID  TID P TAG: message".
         if (pid) lines = lines.filter((l) => l.split(/\s+/)[2] === pid);
         return { text: lines.length > 0 ? `${lines.join("\n")}\n` : "", ...(truncated ? { truncated: true } : {}) };

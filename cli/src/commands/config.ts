@@ -8,33 +8,46 @@ import type { Action } from "../tree/spec.js";
 
 const isKey = (k: string): k is ConfigKey => Object.hasOwn(configKeys, k);
 
-/** Shows a token as its first characters only: the view is safe to paste. */
-const masked = (t: string | undefined) => (t === undefined ? undefined : `${t.slice(0, 6)}…`);
+/** A token is shown only as set: none of its characters, so what is printed is safe to paste. */
+const masked = (t: string | undefined) => (t === undefined ? undefined : "(set)");
 
-/** `farm config view`: the file's keys, and what the connection settings resolve to (and from where). */
+/** `farm config view`: the file's keys, and what the connection settings resolve to and where each came from (a token only as set or not). */
 export const viewConfig: Action<typeof configViewOptions> = async (input) => {
   const { ctx } = input;
   const file = { ...ctx.configFile };
   if (typeof file.token === "string") file.token = masked(file.token) as string;
-  const session = clientSession(input);
+  const { config } = clientSession(input);
   const effective = {
-    coordinator: session.config.coordinator,
-    coordinatorSource: session.config.coordinatorSource,
-    token: session.config.token ? masked(session.config.token) : null,
-    caFile: session.config.caFile ?? null,
-    insecure: session.config.insecure,
+    coordinator: config.coordinator,
+    coordinatorSource: config.coordinatorSource,
+    token: config.token ? "set" : null,
+    caFile: config.caFile ?? null,
+    insecure: config.insecure,
     output: ctx.format,
   };
-  ctx.printer.result({ path: ctx.configPath, file, effective }, () =>
+  const sources = {
+    coordinator: config.coordinatorSource,
+    token: config.tokenSource ?? null,
+    caFile: config.caFileSource ?? "default",
+    insecure: config.insecureSource ?? "default",
+    output: ctx.formatSource ?? "default",
+  };
+  const rows: [string, string, string][] = [
+    ["coordinator", effective.coordinator, sources.coordinator],
+    ["token", effective.token ?? "(none)", sources.token ?? "-"],
+    ["caFile", effective.caFile ?? "(system roots)", sources.caFile],
+    ["insecure", String(effective.insecure), sources.insecure],
+    ["output", effective.output, sources.output],
+  ];
+  const widths = [0, 1].map((i) => Math.max(...rows.map((r) => r[i]!.length), i === 0 ? "SETTING".length : "VALUE".length));
+  const row = (r: readonly string[]) => `  ${r[0]!.padEnd(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]}`;
+  ctx.printer.result({ path: ctx.configPath, file, effective, sources }, () =>
     [
       `config file: ${ctx.configPath}${Object.keys(file).length === 0 ? " (empty or missing)" : ""}`,
       ...Object.entries(file).map(([k, v]) => `  ${k} = ${JSON.stringify(v)}`),
-      "in effect (flag > environment > config file > default):",
-      `  coordinator = ${effective.coordinator} (from ${effective.coordinatorSource})`,
-      `  token       = ${effective.token ?? "(none)"}`,
-      `  caFile      = ${effective.caFile ?? "(system roots)"}`,
-      `  insecure    = ${effective.insecure}`,
-      `  output      = ${effective.output}`,
+      "in effect (flag > environment > config file > local standalone > default):",
+      row(["SETTING", "VALUE", "FROM"]),
+      ...rows.map(row),
     ].join("\n"));
   return 0;
 };

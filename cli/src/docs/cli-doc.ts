@@ -95,7 +95,10 @@ A setting comes from, highest first: its flag, its environment variable,
 the config file (\`FARM_CONFIG\`, else \`~/.config/farm/config.json\`; see
 \`farm config view\` and \`farm config set\`), then its default. Client
 commands without a coordinator anywhere use the local \`farm standalone\`
-(its address and admin token under \`FARM_HOME\`).
+(its address and admin token under \`FARM_HOME\`). \`farm config view\` lists
+each setting in effect with where it came from (the flag, the variable by
+name, the file's path, the standalone's file, or default; \`sources\` in
+JSON); a token is shown only as set, never its value.
 `;
 
 /** What each exit code means, in the table's order; the error codes under each come from the error table (error-codes.ts). */

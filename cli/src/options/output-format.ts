@@ -1,5 +1,5 @@
 import { CliError } from "../cli-error.js";
-import { configuredOutput } from "../config.js";
+import { configFilePath, configuredOutput } from "../config.js";
 import { Errors } from "@farm/shared/error-codes";
 import { defaultFormat, outputFormats, type OutputFormat } from "../output.js";
 import { text } from "./option-decl.js";
@@ -25,6 +25,8 @@ export interface FormatChoice {
   repeated?: boolean;
   /** Asked for (flag, FARM_OUTPUT or the config file), not the default for where stdout goes. */
   chosen?: boolean;
+  /** Where the format came from: --output, FARM_OUTPUT, the config file's path, or the default (`farm config view`). */
+  source: string;
 }
 
 const isFormat = (v: string | undefined): v is OutputFormat => v !== undefined && (outputFormats as readonly string[]).includes(v);
@@ -60,10 +62,11 @@ export function takeOutputFormat(argv: readonly string[], env: NodeJS.ProcessEnv
     rest.push(a);
   }
   const file = { output: configuredOutput(env) };
-  const v = resolveOption(outputOption, "output", { flags: { output: flag }, env, file }).value;
-  if (v === undefined) return { format: defaultFormat(isTty), rest, repeated };
-  if (isFormat(v)) return { format: v, rest, repeated, chosen: true };
-  return { format: "json", rest, bad: v, repeated };
+  const { value: v, source: from } = resolveOption(outputOption, "output", { flags: { output: flag }, env, file });
+  if (v === undefined) return { format: defaultFormat(isTty), rest, repeated, source: `default (stdout is ${isTty ? "" : "not "}a terminal)` };
+  const source = from === "flag" ? "--output" : from === "env" ? "FARM_OUTPUT" : configFilePath(env);
+  if (isFormat(v)) return { format: v, rest, repeated, chosen: true, source };
+  return { format: "json", rest, bad: v, repeated, source };
 }
 
 /** The refusal for a format choice that is not one, or given twice. */

@@ -98,9 +98,9 @@ export interface ConnectionValues {
   verbose: boolean;
 }
 
-/** Where a resolved coordinator URL came from, as a message names it. */
-function sourceName(source: ValueSource | undefined, fileName: string | undefined): string {
-  return source === "flag" ? "--coordinator" : source === "env" ? "FARM_COORDINATOR" : source === "config" ? (fileName ?? "the config file") : "default";
+/** Where a resolved setting came from, as messages and `farm config view` name it: the flag, the variable, the file's path, or "default". */
+function sourceName(source: ValueSource | undefined, flag: string, envName: string, fileName: string | undefined): string {
+  return source === "flag" ? flag : source === "env" ? envName : source === "config" ? (fileName ?? "the config file") : "default";
 }
 
 /**
@@ -110,12 +110,12 @@ function sourceName(source: ValueSource | undefined, fileName: string | undefine
  * FARM_TOKEN (the token itself) > the config file's token, then its
  * tokenFile > the standalone's admin token.
  */
-export function resolveClientConfig(values: ConnectionValues, sources: { coordinator?: ValueSource | undefined }, layers: Pick<Layers, "env" | "file" | "fileName">): ClientConfig & { verbose: boolean } {
+export function resolveClientConfig(values: ConnectionValues, sources: ConnectionSources, layers: Pick<Layers, "env" | "file" | "fileName">): ClientConfig & { verbose: boolean } {
   const { env, file } = layers;
   const home = defaultFarmHome(env);
   const standaloneAddress = join(home, standaloneFiles.address);
   const coordinator = pick<{ url: string; from: string }>([
-    ["flag", () => (values.coordinator ? { url: values.coordinator, from: sourceName(sources.coordinator, layers.fileName) } : undefined)],
+    ["flag", () => (values.coordinator ? { url: values.coordinator, from: sourceName(sources.coordinator, "--coordinator", "FARM_COORDINATOR", layers.fileName) } : undefined)],
     ["default", () => {
       const url = readStandalone(standaloneAddress);
       return url ? { url, from: standaloneAddress } : undefined;
@@ -125,20 +125,43 @@ export function resolveClientConfig(values: ConnectionValues, sources: { coordin
   validateUrl(coordinator.url, coordinator.from);
 
   const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
-  const token = pick<string>([
-    ["flag", () => (values.tokenFile ? readTokenFile(values.tokenFile, "token-file") : undefined)],
-    ["env", () => env["FARM_TOKEN"]?.trim() || undefined],
-    ["config", () => text(file["token"])],
+  const fileName = layers.fileName ?? "the config file";
+  const adminToken = join(home, standaloneFiles.adminToken);
+  // Each candidate names where its token came from; the token itself is never part of the name.
+  const token = pick<{ value: string; from: string }>([
+    ["flag", () => (values.tokenFile ? { value: readTokenFile(values.tokenFile, "token-file"), from: `--token-file ${values.tokenFile}` } : undefined)],
+    ["env", () => withFrom(env["FARM_TOKEN"]?.trim() || undefined, "FARM_TOKEN")],
+    ["config", () => withFrom(text(file["token"]), `token in ${fileName}`)],
     ["config", () => {
       const f = text(file["tokenFile"]);
-      return f ? readTokenFile(f, "tokenFile") : undefined;
+      return f ? { value: readTokenFile(f, "tokenFile"), from: `tokenFile ${f} (named in ${fileName})` } : undefined;
     }],
-    ["default", () => readOptional(join(home, standaloneFiles.adminToken))],
+    ["default", () => withFrom(readOptional(adminToken), adminToken)],
   ])?.value;
   // The built-in address means nothing was configured and no standalone was found: messages say where the CLI looked.
   const standaloneSearched = coordinator.from === "default" ? { path: standaloneAddress, farmHomeSet: Boolean(env["FARM_HOME"]) } : undefined;
-  return { coordinator: coordinator.url, coordinatorSource: coordinator.from, standaloneSearched, token, caFile: values.caFile, insecure: values.insecure, verbose: values.verbose };
+  return {
+    coordinator: coordinator.url,
+    coordinatorSource: coordinator.from,
+    standaloneSearched,
+    token: token?.value,
+    tokenSource: token?.from,
+    caFile: values.caFile,
+    caFileSource: sourceName(sources.caFile, "--ca-file", "FARM_CA_FILE", layers.fileName),
+    insecure: values.insecure,
+    insecureSource: sourceName(sources.insecure, "--insecure", "FARM_INSECURE", layers.fileName),
+    verbose: values.verbose,
+  };
 }
+
+/** Where the connection options came from (a command's resolved sources carry these keys). */
+export interface ConnectionSources {
+  coordinator?: ValueSource | undefined;
+  caFile?: ValueSource | undefined;
+  insecure?: ValueSource | undefined;
+}
+
+const withFrom = (value: string | undefined, from: string) => (value === undefined ? undefined : { value, from });
 
 function readStandalone(path: string): string | undefined {
   const text = readOptional(path);

@@ -20,6 +20,8 @@ export interface Runtime {
   format: OutputFormat;
   /** The format was asked for, not defaulted from stdout not being a terminal. */
   formatChosen?: boolean;
+  /** Where the format came from (output-format.ts). */
+  formatSource?: string;
   stopSignal: AbortSignal;
   /** The tree's description, for commands that print it (completion). */
   commandTree(): CommandInfo;
@@ -133,6 +135,7 @@ export function buildLeaf(spec: AnyLeaf, rt: Runtime, isDefault = false): AnyCom
       printer: rt.printer,
       format: rt.format,
       formatChosen: rt.formatChosen === true,
+      formatSource: rt.formatSource,
       stopSignal: rt.stopSignal,
       commandTree: rt.commandTree,
       writeOut: rt.writeOut,

@@ -19,6 +19,8 @@ export interface CommandContext {
   format: OutputFormat;
   /** The format was asked for (flag, FARM_OUTPUT, config), not defaulted from stdout not being a terminal. */
   formatChosen?: boolean;
+  /** Where the format came from: --output, FARM_OUTPUT, the config file's path, or the default. */
+  formatSource?: string | undefined;
   /** Aborted when the user asks a long-running command to stop (SIGINT, SIGTERM). */
   stopSignal: AbortSignal;
   /** The command tree's description (completion scripts are made from it). */
