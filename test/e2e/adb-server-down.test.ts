@@ -62,7 +62,12 @@ describe("a dead adb server", () => {
     restarted = await startAdbServer({ port });
     const [host, devicePort] = serial.split(":") as [string, string];
     await adbConnect(port, host, Number(devicePort));
-    await waitFor("the phone back", async () => ((await stateOf(serial)) === "device" ? true : undefined), { timeoutMs: 20_000 });
+    // Back, and its identity read again: a lease by serial needs the physical id (DEVICE_NOT_FOUND until then).
+    await waitFor("the phone back with its identity", async () => {
+      const list = ((await farm(["devices"], lab.env)).json["devices"] ?? []) as { serial: string; state: string; properties?: { physicalId?: string } }[];
+      const d = list.find((e) => e.serial === serial);
+      return d?.state === "device" && d.properties?.physicalId ? true : undefined;
+    }, { timeoutMs: 20_000 });
     const again = await farm(["lease", "acquire", "--device", serial, "--wait", "5s"], lab.env);
     expect(again.code, again.stdout).toBe(0);
     expect((await farm(["lease", "release", "--lease", (again.json["lease"] as { token: string }).token], lab.env)).code).toBe(0);

@@ -199,9 +199,14 @@ describe("ownership journal", () => {
     expect((await devices()).find((d) => d.serial === serial)?.state).toBe("device");
 
     // The job ran on the phone and left its completion record: reconcile proves it from that record.
+    let last = "";
     const reconciled = await waitFor("the effect to be provable", async () => {
       const r = await farm(["device", "ownership", "reconcile", "--device", serial], env);
+      last = `${r.code} ${r.stdout}`;
       return r.code === 0 ? r : undefined;
+    }).catch((err: unknown) => {
+      // What reconcile last said, for a failure in CI (seen once, not reproduced).
+      throw new Error(`${(err as Error).message}; the last reconcile: ${last}`);
     });
     expect(reconciled.json["settled"]).toEqual([expect.objectContaining({ actionId, state: "settled", settledBy: "reconciled" })]);
     expect(JSON.parse((reconciled.json["settled"] as { receiptJson: string }[])[0]?.receiptJson ?? "{}")).toMatchObject({ exitCode: 0, provenBy: expect.stringContaining("device job record") });
