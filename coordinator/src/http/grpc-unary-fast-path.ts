@@ -1,10 +1,12 @@
-import { constants as h2constants, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext, createServiceImplSpec, createMethodImplSpec, type ConnectRouter, type ContextValues, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import { findTrailerError, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
+import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
+import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
 import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
 import type { Logger } from "@farm/shared/log";
 import type { RequestHandler } from "./http-server.js";
@@ -100,7 +102,7 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: U
   const { spec } = route;
   // The routing benchmark's marks (stage-trace.ts): the call's context is made, its request read, its answer written.
   const tid = stageTrace && (req.headers[TRACE_HEADER] as string | undefined);
-  const header = webHeaders(req.headers);
+  const header = toHeaders(req.headers);
   const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
     ...spec,
@@ -146,48 +148,14 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: U
   }
   // The caller left (a reset, a deadline it gave up on): nothing to answer.
   if (req.stream.closed || req.stream.destroyed) return;
-  res.writeHead(200, nodeHeaders(context.responseHeader));
-  res.addTrailers(nodeHeaders(context.responseTrailer));
+  res.writeHead(200, toNodeHeaders(context.responseHeader));
+  res.addTrailers(toNodeHeaders(context.responseTrailer));
   if (body) res.end(body);
   else res.end();
   if (tid) stageTrace?.mark(tid, "co.end");
 }
 
 const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
-
-/** Connect's error for an HTTP/2 stream reset by the caller (connect-node's node-error.ts); undefined: ended without an error code. */
-function errorFromResetCode(rstCode: number): ConnectError | undefined {
-  const code = resetCodes.get(rstCode);
-  if (code === undefined) return undefined;
-  const name = Object.entries(h2constants).find(([k, v]) => v === rstCode && k.startsWith("NGHTTP2_") && !k.startsWith("NGHTTP2_ERR"))?.[0]?.slice("NGHTTP2_".length) ?? String(rstCode);
-  return new ConnectError(`http/2 stream closed with error code ${name} (0x${rstCode.toString(16)})`, code);
-}
-
-const resetCodes = new Map<number, Code>([
-  [h2constants.NGHTTP2_PROTOCOL_ERROR, Code.Internal],
-  [h2constants.NGHTTP2_INTERNAL_ERROR, Code.Internal],
-  [h2constants.NGHTTP2_FLOW_CONTROL_ERROR, Code.Internal],
-  [h2constants.NGHTTP2_SETTINGS_TIMEOUT, Code.Internal],
-  [h2constants.NGHTTP2_FRAME_SIZE_ERROR, Code.Internal],
-  [h2constants.NGHTTP2_COMPRESSION_ERROR, Code.Internal],
-  [h2constants.NGHTTP2_CONNECT_ERROR, Code.Internal],
-  [h2constants.NGHTTP2_REFUSED_STREAM, Code.Unavailable],
-  [h2constants.NGHTTP2_CANCEL, Code.Canceled],
-  [h2constants.NGHTTP2_ENHANCE_YOUR_CALM, Code.ResourceExhausted],
-  [h2constants.NGHTTP2_INADEQUATE_SECURITY, Code.PermissionDenied],
-  [h2constants.NGHTTP2_HTTP_1_1_REQUIRED, Code.PermissionDenied],
-]);
-
-/** A request's headers as Connect hands them to interceptors (connect-node's nodeHeaderToWebHeader): no pseudo-headers. */
-function webHeaders(h: Http2ServerRequest["headers"]): Headers {
-  const out = new Headers();
-  for (const [k, v] of Object.entries(h)) {
-    if (k.startsWith(":") || v === undefined) continue;
-    if (typeof v === "string") out.append(k, v);
-    else for (const e of v) out.append(k, e);
-  }
-  return out;
-}
 
 /** One gRPC envelope; compressed (flag 1) from the coordinator's threshold (the same as Connect's handler is given) when the caller accepts it. */
 async function envelope(message: Uint8Array, compression: Compression | null): Promise<Buffer> {
@@ -202,15 +170,4 @@ async function envelope(message: Uint8Array, compression: Compression | null): P
   out.writeUInt32BE(data.byteLength, 1);
   out.set(data, 5);
   return out;
-}
-
-/** Fetch Headers as Node's outgoing headers (set-cookie stays a list). */
-function nodeHeaders(h: Headers): Record<string, string | string[]> {
-  const o: Record<string, string | string[]> = {};
-  h.forEach((value, key) => {
-    o[key] = value;
-  });
-  const cookies = h.getSetCookie();
-  if (cookies.length > 0) o["set-cookie"] = cookies;
-  return o;
 }

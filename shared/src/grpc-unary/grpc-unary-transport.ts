@@ -1,10 +1,11 @@
-import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
+import { constants, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import { createMethodUrl, getAbortSignalReason } from "@connectrpc/connect/protocol";
 import { requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
-import { errorFromNode, errorFromResetCode, toHeaders } from "./h2-errors.js";
+import { errorFromNode, errorFromResetCode } from "./h2-errors.js";
+import { toHeaders, toNodeHeaders } from "./h2-headers.js";
 import { runUnary } from "./run-unary.js";
 import { encodeEnvelope, UnaryEnvelopeReader } from "./unary-envelope.js";
 
@@ -83,7 +84,7 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
     const body = encodeEnvelope(toBinary(req.method.input, req.message));
     let stream: ClientHttp2Stream;
     try {
-      stream = await opts.sessions.request("POST", path, nodeHeaders(req.header), {});
+      stream = await opts.sessions.request("POST", path, toNodeHeaders(req.header), {});
     } catch (err) {
       throw errorFromNode(err);
     }
@@ -167,10 +168,4 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
 function acceptGzip(h: Headers): Headers {
   h.set("grpc-accept-encoding", "gzip");
   return h;
-}
-
-function nodeHeaders(h: Headers): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  h.forEach((value, key) => (out[key] = value));
-  return out;
 }

@@ -1,4 +1,4 @@
-import { constants, type IncomingHttpHeaders } from "node:http2";
+import { constants } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 /** HTTP/2 RST_STREAM codes as gRPC reads them (PROTOCOL-HTTP2.md, "Errors"); NO_ERROR and STREAM_CLOSED carry no status. */
@@ -38,17 +38,4 @@ export function errorFromNode(reason: unknown): ConnectError {
     ? Code.Aborted
     : Code.Internal;
   return ConnectError.from(reason, code);
-}
-
-/** Node's header object as fetch Headers, without pseudo-headers; repeated fields joined as HTTP joins them. */
-export function toHeaders(node: IncomingHttpHeaders): Headers {
-  const h = new Headers();
-  for (const key in node) {
-    if (key.charCodeAt(0) === 58 /* ":" */) continue;
-    const v = node[key];
-    if (v === undefined) continue;
-    if (Array.isArray(v)) { for (const x of v) h.append(key, x); }
-    else h.append(key, v);
-  }
-  return h;
 }
