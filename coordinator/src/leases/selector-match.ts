@@ -17,10 +17,16 @@ const CUT = /(…|\.\.\.)$/u;
  * identity is not read yet may still turn out to match, and a farm that
  * knows no phone yet has nothing to compare against: both keep the wait.
  */
-export function resolveSelector(s: Selector, phones: readonly Candidate[], labelsOf: (physicalId: string) => Record<string, string>): Selector {
-  const resolved = s.physicalId ? { ...s, physicalId: resolvePhysicalId(s.physicalId, phones) } : s;
-  if (phones.length === 0 || phones.some((p) => couldMatch(p, resolved, labelsOf))) return resolved;
-  throw farmError(Errors.NO_DEVICE_MATCHES, `no phone in the farm (online, offline or leased) matches ${describeSelector(s)}; ${nearest(s, phones, labelsOf)}`, fieldOf(s));
+export function resolveSelector(s: Selector, phones: Iterable<Candidate>, labelsOf: (physicalId: string) => Record<string, string>): Selector {
+  const resolved = s.physicalId ? { ...s, physicalId: resolvePhysicalId(s.physicalId, [...phones]) } : s;
+  let any = false;
+  for (const p of phones) {
+    any = true;
+    if (couldMatch(p, resolved, labelsOf)) return resolved;
+  }
+  // Only a refusal lists every phone (sorted, for the nearest values).
+  if (!any) return resolved;
+  throw farmError(Errors.NO_DEVICE_MATCHES, `no phone in the farm (online, offline or leased) matches ${describeSelector(s)}; ${nearest(s, [...phones], labelsOf)}`, fieldOf(s));
 }
 
 function resolvePhysicalId(given: string, phones: readonly Candidate[]): string {
@@ -53,7 +59,7 @@ function nearest(s: Selector, phones: readonly Candidate[], labelsOf: (physicalI
   const known = phones.filter((p) => p.physicalId !== "");
   const values = (f: (p: Candidate) => string | number) => [...new Set(known.map(f).filter((v) => v !== "" && v !== 0).map(String))].sort();
   const parts: string[] = [];
-  if (s.serial) parts.push(`serials: ${listed(phones.map((p) => p.serial))}`);
+  if (s.serial) parts.push(`serials: ${listed(phones.map((p) => p.serial).sort())}`);
   if (s.physicalId) parts.push(`physical ids: ${listed(values((p) => p.physicalId))}`);
   if (s.model) parts.push(`models: ${listed(values((p) => p.model))}`);
   if (s.apiLevelMin || s.apiLevelMax) parts.push(`api levels: ${listed(values((p) => p.apiLevel).sort((a, b) => Number(a) - Number(b)))}`);

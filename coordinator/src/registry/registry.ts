@@ -544,15 +544,19 @@ export class Registry {
    * quarantined), with what is known of its phone: what a selector could ever
    * match. An empty physical id means its identity is not read yet.
    */
-  knownPhones(): Candidate[] {
-    const out: Candidate[] = [];
-    for (const a of [...this.agents.values()].sort(byName)) {
-      for (const serial of [...a.devices.keys()].sort()) {
-        const p = (a.devices.get(serial) as DeviceEntry).properties;
-        out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
-      }
-    }
-    return out;
+  knownPhones(): Iterable<Candidate> {
+    // Walked anew each time it is iterated: a lease request stops at the first phone that could match, so no list of every phone is built on that path.
+    const agents = this.agents;
+    return {
+      *[Symbol.iterator]() {
+        for (const a of agents.values()) {
+          for (const [serial, d] of a.devices) {
+            const p = d.properties;
+            yield { physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel };
+          }
+        }
+      },
+    };
   }
 
   /**
