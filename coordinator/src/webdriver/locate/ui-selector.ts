@@ -44,7 +44,7 @@ function invalid(message: string): WebDriverError {
   return new WebDriverError("invalid selector", `-android uiautomator: ${message}`);
 }
 
-export function tokenize(source: string): Token[] {
+function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   while (i < source.length) {
