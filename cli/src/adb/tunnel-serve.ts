@@ -7,15 +7,15 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AdbTunnelService, type OpenTunnelResponse, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { CliError } from "../cli-error.js";
-import { isConnectionLost, isConnectionRefused } from "../coordinator-lost.js";
-import type { ClientConfig } from "../config.js";
+import { isConnectionLost, isConnectionRefused } from "@farm/client/coordinator-lost";
+import type { ClientConfig } from "@farm/client/config";
 import { probeBanner, UNKNOWN_DEVICE } from "./adb-banner.js";
 import { adbConnect, adbDisconnect, serverSocketOf, type LocalAdb } from "./local-adb-cli.js";
 import { startLocalAdbd, type LocalAdbd } from "./local-adbd.js";
 import { processStart, removeTunnelState, writeTunnelState } from "./tunnel-state.js";
 import { openTunnelStream, tunnelStreamCalls } from "./tunnel-stream.js";
 import { ADB_STREAM_WINDOW_BYTES } from "@farm/shared/http2-windows";
-import { noStandaloneNote } from "../no-standalone.js";
+import { noStandaloneNote } from "@farm/client/no-standalone";
 
 /** What `farm adb connect` prints. */
 export interface ConnectResult {

@@ -3,7 +3,7 @@ import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
 import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { parseDuration } from "../duration.js";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";

@@ -5,7 +5,7 @@ import { rm } from "node:fs/promises";
 import { Errors, errorSpecOf, type ErrorReport } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
-import type { ClientConfig } from "../config.js";
+import type { ClientConfig } from "@farm/client/config";
 import { clientSession } from "../session.js";
 import type { adbConnectOptions, adbServeOptions } from "../tree/adb-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";

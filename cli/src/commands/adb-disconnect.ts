@@ -2,7 +2,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { Errors } from "@farm/shared/errors";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbDisconnectOptions } from "../tree/adb-commands.js";

@@ -1,6 +1,6 @@
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbListOptions } from "../tree/adb-commands.js";

@@ -4,7 +4,7 @@ import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { DeviceSchema, type Device } from "@farm/shared/gen/farm/v1/registry_pb";
 import { allPages } from "../all-pages.js";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { deviceShowOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";

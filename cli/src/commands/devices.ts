@@ -3,7 +3,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
 import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { deviceListOptions } from "../tree/device-commands.js";

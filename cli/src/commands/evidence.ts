@@ -11,7 +11,7 @@ import { FARM_VERSION } from "@farm/shared/version";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { errorLine, table } from "../output.js";
 import { clientSession } from "../session.js";
 import { writePulledBundle } from "../bundle-writer.js";

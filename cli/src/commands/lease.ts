@@ -8,7 +8,7 @@ import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { LeaseSelectorSchema, type Lease, type LeaseSelector, type LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
 import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import type { OptionValues } from "../options/option-decl.js";
 import { createPrinter, table } from "../output.js";
 import { join, resolve } from "node:path";

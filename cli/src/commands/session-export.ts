@@ -13,7 +13,7 @@ import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { SessionSchema, SessionService, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import sharp from "sharp";
 import { claimBundleDir } from "../bundle-writer.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { TransferMeter, withProgress, type Progress } from "../progress/progress.js";
 import { clientSession, type ClientSession } from "../session.js";
 import { SESSION_EXPORT_KIND, SESSION_TIMELINE_KIND, legacyImageName, type SessionExportFile, type SessionExportManifest } from "../session-export-verify.js";

@@ -6,7 +6,7 @@ import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { SessionService, SessionStatus, SessionStepSchema, type Session, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { allPages } from "../all-pages.js";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
 import type { sessionEndOptions, sessionListOptions, sessionShowOptions, sessionStartOptions, SESSION_STATUSES } from "../tree/session-commands.js";

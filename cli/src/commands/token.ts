@@ -4,7 +4,7 @@ import { Errors } from "@farm/shared/errors";
 import { TokenService, TokenKind, TokenRole, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { allPages } from "../all-pages.js";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { tokenCreateOptions, tokenListOptions, tokenRevokeOptions } from "../tree/admin-commands.js";
