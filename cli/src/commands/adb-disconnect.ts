@@ -7,8 +7,8 @@ import { table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbDisconnectOptions } from "../tree/adb-commands.js";
 import type { Action } from "../tree/spec.js";
-import { adbDisconnect } from "../adb/local-adb-cli.js";
-import { isServingProcess, localAdbOf, readTunnelStates, removeTunnelState, type TunnelState } from "../adb/tunnel-state.js";
+import { adbDisconnect } from "@farm/client/adb/local-adb-cli";
+import { isServingProcess, localAdbOf, readTunnelStates, removeTunnelState, type TunnelState } from "@farm/client/adb/tunnel-state";
 
 /** How long a serving process may take to close its tunnel and `adb disconnect` after SIGTERM. */
 const STOP_TIMEOUT_MS = 15_000;

@@ -5,8 +5,8 @@ import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbListOptions } from "../tree/adb-commands.js";
 import type { Action } from "../tree/spec.js";
-import { disconnectStaleTunnels, staleLines } from "../adb/stale-tunnels.js";
-import { isServingProcess, readTunnelStates } from "../adb/tunnel-state.js";
+import { disconnectStaleTunnels, staleLines } from "@farm/client/adb/stale-tunnels";
+import { isServingProcess, readTunnelStates } from "@farm/client/adb/tunnel-state";
 
 /**
  * `farm adb list`: the coordinator's tunnels, each with its local serial

@@ -15,7 +15,7 @@ import { allPages } from "../all-pages.js";
 import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
-import { claimBundleDir, publishBundleFile, writePulledBundle } from "../bundle-writer.js";
+import { claimBundleDir, publishBundleFile, writePulledBundle } from "@farm/client/bundle-writer";
 import { startProgress } from "../progress/progress.js";
 import type { videoInspectOptions, videoListOptions, videoReleaseOptions, videoSessionOptions, videoStartOptions } from "../tree/evidence-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";

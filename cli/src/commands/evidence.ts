@@ -14,7 +14,7 @@ import { allPages } from "../all-pages.js";
 import { serviceClient } from "@farm/client/transport";
 import { errorLine, table } from "../output.js";
 import { clientSession } from "../session.js";
-import { writePulledBundle } from "../bundle-writer.js";
+import { writePulledBundle } from "@farm/client/bundle-writer";
 import { TransferMeter, withProgress } from "../progress/progress.js";
 import type { captureOptions, evidenceListOptions, pullOptions, verifyOptions } from "../tree/evidence-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";

@@ -12,7 +12,7 @@ import { VerifiedFileWriter } from "@farm/shared/verified-file";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { SessionSchema, SessionService, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import sharp from "sharp";
-import { claimBundleDir } from "../bundle-writer.js";
+import { claimBundleDir } from "@farm/client/bundle-writer";
 import { serviceClient } from "@farm/client/transport";
 import { TransferMeter, withProgress, type Progress } from "../progress/progress.js";
 import { clientSession, type ClientSession } from "../session.js";
