@@ -24,6 +24,15 @@ export function serviceClient<S extends DescService>(
       "token",
     );
   }
+  return createClient(service, clientTransport(config, { ...opts, interceptors: clientInterceptors(config) }));
+}
+
+/**
+ * What every client call goes through, the CLI's and the library's alike:
+ * an x-request-id, an unreachable coordinator explained (where the address
+ * came from, a certificate not trusted), and the stop signal.
+ */
+export function clientInterceptors(config: ClientConfig & { verbose?: boolean }): Interceptor[] {
   const explain: Interceptor = (next) => async (req) => {
     try {
       return await next(req);
@@ -32,8 +41,7 @@ export function serviceClient<S extends DescService>(
     }
   };
   const stop = config.stopSignal;
-  const interceptors = [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, ...(stop ? [cancelledBy(stop)] : [])];
-  return createClient(service, clientTransport(config, { ...opts, interceptors }));
+  return [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, ...(stop ? [cancelledBy(stop)] : [])];
 }
 
 /**

@@ -2,7 +2,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
 import { serviceClient } from "@farm/client/transport";
 import { parseDuration } from "../duration.js";
 import { table } from "../output.js";

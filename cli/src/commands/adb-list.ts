@@ -1,5 +1,5 @@
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
 import { serviceClient } from "@farm/client/transport";
 import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";

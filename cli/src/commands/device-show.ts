@@ -2,7 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { Errors } from "@farm/shared/errors";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { DeviceSchema, type Device } from "@farm/shared/gen/farm/v1/registry_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
 import { CliError } from "../cli-error.js";
 import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";

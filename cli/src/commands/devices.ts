@@ -2,7 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
 import { serviceClient } from "@farm/client/transport";
 import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";

@@ -10,7 +10,7 @@ import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { FARM_VERSION } from "@farm/shared/version";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
 import { serviceClient } from "@farm/client/transport";
 import { errorLine, table } from "../output.js";
 import { clientSession } from "../session.js";

@@ -2,7 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { TokenService, TokenKind, TokenRole, TokenInfoSchema, type TokenInfo } from "@farm/shared/gen/farm/v1/token_service_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
 import { CliError } from "../cli-error.js";
 import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
