@@ -1,8 +1,7 @@
-import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { validateContext } from "@farm/shared/evidence-options";
-import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { SessionService, SessionStatus, SessionStepSchema, type Session, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { allPages } from "@farm/client/all-pages";
 import { endSessionCall, sessionStepsCall, startSessionCall } from "@farm/client/session-calls";
