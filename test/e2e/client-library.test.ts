@@ -7,6 +7,7 @@
  * the scope ends, also when the test body throws.
  */
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +15,7 @@ import { connect, FarmError, exitCodeFor, type FarmClient } from "@farm/client";
 import { runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { farm, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
+import { startTcpBalancer } from "../support/tcp-balancer.js";
 
 let lab: Lab;
 let serial: string;
@@ -133,6 +135,29 @@ describe("@farm/client against a real lab", () => {
     expect(existsSync(join(dir, "manifest.json"))).toBe(true);
     const verified = await farm(["evidence", "verify", dir], lab.env);
     expect(verified.code, verified.stdout).toBe(0);
+  });
+
+  it("makes every call, unary and streaming, over one TCP connection to the coordinator", async () => {
+    // A TCP relay in front of the standalone counts the connections the library opens.
+    const relay = await startTcpBalancer(() => [String(lab.standalone.ready["url"])]);
+    try {
+      const token = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+      await using client = await connect({ coordinator: relay.url, token, env: lab.env });
+      {
+        await using lease = await client.acquire({ serial });
+        await lease.device.shell("true");
+        await lease.device.uiTree();
+        await lease.device.screenshot();
+        const session = await lease.startSession({ name: "one-connection" });
+        await session.device.key("KEYCODE_HOME");
+        await session.steps();
+        await session.end("passed");
+        await lease.device.captureEvidence({});
+      }
+      expect(relay.accepted).toBe(1);
+    } finally {
+      await relay.close();
+    }
   });
 
   it("puts the leased phone on the local adb server and takes it away on close", async () => {
