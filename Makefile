@@ -17,7 +17,7 @@ help:
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
 	@echo "make install [PREFIX=...] - install the bundled farm CLI into PREFIX (default /usr/local as root, else ~/.local)"
-	@echo "make pack   - cli/bundle/farm-cli-VERSION.tgz, for npm install -g"
+	@echo "make pack   - cli/bundle/farm-cli-VERSION.tgz (npm install -g) and client/bundle/farm-client-VERSION.tgz (the @farm/client library)"
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -39,6 +39,7 @@ bundle: build
 pack: build
 	rm -f cli/bundle/farm-cli-*.tgz
 	cd cli/bundle/package && npm pack --silent --pack-destination ..
+	node scripts/pack-client.mjs --quiet
 
 # Copies the bundle and this checkout's built natives into $(PREFIX)/lib/farm, links $(PREFIX)/bin/farm.
 install: build

@@ -6,7 +6,7 @@ import tseslint from "typescript-eslint";
 export default tseslint.config(
   { ignores: ["**/dist/**", "**/gen/**", "**/node_modules/**", "test-artifacts/**", "dashboard/vite.config.ts"] },
   {
-    files: ["{agent,coordinator,cli,shared,dashboard}/src/**/*.ts", "test/**/*.ts"],
+    files: ["{agent,coordinator,cli,client,shared,dashboard}/src/**/*.ts", "test/**/*.ts"],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 // or against devsim alone (state classes on in-memory SQLite, contract tests
 // with an in-process agent): `make test`. `e2e` starts real coordinators,
 // agents, adb servers and Chromium over loopback: `make e2e`.
-const UNIT = ["{shared,agent,coordinator,cli,dashboard}/src/**/*.test.ts", "test/{devsim,contract}/**/*.test.ts"];
+const UNIT = ["{shared,client,agent,coordinator,cli,dashboard}/src/**/*.test.ts", "test/{devsim,contract}/**/*.test.ts"];
 const E2E = ["test/{e2e,faults,deploy}/**/*.test.ts"];
 
 export default defineConfig({

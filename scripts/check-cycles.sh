@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! out=$(npx dpdm -T --no-tree --no-warning --progress=false --exit-code circular:1 \
-  '{agent,coordinator,cli,shared,dashboard}/src/**/*.ts' 'test/**/*.ts' 2>&1); then
+  '{agent,coordinator,cli,client,shared,dashboard}/src/**/*.ts' 'test/**/*.ts' 2>&1); then
   echo "$out" >&2
   echo "check-cycles: import cycles above (break them, or make the import type-only)" >&2
   exit 1

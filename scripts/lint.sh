@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx dprint check
-npx eslint agent/src coordinator/src cli/src shared/src dashboard/src test
+npx eslint agent/src coordinator/src cli/src client/src shared/src dashboard/src test
 scripts/check-cycles.sh
 node scripts/check-imports.mjs

@@ -6,8 +6,8 @@ import { CliError } from "./cli-error.js";
 import type { DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { OpenShellRequestSchema, ShellService, type OpenShellRequest } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { TerminalSizeSchema } from "@farm/shared/gen/farm/v1/shell_pb";
-import type { ClientConfig } from "./config.js";
-import { clientTransport } from "./client.js";
+import type { ClientConfig } from "@farm/client/config";
+import { clientTransport } from "@farm/client/transport";
 
 /**
  * `farm shell` without a command: the device shell in this terminal. Local

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { exitCodeFor, type ErrorReport } from "@farm/shared/error-codes";
 import { CliError } from "./cli-error.js";
 import { formatError, takeOutputFormat } from "./options/output-format.js";
-import { connectionScope } from "./connections.js";
+import { connectionScope } from "@farm/client/connections";
 import { createPrinter, exitCodeOf, type OutputSinks } from "./output.js";
 import type { Runtime } from "./tree/build.js";
 import { isVersionQuery } from "./version/fast-version.js";

@@ -1,4 +1,4 @@
-import type { ClientConfig } from "./config.js";
+import type { ClientConfig } from "@farm/client/config";
 import { resolveClientConfig, type ConnectionSources, type ConnectionValues } from "./options/resolve.js";
 import type { CommandContext } from "./tree/spec.js";
 

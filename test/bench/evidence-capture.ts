@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { writePulledBundle } from "@farm/cli/bundle-writer";
+import { writePulledBundle } from "@farm/client/bundle-writer";
 import { farmTransport } from "@farm/shared/farm-transport";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";

@@ -20,6 +20,7 @@ const BENCHES = [
   "coordinator-unary",
   "routing-overhead",
   "cli-cold-start",
+  "client-library",
   "adb-tunnel",
   "coordinator-load",
   "evidence-capture",

@@ -7,13 +7,17 @@ import { connect, createServer, type Server, type Socket } from "node:net";
  */
 export interface TcpBalancer {
   url: string;
+  /** How many client connections it has accepted so far. */
+  readonly accepted: number;
   close(): Promise<void>;
 }
 
 export async function startTcpBalancer(backends: () => string[]): Promise<TcpBalancer> {
   let next = 0;
+  let accepted = 0;
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
+    accepted++;
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
     client.pause();
@@ -41,6 +45,9 @@ export async function startTcpBalancer(backends: () => string[]): Promise<TcpBal
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
+    get accepted() {
+      return accepted;
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -5,13 +5,13 @@ import { rm } from "node:fs/promises";
 import { Errors, errorSpecOf, type ErrorReport } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
-import type { ClientConfig } from "../config.js";
+import type { ClientConfig } from "@farm/client/config";
 import { clientSession } from "../session.js";
 import type { adbConnectOptions, adbServeOptions } from "../tree/adb-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";
-import { serveTunnel, type ConnectResult, type ServeOutcome, type ServeParams } from "../adb/tunnel-serve.js";
-import { disconnectStaleTunnels, staleLines, type StaleDisconnected } from "../adb/stale-tunnels.js";
-import { ensureTunnelsDir, logPath, pruneOldLogs } from "../adb/tunnel-state.js";
+import { serveTunnel, type ConnectResult, type ServeOutcome, type ServeParams } from "@farm/client/adb/tunnel-serve";
+import { disconnectStaleTunnels, staleLines, type StaleDisconnected } from "@farm/client/adb/stale-tunnels";
+import { ensureTunnelsDir, logPath, pruneOldLogs } from "@farm/client/adb/tunnel-state";
 
 /** What the background process tells `farm adb connect` over IPC, once. */
 type Report = { kind: "ready"; result: ConnectResult & { pid: number } } | { kind: "failed"; report: ErrorReport };

@@ -2,13 +2,13 @@ import { setTimeout as delay } from "node:timers/promises";
 import { Errors } from "@farm/shared/errors";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbDisconnectOptions } from "../tree/adb-commands.js";
 import type { Action } from "../tree/spec.js";
-import { adbDisconnect } from "../adb/local-adb-cli.js";
-import { isServingProcess, localAdbOf, readTunnelStates, removeTunnelState, type TunnelState } from "../adb/tunnel-state.js";
+import { adbDisconnect } from "@farm/client/adb/local-adb-cli";
+import { isServingProcess, localAdbOf, readTunnelStates, removeTunnelState, type TunnelState } from "@farm/client/adb/tunnel-state";
 
 /** How long a serving process may take to close its tunnel and `adb disconnect` after SIGTERM. */
 const STOP_TIMEOUT_MS = 15_000;

@@ -1,12 +1,12 @@
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
-import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { allPages } from "@farm/client/all-pages";
+import { serviceClient } from "@farm/client/transport";
 import { ago, table } from "../output.js";
 import { clientSession } from "../session.js";
 import type { adbListOptions } from "../tree/adb-commands.js";
 import type { Action } from "../tree/spec.js";
-import { disconnectStaleTunnels, staleLines } from "../adb/stale-tunnels.js";
-import { isServingProcess, readTunnelStates } from "../adb/tunnel-state.js";
+import { disconnectStaleTunnels, staleLines } from "@farm/client/adb/stale-tunnels";
+import { isServingProcess, readTunnelStates } from "@farm/client/adb/tunnel-state";
 
 /**
  * `farm adb list`: the coordinator's tunnels, each with its local serial

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Errors } from "@farm/shared/errors";
 import { DeviceService, DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { endpointOptions, removeForwardOptions } from "../tree/app-commands.js";
 import type { Action } from "../tree/spec.js";

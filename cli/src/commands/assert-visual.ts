@@ -5,7 +5,7 @@ import { Errors } from "@farm/shared/errors";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { assertVisualOptions } from "../tree/check-commands.js";
 import type { Action } from "../tree/spec.js";

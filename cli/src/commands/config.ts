@@ -1,5 +1,5 @@
 import { CliError } from "../cli-error.js";
-import { configKeys, readConfigFile, validateUrl, writeConfigFile, type ConfigFile, type ConfigKey } from "../config.js";
+import { configKeys, readConfigFile, validateUrl, writeConfigFile, type ConfigFile, type ConfigKey } from "@farm/client/config";
 import { Errors } from "@farm/shared/error-codes";
 import { outputFormats } from "../output.js";
 import { clientSession } from "../session.js";

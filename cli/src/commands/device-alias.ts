@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { DeviceSchema, type Device } from "@farm/shared/gen/farm/v1/registry_pb";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { aliasOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Errors } from "@farm/shared/errors";
 import { DeviceService, DeviceTargetSchema, type DeviceTarget } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import type { ConnectionValues, ValueSource } from "../options/resolve.js";
 import { clientSession, type ClientSession } from "../session.js";
 import type { CommandContext } from "../tree/spec.js";

@@ -6,7 +6,7 @@ import { ActionRecordSchema, OwnershipSchema, SwipeSchema, TapSchema, type Actio
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { CliError } from "../cli-error.js";
 import { downloadFile, uploadFile } from "../blob-client.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { TransferMeter, withProgress } from "../progress/progress.js";
 import type { abandonOptions, inputOptions, installOptions, logcatOptions, ownershipOptions, pinOptions, propsOptions, rebootOptions, receiptOptions, screenshotOptions, setpropOptions, shellOptions } from "../tree/device-commands.js";

@@ -11,11 +11,11 @@ import { parseVideoSize, validateDurationSeconds, validateSessionId, videoFields
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { VideoService, type InspectVideoResponse, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
-import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { allPages } from "@farm/client/all-pages";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
-import { claimBundleDir, publishBundleFile, writePulledBundle } from "../bundle-writer.js";
+import { claimBundleDir, publishBundleFile, writePulledBundle } from "@farm/client/bundle-writer";
 import { startProgress } from "../progress/progress.js";
 import type { videoInspectOptions, videoListOptions, videoReleaseOptions, videoSessionOptions, videoStartOptions } from "../tree/evidence-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";

@@ -1,8 +1,8 @@
 import { Errors } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
-import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { allPages } from "@farm/client/all-pages";
+import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { labelListOptions, labelRmOptions, labelSetOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";

@@ -2,13 +2,13 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { Errors, errorSpecOf, toErrorReport } from "@farm/shared/errors";
 import { CliError } from "../cli-error.js";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { LeaseSelectorSchema, type Lease, type LeaseSelector, type LeaseWaiter } from "@farm/shared/gen/farm/v1/lease_pb";
-import { allPages } from "../all-pages.js";
-import { serviceClient } from "../client.js";
+import { allPages } from "@farm/client/all-pages";
+import { acquireWithTicket } from "@farm/client/lease-acquire";
+import { serviceClient } from "@farm/client/transport";
 import type { OptionValues } from "../options/option-decl.js";
 import { createPrinter, table } from "../output.js";
 import { join, resolve } from "node:path";
@@ -55,10 +55,10 @@ function leaseJson(l: Lease | undefined, token?: string) {
 }
 
 /**
- * Acquires with a client-chosen ticket; if the coordinator goes away while
- * waiting (a restart), asks again with the same ticket until the wait ends,
- * which keeps the request's place in the queue. On a terminal, the wait
- * shows the request's place in the queue (progress/lease-wait.ts).
+ * Acquires with a client-chosen ticket (acquireWithTicket, the client
+ * library's: it keeps the request's place in the queue across a
+ * coordinator restart). On a terminal, the wait shows the request's place
+ * in the queue (progress/lease-wait.ts).
  */
 async function acquire(input: SessionInput & { opts: Selector; ctx: CommandContext }): Promise<{ lease: Lease; token: string }> {
   // A wait's deadline is --wait, not --timeout.
@@ -71,27 +71,9 @@ async function acquire(input: SessionInput & { opts: Selector; ctx: CommandConte
   const deadline = Date.now() + waitMs;
   const following = waitMs > 0 ? await followQueue(input.ctx, client, ticket) : undefined;
   // SIGINT/SIGTERM cancel the call: the coordinator drops the request from its queue.
-  const stop = input.ctx.stopSignal;
   const stopped = () => new CliError(Errors.LEASE_WAIT_CANCELLED, "stopped by a signal while waiting for a device; nothing is leased or queued", undefined, null);
   try {
-    for (;;) {
-      try {
-        if (stop.aborted) throw stopped();
-        const res = await client.acquireLease({ selector, waitMs: Math.max(0, deadline - Date.now()), ttlMs, ticket }, { timeoutMs: Math.max(0, deadline - Date.now()) + 30_000, signal: stop });
-        if (!res.lease) throw new CliError(Errors.INTERNAL, "the coordinator granted no lease", undefined, null);
-        if (stop.aborted) {
-          // Granted as the signal came: nobody will use it, so it goes back now.
-          await client.releaseLease({ token: res.token }, { timeoutMs: 10_000 }).catch(() => undefined);
-          throw stopped();
-        }
-        return { lease: res.lease, token: res.token };
-      } catch (err) {
-        if (stop.aborted) throw err instanceof CliError ? err : stopped();
-        const unavailable = ConnectError.from(err).code === Code.Unavailable && toErrorReport(err).code === Errors.COORDINATOR_UNAVAILABLE.code;
-        if (!unavailable || Date.now() >= deadline) throw err;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
+    return await acquireWithTicket(client, { selector, waitMs, ttlMs, ticket, deadline }, { signal: input.ctx.stopSignal, stopped });
   } finally {
     await following?.stop();
   }

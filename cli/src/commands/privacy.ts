@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { PrivacyService } from "@farm/shared/gen/farm/v1/privacy_service_pb";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { privacyRotateKeyOptions } from "../tree/admin-commands.js";
 import type { Action } from "../tree/spec.js";

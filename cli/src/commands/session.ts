@@ -1,12 +1,12 @@
-import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { validateContext } from "@farm/shared/evidence-options";
-import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { SessionService, SessionStatus, SessionStepSchema, type Session, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { allPages } from "../all-pages.js";
+import { allPages } from "@farm/client/all-pages";
+import { endSessionCall, sessionStepsCall, startSessionCall } from "@farm/client/session-calls";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
 import type { sessionEndOptions, sessionListOptions, sessionShowOptions, sessionStartOptions, SESSION_STATUSES } from "../tree/session-commands.js";
@@ -55,25 +55,12 @@ export async function startSessionOn(
   opts: { name?: string | undefined; context?: JsonObject; ocr?: boolean; policy?: SessionPolicyInput },
 ): Promise<Session> {
   const client = serviceClient(SessionService, session.config, { lease: target.lease || undefined });
-  const res = await client.startSession(
-    {
-      target: create(DeviceTargetSchema, { serial: target.serial, agent: target.agent ?? "" }),
-      name: opts.name ?? "",
-      context: opts.context ?? {},
-      ocr: opts.ocr ?? false,
-      policyJson: opts.policy?.policyJson ?? "",
-      secrets: opts.policy?.secrets ?? [],
-    },
-    { timeoutMs: session.timeoutMs },
-  );
-  if (!res.session) throw new CliError(Errors.INTERNAL, "the coordinator started no session", undefined, null);
-  return res.session;
+  return startSessionCall(client, target, { name: opts.name, context: opts.context, ocr: opts.ocr, policyJson: opts.policy?.policyJson, secrets: opts.policy?.secrets }, { timeoutMs: session.timeoutMs });
 }
 
 /** Ends a session as passed or failed. */
 export async function endSessionAs(session: ClientSession, sessionId: string, status: "passed" | "failed", timeoutMs = session.timeoutMs): Promise<Session | undefined> {
-  const res = await serviceClient(SessionService, session.config).endSession({ sessionId, status: statusByWord[status] }, { timeoutMs });
-  return res.session;
+  return endSessionCall(serviceClient(SessionService, session.config), sessionId, status, { timeoutMs });
 }
 
 function describe(s: ReturnType<typeof sessionJson>): string {
@@ -137,11 +124,7 @@ export const listSessions: Action<typeof sessionListOptions> = async (input) => 
 
 /** Every step of a session's timeline, oldest first (all pages). */
 export async function listAllSteps(session: ClientSession, sessionId: string, signal?: AbortSignal): Promise<SessionStep[]> {
-  const client = serviceClient(SessionService, session.config);
-  return allPages(async (page) => {
-    const res = await client.listSessionSteps({ sessionId, ...page }, { timeoutMs: session.timeoutMs, ...(signal ? { signal } : {}) });
-    return { items: res.steps, nextPageToken: res.nextPageToken };
-  });
+  return sessionStepsCall(serviceClient(SessionService, session.config), sessionId, { timeoutMs: session.timeoutMs, ...(signal ? { signal } : {}) });
 }
 
 /** A step as protobuf JSON (camelCase, defaults left out, int64 as strings, timestamps as RFC 3339). */

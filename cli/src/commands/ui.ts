@@ -1,7 +1,8 @@
 import { create, toJson } from "@bufbuild/protobuf";
 import { Errors } from "@farm/shared/errors";
 import { GetUiTreeResponseSchema, ResolvedElementSchema, TapSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { ElementSelectorSchema, type ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
+import type { ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
+import { selectorFor } from "@farm/client/element-selector";
 import { CliError } from "../cli-error.js";
 import type { inputOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";
@@ -24,8 +25,7 @@ export function elementSelector(kind: string | undefined, values: readonly strin
   if (kind !== "tap") throw new CliError(Errors.INVALID_ARGUMENT, `--${name} selects the element of a tap: ${SELECTOR_USAGE}`, name);
   if (values.length > 0) throw new CliError(Errors.INVALID_ARGUMENT, `a tap takes X Y or --${name}, not both: ${SELECTOR_USAGE}`, "tap");
   if (value === "") throw new CliError(Errors.INVALID_ARGUMENT, `--${name} must not be empty`, name);
-  const by = name === "id" ? { case: "resourceId" as const, value } : name === "text" ? { case: "text" as const, value } : { case: "contentDesc" as const, value };
-  return create(ElementSelectorSchema, { by });
+  return selectorFor(name, value);
 }
 
 /** `farm input`: a tap by element here; every other input as before (commands/device.ts). */

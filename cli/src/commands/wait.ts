@@ -8,7 +8,7 @@ import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { FARM_VERSION } from "@farm/shared/version";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import { errorLine } from "../output.js";
 import { clientSession } from "../session.js";
 import type { waitOptions } from "../tree/check-commands.js";

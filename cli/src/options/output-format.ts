@@ -1,5 +1,5 @@
 import { CliError } from "../cli-error.js";
-import { configFilePath, configuredOutput } from "../config.js";
+import { configFilePath, configuredOutput } from "@farm/client/config";
 import { Errors } from "@farm/shared/error-codes";
 import { defaultFormat, outputFormats, type OutputFormat } from "../output.js";
 import { text } from "./option-decl.js";

@@ -1,12 +1,12 @@
 import { Command, Option, type CommanderError } from "@commander-js/extra-typings";
 import { CliError } from "../cli-error.js";
-import { configFilePath, readConfigFile } from "../config.js";
+import { configFilePath, readConfigFile } from "@farm/client/config";
 import { Errors } from "@farm/shared/error-codes";
 import type { OptionDecl } from "../options/option-decl.js";
 import { flagName } from "../options/option-decl.js";
 import { resolveOptions, type Layers } from "../options/resolve.js";
 import type { OutputFormat, Printer } from "../output.js";
-import type { Connections } from "../connections.js";
+import type { Connections } from "@farm/client/connections";
 import { loadServiceConfig } from "../service-config.js";
 import { fromCommanderError, HelpShown } from "./commander-errors.js";
 import { describeOption } from "./help-text.js";

@@ -1,5 +1,5 @@
 import { formatError, takeOutputFormat } from "../options/output-format.js";
-import { connectionScope } from "../connections.js";
+import { connectionScope } from "@farm/client/connections";
 import { createPrinter } from "../output.js";
 import type { ParsedCommand, Runtime } from "./build.js";
 import { HelpShown } from "./commander-errors.js";

@@ -1,5 +1,5 @@
-import type { Connections } from "../connections.js";
-import type { ConfigFile } from "../config.js";
+import type { Connections } from "@farm/client/connections";
+import type { ConfigFile } from "@farm/client/config";
 import type { OptionSet, OptionValues } from "../options/option-decl.js";
 import type { ValueSource } from "../options/resolve.js";
 import type { OutputFormat, Printer } from "../output.js";

@@ -1,4 +1,4 @@
-import { configFilePath, readConfigFile } from "../config.js";
+import { configFilePath, readConfigFile } from "@farm/client/config";
 
 /** The coordinator a flag, FARM_COORDINATOR or the config file names; not the local standalone's default. */
 export function configuredCoordinator(flagValue: string | undefined, env: NodeJS.ProcessEnv): { url: string; caFile: string | undefined } | undefined {

@@ -8,7 +8,7 @@ import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { SessionService, SessionStatus } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
-import { serviceClient } from "../client.js";
+import { serviceClient } from "@farm/client/transport";
 import type { ClientSession } from "../session.js";
 import { downloadBytes, uploadBytes } from "./blobs.js";
 

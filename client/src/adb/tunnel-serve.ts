@@ -6,7 +6,7 @@ import { Errors, farmError, toErrorReport, type ErrorReport } from "@farm/shared
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AdbTunnelService, type OpenTunnelResponse, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { CliError } from "../cli-error.js";
+import { FarmError } from "../farm-error.js";
 import { isConnectionLost, isConnectionRefused } from "../coordinator-lost.js";
 import type { ClientConfig } from "../config.js";
 import { probeBanner, UNKNOWN_DEVICE } from "./adb-banner.js";
@@ -71,7 +71,7 @@ const PING_INTERVAL_MS = 10_000;
  * server forgets the phone (`adb disconnect`) and the state file goes.
  */
 export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
-  if (!p.config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
+  if (!p.config.token) throw new FarmError(Errors.UNAUTHENTICATED, "no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run `farm standalone` locally", "token");
   const transportOptions = {
     url: p.config.coordinator,
     token: p.config.token,
@@ -116,7 +116,7 @@ export async function serveTunnel(p: ServeParams): Promise<ServeOutcome> {
       return UNKNOWN_DEVICE;
     });
     endpoint = await startLocalAdbd({ port: p.port, banner, openStream, log: p.log }).catch((err: NodeJS.ErrnoException) => {
-      throw err.code === "EADDRINUSE" ? new CliError(Errors.INVALID_ARGUMENT, `--port ${p.port} is in use on 127.0.0.1; pick another, or 0 for any free one`, "port") : err;
+      throw err.code === "EADDRINUSE" ? new FarmError(Errors.INVALID_ARGUMENT, `--port ${p.port} is in use on 127.0.0.1; pick another, or 0 for any free one`, "port") : err;
     });
     adbAsked = true;
     await adbConnect(p.adb, endpoint.serial);
@@ -171,7 +171,7 @@ function explainUnreachable(config: ClientConfig): Interceptor {
 /** --device; else the coordinator opens the tunnel on the phone the presented lease is on. */
 function resolveTarget(p: ServeParams): { serial: string; agent: string } {
   if (p.serial) return { serial: p.serial, agent: p.agent ?? "" };
-  if (!p.leaseToken) throw new CliError(Errors.INVALID_ARGUMENT, "--device or --lease is required (or FARM_DEVICE / FARM_LEASE)", "device");
+  if (!p.leaseToken) throw new FarmError(Errors.INVALID_ARGUMENT, "--device or --lease is required (or FARM_DEVICE / FARM_LEASE)", "device");
   return { serial: "", agent: p.agent ?? "" };
 }
 
@@ -209,7 +209,7 @@ async function withDeadline<T>(p: Promise<T>, ms: number, stop: AbortSignal, wha
   let onAbort = () => {};
   const failed = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(farmError(Errors.DEADLINE_EXCEEDED, `${what} within ${ms} ms`)), ms);
-    onAbort = () => reject(new CliError(Errors.TUNNEL_CLOSED, "stopped before the tunnel opened"));
+    onAbort = () => reject(new FarmError(Errors.TUNNEL_CLOSED, "stopped before the tunnel opened"));
     if (stop.aborted) onAbort();
     else stop.addEventListener("abort", onAbort, { once: true });
   });

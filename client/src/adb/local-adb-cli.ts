@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { Errors } from "@farm/shared/error-codes";
-import { CliError } from "../cli-error.js";
+import { FarmError } from "../farm-error.js";
 
 /** The user's own adb: the one on PATH, talking to their adb server (-P when a port was given). */
 export interface LocalAdb {
@@ -35,7 +35,7 @@ function runLocalAdb(adb: LocalAdb, args: readonly string[], timeoutMs: number):
       const text = `${stdout}${stderr}`.trim();
       if (error && typeof error.code !== "number") {
         const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
-        reject(new CliError(Errors.ADB_REFUSED, missing ? "adb is not on PATH: install the Android platform tools" : `adb ${args.join(" ")} did not finish: ${error.message}`, "adb"));
+        reject(new FarmError(Errors.ADB_REFUSED, missing ? "adb is not on PATH: install the Android platform tools" : `adb ${args.join(" ")} did not finish: ${error.message}`, "adb"));
         return;
       }
       resolve({ code: typeof error?.code === "number" ? error.code : 0, text });
@@ -52,7 +52,7 @@ function runLocalAdb(adb: LocalAdb, args: readonly string[], timeoutMs: number):
 export async function adbConnect(adb: LocalAdb, serial: string): Promise<void> {
   const out = await runLocalAdb(adb, ["connect", serial], 30_000);
   if (/^(connected to|already connected to) /m.test(out.text)) return;
-  throw new CliError(Errors.ADB_REFUSED, `adb connect ${serial} failed: ${out.text || `exit ${out.code}`}`, "adb");
+  throw new FarmError(Errors.ADB_REFUSED, `adb connect ${serial} failed: ${out.text || `exit ${out.code}`}`, "adb");
 }
 
 function withServerSocket(env: NodeJS.ProcessEnv, socket: string | null): NodeJS.ProcessEnv {

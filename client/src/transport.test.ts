@@ -12,7 +12,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { DEADLINE_GRACE_MS } from "@farm/shared/deadline";
 import { actionError, Errors, toErrorReport } from "@farm/shared/errors";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { serviceClient } from "./client.js";
+import { serviceClient } from "./transport.js";
 
 let server: Http2Server | undefined;
 const sessions: ServerHttp2Session[] = [];

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Connections } from "./connections.js";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { CliError } from "./cli-error.js";
+import { FarmError } from "./farm-error.js";
 import { Errors } from "@farm/shared/error-codes";
 import { defaultConfigFile } from "@farm/shared/paths";
 
@@ -64,7 +64,7 @@ export function readConfigFile(path: string): ConfigFile {
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
     return parsed as ConfigFile;
   } catch (err) {
-    throw new CliError(Errors.INVALID_ARGUMENT, `config file ${path} is not a JSON object: ${(err as Error).message}`, "config");
+    throw new FarmError(Errors.INVALID_ARGUMENT, `config file ${path} is not a JSON object: ${(err as Error).message}`, "config");
   }
 }
 
@@ -92,7 +92,7 @@ export function readTokenFile(path: string, field: string): string {
     if (t === "") throw new Error("file is empty");
     return t;
   } catch (err) {
-    throw new CliError(Errors.INVALID_ARGUMENT, `cannot read token from ${path}: ${(err as Error).message}`, field);
+    throw new FarmError(Errors.INVALID_ARGUMENT, `cannot read token from ${path}: ${(err as Error).message}`, field);
   }
 }
 
@@ -109,9 +109,9 @@ export function validateUrl(url: string, source: string): void {
   try {
     u = new URL(url);
   } catch {
-    throw new CliError(Errors.INVALID_ARGUMENT, `coordinator URL "${url}" (from ${source}) is not a URL`, "coordinator");
+    throw new FarmError(Errors.INVALID_ARGUMENT, `coordinator URL "${url}" (from ${source}) is not a URL`, "coordinator");
   }
   if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new CliError(Errors.INVALID_ARGUMENT, `coordinator URL must be http:// or https://, got "${url}" (from ${source})`, "coordinator");
+    throw new FarmError(Errors.INVALID_ARGUMENT, `coordinator URL must be http:// or https://, got "${url}" (from ${source})`, "coordinator");
   }
 }

@@ -5,7 +5,7 @@ import type { Http2SessionManager } from "@connectrpc/connect-node";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { rulesOf } from "@farm/shared/method-rules";
 import { Errors, NOT_DISPATCHED, farmError } from "@farm/shared/errors";
-import { CliError } from "./cli-error.js";
+import { FarmError } from "./farm-error.js";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { ClientConfig } from "./config.js";
 import { isConnectionLost, isConnectionRefused } from "./coordinator-lost.js";
@@ -18,12 +18,21 @@ export function serviceClient<S extends DescService>(
   opts: { lease?: string | undefined; session?: string | undefined; capture?: string | undefined; logPackage?: string | undefined; logFilter?: string | undefined } = {},
 ): Client<S> {
   if (!config.token) {
-    throw new CliError(
+    throw new FarmError(
       Errors.UNAUTHENTICATED,
       `no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run \`farm standalone\` locally${noStandaloneNote(config)}`,
       "token",
     );
   }
+  return createClient(service, clientTransport(config, { ...opts, interceptors: clientInterceptors(config) }));
+}
+
+/**
+ * What every client call goes through, the CLI's and the library's alike:
+ * an x-request-id, an unreachable coordinator explained (where the address
+ * came from, a certificate not trusted), and the stop signal.
+ */
+export function clientInterceptors(config: ClientConfig & { verbose?: boolean }): Interceptor[] {
   const explain: Interceptor = (next) => async (req) => {
     try {
       return await next(req);
@@ -32,8 +41,7 @@ export function serviceClient<S extends DescService>(
     }
   };
   const stop = config.stopSignal;
-  const interceptors = [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, ...(stop ? [cancelledBy(stop)] : [])];
-  return createClient(service, clientTransport(config, { ...opts, interceptors }));
+  return [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, ...(stop ? [cancelledBy(stop)] : [])];
 }
 
 /**
@@ -102,7 +110,7 @@ export function clientTransport(
     ...(opts.logPackage ? { "x-farm-log-package": opts.logPackage } : {}),
     ...(opts.logFilter ? { "x-farm-log-filter": opts.logFilter } : {}),
   };
-  if (!config.token) throw new CliError(Errors.UNAUTHENTICATED, "no token", "token");
+  if (!config.token) throw new FarmError(Errors.UNAUTHENTICATED, "no token", "token");
   return farmTransport({
     url: config.coordinator,
     token: config.token,

@@ -1,5 +1,5 @@
 import { Errors } from "@farm/shared/errors";
-import { CliError } from "./cli-error.js";
+import { FarmError } from "./farm-error.js";
 
 /** The largest page the coordinator serves; asking for it keeps round trips few. */
 const PAGE_SIZE = 1000;
@@ -25,7 +25,7 @@ export async function allPages<T>(fetch: (page: { pageSize: number; pageToken: s
     out.push(...page.items);
     if (!page.nextPageToken) break;
     // A server handing back a token twice would keep this loop going forever.
-    if (seen.has(page.nextPageToken)) throw new CliError(Errors.INTERNAL, "the coordinator sent the same page token twice; the listing is incomplete", undefined, null);
+    if (seen.has(page.nextPageToken)) throw new FarmError(Errors.INTERNAL, "the coordinator sent the same page token twice; the listing is incomplete", undefined, null);
     seen.add(page.nextPageToken);
     pageToken = page.nextPageToken;
   }

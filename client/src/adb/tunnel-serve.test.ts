@@ -16,9 +16,9 @@ import { loadDevsim, openThroughAdbServer, type AdbServerHandle, type DevsimApi 
 // The CLI's side of remote adb against a stand-in coordinator speaking
 // AdbTunnelService over real gRPC, whose adb streams reach a devsim phone
 // through a lab adb server; the user's adb server is a second real one.
-// The background mode runs the built CLI (cli/dist, `npx tsc -b`).
+// The background mode runs the built CLI (cli/dist, `npx tsc -b`): `farm adb connect` serves its tunnel with this module.
 
-const farmMain = fileURLToPath(new URL("../../dist/main.js", import.meta.url));
+const farmMain = fileURLToPath(new URL("../../../cli/dist/main.js", import.meta.url));
 
 let ds: DevsimApi;
 let lab: AdbServerHandle;

@@ -1,0 +1,204 @@
+import { create } from "@bufbuild/protobuf";
+import { checkShellCommand } from "@farm/shared/command-limits";
+import { Errors } from "@farm/shared/error-codes";
+import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { validateAppPackage, validateContext, validateLabel, validateOutputDir, validateTimeout } from "@farm/shared/evidence-options";
+import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import { DeviceService, DeviceTargetSchema, SwipeSchema, TapSchema, type DeviceTarget, type GetUiTreeResponse, type ResolvedElement, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
+import { FARM_VERSION } from "@farm/shared/version";
+import { join } from "node:path";
+import { readBlobBytes } from "./blob-bytes.js";
+import { writePulledBundle } from "./bundle-writer.js";
+import { elementSelectorOf, type ElementBy } from "./element-selector.js";
+import { FarmError } from "./farm-error.js";
+import { farmCall } from "./to-farm-error.js";
+import type { CallScope, Wire } from "./wire.js";
+
+/** What a device action did: its journal entry and whether it reached the phone (null: unknown). */
+export interface ActionResult {
+  actionId: string;
+  dispatched: boolean | null;
+  ambiguous: boolean;
+}
+
+export interface ShellResult extends ActionResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface TapResult extends ActionResult {
+  /** For a tap by element: the element it resolved to and the point tapped. */
+  element?: ResolvedElement | undefined;
+}
+
+export interface Screenshot {
+  /** The PNG, as the agent verified it and checked here against its sha256. */
+  png: Buffer;
+  width: number;
+  height: number;
+  sha256: string;
+}
+
+export interface CaptureOptions {
+  /** At most 2048 UTF-16 units; "" is a valid label. */
+  label?: string | undefined;
+  /** A JSON object, at most 16 KiB as UTF-8. */
+  context?: Record<string, unknown> | undefined;
+  /** Device-work budget, 1000..120000 ms (default 30000). */
+  timeoutMs?: number | undefined;
+  /** Take the hierarchy from this app's SDK endpoint instead of UIAutomator. */
+  appPackage?: string | undefined;
+  /** Also write the bundle here: a new absolute directory whose parent exists. */
+  outputDir?: string | undefined;
+}
+
+export interface CaptureResult {
+  evidenceId: string;
+  /** "complete", "partial" or "failed" (the manifest's). */
+  status: string;
+  manifest: EvidenceManifest;
+  /** The bundle's manifest.json when outputDir was given. */
+  manifestPath: string | null;
+}
+
+/** Per-call options every device method takes. */
+export interface CallOpts {
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** Time for upload and transfer on top of a capture's device-work budget (as `farm evidence capture`). */
+const TRANSFER_ALLOWANCE_MS = 60_000;
+/** The largest screenshot read into memory (the agent refuses larger PNGs). */
+const SCREENSHOT_MAX_BYTES = 64 * 1024 * 1024;
+const COORD_MAX = 99_999;
+
+function coordinate(v: number, field: string): number {
+  if (!Number.isInteger(v) || v < 0 || v > COORD_MAX) throw new FarmError(Errors.INVALID_ARGUMENT, `${field} must be an integer in 0..${COORD_MAX}, got ${String(v)}`, field);
+  return v;
+}
+
+const outcomeOf = (r: { actionId: string; dispatched?: boolean | undefined; ambiguous: boolean }): ActionResult => ({ actionId: r.actionId, dispatched: r.dispatched ?? null, ambiguous: r.ambiguous });
+
+/**
+ * One phone, by serial (and agent), acting under a lease and, inside a
+ * session, recording each action as a step. Every call goes over the
+ * FarmClient's one connection; every failure is a FarmError.
+ */
+export class Device {
+  readonly target: DeviceTarget;
+
+  constructor(
+    private readonly wire: Wire,
+    readonly serial: string,
+    readonly agent: string,
+    private readonly scope: CallScope,
+  ) {
+    if (serial === "") throw new FarmError(Errors.INVALID_ARGUMENT, "a device serial is required", "serial");
+    this.target = create(DeviceTargetSchema, { serial, agent });
+  }
+
+  /** The same phone, its actions recorded as steps of `sessionId`. */
+  inSession(sessionId: string): Device {
+    return new Device(this.wire, this.serial, this.agent, { ...this.scope, session: sessionId });
+  }
+
+  /** Runs `command` with the phone's `sh -c`; a non-zero exit is the result's exitCode, not an error. */
+  shell(command: string, opts: CallOpts = {}): Promise<ShellResult> {
+    return farmCall(async () => {
+      checkShellCommand(command);
+      const res = await this.wire.client(DeviceService).runShell({ target: this.target, command }, this.wire.options(this.scope, opts));
+      return { ...outcomeOf(res), exitCode: res.exitCode, stdout: Buffer.from(res.stdout).toString("utf8"), stderr: Buffer.from(res.stderr).toString("utf8") };
+    });
+  }
+
+  /** A tap at (x, y), or on the centre of the one element named by id, text or desc (read from the UI tree first). */
+  tap(x: number, y: number, opts?: CallOpts): Promise<TapResult>;
+  tap(element: ElementBy, opts?: CallOpts): Promise<TapResult>;
+  tap(a: number | ElementBy, b?: number | CallOpts, c?: CallOpts): Promise<TapResult> {
+    return farmCall(async () => {
+      const byElement = typeof a === "object";
+      const tap = byElement ? create(TapSchema, { element: elementSelectorOf(a) }) : create(TapSchema, { x: coordinate(a, "x"), y: coordinate(typeof b === "number" ? b : Number.NaN, "y") });
+      const opts = (byElement ? b : c) as CallOpts | undefined;
+      const res = await this.input({ case: "tap", value: tap }, opts);
+      return { ...outcomeOf(res), element: res.element };
+    });
+  }
+
+  swipe(from: { x: number; y: number }, to: { x: number; y: number }, opts: CallOpts & { durationMs?: number } = {}): Promise<ActionResult> {
+    return farmCall(async () => {
+      const value = create(SwipeSchema, { x1: coordinate(from.x, "x1"), y1: coordinate(from.y, "y1"), x2: coordinate(to.x, "x2"), y2: coordinate(to.y, "y2"), durationMs: coordinate(opts.durationMs ?? 0, "durationMs") });
+      return outcomeOf(await this.input({ case: "swipe", value }, opts));
+    });
+  }
+
+  /** Types text into the focused field. */
+  type(text: string, opts: CallOpts = {}): Promise<ActionResult> {
+    return farmCall(async () => {
+      if (text === "") throw new FarmError(Errors.INVALID_ARGUMENT, "text must not be empty", "text");
+      return outcomeOf(await this.input({ case: "text", value: text }, opts));
+    });
+  }
+
+  /** A key event: an Android key code, by number or KEYCODE_* name. */
+  key(code: string | number, opts: CallOpts = {}): Promise<ActionResult> {
+    return farmCall(async () => {
+      const value = String(code);
+      if (!/^(\d{1,4}|KEYCODE_[A-Z0-9_]+)$/.test(value)) throw new FarmError(Errors.INVALID_ARGUMENT, `key must be a key code number or a KEYCODE_* name, got "${value}"`, "key");
+      return outcomeOf(await this.input({ case: "key", value }, opts));
+    });
+  }
+
+  private input(kind: SendInputRequest["kind"], opts: CallOpts = {}) {
+    return this.wire.client(DeviceService).sendInput({ target: this.target, kind }, this.wire.options(this.scope, opts));
+  }
+
+  /** The screen as a PNG in memory (fetched over the same connection, checked against its sha256). */
+  screenshot(opts: CallOpts = {}): Promise<Screenshot> {
+    return farmCall(async () => {
+      const shot = await this.wire.client(DeviceService).takeScreenshot({ target: this.target }, this.wire.options(this.scope, opts));
+      const parts = (async function* (stream: AsyncIterable<{ part?: import("@farm/shared/gen/farm/v1/blob_pb").BlobPart | undefined }>) {
+        for await (const r of stream) yield r.part;
+      })(this.wire.client(BlobService).downloadBlob({ blobId: shot.blobId }, this.wire.options(this.scope, opts)));
+      const { bytes, sha256 } = await readBlobBytes(parts, SCREENSHOT_MAX_BYTES);
+      if (sha256 !== shot.sha256) throw new FarmError(Errors.EVIDENCE_TRANSFER_FAILED, `the screenshot's sha256 ${sha256} is not the one the agent reported (${shot.sha256})`, undefined, null);
+      return { png: bytes, width: shot.width, height: shot.height, sha256 };
+    });
+  }
+
+  /** The screen's elements (UIAutomator, or the app's SDK with appPackage). */
+  uiTree(opts: CallOpts & { appPackage?: string } = {}): Promise<GetUiTreeResponse> {
+    return farmCall(() => this.wire.client(DeviceService).getUiTree({ target: this.target, appPackage: opts.appPackage ?? "" }, this.wire.options(this.scope, opts)));
+  }
+
+  /**
+   * A still evidence bundle (screenshot, UI hierarchy, metadata), kept on
+   * the coordinator and, with outputDir, written there. A partial or failed
+   * capture is a result with its status (the manifest lists the errors),
+   * not an error. In a session the still is attached to its timeline.
+   */
+  captureEvidence(opts: CaptureOptions = {}): Promise<CaptureResult> {
+    return farmCall(async () => {
+      // Every rule is checked before the phone, the coordinator or a file is touched.
+      const label = validateLabel(opts.label);
+      const context = validateContext(JSON.stringify(opts.context ?? {}));
+      const timeoutMs = validateTimeout(opts.timeoutMs);
+      const appPackage = validateAppPackage(opts.appPackage);
+      const outputDir = opts.outputDir === undefined ? undefined : validateOutputDir(opts.outputDir);
+      const client = this.wire.client(EvidenceService);
+      const res = await client.captureEvidence(
+        { target: this.target, ...(label === null ? {} : { label }), contextJson: JSON.stringify(context), timeoutMs, appPackage, cliVersion: FARM_VERSION },
+        this.wire.options(this.scope, { timeoutMs: timeoutMs + TRANSFER_ALLOWANCE_MS }),
+      );
+      let manifest = JSON.parse(res.manifestJson) as EvidenceManifest;
+      let manifestPath: string | null = null;
+      if (outputDir) {
+        manifest = await writePulledBundle({ dir: outputDir, evidenceId: res.evidenceId, claim: true }, client.pullEvidence({ evidenceId: res.evidenceId }, this.wire.options(this.scope, { timeoutMs: TRANSFER_ALLOWANCE_MS })));
+        manifestPath = join(outputDir, "manifest.json");
+      }
+      return { evidenceId: res.evidenceId, status: manifest.status, manifest, manifestPath };
+    });
+  }
+}

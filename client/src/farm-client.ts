@@ -1,0 +1,141 @@
+import { create } from "@bufbuild/protobuf";
+import { randomUUID } from "node:crypto";
+import { Errors } from "@farm/shared/error-codes";
+import { LeaseSelectorSchema, type LeaseSelector } from "@farm/shared/gen/farm/v1/lease_pb";
+import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
+import { SessionService, type Session as SessionMessage, type SessionStep } from "@farm/shared/gen/farm/v1/session_service_pb";
+import type { ClientConfig } from "./config.js";
+import { resolveConnection, type ConnectOptions } from "./connect.js";
+import { Device } from "./device.js";
+import { asyncDispose } from "./dispose-symbol.js";
+import { FarmError } from "./farm-error.js";
+import { Lease } from "./lease.js";
+import { acquireWithTicket } from "./lease-acquire.js";
+import { sessionStepsCall } from "./session-calls.js";
+import { farmCall, toFarmError } from "./to-farm-error.js";
+import { Wire } from "./wire.js";
+
+/** Which phone a lease may be: every given field must match (as `farm lease acquire`'s flags). */
+export interface PhoneSelector {
+  /** The adb serial on its agent. */
+  serial?: string | undefined;
+  /** The physical id, or a unique prefix of it. */
+  physicalId?: string | undefined;
+  labels?: Record<string, string> | undefined;
+  model?: string | undefined;
+  apiLevel?: { min?: number; max?: number } | undefined;
+  /** Agent name or id. */
+  agent?: string | undefined;
+}
+
+export interface AcquireOptions extends PhoneSelector {
+  /** How long to wait for a matching phone that is busy or offline (default 0: answer at once). No phone that could ever match fails at once, NO_DEVICE_MATCHES. */
+  waitMs?: number | undefined;
+  /** The lease's time to live (default: the coordinator's); renew() extends it. */
+  ttlMs?: number | undefined;
+  /** Cancels the wait: LEASE_WAIT_CANCELLED, nothing leased or queued. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface FarmClientOptions extends ConnectOptions {
+  /** The deadline of each call that does not give its own (default 30000 ms). */
+  timeoutMs?: number | undefined;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+function nonNegativeInt(v: number | undefined, field: string, max: number): number {
+  if (v === undefined) return 0;
+  if (!Number.isInteger(v) || v < 0 || v > max) throw new FarmError(Errors.INVALID_ARGUMENT, `${field} must be an integer in 0..${max}, got ${String(v)}`, field);
+  return v;
+}
+
+function selectorOf(s: PhoneSelector): LeaseSelector {
+  for (const [k, v] of Object.entries(s.labels ?? {})) {
+    if (k === "" || typeof v !== "string") throw new FarmError(Errors.INVALID_ARGUMENT, `labels are non-empty keys with string values, got ${JSON.stringify(k)}`, "labels");
+  }
+  return create(LeaseSelectorSchema, {
+    serial: s.serial ?? "",
+    physicalId: s.physicalId ?? "",
+    labels: s.labels ?? {},
+    model: s.model ?? "",
+    apiLevelMin: nonNegativeInt(s.apiLevel?.min, "apiLevel.min", 1000),
+    apiLevelMax: nonNegativeInt(s.apiLevel?.max, "apiLevel.max", 1000),
+    agent: s.agent ?? "",
+  });
+}
+
+/**
+ * A farm client for test code: one connection to the coordinator (one
+ * kept HTTP/2 session) for every call, resolved from options, environment
+ * and config file as the `farm` CLI resolves them. Close it with close()
+ * or the end of an `await using` scope.
+ */
+export class FarmClient {
+  readonly #wire: Wire;
+
+  constructor(wire: Wire) {
+    this.#wire = wire;
+  }
+
+  /** The resolved connection: coordinator URL and where it came from, where the token came from (never the token). */
+  get connection(): Pick<ClientConfig, "coordinator" | "coordinatorSource" | "tokenSource" | "caFile" | "insecure"> {
+    const c = this.#wire.config;
+    return { coordinator: c.coordinator, coordinatorSource: c.coordinatorSource, tokenSource: c.tokenSource, caFile: c.caFile, insecure: c.insecure };
+  }
+
+  /** Leases a phone that matches; waits up to waitMs for one that is busy or offline. */
+  acquire(opts: AcquireOptions = {}): Promise<Lease> {
+    return farmCall(async () => {
+      const selector = selectorOf(opts);
+      const waitMs = nonNegativeInt(opts.waitMs, "waitMs", 24 * 3_600_000);
+      const ttlMs = nonNegativeInt(opts.ttlMs, "ttlMs", 24 * 3_600_000);
+      const stopped = () => new FarmError(Errors.LEASE_WAIT_CANCELLED, "the wait for a device was cancelled; nothing is leased or queued", undefined, null);
+      const { lease, token } = await acquireWithTicket(this.#wire.client(LeaseService), { selector, waitMs, ttlMs, ticket: randomUUID(), deadline: Date.now() + waitMs }, { signal: opts.signal, stopped });
+      return new Lease(this.#wire, lease, token);
+    });
+  }
+
+  /**
+   * A phone by serial, acting under a lease token held elsewhere (FARM_LEASE
+   * of `farm lease run`) or none (reads of a phone nobody leased).
+   */
+  device(serial: string, opts: { lease?: string | undefined; agent?: string | undefined; session?: string | undefined } = {}): Device {
+    return new Device(this.#wire, serial, opts.agent ?? "", { lease: opts.lease, session: opts.session });
+  }
+
+  /** A session by id, with its step count and status. */
+  session(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<SessionMessage | undefined> {
+    return farmCall(async () => (await this.#wire.client(SessionService).getSession({ sessionId }, this.#wire.options({}, opts))).session);
+  }
+
+  /** A session's timeline, oldest step first (all pages). */
+  sessionSteps(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<SessionStep[]> {
+    return farmCall(() => sessionStepsCall(this.#wire.client(SessionService), sessionId, this.#wire.options({}, opts)));
+  }
+
+  get closed(): boolean {
+    return this.#wire.closed;
+  }
+
+  /** Closes the connection; calls still open end with it. A lease not released expires at its ttl. */
+  close(): void {
+    this.#wire.close();
+  }
+
+  async [asyncDispose](): Promise<void> {
+    this.close();
+  }
+}
+
+/** A FarmClient on one connection, resolved like the CLI (options > environment > config file > local standalone). */
+export async function connect(opts: FarmClientOptions = {}): Promise<FarmClient> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 3_600_000) throw new FarmError(Errors.INVALID_ARGUMENT, `timeoutMs must be an integer in 100..3600000, got ${String(timeoutMs)}`, "timeoutMs");
+  const config = resolveConnection(opts);
+  try {
+    return new FarmClient(new Wire(config, timeoutMs));
+  } catch (err) {
+    throw toFarmError(err);
+  }
+}

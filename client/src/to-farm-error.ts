@@ -1,0 +1,27 @@
+import { Errors, errorSpecOf, toErrorReport, type FarmErrorSpec } from "@farm/shared/errors";
+import { FarmError } from "./farm-error.js";
+
+/**
+ * Any failure of a call as a FarmError: the coordinator's code, message,
+ * field and outcome as it sent them. A code this build does not know (a
+ * newer coordinator) is kept, with the gRPC status and exit code of an
+ * internal fault.
+ */
+export function toFarmError(err: unknown): FarmError {
+  if (err instanceof FarmError) return err;
+  const r = toErrorReport(err);
+  const spec = errorSpecOf(r.code) ?? ({ ...Errors.INTERNAL, code: r.code } as FarmErrorSpec);
+  const outcome = r.dispatched !== undefined || r.ambiguous !== undefined
+    ? { dispatched: r.dispatched ?? null, ambiguous: r.ambiguous ?? false, ...(r.actionId ? { actionId: r.actionId } : {}), ...(r.agentId ? { agentId: r.agentId } : {}) }
+    : null;
+  return new FarmError(spec, r.message, r.field, outcome, { cause: err });
+}
+
+/** Runs one call, its failure as a FarmError. */
+export async function farmCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw toFarmError(err);
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * @farm/client as a Node test harness uses it, against a real lab: `farm
+ * standalone` as its own process, a real adb server, a simulated phone.
+ * The harness connects the way the CLI does (here: the standalone's files
+ * under FARM_HOME), leases with `await using`, drives the phone, records a
+ * session that `farm session show` then lists, and the lease goes back when
+ * the scope ends, also when the test body throws.
+ */
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect, FarmError, exitCodeFor, type FarmClient } from "@farm/client";
+import { runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { farm, waitFor } from "../support/farm-process.js";
+import { startLab, type Lab } from "../support/lab.js";
+import { startTcpBalancer } from "../support/tcp-balancer.js";
+
+let lab: Lab;
+let serial: string;
+let user: AdbServer | undefined;
+
+beforeAll(async () => {
+  lab = await startLab("client-library");
+  ({ serial } = await lab.addDevice({ serialno: "LIB00001" }));
+}, 120_000);
+
+afterAll(async () => {
+  await user?.stop();
+  await lab?.stop();
+});
+
+/** The leases the coordinator holds, as `farm lease list` reports them. */
+async function leases(): Promise<{ serial: string; leaseId: string }[]> {
+  const r = await farm(["lease", "list"], lab.env);
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+  return r.json["leases"] as { serial: string; leaseId: string }[];
+}
+
+async function failure(p: Promise<unknown>): Promise<FarmError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(FarmError);
+  return err as FarmError;
+}
+
+describe("@farm/client against a real lab", () => {
+  it("leases with await using, runs a shell, taps by element, takes a screenshot that decodes, records a session that farm session show lists, and releases at the scope's end", async () => {
+    await using client = await connect({ env: lab.env });
+    expect(client.connection.coordinatorSource).toBe(join(String(lab.env["FARM_HOME"]), "standalone.json"));
+    let leaseId = "";
+    let sessionId = "";
+    {
+      await using lease = await client.acquire({ serial, waitMs: 10_000 });
+      leaseId = lease.leaseId;
+      expect(await leases()).toEqual([expect.objectContaining({ serial, leaseId })]);
+
+      const props = await lease.device.shell("getprop ro.serialno");
+      expect(props).toMatchObject({ exitCode: 0, stdout: "LIB00001\n", dispatched: true, ambiguous: false });
+      expect((await lease.device.shell("exit 3")).exitCode).toBe(3);
+
+      const session = await lease.startSession({ name: "client-library", context: { suite: "e2e" } });
+      sessionId = session.sessionId;
+      const d = session.device;
+      await d.key("KEYCODE_HOME");
+      await waitFor("the launcher's Settings", async () => ((await d.uiTree()).roots.some(function has(e): boolean {
+          return e.text === "Settings" || e.children.some(has);
+        }) ?
+        true :
+        undefined));
+      const tapped = await d.tap({ text: "Settings" });
+      expect(tapped.element?.element?.text).toBe("Settings");
+      expect(tapped.dispatched).toBe(true);
+
+      const shot = await d.screenshot();
+      const meta = await sharp(shot.png).metadata();
+      expect(meta).toMatchObject({ format: "png", width: shot.width, height: shot.height });
+      expect(shot.width).toBeGreaterThan(0);
+
+      const steps = await session.steps();
+      expect(steps.map((s) => s.action)).toEqual(expect.arrayContaining(["key", "tap"]));
+      await session.end("passed");
+    }
+    // The scope ended: the coordinator holds no lease, and the session's steps are there for farm session show.
+    expect(await leases()).toEqual([]);
+    const show = await farm(["session", "show", sessionId], lab.env);
+    expect(show.code, show.stdout + show.stderr).toBe(0);
+    expect(show.json["session"]).toMatchObject({ sessionId, name: "client-library", status: "passed", leaseId, context: { suite: "e2e" } });
+    const shown = (show.json["steps"] as { action: string; result?: { ok?: boolean } }[]).map((s) => s.action);
+    expect(shown).toEqual((await client.sessionSteps(sessionId)).map((s) => s.action));
+    expect(shown).toEqual(expect.arrayContaining(["key", "tap"]));
+  });
+
+  it("releases the lease when the test body throws; the body's error is the one the caller sees", async () => {
+    const client = await connect({ env: lab.env });
+    try {
+      const thrown = new Error("an assertion in the test failed");
+      let held = "";
+      const body = async () => {
+        await using lease = await client.acquire({ serial });
+        held = lease.leaseId;
+        await lease.device.shell("true");
+        throw thrown;
+      };
+      await expect(body()).rejects.toBe(thrown);
+      expect(held).not.toBe("");
+      expect(await leases()).toEqual([]);
+      // The phone is free again at once: a lease that does not wait gets it.
+      await using again = await client.acquire({ serial, waitMs: 0 });
+      expect(again.leaseId).not.toBe(held);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("a farm failure is a FarmError with the table's code, field and exit code; bad input is refused before it is sent", async () => {
+    await using client = await connect({ env: lab.env });
+    const none = await failure(client.acquire({ model: "NoSuchPhone", waitMs: 8_000 }));
+    expect(none.code).toBe("NO_DEVICE_MATCHES");
+    expect(none.exitCode).toBe(exitCodeFor("NO_DEVICE_MATCHES"));
+    expect(none.message).toContain("NoSuchPhone");
+    // Another's phone without its lease: the coordinator's refusal, as a FarmError.
+    const unleased = await failure(client.device(serial).tap(10, 10));
+    expect(unleased.code).toBe("LEASE_REQUIRED");
+    expect(await failure(client.device(serial).tap(10, -1))).toMatchObject({ code: "INVALID_ARGUMENT", field: "y" });
+  });
+
+  it("captures an evidence bundle into a new directory", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    const dir = join(lab.dir.path, "bundle");
+    const got = await lease.device.captureEvidence({ label: "from the library", context: { run: 1 }, outputDir: dir });
+    expect(got).toMatchObject({ status: "complete", manifestPath: join(dir, "manifest.json") });
+    expect(got.manifest.evidenceId).toBe(got.evidenceId);
+    expect(existsSync(join(dir, "manifest.json"))).toBe(true);
+    const verified = await farm(["evidence", "verify", dir], lab.env);
+    expect(verified.code, verified.stdout).toBe(0);
+  });
+
+  it("makes every call, unary and streaming, over one TCP connection to the coordinator", async () => {
+    // A TCP relay in front of the standalone counts the connections the library opens.
+    const relay = await startTcpBalancer(() => [String(lab.standalone.ready["url"])]);
+    try {
+      const token = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+      await using client = await connect({ coordinator: relay.url, token, env: lab.env });
+      {
+        await using lease = await client.acquire({ serial });
+        await lease.device.shell("true");
+        await lease.device.uiTree();
+        await lease.device.screenshot();
+        const session = await lease.startSession({ name: "one-connection" });
+        await session.device.key("KEYCODE_HOME");
+        await session.steps();
+        await session.end("passed");
+        await lease.device.captureEvidence({});
+      }
+      expect(relay.accepted).toBe(1);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("puts the leased phone on the local adb server and takes it away on close", async () => {
+    user = await startAdbServer();
+    const userPort = user.port;
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    const remote = await lease.adbConnect({ adbServerPort: userPort, env: { ...lab.env, ANDROID_ADB_SERVER_PORT: String(userPort) } });
+    expect(remote.serial).toMatch(/^127\.0\.0\.1:\d+$/);
+    const r = await runAdb(userPort, ["-s", remote.serial, "shell", "getprop", "ro.serialno"]);
+    expect(r.stdout.trim()).toBe("LIB00001");
+    await remote.close();
+    expect(await remote.closed).toBeNull();
+    const devices = await runAdb(userPort, ["devices"]);
+    expect(devices.stdout).not.toContain(remote.serial);
+  });
+});
