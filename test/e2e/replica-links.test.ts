@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { toErrorReport } from "@farm/shared/errors";
-import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
+import { create } from "@bufbuild/protobuf";
+import { AdbTunnelService, OpenAdbStreamRequestSchema, type OpenAdbStreamRequest } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import { runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { connectForeground, type ForegroundTunnel } from "../support/adb-connect.js";
@@ -177,6 +178,84 @@ describe("live screen and remote adb through a replica not holding the agent", (
     await waitFor("the tunnel gone from the user's adb", async () => ((await stateOf(tunnel.local)) === "gone" ? true : undefined));
     await waitFor("the tunnel gone from A", async () => ((await clientOf(AdbTunnelService, 0, String((lab as ReplicaLab).admin)).listTunnels({})).tunnels.length === 0 ? true : undefined));
     expect((await rawAdbActions()).every((a) => a.state !== "pending")).toBe(true);
+  }, 180_000);
+
+  it("holds a slow viewer and a phone that reads nothing to bounded bytes on both replicas: viewers resync at key frames, adb bytes wait for the phone", async () => {
+    const lease = await aliceLease();
+    const phone = (lab as ReplicaLab).phone;
+    // A viewer through B that reads the format and then nothing, on HTTP/2's default 64 KiB window.
+    const stop = new AbortController();
+    const stalled = clientOf(LiveScreenService, 1, alice, lease).watchScreen({ target: { serial } }, { signal: stop.signal })[Symbol.asyncIterator]();
+    expect((await stalled.next()).value?.event?.kind.case).toBe("format");
+    const resyncsBefore = (await metric(1, "farm_live_screen_resyncs_total")) ?? 0;
+    let flip = false;
+    const driver = setInterval(() => {
+      flip = !flip;
+      if (flip) phone.state.screen.start("com.android.settings");
+      else phone.state.screen.home();
+    }, 50);
+    try {
+      // B resynchronizes its stalled viewer; what waits for it (on B) and for B's relay (on A) stays under a viewer's 4 MiB.
+      await waitFor("B resynchronizing the stalled viewer", async () => (((await metric(1, "farm_live_screen_resyncs_total")) ?? 0) > resyncsBefore ? true : undefined), { timeoutMs: 30_000, intervalMs: 250 });
+      for (let i = 0; i < 4; i++) {
+        expect(await metric(1, "farm_live_screen_queued_bytes")).toBeLessThanOrEqual(4 * 1024 * 1024);
+        expect(await metric(0, "farm_live_screen_queued_bytes")).toBeLessThanOrEqual(4 * 1024 * 1024);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    } finally {
+      clearInterval(driver);
+      stop.abort();
+    }
+
+    // An adb stream through B into a phone that reads nothing: 64 MiB offered.
+    phone.faults.set({ hangServices: ["exec:cat"] });
+    const tunnelCall = new AbortController();
+    const pushing = new AbortController();
+    try {
+      const tunnels = clientOf(AdbTunnelService, 1, alice, lease);
+      const events = tunnels.openTunnel({ target: { serial } }, { signal: tunnelCall.signal })[Symbol.asyncIterator]();
+      const opened = await events.next();
+      if (opened.done || opened.value.kind.case !== "opened") throw new Error("the tunnel did not open");
+      const tunnelId = opened.value.kind.value.tunnelId;
+      const chunk = Buffer.alloc(64 * 1024, 0x62);
+      const offered = 64 * 1024 * 1024;
+      let sent = 0;
+      async function* feed(): AsyncGenerator<OpenAdbStreamRequest> {
+        yield create(OpenAdbStreamRequestSchema, { kind: { case: "start", value: { tunnelId, service: "exec:cat" } } });
+        for (; sent < offered; sent += chunk.length) yield create(OpenAdbStreamRequestSchema, { kind: { case: "data", value: chunk } });
+        await new Promise((r) => pushing.signal.addEventListener("abort", r, { once: true }));
+      }
+      const ended = (async () => {
+        for await (const _ of tunnels.openAdbStream(feed(), { signal: pushing.signal })) void _;
+      })().catch((e: unknown) => e);
+      const bytesOn = async (replica: number) => {
+        const token = replica === 1 ? alice : String((lab as ReplicaLab).admin);
+        const t = (await clientOf(AdbTunnelService, replica, token).listTunnels({})).tunnels.find((x) => x.tunnelId === tunnelId);
+        return Number(t?.bytesToDevice ?? 0);
+      };
+      await waitFor("bytes reaching A", async () => ((await bytesOn(0)) >= 2 * 1024 * 1024 ? true : undefined), { timeoutMs: 60_000 });
+      // Read B first, then A (A's count only grows): what B took and A has not is at most B's queue,
+      // one relayed message and the link's stream window (4 MiB), never the whole offer.
+      let widest = 0;
+      for (let i = 0; i < 10; i++) {
+        const onB = await bytesOn(1);
+        const onA = await bytesOn(0);
+        widest = Math.max(widest, onB - onA);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(widest).toBeLessThanOrEqual(5 * 1024 * 1024);
+      // The phone reads nothing: the caller is held back long before its 64 MiB are taken.
+      expect(sent).toBeLessThan(offered);
+      expect(await bytesOn(1)).toBeLessThan(offered / 2);
+      pushing.abort();
+      await ended;
+    } finally {
+      pushing.abort();
+      tunnelCall.abort();
+      phone.faults.set({ hangServices: [] });
+    }
+    await waitFor("the tunnel gone from A", async () => ((await clientOf(AdbTunnelService, 0, String((lab as ReplicaLab).admin)).listTunnels({})).tunnels.length === 0 ? true : undefined));
+    await release(lease);
   }, 180_000);
 
   it("when B is killed mid-stream: the adb client and the viewer hear it, and A stops the tunnel and the screen on the agent", async () => {
