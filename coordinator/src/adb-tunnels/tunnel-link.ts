@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { Errors, farmError } from "@farm/shared/errors";
 import { RelayAdbStreamRequestSchema, RelayTunnelRequestSchema, type RelayAdbStreamRequest, type RelayTunnelRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { linkedAbort } from "../replicas/linked-abort.js";
 import type { RemoteAgentSession } from "../replicas/remote-agent-session.js";
 import type { AdbStreamPair } from "./adb-stream-relay.js";
 import { ByteQueue } from "./byte-queue.js";
@@ -41,7 +42,8 @@ export async function openTunnelLink(
 ): Promise<TunnelLink> {
   const { client, gone } = session.link();
   const stop = new AbortController();
-  const signal = AbortSignal.any([stop.signal, gone]);
+  const linked = linkedAbort(stop.signal, gone);
+  const signal = linked.signal;
   const requests = new AsyncQueue<RelayTunnelRequest>();
   requests.push(create(RelayTunnelRequestSchema, { kind: { case: "start", value: { agentId: session.agentId, ...start } } }));
   const responses = client.relayTunnel(requests, { signal })[Symbol.asyncIterator]();
@@ -58,6 +60,7 @@ export async function openTunnelLink(
   } catch (err) {
     requests.close();
     stop.abort();
+    linked.dispose();
     throw stop.signal.reason instanceof Error ? stop.signal.reason : lost(err, "opening the remote adb tunnel");
   } finally {
     clearTimeout(timer);
@@ -71,6 +74,7 @@ export async function openTunnelLink(
     } finally {
       requests.close();
       stop.abort();
+      linked.dispose();
     }
   })();
   return {
@@ -100,11 +104,11 @@ export async function openTunnelLink(
           }
         }
       }
-      const streamSignal = AbortSignal.any([cutSignal, signal]);
+      const streamAbort = linkedAbort(cutSignal, signal);
       void (async () => {
         let opened = false;
         try {
-          for await (const m of client.relayAdbStream(out(), { signal: streamSignal })) {
+          for await (const m of client.relayAdbStream(out(), { signal: streamAbort.signal })) {
             if (m.kind.case === "opened") {
               opened = true;
               join();
@@ -121,6 +125,7 @@ export async function openTunnelLink(
             if (opened) onCut(e);
           }
         } finally {
+          streamAbort.dispose();
           pair.toCaller.close();
           pair.toAgent.close();
         }

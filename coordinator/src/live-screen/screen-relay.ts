@@ -1,3 +1,4 @@
+import { linkedAbort } from "../replicas/linked-abort.js";
 import type { RemoteAgentSession } from "../replicas/remote-agent-session.js";
 import type { Running, ScreenFeeds } from "./live-screen-service.js";
 
@@ -22,6 +23,7 @@ export function relayScreen(
   const stop = running.stop.signal;
   // The agent's replica starts the phone's stream and times it out itself: nothing for the agent to join here.
   feeds.claim(running.streamId);
+  const linked = linkedAbort(stop, gone);
   const responses = client.relayScreen(
     {
       agentId: session.agentId,
@@ -31,7 +33,7 @@ export function relayScreen(
       requestedBy: opts.principal.tokenName,
       requestedByAdmin: opts.principal.admin,
     },
-    { signal: AbortSignal.any([stop, gone]) },
+    { signal: linked.signal },
   );
   void (async () => {
     try {
@@ -40,6 +42,8 @@ export function relayScreen(
       if (!stop.aborted) feeds.end(opts.physicalId, running, null);
     } catch (err) {
       if (!stop.aborted) feeds.end(opts.physicalId, running, session.hopError(gone.aborted ? new Error("it stopped heartbeating") : err, "streaming the live screen", notDispatched));
+    } finally {
+      linked.dispose();
     }
   })();
   return Promise.resolve();
