@@ -49,8 +49,8 @@ async function metric(replica: number, name: string): Promise<number | undefined
 }
 
 /** Alice's lease on the phone, taken through B. */
-async function aliceLease(): Promise<string> {
-  const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "10m"], { ...envs[1], FARM_TOKEN: alice });
+async function aliceLease(replica = 1): Promise<string> {
+  const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "10m"], { ...envs[replica], FARM_TOKEN: alice });
   expect(r.json, r.stderr).toMatchObject({ ok: true });
   return String((r.json["lease"] as { token: string }).token);
 }
@@ -73,9 +73,9 @@ async function rawAdbActions(): Promise<{ actionId: string; state: string }[]> {
   return recent.filter((a) => a.kind === "raw-adb");
 }
 
-/** `farm adb connect --foreground` through B under alice's lease. */
-async function tunnelThroughB(lease: string): Promise<ForegroundTunnel & { local: string }> {
-  const t = await connectForeground({ ...envs[1], FARM_TOKEN: alice, FARM_LEASE: lease, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String((user as AdbServer).port) });
+/** `farm adb connect --foreground` through B (or another replica) under alice's lease. */
+async function tunnelThroughB(lease: string, replica = 1): Promise<ForegroundTunnel & { local: string }> {
+  const t = await connectForeground({ ...envs[replica], FARM_TOKEN: alice, FARM_LEASE: lease, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String((user as AdbServer).port) });
   children.push(t.proc);
   expect(t.answer, t.stderr()).toMatchObject({ ok: true, device: serial });
   const local = String(t.answer["serial"]);
@@ -84,7 +84,8 @@ async function tunnelThroughB(lease: string): Promise<ForegroundTunnel & { local
 }
 
 beforeAll(async () => {
-  lab = await startReplicaLab("replica-links", { agentName: "lab", serialno: "RLINKS01" });
+  // Replica 2 (C) stays for the last test, after B is killed: A's death seen from C.
+  lab = await startReplicaLab("replica-links", { agentName: "lab", serialno: "RLINKS01", replicas: 3 });
   ({ serial, envs } = lab);
   alice = String((await farm(["token", "create", "--kind", "user", "--name", "alice", "--role", "operator"], envs[0])).json["token"]);
   bob = String((await farm(["token", "create", "--kind", "user", "--name", "bob", "--role", "operator"], envs[0])).json["token"]);
@@ -289,5 +290,24 @@ describe("live screen and remote adb through a replica not holding the agent", (
     // The phone is free for the holder's next command, through A.
     const r = await farm(["shell", "--device", serial, "--", "echo", "after"], { ...envs[0], FARM_TOKEN: alice, FARM_LEASE: lease });
     expect(r.json, r.stderr).toMatchObject({ ok: true, stdout: "after\n" });
+    expect((await farm(["lease", "release"], { ...envs[0], FARM_TOKEN: alice, FARM_LEASE: lease })).code).toBe(0);
+  }, 120_000);
+
+  it("when A (holding the agent) is killed: the tunnel and the view through C end with AGENT_OFFLINE", async () => {
+    const lease = await aliceLease(2);
+    const tunnel = await tunnelThroughB(lease, 2);
+    const view = clientOf(LiveScreenService, 2, alice, lease).watchScreen({ target: { serial } })[Symbol.asyncIterator]();
+    expect((await view.next()).value?.event?.kind.case).toBe("format");
+    const viewEnded = (async () => {
+      for (;;) if ((await view.next()).done) return "ended";
+    })().catch((e: unknown) => e);
+
+    ((lab as ReplicaLab).replicas[0] as FarmProcess).kill("SIGKILL");
+
+    // AGENT_OFFLINE exits 69: the farm could not serve it, as when the agent itself goes.
+    expect(await tunnel.exited).toBe(69);
+    expect(JSON.parse(tunnel.lines.at(-1) ?? "{}")).toMatchObject({ ok: false, code: "AGENT_OFFLINE" });
+    expect(toErrorReport(await viewEnded)).toMatchObject({ code: "AGENT_OFFLINE" });
+    await waitFor("the tunnel gone from the user's adb", async () => ((await stateOf(tunnel.local)) === "gone" ? true : undefined));
   }, 120_000);
 });
