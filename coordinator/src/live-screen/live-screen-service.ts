@@ -17,7 +17,7 @@ import { ScreenFeed, ScreenViewer, type ScreenItem } from "./screen-feed.js";
 import { relayScreen } from "./screen-relay.js";
 
 /** How long the agent has to start streaming a phone's screen. */
-export const START_TIMEOUT_MS = 15_000;
+const START_TIMEOUT_MS = 15_000;
 /** A feed nobody watches is kept this long, so a reloaded page does not restart the phone's encoder. */
 const LINGER_MS = 3_000;
 
