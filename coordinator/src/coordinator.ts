@@ -304,10 +304,12 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
         },
       });
       registerAgentEvidenceService(router, { store: evidenceStore, grants, quota, log });
-      registerReplicaService(router, { registry, relay: shellRelay });
-      registerAdbTunnelService(router, { registry, leases, activity, tunnels, relay: adbRelay, log });
+      const tunnelDeps = { registry, leases, activity, tunnels, relay: adbRelay, log };
+      const screenDeps = { registry, leases, feeds: screenFeeds };
+      registerReplicaService(router, { registry, relay: shellRelay, screens: screenDeps, tunnels: tunnelDeps });
+      registerAdbTunnelService(router, tunnelDeps);
       registerAgentAdbService(router, { relay: adbRelay });
-      registerLiveScreenService(router, { registry, leases, feeds: screenFeeds });
+      registerLiveScreenService(router, screenDeps);
       registerAgentScreenService(router, { feeds: screenFeeds });
     },
     fallback(req, res) {

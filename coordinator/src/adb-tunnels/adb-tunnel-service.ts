@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
@@ -15,7 +15,9 @@ import type { LeaseRow } from "../leases/lease-store.js";
 import type { Registry } from "../registry/registry.js";
 import type { AgentCaller } from "../routing/agent-session.js";
 import { routeFor } from "../routing/device-service.js";
+import { RemoteAgentSession } from "../replicas/remote-agent-session.js";
 import type { AdbStreamRelay } from "./adb-stream-relay.js";
+import { openTunnelLink, type TunnelLink } from "./tunnel-link.js";
 import { tunnelMessage } from "./tunnel-message.js";
 import type { TunnelEntry, Tunnels } from "./tunnels.js";
 
@@ -46,6 +48,225 @@ function agentOf(deps: AdbTunnelDeps, t: TunnelEntry): AgentCaller {
   return attached.session as AgentCaller;
 }
 
+/** Where a tunnel goes: the leased phone, and its agent (here, or through the replica holding it). */
+export interface TunnelRoute {
+  serial: string;
+  physicalId: string;
+  agentId: string;
+  agentName: string;
+  leaseId: string;
+  session: AgentCaller;
+}
+
+/**
+ * Opens a tunnel to a leased phone and holds it: yields the entry once the
+ * agent (or, for an agent attached to another replica, that replica:
+ * ReplicaService.RelayTunnel) opened it, then a keepalive while idle; ends
+ * when `signal` aborts (its reason is why), the lease ends, the agent goes,
+ * or nothing used it for the idle limit. Throws why it closed, unless
+ * `quiet()` says the caller left on its own. Closing stops it on the agent.
+ * `tunnelId` is given when another replica opened the tunnel (and records it).
+ */
+export async function* holdTunnel(
+  deps: AdbTunnelDeps,
+  principal: { tokenName: string; admin: boolean },
+  r: TunnelRoute,
+  opts: { signal: AbortSignal; quiet: () => boolean; tunnelId?: string; record: boolean },
+): AsyncGenerator<{ opened: TunnelEntry } | { keepalive: true }> {
+  const { signal, quiet } = opts;
+  deps.tunnels.checkRoom(principal.tokenName);
+  const tunnelId = opts.tunnelId ?? randomUUID();
+  const t0 = Date.now();
+  const session = r.session;
+  let link: TunnelLink | undefined;
+  let actionId: string;
+  if (session instanceof RemoteAgentSession) {
+    link = await openTunnelLink(session, { tunnelId, serial: r.serial, physicalId: r.physicalId, leaseId: r.leaseId, requestedBy: principal.tokenName }, Date.now() + OPEN_TIMEOUT_MS);
+    actionId = link.actionId;
+  } else {
+    ({ actionId } = await session.call(AgentControlService.method.startAdbTunnel, { tunnelId, target: { serial: r.serial, agent: r.agentId }, leaseId: r.leaseId }, principal, Date.now() + OPEN_TIMEOUT_MS));
+  }
+  let reason: Error | undefined;
+  let wake = () => {};
+  const entry: TunnelEntry = {
+    tunnelId,
+    owner: principal.tokenName,
+    serial: r.serial,
+    physicalId: r.physicalId,
+    agentId: r.agentId,
+    agentName: r.agentName,
+    leaseId: r.leaseId,
+    actionId,
+    openedAt: t0,
+    bytesToDevice: 0,
+    bytesFromDevice: 0,
+    streams: new Set(),
+    lastActive: t0,
+    ...(link ? { link } : {}),
+    close(err) {
+      reason ??= err;
+      wake();
+    },
+  };
+  void link?.ended.then((err) => entry.close(err));
+  const onLeaseEnded = (lease: LeaseRow) => {
+    if (lease.leaseId === entry.leaseId) entry.close(leaseEndError(lease));
+  };
+  const onAgent = (agent: Agent) => {
+    if (agent.id !== entry.agentId) return;
+    if (!agent.online) entry.close(farmError(Errors.AGENT_OFFLINE, `agent ${agent.name} went offline: the remote adb tunnel is closed`));
+    else if (agent.draining) entry.close(farmError(Errors.AGENT_DRAINING, `agent ${agent.name} is draining (${agent.drainReason || "no reason given"}): the remote adb tunnel is closed`));
+  };
+  const onAbort = () => entry.close(signal.reason instanceof Error ? signal.reason : farmError(Errors.TUNNEL_CLOSED, "closed by its caller"));
+  deps.leases.events.on("leaseEnded", onLeaseEnded);
+  deps.registry.events.on("agent", onAgent);
+  signal.addEventListener("abort", onAbort, { once: true });
+  if (signal.aborted) onAbort();
+  deps.tunnels.add(entry);
+  let outcome = "ok";
+  try {
+    yield { opened: entry };
+    // The lease may have ended between the check and now (as the database has it, on replicas).
+    if ((await deps.leases.storedLeaseOf(entry.physicalId))?.leaseId !== entry.leaseId) entry.close(farmError(Errors.LEASE_RELEASED, `the lease ${entry.leaseId} ended: the remote adb tunnel is closed`, "lease"));
+    while (!reason) {
+      const idle = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(true), KEEPALIVE_MS);
+        wake = () => {
+          clearTimeout(timer);
+          resolve(false);
+        };
+      });
+      if (reason) break;
+      if (idle && entry.streams.size === 0 && Date.now() - entry.lastActive > deps.tunnels.limits.idleMs) {
+        entry.close(farmError(Errors.TUNNEL_CLOSED, `no adb stream for ${Math.round(deps.tunnels.limits.idleMs / 60_000)} minutes: the remote adb tunnel is closed`));
+        break;
+      }
+      if (idle) yield { keepalive: true };
+    }
+    outcome = toErrorReport(reason).code;
+    if (!quiet()) throw reason;
+  } finally {
+    deps.leases.events.off("leaseEnded", onLeaseEnded);
+    deps.registry.events.off("agent", onAgent);
+    signal.removeEventListener("abort", onAbort);
+    const why = reason ?? farmError(Errors.TUNNEL_CLOSED, "closed");
+    deps.tunnels.remove(tunnelId, why);
+    for (const cut of entry.streams) cut(why);
+    if (link) link.close(toErrorReport(why).message);
+    else await stopOnAgent(deps, entry, toErrorReport(why).message);
+    // Never throws: a failed history write must not replace why the tunnel closed.
+    // Recorded once, where the caller's call landed (not again by the replica holding the agent).
+    if (opts.record) {
+      await deps.activity.recordAfter({
+        at: t0,
+        caller: principal.tokenName,
+        leaseId: entry.leaseId,
+        serial: entry.serial,
+        physicalId: entry.physicalId,
+        agentId: entry.agentId,
+        command: "adbTunnel",
+        outcome,
+        durationMs: Date.now() - t0,
+        requestId: "",
+        detail: `remote adb: ${entry.bytesToDevice} bytes to the device, ${entry.bytesFromDevice} from it; ${toErrorReport(why).message}`,
+      });
+    }
+  }
+}
+
+/**
+ * One adb stream in a caller's tunnel: yields "opened" once the device
+ * accepted the service, then the device's bytes, while `incoming` carries
+ * the caller's to the device. On a tunnel held through another replica the
+ * stream travels over ReplicaService.RelayAdbStream; otherwise the agent
+ * joins it here. Ends when either side ends, the tunnel closes, or `signal`
+ * aborts (the caller went away).
+ */
+export async function* adbStream(
+  deps: AdbTunnelDeps,
+  principal: { tokenName: string; admin: boolean },
+  start: { tunnelId: string; service: string },
+  incoming: AsyncIterator<Uint8Array | undefined>,
+  signal: AbortSignal,
+): AsyncGenerator<{ opened: true } | { data: Uint8Array }> {
+  const { tunnelId, service } = start;
+  if (service === "" || service.length > 1024) throw invalidArgument("start.service", "an adb service name of at most 1024 bytes");
+  const t = deps.tunnels.own(tunnelId, principal.tokenName);
+  if (t.streams.size >= deps.tunnels.limits.streamsPerTunnel) {
+    throw farmError(Errors.TUNNEL_LIMIT, `tunnel ${tunnelId} has ${t.streams.size} adb streams open, the most one tunnel may`, "start");
+  }
+  const streamId = randomUUID();
+  let cutBy: Error | undefined;
+  const stop = new AbortController();
+  const cut = (err: Error) => {
+    cutBy ??= err;
+    stop.abort(err);
+    pair.toAgent.close();
+    pair.toCaller.close();
+  };
+  const pair = t.link ? t.link.openStream(service, principal.tokenName, stop.signal, cut) : deps.relay.open(streamId);
+  t.streams.add(cut);
+  t.lastActive = Date.now();
+  deps.tunnels.touched(t);
+  // A caller that goes away ends its stream now, even while the phone reads nothing and sends nothing.
+  const onCallerGone = () => cut(farmError(Errors.TUNNEL_CLOSED, "the adb stream's caller went away"));
+  signal.addEventListener("abort", onCallerGone, { once: true });
+  let started = false;
+  try {
+    // Through another replica, that replica answers once the device accepted the service.
+    const answer = t.link ? pair.joined : agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
+    // The agent joins only once the device accepted the service, on a stream of its own that is
+    // often quicker than the control stream's answer: whichever comes first opens the stream.
+    // An answer that fails after the join cuts it.
+    await Promise.race([answer, pair.joined]);
+    started = true;
+    answer.catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
+    // The device accepted the service: the caller hears so now, while the agent's byte stream joins
+    // (bytes wait in the queues meanwhile). A join that never comes cuts the stream.
+    joinedWithin(pair.joined, stop.signal, signal).catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
+    yield { opened: true };
+    // Caller -> device, in the background; the caller's end closes the device's side.
+    void (async () => {
+      try {
+        for (;;) {
+          const m = await incoming.next();
+          if (m.done || stop.signal.aborted) break;
+          if (!m.value) continue;
+          t.bytesToDevice += m.value.length;
+          t.lastActive = Date.now();
+          deps.tunnels.touched(t);
+          await pair.toAgent.push(m.value);
+        }
+      } catch {
+        /* the caller went away */
+      }
+      pair.toAgent.close();
+    })();
+    for await (const bytes of pair.toCaller) {
+      t.bytesFromDevice += bytes.length;
+      t.lastActive = Date.now();
+      deps.tunnels.touched(t);
+      yield { data: bytes };
+    }
+    if (cutBy) throw cutBy;
+  } finally {
+    signal.removeEventListener("abort", onCallerGone);
+    t.streams.delete(cut);
+    t.lastActive = Date.now();
+    deps.tunnels.touched(t);
+    pair.toAgent.close();
+    if (t.link) {
+      // The relay's end tells the agent's replica, which cuts the stream on the agent.
+      if (cutBy || signal.aborted) stop.abort();
+    } else {
+      deps.relay.forget(streamId);
+      // Cut here: the agent may be writing to a phone that reads nothing, where the end of its
+      // ServeAdbStream call cannot reach it. Told directly, it closes the phone's side and frees the bytes.
+      if (started && (cutBy || signal.aborted)) void stopStreamOnAgent(deps, t, streamId, principal);
+    }
+  }
+}
+
 /** Remote adb for callers: tunnels bound to a lease, and the adb streams inside them. */
 export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelDeps): void {
   router.service(AdbTunnelService, {
@@ -56,95 +277,18 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       const serial = req.target?.serial || (leaseToken ? (deps.leases.leaseOfToken(leaseToken)?.serial ?? "") : "");
       if (!serial) throw invalidArgument("target.serial", leaseToken ? "no active lease for the presented lease token; name the device" : "a device serial (or a lease) is required");
       const r = await routeFor(deps, serial, req.target?.agent ?? "", true, leaseToken, { method: AdbTunnelService.method.openTunnel, caller: principal });
-      const session = r.session as AgentCaller & { replicaId?: string };
-      if (session.replicaId) {
-        throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; remote adb needs the replica holding the agent (connect FARM_COORDINATOR to it)`, "target.serial", {
-          dispatched: false,
-          ambiguous: false,
-        });
-      }
-      deps.tunnels.checkRoom(principal.tokenName);
-      const tunnelId = randomUUID();
-      const t0 = Date.now();
-      const { actionId } = await session.call(AgentControlService.method.startAdbTunnel, { tunnelId, target: { serial: r.serial, agent: r.agentId }, leaseId: r.leaseId }, principal, Date.now() + OPEN_TIMEOUT_MS);
-      let reason: Error | undefined;
-      let wake = () => {};
-      const entry: TunnelEntry = {
-        tunnelId,
-        owner: principal.tokenName,
-        serial: r.serial,
-        physicalId: r.physicalId,
-        agentId: r.agentId,
-        agentName: r.agentName,
-        leaseId: r.leaseId,
-        actionId,
-        openedAt: t0,
-        bytesToDevice: 0,
-        bytesFromDevice: 0,
-        streams: new Set(),
-        lastActive: t0,
-        close(err) {
-          reason ??= err;
-          wake();
-        },
-      };
-      const onLeaseEnded = (lease: LeaseRow) => {
-        if (lease.leaseId === entry.leaseId) entry.close(leaseEndError(lease));
-      };
-      const onAgent = (agent: Agent) => {
-        if (agent.id !== entry.agentId) return;
-        if (!agent.online) entry.close(farmError(Errors.AGENT_OFFLINE, `agent ${agent.name} went offline: the remote adb tunnel is closed`));
-        else if (agent.draining) entry.close(farmError(Errors.AGENT_DRAINING, `agent ${agent.name} is draining (${agent.drainReason || "no reason given"}): the remote adb tunnel is closed`));
-      };
-      const onAbort = () => entry.close(isRevocation(ctx.signal.reason) ? (ctx.signal.reason as Error) : farmError(Errors.TUNNEL_CLOSED, "closed by its caller"));
-      deps.leases.events.on("leaseEnded", onLeaseEnded);
-      deps.registry.events.on("agent", onAgent);
+      // The caller's cancel closes the tunnel quietly; a revocation closes it with its reason.
+      const closing = new AbortController();
+      const onAbort = () => closing.abort(isRevocation(ctx.signal.reason) ? (ctx.signal.reason as Error) : farmError(Errors.TUNNEL_CLOSED, "closed by its caller"));
       ctx.signal.addEventListener("abort", onAbort, { once: true });
-      deps.tunnels.add(entry);
-      let outcome = "ok";
+      if (ctx.signal.aborted) onAbort();
       try {
-        yield create(OpenTunnelResponseSchema, { kind: { case: "opened", value: tunnelMessage(entry) } });
-        // The lease may have ended between the check and now.
-        if (deps.leases.leaseOf(entry.physicalId)?.leaseId !== entry.leaseId) entry.close(farmError(Errors.LEASE_RELEASED, `the lease ${entry.leaseId} ended: the remote adb tunnel is closed`, "lease"));
-        while (!reason) {
-          const idle = await new Promise<boolean>((resolve) => {
-            const timer = setTimeout(() => resolve(true), KEEPALIVE_MS);
-            wake = () => {
-              clearTimeout(timer);
-              resolve(false);
-            };
-          });
-          if (reason) break;
-          if (idle && entry.streams.size === 0 && Date.now() - entry.lastActive > deps.tunnels.limits.idleMs) {
-            entry.close(farmError(Errors.TUNNEL_CLOSED, `no adb stream for ${Math.round(deps.tunnels.limits.idleMs / 60_000)} minutes: the remote adb tunnel is closed`));
-            break;
-          }
-          if (idle) yield create(OpenTunnelResponseSchema, { kind: { case: "keepalive", value: true } });
+        const quiet = () => ctx.signal.aborted && !isRevocation(ctx.signal.reason);
+        for await (const m of holdTunnel(deps, principal, { ...r, session: r.session as AgentCaller }, { signal: closing.signal, quiet, record: true })) {
+          yield "opened" in m ? create(OpenTunnelResponseSchema, { kind: { case: "opened", value: tunnelMessage(m.opened) } }) : create(OpenTunnelResponseSchema, { kind: { case: "keepalive", value: true } });
         }
-        outcome = toErrorReport(reason).code;
-        if (!ctx.signal.aborted || isRevocation(ctx.signal.reason)) throw reason;
       } finally {
-        deps.leases.events.off("leaseEnded", onLeaseEnded);
-        deps.registry.events.off("agent", onAgent);
         ctx.signal.removeEventListener("abort", onAbort);
-        const why = reason ?? farmError(Errors.TUNNEL_CLOSED, "closed");
-        deps.tunnels.remove(tunnelId, why);
-        for (const cut of entry.streams) cut(why);
-        await stopOnAgent(deps, entry, toErrorReport(why).message);
-        // Never throws: a failed history write must not replace why the tunnel closed.
-        await deps.activity.recordAfter({
-          at: t0,
-          caller: principal.tokenName,
-          leaseId: entry.leaseId,
-          serial: entry.serial,
-          physicalId: entry.physicalId,
-          agentId: entry.agentId,
-          command: "adbTunnel",
-          outcome,
-          durationMs: Date.now() - t0,
-          requestId: "",
-          detail: `remote adb: ${entry.bytesToDevice} bytes to the device, ${entry.bytesFromDevice} from it; ${toErrorReport(why).message}`,
-        });
       }
     },
 
@@ -153,75 +297,14 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
       const it = requests[Symbol.asyncIterator]();
       const first = await it.next();
       if (first.done || first.value.kind.case !== "start") throw invalidArgument("start", "the first message must be start");
-      const { tunnelId, service } = first.value.kind.value;
-      if (service === "" || service.length > 1024) throw invalidArgument("start.service", "an adb service name of at most 1024 bytes");
-      const t = deps.tunnels.own(tunnelId, principal.tokenName);
-      if (t.streams.size >= deps.tunnels.limits.streamsPerTunnel) {
-        throw farmError(Errors.TUNNEL_LIMIT, `tunnel ${tunnelId} has ${t.streams.size} adb streams open, the most one tunnel may`, "start");
-      }
-      const streamId = randomUUID();
-      const pair = deps.relay.open(streamId);
-      let cutBy: Error | undefined;
-      const stop = new AbortController();
-      const cut = (err: Error) => {
-        cutBy ??= err;
-        stop.abort(err);
-        pair.toAgent.close();
-        pair.toCaller.close();
+      const incoming: AsyncIterator<Uint8Array | undefined> = {
+        next: async () => {
+          const m = await it.next();
+          return m.done ? { done: true, value: undefined } : { done: false, value: m.value.kind.case === "data" ? m.value.kind.value : undefined };
+        },
       };
-      t.streams.add(cut);
-      t.lastActive = Date.now();
-      deps.tunnels.touched(t);
-      // A caller that goes away ends its stream now, even while the phone reads nothing and sends nothing.
-      const onCallerGone = () => cut(farmError(Errors.TUNNEL_CLOSED, "the adb stream's caller went away"));
-      ctx.signal.addEventListener("abort", onCallerGone, { once: true });
-      let started = false;
-      try {
-        const answer = agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
-        // The agent joins only once the device accepted the service, on a stream of its own that is
-        // often quicker than the control stream's answer: whichever comes first opens the stream.
-        // An answer that fails after the join cuts it.
-        await Promise.race([answer, pair.joined]);
-        started = true;
-        answer.catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
-        // The device accepted the service: the caller hears so now, while the agent's byte stream joins
-        // (bytes wait in the queues meanwhile). A join that never comes cuts the stream.
-        joinedWithin(pair.joined, stop.signal, ctx).catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
-        yield create(OpenAdbStreamResponseSchema, { kind: { case: "opened", value: true } });
-        // Caller -> device, in the background; the caller's end closes the device's side.
-        void (async () => {
-          try {
-            for (;;) {
-              const m = await it.next();
-              if (m.done || stop.signal.aborted) break;
-              if (m.value.kind.case !== "data") continue;
-              t.bytesToDevice += m.value.kind.value.length;
-              t.lastActive = Date.now();
-              deps.tunnels.touched(t);
-              await pair.toAgent.push(m.value.kind.value);
-            }
-          } catch {
-            /* the caller went away */
-          }
-          pair.toAgent.close();
-        })();
-        for await (const bytes of pair.toCaller) {
-          t.bytesFromDevice += bytes.length;
-          t.lastActive = Date.now();
-          deps.tunnels.touched(t);
-          yield create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: bytes } });
-        }
-        if (cutBy) throw cutBy;
-      } finally {
-        ctx.signal.removeEventListener("abort", onCallerGone);
-        t.streams.delete(cut);
-        t.lastActive = Date.now();
-        deps.tunnels.touched(t);
-        deps.relay.forget(streamId);
-        pair.toAgent.close();
-        // Cut here: the agent may be writing to a phone that reads nothing, where the end of its
-        // ServeAdbStream call cannot reach it. Told directly, it closes the phone's side and frees the bytes.
-        if (started && (cutBy || ctx.signal.aborted)) void stopStreamOnAgent(deps, t, streamId, principal);
+      for await (const m of adbStream(deps, principal, first.value.kind.value, incoming, ctx.signal)) {
+        yield "opened" in m ? create(OpenAdbStreamResponseSchema, { kind: { case: "opened", value: true } }) : create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: m.data } });
       }
     },
 
@@ -242,13 +325,13 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
 }
 
 /** Waits for the agent's stream to join, at most OPEN_TIMEOUT_MS, or until the stream is cut or the caller leaves. */
-async function joinedWithin(joined: Promise<void>, cut: AbortSignal, ctx: HandlerContext): Promise<void> {
+async function joinedWithin(joined: Promise<void>, cut: AbortSignal, caller: AbortSignal): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const stopped = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(farmError(Errors.COMMAND_TIMEOUT, "the agent's adb stream did not arrive")), OPEN_TIMEOUT_MS);
     const onAbort = (signal: AbortSignal) => () => reject(signal.reason instanceof Error ? signal.reason : farmError(Errors.TUNNEL_CLOSED, "the tunnel closed"));
     cut.addEventListener("abort", onAbort(cut), { once: true });
-    ctx.signal.addEventListener("abort", onAbort(ctx.signal), { once: true });
+    caller.addEventListener("abort", onAbort(caller), { once: true });
   });
   stopped.catch(() => undefined);
   try {

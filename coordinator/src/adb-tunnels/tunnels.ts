@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { Errors, farmError } from "@farm/shared/errors";
+import type { TunnelLink } from "./tunnel-link.js";
 import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 
 /** Limits on remote adb, per coordinator. */
@@ -34,6 +35,8 @@ export interface TunnelEntry {
   readonly streams: Set<(err: Error) => void>;
   /** Last time a stream opened or closed, or bytes moved. */
   lastActive: number;
+  /** Set when the agent is attached to another replica, which holds the tunnel on it for as long as this link lasts. */
+  link?: TunnelLink;
   /** Closes the tunnel with this reason (set by its OpenTunnel call). */
   close(reason: Error): void;
 }

@@ -389,6 +389,15 @@ export class LeaseManager {
   }
 
   /**
+   * The phone's active lease as the database has it now on replicas (one
+   * indexed read), as memory has it on SQLite: what a replica holding an
+   * agent checks before it carries that phone's stream to another replica.
+   */
+  async storedLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {
+    return this.shared ? await this.base.activeLeaseOf(physicalId) : this.active.get(physicalId);
+  }
+
+  /**
    * Applies another replica's lease change as its notice carries it (the
    * row as committed), without reading the database; a notice that
    * contradicts what is known here (another lease on the phone) re-reads

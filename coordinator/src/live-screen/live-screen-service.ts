@@ -12,14 +12,17 @@ import type { LeaseRow } from "../leases/lease-store.js";
 import type { Registry } from "../registry/registry.js";
 import type { AgentCaller } from "../routing/agent-session.js";
 import { routeFor } from "../routing/device-service.js";
-import { ScreenFeed, ScreenViewer } from "./screen-feed.js";
+import { RemoteAgentSession } from "../replicas/remote-agent-session.js";
+import { ScreenFeed, ScreenViewer, type ScreenItem } from "./screen-feed.js";
+import { relayScreen } from "./screen-relay.js";
 
 /** How long the agent has to start streaming a phone's screen. */
 const START_TIMEOUT_MS = 15_000;
 /** A feed nobody watches is kept this long, so a reloaded page does not restart the phone's encoder. */
 const LINGER_MS = 3_000;
 
-interface Running {
+/** One phone's feed as this replica streams it: from its agent, or relayed from the replica holding the agent. */
+export interface Running {
   physicalId: string;
   feed: ScreenFeed;
   streamId: string;
@@ -38,8 +41,8 @@ export class ScreenFeeds {
 
   constructor(private readonly log: Logger) {}
 
-  /** The phone's running feed, or a new one started on its agent. */
-  async feedFor(physicalId: string, start: (streamId: string) => Promise<void>): Promise<Running> {
+  /** The phone's running feed, or a new one started by `start` (on its agent, or through the replica holding it). */
+  async feedFor(physicalId: string, start: (r: Running) => Promise<void>): Promise<Running> {
     const running = this.byPhone.get(physicalId);
     if (running) {
       clearTimeout(running.linger);
@@ -55,7 +58,7 @@ export class ScreenFeeds {
     timer.unref();
     r.stop.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
     try {
-      await start(r.streamId);
+      await start(r);
     } catch (err) {
       this.end(physicalId, r, err instanceof Error ? err : new Error(String(err)));
       throw err;
@@ -120,6 +123,48 @@ function leaseEnded(lease: LeaseRow): Error {
   return farmError(lease.state === "expired" ? Errors.LEASE_EXPIRED : Errors.LEASE_RELEASED, `the lease on ${lease.physicalId} ended: the live screen is closed`, "lease");
 }
 
+/** Where a watched phone is: its serial and physical id, and the agent holding it (here, or through another replica). */
+export interface ScreenRoute {
+  agentId: string;
+  agentName: string;
+  serial: string;
+  physicalId: string;
+  session: AgentCaller;
+}
+
+/**
+ * One viewer of a phone's screen: joins the phone's one feed on this
+ * replica (started on first use: on the agent when its stream is here,
+ * else relayed once per phone from the replica holding it), and ends with
+ * `lease` unless the viewer is an admin.
+ */
+export async function* watchFeed(deps: LiveScreenDeps, r: ScreenRoute, principal: { tokenName: string; admin: boolean }, lease: LeaseRow | undefined, signal: AbortSignal): AsyncGenerator<ScreenItem> {
+  const session = r.session;
+  const running = await deps.feeds.feedFor(r.physicalId, async (feed) => {
+    if (session instanceof RemoteAgentSession) return relayScreen(deps.feeds, session, feed, { serial: r.serial, physicalId: r.physicalId, leaseId: lease?.leaseId ?? "", principal });
+    await session.call(AgentControlService.method.startScreen, { target: { serial: r.serial, agent: r.agentId }, streamId: feed.streamId }, principal, Date.now() + START_TIMEOUT_MS);
+  });
+  const viewer = new ScreenViewer();
+  // The holder's view ends with their lease (an admin's does not).
+  const onLeaseEnded = (ended: LeaseRow) => {
+    if (!principal.admin && ended.leaseId === lease?.leaseId) viewer.end(leaseEnded(ended));
+  };
+  const onAbort = () => viewer.end(null);
+  deps.leases.events.on("leaseEnded", onLeaseEnded);
+  signal.addEventListener("abort", onAbort, { once: true });
+  running.feed.join(viewer);
+  try {
+    // The lease may have ended while the feed started (as the database has it: on a replica, a lease granted
+    // through another one may not have reached this one's memory yet).
+    if (lease && !principal.admin && (await deps.leases.storedLeaseOf(r.physicalId))?.leaseId !== lease.leaseId) viewer.end(leaseEnded({ ...lease, state: "released" }));
+    yield* viewer;
+  } finally {
+    deps.leases.events.off("leaseEnded", onLeaseEnded);
+    signal.removeEventListener("abort", onAbort);
+    deps.feeds.left(r.physicalId, running, viewer);
+  }
+}
+
 /** Viewers: the lease holder on that phone, or an admin. */
 export function registerLiveScreenService(router: ConnectRouter, deps: LiveScreenDeps): void {
   router.service(LiveScreenService, {
@@ -133,31 +178,7 @@ export function registerLiveScreenService(router: ConnectRouter, deps: LiveScree
       const lease = deps.leases.leaseOf(r.physicalId);
       // And a free phone's live screen is for whoever leases it, not for every viewer.
       if (!principal.admin && !lease) throw farmError(Errors.LEASE_REQUIRED, `the live screen of ${serial} is for its lease holder; lease it first (farm lease acquire)`, "lease");
-      const session = r.session as AgentCaller & { replicaId?: string };
-      if (session.replicaId) {
-        throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; the live screen needs the replica holding the agent`, "target.serial");
-      }
-      const running = await deps.feeds.feedFor(r.physicalId, async (streamId) => {
-        await session.call(AgentControlService.method.startScreen, { target: { serial: r.serial, agent: r.agentId }, streamId }, principal, Date.now() + START_TIMEOUT_MS);
-      });
-      const viewer = new ScreenViewer();
-      // The holder's view ends with their lease (an admin's does not).
-      const onLeaseEnded = (ended: LeaseRow) => {
-        if (!principal.admin && ended.leaseId === lease?.leaseId) viewer.end(leaseEnded(ended));
-      };
-      const onAbort = () => viewer.end(null);
-      deps.leases.events.on("leaseEnded", onLeaseEnded);
-      ctx.signal.addEventListener("abort", onAbort, { once: true });
-      running.feed.join(viewer);
-      try {
-        // The lease may have ended while the feed started.
-        if (lease && !principal.admin && deps.leases.leaseOf(r.physicalId)?.leaseId !== lease.leaseId) viewer.end(leaseEnded({ ...lease, state: "released" }));
-        for await (const kind of viewer) yield create(WatchScreenResponseSchema, { event: { kind } });
-      } finally {
-        deps.leases.events.off("leaseEnded", onLeaseEnded);
-        ctx.signal.removeEventListener("abort", onAbort);
-        deps.feeds.left(r.physicalId, running, viewer);
-      }
+      for await (const kind of watchFeed(deps, { ...r, session: r.session as AgentCaller }, principal, lease, ctx.signal)) yield create(WatchScreenResponseSchema, { event: { kind } });
     },
   });
 }

@@ -1,9 +1,9 @@
-import { ConnectError } from "@connectrpc/connect";
+import { ConnectError, type Client } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { actionError, Errors, farmError, type ActionOutcome } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { AgentCallSchema, type AgentCallResult, type StepCapture } from "@farm/shared/gen/farm/v1/agent_service_pb";
-import { RelayShellRequestSchema, type RelayShellRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { RelayShellRequestSchema, type RelayShellRequest, type ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import { DEADLINE_GRACE_MS } from "@farm/shared/deadline";
 import { AgentCaller } from "../routing/agent-session.js";
 import { shellPair, type ShellPair } from "../routing/shell-relay.js";
@@ -129,8 +129,20 @@ export class RemoteAgentSession extends AgentCaller {
     return pair;
   }
 
+  /**
+   * The way to the replica holding the agent, for a stream carried through
+   * it (live screen, adb tunnel): its client, and a signal that aborts when
+   * that replica is gone (a replica killed outright may leave its connection
+   * open; its missed heartbeats tell).
+   */
+  link(): { client: Client<typeof ReplicaService>; gone: AbortSignal } {
+    const client = this.clients.client(this.replicaId);
+    if (!client) throw actionError(Errors.AGENT_OFFLINE, `the coordinator replica holding agent ${this.agentId} is gone`, { dispatched: false, ambiguous: false });
+    return { client, gone: this.clients.goneSignal(this.replicaId) };
+  }
+
   /** A failure of the stream to the other replica: its own answer as it is, the hop's loss as AGENT_OFFLINE. */
-  private hopError(err: unknown, when: string, outcome: ActionOutcome): Error {
+  hopError(err: unknown, when: string, outcome: ActionOutcome): Error {
     const ce = ConnectError.from(err);
     if (ce.findDetails(ErrorDetailSchema).length > 0) return ce;
     return actionError(Errors.AGENT_OFFLINE, `lost the coordinator replica holding agent ${this.agentId} ${when}: ${ce.rawMessage}`, { ...outcome, agentId: this.agentId });

@@ -4,6 +4,10 @@ import { actionError, Errors, farmError, invalidArgument } from "@farm/shared/er
 import { ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { OpenShellResponseSchema, type OpenShellResponse } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { CallAgentResponseSchema, HoldsAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import type { AdbTunnelDeps } from "../adb-tunnels/adb-tunnel-service.js";
+import { serveRelayAdbStream, serveRelayTunnel } from "../adb-tunnels/relayed-tunnel.js";
+import type { LiveScreenDeps } from "../live-screen/live-screen-service.js";
+import { serveRelayScreen } from "../live-screen/relayed-screen.js";
 import type { Registry } from "../registry/registry.js";
 import { AttachSession } from "../routing/agent-session.js";
 import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/shell-relay.js";
@@ -12,7 +16,7 @@ import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/sh
 const RELAY_OUTPUT_CHUNK_BYTES = 64 * 1024;
 
 /** ReplicaService: what another replica asks of this one. */
-export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay }): void {
+export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay; screens: LiveScreenDeps; tunnels: AdbTunnelDeps }): void {
   router.service(ReplicaService, {
     holdsAgent(req) {
       const attached = deps.registry.agentSession(req.agentId);
@@ -73,6 +77,18 @@ export function registerReplicaService(router: ConnectRouter, deps: { registry: 
         hangUp();
         pair.end();
       }
+    },
+
+    relayScreen(req, ctx) {
+      return serveRelayScreen(deps.screens, req, ctx.signal);
+    },
+
+    relayTunnel(requests, ctx) {
+      return serveRelayTunnel(deps.tunnels, requests, ctx.signal);
+    },
+
+    relayAdbStream(requests, ctx) {
+      return serveRelayAdbStream(deps.tunnels, requests, ctx.signal);
     },
   });
 }

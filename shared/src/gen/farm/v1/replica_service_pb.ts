@@ -8,6 +8,10 @@ import type { AgentCall, AgentCallResult } from "./agent_service_pb.js";
 import { file_farm_v1_agent_service } from "./agent_service_pb.js";
 import type { ServeShellResponse } from "./agent_shell_service_pb.js";
 import { file_farm_v1_agent_shell_service } from "./agent_shell_service_pb.js";
+import type { DeviceTarget } from "./device_service_pb.js";
+import { file_farm_v1_device_service } from "./device_service_pb.js";
+import type { ScreenEvent } from "./live_screen_service_pb.js";
+import { file_farm_v1_live_screen_service } from "./live_screen_service_pb.js";
 import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { OpenShellResponse } from "./shell_service_pb.js";
 import { file_farm_v1_shell_service } from "./shell_service_pb.js";
@@ -17,7 +21,268 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/replica_service.proto.
  */
 export const file_farm_v1_replica_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMv4BCg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElEKClJlbGF5U2hlbGwSGi5mYXJtLnYxLlJlbGF5U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5SZWxheVNoZWxsUmVzcG9uc2UiBqK7GAIIBygBMAFiBnByb3RvMw", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
+  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQiYAoSUmVsYXlUdW5uZWxSZXF1ZXN0EioKBXN0YXJ0GAEgASgLMhkuZmFybS52MS5SZWxheVR1bm5lbFN0YXJ0SAASFgoMY2xvc2VfcmVhc29uGAIgASgJSABCBgoEa2luZCKEAQoQUmVsYXlUdW5uZWxTdGFydBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0dW5uZWxfaWQYAiABKAkSDgoGc2VyaWFsGAMgASgJEhMKC3BoeXNpY2FsX2lkGAQgASgJEhAKCGxlYXNlX2lkGAUgASgJEhQKDHJlcXVlc3RlZF9ieRgGIAEoCSIyChNSZWxheVR1bm5lbFJlc3BvbnNlEhMKCWFjdGlvbl9pZBgBIAEoCUgAQgYKBGtpbmQiXgoVUmVsYXlBZGJTdHJlYW1SZXF1ZXN0Ei0KBXN0YXJ0GAEgASgLMhwuZmFybS52MS5SZWxheUFkYlN0cmVhbVN0YXJ0SAASDgoEZGF0YRgCIAEoDEgAQgYKBGtpbmQiTwoTUmVsYXlBZGJTdHJlYW1TdGFydBIRCgl0dW5uZWxfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYAyABKAkiQgoWUmVsYXlBZGJTdHJlYW1SZXNwb25zZRIQCgZvcGVuZWQYASABKAhIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMocECg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElEKClJlbGF5U2hlbGwSGi5mYXJtLnYxLlJlbGF5U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5SZWxheVNoZWxsUmVzcG9uc2UiBqK7GAIIBygBMAESUgoLUmVsYXlTY3JlZW4SGy5mYXJtLnYxLlJlbGF5U2NyZWVuUmVxdWVzdBocLmZhcm0udjEuUmVsYXlTY3JlZW5SZXNwb25zZSIGorsYAggHMAESVAoLUmVsYXlUdW5uZWwSGy5mYXJtLnYxLlJlbGF5VHVubmVsUmVxdWVzdBocLmZhcm0udjEuUmVsYXlUdW5uZWxSZXNwb25zZSIGorsYAggHKAEwARJdCg5SZWxheUFkYlN0cmVhbRIeLmZhcm0udjEuUmVsYXlBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5SZWxheUFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAcoATABYgZwcm90bzM", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_live_screen_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
+
+/**
+ * @generated from message farm.v1.RelayScreenRequest
+ */
+export type RelayScreenRequest = Message<"farm.v1.RelayScreenRequest"> & {
+  /**
+   * The agent attached to this replica, and the phone's serial on it.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 2;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string physical_id = 3;
+   */
+  physicalId: string;
+
+  /**
+   * The lease the stream is watched under: it must be the phone's active
+   * lease, held by requested_by. Empty for an admin, who needs none.
+   *
+   * @generated from field: string lease_id = 4;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: string requested_by = 5;
+   */
+  requestedBy: string;
+
+  /**
+   * @generated from field: bool requested_by_admin = 6;
+   */
+  requestedByAdmin: boolean;
+};
+
+/**
+ * Describes the message farm.v1.RelayScreenRequest.
+ * Use `create(RelayScreenRequestSchema)` to create a new message.
+ */
+export const RelayScreenRequestSchema: GenMessage<RelayScreenRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 0);
+
+/**
+ * @generated from message farm.v1.RelayScreenResponse
+ */
+export type RelayScreenResponse = Message<"farm.v1.RelayScreenResponse"> & {
+  /**
+   * @generated from field: farm.v1.ScreenEvent event = 1;
+   */
+  event?: ScreenEvent | undefined;
+};
+
+/**
+ * Describes the message farm.v1.RelayScreenResponse.
+ * Use `create(RelayScreenResponseSchema)` to create a new message.
+ */
+export const RelayScreenResponseSchema: GenMessage<RelayScreenResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 1);
+
+/**
+ * @generated from message farm.v1.RelayTunnelRequest
+ */
+export type RelayTunnelRequest = Message<"farm.v1.RelayTunnelRequest"> & {
+  /**
+   * @generated from oneof farm.v1.RelayTunnelRequest.kind
+   */
+  kind: {
+    /**
+     * First message: the tunnel to open.
+     *
+     * @generated from field: farm.v1.RelayTunnelStart start = 1;
+     */
+    value: RelayTunnelStart;
+    case: "start";
+  } | {
+    /**
+     * Then, optionally: why the caller's side closed it, for the agent's journal.
+     *
+     * @generated from field: string close_reason = 2;
+     */
+    value: string;
+    case: "closeReason";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.RelayTunnelRequest.
+ * Use `create(RelayTunnelRequestSchema)` to create a new message.
+ */
+export const RelayTunnelRequestSchema: GenMessage<RelayTunnelRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 2);
+
+/**
+ * @generated from message farm.v1.RelayTunnelStart
+ */
+export type RelayTunnelStart = Message<"farm.v1.RelayTunnelStart"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string tunnel_id = 2;
+   */
+  tunnelId: string;
+
+  /**
+   * The phone's serial on the agent.
+   *
+   * @generated from field: string serial = 3;
+   */
+  serial: string;
+
+  /**
+   * @generated from field: string physical_id = 4;
+   */
+  physicalId: string;
+
+  /**
+   * The phone's active lease, held by requested_by.
+   *
+   * @generated from field: string lease_id = 5;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: string requested_by = 6;
+   */
+  requestedBy: string;
+};
+
+/**
+ * Describes the message farm.v1.RelayTunnelStart.
+ * Use `create(RelayTunnelStartSchema)` to create a new message.
+ */
+export const RelayTunnelStartSchema: GenMessage<RelayTunnelStart> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 3);
+
+/**
+ * @generated from message farm.v1.RelayTunnelResponse
+ */
+export type RelayTunnelResponse = Message<"farm.v1.RelayTunnelResponse"> & {
+  /**
+   * @generated from oneof farm.v1.RelayTunnelResponse.kind
+   */
+  kind: {
+    /**
+     * The agent opened the tunnel: its raw-adb action.
+     *
+     * @generated from field: string action_id = 1;
+     */
+    value: string;
+    case: "actionId";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.RelayTunnelResponse.
+ * Use `create(RelayTunnelResponseSchema)` to create a new message.
+ */
+export const RelayTunnelResponseSchema: GenMessage<RelayTunnelResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 4);
+
+/**
+ * @generated from message farm.v1.RelayAdbStreamRequest
+ */
+export type RelayAdbStreamRequest = Message<"farm.v1.RelayAdbStreamRequest"> & {
+  /**
+   * @generated from oneof farm.v1.RelayAdbStreamRequest.kind
+   */
+  kind: {
+    /**
+     * First message: which tunnel (held here by RelayTunnel) and which adb service.
+     *
+     * @generated from field: farm.v1.RelayAdbStreamStart start = 1;
+     */
+    value: RelayAdbStreamStart;
+    case: "start";
+  } | {
+    /**
+     * Then: bytes for the device.
+     *
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.RelayAdbStreamRequest.
+ * Use `create(RelayAdbStreamRequestSchema)` to create a new message.
+ */
+export const RelayAdbStreamRequestSchema: GenMessage<RelayAdbStreamRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 5);
+
+/**
+ * @generated from message farm.v1.RelayAdbStreamStart
+ */
+export type RelayAdbStreamStart = Message<"farm.v1.RelayAdbStreamStart"> & {
+  /**
+   * @generated from field: string tunnel_id = 1;
+   */
+  tunnelId: string;
+
+  /**
+   * @generated from field: string service = 2;
+   */
+  service: string;
+
+  /**
+   * @generated from field: string requested_by = 3;
+   */
+  requestedBy: string;
+};
+
+/**
+ * Describes the message farm.v1.RelayAdbStreamStart.
+ * Use `create(RelayAdbStreamStartSchema)` to create a new message.
+ */
+export const RelayAdbStreamStartSchema: GenMessage<RelayAdbStreamStart> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 6);
+
+/**
+ * @generated from message farm.v1.RelayAdbStreamResponse
+ */
+export type RelayAdbStreamResponse = Message<"farm.v1.RelayAdbStreamResponse"> & {
+  /**
+   * @generated from oneof farm.v1.RelayAdbStreamResponse.kind
+   */
+  kind: {
+    /**
+     * The device accepted the service.
+     *
+     * @generated from field: bool opened = 1;
+     */
+    value: boolean;
+    case: "opened";
+  } | {
+    /**
+     * Bytes from the device.
+     *
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.RelayAdbStreamResponse.
+ * Use `create(RelayAdbStreamResponseSchema)` to create a new message.
+ */
+export const RelayAdbStreamResponseSchema: GenMessage<RelayAdbStreamResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 7);
 
 /**
  * @generated from message farm.v1.CallAgentRequest
@@ -49,7 +314,7 @@ export type CallAgentRequest = Message<"farm.v1.CallAgentRequest"> & {
  * Use `create(CallAgentRequestSchema)` to create a new message.
  */
 export const CallAgentRequestSchema: GenMessage<CallAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 0);
+  messageDesc(file_farm_v1_replica_service, 8);
 
 /**
  * @generated from message farm.v1.CallAgentResponse
@@ -66,7 +331,7 @@ export type CallAgentResponse = Message<"farm.v1.CallAgentResponse"> & {
  * Use `create(CallAgentResponseSchema)` to create a new message.
  */
 export const CallAgentResponseSchema: GenMessage<CallAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 1);
+  messageDesc(file_farm_v1_replica_service, 9);
 
 /**
  * @generated from message farm.v1.RelayShellRequest
@@ -99,7 +364,7 @@ export type RelayShellRequest = Message<"farm.v1.RelayShellRequest"> & {
  * Use `create(RelayShellRequestSchema)` to create a new message.
  */
 export const RelayShellRequestSchema: GenMessage<RelayShellRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 2);
+  messageDesc(file_farm_v1_replica_service, 10);
 
 /**
  * @generated from message farm.v1.RelayShellResponse
@@ -140,7 +405,7 @@ export type RelayShellResponse = Message<"farm.v1.RelayShellResponse"> & {
  * Use `create(RelayShellResponseSchema)` to create a new message.
  */
 export const RelayShellResponseSchema: GenMessage<RelayShellResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 3);
+  messageDesc(file_farm_v1_replica_service, 11);
 
 /**
  * @generated from message farm.v1.HoldsAgentRequest
@@ -157,7 +422,7 @@ export type HoldsAgentRequest = Message<"farm.v1.HoldsAgentRequest"> & {
  * Use `create(HoldsAgentRequestSchema)` to create a new message.
  */
 export const HoldsAgentRequestSchema: GenMessage<HoldsAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 4);
+  messageDesc(file_farm_v1_replica_service, 12);
 
 /**
  * @generated from message farm.v1.HoldsAgentResponse
@@ -174,7 +439,7 @@ export type HoldsAgentResponse = Message<"farm.v1.HoldsAgentResponse"> & {
  * Use `create(HoldsAgentResponseSchema)` to create a new message.
  */
 export const HoldsAgentResponseSchema: GenMessage<HoldsAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 5);
+  messageDesc(file_farm_v1_replica_service, 13);
 
 /**
  * What coordinator replicas ask each other. A call that lands on a replica
@@ -221,6 +486,43 @@ export const ReplicaService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof RelayShellRequestSchema;
     output: typeof RelayShellResponseSchema;
+  },
+  /**
+   * Carries one phone's live screen from the replica holding its agent to
+   * another replica, once per phone there however many watch it. The agent's
+   * replica checks the lease again (the holder's, by lease id) and ends the
+   * stream when that lease ends; a slow reader is resynchronized at a key
+   * frame like any viewer, never queued without bound.
+   *
+   * @generated from rpc farm.v1.ReplicaService.RelayScreen
+   */
+  relayScreen: {
+    methodKind: "server_streaming";
+    input: typeof RelayScreenRequestSchema;
+    output: typeof RelayScreenResponseSchema;
+  },
+  /**
+   * Holds a remote adb tunnel opened through another replica: this replica
+   * (the agent's) starts the tunnel on the agent, checks its lease, and stops
+   * it when the stream ends, whichever side ends it or dies.
+   *
+   * @generated from rpc farm.v1.ReplicaService.RelayTunnel
+   */
+  relayTunnel: {
+    methodKind: "bidi_streaming";
+    input: typeof RelayTunnelRequestSchema;
+    output: typeof RelayTunnelResponseSchema;
+  },
+  /**
+   * Carries one adb stream of a tunnel held by RelayTunnel, both ways, with
+   * backpressure: each side reads only as fast as the other side drains.
+   *
+   * @generated from rpc farm.v1.ReplicaService.RelayAdbStream
+   */
+  relayAdbStream: {
+    methodKind: "bidi_streaming";
+    input: typeof RelayAdbStreamRequestSchema;
+    output: typeof RelayAdbStreamResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_replica_service, 0);
