@@ -4,6 +4,8 @@ import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
+import { LogcatService } from "@farm/shared/gen/farm/v1/logcat_service_pb";
+import { ShellService } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { SessionService } from "@farm/shared/gen/farm/v1/session_service_pb";
@@ -23,6 +25,8 @@ export function createApi(transport: Transport) {
     tunnels: createClient(AdbTunnelService, transport),
     device: createClient(DeviceService, transport),
     screen: createClient(LiveScreenService, transport),
+    logcat: createClient(LogcatService, transport),
+    shell: createClient(ShellService, transport),
   };
 }
 

@@ -14,6 +14,7 @@ import type { IosDevices } from "../ios/ios-devices.js";
 import type { AdbTunnels } from "../adb-tunnel/adb-tunnels.js";
 import type { RawAdbRequest, RawAdbResult } from "../adb-tunnel/raw-adb-action.js";
 import type { LiveScreens } from "../live-screen/live-screens.js";
+import type { LiveLogcats } from "../live-logcat/live-logcats.js";
 
 /** What the agent's services work with. */
 export interface AgentServiceDeps {
@@ -32,6 +33,8 @@ export interface AgentServiceDeps {
   rawAdb: ActionKind<RawAdbRequest, RawAdbResult>;
   /** Live screens this agent streams to the coordinator. */
   screens: LiveScreens;
+  /** Live logcats this agent streams to the coordinator. */
+  logcats: LiveLogcats;
   log: Logger;
   evidence: EvidenceDeps;
   video: VideoSessions;

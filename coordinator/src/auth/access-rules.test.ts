@@ -114,6 +114,7 @@ const phoneReads = [
   "farm.v1.EvidenceService/CaptureEvidence",
   "farm.v1.VideoService/StartVideo",
   "farm.v1.LiveScreenService/WatchScreen",
+  "farm.v1.LogcatService/WatchLogcat",
 ];
 
 /**
@@ -129,6 +130,7 @@ const openOnLeasedPhones: Record<string, string> = {
   "farm.v1.DeviceService/PinIdentity": "admin only",
   "farm.v1.SessionService/StartSession": "needs the lease token itself (session-service.ts authorizes the lease)",
   "farm.v1.ShellService/OpenShell": "needs the lease token itself (shell-service.ts routes it as a change)",
+  "farm.v1.ShellService/WatchShell": "needs the lease token itself (shell-service.ts routes it as a change, as OpenShell)",
 };
 
 const bearer = (token: string | undefined): Interceptor => (next) => (req) => {
