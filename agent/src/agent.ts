@@ -26,6 +26,7 @@ import { setPropAction } from "./actions/setprop-action.js";
 import { inputAction } from "./actions/input-action.js";
 import { rebootAction } from "./actions/reboot-action.js";
 import { interactiveShellAction } from "./actions/interactive-shell-action.js";
+import { pushFileAction } from "./actions/push-file-action.js";
 import { installAction } from "./actions/install-action.js";
 import { resumeStagedUploads } from "./evidence/staged-uploads.js";
 import { VideoSessions } from "./video/video-sessions.js";
@@ -172,6 +173,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     screens,
     logcats,
     install: installAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
+    pushFile: pushFileAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
     video,

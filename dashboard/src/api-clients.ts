@@ -1,5 +1,6 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { ActivityService } from "@farm/shared/gen/farm/v1/activity_service_pb";
+import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
@@ -27,6 +28,7 @@ export function createApi(transport: Transport) {
     screen: createClient(LiveScreenService, transport),
     logcat: createClient(LogcatService, transport),
     shell: createClient(ShellService, transport),
+    blob: createClient(BlobService, transport),
   };
 }
 

@@ -22,7 +22,7 @@ const routes: [RegExp, View, string][] = [
   [/^#\/agents$/, agentsView, "Agents"],
   [/^#\/devices$/, devicesView, "Devices"],
   [/^#\/devices\/(.+)$/, devicePageView, "Device"],
-  // One workspace tab on its own (Logs, Shell), until the device workspace holds them.
+  // One workspace tab on its own (Logs, Shell, Files), until the device workspace holds them.
   [/^#\/device\/(.+\/[a-z]+)$/, tabPageView, "Device tab"],
   [/^#\/leases$/, leasesView, "Leases"],
   [/^#\/sessions$/, sessionsView, "Sessions"],

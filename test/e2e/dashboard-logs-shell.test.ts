@@ -1,10 +1,11 @@
 /// <reference lib="dom" />
 /**
- * The device workspace's Logs and Shell tabs in a real browser (Debian's
+ * The device workspace's Logs, Shell and Files tabs in a real browser (Debian's
  * Chromium) against `farm standalone` and a simulated phone, each on its
- * own page (#/device/<id>/logs, #/device/<id>/shell) until the workspace
+ * own page (#/device/<id>/logs, …/shell, …/files) until the workspace
  * holds them. Screenshots go to test-artifacts/dashboard-logs-shell/.
  */
+import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimDevice } from "../devsim/index.js";
+import { ROOT } from "../devsim/fs/caller.js";
 import { farm } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
@@ -159,6 +161,52 @@ describe("the Shell tab", () => {
       .poll(async () => JSON.stringify((await farm(["activity", "--device", serial], { ...lab.env, FARM_TOKEN: adminToken })).json), { timeout: 20_000 })
       .toContain("interactive (dashboard)");
     await alice.context().close();
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken })).code).toBe(0);
+  });
+});
+
+describe("the Files tab", () => {
+  it("pushes a file to /sdcard/Download and pulls the same bytes back; a path outside it is refused before the phone is touched", async () => {
+    const leaseToken = await lease(aliceToken);
+    const alice = await onTab(aliceToken, "files", leaseToken);
+    // Bytes of every value, past one adb sync chunk (64 KiB).
+    const bytes = randomBytes(200_000);
+    await alice.getByLabel("File to push").setInputFiles({ name: "data.bin", mimeType: "application/octet-stream", buffer: bytes });
+    await expect.poll(() => alice.getByLabel("Name on the phone").inputValue()).toBe("data.bin");
+    await alice.getByRole("button", { name: "Push to /sdcard/Download/" }).click();
+    await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent(), { timeout: 30_000 }).toMatch(/^Pushed 200000 bytes to \/sdcard\/Download\/data\.bin/);
+    expect(phone.state.fs.readFile("/sdcard/Download/data.bin", ROOT).equals(bytes)).toBe(true);
+    await alice.screenshot({ path: join(artifacts, "files-pushed.png"), fullPage: true });
+    // Journaled on the agent, in the activity log with its path.
+    const activity = JSON.stringify((await farm(["activity", "--device", serial], { ...lab.env, FARM_TOKEN: aliceToken })).json);
+    expect(activity).toContain("pushFile");
+
+    expect(await alice.getByLabel("Path on the phone").inputValue()).toBe("/sdcard/Download/data.bin");
+    const [download] = await Promise.all([alice.waitForEvent("download"), alice.getByRole("button", { name: "Pull" }).click()]);
+    const pulled = await readFile(await download.path());
+    expect(download.suggestedFilename()).toBe("data.bin");
+    expect(pulled.equals(bytes)).toBe(true);
+    await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent()).toMatch(/^Pulled \/sdcard\/Download\/data\.bin: 200000 bytes/);
+
+    // Out of bounds: refused by the coordinator with the field named, before the call is routed to any agent.
+    const bad = ["/sdcard/Download/../../data/local/tmp/x", "/data/local/tmp/x", "/sdcard/Download/a;rm -rf x"];
+    for (const path of bad) {
+      await alice.getByLabel("Path on the phone").fill(path);
+      await alice.getByRole("button", { name: "Pull" }).click();
+      await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent()).toMatch(/^Pull failed: path /);
+      await alice.getByLabel("Path on the phone").fill("/sdcard/Download/");
+    }
+    await alice.screenshot({ path: join(artifacts, "files-refused.png"), fullPage: true });
+    // In the activity log as refusals that never reached an agent (no agent id: not routed).
+    type Entry = { command: string; outcome: string; agentId: string; detail: string };
+    const entries = ((await farm(["activity", "--device", serial], { ...lab.env, FARM_TOKEN: aliceToken })).json["entries"] as Entry[]).filter((e) => e.command === "pullFile" && bad.includes(e.detail));
+    expect(entries.map((e) => [e.outcome, e.agentId])).toEqual(bad.map(() => ["INVALID_ARGUMENT", ""]));
+
+    // Bob holds no lease: the tab stays shut for him.
+    const bob = await onTab(bobToken, "files");
+    await expect.poll(() => bob.locator("[data-cell=\"files-status\"]").textContent()).toMatch(/lease holder/);
+    expect(await bob.getByRole("button", { name: "Pull" }).isDisabled()).toBe(true);
+    for (const p of [alice, bob]) await p.context().close();
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken })).code).toBe(0);
   });
 });

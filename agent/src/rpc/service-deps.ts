@@ -8,6 +8,7 @@ import type { SetPropRequest } from "../actions/setprop-action.js";
 import type { InputRequest } from "../actions/input-action.js";
 import type { InteractiveShellRequest } from "../actions/interactive-shell-action.js";
 import type { InstallRequest } from "../actions/install-action.js";
+import type { PushFileRequest, PushFileResult } from "../actions/push-file-action.js";
 import type { EvidenceDeps } from "../evidence/capture-command.js";
 import type { VideoSessions } from "../video/video-sessions.js";
 import type { IosDevices } from "../ios/ios-devices.js";
@@ -28,6 +29,7 @@ export interface AgentServiceDeps {
   reboot: ActionKind<Record<string, never>, Record<string, never>>;
   interactiveShell: ActionKind<InteractiveShellRequest, { exitCode: number }>;
   install: ActionKind<InstallRequest, { output: string }>;
+  pushFile: ActionKind<PushFileRequest, PushFileResult>;
   /** Remote adb tunnels open on this agent, and the action that holds a phone for one. */
   adbTunnels: AdbTunnels;
   rawAdb: ActionKind<RawAdbRequest, RawAdbResult>;

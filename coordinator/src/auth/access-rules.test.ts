@@ -111,6 +111,7 @@ const phoneReads = [
   "farm.v1.DeviceService/AbandonAction",
   "farm.v1.DeviceService/GetAppEndpoint",
   "farm.v1.DeviceService/RemoveAppForward",
+  "farm.v1.DeviceService/PullFile",
   "farm.v1.EvidenceService/CaptureEvidence",
   "farm.v1.VideoService/StartVideo",
   "farm.v1.LiveScreenService/WatchScreen",

@@ -1,11 +1,12 @@
 import { h } from "../../dom.js";
 import { batched, type View } from "../../view.js";
+import { filesTab } from "./files-tab.js";
 import { logsTab } from "./logs-tab.js";
 import { shellTab } from "./shell-tab.js";
 import type { WorkspaceTab, WorkspaceTarget } from "./workspace-tab.js";
 
 /** The tabs this page can show on their own, by id. */
-const tabs: readonly WorkspaceTab[] = [logsTab, shellTab];
+const tabs: readonly WorkspaceTab[] = [logsTab, shellTab, filesTab];
 
 /** Where the device page keeps the lease token this browser tab took (device-screen.ts). */
 const tokenKey = (physicalId: string) => `farm.lease.${physicalId}`;
