@@ -36,7 +36,7 @@ async function onTab(token: string, tab: string, leaseToken = ""): Promise<Page>
   await page.goto(`${url()}/dashboard/`);
   await page.getByLabel("User token").fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await expect.poll(() => page.locator("#nav").isVisible()).toBe(true);
+  await expect.poll(() => page.locator("#nav").isVisible(), { timeout: 20_000 }).toBe(true);
   if (leaseToken) await page.evaluate(([key, value]) => sessionStorage.setItem(key as string, value as string), [`farm.lease.${physicalId}`, leaseToken]);
   await page.goto(`${url()}/dashboard/#/device/${encodeURIComponent(physicalId)}/${tab}`);
   return page;
@@ -104,7 +104,7 @@ describe("the Logs tab", () => {
     // The tag filter hides every other tag.
     const all = await alice.locator(".log-line").count();
     await alice.getByLabel("Tag filter").fill("x");
-    await expect.poll(() => alice.locator(".log-line").count()).toBeLessThan(all);
+    await expect.poll(() => alice.locator(".log-line").count(), { timeout: 20_000 }).toBeLessThan(all);
     const tags = await alice.locator(".log-line").evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset["tag"] ?? ""));
     expect(tags.length).toBeGreaterThan(0);
     expect(tags.every((t) => t.toLowerCase().includes("x"))).toBe(true);
@@ -112,26 +112,26 @@ describe("the Logs tab", () => {
     await alice.screenshot({ path: join(artifacts, "logs-filtered.png"), fullPage: true });
     // And the level filter hides an Info line.
     await alice.getByLabel("Lowest level").selectOption("E");
-    await expect.poll(() => alice.locator(".log-line").count()).toBe(0);
+    await expect.poll(() => alice.locator(".log-line").count(), { timeout: 20_000 }).toBe(0);
     await alice.getByLabel("Lowest level").selectOption("V");
-    await expect.poll(() => alice.locator(".log-line").count()).toBeGreaterThan(0);
+    await expect.poll(() => alice.locator(".log-line").count(), { timeout: 20_000 }).toBeGreaterThan(0);
 
     // Bob holds no lease on it: the log is alice's.
     const bob = await onTab(bobToken, "logs");
-    await expect.poll(() => bob.locator("[data-cell=\"log-status\"]").textContent()).toMatch(/only the holder|lease/i);
+    await expect.poll(() => bob.locator("[data-cell=\"log-status\"]").textContent(), { timeout: 20_000 }).toMatch(/only the holder|lease/i);
     expect(await bob.locator(".log-line").count()).toBe(0);
     await bob.screenshot({ path: join(artifacts, "logs-refused.png"), fullPage: true });
 
     // One stream for the phone, however many pages read it: a second page of alice's joins it.
     const second = await onTab(aliceToken, "logs", leaseToken);
     await expect.poll(() => second.locator("[data-cell=\"log-rows\"]").textContent(), { timeout: 20_000 }).toContain("x: hello");
-    await expect.poll(() => metric("farm_live_logcat_viewers")).toBe("farm_live_logcat_viewers 2");
+    await expect.poll(() => metric("farm_live_logcat_viewers"), { timeout: 20_000 }).toBe("farm_live_logcat_viewers 2");
     expect(await metric("farm_live_logcats")).toBe("farm_live_logcats 1");
 
     // The lease's end ends the holder's streams.
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken })).code).toBe(0);
     await expect.poll(() => metric("farm_live_logcat_viewers"), { timeout: 20_000 }).toBe("farm_live_logcat_viewers 0");
-    await expect.poll(() => alice.locator("[data-cell=\"log-status\"]").textContent()).toMatch(/lease/i);
+    await expect.poll(() => alice.locator("[data-cell=\"log-status\"]").textContent(), { timeout: 20_000 }).toMatch(/lease/i);
     for (const p of [alice, bob, second]) await p.context().close();
   });
 });
@@ -151,7 +151,7 @@ describe("the Shell tab", () => {
 
     // Bob holds no lease: no shell for him.
     const bob = await onTab(bobToken, "shell");
-    await expect.poll(() => bob.locator("[data-cell=\"shell-status\"]").textContent()).toMatch(/lease holder/);
+    await expect.poll(() => bob.locator("[data-cell=\"shell-status\"]").textContent(), { timeout: 20_000 }).toMatch(/lease holder/);
     await bob.context().close();
 
     // Leaving the page ends the shell: its action is settled and in the activity log as the dashboard's.
@@ -172,7 +172,7 @@ describe("the Files tab", () => {
     // Bytes of every value, past one adb sync chunk (64 KiB).
     const bytes = randomBytes(200_000);
     await alice.getByLabel("File to push").setInputFiles({ name: "data.bin", mimeType: "application/octet-stream", buffer: bytes });
-    await expect.poll(() => alice.getByLabel("Name on the phone").inputValue()).toBe("data.bin");
+    await expect.poll(() => alice.getByLabel("Name on the phone").inputValue(), { timeout: 20_000 }).toBe("data.bin");
     await alice.getByRole("button", { name: "Push to /sdcard/Download/" }).click();
     await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent(), { timeout: 30_000 }).toMatch(/^Pushed 200000 bytes to \/sdcard\/Download\/data\.bin/);
     expect(phone.state.fs.readFile("/sdcard/Download/data.bin", ROOT).equals(bytes)).toBe(true);
@@ -186,14 +186,14 @@ describe("the Files tab", () => {
     const pulled = await readFile(await download.path());
     expect(download.suggestedFilename()).toBe("data.bin");
     expect(pulled.equals(bytes)).toBe(true);
-    await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent()).toMatch(/^Pulled \/sdcard\/Download\/data\.bin: 200000 bytes/);
+    await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent(), { timeout: 20_000 }).toMatch(/^Pulled \/sdcard\/Download\/data\.bin: 200000 bytes/);
 
     // Out of bounds: refused by the coordinator with the field named, before the call is routed to any agent.
     const bad = ["/sdcard/Download/../../data/local/tmp/x", "/data/local/tmp/x", "/sdcard/Download/a;rm -rf x"];
     for (const path of bad) {
       await alice.getByLabel("Path on the phone").fill(path);
       await alice.getByRole("button", { name: "Pull" }).click();
-      await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent()).toMatch(/^Pull failed: path /);
+      await expect.poll(() => alice.locator("[data-cell=\"files-status\"]").textContent(), { timeout: 20_000 }).toMatch(/^Pull failed: path /);
       await alice.getByLabel("Path on the phone").fill("/sdcard/Download/");
     }
     await alice.screenshot({ path: join(artifacts, "files-refused.png"), fullPage: true });
@@ -204,7 +204,7 @@ describe("the Files tab", () => {
 
     // Bob holds no lease: the tab stays shut for him.
     const bob = await onTab(bobToken, "files");
-    await expect.poll(() => bob.locator("[data-cell=\"files-status\"]").textContent()).toMatch(/lease holder/);
+    await expect.poll(() => bob.locator("[data-cell=\"files-status\"]").textContent(), { timeout: 20_000 }).toMatch(/lease holder/);
     expect(await bob.getByRole("button", { name: "Pull" }).isDisabled()).toBe(true);
     for (const p of [alice, bob]) await p.context().close();
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken })).code).toBe(0);

@@ -13,7 +13,7 @@ const INPUT_PENDING_MAX_BYTES = 256 * 1024;
 /** xterm.js is a chunk of its own (most of the dashboard's bytes): loaded when a Shell tab first opens. */
 async function loadTerminal(): Promise<{ term: Terminal; fit: () => void }> {
   const [{ Terminal }, { FitAddon }] = await Promise.all([import("@xterm/xterm"), import("@xterm/addon-fit")]);
-  const term = new Terminal({ cursorBlink: true, fontSize: 13, scrollback: 2_000, theme: { background: "#000000", foreground: "#e6e6e6", cursor: "#e6e6e6" } });
+  const term = new Terminal({ cursorBlink: true, fontFamily: "monospace", fontSize: 13, scrollback: 2_000, theme: { background: "#000000", foreground: "#e6e6e6", cursor: "#e6e6e6" } });
   const fit = new FitAddon();
   term.loadAddon(fit);
   return { term, fit: () => fit.fit() };
