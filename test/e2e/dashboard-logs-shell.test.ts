@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -208,5 +209,36 @@ describe("the Files tab", () => {
     expect(await bob.getByRole("button", { name: "Pull" }).isDisabled()).toBe(true);
     for (const p of [alice, bob]) await p.context().close();
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken })).code).toBe(0);
+  });
+});
+
+describe("the browser's file upload (POST /dashboard/api/blobs)", () => {
+  /** Sends only the headers of an upload and answers with what the coordinator said, before any body byte was sent. */
+  const refusedBeforeBody = (headers: Record<string, string>) =>
+    new Promise<{ status: number; code: string }>((resolve, reject) => {
+      const req = request(`${url()}/dashboard/api/blobs?name=big.bin`, { method: "POST", headers }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, code: String((JSON.parse(body) as { code?: string }).code) });
+        });
+      });
+      req.on("error", reject);
+      // Headers only: the body would follow, and must not be needed for the answer.
+      req.flushHeaders();
+    });
+
+  it("refuses a file past the limit, another site's page and a caller without a session, from the headers alone", async () => {
+    const signIn = await fetch(`${url()}/dashboard/api/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: aliceToken }) });
+    expect(signIn.status).toBe(200);
+    const cookie = String(signIn.headers.get("set-cookie")).split(";")[0] as string;
+    const big = String(256 * 1024 * 1024 + 1);
+    expect(await refusedBeforeBody({ cookie, "content-length": big })).toEqual({ status: 413, code: "MESSAGE_TOO_LARGE" });
+    expect(await refusedBeforeBody({ cookie, "content-length": "10", origin: "https://elsewhere.example" })).toEqual({ status: 403, code: "PERMISSION_DENIED" });
+    expect(await refusedBeforeBody({ "content-length": "10" })).toEqual({ status: 401, code: "UNAUTHENTICATED" });
+    // The same session's small upload is taken: the refusals above were the headers', not the session's.
+    const small = await fetch(`${url()}/dashboard/api/blobs?name=x.bin`, { method: "POST", headers: { cookie, "content-type": "application/octet-stream" }, body: "0123456789" });
+    expect(small.status).toBe(200);
+    expect(((await small.json()) as { blobId: string }).blobId).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
