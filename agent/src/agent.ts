@@ -26,6 +26,7 @@ import { setPropAction } from "./actions/setprop-action.js";
 import { inputAction } from "./actions/input-action.js";
 import { rebootAction } from "./actions/reboot-action.js";
 import { interactiveShellAction } from "./actions/interactive-shell-action.js";
+import { pushFileAction } from "./actions/push-file-action.js";
 import { installAction } from "./actions/install-action.js";
 import { resumeStagedUploads } from "./evidence/staged-uploads.js";
 import { VideoSessions } from "./video/video-sessions.js";
@@ -41,6 +42,7 @@ import { DeviceWatcher } from "./devices/device-watcher.js";
 import { adbServerListening } from "./adb/adb-probe.js";
 import { Uplink } from "./uplink/uplink.js";
 import { LiveScreens, serveScreenOver } from "./live-screen/live-screens.js";
+import { LiveLogcats, serveLogcatOver } from "./live-logcat/live-logcats.js";
 import { AdbTunnels } from "./adb-tunnel/adb-tunnels.js";
 import { serveAdbStreamOver } from "./adb-tunnel/adb-stream.js";
 import { ADB_STREAM_WINDOW_BYTES } from "@farm/shared/http2-windows";
@@ -142,6 +144,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
   const screens = new LiveScreens({ adb: opts.adb, serve: serveScreenOver(transport), log });
+  const logcats = new LiveLogcats({ adb: opts.adb, serve: serveLogcatOver(transport), log });
   // adb streams on a connection of their own, with small windows: a stream whose phone reads nothing holds little.
   const adbTransport = coordinatorTransport(opts.coordinatorUrl, opts.token, { caFile: opts.caFile, insecure: opts.insecure, streamWindowBytes: ADB_STREAM_WINDOW_BYTES });
   const adbTunnels = new AdbTunnels({
@@ -168,7 +171,9 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     adbTunnels,
     rawAdb: rawAdbAction(),
     screens,
+    logcats,
     install: installAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
+    pushFile: pushFileAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),
     log,
     evidence: { adb: opts.adb, transport, stagingDir: join(opts.dataDir, "staging"), agent: agentInfo },
     video,
@@ -269,6 +274,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       // Settled in the journal before it closes.
       await adbTunnels.stopAll("the agent is stopping");
       screens.stopAll();
+      logcats.stopAll();
       await link.stop();
       database.close();
       hostJournal.close();

@@ -91,6 +91,8 @@ import { AdbStreamRelay } from "./adb-tunnels/adb-stream-relay.js";
 import { registerAdbTunnelService, registerAgentAdbService } from "./adb-tunnels/adb-tunnel-service.js";
 import { settleRawAdbOnLeaseEnd } from "./adb-tunnels/lease-end-settle.js";
 import { registerAgentScreenService, registerLiveScreenService, ScreenFeeds } from "./live-screen/live-screen-service.js";
+import { LogcatFeeds } from "./live-logcat/logcat-feeds.js";
+import { registerAgentLogcatService, registerLogcatService } from "./live-logcat/logcat-service.js";
 import { DEFAULT_TUNNEL_LIMITS, Tunnels, type TunnelLimits } from "./adb-tunnels/tunnels.js";
 
 export interface CoordinatorOptions {
@@ -197,6 +199,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const tunnels = new Tunnels({ ...DEFAULT_TUNNEL_LIMITS, ...opts.adbTunnels });
   const adbRelay = new AdbStreamRelay();
   const screenFeeds = new ScreenFeeds(log);
+  const logcatFeeds = new LogcatFeeds(log);
   const shared = database.dialect === "postgres";
   const bytes = createByteStore(opts.byteStore ?? (shared ? "database" : "files"), opts.dataDir, database);
   const blobs = new BlobStore(opts.dataDir, { index: createBlobIndexStore(database), bytes, quotaBytes: opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT, shared });
@@ -232,9 +235,9 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
-  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
+  const dashboard = dashboardHandler({ web, tokens, blobs, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
   const unaryStats = { fast: 0 };
-  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, unary: unaryStats });
+  const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, logcats: logcatFeeds, unary: unaryStats });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
 
@@ -311,6 +314,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentAdbService(router, { relay: adbRelay });
       registerLiveScreenService(router, screenDeps);
       registerAgentScreenService(router, { feeds: screenFeeds });
+      registerLogcatService(router, { registry, leases, feeds: logcatFeeds });
+      registerAgentLogcatService(router, { feeds: logcatFeeds });
     },
     fallback(req, res) {
       if (req.method === "GET" && (req.url === "/healthz" || req.url?.startsWith("/healthz?"))) {
@@ -424,6 +429,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       // resumed by the next start (the CLI asks again with the same ticket).
       leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));
       screenFeeds.endAll();
+      logcatFeeds.endAll();
       await dual.close();
       await ocrPool?.close();
       await database.close();

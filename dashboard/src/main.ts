@@ -8,6 +8,7 @@ import { overviewView } from "./views/overview.js";
 import { agentsView } from "./views/agents.js";
 import { devicesView } from "./views/devices.js";
 import { devicePageView } from "./views/device-page.js";
+import { tabPageView } from "./views/workspace/tab-page.js";
 import { leasesView } from "./views/leases.js";
 import { sessionsView } from "./views/sessions.js";
 import { testSessionsView } from "./views/test-sessions.js";
@@ -21,6 +22,8 @@ const routes: [RegExp, View, string][] = [
   [/^#\/agents$/, agentsView, "Agents"],
   [/^#\/devices$/, devicesView, "Devices"],
   [/^#\/devices\/(.+)$/, devicePageView, "Device"],
+  // One workspace tab on its own (Logs, Shell, Files), until the device workspace holds them.
+  [/^#\/device\/(.+\/[a-z]+)$/, tabPageView, "Device tab"],
   [/^#\/leases$/, leasesView, "Leases"],
   [/^#\/sessions$/, sessionsView, "Sessions"],
   [/^#\/test-sessions\/([^?]+)$/, testSessionPageView, "Test session"],

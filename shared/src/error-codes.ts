@@ -161,6 +161,10 @@ export const Errors = {
   OUTPUT_TOO_LARGE: { code: "OUTPUT_TOO_LARGE", status: Status.Unavailable, exit: Exit.DATA },
   BLOB_UNAVAILABLE: { code: "BLOB_UNAVAILABLE", status: Status.Unavailable, exit: Exit.UNAVAILABLE },
   INSTALL_PUSH_FAILED: { code: "INSTALL_PUSH_FAILED", status: Status.Unavailable, exit: Exit.UNAVAILABLE },
+  /** A file pushed to or pulled from a phone could not be moved whole (PushFile, PullFile). */
+  FILE_TRANSFER_FAILED: { code: "FILE_TRANSFER_FAILED", status: Status.Unavailable, exit: Exit.UNAVAILABLE },
+  /** A file past the push or pull limit: refused before its bytes are read. */
+  FILE_TOO_LARGE: { code: "FILE_TOO_LARGE", status: Status.ResourceExhausted, exit: Exit.DATA },
   DEVICE_JOB_START_FAILED: { code: "DEVICE_JOB_START_FAILED", status: Status.Unavailable, exit: Exit.UNAVAILABLE },
   DEVICE_JOB_RECORD_MISSING: { code: "DEVICE_JOB_RECORD_MISSING", status: Status.Unavailable, exit: Exit.SOFTWARE },
   /** The action ran on the device and failed (a known, settled outcome). */

@@ -30,6 +30,7 @@ const BENCHES = [
   "video-verify",
   "dashboard-devices",
   "live-screen",
+  "live-logcat",
   "devsim-pull",
   "app-endpoint",
   "ocr-frame",

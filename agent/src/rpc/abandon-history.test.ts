@@ -63,7 +63,17 @@ describe("abandoning an action while the device history cannot be written", () =
       agentDb.close();
       host.close();
     };
-    const deps = { ownership: own, history, log, shell: { kind: "shell" }, setProp: { kind: "setprop" }, input: { kind: "input" }, reboot: { kind: "reboot" }, install: { kind: "install" } } as unknown as AgentServiceDeps;
+    const deps = {
+      ownership: own,
+      history,
+      log,
+      shell: { kind: "shell" },
+      setProp: { kind: "setprop" },
+      input: { kind: "input" },
+      reboot: { kind: "reboot" },
+      install: { kind: "install" },
+      pushFile: { kind: "push-file" },
+    } as unknown as AgentServiceDeps;
     const client = createClient(DeviceService, createRouterTransport((router) => router.service(DeviceService, agentDeviceService(deps))));
 
     const res = await client.abandonAction({ target: { serial: "s1" }, actionId: lost?.actionId as string, reason: "phone was wiped" }, { headers: { "x-farm-requested-by": "root", "x-farm-requested-by-admin": "1" } });

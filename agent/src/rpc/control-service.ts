@@ -90,6 +90,14 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
       deps.screens.start(req.streamId, serial);
       return {};
     },
+    startLogcat(req) {
+      // Reads only, like the live screen: a phone this agent sees, nothing locked.
+      const serial = serialOf(req.target);
+      if (!deps.watcher.device(serial)) throw farmError(Errors.DEVICE_NOT_FOUND, `no device ${serial} on this agent`, "target.serial");
+      checkCoordinatorId(req.streamId, "stream_id");
+      deps.logcats.start(req.streamId, serial);
+      return {};
+    },
     drain(req) {
       deps.onDrainRequested(req.reason);
       return {};

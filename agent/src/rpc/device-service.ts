@@ -18,6 +18,8 @@ import { takeScreenshot } from "../evidence/take-screenshot.js";
 import { attemptRecorder, callContext, stepRedactor, type CallContext } from "./call-context.js";
 import type { AgentServiceDeps } from "./service-deps.js";
 import { stageTrace } from "@farm/shared/stage-trace";
+import { checkDeviceFilePath } from "@farm/shared/device-files";
+import { pullFile } from "../files/pull-file.js";
 
 const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
 
@@ -28,7 +30,7 @@ const propKey = /^[A-Za-z0-9_.-]{1,255}$/;
  */
 export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof DeviceService> {
   const kinds = new Map<string, ActionKind<never, unknown>>(
-    [deps.shell, deps.setProp, deps.input, deps.reboot, deps.install].map((k) => [k.kind, k as ActionKind<never, unknown>]),
+    [deps.shell, deps.setProp, deps.input, deps.reboot, deps.install, deps.pushFile].map((k) => [k.kind, k as ActionKind<never, unknown>]),
   );
   const action = (c: CallContext, target: DeviceTarget | undefined, ctx?: HandlerContext) => {
     const redactor = ctx?.values.get(stepRedactor);
@@ -144,6 +146,19 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       if (!/^[0-9a-f-]{36}$/.test(req.blobId)) throw farmError(Errors.INVALID_ARGUMENT, "a blob id from BlobService.UploadBlob is required", "blob_id");
       const { action: a, result: out } = await deps.ownership.run(deps.install, { blobId: req.blobId }, action(callContext(ctx), req.target, ctx));
       return { actionId: a.actionId, output: out.output, dispatched: true, ambiguous: false };
+    },
+    async pushFile(req, ctx) {
+      if (!/^[0-9a-f-]{36}$/.test(req.blobId)) throw farmError(Errors.INVALID_ARGUMENT, "a blob id from BlobService.UploadBlob is required", "blob_id");
+      const path = checkDeviceFilePath(req.path);
+      const { action: a, result: out } = await deps.ownership.run(deps.pushFile, { blobId: req.blobId, path }, action(callContext(ctx), req.target, ctx));
+      return { actionId: a.actionId, size: BigInt(out.size), sha256: out.sha256, dispatched: true, ambiguous: false };
+    },
+    async pullFile(req, ctx) {
+      const serial = serialOf(req.target);
+      const path = checkDeviceFilePath(req.path);
+      deps.ownership.requireDevice(serial);
+      const r = await pullFile(serial, path, callContext(ctx).deadlineMs, deps.evidence);
+      return { blobId: r.blobId, size: BigInt(r.size), sha256: r.sha256 };
     },
     async getAppEndpoint(req, ctx) {
       return { endpoint: await appEndpoint(serialOf(req.target), req.app, req.wdaRunner, callContext(ctx).deadlineMs, deps) };

@@ -8,12 +8,14 @@ import type { SetPropRequest } from "../actions/setprop-action.js";
 import type { InputRequest } from "../actions/input-action.js";
 import type { InteractiveShellRequest } from "../actions/interactive-shell-action.js";
 import type { InstallRequest } from "../actions/install-action.js";
+import type { PushFileRequest, PushFileResult } from "../actions/push-file-action.js";
 import type { EvidenceDeps } from "../evidence/capture-command.js";
 import type { VideoSessions } from "../video/video-sessions.js";
 import type { IosDevices } from "../ios/ios-devices.js";
 import type { AdbTunnels } from "../adb-tunnel/adb-tunnels.js";
 import type { RawAdbRequest, RawAdbResult } from "../adb-tunnel/raw-adb-action.js";
 import type { LiveScreens } from "../live-screen/live-screens.js";
+import type { LiveLogcats } from "../live-logcat/live-logcats.js";
 
 /** What the agent's services work with. */
 export interface AgentServiceDeps {
@@ -27,11 +29,14 @@ export interface AgentServiceDeps {
   reboot: ActionKind<Record<string, never>, Record<string, never>>;
   interactiveShell: ActionKind<InteractiveShellRequest, { exitCode: number }>;
   install: ActionKind<InstallRequest, { output: string }>;
+  pushFile: ActionKind<PushFileRequest, PushFileResult>;
   /** Remote adb tunnels open on this agent, and the action that holds a phone for one. */
   adbTunnels: AdbTunnels;
   rawAdb: ActionKind<RawAdbRequest, RawAdbResult>;
   /** Live screens this agent streams to the coordinator. */
   screens: LiveScreens;
+  /** Live logcats this agent streams to the coordinator. */
+  logcats: LiveLogcats;
   log: Logger;
   evidence: EvidenceDeps;
   video: VideoSessions;

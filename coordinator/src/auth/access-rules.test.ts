@@ -111,9 +111,11 @@ const phoneReads = [
   "farm.v1.DeviceService/AbandonAction",
   "farm.v1.DeviceService/GetAppEndpoint",
   "farm.v1.DeviceService/RemoveAppForward",
+  "farm.v1.DeviceService/PullFile",
   "farm.v1.EvidenceService/CaptureEvidence",
   "farm.v1.VideoService/StartVideo",
   "farm.v1.LiveScreenService/WatchScreen",
+  "farm.v1.LogcatService/WatchLogcat",
 ];
 
 /**
@@ -130,6 +132,7 @@ const openOnLeasedPhones: Record<string, string> = {
   "farm.v1.SessionService/StartSession": "needs the lease token itself (session-service.ts authorizes the lease)",
   "farm.v1.ShellService/OpenShell": "needs the lease token itself (shell-service.ts routes it as a change)",
   "farm.v1.ReplicaService/RelayScreen": "another replica only (access replica), which checked its caller holds the lease or is an admin; the replica holding the agent checks that lease id again in the database (replicas/relayed-route.ts)",
+  "farm.v1.ShellService/WatchShell": "needs the lease token itself (shell-service.ts routes it as a change, as OpenShell)",
 };
 
 const bearer = (token: string | undefined): Interceptor => (next) => (req) => {

@@ -1,5 +1,7 @@
 import { LiveScreenService } from "@farm/shared/gen/farm/v1/live_screen_service_pb";
 import { AgentScreenService } from "@farm/shared/gen/farm/v1/agent_screen_service_pb";
+import { AgentLogcatService } from "@farm/shared/gen/farm/v1/agent_logcat_service_pb";
+import { LogcatService } from "@farm/shared/gen/farm/v1/logcat_service_pb";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Access, rulesOf } from "@farm/shared/method-rules";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
@@ -58,6 +60,8 @@ export const coordinatorServices: readonly DescService[] = [
   AgentAdbService,
   LiveScreenService,
   AgentScreenService,
+  LogcatService,
+  AgentLogcatService,
   PrivacyService,
 ];
 

@@ -15,6 +15,8 @@ import type { SessionSteps } from "../sessions/session-steps.js";
 import type { TokenStore } from "../auth/token-store.js";
 import { SESSION_COOKIE, SESSION_TTL_MS, sessionIdFromCookie, type WebSessions } from "../auth/web-sessions.js";
 import { headersOf } from "./request-headers.js";
+import { uploadBlob } from "./dashboard-upload.js";
+import type { BlobStore } from "../evidence/blob-store.js";
 
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
@@ -44,6 +46,8 @@ export interface DashboardDeps {
   evidence: EvidenceStore;
   /** Session screenshots, served only under a session that shows them. */
   sessionImages?: { steps: SessionSteps; images: SessionImageStore };
+  /** Where browser uploads go (POST api/blobs); without it, uploads are not served. */
+  blobs?: BlobStore;
   /** Built assets (index.html, assets/); null when the dashboard was not built. */
   assetsDir: string | null;
   /** Allow sign-in and files over cleartext from other machines. */
@@ -73,6 +77,7 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       if (rest === "api/sign-in" && req.method === "POST") return await signIn(deps, req, res);
       if (rest === "api/sign-out" && req.method === "POST") return await signOut(deps, req, res);
       if (rest === "api/me" && req.method === "GET") return await me(deps, req, res);
+      if (rest === "api/blobs" && req.method === "POST" && deps.blobs) return (json(res, 200, await uploadBlob({ ...deps, blobs: deps.blobs }, req, url)), true);
       if (rest.startsWith("files/evidence/") && (req.method === "GET" || req.method === "HEAD")) return await evidenceFile(deps, req, res, rest.slice("files/evidence/".length), url);
       if (rest.startsWith("files/session-images/") && (req.method === "GET" || req.method === "HEAD")) return await sessionImage(deps, req, res, rest.slice("files/session-images/".length));
       if (req.method === "GET" || req.method === "HEAD") return await asset(deps, res, rest);
@@ -80,7 +85,17 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       return true;
     } catch (err) {
       const r = toErrorReport(err);
-      const status = r.code === Errors.UNAUTHENTICATED.code ? 401 : r.code === Errors.PERMISSION_DENIED.code || r.code === Errors.INSECURE_TRANSPORT.code ? 403 : 500;
+      const status = r.code === Errors.UNAUTHENTICATED.code
+        ? 401
+        : r.code === Errors.PERMISSION_DENIED.code || r.code === Errors.INSECURE_TRANSPORT.code
+        ? 403
+        : r.code === Errors.INVALID_ARGUMENT.code
+        ? 400
+        : r.code === Errors.FILE_TOO_LARGE.code
+        ? 413
+        : r.code === Errors.QUOTA_EXCEEDED.code
+        ? 429
+        : 500;
       // A failure of this host (storage, a bug) at error level; the caller's own at warn.
       (status === 500 ? deps.log.error : deps.log.warn).call(deps.log, "dashboard request failed", { path, code: r.code, error: r.message });
       // The browser gets no host paths (a file the store could not open); the log keeps them.

@@ -91,6 +91,9 @@ const byService: Readonly<Record<string, MessageLimits>> = {
   // Live screen: a viewer's request; the agent's frames (an H.264 key frame or a JPEG, well under 8 MiB).
   "farm.v1.LiveScreenService": control(4 * KiB),
   "farm.v1.AgentScreenService": stream(9 * MiB, 1024 * GiB),
+  // Live logcat: a viewer's request; the agent's batches (256 lines of at most 4 KiB, with framing).
+  "farm.v1.LogcatService": control(4 * KiB),
+  "farm.v1.AgentLogcatService": stream(2 * MiB, 1024 * GiB),
   // Chunks and the manifest.
   "farm.v1.AgentEvidenceService": stream(8 * MiB, 2 * EVIDENCE_BUNDLE_MAX_BYTES),
 };

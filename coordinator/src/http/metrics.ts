@@ -22,6 +22,7 @@ export async function coordinatorMetrics(src: {
   evidence: EvidenceStore;
   videos: VideoSessionIndex;
   screens?: { stats(): { phones: number; viewers: number; queuedBytes: number; resyncs: number } };
+  logcats?: { stats(): { phones: number; viewers: number; queuedLines: number; dropped: number } };
   /** Unary calls served on the fast path (grpc-unary-fast-path.ts). */
   unary?: { fast: number };
 }): Promise<CoordinatorMetrics> {
@@ -71,6 +72,34 @@ export async function coordinatorMetrics(src: {
       collect() {
         this.reset();
         this.inc(screens.stats().resyncs);
+      },
+    });
+  }
+  const logcats = src.logcats;
+  if (logcats) {
+    new Gauge({
+      name: "farm_live_logcats",
+      help: "Phones whose live logcat is being followed (one stream per phone, shared by its viewers)",
+      registers: [registry],
+      collect() {
+        this.set(logcats.stats().phones);
+      },
+    });
+    new Gauge({
+      name: "farm_live_logcat_viewers",
+      help: "Live logcat viewers connected",
+      registers: [registry],
+      collect() {
+        this.set(logcats.stats().viewers);
+      },
+    });
+    new Counter({
+      name: "farm_live_logcat_dropped_lines_total",
+      help: "Log lines live logcat viewers missed because they fell behind (each viewer's queue is bounded)",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(logcats.stats().dropped);
       },
     });
   }

@@ -12,6 +12,7 @@ import type { Principal, TokenStore } from "../auth/token-store.js";
 import type { WebSessions } from "../auth/web-sessions.js";
 import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
 import { headersOf } from "./request-headers.js";
+import { DASHBOARD_UPLOAD_MAX_BYTES, DASHBOARD_UPLOAD_PATH } from "./dashboard-upload.js";
 
 export interface RequestGateOptions {
   tokens: TokenStore;
@@ -50,8 +51,10 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const m = rpcPath.exec(path);
     const announced = contentLength(req);
     if (!m) {
-      if (announced !== undefined && announced > PLAIN_BODY_MAX_BYTES) {
-        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${PLAIN_BODY_MAX_BYTES} bytes` });
+      // The dashboard's file upload is the one plain request with a large body (its handler applies its own limit).
+      const max = path === DASHBOARD_UPLOAD_PATH ? DASHBOARD_UPLOAD_MAX_BYTES : PLAIN_BODY_MAX_BYTES;
+      if (announced !== undefined && announced > max) {
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${max} bytes` });
       }
       return handler(req, res);
     }

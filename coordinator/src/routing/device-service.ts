@@ -1,3 +1,4 @@
+import { checkDeviceFilePath } from "@farm/shared/device-files";
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { fromBinary, toBinary, type DescMethod, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
@@ -280,6 +281,7 @@ function checkArguments(method: Method, req: unknown): void {
   const r = req as Record<string, unknown>;
   if (method === DeviceService.method.runShell) checkShellCommand(String(r["command"] ?? ""));
   if (method === DeviceService.method.setProperty) checkPropValue(String(r["value"] ?? ""));
+  if (method === DeviceService.method.pushFile || method === DeviceService.method.pullFile) checkDeviceFilePath(String(r["path"] ?? ""));
 }
 
 /** The method's answer as kept for its request id: protobuf binary, in base64. */
@@ -311,6 +313,9 @@ function detailOf(method: Method, req: unknown): string {
       return `${String(r["app"] ?? "")}${r["wdaRunner"] ? ` wda ${String(r["wdaRunner"])}` : ""}`;
     case "removeAppForward":
       return `tcp:${String(r["port"] ?? "")}`;
+    case "pushFile":
+    case "pullFile":
+      return String(r["path"] ?? "").slice(0, 200);
     case "sendInput":
       return inputDetail(r);
     default:

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiMwoPRW5kTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIwChBFbmRMZWFzZVJlc3BvbnNlEhwKFGFiYW5kb25lZF9hY3Rpb25faWRzGAEgAygJMrMFChNBZ2VudENvbnRyb2xTZXJ2aWNlEk8KClN0YXJ0U2hlbGwSGi5mYXJtLnYxLlN0YXJ0U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TdGFydFNoZWxsUmVzcG9uc2UiCKK7GAQIBhABElsKDlN0YXJ0QWRiVHVubmVsEh4uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBhABElgKDVN0b3BBZGJUdW5uZWwSHS5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBiABElkKDlN0YXJ0QWRiU3RyZWFtEh4uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBhJYCg1TdG9wQWRiU3RyZWFtEh0uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlc3BvbnNlIgiiuxgECAYgARJSCgtTdGFydFNjcmVlbhIbLmZhcm0udjEuU3RhcnRTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5TdGFydFNjcmVlblJlc3BvbnNlIgiiuxgECAYoARJJCghFbmRMZWFzZRIYLmZhcm0udjEuRW5kTGVhc2VSZXF1ZXN0GhkuZmFybS52MS5FbmRMZWFzZVJlc3BvbnNlIgiiuxgECAYgARJACgVEcmFpbhIVLmZhcm0udjEuRHJhaW5SZXF1ZXN0GhYuZmFybS52MS5EcmFpblJlc3BvbnNlIgiiuxgECAYgAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiTgoSU3RhcnRMb2djYXRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCXN0cmVhbV9pZBgCIAEoCSIVChNTdGFydExvZ2NhdFJlc3BvbnNlIjMKD0VuZExlYXNlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMAoQRW5kTGVhc2VSZXNwb25zZRIcChRhYmFuZG9uZWRfYWN0aW9uX2lkcxgBIAMoCTKHBgoTQWdlbnRDb250cm9sU2VydmljZRJPCgpTdGFydFNoZWxsEhouZmFybS52MS5TdGFydFNoZWxsUmVxdWVzdBobLmZhcm0udjEuU3RhcnRTaGVsbFJlc3BvbnNlIgiiuxgECAYQARJbCg5TdGFydEFkYlR1bm5lbBIeLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYQARJYCg1TdG9wQWRiVHVubmVsEh0uZmFybS52MS5TdG9wQWRiVHVubmVsUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYgARJZCg5TdGFydEFkYlN0cmVhbRIeLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAYSWAoNU3RvcEFkYlN0cmVhbRIdLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJTdHJlYW1SZXNwb25zZSIIorsYBAgGIAESUgoLU3RhcnRTY3JlZW4SGy5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVxdWVzdBocLmZhcm0udjEuU3RhcnRTY3JlZW5SZXNwb25zZSIIorsYBAgGKAESUgoLU3RhcnRMb2djYXQSGy5mYXJtLnYxLlN0YXJ0TG9nY2F0UmVxdWVzdBocLmZhcm0udjEuU3RhcnRMb2djYXRSZXNwb25zZSIIorsYBAgGKAESSQoIRW5kTGVhc2USGC5mYXJtLnYxLkVuZExlYXNlUmVxdWVzdBoZLmZhcm0udjEuRW5kTGVhc2VSZXNwb25zZSIIorsYBAgGIAESQAoFRHJhaW4SFS5mYXJtLnYxLkRyYWluUmVxdWVzdBoWLmZhcm0udjEuRHJhaW5SZXNwb25zZSIIorsYBAgGIAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -290,6 +290,41 @@ export const StartScreenResponseSchema: GenMessage<StartScreenResponse> = /*@__P
   messageDesc(file_farm_v1_agent_control_service, 13);
 
 /**
+ * @generated from message farm.v1.StartLogcatRequest
+ */
+export type StartLogcatRequest = Message<"farm.v1.StartLogcatRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string stream_id = 2;
+   */
+  streamId: string;
+};
+
+/**
+ * Describes the message farm.v1.StartLogcatRequest.
+ * Use `create(StartLogcatRequestSchema)` to create a new message.
+ */
+export const StartLogcatRequestSchema: GenMessage<StartLogcatRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 14);
+
+/**
+ * @generated from message farm.v1.StartLogcatResponse
+ */
+export type StartLogcatResponse = Message<"farm.v1.StartLogcatResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.StartLogcatResponse.
+ * Use `create(StartLogcatResponseSchema)` to create a new message.
+ */
+export const StartLogcatResponseSchema: GenMessage<StartLogcatResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 15);
+
+/**
  * @generated from message farm.v1.EndLeaseRequest
  */
 export type EndLeaseRequest = Message<"farm.v1.EndLeaseRequest"> & {
@@ -311,7 +346,7 @@ export type EndLeaseRequest = Message<"farm.v1.EndLeaseRequest"> & {
  * Use `create(EndLeaseRequestSchema)` to create a new message.
  */
 export const EndLeaseRequestSchema: GenMessage<EndLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 14);
+  messageDesc(file_farm_v1_agent_control_service, 16);
 
 /**
  * @generated from message farm.v1.EndLeaseResponse
@@ -330,7 +365,7 @@ export type EndLeaseResponse = Message<"farm.v1.EndLeaseResponse"> & {
  * Use `create(EndLeaseResponseSchema)` to create a new message.
  */
 export const EndLeaseResponseSchema: GenMessage<EndLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_control_service, 15);
+  messageDesc(file_farm_v1_agent_control_service, 17);
 
 /**
  * Served by each agent and called only by the coordinator, over the agent's
@@ -410,6 +445,19 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof StartScreenRequestSchema;
     output: typeof StartScreenResponseSchema;
+  },
+  /**
+   * Starts a phone's live logcat: the agent opens
+   * AgentLogcatService.ServeLogcat with this stream id and sends the log's
+   * lines (`logcat -v threadtime`) until the coordinator ends that call.
+   * Reads only.
+   *
+   * @generated from rpc farm.v1.AgentControlService.StartLogcat
+   */
+  startLogcat: {
+    methodKind: "unary";
+    input: typeof StartLogcatRequestSchema;
+    output: typeof StartLogcatResponseSchema;
   },
   /**
    * A lease ended: the agent closes that lease's tunnels and settles any

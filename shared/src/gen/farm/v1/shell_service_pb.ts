@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/shell_service.proto.
  */
 export const file_farm_v1_shell_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL3NoZWxsX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiegoQT3BlblNoZWxsUmVxdWVzdBIkCgVzdGFydBgBIAEoCzITLmZhcm0udjEuU2hlbGxTdGFydEgAEg8KBXN0ZGluGAIgASgMSAASJwoGcmVzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemVIAEIGCgRraW5kImYKClNoZWxsU3RhcnQSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSIwoEc2l6ZRgCIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplEgwKBHRlcm0YAyABKAkiVwoRT3BlblNoZWxsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSAASEAoGb3V0cHV0GAIgASgMSAASEwoJZXhpdF9jb2RlGAMgASgFSABCBgoEa2luZDJeCgxTaGVsbFNlcnZpY2USTgoJT3BlblNoZWxsEhkuZmFybS52MS5PcGVuU2hlbGxSZXF1ZXN0GhouZmFybS52MS5PcGVuU2hlbGxSZXNwb25zZSIGorsYAggEKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_device_service, file_farm_v1_shell]);
+  fileDesc("ChtmYXJtL3YxL3NoZWxsX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiegoQT3BlblNoZWxsUmVxdWVzdBIkCgVzdGFydBgBIAEoCzITLmZhcm0udjEuU2hlbGxTdGFydEgAEg8KBXN0ZGluGAIgASgMSAASJwoGcmVzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemVIAEIGCgRraW5kImYKClNoZWxsU3RhcnQSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSIwoEc2l6ZRgCIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplEgwKBHRlcm0YAyABKAkiVwoRT3BlblNoZWxsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSAASEAoGb3V0cHV0GAIgASgMSAASEwoJZXhpdF9jb2RlGAMgASgFSABCBgoEa2luZCI3ChFXYXRjaFNoZWxsUmVxdWVzdBIiCgVzdGFydBgBIAEoCzITLmZhcm0udjEuU2hlbGxTdGFydCJrChJXYXRjaFNoZWxsUmVzcG9uc2USJgoGb3BlbmVkGAEgASgLMhQuZmFybS52MS5TaGVsbE9wZW5lZEgAEhAKBm91dHB1dBgCIAEoDEgAEhMKCWV4aXRfY29kZRgDIAEoBUgAQgYKBGtpbmQiMgoLU2hlbGxPcGVuZWQSEAoIc2hlbGxfaWQYASABKAkSEQoJYWN0aW9uX2lkGAIgASgJImsKFVNlbmRTaGVsbElucHV0UmVxdWVzdBIQCghzaGVsbF9pZBgBIAEoCRIPCgVzdGRpbhgCIAEoDEgAEicKBnJlc2l6ZRgDIAEoCzIVLmZhcm0udjEuVGVybWluYWxTaXplSABCBgoEa2luZCIYChZTZW5kU2hlbGxJbnB1dFJlc3BvbnNlMooCCgxTaGVsbFNlcnZpY2USTgoJT3BlblNoZWxsEhkuZmFybS52MS5PcGVuU2hlbGxSZXF1ZXN0GhouZmFybS52MS5PcGVuU2hlbGxSZXNwb25zZSIGorsYAggEKAEwARJPCgpXYXRjaFNoZWxsEhouZmFybS52MS5XYXRjaFNoZWxsUmVxdWVzdBobLmZhcm0udjEuV2F0Y2hTaGVsbFJlc3BvbnNlIgaiuxgCCAQwARJZCg5TZW5kU2hlbGxJbnB1dBIeLmZhcm0udjEuU2VuZFNoZWxsSW5wdXRSZXF1ZXN0Gh8uZmFybS52MS5TZW5kU2hlbGxJbnB1dFJlc3BvbnNlIgaiuxgCCARiBnByb3RvMw", [file_farm_v1_method_rules, file_farm_v1_device_service, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.OpenShellRequest
@@ -123,6 +123,137 @@ export const OpenShellResponseSchema: GenMessage<OpenShellResponse> = /*@__PURE_
   messageDesc(file_farm_v1_shell_service, 2);
 
 /**
+ * @generated from message farm.v1.WatchShellRequest
+ */
+export type WatchShellRequest = Message<"farm.v1.WatchShellRequest"> & {
+  /**
+   * @generated from field: farm.v1.ShellStart start = 1;
+   */
+  start?: ShellStart | undefined;
+};
+
+/**
+ * Describes the message farm.v1.WatchShellRequest.
+ * Use `create(WatchShellRequestSchema)` to create a new message.
+ */
+export const WatchShellRequestSchema: GenMessage<WatchShellRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_shell_service, 3);
+
+/**
+ * @generated from message farm.v1.WatchShellResponse
+ */
+export type WatchShellResponse = Message<"farm.v1.WatchShellResponse"> & {
+  /**
+   * @generated from oneof farm.v1.WatchShellResponse.kind
+   */
+  kind: {
+    /**
+     * First message.
+     *
+     * @generated from field: farm.v1.ShellOpened opened = 1;
+     */
+    value: ShellOpened;
+    case: "opened";
+  } | {
+    /**
+     * @generated from field: bytes output = 2;
+     */
+    value: Uint8Array;
+    case: "output";
+  } | {
+    /**
+     * Last message.
+     *
+     * @generated from field: int32 exit_code = 3;
+     */
+    value: number;
+    case: "exitCode";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.WatchShellResponse.
+ * Use `create(WatchShellResponseSchema)` to create a new message.
+ */
+export const WatchShellResponseSchema: GenMessage<WatchShellResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_shell_service, 4);
+
+/**
+ * @generated from message farm.v1.ShellOpened
+ */
+export type ShellOpened = Message<"farm.v1.ShellOpened"> & {
+  /**
+   * What SendShellInput names (a secret of this call: never logged).
+   *
+   * @generated from field: string shell_id = 1;
+   */
+  shellId: string;
+
+  /**
+   * The session runs as this journaled action.
+   *
+   * @generated from field: string action_id = 2;
+   */
+  actionId: string;
+};
+
+/**
+ * Describes the message farm.v1.ShellOpened.
+ * Use `create(ShellOpenedSchema)` to create a new message.
+ */
+export const ShellOpenedSchema: GenMessage<ShellOpened> = /*@__PURE__*/
+  messageDesc(file_farm_v1_shell_service, 5);
+
+/**
+ * @generated from message farm.v1.SendShellInputRequest
+ */
+export type SendShellInputRequest = Message<"farm.v1.SendShellInputRequest"> & {
+  /**
+   * @generated from field: string shell_id = 1;
+   */
+  shellId: string;
+
+  /**
+   * @generated from oneof farm.v1.SendShellInputRequest.kind
+   */
+  kind: {
+    /**
+     * At most 16 KiB.
+     *
+     * @generated from field: bytes stdin = 2;
+     */
+    value: Uint8Array;
+    case: "stdin";
+  } | {
+    /**
+     * @generated from field: farm.v1.TerminalSize resize = 3;
+     */
+    value: TerminalSize;
+    case: "resize";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.SendShellInputRequest.
+ * Use `create(SendShellInputRequestSchema)` to create a new message.
+ */
+export const SendShellInputRequestSchema: GenMessage<SendShellInputRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_shell_service, 6);
+
+/**
+ * @generated from message farm.v1.SendShellInputResponse
+ */
+export type SendShellInputResponse = Message<"farm.v1.SendShellInputResponse"> & {
+};
+
+/**
+ * Describes the message farm.v1.SendShellInputResponse.
+ * Use `create(SendShellInputResponseSchema)` to create a new message.
+ */
+export const SendShellInputResponseSchema: GenMessage<SendShellInputResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_shell_service, 7);
+
+/**
  * Interactive device shells: the agent runs the device shell in a
  * pseudo-terminal and the coordinator relays it to the caller.
  *
@@ -136,6 +267,29 @@ export const ShellService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof OpenShellRequestSchema;
     output: typeof OpenShellResponseSchema;
+  },
+  /**
+   * The same shell for a browser, which cannot stream requests over
+   * HTTP/1.1: output streams from this call, input goes by SendShellInput
+   * with the shell id of the first message. The shell ends with this call.
+   *
+   * @generated from rpc farm.v1.ShellService.WatchShell
+   */
+  watchShell: {
+    methodKind: "server_streaming";
+    input: typeof WatchShellRequestSchema;
+    output: typeof WatchShellResponseSchema;
+  },
+  /**
+   * Keys and resizes for a shell opened by WatchShell, from the caller who
+   * opened it, on the coordinator serving that call.
+   *
+   * @generated from rpc farm.v1.ShellService.SendShellInput
+   */
+  sendShellInput: {
+    methodKind: "unary";
+    input: typeof SendShellInputRequestSchema;
+    output: typeof SendShellInputResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_farm_v1_shell_service, 0);
