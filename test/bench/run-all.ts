@@ -39,6 +39,7 @@ const BENCHES = [
   "replicas",
   "byte-store",
   "adb-stalled-streams",
+  "webdriver",
 ] as const;
 
 const { values } = parseArgs({ options: { only: { type: "string" } } });

@@ -21,6 +21,8 @@ export interface RequestGateOptions {
   insecure: boolean;
   /** Whether a method ("pkg.Service/Method") is served without credentials (health). */
   isOpen(method: string): boolean;
+  /** A path (not an RPC) whose handler applies its own body cap instead of PLAIN_BODY_MAX_BYTES (the WebDriver endpoint's). */
+  plainBodyCapOf?(pathname: string): number | undefined;
   /** Calls one token (or dashboard user) may have in flight at once. */
   maxStreamsPerPrincipal: number;
   log: Logger;
@@ -50,8 +52,9 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const m = rpcPath.exec(path);
     const announced = contentLength(req);
     if (!m) {
-      if (announced !== undefined && announced > PLAIN_BODY_MAX_BYTES) {
-        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${PLAIN_BODY_MAX_BYTES} bytes` });
+      const cap = opts.plainBodyCapOf?.(path) ?? PLAIN_BODY_MAX_BYTES;
+      if (announced !== undefined && announced > cap) {
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${cap} bytes` });
       }
       return handler(req, res);
     }

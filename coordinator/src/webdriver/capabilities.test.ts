@@ -74,6 +74,7 @@ describe("parseNewSession", () => {
       [{ deviceName: "x" }, "deviceName"],
       [{ "farm:labels": "pool=ci" }, "farm:labels"],
       [{ "farm:policy": { a: 1 } }, "farm:policy"],
+      [{ "farm:policy": { nope: 1 }, "farm:session": "s" }, "farm:policy"],
       [{ "farm:secrets": { "BAD NAME": "x" }, "farm:session": "s" }, "farm:secrets.BAD NAME"],
       [{ "farm:secrets": { A: "" }, "farm:session": "s" }, "farm:secrets.A"],
       [{ "farm:session": "" }, "farm:session"],

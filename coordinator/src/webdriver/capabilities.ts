@@ -1,5 +1,6 @@
 import { WebDriverError } from "./webdriver-error.js";
 import { apiLevelsOf } from "./android-versions.js";
+import { parsePolicy } from "@farm/shared/capture-policy/policy";
 
 /** What a new-session request asks of farm, read from its W3C capabilities. */
 export interface SessionRequest {
@@ -132,6 +133,12 @@ function readCapabilities(caps: Record<string, unknown>): SessionRequest {
     if (policyJson === undefined) throw invalid("farm:policy", "must be a capture policy: an object, or its JSON as a string");
     if (Buffer.byteLength(policyJson) > MAX_POLICY_BYTES) throw invalid("farm:policy", `is at most ${MAX_POLICY_BYTES} bytes`);
     if (sessionName === undefined) throw invalid("farm:policy", "applies to a recorded session: set farm:session too");
+    try {
+      // Checked here, before a phone is leased; the session service checks it again.
+      policyJson = JSON.stringify(parsePolicy(policyJson, "json"));
+    } catch (err) {
+      throw invalid("farm:policy", `is not a capture policy: ${(err as Error).message}`);
+    }
   }
   const secrets = secretsOf(caps["farm:secrets"]);
   if (secrets.length > 0 && sessionName === undefined) throw invalid("farm:secrets", "are masked in a recorded session: set farm:session too");
