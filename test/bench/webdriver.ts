@@ -25,7 +25,7 @@ import { median } from "./proc-stats.js";
 const { values } = parseArgs({ options: { runs: { type: "string", default: "20" }, "realistic-runs": { type: "string", default: "6" } } });
 const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
 
-async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: number; cli: number }> {
+async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: number; cli: number; wdFind: number; tree: number }> {
   const lab = await startLab(`bench-webdriver-${latency}`, { logLevel: "info" });
   try {
     const { serial } = await lab.addDevice({ serialno: "WDBENCH1", latency, latencySeed: 5 });
@@ -43,13 +43,18 @@ async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: num
     const id = String(session["sessionId"]);
     const home = { script: "mobile: shell", args: [{ command: "input", args: ["keyevent", "KEYCODE_HOME"] }] };
     const wdTimes: number[] = [];
+    const wdFinds: number[] = [];
     for (let i = 0; i < runs + 1; i++) {
       await wd("POST", `/session/${id}/execute/sync`, home);
       const t = performance.now();
       const el = await wd("POST", `/session/${id}/element`, { using: "accessibility id", value: "Settings" });
+      const found = performance.now();
       await wd("POST", `/session/${id}/element/${String(el[ELEMENT])}/click`, {});
       // The first is a warm-up (connections, caches).
-      if (i > 0) wdTimes.push(performance.now() - t);
+      if (i > 0) {
+        wdTimes.push(performance.now() - t);
+        wdFinds.push(found - t);
+      }
     }
     await wd("DELETE", `/session/${id}`);
 
@@ -72,8 +77,16 @@ async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: num
       await devices.sendInput({ target: { serial }, kind: { case: "tap", value: { x: 0, y: 0, element: { by: { case: "contentDesc", value: "Settings" } } } } });
       if (i > 0) cliTimes.push(performance.now() - t);
     }
+    // The WebDriver layer's own cost: its find against the one farm call it makes (GetUiTree), made directly.
+    await devices.sendInput({ target: { serial }, kind: { case: "key", value: "KEYCODE_HOME" } });
+    const trees: number[] = [];
+    for (let i = 0; i < runs + 1; i++) {
+      const t = performance.now();
+      await devices.getUiTree({ target: { serial } });
+      if (i > 0) trees.push(performance.now() - t);
+    }
     await leases.releaseLease({ token: lease.token });
-    return { wd: median(wdTimes), cli: median(cliTimes) };
+    return { wd: median(wdTimes), cli: median(cliTimes), wdFind: median(wdFinds), tree: median(trees) };
   } finally {
     await lab.stop();
   }

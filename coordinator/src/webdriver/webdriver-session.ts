@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { UiElementSchema, type UiElement } from "@farm/shared/gen/farm/v1/ui_pb";
+import type { UiElement } from "@farm/shared/gen/farm/v1/ui_pb";
 import type { SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { SESSION_HEADER } from "../routing/device-service.js";
 import type { FarmCalls } from "./farm-calls.js";
@@ -9,6 +8,7 @@ import { locatorStrategies, type LocatedElement, type LocatorStrategy } from "./
 import { findElements } from "./locate/find-elements.js";
 import { pageSourceXml } from "./locate/page-source.js";
 import { ElementRefs } from "./locate/element-refs.js";
+import { hierarchyRoot } from "./locate/ui-hierarchy.js";
 import { elementAttribute, elementCenter, elementRect } from "./locate/element-attributes.js";
 import { gesturesFromActions, type Gesture } from "./pointer-actions.js";
 import { shellCommandLine } from "./shell-line.js";
@@ -64,7 +64,7 @@ export class WebDriverSession {
   private async readTree(asStep: boolean): Promise<UiElement> {
     const res = await this.calls.device.getUiTree({ target: this.target }, asStep ? this.step() : { timeoutMs: CALL_TIMEOUT_MS });
     // UIAutomator has one root per window; one hierarchy node holds them, as in its XML dump.
-    this.tree = create(UiElementSchema, { type: "hierarchy", children: res.roots });
+    this.tree = hierarchyRoot(res.roots);
     return this.tree;
   }
 
@@ -257,16 +257,10 @@ export class WebDriverSession {
     return pageSourceXml(await this.readTree(true));
   }
 
-  /** The screen's size: the root windows' bounds. */
+  /** The screen's size: the union of the windows' bounds. */
   async windowRect(): Promise<{ x: number; y: number; width: number; height: number }> {
-    const tree = await this.currentTree();
-    let right = 0;
-    let bottom = 0;
-    for (const w of tree.children) {
-      right = Math.max(right, w.bounds?.right ?? 0);
-      bottom = Math.max(bottom, w.bounds?.bottom ?? 0);
-    }
-    return { x: 0, y: 0, width: right, height: bottom };
+    const b = (await this.currentTree()).bounds;
+    return { x: 0, y: 0, width: b?.right ?? 0, height: b?.bottom ?? 0 };
   }
 
   // ---- shell and apps
