@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { remote } from "webdriverio";
 import sharp from "sharp";
 import { DOMParser } from "@xmldom/xmldom";
+import { buildSimApk } from "../devsim/index.js";
 import { farm, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
@@ -206,4 +207,57 @@ describe("webdriver endpoint", () => {
     expect(late.json.value["error"]).toBe("invalid session id");
     expect(String(late.json.value["message"])).toContain("released after 2 s idle");
   }, 60_000);
+
+  it("masks farm:secrets in the recorded session; clears a field; installs APK bytes; crops an element; waits implicitly", async () => {
+    const secret = "s3cret-Ada-9137";
+    const driver = await session({ "appium:udid": other, "farm:session": "wdio secrets", "farm:secrets": { DEMO_NAME: secret }, "appium:appPackage": "com.example.farmdemo", "appium:appActivity": ".MainActivity" });
+    let ended = false;
+    try {
+      const recorded = String((driver.capabilities as Record<string, unknown>)["farm:sessionId"]);
+      const name = await driver.$("id=com.example.farmdemo:id/name");
+      await name.addValue(secret);
+      // A recorded step's answer is masked as what it stores: the tree read back holds no secret either.
+      expect(await driver.$("id=com.example.farmdemo:id/name").getText()).toBe("[redacted]");
+      expect(await driver.execute("mobile: shell", { command: "echo", args: ["typed"] })).toBe("typed\n");
+      await driver.$("id=com.example.farmdemo:id/name").clearValue();
+      // Empty, the field shows its hint, as UIAutomator reports it on a phone.
+      expect(await driver.$("id=com.example.farmdemo:id/name").getText()).toBe("Your name");
+
+      // The element's screenshot is the element's size, cut from the phone's screen.
+      const field = await driver.$("id=com.example.farmdemo:id/name");
+      const rect = await driver.getElementRect(await field.elementId);
+      const crop = await sharp(Buffer.from(await driver.takeElementScreenshot(await field.elementId), "base64")).metadata();
+      expect([crop.width, crop.height]).toEqual([rect.width, rect.height]);
+
+      // An APK's bytes from the client, installed; then asked after and stopped.
+      expect(await driver.isAppInstalled("com.example.wdextra")).toBe(false);
+      await driver.execute("mobile: installApp", { apk: buildSimApk({ name: "com.example.wdextra" }).toString("base64") });
+      expect(await driver.isAppInstalled("com.example.wdextra")).toBe(true);
+      expect(await driver.terminateApp("com.example.farmdemo")).toBe(true);
+      const path = await raw("POST", `/session/${driver.sessionId}/appium/device/install_app`, JSON.stringify({ appPath: "/etc/passwd" }));
+      expect(path.json.value["error"]).toBe("unsupported operation");
+
+      // An implicit wait reads the tree again until it gives up; then no such element.
+      await driver.setTimeout({ implicit: 1200 });
+      const started = Date.now();
+      const missing = await raw("POST", `/session/${driver.sessionId}/element`, JSON.stringify({ using: "id", value: "com.example.farmdemo:id/nothing" }));
+      expect(missing.status).toBe(404);
+      expect(missing.json.value["error"]).toBe("no such element");
+      expect(String(missing.json.value["message"])).toMatch(/^ELEMENT_NOT_FOUND: .*within 1200 ms/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1200);
+
+      await driver.deleteSession();
+      ended = true;
+      const shown = await farm(["session", "show", recorded], lab.env);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).not.toContain(secret);
+      const steps = shown.json["steps"] as { action: string; arguments?: Record<string, unknown> }[];
+      const typed = steps.find((s) => s.action === "text");
+      // The typed step is there, with its text masked.
+      expect(typed?.arguments).toBeDefined();
+      expect(JSON.stringify(typed?.arguments)).not.toContain(secret);
+    } finally {
+      if (!ended) await driver.deleteSession().catch(() => undefined);
+    }
+  }, 120_000);
 });

@@ -8,7 +8,7 @@ import { locatorStrategies, type LocatedElement, type LocatorStrategy } from "./
 import { findElements } from "./locate/find-elements.js";
 import { pageSourceXml } from "./locate/page-source.js";
 import { ElementRefs } from "./locate/element-refs.js";
-import { hierarchyRoot } from "./locate/ui-hierarchy.js";
+import { elementAt, hierarchyRoot } from "./locate/ui-hierarchy.js";
 import { elementAttribute, elementCenter, elementRect } from "./locate/element-attributes.js";
 import { gesturesFromActions, type Gesture } from "./pointer-actions.js";
 import { shellCommandLine } from "./shell-line.js";
@@ -20,6 +20,8 @@ const CALL_TIMEOUT_MS = 30_000;
 const INSTALL_TIMEOUT_MS = 300_000;
 /** How often an implicit wait reads the tree again (a UIAutomator dump takes ~2 s on a real phone anyway). */
 const POLL_MS = 250;
+/** Clear reads the field again and deletes what is left at most this often. */
+const MAX_CLEAR_ROUNDS = 8;
 const PACKAGE = /^[A-Za-z][\w]*(\.[A-Za-z_][\w]*)+$/;
 
 /** The phone a session holds, as the lease granted it. */
@@ -110,13 +112,14 @@ export class WebDriverSession {
       first = false;
       const parent = within === undefined ? undefined : this.refs.resolve(within, root);
       const found = findElements(root, strategy as LocatorStrategy, selector, parent);
-      if (found.length > 0 || Date.now() + POLL_MS > deadline) {
+      const left = deadline - Date.now();
+      if (found.length > 0 || left <= 0) {
         if (many) return found.map((f) => ({ [ELEMENT_KEY]: this.refs.remember(f) }));
         const hit = found[0];
         if (!hit) throw new WebDriverError("no such element", `ELEMENT_NOT_FOUND: no element matches ${strategy} ${JSON.stringify(selector)}${this.implicitWaitMs > 0 ? ` within ${this.implicitWaitMs} ms` : ""}`);
         return { [ELEMENT_KEY]: this.refs.remember(hit) };
       }
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, left)));
     }
   }
 
@@ -193,15 +196,30 @@ export class WebDriverSession {
     return null;
   }
 
-  /** Clears a text field: focus it, move to the end, delete as many characters as it holds (one journaled shell step). */
+  /**
+   * Clears a text field: focus it, move to the end, delete as many
+   * characters as it shows (one journaled shell step). What it shows may be
+   * shorter than what it holds (a secret reads as [redacted] in a recorded
+   * session), so the field is read again and emptied until it reads empty.
+   */
   async clear(elementId: string): Promise<null> {
-    const { element } = await this.element(elementId);
+    const { element, path } = await this.element(elementId);
     if (!element.focused) {
       const c = elementCenter(element);
       await this.tapAt(c.x, c.y, false);
     }
-    const n = [...element.text].length;
-    if (n > 0) await this.shellLine(`input keyevent KEYCODE_MOVE_END ${Array.from({ length: n }, () => "KEYCODE_DEL").join(" ")}`);
+    let text = element.text;
+    let settled = text === "";
+    // Until it reads empty, or deleting changes nothing more (an empty field may read as its hint).
+    for (let round = 0; !settled && round < MAX_CLEAR_ROUNDS; round++) {
+      const dels = Array.from({ length: [...text].length }, () => "KEYCODE_DEL").join(" ");
+      const r = await this.shellLine(`input keyevent KEYCODE_MOVE_END ${dels}`, round === 0);
+      if (r.exitCode !== 0) throw new WebDriverError("invalid element state", `INPUT_FAILED: input keyevent exited with ${r.exitCode}: ${(r.stderr || r.stdout).slice(0, 500)}`);
+      const after = elementAt(await this.readTree(false), path)?.text ?? "";
+      settled = after === "" || (after === text && round > 0);
+      text = after;
+    }
+    if (!settled) throw new WebDriverError("invalid element state", `INPUT_FAILED: the field still changes after ${MAX_CLEAR_ROUNDS} rounds of deletes`);
     return null;
   }
 
@@ -265,9 +283,9 @@ export class WebDriverSession {
 
   // ---- shell and apps
 
-  private async shellLine(command: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  private async shellLine(command: string, asStep = true): Promise<{ exitCode: number; stdout: string; stderr: string }> {
     try {
-      const res = await this.calls.device.runShell({ target: this.target, command }, this.step());
+      const res = await this.calls.device.runShell({ target: this.target, command }, asStep ? this.step() : { timeoutMs: CALL_TIMEOUT_MS });
       return { exitCode: res.exitCode, stdout: Buffer.from(res.stdout).toString("utf8"), stderr: Buffer.from(res.stderr).toString("utf8") };
     } finally {
       this.changed();
