@@ -25,7 +25,7 @@ import { median } from "./proc-stats.js";
 const { values } = parseArgs({ options: { runs: { type: "string", default: "20" }, "realistic-runs": { type: "string", default: "6" } } });
 const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
 
-async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: number; cli: number; wdFind: number; tree: number }> {
+async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: number; cli: number; wdFind: number; tree: number; floor: number }> {
   const lab = await startLab(`bench-webdriver-${latency}`, { logLevel: "info" });
   try {
     const { serial } = await lab.addDevice({ serialno: "WDBENCH1", latency, latencySeed: 5 });
@@ -42,6 +42,13 @@ async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: num
     const session = await wd("POST", "/session", { capabilities: { alwaysMatch: { platformName: "Android", "appium:udid": serial } } });
     const id = String(session["sessionId"]);
     const home = { script: "mobile: shell", args: [{ command: "input", args: ["keyevent", "KEYCODE_HOME"] }] };
+    // The endpoint's own floor: a command that makes no farm call.
+    const floors: number[] = [];
+    for (let i = 0; i < runs + 1; i++) {
+      const t = performance.now();
+      await wd("GET", `/session/${id}/timeouts`);
+      if (i > 0) floors.push(performance.now() - t);
+    }
     const wdTimes: number[] = [];
     const wdFinds: number[] = [];
     for (let i = 0; i < runs + 1; i++) {
@@ -86,7 +93,7 @@ async function run(latency: LatencyProfileName, runs: number): Promise<{ wd: num
       if (i > 0) trees.push(performance.now() - t);
     }
     await leases.releaseLease({ token: lease.token });
-    return { wd: median(wdTimes), cli: median(cliTimes), wdFind: median(wdFinds), tree: median(trees) };
+    return { wd: median(wdTimes), cli: median(cliTimes), wdFind: median(wdFinds), tree: median(trees), floor: median(floors) };
   } finally {
     await lab.stop();
   }
@@ -97,6 +104,7 @@ const usb = await run("pixel-usb", Number(values["realistic-runs"]));
 console.log(`instant: webdriver find+click median ${instant.wd.toFixed(2)} ms, farm input tap --desc ${instant.cli.toFixed(2)} ms (ratio ${(instant.wd / instant.cli).toFixed(2)})`);
 console.log(`pixel-usb: webdriver find+click median ${usb.wd.toFixed(1)} ms, farm input tap --desc ${usb.cli.toFixed(1)} ms (ratio ${(usb.wd / usb.cli).toFixed(2)})`);
 console.log(`instant: webdriver find ${instant.wdFind.toFixed(2)} ms vs its GetUiTree made directly ${instant.tree.toFixed(2)} ms (ratio ${(instant.wdFind / instant.tree).toFixed(2)})`);
+console.log(`instant: a WebDriver command that makes no farm call (GET timeouts): ${instant.floor.toFixed(2)} ms`);
 console.log(`pixel-usb: webdriver find ${usb.wdFind.toFixed(1)} ms vs its GetUiTree made directly ${usb.tree.toFixed(1)} ms (ratio ${(usb.wdFind / usb.tree).toFixed(2)})`);
 emitReport("webdriver", [
   {
@@ -118,6 +126,6 @@ emitReport("webdriver", [
     pass: null,
   },
 ], {
-  instant: { webdriverMedianMs: round(instant.wd, 2), inputTapMedianMs: round(instant.cli, 2), findMedianMs: round(instant.wdFind, 2), getUiTreeMedianMs: round(instant.tree, 2) },
+  instant: { webdriverMedianMs: round(instant.wd, 2), inputTapMedianMs: round(instant.cli, 2), findMedianMs: round(instant.wdFind, 2), getUiTreeMedianMs: round(instant.tree, 2), floorMedianMs: round(instant.floor, 2) },
   pixelUsb: { webdriverMedianMs: round(usb.wd, 2), inputTapMedianMs: round(usb.cli, 2), findMedianMs: round(usb.wdFind, 2), getUiTreeMedianMs: round(usb.tree, 2) },
 });
