@@ -40,6 +40,7 @@ const BENCHES = [
   "byte-store",
   "adb-stalled-streams",
   "webdriver",
+  "webdriver-locators",
 ] as const;
 
 const { values } = parseArgs({ options: { only: { type: "string" } } });

@@ -151,9 +151,11 @@ describe("findElements by xpath", () => {
       ["boolean(//*)", "selects a boolean"],
       ["//*/@text", "selects attribute text"],
       ["//@resource-id", "selects attribute resource-id"],
-      ["//*/text()", "selects text"],
       ["/", "selects the document"],
     ];
+    // The tree holds elements only: text() and comments select nothing (not an error, as over any element-only document).
+    expect(findElements(settings, "xpath", "//*/text()")).toEqual([]);
+    expect(findElements(settings, "xpath", "//comment()")).toEqual([]);
     for (const [xpath, says] of cases) {
       const e = wdError(() => findElements(settings, "xpath", xpath));
       expect([xpath, e.code]).toEqual([xpath, "invalid selector"]);
@@ -244,6 +246,9 @@ describe("findElements by -android uiautomator", () => {
     expect(texts(ui("new UiSelector().textContains(\"\\\"Deluxe\\\"\")"))).toHaveLength(1);
     expect(texts(ui("new UiSelector().textContains(\"Jerry\\n\\u0022\")"))).toHaveLength(1);
     expect(texts(ui("new UiSelector().textContains(\"\u2713\")"))).toHaveLength(1);
+    // Java's octal escapes: \42 and \042 are a double quote, \12 a newline.
+    expect(texts(ui("new UiSelector().textContains(\"Jerry\\12\\42Deluxe\\042\")"))).toHaveLength(1);
+    expect(texts(ui("new UiSelector().textContains(\"\\s<edition>\\s\")"))).toHaveLength(1);
   });
 
   it("searches inside the element it starts from", () => {

@@ -41,11 +41,8 @@ export function pageSourceXml(root: UiElement): string {
 function writeNode(out: string[], e: UiElement, index: number, depth: number): void {
   const indent = "  ".repeat(depth);
   const name = xmlNodeName(e.type);
-  out.push(
-    `${indent}<${name} index="${index}" package="${escapeXml(e.packageName)}" class="${escapeXml(e.type)}" text="${escapeXml(e.text)}"`,
-    ` resource-id="${escapeXml(e.resourceId)}" content-desc="${escapeXml(e.contentDesc)}" clickable="${e.clickable}" enabled="${e.enabled}"`,
-    ` focused="${e.focused}" bounds="${boundsText(e.bounds)}" displayed="${hasArea(e.bounds)}"`,
-  );
+  out.push(`${indent}<${name}`);
+  for (const [attr, value] of nodeAttributes(e, index)) out.push(` ${attr}="${escapeXml(value)}"`);
   if (e.children.length === 0) {
     out.push("/>\n");
     return;
@@ -53,6 +50,23 @@ function writeNode(out: string[], e: UiElement, index: number, depth: number): v
   out.push(">\n");
   e.children.forEach((c, i) => writeNode(out, c, i, depth + 1));
   out.push(`${indent}</${name}>\n`);
+}
+
+/** A node's attributes in page-source order; `index` is its position among its parent's children. */
+export function nodeAttributes(e: UiElement, index: number): [string, string][] {
+  return [
+    ["index", String(index)],
+    ["package", e.packageName],
+    ["class", e.type],
+    ["text", e.text],
+    ["resource-id", e.resourceId],
+    ["content-desc", e.contentDesc],
+    ["clickable", String(e.clickable)],
+    ["enabled", String(e.enabled)],
+    ["focused", String(e.focused)],
+    ["bounds", boundsText(e.bounds)],
+    ["displayed", String(hasArea(e.bounds))],
+  ];
 }
 
 /** A node's class as an element name: no class reads as android.view.View (Appium's default), and a character an XML name cannot hold (`$` of an inner class) becomes `_`; the class attribute keeps it whole. */
@@ -72,6 +86,11 @@ export function xmlNodeName(type: string): string {
  */
 export function escapeXml(text: string): string {
   return text.replace(/[&<>"\t\n\r\u0085\u2028]|[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, (c) => ESCAPES[c] ?? "\uFFFD");
+}
+
+/** Text as a reader of the page source gets it back: only what XML 1.0 cannot carry is changed (to U+FFFD). */
+export function xmlSafeText(text: string): string {
+  return text.replace(/[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, "\uFFFD");
 }
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;", "\u0085": "&#133;", "\u2028": "&#8232;" };

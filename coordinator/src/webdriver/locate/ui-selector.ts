@@ -44,7 +44,7 @@ function invalid(message: string): WebDriverError {
   return new WebDriverError("invalid selector", `-android uiautomator: ${message}`);
 }
 
-export function tokenize(source: string): Token[] {
+function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   while (i < source.length) {
@@ -78,7 +78,7 @@ export function tokenize(source: string): Token[] {
   return tokens;
 }
 
-const SIMPLE_ESCAPES: Record<string, string> = { "\"": "\"", "'": "'", "\\": "\\", n: "\n", t: "\t", r: "\r", b: "\b", f: "\f", "0": "\0" };
+const SIMPLE_ESCAPES: Record<string, string> = { "\"": "\"", "'": "'", "\\": "\\", n: "\n", t: "\t", r: "\r", b: "\b", f: "\f", s: " " };
 
 /** A Java string literal starting at `start` (the opening quote). */
 function readString(source: string, start: number): { value: string; end: number } {
@@ -99,8 +99,13 @@ function readString(source: string, start: number): { value: string; end: number
       if (!hex) throw invalid(`bad \\u escape at position ${i}`);
       value += String.fromCharCode(parseInt(hex[0], 16));
       i += 6;
-    } else if (e !== undefined && SIMPLE_ESCAPES[e] !== undefined) {
-      value += SIMPLE_ESCAPES[e];
+    } else if (e !== undefined && /[0-7]/.test(e)) {
+      // Java's octal escapes: up to three digits, at most \377.
+      const oct = (/^[0-3][0-7]{0,2}|^[4-7][0-7]?/.exec(source.slice(i + 1, i + 4)) as RegExpExecArray)[0];
+      value += String.fromCharCode(parseInt(oct, 8));
+      i += 1 + oct.length;
+    } else if (e !== undefined && Object.hasOwn(SIMPLE_ESCAPES, e)) {
+      value += SIMPLE_ESCAPES[e] as string;
       i += 2;
     } else {
       throw invalid(`bad escape ${JSON.stringify(`\\${e ?? ""}`)} at position ${i}`);

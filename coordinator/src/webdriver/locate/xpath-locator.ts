@@ -1,9 +1,10 @@
 import { createRequire } from "node:module";
-import { DOMParser, type Document as XmlDocument, type Element as XmlElement, type Node as XmlNode } from "@xmldom/xmldom";
+import { DOMImplementation, type Document as XmlDocument, type Element as XmlElement, type Node as XmlNode } from "@xmldom/xmldom";
 import type { UiElement } from "@farm/shared/gen/farm/v1/ui_pb";
 import { WebDriverError } from "../webdriver-error.js";
-import { pageSourceXml } from "./page-source.js";
+import { nodeAttributes, xmlNodeName, xmlSafeText } from "./page-source.js";
 import { isHierarchyRoot } from "./ui-hierarchy.js";
+import { comparePaths } from "./ui-selector.js";
 
 // xpath's own typings pull the browser DOM library into every file of the
 // program; the one call used here is typed against xmldom's nodes instead.
@@ -18,18 +19,22 @@ const ELEMENT_NODE = 1;
  * `getPageSource()` finds what it names. From an element (`within`), the
  * expression's context node is that element and only what lies inside it
  * is kept (`.//Button` as usual; an absolute `//Button` too keeps only the
- * element's descendants, as Appium's UiAutomator2 driver does).
+ * element's descendants: a search from an element never answers outside it).
  *
  * An expression that does not parse, or that selects anything but
- * elements (a number, a string, attributes, text), is `invalid selector`.
+ * elements (a number, a string, a boolean, attributes, the document), is
+ * `invalid selector`. The document holds elements only (no text nodes:
+ * page source's indentation is not content), so `text()` selects nothing.
  * The `<hierarchy>` element is not a screen element and is never returned.
  */
 export function selectByXPath(root: UiElement, expression: string, within?: readonly number[]): number[][] {
-  const doc = parsePageSource(pageSourceXml(root));
-  const hierarchy = doc.documentElement;
-  if (!hierarchy) throw new Error("page source without a <hierarchy> element");
-  const rootIsHierarchy = isHierarchyRoot(root);
-  const context = within === undefined ? doc : domAt(hierarchy, rootIsHierarchy ? within : [0, ...within]);
+  const { document, hierarchy, pathOf } = pageSourceDocument(root);
+  let context: XmlNode = document;
+  if (within !== undefined) {
+    const at = [...pathOf].find(([, p]) => samePath(p, within));
+    if (!at) throw new Error(`no element at [${within.join(",")}] of the page source`);
+    context = at[0];
+  }
   let result: unknown;
   try {
     result = xpath.select(expression, context);
@@ -45,56 +50,42 @@ export function selectByXPath(root: UiElement, expression: string, within?: read
       throw new WebDriverError("invalid selector", `xpath ${JSON.stringify(expression)} selects ${nodeKind(node)}, not elements`);
     }
     if (node === hierarchy) continue;
-    const domPath = pathOf(node as XmlElement, hierarchy);
-    const path = rootIsHierarchy ? domPath : domPath.slice(1);
+    const path = pathOf.get(node as XmlElement);
+    if (!path) throw new Error("an XPath result outside the page source");
     if (within !== undefined && !(path.length > within.length && within.every((v, i) => path[i] === v))) continue;
-    paths.push(path);
+    paths.push([...path]);
   }
-  return paths;
+  // XPath node-sets are unordered; clients expect document order (the library gives it, this makes it a promise).
+  return paths.sort(comparePaths);
 }
 
-function parsePageSource(xml: string): XmlDocument {
-  // Farm writes this document itself: an error is a bug in page-source.ts, never the client's input.
-  // (xmldom warns of U+FFFD, which the escaping writes for characters XML cannot carry.)
-  const parser = new DOMParser({
-    onError: (level, message) => {
-      if (level === "warning") return;
-      throw new Error(`page source did not parse (${level}): ${message}`);
-    },
-  });
-  return parser.parseFromString(xml, "text/xml");
+/**
+ * The page source as a DOM, built from the tree rather than parsed from
+ * pageSourceXml's text (parsing doubled the cost): the same element names
+ * and attributes (page-source.ts nodeAttributes), with text as a reader of
+ * that text gets it back (xmlSafeText), and each element's path in the tree.
+ */
+export function pageSourceDocument(root: UiElement): { document: XmlDocument; hierarchy: XmlElement; pathOf: Map<XmlElement, readonly number[]> } {
+  const document = new DOMImplementation().createDocument(null, "hierarchy", null);
+  const hierarchy = document.documentElement;
+  if (!hierarchy) throw new Error("xmldom made a document without its element");
+  hierarchy.setAttribute("index", "0");
+  hierarchy.setAttribute("class", "hierarchy");
+  const pathOf = new Map<XmlElement, readonly number[]>();
+  const add = (parent: XmlElement, e: UiElement, index: number, path: readonly number[]) => {
+    const el = document.createElement(xmlNodeName(e.type));
+    for (const [name, value] of nodeAttributes(e, index)) el.setAttribute(name, xmlSafeText(value));
+    parent.appendChild(el);
+    pathOf.set(el, path);
+    e.children.forEach((c, i) => add(el, c, i, [...path, i]));
+  };
+  if (isHierarchyRoot(root)) root.children.forEach((w, i) => add(hierarchy, w, i, [i]));
+  else add(hierarchy, root, 0, []);
+  return { document, hierarchy, pathOf };
 }
 
-/** Element child indexes from `<hierarchy>` down to `node`. */
-function pathOf(node: XmlElement, hierarchy: XmlElement): number[] {
-  const path: number[] = [];
-  let n: XmlNode = node;
-  while (n !== hierarchy) {
-    let index = 0;
-    for (let s = n.previousSibling; s; s = s.previousSibling) if (s.nodeType === ELEMENT_NODE) index++;
-    path.push(index);
-    const parent: XmlNode | null = n.parentNode;
-    if (!parent) throw new Error("an XPath result outside the page source");
-    n = parent;
-  }
-  return path.reverse();
-}
-
-function domAt(hierarchy: XmlElement, path: readonly number[]): XmlNode {
-  let n: XmlNode = hierarchy;
-  for (const i of path) {
-    let k = -1;
-    let found: XmlNode | null = null;
-    for (let c = n.firstChild; c; c = c.nextSibling) {
-      if (c.nodeType === ELEMENT_NODE && ++k === i) {
-        found = c;
-        break;
-      }
-    }
-    if (!found) throw new Error(`no element at [${path.join(",")}] of the page source`);
-    n = found;
-  }
-  return n;
+function samePath(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 function nodeKind(node: XmlNode): string {
