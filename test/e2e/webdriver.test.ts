@@ -260,4 +260,25 @@ describe("webdriver endpoint", () => {
       if (!ended) await driver.deleteSession().catch(() => undefined);
     }
   }, 120_000);
+
+  it("W3C actions: a touch tap on an element's centre opens Settings; a swipe and a long press are routed inputs", async () => {
+    const driver = await session({ "appium:udid": other });
+    try {
+      await driver.execute("mobile: shell", { command: "input", args: ["keyevent", "KEYCODE_HOME"] });
+      const icon = await driver.$("~Settings");
+      await driver.action("pointer", { parameters: { pointerType: "touch" } }).move({ origin: icon }).down().up().perform();
+      expect(await activity(driver)).toMatch(/mResumedActivity.*com\.android\.settings/);
+      // A swipe up the list and a long press: each one routed input (the journal has them).
+      const rect = await driver.getWindowRect();
+      const x = Math.round(rect.width / 2);
+      await driver.action("pointer", { parameters: { pointerType: "touch" } }).move({ x, y: Math.round(rect.height * 0.7) }).down().move({ x, y: Math.round(rect.height * 0.3), duration: 200 }).up().perform();
+      await driver.action("pointer", { parameters: { pointerType: "touch" } }).move({ x, y: Math.round(rect.height * 0.5) }).down().pause(700).up().perform();
+      const journal = await farm(["device", "ownership", "status", "--device", other], lab.env);
+      const recent = ((journal.json["ownership"] as { recent: { kind: string; requestJson: string }[] }).recent ?? []).filter((a) => a.kind === "input").slice(0, 3);
+      // Newest first: the long press (a swipe held in place), the swipe, the tap.
+      expect(recent.map((a) => (/swipe/.test(a.requestJson) ? "swipe" : /tap/.test(a.requestJson) ? "tap" : a.requestJson))).toEqual(["swipe", "swipe", "tap"]);
+    } finally {
+      await driver.deleteSession().catch(() => undefined);
+    }
+  }, 90_000);
 });

@@ -10,11 +10,9 @@ import { pageSourceXml } from "./locate/page-source.js";
 import { ElementRefs } from "./locate/element-refs.js";
 import { elementAt, hierarchyRoot } from "./locate/ui-hierarchy.js";
 import { elementAttribute, elementCenter, elementRect } from "./locate/element-attributes.js";
-import { gesturesFromActions, type Gesture } from "./pointer-actions.js";
+import { ELEMENT_REFERENCE_KEY as ELEMENT_KEY, gesturesFromActions, type Gesture } from "./pointer-actions.js";
 import { shellCommandLine } from "./shell-line.js";
 
-/** The W3C key of an element reference in JSON. */
-export const ELEMENT_KEY = "element-6066-11e4-a52e-4f735466cecf";
 /** Each farm call's deadline; an install gets longer. */
 const CALL_TIMEOUT_MS = 30_000;
 const INSTALL_TIMEOUT_MS = 300_000;
