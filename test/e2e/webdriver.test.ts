@@ -234,6 +234,11 @@ describe("webdriver endpoint", () => {
       await driver.execute("mobile: installApp", { apk: buildSimApk({ name: "com.example.wdextra" }).toString("base64") });
       expect(await driver.isAppInstalled("com.example.wdextra")).toBe(true);
       expect(await driver.terminateApp("com.example.farmdemo")).toBe(true);
+      expect(await activity(driver)).not.toContain("com.example.farmdemo");
+      await driver.activateApp("com.example.farmdemo");
+      expect(await activity(driver)).toMatch(/mResumedActivity.*com\.example\.farmdemo/);
+      const nope = await raw("POST", `/session/${driver.sessionId}/appium/device/activate_app`, JSON.stringify({ appId: "com.example.notthere" }));
+      expect(String(nope.json.value["message"])).toContain("No activities found");
       const path = await raw("POST", `/session/${driver.sessionId}/appium/device/install_app`, JSON.stringify({ appPath: "/etc/passwd" }));
       expect(path.json.value["error"]).toBe("unsupported operation");
 
