@@ -286,4 +286,19 @@ describe("webdriver endpoint", () => {
       await driver.deleteSession().catch(() => undefined);
     }
   }, 90_000);
+
+  // Last: it restarts the coordinator.
+  it("a coordinator shutdown ends its WebDriver sessions: the phone is free after a restart", async () => {
+    const driver = await session({ "appium:udid": other, "farm:session": "wdio shutdown", "appium:newCommandTimeout": 3600 });
+    const recorded = String((driver.capabilities as Record<string, unknown>)["farm:sessionId"]);
+    expect(await holder(other)).not.toBeNull();
+    // A lease outlives a restart (it is stored); only the shutdown's release frees it.
+    expect(await lab.standalone.stop()).toBe(0);
+    await lab.restart();
+    expect(await holder(other)).toBeNull();
+    const shown = await farm(["session", "show", recorded], lab.env);
+    expect(shown.json["session"]).toMatchObject({ status: "passed" });
+    const late = await raw("GET", `/session/${driver.sessionId}/source`);
+    expect(late.json.value["error"]).toBe("invalid session id");
+  }, 90_000);
 });
