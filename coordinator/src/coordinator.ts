@@ -348,7 +348,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     web,
     insecure,
     isOpen: (method) => accessRules[method]?.kind === "none",
-    plainBodyCapOf: (path) => webdriver.bodyCapOf(path),
+    // WebDriver paths are capped by the endpoint itself, from Content-Length before reading, so the refusal is a W3C error.
+    plainBodyCapOf: (path) => (webdriver.bodyCapOf(path) === undefined ? undefined : Number.POSITIVE_INFINITY),
     maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
     log,
   });

@@ -185,6 +185,10 @@ describe("webdriver endpoint", () => {
     const unknown = await raw("POST", "/session", JSON.stringify({ capabilities: { alwaysMatch: { "farm:lables": { pool: "wd" } } } }));
     expect(unknown.status).toBe(400);
     expect(String(unknown.json.value["message"])).toContain("farm:lables");
+    const huge = await raw("POST", "/wd/hub/session", JSON.stringify({ capabilities: { alwaysMatch: { "farm:session": "x".repeat(2 * 1024 * 1024) } } }));
+    expect(huge.status).toBe(400);
+    expect(huge.json.value).toMatchObject({ error: "invalid argument" });
+    expect(String(huge.json.value["message"])).toMatch(/^MESSAGE_TOO_LARGE: /);
     const anonymous = await raw("POST", "/session", JSON.stringify({ capabilities: { alwaysMatch: {} } }), {});
     expect(anonymous.json.value["error"]).toBe("session not created");
     expect(String(anonymous.json.value["message"])).toMatch(/^UNAUTHENTICATED/);

@@ -21,7 +21,7 @@ export interface RequestGateOptions {
   insecure: boolean;
   /** Whether a method ("pkg.Service/Method") is served without credentials (health). */
   isOpen(method: string): boolean;
-  /** A path (not an RPC) whose handler applies its own body cap instead of PLAIN_BODY_MAX_BYTES (the WebDriver endpoint's). */
+  /** A path (not an RPC) whose body cap is not PLAIN_BODY_MAX_BYTES (the WebDriver endpoint applies its own, from Content-Length, before reading). */
   plainBodyCapOf?(pathname: string): number | undefined;
   /** Calls one token (or dashboard user) may have in flight at once. */
   maxStreamsPerPrincipal: number;
