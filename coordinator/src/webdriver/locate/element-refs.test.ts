@@ -125,3 +125,24 @@ function structuredCloneTree(root: UiElement): UiElement {
   const copy = (e: UiElement): UiElement => ({ ...e, bounds: e.bounds ? { ...e.bounds } : undefined, children: e.children.map(copy) }) as UiElement;
   return copy(root);
 }
+
+describe("ElementRefs memory", () => {
+  it("holds no node of a tree it was given (an old screen can be collected)", () => {
+    const refs = new ElementRefs();
+    const root = fixtureTree("devsim-settings");
+    const found = findElements(root, "xpath", "//*");
+    for (const f of found) refs.remember(f);
+    // Every node of the tree, by identity: none may be reachable from the refs.
+    const nodes = new Set<unknown>(found.map((f) => f.element));
+    const seen = new Set<unknown>();
+    const reach = (v: unknown): void => {
+      if (typeof v !== "object" || v === null || seen.has(v)) return;
+      seen.add(v);
+      expect(nodes.has(v)).toBe(false);
+      const values = v instanceof Map ? [...v.keys(), ...v.values()] : Object.values(v);
+      for (const x of values) reach(x);
+    };
+    reach(refs);
+    expect(seen.size).toBeGreaterThan(found.length);
+  });
+});

@@ -3,17 +3,17 @@ import type { UiElement } from "@farm/shared/gen/farm/v1/ui_pb";
 import { WebDriverError } from "../webdriver-error.js";
 import type { LocatedElement } from "./located-element.js";
 import { boundsText } from "./page-source.js";
-import { sameElement } from "./same-element.js";
 import { elementAt } from "./ui-hierarchy.js";
 
 /** How many elements a session remembers by default (a few hundred bytes each). */
 export const DEFAULT_ELEMENT_REFS_CAP = 5000;
 
+/** Only what identifies the element: never the node itself, which would keep its whole subtree (and old screens) alive. */
 interface Remembered {
   readonly path: readonly number[];
   readonly type: string;
+  /** `[l,t][r,b]`, compared as text. */
   readonly bounds: string;
-  readonly element: UiElement;
 }
 
 /**
@@ -22,7 +22,8 @@ interface Remembered {
  * its id is derived from those three, so finding the same element again
  * answers the same id, even after it was forgotten.
  *
- * Memory is bounded: at most `cap` elements are remembered, and past that
+ * Memory is bounded: at most `cap` elements are remembered (path, class and
+ * bounds each; never the node, which would hold its subtree), and past that
  * the one used least recently (found or resolved) is forgotten; its id then
  * answers `no such element`, as an id the session never handed out does.
  * An id whose place in the current tree is gone, or holds an element of
@@ -40,7 +41,7 @@ export class ElementRefs {
     const bounds = boundsText(found.element.bounds);
     const id = elementId(found.path, found.element.type, bounds);
     this.byId.delete(id);
-    this.byId.set(id, { path: [...found.path], type: found.element.type, bounds, element: found.element });
+    this.byId.set(id, { path: [...found.path], type: found.element.type, bounds });
     if (this.byId.size > this.cap) this.byId.delete(this.byId.keys().next().value as string);
     return id;
   }
@@ -54,7 +55,7 @@ export class ElementRefs {
     this.byId.delete(elementId);
     this.byId.set(elementId, r);
     const now = elementAt(root, r.path);
-    if (!now || !sameElement(now, r.element)) {
+    if (!now || now.type !== r.type || boundsText(now.bounds) !== r.bounds) {
       const there = now ? `a ${now.type || "element"} at ${boundsText(now.bounds)}` : "nothing";
       throw new WebDriverError(
         "stale element reference",
