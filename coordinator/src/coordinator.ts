@@ -94,6 +94,7 @@ import { registerAgentScreenService, registerLiveScreenService, ScreenFeeds } fr
 import { LogcatFeeds } from "./live-logcat/logcat-feeds.js";
 import { registerAgentLogcatService, registerLogcatService } from "./live-logcat/logcat-service.js";
 import { DEFAULT_TUNNEL_LIMITS, Tunnels, type TunnelLimits } from "./adb-tunnels/tunnels.js";
+import { webDriverEndpoint } from "./webdriver/webdriver-endpoint.js";
 
 export interface CoordinatorOptions {
   listen: ListenAddress;
@@ -235,6 +236,9 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
+  // Set once listening: the WebDriver endpoint calls farm's services at the coordinator's own address.
+  let selfUrl = "";
+  const webdriver = webDriverEndpoint({ tokens, url: () => selfUrl, caFile: opts.tls?.certFile, insecure, log });
   const dashboard = dashboardHandler({ web, tokens, blobs, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
   const unaryStats = { fast: 0 };
   const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, logcats: logcatFeeds, unary: unaryStats });
@@ -332,11 +336,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
         });
         return;
       }
-      void dashboard(req, res as ServerResponse).then((handled) => {
-        if (handled) return;
+      void (async () => {
+        // W3C WebDriver at /wd/hub and / (/session…, /status); everything else is the dashboard's.
+        if (await webdriver.handle(req, res as ServerResponse)) return;
+        if (await dashboard(req, res as ServerResponse)) return;
         res.writeHead(404, { "content-type": "text/plain" });
         res.end("not found\n");
-      });
+      })();
     },
   });
   // Unary gRPC calls without Connect's per-call cost, the same interceptors and implementations (grpc-unary-fast-path.ts).
@@ -349,6 +355,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     web,
     insecure,
     isOpen: (method) => accessRules[method]?.kind === "none",
+    // WebDriver paths are capped by the endpoint itself, from Content-Length before reading, so the refusal is a W3C error.
+    plainBodyCapOf: (path) => (webdriver.bodyCapOf(path) === undefined ? undefined : Number.POSITIVE_INFINITY),
     maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
     log,
   });
@@ -361,6 +369,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const addr = dual.server.address() as AddressInfo;
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   const url = `${tlsCreds ? "https" : "http"}://${host}:${addr.port}`;
+  selfUrl = url;
 
   const sweep = setInterval(() => {
     void registry.sweep().then(
@@ -417,6 +426,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     },
     async close() {
       if (closed.signal.aborted) return;
+      // WebDriver sessions end first, while their farm calls can still be served: recorded sessions end, leases go back.
+      await webdriver.closeAll();
       closed.abort();
       // First: the other replicas stop routing through this one before its agents are let go.
       await replication?.close().catch((err: Error) => log.error("could not leave the replicas cleanly; they expire this one", { error: err.message }));

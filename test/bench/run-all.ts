@@ -41,6 +41,7 @@ const BENCHES = [
   "replicas",
   "byte-store",
   "adb-stalled-streams",
+  "webdriver",
   "webdriver-locators",
 ] as const;
 

@@ -22,6 +22,8 @@ export interface RequestGateOptions {
   insecure: boolean;
   /** Whether a method ("pkg.Service/Method") is served without credentials (health). */
   isOpen(method: string): boolean;
+  /** A path (not an RPC) whose body cap is not PLAIN_BODY_MAX_BYTES (the WebDriver endpoint applies its own, from Content-Length, before reading). */
+  plainBodyCapOf?(pathname: string): number | undefined;
   /** Calls one token (or dashboard user) may have in flight at once. */
   maxStreamsPerPrincipal: number;
   log: Logger;
@@ -51,10 +53,10 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const m = rpcPath.exec(path);
     const announced = contentLength(req);
     if (!m) {
-      // The dashboard's file upload is the one plain request with a large body (its handler applies its own limit).
-      const max = path === DASHBOARD_UPLOAD_PATH ? DASHBOARD_UPLOAD_MAX_BYTES : PLAIN_BODY_MAX_BYTES;
-      if (announced !== undefined && announced > max) {
-        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${max} bytes` });
+      // The dashboard's file upload is the one plain request with a large body (its handler applies its own limit); the WebDriver endpoint sets its own.
+      const cap = opts.plainBodyCapOf?.(path) ?? (path === DASHBOARD_UPLOAD_PATH ? DASHBOARD_UPLOAD_MAX_BYTES : PLAIN_BODY_MAX_BYTES);
+      if (announced !== undefined && announced > cap) {
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${cap} bytes` });
       }
       return handler(req, res);
     }

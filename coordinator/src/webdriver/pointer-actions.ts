@@ -10,7 +10,7 @@ export type Gesture =
   | { kind: "swipe"; x1: number; y1: number; x2: number; y2: number; durationMs: number };
 
 /** W3C's key for an element reference in JSON (WebDriver §6.2); Appium's older "ELEMENT" is read too. */
-export const ELEMENT_REFERENCE_KEY = "element-6066-11e4-a07c-4a52e3b4c88b";
+export const ELEMENT_REFERENCE_KEY = "element-6066-11e4-a52e-4f735466cecf";
 /** A press held this long at one point is a long press (Android's long-press timeout is 400–500 ms). */
 export const LONG_PRESS_MS = 500;
 /** Limits, checked before anything is interpreted: no gesture anyone performs comes near them. */

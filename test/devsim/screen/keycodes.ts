@@ -8,6 +8,8 @@ export const KEYCODE: Record<string, number> = {
   KEYCODE_ENTER: 66,
   KEYCODE_DEL: 67,
   KEYCODE_MENU: 82,
+  // The simulated text cursor is always at the end: accepted, nothing to move.
+  KEYCODE_MOVE_END: 123,
   KEYCODE_APP_SWITCH: 187,
   KEYCODE_SLEEP: 223,
   KEYCODE_WAKEUP: 224,

@@ -31,6 +31,7 @@ import { idCommand, whoamiCommand } from "./id.js";
 import { sttyCommand } from "./stty.js";
 import { nohupCommand } from "./nohup.js";
 import { mvCommand } from "./mv.js";
+import { monkeyCommand } from "./monkey.js";
 
 /**
  * Commands the simulated shell knows, by name. Add a command by writing a
@@ -65,6 +66,7 @@ export const DEFAULT_COMMANDS: CommandTable = new Map<string, ShellCommand>([
   ["input", inputCommand],
   ["dumpsys", dumpsysCommand],
   ["am", amCommand],
+  ["monkey", monkeyCommand],
   ["pm", pmCommand],
   ["cmd", (ctx) => (ctx.args[0] === "package" ? pmCommand({ ...ctx, args: ctx.args.slice(1) }) : ctx.args[0] === "activity" ? amCommand({ ...ctx, args: ctx.args.slice(1) }) : 1)],
   ["settings", settingsCommand],
