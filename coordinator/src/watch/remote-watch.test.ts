@@ -4,10 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { createLogger } from "@farm/shared/log";
 import { ActivityLog } from "../activity/activity-log.js";
-import { SqliteActivityStore } from "../activity/sqlite-activity-store.js";
 import { openDatabase, type CoordinatorDb, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { EvidenceStore, type EvidenceRow } from "../evidence/evidence-store.js";
 import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
@@ -25,6 +23,8 @@ import { VideoSessionIndex, type VideoSessionRow } from "../video/video-session-
 import { parseStepNoticeId, shareWatchChanges, stepNoticeId } from "./remote-watch.js";
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
+import { sqliteDatabaseOf } from "../db/database.js";
+import { createActivityStore, createDeviceLabelStore } from "../db/stores.js";
 
 /** Replicas' notices in memory: delivered to the others in the order sent, never to the sender. */
 class MemoryBus implements ChangeBus {
@@ -53,9 +53,9 @@ const log = createLogger({ level: "error" });
 /** One coordinator on the shared database, its hub wired and shared over its bus. */
 async function replica(db: CoordinatorDb, bus: MemoryBus) {
   const registry = await Registry.open(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
-  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db));
+  const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, log);
-  const activityStore = new SqliteActivityStore(db);
+  const activityStore = createActivityStore(sqliteDatabaseOf(db));
   const src = {
     registry,
     leases,
