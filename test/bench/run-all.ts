@@ -38,6 +38,7 @@ const BENCHES = [
   "capture-cost",
   "replicas",
   "byte-store",
+  "store-ops",
   "adb-stalled-streams",
 ] as const;
 

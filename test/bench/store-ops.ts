@@ -1,15 +1,18 @@
 /**
  * How a store is written, measured on its hot operations: the activity log
  * (one insert per routed call, a read by id, a page of 50 of one phone's
- * newest entries), three ways in the same run, on SQLite (a WAL file, as a
+ * newest entries), four ways in the same run, on SQLite (a WAL file, as a
  * coordinator opens it) and on PostgreSQL (a private cluster):
  *  - drizzle: one implementation per dialect, drizzle's query builder on the
  *    dialect's schema (SQLite's insert prepared once), as the stores were;
- *  - kysely: one implementation for both (Kysely, db/store-db.ts);
+ *  - kysely: one implementation for both (Kysely, db/store-db.ts), each
+ *    statement built and compiled on every call;
+ *  - kysely store: the activity store as shipped (kysely-activity-store.ts:
+ *    Kysely, its insert compiled once);
  *  - sql text: one implementation for both, drizzle's `sql` template with the
  *    same text on both dialects and rows decoded by hand (as the
  *    idempotency and quota stores are written).
- * Each figure is the median over rounds (the three take turns) of the time
+ * Each figure is the median over rounds (the ways take turns) of the time
  * per operation, and the process's CPU per operation; printed as ratios to
  * the per-dialect drizzle code measured alongside it.
  *
@@ -26,6 +29,7 @@ import { openPostgres } from "@farm/coordinator/db/open-postgres";
 import * as sqliteSchema from "@farm/coordinator/db/schema";
 import * as pgSchema from "@farm/coordinator/db/pg-schema";
 import { storeDbOf } from "@farm/coordinator/db/store-db";
+import { createActivityStore } from "@farm/coordinator/db/stores";
 import { startPgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { median } from "./proc-stats.js";
@@ -42,7 +46,7 @@ interface Ops {
   page(serial: string, beforeId: number, limit: number): Promise<ActivityRow[]>;
 }
 
-const WAYS = ["drizzle", "kysely", "sql text"] as const;
+const WAYS = ["drizzle", "kysely", "kysely store", "sql text"] as const;
 type Way = (typeof WAYS)[number];
 
 /** The per-dialect drizzle code, as sqlite-activity-store.ts and pg-activity-store.ts were. */
@@ -154,7 +158,13 @@ type OpName = "insert" | "get" | "page of 50";
 
 /** Each way's figures per operation on one database; the ways take turns within every round. */
 async function measure(database: FarmDatabase): Promise<Record<Way, Record<OpName, Figure>>> {
-  const ways: Record<Way, Ops> = { drizzle: drizzleOps(database), kysely: kyselyOps(database), "sql text": sqlTextOps(database) };
+  const shipped = createActivityStore(database);
+  const ways: Record<Way, Ops> = {
+    drizzle: drizzleOps(database),
+    kysely: kyselyOps(database),
+    "kysely store": { insert: (e) => shipped.insert(e), get: (id) => shipped.get(id), page: (serial, beforeId, limit) => shipped.listBefore({ serial }, beforeId, limit) },
+    "sql text": sqlTextOps(database),
+  };
   // Rows to read: 20 phones' worth, so a page of one phone skips the others' through the index.
   let i = 0;
   const ids: number[] = [];
@@ -223,7 +233,7 @@ async function main(): Promise<void> {
             return `${w} ${f.us.toFixed(1).padStart(7)} µs (cpu ${f.cpuUs.toFixed(1).padStart(6)} µs) ${(f.us / base.us).toFixed(2)}x/${(f.cpuUs / base.cpuUs).toFixed(2)}x cpu`;
           });
           console.log(`  ${op.padEnd(11)} ${cells.join("   ")}`);
-          for (const w of ["kysely", "sql text"] as const) {
+          for (const w of ["kysely", "kysely store", "sql text"] as const) {
             rows.push({
               measure: `store ${op} on ${dialect}, ${w} / drizzle`,
               instant: `${(figures[w][op].us / base.us).toFixed(2)}x time, ${(figures[w][op].cpuUs / base.cpuUs).toFixed(2)}x cpu`,

@@ -47,18 +47,25 @@ import type { VideoSessionStore } from "../video/video-session-store.js";
 /*
  * The one place that builds the coordinator's stores for a database. The
  * interface files (`*-store.ts`) only declare; what implements each is
- * chosen here:
- *  - one implementation for both dialects (Kysely, db/store-db.ts) where
- *    SQLite and PostgreSQL take the same SQL: device labels, activity,
- *    blob index, evidence grants; and the idempotency and quota stores
- *    (one SQL text for both, drizzle's `sql`);
- *  - one per dialect where they are still written twice (sqlite-*, pg-*),
- *    each with its reason at its top where the semantics differ: leases
- *    (row locks, SKIP LOCKED, notify), registry claims and tokens (locks
- *    held across a transaction), web sign-ins (an advisory lock holds the
- *    caps across replicas), stored files (a transaction that streams);
- *    sessions, steps, recordings, the evidence index and replicas are not
- *    converted yet (docs/performance.md, "Stores").
+ * chosen here.
+ *
+ * Written once for both dialects, where SQLite and PostgreSQL take the same
+ * SQL: device labels, activity, blob index, evidence grants (Kysely,
+ * kysely-*-store.ts over db/store-db.ts), and the idempotency and quota
+ * stores (one SQL text for both, drizzle's `sql`).
+ *
+ * Still one per dialect (sqlite-*, pg-*), because the semantics differ:
+ *  - leases: row locks, SKIP LOCKED, unique-index races and notify;
+ *  - tokens (binding an agent) and web sign-ins (the caps): PostgreSQL
+ *    takes advisory and row locks so replicas decide one at a time;
+ *  - registry and claims, session steps, video sessions, replicas, stored
+ *    files: several statements in one transaction. better-sqlite3 runs a
+ *    transaction synchronously, so nothing interleaves; a Kysely transaction
+ *    on SQLite is asynchronous on the one connection every store shares, so
+ *    another store's statements could land inside it.
+ * Not converted yet although their SQL is the same: sessions (JSON and
+ * boolean columns, which store-db.ts does not map yet) and the evidence
+ * index (its page order is bytewise: COLLATE "C" on PostgreSQL only).
  */
 
 /** Every store of one database, as the coordinator uses them. */

@@ -42,9 +42,11 @@ export async function selectPlans(database: FarmDatabase, run: () => Promise<unk
   const query = pool.query.bind(pool) as (...a: unknown[]) => unknown;
   (pool as unknown as Queries).query = watch(query);
   // Kysely's stores (db/store-db.ts) run on a client checked out of the pool: watch those too, until the run ends.
-  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+  // (pool.query itself checks out with a callback: that form is passed through, its queries already watched above.)
+  const connect = pool.connect.bind(pool) as (...a: unknown[]) => Promise<pg.PoolClient>;
   const watched = new Map<Queries, unknown>();
-  (pool as unknown as { connect: unknown }).connect = async () => {
+  (pool as unknown as { connect: unknown }).connect = async (...a: unknown[]) => {
+    if (a.length > 0) return connect(...a);
     const client = await connect();
     const c = client as unknown as Queries;
     if (!watched.has(c)) {
