@@ -85,6 +85,30 @@ describe.each(dialects)("stores written once, on %s", (dialect) => {
     expect(await grants.storedBytes("carol")).toBe(0);
   });
 
+  it("evidence index: pages newest first with ids in byte order, totals are numbers", async () => {
+    const index = createEvidenceIndexStore(await db());
+    const bundle = { kind: "still", status: "complete", label: null, serial: "S-1", physicalId: "pd-1", agentId: "a-1", createdAt: 2_000, totalBytes: BIG, manifestSha256: "cd".repeat(32) };
+    // One millisecond, ids differing in case: bytewise, "B" < "a" < "b".
+    for (const id of ["a-1", "B-1", "b-0"]) await index.insert({ ...bundle, evidenceId: id });
+    await index.insert({ ...bundle, evidenceId: "old", createdAt: 1_000, status: "partial", label: "smoke", totalBytes: 3 });
+    await index.insert({ ...bundle, evidenceId: "other", serial: "S-2", kind: "video" });
+    await expect(index.insert({ ...bundle, evidenceId: "a-1" })).rejects.toThrow();
+    const ids = async (filter: object, after?: readonly [number, string], limit = 10) => (await index.listAfter(filter, after, limit)).map((r) => r.evidenceId);
+    expect(await ids({ serial: "S-1" })).toEqual(["b-0", "a-1", "B-1", "old"]);
+    expect(await ids({ serial: "S-1" }, [2_000, "a-1"])).toEqual(["B-1", "old"]);
+    expect(await ids({ serial: "S-1" }, undefined, 2)).toEqual(["b-0", "a-1"]);
+    expect(await ids({ status: "partial", label: "smoke" })).toEqual(["old"]);
+    expect(await index.get("old")).toEqual({ ...bundle, evidenceId: "old", createdAt: 1_000, status: "partial", label: "smoke", totalBytes: 3 });
+    expect([...(await index.indexedAmong(["a-1", "nope", "other"]))].sort()).toEqual(["a-1", "other"]);
+    expect(await index.indexedAmong([])).toEqual(new Set());
+    const totals = (await index.totals()).sort((a, b) => (a.kind + a.status < b.kind + b.status ? -1 : 1));
+    expect(totals).toEqual([
+      { kind: "still", status: "complete", bundles: 3, bytes: 3 * BIG },
+      { kind: "still", status: "partial", bundles: 1, bytes: 3 },
+      { kind: "video", status: "complete", bundles: 1, bytes: BIG },
+    ]);
+  });
+
   it("activity: each column of the prepared insert gets its own value, ids ascend, counts are numbers", async () => {
     const activity = createActivityStore(await db());
     // Every field distinct, so a value bound to the wrong column shows.

@@ -21,9 +21,8 @@ import type { EvidenceGrantStore } from "../evidence/evidence-grant-store.js";
 import type { EvidenceIndexStore } from "../evidence/evidence-index-store.js";
 import { KyselyBlobIndexStore } from "../evidence/kysely-blob-index-store.js";
 import { KyselyEvidenceGrantStore } from "../evidence/kysely-evidence-grant-store.js";
-import { PgEvidenceIndexStore } from "../evidence/pg-evidence-index-store.js";
+import { KyselyEvidenceIndexStore } from "../evidence/kysely-evidence-index-store.js";
 import { QuotaReservationStore } from "../evidence/quota-reservation-store.js";
-import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import type { LeaseStore } from "../leases/lease-store.js";
 import { PgLeaseStore } from "../leases/pg-lease-store.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
@@ -50,7 +49,8 @@ import type { VideoSessionStore } from "../video/video-session-store.js";
  * chosen here.
  *
  * Written once for both dialects, where SQLite and PostgreSQL take the same
- * SQL: device labels, activity, blob index, evidence grants (Kysely,
+ * SQL: device labels, activity, blob index, evidence grants, the evidence
+ * index (Kysely,
  * kysely-*-store.ts over db/store-db.ts), and the idempotency and quota
  * stores (one SQL text for both, drizzle's `sql`).
  *
@@ -64,8 +64,7 @@ import type { VideoSessionStore } from "../video/video-session-store.js";
  *    on SQLite is asynchronous on the one connection every store shares, so
  *    another store's statements could land inside it.
  * Not converted yet although their SQL is the same: sessions (JSON and
- * boolean columns, which store-db.ts does not map yet) and the evidence
- * index (its page order is bytewise: COLLATE "C" on PostgreSQL only).
+ * boolean columns, which store-db.ts does not map yet).
  */
 
 /** Every store of one database, as the coordinator uses them. */
@@ -145,7 +144,7 @@ export function createVideoSessionStore(database: FarmDatabase): VideoSessionSto
 }
 
 export function createEvidenceIndexStore(database: FarmDatabase): EvidenceIndexStore {
-  return database.dialect === "sqlite" ? new SqliteEvidenceIndexStore(database.db) : new PgEvidenceIndexStore(database.db);
+  return new KyselyEvidenceIndexStore(storeDbOf(database), database.dialect);
 }
 
 export function createEvidenceGrantStore(database: FarmDatabase): EvidenceGrantStore {

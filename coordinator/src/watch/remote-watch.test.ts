@@ -7,7 +7,6 @@ import { ActivityLog } from "../activity/activity-log.js";
 import { openDatabase, type CoordinatorDb, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
 import { EvidenceStore, type EvidenceRow } from "../evidence/evidence-store.js";
-import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
@@ -24,7 +23,7 @@ import { parseStepNoticeId, shareWatchChanges, stepNoticeId } from "./remote-wat
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
 import { sqliteDatabaseOf } from "../db/database.js";
-import { createActivityStore, createDeviceLabelStore } from "../db/stores.js";
+import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore } from "../db/stores.js";
 
 /** Replicas' notices in memory: delivered to the others in the order sent, never to the sender. */
 class MemoryBus implements ChangeBus {
@@ -62,7 +61,7 @@ async function replica(db: CoordinatorDb, bus: MemoryBus) {
     labels,
     activity: new ActivityLog(activityStore),
     // Nothing here touches the evidence directory.
-    evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"),
+    evidence: new EvidenceStore(createEvidenceIndexStore(sqliteDatabaseOf(db)), "/nonexistent"),
     videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
     sessions: new Sessions(new SqliteSessionStore(db)),
     steps: new SessionSteps(new SqliteSessionStepStore(db)),
@@ -71,7 +70,7 @@ async function replica(db: CoordinatorDb, bus: MemoryBus) {
   const hub = new WatchHub();
   const wiring = wireWatchHub(hub, src);
   shareWatchChanges(hub, src, wiring, bus);
-  return { ...src, hub, wiring, bus, activityStore, evidenceIndex: new SqliteEvidenceIndexStore(db) };
+  return { ...src, hub, wiring, bus, activityStore, evidenceIndex: createEvidenceIndexStore(sqliteDatabaseOf(db)) };
 }
 
 async function pair() {

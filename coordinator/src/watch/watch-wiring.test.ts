@@ -7,7 +7,6 @@ import { ActivityLog } from "../activity/activity-log.js";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
 import { EvidenceStore } from "../evidence/evidence-store.js";
-import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
@@ -21,7 +20,7 @@ import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
 import { sqliteDatabaseOf } from "../db/database.js";
-import { createActivityStore, createDeviceLabelStore } from "../db/stores.js";
+import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore } from "../db/stores.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -44,7 +43,7 @@ async function wired() {
     leases,
     labels,
     activity: new ActivityLog(createActivityStore(sqliteDatabaseOf(db))),
-    evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"),
+    evidence: new EvidenceStore(createEvidenceIndexStore(sqliteDatabaseOf(db)), "/nonexistent"),
     videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
     sessions,
     steps: new SessionSteps(new SqliteSessionStepStore(db)),
