@@ -82,17 +82,24 @@ const types = {
 
 /** The pool as Kysely's driver uses it, with each query reading int8 as a number; ending it is the database's business. */
 function numbersPool(pool: pg.Pool): PostgresPool {
+  // One wrapper per pooled client: Kysely keeps its connection object per client it is given.
+  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
-      return {
-        // Only the (text, values) form: the stores never stream with a cursor.
-        query: ((text: unknown, values?: readonly unknown[]) => {
-          if (typeof text !== "string") throw new Error("cursors are not used by farm's stores");
-          return client.query({ text, values: values ? [...values] : [], types });
-        }) as unknown as PostgresPoolClient["query"],
-        release: (destroy?: boolean) => client.release(destroy),
-      };
+      let w = wrapped.get(client);
+      if (!w) {
+        w = {
+          // Only the (text, values) form: the stores never stream with a cursor.
+          query: ((text: unknown, values?: readonly unknown[]) => {
+            if (typeof text !== "string") throw new Error("cursors are not used by farm's stores");
+            return client.query({ text, values: values ? [...values] : [], types });
+          }) as unknown as PostgresPoolClient["query"],
+          release: (destroy?: boolean) => client.release(destroy),
+        };
+        wrapped.set(client, w);
+      }
+      return w;
     },
     end: async () => undefined,
   };
