@@ -7,9 +7,10 @@ type Row<T extends { $inferSelect: unknown }> = T["$inferSelect"];
  * The tables the dialect-neutral stores use, as Kysely sees them: each row
  * type is read off schema.ts (the one definition of the columns), in the
  * camelCase names the stores use; the CamelCasePlugin of store-db.ts turns
- * them into the tables' snake_case. Only columns whose values read the same
- * on both dialects belong here (text and integers); booleans and JSON do
- * not yet (SQLite stores 0/1 and text), so their tables are not listed.
+ * them into the tables' snake_case. A column whose value reads differently
+ * on the two dialects is typed as stored, both ways (SQLite keeps booleans
+ * as 0/1 and JSON as text; PostgreSQL returns booleans and parsed jsonb),
+ * and its store converts it (sessions: kysely-session-store.ts).
  */
 export interface StoreTables {
   activity: Omit<Row<typeof schema.activity>, "id"> & { id: Generated<number> };
@@ -17,4 +18,5 @@ export interface StoreTables {
   deviceLabels: Row<typeof schema.deviceLabels>;
   evidence: Row<typeof schema.evidence>;
   evidenceGrants: Row<typeof schema.evidenceGrants>;
+  sessions: Omit<Row<typeof schema.sessions>, "context" | "ocr" | "secretNames"> & { context: string | object; ocr: number | boolean; secretNames: string | string[] };
 }

@@ -33,12 +33,11 @@ import { PgReplicaStore } from "../replicas/pg-replica-store.js";
 import type { ReplicaStore } from "../replicas/replica-store.js";
 import { SqliteReplicaStore } from "../replicas/sqlite-replica-store.js";
 import { IdempotencyStore } from "../routing/idempotency-store.js";
+import { KyselySessionStore } from "../sessions/kysely-session-store.js";
 import { PgSessionStepStore } from "../sessions/pg-session-step-store.js";
-import { PgSessionStore } from "../sessions/pg-session-store.js";
 import type { SessionStepStore } from "../sessions/session-step-store.js";
 import type { SessionStore } from "../sessions/session-store.js";
 import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js";
-import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { PgVideoSessionStore } from "../video/pg-video-session-store.js";
 import { SqliteVideoSessionStore } from "../video/sqlite-video-session-store.js";
 import type { VideoSessionStore } from "../video/video-session-store.js";
@@ -50,7 +49,7 @@ import type { VideoSessionStore } from "../video/video-session-store.js";
  *
  * Written once for both dialects, where SQLite and PostgreSQL take the same
  * SQL: device labels, activity, blob index, evidence grants, the evidence
- * index (Kysely,
+ * index, sessions (Kysely,
  * kysely-*-store.ts over db/store-db.ts), and the idempotency and quota
  * stores (one SQL text for both, drizzle's `sql`).
  *
@@ -63,8 +62,6 @@ import type { VideoSessionStore } from "../video/video-session-store.js";
  *    transaction synchronously, so nothing interleaves; a Kysely transaction
  *    on SQLite is asynchronous on the one connection every store shares, so
  *    another store's statements could land inside it.
- * Not converted yet although their SQL is the same: sessions (JSON and
- * boolean columns, which store-db.ts does not map yet).
  */
 
 /** Every store of one database, as the coordinator uses them. */
@@ -132,7 +129,7 @@ export function createActivityStore(database: FarmDatabase): ActivityStore {
 }
 
 export function createSessionStore(database: FarmDatabase): SessionStore {
-  return database.dialect === "sqlite" ? new SqliteSessionStore(database.db) : new PgSessionStore(database.db);
+  return new KyselySessionStore(storeDbOf(database));
 }
 
 export function createSessionStepStore(database: FarmDatabase): SessionStepStore {

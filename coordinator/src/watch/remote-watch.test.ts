@@ -13,7 +13,6 @@ import { Registry } from "../registry/registry.js";
 import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import type { Change, ChangeBus, ChangeKind } from "../replicas/change-bus.js";
 import { Sessions } from "../sessions/sessions.js";
-import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { SessionSteps } from "../sessions/session-steps.js";
 import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js";
 import type { StepRecordV2 } from "../sessions/step-record.js";
@@ -23,7 +22,7 @@ import { parseStepNoticeId, shareWatchChanges, stepNoticeId } from "./remote-wat
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
 import { sqliteDatabaseOf } from "../db/database.js";
-import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore } from "../db/stores.js";
+import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore, createSessionStore } from "../db/stores.js";
 
 /** Replicas' notices in memory: delivered to the others in the order sent, never to the sender. */
 class MemoryBus implements ChangeBus {
@@ -63,7 +62,7 @@ async function replica(db: CoordinatorDb, bus: MemoryBus) {
     // Nothing here touches the evidence directory.
     evidence: new EvidenceStore(createEvidenceIndexStore(sqliteDatabaseOf(db)), "/nonexistent"),
     videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
-    sessions: new Sessions(new SqliteSessionStore(db)),
+    sessions: new Sessions(createSessionStore(sqliteDatabaseOf(db))),
     steps: new SessionSteps(new SqliteSessionStepStore(db)),
     log,
   };

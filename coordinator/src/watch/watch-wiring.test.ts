@@ -14,13 +14,12 @@ import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { VideoSessionIndex } from "../video/video-session-index.js";
 import { SqliteVideoSessionStore } from "../video/sqlite-video-session-store.js";
 import { Sessions } from "../sessions/sessions.js";
-import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { SessionSteps } from "../sessions/session-steps.js";
 import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js";
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
 import { sqliteDatabaseOf } from "../db/database.js";
-import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore } from "../db/stores.js";
+import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore, createSessionStore } from "../db/stores.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -36,7 +35,7 @@ async function wired() {
   const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
   const hub = new WatchHub();
-  const sessions = new Sessions(new SqliteSessionStore(db));
+  const sessions = new Sessions(createSessionStore(sqliteDatabaseOf(db)));
   // Nothing here touches the evidence directory.
   wireWatchHub(hub, {
     registry,
