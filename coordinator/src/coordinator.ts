@@ -19,11 +19,9 @@ import type { ListenAddress } from "@farm/shared/listen-address";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { openFarmDatabase } from "./db/database.js";
 import { TokenStore } from "./auth/token-store.js";
-import { createSummaryKeyStore, SummaryKey } from "./auth/summary-key.js";
+import { SummaryKey } from "./auth/summary-key.js";
 import { registerPrivacyService } from "./auth/privacy-service.js";
-import { createTokenRecordStore } from "./auth/token-record-store.js";
 import { Registry } from "./registry/registry.js";
-import { createRegistryStore } from "./registry/registry-store.js";
 import { authInterceptor } from "./auth/auth.js";
 import { accessRules, servicesWithRules } from "./auth/access-rules.js";
 import { OpenCalls } from "./auth/open-calls.js";
@@ -35,14 +33,10 @@ import { registerDeviceService } from "./routing/device-service.js";
 import { registerLeaseService } from "./leases/lease-service.js";
 import { registerActivityService } from "./activity/activity-service.js";
 import { LeaseManager } from "./leases/lease-manager.js";
-import { createLeaseStore } from "./leases/lease-store.js";
 import { endWhatRevokedHeld } from "./leases/revoked-holder.js";
 import { DeviceLabels } from "./devices/device-labels.js";
-import { createDeviceLabelStore } from "./devices/device-label-store.js";
 import { ActivityLog } from "./activity/activity-log.js";
-import { createActivityStore } from "./activity/activity-store.js";
 import { Idempotency } from "./routing/idempotency.js";
-import { IdempotencyStore } from "./routing/idempotency-store.js";
 import { ShellRelay } from "./routing/shell-relay.js";
 import { BLOB_QUOTA_DEFAULT, BlobStore } from "./evidence/blob-store.js";
 import { registerBlobService, registerAgentBlobService } from "./evidence/blob-service.js";
@@ -50,32 +44,25 @@ import { registerShellService, registerAgentShellService } from "./routing/shell
 import { registerEvidenceService } from "./evidence/evidence-service.js";
 import { registerVideoService } from "./video/video-service.js";
 import { VideoSessionIndex } from "./video/video-session-index.js";
-import { createVideoSessionStore } from "./video/video-session-store.js";
 import { WatchHub } from "./watch/watch-hub.js";
 import { registerWatchService } from "./watch/watch-service.js";
 import { wireWatchHub } from "./watch/watch-wiring.js";
 import { shareWatchChanges } from "./watch/remote-watch.js";
 import { watchTunnels } from "./watch/tunnel-watch.js";
 import { Sessions } from "./sessions/sessions.js";
-import { createSessionStore } from "./sessions/session-store.js";
 import { registerSessionService } from "./sessions/session-service.js";
 import { SessionSteps } from "./sessions/session-steps.js";
-import { createSessionStepStore } from "./sessions/session-step-store.js";
 import { SessionImageStore } from "./sessions/session-image-store.js";
 import { StepRecorder } from "./sessions/step-recorder.js";
 import { StepOcr } from "./sessions/step-ocr.js";
 import { OcrPool } from "./sessions/ocr/ocr-pool.js";
 import { CapturePlans } from "./sessions/capture-plans.js";
 import { WebSessions } from "./auth/web-sessions.js";
-import { createWebSessionStore } from "./auth/web-session-store.js";
 import { dashboardHandler } from "./http/dashboard-http.js";
 import { registerAgentEvidenceService } from "./evidence/agent-evidence-service.js";
 import { EvidenceStore } from "./evidence/evidence-store.js";
 import { EvidenceGrants } from "./evidence/evidence-grants.js";
-import { createEvidenceGrantStore } from "./evidence/evidence-grant-store.js";
-import { createEvidenceIndexStore } from "./evidence/evidence-index-store.js";
 import { DEFAULT_CAPTURES_PER_USER, DEFAULT_EVIDENCE_QUOTA_BYTES, EvidenceQuota } from "./evidence/evidence-quota.js";
-import { QuotaReservationStore } from "./evidence/quota-reservation-store.js";
 import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http/http-server.js";
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./http/request-gate.js";
 import { withMessageLimits } from "./http/message-limits.js";
@@ -85,8 +72,7 @@ import { peerKey, peerOf } from "./http/peer.js";
 import { coordinatorMetrics } from "./http/metrics.js";
 import { registerReplicaService } from "./replicas/replica-service.js";
 import { startReplication, type Replication } from "./replicas/replication.js";
-import { createByteStore, type ByteStoreKind } from "./bytes/byte-store.js";
-import { createBlobIndexStore } from "./evidence/blob-index-store.js";
+import { type ByteStoreKind } from "./bytes/byte-store.js";
 import { AdbStreamRelay } from "./adb-tunnels/adb-stream-relay.js";
 import { registerAdbTunnelService, registerAgentAdbService } from "./adb-tunnels/adb-tunnel-service.js";
 import { settleRawAdbOnLeaseEnd } from "./adb-tunnels/lease-end-settle.js";
@@ -95,6 +81,7 @@ import { LogcatFeeds } from "./live-logcat/logcat-feeds.js";
 import { registerAgentLogcatService, registerLogcatService } from "./live-logcat/logcat-service.js";
 import { DEFAULT_TUNNEL_LIMITS, Tunnels, type TunnelLimits } from "./adb-tunnels/tunnels.js";
 import { webDriverEndpoint } from "./webdriver/webdriver-endpoint.js";
+import { createByteStore, createStores, createSummaryKeyStore } from "./db/stores.js";
 
 export interface CoordinatorOptions {
   listen: ListenAddress;
@@ -161,18 +148,19 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const log = opts.log ?? createLogger({ base: { component: "coordinator" } });
   await ensurePrivateDir(opts.dataDir);
   const database = await openFarmDatabase(opts.database, opts.dataDir);
-  const tokens = new TokenStore(createTokenRecordStore(database));
+  const stores = createStores(database);
+  const tokens = new TokenStore(stores.tokens);
   // What others see in place of a secret (command-privacy.ts): one key per farm.
   const summaries = await SummaryKey.open(createSummaryKeyStore(database, opts.dataDir));
-  const registry = await Registry.open(createRegistryStore(database), { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
+  const registry = await Registry.open(stores.registry, { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
   const closed = new AbortController();
-  const labels = await DeviceLabels.open(createDeviceLabelStore(database));
-  const leases = await LeaseManager.open(createLeaseStore(database), registry, labels, log);
+  const labels = await DeviceLabels.open(stores.deviceLabels);
+  const leases = await LeaseManager.open(stores.leases, registry, labels, log);
   // A device may have come free, or started to match a waiting request.
   registry.events.on("change", () => leases.kick(leases.dispatch()));
   labels.events.on("changed", () => leases.kick(leases.dispatch()));
-  const activity = new ActivityLog(createActivityStore(database));
-  const sessions = new Sessions(createSessionStore(database));
+  const activity = new ActivityLog(stores.activity);
+  const sessions = new Sessions(stores.sessions);
   // A session lives only as long as its lease: one that ended while we were down ends now.
   for (const s of await sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
   leases.events.on("leaseEnded", (lease, origin) => {
@@ -190,7 +178,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   settleRawAdbOnLeaseEnd({ registry, leases, log });
   activity.onRecordFailure((err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message }));
   // Request ids in the database: a retry through another replica, or after a restart, gets the first outcome.
-  const idempotency = new Idempotency(new IdempotencyStore(database), {
+  const idempotency = new Idempotency(stores.idempotency, {
     owner: randomUUID(),
     onStoreFailure: (err) => log.error("could not store a request id's outcome; repeats are told it is unknown", { error: (err as Error).message }),
   });
@@ -203,14 +191,14 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const logcatFeeds = new LogcatFeeds(log);
   const shared = database.dialect === "postgres";
   const bytes = createByteStore(opts.byteStore ?? (shared ? "database" : "files"), opts.dataDir, database);
-  const blobs = new BlobStore(opts.dataDir, { index: createBlobIndexStore(database), bytes, quotaBytes: opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT, shared });
+  const blobs = new BlobStore(opts.dataDir, { index: stores.blobIndex, bytes, quotaBytes: opts.blobQuotaBytes ?? BLOB_QUOTA_DEFAULT, shared });
   await blobs.init();
-  const evidenceStore = new EvidenceStore(createEvidenceIndexStore(database), opts.dataDir, { bytes, shared });
-  const grants = new EvidenceGrants(createEvidenceGrantStore(database));
-  const quota = new EvidenceQuota(new QuotaReservationStore(database), opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES, opts.capturesPerUser ?? DEFAULT_CAPTURES_PER_USER);
+  const evidenceStore = new EvidenceStore(stores.evidenceIndex, opts.dataDir, { bytes, shared });
+  const grants = new EvidenceGrants(stores.evidenceGrants);
+  const quota = new EvidenceQuota(stores.quotaReservations, opts.evidenceQuotaBytes ?? DEFAULT_EVIDENCE_QUOTA_BYTES, opts.capturesPerUser ?? DEFAULT_CAPTURES_PER_USER);
   await evidenceStore.init();
-  const videoIndex = new VideoSessionIndex(createVideoSessionStore(database));
-  const steps = new SessionSteps(createSessionStepStore(database));
+  const videoIndex = new VideoSessionIndex(stores.videoSessions);
+  const steps = new SessionSteps(stores.sessionSteps);
   const sessionImages = new SessionImageStore(opts.dataDir, bytes);
   await sessionImages.init();
   const plans = new CapturePlans(opts.defaultCapture, opts.siteRedact);
@@ -231,7 +219,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const watchSources = { registry, leases, labels, activity, evidence: evidenceStore, videos: videoIndex, sessions, steps, log };
   const watchWiring = wireWatchHub(hub, watchSources);
   watchTunnels(hub, tunnels);
-  const web = new WebSessions(tokens, createWebSessionStore(database));
+  const web = new WebSessions(tokens, stores.webSessions);
   const openCalls = new OpenCalls();
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");

@@ -17,13 +17,14 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
-import { createByteStore, type ByteStore } from "@farm/coordinator/bytes/byte-store";
+import { type ByteStore } from "@farm/coordinator/bytes/byte-store";
 import { openPostgres } from "@farm/coordinator/db/open-postgres";
 import { postgresDatabase, sqliteDatabase } from "@farm/coordinator/db/database";
 import { startPgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { median } from "./proc-stats.js";
 import { emitReport } from "./bench-report.js";
+import { createByteStore } from "@farm/coordinator/db/stores";
 
 const { values } = parseArgs({ options: { mib: { type: "string", default: "128" }, ranges: { type: "string", default: "50" } } });
 const MIB = Number(values.mib);

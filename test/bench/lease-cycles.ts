@@ -13,13 +13,14 @@ import { createLogger } from "@farm/shared/log";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { openDatabase } from "@farm/coordinator/db/open-database";
 import { DeviceLabels } from "@farm/coordinator/devices/device-labels";
-import { SqliteDeviceLabelStore } from "@farm/coordinator/devices/sqlite-device-label-store";
 import { LeaseManager } from "@farm/coordinator/leases/lease-manager";
 import { SqliteLeaseStore } from "@farm/coordinator/leases/sqlite-lease-store";
 import { Registry } from "@farm/coordinator/registry/registry";
 import { SqliteRegistryStore } from "@farm/coordinator/registry/sqlite-registry-store";
 import { makeTempDir } from "../support/temp-dir.js";
 import { emitReport, round } from "./bench-report.js";
+import { sqliteDatabaseOf } from "@farm/coordinator/db/database";
+import { createDeviceLabelStore } from "@farm/coordinator/db/stores";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "3" } } });
 
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
   const db = openDatabase(join(dir.path, "coordinator.db"));
   try {
     const registry = await Registry.open(new SqliteRegistryStore(db.db), { heartbeatMisses: 3 });
-    const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db.db));
+    const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db.db)));
     const leases = await LeaseManager.open(new SqliteLeaseStore(db.db), registry, labels, createLogger({ level: "error" }));
     // As the coordinator wires them.
     registry.events.on("change", () => leases.kick(leases.dispatch()));

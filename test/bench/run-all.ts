@@ -40,6 +40,7 @@ const BENCHES = [
   "capture-cost",
   "replicas",
   "byte-store",
+  "store-ops",
   "adb-stalled-streams",
   "webdriver",
   "webdriver-locators",

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toErrorReport } from "@farm/shared/errors";
 import { ActivityLog, type ActivityRow } from "./activity-log.js";
-import { createActivityStore } from "./activity-store.js";
 import type { FarmDatabase } from "../db/database.js";
 import { sqliteDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
+import { createActivityStore } from "../db/stores.js";
 
 const refused = (p: Promise<unknown>) => p.then(() => null, toErrorReport);
 

@@ -10,8 +10,8 @@ import { registerActivityService } from "./activity-service.js";
 import { principalKey } from "../auth/auth.js";
 import type { Principal } from "../auth/token-store.js";
 import { sqliteDatabase } from "../db/database.js";
-import { createActivityStore } from "./activity-store.js";
 import { FileSummaryKeyStore, SummaryKey } from "../auth/summary-key.js";
+import { createActivityStore } from "../db/stores.js";
 
 const database = sqliteDatabase(":memory:");
 const log = new ActivityLog(createActivityStore(database));

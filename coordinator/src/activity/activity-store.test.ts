@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { selectPlans } from "../db/testing/query-plans.js";
-import { createActivityStore, type ActivityEntry, type ActivityStore } from "./activity-store.js";
+import { type ActivityEntry, type ActivityStore } from "./activity-store.js";
+import { createActivityStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgActivityStore } from "./pg-activity-store.js";
-import { SqliteActivityStore } from "./sqlite-activity-store.js";
-
 /** One routed action as stored. */
 export interface ActivityRow {
   /** Unique, and ascending in the order entries were written. */
@@ -42,9 +38,4 @@ export interface ActivityStore {
   countByOutcome(): Promise<OutcomeCount[]>;
   /** Up to `limit` entries newest first (by id), with an id below `beforeId` when given. */
   listBefore(filter: ActivityFilter, beforeId: number | undefined, limit: number): Promise<ActivityRow[]>;
-}
-
-/** The activity log of the coordinator's database, whichever dialect it is. */
-export function createActivityStore(database: FarmDatabase): ActivityStore {
-  return database.dialect === "sqlite" ? new SqliteActivityStore(database.db) : new PgActivityStore(database.db);
 }

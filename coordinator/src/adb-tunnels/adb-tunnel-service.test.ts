@@ -4,13 +4,11 @@ import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import { AdbTunnelService } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { createLogger } from "@farm/shared/log";
 import { ActivityLog } from "../activity/activity-log.js";
-import { SqliteActivityStore } from "../activity/sqlite-activity-store.js";
 import { accessRules, refusal } from "../auth/access-rules.js";
 import { principalKey } from "../auth/auth.js";
 import type { Principal } from "../auth/token-store.js";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
@@ -19,6 +17,8 @@ import { AdbStreamRelay } from "./adb-stream-relay.js";
 import { registerAdbTunnelService } from "./adb-tunnel-service.js";
 import { tunnelEntry } from "./testing/tunnel-entry.js";
 import { Tunnels } from "./tunnels.js";
+import { sqliteDatabaseOf } from "../db/database.js";
+import { createActivityStore, createDeviceLabelStore } from "../db/stores.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -40,10 +40,10 @@ async function served() {
   const db = opened.db;
   const log = createLogger({ level: "error" });
   const registry = await Registry.open(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
-  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db));
+  const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, log);
   const tunnels = new Tunnels();
-  const transport = createRouterTransport((router) => registerAdbTunnelService(router, { registry, leases, activity: new ActivityLog(new SqliteActivityStore(db)), tunnels, relay: new AdbStreamRelay(), log }), {
+  const transport = createRouterTransport((router) => registerAdbTunnelService(router, { registry, leases, activity: new ActivityLog(createActivityStore(sqliteDatabaseOf(db))), tunnels, relay: new AdbStreamRelay(), log }), {
     router: {
       interceptors: [
         (next) => (req) => {

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createSummaryKeyStore, FileSummaryKeyStore, SUMMARY_KEY_BYTES, SUMMARY_KEY_FILE, SummaryKey } from "./summary-key.js";
+import { FileSummaryKeyStore, SUMMARY_KEY_BYTES, SUMMARY_KEY_FILE, SummaryKey } from "./summary-key.js";
+import { createSummaryKeyStore } from "../db/stores.js";
 
 let dir: string | undefined;
 let opened: FarmDatabase | undefined;

@@ -3,7 +3,6 @@ import { link, open, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { writePrivateFile } from "@farm/shared/secure-file";
-import type { FarmDatabase } from "../db/database.js";
 import type { PgCoordinatorDb } from "../db/open-postgres.js";
 import { summaryKey } from "../db/pg-schema.js";
 
@@ -127,9 +126,4 @@ export class PgSummaryKeyStore implements SummaryKeyStore {
       .values({ id: 1, key, rotatedAt: Date.now() })
       .onConflictDoUpdate({ target: summaryKey.id, set: { key, rotatedAt: Date.now() } });
   }
-}
-
-/** The key store of this coordinator's database: the data dir's file on SQLite, the shared database on PostgreSQL. */
-export function createSummaryKeyStore(database: FarmDatabase, dataDir: string): SummaryKeyStore {
-  return database.dialect === "postgres" ? new PgSummaryKeyStore(database.db) : new FileSummaryKeyStore(dataDir);
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { sqliteDatabase } from "../db/database.js";
-import { createTokenRecordStore, type TokenRecordStore } from "./token-record-store.js";
+import { type TokenRecordStore } from "./token-record-store.js";
 import { AUTH_CACHE_MS, TokenStore } from "./token-store.js";
+import { createTokenRecordStore } from "../db/stores.js";
 
 /** A token store whose database lookups by hash are counted, on a clock the test moves. */
 function counted() {

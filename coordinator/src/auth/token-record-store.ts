@@ -1,7 +1,7 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgTokenRecordStore } from "./pg-token-record-store.js";
-import { SqliteTokenRecordStore } from "./sqlite-token-record-store.js";
-import type { Role, TokenKind } from "./token-store.js";
+export type TokenKind = "agent" | "user";
+
+/** What a user token may do; each role includes the ones before it. */
+export type Role = "viewer" | "operator" | "admin";
 
 /** A token as stored: the sha256 of its secret, never the secret. */
 export interface TokenRow {
@@ -44,9 +44,4 @@ export interface TokenRecordStore {
   /** The live (unrevoked) token bound to an agent id. */
   liveTokenOf(agentId: string): Promise<string | undefined>;
   count(): Promise<number>;
-}
-
-/** The token store of the coordinator's database, whichever dialect it is. */
-export function createTokenRecordStore(database: FarmDatabase): TokenRecordStore {
-  return database.dialect === "sqlite" ? new SqliteTokenRecordStore(database.db) : new PgTokenRecordStore(database.db);
 }

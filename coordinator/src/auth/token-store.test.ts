@@ -13,8 +13,8 @@ import * as schema from "../db/schema.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { encodePageToken } from "../paging.js";
 import { SqliteTokenRecordStore } from "./sqlite-token-record-store.js";
-import { createTokenRecordStore } from "./token-record-store.js";
 import { roleAtLeast, TokenStore } from "./token-store.js";
+import { createTokenRecordStore } from "../db/stores.js";
 
 const refused = (p: Promise<unknown>) => p.then(() => null, toErrorReport);
 

@@ -1,12 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
-import type { TokenRecordStore, TokenRow } from "./token-record-store.js";
+import type { Role, TokenKind, TokenRecordStore, TokenRow } from "./token-record-store.js";
 
-export type TokenKind = "agent" | "user";
-
-/** What a user token may do; each role includes the ones before it. */
-export type Role = "viewer" | "operator" | "admin";
+// Declared with the stored row (token-record-store.ts), so that file imports nothing back from here.
+export type { Role, TokenKind } from "./token-record-store.js";
 export const ROLES: readonly Role[] = ["viewer", "operator", "admin"];
 
 export interface TokenRecord {

@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgWebSessionStore } from "./pg-web-session-store.js";
-import { SqliteWebSessionStore } from "./sqlite-web-session-store.js";
-
 /** A dashboard sign-in as stored: the sha256 of its id (the cookie), never the id or the user's token. */
 export interface WebSessionRow {
   idHash: string;
@@ -34,9 +30,4 @@ export interface WebSessionStore {
   deleteOf(tokenName: string): Promise<number>;
   /** Sessions of the token not expired at `now`. */
   countOf(tokenName: string, now: number): Promise<number>;
-}
-
-/** The dashboard sign-ins of the coordinator's database, whichever dialect it is. */
-export function createWebSessionStore(database: FarmDatabase): WebSessionStore {
-  return database.dialect === "sqlite" ? new SqliteWebSessionStore(database.db) : new PgWebSessionStore(database.db);
 }

@@ -3,10 +3,10 @@ import { toErrorReport } from "@farm/shared/errors";
 import { authenticateRequest, authenticateUser } from "./auth.js";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createTokenRecordStore } from "./token-record-store.js";
 import { hashToken, TokenStore } from "./token-store.js";
-import { createWebSessionStore, type WebSessionStore } from "./web-session-store.js";
+import { type WebSessionStore } from "./web-session-store.js";
 import { MAX_SESSIONS_PER_USER, SESSION_TTL_MS, sessionIdFromCookie, WebSessions } from "./web-sessions.js";
+import { createTokenRecordStore, createWebSessionStore } from "../db/stores.js";
 
 const refused = (p: Promise<unknown>) => p.then(() => null, toErrorReport);
 const signedIn = async (p: Promise<{ id: string } | { error: string }>) => {

@@ -7,8 +7,9 @@ import { ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createByteStore, type ByteStore } from "./byte-store.js";
+import { type ByteStore } from "./byte-store.js";
 import { STORED_CHUNK_BYTES } from "./stored-file-store.js";
+import { createByteStore } from "../db/stores.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

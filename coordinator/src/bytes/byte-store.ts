@@ -1,9 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgStoredFileStore } from "./pg-stored-file-store.js";
-import { SqliteStoredFileStore } from "./sqlite-stored-file-store.js";
-import { DatabaseByteStore } from "./database-byte-store.js";
-import { FileByteStore } from "./file-byte-store.js";
-
 /** What a stored file was checked to be when it was taken in. */
 export interface StoredFile {
   size: number;
@@ -45,10 +39,4 @@ export interface ByteStore {
   remove(key: string): Promise<void>;
   /** Removes every file under `prefix/`. */
   removeUnder(prefix: string): Promise<void>;
-}
-
-/** The store for --byte-store: files under the data dir, or chunks in the farm's database. */
-export function createByteStore(kind: ByteStoreKind, dataDir: string, database: FarmDatabase): ByteStore {
-  if (kind === "files") return new FileByteStore(dataDir);
-  return new DatabaseByteStore(database.dialect === "sqlite" ? new SqliteStoredFileStore(database.db) : new PgStoredFileStore(database.db));
 }

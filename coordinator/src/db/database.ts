@@ -47,6 +47,15 @@ export function postgresDatabase(opened: OpenedPostgres, onClose?: () => Promise
   };
 }
 
+/**
+ * A SQLite database already opened through drizzle (tests and benches that
+ * open their own) as a FarmDatabase, for the stores that take one; closing
+ * it stays with whoever opened it.
+ */
+export function sqliteDatabaseOf(db: CoordinatorDb): FarmDatabase {
+  return { dialect: "sqlite", db, sqlite: db.$client, where: "(opened by the caller)", close: async () => undefined };
+}
+
 /** A SQLite file (or ":memory:") as a FarmDatabase. */
 export function sqliteDatabase(file: string): FarmDatabase {
   const opened = openDatabase(file);

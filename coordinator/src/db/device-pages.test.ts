@@ -2,9 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "./database.js";
 import { dialects, openTestDatabase } from "./testing/test-database.js";
 import { selectPlans } from "./testing/query-plans.js";
-import { createEvidenceIndexStore } from "../evidence/evidence-index-store.js";
-import { createSessionStore } from "../sessions/session-store.js";
-import { createVideoSessionStore } from "../video/video-session-store.js";
+import { createEvidenceIndexStore, createSessionStore, createVideoSessionStore } from "./stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

@@ -6,7 +6,8 @@ import { preparePrivateDbFile } from "@farm/shared/secure-file";
 import * as schema from "./schema.js";
 import { assertSchemaKnown, knownMigrations, pendingMigrations } from "./schema-version.js";
 
-export type CoordinatorDb = BetterSQLite3Database<typeof schema>;
+// As drizzle() returns it: with the better-sqlite3 handle it runs on.
+export type CoordinatorDb = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
 
 export interface OpenedDatabase {
   db: CoordinatorDb;

@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgDeviceLabelStore } from "./pg-device-label-store.js";
-import { SqliteDeviceLabelStore } from "./sqlite-device-label-store.js";
-
 /** One label on a physical device. */
 export interface LabelRow {
   physicalId: string;
@@ -17,8 +13,4 @@ export interface DeviceLabelStore {
   /** Inserts the labels, replacing the value of a key the device already has. */
   upsert(rows: readonly LabelRow[]): Promise<void>;
   delete(physicalId: string, key: string): Promise<void>;
-}
-
-export function createDeviceLabelStore(database: FarmDatabase): DeviceLabelStore {
-  return database.dialect === "sqlite" ? new SqliteDeviceLabelStore(database.db) : new PgDeviceLabelStore(database.db);
 }

@@ -4,7 +4,7 @@ import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { DeviceLabels } from "./device-labels.js";
-import { createDeviceLabelStore } from "./device-label-store.js";
+import { createDeviceLabelStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 

@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgBlobIndexStore } from "./pg-blob-index-store.js";
-import { SqliteBlobIndexStore } from "./sqlite-blob-index-store.js";
-
 /** One stored blob: whose it is and what it was checked to be. */
 export interface BlobRow {
   id: string;
@@ -24,8 +20,4 @@ export interface BlobIndexStore {
   olderThan(before: number): Promise<string[]>;
   /** Unlists every blob (one coordinator starting afresh). */
   clear(): Promise<void>;
-}
-
-export function createBlobIndexStore(database: FarmDatabase): BlobIndexStore {
-  return database.dialect === "sqlite" ? new SqliteBlobIndexStore(database.db) : new PgBlobIndexStore(database.db);
 }

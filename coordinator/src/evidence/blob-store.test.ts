@@ -7,11 +7,11 @@ import { ConnectError } from "@connectrpc/connect";
 import { fileAsBlobParts } from "@farm/shared/blob-parts";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
-import { createByteStore, type ByteStoreKind } from "../bytes/byte-store.js";
+import { type ByteStoreKind } from "../bytes/byte-store.js";
 import type { FarmDatabase } from "../db/database.js";
 import { openTestDatabase } from "../db/testing/test-database.js";
-import { createBlobIndexStore } from "./blob-index-store.js";
 import { BLOB_TTL_MS, BlobStore } from "./blob-store.js";
+import { createBlobIndexStore, createByteStore } from "../db/stores.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

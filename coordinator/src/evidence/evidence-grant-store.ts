@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgEvidenceGrantStore } from "./pg-evidence-grant-store.js";
-import { SqliteEvidenceGrantStore } from "./sqlite-evidence-grant-store.js";
-
 /**
  * An evidence id the coordinator issued: the only agent (and its token)
  * that may upload it, for which device, and the user it counts against.
@@ -24,8 +20,4 @@ export interface EvidenceGrantStore {
   get(evidenceId: string): Promise<EvidenceGrant | undefined>;
   /** Total bytes of indexed bundles whose grant was requested by `user`; 0 when none. */
   storedBytes(user: string): Promise<number>;
-}
-
-export function createEvidenceGrantStore(database: FarmDatabase): EvidenceGrantStore {
-  return database.dialect === "postgres" ? new PgEvidenceGrantStore(database.db) : new SqliteEvidenceGrantStore(database.db);
 }

@@ -3,9 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createEvidenceGrantStore } from "./evidence-grant-store.js";
 import { EvidenceGrants, type UploadClaim } from "./evidence-grants.js";
-import { createEvidenceIndexStore, type EvidenceIndexStore } from "./evidence-index-store.js";
+import { type EvidenceIndexStore } from "./evidence-index-store.js";
+import { createEvidenceGrantStore, createEvidenceIndexStore } from "../db/stores.js";
 
 const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() => null, (err: unknown) => toErrorReport(err));
 

@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgEvidenceIndexStore } from "./pg-evidence-index-store.js";
-import { SqliteEvidenceIndexStore } from "./sqlite-evidence-index-store.js";
-
 /** A published bundle as indexed; its files live under <data-dir>/evidence/<id>/. */
 export interface EvidenceRow {
   evidenceId: string;
@@ -46,8 +42,4 @@ export interface EvidenceIndexStore {
    * Ids compare bytewise in both dialects.
    */
   listAfter(filter: EvidenceFilter, after: readonly [number, string] | undefined, limit: number): Promise<EvidenceRow[]>;
-}
-
-export function createEvidenceIndexStore(database: FarmDatabase): EvidenceIndexStore {
-  return database.dialect === "postgres" ? new PgEvidenceIndexStore(database.db) : new SqliteEvidenceIndexStore(database.db);
 }

@@ -15,14 +15,13 @@ import { openPostgres } from "../db/open-postgres.js";
 import { postgresDatabase, sqliteDatabase, type DatabaseDialect, type FarmDatabase } from "../db/database.js";
 import { dialects } from "../db/testing/test-database.js";
 import { createTestDatabase } from "../db/testing/test-postgres.js";
-import { createEvidenceGrantStore } from "./evidence-grant-store.js";
 import { EvidenceGrants } from "./evidence-grants.js";
-import { createEvidenceIndexStore } from "./evidence-index-store.js";
 import { EvidenceStore } from "./evidence-store.js";
 import { registerAgentEvidenceService } from "./agent-evidence-service.js";
 import { EvidenceQuota, type Reservation } from "./evidence-quota.js";
 import { QuotaReservationStore } from "./quota-reservation-store.js";
 import { stillManifest } from "./testing/still-manifest.js";
+import { createEvidenceGrantStore, createEvidenceIndexStore } from "../db/stores.js";
 
 const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() => null, (err: unknown) => toErrorReport(err));
 const HOLD = 60_000;

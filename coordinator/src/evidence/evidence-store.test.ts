@@ -6,10 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createByteStore, type ByteStore } from "../bytes/byte-store.js";
-import { createEvidenceIndexStore, type EvidenceIndexStore } from "./evidence-index-store.js";
+import { type ByteStore } from "../bytes/byte-store.js";
+import { type EvidenceIndexStore } from "./evidence-index-store.js";
 import { EvidenceStore, type EvidenceRow } from "./evidence-store.js";
 import { stillManifest } from "./testing/still-manifest.js";
+import { createByteStore, createEvidenceIndexStore } from "../db/stores.js";
 
 /** The report of what `p` rejects with, or null when it resolves. */
 const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() => null, (err: unknown) => toErrorReport(err));

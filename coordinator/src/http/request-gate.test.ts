@@ -3,9 +3,10 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "@farm/shared/log";
 import { sqliteDatabase } from "../db/database.js";
-import { createTokenRecordStore, type TokenRecordStore } from "../auth/token-record-store.js";
+import { type TokenRecordStore } from "../auth/token-record-store.js";
 import { AUTH_CACHE_MS, TokenStore } from "../auth/token-store.js";
 import { requestGate } from "./request-gate.js";
+import { createTokenRecordStore } from "../db/stores.js";
 
 const database = sqliteDatabase(":memory:");
 const records = createTokenRecordStore(database);

@@ -13,12 +13,11 @@ import { createLogger } from "@farm/shared/log";
 import type { FarmDatabase } from "../db/database.js";
 import { openTestDatabase } from "../db/testing/test-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { createDeviceLabelStore } from "../devices/device-label-store.js";
 import { Registry } from "../registry/registry.js";
-import { createRegistryStore } from "../registry/registry-store.js";
 import { LeaseManager, type Grant } from "./lease-manager.js";
-import { createLeaseStore, type LeaseRow } from "./lease-store.js";
+import { type LeaseRow } from "./lease-store.js";
 import type { Selector } from "./selector.js";
+import { createDeviceLabelStore, createLeaseStore, createRegistryStore } from "../db/stores.js";
 
 const log = createLogger({ level: "error" });
 let opened: FarmDatabase | undefined;

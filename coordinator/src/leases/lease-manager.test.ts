@@ -9,12 +9,13 @@ import { toErrorReport } from "@farm/shared/errors";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { leases as leaseRows, leaseWaiters } from "../db/schema.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { Registry } from "../registry/registry.js";
 import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { LeaseManager, RESUME_GRACE_MS, type Grant } from "./lease-manager.js";
 import type { Selector } from "./selector.js";
 import { SqliteLeaseStore } from "./sqlite-lease-store.js";
+import { sqliteDatabaseOf } from "../db/database.js";
+import { createDeviceLabelStore } from "../db/stores.js";
 
 // A fake clock: time moves only when a test says so, and sweeps run when a test calls them.
 let now = 1_700_000_000_000;
@@ -50,7 +51,7 @@ const phones = [
 /** A coordinator's registry, labels and lease manager on `db`, with one agent attached that reports `phones`. */
 async function start(db: OpenedDatabase, attach = true) {
   const registry = await Registry.open(new SqliteRegistryStore(db.db), { heartbeatMisses: 3, now: clock });
-  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db.db));
+  const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db.db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(db.db), registry, labels, log, clock);
   // Wired as the coordinator wires them: a device may have come free or started to match.
   registry.events.on("change", () => leases.kick(leases.dispatch()));

@@ -5,12 +5,13 @@ import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/a
 import { createLogger } from "@farm/shared/log";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { Registry } from "../registry/registry.js";
 import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { LeaseManager, type Grant } from "./lease-manager.js";
 import type { Selector } from "./selector.js";
 import { SqliteLeaseStore } from "./sqlite-lease-store.js";
+import { sqliteDatabaseOf } from "../db/database.js";
+import { createDeviceLabelStore } from "../db/stores.js";
 
 let now = 1_700_000_000_000;
 let opened: OpenedDatabase | undefined;
@@ -30,7 +31,7 @@ afterEach(() => {
 async function start(): Promise<LeaseManager> {
   opened = openDatabase(":memory:");
   const registry = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3, now: () => now });
-  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(opened.db));
+  const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(opened.db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(opened.db), registry, labels, createLogger({ level: "error" }), () => now);
   registry.events.on("change", () => leases.kick(leases.dispatch()));
   managers.push(leases);

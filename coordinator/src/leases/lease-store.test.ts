@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createLeaseStore, type LeaseRow, type LeaseStore, type Waiter } from "./lease-store.js";
+import { type LeaseRow, type LeaseStore, type Waiter } from "./lease-store.js";
+import { createLeaseStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 

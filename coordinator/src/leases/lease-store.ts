@@ -1,7 +1,4 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgLeaseStore } from "./pg-lease-store.js";
 import type { Selector } from "./selector.js";
-import { SqliteLeaseStore } from "./sqlite-lease-store.js";
 
 export type LeaseState = "active" | "released" | "expired";
 
@@ -105,8 +102,4 @@ export interface LeaseStore extends WaiterStore {
    * runs its changes in turn) each write commits by itself.
    */
   exclusive<T>(turn: (store: LeaseStore) => Promise<T>): Promise<T>;
-}
-
-export function createLeaseStore(database: FarmDatabase): LeaseStore {
-  return database.dialect === "sqlite" ? new SqliteLeaseStore(database.db) : new PgLeaseStore(database.db);
 }

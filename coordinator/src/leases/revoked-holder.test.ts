@@ -5,18 +5,14 @@ import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/a
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { createLogger } from "@farm/shared/log";
 import { ActivityLog } from "../activity/activity-log.js";
-import { createActivityStore } from "../activity/activity-store.js";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { createDeviceLabelStore } from "../devices/device-label-store.js";
 import { Registry } from "../registry/registry.js";
-import { createRegistryStore } from "../registry/registry-store.js";
 import { Sessions } from "../sessions/sessions.js";
-import { createSessionStore } from "../sessions/session-store.js";
 import { LeaseManager, type Grant } from "./lease-manager.js";
-import { createLeaseStore } from "./lease-store.js";
 import { endWhatRevokedHeld } from "./revoked-holder.js";
 import type { Selector } from "./selector.js";
+import { createActivityStore, createDeviceLabelStore, createLeaseStore, createRegistryStore, createSessionStore } from "../db/stores.js";
 
 const log = createLogger({ level: "error" });
 let opened: FarmDatabase | undefined;

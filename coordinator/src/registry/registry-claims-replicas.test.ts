@@ -4,7 +4,7 @@ import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/s
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { Registry, type AgentSession } from "./registry.js";
-import { createRegistryStore } from "./registry-store.js";
+import { createRegistryStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createRegistryStore, type AgentRow, type ClaimRow, type DeviceRow, type RegistryStore } from "./registry-store.js";
+import { type AgentRow, type ClaimRow, type DeviceRow, type RegistryStore } from "./registry-store.js";
+import { createRegistryStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 

@@ -1,7 +1,4 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { FarmDatabase } from "../db/database.js";
-import { PgRegistryStore } from "./pg-registry-store.js";
-import { SqliteRegistryStore } from "./sqlite-registry-store.js";
 
 /** An agent as stored: what it said at its last attach, and when it was last heard from. */
 export interface AgentRow {
@@ -77,8 +74,4 @@ export interface RegistryStore {
   saveClaimDecisions(rows: readonly ClaimRow[]): Promise<void>;
   /** Forgets the agent, its devices and its claims. */
   deleteAgent(agentId: string): Promise<void>;
-}
-
-export function createRegistryStore(database: FarmDatabase): RegistryStore {
-  return database.dialect === "sqlite" ? new SqliteRegistryStore(database.db) : new PgRegistryStore(database.db);
 }

@@ -3,7 +3,8 @@ import { create } from "@bufbuild/protobuf";
 import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { Registry, type AgentSession } from "./registry.js";
-import { createRegistryStore, type RegistryStore } from "./registry-store.js";
+import { type RegistryStore } from "./registry-store.js";
+import { createRegistryStore } from "../db/stores.js";
 
 let database: FarmDatabase | undefined;
 

@@ -6,8 +6,8 @@ import type { FarmDatabase } from "../db/database.js";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { AGENT_OFFLINE, Registry } from "./registry.js";
-import { createRegistryStore } from "./registry-store.js";
 import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+import { createRegistryStore } from "../db/stores.js";
 
 let opened: OpenedDatabase | undefined;
 let database: FarmDatabase | undefined;

@@ -4,8 +4,8 @@ import { createLogger } from "@farm/shared/log";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { Membership } from "./membership.js";
-import { createReplicaStore } from "./replica-store.js";
 import { reclaimAgents } from "./replication.js";
+import { createReplicaStore } from "../db/stores.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgReplicaStore } from "./pg-replica-store.js";
-import { SqliteReplicaStore } from "./sqlite-replica-store.js";
-
 /** A coordinator replica as stored: where it answers, how it proves itself, when it was last heard from. */
 export interface ReplicaRow {
   id: string;
@@ -36,8 +32,4 @@ export interface ReplicaStore {
   clearAgentReplica(agentId: string, replicaId: string): Promise<void>;
   agentReplica(agentId: string): Promise<AgentReplicaRow | undefined>;
   agentReplicas(): Promise<AgentReplicaRow[]>;
-}
-
-export function createReplicaStore(database: FarmDatabase): ReplicaStore {
-  return database.dialect === "sqlite" ? new SqliteReplicaStore(database.db) : new PgReplicaStore(database.db);
 }

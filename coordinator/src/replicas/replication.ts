@@ -9,7 +9,8 @@ import { Membership } from "./membership.js";
 import { PgChangeBus } from "./pg-change-bus.js";
 import { RemoteAgentSession } from "./remote-agent-session.js";
 import { ReplicaClients } from "./replica-clients.js";
-import { createReplicaStore, type ReplicaStore } from "./replica-store.js";
+import { type ReplicaStore } from "./replica-store.js";
+import { createReplicaStore } from "../db/stores.js";
 
 /** This coordinator among its replicas: membership, change notices, the way to the others' agents. */
 export interface Replication {

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createSessionStepStore, type SessionStepStore, type StepRow } from "./session-step-store.js";
-import { createSessionStore, type SessionRow } from "./session-store.js";
+import { type SessionStepStore, type StepRow } from "./session-step-store.js";
+import { type SessionRow } from "./session-store.js";
+import { createSessionStepStore, createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

@@ -1,7 +1,4 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgSessionStepStore } from "./pg-session-step-store.js";
 import type { SessionRow } from "./session-store.js";
-import { SqliteSessionStepStore } from "./sqlite-session-step-store.js";
 
 /** One stored step: its versioned record (step-record.ts) and its OCR, kept apart. */
 export interface StepRow {
@@ -47,9 +44,4 @@ export interface SessionStepStore {
   image(sessionId: string, sha256: string): Promise<SessionImageRow | undefined>;
   /** Up to `limit` of the images a session shows, most recently added first. */
   recentImages(sessionId: string, limit: number): Promise<string[]>;
-}
-
-/** The timeline store of the coordinator's database, whichever dialect it is. */
-export function createSessionStepStore(database: FarmDatabase): SessionStepStore {
-  return database.dialect === "sqlite" ? new SqliteSessionStepStore(database.db) : new PgSessionStepStore(database.db);
 }

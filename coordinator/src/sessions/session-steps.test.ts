@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { Sessions } from "./sessions.js";
-import { createSessionStepStore } from "./session-step-store.js";
 import { SessionSteps, type StoredStep } from "./session-steps.js";
-import { createSessionStore } from "./session-store.js";
 import type { StepRecordV2 } from "./step-record.js";
+import { createSessionStepStore, createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { createSessionStore, type SessionRow, type SessionStore } from "./session-store.js";
+import { type SessionRow, type SessionStore } from "./session-store.js";
+import { createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

@@ -1,7 +1,4 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { FarmDatabase } from "../db/database.js";
-import { PgSessionStore } from "./pg-session-store.js";
-import { SqliteSessionStore } from "./sqlite-session-store.js";
 
 export type SessionState = "running" | "passed" | "failed" | "lease_ended";
 
@@ -51,9 +48,4 @@ export interface SessionStore {
   running(leaseId?: string): Promise<SessionRow[]>;
   /** Up to `limit` rows newest first by (createdAt, sessionId), strictly after `after` in that order. */
   listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): Promise<SessionRow[]>;
-}
-
-/** The session store of the coordinator's database, whichever dialect it is. */
-export function createSessionStore(database: FarmDatabase): SessionStore {
-  return database.dialect === "sqlite" ? new SqliteSessionStore(database.db) : new PgSessionStore(database.db);
 }

@@ -3,8 +3,9 @@ import { ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { Sessions } from "./sessions.js";
-import { createSessionStore, type SessionRow } from "./session-store.js";
+import { type SessionRow } from "./session-store.js";
 import { secretLeaks } from "@farm/shared/testing/secret-leaks";
+import { createSessionStore } from "../db/stores.js";
 
 // A fake clock: time moves only when a test says so.
 let now = 1_700_000_000_000;

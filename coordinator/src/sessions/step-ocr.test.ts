@@ -3,13 +3,12 @@ import { createLogger } from "@farm/shared/log";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { OcrQueueFull, type OcrOutcome } from "./ocr/ocr-pool.js";
 import { SessionImageStore } from "./session-image-store.js";
-import { createSessionStepStore } from "./session-step-store.js";
 import { SessionSteps, type StoredStep } from "./session-steps.js";
-import { createSessionStore } from "./session-store.js";
 import { Sessions } from "./sessions.js";
 import { StepOcr } from "./step-ocr.js";
 import { createRedactor } from "@farm/shared/redaction/redactor";
 import type { StepRecordV2 } from "./step-record.js";
+import { createSessionStepStore, createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 afterEach(async () => {

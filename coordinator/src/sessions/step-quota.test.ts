@@ -12,16 +12,14 @@ import { StepArtifactReportSchema, StepEvidenceSchema, type StepShot } from "@fa
 import { DeviceService, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
 import { FileByteStore } from "../bytes/file-byte-store.js";
-import { createBlobIndexStore } from "../evidence/blob-index-store.js";
 import { BlobStore } from "../evidence/blob-store.js";
 import { EvidenceQuota } from "../evidence/evidence-quota.js";
 import { QuotaReservationStore } from "../evidence/quota-reservation-store.js";
 import { SessionImageStore } from "./session-image-store.js";
-import { createSessionStepStore } from "./session-step-store.js";
 import { SessionSteps } from "./session-steps.js";
-import { createSessionStore } from "./session-store.js";
 import { Sessions } from "./sessions.js";
 import { StepRecorder } from "./step-recorder.js";
+import { createBlobIndexStore, createSessionStepStore, createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 let dir: string | undefined;

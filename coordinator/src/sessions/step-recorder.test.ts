@@ -13,20 +13,18 @@ import { StepArtifactReportSchema, StepEvidenceSchema, type StepShot } from "@fa
 import { DeviceService, RunShellRequestSchema, RunShellResponseSchema, SendInputRequestSchema, SendInputResponseSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { SessionStepSchema } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { sqliteDatabase, type FarmDatabase } from "../db/database.js";
-import { createBlobIndexStore } from "../evidence/blob-index-store.js";
 import { FileByteStore } from "../bytes/file-byte-store.js";
 import { BlobStore } from "../evidence/blob-store.js";
 import type { Principal } from "../auth/token-store.js";
 import { SessionImageStore } from "./session-image-store.js";
 import { SessionSteps } from "./session-steps.js";
 import { Sessions } from "./sessions.js";
-import { createSessionStepStore } from "./session-step-store.js";
-import { createSessionStore } from "./session-store.js";
 import { stepFor, stepMessage } from "./step-message.js";
 import { StepRecorder } from "./step-recorder.js";
 import { FileSummaryKeyStore, SummaryKey } from "../auth/summary-key.js";
 import { CapturePlans } from "./capture-plans.js";
 import { secretLeaks } from "@farm/shared/testing/secret-leaks";
+import { createBlobIndexStore, createSessionStepStore, createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 let dir: string | undefined;

@@ -4,7 +4,7 @@ import { toErrorReport, type ErrorReport } from "@farm/shared/errors";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { VideoSessionIndex, type VideoSessionRow } from "./video-session-index.js";
-import { createVideoSessionStore } from "./video-session-store.js";
+import { createVideoSessionStore } from "../db/stores.js";
 
 const refused = (p: Promise<unknown>): Promise<ErrorReport | null> => p.then(() => null, (err: unknown) => toErrorReport(err));
 

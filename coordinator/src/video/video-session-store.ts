@@ -1,7 +1,3 @@
-import type { FarmDatabase } from "../db/database.js";
-import { PgVideoSessionStore } from "./pg-video-session-store.js";
-import { SqliteVideoSessionStore } from "./sqlite-video-session-store.js";
-
 /** A video session as indexed: the agent that holds it and what it last reported. */
 export interface VideoSessionRow {
   sessionId: string;
@@ -42,8 +38,4 @@ export interface VideoSessionStore {
    * Ids compare bytewise in both dialects.
    */
   listAfter(filter: VideoSessionFilter, after: readonly [number, string] | undefined, limit: number): Promise<VideoSessionRow[]>;
-}
-
-export function createVideoSessionStore(database: FarmDatabase): VideoSessionStore {
-  return database.dialect === "postgres" ? new PgVideoSessionStore(database.db) : new SqliteVideoSessionStore(database.db);
 }

@@ -4,19 +4,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { createLogger } from "@farm/shared/log";
 import { ActivityLog } from "../activity/activity-log.js";
-import { SqliteActivityStore } from "../activity/sqlite-activity-store.js";
 import { openDatabase, type CoordinatorDb, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { EvidenceStore, type EvidenceRow } from "../evidence/evidence-store.js";
-import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
 import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import type { Change, ChangeBus, ChangeKind } from "../replicas/change-bus.js";
 import { Sessions } from "../sessions/sessions.js";
-import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { SessionSteps } from "../sessions/session-steps.js";
 import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js";
 import type { StepRecordV2 } from "../sessions/step-record.js";
@@ -25,6 +21,8 @@ import { VideoSessionIndex, type VideoSessionRow } from "../video/video-session-
 import { parseStepNoticeId, shareWatchChanges, stepNoticeId } from "./remote-watch.js";
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
+import { sqliteDatabaseOf } from "../db/database.js";
+import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore, createSessionStore } from "../db/stores.js";
 
 /** Replicas' notices in memory: delivered to the others in the order sent, never to the sender. */
 class MemoryBus implements ChangeBus {
@@ -53,25 +51,25 @@ const log = createLogger({ level: "error" });
 /** One coordinator on the shared database, its hub wired and shared over its bus. */
 async function replica(db: CoordinatorDb, bus: MemoryBus) {
   const registry = await Registry.open(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
-  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db));
+  const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, log);
-  const activityStore = new SqliteActivityStore(db);
+  const activityStore = createActivityStore(sqliteDatabaseOf(db));
   const src = {
     registry,
     leases,
     labels,
     activity: new ActivityLog(activityStore),
     // Nothing here touches the evidence directory.
-    evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"),
+    evidence: new EvidenceStore(createEvidenceIndexStore(sqliteDatabaseOf(db)), "/nonexistent"),
     videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
-    sessions: new Sessions(new SqliteSessionStore(db)),
+    sessions: new Sessions(createSessionStore(sqliteDatabaseOf(db))),
     steps: new SessionSteps(new SqliteSessionStepStore(db)),
     log,
   };
   const hub = new WatchHub();
   const wiring = wireWatchHub(hub, src);
   shareWatchChanges(hub, src, wiring, bus);
-  return { ...src, hub, wiring, bus, activityStore, evidenceIndex: new SqliteEvidenceIndexStore(db) };
+  return { ...src, hub, wiring, bus, activityStore, evidenceIndex: createEvidenceIndexStore(sqliteDatabaseOf(db)) };
 }
 
 async function pair() {

@@ -4,12 +4,9 @@ import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/a
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { createLogger } from "@farm/shared/log";
 import { ActivityLog } from "../activity/activity-log.js";
-import { SqliteActivityStore } from "../activity/sqlite-activity-store.js";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
 import { DeviceLabels } from "../devices/device-labels.js";
-import { SqliteDeviceLabelStore } from "../devices/sqlite-device-label-store.js";
 import { EvidenceStore } from "../evidence/evidence-store.js";
-import { SqliteEvidenceIndexStore } from "../evidence/sqlite-evidence-index-store.js";
 import { LeaseManager } from "../leases/lease-manager.js";
 import { SqliteLeaseStore } from "../leases/sqlite-lease-store.js";
 import { Registry } from "../registry/registry.js";
@@ -17,11 +14,12 @@ import { SqliteRegistryStore } from "../registry/sqlite-registry-store.js";
 import { VideoSessionIndex } from "../video/video-session-index.js";
 import { SqliteVideoSessionStore } from "../video/sqlite-video-session-store.js";
 import { Sessions } from "../sessions/sessions.js";
-import { SqliteSessionStore } from "../sessions/sqlite-session-store.js";
 import { SessionSteps } from "../sessions/session-steps.js";
 import { SqliteSessionStepStore } from "../sessions/sqlite-session-step-store.js";
 import { WatchHub } from "./watch-hub.js";
 import { wireWatchHub } from "./watch-wiring.js";
+import { sqliteDatabaseOf } from "../db/database.js";
+import { createActivityStore, createDeviceLabelStore, createEvidenceIndexStore, createSessionStore } from "../db/stores.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -34,17 +32,17 @@ async function wired() {
   opened = openDatabase(":memory:");
   const db = opened.db;
   const registry = await Registry.open(new SqliteRegistryStore(db), { heartbeatMisses: 3 });
-  const labels = await DeviceLabels.open(new SqliteDeviceLabelStore(db));
+  const labels = await DeviceLabels.open(createDeviceLabelStore(sqliteDatabaseOf(db)));
   const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
   const hub = new WatchHub();
-  const sessions = new Sessions(new SqliteSessionStore(db));
+  const sessions = new Sessions(createSessionStore(sqliteDatabaseOf(db)));
   // Nothing here touches the evidence directory.
   wireWatchHub(hub, {
     registry,
     leases,
     labels,
-    activity: new ActivityLog(new SqliteActivityStore(db)),
-    evidence: new EvidenceStore(new SqliteEvidenceIndexStore(db), "/nonexistent"),
+    activity: new ActivityLog(createActivityStore(sqliteDatabaseOf(db))),
+    evidence: new EvidenceStore(createEvidenceIndexStore(sqliteDatabaseOf(db)), "/nonexistent"),
     videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
     sessions,
     steps: new SessionSteps(new SqliteSessionStepStore(db)),

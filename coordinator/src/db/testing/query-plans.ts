@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { FarmDatabase } from "../database.js";
 
 /**
@@ -31,17 +32,35 @@ export async function selectPlans(database: FarmDatabase, run: () => Promise<unk
     return seen.map(({ sql, params }) => (sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join("; "));
   }
   const pool = database.pool;
-  const query = pool.query.bind(pool) as (...a: unknown[]) => unknown;
-  (pool as unknown as { query: unknown }).query = (config: unknown, values?: unknown) => {
+  const watch = (query: (...a: unknown[]) => unknown) => (config: unknown, values?: unknown) => {
     const text = typeof config === "string" ? config : (config as { text: string }).text;
     const params = values ?? (typeof config === "string" ? undefined : (config as { values?: unknown[] }).values) ?? [];
     if (/^\s*select/i.test(text)) seen.push({ sql: text, params: params as unknown[] });
     return query(config, values);
   };
+  type Queries = { query: unknown };
+  const query = pool.query.bind(pool) as (...a: unknown[]) => unknown;
+  (pool as unknown as Queries).query = watch(query);
+  // Kysely's stores (db/store-db.ts) run on a client checked out of the pool: watch those too, until the run ends.
+  // (pool.query itself checks out with a callback: that form is passed through, its queries already watched above.)
+  const connect = pool.connect.bind(pool) as (...a: unknown[]) => Promise<pg.PoolClient>;
+  const watched = new Map<Queries, unknown>();
+  (pool as unknown as { connect: unknown }).connect = async (...a: unknown[]) => {
+    if (a.length > 0) return connect(...a);
+    const client = await connect();
+    const c = client as unknown as Queries;
+    if (!watched.has(c)) {
+      watched.set(c, c.query);
+      c.query = watch(client.query.bind(client) as (...a: unknown[]) => unknown);
+    }
+    return client;
+  };
   try {
     await run();
   } finally {
-    (pool as unknown as { query: unknown }).query = query;
+    (pool as unknown as Queries).query = query;
+    (pool as unknown as { connect: unknown }).connect = connect;
+    for (const [c, original] of watched) c.query = original;
   }
   const client = await pool.connect();
   try {

@@ -1,0 +1,69 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { Selectable } from "kysely";
+import type { StoreDb } from "../db/store-db.js";
+import type { StoreTables } from "../db/store-tables.js";
+import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./session-store.js";
+
+type Stored = Selectable<StoreTables["sessions"]>;
+
+/**
+ * Sessions, one implementation for SQLite and PostgreSQL (the SQL is the
+ * same on both). Three columns are stored differently, so they are written
+ * in a form both take (JSON text, 1/0) and read back into one shape.
+ */
+export class KyselySessionStore implements SessionStore {
+  constructor(private readonly db: StoreDb) {}
+
+  async insert(row: SessionRow): Promise<void> {
+    await this.db.insertInto("sessions").values(toStored(row)).execute();
+  }
+
+  async get(sessionId: string): Promise<SessionRow | undefined> {
+    const row = await this.db.selectFrom("sessions").selectAll().where("sessionId", "=", sessionId).limit(1).executeTakeFirst();
+    return row && fromStored(row);
+  }
+
+  async end(sessionId: string, status: Exclude<SessionState, "running">, endedAt: number): Promise<SessionRow | undefined> {
+    // The status check is in the UPDATE: of two replicas ending one session, one wins.
+    const row = await this.db
+      .updateTable("sessions")
+      .set({ status, endedAt })
+      .where("sessionId", "=", sessionId)
+      .where("status", "=", "running")
+      .returningAll()
+      .executeTakeFirst();
+    return row && fromStored(row);
+  }
+
+  async running(leaseId?: string): Promise<SessionRow[]> {
+    let q = this.db.selectFrom("sessions").selectAll().where("status", "=", "running");
+    if (leaseId !== undefined) q = q.where("leaseId", "=", leaseId);
+    return (await q.orderBy("createdAt", "asc").orderBy("sessionId", "asc").execute()).map(fromStored);
+  }
+
+  async listAfter(filter: SessionFilter, after: readonly [number, string] | undefined, limit: number): Promise<SessionRow[]> {
+    let q = this.db.selectFrom("sessions").selectAll();
+    if (filter.physicalId) q = q.where("physicalId", "=", filter.physicalId);
+    if (filter.status) q = q.where("status", "=", filter.status);
+    if (filter.owner) q = q.where("owner", "=", filter.owner);
+    if (after) {
+      const [at, id] = after;
+      q = q.where((eb) => eb.or([eb("createdAt", "<", at), eb.and([eb("createdAt", "=", at), eb("sessionId", "<", id)])]));
+    }
+    return (await q.orderBy("createdAt", "desc").orderBy("sessionId", "desc").limit(limit).execute()).map(fromStored);
+  }
+}
+
+// JSON as text and a boolean as 1/0: SQLite stores them so, PostgreSQL's jsonb and boolean parse them.
+function toStored(row: SessionRow): Stored {
+  return { ...row, context: JSON.stringify(row.context), ocr: row.ocr ? 1 : 0, secretNames: JSON.stringify(row.secretNames) };
+}
+
+function fromStored(row: Stored): SessionRow {
+  return {
+    ...row,
+    context: (typeof row.context === "string" ? JSON.parse(row.context) : row.context) as Record<string, JsonValue>,
+    ocr: row.ocr === true || row.ocr === 1,
+    secretNames: (typeof row.secretNames === "string" ? JSON.parse(row.secretNames) : row.secretNames) as string[],
+  };
+}
