@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiMwoPRW5kTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIwChBFbmRMZWFzZVJlc3BvbnNlEhwKFGFiYW5kb25lZF9hY3Rpb25faWRzGAEgAygJMrMFChNBZ2VudENvbnRyb2xTZXJ2aWNlEk8KClN0YXJ0U2hlbGwSGi5mYXJtLnYxLlN0YXJ0U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5TdGFydFNoZWxsUmVzcG9uc2UiCKK7GAQIBhABElsKDlN0YXJ0QWRiVHVubmVsEh4uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBhABElgKDVN0b3BBZGJUdW5uZWwSHS5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiVHVubmVsUmVzcG9uc2UiCKK7GAQIBiABElkKDlN0YXJ0QWRiU3RyZWFtEh4uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBhJYCg1TdG9wQWRiU3RyZWFtEh0uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlc3BvbnNlIgiiuxgECAYgARJSCgtTdGFydFNjcmVlbhIbLmZhcm0udjEuU3RhcnRTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5TdGFydFNjcmVlblJlc3BvbnNlIgiiuxgECAYoARJJCghFbmRMZWFzZRIYLmZhcm0udjEuRW5kTGVhc2VSZXF1ZXN0GhkuZmFybS52MS5FbmRMZWFzZVJlc3BvbnNlIgiiuxgECAYgARJACgVEcmFpbhIVLmZhcm0udjEuRHJhaW5SZXF1ZXN0GhYuZmFybS52MS5EcmFpblJlc3BvbnNlIgiiuxgECAYgAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiMwoPRW5kTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIwChBFbmRMZWFzZVJlc3BvbnNlEhwKFGFiYW5kb25lZF9hY3Rpb25faWRzGAEgAygJItEBCg1DbGVhbnVwUG9saWN5EhsKE3VuaW5zdGFsbF9pbnN0YWxsZWQYASABKAgSFQoNa2VlcF9wYWNrYWdlcxgCIAMoCRISCgpjbGVhcl9kYXRhGAMgAygJEh4KFnJlbW92ZV9uZXdfZmlsZXNfdW5kZXIYBCADKAkSKQoIc2V0dGluZ3MYBSADKAsyFy5mYXJtLnYxLkNsZWFudXBTZXR0aW5nEhkKEWFpcnBsYW5lX21vZGVfb2ZmGAYgASgIEhIKCnByZXNzX2hvbWUYByABKAgiPwoOQ2xlYW51cFNldHRpbmcSEQoJbmFtZXNwYWNlGAEgASgJEgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSIyCg9DbGVhbnVwQmFzZWxpbmUSEAoIcGFja2FnZXMYASADKAkSDQoFcGF0aHMYAiADKAkiYwoaUmVhZENsZWFudXBCYXNlbGluZVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEAoIbGVhc2VfaWQYAiABKAkSDAoEZGlycxgDIAMoCSJJChtSZWFkQ2xlYW51cEJhc2VsaW5lUmVzcG9uc2USKgoIYmFzZWxpbmUYASABKAsyGC5mYXJtLnYxLkNsZWFudXBCYXNlbGluZSKgAQoRQ2xlYW5QaG9uZVJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEAoIbGVhc2VfaWQYAiABKAkSJgoGcG9saWN5GAMgASgLMhYuZmFybS52MS5DbGVhbnVwUG9saWN5EioKCGJhc2VsaW5lGAQgASgLMhguZmFybS52MS5DbGVhbnVwQmFzZWxpbmUiSAoLQ2xlYW51cFN0ZXASDgoGYWN0aW9uGAEgASgJEg4KBnRhcmdldBgCIAEoCRIKCgJvaxgDIAEoCBINCgVlcnJvchgEIAEoCSJYChJDbGVhblBob25lUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEiMKBXN0ZXBzGAIgAygLMhQuZmFybS52MS5DbGVhbnVwU3RlcBIKCgJvaxgDIAEoCDLwBgoTQWdlbnRDb250cm9sU2VydmljZRJPCgpTdGFydFNoZWxsEhouZmFybS52MS5TdGFydFNoZWxsUmVxdWVzdBobLmZhcm0udjEuU3RhcnRTaGVsbFJlc3BvbnNlIgiiuxgECAYQARJbCg5TdGFydEFkYlR1bm5lbBIeLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYQARJYCg1TdG9wQWRiVHVubmVsEh0uZmFybS52MS5TdG9wQWRiVHVubmVsUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYgARJZCg5TdGFydEFkYlN0cmVhbRIeLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAYSWAoNU3RvcEFkYlN0cmVhbRIdLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJTdHJlYW1SZXNwb25zZSIIorsYBAgGIAESUgoLU3RhcnRTY3JlZW4SGy5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVxdWVzdBocLmZhcm0udjEuU3RhcnRTY3JlZW5SZXNwb25zZSIIorsYBAgGKAESSQoIRW5kTGVhc2USGC5mYXJtLnYxLkVuZExlYXNlUmVxdWVzdBoZLmZhcm0udjEuRW5kTGVhc2VSZXNwb25zZSIIorsYBAgGIAESagoTUmVhZENsZWFudXBCYXNlbGluZRIjLmZhcm0udjEuUmVhZENsZWFudXBCYXNlbGluZVJlcXVlc3QaJC5mYXJtLnYxLlJlYWRDbGVhbnVwQmFzZWxpbmVSZXNwb25zZSIIorsYBAgGKAESTwoKQ2xlYW5QaG9uZRIaLmZhcm0udjEuQ2xlYW5QaG9uZVJlcXVlc3QaGy5mYXJtLnYxLkNsZWFuUGhvbmVSZXNwb25zZSIIorsYBAgGEAESQAoFRHJhaW4SFS5mYXJtLnYxLkRyYWluUmVxdWVzdBoWLmZhcm0udjEuRHJhaW5SZXNwb25zZSIIorsYBAgGIAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -333,6 +333,266 @@ export const EndLeaseResponseSchema: GenMessage<EndLeaseResponse> = /*@__PURE__*
   messageDesc(file_farm_v1_agent_control_service, 15);
 
 /**
+ * What a site's cleanup policy asks of a phone when a lease ends (the
+ * coordinator's --cleanup file, as it travels to the agent).
+ *
+ * @generated from message farm.v1.CleanupPolicy
+ */
+export type CleanupPolicy = Message<"farm.v1.CleanupPolicy"> & {
+  /**
+   * Uninstall third-party packages not in the baseline.
+   *
+   * @generated from field: bool uninstall_installed = 1;
+   */
+  uninstallInstalled: boolean;
+
+  /**
+   * Packages never uninstalled by the rule above.
+   *
+   * @generated from field: repeated string keep_packages = 2;
+   */
+  keepPackages: string[];
+
+  /**
+   * Packages whose data is cleared (pm clear), when installed.
+   *
+   * @generated from field: repeated string clear_data = 3;
+   */
+  clearData: string[];
+
+  /**
+   * Directories under which entries not in the baseline are removed.
+   *
+   * @generated from field: repeated string remove_new_files_under = 4;
+   */
+  removeNewFilesUnder: string[];
+
+  /**
+   * @generated from field: repeated farm.v1.CleanupSetting settings = 5;
+   */
+  settings: CleanupSetting[];
+
+  /**
+   * @generated from field: bool airplane_mode_off = 6;
+   */
+  airplaneModeOff: boolean;
+
+  /**
+   * @generated from field: bool press_home = 7;
+   */
+  pressHome: boolean;
+};
+
+/**
+ * Describes the message farm.v1.CleanupPolicy.
+ * Use `create(CleanupPolicySchema)` to create a new message.
+ */
+export const CleanupPolicySchema: GenMessage<CleanupPolicy> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 16);
+
+/**
+ * @generated from message farm.v1.CleanupSetting
+ */
+export type CleanupSetting = Message<"farm.v1.CleanupSetting"> & {
+  /**
+   * "system", "secure" or "global".
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string key = 2;
+   */
+  key: string;
+
+  /**
+   * @generated from field: string value = 3;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message farm.v1.CleanupSetting.
+ * Use `create(CleanupSettingSchema)` to create a new message.
+ */
+export const CleanupSettingSchema: GenMessage<CleanupSetting> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 17);
+
+/**
+ * What a phone held when its lease was granted.
+ *
+ * @generated from message farm.v1.CleanupBaseline
+ */
+export type CleanupBaseline = Message<"farm.v1.CleanupBaseline"> & {
+  /**
+   * @generated from field: repeated string packages = 1;
+   */
+  packages: string[];
+
+  /**
+   * Every entry (file or directory) under the policy's directories.
+   *
+   * @generated from field: repeated string paths = 2;
+   */
+  paths: string[];
+};
+
+/**
+ * Describes the message farm.v1.CleanupBaseline.
+ * Use `create(CleanupBaselineSchema)` to create a new message.
+ */
+export const CleanupBaselineSchema: GenMessage<CleanupBaseline> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 18);
+
+/**
+ * @generated from message farm.v1.ReadCleanupBaselineRequest
+ */
+export type ReadCleanupBaselineRequest = Message<"farm.v1.ReadCleanupBaselineRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string lease_id = 2;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: repeated string dirs = 3;
+   */
+  dirs: string[];
+};
+
+/**
+ * Describes the message farm.v1.ReadCleanupBaselineRequest.
+ * Use `create(ReadCleanupBaselineRequestSchema)` to create a new message.
+ */
+export const ReadCleanupBaselineRequestSchema: GenMessage<ReadCleanupBaselineRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 19);
+
+/**
+ * @generated from message farm.v1.ReadCleanupBaselineResponse
+ */
+export type ReadCleanupBaselineResponse = Message<"farm.v1.ReadCleanupBaselineResponse"> & {
+  /**
+   * @generated from field: farm.v1.CleanupBaseline baseline = 1;
+   */
+  baseline?: CleanupBaseline | undefined;
+};
+
+/**
+ * Describes the message farm.v1.ReadCleanupBaselineResponse.
+ * Use `create(ReadCleanupBaselineResponseSchema)` to create a new message.
+ */
+export const ReadCleanupBaselineResponseSchema: GenMessage<ReadCleanupBaselineResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 20);
+
+/**
+ * @generated from message farm.v1.CleanPhoneRequest
+ */
+export type CleanPhoneRequest = Message<"farm.v1.CleanPhoneRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string lease_id = 2;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: farm.v1.CleanupPolicy policy = 3;
+   */
+  policy?: CleanupPolicy | undefined;
+
+  /**
+   * @generated from field: farm.v1.CleanupBaseline baseline = 4;
+   */
+  baseline?: CleanupBaseline | undefined;
+};
+
+/**
+ * Describes the message farm.v1.CleanPhoneRequest.
+ * Use `create(CleanPhoneRequestSchema)` to create a new message.
+ */
+export const CleanPhoneRequestSchema: GenMessage<CleanPhoneRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 21);
+
+/**
+ * One step of a cleanup and how it went.
+ *
+ * @generated from message farm.v1.CleanupStep
+ */
+export type CleanupStep = Message<"farm.v1.CleanupStep"> & {
+  /**
+   * "uninstall", "clear-data", "remove-file", "setting", "airplane-mode-off", "home", "list".
+   *
+   * @generated from field: string action = 1;
+   */
+  action: string;
+
+  /**
+   * The package, path or setting it acted on.
+   *
+   * @generated from field: string target = 2;
+   */
+  target: string;
+
+  /**
+   * @generated from field: bool ok = 3;
+   */
+  ok: boolean;
+
+  /**
+   * Why it failed (the device's own words), empty when ok.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message farm.v1.CleanupStep.
+ * Use `create(CleanupStepSchema)` to create a new message.
+ */
+export const CleanupStepSchema: GenMessage<CleanupStep> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 22);
+
+/**
+ * @generated from message farm.v1.CleanPhoneResponse
+ */
+export type CleanPhoneResponse = Message<"farm.v1.CleanPhoneResponse"> & {
+  /**
+   * The journal entry of the cleanup on the agent.
+   *
+   * @generated from field: string action_id = 1;
+   */
+  actionId: string;
+
+  /**
+   * @generated from field: repeated farm.v1.CleanupStep steps = 2;
+   */
+  steps: CleanupStep[];
+
+  /**
+   * True when every step succeeded.
+   *
+   * @generated from field: bool ok = 3;
+   */
+  ok: boolean;
+};
+
+/**
+ * Describes the message farm.v1.CleanPhoneResponse.
+ * Use `create(CleanPhoneResponseSchema)` to create a new message.
+ */
+export const CleanPhoneResponseSchema: GenMessage<CleanPhoneResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 23);
+
+/**
  * Served by each agent and called only by the coordinator, over the agent's
  * control stream (AgentCall): what the coordinator itself asks of an agent.
  *
@@ -422,6 +682,30 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof EndLeaseRequestSchema;
     output: typeof EndLeaseResponseSchema;
+  },
+  /**
+   * A lease was granted with a cleanup policy in force: reads what the
+   * phone holds now (third-party packages, entries under the policy's
+   * directories), the baseline its cleanup diffs against. Reads only.
+   *
+   * @generated from rpc farm.v1.AgentControlService.ReadCleanupBaseline
+   */
+  readCleanupBaseline: {
+    methodKind: "unary";
+    input: typeof ReadCleanupBaselineRequestSchema;
+    output: typeof ReadCleanupBaselineResponseSchema;
+  },
+  /**
+   * A lease ended with a cleanup policy in force: runs the policy's steps on
+   * the phone as one journaled action of "farm:cleanup" and says how each
+   * went. The phone goes back to the pool only when every step succeeded.
+   *
+   * @generated from rpc farm.v1.AgentControlService.CleanPhone
+   */
+  cleanPhone: {
+    methodKind: "unary";
+    input: typeof CleanPhoneRequestSchema;
+    output: typeof CleanPhoneResponseSchema;
   },
   /**
    * Asks the agent to drain and exit (farm agent drain NAME).
