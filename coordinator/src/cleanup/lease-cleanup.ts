@@ -43,7 +43,9 @@ export function cleanPhonesBetweenUsers(deps: LeaseCleanupDeps): { idle(): Promi
     if (!begun.started) return;
     const run = begun.stored
       .then(() => clean(deps, lease))
-      .catch((err: unknown) => deps.log.error("a phone's cleanup could not be recorded; it stays out of the pool until the next start marks it needs-attention", { leaseId: lease.leaseId, physicalId: lease.physicalId, error: (err as Error).message }))
+      .catch((err: unknown) =>
+        deps.log.error("a phone's cleanup could not be recorded; it stays out of the pool until the next start marks it needs-attention", { leaseId: lease.leaseId, physicalId: lease.physicalId, error: (err as Error).message })
+      )
       .finally(() => running.delete(run));
     running.add(run);
   });
@@ -77,7 +79,14 @@ async function readBaseline(deps: LeaseCleanupDeps, lease: LeaseRow): Promise<vo
     }
   }
   await deps.cleanups.recordBaseline(lease, baseline, problem);
-  await record(deps, lease, "cleanup.baseline", problem === "" ? "ok" : "CLEANUP_FAILED", Date.now() - t0, problem || `${baseline?.packages.length ?? 0} packages, ${baseline?.paths.length ?? 0} entries under ${dirs.join(", ") || "no directory"}`);
+  await record(
+    deps,
+    lease,
+    "cleanup.baseline",
+    problem === "" ? "ok" : "CLEANUP_FAILED",
+    Date.now() - t0,
+    problem || `${baseline?.packages.length ?? 0} packages, ${baseline?.paths.length ?? 0} entries under ${dirs.join(", ") || "no directory"}`,
+  );
 }
 
 async function clean(deps: LeaseCleanupDeps, lease: LeaseRow): Promise<void> {
