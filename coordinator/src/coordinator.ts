@@ -201,6 +201,10 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const phoneCleanup = opts.cleanupPolicy
     ? cleanPhonesBetweenUsers({ registry, leases, cleanups, activity, policy: opts.cleanupPolicy, log, endLeaseOnAgent: (lease) => endLeaseOnAgent({ registry, log }, lease) })
     : undefined;
+  if (!phoneCleanup) {
+    // Baselines of leases granted while a policy was in force: not held for a cleanup nobody runs now.
+    leases.onEnding((lease) => void cleanups.forget(lease).catch((err: unknown) => log.warn("could not forget a lease's cleanup baseline", { leaseId: lease.leaseId, error: (err as Error).message })));
+  }
   activity.onRecordFailure((err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message }));
   // Request ids in the database: a retry through another replica, or after a restart, gets the first outcome.
   const idempotency = new Idempotency(new IdempotencyStore(database), {

@@ -65,6 +65,17 @@ describe.each(dialects)("DeviceCleanups on %s", (d) => {
     expect(holds.size).toBe(0);
   });
 
+  it("forgets a baseline when its lease ends with no policy in force", async () => {
+    const c = await cleanups();
+    await c.recordBaseline(L1, baseline, "");
+    await c.forget({ leaseId: "l-other", physicalId: "pd-a" });
+    expect(c.rowOf("pd-a")).toBeDefined();
+    await c.forget(L1);
+    expect(c.rowOf("pd-a")).toBeUndefined();
+    await cleanups();
+    expect(holds.size).toBe(0);
+  });
+
   it("says why there is no baseline when it could not be read", async () => {
     const c = await cleanups();
     await c.recordBaseline(L1, undefined, "agent offline");

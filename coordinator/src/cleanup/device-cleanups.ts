@@ -113,6 +113,17 @@ export class DeviceCleanups {
     return row.reason;
   }
 
+  /**
+   * The lease ended with no cleanup policy in force (it was turned off):
+   * its baseline goes, so the phone is not held for a cleanup nobody runs.
+   */
+  forget(lease: CleanupLease): Promise<void> {
+    const row = this.rows.get(lease.physicalId);
+    if (!row || row.leaseId !== lease.leaseId || row.state !== "leased") return Promise.resolve();
+    this.rows.delete(lease.physicalId);
+    return this.store.delete(lease.physicalId);
+  }
+
   /** A phone's row, as held here. */
   rowOf(physicalId: string): CleanupRow | undefined {
     return this.rows.get(physicalId);
