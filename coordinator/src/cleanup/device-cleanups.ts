@@ -65,8 +65,8 @@ export class DeviceCleanups {
   /**
    * The lease ended: its phone is held out of the pool at once (memory,
    * synchronously) and the store follows. False when the lease has no
-   * baseline here (granted before the policy, or never handed out): nothing
-   * of it to clean.
+   * baseline here (granted before the policy, never handed out, or granted
+   * through another replica, which cleans it), or its cleanup already began.
    */
   beginCleaning(lease: CleanupLease): { started: false } | { started: true; stored: Promise<void> } {
     const row = this.rows.get(lease.physicalId);

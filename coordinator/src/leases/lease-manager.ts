@@ -269,9 +269,11 @@ export class LeaseManager {
   }
 
   /**
-   * Runs `fn` synchronously as a lease ends here (released, expired,
-   * revoked), before the next grant is decided: a phone that must be
-   * cleaned is held out of the pool before anyone else can get it.
+   * Runs `fn` synchronously as this replica learns a lease ended (released,
+   * expired, revoked; here, or through another replica), before it decides
+   * its next grant: a phone that must be cleaned is held out of the pool
+   * before anyone else can get it here. It may run more than once for one
+   * lease (its own end, then another replica's notice of it).
    */
   onEnding(fn: (lease: LeaseRow) => void): void {
     this.endingHooks.push(fn);
@@ -697,6 +699,7 @@ export class LeaseManager {
       const ended = await this.store.leaseById(cur.leaseId);
       cur.state = ended && ended.state !== "active" ? ended.state : "released";
       cur.endedAt = ended?.endedAt ?? now;
+      this.ending(cur);
       this.later(() => this.events.emit("leaseEnded", cur, "elsewhere"));
     }
     for (const row of rows) {
@@ -815,7 +818,8 @@ export class LeaseManager {
   /** Memory follows a lease the store ended (here or, by its notice, elsewhere). */
   private ended(row: LeaseRow, origin: "here" | "elsewhere" = "elsewhere"): void {
     this.rememberEnded(row.leaseId);
-    if (origin === "here") this.ending(row);
+    // Whichever replica ended it: the hooks decide (the cleanup runs where the lease's baseline was read).
+    this.ending(row);
     const cur = this.active.get(row.physicalId);
     if (cur?.leaseId !== row.leaseId) {
       // Not known active here (its grant notice may still come): only its token goes. Ended by this
