@@ -23,6 +23,7 @@ import { agentRoutes } from "./rpc/routes.js";
 import type { AgentServiceDeps } from "./rpc/service-deps.js";
 import { shellAction } from "./actions/shell-action.js";
 import { setPropAction } from "./actions/setprop-action.js";
+import { cleanupAction, readBaseline } from "./cleanup/phone-cleanup.js";
 import { inputAction } from "./actions/input-action.js";
 import { rebootAction } from "./actions/reboot-action.js";
 import { interactiveShellAction } from "./actions/interactive-shell-action.js";
@@ -170,6 +171,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     interactiveShell: interactiveShellAction(opts.adb, transport),
     adbTunnels,
     rawAdb: rawAdbAction(),
+    cleanup: cleanupAction(opts.adb, adbClient),
+    readBaseline: (serial, dirs, signal) => readBaseline(opts.adb, adbClient, serial, dirs, signal),
     screens,
     logcats,
     install: installAction(jobs, adbClient, transport, join(opts.dataDir, "staging")),

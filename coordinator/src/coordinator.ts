@@ -75,7 +75,12 @@ import { startReplication, type Replication } from "./replicas/replication.js";
 import { type ByteStoreKind } from "./bytes/byte-store.js";
 import { AdbStreamRelay } from "./adb-tunnels/adb-stream-relay.js";
 import { registerAdbTunnelService, registerAgentAdbService } from "./adb-tunnels/adb-tunnel-service.js";
-import { settleRawAdbOnLeaseEnd } from "./adb-tunnels/lease-end-settle.js";
+import { endLeaseOnAgent, settleRawAdbOnLeaseEnd } from "./adb-tunnels/lease-end-settle.js";
+import type { CleanupPolicyDoc } from "@farm/shared/cleanup/cleanup-policy";
+
+import { DeviceCleanups } from "./cleanup/device-cleanups.js";
+import { cleanPhonesBetweenUsers } from "./cleanup/lease-cleanup.js";
+import type { LeaseRow } from "./leases/lease-store.js";
 import { registerAgentScreenService, registerLiveScreenService, ScreenFeeds } from "./live-screen/live-screen-service.js";
 import { LogcatFeeds } from "./live-logcat/logcat-feeds.js";
 import { registerAgentLogcatService, registerLogcatService } from "./live-logcat/logcat-service.js";
@@ -86,6 +91,8 @@ import { createByteStore, createStores, createSummaryKeyStore } from "./db/store
 export interface CoordinatorOptions {
   listen: ListenAddress;
   dataDir: string;
+  /** The site's cleanup between users (farm coordinator --cleanup FILE): run when each lease ends. */
+  cleanupPolicy?: CleanupPolicyDoc;
   /** A postgres:// URL (replicas share it) or a SQLite file; default <data-dir>/coordinator.db. */
   database?: string;
   /** On PostgreSQL: where the other replicas reach this one (default: the URL it listens on). */
@@ -174,8 +181,21 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       })
       .catch((err: unknown) => log.error("could not end the sessions of an ended lease; they end at the next start", { leaseId: lease.leaseId, error: (err as Error).message }));
   });
+  // Phones held out of the pool between users (a cleanup running or failed), kept across restarts.
+  const cleanups = await DeviceCleanups.open(stores.deviceCleanups, new Set(leases.list().leases.map((l) => l.leaseId)), (id, hold) => registry.setHold(id, hold));
+  const cleaning = (lease: LeaseRow) => {
+    const row = cleanups.rowOf(lease.physicalId);
+    return row?.leaseId === lease.leaseId && row.state !== "leased";
+  };
   // A tunnel's raw-adb action left unresolved by a killed agent is settled when its lease ends.
-  settleRawAdbOnLeaseEnd({ registry, leases, log });
+  settleRawAdbOnLeaseEnd({ registry, leases, log }, { cleanedElsewhere: cleaning });
+  const phoneCleanup = opts.cleanupPolicy
+    ? cleanPhonesBetweenUsers({ registry, leases, cleanups, activity, policy: opts.cleanupPolicy, log, endLeaseOnAgent: (lease) => endLeaseOnAgent({ registry, log }, lease) })
+    : undefined;
+  if (!phoneCleanup) {
+    // Baselines of leases granted while a policy was in force: not held for a cleanup nobody runs now.
+    leases.onEnding((lease) => void cleanups.forget(lease).catch((err: unknown) => log.warn("could not forget a lease's cleanup baseline", { leaseId: lease.leaseId, error: (err as Error).message })));
+  }
   activity.onRecordFailure((err, command) => log.error("could not write the activity log; the call's outcome stands", { command, error: (err as Error).message }));
   // Request ids in the database: a retry through another replica, or after a restart, gets the first outcome.
   const idempotency = new Idempotency(stores.idempotency, {
@@ -253,7 +273,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
         closed: closed.signal,
       });
       registerAgentService(router, { registry, tokens, log, helloTimeoutMs: 10_000 });
-      registerRegistryService(router, { registry, log });
+      registerRegistryService(router, { registry, cleanups, log });
       registerTokenService(router, {
         tokens,
         // Revocation ends what the token opened, not only what it opens next.
@@ -427,6 +447,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       // Waiting callers are told, but keep their place: the stored queue is
       // resumed by the next start (the CLI asks again with the same ticket).
       leases.abandonCalls(farmError(Errors.COORDINATOR_SHUTTING_DOWN, "coordinator is shutting down; ask again with the same ticket"));
+      // A cleanup cut here comes back needs-attention at the next start; one about to finish gets to.
+      await Promise.race([phoneCleanup?.idle(), new Promise((r) => setTimeout(r, 2_000).unref())]);
       screenFeeds.endAll();
       logcatFeeds.endAll();
       await dual.close();

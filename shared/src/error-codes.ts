@@ -133,6 +133,12 @@ export const Errors = {
   DEVICE_BUSY: { code: "DEVICE_BUSY", status: Status.Unavailable, exit: Exit.TEMPORARY },
   /** A serial whose agent's claim on it (physical id or serial owned by another agent) no admin has accepted. */
   DEVICE_QUARANTINED: { code: "DEVICE_QUARANTINED", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
+  /** Every phone that matches is marked needs-attention (its cleanup after a lease failed) until an admin clears it. */
+  DEVICE_NEEDS_ATTENTION: { code: "DEVICE_NEEDS_ATTENTION", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
+  /** A step of a phone's cleanup between users failed (activity rows of farm:cleanup); the phone is needs-attention. */
+  CLEANUP_FAILED: { code: "CLEANUP_FAILED", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
+  /** The coordinator's --cleanup policy file does not parse or validate; the field names what. */
+  CLEANUP_POLICY_INVALID: { code: "CLEANUP_POLICY_INVALID", status: Status.InvalidArgument, exit: Exit.CONFIG },
   DEVICE_OWNERSHIP_UNRESOLVED: { code: "DEVICE_OWNERSHIP_UNRESOLVED", status: Status.FailedPrecondition, exit: Exit.TEMPORARY },
   DUPLICATE_IDENTITY: { code: "DUPLICATE_IDENTITY", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
 

@@ -1,13 +1,13 @@
 import { parseArgs } from "node:util";
 import { clearFaults, controlRequest, runAction, setFaults } from "./control/control-client.js";
 
-/** `key=value` → typed value: numbers, true/false, null, comma lists for hangServices, else the string. */
+/** `key=value` → typed value: numbers, true/false, null, comma lists for hangServices and uninstallRefused, else the string. */
 export function parseAssignment(text: string): [string, unknown] {
   const eq = text.indexOf("=");
   if (eq <= 0) throw new Error(`expected key=value, got ${JSON.stringify(text)}`);
   const key = text.slice(0, eq);
   const raw = text.slice(eq + 1);
-  if (key === "hangServices") return [key, raw === "null" ? null : raw.split(",")];
+  if (key === "hangServices" || key === "uninstallRefused") return [key, raw === "null" ? null : raw.split(",")];
   if (raw === "true" || raw === "false") return [key, raw === "true"];
   if (raw === "null") return [key, null];
   if (raw !== "" && /^-?[0-9.]+$/.test(raw)) return [key, Number(raw)];

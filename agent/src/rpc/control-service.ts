@@ -11,6 +11,21 @@ import type { AgentServiceDeps } from "./service-deps.js";
 /** The longest a tunnel holds a phone; the coordinator closes it well before, when the lease ends. */
 export const ADB_TUNNEL_MAX_MS = 24 * 3_600_000;
 const MAX_REASON_CHARS = 200;
+const MAX_CLEANUP_DIRS = 200;
+const PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+const SETTING_KEY = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** Directories a cleanup walks: absolute, normalized, never the root (the coordinator checked them; trust nothing across a boundary). */
+function cleanupDirs(dirs: readonly string[], field: string): string[] {
+  if (dirs.length > MAX_CLEANUP_DIRS) throw invalidArgument(field, `at most ${MAX_CLEANUP_DIRS} directories`);
+  return dirs.map((d, i) => {
+    const parts = d.split("/").filter(Boolean);
+    if (!d.startsWith("/") || d.length > 512 || parts.length === 0 || parts.some((p) => p === "." || p === "..") || /[\x00-\x1f\x7f]/.test(d)) {
+      throw invalidArgument(`${field}[${i}]`, "an absolute directory below the root");
+    }
+    return `/${parts.join("/")}`;
+  });
+}
 
 /** What the coordinator itself asks of this agent: interactive shells, remote adb tunnels and draining. */
 export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof AgentControlService> {
@@ -81,6 +96,39 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
         deps.log.warn("a remote adb tunnel's action left unresolved was abandoned: its lease ended", { actionId: a.actionId, leaseId: req.leaseId, reason });
       }
       return { abandonedActionIds: settled.map((a) => a.actionId) };
+    },
+    async readCleanupBaseline(req, ctx) {
+      checkCoordinatorId(req.leaseId, "lease_id");
+      const serial = serialOf(req.target);
+      if (!deps.watcher.device(serial)) throw farmError(Errors.DEVICE_NOT_FOUND, `no device ${serial} on this agent`, "target.serial");
+      const dirs = cleanupDirs(req.dirs, "dirs");
+      const signal = AbortSignal.timeout(Math.max(0, hopDeadline(callContext(ctx).deadlineMs) - Date.now()));
+      return { baseline: await deps.readBaseline(serial, dirs, signal) };
+    },
+    async cleanPhone(req, ctx) {
+      const c = callContext(ctx);
+      checkCoordinatorId(req.leaseId, "lease_id");
+      const policy = req.policy;
+      if (!policy) throw invalidArgument("policy", "a cleanup policy is required");
+      for (const [i, s] of policy.settings.entries()) {
+        if (!["system", "secure", "global"].includes(s.namespace)) throw invalidArgument(`policy.settings[${i}].namespace`, "system, secure or global");
+        if (!SETTING_KEY.test(s.key) || s.value.length > 256 || /[\x00-\x1f\x7f]/.test(s.value)) throw invalidArgument(`policy.settings[${i}]`, "not a setting a cleanup may put");
+      }
+      for (const [i, p] of [...policy.clearData, ...policy.keepPackages].entries()) {
+        if (!PACKAGE.test(p)) throw invalidArgument(`policy.packages[${i}]`, "not an Android package name");
+      }
+      const plan = {
+        uninstallInstalled: policy.uninstallInstalled,
+        keepPackages: policy.keepPackages,
+        clearData: policy.clearData,
+        removeNewFilesUnder: cleanupDirs(policy.removeNewFilesUnder, "policy.remove_new_files_under"),
+        settings: policy.settings.map((s) => ({ namespace: s.namespace, key: s.key, value: s.value })),
+        airplaneModeOff: policy.airplaneModeOff,
+        pressHome: policy.pressHome,
+      };
+      const baseline = { packages: req.baseline?.packages ?? [], paths: req.baseline?.paths ?? [] };
+      const { action, result } = await deps.ownership.run(deps.cleanup, { leaseId: req.leaseId, plan, baseline }, { serial: serialOf(req.target), deadlineMs: c.deadlineMs, requestedBy: c.requestedBy });
+      return { actionId: action.actionId, steps: result.steps, ok: result.steps.every((s) => s.ok) };
     },
     startScreen(req) {
       // Reads only: the phone must be one this agent sees, and nothing is locked.

@@ -16,6 +16,7 @@ import type { AdbTunnels } from "../adb-tunnel/adb-tunnels.js";
 import type { RawAdbRequest, RawAdbResult } from "../adb-tunnel/raw-adb-action.js";
 import type { LiveScreens } from "../live-screen/live-screens.js";
 import type { LiveLogcats } from "../live-logcat/live-logcats.js";
+import type { Baseline, CleanRequest, StepOutcome } from "../cleanup/phone-cleanup.js";
 
 /** What the agent's services work with. */
 export interface AgentServiceDeps {
@@ -33,6 +34,9 @@ export interface AgentServiceDeps {
   /** Remote adb tunnels open on this agent, and the action that holds a phone for one. */
   adbTunnels: AdbTunnels;
   rawAdb: ActionKind<RawAdbRequest, RawAdbResult>;
+  /** The cleanup of a phone whose lease ended, and the baseline it diffs against. */
+  cleanup: ActionKind<CleanRequest, { steps: StepOutcome[] }>;
+  readBaseline(serial: string, dirs: readonly string[], signal: AbortSignal): Promise<Baseline>;
   /** Live screens this agent streams to the coordinator. */
   screens: LiveScreens;
   /** Live logcats this agent streams to the coordinator. */

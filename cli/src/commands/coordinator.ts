@@ -5,6 +5,7 @@ import { defaultFarmHome } from "@farm/shared/paths";
 import { startCoordinator, type CoordinatorOptions } from "@farm/coordinator/coordinator";
 import { ensureTokenFile } from "@farm/coordinator/auth/bootstrap-token";
 import { CliError } from "../cli-error.js";
+import { readCleanupPolicy } from "../cleanup-policy-file.js";
 import { captureTokenProblem } from "@farm/shared/capture-policy/capture-token";
 import { parseByteSize } from "../byte-size.js";
 import type { OptionValues } from "../options/option-decl.js";
@@ -24,6 +25,7 @@ export const runCoordinator: Action<typeof coordinatorOptions> = async ({ opts, 
   const keyFile = opts.tlsKey;
   const limits = coordinatorLimits(opts);
   if ((certFile === undefined) !== (keyFile === undefined)) throw new CliError(Errors.INVALID_ARGUMENT, "TLS needs both --tls-cert and --tls-key", certFile ? "tls-key" : "tls-cert");
+  const cleanupPolicy = opts.cleanup === undefined ? undefined : await readCleanupPolicy(opts.cleanup);
   const coordinator = await startCoordinator({
     listen,
     dataDir,
@@ -35,6 +37,7 @@ export const runCoordinator: Action<typeof coordinatorOptions> = async ({ opts, 
     ...(opts.evidenceQuota !== undefined ? { evidenceQuotaBytes: parseByteSize(opts.evidenceQuota, "evidence-quota") } : {}),
     ...(opts.capturesPerUser !== undefined ? { capturesPerUser: opts.capturesPerUser } : {}),
     ...limits,
+    ...(cleanupPolicy ? { cleanupPolicy } : {}),
     ...(certFile && keyFile ? { tls: { certFile, keyFile } } : {}),
   });
   // First start: an admin token so the operator can create the others.

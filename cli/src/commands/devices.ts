@@ -17,7 +17,7 @@ function shortId(id: string, wide: boolean): string {
   return wide || id.length <= SHOWN_ID ? id : `${id.slice(0, SHOWN_ID)}…`;
 }
 
-/** `farm device list` / `farm devices`; -o wide adds manufacturer, ABI, boot id, pin label, last update and quarantine reason. */
+/** `farm device list` / `farm devices`; -o wide adds manufacturer, ABI, boot id, pin label, last update, quarantine reason and why a phone needs attention. */
 export const listDevices: Action<typeof deviceListOptions> = async (input) => {
   const session = clientSession(input);
   const client = serviceClient(RegistryService, session.config);
@@ -36,7 +36,7 @@ export const listDevices: Action<typeof deviceListOptions> = async (input) => {
   const wide = input.ctx.printer.wide;
   input.ctx.printer.result({ devices: devices.map((d) => toJson(DeviceSchema, d, { alwaysEmitImplicit: true })) }, () =>
     table(
-      ["PHYSICAL", "SERIAL", "STATE", "PLATFORM", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO", ...(wide ? ["MANUFACTURER", "ABI", "BOOT ID", "PIN", "UPDATED", "QUARANTINE"] : [])],
+      ["PHYSICAL", "SERIAL", "STATE", "PLATFORM", "MODEL", "API", "ANDROID", "AGENT", "SERIALNO", ...(wide ? ["MANUFACTURER", "ABI", "BOOT ID", "PIN", "UPDATED", "QUARANTINE", "ATTENTION"] : [])],
       grouped.map((d, i) => {
         const id = d.properties?.physicalId ?? "";
         const sameAsAbove = i > 0 && id !== "" && grouped[i - 1]?.properties?.physicalId === id;
@@ -52,7 +52,7 @@ export const listDevices: Action<typeof deviceListOptions> = async (input) => {
           d.agentName,
           d.properties?.serialno ?? "",
           ...(wide
-            ? [d.properties?.manufacturer ?? "", d.properties?.abi ?? "", d.properties?.bootId ?? "", d.properties?.pinLabel ?? "", ago(d.updateTime ? timestampMs(d.updateTime) : undefined), d.quarantineReason]
+            ? [d.properties?.manufacturer ?? "", d.properties?.abi ?? "", d.properties?.bootId ?? "", d.properties?.pinLabel ?? "", ago(d.updateTime ? timestampMs(d.updateTime) : undefined), d.quarantineReason, d.attentionReason]
             : []),
         ];
       }),

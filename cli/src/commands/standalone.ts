@@ -11,6 +11,7 @@ import { startAgent } from "@farm/agent/agent";
 import { adbPortSource, adbServerAddress } from "../adb-address.js";
 import { parseByteSize } from "../byte-size.js";
 import { untilStopped } from "../service-run.js";
+import { readCleanupPolicy } from "../cleanup-policy-file.js";
 import type { standaloneOptions } from "../tree/service-commands.js";
 import type { Action } from "../tree/spec.js";
 
@@ -23,7 +24,9 @@ export const runStandalone: Action<typeof standaloneOptions> = async ({ opts, so
   const dataDir = opts.dataDir ?? defaultFarmHome(ctx.env);
   const heartbeatIntervalMs = opts.heartbeatInterval ?? 5_000;
   const adb = adbServerAddress(opts);
+  const cleanupPolicy = opts.cleanup === undefined ? undefined : await readCleanupPolicy(opts.cleanup);
   const coordinator = await startCoordinator({
+    ...(cleanupPolicy ? { cleanupPolicy } : {}),
     listen,
     dataDir: join(dataDir, "coordinator"),
     ...(opts.evidenceQuota !== undefined ? { evidenceQuotaBytes: parseByteSize(opts.evidenceQuota, "evidence-quota") } : {}),

@@ -201,8 +201,20 @@ export const deviceAlias = group({
   ],
 });
 
+export const clearAttentionOptions = {
+  ...clientOptions,
+  device: requiredText("--device <serial|physical-id>", "The phone marked needs-attention"),
+};
+export const deviceClearAttention = leaf({
+  name: "clear-attention",
+  summary: "Put a phone whose cleanup failed (needs-attention) back in the pool, once you have seen to it (admin)",
+  options: clearAttentionOptions,
+  examples: ["farm device clear-attention --device emulator-5554"],
+  load: async () => (await import("../commands/device-attention.js")).clearAttention,
+});
+
 export const deviceGroup = group({
   name: "device",
-  summary: "Act on one device: list, show, shell, input, screenshot, install, logcat, reboot, props, setprop, pin, label, ownership, alias",
-  commands: [deviceList, deviceShow, deviceShell, deviceInput, deviceScreenshot, deviceInstall, deviceLogcat, deviceReboot, deviceProps, deviceSetprop, devicePin, deviceLabel, deviceOwnership, deviceAlias],
+  summary: "Act on one device: list, show, shell, input, screenshot, install, logcat, reboot, props, setprop, pin, label, ownership, alias, clear-attention",
+  commands: [deviceList, deviceShow, deviceShell, deviceInput, deviceScreenshot, deviceInstall, deviceLogcat, deviceReboot, deviceProps, deviceSetprop, devicePin, deviceLabel, deviceOwnership, deviceAlias, deviceClearAttention],
 });

@@ -12,6 +12,7 @@ export const standaloneOptions = {
   lockDir: text("--lock-dir <dir>", "Host-wide device locks and the ownership journal"),
   evidenceQuota: { ...text("--evidence-quota <size>", "Stored evidence per user: bundles, session files and captures in flight (500M, 10G)"), defaultText: "10G" },
   capturesPerUser: { ...parsed("--captures-per-user <n>", "Evidence captures and recordings one user may have in flight", intIn(1, 1000)), defaultText: "4" },
+  cleanup: text("--cleanup <file>", "Clean phones between users: a YAML policy run when each lease ends (README: Cleaning phones between users)"),
 };
 export const standaloneCommand = leaf({
   name: "standalone",
@@ -46,6 +47,7 @@ export const coordinatorConfigKeys = {
   ocrWorkers: "number",
   ocrQueue: "number",
   defaultCapture: "string",
+  cleanup: "string",
   redactLabels: "string",
   redactFields: "string",
   redactHeaders: "string",
@@ -94,6 +96,7 @@ export const coordinatorOptions = {
   redactFields: text("--redact-fields <list>", "Site redaction: JSON field names whose values are masked", { config: "redactFields" }),
   redactHeaders: text("--redact-headers <list>", "Site redaction: header names masked besides the defaults", { config: "redactHeaders" }),
   unmaskHeaders: text("--unmask-headers <list>", "Site redaction: default sensitive headers not to mask", { config: "unmaskHeaders" }),
+  cleanup: text("--cleanup <file>", "Clean phones between users: a YAML policy run when each lease ends; a phone whose cleanup fails is needs-attention (README: Cleaning phones between users)", { config: "cleanup" }),
   defaultCapture: text("--default-capture <tokens>", "Site default capture list for session steps (screenshot.before,deviceLog); a policy's own capture wins", { config: "defaultCapture" }),
   requestTimeout: parsed("--request-timeout <duration>", "A request's deadline (config: requestTimeoutMs)", duration, { config: "requestTimeoutMs", fromConfig: msFromConfig }),
   idleTimeout: parsed("--idle-timeout <duration>", "Close idle connections after this long (config: idleTimeoutMs)", duration, { config: "idleTimeoutMs", fromConfig: msFromConfig }),
@@ -110,6 +113,7 @@ export const coordinatorRun = leaf({
     "farm coordinator --config /etc/farm/coordinator.json",
     "farm coordinator --listen 0.0.0.0:7420 --tls-cert server.pem --tls-key server.key",
     "farm coordinator --database postgres://farm@db.lab/farm --listen 0.0.0.0:7420",
+    "farm coordinator --cleanup /etc/farm/cleanup.yaml",
   ],
   load: async () => (await import("../commands/coordinator.js")).runCoordinator,
 });

@@ -15,13 +15,15 @@ const END_LEASE_TIMEOUT_MS = 10_000;
  * not blocked for the next holder. An agent offline now keeps the entry;
  * the next lease holder (or an admin) may abandon it.
  */
-export function settleRawAdbOnLeaseEnd(deps: { registry: Registry; leases: LeaseManager; log: Logger }): void {
+export function settleRawAdbOnLeaseEnd(deps: { registry: Registry; leases: LeaseManager; log: Logger }, opts: { cleanedElsewhere?: (lease: LeaseRow) => boolean } = {}): void {
   deps.leases.events.on("leaseEnded", (lease: LeaseRow) => {
+    // A lease whose phone is cleaned: its cleanup tells the agent first, then cleans.
+    if (opts.cleanedElsewhere?.(lease)) return;
     void endLeaseOnAgent(deps, lease);
   });
 }
 
-async function endLeaseOnAgent(deps: { registry: Registry; log: Logger }, lease: LeaseRow): Promise<void> {
+export async function endLeaseOnAgent(deps: { registry: Registry; log: Logger }, lease: LeaseRow): Promise<void> {
   const attached = deps.registry.agentSession(lease.agentId);
   if (!attached) {
     deps.log.info("a lease ended while its agent is offline: a tunnel's action it left unresolved stays until abandoned", { leaseId: lease.leaseId, agentId: lease.agentId });

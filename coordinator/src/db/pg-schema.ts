@@ -89,6 +89,22 @@ export const leaseWaiters = pgTable("lease_waiters", {
   tokenHash: text("token_hash"),
 });
 
+/**
+ * A phone's cleanup between users (farm coordinator --cleanup): "leased"
+ * (the baseline its cleanup diffs against, read at grant), "cleaning" (its
+ * lease ended; no lease until done), "needs-attention" (the cleanup failed;
+ * no lease until an admin clears it). No row: nothing to do.
+ */
+export const deviceCleanup = pgTable("device_cleanup", {
+  physicalId: text("physical_id").primaryKey(),
+  state: text("state", { enum: ["leased", "cleaning", "needs-attention"] }).notNull(),
+  leaseId: text("lease_id").notNull(),
+  reason: text("reason").notNull().default(""),
+  // JSON {packages, paths}, or "" when it could not be read.
+  baseline: text("baseline").notNull().default(""),
+  since: ms("since").notNull(),
+});
+
 export const deviceLabels = pgTable(
   "device_labels",
   {

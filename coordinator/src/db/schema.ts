@@ -98,6 +98,22 @@ export const leaseWaiters = sqliteTable("lease_waiters", {
   tokenHash: text("token_hash"),
 });
 
+/**
+ * A phone's cleanup between users (farm coordinator --cleanup): "leased"
+ * (the baseline its cleanup diffs against, read at grant), "cleaning" (its
+ * lease ended; no lease until done), "needs-attention" (the cleanup failed;
+ * no lease until an admin clears it). No row: nothing to do.
+ */
+export const deviceCleanup = sqliteTable("device_cleanup", {
+  physicalId: text("physical_id").primaryKey(),
+  state: text("state", { enum: ["leased", "cleaning", "needs-attention"] }).notNull(),
+  leaseId: text("lease_id").notNull(),
+  reason: text("reason").notNull().default(""),
+  // JSON {packages, paths}, or "" when it could not be read.
+  baseline: text("baseline").notNull().default(""),
+  since: integer("since").notNull(),
+});
+
 export const deviceLabels = sqliteTable(
   "device_labels",
   {

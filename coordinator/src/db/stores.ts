@@ -1,3 +1,6 @@
+import type { DeviceCleanupStore } from "../cleanup/device-cleanup-store.js";
+import { PgDeviceCleanupStore } from "../cleanup/pg-device-cleanup-store.js";
+import { SqliteDeviceCleanupStore } from "../cleanup/sqlite-device-cleanup-store.js";
 import type { FarmDatabase } from "./database.js";
 import { storeDbOf } from "./store-db.js";
 import { KyselyActivityStore } from "../activity/kysely-activity-store.js";
@@ -57,6 +60,8 @@ import type { VideoSessionStore } from "../video/video-session-store.js";
  *  - leases: row locks, SKIP LOCKED, unique-index races and notify;
  *  - tokens (binding an agent) and web sign-ins (the caps): PostgreSQL
  *    takes advisory and row locks so replicas decide one at a time;
+ *  - device cleanup state: written in parallel with the conversion and not
+ *    yet moved to Kysely (its SQL is the same on both: a candidate);
  *  - registry and claims, session steps, video sessions, replicas, stored
  *    files: several statements in one transaction. better-sqlite3 runs a
  *    transaction synchronously, so nothing interleaves; a Kysely transaction
@@ -81,6 +86,7 @@ export interface Stores {
   quotaReservations: QuotaReservationStore;
   idempotency: IdempotencyStore;
   replicas: ReplicaStore;
+  deviceCleanups: DeviceCleanupStore;
 }
 
 /** Every store of the database. */
@@ -101,6 +107,7 @@ export function createStores(database: FarmDatabase): Stores {
     quotaReservations: new QuotaReservationStore(database),
     idempotency: new IdempotencyStore(database),
     replicas: createReplicaStore(database),
+    deviceCleanups: createDeviceCleanupStore(database),
   };
 }
 
@@ -165,4 +172,8 @@ export function createSummaryKeyStore(database: FarmDatabase, dataDir: string): 
 export function createByteStore(kind: ByteStoreKind, dataDir: string, database: FarmDatabase): ByteStore {
   if (kind === "files") return new FileByteStore(dataDir);
   return new DatabaseByteStore(database.dialect === "sqlite" ? new SqliteStoredFileStore(database.db) : new PgStoredFileStore(database.db));
+}
+
+export function createDeviceCleanupStore(database: FarmDatabase): DeviceCleanupStore {
+  return database.dialect === "sqlite" ? new SqliteDeviceCleanupStore(database.db) : new PgDeviceCleanupStore(database.db);
 }

@@ -93,6 +93,8 @@ export class LeaseManager {
    * after commit by each replica, so one lease's grant notice may arrive after its release notice.
    */
   private readonly endedIds = new Set<string>();
+  private readonly grantHooks: ((lease: LeaseRow) => Promise<void>)[] = [];
+  private readonly endingHooks: ((lease: LeaseRow) => void)[] = [];
 
   private constructor(
     private readonly base: LeaseStore,
@@ -149,11 +151,14 @@ export class LeaseManager {
       else throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
     }
     // Refused at once when no phone can ever match, rather than waited on; a short physical id becomes the full one.
-    selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id));
+    selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id), (id) => {
+      const hold = this.registry.holdOf(id);
+      return hold?.state === "needs-attention" ? hold.reason : undefined;
+    });
     const ticket = opts.ticket || randomUUID();
     // Made here, where the caller waits; only its hash is stored (on the place, then on the lease).
     const token = newLeaseToken();
-    return new Promise<Grant>((resolve, reject) => {
+    const granted = new Promise<Grant>((resolve, reject) => {
       let settled = false;
       let timer: NodeJS.Timeout | undefined;
       let w: Waiter | undefined;
@@ -250,6 +255,38 @@ export class LeaseManager {
         },
       );
     });
+    const hooks = this.grantHooks;
+    // What must be read of the phone before its holder can change it (the cleanup's baseline): done before the token is handed out.
+    return hooks.length === 0 ? granted : granted.then(async (g) => {
+      for (const h of hooks) await h(g.lease);
+      return g;
+    });
+  }
+
+  /** Runs `fn` on every lease granted through acquire, before its caller gets the token. */
+  onGranted(fn: (lease: LeaseRow) => Promise<void>): void {
+    this.grantHooks.push(fn);
+  }
+
+  /**
+   * Runs `fn` synchronously as this replica learns a lease ended (released,
+   * expired, revoked; here, or through another replica), before it decides
+   * its next grant: a phone that must be cleaned is held out of the pool
+   * before anyone else can get it here. It may run more than once for one
+   * lease (its own end, then another replica's notice of it).
+   */
+  onEnding(fn: (lease: LeaseRow) => void): void {
+    this.endingHooks.push(fn);
+  }
+
+  private ending(lease: LeaseRow): void {
+    for (const f of this.endingHooks) {
+      try {
+        f(lease);
+      } catch (err) {
+        this.log.error("a lease-end hook failed", { leaseId: lease.leaseId, error: (err as Error).message });
+      }
+    }
   }
 
   /** Extends a lease; with `caller` (every API call), only for its holder or an admin: the lease token alone is not enough. */
@@ -671,6 +708,7 @@ export class LeaseManager {
       const ended = await this.store.leaseById(cur.leaseId);
       cur.state = ended && ended.state !== "active" ? ended.state : "released";
       cur.endedAt = ended?.endedAt ?? now;
+      this.ending(cur);
       this.later(() => this.events.emit("leaseEnded", cur, "elsewhere"));
     }
     for (const row of rows) {
@@ -742,6 +780,7 @@ export class LeaseManager {
     if (this.shared) this.rememberEnded(lease.leaseId);
     lease.state = state;
     lease.endedAt = endedAt;
+    this.ending(lease);
     this.later(() => this.events.emit("leaseEnded", lease, "here"));
     this.tell("lease", lease.leaseId, lease);
     return true;
@@ -788,6 +827,8 @@ export class LeaseManager {
   /** Memory follows a lease the store ended (here or, by its notice, elsewhere). */
   private ended(row: LeaseRow, origin: "here" | "elsewhere" = "elsewhere"): void {
     this.rememberEnded(row.leaseId);
+    // Whichever replica ended it: the hooks decide (the cleanup runs where the lease's baseline was read).
+    this.ending(row);
     const cur = this.active.get(row.physicalId);
     if (cur?.leaseId !== row.leaseId) {
       // Not known active here (its grant notice may still come): only its token goes. Ended by this

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { type LeaseRow, type LeaseStore, type Waiter } from "./lease-store.js";
-import { createLeaseStore } from "../db/stores.js";
+import { createDeviceCleanupStore, createLeaseStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 
@@ -101,6 +101,17 @@ describe.each(dialects)("LeaseStore on %s", (dialect) => {
     expect(await s.endLease("l-1", "released", 5)).toBe(true);
     expect(await s.endLease("l-1", "expired", 6)).toBe(false);
     expect(await s.leaseByTokenHash("hash-l-1")).toMatchObject({ state: "released", endedAt: 5 });
+  });
+
+  it("grants at once no phone whose cleanup is due, running or failed (a device_cleanup row)", async () => {
+    const s = await store();
+    const phone = (id: string) => ({ physicalId: id, agentId: "a-1", serial: `S-${id}` });
+    const cleanups = createDeviceCleanupStore(opened!);
+    await cleanups.put({ physicalId: "pd-1", state: "cleaning", leaseId: "l-0", reason: "", baseline: "", since: 1 });
+    expect(await s.insertLeaseOnAnyFree(unplaced("l-1"), [phone("pd-1"), phone("pd-2")])).toEqual(phone("pd-2"));
+    expect(await s.insertLeaseOnAnyFree(unplaced("l-2"), [phone("pd-1")])).toBeUndefined();
+    await cleanups.delete("pd-1");
+    expect(await s.insertLeaseOnAnyFree(unplaced("l-2"), [phone("pd-1")])).toEqual(phone("pd-1"));
   });
 
   it("releases by token hash in one statement, only for the holder or an admin", async () => {

@@ -57,6 +57,8 @@ export class PgLeaseStore implements LeaseStore {
             FROM jsonb_array_elements(${JSON.stringify(candidates.map((c) => ({ p: c.physicalId, a: c.agentId, s: c.serial })))}::jsonb) WITH ORDINALITY AS t(e, n)) c
       WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
         AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.physical_id = c.physical_id AND l.state = 'active')
+        -- A phone with a cleanup row and no active lease awaits, runs or failed its cleanup (cleanup/device-cleanups.ts): not free.
+        AND NOT EXISTS (SELECT 1 FROM device_cleanup dc WHERE dc.physical_id = c.physical_id)
       ORDER BY c.n
       LIMIT 1
       ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING

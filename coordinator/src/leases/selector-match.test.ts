@@ -58,4 +58,18 @@ describe("resolveSelector", () => {
     expect(resolveSelector({ ...any, model: "NoSuchPhone" }, [...phones, phone("", "")], labelsOf).model).toBe("NoSuchPhone");
     expect(resolveSelector({ ...any, model: "NoSuchPhone" }, [], labelsOf).model).toBe("NoSuchPhone");
   });
+
+  it("refuses a selector only needs-attention phones match, with their reasons; lets one through that another phone matches", () => {
+    const attention = (id: string) => (id === "pd-aaaa1111" ? "uninstall com.x failed" : undefined);
+    let r: ReturnType<typeof toErrorReport> | undefined;
+    try {
+      resolveSelector({ ...any, model: "Pixel 7" }, phones, labelsOf, attention);
+    } catch (err) {
+      r = toErrorReport(err);
+    }
+    expect(r).toMatchObject({ code: "DEVICE_NEEDS_ATTENTION", field: "model", message: expect.stringMatching(/pd-aaaa1111 \(uninstall com\.x failed\).*clear-attention/) });
+    expect(resolveSelector({ ...any, agent: "lab-1" }, phones, labelsOf, attention).agent).toBe("lab-1");
+    // A selector no phone matches at all is still told what exists.
+    expect(() => resolveSelector({ ...any, model: "NoSuchPhone" }, phones, labelsOf, attention)).toThrow(/models/);
+  });
 });

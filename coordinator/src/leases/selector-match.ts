@@ -13,16 +13,35 @@ const CUT = /(…|\.\.\.)$/u;
  * offline or leased) before the caller waits: a unique prefix of a physical
  * id becomes the full id (as git and docker take short ids); an ambiguous
  * one fails DEVICE_AMBIGUOUS; a selector no phone can ever match fails
- * NO_DEVICE_MATCHES at once, naming the values that exist. A phone whose
+ * NO_DEVICE_MATCHES at once, naming the values that exist; one only
+ * needs-attention phones match fails DEVICE_NEEDS_ATTENTION. A phone whose
  * identity is not read yet may still turn out to match, and a farm that
  * knows no phone yet has nothing to compare against: both keep the wait.
  */
-export function resolveSelector(s: Selector, phones: Iterable<Candidate>, labelsOf: (physicalId: string) => Record<string, string>): Selector {
+export function resolveSelector(
+  s: Selector,
+  phones: Iterable<Candidate>,
+  labelsOf: (physicalId: string) => Record<string, string>,
+  attentionOf: (physicalId: string) => string | undefined = () => undefined,
+): Selector {
   const resolved = s.physicalId ? { ...s, physicalId: resolvePhysicalId(s.physicalId, [...phones]) } : s;
   let any = false;
+  // Matching phones marked needs-attention (cleanup failed), by physical id: never leased until an admin clears them.
+  const held = new Map<string, string>();
   for (const p of phones) {
     any = true;
-    if (couldMatch(p, resolved, labelsOf)) return resolved;
+    if (!couldMatch(p, resolved, labelsOf)) continue;
+    const reason = p.physicalId === "" ? undefined : attentionOf(p.physicalId);
+    if (reason === undefined) return resolved;
+    held.set(p.physicalId, reason);
+  }
+  if (held.size > 0) {
+    const shown = [...held].sort(([a], [b]) => (a < b ? -1 : 1)).slice(0, SHOWN).map(([id, why]) => `${id} (${why})`);
+    throw farmError(
+      Errors.DEVICE_NEEDS_ATTENTION,
+      `every phone that matches ${describeSelector(s)} needs attention after a failed cleanup: ${shown.join("; ")}${held.size > SHOWN ? `, … (${held.size - SHOWN} more)` : ""}; an admin clears it with farm devices clear-attention`,
+      fieldOf(s),
+    );
   }
   // Only a refusal lists every phone (sorted, for the nearest values).
   if (!any) return resolved;

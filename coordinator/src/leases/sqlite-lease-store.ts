@@ -1,6 +1,6 @@
 import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { CoordinatorDb } from "../db/open-database.js";
-import { leases, leaseWaiters } from "../db/schema.js";
+import { leases, leaseWaiters, deviceCleanup } from "../db/schema.js";
 import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
 
 /** Leases and the wait queue in the coordinator's SQLite database. */
@@ -40,6 +40,8 @@ export class SqliteLeaseStore implements LeaseStore {
       if (tx.select({ t: leaseWaiters.ticket }).from(leaseWaiters).limit(1).get()) return undefined;
       for (const c of candidates) {
         if (tx.select({ id: leases.leaseId }).from(leases).where(and(eq(leases.physicalId, c.physicalId), eq(leases.state, "active"))).get()) continue;
+        // A cleanup row and no active lease: its cleanup is due, running or failed (cleanup/device-cleanups.ts).
+        if (tx.select({ id: deviceCleanup.physicalId }).from(deviceCleanup).where(eq(deviceCleanup.physicalId, c.physicalId)).get()) continue;
         tx.insert(leases).values({ ...lease, ...c }).run();
         return c;
       }

@@ -12,13 +12,26 @@ import {
   RemoveAgentResponseSchema,
   AcceptDeviceAliasResponseSchema,
   RejectDeviceAliasResponseSchema,
+  ClearDeviceAttentionResponseSchema,
 } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import type { Registry } from "./registry.js";
+import type { DeviceCleanups } from "../cleanup/device-cleanups.js";
 import { AgentControlService } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
 import { isBinaryRequest, withPreEncodedField } from "@farm/shared/pre-encoded";
 
-export function registerRegistryService(router: ConnectRouter, deps: { registry: Registry; log: Logger }): void {
+export function registerRegistryService(router: ConnectRouter, deps: { registry: Registry; cleanups: DeviceCleanups; log: Logger }): void {
   router.service(RegistryService, {
+    /** An admin has seen to a phone whose cleanup failed: it goes back to the pool. */
+    async clearDeviceAttention(req, ctx) {
+      // Admin only, by the access table.
+      const principal = requirePrincipal(ctx);
+      if (req.device === "" || req.device.length > 256) throw invalidArgument("device", "an adb serial or a physical id is required");
+      const physicalId = deps.registry.physicalIdOf(req.device) ?? (deps.cleanups.rowOf(req.device) ? req.device : undefined);
+      if (!physicalId) throw farmError(Errors.DEVICE_NOT_FOUND, `no device ${req.device} (an adb serial an agent reports, or a physical id)`, "device");
+      const reason = await deps.cleanups.clear(physicalId);
+      deps.log.info("device attention cleared", { physicalId, by: principal.tokenName, reason });
+      return create(ClearDeviceAttentionResponseSchema, { physicalId, reason });
+    },
     listAgents(req) {
       const page = deps.registry.listAgentsPage(req);
       return create(ListAgentsResponseSchema, { agents: page.items, nextPageToken: page.nextPageToken });

@@ -16,6 +16,16 @@ import type { AgentRow, ClaimRow, DeviceRow, RegistryStore, StoredRegistry } fro
 export const AGENT_OFFLINE = "agent-offline";
 /** State shown for a serial whose agent's claim on it no admin has accepted: no leases, no routed commands. */
 export const QUARANTINED = "quarantined";
+/** A phone whose cleanup after a lease failed: no leases until an admin clears it. */
+export const NEEDS_ATTENTION = "needs-attention";
+/** A phone whose cleanup after a lease runs: no leases until it is done. */
+export const CLEANING = "cleaning";
+
+/** Why a phone is held out of the pool between users (the cleanup policy). */
+export interface DeviceHold {
+  state: typeof CLEANING | typeof NEEDS_ATTENTION;
+  reason: string;
+}
 
 /** The live control stream of an attached agent, as the registry sees it. */
 export interface AgentSession {
@@ -140,6 +150,8 @@ export class Registry {
   private readonly liveness: Liveness;
   /** Cached list for lease grants; dropped on every change. */
   private candidateCache: Candidate[] | undefined;
+  /** Phones held out of the pool by their cleanup, by physical id. */
+  private readonly holds = new Map<string, DeviceHold>();
   /** Agent ids in order, for paged listing; dropped when an agent is added or removed. */
   private agentIds: string[] | undefined;
   /** The last change queued by `serialized`; never rejects. */
@@ -456,12 +468,12 @@ export class Registry {
 
   /** Every matching device, by agent name and serial: for the coordinator itself (the API reads pages). */
   listDevices(filter: DeviceFilter = {}): Device[] {
-    return this.selectDevices(filter, (agent, d, state) => toDevice(agent, d, state));
+    return this.selectDevices(filter, (agent, d, state) => toDevice(agent, d, state, this.holds.get(d.properties.physicalId)));
   }
 
   /** One page of matching devices, by (agent id, serial). */
   listDevicesPage(filter: DeviceFilter, page: PageRequest): Page<Device> {
-    return this.devicePage(filter, page, (agent, d, state) => toDevice(agent, d, state));
+    return this.devicePage(filter, page, (agent, d, state) => toDevice(agent, d, state, this.holds.get(d.properties.physicalId)));
   }
 
   /**
@@ -471,9 +483,9 @@ export class Registry {
    */
   listDevicesEncoded(filter: DeviceFilter, page: PageRequest, form: "bytes" | "delimited" = "bytes"): Page<Uint8Array> {
     return this.devicePage(filter, page, (agent, d, state) => {
-      const key = `${state}\0${agent.name}\0${d.quarantine}`;
+      const key = `${state}\0${agent.name}\0${d.quarantine}\0${this.holds.get(d.properties.physicalId)?.reason ?? ""}`;
       if (d.wire?.key !== key) {
-        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state));
+        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state, this.holds.get(d.properties.physicalId)));
         const delimited = lengthDelimited(bytes);
         d.wire = { key, delimited, bytes: delimited.subarray(delimited.length - bytes.length) };
       }
@@ -531,7 +543,7 @@ export class Registry {
       for (const serial of [...a.devices.keys()].sort()) {
         const d = a.devices.get(serial) as DeviceEntry;
         const p = d.properties;
-        if (d.state !== "device" || d.stale || d.quarantine || !p.physicalId || p.identityStatus === "duplicate") continue;
+        if (d.state !== "device" || d.stale || d.quarantine || !p.physicalId || p.identityStatus === "duplicate" || this.holds.has(p.physicalId)) continue;
         out.push({ physicalId: p.physicalId, agentId: a.id, agentName: a.name, serial, model: p.model, apiLevel: p.apiLevel });
       }
     }
@@ -617,7 +629,7 @@ export class Registry {
       this.announceAgent(entry, true);
       this.events.emit("stored", entry.id, "changed");
     }
-    return toDevice(entry, d, shownState(entry, d));
+    return toDevice(entry, d, this.shownState(entry, d), this.holds.get(d.properties.physicalId));
   }
 
   /**
@@ -683,7 +695,7 @@ export class Registry {
       if (!agentMatches(agent, filter)) continue;
       for (const serial of serialsOf(agent)) {
         const d = agent.devices.get(serial) as DeviceEntry;
-        const state = shownState(agent, d);
+        const state = this.shownState(agent, d);
         if (deviceMatches(d, state, filter)) out.push(map(agent, d, state));
       }
     }
@@ -716,7 +728,7 @@ export class Registry {
       const serials = serialsOf(agent);
       for (let j = after && agent.id === after[0] ? partitionPoint(serials, (s) => s <= after[1]) : 0; j < serials.length && out.length < limit; j++) {
         const d = agent.devices.get(serials[j] as string) as DeviceEntry;
-        const state = shownState(agent, d);
+        const state = this.shownState(agent, d);
         if (deviceMatches(d, state, filter)) out.push({ key: [agent.id, d.serial], value: map(agent, d, state) });
       }
     }
@@ -765,6 +777,38 @@ export class Registry {
     return `${what} is reported by ${owners.length > 0 ? `agent ${owners.join(", ")}` : "another agent"} first; an admin accepts this alias with \`farm device alias accept --device ${serial} --agent ${name}\``;
   }
 
+  /**
+   * Holds a phone out of the pool (cleaning, needs-attention) or lets it
+   * back (undefined): leases skip a held phone, listings show its state.
+   */
+  setHold(physicalId: string, hold: DeviceHold | undefined): void {
+    const cur = this.holds.get(physicalId);
+    if (cur?.state === hold?.state && cur?.reason === hold?.reason) return;
+    if (hold) this.holds.set(physicalId, hold);
+    else this.holds.delete(physicalId);
+    this.changed();
+    if (this.listening("device")) {
+      for (const a of this.agents.values()) {
+        for (const d of a.devices.values()) if (d.properties.physicalId === physicalId) this.announceDevice(a, d);
+      }
+    }
+  }
+
+  /** Why a phone is held out of the pool, if it is. */
+  holdOf(physicalId: string): DeviceHold | undefined {
+    return this.holds.get(physicalId);
+  }
+
+  /** Quarantine first (an admin has to act, online or not), then a cleanup's hold, then whether the agent is attached and has reported the device since. */
+  private shownState(agent: AgentEntry, d: DeviceEntry): string {
+    if (d.quarantine) return QUARANTINED;
+    const hold = d.properties.physicalId ? this.holds.get(d.properties.physicalId) : undefined;
+    if (hold?.state === NEEDS_ATTENTION) return NEEDS_ATTENTION;
+    const online = agent.session !== null && !d.stale;
+    if (!online) return AGENT_OFFLINE;
+    return hold && d.state === "device" ? hold.state : d.state;
+  }
+
   /** After any change that may free or add a device. */
   private changed(): void {
     this.candidateCache = undefined;
@@ -786,7 +830,7 @@ export class Registry {
 
   private announceDevice(entry: AgentEntry, d: DeviceEntry): void {
     if (!this.listening("device")) return;
-    this.events.emit("device", toDevice(entry, d, shownState(entry, d)));
+    this.events.emit("device", toDevice(entry, d, this.shownState(entry, d), this.holds.get(d.properties.physicalId)));
   }
 
   private agentByIdOrName(idOrName: string): AgentEntry | undefined {
@@ -837,7 +881,7 @@ function toAgent(e: AgentEntry): Agent {
   });
 }
 
-function toDevice(agent: AgentEntry, d: DeviceEntry, state: string): Device {
+function toDevice(agent: AgentEntry, d: DeviceEntry, state: string, hold?: DeviceHold): Device {
   return create(DeviceSchema, {
     serial: d.serial,
     agentId: agent.id,
@@ -846,13 +890,8 @@ function toDevice(agent: AgentEntry, d: DeviceEntry, state: string): Device {
     properties: d.properties,
     updateTime: timestampFromMs(d.updatedAt),
     quarantineReason: d.quarantine,
+    attentionReason: hold?.state === NEEDS_ATTENTION ? hold.reason : "",
   });
-}
-
-/** Quarantine first (an admin has to act, online or not), then whether the agent is attached and has reported the device since. */
-function shownState(agent: AgentEntry, d: DeviceEntry): string {
-  if (d.quarantine) return QUARANTINED;
-  return agent.session !== null && !d.stale ? d.state : AGENT_OFFLINE;
 }
 
 function toEntry(r: DeviceReport, now: number): DeviceEntry {

@@ -34,7 +34,7 @@ function row(state: LiveState, group: string): HTMLTableRowElement | undefined {
         h("span", { class: `alias alias-${d.state}`, title: `on agent ${d.agentName}: ${d.state}${d.quarantineReason ? ` (${d.quarantineReason})` : ""}` }, d.state === "quarantined" ? `${d.serial} on ${d.agentName}: quarantined` : d.serial)
       ),
     ),
-    h("td", { class: `state state-${st}`, "data-cell": "state" }, st),
+    h("td", { class: `state state-${st}`, "data-cell": "state", ...(first.attentionReason ? { title: first.attentionReason } : {}) }, st),
     h("td", {}, p?.model ?? ""),
     h("td", {}, p?.apiLevel ? String(p.apiLevel) : ""),
     h("td", {}, Object.entries(labels).map(([k, v]) => h("span", { class: "label-chip" }, `${k}=${v}`))),
@@ -73,7 +73,7 @@ export const devicesView: View = (root, state) => {
   const stateFilter = h(
     "select",
     { id: "device-state" },
-    ["", "device", "offline", "unauthorized", "agent-offline", "quarantined"].map((s) => h("option", { value: s }, s || "any")),
+    ["", "device", "offline", "unauthorized", "agent-offline", "quarantined", "cleaning", "needs-attention"].map((s) => h("option", { value: s }, s || "any")),
   );
   stateFilter.value = state.deviceState;
   const count = h("p", { class: "count", "aria-live": "polite" });

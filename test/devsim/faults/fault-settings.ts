@@ -30,6 +30,8 @@ export interface FaultSettings {
   rotationUnavailable?: boolean;
   /** screenrecord ignores `--time-limit` and records until signalled (or 180 s). */
   screenrecordOverrun?: boolean;
+  /** Packages `pm uninstall` refuses (Failure [DELETE_FAILED_INTERNAL_ERROR]), as a device admin app's would be. */
+  uninstallRefused?: string[];
   /** The app SDK answers every request with a 200 header, then one byte every N ms, and never finishes the body. */
   sdkTrickleMs?: number;
 }
@@ -48,6 +50,7 @@ export const FAULT_KEYS = [
   "rotationUnavailable",
   "screenrecordOverrun",
   "sdkTrickleMs",
+  "uninstallRefused",
 ] as const satisfies ReadonlyArray<keyof FaultSettings>;
 
 const PNG_FAULTS: readonly PngFault[] = ["corrupt", "truncated", "lying-header"];
@@ -73,7 +76,8 @@ export function parseFaultSettings(input: unknown): Partial<Record<keyof FaultSe
         if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new TypeError(`${key} must be a non-negative number`);
         break;
       case "hangServices":
-        if (!Array.isArray(value) || !value.every((item) => typeof item === "string")) throw new TypeError(`${key} must be an array of service prefixes`);
+      case "uninstallRefused":
+        if (!Array.isArray(value) || !value.every((item) => typeof item === "string")) throw new TypeError(`${key} must be an array of strings`);
         break;
       case "png":
         if (!PNG_FAULTS.includes(value as PngFault)) throw new TypeError(`png must be one of ${PNG_FAULTS.join(", ")}`);

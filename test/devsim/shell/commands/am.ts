@@ -1,6 +1,6 @@
 import type { ShellCommand } from "../command.js";
 
-/** `am start [-W] [-S] -n PKG/ACT`, `am force-stop PKG`, `am kill PKG`. */
+/** `am start [-W] [-S] -n PKG/ACT`, `am force-stop PKG`, `am kill PKG`, `am broadcast -a ACTION`. */
 export const amCommand: ShellCommand = async (ctx) => {
   const [sub, ...rest] = ctx.args;
   const device = ctx.device;
@@ -34,6 +34,12 @@ export const amCommand: ShellCommand = async (ctx) => {
     const process = device.appProcess(packageName);
     if (process) device.processes.exit(process.pid);
     device.screen.forceStop(packageName);
+    return 0;
+  }
+  if (sub === "broadcast") {
+    // Delivered to nobody: the simulator has no receivers; what a shell sees is the same.
+    const a = rest.indexOf("-a");
+    await ctx.stdout.write(`Broadcasting: Intent { ${a >= 0 ? `act=${rest[a + 1] ?? ""} ` : ""}flg=0x400000 }\nBroadcast completed: result=0\n`);
     return 0;
   }
   await ctx.stderr.write(`Unknown command: ${sub ?? ""}\n`);

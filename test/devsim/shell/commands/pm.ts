@@ -67,7 +67,9 @@ export const pmCommand: ShellCommand = async (ctx) => {
         const process = ctx.device.appProcess(name);
         if (process && packages.get(name) && !packages.get(name)!.system) ctx.device.processes.exit(process.pid);
       }
-      const ok = name !== undefined && packages.uninstall(name);
+      // A package the uninstallRefused fault names stays, as on a phone whose device admin blocks it.
+      const refused = name !== undefined && (ctx.device.faults.current.uninstallRefused ?? []).includes(name);
+      const ok = name !== undefined && !refused && packages.uninstall(name);
       await ctx.stdout.write(ok ? "Success\n" : "Failure [DELETE_FAILED_INTERNAL_ERROR]\n");
       return ok ? 0 : 1;
     }

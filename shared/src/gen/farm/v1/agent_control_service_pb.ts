@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_control_service.proto.
  */
 export const file_farm_v1_agent_control_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiTgoSU3RhcnRMb2djYXRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCXN0cmVhbV9pZBgCIAEoCSIVChNTdGFydExvZ2NhdFJlc3BvbnNlIjMKD0VuZExlYXNlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMAoQRW5kTGVhc2VSZXNwb25zZRIcChRhYmFuZG9uZWRfYWN0aW9uX2lkcxgBIAMoCTKHBgoTQWdlbnRDb250cm9sU2VydmljZRJPCgpTdGFydFNoZWxsEhouZmFybS52MS5TdGFydFNoZWxsUmVxdWVzdBobLmZhcm0udjEuU3RhcnRTaGVsbFJlc3BvbnNlIgiiuxgECAYQARJbCg5TdGFydEFkYlR1bm5lbBIeLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYQARJYCg1TdG9wQWRiVHVubmVsEh0uZmFybS52MS5TdG9wQWRiVHVubmVsUmVxdWVzdBoeLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlc3BvbnNlIgiiuxgECAYgARJZCg5TdGFydEFkYlN0cmVhbRIeLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5TdGFydEFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAYSWAoNU3RvcEFkYlN0cmVhbRIdLmZhcm0udjEuU3RvcEFkYlN0cmVhbVJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJTdHJlYW1SZXNwb25zZSIIorsYBAgGIAESUgoLU3RhcnRTY3JlZW4SGy5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVxdWVzdBocLmZhcm0udjEuU3RhcnRTY3JlZW5SZXNwb25zZSIIorsYBAgGKAESUgoLU3RhcnRMb2djYXQSGy5mYXJtLnYxLlN0YXJ0TG9nY2F0UmVxdWVzdBocLmZhcm0udjEuU3RhcnRMb2djYXRSZXNwb25zZSIIorsYBAgGKAESSQoIRW5kTGVhc2USGC5mYXJtLnYxLkVuZExlYXNlUmVxdWVzdBoZLmZhcm0udjEuRW5kTGVhc2VSZXNwb25zZSIIorsYBAgGIAESQAoFRHJhaW4SFS5mYXJtLnYxLkRyYWluUmVxdWVzdBoWLmZhcm0udjEuRHJhaW5SZXNwb25zZSIIorsYBAgGIAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
+  fileDesc("CiNmYXJtL3YxL2FnZW50X2NvbnRyb2xfc2VydmljZS5wcm90bxIHZmFybS52MSKBAQoRU3RhcnRTaGVsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBIjCgRzaXplGAMgASgLMhUuZmFybS52MS5UZXJtaW5hbFNpemUSDAoEdGVybRgEIAEoCSInChJTdGFydFNoZWxsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIh4KDERyYWluUmVxdWVzdBIOCgZyZWFzb24YASABKAkiDwoNRHJhaW5SZXNwb25zZSJjChVTdGFydEFkYlR1bm5lbFJlcXVlc3QSEQoJdHVubmVsX2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAMgASgJIisKFlN0YXJ0QWRiVHVubmVsUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJIjkKFFN0b3BBZGJUdW5uZWxSZXF1ZXN0EhEKCXR1bm5lbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiFwoVU3RvcEFkYlR1bm5lbFJlc3BvbnNlIk4KFVN0YXJ0QWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJEg8KB3NlcnZpY2UYAyABKAkiGAoWU3RhcnRBZGJTdHJlYW1SZXNwb25zZSI8ChRTdG9wQWRiU3RyZWFtUmVxdWVzdBIRCgl0dW5uZWxfaWQYASABKAkSEQoJc3RyZWFtX2lkGAIgASgJIhcKFVN0b3BBZGJTdHJlYW1SZXNwb25zZSJOChJTdGFydFNjcmVlblJlcXVlc3QSJQoGdGFyZ2V0GAEgASgLMhUuZmFybS52MS5EZXZpY2VUYXJnZXQSEQoJc3RyZWFtX2lkGAIgASgJIhUKE1N0YXJ0U2NyZWVuUmVzcG9uc2UiTgoSU3RhcnRMb2djYXRSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCXN0cmVhbV9pZBgCIAEoCSIVChNTdGFydExvZ2NhdFJlc3BvbnNlIjMKD0VuZExlYXNlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMAoQRW5kTGVhc2VSZXNwb25zZRIcChRhYmFuZG9uZWRfYWN0aW9uX2lkcxgBIAMoCSLRAQoNQ2xlYW51cFBvbGljeRIbChN1bmluc3RhbGxfaW5zdGFsbGVkGAEgASgIEhUKDWtlZXBfcGFja2FnZXMYAiADKAkSEgoKY2xlYXJfZGF0YRgDIAMoCRIeChZyZW1vdmVfbmV3X2ZpbGVzX3VuZGVyGAQgAygJEikKCHNldHRpbmdzGAUgAygLMhcuZmFybS52MS5DbGVhbnVwU2V0dGluZxIZChFhaXJwbGFuZV9tb2RlX29mZhgGIAEoCBISCgpwcmVzc19ob21lGAcgASgIIj8KDkNsZWFudXBTZXR0aW5nEhEKCW5hbWVzcGFjZRgBIAEoCRILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiMgoPQ2xlYW51cEJhc2VsaW5lEhAKCHBhY2thZ2VzGAEgAygJEg0KBXBhdGhzGAIgAygJImMKGlJlYWRDbGVhbnVwQmFzZWxpbmVSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAIgASgJEgwKBGRpcnMYAyADKAkiSQobUmVhZENsZWFudXBCYXNlbGluZVJlc3BvbnNlEioKCGJhc2VsaW5lGAEgASgLMhguZmFybS52MS5DbGVhbnVwQmFzZWxpbmUioAEKEUNsZWFuUGhvbmVSZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhAKCGxlYXNlX2lkGAIgASgJEiYKBnBvbGljeRgDIAEoCzIWLmZhcm0udjEuQ2xlYW51cFBvbGljeRIqCghiYXNlbGluZRgEIAEoCzIYLmZhcm0udjEuQ2xlYW51cEJhc2VsaW5lIkgKC0NsZWFudXBTdGVwEg4KBmFjdGlvbhgBIAEoCRIOCgZ0YXJnZXQYAiABKAkSCgoCb2sYAyABKAgSDQoFZXJyb3IYBCABKAkiWAoSQ2xlYW5QaG9uZVJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIjCgVzdGVwcxgCIAMoCzIULmZhcm0udjEuQ2xlYW51cFN0ZXASCgoCb2sYAyABKAgyxAcKE0FnZW50Q29udHJvbFNlcnZpY2USTwoKU3RhcnRTaGVsbBIaLmZhcm0udjEuU3RhcnRTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlN0YXJ0U2hlbGxSZXNwb25zZSIIorsYBAgGEAESWwoOU3RhcnRBZGJUdW5uZWwSHi5mYXJtLnYxLlN0YXJ0QWRiVHVubmVsUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGEAESWAoNU3RvcEFkYlR1bm5lbBIdLmZhcm0udjEuU3RvcEFkYlR1bm5lbFJlcXVlc3QaHi5mYXJtLnYxLlN0b3BBZGJUdW5uZWxSZXNwb25zZSIIorsYBAgGIAESWQoOU3RhcnRBZGJTdHJlYW0SHi5mYXJtLnYxLlN0YXJ0QWRiU3RyZWFtUmVxdWVzdBofLmZhcm0udjEuU3RhcnRBZGJTdHJlYW1SZXNwb25zZSIGorsYAggGElgKDVN0b3BBZGJTdHJlYW0SHS5mYXJtLnYxLlN0b3BBZGJTdHJlYW1SZXF1ZXN0Gh4uZmFybS52MS5TdG9wQWRiU3RyZWFtUmVzcG9uc2UiCKK7GAQIBiABElIKC1N0YXJ0U2NyZWVuEhsuZmFybS52MS5TdGFydFNjcmVlblJlcXVlc3QaHC5mYXJtLnYxLlN0YXJ0U2NyZWVuUmVzcG9uc2UiCKK7GAQIBigBElIKC1N0YXJ0TG9nY2F0EhsuZmFybS52MS5TdGFydExvZ2NhdFJlcXVlc3QaHC5mYXJtLnYxLlN0YXJ0TG9nY2F0UmVzcG9uc2UiCKK7GAQIBigBEkkKCEVuZExlYXNlEhguZmFybS52MS5FbmRMZWFzZVJlcXVlc3QaGS5mYXJtLnYxLkVuZExlYXNlUmVzcG9uc2UiCKK7GAQIBiABEmoKE1JlYWRDbGVhbnVwQmFzZWxpbmUSIy5mYXJtLnYxLlJlYWRDbGVhbnVwQmFzZWxpbmVSZXF1ZXN0GiQuZmFybS52MS5SZWFkQ2xlYW51cEJhc2VsaW5lUmVzcG9uc2UiCKK7GAQIBigBEk8KCkNsZWFuUGhvbmUSGi5mYXJtLnYxLkNsZWFuUGhvbmVSZXF1ZXN0GhsuZmFybS52MS5DbGVhblBob25lUmVzcG9uc2UiCKK7GAQIBhABEkAKBURyYWluEhUuZmFybS52MS5EcmFpblJlcXVlc3QaFi5mYXJtLnYxLkRyYWluUmVzcG9uc2UiCKK7GAQIBiABYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_method_rules, file_farm_v1_shell]);
 
 /**
  * @generated from message farm.v1.StartShellRequest
@@ -368,6 +368,266 @@ export const EndLeaseResponseSchema: GenMessage<EndLeaseResponse> = /*@__PURE__*
   messageDesc(file_farm_v1_agent_control_service, 17);
 
 /**
+ * What a site's cleanup policy asks of a phone when a lease ends (the
+ * coordinator's --cleanup file, as it travels to the agent).
+ *
+ * @generated from message farm.v1.CleanupPolicy
+ */
+export type CleanupPolicy = Message<"farm.v1.CleanupPolicy"> & {
+  /**
+   * Uninstall third-party packages not in the baseline.
+   *
+   * @generated from field: bool uninstall_installed = 1;
+   */
+  uninstallInstalled: boolean;
+
+  /**
+   * Packages never uninstalled by the rule above.
+   *
+   * @generated from field: repeated string keep_packages = 2;
+   */
+  keepPackages: string[];
+
+  /**
+   * Packages whose data is cleared (pm clear), when installed.
+   *
+   * @generated from field: repeated string clear_data = 3;
+   */
+  clearData: string[];
+
+  /**
+   * Directories under which entries not in the baseline are removed.
+   *
+   * @generated from field: repeated string remove_new_files_under = 4;
+   */
+  removeNewFilesUnder: string[];
+
+  /**
+   * @generated from field: repeated farm.v1.CleanupSetting settings = 5;
+   */
+  settings: CleanupSetting[];
+
+  /**
+   * @generated from field: bool airplane_mode_off = 6;
+   */
+  airplaneModeOff: boolean;
+
+  /**
+   * @generated from field: bool press_home = 7;
+   */
+  pressHome: boolean;
+};
+
+/**
+ * Describes the message farm.v1.CleanupPolicy.
+ * Use `create(CleanupPolicySchema)` to create a new message.
+ */
+export const CleanupPolicySchema: GenMessage<CleanupPolicy> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 18);
+
+/**
+ * @generated from message farm.v1.CleanupSetting
+ */
+export type CleanupSetting = Message<"farm.v1.CleanupSetting"> & {
+  /**
+   * "system", "secure" or "global".
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string key = 2;
+   */
+  key: string;
+
+  /**
+   * @generated from field: string value = 3;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message farm.v1.CleanupSetting.
+ * Use `create(CleanupSettingSchema)` to create a new message.
+ */
+export const CleanupSettingSchema: GenMessage<CleanupSetting> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 19);
+
+/**
+ * What a phone held when its lease was granted.
+ *
+ * @generated from message farm.v1.CleanupBaseline
+ */
+export type CleanupBaseline = Message<"farm.v1.CleanupBaseline"> & {
+  /**
+   * @generated from field: repeated string packages = 1;
+   */
+  packages: string[];
+
+  /**
+   * Every entry (file or directory) under the policy's directories.
+   *
+   * @generated from field: repeated string paths = 2;
+   */
+  paths: string[];
+};
+
+/**
+ * Describes the message farm.v1.CleanupBaseline.
+ * Use `create(CleanupBaselineSchema)` to create a new message.
+ */
+export const CleanupBaselineSchema: GenMessage<CleanupBaseline> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 20);
+
+/**
+ * @generated from message farm.v1.ReadCleanupBaselineRequest
+ */
+export type ReadCleanupBaselineRequest = Message<"farm.v1.ReadCleanupBaselineRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string lease_id = 2;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: repeated string dirs = 3;
+   */
+  dirs: string[];
+};
+
+/**
+ * Describes the message farm.v1.ReadCleanupBaselineRequest.
+ * Use `create(ReadCleanupBaselineRequestSchema)` to create a new message.
+ */
+export const ReadCleanupBaselineRequestSchema: GenMessage<ReadCleanupBaselineRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 21);
+
+/**
+ * @generated from message farm.v1.ReadCleanupBaselineResponse
+ */
+export type ReadCleanupBaselineResponse = Message<"farm.v1.ReadCleanupBaselineResponse"> & {
+  /**
+   * @generated from field: farm.v1.CleanupBaseline baseline = 1;
+   */
+  baseline?: CleanupBaseline | undefined;
+};
+
+/**
+ * Describes the message farm.v1.ReadCleanupBaselineResponse.
+ * Use `create(ReadCleanupBaselineResponseSchema)` to create a new message.
+ */
+export const ReadCleanupBaselineResponseSchema: GenMessage<ReadCleanupBaselineResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 22);
+
+/**
+ * @generated from message farm.v1.CleanPhoneRequest
+ */
+export type CleanPhoneRequest = Message<"farm.v1.CleanPhoneRequest"> & {
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 1;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string lease_id = 2;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: farm.v1.CleanupPolicy policy = 3;
+   */
+  policy?: CleanupPolicy | undefined;
+
+  /**
+   * @generated from field: farm.v1.CleanupBaseline baseline = 4;
+   */
+  baseline?: CleanupBaseline | undefined;
+};
+
+/**
+ * Describes the message farm.v1.CleanPhoneRequest.
+ * Use `create(CleanPhoneRequestSchema)` to create a new message.
+ */
+export const CleanPhoneRequestSchema: GenMessage<CleanPhoneRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 23);
+
+/**
+ * One step of a cleanup and how it went.
+ *
+ * @generated from message farm.v1.CleanupStep
+ */
+export type CleanupStep = Message<"farm.v1.CleanupStep"> & {
+  /**
+   * "uninstall", "clear-data", "remove-file", "setting", "airplane-mode-off", "home", "list".
+   *
+   * @generated from field: string action = 1;
+   */
+  action: string;
+
+  /**
+   * The package, path or setting it acted on.
+   *
+   * @generated from field: string target = 2;
+   */
+  target: string;
+
+  /**
+   * @generated from field: bool ok = 3;
+   */
+  ok: boolean;
+
+  /**
+   * Why it failed (the device's own words), empty when ok.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message farm.v1.CleanupStep.
+ * Use `create(CleanupStepSchema)` to create a new message.
+ */
+export const CleanupStepSchema: GenMessage<CleanupStep> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 24);
+
+/**
+ * @generated from message farm.v1.CleanPhoneResponse
+ */
+export type CleanPhoneResponse = Message<"farm.v1.CleanPhoneResponse"> & {
+  /**
+   * The journal entry of the cleanup on the agent.
+   *
+   * @generated from field: string action_id = 1;
+   */
+  actionId: string;
+
+  /**
+   * @generated from field: repeated farm.v1.CleanupStep steps = 2;
+   */
+  steps: CleanupStep[];
+
+  /**
+   * True when every step succeeded.
+   *
+   * @generated from field: bool ok = 3;
+   */
+  ok: boolean;
+};
+
+/**
+ * Describes the message farm.v1.CleanPhoneResponse.
+ * Use `create(CleanPhoneResponseSchema)` to create a new message.
+ */
+export const CleanPhoneResponseSchema: GenMessage<CleanPhoneResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_control_service, 25);
+
+/**
  * Served by each agent and called only by the coordinator, over the agent's
  * control stream (AgentCall): what the coordinator itself asks of an agent.
  *
@@ -470,6 +730,30 @@ export const AgentControlService: GenService<{
     methodKind: "unary";
     input: typeof EndLeaseRequestSchema;
     output: typeof EndLeaseResponseSchema;
+  },
+  /**
+   * A lease was granted with a cleanup policy in force: reads what the
+   * phone holds now (third-party packages, entries under the policy's
+   * directories), the baseline its cleanup diffs against. Reads only.
+   *
+   * @generated from rpc farm.v1.AgentControlService.ReadCleanupBaseline
+   */
+  readCleanupBaseline: {
+    methodKind: "unary";
+    input: typeof ReadCleanupBaselineRequestSchema;
+    output: typeof ReadCleanupBaselineResponseSchema;
+  },
+  /**
+   * A lease ended with a cleanup policy in force: runs the policy's steps on
+   * the phone as one journaled action of "farm:cleanup" and says how each
+   * went. The phone goes back to the pool only when every step succeeded.
+   *
+   * @generated from rpc farm.v1.AgentControlService.CleanPhone
+   */
+  cleanPhone: {
+    methodKind: "unary";
+    input: typeof CleanPhoneRequestSchema;
+    output: typeof CleanPhoneResponseSchema;
   },
   /**
    * Asks the agent to drain and exit (farm agent drain NAME).

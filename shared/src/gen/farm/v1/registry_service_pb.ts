@@ -13,7 +13,50 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/registry_service.proto.
  */
 export const file_farm_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiIwoSUmVtb3ZlQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJIk0KE1JlbW92ZUFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50EhcKD3JlbW92ZWRfZGV2aWNlcxgCIAEoDSI5ChhBY2NlcHREZXZpY2VBbGlhc1JlcXVlc3QSDgoGc2VyaWFsGAEgASgJEg0KBWFnZW50GAIgASgJIjwKGUFjY2VwdERldmljZUFsaWFzUmVzcG9uc2USHwoGZGV2aWNlGAEgASgLMg8uZmFybS52MS5EZXZpY2UiOQoYUmVqZWN0RGV2aWNlQWxpYXNSZXF1ZXN0Eg4KBnNlcmlhbBgBIAEoCRINCgVhZ2VudBgCIAEoCSI8ChlSZWplY3REZXZpY2VBbGlhc1Jlc3BvbnNlEh8KBmRldmljZRgBIAEoCzIPLmZhcm0udjEuRGV2aWNlIjIKEURyYWluQWdlbnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzChJEcmFpbkFnZW50UmVzcG9uc2USHQoFYWdlbnQYASABKAsyDi5mYXJtLnYxLkFnZW50IjoKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIk0KEkxpc3RBZ2VudHNSZXNwb25zZRIeCgZhZ2VudHMYASADKAsyDi5mYXJtLnYxLkFnZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJMaXN0RGV2aWNlc1JlcXVlc3QSDQoFYWdlbnQYASABKAkSDQoFc3RhdGUYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEwoLcGh5c2ljYWxfaWQYBSABKAkiUAoTTGlzdERldmljZXNSZXNwb25zZRIgCgdkZXZpY2VzGAEgAygLMg8uZmFybS52MS5EZXZpY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMp8ECg9SZWdpc3RyeVNlcnZpY2USTwoKTGlzdEFnZW50cxIaLmZhcm0udjEuTGlzdEFnZW50c1JlcXVlc3QaGy5mYXJtLnYxLkxpc3RBZ2VudHNSZXNwb25zZSIIorsYBAgDKAESUgoLTGlzdERldmljZXMSGy5mYXJtLnYxLkxpc3REZXZpY2VzUmVxdWVzdBocLmZhcm0udjEuTGlzdERldmljZXNSZXNwb25zZSIIorsYBAgDKAESTQoKRHJhaW5BZ2VudBIaLmZhcm0udjEuRHJhaW5BZ2VudFJlcXVlc3QaGy5mYXJtLnYxLkRyYWluQWdlbnRSZXNwb25zZSIGorsYAggFElAKC1JlbW92ZUFnZW50EhsuZmFybS52MS5SZW1vdmVBZ2VudFJlcXVlc3QaHC5mYXJtLnYxLlJlbW92ZUFnZW50UmVzcG9uc2UiBqK7GAIIBRJiChFBY2NlcHREZXZpY2VBbGlhcxIhLmZhcm0udjEuQWNjZXB0RGV2aWNlQWxpYXNSZXF1ZXN0GiIuZmFybS52MS5BY2NlcHREZXZpY2VBbGlhc1Jlc3BvbnNlIgaiuxgCCAUSYgoRUmVqZWN0RGV2aWNlQWxpYXMSIS5mYXJtLnYxLlJlamVjdERldmljZUFsaWFzUmVxdWVzdBoiLmZhcm0udjEuUmVqZWN0RGV2aWNlQWxpYXNSZXNwb25zZSIGorsYAggFYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_registry]);
+  fileDesc("Ch5mYXJtL3YxL3JlZ2lzdHJ5X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiLQobQ2xlYXJEZXZpY2VBdHRlbnRpb25SZXF1ZXN0Eg4KBmRldmljZRgBIAEoCSJDChxDbGVhckRldmljZUF0dGVudGlvblJlc3BvbnNlEhMKC3BoeXNpY2FsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIjChJSZW1vdmVBZ2VudFJlcXVlc3QSDQoFYWdlbnQYASABKAkiTQoTUmVtb3ZlQWdlbnRSZXNwb25zZRIdCgVhZ2VudBgBIAEoCzIOLmZhcm0udjEuQWdlbnQSFwoPcmVtb3ZlZF9kZXZpY2VzGAIgASgNIjkKGEFjY2VwdERldmljZUFsaWFzUmVxdWVzdBIOCgZzZXJpYWwYASABKAkSDQoFYWdlbnQYAiABKAkiPAoZQWNjZXB0RGV2aWNlQWxpYXNSZXNwb25zZRIfCgZkZXZpY2UYASABKAsyDy5mYXJtLnYxLkRldmljZSI5ChhSZWplY3REZXZpY2VBbGlhc1JlcXVlc3QSDgoGc2VyaWFsGAEgASgJEg0KBWFnZW50GAIgASgJIjwKGVJlamVjdERldmljZUFsaWFzUmVzcG9uc2USHwoGZGV2aWNlGAEgASgLMg8uZmFybS52MS5EZXZpY2UiMgoRRHJhaW5BZ2VudFJlcXVlc3QSDQoFYWdlbnQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKEkRyYWluQWdlbnRSZXNwb25zZRIdCgVhZ2VudBgBIAEoCzIOLmZhcm0udjEuQWdlbnQiOgoRTGlzdEFnZW50c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiTQoSTGlzdEFnZW50c1Jlc3BvbnNlEh4KBmFnZW50cxgBIAMoCzIOLmZhcm0udjEuQWdlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIm4KEkxpc3REZXZpY2VzUmVxdWVzdBINCgVhZ2VudBgBIAEoCRINCgVzdGF0ZRgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRITCgtwaHlzaWNhbF9pZBgFIAEoCSJQChNMaXN0RGV2aWNlc1Jlc3BvbnNlEiAKB2RldmljZXMYASADKAsyDy5mYXJtLnYxLkRldmljZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyjAUKD1JlZ2lzdHJ5U2VydmljZRJPCgpMaXN0QWdlbnRzEhouZmFybS52MS5MaXN0QWdlbnRzUmVxdWVzdBobLmZhcm0udjEuTGlzdEFnZW50c1Jlc3BvbnNlIgiiuxgECAMoARJSCgtMaXN0RGV2aWNlcxIbLmZhcm0udjEuTGlzdERldmljZXNSZXF1ZXN0GhwuZmFybS52MS5MaXN0RGV2aWNlc1Jlc3BvbnNlIgiiuxgECAMoARJNCgpEcmFpbkFnZW50EhouZmFybS52MS5EcmFpbkFnZW50UmVxdWVzdBobLmZhcm0udjEuRHJhaW5BZ2VudFJlc3BvbnNlIgaiuxgCCAUSawoUQ2xlYXJEZXZpY2VBdHRlbnRpb24SJC5mYXJtLnYxLkNsZWFyRGV2aWNlQXR0ZW50aW9uUmVxdWVzdBolLmZhcm0udjEuQ2xlYXJEZXZpY2VBdHRlbnRpb25SZXNwb25zZSIGorsYAggFElAKC1JlbW92ZUFnZW50EhsuZmFybS52MS5SZW1vdmVBZ2VudFJlcXVlc3QaHC5mYXJtLnYxLlJlbW92ZUFnZW50UmVzcG9uc2UiBqK7GAIIBRJiChFBY2NlcHREZXZpY2VBbGlhcxIhLmZhcm0udjEuQWNjZXB0RGV2aWNlQWxpYXNSZXF1ZXN0GiIuZmFybS52MS5BY2NlcHREZXZpY2VBbGlhc1Jlc3BvbnNlIgaiuxgCCAUSYgoRUmVqZWN0RGV2aWNlQWxpYXMSIS5mYXJtLnYxLlJlamVjdERldmljZUFsaWFzUmVxdWVzdBoiLmZhcm0udjEuUmVqZWN0RGV2aWNlQWxpYXNSZXNwb25zZSIGorsYAggFYgZwcm90bzM", [file_farm_v1_method_rules, file_farm_v1_registry]);
+
+/**
+ * @generated from message farm.v1.ClearDeviceAttentionRequest
+ */
+export type ClearDeviceAttentionRequest = Message<"farm.v1.ClearDeviceAttentionRequest"> & {
+  /**
+   * An adb serial or a physical id of the phone.
+   *
+   * @generated from field: string device = 1;
+   */
+  device: string;
+};
+
+/**
+ * Describes the message farm.v1.ClearDeviceAttentionRequest.
+ * Use `create(ClearDeviceAttentionRequestSchema)` to create a new message.
+ */
+export const ClearDeviceAttentionRequestSchema: GenMessage<ClearDeviceAttentionRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 0);
+
+/**
+ * @generated from message farm.v1.ClearDeviceAttentionResponse
+ */
+export type ClearDeviceAttentionResponse = Message<"farm.v1.ClearDeviceAttentionResponse"> & {
+  /**
+   * @generated from field: string physical_id = 1;
+   */
+  physicalId: string;
+
+  /**
+   * The reason it was marked with.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message farm.v1.ClearDeviceAttentionResponse.
+ * Use `create(ClearDeviceAttentionResponseSchema)` to create a new message.
+ */
+export const ClearDeviceAttentionResponseSchema: GenMessage<ClearDeviceAttentionResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_registry_service, 1);
 
 /**
  * @generated from message farm.v1.RemoveAgentRequest
@@ -32,7 +75,7 @@ export type RemoveAgentRequest = Message<"farm.v1.RemoveAgentRequest"> & {
  * Use `create(RemoveAgentRequestSchema)` to create a new message.
  */
 export const RemoveAgentRequestSchema: GenMessage<RemoveAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 0);
+  messageDesc(file_farm_v1_registry_service, 2);
 
 /**
  * @generated from message farm.v1.RemoveAgentResponse
@@ -54,7 +97,7 @@ export type RemoveAgentResponse = Message<"farm.v1.RemoveAgentResponse"> & {
  * Use `create(RemoveAgentResponseSchema)` to create a new message.
  */
 export const RemoveAgentResponseSchema: GenMessage<RemoveAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 1);
+  messageDesc(file_farm_v1_registry_service, 3);
 
 /**
  * @generated from message farm.v1.AcceptDeviceAliasRequest
@@ -80,7 +123,7 @@ export type AcceptDeviceAliasRequest = Message<"farm.v1.AcceptDeviceAliasRequest
  * Use `create(AcceptDeviceAliasRequestSchema)` to create a new message.
  */
 export const AcceptDeviceAliasRequestSchema: GenMessage<AcceptDeviceAliasRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 2);
+  messageDesc(file_farm_v1_registry_service, 4);
 
 /**
  * @generated from message farm.v1.AcceptDeviceAliasResponse
@@ -99,7 +142,7 @@ export type AcceptDeviceAliasResponse = Message<"farm.v1.AcceptDeviceAliasRespon
  * Use `create(AcceptDeviceAliasResponseSchema)` to create a new message.
  */
 export const AcceptDeviceAliasResponseSchema: GenMessage<AcceptDeviceAliasResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 3);
+  messageDesc(file_farm_v1_registry_service, 5);
 
 /**
  * @generated from message farm.v1.RejectDeviceAliasRequest
@@ -121,7 +164,7 @@ export type RejectDeviceAliasRequest = Message<"farm.v1.RejectDeviceAliasRequest
  * Use `create(RejectDeviceAliasRequestSchema)` to create a new message.
  */
 export const RejectDeviceAliasRequestSchema: GenMessage<RejectDeviceAliasRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 4);
+  messageDesc(file_farm_v1_registry_service, 6);
 
 /**
  * @generated from message farm.v1.RejectDeviceAliasResponse
@@ -138,7 +181,7 @@ export type RejectDeviceAliasResponse = Message<"farm.v1.RejectDeviceAliasRespon
  * Use `create(RejectDeviceAliasResponseSchema)` to create a new message.
  */
 export const RejectDeviceAliasResponseSchema: GenMessage<RejectDeviceAliasResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 5);
+  messageDesc(file_farm_v1_registry_service, 7);
 
 /**
  * @generated from message farm.v1.DrainAgentRequest
@@ -162,7 +205,7 @@ export type DrainAgentRequest = Message<"farm.v1.DrainAgentRequest"> & {
  * Use `create(DrainAgentRequestSchema)` to create a new message.
  */
 export const DrainAgentRequestSchema: GenMessage<DrainAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 6);
+  messageDesc(file_farm_v1_registry_service, 8);
 
 /**
  * @generated from message farm.v1.DrainAgentResponse
@@ -179,7 +222,7 @@ export type DrainAgentResponse = Message<"farm.v1.DrainAgentResponse"> & {
  * Use `create(DrainAgentResponseSchema)` to create a new message.
  */
 export const DrainAgentResponseSchema: GenMessage<DrainAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 7);
+  messageDesc(file_farm_v1_registry_service, 9);
 
 /**
  * By agent id.
@@ -209,7 +252,7 @@ export type ListAgentsRequest = Message<"farm.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 8);
+  messageDesc(file_farm_v1_registry_service, 10);
 
 /**
  * @generated from message farm.v1.ListAgentsResponse
@@ -233,7 +276,7 @@ export type ListAgentsResponse = Message<"farm.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 9);
+  messageDesc(file_farm_v1_registry_service, 11);
 
 /**
  * By agent id, then adb serial: an agent's devices are listed together, and
@@ -287,7 +330,7 @@ export type ListDevicesRequest = Message<"farm.v1.ListDevicesRequest"> & {
  * Use `create(ListDevicesRequestSchema)` to create a new message.
  */
 export const ListDevicesRequestSchema: GenMessage<ListDevicesRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 10);
+  messageDesc(file_farm_v1_registry_service, 12);
 
 /**
  * @generated from message farm.v1.ListDevicesResponse
@@ -311,7 +354,7 @@ export type ListDevicesResponse = Message<"farm.v1.ListDevicesResponse"> & {
  * Use `create(ListDevicesResponseSchema)` to create a new message.
  */
 export const ListDevicesResponseSchema: GenMessage<ListDevicesResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_registry_service, 11);
+  messageDesc(file_farm_v1_registry_service, 13);
 
 /**
  * Read access to agents and devices, for users.
@@ -344,6 +387,17 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof DrainAgentRequestSchema;
     output: typeof DrainAgentResponseSchema;
+  },
+  /**
+   * Admin only: a phone marked needs-attention (its cleanup failed) goes
+   * back to the pool: the admin has looked at it.
+   *
+   * @generated from rpc farm.v1.RegistryService.ClearDeviceAttention
+   */
+  clearDeviceAttention: {
+    methodKind: "unary";
+    input: typeof ClearDeviceAttentionRequestSchema;
+    output: typeof ClearDeviceAttentionResponseSchema;
   },
   /**
    * Admin only: forgets a detached agent, its devices and its alias claims

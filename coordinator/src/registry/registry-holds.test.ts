@@ -1,0 +1,68 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
+import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
+import { Registry, type AgentSession } from "./registry.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+
+let opened: OpenedDatabase | undefined;
+
+afterEach(() => {
+  opened?.close();
+  opened = undefined;
+});
+
+const session = (): AgentSession => ({ terminate: () => undefined });
+const hello = (id: string, name: string) => create(AgentHelloSchema, { agentId: id, name, hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
+const report = (serial: string, physicalId: string): DeviceReport => create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok" } });
+
+const attached = session();
+
+async function registry(): Promise<Registry> {
+  opened ??= openDatabase(":memory:");
+  const r = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
+  await r.attach(hello("a", "lab-a"), attached);
+  // One phone on two serials (USB and TCP), and another phone.
+  await r.replaceInventory("a", [report("USB-1", "pid-1"), report("10.0.0.7:5555", "pid-1"), report("USB-2", "pid-2")]);
+  return r;
+}
+
+describe("phones held out of the pool by their cleanup", () => {
+  it("are not lease candidates under any serial, and are listed with their state and reason", async () => {
+    const r = await registry();
+    let changes = 0;
+    r.events.on("change", () => changes++);
+    r.setHold("pid-1", { state: "cleaning", reason: "" });
+    expect(changes).toBe(1);
+    expect(r.candidates().map((c) => c.serial)).toEqual(["USB-2"]);
+    expect(r.listDevices({ state: "cleaning" }).map((d) => d.serial).sort()).toEqual(["10.0.0.7:5555", "USB-1"]);
+
+    r.setHold("pid-1", { state: "needs-attention", reason: "uninstall com.x failed" });
+    const listed = r.listDevices({}).find((d) => d.serial === "USB-1");
+    expect(listed).toMatchObject({ state: "needs-attention", attentionReason: "uninstall com.x failed" });
+    // The pre-encoded listing (binary clients) follows the change too.
+    const encoded = r.listDevicesEncoded({}, { pageSize: 10, pageToken: "" }).items.map((b) => fromBinary(DeviceSchema, b));
+    expect(encoded.find((d) => d.serial === "USB-1")).toMatchObject({ state: "needs-attention", attentionReason: "uninstall com.x failed" });
+    expect(r.holdOf("pid-1")?.state).toBe("needs-attention");
+
+    r.setHold("pid-1", undefined);
+    expect(r.candidates().map((c) => c.serial).sort()).toEqual(["10.0.0.7:5555", "USB-1", "USB-2"]);
+    expect(r.listDevices({}).find((d) => d.serial === "USB-1")).toMatchObject({ state: "device", attentionReason: "" });
+    // The same hold twice is no change.
+    r.setHold("pid-2", { state: "cleaning", reason: "" });
+    const before = changes;
+    r.setHold("pid-2", { state: "cleaning", reason: "" });
+    expect(changes).toBe(before);
+  });
+
+  it("shows needs-attention even while the agent is offline: an admin has to act either way", async () => {
+    const r = await registry();
+    r.setHold("pid-2", { state: "needs-attention", reason: "timed out" });
+    r.setHold("pid-1", { state: "cleaning", reason: "" });
+    await r.detach("a", attached);
+    const listed = r.listDevices({});
+    expect(listed.find((d) => d.serial === "USB-2")?.state).toBe("needs-attention");
+    expect(listed.find((d) => d.serial === "USB-1")?.state).toBe("agent-offline");
+  });
+});

@@ -1,0 +1,168 @@
+/**
+ * Phones cleaned between users (farm standalone --cleanup FILE): real
+ * processes, the real adb server, simulated phones, the CLI.
+ */
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildSimApk, parseSimApk, runAdb, type SimDevice } from "../devsim/index.js";
+import { farm, farmProcess, waitFor } from "../support/farm-process.js";
+import { startLab, type Lab } from "../support/lab.js";
+import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+
+let lab: Lab;
+let files: TempDir;
+let a: { device: SimDevice; serial: string };
+let b: { device: SimDevice; serial: string };
+
+const POLICY = `
+version: 1
+timeoutSeconds: 60
+removeNewFilesUnder: [/sdcard/Download]
+clearData: [com.example.before]
+settings:
+  system:
+    screen_off_timeout: 60000
+`;
+
+interface Listed {
+  serial: string;
+  state: string;
+  attentionReason?: string;
+}
+
+async function listed(serial: string): Promise<Listed | undefined> {
+  const r = await farm(["devices"], lab.env);
+  return (r.json["devices"] as Listed[] | undefined)?.find((d) => d.serial === serial);
+}
+
+/** Waits until `farm devices` shows the phone in this state (its cleanup finished one way or the other). */
+function stateBecomes(serial: string, state: string): Promise<Listed> {
+  return waitFor(`${serial} ${state}`, async () => {
+    const d = await listed(serial);
+    return d?.state === state ? d : undefined;
+  }, { timeoutMs: 60_000 });
+}
+
+async function acquire(args: string[], env = lab.env) {
+  const r = await farm(["lease", "acquire", "--ttl", "5m", ...args], env);
+  return { ...r, lease: r.json["lease"] as { token: string; serial: string; leaseId: string } | undefined };
+}
+
+async function shell(serial: string, command: string): Promise<string> {
+  return (await runAdb(lab.adb.port, ["-s", serial, "shell", command])).stdout;
+}
+
+async function apk(name: string): Promise<string> {
+  const path = join(files.path, `${name}.apk`);
+  await writeFile(path, buildSimApk({ name }));
+  return path;
+}
+
+beforeAll(async () => {
+  files = await makeTempDir("cleanup-policy");
+  const policy = join(files.path, "cleanup.yaml");
+  await writeFile(policy, POLICY);
+  lab = await startLab("phone-cleanup", { args: ["--cleanup", policy] });
+  a = await lab.addDevice({ serialno: "CLEAN0001" });
+  b = await lab.addDevice({ serialno: "CLEAN0002" });
+}, 120_000);
+
+afterAll(async () => {
+  await lab?.stop();
+  await files?.remove();
+});
+
+describe("farm standalone --cleanup", () => {
+  it("refuses a policy that does not validate before it starts, naming the field", async () => {
+    const bad = join(files.path, "bad.yaml");
+    await writeFile(bad, "version: 1\nclearData: [not a package]\n");
+    // Stops before it serves anything: the process exits with the config code.
+    const r = await farmProcess(["standalone", "--cleanup", bad, "--listen", "127.0.0.1:0", "--data-dir", join(files.path, "never"), "--no-adb-start"], lab.env);
+    expect(r.code).toBe(78);
+    expect(r.json).toMatchObject({ ok: false, code: "CLEANUP_POLICY_INVALID", field: "clearData[0]" });
+  });
+
+  it("uninstalls what the lease installed, removes what it pushed, puts settings back, and frees the phone", async () => {
+    // What the phone held before the lease stays (a third-party app, a file).
+    const before = buildSimApk({ name: "com.example.before" });
+    a.device.state.packages.install(parseSimApk(before)!, undefined, before);
+    await shell(a.serial, "echo old > /sdcard/Download/old.txt");
+    const held = await acquire(["--device", a.serial]);
+    expect(held.json).toMatchObject({ ok: true });
+    const env = { ...lab.env, FARM_LEASE: held.lease!.token, FARM_DEVICE: a.serial };
+    expect((await farm(["install", await apk("com.example.during")], env)).json).toMatchObject({ ok: true });
+    expect((await farm(["shell", "--", "echo new > /sdcard/Download/new.txt && mkdir /sdcard/Download/dir && echo x > /sdcard/Download/dir/f && settings put system screen_off_timeout 1000"], env)).json).toMatchObject({ ok: true });
+    expect(await shell(a.serial, "pm list packages -3")).toContain("com.example.during");
+
+    expect((await farm(["lease", "release", "--lease", held.lease!.token], lab.env)).json).toMatchObject({ ok: true });
+    await stateBecomes(a.serial, "device");
+
+    const packages = await shell(a.serial, "pm list packages -3");
+    expect(packages).not.toContain("com.example.during");
+    expect(packages).toContain("com.example.before");
+    expect(await shell(a.serial, "ls /sdcard/Download")).toMatch(/^old\.txt\s*$/);
+    expect((await shell(a.serial, "settings get system screen_off_timeout")).trim()).toBe("60000");
+    expect((await shell(a.serial, "settings get global airplane_mode_on")).trim()).toBe("0");
+
+    // Journaled as the farm's own actions, visible in activity.
+    const activity = (await farm(["activity", "--device", a.serial], lab.env)).json["entries"] as { caller: string; command: string; outcome: string; detail: string }[];
+    const mine = activity.filter((e) => e.caller === "farm:cleanup");
+    expect(mine).toEqual(expect.arrayContaining([
+      expect.objectContaining({ command: "cleanup.uninstall", outcome: "ok", detail: "com.example.during" }),
+      expect.objectContaining({ command: "cleanup.remove-file", outcome: "ok", detail: "/sdcard/Download/new.txt" }),
+      expect.objectContaining({ command: "cleanup.remove-file", outcome: "ok", detail: "/sdcard/Download/dir" }),
+      expect.objectContaining({ command: "cleanup.clear-data", outcome: "ok", detail: "com.example.before" }),
+      expect.objectContaining({ command: "cleanup.home", outcome: "ok" }),
+      expect.objectContaining({ command: "cleanup", outcome: "ok" }),
+    ]));
+    // The files under the removed directory went with it: not removed one by one.
+    expect(mine.some((e) => e.detail === "/sdcard/Download/dir/f")).toBe(false);
+
+    // Leasable again.
+    const again = await acquire(["--device", a.serial, "--wait", "0"]);
+    expect(again.json).toMatchObject({ ok: true });
+    await farm(["lease", "release", "--lease", again.lease!.token], lab.env);
+    await stateBecomes(a.serial, "device");
+  });
+
+  it("marks a phone whose cleanup fails needs-attention with the reason; leases skip it until an admin clears it, across a restart", async () => {
+    a.device.faults.set({ uninstallRefused: ["com.example.stuck"] });
+    const held = await acquire(["--device", a.serial]);
+    const env = { ...lab.env, FARM_LEASE: held.lease!.token, FARM_DEVICE: a.serial };
+    expect((await farm(["install", await apk("com.example.stuck")], env)).json).toMatchObject({ ok: true });
+    expect((await farm(["lease", "release", "--lease", held.lease!.token], lab.env)).json).toMatchObject({ ok: true });
+
+    const marked = await stateBecomes(a.serial, "needs-attention");
+    expect(marked.attentionReason).toMatch(/uninstall com\.example\.stuck failed/);
+    const activity = (await farm(["activity", "--device", a.serial], lab.env)).json["entries"] as { caller: string; command: string; outcome: string }[];
+    expect(activity).toEqual(expect.arrayContaining([expect.objectContaining({ caller: "farm:cleanup", command: "cleanup.uninstall", outcome: "CLEANUP_FAILED" })]));
+
+    // Asked for by serial: refused with why, not waited on.
+    expect((await acquire(["--device", a.serial, "--wait", "10s"])).json).toMatchObject({ ok: false, code: "DEVICE_NEEDS_ATTENTION", message: expect.stringMatching(/com\.example\.stuck/) });
+    // Any phone: the other one.
+    const any = await acquire(["--wait", "0"]);
+    expect(any.lease?.serial).toBe(b.serial);
+    await farm(["lease", "release", "--lease", any.lease!.token], lab.env);
+    await stateBecomes(b.serial, "device");
+
+    // The mark survives a restart of the coordinator.
+    await lab.standalone.stop();
+    await lab.restart();
+    // The agent is back once the other phone is usable again.
+    await stateBecomes(b.serial, "device");
+    expect(await listed(a.serial)).toMatchObject({ state: "needs-attention", attentionReason: expect.stringMatching(/com\.example\.stuck/) });
+
+    // Only an admin clears it.
+    const bot = await farm(["token", "create", "--kind", "user", "--name", "cleanup-bot"], lab.env);
+    const botEnv = { ...lab.env, FARM_TOKEN: String(bot.json["token"]) };
+    expect((await farm(["device", "clear-attention", "--device", a.serial], botEnv)).json).toMatchObject({ ok: false, code: "PERMISSION_DENIED" });
+    a.device.faults.set({ uninstallRefused: null });
+    expect((await farm(["device", "clear-attention", "--device", a.serial], lab.env)).json).toMatchObject({ ok: true, reason: expect.stringMatching(/com\.example\.stuck/) });
+    await stateBecomes(a.serial, "device");
+    const again = await acquire(["--device", a.serial, "--wait", "0"], botEnv);
+    expect(again.json).toMatchObject({ ok: true });
+    await farm(["lease", "release", "--lease", again.lease!.token], botEnv);
+    await stateBecomes(a.serial, "device");
+  });
+});
