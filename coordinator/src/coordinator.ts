@@ -232,7 +232,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const dashboardDir = opts.dashboardDir === undefined ? defaultDashboardDir() : opts.dashboardDir;
   if (!dashboardDir) log.warn("dashboard assets not found; the dashboard answers 503 until they are built (make build)");
   const insecure = opts.insecure === true;
-  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
+  const dashboard = dashboardHandler({ web, tokens, evidence: evidenceStore, blobs, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
   const unaryStats = { fast: 0 };
   const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, unary: unaryStats });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;

@@ -5,11 +5,16 @@ import { extname, join, normalize, sep } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { withoutHostPaths } from "@farm/shared/host-paths";
-import { Errors, toErrorReport } from "@farm/shared/errors";
+import { create } from "@bufbuild/protobuf";
+import { BlobPartSchema, type BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { authenticateUser, isCrossSite, requireSafeTransport } from "../auth/auth.js";
 import { peerOf } from "./peer.js";
 import type { EvidenceStore } from "../evidence/evidence-store.js";
+import { BLOB_MAX_BYTES, type BlobStore } from "../evidence/blob-store.js";
+import { ownerOf } from "../evidence/blob-service.js";
+import { roleAtLeast } from "../auth/token-store.js";
 import type { SessionImageStore } from "../sessions/session-image-store.js";
 import type { SessionSteps } from "../sessions/session-steps.js";
 import type { TokenStore } from "../auth/token-store.js";
@@ -44,6 +49,8 @@ export interface DashboardDeps {
   evidence: EvidenceStore;
   /** Session screenshots, served only under a session that shows them. */
   sessionImages?: { steps: SessionSteps; images: SessionImageStore };
+  /** Where an APK uploaded from the browser waits for InstallApp (absent: uploads are refused). */
+  blobs?: BlobStore;
   /** Built assets (index.html, assets/); null when the dashboard was not built. */
   assetsDir: string | null;
   /** Allow sign-in and files over cleartext from other machines. */
@@ -73,6 +80,7 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       if (rest === "api/sign-in" && req.method === "POST") return await signIn(deps, req, res);
       if (rest === "api/sign-out" && req.method === "POST") return await signOut(deps, req, res);
       if (rest === "api/me" && req.method === "GET") return await me(deps, req, res);
+      if (rest === "api/blobs" && req.method === "POST") return await uploadBlob(deps, req, res);
       if (rest.startsWith("files/evidence/") && (req.method === "GET" || req.method === "HEAD")) return await evidenceFile(deps, req, res, rest.slice("files/evidence/".length), url);
       if (rest.startsWith("files/session-images/") && (req.method === "GET" || req.method === "HEAD")) return await sessionImage(deps, req, res, rest.slice("files/session-images/".length));
       if (req.method === "GET" || req.method === "HEAD") return await asset(deps, res, rest);
@@ -80,14 +88,68 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       return true;
     } catch (err) {
       const r = toErrorReport(err);
-      const status = r.code === Errors.UNAUTHENTICATED.code ? 401 : r.code === Errors.PERMISSION_DENIED.code || r.code === Errors.INSECURE_TRANSPORT.code ? 403 : 500;
+      const status = HTTP_STATUS[r.code] ?? 500;
       // A failure of this host (storage, a bug) at error level; the caller's own at warn.
       (status === 500 ? deps.log.error : deps.log.warn).call(deps.log, "dashboard request failed", { path, code: r.code, error: r.message });
       // The browser gets no host paths (a file the store could not open); the log keeps them.
-      json(res, status, { code: r.code, message: withoutHostPaths(r.message) });
+      json(res, status, { code: r.code, message: withoutHostPaths(r.message), ...(r.field ? { field: r.field } : {}) });
       return true;
     }
   };
+}
+
+/** HTTP statuses of the error codes the dashboard's own endpoints answer with; any other is the host's failure (500). */
+const HTTP_STATUS: Record<string, number> = {
+  [Errors.UNAUTHENTICATED.code]: 401,
+  [Errors.PERMISSION_DENIED.code]: 403,
+  [Errors.INSECURE_TRANSPORT.code]: 403,
+  [Errors.INVALID_ARGUMENT.code]: 400,
+  [Errors.MESSAGE_TOO_LARGE.code]: 413,
+  [Errors.QUOTA_EXCEEDED.code]: 429,
+};
+
+/** Chunks of a blob as BlobService carries them (at most 1 MiB each). */
+const BLOB_CHUNK = 1024 * 1024;
+
+/**
+ * An APK from the browser, which cannot make BlobService's client-streaming
+ * call over HTTP/1.1: the raw body, its size (Content-Length) and sha256
+ * (x-farm-sha256) announced up front and checked before a byte is read,
+ * stored like an UploadBlob (same quota, checks and expiry). The caller then
+ * installs it with DeviceService.InstallApp, routed and journaled.
+ * Same-origin only: a cross-site Origin is refused, and the custom headers
+ * make any cross-site request a preflight this server never allows.
+ */
+async function uploadBlob(deps: DashboardDeps, req: Req, res: Res): Promise<boolean> {
+  const headers = headersOf(req);
+  if (isCrossSite(headers)) throw farmError(Errors.PERMISSION_DENIED, "cross-site upload refused");
+  const principal = await authenticateUser(deps.tokens, headers, deps.web);
+  if (!roleAtLeast(principal.role, "operator")) throw farmError(Errors.PERMISSION_DENIED, "uploading an app needs the operator role");
+  if (!deps.blobs) throw farmError(Errors.NOT_IMPLEMENTED, "this coordinator takes no uploads");
+  const length = headers.get("content-length");
+  if (length === null || !/^\d{1,12}$/.test(length)) throw farmError(Errors.INVALID_ARGUMENT, "send the file's size as Content-Length", "content-length");
+  const size = Number(length);
+  if (size === 0) throw farmError(Errors.INVALID_ARGUMENT, "the file is empty", "content-length");
+  if (size > BLOB_MAX_BYTES) throw farmError(Errors.MESSAGE_TOO_LARGE, `an upload is at most ${BLOB_MAX_BYTES} bytes; this one is ${size}`, "content-length");
+  const sha256 = headers.get("x-farm-sha256") ?? "";
+  if (!/^[0-9a-f]{64}$/.test(sha256)) throw farmError(Errors.INVALID_ARGUMENT, "send the file's sha256 (64 lowercase hex digits) as x-farm-sha256", "sha256");
+  let name: string;
+  try {
+    name = decodeURIComponent(headers.get("x-farm-name") ?? "");
+  } catch {
+    throw farmError(Errors.INVALID_ARGUMENT, "x-farm-name must be URI-encoded", "name");
+  }
+  if (name.length > 255) throw farmError(Errors.INVALID_ARGUMENT, "a file name is at most 255 characters", "name");
+  async function* parts(): AsyncGenerator<BlobPart> {
+    yield create(BlobPartSchema, { kind: { case: "header", value: { size: BigInt(size), sha256, name } } });
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      for (let at = 0; at < chunk.length; at += BLOB_CHUNK) yield create(BlobPartSchema, { kind: { case: "chunk", value: chunk.subarray(at, at + BLOB_CHUNK) } });
+    }
+  }
+  const blobId = await deps.blobs.put(parts(), ownerOf(principal));
+  deps.log.info("dashboard upload", { user: principal.tokenName, blobId, size });
+  json(res, 200, { blobId });
+  return true;
 }
 
 function json(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -140,7 +140,7 @@ export function registerLiveScreenService(router: ConnectRouter, deps: LiveScree
       const running = await deps.feeds.feedFor(r.physicalId, async (streamId) => {
         await session.call(AgentControlService.method.startScreen, { target: { serial: r.serial, agent: r.agentId }, streamId }, principal, Date.now() + START_TIMEOUT_MS);
       });
-      const viewer = new ScreenViewer();
+      const viewer = new ScreenViewer(req.thumbnail);
       // The holder's view ends with their lease (an admin's does not).
       const onLeaseEnded = (ended: LeaseRow) => {
         if (!principal.admin && ended.leaseId === lease?.leaseId) viewer.end(leaseEnded(ended));

@@ -1,5 +1,6 @@
 import type { CommandTable, ShellCommand } from "../command.js";
 import { amCommand } from "./am.js";
+import { monkeyCommand } from "./monkey.js";
 import { exitCommand, falseCommand, sleepCommand, trueCommand } from "./builtins.js";
 import { catCommand } from "./cat.js";
 import { dumpsysCommand } from "./dumpsys.js";
@@ -66,6 +67,7 @@ export const DEFAULT_COMMANDS: CommandTable = new Map<string, ShellCommand>([
   ["dumpsys", dumpsysCommand],
   ["am", amCommand],
   ["pm", pmCommand],
+  ["monkey", monkeyCommand],
   ["cmd", (ctx) => (ctx.args[0] === "package" ? pmCommand({ ...ctx, args: ctx.args.slice(1) }) : ctx.args[0] === "activity" ? amCommand({ ...ctx, args: ctx.args.slice(1) }) : 1)],
   ["settings", settingsCommand],
   ["ps", psCommand],
