@@ -25,6 +25,13 @@ export function bundleMaxBytes(kind: "still" | "video"): number {
 }
 /** Bodies of paths that are not RPCs (dashboard sign-in and the like). */
 export const PLAIN_BODY_MAX_BYTES = 64 * KiB;
+/** The dashboard's APK upload: the one plain path that takes a file (as large as a blob; its handler checks the rest). */
+export const DASHBOARD_UPLOAD_PATH = "/dashboard/api/blobs";
+
+/** What a plain (non-RPC) path's body may be. */
+export function plainBodyMax(path: string, blobMaxBytes: number): number {
+  return path === DASHBOARD_UPLOAD_PATH ? blobMaxBytes : PLAIN_BODY_MAX_BYTES;
+}
 
 /**
  * What one service's calls may carry. `messageMaxBytes` caps every message

@@ -5,7 +5,8 @@ import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { authenticateRequest, requireSafeTransport, type ReplicaVerifier } from "../auth/auth.js";
 import type { RequestHandler } from "./http-server.js";
-import { limitsOf, PLAIN_BODY_MAX_BYTES } from "./message-limits.js";
+import { BLOB_MAX_BYTES } from "../evidence/blob-store.js";
+import { limitsOf, plainBodyMax } from "./message-limits.js";
 import { peerOf } from "./peer.js";
 import { refuseHttp, refuseRpc } from "./rpc-refusal.js";
 import type { Principal, TokenStore } from "../auth/token-store.js";
@@ -50,8 +51,9 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const m = rpcPath.exec(path);
     const announced = contentLength(req);
     if (!m) {
-      if (announced !== undefined && announced > PLAIN_BODY_MAX_BYTES) {
-        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${PLAIN_BODY_MAX_BYTES} bytes` });
+      const max = plainBodyMax(path, BLOB_MAX_BYTES);
+      if (announced !== undefined && announced > max) {
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${max} bytes`, field: "content-length" });
       }
       return handler(req, res);
     }
