@@ -194,6 +194,54 @@ describe("the device workspace", () => {
     await alice.context().close();
   });
 
+  it("shows every phone in the grid: a live thumbnail of the one you hold, who holds the other; filters by model; a card opens the workspace", async () => {
+    const second = await lab.addDevice({ serialno: "WSPACE02", profile: 2 });
+    const bobLease = await farm(["lease", "acquire", "--device", second.serial, "--ttl", "5m"], { ...lab.env, FARM_TOKEN: tokens["bob"] });
+    expect(bobLease.code, bobLease.stdout + bobLease.stderr).toBe(0);
+    const alice = await signedIn("alice", devicePage());
+    await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
+    await expect.poll(() => alice.locator("[data-cell=\"lease-remaining\"]").count()).toBe(1);
+    await alice.goto(`${url}/dashboard/#/devices`);
+    await alice.getByRole("button", { name: "Grid" }).click();
+    const cards = alice.locator("#device-grid li.device-card");
+    await expect.poll(() => cards.count(), { timeout: 10_000 }).toBe(2);
+    const mine = alice.locator(`#device-grid li[data-group="${physicalId}"]`);
+    const bobs = cards.filter({ hasText: second.serial });
+    // Hers is live (frames drawn); bob's shows who holds it and no picture of his screen.
+    await expect.poll(async () => Number((await mine.locator("canvas.live-thumb").getAttribute("data-drawn")) ?? 0), { timeout: 20_000 }).toBeGreaterThan(0);
+    expect(await mine.locator("[data-cell=\"holder\"]").textContent()).toBe("Held by alice");
+    expect(await bobs.locator("[data-cell=\"holder\"]").textContent()).toBe("Held by bob");
+    expect(await bobs.locator("canvas, img").count()).toBe(0);
+    expect(await bobs.locator("div.thumb").textContent()).toBe("Held by bob");
+    await alice.screenshot({ path: join(artifacts, "grid.png"), fullPage: true });
+
+    // An admin may watch every phone: both live, each from its phone's one shared stream.
+    const admin = await signedIn("admin", "#/devices");
+    await admin.getByRole("button", { name: "Grid" }).click();
+    await expect.poll(() => admin.locator("#device-grid canvas.live-thumb").count(), { timeout: 10_000 }).toBe(2);
+    for (const c of await admin.locator("#device-grid canvas.live-thumb").all()) {
+      await expect.poll(async () => Number((await c.getAttribute("data-drawn")) ?? 0), { timeout: 20_000 }).toBeGreaterThan(0);
+    }
+    const metric = async (name: string) => Number((await (await fetch(`${url}/metrics`)).text()).split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1]);
+    // Alice's phone: her thumbnail and the admin's share one feed (two phones streamed, three viewers).
+    expect(await metric("farm_live_screens")).toBe(2);
+    expect(await metric("farm_live_screen_viewers")).toBe(3);
+    await admin.screenshot({ path: join(artifacts, "grid-admin.png"), fullPage: true });
+
+    // The filter narrows by model; a card opens the phone's workspace.
+    await alice.locator("#device-search").fill("pixel");
+    await expect.poll(() => cards.count()).toBe(1);
+    await alice.locator("#device-search").fill("moto");
+    await expect.poll(() => cards.count()).toBe(1);
+    await mine.getByRole("link").first().click();
+    await expect.poll(() => alice.locator(".ws-title h1").textContent()).toBe("motorola moto g(30)");
+
+    const token = String(await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`));
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: tokens["alice"], FARM_LEASE: token })).code).toBe(0);
+    expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: tokens["bob"], FARM_LEASE: String((bobLease.json["lease"] as { token: string }).token) })).code).toBe(0);
+    for (const p of [alice, admin]) await p.context().close();
+  });
+
   it("refuses an upload that is cross-site, from a viewer, without a good sha256, or larger than the limit, before reading it", async () => {
     const post = (headers: Record<string, string>, body = "x") => fetch(`${url}/dashboard/api/blobs`, { method: "POST", headers, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }));
     const sha = "a".repeat(64);
