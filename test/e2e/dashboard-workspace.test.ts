@@ -242,6 +242,30 @@ describe("the device workspace", () => {
     for (const p of [alice, admin]) await p.context().close();
   });
 
+  it("reads plainly: overview counts by state in words, failures with readable names, an element not found is no change, typed text masked for others", async () => {
+    const env = { ...lab.env, FARM_TOKEN: tokens["alice"], FARM_DEVICE: serial };
+    const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "5m"], env);
+    const token = String((lease.json["lease"] as { token: string }).token);
+    const missing = await farm(["input", "tap", "--text", "No such button anywhere"], { ...env, FARM_LEASE: token });
+    expect(missing.json).toMatchObject({ ok: false, code: "ELEMENT_NOT_FOUND" });
+    expect((await farm(["input", "text", "secret words"], { ...env, FARM_LEASE: token })).code).toBe(0);
+    expect((await farm(["lease", "release"], { ...env, FARM_LEASE: token })).code).toBe(0);
+
+    const bob = await signedIn("bob", "#/overview");
+    await expect.poll(() => bob.locator("[data-metric=\"devices-device\"] .label").textContent(), { timeout: 10_000 }).toMatch(/^devices? online$/);
+    await expect.poll(() => bob.locator(".failures").textContent(), { timeout: 10_000 }).toContain(`Send input on ${serial} by alice: ELEMENT_NOT_FOUND`);
+    await bob.screenshot({ path: join(artifacts, "overview.png"), fullPage: true });
+    await bob.goto(`${url}/dashboard/#/activity`);
+    const tapRow = bob.locator("tbody tr", { hasText: "ELEMENT_NOT_FOUND" }).first();
+    await expect.poll(() => tapRow.locator(".tag").textContent(), { timeout: 10_000 }).toBe("no change");
+    // What was typed is alice's: bob sees its kind and length, not the words.
+    const typed = bob.locator("tbody tr", { hasText: "text [" }).first();
+    await expect.poll(() => typed.textContent(), { timeout: 10_000 }).toMatch(/text \[12 chars/);
+    expect(await bob.locator("tbody").textContent()).not.toContain("secret words");
+    await bob.screenshot({ path: join(artifacts, "activity.png"), fullPage: true });
+    await bob.context().close();
+  });
+
   it("refuses an upload that is cross-site, from a viewer, without a good sha256, or larger than the limit, before reading it", async () => {
     const post = (headers: Record<string, string>, body = "x") => fetch(`${url}/dashboard/api/blobs`, { method: "POST", headers, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }));
     const sha = "a".repeat(64);
