@@ -266,6 +266,32 @@ describe("the device workspace", () => {
     await bob.context().close();
   });
 
+  it("shows a session's timeline compactly, one line per step, a step's images opened on request", async () => {
+    const env = { ...lab.env, FARM_TOKEN: tokens["alice"], FARM_DEVICE: serial };
+    const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "5m"], env);
+    const token = String((lease.json["lease"] as { token: string }).token);
+    const started = await farm(["session", "start", "--name", "compact"], { ...env, FARM_LEASE: token });
+    expect(started.code, started.stdout + started.stderr).toBe(0);
+    const sessionId = String((started.json["session"] as { sessionId: string }).sessionId);
+    for (const key of ["KEYCODE_HOME", "KEYCODE_BACK"]) expect((await farm(["input", "key", key], { ...env, FARM_LEASE: token, FARM_SESSION: sessionId })).code).toBe(0);
+    expect((await farm(["session", "end", "--session", sessionId, "--status", "passed"], { ...env, FARM_LEASE: token })).code).toBe(0);
+    expect((await farm(["lease", "release"], { ...env, FARM_LEASE: token })).code).toBe(0);
+
+    const alice = await signedIn("alice", `#/test-sessions/${sessionId}`);
+    const step1 = alice.locator("li.step[data-seq=\"1\"]");
+    await expect.poll(() => alice.locator("li.step").count(), { timeout: 10_000 }).toBe(2);
+    // A short session opens in full; the compact view is a click away.
+    expect(await step1.locator(".step-body").isVisible()).toBe(true);
+    await alice.getByRole("button", { name: "Compact view" }).click();
+    expect(await step1.locator(".step-body").isVisible()).toBe(false);
+    expect(await step1.locator(".step-head").isVisible()).toBe(true);
+    await alice.screenshot({ path: join(artifacts, "timeline-compact.png"), fullPage: true });
+    await alice.getByRole("button", { name: "Details of step 1" }).click();
+    expect(await step1.locator(".step-body").isVisible()).toBe(true);
+    expect(await alice.locator("li.step[data-seq=\"2\"] .step-body").isVisible()).toBe(false);
+    await alice.context().close();
+  });
+
   it("refuses an upload that is cross-site, from a viewer, without a good sha256, or larger than the limit, before reading it", async () => {
     const post = (headers: Record<string, string>, body = "x") => fetch(`${url}/dashboard/api/blobs`, { method: "POST", headers, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }));
     const sha = "a".repeat(64);
