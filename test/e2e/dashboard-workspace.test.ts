@@ -292,6 +292,22 @@ describe("the device workspace", () => {
     await alice.context().close();
   });
 
+  it("fits a phone-width window: the workspace stacks, nothing is wider than the screen", async () => {
+    const alice = await signedIn("alice", devicePage(), { width: 375, height: 812 });
+    await alice.getByRole("button", { name: "Lease it for 30 minutes" }).click();
+    await expect.poll(() => alice.locator("[data-cell=\"screen-stats\"]").textContent(), { timeout: 20_000 }).toMatch(/H\.264/);
+    await expect.poll(() => alice.locator("#device-test-sessions").count()).toBe(1);
+    expect(await alice.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    const canvas = await alice.locator("canvas.live-screen").boundingBox();
+    const back = await alice.locator("button[data-key=\"KEYCODE_BACK\"]").boundingBox();
+    // Stacked: the buttons under the screen, not beside it.
+    expect(canvas && back && back.y).toBeGreaterThan((canvas?.y ?? 0) + (canvas?.height ?? 0) - 1);
+    await alice.screenshot({ path: join(artifacts, "workspace-375.png"), fullPage: true });
+    await alice.getByRole("button", { name: "Release" }).click();
+    await expect.poll(() => alice.locator("[data-cell=\"lease\"]").textContent()).toBe("Not leased.");
+    await alice.context().close();
+  });
+
   it("refuses an upload that is cross-site, from a viewer, without a good sha256, or larger than the limit, before reading it", async () => {
     const post = (headers: Record<string, string>, body = "x") => fetch(`${url}/dashboard/api/blobs`, { method: "POST", headers, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }));
     const sha = "a".repeat(64);
