@@ -189,6 +189,9 @@ describe("the device workspace", () => {
     const activity = JSON.stringify((await farm(["activity", "--device", serial], { ...lab.env, FARM_TOKEN: tokens["admin"] })).json);
     expect(activity).toContain("installApp");
     expect(activity).toContain("pm uninstall com.example.hello");
+    // Listing is a read (ListPackages), not a journaled shell command.
+    expect(activity).toContain("listPackages");
+    expect(activity).not.toContain("pm list packages");
     const token = String(await alice.evaluate((key) => sessionStorage.getItem(key), `farm.lease.${physicalId}`));
     expect((await farm(["lease", "release"], { ...lab.env, FARM_TOKEN: tokens["alice"], FARM_LEASE: token })).code).toBe(0);
     await alice.context().close();

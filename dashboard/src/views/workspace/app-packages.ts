@@ -1,21 +1,8 @@
-// What the Apps tab asks the phone (as routed, journaled RunShell calls),
-// and how it reads the answers. A package name comes from the phone: it is
-// checked before it goes into any command.
+// What the Apps tab asks the phone to do to an app (routed, journaled
+// RunShell calls). A package name comes from the phone: it is checked
+// before it goes into any command.
 
 const PACKAGE_NAME = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$/;
-
-/** The third-party packages, as `pm list packages -3` prints them. */
-export const LIST_PACKAGES = "pm list packages -3";
-
-/** Package names from `pm list packages` output ("package:NAME" lines), sorted; anything else is skipped. */
-export function parsePackages(stdout: string): string[] {
-  const names = new Set<string>();
-  for (const line of stdout.split("\n")) {
-    const m = /^package:(\S+)\s*$/.exec(line.trim());
-    if (m && PACKAGE_NAME.test(m[1] as string)) names.add(m[1] as string);
-  }
-  return [...names].sort();
-}
 
 export type AppAction = "launch" | "stop" | "uninstall";
 

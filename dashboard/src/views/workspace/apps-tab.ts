@@ -2,7 +2,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { api } from "../../api.js";
 import { h, replaceChildren } from "../../dom.js";
 import { bytes } from "../../format.js";
-import { appCommand, LIST_PACKAGES, parsePackages, type AppAction } from "./app-packages.js";
+import { appCommand, type AppAction } from "./app-packages.js";
 import { uploadApk } from "./apk-upload.js";
 import type { WorkspaceTab, WorkspaceTabView, WorkspaceTarget } from "./workspace-tab.js";
 
@@ -11,8 +11,8 @@ const errorText = (err: unknown) => (err instanceof ConnectError ? err.rawMessag
 /**
  * The Apps tab, for whoever holds the phone's lease here: drop (or pick) an
  * APK, watch it upload, and it is installed by the routed, journaled
- * InstallApp; the third-party packages are listed with launch, stop and
- * uninstall. Every call carries the lease (and the running session, so
+ * InstallApp; the third-party packages (ListPackages, a read) are listed
+ * with launch, stop and uninstall (journaled RunShell calls). Every call carries the lease (and the running session, so
  * installs and launches become its steps).
  */
 export const appsTab: WorkspaceTab = { id: "apps", title: "Apps", open: openApps };
@@ -49,8 +49,8 @@ function openApps(first: WorkspaceTarget): WorkspaceTabView {
   const list = async () => {
     if (!target.canAct || !target.serial) return;
     try {
-      // A read: not a step of the session.
-      const names = parsePackages(await shell(LIST_PACKAGES, false));
+      // A read (ListPackages: not journaled, not a step of the session).
+      const names = (await api.device.listPackages({ target: { serial: target.serial } }, { headers: headers(false) })).packages;
       replaceChildren(
         body,
         names.length === 0
