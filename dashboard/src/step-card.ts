@@ -198,10 +198,19 @@ export function stepCard(step: SessionStep): StepCard {
       h("ol", {}, step.attempts.map((a) => h("li", {}, when(a.startTime), ` ${duration(a.durationMs)}: `, h("strong", {}, a.errorCode || "error"), a.errorMessage ? ` ${a.errorMessage}` : ""))),
     )
     : null;
+  // Shown only in the timeline's compact view (one line per step): opens this step's images and details.
+  const expand = h("button", {
+    type: "button",
+    class: "expand link",
+    "aria-expanded": "false",
+    "aria-label": `Details of step ${step.sequence}`,
+    onclick: () => expand.setAttribute("aria-expanded", String(el.classList.toggle("open"))),
+  }, "details");
   append(el, [
     h(
       "header",
       { class: "step-head" },
+      expand,
       h("span", { class: "seq" }, `#${step.sequence}`),
       " ",
       h("strong", { class: "action" }, step.action || "step"),

@@ -192,6 +192,25 @@ describe("apps, processes and settings", () => {
     }
   });
 
+  it("an APK with a launcher activity starts from monkey and shows its screen; one without makes monkey give up", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "devsim-apk-"));
+    try {
+      await writeFile(join(dir, "hello.apk"), buildSimApk({ name: "com.example.hello", label: "Hello App", mainActivity: ".MainActivity" }));
+      expect((await adb("install", join(dir, "hello.apk"))).code).toBe(0);
+      const started = await adb("shell", "monkey -p com.example.hello -c android.intent.category.LAUNCHER 1");
+      expect(started).toMatchObject({ code: 0, stdout: expect.stringContaining("Events injected: 1\n") });
+      expect(await shell("dumpsys activity activities | grep mResumedActivity")).toMatch(/com.example.hello\/.MainActivity/);
+      expect((await dump()).some((n) => n.attrs["text"] === "Hello from Hello App")).toBe(true);
+      const none = await adb("shell", "monkey -p com.example.nope -c android.intent.category.LAUNCHER 1");
+      expect(none).toMatchObject({ code: 252, stdout: expect.stringContaining("No activities found to run, monkey aborted.") });
+      await shell("am force-stop com.example.hello");
+      expect(await shell("dumpsys activity activities | grep mResumedActivity")).not.toMatch(/com.example.hello/);
+      expect((await adb("uninstall", "com.example.hello")).stdout).toBe("Success\n");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("run-as: private files only through the app’s uid, with run-as’s refusals", async () => {
     expect(await shell("run-as com.example.farmdemo sh -c 'mkdir -p files && echo s3cret > files/token; pwd; ls files'")).toBe("/data/data/com.example.farmdemo\ntoken\n");
     expect(await adb("shell", "cat /data/data/com.example.farmdemo/files/token")).toMatchObject({ code: 1, stderr: "cat: /data/data/com.example.farmdemo/files/token: Permission denied\n" });

@@ -105,6 +105,7 @@ const phoneReads = [
   "farm.v1.DeviceService/TakeScreenshot",
   "farm.v1.DeviceService/GetUiTree",
   "farm.v1.DeviceService/ReadLogcat",
+  "farm.v1.DeviceService/ListPackages",
   "farm.v1.DeviceService/GetProperties",
   "farm.v1.DeviceService/GetActionReceipt",
   "farm.v1.DeviceService/ReconcileOwnership",

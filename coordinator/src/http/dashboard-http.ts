@@ -5,7 +5,8 @@ import { extname, join, normalize, sep } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { withoutHostPaths } from "@farm/shared/host-paths";
-import { Errors, toErrorReport } from "@farm/shared/errors";
+import { create } from "@bufbuild/protobuf";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { authenticateUser, isCrossSite, requireSafeTransport } from "../auth/auth.js";
 import { peerOf } from "./peer.js";
@@ -85,25 +86,27 @@ export function dashboardHandler(deps: DashboardDeps): (req: Req, res: Res) => P
       return true;
     } catch (err) {
       const r = toErrorReport(err);
-      const status = r.code === Errors.UNAUTHENTICATED.code
-        ? 401
-        : r.code === Errors.PERMISSION_DENIED.code || r.code === Errors.INSECURE_TRANSPORT.code
-        ? 403
-        : r.code === Errors.INVALID_ARGUMENT.code
-        ? 400
-        : r.code === Errors.FILE_TOO_LARGE.code
-        ? 413
-        : r.code === Errors.QUOTA_EXCEEDED.code
-        ? 429
-        : 500;
+      const status = HTTP_STATUS[r.code] ?? 500;
       // A failure of this host (storage, a bug) at error level; the caller's own at warn.
       (status === 500 ? deps.log.error : deps.log.warn).call(deps.log, "dashboard request failed", { path, code: r.code, error: r.message });
       // The browser gets no host paths (a file the store could not open); the log keeps them.
-      json(res, status, { code: r.code, message: withoutHostPaths(r.message) });
+      json(res, status, { code: r.code, message: withoutHostPaths(r.message), ...(r.field ? { field: r.field } : {}) });
       return true;
     }
   };
 }
+
+/** HTTP statuses of the error codes the dashboard's own endpoints answer with; any other is the host's failure (500). */
+const HTTP_STATUS: Record<string, number> = {
+  [Errors.UNAUTHENTICATED.code]: 401,
+  [Errors.PERMISSION_DENIED.code]: 403,
+  [Errors.INSECURE_TRANSPORT.code]: 403,
+  [Errors.INVALID_ARGUMENT.code]: 400,
+  [Errors.MESSAGE_TOO_LARGE.code]: 413,
+  [Errors.FILE_TOO_LARGE.code]: 413,
+  [Errors.QUOTA_EXCEEDED.code]: 429,
+};
+
 
 function json(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...SECURITY_HEADERS, ...headers });

@@ -3,6 +3,7 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { Logger } from "@farm/shared/log";
 import { BLOB_MAX_BYTES } from "../evidence/blob-store.js";
 import { withMalformedRequests } from "./malformed-request.js";
+import { DEVICE_FILE_MAX_BYTES } from "@farm/shared/device-files";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -25,6 +26,15 @@ export function bundleMaxBytes(kind: "still" | "video"): number {
 }
 /** Bodies of paths that are not RPCs (dashboard sign-in and the like). */
 export const PLAIN_BODY_MAX_BYTES = 64 * KiB;
+/** The dashboard's file upload (an APK for the Apps tab, a file for the Files tab): the one plain path that takes a file. */
+export const DASHBOARD_UPLOAD_PATH = "/dashboard/api/blobs";
+/** The most one browser upload may send (the largest file the Files tab pushes; APKs fit). */
+export const DASHBOARD_UPLOAD_MAX_BYTES = DEVICE_FILE_MAX_BYTES;
+
+/** What a plain (non-RPC) path's body may be. */
+export function plainBodyMax(path: string): number {
+  return path === DASHBOARD_UPLOAD_PATH ? DASHBOARD_UPLOAD_MAX_BYTES : PLAIN_BODY_MAX_BYTES;
+}
 
 /**
  * What one service's calls may carry. `messageMaxBytes` caps every message

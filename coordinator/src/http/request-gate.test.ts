@@ -70,6 +70,26 @@ describe("the request gate", () => {
     expect(bodiesRead).toBe(1);
   });
 
+  it("refuses a plain body over 64 KiB from its Content-Length, except on the dashboard's upload path, which takes a blob-sized one", async () => {
+    const announce = (path: string, length: number) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port, path, method: "POST", headers: { "content-length": String(length) } }, (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => (body += c.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        // The body that follows: all of it for a small one; none for a large one (the gate answers from the headers).
+        if (length <= 1024 * 1024) req.end(Buffer.alloc(length, 1));
+        else req.flushHeaders();
+      });
+    const before = bodiesRead;
+    expect(await announce("/dashboard/api/sign-in", 65 * 1024)).toMatchObject({ status: 413, body: expect.stringContaining("MESSAGE_TOO_LARGE") });
+    expect(await announce("/dashboard/api/blobs", 3 * 1024 ** 3)).toMatchObject({ status: 413, body: expect.stringContaining("\"field\":\"content-length\"") });
+    expect(bodiesRead).toBe(before);
+    expect(await announce("/dashboard/api/blobs", 300 * 1024)).toEqual({ status: 200, body: "ok" });
+  });
+
   it("counts a call in flight only once admitted: a caller gone while its token was looked up holds no place", async () => {
     lookupDelayMs = 150;
     expect(await call("/x.Svc/Call", secret, { abortAfterMs: 30 })).toBe("aborted");

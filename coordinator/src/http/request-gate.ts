@@ -5,14 +5,14 @@ import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { authenticateRequest, requireSafeTransport, type ReplicaVerifier } from "../auth/auth.js";
 import type { RequestHandler } from "./http-server.js";
-import { limitsOf, PLAIN_BODY_MAX_BYTES } from "./message-limits.js";
+import { BLOB_MAX_BYTES } from "../evidence/blob-store.js";
+import { limitsOf, plainBodyMax } from "./message-limits.js";
 import { peerOf } from "./peer.js";
 import { refuseHttp, refuseRpc } from "./rpc-refusal.js";
 import type { Principal, TokenStore } from "../auth/token-store.js";
 import type { WebSessions } from "../auth/web-sessions.js";
 import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
 import { headersOf } from "./request-headers.js";
-import { DASHBOARD_UPLOAD_MAX_BYTES, DASHBOARD_UPLOAD_PATH } from "./dashboard-upload.js";
 
 export interface RequestGateOptions {
   tokens: TokenStore;
@@ -54,9 +54,9 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const announced = contentLength(req);
     if (!m) {
       // The dashboard's file upload is the one plain request with a large body (its handler applies its own limit); the WebDriver endpoint sets its own.
-      const cap = opts.plainBodyCapOf?.(path) ?? (path === DASHBOARD_UPLOAD_PATH ? DASHBOARD_UPLOAD_MAX_BYTES : PLAIN_BODY_MAX_BYTES);
+      const cap = opts.plainBodyCapOf?.(path) ?? plainBodyMax(path);
       if (announced !== undefined && announced > cap) {
-        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${cap} bytes` });
+        return refuseHttp(req, res, 413, { code: Errors.MESSAGE_TOO_LARGE.code, message: `request bodies here are at most ${cap} bytes`, field: "content-length" });
       }
       return handler(req, res);
     }

@@ -43,7 +43,7 @@ export function refuseRpc(req: Req, res: Res, err: ConnectError): void {
 }
 
 /** A plain HTTP answer to a request whose body is never read (dashboard and other non-RPC paths). */
-export function refuseHttp(req: Req, res: Res, status: number, report: { code: string; message: string }): void {
+export function refuseHttp(req: Req, res: Res, status: number, report: { code: string; message: string; field?: string }): void {
   sendWithoutReading(req, res, status, { "content-type": "application/json" }, new TextEncoder().encode(JSON.stringify(report)));
 }
 

@@ -138,13 +138,14 @@ export interface ScreenRoute {
  * else relayed once per phone from the replica holding it), and ends with
  * `lease` unless the viewer is an admin.
  */
-export async function* watchFeed(deps: LiveScreenDeps, r: ScreenRoute, principal: { tokenName: string; admin: boolean }, lease: LeaseRow | undefined, signal: AbortSignal): AsyncGenerator<ScreenItem> {
+export async function* watchFeed(deps: LiveScreenDeps, r: ScreenRoute, principal: { tokenName: string; admin: boolean }, lease: LeaseRow | undefined, signal: AbortSignal, thumbnail = false): AsyncGenerator<ScreenItem> {
   const session = r.session;
   const running = await deps.feeds.feedFor(r.physicalId, async (feed) => {
     if (session instanceof RemoteAgentSession) return relayScreen(deps.feeds, session, feed, { serial: r.serial, physicalId: r.physicalId, leaseId: lease?.leaseId ?? "", principal });
     await session.call(AgentControlService.method.startScreen, { target: { serial: r.serial, agent: r.agentId }, streamId: feed.streamId }, principal, Date.now() + START_TIMEOUT_MS);
   });
-  const viewer = new ScreenViewer();
+  // A thumbnail viewer takes only key frames of the shared feed (the devices grid).
+  const viewer = new ScreenViewer(thumbnail);
   // The holder's view ends with their lease (an admin's does not).
   const onLeaseEnded = (ended: LeaseRow) => {
     if (!principal.admin && ended.leaseId === lease?.leaseId) viewer.end(leaseEnded(ended));
@@ -178,7 +179,7 @@ export function registerLiveScreenService(router: ConnectRouter, deps: LiveScree
       const lease = deps.leases.leaseOf(r.physicalId);
       // And a free phone's live screen is for whoever leases it, not for every viewer.
       if (!principal.admin && !lease) throw farmError(Errors.LEASE_REQUIRED, `the live screen of ${serial} is for its lease holder; lease it first (farm lease acquire)`, "lease");
-      for await (const kind of watchFeed(deps, { ...r, session: r.session as AgentCaller }, principal, lease, ctx.signal)) yield create(WatchScreenResponseSchema, { event: { kind } });
+      for await (const kind of watchFeed(deps, { ...r, session: r.session as AgentCaller }, principal, lease, ctx.signal, req.thumbnail)) yield create(WatchScreenResponseSchema, { event: { kind } });
     },
   });
 }

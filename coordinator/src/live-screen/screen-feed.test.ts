@@ -26,6 +26,19 @@ describe("screen feed", () => {
     expect(await drain(v, feed)).toEqual(["F", "K3", "d4", "d5"]);
   });
 
+  it("sends a thumbnail viewer key frames only, from the same feed, the newest replacing one still waiting", async () => {
+    const feed = new ScreenFeed();
+    publish(feed, format(), frame(1, true), frame(2, false));
+    const thumb = new ScreenViewer(true);
+    const full = new ScreenViewer();
+    feed.join(thumb);
+    feed.join(full);
+    publish(feed, frame(3, false), frame(4, true), frame(5, false), frame(6, true), frame(7, false));
+    expect(await drain(full, feed)).toEqual(["F", "K1", "d2", "d3", "K4", "d5", "K6", "d7"]);
+    // K1 was read by nobody before K4 came: only the newest key frame waits.
+    expect(await drain(thumb, feed)).toEqual(["F", "K6"]);
+  });
+
   it("gives a viewer that joined before any key frame nothing it cannot decode", async () => {
     const feed = new ScreenFeed();
     const v = new ScreenViewer();

@@ -110,9 +110,14 @@ export class ScreenViewer implements AsyncIterable<ScreenItem> {
   /** How often this viewer fell behind and was sent back to a key frame. */
   resyncs = 0;
 
+  /** `keyOnly`: a thumbnail, sent key frames only (each decodes on its own), so it costs a fraction of a full view. */
+  constructor(readonly keyOnly = false) {}
+
   offer(frame: ScreenFrame, feed: ScreenFeed): void {
     if (this.endedWith !== undefined) return;
-    if (this.needKey && !frame.key) return;
+    if ((this.needKey || this.keyOnly) && !frame.key) return;
+    // A thumbnail shows now: a key frame still waiting is replaced, never queued behind.
+    if (this.keyOnly) this.dropFrames();
     if (this.bytes + frame.data.length > VIEWER_MAX_BYTES || this.items.length >= VIEWER_MAX_FRAMES || this.lagMs(frame) > VIEWER_MAX_LAG_MS) {
       this.resyncs++;
       // The feed already holds this frame: its snapshot ends with it.
@@ -129,7 +134,14 @@ export class ScreenViewer implements AsyncIterable<ScreenItem> {
     this.bytes = 0;
     const snap = feed.snapshot();
     this.needKey = !snap.some((i) => i.case === "frame");
-    for (const i of snap) this.put(i);
+    // A thumbnail takes the format and the key frame, not the deltas after it.
+    for (const i of this.keyOnly ? snap.filter((i) => i.case === "format" || i.value.key) : snap) this.put(i);
+  }
+
+  /** Drops the frames waiting (a format stays: what follows needs it). */
+  private dropFrames(): void {
+    this.items = this.items.filter((i) => i.case === "format");
+    this.bytes = 0;
   }
 
   /** The stream restarted with a new format: what waits is for the old one. */

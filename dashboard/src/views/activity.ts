@@ -4,6 +4,7 @@ import { h, replaceChildren, table } from "../dom.js";
 import { when } from "../format.js";
 import { moreButton } from "../more-button.js";
 import { activityDetail } from "../test-session-format.js";
+import { changeOf, readableAction } from "../action-names.js";
 import { batched, type View } from "../view.js";
 
 export const activityView: View = (root, state) => {
@@ -22,7 +23,7 @@ export const activityView: View = (root, state) => {
             {},
             h("td", {}, when(a.time)),
             h("td", {}, a.caller),
-            h("th", { scope: "row" }, a.command, ...effect(a.command)),
+            h("th", { scope: "row", title: readableAction(a.command) }, a.command, ...effect(a.command, a.outcome)),
             h("td", {}, a.serial),
             h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome),
             h("td", {}, `${a.durationMs} ms`),
@@ -40,9 +41,15 @@ export const activityView: View = (root, state) => {
 /** Device calls are logged by method name: their rules in the schema say whether they changed the phone. */
 const deviceMethods = new Map(DeviceService.methods.map((m) => [m.localName, rulesOf(m)]));
 
-function effect(command: string): HTMLElement[] {
+function effect(command: string, outcome: string): HTMLElement[] {
   const rules = deviceMethods.get(command);
-  if (rules?.deviceChange) return [h("span", { class: "tag change", title: "a journaled change to the phone" }, "changed phone")];
+  if (rules?.deviceChange) {
+    // What it did, as far as its outcome tells: a tap on an element that was not there changed nothing.
+    const change = changeOf(outcome);
+    if (change === "changed") return [h("span", { class: "tag change", title: "a journaled change to the phone" }, "changed phone")];
+    if (change === "unknown") return [h("span", { class: "tag change", title: "it failed after it may have reached the phone" }, "may have changed phone")];
+    return [h("span", { class: "tag", title: "refused before it reached the phone" }, "no change")];
+  }
   if (rules?.readOnly) return [h("span", { class: "tag", title: "changed nothing" }, "read")];
   return [];
 }

@@ -1,196 +1,87 @@
-import { api, fileUrl } from "../api.js";
-import { h, replaceChildren, table } from "../dom.js";
-import { ago, when } from "../format.js";
-import type { Session } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { activityDetail, sessionDuration, sessionHref, statusName } from "../test-session-format.js";
+import { h, replaceChildren } from "../dom.js";
+import { statusName } from "../test-session-format.js";
 import { batched, type View } from "../view.js";
 import { deviceScreen } from "./device-screen.js";
-import { deviceTunnels } from "./device-tunnels.js";
+import { leaseControls } from "./workspace/lease-controls.js";
+import { leaseTokenOf } from "./workspace/lease-token.js";
+import { tabStrip } from "./workspace/tab-strip.js";
+import type { WorkspaceTarget } from "./workspace/workspace-tab.js";
+import { workspaceTabs } from "./workspace/workspace-tabs.js";
 
-/** Test sessions shown on a device's page; the rest are on the sessions page. */
-const SESSIONS_SHOWN = 10;
-
-/** One physical device: its aliases, properties, lease, labels, remote adb tunnels, test sessions, recent activity and last screenshot. */
+/**
+ * One physical device as a place to work: its name and lease bar on top,
+ * the live screen as large as the window allows, and beside it the screen's
+ * buttons, the session banner and the tabs (Info, Apps, …). At 1280×800 the
+ * screen and its controls need no scrolling; a narrow window stacks them.
+ */
 export const devicePageView: View = (root, state, group) => {
-  const head = h("div");
-  const props = h("tbody");
-  const aliases = h("tbody");
-  const activity = h("tbody");
-  const shot = h("figure", { class: "last-shot" });
-  const testSessions = h("tbody");
-  const allSessions = h("p", { class: "count" });
-  // Tunnels are read with the phone's aliases (state.follow), by its physical id: the page's key.
-  const tunnels = deviceTunnels(state, group);
-  const renderTunnels = batched(tunnels.render);
-  const screen = deviceScreen(state, group);
-  const renderScreen = batched(screen.render);
-  root.append(
-    head,
-    screen.el,
-    h("div", { class: "columns" }, h("div", {}, table("Aliases (adb serials)", ["Serial", "Agent", "State", "Updated"], aliases), table("Properties", ["Property", "Value"], props)), shot),
-    tunnels.el,
-    h("div", { id: "device-test-sessions" }, table("Test sessions on this device, newest first", ["Session", "Status", "User", "Actions", "Started", "Duration"], testSessions), allSessions),
-    table("Recent activity on this device", ["Time", "Caller", "Command", "Outcome", "Duration", "Detail"], activity),
-  );
-  let activityRows: { t: string; caller: string; command: string; outcome: string; ms: number; detail: string }[] = [];
+  const title = h("h1");
+  const facts = h("p", { class: "count", "data-cell": "device-facts" });
   // Its aliases are read on their own: the device list may not have read this phone.
   const unfollow = state.follow(group);
-  /** The serials the activity was last read for. */
-  let activityOf = "";
-  const loadActivity = async () => {
-    const serials = state.phone(group).map((d) => d.serial);
-    activityOf = serials.join("\n");
-    const lists = await Promise.all(serials.map((serial) => api.activity.listActivity({ serial, pageSize: 50 })));
-    activityRows = lists
-      .flatMap((l) => l.entries)
-      .sort((a, b) => Number(b.id - a.id))
-      .map((e) => ({ t: when(e.time), caller: e.caller, command: e.command, outcome: e.outcome, ms: e.durationMs, detail: e.detail }));
-    renderActivity();
+  const screen = deviceScreen(state, group);
+  const serialNow = () => state.phone(group).find((d) => d.state === "device")?.serial ?? "";
+  /** Your running recorded session on this phone, if any. */
+  const sessionNow = () => {
+    for (const s of state.testSessions.values()) {
+      if (s.physicalId === group && s.owner === state.me?.name && !s.endTime && statusName(s.status) === "running") return s.sessionId;
+    }
+    return "";
   };
-  const renderActivity = () =>
-    replaceChildren(
-      activity,
-      activityRows.length === 0
-        ? h("tr", {}, h("td", { colspan: 6 }, "No routed actions yet."))
-        : activityRows.slice(0, 50).map((a) =>
-          h("tr", {}, h("td", {}, a.t), h("td", {}, a.caller), h("td", {}, a.command), h("td", { class: a.outcome === "ok" ? "ok" : "bad" }, a.outcome), h("td", {}, `${a.ms} ms`), h("td", {}, ...activityDetail(a.command, a.detail)))
-        ),
-    );
-  /** The phone's newest sessions, read by its physical id (the sessions list may not have read them). */
-  let sessionRows: Session[] = [];
-  let sessionsOf = "";
-  let sessionsMore = false;
-  const loadSessions = async () => {
-    const physicalId = state.phone(group)[0]?.properties?.physicalId ?? "";
-    sessionsOf = physicalId;
-    if (!physicalId) return renderSessions();
-    const res = await api.sessions.listSessions({ physicalId, pageSize: SESSIONS_SHOWN });
-    if (sessionsOf !== physicalId) return;
-    sessionRows = res.sessions;
-    sessionsMore = res.nextPageToken !== "";
-    renderSessions();
+  const targetNow = (): WorkspaceTarget => {
+    const leaseToken = state.leases.has(group) ? leaseTokenOf(group) : "";
+    return { physicalId: group, serial: serialNow(), leaseToken, sessionId: sessionNow(), canAct: leaseToken !== "" };
   };
-  const renderSessions = () => {
-    replaceChildren(
-      testSessions,
-      sessionRows.length === 0
-        ? h("tr", {}, h("td", { colspan: 6 }, sessionsOf ? "No test sessions on this device." : "Sessions are listed once the device's identity is read."))
-        : sessionRows.map((s0) => {
-          // The live copy, when the sessions list holds it, has the newest counts.
-          const s = state.testSessions.get(s0.sessionId) ?? s0;
-          const status = statusName(s.status);
-          return h(
-            "tr",
-            { "data-test-session": s.sessionId },
-            h("th", { scope: "row" }, h("a", { href: sessionHref(s.sessionId) }, s.name || s.sessionId.slice(0, 8))),
-            h("td", { class: `status status-${status}` }, status),
-            h("td", {}, s.owner),
-            h("td", {}, String(s.stepCount), s.failedStepCount ? ` (${s.failedStepCount} failed)` : ""),
-            h("td", {}, when(s.createTime)),
-            h("td", {}, sessionDuration(s)),
-          );
-        }),
-    );
-    replaceChildren(
-      allSessions,
-      sessionsOf ? h("a", { href: `#/test-sessions?device=${encodeURIComponent(sessionsOf)}` }, sessionsMore ? `All test sessions on this device (more than ${SESSIONS_SHOWN})` : "Test sessions on this device, with filters") : "",
-    );
-  };
-  let sessionReload: ReturnType<typeof setTimeout> | undefined;
-  const reloadSessionsSoon = () => {
-    clearTimeout(sessionReload);
-    sessionReload = setTimeout(() => void loadSessions().catch(() => undefined), 200);
-  };
-  const render = batched(() => {
-    renderScreen();
+  let target = targetNow();
+  const tabs = tabStrip(workspaceTabs(state), target);
+  const lease = leaseControls(state, group, () => refresh());
+  root.append(
+    h(
+      "div",
+      { class: "workspace" },
+      h("div", { class: "ws-head" }, h("div", { class: "ws-title" }, title, facts), lease.el),
+      h("div", { class: "ws-screen" }, screen.el),
+      h("div", { class: "ws-side" }, screen.side, tabs.el),
+    ),
+  );
+  const renderHead = () => {
     const list = state.phone(group);
-    const first = list[0];
-    const p = first?.properties;
-    const physicalId = p?.physicalId ?? "";
-    const lease = physicalId ? state.leases.get(physicalId) : undefined;
-    const labels = physicalId ? (state.labels.get(physicalId) ?? {}) : {};
-    replaceChildren(
-      head,
-      h("h1", {}, p?.model ? `${p.manufacturer} ${p.model}` : group),
-      h("p", {}, "Physical id ", h("code", {}, physicalId || "(unknown)"), first ? "" : state.phonePending(group) ? " — loading…" : " — not reported by any agent now."),
-      h("p", { "data-cell": "lease" }, lease ? `Leased by ${lease.holder} since ${when(lease.acquireTime)} (${ago(lease.acquireTime)}), expires ${when(lease.expireTime)}` : "Not leased."),
-      h("p", {}, "Labels: ", Object.keys(labels).length ? Object.entries(labels).map(([k, v]) => h("span", { class: "label-chip" }, `${k}=${v}`)) : "none"),
-    );
-    replaceChildren(aliases, list.map((d) => h("tr", {}, h("th", { scope: "row" }, d.serial), h("td", {}, d.agentName), h("td", { class: `state state-${d.state}`, title: d.quarantineReason }, d.state), h("td", {}, ago(d.updateTime)))));
-    replaceChildren(
-      props,
-      p
-        ? (
-          [
-            ["Manufacturer", p.manufacturer],
-            ["Model", p.model],
-            ["Android", p.androidVersion],
-            ["API level", String(p.apiLevel || "")],
-            ["ABI", p.abi],
-            ["ro.serialno", p.serialno],
-            ["Boot id", p.bootId],
-            ["Identity", p.identityStatus],
-            ["Pin label", p.pinLabel],
-          ] as const
-        ).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v)))
-        : h("tr", {}, h("td", { colspan: 2 }, "Unknown.")),
-    );
-    // The newest still bundle of this phone carries its last screenshot.
-    const last = [...state.evidence.values()]
-      .filter((e) => e.kind === "still" && e.physicalId === physicalId && physicalId !== "" && e.status !== "failed")
-      .sort((a, b) => Number((b.createTime?.seconds ?? 0n) - (a.createTime?.seconds ?? 0n)))[0];
-    // A leased phone's screen is its holder's: others see who holds it, not what the holder's last capture shows.
-    const othersLease = lease !== undefined && !state.me?.admin && lease.holder !== state.me?.name;
-    replaceChildren(
-      shot,
-      othersLease
-        ? h("figcaption", { "data-cell": "shot-leased" }, `Leased by ${lease.holder}: its screen is theirs while they hold it.`)
-        : last
-        ? [
-          h("img", { src: fileUrl(last.evidenceId, "screenshot.png"), alt: `Last screenshot of ${p?.model ?? group}`, loading: "lazy" }),
-          h("figcaption", {}, h("a", { href: `#/evidence/${last.evidenceId}` }, `Evidence ${last.evidenceId.slice(0, 8)}`), ` ${ago(last.createTime)}`),
-        ]
-        : h("figcaption", {}, "No screenshot captured yet."),
-    );
+    const p = list[0]?.properties;
+    title.textContent = p?.model ? `${p.manufacturer} ${p.model}` : group;
+    const serials = list.map((d) => d.serial).join(", ");
+    facts.textContent = list.length > 0
+      ? `${serials}${p?.androidVersion ? ` · Android ${p.androidVersion}` : ""}${p?.physicalId ? "" : " · identity not read yet"}`
+      : state.phonePending(group)
+      ? "loading…"
+      : "Not reported by any agent now.";
+  };
+  const refresh = batched(() => {
+    renderHead();
+    lease.render();
+    screen.render();
+    const next = targetNow();
+    if (JSON.stringify(next) !== JSON.stringify(target)) {
+      target = next;
+      tabs.update(next);
+    }
   });
   const offs = [
     state.on("devices", (g) => {
-      if (g !== undefined && g !== group) return;
-      render();
-      // Aliases read after the page opened (or plugged in since) have activity of their own.
-      if (state.phone(group).map((d) => d.serial).join("\n") !== activityOf) void loadActivity();
-      if ((state.phone(group)[0]?.properties?.physicalId ?? "") !== sessionsOf) reloadSessionsSoon();
+      if (g === undefined || g === group) refresh();
     }),
-    state.on("testSessions", (id) => {
-      // A session of yours starting or ending here changes where the live screen's input goes.
-      renderScreen();
-      const s = id === undefined ? undefined : state.testSessions.get(id);
-      // A new session of this phone, or one shown here that changed.
-      if (id === undefined || (s && s.physicalId === sessionsOf && !sessionRows.some((r) => r.sessionId === id))) reloadSessionsSoon();
-      else if (sessionRows.some((r) => r.sessionId === id)) renderSessions();
-    }),
-    state.on("leases", render),
-    state.on("labels", render),
-    state.on("evidence", render),
-    state.on("activity", () => void loadActivity()),
-    state.on("tunnels", (physicalId) => {
-      if (physicalId === undefined || physicalId === group) renderTunnels();
-    }),
+    // A session of yours starting or ending here changes where the screen's input goes.
+    state.on("testSessions", refresh),
+    state.on("leases", refresh),
+    state.on("connection", refresh),
   ];
-  render();
-  tunnels.render();
-  void loadActivity();
-  void loadSessions().catch(() => undefined);
-  const tick = setInterval(() => {
-    if (sessionRows.some((s) => !(state.testSessions.get(s.sessionId) ?? s).endTime)) renderSessions();
-    // "Since" moves on.
-    if (state.tunnelsOn(group).length > 0) renderTunnels();
-  }, 1_000);
+  refresh();
+  // The countdown moves on.
+  const tick = setInterval(() => lease.render(), 1_000);
   return () => {
     offs.forEach((off) => off());
-    screen.stop();
     clearInterval(tick);
-    clearTimeout(sessionReload);
+    screen.stop();
+    tabs.close();
     unfollow();
   };
 };

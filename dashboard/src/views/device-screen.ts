@@ -4,6 +4,7 @@ import { api } from "../api.js";
 import { sessionHref, statusName } from "../test-session-format.js";
 import { h, replaceChildren } from "../dom.js";
 import type { LiveState } from "../live-state.js";
+import { forgetLeaseToken, leaseTokenOf } from "./workspace/lease-token.js";
 
 /** A press shorter and smaller than this is a tap; otherwise a swipe. */
 const TAP_MAX_MS = 400;
@@ -12,26 +13,25 @@ const TAP_MAX_PX = 8;
 const TYPE_PAUSE_MS = 300;
 /** Frames waiting in the decoder past this: deltas are dropped until the next key frame (the view catches up). */
 const DECODE_QUEUE_MAX = 8;
-const LEASE_TTL_MS = 30 * 60_000;
-
-/** Where this tab keeps a lease token it holds (it never leaves the tab). */
-const tokenKey = (physicalId: string) => `farm.lease.${physicalId}`;
 
 /**
  * The live screen of a device page: for the phone's lease holder (and
  * admins), the screen as it changes on a canvas (H.264 through WebCodecs,
  * or JPEG images), and a mouse and keyboard that drive it. Every touch and
  * key is a routed SendInput with the lease token: lease-checked, journaled,
- * in the activity log, like `farm input`.
+ * in the activity log, like `farm input`. `el` is the screen itself; `side`
+ * its buttons, the session banner and what it says, to sit beside it.
  */
-export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLElement; render: () => void; stop: () => void } {
+export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLElement; side: HTMLElement; render: () => void; stop: () => void } {
   const canvas = h("canvas", { class: "live-screen", tabindex: "0", "aria-label": "Live screen: click to tap, drag to swipe, type to send keys" }) as HTMLCanvasElement;
   const stats = h("p", { class: "count", "data-cell": "screen-stats" });
   const recording = h("p", { class: "count", "data-cell": "screen-session" });
   const status = h("p", { role: "status", "data-cell": "screen-status" });
   const controls = h("div", { class: "screen-controls" });
-  // The status goes under the canvas: a message must not move what the pointer is aiming at.
-  const el = h("section", { id: "device-screen" }, h("h2", {}, "Live screen"), canvas, stats, recording, controls, status);
+  // Messages go beside the canvas: one must not move what the pointer is aiming at.
+  const frame = h("div", { class: "screen-frame" }, canvas);
+  const el = h("section", { id: "device-screen", "aria-label": "Live screen" }, frame, stats);
+  const side = h("div", { class: "screen-side" }, controls, recording, status);
   const ctx2d = canvas.getContext("2d");
   let watching: AbortController | undefined;
   let watchingSerial = "";
@@ -50,8 +50,8 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
     showStats();
   }, 1_000);
 
-  const attemptKey = (serial: string) => `${serial}\n${state.leases.get(physicalId)?.leaseId ?? ""}\n${sessionStorage.getItem(tokenKey(physicalId)) ?? ""}`;
-  const leaseToken = () => sessionStorage.getItem(tokenKey(physicalId)) ?? "";
+  const attemptKey = (serial: string) => `${serial}\n${state.leases.get(physicalId)?.leaseId ?? ""}\n${leaseTokenOf(physicalId)}`;
+  const leaseToken = () => leaseTokenOf(physicalId);
   const serialNow = () => state.phone(physicalId).find((d) => d.state === "device")?.serial ?? "";
   const showStats = () => {
     stats.textContent = format ? `${canvas.width}×${canvas.height} ${format.codec === "image/jpeg" ? "JPEG images" : "H.264"} · ${fps} fps · ≈${latencyMs} ms behind` : "";
@@ -167,7 +167,7 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
     const serial = watchingSerial;
     const token = leaseToken();
     if (!serial) return;
-    if (!token) return say("Paste your lease token below to control the phone (or take it from here).", true);
+    if (!token) return say("Lease the phone here (or paste your lease token above) to control it.", true);
     const session = activeSession();
     try {
       await api.device.sendInput({ target: { serial }, kind }, { headers: { "x-farm-lease": token, ...(session ? { "x-farm-session": session.sessionId } : {}) } });
@@ -235,31 +235,36 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
       }
     },
   }, "Capture evidence");
-  const tokenInput = h("input", { type: "password", placeholder: "Lease token (FARM_LEASE)", "aria-label": "Lease token", autocomplete: "off" }) as HTMLInputElement;
-  const useToken = h("button", {
+  // Turns the phone itself (a routed, journaled shell command, like any change): portrait ⇄ landscape.
+  const rotate = h("button", {
     type: "button",
-    onclick: () => {
-      if (!tokenInput.value.trim()) return;
-      sessionStorage.setItem(tokenKey(physicalId), tokenInput.value.trim());
-      tokenInput.value = "";
-      render();
-    },
-  }, "Use this lease");
-  const take = h("button", {
-    type: "button",
-    "data-action": "take",
+    "data-action": "rotate",
+    title: "Turn the phone between portrait and landscape",
     onclick: async () => {
-      const serial = serialNow();
-      if (!serial) return;
+      const serial = watchingSerial;
+      const token = leaseToken();
+      if (!serial || !format) return;
+      if (!token) return say("Lease the phone here to turn it.", true);
+      const next = format.displayWidth > format.displayHeight ? 0 : 1;
+      const session = activeSession();
       try {
-        const r = await api.leases.acquireLease({ selector: { serial }, ttlMs: LEASE_TTL_MS });
-        sessionStorage.setItem(tokenKey(physicalId), r.token);
-        say("");
+        await api.device.runShell(
+          { target: { serial }, command: `settings put system accelerometer_rotation 0 && settings put system user_rotation ${next}` },
+          { headers: { "x-farm-lease": token, ...(session ? { "x-farm-session": session.sessionId } : {}) } },
+        );
       } catch (err) {
-        say(`Could not lease it: ${ConnectError.from(err).rawMessage}`, true);
+        say(`Could not turn it: ${ConnectError.from(err).rawMessage}`, true);
       }
     },
-  }, "Lease it for 30 minutes");
+  }, "Rotate");
+  const fullscreen = h("button", {
+    type: "button",
+    "data-action": "fullscreen",
+    onclick: () => {
+      if (document.fullscreenElement) void document.exitFullscreen();
+      else void frame.requestFullscreen().then(() => canvas.focus({ preventScroll: true }), (err: unknown) => say(`Full screen refused: ${String(err)}`, true));
+    },
+  }, "Full screen");
 
   const render = () => {
     const me = state.me;
@@ -268,11 +273,12 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
     const mine = lease !== undefined && (lease.holder === me?.name || leaseToken() !== "");
     const may = me?.admin === true || mine;
     // Forgotten only once the lease list is read: before that, no lease in it means "not known yet".
-    if (!lease && state.loaded) sessionStorage.removeItem(tokenKey(physicalId));
+    if (!lease && state.loaded) forgetLeaseToken(physicalId);
     if (!may || !serial) {
       stopWatching();
       canvas.hidden = true;
-      replaceChildren(controls, !lease && serial && me && me.role !== "viewer" ? take : "");
+      replaceChildren(controls);
+      replaceChildren(recording);
       say(!serial ? "No serial of this phone is online." : lease ? `Leased by ${lease.holder}: only they (or an admin) see its screen.` : "Lease this phone to see its screen live.");
       return;
     }
@@ -284,14 +290,16 @@ export function deviceScreen(state: LiveState, physicalId: string): { el: HTMLEl
       keyButton("Back", "KEYCODE_BACK"),
       keyButton("Home", "KEYCODE_HOME"),
       keyButton("Apps", "KEYCODE_APP_SWITCH"),
+      rotate,
+      fullscreen,
       capture,
-      ...(lease && !leaseToken() ? [tokenInput, useToken] : []),
     );
     if ((watchingSerial !== serial || !watching) && failedFor !== attemptKey(serial)) void watch(serial);
   };
 
   return {
     el,
+    side,
     render,
     stop: () => {
       stopWatching();

@@ -4,6 +4,10 @@ import { ago, shortId, when } from "../format.js";
 import type { LiveState } from "../live-state.js";
 import { moreButton } from "../more-button.js";
 import type { View } from "../view.js";
+import { deviceGrid } from "./device-grid.js";
+
+/** Where the chosen layout (table or grid) is remembered, per browser. */
+const LAYOUT_KEY = "farm.devices.layout";
 
 /** The group's best state: usable if any alias is; quarantined if one waits for an admin. */
 function stateOf(state: LiveState, group: string): string {
@@ -79,16 +83,39 @@ export const devicesView: View = (root, state) => {
   const count = h("p", { class: "count", "aria-live": "polite" });
   const more = moreButton(state, "devices", "devices");
   const body = h("tbody");
+  const grid = deviceGrid(state);
+  let layout: "table" | "grid" = localStorage.getItem(LAYOUT_KEY) === "grid" ? "grid" : "table";
+  const layoutButton = (which: "table" | "grid", label: string) =>
+    h("button", {
+      type: "button",
+      "data-layout": which,
+      onclick: () => {
+        layout = which;
+        localStorage.setItem(LAYOUT_KEY, which);
+        showLayout();
+        renderRows();
+      },
+    }, label);
+  const layoutButtons = [layoutButton("table", "Table"), layoutButton("grid", "Grid")];
   /** Matching group keys in display order. */
   let visible: string[] = [];
   const rows = new Map<string, HTMLTableRowElement>();
   root.append(
     h("h1", {}, "Devices"),
-    h("form", { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() }, h("label", { for: "device-search" }, "Search"), search, h("label", { for: "device-state" }, "State"), stateFilter),
+    h(
+      "form",
+      { class: "filters", role: "search", onsubmit: (e: Event) => e.preventDefault() },
+      h("label", { for: "device-search" }, "Search"),
+      search,
+      h("label", { for: "device-state" }, "State"),
+      stateFilter,
+      h("span", { class: "layout-switch", role: "group", "aria-label": "Layout" }, layoutButtons),
+    ),
     h("div", { class: "pager" }, count),
+    grid.el,
     h(
       "div",
-      { class: "table-wrap" },
+      { class: "table-wrap", id: "devices-table" },
       h(
         "table",
         { id: "devices" },
@@ -105,8 +132,22 @@ export const devicesView: View = (root, state) => {
     count.textContent = query() === "" ? read : `${visible.length} matching of ${read}`;
     more.update();
   };
+  const showLayout = () => {
+    for (const b of layoutButtons) b.setAttribute("aria-pressed", String(b.dataset["layout"] === layout));
+    grid.el.hidden = layout !== "grid";
+    (root.querySelector("#devices-table") as HTMLElement | null)?.toggleAttribute("hidden", layout !== "table");
+  };
   const renderRows = () => {
     const t0 = performance.now();
+    if (layout === "grid") {
+      grid.render(visible);
+      body.replaceChildren();
+      rows.clear();
+      showCount();
+      root.dataset["rendered"] = String(visible.length);
+      return;
+    }
+    grid.render([]);
     rows.clear();
     const frag = document.createDocumentFragment();
     for (const group of visible) {
@@ -138,7 +179,9 @@ export const devicesView: View = (root, state) => {
     const exists = state.groups.has(group);
     const wanted = exists && matches(state, group, query(), stateFilter.value);
     const shown = visible.includes(group);
-    if (wanted && shown) {
+    if (wanted && shown && layout === "grid") {
+      grid.update(group);
+    } else if (wanted && shown) {
       // The common case: a row that changes in place, if it is on this page.
       const old = rows.get(group);
       const next = old ? row(state, group) : undefined;
@@ -165,10 +208,16 @@ export const devicesView: View = (root, state) => {
     state.on("devices", (group) => (group === undefined ? refilter() : update(group))),
     state.on("leases", byPhysical),
     state.on("labels", byPhysical),
+    // A new still is a free phone's picture in the grid.
+    state.on("evidence", () => {
+      if (layout === "grid") renderRows();
+    }),
   ];
+  showLayout();
   if (state.loaded) refilter();
   return () => {
     offs.forEach((off) => off());
+    grid.stop();
     // The filter is this page's: other pages count every device.
     if (state.deviceState) state.setDeviceState("").catch(() => undefined);
   };

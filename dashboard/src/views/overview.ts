@@ -1,8 +1,11 @@
 import { SessionStatus } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { h, replaceChildren } from "../dom.js";
 import { batched, type View } from "../view.js";
+import { isFailure, readableAction } from "../action-names.js";
 
 const RECENT = 20;
+/** A device state as the count's label reads it: "2 devices online", not "2 devices device". */
+const STATE_WORDS: Record<string, string> = { device: "online", "agent-offline": "on an offline agent" };
 
 export const overviewView: View = (root, state) => {
   const body = h("div", { class: "cards" });
@@ -23,7 +26,7 @@ export const overviewView: View = (root, state) => {
       body,
       card("agents online", `${agents.filter((a) => a.online).length} / ${agents.length}`, "agents"),
       card("devices", total, "devices"),
-      ...[...byState.entries()].sort().map(([s, n]) => card(`devices ${s}`, `${n}${partial}`, `devices-${s}`)),
+      ...[...byState.entries()].sort().map(([s, n]) => card(`${Number(n) === 1 ? "device" : "devices"} ${STATE_WORDS[s] ?? s}`, `${n}${partial}`, `devices-${s}`)),
       card("active leases", state.leases.size, "leases"),
       card("waiting for a device", state.queue.length, "queue"),
       card("recordings in progress", recording, "recordings"),
@@ -33,7 +36,8 @@ export const overviewView: View = (root, state) => {
       card("evidence bundles", `${state.evidence.size}${state.nextPage.evidence ? "+" : ""}`, "evidence"),
     );
     const failed = [
-      ...state.activity.filter((a) => a.outcome !== "ok").map((a) => ({ t: Number(a.time?.seconds ?? 0n), text: `${a.command} on ${a.serial} by ${a.caller}: ${a.outcome}` })),
+      // A tunnel closed or a call cancelled on purpose is not a failure.
+      ...state.activity.filter((a) => isFailure(a.outcome)).map((a) => ({ t: Number(a.time?.seconds ?? 0n), text: `${readableAction(a.command)} on ${a.serial} by ${a.caller}: ${a.outcome}` })),
       ...[...state.evidence.values()].filter((e) => e.status !== "complete").map((e) => ({ t: Number(e.createTime?.seconds ?? 0n), text: `${e.kind} evidence ${e.evidenceId.slice(0, 8)} on ${e.serial}: ${e.status}` })),
       ...[...state.sessions.values()].filter((s) => s.status === "failed" || s.status === "partial").map((s) => ({
         t: Number(s.updateTime?.seconds ?? 0n),

@@ -10,6 +10,8 @@ import type { View } from "../view.js";
 
 /** Steps read per ListSessionSteps call: the most the coordinator serves. */
 const STEP_PAGE = 1000;
+/** Sessions with more steps than this open in the compact view. */
+const COMPACT_FROM = 30;
 
 /**
  * One recorded session: its facts, then its timeline, a card per step.
@@ -22,7 +24,22 @@ export const testSessionPageView: View = (root, state, id) => {
   const summary = h("div", { class: "timeline-summary" });
   const timeline = h("ol", { class: "timeline", "aria-label": "Timeline, oldest step first" });
   const empty = h("p", { class: "count", hidden: true }, "No steps yet: actions run with FARM_SESSION set appear here as they happen.");
-  root.append(head, h("h2", {}, "Timeline"), summary, empty, timeline);
+  /** Compact: one line per step, its images and details opened one at a time. Chosen once the steps are read, unless the user already chose. */
+  let compactChosen = false;
+  const compact = h("button", {
+    type: "button",
+    "data-action": "compact",
+    "aria-pressed": "false",
+    onclick: () => {
+      compactChosen = true;
+      setCompact(!timeline.classList.contains("compact"));
+    },
+  }, "Compact view");
+  const setCompact = (on: boolean) => {
+    timeline.classList.toggle("compact", on);
+    compact.setAttribute("aria-pressed", String(on));
+  };
+  root.append(head, h("h2", {}, "Timeline ", compact), summary, empty, timeline);
 
   let session: Session | undefined;
   const cards = new Map<number, StepCard>();
@@ -82,7 +99,19 @@ export const testSessionPageView: View = (root, state, id) => {
           { class: "errors-summary" },
           h("span", { class: "bad" }, `Failed step${failed.length === 1 ? "" : "s"}: `),
           // Buttons, not #fragment links: the hash is the page's route.
-          failed.map((n) => h("button", { type: "button", class: "link", onclick: () => cards.get(n)?.el.scrollIntoView({ block: "start" }) }, `#${n}`)),
+          failed.map((n) =>
+            h("button", {
+              type: "button",
+              class: "link",
+              onclick: () => {
+                const el = cards.get(n)?.el;
+                // Opened in the compact view too: the point of jumping to it is to see it.
+                el?.classList.add("open");
+                el?.querySelector(".expand")?.setAttribute("aria-expanded", "true");
+                el?.scrollIntoView({ block: "start" });
+              },
+            }, `#${n}`)
+          ),
         )
         : null,
     );
@@ -123,6 +152,8 @@ export const testSessionPageView: View = (root, state, id) => {
       for (const s of steps) upsert(s);
       for (const s of buffered ?? []) upsert(s);
       buffered = undefined;
+      // Hundreds of steps read better as lines.
+      if (!compactChosen) setCompact(cards.size > COMPACT_FROM);
       document.title = `${session?.name || `Session ${id.slice(0, 8)}`} · farm`;
       renderHead();
       renderSummary();

@@ -27,6 +27,8 @@ export interface PackageManifest {
   versionName?: string;
   debuggable?: boolean;
   system?: boolean;
+  /** A launcher activity (e.g. `.MainActivity`): the app gets a screen, an icon on the home screen, and starts from `monkey`. */
+  mainActivity?: string;
 }
 
 const SYSTEM_PACKAGES = [

@@ -1,5 +1,6 @@
 import type { CommandTable, ShellCommand } from "../command.js";
 import { amCommand } from "./am.js";
+import { monkeyCommand } from "./monkey.js";
 import { exitCommand, falseCommand, sleepCommand, trueCommand } from "./builtins.js";
 import { catCommand } from "./cat.js";
 import { dumpsysCommand } from "./dumpsys.js";
@@ -31,7 +32,6 @@ import { idCommand, whoamiCommand } from "./id.js";
 import { sttyCommand } from "./stty.js";
 import { nohupCommand } from "./nohup.js";
 import { mvCommand } from "./mv.js";
-import { monkeyCommand } from "./monkey.js";
 
 /**
  * Commands the simulated shell knows, by name. Add a command by writing a

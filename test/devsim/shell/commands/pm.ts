@@ -1,4 +1,5 @@
 import { parseSimApk } from "../../device/sim-apk.js";
+import { installedAppModel } from "../../screen/apps/installed-app.js";
 import { FsError } from "../../fs/fs-error.js";
 import type { ShellCommand } from "../command.js";
 import { pathOf } from "./file-args.js";
@@ -57,7 +58,7 @@ export const pmCommand: ShellCommand = async (ctx) => {
         return 1;
       }
       // Since Android 7, pm replaces an installed package with or without -r.
-      packages.install(manifest, undefined, bytes);
+      packages.install(manifest, manifest.mainActivity ? installedAppModel({ ...manifest, mainActivity: manifest.mainActivity }) : undefined, bytes);
       await ctx.stdout.write("Success\n");
       return 0;
     }

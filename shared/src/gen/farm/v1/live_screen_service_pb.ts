@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/live_screen_service.proto.
  */
 export const file_farm_v1_live_screen_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFmYXJtL3YxL2xpdmVfc2NyZWVuX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiOwoSV2F0Y2hTY3JlZW5SZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0IjoKE1dhdGNoU2NyZWVuUmVzcG9uc2USIwoFZXZlbnQYASABKAsyFC5mYXJtLnYxLlNjcmVlbkV2ZW50ImUKC1NjcmVlbkV2ZW50EicKBmZvcm1hdBgBIAEoCzIVLmZhcm0udjEuU2NyZWVuRm9ybWF0SAASJQoFZnJhbWUYAiABKAsyFC5mYXJtLnYxLlNjcmVlbkZyYW1lSABCBgoEa2luZCJMCgxTY3JlZW5Gb3JtYXQSDQoFY29kZWMYASABKAkSFQoNZGlzcGxheV93aWR0aBgCIAEoDRIWCg5kaXNwbGF5X2hlaWdodBgDIAEoDSJCCgtTY3JlZW5GcmFtZRIMCgRkYXRhGAEgASgMEgsKA2tleRgCIAEoCBIYChBjYXB0dXJlZF91bml4X21zGAMgASgDMoIBChFMaXZlU2NyZWVuU2VydmljZRJtCgtXYXRjaFNjcmVlbhIbLmZhcm0udjEuV2F0Y2hTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5XYXRjaFNjcmVlblJlc3BvbnNlIiGiuxgdCAMYASgBOhV3YXRjaCBpdHMgbGl2ZSBzY3JlZW4wAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules]);
+  fileDesc("CiFmYXJtL3YxL2xpdmVfc2NyZWVuX3NlcnZpY2UucHJvdG8SB2Zhcm0udjEiTgoSV2F0Y2hTY3JlZW5SZXF1ZXN0EiUKBnRhcmdldBgBIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhEKCXRodW1ibmFpbBgCIAEoCCI6ChNXYXRjaFNjcmVlblJlc3BvbnNlEiMKBWV2ZW50GAEgASgLMhQuZmFybS52MS5TY3JlZW5FdmVudCJlCgtTY3JlZW5FdmVudBInCgZmb3JtYXQYASABKAsyFS5mYXJtLnYxLlNjcmVlbkZvcm1hdEgAEiUKBWZyYW1lGAIgASgLMhQuZmFybS52MS5TY3JlZW5GcmFtZUgAQgYKBGtpbmQiTAoMU2NyZWVuRm9ybWF0Eg0KBWNvZGVjGAEgASgJEhUKDWRpc3BsYXlfd2lkdGgYAiABKA0SFgoOZGlzcGxheV9oZWlnaHQYAyABKA0iQgoLU2NyZWVuRnJhbWUSDAoEZGF0YRgBIAEoDBILCgNrZXkYAiABKAgSGAoQY2FwdHVyZWRfdW5peF9tcxgDIAEoAzKCAQoRTGl2ZVNjcmVlblNlcnZpY2USbQoLV2F0Y2hTY3JlZW4SGy5mYXJtLnYxLldhdGNoU2NyZWVuUmVxdWVzdBocLmZhcm0udjEuV2F0Y2hTY3JlZW5SZXNwb25zZSIhorsYHQgDGAEoAToVd2F0Y2ggaXRzIGxpdmUgc2NyZWVuMAFiBnByb3RvMw", [file_farm_v1_device_service, file_farm_v1_method_rules]);
 
 /**
  * @generated from message farm.v1.WatchScreenRequest
@@ -23,6 +23,14 @@ export type WatchScreenRequest = Message<"farm.v1.WatchScreenRequest"> & {
    * @generated from field: farm.v1.DeviceTarget target = 1;
    */
   target?: DeviceTarget | undefined;
+
+  /**
+   * Key frames only: a low-rate view (the device grid's thumbnails) of the
+   * same stream every viewer of the phone shares; each frame decodes alone.
+   *
+   * @generated from field: bool thumbnail = 2;
+   */
+  thumbnail: boolean;
 };
 
 /**
