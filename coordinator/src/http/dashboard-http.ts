@@ -107,7 +107,6 @@ const HTTP_STATUS: Record<string, number> = {
   [Errors.QUOTA_EXCEEDED.code]: 429,
 };
 
-
 function json(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", ...SECURITY_HEADERS, ...headers });
   res.end(JSON.stringify(body));

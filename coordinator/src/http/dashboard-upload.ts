@@ -21,7 +21,6 @@ export interface UploadDeps {
   blobs: BlobStore;
 }
 
-
 /** A file name for humans, kept with the blob (never a path). */
 const NAME = /^[^/\\\0]{1,200}$/;
 
