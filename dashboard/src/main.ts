@@ -22,7 +22,8 @@ const routes: [RegExp, View, string][] = [
   [/^#\/devices$/, devicesView, "Devices"],
   [/^#\/devices\/(.+)$/, devicePageView, "Device"],
   [/^#\/leases$/, leasesView, "Leases"],
-  [/^#\/sessions$/, sessionsView, "Sessions"],
+  // Screen recordings; #/sessions is their old address, kept for bookmarks (test sessions are #/test-sessions).
+  [/^#\/(?:recordings|sessions)$/, sessionsView, "Recordings"],
   [/^#\/test-sessions\/([^?]+)$/, testSessionPageView, "Test session"],
   // `?device=&user=&status=` presets the filters.
   [/^#\/test-sessions(?:\?(.*))?$/, testSessionsView, "Test sessions"],
