@@ -16,8 +16,8 @@ help:
 	@echo "make format - format the code (dprint); make lint checks it"
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
-	@echo "make install [PREFIX=...] - install the bundled farm CLI into PREFIX (default /usr/local as root, else ~/.local)"
-	@echo "make pack   - cli/bundle/farm-cli-VERSION.tgz (npm install -g) and client/bundle/farm-client-VERSION.tgz (the @farm/client library)"
+	@echo "make pack   - cli/bundle/farm-cli-VERSION.tgz (npm install -g it on lab hosts, docs/operations/install.md) and client/bundle/farm-client-VERSION.tgz (the @farm/client library)"
+	@echo "make install [PREFIX=...] - npm install -g that CLI tarball into PREFIX (default /usr/local as root, else ~/.local)"
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -36,17 +36,25 @@ build: deps
 
 bundle: build
 
+# The one install story (docs/operations/install.md): a self-contained tarball
+# (the natives this checkout built ride inside it) for `npm install -g`.
 pack: build
 	rm -f cli/bundle/farm-cli-*.tgz
-	cd cli/bundle/package && npm pack --silent --pack-destination ..
+	node scripts/pack-cli.mjs >/dev/null
 	node scripts/pack-client.mjs --quiet
 
-# Copies the bundle and this checkout's built natives into $(PREFIX)/lib/farm, links $(PREFIX)/bin/farm.
-install: build
-	node scripts/install-cli.mjs --prefix "$(PREFIX)"
+# The same tarball, installed the same way: $(PREFIX)/lib/node_modules/@farm/cli, $(PREFIX)/bin/farm.
+# An install by an older `make install` ($(PREFIX)/lib/farm) is removed first.
+install: pack uninstall-legacy
+	npm install -g --offline --no-audit --no-fund --prefix "$(PREFIX)" cli/bundle/farm-cli-*.tgz
 
-uninstall:
-	node scripts/install-cli.mjs --prefix "$(PREFIX)" --uninstall
+uninstall: uninstall-legacy
+	npm uninstall -g --no-audit --no-fund --prefix "$(PREFIX)" @farm/cli
+
+.PHONY: uninstall-legacy
+uninstall-legacy:
+	@if [ -L "$(PREFIX)/bin/farm" ] && case "$$(readlink "$(PREFIX)/bin/farm")" in ../lib/farm/lib/*) true;; *) false;; esac; then \
+	  rm -f "$(PREFIX)/bin/farm" && rm -rf "$(PREFIX)/lib/farm" && echo "removed the old install in $(PREFIX)/lib/farm"; fi
 
 proto: deps
 	npx buf lint

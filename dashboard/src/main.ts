@@ -25,7 +25,8 @@ const routes: [RegExp, View, string][] = [
   // One workspace tab on its own (Logs, Shell, Files), until the device workspace holds them.
   [/^#\/device\/(.+\/[a-z]+)$/, tabPageView, "Device tab"],
   [/^#\/leases$/, leasesView, "Leases"],
-  [/^#\/sessions$/, sessionsView, "Sessions"],
+  // Screen recordings; #/sessions is their old address, kept for bookmarks (test sessions are #/test-sessions).
+  [/^#\/(?:recordings|sessions)$/, sessionsView, "Recordings"],
   [/^#\/test-sessions\/([^?]+)$/, testSessionPageView, "Test session"],
   // `?device=&user=&status=` presets the filters.
   [/^#\/test-sessions(?:\?(.*))?$/, testSessionsView, "Test sessions"],

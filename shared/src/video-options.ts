@@ -7,7 +7,8 @@ export const VIDEO_DEFAULT_LONG_EDGE = 1280;
 /** An explicit size's aspect ratio may differ from the display's by this much. */
 export const VIDEO_ASPECT_TOLERANCE = 0.01;
 
-export const videoFields = { duration: "duration-seconds", size: "size", session: "session" } as const;
+// A recording's id is named by --recording (a test session is another thing: `farm session`).
+export const videoFields = { duration: "duration-seconds", size: "size", session: "recording" } as const;
 
 export interface Size {
   width: number;
@@ -63,7 +64,7 @@ export function checkVideoAspect(size: Size, display: Size): void {
 /** Session ids are UUIDs (they are also the bundle's evidence id). */
 export function validateSessionId(id: string): string {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
-    throw invalidArgument(videoFields.session, `"${id}" is not a session id (a UUID) or a bundle's manifest path`);
+    throw invalidArgument(videoFields.session, `"${id}" is not a recording id (a UUID) or a bundle's manifest path`);
   }
   return id;
 }

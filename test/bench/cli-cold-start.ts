@@ -3,7 +3,7 @@
  * against `node -e 0` (Node's own start-up) in the same run, interleaved
  * round by round so load drifts hit every command alike. The bundled CLI is
  * installed the way `make install` does it (scripts/bundle-cli.mjs and
- * scripts/install-cli.mjs, into a temp prefix) and run from PATH; the
+ * scripts/pack-cli.mjs, npm install -g into a temp prefix) and run from PATH; the
  * unbundled one is `node cli/dist/main.js`. Client commands go to a local
  * `farm standalone` with two simulated phones (test/support/lab.ts), one
  * instant and one under the pixel-usb latency profile; `farm shell -- true`

@@ -65,13 +65,32 @@ describe("farm evidence video status of a session that is not there", () => {
     const files = await farm.files();
     const r = await farm.cli(["evidence", "video", "status", "--session", join(farm.dir, "nothing", "manifest.json")]);
     expect(r.exitCode).toBe(66);
-    expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_SESSION_NOT_FOUND", field: "session" });
+    expect(r.json).toMatchObject({ ok: false, code: "EVIDENCE_SESSION_NOT_FOUND", field: "recording" });
     expect(farm.reached).toEqual([]);
     expect(await farm.files()).toEqual(files);
   });
 
-  it("lists no sessions after all of the above", async () => {
-    expect((await farm.cli(["evidence", "video", "list"])).json["sessions"]).toEqual([]);
+  it("takes the recording once: --recording, or its old spelling --session, not both", async () => {
+    const id = "2b1f6c1e-4a0b-4a4e-9d7e-6f1c2a3b4c5d";
+    const both = await farm.cli(["evidence", "video", "stop", "--recording", id, "--session", id]);
+    expect(both.exitCode).toBe(64);
+    expect(both.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "recording" });
+    const none = await farm.cli(["evidence", "video", "status"]);
+    expect(none.exitCode).toBe(64);
+    expect(none.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "recording" });
+    expect(String(none.json["message"])).toContain("--recording is required");
+    const notAnId = await farm.cli(["evidence", "video", "inspect", "--recording", "not-a-uuid"]);
+    expect(notAnId.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "recording" });
+    expect(farm.reached).toEqual([]);
+    // Both spellings reach the same refusal for an unknown recording.
+    for (const flag of ["--recording", "--session"]) {
+      const r = await farm.cli(["evidence", "video", "status", flag, id]);
+      expect(r.json, flag).toMatchObject({ ok: false, code: "EVIDENCE_SESSION_NOT_FOUND" });
+    }
+  });
+
+  it("lists no recordings after all of the above", async () => {
+    expect((await farm.cli(["evidence", "video", "list"])).json["recordings"]).toEqual([]);
   });
 });
 

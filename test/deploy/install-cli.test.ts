@@ -1,12 +1,15 @@
 /**
- * `make install`: the bundled CLI (scripts/bundle-cli.mjs) installed under a
- * prefix (scripts/install-cli.mjs, what the Makefile target runs) is a
- * working `farm` on PATH, and runs the services from the install alone: its
- * SQLite migrations, native modules, dashboard and video worker are found
- * inside PREFIX/lib/farm, not in this checkout.
+ * The one install story (docs/operations/install.md): `make pack` writes
+ * farm-cli-VERSION.tgz (scripts/bundle-cli.mjs, scripts/pack-cli.mjs) and a
+ * lab host runs `npm install -g farm-cli-VERSION.tgz`. Here the tarball goes
+ * into an EMPTY prefix with `npm install -g --offline` and an empty npm cache
+ * (test/support/installed-cli.ts), so nothing can come from the network, the
+ * machine's cache or this checkout: the natives ride inside the tarball. From
+ * that prefix alone, `farm` answers --version, and a coordinator and an agent
+ * serve a simulated phone that is leased, driven, screenshotted and recorded.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FARM_VERSION } from "@farm/shared/version";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,10 +21,11 @@ import { waitFor } from "../support/farm-process.js";
 let dir: TempDir;
 let cli: InstalledCli;
 
+// Bundling, packing (~40 MB gzipped) and npm install take a minute or two on a loaded machine.
 beforeAll(async () => {
   dir = await makeTempDir("install");
   cli = installCli(dir.path);
-});
+}, 300_000);
 
 afterAll(async () => {
   await dir?.remove();
@@ -36,7 +40,7 @@ function symlinksUnder(root: string): string[] {
   return found;
 }
 
-describe("make install", () => {
+describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
   it("puts farm on PATH: --version, --help, standalone --help", async () => {
     const which = spawnSync("sh", ["-c", "command -v farm"], { env: cli.env, encoding: "utf8" });
     expect(which.stdout.trim()).toBe(cli.bin);
@@ -60,30 +64,42 @@ describe("make install", () => {
     expect(standalone.stdout).toContain("--listen");
   });
 
-  it("is self-contained: no links back into the checkout, natives built, sources left out", () => {
-    const home = join(cli.prefix, "lib", "farm");
+  it("carries what it needs: natives built, sources left out, deploy files, no npm dependencies", () => {
+    const home = cli.home;
+    expect(readdirSync(cli.prefix).sort()).toEqual(["bin", "lib"]);
+    expect(readdirSync(join(cli.prefix, "lib", "node_modules"))).toEqual(["@farm"]);
     expect(symlinksUnder(home)).toEqual([]);
-    expect(lstatSync(cli.bin).isSymbolicLink()).toBe(true);
     expect(statSync(join(home, "lib", "farm.cjs")).mode & 0o111).not.toBe(0);
+    const pkg = JSON.parse(readFileSync(join(home, "package.json"), "utf8")) as Record<string, unknown>;
+    // Nothing for npm to fetch or build on the host; and npm refuses it on another platform.
+    expect(pkg["dependencies"]).toBeUndefined();
+    expect(pkg).toMatchObject({ name: "@farm/cli", version: FARM_VERSION, os: [process.platform], cpu: [process.arch] });
+    expect((pkg["engines"] as { node: string }).node).toMatch(new RegExp(`<${Number(process.versions.node.split(".")[0]) + 1}$`));
     for (const f of ["assets/agent-drizzle/meta/_journal.json", "assets/coordinator-drizzle/meta/_journal.json", "assets/dashboard/index.html", "lib/worker-main.js"]) {
       expect(existsSync(join(home, f)), f).toBe(true);
     }
-    expect(existsSync(join(home, "node_modules/better-sqlite3/build/Release/better_sqlite3.node"))).toBe(true);
-    expect(existsSync(join(home, "node_modules/better-sqlite3/deps"))).toBe(false);
-    expect(existsSync(join(home, "node_modules/node-pty/build/Release/pty.node"))).toBe(true);
+    const natives = join(home, "lib", "node_modules");
+    expect(existsSync(join(natives, "better-sqlite3/build/Release/better_sqlite3.node"))).toBe(true);
+    expect(existsSync(join(natives, "better-sqlite3/deps"))).toBe(false);
+    expect(existsSync(join(natives, "node-pty/build/Release/pty.node"))).toBe(true);
     // Bundled code is not installed as packages, natives are.
-    expect(readdirSync(join(home, "node_modules"))).not.toContain("@connectrpc");
-    expect(readdirSync(join(home, "node_modules"))).toContain("sharp");
+    expect(readdirSync(natives)).not.toContain("@connectrpc");
+    expect(readdirSync(natives)).toContain("sharp");
+    // The systemd units, udev rule and example configs the install guide copies from the package.
+    for (const f of ["systemd/farm-agent.service", "systemd/farm-coordinator.service", "udev/51-farm-android.rules", "config/agent.json", "config/coordinator.json"]) {
+      expect(readFileSync(join(home, "deploy", f), "utf8"), f).toBe(readFileSync(join(repoRoot, "deploy", f), "utf8"));
+    }
     // The worker the agent forks runs on its own.
     const worker = spawnSync(process.execPath, [join(home, "lib", "worker-main.js")], { encoding: "utf8" });
     expect(worker.status).toBe(2);
     expect(worker.stderr).toContain("usage: worker-main.js SESSION_DIR");
   });
 
-  describe("farm standalone from the install", () => {
+  describe("a coordinator and an agent from the install", () => {
     let adb: AdbServer;
     let phone: SimDevice;
-    let standalone: Service;
+    let coordinator: Service;
+    let agent: Service;
     let env: NodeJS.ProcessEnv;
     let serial: string;
     let animation: NodeJS.Timeout;
@@ -91,12 +107,41 @@ describe("make install", () => {
     beforeAll(async () => {
       adb = await startAdbServer();
       const home = join(dir.path, "home");
-      // Run from a directory outside the checkout, with nothing from it on NODE_PATH.
-      env = { ...cli.env, FARM_HOME: home, XDG_STATE_HOME: join(home, "state"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "", FARM_OUTPUT: "json", NODE_PATH: "" };
-      standalone = await startInstalledFarm(
-        ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", "500"],
-        env,
+      const data = join(dir.path, "coordinator");
+      // Nothing from the checkout on NODE_PATH; no configured coordinator to fall back on.
+      const base = { ...cli.env, FARM_HOME: home, XDG_STATE_HOME: join(home, "state"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "", FARM_OUTPUT: "json", NODE_PATH: "" };
+      coordinator = await startInstalledFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", data], base);
+      const url = String(coordinator.ready["url"]);
+      const admin = { ...base, FARM_COORDINATOR: url, FARM_TOKEN: readFileSync(join(data, "admin.token"), "utf8").trim() };
+      const agentToken = await runFarm(["token", "create", "--kind", "agent", "--name", "lab-1"], admin);
+      expect(agentToken.code, agentToken.stdout + agentToken.stderr).toBe(0);
+      const tokenFile = join(dir.path, "agent.token");
+      writeFileSync(tokenFile, String(agentToken.json["token"]), { mode: 0o600 });
+      agent = await startInstalledFarm(
+        [
+          "agent",
+          "run",
+          "--coordinator",
+          url,
+          "--name",
+          "lab-1",
+          "--token-file",
+          tokenFile,
+          "--data-dir",
+          join(dir.path, "agent"),
+          "--adb-port",
+          String(adb.port),
+          "--no-adb-start",
+          "--lock-dir",
+          join(dir.path, "locks"),
+          "--heartbeat-interval",
+          "500",
+        ],
+        base,
       );
+      const user = await runFarm(["token", "create", "--kind", "user", "--name", "ci"], admin);
+      expect(user.code, user.stdout + user.stderr).toBe(0);
+      env = { ...admin, FARM_TOKEN: String(user.json["token"]) };
       phone = new SimDevice({ serialno: "INSTALL0001" });
       serial = await adbConnect(adb.port, "127.0.0.1", await phone.listen());
       // screenrecord writes frames only when the screen changes.
@@ -105,15 +150,16 @@ describe("make install", () => {
 
     afterAll(async () => {
       clearInterval(animation);
-      await standalone?.stop();
+      await agent?.stop();
+      await coordinator?.stop();
       await phone?.close();
       await adb?.stop();
     });
 
-    it("lists the phone, runs a shell command, takes a screenshot, serves the dashboard, records video", async () => {
+    it("leases the phone, runs a shell command, takes a screenshot, serves the dashboard, records video", async () => {
       await waitFor(`${serial} in farm devices`, async () => {
-        const list = ((await runFarm(["devices"], env)).json["devices"] ?? []) as { serial: string; state: string }[];
-        return list.some((d) => d.serial === serial && d.state === "device") ? true : undefined;
+        const list = ((await runFarm(["devices"], env)).json["devices"] ?? []) as { serial: string; state: string; agentName: string }[];
+        return list.some((d) => d.serial === serial && d.state === "device" && d.agentName === "lab-1") ? true : undefined;
       });
 
       const lease = await runFarm(["lease", "acquire", "--device", serial], env);
@@ -128,7 +174,7 @@ describe("make install", () => {
       expect(shot.code, shot.stdout + shot.stderr).toBe(0);
       expect(statSync(png).size).toBeGreaterThan(0);
 
-      const url = String(standalone.ready["url"]);
+      const url = String(coordinator.ready["url"]);
       const page = await fetch(`${url}/dashboard/`);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain("<html");
@@ -138,25 +184,16 @@ describe("make install", () => {
       const started = await runFarm(["evidence", "video", "start", "--device", serial, "--duration-seconds", "30", "--size", "216x480", "--output-dir", bundle], leased);
       expect(started.json, started.stdout + started.stderr).toMatchObject({ ok: true, status: "recording", workerAvailable: true });
       await new Promise((r) => setTimeout(r, 1_500));
-      const stopped = await runFarm(["evidence", "video", "stop", "--session", join(bundle, "manifest.json")], leased);
+      const stopped = await runFarm(["evidence", "video", "stop", "--recording", join(bundle, "manifest.json")], leased);
       expect(stopped.json, stopped.stdout + stopped.stderr).toMatchObject({ ok: true, status: "complete", stored: true });
       expect(statSync(join(bundle, "video.mp4")).size).toBeGreaterThan(0);
     });
   });
 
-  it("updates an install whose link is the old entry (lib/main.js) to lib/farm.cjs", async () => {
-    rmSync(cli.bin);
-    symlinkSync("../lib/farm/lib/main.js", cli.bin);
-    const r = spawnSync(process.execPath, [join(repoRoot, "scripts", "install-cli.mjs"), "--from", join(dir.path, "package"), "--prefix", cli.prefix, "--quiet"], { encoding: "utf8" });
-    expect(r.status, r.stderr).toBe(0);
-    expect(readlinkSync(cli.bin)).toBe("../lib/farm/lib/farm.cjs");
-    expect((await runFarm(["--version"], { ...cli.env, FARM_OUTPUT: "json" })).json).toEqual({ ok: true, version: FARM_VERSION });
-  });
-
-  it("uninstalls what it installed", () => {
-    const r = spawnSync(process.execPath, [join(repoRoot, "scripts", "install-cli.mjs"), "--prefix", cli.prefix, "--uninstall", "--quiet"], { encoding: "utf8" });
+  it("npm uninstall -g removes it (make uninstall)", () => {
+    const r = spawnSync("npm", ["uninstall", "-g", "--no-audit", "--no-fund", "--prefix", cli.prefix, "@farm/cli"], { encoding: "utf8", cwd: dir.path });
     expect(r.status, r.stderr).toBe(0);
     expect(existsSync(cli.bin)).toBe(false);
-    expect(existsSync(join(cli.prefix, "lib", "farm"))).toBe(false);
+    expect(existsSync(cli.home)).toBe(false);
   });
 });

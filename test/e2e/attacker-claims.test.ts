@@ -293,7 +293,7 @@ describe("evidence ids are the coordinator's to issue", () => {
   });
 
   it("refuses a recording before it runs when nothing is left of the user's quota", async () => {
-    const before = ((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length;
+    const before = ((await farm(["evidence", "video", "list"], env)).json["recordings"] as unknown[]).length;
     expect((await farm(["evidence", "capture", "--device", lab.serial], userEnv("carol"))).json["evidenceId"]).toBeDefined();
     // Beside a stored still, a recording holds the rest of the 2 GiB (less than its largest bundle); a second finds nothing.
     const first = await farm(["evidence", "video", "start", "--device", lab.serial, "--duration-seconds", "30"], userEnv("carol"));
@@ -302,7 +302,7 @@ describe("evidence ids are the coordinator's to issue", () => {
     expect(over.json).toMatchObject({ ok: false, code: "QUOTA_EXCEEDED", field: "quota" });
     expect(String(over.json["message"])).toContain("carol");
     expect(String(over.json["message"])).toContain("--evidence-quota");
-    expect(((await farm(["evidence", "video", "list"], env)).json["sessions"] as unknown[]).length).toBe(before + 1);
+    expect(((await farm(["evidence", "video", "list"], env)).json["recordings"] as unknown[]).length).toBe(before + 1);
     const stopped = await farm(["evidence", "video", "stop", "--session", String(first.json["sessionId"])], userEnv("carol"));
     // An idle screen records no frames (a partial bundle); stored, it fit what was left.
     expect(stopped.json).toMatchObject({ sessionId: first.json["sessionId"], stored: true });
@@ -388,7 +388,7 @@ describe("video session ids are the coordinator's to issue", () => {
       expect(repointed.json).toMatchObject({ ok: false, code: "AGENT_PROTOCOL_VIOLATION" });
 
       // The lab's session is still the lab's, live.
-      const sessions = (await farm(["evidence", "video", "list"], env)).json["sessions"] as { sessionId: string; agent: string; status: string }[];
+      const sessions = (await farm(["evidence", "video", "list"], env)).json["recordings"] as { sessionId: string; agent: string; status: string }[];
       expect(sessions.find((s) => s.sessionId === live)).toMatchObject({ agent: "lab", status: "recording" });
 
       // An upload under the live session's id, before the lab's worker publishes it:

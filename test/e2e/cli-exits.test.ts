@@ -23,7 +23,7 @@ beforeAll(async () => {
   installed = installCli(dir.path);
   lab = await startLab("cli-exits");
   serial = (await lab.addDevice({ serialno: "EXIT0001" })).serial;
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await lab?.stop();

@@ -184,11 +184,12 @@ describe("dashboard", () => {
     const phone = phones[0] as SimDevice;
     const serial = `127.0.0.1:${phone.port}`;
     ticker = setInterval(() => phone.state.screen.changed(), 50);
-    await page.goto(`${url}/dashboard/#/sessions`);
+    await page.goto(`${url}/dashboard/#/recordings`);
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Recordings");
     const started = await farm(["evidence", "video", "start", "--device", serial, "--duration-seconds", "2", "--size", "216x480"], { ...env, FARM_TOKEN: userToken });
     expect(started.code).toBe(0);
-    const id = String(started.json["sessionId"]);
-    const sessionRow = page.locator(`tr[data-session="${id}"]`);
+    const id = String(started.json["recordingId"]);
+    const sessionRow = page.locator(`tr[data-recording="${id}"]`);
     await expect.poll(() => sessionRow.locator("[data-cell=\"status\"]").textContent(), { timeout: LIVE_MS }).toBe("recording");
     // Nobody stops it: the duration cap ends it and the bundle is stored.
     await expect.poll(() => sessionRow.locator("[data-cell=\"status\"]").textContent(), { timeout: 30_000 }).toBe("complete");

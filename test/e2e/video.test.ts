@@ -139,7 +139,7 @@ describe("farm evidence video", () => {
     expect(r.code).toBe(64);
     expect(r.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "size" });
     expect(existsSync(bundle)).toBe(false);
-    expect((await farm(["evidence", "video", "list"], env)).json["sessions"]).toEqual([]);
+    expect((await farm(["evidence", "video", "list"], env)).json["recordings"]).toEqual([]);
   });
 
   it("records until stopped, verifies every frame, stores the bundle and fills --output-dir", async () => {
@@ -148,16 +148,18 @@ describe("farm evidence video", () => {
     const started = await start(serials[0]!, ["--output-dir", bundle, "--label", "checkout flow", "--context-json", "{\"originalVerdict\":\"failed\"}"]);
     expect(started.code).toBe(0);
     expect(started.json).toMatchObject({ ok: true, status: "recording", manifestPath: join(bundle, "manifest.json"), workerAvailable: true });
-    const id = String(started.json["sessionId"]);
+    const id = String(started.json["recordingId"]);
+    // sessionId is recordingId's old name, kept for scripts.
+    expect(started.json["sessionId"]).toBe(id);
     // While recording: an active manifest, no finish time, no stop reason.
     const active = readManifest(bundle);
     expect(active.finishedAt).toBeNull();
     expect(active.video.stopReason).toBeNull();
-    const status = await farm(["evidence", "video", "status", "--session", join(bundle, "manifest.json")], env);
+    const status = await farm(["evidence", "video", "status", "--recording", join(bundle, "manifest.json")], env);
     expect(status.code).toBe(0);
-    expect(status.json).toMatchObject({ ok: true, status: "recording", sessionId: id });
+    expect(status.json).toMatchObject({ ok: true, status: "recording", recordingId: id });
     // The saved target wins: another device is an error, not a redirect.
-    const conflicting = await farm(["evidence", "video", "status", "--session", bundle, "--device", "someone-else"], env);
+    const conflicting = await farm(["evidence", "video", "status", "--recording", bundle, "--device", "someone-else"], env);
     expect(conflicting.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "device" });
 
     await new Promise((r) => setTimeout(r, 1_500));
@@ -171,9 +173,10 @@ describe("farm evidence video", () => {
 
     // Repeated stop: the same outcome, the bundle untouched.
     const before = readFileSync(join(bundle, "manifest.json"), "utf8");
+    // --session, the old spelling of --recording, still works.
     const again = await farm(["evidence", "video", "stop", "--session", id], env);
     expect(again.code).toBe(0);
-    expect(again.json).toMatchObject({ status: "complete", sessionId: id });
+    expect(again.json).toMatchObject({ status: "complete", recordingId: id });
     expect(readFileSync(join(bundle, "manifest.json"), "utf8")).toBe(before);
     // In the store too, and pullable by anyone.
     const listed = (await farm(["evidence", "list", "--device", serials[0]!], env)).json["bundles"] as { evidenceId: string; kind: string; status: string }[];
@@ -182,8 +185,8 @@ describe("farm evidence video", () => {
     expect((await farm(["evidence", "pull", id, "--output-dir", pulled], env)).code).toBe(0);
     expect(readFileSync(join(pulled, "video.mp4"))).toEqual(readFileSync(join(bundle, "video.mp4")));
     // The device's temporary file is gone after verification.
-    const sessions = (await farm(["evidence", "video", "list", "--device", serials[0]!], env)).json["sessions"] as { sessionId: string; status: string }[];
-    expect(sessions).toEqual([expect.objectContaining({ sessionId: id, status: "complete" })]);
+    const sessions = (await farm(["evidence", "video", "list", "--device", serials[0]!], env)).json["recordings"] as { recordingId: string; status: string }[];
+    expect(sessions).toEqual([expect.objectContaining({ recordingId: id, status: "complete" })]);
 
     // Release of a finished session is a no-op that says so: the bundle and session.json are untouched.
     const sessionJson = readFileSync(join(sessionDir(id), "session.json"), "utf8");

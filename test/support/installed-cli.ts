@@ -10,30 +10,46 @@ export interface InstalledCli {
   prefix: string;
   /** PREFIX/bin/farm */
   bin: string;
+  /** PREFIX/lib/node_modules/@farm/cli: the installed package. */
+  home: string;
+  /** The tarball it was installed from (farm-cli-VERSION.tgz). */
+  tarball: string;
   /** process.env with PREFIX/bin first on PATH, so `farm` is the installed one. */
   env: NodeJS.ProcessEnv;
 }
 
+/** Runs a command to completion; throws with its output when it fails. */
+function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): string {
+  const r = spawnSync(cmd, args, { encoding: "utf8", ...opts });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
 /**
- * What `make install PREFIX=...` does, into `dir`: bundles the built code
- * (scripts/bundle-cli.mjs, into dir/package rather than cli/bundle, so a
- * test never races the working tree) and installs it under dir/prefix
- * (scripts/install-cli.mjs). Needs `npx tsc -b` and the dashboard built.
+ * What `make pack` and then `npm install -g` on a lab host do, into `dir`:
+ * bundles the built code (scripts/bundle-cli.mjs, into dir/package rather
+ * than cli/bundle, so a test never races the working tree), packs it
+ * (scripts/pack-cli.mjs, dir/farm-cli-VERSION.tgz) and installs the tarball
+ * into the empty prefix dir/prefix with `npm install -g --offline` and an
+ * empty npm cache of its own: the install can take nothing from the
+ * network, the machine's npm cache or this checkout. Needs `npx tsc -b` and
+ * the dashboard built. About half a minute (npm gzips and unpacks ~40 MB).
  */
 export function installCli(dir: string): InstalledCli {
   const pkg = join(dir, "package");
   const prefix = join(dir, "prefix");
-  for (
-    const [script, args] of [
-      ["bundle-cli.mjs", ["--out", pkg]],
-      ["install-cli.mjs", ["--from", pkg, "--prefix", prefix]],
-    ] as const
-  ) {
-    const r = spawnSync(process.execPath, [join(repoRoot, "scripts", script), ...args, "--quiet"], { encoding: "utf8", cwd: dir });
-    if (r.status !== 0) throw new Error(`scripts/${script} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
-  }
+  run(process.execPath, [join(repoRoot, "scripts", "bundle-cli.mjs"), "--out", pkg, "--quiet"], { cwd: dir });
+  const tarball = run(process.execPath, [join(repoRoot, "scripts", "pack-cli.mjs"), "--from", pkg, "--out", dir, "--quiet"], { cwd: dir }).trim();
+  const npmEnv = { ...process.env, npm_config_cache: join(dir, "npm-cache"), npm_config_userconfig: join(dir, "npmrc"), npm_config_update_notifier: "false" };
+  run("npm", ["install", "-g", "--offline", "--no-audit", "--no-fund", "--prefix", prefix, tarball], { cwd: dir, env: npmEnv });
   const binDir = join(prefix, "bin");
-  return { prefix, bin: join(binDir, "farm"), env: { ...process.env, PATH: `${binDir}:${process.env["PATH"] ?? ""}` } };
+  return {
+    prefix,
+    bin: join(binDir, "farm"),
+    home: join(prefix, "lib", "node_modules", "@farm", "cli"),
+    tarball,
+    env: { ...process.env, PATH: `${binDir}:${process.env["PATH"] ?? ""}` },
+  };
 }
 
 /** What a run of the installed farm gave. */

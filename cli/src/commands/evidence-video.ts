@@ -27,9 +27,16 @@ const STOP_RPC_MS = 80_000;
 const TRANSFER_MS = 60_000;
 const LIVE = new Set(["starting", "recording", "finalizing"]);
 
-/** `--session` is a session id, or the manifest path (or directory) of a bundle started with --output-dir. */
+/** `--recording` (or its old spelling `--session`, given once): an id, or the manifest path (or directory) of a bundle started with DIR. */
+function recordingArg(opts: { recording?: string | undefined; session?: string | undefined }): string | undefined {
+  if (opts.recording !== undefined && opts.session !== undefined) {
+    throw invalidArgument(videoFields.session, "give the recording once: --recording (--session is its old spelling)");
+  }
+  return opts.recording ?? opts.session;
+}
+
 async function resolveSession(text: string | undefined): Promise<{ sessionId: string; dir: string | null; local: EvidenceManifest | null }> {
-  if (text === undefined || text === "") throw invalidArgument(videoFields.session, "--session is required (a session id or a bundle's manifest path)");
+  if (text === undefined || text === "") throw invalidArgument(videoFields.session, "--recording is required (a recording id or a bundle's manifest path)");
   if (!isAbsolute(text) && !text.includes("/")) return { sessionId: validateSessionId(text), dir: null, local: null };
   const path = (await stat(text).then((s) => s.isDirectory(), () => false)) ? join(text, "manifest.json") : text;
   let manifest: EvidenceManifest;
@@ -44,10 +51,10 @@ async function resolveSession(text: string | undefined): Promise<{ sessionId: st
   return { sessionId: validateSessionId(manifest.evidenceId), dir: dirname(path), local: manifest };
 }
 
-/** Status and stop use the session's saved target; a different --device is a mistake, not a redirect. */
+/** Status and stop use the recording's saved target; a different --device is a mistake, not a redirect. */
 function checkTarget(device: string | undefined, sessionId: string, serial: string): void {
   if (device !== undefined && device !== serial) {
-    throw invalidArgument("device", `session ${sessionId} records ${serial}; --device ${device} conflicts with it`);
+    throw invalidArgument("device", `recording ${sessionId} is of ${serial}; --device ${device} conflicts with it`);
   }
 }
 
@@ -69,7 +76,7 @@ async function refreshLocal(session: ClientSession, dir: string, s: VideoSession
     if (!m.finishedAt) {
       const text = s.manifestJson;
       await publishBundleFile(dir, "manifest.json", text).catch((err: unknown) => {
-        throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `session ${s.sessionId}: writing the active manifest into ${dir} failed: ${(err as Error).message}`);
+        throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `recording ${s.sessionId}: writing the active manifest into ${dir} failed: ${(err as Error).message}`);
       });
     }
   }
@@ -80,7 +87,9 @@ function view(s: VideoSession, manifestPath: string | null, okWhen: (status: str
   const ok = okWhen(s.status) && s.code === "";
   return {
     ok,
-    ...(ok ? {} : { code: s.code || Errors.EVIDENCE_CAPTURE_FAILED.code, message: s.message || `session is ${s.status}` }),
+    ...(ok ? {} : { code: s.code || Errors.EVIDENCE_CAPTURE_FAILED.code, message: s.message || `recording is ${s.status}` }),
+    recordingId: s.sessionId,
+    /** Deprecated: the old name of recordingId (a recording is not a test session), kept for scripts. */
     sessionId: s.sessionId,
     status: s.status,
     manifestPath,
@@ -109,7 +118,7 @@ function exitOf(data: Record<string, unknown>): number {
 function pretty(d: Record<string, unknown>): string {
   const v = d["video"] as EvidenceManifest["video"] | null;
   return [
-    `session ${String(d["sessionId"])}: ${String(d["status"])}${d["code"] ? ` (${String(d["code"])})` : ""}`,
+    `recording ${String(d["recordingId"])}: ${String(d["status"])}${d["code"] ? ` (${String(d["code"])})` : ""}`,
     d["message"] ? `  ${String(d["message"])}` : null,
     d["manifestPath"] ? `  manifest: ${String(d["manifestPath"])}` : null,
     v
@@ -196,7 +205,7 @@ async function stopWithStages(ctx: CommandContext, client: ReturnType<typeof ser
 function sessionCommand(name: "status" | "stop"): Action<typeof videoSessionOptions> {
   return async (input) => {
     const { opts, ctx } = input;
-    const target = await resolveSession(opts.session);
+    const target = await resolveSession(recordingArg(opts));
     const session = clientSession(input);
     const client = serviceClient(VideoService, session.config);
     // A conflicting --device is refused before anything changes: from the
@@ -225,7 +234,7 @@ export const stopVideo = sessionCommand("stop");
 
 export const inspectVideo: Action<typeof videoInspectOptions> = async (input) => {
   const { opts, ctx } = input;
-  const target = await resolveSession(opts.session);
+  const target = await resolveSession(recordingArg(opts));
   const session = clientSession(input);
   const r: InspectVideoResponse = await serviceClient(VideoService, session.config).inspectVideo({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
   const parse = (t: string) => {
@@ -236,7 +245,8 @@ export const inspectVideo: Action<typeof videoInspectOptions> = async (input) =>
     }
   };
   const data = {
-    session: r.session ? view(r.session, null, () => true) : null,
+    recording: r.session ? view(r.session, null, () => true) : null,
+    // The recording worker's own state file (session.json in the recording's directory).
     sessionFile: parse(r.sessionJson),
     heartbeat: parse(r.heartbeatJson),
     lock: parse(r.lockJson),
@@ -260,11 +270,11 @@ export const inspectVideo: Action<typeof videoInspectOptions> = async (input) =>
 
 export const releaseVideo: Action<typeof videoReleaseOptions> = async (input) => {
   const { opts, ctx } = input;
-  const target = await resolveSession(opts.session);
+  const target = await resolveSession(recordingArg(opts));
   const reason = opts.reason;
   const session = clientSession(input);
   const res = await serviceClient(VideoService, session.config).releaseVideo({ sessionId: target.sessionId, reason }, { timeoutMs: session.timeoutMs });
-  // ok is the release's outcome (a finished session is a no-op, not a failure); the session's own state is in status and errors.
+  // ok is the release's outcome (a finished recording is a no-op, not a failure); the recording's own state is in status and errors.
   const { ok: _ok, code: _code, message: _message, ...data } = view(res.session as VideoSession, null, () => true);
   const result = { ...data, released: res.released, message: res.note };
   ctx.printer.result(result, () => `${pretty(result)}\n${res.released ? "released" : "nothing released"}`);
@@ -280,11 +290,11 @@ export const listVideo: Action<typeof videoListOptions> = async (input) => {
     const res = await client.listVideoSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
     return { items: res.sessions, nextPageToken: res.nextPageToken };
   });
-  const sessions = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
-  ctx.printer.result({ sessions }, () =>
+  const recordings = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
+  ctx.printer.result({ recordings }, () =>
     table(
-      ["SESSION", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],
-      sessions.map((s) => [String(s.sessionId), String(s.status), String(s.serial), String(s.agent), String(s.createdAt ?? ""), String((s.video as { stopReason?: string } | null)?.stopReason ?? "")]),
+      ["RECORDING", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],
+      recordings.map((s) => [String(s.recordingId), String(s.status), String(s.serial), String(s.agent), String(s.createdAt ?? ""), String((s.video as { stopReason?: string } | null)?.stopReason ?? "")]),
     ));
   return 0;
 };

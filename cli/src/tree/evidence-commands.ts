@@ -46,11 +46,15 @@ export const videoStartOptions = {
   contextJson: text("--context-json <object>", "A JSON object stored in the manifest"),
   outputDir: outputDir("A new directory (relative to the working directory, or absolute) for the bundle"),
 };
-const sessionOption = { session: text("--session <id|manifest>", "A session id, or the manifest path (or directory) of a bundle started with DIR") };
-export const videoSessionOptions = { ...clientOptions, ...sessionOption, device: text("--device <serial>", "Refuse unless the session records this device") };
-export const videoInspectOptions = { ...clientOptions, ...sessionOption };
-export const videoReleaseOptions = { ...clientOptions, ...sessionOption, reason: requiredText("--reason <text>", "Why the lock is released (audit-logged)") };
-export const videoListOptions = { ...clientOptions, device: text("--device <serial>", "Only this device's sessions"), status: text("--status <status>", "recording, complete, …") };
+// A recording, not a test session (`farm session`): --session is its old spelling, still accepted.
+const recordingOption = {
+  recording: text("--recording <id|manifest>", "A recording id, or the manifest path (or directory) of a bundle started with DIR"),
+  session: hidden(text("--session <id|manifest>", "Old spelling of --recording")),
+};
+export const videoSessionOptions = { ...clientOptions, ...recordingOption, device: text("--device <serial>", "Refuse unless the recording is of this device") };
+export const videoInspectOptions = { ...clientOptions, ...recordingOption };
+export const videoReleaseOptions = { ...clientOptions, ...recordingOption, reason: requiredText("--reason <text>", "Why the lock is released (audit-logged)") };
+export const videoListOptions = { ...clientOptions, device: text("--device <serial>", "Only this device's recordings"), status: text("--status <status>", "recording, complete, …") };
 
 export const videoGroup = group({
   name: "video",
@@ -64,11 +68,11 @@ export const videoGroup = group({
       examples: ["farm evidence video start --device SERIAL --duration-seconds 30 /abs/new/dir"],
       load: async () => (await import("../commands/evidence-video.js")).startVideo,
     }),
-    leaf({ name: "status", summary: "Show a recording session's state", options: videoSessionOptions, load: async () => (await import("../commands/evidence-video.js")).videoStatus }),
+    leaf({ name: "status", summary: "Show a recording's state", options: videoSessionOptions, load: async () => (await import("../commands/evidence-video.js")).videoStatus }),
     leaf({ name: "stop", summary: "Stop a recording and wait (15 s) for its verified bundle", options: videoSessionOptions, load: async () => (await import("../commands/evidence-video.js")).stopVideo }),
-    leaf({ name: "inspect", summary: "Show a session's files, worker heartbeat, lock and remote recorder (changes nothing)", options: videoInspectOptions, load: async () => (await import("../commands/evidence-video.js")).inspectVideo }),
-    leaf({ name: "release", summary: "Release the recording lock of a session whose worker is gone (admin; after inspect)", options: videoReleaseOptions, load: async () => (await import("../commands/evidence-video.js")).releaseVideo }),
-    leaf({ name: "list", summary: "List video sessions known to the coordinator", options: videoListOptions, load: async () => (await import("../commands/evidence-video.js")).listVideo }),
+    leaf({ name: "inspect", summary: "Show a recording's files, worker heartbeat, lock and remote recorder (changes nothing)", options: videoInspectOptions, load: async () => (await import("../commands/evidence-video.js")).inspectVideo }),
+    leaf({ name: "release", summary: "Release the recording lock of a recording whose worker is gone (admin; after inspect)", options: videoReleaseOptions, load: async () => (await import("../commands/evidence-video.js")).releaseVideo }),
+    leaf({ name: "list", summary: "List the recordings known to the coordinator", options: videoListOptions, load: async () => (await import("../commands/evidence-video.js")).listVideo }),
   ],
 });
 

@@ -10,7 +10,7 @@ const LIVE = new Set(["starting", "recording", "finalizing"]);
 export const sessionsView: View = (root, state) => {
   const body = h("tbody");
   const more = moreButton(state, "sessions", "recordings");
-  root.append(h("h1", {}, "Recording sessions"), table("Video recordings, newest first", ["Session", "Status", "Device", "Agent", "Started", "Duration", "Stop reason", "Bundle"], body), more.el);
+  root.append(h("h1", {}, "Recordings"), table("Screen recordings, newest first", ["Recording", "Status", "Device", "Agent", "Started", "Duration", "Stop reason", "Bundle"], body), more.el);
   const render = batched(() => {
     more.update();
     const sessions = [...state.sessions.values()].sort((a, b) => Number((b.createTime?.seconds ?? 0n) - (a.createTime?.seconds ?? 0n)));
@@ -30,7 +30,7 @@ export const sessionsView: View = (root, state) => {
           const seconds = LIVE.has(s.status) && s.createTime ? Math.round((Date.now() - timestampDate(s.createTime).getTime()) / 1000) : v?.hostDurationMs ? Math.round(v.hostDurationMs / 1000) : null;
           return h(
             "tr",
-            { "data-session": s.sessionId },
+            { "data-recording": s.sessionId },
             h("th", { scope: "row" }, h("code", {}, s.sessionId.slice(0, 8))),
             h("td", { class: `status status-${s.status}`, "data-cell": "status" }, s.status, s.code ? ` (${s.code})` : ""),
             h("td", {}, s.serial),
