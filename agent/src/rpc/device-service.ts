@@ -5,7 +5,7 @@ import type { DeviceService, DeviceTarget, SendInputRequest } from "@farm/shared
 import type { ElementSelector } from "@farm/shared/gen/farm/v1/ui_pb";
 import { shellV2 } from "../adb/adb-shell.js";
 import { parseGetprop } from "../evidence/device-observations.js";
-import { LIST_THIRD_PARTY, parsePackageList } from "../devices/package-list.js";
+import { LIST_THIRD_PARTY, packagePage, parsePackageList } from "../devices/package-list.js";
 import { shQuote } from "../actions/shell-quote.js";
 import type { InputRequest } from "../actions/input-action.js";
 import { readUiTree } from "../ui/read-ui-tree.js";
@@ -98,7 +98,7 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       deps.ownership.requireDevice(serial);
       const r = await shellV2(deps.evidence.adb, serial, LIST_THIRD_PARTY, signal(callContext(ctx)));
       if (r.exitCode !== 0) throw farmError(Errors.ADB_REFUSED, `pm list packages exited ${r.exitCode}: ${r.stderr.toString("utf8").trim().slice(0, 200)}`);
-      return { packages: parsePackageList(r.stdout.toString("utf8")) };
+      return packagePage(parsePackageList(r.stdout.toString("utf8")), req.pageSize, req.pageToken);
     },
     async readLogcat(req, ctx) {
       const serial = serialOf(req.target);

@@ -50,7 +50,13 @@ function openApps(first: WorkspaceTarget): WorkspaceTabView {
     if (!target.canAct || !target.serial) return;
     try {
       // A read (ListPackages: not journaled, not a step of the session).
-      const names = (await api.device.listPackages({ target: { serial: target.serial } }, { headers: headers(false) })).packages;
+      const names: string[] = [];
+      let pageToken = "";
+      do {
+        const page = await api.device.listPackages({ target: { serial: target.serial }, pageSize: 1000, pageToken }, { headers: headers(false) });
+        names.push(...page.packages);
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "");
       replaceChildren(
         body,
         names.length === 0
