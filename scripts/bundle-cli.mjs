@@ -46,7 +46,8 @@ const log = (s) => opts.quiet || process.stderr.write(`${s}\n`);
 
 /** Loaded with require()/import at run time, never bundled: native addons and their loaders. */
 // tesseract.js starts its workers from files next to its own module (and reads the language data from its package).
-const EXTERNAL = ["better-sqlite3", "sharp", "node-pty", "tesseract.js", "@tesseract.js-data/eng"];
+// xpath is loaded with createRequire (its typings would pull the DOM library into the coordinator's program: webdriver/locate/xpath-locator.ts), which esbuild cannot follow.
+const EXTERNAL = ["better-sqlite3", "sharp", "node-pty", "tesseract.js", "@tesseract.js-data/eng", "xpath"];
 /** Left out and not shipped: pg's optional libpq binding, loaded only when asked for (farm never does). */
 const NEVER_LOADED = ["pg-native"];
 
