@@ -5,7 +5,8 @@ import { seededRandom } from "@farm/shared/testing/seeded-random";
 import { pageSourceXml } from "./page-source.js";
 import { childElements, fixtureTree, node } from "./testing/ui-trees.js";
 import { hierarchyRoot } from "./ui-hierarchy.js";
-import { pageSourceDocument } from "./xpath-locator.js";
+import { WebDriverError } from "../webdriver-error.js";
+import { pageSourceDocument, selectByXPath } from "./xpath-locator.js";
 
 /** Every element as [name, attributes…] in document order. */
 function flatten(h: XmlElement): string[][] {
@@ -65,5 +66,22 @@ describe("pageSourceDocument (what XPath runs over)", () => {
       expect(el.getAttribute("class")).toBe(e?.type);
       expect(el.getAttribute("bounds")).toBe(e?.bounds ? `[${e.bounds.left},${e.bounds.top}][${e.bounds.right},${e.bounds.bottom}]` : undefined);
     }
+  });
+});
+
+describe("selectByXPath's time bound", () => {
+  it("stops an expression that would run for minutes and answers invalid selector, then still answers the next one", () => {
+    const root = hierarchyRoot([node({ children: Array.from({ length: 300 }, (_, i) => node({ id: `com.example.app:id/n${i}` })) })]);
+    // At least cubic in the tree's size (2.7e7 node visits, each far from free): minutes, far past a 200 ms bound on any machine.
+    const slow = "//*[count(//*[count(//*) > 0]) > 0]";
+    let error: unknown;
+    try {
+      selectByXPath(root, slow, undefined, 200);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(WebDriverError);
+    expect(error).toMatchObject({ code: "invalid selector", message: expect.stringContaining("ran longer than 200 ms") });
+    expect(selectByXPath(root, "//*[@resource-id='com.example.app:id/n7']")).toHaveLength(1);
   });
 });

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import vm from "node:vm";
 import { DOMImplementation, type Document as XmlDocument, type Element as XmlElement, type Node as XmlNode } from "@xmldom/xmldom";
 import type { UiElement } from "@farm/shared/gen/farm/v1/ui_pb";
 import { WebDriverError } from "../webdriver-error.js";
@@ -11,6 +12,26 @@ import { comparePaths } from "./ui-selector.js";
 const xpath = createRequire(import.meta.url)("xpath") as { select(expression: string, node: XmlNode): unknown };
 
 const ELEMENT_NODE = 1;
+
+/**
+ * The longest one XPath may run. It runs on the coordinator's event loop,
+ * and XPath 1.0 lets a short expression take polynomial time in the tree's
+ * size (nested predicates over //*): a vm timeout interrupts whatever runs
+ * inside it, the library's own code included, so one caller's expression
+ * cannot stall every other call.
+ */
+export const XPATH_MAX_MS = 5000;
+const timed = vm.createContext({ run: (): unknown => undefined });
+const runTimed = new vm.Script("run()");
+
+function withinTime<T>(fn: () => T, maxMs: number): T {
+  (timed as { run: () => unknown }).run = fn;
+  try {
+    return runTimed.runInContext(timed, { timeout: maxMs }) as T;
+  } finally {
+    (timed as { run: () => unknown }).run = () => undefined;
+  }
+}
 
 /**
  * The paths of the elements an XPath 1.0 expression selects, evaluated (by
@@ -27,7 +48,7 @@ const ELEMENT_NODE = 1;
  * page source's indentation is not content), so `text()` selects nothing.
  * The `<hierarchy>` element is not a screen element and is never returned.
  */
-export function selectByXPath(root: UiElement, expression: string, within?: readonly number[]): number[][] {
+export function selectByXPath(root: UiElement, expression: string, within?: readonly number[], maxMs = XPATH_MAX_MS): number[][] {
   const { document, hierarchy, pathOf } = pageSourceDocument(root);
   let context: XmlNode = document;
   if (within !== undefined) {
@@ -37,8 +58,11 @@ export function selectByXPath(root: UiElement, expression: string, within?: read
   }
   let result: unknown;
   try {
-    result = xpath.select(expression, context);
+    result = withinTime(() => xpath.select(expression, context), maxMs);
   } catch (e) {
+    if ((e as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
+      throw new WebDriverError("invalid selector", `xpath ${JSON.stringify(expression)} ran longer than ${maxMs} ms over this screen; simplify it (or find by id, accessibility id or UiSelector)`);
+    }
     throw new WebDriverError("invalid selector", `xpath ${JSON.stringify(expression)} is not a valid XPath 1.0 expression: ${(e as Error).message}`);
   }
   if (!Array.isArray(result)) {
