@@ -249,9 +249,17 @@ export function webDriverEndpoint(deps: WebDriverDeps): WebDriverEndpoint {
       } catch (err) {
         const wd = webDriverErrorOf(err);
         if (wd.httpStatus >= 500 && wd.code !== "session not created") deps.log.warn("webdriver command failed", { path: redactedPath(pathname), error: wd.message });
-        // A body left unread (too large) ends the HTTP/1.1 connection with the answer.
-        if (!res.headersSent) send(res, wd.httpStatus, wd.toJSON(), req.httpVersionMajor === 1 && !req.readableEnded);
-        else res.end();
+        if (!res.headersSent) {
+          // A body left unread (too large): an HTTP/1.1 client reads the answer only once it has
+          // written its body, so a closed connection would reach it as a write error (EPIPE), not as
+          // the refusal. Up to DRAIN_MAX_BYTES announced, the rest is read and dropped (never kept);
+          // past that, or without a length, the connection ends with the answer.
+          const unread = req.httpVersionMajor === 1 && !req.readableEnded;
+          const announced = Number(req.headers["content-length"] ?? NaN);
+          const drain = unread && Number.isFinite(announced) && announced <= DRAIN_MAX_BYTES;
+          if (drain) req.resume();
+          send(res, wd.httpStatus, wd.toJSON(), unread && !drain);
+        } else res.end();
       }
       return true;
     },
@@ -407,6 +415,9 @@ function loopbackUrl(url: string): string {
   else if (u.hostname === "[::]") u.hostname = "[::1]";
   return u.toString().replace(/\/$/, "");
 }
+
+/** The most of a refused body read and dropped so that its client sees the refusal (see the handler's catch). */
+const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
 
 /** Session and element ids are not secrets, but no path goes to the log with anything else either. */
 function redactedPath(pathname: string): string {
