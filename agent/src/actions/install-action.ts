@@ -8,6 +8,7 @@ import { getBlob } from "../uplink/blob-transfer.js";
 import { ActionFailed, DispatchFailure, type ActionKind } from "../ownership/device-ownership.js";
 import { shQuote } from "./shell-quote.js";
 import type { DeviceJobs } from "./device-job.js";
+import { pushToDevice } from "./push-to-device.js";
 
 export interface InstallRequest {
   blobId: string;
@@ -33,15 +34,7 @@ export function installAction(jobs: DeviceJobs, client: AdbClient, transport: Tr
         }
         const remote = `/data/local/tmp/farm-install-${action.actionId}.apk`;
         try {
-          const transfer = await client.getDevice(device.serial).push(local, remote);
-          await new Promise<void>((resolve, reject) => {
-            transfer.once("end", () => resolve());
-            transfer.once("error", reject);
-            signal.addEventListener("abort", () => {
-              (transfer as { cancel?: () => void }).cancel?.();
-              reject(new Error("deadline exceeded"));
-            }, { once: true });
-          });
+          await pushToDevice(client.getDevice(device.serial), local, remote, signal);
         } catch (err) {
           // A partial push changes nothing that matters; the package is not installed.
           throw new DispatchFailure(`pushing the APK failed: ${(err as Error).message}`, false, Errors.INSTALL_PUSH_FAILED);

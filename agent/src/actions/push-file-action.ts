@@ -9,6 +9,7 @@ import { ActionFailed, DispatchFailure, type ActionKind } from "../ownership/dev
 import { getBlob } from "../uplink/blob-transfer.js";
 import type { DeviceJobs } from "./device-job.js";
 import { shQuote } from "./shell-quote.js";
+import { pushToDevice } from "./push-to-device.js";
 
 export interface PushFileRequest {
   blobId: string;
@@ -45,15 +46,7 @@ export function pushFileAction(jobs: DeviceJobs, client: AdbClient, transport: T
         if (blob.size > DEVICE_FILE_MAX_BYTES) throw new DispatchFailure(`the file is ${blob.size} bytes; files pushed are at most ${DEVICE_FILE_MAX_BYTES}`, false, Errors.FILE_TOO_LARGE);
         const staged = `/data/local/tmp/farm-push-${action.actionId}`;
         try {
-          const transfer = await client.getDevice(device.serial).push(local, staged);
-          await new Promise<void>((resolve, reject) => {
-            transfer.once("end", () => resolve());
-            transfer.once("error", reject);
-            signal.addEventListener("abort", () => {
-              (transfer as { cancel?: () => void }).cancel?.();
-              reject(new Error("deadline exceeded"));
-            }, { once: true });
-          });
+          await pushToDevice(client.getDevice(device.serial), local, staged, signal);
         } catch (err) {
           // A partial file in the staging place changes nothing at the path.
           throw new DispatchFailure(`pushing the file failed: ${(err as Error).message}`, false, Errors.FILE_TRANSFER_FAILED);
