@@ -227,8 +227,9 @@ describe("the device workspace", () => {
     }
     const metric = async (name: string) => Number((await (await fetch(`${url}/metrics`)).text()).split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1]);
     // Alice's phone: her thumbnail and the admin's share one feed (two phones streamed, three viewers).
-    expect(await metric("farm_live_screens")).toBe(2);
-    expect(await metric("farm_live_screen_viewers")).toBe(3);
+    // Polled: a viewer of the page before (the workspace test's screen) leaves when its stream's end reaches the coordinator.
+    await expect.poll(() => metric("farm_live_screens"), { timeout: 20_000 }).toBe(2);
+    await expect.poll(() => metric("farm_live_screen_viewers"), { timeout: 20_000 }).toBe(3);
     await admin.screenshot({ path: join(artifacts, "grid-admin.png"), fullPage: true });
 
     // The filter narrows by model; a card opens the phone's workspace.
