@@ -58,6 +58,15 @@ const NEVER_LOADED = ["pg-native"];
  */
 const COMMAND_ENTRY = { src: "cli/dist/entry.js", out: "farm.cjs", loads: "./main.js" };
 
+/**
+ * Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require() for
+ * Node's built-ins; an ES module has none of its own. esbuild puts the
+ * banner on every output file; dropRequireBanners() takes it off the files
+ * that never say `require`, most of them: each createRequire() costs a
+ * little at start-up, and `farm shell` loads some forty files.
+ */
+const REQUIRE_BANNER = "import { createRequire as __farmCreateRequire } from \"node:module\";\nconst require = __farmCreateRequire(import.meta.url);";
+
 /** Entry points, by output name (lib/<name>.js). */
 const ENTRIES = {
   main: "cli/dist/main.js",
@@ -147,13 +156,12 @@ async function main() {
     platform: "node",
     target: "node20",
     external: [...EXTERNAL, ...NEVER_LOADED],
-    // Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require()
-    // for Node's built-ins; an ES module has none of its own.
-    banner: { js: "import { createRequire as __farmCreateRequire } from \"node:module\";\nconst require = __farmCreateRequire(import.meta.url);" },
+    banner: { js: REQUIRE_BANNER },
     plugins: [runtimeFilesPlugin(used)],
     metafile: true,
     logLevel: "warning",
   });
+  dropRequireBanners(Object.keys(result.metafile.outputs).map((p) => resolve(root, p)).filter((p) => p.endsWith(".js")));
   await buildCommandEntry();
   // Everything but the CLI's own entry is there because some module asks for it.
   const unused = Object.keys(RUNTIME_FILES).filter((k) => k !== ENTRIES.main && !used.has(k));
@@ -201,6 +209,19 @@ async function main() {
     `bundle-cli: ${relative(process.cwd(), outDir) || "."}: ${files.length} files, ${(bytes / 1024).toFixed(0)} KiB in lib/ ` +
       `(${COMMAND_ENTRY.out} ${(entryBytes / 1024).toFixed(1)} KiB, main.js ${(mainBytes / 1024).toFixed(1)} KiB, loaded eagerly ${(eager / 1024).toFixed(0)} KiB) in ${(performance.now() - started).toFixed(0)} ms`,
   );
+}
+
+/** Takes REQUIRE_BANNER off the output files whose code never names `require` (a mention in a string or comment keeps it: harmless). */
+function dropRequireBanners(files) {
+  const head = `${REQUIRE_BANNER}\n`;
+  for (const file of files) {
+    const text = readFileSync(file, "utf8");
+    // An entry's #! line stays first.
+    const shebang = /^#!.*\n/.exec(text)?.[0] ?? "";
+    if (!text.startsWith(head, shebang.length)) fail(`${relative(root, file)} does not start with the require banner`);
+    const body = text.slice(shebang.length + head.length);
+    if (!/\brequire\b/.test(body)) writeFileSync(file, shebang + body);
+  }
 }
 
 /** lib/farm.cjs: the command's entry, with what it needs inlined and the CLI left to a run-time import. */

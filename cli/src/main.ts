@@ -14,13 +14,15 @@ import { watchStdout } from "./stdout-watch.js";
  * The farm CLI. Start-up loads only the command tree's declarations
  * (tree/*-commands.ts) and commander; a command's implementation, and with
  * it Connect, SQLite, adb or sharp, is imported when that command runs.
+ * The hot commands (`farm shell`, `farm devices`, …; tree/hot-path.ts) in
+ * their plain spellings skip commander and the rest of the tree too.
  *
  * `sinks` run it in process (tests): what it prints goes there instead of
  * stdout and stderr (neither then counts as a terminal), SIGINT and SIGTERM
  * are left to the host, and the connections it opened are closed when it
  * returns (as a process's exit would).
  */
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, sinks?: OutputSinks): Promise<number> {
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, sinks?: OutputSinks, options: MainOptions = {}): Promise<number> {
   const stop = new AbortController();
   let received: NodeJS.Signals | undefined;
   const onSignal = (signal?: NodeJS.Signals) => {
@@ -29,8 +31,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   };
   // A reader that closes stdout (`| head`) stops the command as SIGPIPE would, quietly.
   const stdout = sinks ? undefined : watchStdout(process.stdout, () => onSignal());
-  const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined, () => received);
+  const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined, () => received, options);
   return stdout?.exitCode ?? code;
+}
+
+export interface MainOptions {
+  /** false: parse every command with commander, the hot ones too (tests compare both paths). */
+  hotPath?: boolean;
+}
+
+/** The hot path's commands never print the tree (only completion does); the tree is not loaded to describe it. */
+function treeNotLoaded(): never {
+  throw new Error("the command tree is not loaded on the hot path (cli/src/tree/hot-path.ts)");
 }
 
 /** A command a signal cut short exits as shells report it: 130 for SIGINT, 143 for SIGTERM. */
@@ -46,6 +58,7 @@ async function run(
   sinks: OutputSinks | undefined,
   toStdout: ((s: string) => void) | undefined,
   signalled: () => NodeJS.Signals | undefined,
+  options: MainOptions,
 ): Promise<number> {
   const writeOut = sinks ? sinks.out : (toStdout ?? ((s: string) => void process.stdout.write(s)));
   const writeErr = sinks ? sinks.err : (s: string) => void process.stderr.write(s);
@@ -67,15 +80,13 @@ async function run(
     // Scripts call `farm --version` to probe for farm: answered without
     // loading commander or the command tree.
     if (isVersionQuery(output.rest)) return await version();
-    const [{ buildProgram }, { describeTree }] = await Promise.all([import("./tree/program.js"), import("./tree/describe.js")]);
-    const rt: Runtime = {
+    const base: Omit<Runtime, "commandTree"> = {
       env,
       printer,
       format: output.format,
       formatChosen: output.chosen === true,
       formatSource: output.source,
       stopSignal: stop.signal,
-      commandTree: describeTree,
       writeOut,
       writeErr,
       connections,
@@ -83,6 +94,16 @@ async function run(
       entry: sinks ? fileURLToPath(import.meta.url) : process.argv[1],
       ...(sinks ? { stderrIsTty: false } : {}),
     };
+    // `farm shell -- …`, `farm devices`, …: parsed without commander or the tree (tree/hot-path.ts).
+    const hot = options.hotPath === false ? undefined : (await import("./tree/hot-path.js")).parseHot(output.rest);
+    if (hot) {
+      const { runLeaf } = await import("./tree/run-leaf.js");
+      const rt: Runtime = { ...base, commandTree: treeNotLoaded };
+      await runLeaf(hot.spec, rt, hot.path, hot.flags, hot.args);
+      return exitCodeOf(rt.exitCode ?? 0, printer);
+    }
+    const [{ buildProgram }, { describeTree }] = await Promise.all([import("./tree/program.js"), import("./tree/describe.js")]);
+    const rt: Runtime = { ...base, commandTree: describeTree };
     await buildProgram(rt, version, output.rest).parseAsync(output.rest, { from: "user" });
     return exitCodeOf(rt.exitCode ?? 0, printer);
   } catch (err) {

@@ -17,6 +17,9 @@
  * which prints the RPC's own time (client to answer): its wall time splits
  * into Node's start (node -e 0), the call, and the CLI's own work (loading
  * its code, parsing, building the call, exiting), each beside its floor.
+ * One more run of it, with cli-stage-probe.ts preloaded (NODE_OPTIONS),
+ * splits the CLI's own work further: loading and config (until the call's
+ * socket connects), and printing and exiting (after the call's answer).
  */
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
@@ -39,6 +42,10 @@ interface Case {
   env: NodeJS.ProcessEnv;
   times: number[];
 }
+
+/** What cli-stage-probe.ts prints at exit. */
+const STAGES = /^farm-stages (\{.*\})$/m;
+const probe = new URL("./cli-stage-probe.js", import.meta.url).href;
 
 /** The RPC time `farm --verbose` prints ("farm: <method> x-request-id=… ok <ms> ms"). */
 const VERBOSE_RPC = /^farm: \S+ x-request-id=\S+ ok (\d+) ms$/m;
@@ -89,8 +96,11 @@ async function main(): Promise<void> {
       mk("adb shell true", adbBinary(), ["-P", String(lab.adb.port), "-s", serial, "shell", "true"]),
       { ...mk("farm shell -- true (pixel-usb)", "farm", ["shell", "--verbose", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial } },
       mk("adb shell true (pixel-usb)", adbBinary(), ["-P", String(lab.adb.port), "-s", usbSerial, "shell", "true"]),
+      { ...mk("farm shell -- true (pixel-usb, probed)", "farm", ["shell", "--verbose", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial, NODE_OPTIONS: `--import ${probe}` } },
     ];
     const usbRpc: number[] = [];
+    // Per probed run: Node's start and the process's end (the wall time the probe did not see), loading and config, the call, printing and exiting.
+    const staged = { outside: [] as number[], load: [] as number[], call: [] as number[], after: [] as number[] };
     for (let i = 0; i < WARMUP + RUNS; i++) {
       for (const c of cases) {
         const { ms, err } = await timeRun(c);
@@ -100,6 +110,18 @@ async function main(): Promise<void> {
           const rpc = VERBOSE_RPC.exec(err);
           if (!rpc) throw new Error(`farm shell --verbose printed no RPC time: ${err}`);
           usbRpc.push(Number(rpc[1]));
+        }
+        if (c.name === "farm shell -- true (pixel-usb, probed)") {
+          const found = STAGES.exec(err);
+          const rpc = VERBOSE_RPC.exec(err);
+          if (!found || !rpc) throw new Error(`the probed farm shell printed no stages or RPC time: ${err}`);
+          const m = JSON.parse(found[1]!) as { probe: number; connect?: number; exit: number };
+          if (m.connect === undefined) throw new Error(`the probed farm shell connected no socket: ${err}`);
+          const call = Number(rpc[1]);
+          staged.outside.push(ms - (m.exit - m.probe));
+          staged.load.push(m.connect - m.probe);
+          staged.call.push(call);
+          staged.after.push(m.exit - m.connect - call);
         }
       }
     }
@@ -111,7 +133,7 @@ async function main(): Promise<void> {
       const s = stat(c);
       console.log(`  ${c.name.padEnd(34)} median ${s.median.toFixed(1).padStart(6)} ms  p90 ${s.p90.toFixed(1).padStart(6)} ms  ${s.ratio.toFixed(2)}x node -e 0`);
     }
-    const [, version, versionDist, devices, devicesDist, shell, adbShell, usbShell, usbAdbShell] = cases.map(stat) as ReturnType<typeof stat>[];
+    const [, version, versionDist, devices, devicesDist, shell, adbShell, usbShell, usbAdbShell, probed] = cases.map(stat) as ReturnType<typeof stat>[];
     const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
     // farm shell on a pixel-usb phone against what a user has without farm: Node's start plus adb's.
     const usbFloor = base + usbAdbShell!.median;
@@ -126,6 +148,11 @@ async function main(): Promise<void> {
     );
     console.log(
       `    stages: Node's start ${base.toFixed(1)} ms (floor: node -e 0) | the call ${rpc.toFixed(1)} ms (floor: adb shell true ${usbAdbShell!.median.toFixed(1)} ms) | the CLI's own ${cliOwn.toFixed(1)} ms (floor: 0)`,
+    );
+    const st = { outside: median(staged.outside), load: median(staged.load), call: median(staged.call), after: median(staged.after) };
+    console.log(
+      `    probed run (${probed!.median.toFixed(1)} ms, the probe's own load included): Node's start and end ${st.outside.toFixed(1)} ms (floor: node -e 0 ${base.toFixed(1)} ms) | ` +
+        `loading and config ${st.load.toFixed(1)} ms (floor: 0) | the call ${st.call.toFixed(1)} ms (floor: adb shell true ${usbAdbShell!.median.toFixed(1)} ms) | printing and exit ${st.after.toFixed(1)} ms (floor: 0)`,
     );
     const round = (x: number) => Number(x.toFixed(2));
     emitReport(
@@ -148,6 +175,13 @@ async function main(): Promise<void> {
           target: "",
           pass: null,
         },
+        {
+          measure: "  probed: node start+end / load+config / call / print+exit",
+          instant: `${st.outside.toFixed(0)} / ${st.load.toFixed(0)} / ${st.call.toFixed(0)} / ${st.after.toFixed(0)} ms (floors ${base.toFixed(0)} / 0 / ${usbAdbShell!.median.toFixed(0)} / 0)`,
+          realistic: null,
+          target: "",
+          pass: null,
+        },
       ],
       {
         runs: RUNS,
@@ -165,6 +199,10 @@ async function main(): Promise<void> {
         pixelUsbShellRatio: round(usbRatio),
         pixelUsbShellRpcMedianMs: round(rpc),
         pixelUsbShellCliOwnMs: round(cliOwn),
+        probedNodeStartEndMs: round(st.outside),
+        probedLoadConfigMs: round(st.load),
+        probedCallMs: round(st.call),
+        probedPrintExitMs: round(st.after),
       },
     );
   } finally {

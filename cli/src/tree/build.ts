@@ -1,17 +1,15 @@
 import { Command, Option, type CommanderError } from "@commander-js/extra-typings";
 import { CliError } from "../cli-error.js";
-import { configFilePath, readConfigFile } from "@farm/client/config";
 import { Errors } from "@farm/shared/error-codes";
 import type { OptionDecl } from "../options/option-decl.js";
 import { flagName } from "../options/option-decl.js";
-import { resolveOptions, type Layers } from "../options/resolve.js";
 import type { OutputFormat, Printer } from "../output.js";
 import type { Connections } from "@farm/client/connections";
-import { loadServiceConfig } from "../service-config.js";
 import { fromCommanderError, HelpShown } from "./commander-errors.js";
 import { describeOption } from "./help-text.js";
 import type { CommandInfo } from "./describe.js";
-import type { AnyLeaf, CommandContext, GroupSpec, NodeSpec } from "./spec.js";
+import { runLeaf, type LeafFlags } from "./run-leaf.js";
+import type { AnyLeaf, GroupSpec, NodeSpec } from "./spec.js";
 
 /** What the built commands run with. */
 export interface Runtime {
@@ -103,7 +101,7 @@ function optionOf(decl: OptionDecl<unknown>): Option {
   return o;
 }
 
-/** A leaf: parse, resolve its options (flag > env > config file > default), then load and run its action. */
+/** A leaf: commander parses it, run-leaf.ts resolves its options and runs its action. */
 export function buildLeaf(spec: AnyLeaf, rt: Runtime, isDefault = false): AnyCommand {
   const cmd = new Command(spec.name) as unknown as AnyCommand;
   cmd.description(spec.summary + (spec.description ? `\n\n${spec.description}` : ""));
@@ -123,47 +121,13 @@ export function buildLeaf(spec: AnyLeaf, rt: Runtime, isDefault = false): AnyCom
   configure(cmd, rt, () => ({ path: pathOf(cmd), argNames: args.map((a) => a.name), isDefault }));
 
   cmd.action(async () => {
-    const flags: Record<string, string | string[] | true | undefined> = {};
+    const flags: LeafFlags = {};
     for (const [attr, { key, decl }] of byAttr) {
       if (cmd.getOptionValueSource(attr) !== "cli") continue;
       flags[key] = decl.kind === "flag" ? true : (cmd.getOptionValue(attr) as string | string[]);
     }
     const positionals = cmd.processedArgs.flatMap((v: unknown) => (v === undefined ? [] : Array.isArray(v) ? (v as string[]) : [String(v)]));
-    const configPath = configFilePath(rt.env);
-    const ctx: CommandContext = {
-      env: rt.env,
-      printer: rt.printer,
-      format: rt.format,
-      formatChosen: rt.formatChosen === true,
-      formatSource: rt.formatSource,
-      stopSignal: rt.stopSignal,
-      commandTree: rt.commandTree,
-      writeOut: rt.writeOut,
-      writeErr: rt.writeErr,
-      connections: rt.connections,
-      stderrIsTty: rt.stderrIsTty,
-      entry: rt.entry,
-      configPath,
-      configFile: {},
-    };
-    const layers: Layers = { flags, env: rt.env, file: {} };
-    const settings = spec.settings ?? { kind: "client" };
-    if (settings.kind === "client") {
-      ctx.configFile = readConfigFile(configPath);
-      Object.assign(layers, { file: ctx.configFile, fileName: configPath });
-    } else if (settings.kind === "service") {
-      // A service's --config FILE: the flag, else its environment variable.
-      const path = typeof flags[settings.option] === "string" ? (flags[settings.option] as string) : rt.env[settings.env] || undefined;
-      Object.assign(layers, { file: loadServiceConfig(path, settings.keys), fileName: path });
-    }
-    const { values, sources } = resolveOptions(spec.options, layers);
-    if (rt.intercept) {
-      rt.intercept({ path: pathOf(cmd), spec, opts: values, sources, args: positionals });
-      rt.exitCode = 0;
-      return;
-    }
-    const action = await spec.load();
-    rt.exitCode = await action({ opts: values, sources, args: positionals, ctx });
+    await runLeaf(spec, rt, pathOf(cmd), flags, positionals);
   });
   return cmd;
 }

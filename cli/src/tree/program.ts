@@ -5,39 +5,30 @@ import { Errors } from "@farm/shared/error-codes";
 import { flag } from "../options/option-decl.js";
 import { outputOption } from "../options/output-format.js";
 import { adbGroup } from "./adb-commands.js";
-import { agentGroup, agentList } from "./agent-commands.js";
+import { agentGroup } from "./agent-commands.js";
 import { appGroup } from "./app-commands.js";
 import { addChildren, type Runtime } from "./build.js";
 import { fromCommanderError } from "./commander-errors.js";
-import { deviceGroup, deviceInput, deviceInstall, deviceList, deviceLogcat, deviceReboot, deviceScreenshot, deviceShell } from "./device-commands.js";
+import { deviceGroup } from "./device-commands.js";
 import { evidenceGroup } from "./evidence-commands.js";
 import { describeOption } from "./help-text.js";
 import { leaseGroup } from "./lease-commands.js";
 import { activityCommand, completionGroup, configGroup, versionCommand } from "./misc-commands.js";
 import { sessionGroup } from "./session-commands.js";
 import { coordinatorCommand, standaloneCommand } from "./service-commands.js";
-import { shortcut, type NodeSpec } from "./spec.js";
+import { shortcuts } from "./shortcuts.js";
+import type { NodeSpec } from "./spec.js";
 import { privacyGroup, tokenGroup, tlsGroup } from "./admin-commands.js";
 import { uiGroup } from "./ui-commands.js";
 import { assertGroup, waitCommand } from "./check-commands.js";
+
+export { shortcuts };
 
 /** Flags of `farm` itself. */
 export const rootOptions = {
   output: outputOption,
   version: flag("-v, --version", "Print the CLI's version and, when a coordinator is configured, the coordinator's"),
 };
-
-/** The common verbs at the top level, generated from their nested definitions. */
-export const shortcuts: readonly NodeSpec[] = [
-  shortcut(deviceShell, "device shell"),
-  shortcut(deviceList, "device list", "devices"),
-  shortcut(agentList, "agent list", "agents"),
-  shortcut(deviceInput, "device input"),
-  shortcut(deviceLogcat, "device logcat"),
-  shortcut(deviceReboot, "device reboot"),
-  shortcut(deviceScreenshot, "device screenshot"),
-  shortcut(deviceInstall, "device install"),
-];
 
 /** The whole tree under `farm`, in help order. */
 export const commandTree: readonly NodeSpec[] = [
