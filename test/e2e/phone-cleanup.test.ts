@@ -165,4 +165,25 @@ describe("farm standalone --cleanup", () => {
     await farm(["lease", "release", "--lease", again.lease!.token], botEnv);
     await stateBecomes(a.serial, "device");
   });
+
+  it("puts the screen's rotation back as the lease found it (the dashboard's Rotate turns auto-rotate off)", async () => {
+    await shell(b.serial, "settings put system accelerometer_rotation 1");
+    const held = await acquire(["--device", b.serial]);
+    expect(held.json).toMatchObject({ ok: true });
+    const env = { ...lab.env, FARM_LEASE: held.lease!.token, FARM_DEVICE: b.serial };
+    // What the workspace's Rotate button runs (dashboard/src/views/device-screen.ts).
+    expect((await farm(["shell", "--", "settings put system accelerometer_rotation 0 && settings put system user_rotation 1"], env)).json).toMatchObject({ ok: true });
+    expect(b.device.state.display.rotation).toBe(1);
+    expect((await farm(["lease", "release", "--lease", held.lease!.token], lab.env)).json).toMatchObject({ ok: true });
+    await stateBecomes(b.serial, "device");
+
+    expect((await shell(b.serial, "settings get system accelerometer_rotation")).trim()).toBe("1");
+    expect((await shell(b.serial, "settings get system user_rotation")).trim()).toBe("0");
+    expect(b.device.state.display.rotation).toBe(0);
+    const activity = (await farm(["activity", "--device", b.serial], lab.env)).json["entries"] as { caller: string; command: string; outcome: string; detail: string }[];
+    expect(activity).toEqual(expect.arrayContaining([
+      expect.objectContaining({ caller: "farm:cleanup", command: "cleanup.restore-setting", outcome: "ok", detail: "system user_rotation" }),
+      expect.objectContaining({ caller: "farm:cleanup", command: "cleanup.restore-setting", outcome: "ok", detail: "system accelerometer_rotation" }),
+    ]));
+  });
 });

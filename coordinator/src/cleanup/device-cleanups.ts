@@ -6,6 +6,8 @@ import type { CleanupRow, CleanupState, DeviceCleanupStore } from "./device-clea
 export interface Baseline {
   packages: string[];
   paths: string[];
+  /** Settings the cleanup puts back when the lease changed them (the screen's rotation); absent in a baseline stored before. */
+  settings?: { namespace: string; key: string; value: string }[];
 }
 
 /**
