@@ -322,7 +322,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentEvidenceService(router, { store: evidenceStore, grants, quota, log });
       const tunnelDeps = { registry, leases, activity, tunnels, relay: adbRelay, log };
       const screenDeps = { registry, leases, feeds: screenFeeds };
-      registerReplicaService(router, { registry, relay: shellRelay, screens: screenDeps, tunnels: tunnelDeps });
+      registerReplicaService(router, { registry, relay: shellRelay, screens: screenDeps, logcats: { registry, leases, feeds: logcatFeeds }, tunnels: tunnelDeps });
       registerAdbTunnelService(router, tunnelDeps);
       registerAgentAdbService(router, { relay: adbRelay });
       registerLiveScreenService(router, screenDeps);
