@@ -80,6 +80,7 @@ import type { CleanupPolicyDoc } from "@farm/shared/cleanup/cleanup-policy";
 
 import { DeviceCleanups } from "./cleanup/device-cleanups.js";
 import { cleanPhonesBetweenUsers } from "./cleanup/lease-cleanup.js";
+import { shareCleanups } from "./cleanup/cleanup-notices.js";
 import type { LeaseRow } from "./leases/lease-store.js";
 import { registerAgentScreenService, registerLiveScreenService, ScreenFeeds } from "./live-screen/live-screen-service.js";
 import { LogcatFeeds } from "./live-logcat/logcat-feeds.js";
@@ -321,7 +322,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
       registerAgentEvidenceService(router, { store: evidenceStore, grants, quota, log });
       const tunnelDeps = { registry, leases, activity, tunnels, relay: adbRelay, log };
       const screenDeps = { registry, leases, feeds: screenFeeds };
-      registerReplicaService(router, { registry, relay: shellRelay, screens: screenDeps, tunnels: tunnelDeps });
+      registerReplicaService(router, { registry, relay: shellRelay, screens: screenDeps, logcats: { registry, leases, feeds: logcatFeeds }, tunnels: tunnelDeps });
       registerAdbTunnelService(router, tunnelDeps);
       registerAgentAdbService(router, { relay: adbRelay });
       registerLiveScreenService(router, screenDeps);
@@ -399,6 +400,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     replication = await startReplication({ database, databaseUrl: opts.database ?? "", url: opts.replicaUrl ?? url, registry, leases, labels, log });
     // Activity, evidence, video sessions, sessions and steps made on any replica, for Watch streams here and there.
     shareWatchChanges(hub, watchSources, watchWiring, replication.bus);
+    // Phones cleaning or needing attention, held out of leases on every replica.
+    shareCleanups(cleanups, replication.bus, log);
     // Notices may have been missed while the listening connection was down: watchers here reconnect and re-read.
     replication.bus.events.on("resync", () => hub.cutAll(farmError(Errors.COORDINATOR_UNAVAILABLE, "this coordinator replica may have missed changes made on the others; reconnect and re-read the lists")));
     // The summary key rotated through another replica, or notices missed: read it again.

@@ -137,6 +137,39 @@ describe("the Logs tab", () => {
   });
 });
 
+describe("the Logs tab's package filter", () => {
+  it("shows a line written by the app's own process under its package, and hides the lines of every other process", async () => {
+    const leaseToken = await lease(aliceToken);
+    const env = { ...lab.env, FARM_TOKEN: aliceToken, FARM_LEASE: leaseToken };
+    const demo = "com.example.farmdemo";
+    const alice = await onTab(aliceToken, "logs", leaseToken);
+    await expect.poll(() => alice.locator("[data-cell=\"log-rows\"]").textContent(), { timeout: 20_000 }).toContain("System now ready");
+    // A fresh process of the app (a new pid): its runtime writes a line of its own as it comes up.
+    expect((await farm(["shell", "--device", serial, "--", "am", "force-stop", demo], env)).code).toBe(0);
+    expect((await farm(["shell", "--device", serial, "--", "am", "start", "-n", `${demo}/.MainActivity`], env)).code).toBe(0);
+    const appPid = phone.state.processes.find((p) => p.packageName === demo)?.pid ?? 0;
+    expect(appPid).toBeGreaterThan(0);
+    // And a line of another process (the log tool's), after it.
+    expect((await farm(["shell", "--device", serial, "--", "log", "-t", "other", "not the app"], env)).code).toBe(0);
+    await expect.poll(() => alice.locator("[data-cell=\"log-rows\"]").textContent(), { timeout: 20_000 }).toContain("other: not the app");
+
+    await alice.getByLabel("Package filter").fill(demo);
+    await expect.poll(() => alice.locator(".log-line").evaluateAll((rows) => rows.map((r) => (r as HTMLElement).textContent ?? "")), { timeout: 20_000 })
+      .toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^\\S+ \\S+ +${appPid} .* Late-enabling -Xcheck:jni$`))]));
+    const shown = await alice.locator(".log-line").evaluateAll((rows) => rows.map((r) => ({ pkg: (r as HTMLElement).dataset["package"] ?? "", text: r.textContent ?? "" })));
+    expect(shown.every((r) => r.pkg === demo)).toBe(true);
+    const text = shown.map((r) => r.text).join("\n");
+    expect(text).not.toContain("not the app");
+    expect(text).not.toContain("System now ready");
+    await alice.screenshot({ path: join(artifacts, "logs-package-filter.png"), fullPage: true });
+    // Cleared, every line is back.
+    await alice.getByLabel("Package filter").fill("");
+    await expect.poll(() => alice.locator("[data-cell=\"log-rows\"]").textContent(), { timeout: 20_000 }).toContain("other: not the app");
+    await alice.context().close();
+    expect((await farm(["lease", "release"], env)).code).toBe(0);
+  });
+});
+
 describe("the Shell tab", () => {
   it("runs `getprop ro.product.model` in the browser's terminal and shows the phone's model; closing the tab ends the journaled shell", async () => {
     const leaseToken = await lease(aliceToken);

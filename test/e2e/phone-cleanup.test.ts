@@ -1,17 +1,24 @@
 /**
  * Phones cleaned between users (farm standalone --cleanup FILE): real
- * processes, the real adb server, simulated phones, the CLI.
+ * processes, the real adb server, simulated phones, the CLI, and the
+ * dashboard in Chromium (screenshots in test-artifacts/phone-cleanup/).
  */
-import { writeFile } from "node:fs/promises";
+import { mkdirSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildSimApk, parseSimApk, runAdb, type SimDevice } from "../devsim/index.js";
 import { farm, farmProcess, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 
+const artifacts = fileURLToPath(new URL("../../test-artifacts/phone-cleanup/", import.meta.url));
+
 let lab: Lab;
 let files: TempDir;
+let browser: Browser | undefined;
 let a: { device: SimDevice; serial: string };
 let b: { device: SimDevice; serial: string };
 
@@ -69,6 +76,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await browser?.close();
   await lab?.stop();
   await files?.remove();
 });
@@ -165,4 +173,91 @@ describe("farm standalone --cleanup", () => {
     await farm(["lease", "release", "--lease", again.lease!.token], botEnv);
     await stateBecomes(a.serial, "device");
   });
+
+  it("puts the screen's rotation back as the lease found it (the dashboard's Rotate turns auto-rotate off)", async () => {
+    await shell(b.serial, "settings put system accelerometer_rotation 1");
+    const held = await acquire(["--device", b.serial]);
+    expect(held.json).toMatchObject({ ok: true });
+    const env = { ...lab.env, FARM_LEASE: held.lease!.token, FARM_DEVICE: b.serial };
+    // What the workspace's Rotate button runs (dashboard/src/views/device-screen.ts).
+    expect((await farm(["shell", "--", "settings put system accelerometer_rotation 0 && settings put system user_rotation 1"], env)).json).toMatchObject({ ok: true });
+    expect(b.device.state.display.rotation).toBe(1);
+    expect((await farm(["lease", "release", "--lease", held.lease!.token], lab.env)).json).toMatchObject({ ok: true });
+    await stateBecomes(b.serial, "device");
+
+    expect((await shell(b.serial, "settings get system accelerometer_rotation")).trim()).toBe("1");
+    expect((await shell(b.serial, "settings get system user_rotation")).trim()).toBe("0");
+    expect(b.device.state.display.rotation).toBe(0);
+    const activity = (await farm(["activity", "--device", b.serial], lab.env)).json["entries"] as { caller: string; command: string; outcome: string; detail: string }[];
+    expect(activity).toEqual(expect.arrayContaining([
+      expect.objectContaining({ caller: "farm:cleanup", command: "cleanup.restore-setting", outcome: "ok", detail: "system user_rotation" }),
+      expect.objectContaining({ caller: "farm:cleanup", command: "cleanup.restore-setting", outcome: "ok", detail: "system accelerometer_rotation" }),
+    ]));
+  });
+
+  it("in the dashboard: an app installed from the workspace is gone after its Release; a failed cleanup shows needs-attention with the reason, and the page offers no lease", async () => {
+    mkdirSync(artifacts, { recursive: true });
+    browser ??= await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
+    const admin = (await readFile(String(lab.standalone.ready["adminTokenFile"]), "utf8")).trim();
+    const carol = String((await farm(["token", "create", "--kind", "user", "--name", "carol", "--role", "operator"], lab.env)).json["token"]);
+    const physicalId = String(((await farm(["devices"], lab.env)).json["devices"] as { serial: string; properties: { physicalId: string } }[]).find((d) => d.serial === b.serial)?.properties.physicalId);
+    const url = String(lab.standalone.ready["url"]);
+    const signedIn = async (token: string, hash: string): Promise<Page> => {
+      const page = await (await browser!.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${url}/dashboard/`);
+      await page.getByLabel("User token").fill(token);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect.poll(() => page.locator("#nav").isVisible(), { timeout: 20_000 }).toBe(true);
+      await page.goto(`${url}/dashboard/${hash}`);
+      return page;
+    };
+    const page = await signedIn(carol, `#/devices/${encodeURIComponent(physicalId)}`);
+    /** Lease from the page, drop an APK on the Apps tab, release from the page. */
+    const installDuringLease = async (name: string) => {
+      await page.getByRole("button", { name: "Lease it for 30 minutes" }).click();
+      await expect.poll(() => page.locator("[data-cell=\"lease-remaining\"]").textContent(), { timeout: 20_000 }).toMatch(/^(29|30):\d\d$/);
+      await page.getByRole("tab", { name: "Apps" }).click();
+      const dropped = await page.evaluateHandle(([b64, file]) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([Uint8Array.from(atob(b64 as string), (c) => c.charCodeAt(0))], file as string, { type: "application/vnd.android.package-archive" }));
+        return dt;
+      }, [buildSimApk({ name }).toString("base64"), `${name}.apk`]);
+      await page.dispatchEvent("[data-cell=\"apk-drop\"]", "drop", { dataTransfer: dropped });
+      await expect.poll(() => page.locator("[data-cell=\"apps-status\"]").textContent(), { timeout: 30_000 }).toBe(`Installed ${name}.apk: Success.`);
+      await expect.poll(() => page.locator(`#device-apps tr[data-package="${name}"]`).count(), { timeout: 10_000 }).toBe(1);
+      await page.getByRole("button", { name: "Release" }).click();
+      await expect.poll(async () => (await farm(["lease", "list"], lab.env)).json["leases"], { timeout: 20_000 }).toEqual([]);
+    };
+
+    await installDuringLease("com.example.fromdash");
+    await stateBecomes(b.serial, "device");
+    expect(await shell(b.serial, "pm list packages -3")).not.toContain("com.example.fromdash");
+    await page.screenshot({ path: join(artifacts, "cleaned.png"), fullPage: true });
+
+    b.device.faults.set({ uninstallRefused: ["com.example.stuckdash"] });
+    try {
+      await installDuringLease("com.example.stuckdash");
+      await stateBecomes(b.serial, "needs-attention");
+      // An admin's devices page shows it, with the reason.
+      const adminPage = await signedIn(admin, "#/devices");
+      const state = adminPage.locator(`tr[data-group="${physicalId}"] [data-cell="state"]`);
+      await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe("needs-attention");
+      expect(await state.getAttribute("title")).toMatch(/uninstall com\.example\.stuckdash failed/);
+      await adminPage.screenshot({ path: join(artifacts, "needs-attention.png"), fullPage: true });
+      await adminPage.context().close();
+      // The workspace says why instead of offering a lease the farm would refuse.
+      await expect.poll(() => page.locator("[data-cell=\"lease\"]").textContent(), { timeout: 20_000 }).toMatch(/^Needs attention: .*uninstall com\.example\.stuckdash failed.*clear-attention/);
+      expect(await page.getByRole("button", { name: "Lease it for 30 minutes" }).count()).toBe(0);
+      // And leases skip it: asked for by serial, refused with why.
+      expect((await acquire(["--device", b.serial, "--wait", "0"], { ...lab.env, FARM_TOKEN: carol })).json).toMatchObject({ ok: false, code: "DEVICE_NEEDS_ATTENTION" });
+      expect((await farm(["lease", "list"], lab.env)).json["leases"]).toEqual([]);
+      await page.screenshot({ path: join(artifacts, "lease-refused.png"), fullPage: true });
+    } finally {
+      b.device.faults.set({ uninstallRefused: null });
+      await page.context().close();
+      await farm(["device", "clear-attention", "--device", b.serial], lab.env);
+    }
+    await stateBecomes(b.serial, "device");
+  }, 240_000);
 });

@@ -33,6 +33,8 @@ export interface ReplicaLabOptions {
   sharedDataDir?: boolean;
   serialno?: string;
   agentName?: string;
+  /** More arguments for every replica's `farm coordinator` (the same policy on all, as a site runs them). */
+  coordinatorArgs?: string[];
 }
 
 export async function startReplicaLab(name: string, opts: ReplicaLabOptions = {}): Promise<ReplicaLab> {
@@ -43,7 +45,7 @@ export async function startReplicaLab(name: string, opts: ReplicaLabOptions = {}
   try {
     const dataDir = (i: number) => join(dir.path, opts.sharedDataDir ? "coordinator" : `coordinator-${i}`);
     for (let i = 0; i < (opts.replicas ?? 2); i++) {
-      const r = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", dataDir(i), "--database", database.url], { FARM_LOG_LEVEL: "warn" });
+      const r = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", dataDir(i), "--database", database.url, ...(opts.coordinatorArgs ?? [])], { FARM_LOG_LEVEL: "warn" });
       replicas.push(r);
       started.push(r);
     }

@@ -4,11 +4,30 @@ import { shellV2 } from "../adb/adb-shell.js";
 import { shQuote } from "../actions/shell-quote.js";
 import { DispatchFailure, type ActionKind } from "../ownership/device-ownership.js";
 
+/** A setting as the lease found it ("null": it was not set). */
+export interface BaselineSetting {
+  namespace: string;
+  key: string;
+  value: string;
+}
+
 /** What a cleanup diffs against: the phone as its lease found it. */
 export interface Baseline {
   packages: string[];
   paths: string[];
+  /** Put back when the lease changed them; absent in a baseline read before they were kept. */
+  settings?: BaselineSetting[];
 }
+
+/**
+ * Settings read at grant and put back at lease end when changed: the
+ * screen's rotation (the dashboard's Rotate turns auto-rotate off and sets
+ * a rotation). user_rotation first, so turning auto-rotate back on is last.
+ */
+export const RESTORED_SETTINGS: readonly { namespace: string; key: string }[] = [
+  { namespace: "system", key: "user_rotation" },
+  { namespace: "system", key: "accelerometer_rotation" },
+];
 
 /** The policy as it travels from the coordinator (CleanupPolicy in the schema). */
 export interface CleanupPlan {
@@ -75,9 +94,24 @@ export async function entriesUnder(client: AdbClient, serial: string, dirs: read
   return out.sort();
 }
 
+/** `settings get` of each, in order ("null" for one not set, as `settings` prints it). */
+export async function readSettings(adb: AdbServerAddress, serial: string, which: readonly { namespace: string; key: string }[], signal: AbortSignal): Promise<BaselineSetting[]> {
+  const out: BaselineSetting[] = [];
+  for (const w of which) {
+    const r = await shellV2(adb, serial, `settings get ${shQuote(w.namespace)} ${shQuote(w.key)}`, signal);
+    if (r.exitCode !== 0) throw new Error(`settings get ${w.namespace} ${w.key} exited ${r.exitCode}: ${r.stderr.toString("utf8").trim()}`);
+    out.push({ ...w, value: r.stdout.toString("utf8").trim() });
+  }
+  return out;
+}
+
 /** The baseline a lease's cleanup diffs against. */
 export async function readBaseline(adb: AdbServerAddress, client: AdbClient, serial: string, dirs: readonly string[], signal: AbortSignal): Promise<Baseline> {
-  return { packages: await thirdPartyPackages(adb, serial, signal), paths: await entriesUnder(client, serial, dirs, signal) };
+  return {
+    packages: await thirdPartyPackages(adb, serial, signal),
+    paths: await entriesUnder(client, serial, dirs, signal),
+    settings: await readSettings(adb, serial, RESTORED_SETTINGS, signal),
+  };
 }
 
 /**
@@ -85,7 +119,8 @@ export async function readBaseline(adb: AdbServerAddress, client: AdbClient, ser
  * farm itself: uninstall what the lease installed (a diff of third-party
  * packages against the baseline, so installs through `farm adb` tunnels
  * count too), clear listed packages' data, remove new entries under listed
- * directories, put listed settings back, airplane mode off, Home. Every
+ * directories, put back the settings the lease changed (the screen's
+ * rotation), put listed settings back, airplane mode off, Home. Every
  * step runs even after one fails; the result lists each. Not proven after a
  * cut: a cleanup whose outcome is unknown stays unknown (the coordinator
  * marks the phone needs-attention).
@@ -93,7 +128,7 @@ export async function readBaseline(adb: AdbServerAddress, client: AdbClient, ser
 export function cleanupAction(adb: AdbServerAddress, client: AdbClient): ActionKind<CleanRequest, { steps: StepOutcome[] }> {
   return {
     kind: "cleanup",
-    journalRequest: (req) => ({ leaseId: req.leaseId, plan: req.plan, baselinePackages: req.baseline.packages.length, baselinePaths: req.baseline.paths.length }),
+    journalRequest: (req) => ({ leaseId: req.leaseId, plan: req.plan, baselinePackages: req.baseline.packages.length, baselinePaths: req.baseline.paths.length, baselineSettings: req.baseline.settings ?? [] }),
     async dispatch(device, req, _action, signal, progress) {
       const serial = device.serial;
       const steps: StepOutcome[] = [];
@@ -141,6 +176,22 @@ export function cleanupAction(adb: AdbServerAddress, client: AdbClient): ActionK
         } catch (err) {
           if (signal.aborted) throw new DispatchFailure("the cleanup did not finish before its deadline (reading files)", true, Errors.COMMAND_TIMEOUT);
           steps.push({ action: "list", target: req.plan.removeNewFilesUnder.join(","), ok: false, error: (err as Error).message });
+        }
+      }
+      if (req.baseline.settings && req.baseline.settings.length > 0) {
+        // Only what the lease changed: a setting as it was is left alone.
+        let current: BaselineSetting[] | undefined;
+        try {
+          current = await readSettings(adb, serial, req.baseline.settings, signal);
+        } catch (err) {
+          if (signal.aborted) throw new DispatchFailure("the cleanup did not finish before its deadline (reading settings)", true, Errors.COMMAND_TIMEOUT);
+          steps.push({ action: "list", target: "settings", ok: false, error: (err as Error).message });
+        }
+        for (const [i, was] of req.baseline.settings.entries()) {
+          if (!current || current[i]?.value === was.value) continue;
+          const target = `${was.namespace} ${was.key}`;
+          if (was.value === "null") await run("restore-setting", target, `settings delete ${shQuote(was.namespace)} ${shQuote(was.key)}`);
+          else await run("restore-setting", target, `settings put ${shQuote(was.namespace)} ${shQuote(was.key)} ${shQuote(was.value)}`);
         }
       }
       for (const s of req.plan.settings) await run("setting", `${s.namespace} ${s.key}`, `settings put ${shQuote(s.namespace)} ${shQuote(s.key)} ${shQuote(s.value)}`);

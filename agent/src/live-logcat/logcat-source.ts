@@ -1,7 +1,9 @@
 import type { LogLine } from "@farm/shared/gen/farm/v1/logcat_service_pb";
 import type { AdbServerAddress } from "../adb/adb-client.js";
+import { execOut } from "../adb/adb-exec.js";
 import { openDeviceService } from "../adb/adb-service.js";
 import { LogLineSplitter } from "./logcat-lines.js";
+import { PidPackages, PS_MAX_BYTES } from "./pid-packages.js";
 
 /** Lines of the log shown to a viewer that joins: the coordinator keeps as many. */
 export const LOGCAT_BACKLOG_LINES = 500;
@@ -19,11 +21,17 @@ export interface LogcatSourceOptions {
 /**
  * Follows a phone's log (`logcat -v threadtime -T N`: the last N lines,
  * then every new one) until `signal` aborts or the phone's stream ends.
+ * Each line carries the package of the app that wrote it (pid-packages.ts).
  * Reads only; nothing on the phone changes.
  */
 export async function runLogcat(opts: LogcatSourceOptions): Promise<void> {
   const { socket, leftover } = await openDeviceService(opts.adb, opts.serial, `exec:logcat -v threadtime -T ${LOGCAT_BACKLOG_LINES}`, opts.signal);
   const splitter = new LogLineSplitter();
+  const packages = new PidPackages(async (signal) => {
+    const r = await execOut(opts.adb, opts.serial, "ps -A -o PID,NAME", { signal, maxBytes: PS_MAX_BYTES });
+    if (r.error) throw r.error;
+    return r.bytes.toString("utf8");
+  });
   const stop = () => socket.destroy();
   opts.signal.addEventListener("abort", stop, { once: true });
   try {
@@ -34,6 +42,7 @@ export async function runLogcat(opts: LogcatSourceOptions): Promise<void> {
         socket.pause();
         chain = chain
           .then(async () => {
+            await packages.label(lines, opts.signal);
             for (let i = 0; i < lines.length; i += LOGCAT_BATCH_LINES) await opts.emit(lines.slice(i, i + LOGCAT_BATCH_LINES));
           })
           .then(() => void socket.resume(), (err: unknown) => {

@@ -126,7 +126,15 @@ export function agentControlService(deps: AgentServiceDeps): ServiceImpl<typeof 
         airplaneModeOff: policy.airplaneModeOff,
         pressHome: policy.pressHome,
       };
-      const baseline = { packages: req.baseline?.packages ?? [], paths: req.baseline?.paths ?? [] };
+      for (const [i, s] of (req.baseline?.settings ?? []).entries()) {
+        if (!["system", "secure", "global"].includes(s.namespace)) throw invalidArgument(`baseline.settings[${i}].namespace`, "system, secure or global");
+        if (!SETTING_KEY.test(s.key) || s.value.length > 256 || /[\x00-\x1f\x7f]/.test(s.value)) throw invalidArgument(`baseline.settings[${i}]`, "not a setting a cleanup may put back");
+      }
+      const baseline = {
+        packages: req.baseline?.packages ?? [],
+        paths: req.baseline?.paths ?? [],
+        settings: (req.baseline?.settings ?? []).map((s) => ({ namespace: s.namespace, key: s.key, value: s.value })),
+      };
       const { action, result } = await deps.ownership.run(deps.cleanup, { leaseId: req.leaseId, plan, baseline }, { serial: serialOf(req.target), deadlineMs: c.deadlineMs, requestedBy: c.requestedBy });
       return { actionId: action.actionId, steps: result.steps, ok: result.steps.every((s) => s.ok) };
     },

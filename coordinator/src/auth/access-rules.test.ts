@@ -133,6 +133,7 @@ const openOnLeasedPhones: Record<string, string> = {
   "farm.v1.SessionService/StartSession": "needs the lease token itself (session-service.ts authorizes the lease)",
   "farm.v1.ShellService/OpenShell": "needs the lease token itself (shell-service.ts routes it as a change)",
   "farm.v1.ReplicaService/RelayScreen": "another replica only (access replica), which checked its caller holds the lease or is an admin; the replica holding the agent checks that lease id again in the database (replicas/relayed-route.ts)",
+  "farm.v1.ReplicaService/RelayLogcat": "another replica only (access replica), which checked its caller holds the lease or is an admin; the replica holding the agent checks that lease id again in the database (replicas/relayed-route.ts)",
   "farm.v1.ShellService/WatchShell": "needs the lease token itself (shell-service.ts routes it as a change, as OpenShell)",
 };
 

@@ -4,7 +4,7 @@ import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import type { DeviceHold } from "../registry/registry.js";
 import { createDeviceCleanupStore } from "../db/stores.js";
-import { DeviceCleanups } from "./device-cleanups.js";
+import { DeviceCleanups, type CleanupNotice } from "./device-cleanups.js";
 
 let opened: FarmDatabase | undefined;
 let dialect: (typeof dialects)[number] = "sqlite";
@@ -118,5 +118,50 @@ describe.each(dialects)("DeviceCleanups on %s", (d) => {
     expect(await refusal(c.clear("pd-a"))).toMatchObject({ code: "NOT_FOUND" });
     c.beginCleaning(L1);
     expect(await refusal(c.clear("pd-a"))).toMatchObject({ code: "DEVICE_BUSY" });
+  });
+
+  it("replicas: each change reaches the others, which hold the phone out of leases from the lease's end until its owner tells the outcome; an admin clears it through any", async () => {
+    const a = await cleanups();
+    const holdsA = holds;
+    const b = await cleanups();
+    const holdsB = holds;
+    const toB: CleanupNotice[] = [];
+    a.share(async (n) => void toB.push(n));
+    b.share(async (n) => a.applyNotice(n));
+    await a.recordBaseline(L1, baseline, "");
+    // B knows the lease's phone is cleaned by A after it, without A's baseline.
+    for (const n of toB.splice(0)) b.applyNotice(n);
+    expect(b.rowOf("pd-a")).toMatchObject({ state: "leased", leaseId: "l-1", baseline: "" });
+    expect(holdsB.size).toBe(0);
+    // The lease ends; B hears of it first: held at once there, but not cleaned there.
+    expect(b.beginCleaning(L1)).toEqual({ started: false });
+    expect(holdsB.get("pd-a")).toEqual({ state: "cleaning", reason: "" });
+    const begun = a.beginCleaning(L1);
+    expect(begun.started).toBe(true);
+    if (begun.started) await begun.stored;
+    await a.needsAttention(L1, "uninstall com.x failed");
+    for (const n of toB.splice(0)) b.applyNotice(n);
+    expect(holdsB.get("pd-a")).toEqual({ state: "needs-attention", reason: "uninstall com.x failed" });
+    // Cleared through B: back in the pool on A too, and nothing stored.
+    expect(await b.clear("pd-a")).toBe("uninstall com.x failed");
+    expect(holdsA.has("pd-a")).toBe(false);
+    expect(a.rowOf("pd-a")).toBeUndefined();
+    await cleanups();
+    expect(holds.size).toBe(0);
+  });
+
+  it("replicas: a replica that missed notices takes the stored rows of the others' phones as the truth", async () => {
+    const a = await cleanups();
+    const b = await cleanups();
+    const holdsB = holds;
+    await a.recordBaseline(L1, baseline, "");
+    a.beginCleaning(L1);
+    await a.needsAttention(L1, "home failed");
+    await b.resync();
+    expect(holdsB.get("pd-a")).toEqual({ state: "needs-attention", reason: "home failed" });
+    await a.clear("pd-a");
+    await b.resync();
+    expect(holdsB.has("pd-a")).toBe(false);
+    expect(b.rowOf("pd-a")).toBeUndefined();
   });
 });

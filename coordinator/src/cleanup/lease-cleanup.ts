@@ -8,7 +8,7 @@ import type { LeaseManager } from "../leases/lease-manager.js";
 import type { LeaseRow } from "../leases/lease-store.js";
 import type { Registry } from "../registry/registry.js";
 import type { AgentCaller } from "../routing/agent-session.js";
-import type { DeviceCleanups } from "./device-cleanups.js";
+import type { Baseline, DeviceCleanups } from "./device-cleanups.js";
 
 /** Who the farm's own cleanup actions are journaled as (agent journal and activity). */
 export const CLEANUP_CALLER = "farm:cleanup";
@@ -62,7 +62,7 @@ async function readBaseline(deps: LeaseCleanupDeps, lease: LeaseRow): Promise<vo
   const dirs = deps.policy.removeNewFilesUnder;
   const attached = deps.registry.agentSession(lease.agentId);
   let problem = "";
-  let baseline: { packages: string[]; paths: string[] } | undefined;
+  let baseline: Baseline | undefined;
   if (!attached) problem = "its agent was offline when the lease was granted: no baseline to clean against";
   else {
     try {
@@ -72,7 +72,11 @@ async function readBaseline(deps: LeaseCleanupDeps, lease: LeaseRow): Promise<vo
         FARM,
         Date.now() + BASELINE_TIMEOUT_MS,
       );
-      baseline = { packages: res.baseline?.packages ?? [], paths: res.baseline?.paths ?? [] };
+      baseline = {
+        packages: res.baseline?.packages ?? [],
+        paths: res.baseline?.paths ?? [],
+        settings: (res.baseline?.settings ?? []).map((s) => ({ namespace: s.namespace, key: s.key, value: s.value })),
+      };
     } catch (err) {
       const r = toErrorReport(err);
       problem = `its baseline could not be read at grant (${r.code}: ${r.message})`;

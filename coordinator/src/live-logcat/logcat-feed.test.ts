@@ -64,4 +64,15 @@ describe("logcat feed", () => {
     feed.publish(lines(0, 1));
     expect((await next).value).toMatchObject({ dropped: 0, lines: [{ message: "0" }] });
   });
+
+  it("tells every viewer of lines missed upstream (a relay that fell behind on the agent's replica) with its next lines", async () => {
+    const feed = new LogcatFeed();
+    const v = new LogcatViewer();
+    feed.join(v);
+    feed.missed(7);
+    feed.publish(lines(0, 2));
+    const got = await drain(v, feed);
+    expect(got).toEqual([{ lines: expect.any(Array) as unknown, dropped: 7 }]);
+    expect(v.droppedTotal).toBe(7);
+  });
 });

@@ -59,6 +59,12 @@ export class LogcatFeed {
     return { viewers: this.viewers.size, queuedLines, dropped };
   }
 
+  /** Lines missed upstream (a relay from another replica fell behind there): every viewer is told with its next lines. */
+  missed(count: number): void {
+    if (this.endedWith !== undefined || count <= 0) return;
+    for (const v of this.viewers) v.missed(count);
+  }
+
   /** The phone's stream ended: every viewer's does, with `err` (or normally). */
   end(err: Error | null): void {
     if (this.endedWith !== undefined) return;
@@ -87,6 +93,12 @@ export class LogcatViewer implements AsyncIterable<LogBatch> {
       this.droppedTotal += over;
     }
     this.notify();
+  }
+
+  /** Lines lost before they reached this viewer's feed, counted as dropped. */
+  missed(count: number): void {
+    this.dropped += count;
+    this.droppedTotal += count;
   }
 
   get queuedLines(): number {

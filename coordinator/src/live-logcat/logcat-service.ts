@@ -10,8 +10,10 @@ import type { LeaseRow } from "../leases/lease-store.js";
 import type { Registry } from "../registry/registry.js";
 import type { AgentCaller } from "../routing/agent-session.js";
 import { routeFor } from "../routing/device-service.js";
-import { LogcatViewer } from "./logcat-feed.js";
+import { RemoteAgentSession } from "../replicas/remote-agent-session.js";
+import { LogcatViewer, type LogBatch } from "./logcat-feed.js";
 import { LOGCAT_START_TIMEOUT_MS, type LogcatFeeds } from "./logcat-feeds.js";
+import { relayLogcat } from "./logcat-relay.js";
 
 /** Lines the agent may send in one message (it sends at most 256). */
 const AGENT_BATCH_MAX_LINES = 1_000;
@@ -24,6 +26,52 @@ export interface LogcatServiceDeps {
 
 function leaseEnded(lease: LeaseRow): Error {
   return farmError(lease.state === "expired" ? Errors.LEASE_EXPIRED : Errors.LEASE_RELEASED, `the lease on ${lease.physicalId} ended: the live logcat is closed`, "lease");
+}
+
+/** Where a read phone is: its serial and physical id, and the agent holding it (here, or through another replica). */
+export interface LogcatRoute {
+  agentId: string;
+  serial: string;
+  physicalId: string;
+  session: AgentCaller;
+}
+
+/**
+ * One reader of a phone's log: joins the phone's one feed on this replica
+ * (started on first use: on the agent when its stream is here, else
+ * relayed once per phone from the replica holding it), and ends with
+ * `lease` unless the reader is an admin.
+ */
+export async function* watchLogcatFeed(
+  deps: LogcatServiceDeps,
+  r: LogcatRoute,
+  principal: { tokenName: string; admin: boolean },
+  lease: LeaseRow | undefined,
+  signal: AbortSignal,
+): AsyncGenerator<LogBatch> {
+  const session = r.session;
+  const running = await deps.feeds.feedFor(r.physicalId, async (streamId) => {
+    if (session instanceof RemoteAgentSession) return relayLogcat(deps.feeds, session, streamId, { serial: r.serial, physicalId: r.physicalId, leaseId: lease?.leaseId ?? "", principal });
+    await session.call(AgentControlService.method.startLogcat, { target: { serial: r.serial, agent: r.agentId }, streamId }, principal, Date.now() + LOGCAT_START_TIMEOUT_MS);
+  });
+  const viewer = new LogcatViewer();
+  const onLeaseEnded = (ended: LeaseRow) => {
+    if (!principal.admin && ended.leaseId === lease?.leaseId) viewer.end(leaseEnded(ended));
+  };
+  const onAbort = () => viewer.end(null);
+  deps.leases.events.on("leaseEnded", onLeaseEnded);
+  signal.addEventListener("abort", onAbort, { once: true });
+  running.feed.join(viewer);
+  try {
+    // The lease may have ended while the feed started (as the database has it: on a replica, a lease granted
+    // through another one may not have reached this one's memory yet).
+    if (lease && !principal.admin && (await deps.leases.storedLeaseOf(r.physicalId))?.leaseId !== lease.leaseId) viewer.end(leaseEnded({ ...lease, state: "released" }));
+    yield* viewer;
+  } finally {
+    deps.leases.events.off("leaseEnded", onLeaseEnded);
+    signal.removeEventListener("abort", onAbort);
+    deps.feeds.left(r.physicalId, running, viewer);
+  }
 }
 
 /** Readers: the lease holder on that phone, or an admin (as for the live screen). */
@@ -39,29 +87,7 @@ export function registerLogcatService(router: ConnectRouter, deps: LogcatService
       const lease = deps.leases.leaseOf(r.physicalId);
       // And a free phone's live log is for whoever leases it, not for every viewer.
       if (!principal.admin && !lease) throw farmError(Errors.LEASE_REQUIRED, `the live logcat of ${serial} is for its lease holder; lease it first (farm lease acquire)`, "lease");
-      const session = r.session as AgentCaller & { replicaId?: string };
-      if (session.replicaId) {
-        throw farmError(Errors.NOT_IMPLEMENTED, `agent ${r.agentName} is attached to another coordinator replica; the live logcat needs the replica holding the agent`, "target.serial");
-      }
-      const running = await deps.feeds.feedFor(r.physicalId, async (streamId) => {
-        await session.call(AgentControlService.method.startLogcat, { target: { serial: r.serial, agent: r.agentId }, streamId }, principal, Date.now() + LOGCAT_START_TIMEOUT_MS);
-      });
-      const viewer = new LogcatViewer();
-      const onLeaseEnded = (ended: LeaseRow) => {
-        if (!principal.admin && ended.leaseId === lease?.leaseId) viewer.end(leaseEnded(ended));
-      };
-      const onAbort = () => viewer.end(null);
-      deps.leases.events.on("leaseEnded", onLeaseEnded);
-      ctx.signal.addEventListener("abort", onAbort, { once: true });
-      running.feed.join(viewer);
-      try {
-        if (lease && !principal.admin && deps.leases.leaseOf(r.physicalId)?.leaseId !== lease.leaseId) viewer.end(leaseEnded({ ...lease, state: "released" }));
-        for await (const batch of viewer) yield create(WatchLogcatResponseSchema, batch);
-      } finally {
-        deps.leases.events.off("leaseEnded", onLeaseEnded);
-        ctx.signal.removeEventListener("abort", onAbort);
-        deps.feeds.left(r.physicalId, running, viewer);
-      }
+      for await (const batch of watchLogcatFeed(deps, { ...r, session: r.session as AgentCaller }, principal, lease, ctx.signal)) yield create(WatchLogcatResponseSchema, batch);
     },
   });
 }

@@ -5,10 +5,10 @@ export const WATCHED_KINDS = ["activity", "evidence", "video", "session", "step"
 export type WatchedKind = (typeof WATCHED_KINDS)[number];
 
 /** What a replica tells the others it changed in the shared database (they re-read it). */
-export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token" | "summaryKey" | WatchedKind;
+export type ChangeKind = "agent" | "lease" | "queue" | "labels" | "token" | "summaryKey" | "cleanup" | WatchedKind;
 
 /** Every kind, for receivers to drop what they do not know. */
-export const CHANGE_KINDS: readonly ChangeKind[] = ["agent", "lease", "queue", "labels", "token", "summaryKey", ...WATCHED_KINDS];
+export const CHANGE_KINDS: readonly ChangeKind[] = ["agent", "lease", "queue", "labels", "token", "summaryKey", "cleanup", ...WATCHED_KINDS];
 
 /** One change as it travels: what, which one, from which replica. */
 export interface Change {
@@ -29,7 +29,8 @@ interface BusEvents {
  * Change notices between replicas. Most notices carry only what changed (a
  * kind and an id): receivers re-read the row. A lease notice carries the
  * row as committed (no secret: a lease token is stored only as its hash),
- * so the others apply it without a read. A replica never hears its own.
+ * so the others apply it without a read; so does a cleanup notice (a phone's
+ * cleanup state, without its baseline). A replica never hears its own.
  */
 export interface ChangeBus {
   readonly events: EventEmitter<BusEvents>;

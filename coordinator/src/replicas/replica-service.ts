@@ -8,6 +8,8 @@ import type { AdbTunnelDeps } from "../adb-tunnels/adb-tunnel-service.js";
 import { serveRelayAdbStream, serveRelayTunnel } from "../adb-tunnels/relayed-tunnel.js";
 import type { LiveScreenDeps } from "../live-screen/live-screen-service.js";
 import { serveRelayScreen } from "../live-screen/relayed-screen.js";
+import type { LogcatServiceDeps } from "../live-logcat/logcat-service.js";
+import { serveRelayLogcat } from "../live-logcat/relayed-logcat.js";
 import type { Registry } from "../registry/registry.js";
 import { AttachSession } from "../routing/agent-session.js";
 import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/shell-relay.js";
@@ -16,7 +18,7 @@ import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/sh
 const RELAY_OUTPUT_CHUNK_BYTES = 64 * 1024;
 
 /** ReplicaService: what another replica asks of this one. */
-export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay; screens: LiveScreenDeps; tunnels: AdbTunnelDeps }): void {
+export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay; screens: LiveScreenDeps; logcats: LogcatServiceDeps; tunnels: AdbTunnelDeps }): void {
   router.service(ReplicaService, {
     holdsAgent(req) {
       const attached = deps.registry.agentSession(req.agentId);
@@ -81,6 +83,10 @@ export function registerReplicaService(router: ConnectRouter, deps: { registry: 
 
     relayScreen(req, ctx) {
       return serveRelayScreen(deps.screens, req, ctx.signal);
+    },
+
+    relayLogcat(req, ctx) {
+      return serveRelayLogcat(deps.logcats, req, ctx.signal);
     },
 
     relayTunnel(requests, ctx) {

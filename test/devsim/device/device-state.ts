@@ -108,6 +108,9 @@ export class DeviceState {
       tag: "ActivityManager",
       message: `Start proc ${process.pid}:${packageName}/u0a${(pkg?.uid ?? 10000) - 10000} for top-activity {${packageName}/${this.packages.get(packageName)?.model?.mainActivity ?? ""}}`,
     });
+    // The app's runtime logs from its own pid as it comes up, as ART does (tagged with the process's
+    // 15-character kernel name): a line whose package only the pid tells.
+    this.log.add({ pid: process.pid, priority: 4, tag: packageName.slice(-15), message: "Late-enabling -Xcheck:jni" });
     if (this.sdkPackages.has(packageName) && pkg) this.startSdk(packageName, pkg.versionName);
     return process;
   }

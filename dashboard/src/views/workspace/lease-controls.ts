@@ -98,6 +98,15 @@ export function leaseControls(state: LiveState, physicalId: string, changed: () 
     const lease = state.leases.get(physicalId);
     const token = leaseTokenOf(physicalId);
     if (!lease) {
+      // Held out of the pool between users (a cleanup policy): why, rather than a Lease that leases skip.
+      const held = state.phone(physicalId).find((d) => d.state === "cleaning" || d.state === "needs-attention");
+      if (held) {
+        text.textContent = held.state === "cleaning"
+          ? "Being cleaned after its last lease: leasable again once that is done."
+          : `Needs attention: ${held.attentionReason || "its cleanup failed"}. Leases skip it until an admin clears it (farm device clear-attention).`;
+        replaceChildren(buttons);
+        return;
+      }
       const serial = serialNow();
       text.textContent = "Not leased.";
       if (!me || me.role === "viewer") replaceChildren(buttons, h("span", { class: "count" }, "Viewers watch only: an operator or an admin can lease it."));

@@ -15,7 +15,7 @@ describe("the Logs tab's ring and filters", () => {
   });
 
   it("filters by lowest level, part of the tag and a search of tag and message", () => {
-    const all = { level: "V", tag: "", search: "" };
+    const all = { level: "V", tag: "", package: "", search: "" };
     expect(matches(line("D", "ActivityManager", "x"), { ...all, level: "I" })).toBe(false);
     expect(matches(line("E", "ActivityManager", "x"), { ...all, level: "W" })).toBe(true);
     expect(matches(line("I", "ActivityManager", "x"), { ...all, tag: "activity" })).toBe(true);
@@ -28,5 +28,15 @@ describe("the Logs tab's ring and filters", () => {
 
   it("prints a line as logcat did", () => {
     expect(lineText(line("W", "t", "m"))).toBe("12-07 08:00:00.000    12    13 W t: m");
+  });
+
+  it("filters by part of the package the agent told from the line's pid; a line of no package is hidden by any package filter", () => {
+    const all = { level: "V", tag: "", package: "", search: "" };
+    const app = create(LogLineSchema, { pid: 4242, level: "I", tag: "e.example.demo", message: "Late-enabling -Xcheck:jni", package: "com.example.demo" });
+    const daemon = create(LogLineSchema, { pid: 612, level: "I", tag: "SurfaceFlinger", message: "frame", package: "" });
+    expect(matches(app, { ...all, package: "example.DEMO" })).toBe(true);
+    expect(matches(app, { ...all, package: "com.other" })).toBe(false);
+    expect(matches(daemon, { ...all, package: "com.example.demo" })).toBe(false);
+    expect(matches(daemon, all)).toBe(true);
   });
 });

@@ -3,12 +3,18 @@ import type { LogLine } from "@farm/shared/gen/farm/v1/logcat_service_pb";
 /** Lines the Logs tab keeps in the browser: the oldest go first. */
 export const LOG_RING_LINES = 5_000;
 
-/** The Logs tab's filters: lowest level shown, tag, and a search of the whole line. */
+/** The Logs tab's filters: lowest level shown, tag, package, and a search of the whole line. */
 export interface LogFilter {
   /** V, D, I, W, E or F: this level and above. */
   level: string;
   /** Case-insensitive part of the tag (empty: every tag). */
   tag: string;
+  /**
+   * Case-insensitive part of the package of the app that wrote the line (the
+   * agent tells it from the line's pid); empty: every line. A line of no
+   * known package (a system daemon's) is hidden by any package filter.
+   */
+  package: string;
   /** Case-insensitive part of the tag or message (empty: every line). */
   search: string;
 }
@@ -20,6 +26,7 @@ export function matches(line: LogLine, f: LogFilter): boolean {
   const at = line.level ? LEVELS.indexOf(line.level) : -1;
   if (at >= 0 && at < LEVELS.indexOf(f.level)) return false;
   if (f.tag && !line.tag.toLowerCase().includes(f.tag.toLowerCase())) return false;
+  if (f.package && !line.package.toLowerCase().includes(f.package.toLowerCase())) return false;
   if (f.search) {
     const q = f.search.toLowerCase();
     if (!line.message.toLowerCase().includes(q) && !line.tag.toLowerCase().includes(q)) return false;

@@ -8,14 +8,20 @@ import type { WorkspaceTab, WorkspaceTarget, WorkspaceTabView } from "./workspac
 /** Rows on the page at most: older matching lines stay in the ring (and the download), not in the DOM. */
 const ROWS_SHOWN = 1_000;
 
+/** Logs tabs opened on this page so far: each one's list of packages has an id of its own. */
+let datalists = 0;
+
 /** Why a watch ended, for the status line: the server's message (it names the code), or the error's own. */
 const why = (err: unknown) => (err instanceof ConnectError ? err.rawMessage : (err as Error).message);
 
 /**
  * The Logs tab: the phone's logcat live, from the coordinator's one stream
  * for the phone (shared with every other viewer); a ring buffer of the
- * newest lines in the browser; level, tag and text filters, pause, clear
- * and download. Who may read it is the server's call (the lease holder, or
+ * newest lines in the browser; level, tag, package and text filters,
+ * pause, clear and download. The filters run here, not on the coordinator:
+ * the coordinator's one stream per phone is shared by every viewer, each
+ * with filters of its own, and a filter changed here applies at once to
+ * the lines already kept (no new stream, nothing asked of the phone). Who may read it is the server's call (the lease holder, or
  * an admin): a refusal is shown as it came.
  */
 export const logsTab: WorkspaceTab = {
@@ -23,7 +29,9 @@ export const logsTab: WorkspaceTab = {
   title: "Logs",
   open(initial: WorkspaceTarget): WorkspaceTabView {
     const ring = new LogRing();
-    const filter: LogFilter = { level: "V", tag: "", search: "" };
+    const filter: LogFilter = { level: "V", tag: "", package: "", search: "" };
+    /** Packages seen in the log so far, offered by the package filter (bounded like the ring). */
+    const seenPackages = new Set<string>();
     let paused = false;
     let dropped = 0;
     let target = initial;
@@ -50,6 +58,17 @@ export const logsTab: WorkspaceTab = {
       "aria-label": "Tag filter",
       oninput: () => {
         filter.tag = tag.value.trim();
+        redraw();
+      },
+    });
+    const packages = h("datalist", { id: `log-packages-${++datalists}` });
+    const pkg = h("input", {
+      type: "search",
+      placeholder: "package",
+      "aria-label": "Package filter",
+      list: packages.id,
+      oninput: () => {
+        filter.package = pkg.value.trim();
         redraw();
       },
     });
@@ -89,9 +108,9 @@ export const logsTab: WorkspaceTab = {
         setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
       },
     }, "Download");
-    const el = h("section", { class: "workspace-tab logs-tab" }, h("div", { class: "log-tools" }, level, tag, search, pause, clear, download), status, rows);
+    const el = h("section", { class: "workspace-tab logs-tab" }, h("div", { class: "log-tools" }, level, tag, pkg, packages, search, pause, clear, download), status, rows);
 
-    const row = (l: LogLine) => h("div", { class: `log-line level-${l.level || "none"}`, "data-level": l.level, "data-tag": l.tag }, lineText(l));
+    const row = (l: LogLine) => h("div", { class: `log-line level-${l.level || "none"}`, "data-level": l.level, "data-tag": l.tag, "data-package": l.package, title: l.package || "" }, lineText(l));
     const showStatus = (note = "") => {
       status.textContent = note || `${watching ? `Following ${target.serial}` : "Not following"} · ${ring.size} lines kept${dropped ? ` · ${dropped} missed (fell behind)` : ""}${paused ? " · paused" : ""}`;
     };
@@ -104,6 +123,11 @@ export const logsTab: WorkspaceTab = {
     };
     const add = (lines: LogLine[]) => {
       ring.push(lines);
+      for (const l of lines) {
+        if (!l.package || seenPackages.has(l.package) || seenPackages.size >= 500) continue;
+        seenPackages.add(l.package);
+        packages.append(h("option", { value: l.package }));
+      }
       if (paused) return showStatus();
       const atBottom = rows.scrollTop + rows.clientHeight >= rows.scrollHeight - 4;
       for (const l of lines) if (matches(l, filter)) rows.append(row(l));

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/logcat_service.proto.
  */
 export const file_farm_v1_logcat_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxmYXJtL3YxL2xvZ2NhdF9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIjsKEldhdGNoTG9nY2F0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJHChNXYXRjaExvZ2NhdFJlc3BvbnNlEh8KBWxpbmVzGAEgAygLMhAuZmFybS52MS5Mb2dMaW5lEg8KB2Ryb3BwZWQYAiABKA0iXgoHTG9nTGluZRIMCgR0aW1lGAEgASgJEgsKA3BpZBgCIAEoDRILCgN0aWQYAyABKA0SDQoFbGV2ZWwYBCABKAkSCwoDdGFnGAUgASgJEg8KB21lc3NhZ2UYBiABKAkyeAoNTG9nY2F0U2VydmljZRJnCgtXYXRjaExvZ2NhdBIbLmZhcm0udjEuV2F0Y2hMb2djYXRSZXF1ZXN0GhwuZmFybS52MS5XYXRjaExvZ2NhdFJlc3BvbnNlIhuiuxgXCAMYASgBOg9yZWFkIGl0cyBsb2djYXQwAWIGcHJvdG8z", [file_farm_v1_device_service, file_farm_v1_method_rules]);
+  fileDesc("ChxmYXJtL3YxL2xvZ2NhdF9zZXJ2aWNlLnByb3RvEgdmYXJtLnYxIjsKEldhdGNoTG9nY2F0UmVxdWVzdBIlCgZ0YXJnZXQYASABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldCJHChNXYXRjaExvZ2NhdFJlc3BvbnNlEh8KBWxpbmVzGAEgAygLMhAuZmFybS52MS5Mb2dMaW5lEg8KB2Ryb3BwZWQYAiABKA0ibwoHTG9nTGluZRIMCgR0aW1lGAEgASgJEgsKA3BpZBgCIAEoDRILCgN0aWQYAyABKA0SDQoFbGV2ZWwYBCABKAkSCwoDdGFnGAUgASgJEg8KB21lc3NhZ2UYBiABKAkSDwoHcGFja2FnZRgHIAEoCTJ4Cg1Mb2djYXRTZXJ2aWNlEmcKC1dhdGNoTG9nY2F0EhsuZmFybS52MS5XYXRjaExvZ2NhdFJlcXVlc3QaHC5mYXJtLnYxLldhdGNoTG9nY2F0UmVzcG9uc2UiG6K7GBcIAxgBKAE6D3JlYWQgaXRzIGxvZ2NhdDABYgZwcm90bzM", [file_farm_v1_device_service, file_farm_v1_method_rules]);
 
 /**
  * @generated from message farm.v1.WatchLogcatRequest
@@ -95,6 +95,15 @@ export type LogLine = Message<"farm.v1.LogLine"> & {
    * @generated from field: string message = 6;
    */
   message: string;
+
+  /**
+   * The app package of the process that wrote the line, as the agent read it
+   * off the phone (`ps -A -o PID,NAME`); empty for a system daemon, a process
+   * gone before it was seen, or when the phone could not say.
+   *
+   * @generated from field: string package = 7;
+   */
+  package: string;
 };
 
 /**

@@ -12,6 +12,8 @@ import type { DeviceTarget } from "./device_service_pb.js";
 import { file_farm_v1_device_service } from "./device_service_pb.js";
 import type { ScreenEvent } from "./live_screen_service_pb.js";
 import { file_farm_v1_live_screen_service } from "./live_screen_service_pb.js";
+import type { LogLine } from "./logcat_service_pb.js";
+import { file_farm_v1_logcat_service } from "./logcat_service_pb.js";
 import { file_farm_v1_method_rules } from "./method_rules_pb.js";
 import type { OpenShellResponse } from "./shell_service_pb.js";
 import { file_farm_v1_shell_service } from "./shell_service_pb.js";
@@ -21,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/replica_service.proto.
  */
 export const file_farm_v1_replica_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQiYAoSUmVsYXlUdW5uZWxSZXF1ZXN0EioKBXN0YXJ0GAEgASgLMhkuZmFybS52MS5SZWxheVR1bm5lbFN0YXJ0SAASFgoMY2xvc2VfcmVhc29uGAIgASgJSABCBgoEa2luZCKEAQoQUmVsYXlUdW5uZWxTdGFydBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0dW5uZWxfaWQYAiABKAkSDgoGc2VyaWFsGAMgASgJEhMKC3BoeXNpY2FsX2lkGAQgASgJEhAKCGxlYXNlX2lkGAUgASgJEhQKDHJlcXVlc3RlZF9ieRgGIAEoCSIyChNSZWxheVR1bm5lbFJlc3BvbnNlEhMKCWFjdGlvbl9pZBgBIAEoCUgAQgYKBGtpbmQiXgoVUmVsYXlBZGJTdHJlYW1SZXF1ZXN0Ei0KBXN0YXJ0GAEgASgLMhwuZmFybS52MS5SZWxheUFkYlN0cmVhbVN0YXJ0SAASDgoEZGF0YRgCIAEoDEgAQgYKBGtpbmQiTwoTUmVsYXlBZGJTdHJlYW1TdGFydBIRCgl0dW5uZWxfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYAyABKAkiQgoWUmVsYXlBZGJTdHJlYW1SZXNwb25zZRIQCgZvcGVuZWQYASABKAhIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJiChBDYWxsQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiAKBGNhbGwYAiABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbBIaChJjYWxsZXJfZGVhZGxpbmVfbXMYAyABKAMiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMocECg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElEKClJlbGF5U2hlbGwSGi5mYXJtLnYxLlJlbGF5U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5SZWxheVNoZWxsUmVzcG9uc2UiBqK7GAIIBygBMAESUgoLUmVsYXlTY3JlZW4SGy5mYXJtLnYxLlJlbGF5U2NyZWVuUmVxdWVzdBocLmZhcm0udjEuUmVsYXlTY3JlZW5SZXNwb25zZSIGorsYAggHMAESVAoLUmVsYXlUdW5uZWwSGy5mYXJtLnYxLlJlbGF5VHVubmVsUmVxdWVzdBocLmZhcm0udjEuUmVsYXlUdW5uZWxSZXNwb25zZSIGorsYAggHKAEwARJdCg5SZWxheUFkYlN0cmVhbRIeLmZhcm0udjEuUmVsYXlBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5SZWxheUFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAcoATABYgZwcm90bzM", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_live_screen_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
+  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQipgEKElJlbGF5TG9nY2F0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBITCgtwaHlzaWNhbF9pZBgDIAEoCRIQCghsZWFzZV9pZBgEIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBSABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAYgASgIIkcKE1JlbGF5TG9nY2F0UmVzcG9uc2USHwoFbGluZXMYASADKAsyEC5mYXJtLnYxLkxvZ0xpbmUSDwoHZHJvcHBlZBgCIAEoDSJgChJSZWxheVR1bm5lbFJlcXVlc3QSKgoFc3RhcnQYASABKAsyGS5mYXJtLnYxLlJlbGF5VHVubmVsU3RhcnRIABIWCgxjbG9zZV9yZWFzb24YAiABKAlIAEIGCgRraW5kIoQBChBSZWxheVR1bm5lbFN0YXJ0EhAKCGFnZW50X2lkGAEgASgJEhEKCXR1bm5lbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSEwoLcGh5c2ljYWxfaWQYBCABKAkSEAoIbGVhc2VfaWQYBSABKAkSFAoMcmVxdWVzdGVkX2J5GAYgASgJIjIKE1JlbGF5VHVubmVsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSABCBgoEa2luZCJeChVSZWxheUFkYlN0cmVhbVJlcXVlc3QSLQoFc3RhcnQYASABKAsyHC5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJPChNSZWxheUFkYlN0cmVhbVN0YXJ0EhEKCXR1bm5lbF9pZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJEhQKDHJlcXVlc3RlZF9ieRgDIAEoCSJCChZSZWxheUFkYlN0cmVhbVJlc3BvbnNlEhAKBm9wZW5lZBgBIAEoCEgAEg4KBGRhdGEYAiABKAxIAEIGCgRraW5kImIKEENhbGxBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSIAoEY2FsbBgCIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsEhoKEmNhbGxlcl9kZWFkbGluZV9tcxgDIAEoAyI9ChFDYWxsQWdlbnRSZXNwb25zZRIoCgZyZXN1bHQYASABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdCJiChFSZWxheVNoZWxsUmVxdWVzdBIUCgpzZXNzaW9uX2lkGAEgASgJSAASLwoIdG9fYWdlbnQYAiABKAsyGy5mYXJtLnYxLlNlcnZlU2hlbGxSZXNwb25zZUgAQgYKBGtpbmQicAoSUmVsYXlTaGVsbFJlc3BvbnNlEg8KBXJlYWR5GAEgASgISAASEAoGam9pbmVkGAIgASgISAASLwoJdG9fY2FsbGVyGAMgASgLMhouZmFybS52MS5PcGVuU2hlbGxSZXNwb25zZUgAQgYKBGtpbmQiJQoRSG9sZHNBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiIgoSSG9sZHNBZ2VudFJlc3BvbnNlEgwKBGhlbGQYASABKAgy2wQKDlJlcGxpY2FTZXJ2aWNlEk0KCkhvbGRzQWdlbnQSGi5mYXJtLnYxLkhvbGRzQWdlbnRSZXF1ZXN0GhsuZmFybS52MS5Ib2xkc0FnZW50UmVzcG9uc2UiBqK7GAIIBxJKCglDYWxsQWdlbnQSGS5mYXJtLnYxLkNhbGxBZ2VudFJlcXVlc3QaGi5mYXJtLnYxLkNhbGxBZ2VudFJlc3BvbnNlIgaiuxgCCAcSUQoKUmVsYXlTaGVsbBIaLmZhcm0udjEuUmVsYXlTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlJlbGF5U2hlbGxSZXNwb25zZSIGorsYAggHKAEwARJSCgtSZWxheVNjcmVlbhIbLmZhcm0udjEuUmVsYXlTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5SZWxheVNjcmVlblJlc3BvbnNlIgaiuxgCCAcwARJSCgtSZWxheUxvZ2NhdBIbLmZhcm0udjEuUmVsYXlMb2djYXRSZXF1ZXN0GhwuZmFybS52MS5SZWxheUxvZ2NhdFJlc3BvbnNlIgaiuxgCCAcwARJUCgtSZWxheVR1bm5lbBIbLmZhcm0udjEuUmVsYXlUdW5uZWxSZXF1ZXN0GhwuZmFybS52MS5SZWxheVR1bm5lbFJlc3BvbnNlIgaiuxgCCAcoATABEl0KDlJlbGF5QWRiU3RyZWFtEh4uZmFybS52MS5SZWxheUFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBygBMAFiBnByb3RvMw", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_live_screen_service, file_farm_v1_logcat_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
 
 /**
  * @generated from message farm.v1.RelayScreenRequest
@@ -88,6 +90,77 @@ export const RelayScreenResponseSchema: GenMessage<RelayScreenResponse> = /*@__P
   messageDesc(file_farm_v1_replica_service, 1);
 
 /**
+ * @generated from message farm.v1.RelayLogcatRequest
+ */
+export type RelayLogcatRequest = Message<"farm.v1.RelayLogcatRequest"> & {
+  /**
+   * The agent attached to this replica, and the phone's serial on it.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: farm.v1.DeviceTarget target = 2;
+   */
+  target?: DeviceTarget | undefined;
+
+  /**
+   * @generated from field: string physical_id = 3;
+   */
+  physicalId: string;
+
+  /**
+   * The lease the log is read under: it must be the phone's active lease,
+   * held by requested_by. Empty for an admin, who needs none.
+   *
+   * @generated from field: string lease_id = 4;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: string requested_by = 5;
+   */
+  requestedBy: string;
+
+  /**
+   * @generated from field: bool requested_by_admin = 6;
+   */
+  requestedByAdmin: boolean;
+};
+
+/**
+ * Describes the message farm.v1.RelayLogcatRequest.
+ * Use `create(RelayLogcatRequestSchema)` to create a new message.
+ */
+export const RelayLogcatRequestSchema: GenMessage<RelayLogcatRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 2);
+
+/**
+ * @generated from message farm.v1.RelayLogcatResponse
+ */
+export type RelayLogcatResponse = Message<"farm.v1.RelayLogcatResponse"> & {
+  /**
+   * @generated from field: repeated farm.v1.LogLine lines = 1;
+   */
+  lines: LogLine[];
+
+  /**
+   * Lines the relay missed since its last message (it fell behind).
+   *
+   * @generated from field: uint32 dropped = 2;
+   */
+  dropped: number;
+};
+
+/**
+ * Describes the message farm.v1.RelayLogcatResponse.
+ * Use `create(RelayLogcatResponseSchema)` to create a new message.
+ */
+export const RelayLogcatResponseSchema: GenMessage<RelayLogcatResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 3);
+
+/**
  * @generated from message farm.v1.RelayTunnelRequest
  */
 export type RelayTunnelRequest = Message<"farm.v1.RelayTunnelRequest"> & {
@@ -118,7 +191,7 @@ export type RelayTunnelRequest = Message<"farm.v1.RelayTunnelRequest"> & {
  * Use `create(RelayTunnelRequestSchema)` to create a new message.
  */
 export const RelayTunnelRequestSchema: GenMessage<RelayTunnelRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 2);
+  messageDesc(file_farm_v1_replica_service, 4);
 
 /**
  * @generated from message farm.v1.RelayTunnelStart
@@ -164,7 +237,7 @@ export type RelayTunnelStart = Message<"farm.v1.RelayTunnelStart"> & {
  * Use `create(RelayTunnelStartSchema)` to create a new message.
  */
 export const RelayTunnelStartSchema: GenMessage<RelayTunnelStart> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 3);
+  messageDesc(file_farm_v1_replica_service, 5);
 
 /**
  * @generated from message farm.v1.RelayTunnelResponse
@@ -189,7 +262,7 @@ export type RelayTunnelResponse = Message<"farm.v1.RelayTunnelResponse"> & {
  * Use `create(RelayTunnelResponseSchema)` to create a new message.
  */
 export const RelayTunnelResponseSchema: GenMessage<RelayTunnelResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 4);
+  messageDesc(file_farm_v1_replica_service, 6);
 
 /**
  * @generated from message farm.v1.RelayAdbStreamRequest
@@ -222,7 +295,7 @@ export type RelayAdbStreamRequest = Message<"farm.v1.RelayAdbStreamRequest"> & {
  * Use `create(RelayAdbStreamRequestSchema)` to create a new message.
  */
 export const RelayAdbStreamRequestSchema: GenMessage<RelayAdbStreamRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 5);
+  messageDesc(file_farm_v1_replica_service, 7);
 
 /**
  * @generated from message farm.v1.RelayAdbStreamStart
@@ -249,7 +322,7 @@ export type RelayAdbStreamStart = Message<"farm.v1.RelayAdbStreamStart"> & {
  * Use `create(RelayAdbStreamStartSchema)` to create a new message.
  */
 export const RelayAdbStreamStartSchema: GenMessage<RelayAdbStreamStart> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 6);
+  messageDesc(file_farm_v1_replica_service, 8);
 
 /**
  * @generated from message farm.v1.RelayAdbStreamResponse
@@ -282,7 +355,7 @@ export type RelayAdbStreamResponse = Message<"farm.v1.RelayAdbStreamResponse"> &
  * Use `create(RelayAdbStreamResponseSchema)` to create a new message.
  */
 export const RelayAdbStreamResponseSchema: GenMessage<RelayAdbStreamResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 7);
+  messageDesc(file_farm_v1_replica_service, 9);
 
 /**
  * @generated from message farm.v1.CallAgentRequest
@@ -314,7 +387,7 @@ export type CallAgentRequest = Message<"farm.v1.CallAgentRequest"> & {
  * Use `create(CallAgentRequestSchema)` to create a new message.
  */
 export const CallAgentRequestSchema: GenMessage<CallAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 8);
+  messageDesc(file_farm_v1_replica_service, 10);
 
 /**
  * @generated from message farm.v1.CallAgentResponse
@@ -331,7 +404,7 @@ export type CallAgentResponse = Message<"farm.v1.CallAgentResponse"> & {
  * Use `create(CallAgentResponseSchema)` to create a new message.
  */
 export const CallAgentResponseSchema: GenMessage<CallAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 9);
+  messageDesc(file_farm_v1_replica_service, 11);
 
 /**
  * @generated from message farm.v1.RelayShellRequest
@@ -364,7 +437,7 @@ export type RelayShellRequest = Message<"farm.v1.RelayShellRequest"> & {
  * Use `create(RelayShellRequestSchema)` to create a new message.
  */
 export const RelayShellRequestSchema: GenMessage<RelayShellRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 10);
+  messageDesc(file_farm_v1_replica_service, 12);
 
 /**
  * @generated from message farm.v1.RelayShellResponse
@@ -405,7 +478,7 @@ export type RelayShellResponse = Message<"farm.v1.RelayShellResponse"> & {
  * Use `create(RelayShellResponseSchema)` to create a new message.
  */
 export const RelayShellResponseSchema: GenMessage<RelayShellResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 11);
+  messageDesc(file_farm_v1_replica_service, 13);
 
 /**
  * @generated from message farm.v1.HoldsAgentRequest
@@ -422,7 +495,7 @@ export type HoldsAgentRequest = Message<"farm.v1.HoldsAgentRequest"> & {
  * Use `create(HoldsAgentRequestSchema)` to create a new message.
  */
 export const HoldsAgentRequestSchema: GenMessage<HoldsAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 12);
+  messageDesc(file_farm_v1_replica_service, 14);
 
 /**
  * @generated from message farm.v1.HoldsAgentResponse
@@ -439,7 +512,7 @@ export type HoldsAgentResponse = Message<"farm.v1.HoldsAgentResponse"> & {
  * Use `create(HoldsAgentResponseSchema)` to create a new message.
  */
 export const HoldsAgentResponseSchema: GenMessage<HoldsAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 13);
+  messageDesc(file_farm_v1_replica_service, 15);
 
 /**
  * What coordinator replicas ask each other. A call that lands on a replica
@@ -500,6 +573,20 @@ export const ReplicaService: GenService<{
     methodKind: "server_streaming";
     input: typeof RelayScreenRequestSchema;
     output: typeof RelayScreenResponseSchema;
+  },
+  /**
+   * Carries one phone's live logcat from the replica holding its agent to
+   * another replica, once per phone there however many read it (as
+   * RelayScreen): the agent's replica checks the lease again and ends the
+   * stream when that lease ends; a slow reader misses lines (counted in
+   * dropped), never queued without bound.
+   *
+   * @generated from rpc farm.v1.ReplicaService.RelayLogcat
+   */
+  relayLogcat: {
+    methodKind: "server_streaming";
+    input: typeof RelayLogcatRequestSchema;
+    output: typeof RelayLogcatResponseSchema;
   },
   /**
    * Holds a remote adb tunnel opened through another replica: this replica
