@@ -99,4 +99,22 @@ describe("leases across replicas", () => {
       await client.end();
     }
   }, 180_000);
+
+  it("tells a lease's end to its agent once, from the replica holding the agent, whichever replica ended it", async () => {
+    const agent = lab.agents[0]!;
+    const told = (leaseId: string) => agent.endedLeases.filter((id) => id === leaseId).length;
+    const phone = { ...any, serial: "bench-0-0" };
+    // The phone's agent is on replica 0: one lease taken and released through replica 2 (which holds no
+    // agent), then one through replica 1 (which holds the other agent).
+    const first = await leases[2]!.acquireLease({ selector: phone, waitMs: 30_000, ttlMs: 60_000 });
+    await leases[2]!.releaseLease({ token: first.token });
+    await waitFor("the first end told", async () => (told(first.lease!.leaseId) > 0 ? true : undefined));
+    const second = await leases[1]!.acquireLease({ selector: phone, waitMs: 30_000, ttlMs: 60_000 });
+    await leases[1]!.releaseLease({ token: second.token });
+    await waitFor("the second end told", async () => (told(second.lease!.leaseId) > 0 ? true : undefined));
+    // Every replica tells it as it learns it on main, the replica that ended it before the others: by
+    // the second end, the first has been told more than once there.
+    expect(told(first.lease!.leaseId)).toBe(1);
+    expect(told(second.lease!.leaseId)).toBe(1);
+  }, 60_000);
 });

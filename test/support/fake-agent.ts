@@ -1,10 +1,12 @@
 import { connect } from "node:net";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { PROTOCOL_VERSION } from "@farm/shared/version";
-import { AgentService, AttachRequestSchema, DeviceReportSchema, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentService, AttachRequestSchema, DeviceReportSchema, type AgentCall, type AttachRequest } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { AgentControlService, EndLeaseRequestSchema } from "@farm/shared/gen/farm/v1/agent_control_service_pb";
+import { methodPath } from "@farm/shared/method-rules";
 
 export type DeviceReportInit = MessageInitShape<typeof DeviceReportSchema>;
 
@@ -35,13 +37,29 @@ export function fakeDevices(agent: number, count: number): DeviceReportInit[] {
 export interface FakeAgent {
   /** Reports one device as changed (state, properties), as a real agent does when adb tells it. */
   change(report: DeviceReportInit): void;
+  /** The lease ids of every EndLease a coordinator sent, in order of arrival. */
+  endedLeases: string[];
 }
+
+const END_LEASE = methodPath(AgentControlService.method.endLease);
 
 /**
  * A lightweight agent for load tests: its own HTTP/2 connection and control
- * stream, a fixed inventory and heartbeats with a random phase, no adb.
+ * stream, a fixed inventory and heartbeats with a random phase, no adb. It
+ * answers EndLease as a real agent with no tunnel open does (nothing to
+ * settle) and records it (`endedLeases`, `onEndLease`); other calls get no
+ * answer.
  */
-export async function attachFakeAgent(opts: { url: string; token: string; index: number; devices: DeviceReportInit[]; heartbeatMs: number; signal: AbortSignal; localAddress?: string }): Promise<FakeAgent> {
+export async function attachFakeAgent(opts: {
+  url: string;
+  token: string;
+  index: number;
+  devices: DeviceReportInit[];
+  heartbeatMs: number;
+  signal: AbortSignal;
+  localAddress?: string;
+  onEndLease?: (leaseId: string) => void;
+}): Promise<FakeAgent> {
   const { index: i, signal: stop } = opts;
   const transport = createGrpcTransport({
     baseUrl: opts.url,
@@ -87,14 +105,28 @@ export async function attachFakeAgent(opts: { url: string; token: string; index:
     },
     { once: true },
   );
+  const endedLeases: string[] = [];
+  const answer = (call: AgentCall) => {
+    if (call.method !== END_LEASE) return;
+    const leaseId = fromBinary(EndLeaseRequestSchema, call.request).leaseId;
+    endedLeases.push(leaseId);
+    opts.onEndLease?.(leaseId);
+    // An empty EndLeaseResponse: no raw-adb action to settle.
+    out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: { commandId: call.commandId } } }));
+  };
   void (async () => {
     try {
-      for (;;) if ((await it.next()).done) break;
+      for (;;) {
+        const next = await it.next();
+        if (next.done) break;
+        if (next.value.kind.case === "call") answer(next.value.kind.value);
+      }
     } catch {
       /* stream ends at shutdown */
     }
   })();
   return {
+    endedLeases,
     change(report) {
       out.push(create(AttachRequestSchema, { kind: { case: "deviceChange", value: { kind: { case: "upsert", value: report } } } }));
     },

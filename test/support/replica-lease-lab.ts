@@ -6,7 +6,7 @@ import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
-import { attachFakeAgent, bearer, fakeDevices } from "./fake-agent.js";
+import { attachFakeAgent, bearer, fakeDevices, type FakeAgent } from "./fake-agent.js";
 import { startFarm, waitFor, type FarmProcess } from "./farm-process.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
 
@@ -18,6 +18,8 @@ export interface ReplicaLeaseLab {
   /** A LeaseService client per replica, as the admin. */
   leases: Client<typeof LeaseService>[];
   admin: string;
+  /** The agents on replicas 0 and 1 (phones bench-0-* and bench-1-*). */
+  agents: FakeAgent[];
   stop(): Promise<void>;
 }
 
@@ -44,15 +46,16 @@ export async function startReplicaLeaseLab(name: string): Promise<ReplicaLeaseLa
     const transports = replicas.map((r) => createGrpcTransport({ baseUrl: String(r.ready["url"]), interceptors: [bearer(admin)] }));
     const leases = transports.map((t) => createClient(LeaseService, t));
     const tokens = createClient(TokenService, transports[0]!);
+    const agents: FakeAgent[] = [];
     for (const i of [0, 1]) {
       const token = (await tokens.createToken({ name: `lab-${i}`, kind: TokenKind.AGENT })).token;
-      await attachFakeAgent({ url: String(replicas[i]!.ready["url"]), token, index: i, devices: fakeDevices(i, 5), heartbeatMs: 500, signal: stopAgents.signal });
+      agents[i] = await attachFakeAgent({ url: String(replicas[i]!.ready["url"]), token, index: i, devices: fakeDevices(i, 5), heartbeatMs: 500, signal: stopAgents.signal });
     }
     for (const t of transports) {
       const registry = createClient(RegistryService, t);
       await waitFor("10 phones online on every replica", async () => ((await registry.listDevices({})).devices.filter((d) => d.state === "device").length === 10 ? true : undefined));
     }
-    return { database, dir, replicas, leases, admin, stop };
+    return { database, dir, replicas, leases, admin, agents, stop };
   } catch (err) {
     await stop();
     throw err;

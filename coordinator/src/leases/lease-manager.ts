@@ -30,6 +30,12 @@ export interface LeaseEvents {
   leaseEnded: [lease: LeaseRow, origin: "here" | "elsewhere"];
   /** The wait queue changed: every waiter, oldest first. */
   queue: [waiters: Waiter[]];
+  /**
+   * Every lease end this replica learns, once committed: its own, and another replica's by notice even
+   * when this replica had not heard of the lease yet (an end's notice may overtake its grant's, which
+   * `leaseEnded` then leaves out). It may come more than once for one lease.
+   */
+  endLearned: [lease: LeaseRow];
 }
 
 /** How a lease manager shares leases with the other coordinator replicas (PostgreSQL). */
@@ -280,6 +286,7 @@ export class LeaseManager {
   }
 
   private ending(lease: LeaseRow): void {
+    this.later(() => this.events.emit("endLearned", lease));
     for (const f of this.endingHooks) {
       try {
         f(lease);

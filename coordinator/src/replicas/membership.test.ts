@@ -43,3 +43,24 @@ describe.each(dialects)("a replica expired by another while still alive (%s)", (
     expect((await store.agentReplica("moved"))?.replicaId).toBe("third");
   });
 });
+
+describe.each(dialects)("a replica's credential (%s)", (dialect) => {
+  it("is accepted while that replica is live with that secret, refused with another secret and once the replica has left, also after it was accepted before", async () => {
+    const database: FarmDatabase = await openTestDatabase(dialect);
+    cleanups.push(() => database.close());
+    const store = createReplicaStore(database);
+    const here = await Membership.join(store, { url: "http://here", log, heartbeatMs: 20 });
+    cleanups.push(() => here.leave());
+    const other = await Membership.join(store, { url: "http://other", log, heartbeatMs: 20 });
+    const credential = other.credential();
+    // Twice: the second answer comes from what the first proved.
+    expect(await here.verify(credential)).toBe(other.id);
+    expect(await here.verify(credential)).toBe(other.id);
+    const forged = `${credential.slice(0, -4)}${credential.endsWith("AAAA") ? "BBBB" : "AAAA"}`;
+    expect(await here.verify(forged)).toBeUndefined();
+    const gone = once(here.events, "gone");
+    await other.leave();
+    await gone;
+    expect(await here.verify(credential)).toBeUndefined();
+  });
+});

@@ -39,6 +39,12 @@ export class Membership {
   readonly id = randomUUID();
   private readonly secret = randomBytes(32).toString("base64url");
   private members = new Map<string, ReplicaRow>();
+  /**
+   * Credentials already proven, with the stored hash they matched: every forwarded call presents one,
+   * and a sha256 per call was a visible share of a forwarded call's cost. Valid only while that
+   * replica's row still has that hash (it is gone, or registered again with a new secret, otherwise).
+   */
+  private readonly proven = new Map<string, { id: string; secretHash: string }>();
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
 
@@ -81,6 +87,8 @@ export class Membership {
    * has not seen yet (it just started) is looked up in the database once.
    */
   async verify(bearer: string): Promise<string | undefined> {
+    const known = this.proven.get(bearer);
+    if (known && this.members.get(known.id)?.secretHash === known.secretHash) return known.id;
     const m = CREDENTIAL.exec(bearer);
     if (!m) return undefined;
     const [, id, secret] = m as unknown as [string, string, string];
@@ -92,7 +100,11 @@ export class Membership {
     if (!row) return undefined;
     const want = Buffer.from(row.secretHash, "hex");
     const got = Buffer.from(sha256(secret), "hex");
-    return want.length === got.length && timingSafeEqual(want, got) ? id : undefined;
+    if (!(want.length === got.length && timingSafeEqual(want, got))) return undefined;
+    // One live credential per replica: a handful of entries, dropped wholesale if ever many.
+    if (this.proven.size >= 64) this.proven.clear();
+    this.proven.set(bearer, { id, secretHash: row.secretHash });
+    return id;
   }
 
   /** Leaves: the row goes, and with it the claim on this replica's agents. */

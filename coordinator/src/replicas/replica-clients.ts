@@ -1,15 +1,20 @@
 import { setMaxListeners } from "node:events";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { grpcUnary } from "@farm/shared/grpc-unary/grpc-unary-transport";
 import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import { wideWindowSessions } from "@farm/shared/http2-windows";
 import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { Membership } from "./membership.js";
 
 /**
- * Clients for the other replicas' ReplicaService, one HTTP/2 connection per
- * replica, each call carrying this replica's credential. A replica that is
- * no longer live has no client.
+ * Clients for the other replicas' ReplicaService, one kept HTTP/2
+ * connection per replica, each call carrying this replica's credential. A
+ * replica that is no longer live has no client. Unary calls (a forwarded
+ * agent call) are framed by hand on that connection (shared/grpc-unary):
+ * connect-node's per-call machinery was most of a forwarded call's added
+ * cost (test/bench/replicas.ts); streams (relayed shells, screens, adb
+ * streams) use connect-node's transport on the same connection.
  */
 export class ReplicaClients {
   private readonly clients = new Map<string, { url: string; client: Client<typeof ReplicaService> }>();
@@ -51,14 +56,12 @@ export class ReplicaClients {
     };
     // Nagle off: a forwarded call is small and latency-bound (see no-delay.ts). Pings while
     // streams are open: a shell relayed for hours notices a peer that vanished from the network.
-    const client = createClient(
-      ReplicaService,
-      createGrpcTransport({
-        baseUrl: url,
-        interceptors: [credential],
-        sessionManager: wideWindowSessions(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }, noDelaySessionOptions()),
-      }),
-    );
+    const sessionManager = wideWindowSessions(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }, noDelaySessionOptions());
+    const grpc = createGrpcTransport({ baseUrl: url, interceptors: [credential], sessionManager });
+    const client = createClient(ReplicaService, {
+      unary: grpcUnary({ baseUrl: url, sessions: sessionManager, interceptors: [credential] }),
+      stream: grpc.stream.bind(grpc),
+    });
     this.clients.set(replicaId, { url, client });
     return client;
   }
