@@ -15,7 +15,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // One private PostgreSQL cluster per tier (storage tests, replicas); each file makes its own databases.
-    globalSetup: ["test/support/pg-global-setup.ts"],
+    // One run dir per tier for what files build once and share (the packed CLI: test/support/packed-cli.ts).
+    globalSetup: ["test/support/pg-global-setup.ts", "test/support/run-dir-global-setup.ts"],
     pool: "forks",
     maxWorkers: 2,
     projects: [
