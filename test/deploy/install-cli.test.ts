@@ -17,6 +17,7 @@ import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim
 import { repoRoot, runFarm, startInstalledFarm, type InstalledCli, type Service } from "../support/installed-cli.js";
 import { installPackedCli } from "../support/packed-cli.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { HEARTBEAT_INTERVAL } from "../support/heartbeat.js";
 import { waitFor } from "../support/farm-process.js";
 
 let dir: TempDir;
@@ -136,7 +137,7 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
           "--lock-dir",
           join(dir.path, "locks"),
           "--heartbeat-interval",
-          "500",
+          HEARTBEAT_INTERVAL,
         ],
         base,
       );
