@@ -21,12 +21,10 @@ let serial: string;
 
 beforeAll(async () => {
   dir = await makeTempDir("cli-exits");
-  // The lab starts while the packed CLI installs.
-  const startingLab = (async () => {
-    lab = await startLab("cli-exits");
-    serial = (await lab.addDevice({ serialno: "EXIT0001" })).serial;
-  })();
-  [installed] = await Promise.all([installPackedCli(dir.path), startingLab]);
+  // Not side by side with the lab: packing beside a starting standalone outlasted its 20 s ready wait under load.
+  installed = await installPackedCli(dir.path);
+  lab = await startLab("cli-exits");
+  serial = (await lab.addDevice({ serialno: "EXIT0001" })).serial;
 }, 300_000);
 
 afterAll(async () => {

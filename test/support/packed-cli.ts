@@ -13,7 +13,7 @@ const exec = promisify(execFile);
  * and each file installs that one tarball into its own empty prefix, as a
  * lab host would. Packing took about a minute under load and was done by
  * install-cli and cli-exits each; the tarball is the same bytes for both.
- * Nothing here blocks the worker: a file can start its lab meanwhile.
+ * Nothing here blocks the worker's event loop (its simulated phones answer meanwhile).
  */
 export async function installPackedCli(dir: string): Promise<InstalledCli> {
   const tarball = await packedTarball();
