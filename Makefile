@@ -22,10 +22,10 @@ help:
 system-deps:
 	@scripts/install-system-deps.sh
 
-# JOBS=max: node-gyp compiles a native addon's files on every core (better-sqlite3's
-# sqlite3.c and its binding side by side); most of a clean `npm ci` is those compiles.
+# Most of a clean `npm ci` here is compiling better-sqlite3's sqlite3.c (one file,
+# -O3, on one core: its binding waits for it, so node-gyp's JOBS does not help).
 $(STAMP): package-lock.json package.json */package.json
-	JOBS=max npm ci --no-audit --no-fund
+	npm ci --no-audit --no-fund
 	@touch $(STAMP)
 
 deps: system-deps $(STAMP)
@@ -82,10 +82,11 @@ test: build
 	@scripts/test-unit.sh
 
 # The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
-# Three files at a time on two cores: its tests mostly wait on processes and
-# sockets (about one core busy with two workers), and they hold under load
-# (docs/testing.md). E2E_WORKERS=2 make e2e for the old pace.
-E2E_WORKERS ?= 3
+# E2E_WORKERS: files at a time. Its tests mostly wait on processes and sockets
+# (about one core busy with two workers), so E2E_WORKERS=3 may be faster on two
+# cores; it stays 2 until a run on a quiet machine shows 3 faster and flake-free
+# (docs/testing.md).
+E2E_WORKERS ?= 2
 e2e: build
 	npx vitest run --project e2e --maxWorkers=$(E2E_WORKERS)
 
