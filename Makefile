@@ -22,6 +22,8 @@ help:
 system-deps:
 	@scripts/install-system-deps.sh
 
+# Most of a clean `npm ci` here is compiling better-sqlite3's sqlite3.c (one file,
+# -O3, on one core: its binding waits for it, so node-gyp's JOBS does not help).
 $(STAMP): package-lock.json package.json */package.json
 	npm ci --no-audit --no-fund
 	@touch $(STAMP)
@@ -80,8 +82,13 @@ test: build
 	@scripts/test-unit.sh
 
 # The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
+# E2E_WORKERS: files at a time. Its tests mostly wait on processes and sockets
+# (about one core busy with two workers), so E2E_WORKERS=3 may be faster on two
+# cores; it stays 2 until a run on a quiet machine shows 3 faster and flake-free
+# (docs/testing.md).
+E2E_WORKERS ?= 2
 e2e: build
-	npx vitest run --project e2e
+	npx vitest run --project e2e --maxWorkers=$(E2E_WORKERS)
 
 test-all: test e2e
 

@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { DurationSequencer } from "./test/support/duration-sequencer.js";
 
 // Two tiers (docs/testing.md). `unit` is every test that runs in one process
 // or against devsim alone (state classes on in-memory SQLite, contract tests
@@ -15,8 +16,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // One private PostgreSQL cluster per tier (storage tests, replicas); each file makes its own databases.
-    globalSetup: ["test/support/pg-global-setup.ts"],
+    // One run dir per tier for what files build once and share (the packed CLI: test/support/packed-cli.ts).
+    globalSetup: ["test/support/pg-global-setup.ts", "test/support/run-dir-global-setup.ts"],
     pool: "forks",
+    // Longest files first, from recorded durations when vitest has none of its own (a clean clone).
+    sequence: { sequencer: DurationSequencer },
     maxWorkers: 2,
     projects: [
       { extends: true, test: { name: "unit", include: UNIT } },

@@ -14,17 +14,19 @@ import { join } from "node:path";
 import { FARM_VERSION } from "@farm/shared/version";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
-import { installCli, repoRoot, runFarm, startInstalledFarm, type InstalledCli, type Service } from "../support/installed-cli.js";
+import { repoRoot, runFarm, startInstalledFarm, type InstalledCli, type Service } from "../support/installed-cli.js";
+import { installPackedCli } from "../support/packed-cli.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { HEARTBEAT_INTERVAL } from "../support/heartbeat.js";
 import { waitFor } from "../support/farm-process.js";
 
 let dir: TempDir;
 let cli: InstalledCli;
 
-// Bundling, packing (~40 MB gzipped) and npm install take a minute or two on a loaded machine.
+// Bundling, packing (~40 MB gzipped; once per run, shared with cli-exits) and npm install take a minute or two on a loaded machine.
 beforeAll(async () => {
   dir = await makeTempDir("install");
-  cli = installCli(dir.path);
+  cli = await installPackedCli(dir.path);
 }, 300_000);
 
 afterAll(async () => {
@@ -135,7 +137,7 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
           "--lock-dir",
           join(dir.path, "locks"),
           "--heartbeat-interval",
-          "500",
+          HEARTBEAT_INTERVAL,
         ],
         base,
       );

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { spawn as ptySpawn } from "node-pty";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { farm, farmBin, farmProcess, waitFor } from "../support/farm-process.js";
-import { installCli, type InstalledCli } from "../support/installed-cli.js";
+import { type InstalledCli } from "../support/installed-cli.js";
+import { installPackedCli } from "../support/packed-cli.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 
@@ -20,7 +21,8 @@ let serial: string;
 
 beforeAll(async () => {
   dir = await makeTempDir("cli-exits");
-  installed = installCli(dir.path);
+  // Not side by side with the lab: packing beside a starting standalone outlasted its 20 s ready wait under load.
+  installed = await installPackedCli(dir.path);
   lab = await startLab("cli-exits");
   serial = (await lab.addDevice({ serialno: "EXIT0001" })).serial;
 }, 300_000);

@@ -54,6 +54,13 @@ export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, tim
       clearTimeout(timer);
       reject(new Error(`farm ${args[0]} exited with ${code}\n${err}`));
     });
+  }).catch(async (e: unknown) => {
+    // Not ready (or not a ready line): it is not left running after the caller gives up on it.
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGKILL");
+      await exited;
+    }
+    throw e;
   });
   return {
     proc,

@@ -27,21 +27,46 @@ function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.Proc
 
 /**
  * What `make pack` and then `npm install -g` on a lab host do, into `dir`:
- * bundles the built code (scripts/bundle-cli.mjs, into dir/package rather
- * than cli/bundle, so a test never races the working tree), packs it
- * (scripts/pack-cli.mjs, dir/farm-cli-VERSION.tgz) and installs the tarball
- * into the empty prefix dir/prefix with `npm install -g --offline` and an
- * empty npm cache of its own: the install can take nothing from the
- * network, the machine's npm cache or this checkout. Needs `npx tsc -b` and
- * the dashboard built. About half a minute (npm gzips and unpacks ~40 MB).
+ * packCli, then installTarball. Needs `npx tsc -b` and the dashboard built.
+ * About half a minute on a quiet machine, two on a loaded one. Under vitest,
+ * installPackedCli (test/support/packed-cli.ts) packs once per run instead.
  */
 export function installCli(dir: string): InstalledCli {
+  return installTarball(dir, packCli(dir));
+}
+
+/**
+ * Bundles the built code (scripts/bundle-cli.mjs, into dir/package rather
+ * than cli/bundle, so a test never races the working tree) and packs it
+ * (scripts/pack-cli.mjs, dir/farm-cli-VERSION.tgz): the tarball's path.
+ * Most of the time goes to npm gzipping ~40 MB.
+ */
+export function packCli(dir: string): string {
   const pkg = join(dir, "package");
-  const prefix = join(dir, "prefix");
   run(process.execPath, [join(repoRoot, "scripts", "bundle-cli.mjs"), "--out", pkg, "--quiet"], { cwd: dir });
-  const tarball = run(process.execPath, [join(repoRoot, "scripts", "pack-cli.mjs"), "--from", pkg, "--out", dir, "--quiet"], { cwd: dir }).trim();
+  return run(process.execPath, [join(repoRoot, "scripts", "pack-cli.mjs"), "--from", pkg, "--out", dir, "--quiet"], { cwd: dir }).trim();
+}
+
+/**
+ * Installs `tarball` into the empty prefix dir/prefix with `npm install -g
+ * --offline` and an empty npm cache of its own: the install can take
+ * nothing from the network, the machine's npm cache or this checkout.
+ */
+export function installTarball(dir: string, tarball: string): InstalledCli {
+  const [cmd, args, opts] = installCommand(dir, tarball);
+  run(cmd, args, opts);
+  return installedIn(dir, tarball);
+}
+
+/** The npm command installTarball runs (packed-cli.ts runs the same without blocking). */
+export function installCommand(dir: string, tarball: string): [string, string[], { cwd: string; env: NodeJS.ProcessEnv }] {
   const npmEnv = { ...process.env, npm_config_cache: join(dir, "npm-cache"), npm_config_userconfig: join(dir, "npmrc"), npm_config_update_notifier: "false" };
-  run("npm", ["install", "-g", "--offline", "--no-audit", "--no-fund", "--prefix", prefix, tarball], { cwd: dir, env: npmEnv });
+  return ["npm", ["install", "-g", "--offline", "--no-audit", "--no-fund", "--prefix", join(dir, "prefix"), tarball], { cwd: dir, env: npmEnv }];
+}
+
+/** Where installTarball put it. */
+export function installedIn(dir: string, tarball: string): InstalledCli {
+  const prefix = join(dir, "prefix");
   const binDir = join(prefix, "bin");
   return {
     prefix,

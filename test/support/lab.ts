@@ -29,7 +29,10 @@ export interface Lab {
  */
 export async function startLab(name: string, opts: { logLevel?: "debug" | "info"; args?: string[] } = {}): Promise<Lab> {
   const dir = await makeTempDir(name);
-  const adb = await startAdbServer();
+  const adb = await startAdbServer().catch(async (err: unknown) => {
+    await dir.remove();
+    throw err;
+  });
   const env = { FARM_HOME: join(dir.path, "home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "", FARM_TOKEN: "", ...(opts.logLevel ? { FARM_LOG_LEVEL: opts.logLevel } : {}) };
   const standaloneArgs = ["standalone", "--listen", "127.0.0.1:0", "--adb-port", String(adb.port), "--lock-dir", join(dir.path, "locks"), "--no-adb-start", "--heartbeat-interval", HEARTBEAT_INTERVAL, ...(opts.args ?? [])];
   const devices: SimDevice[] = [];
@@ -38,7 +41,12 @@ export async function startLab(name: string, opts: { logLevel?: "debug" | "info"
     adb,
     env,
     standaloneArgs,
-    standalone: await startFarm(standaloneArgs, env),
+    // A standalone that never got ready leaves nothing behind: the file's afterAll has no lab to stop.
+    standalone: await startFarm(standaloneArgs, env).catch(async (err: unknown) => {
+      await adb.stop();
+      await dir.remove();
+      throw err;
+    }),
     async addDevice(opts = {}) {
       const device = new SimDevice(opts);
       devices.push(device);
