@@ -20,9 +20,10 @@ export interface FarmProcess {
 
 /**
  * Starts a long-running farm command (coordinator, agent, standalone) as its
- * own process and waits for its "ready" JSON line on stdout.
+ * own process and waits for its "ready" JSON line on stdout. The cap only
+ * catches a hung start: at load 20 on 2 cores a standalone took over 20 s.
  */
-export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<FarmProcess> {
+export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 45_000): Promise<FarmProcess> {
   // The default lock dir (and host journal) lives under XDG_STATE_HOME: keep it inside the test's own home.
   const state = env["FARM_HOME"] ? { XDG_STATE_HOME: join(String(env["FARM_HOME"]), "state") } : {};
   // FARM_PROFILE_DIR: each service writes a V8 CPU profile there when it exits (benchmarks; docs/performance.md).
