@@ -144,7 +144,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       }
       : undefined;
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AgentCaller).call(method, req, principal, deadline, stageTrace && (ctx.requestHeader.get(TRACE_HEADER) ?? undefined), asIs);
+    return (r.session as AgentCaller).call(method, req, principal, deadline, { trace: stageTrace && (ctx.requestHeader.get(TRACE_HEADER) ?? undefined), asIs, cancelled: ctx.signal });
   }
 
   /**
@@ -187,7 +187,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       }
       const agent = r.session as AgentCaller;
       agentToken = agent.tokenName;
-      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known, ...plan });
+      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known, ...plan }, ctx.signal);
     } catch (error) {
       outcome = { error };
     }
