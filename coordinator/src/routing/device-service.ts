@@ -1,4 +1,5 @@
 import { checkDeviceFilePath } from "@farm/shared/device-files";
+import { withReportedSerial } from "./resolve-target.js";
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { fromBinary, toBinary, type DescMethod, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
@@ -204,6 +205,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       const trace = stageTrace && ctx.requestHeader.get(TRACE_HEADER);
       if (trace) stageTrace?.mark(trace, "co.in");
       const caller = requirePrincipal(ctx);
+      req = withReportedSerial(deps.registry, req);
       h?.before?.(req, caller, deps.log);
       const res = await route(method, req, ctx);
       const out = h?.view && !passedAsIs.has(res) ? h.view(res, caller, deps.summaries) : res;
