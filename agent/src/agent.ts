@@ -227,8 +227,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
         void video.uploadFinished();
       }
     },
-    onCall: (call) => {
-      const run = dispatch(call).then((r) => {
+    onCall: (call, cancelled) => {
+      const run = dispatch(call, cancelled).then((r) => {
         metrics.command(commandLabel(call.method), r.error ? (r.error.detail?.code ?? "ERROR") : "ok");
         return r;
       });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { ConnectError, createClient, createContextKey, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { farmTransport } from "@farm/shared/farm-transport";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
@@ -41,8 +41,38 @@ export function clientInterceptors(config: ClientConfig & { verbose?: boolean })
     }
   };
   const stop = config.stopSignal;
-  return [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, ...(stop ? [cancelledBy(stop)] : [])];
+  return [requestId(config.verbose === true, config.writeErr ?? ((s) => process.stderr.write(s))), explain, abortedByCaller, ...(stop ? [cancelledBy(stop)] : [])];
 }
+
+/** One call's own signal (@farm/client's `signal` option), for abortedByCaller: set by Wire.options. */
+export const CALLER_SIGNAL = createContextKey<AbortSignal | undefined>(undefined);
+
+/**
+ * A call its caller aborted (CALLER_SIGNAL) ends CALL_CANCELLED, as a
+ * stopped CLI's does (cancelledBy), not as an unknown fault. The signal is
+ * joined to the request's here rather than given as the call's own, whose
+ * abort reason would replace this answer. The coordinator passes the cancel
+ * on to the agent.
+ */
+const abortedByCaller: Interceptor = (next) => async (req) => {
+  const mine = req.contextValues.get(CALLER_SIGNAL);
+  if (!mine) return next(req);
+  const name = `${req.service.typeName}/${req.method.name}`;
+  if (mine.aborted) throw farmError(Errors.CALL_CANCELLED, `${name} was not sent: its caller had cancelled it`, undefined, NOT_DISPATCHED);
+  try {
+    return await next({ ...req, signal: AbortSignal.any([req.signal, mine]) });
+  } catch (err) {
+    if (!mine.aborted) throw err;
+    const outcome = rulesOf(req.method).readOnly ? undefined : { dispatched: null, ambiguous: true };
+    throw farmError(
+      Errors.CALL_CANCELLED,
+      `${name} was cancelled by its caller; a change still waiting for a busy phone never runs, one already sent may still finish on the phone (see farm device ownership status)`,
+      undefined,
+      outcome,
+      err,
+    );
+  }
+};
 
 /**
  * Every call also ends when the run is stopped (SIGINT, SIGTERM, a closed

@@ -1,11 +1,11 @@
-import { createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
+import { createClient, createContextValues, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
 import { farmTransport } from "@farm/shared/farm-transport";
 import { Errors } from "@farm/shared/error-codes";
 import type { ClientConfig } from "./config.js";
 import { FarmError } from "./farm-error.js";
-import { clientInterceptors } from "./transport.js";
+import { CALLER_SIGNAL, clientInterceptors } from "./transport.js";
 
 /** What a call presents besides the token: the lease it acts under, the session it is a step of. */
 export interface CallScope {
@@ -61,7 +61,8 @@ export class Wire {
       ...(scope.lease ? { "x-farm-lease": scope.lease } : {}),
       ...(scope.session ? { "x-farm-session": scope.session } : {}),
     };
-    return { timeoutMs: opts.timeoutMs ?? this.timeoutMs, headers, ...(opts.signal ? { signal: opts.signal } : {}) };
+    // The caller's signal rides to the transport's interceptor (abortedByCaller), which answers CALL_CANCELLED.
+    return { timeoutMs: opts.timeoutMs ?? this.timeoutMs, headers, ...(opts.signal ? { contextValues: createContextValues().set(CALLER_SIGNAL, opts.signal) } : {}) };
   }
 
   get closed(): boolean {

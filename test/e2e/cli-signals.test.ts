@@ -2,12 +2,14 @@
  * SIGINT and SIGTERM end every command promptly, as real CLI processes: a
  * long shell command is cancelled (130/143), `farm wait` stops polling, and
  * `farm lease run` hands the signal to its command and still releases its
- * lease on the way out.
+ * lease on the way out. The cancel reaches the agent: a change still waiting
+ * for a busy phone never runs once its caller has gone.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { farm, farmBin, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
+import { ROOT } from "../devsim/index.js";
 
 let lab: Lab;
 let serial: string;
@@ -40,8 +42,8 @@ function run(args: string[], env: NodeJS.ProcessEnv): Running {
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
-async function lease(): Promise<string> {
-  const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "2m"], lab.env);
+async function lease(on = serial): Promise<string> {
+  const r = await farm(["lease", "acquire", "--device", on, "--ttl", "2m"], lab.env);
   expect(r.code, r.stdout + r.stderr).toBe(0);
   return (r.json["lease"] as { token: string }).token;
 }
@@ -67,6 +69,41 @@ describe("a signal ends a command promptly", () => {
       await farm(["lease", "release", "--lease", token], lab.env);
     }
   }, 120_000);
+
+  it("a change waiting for a busy phone: SIGTERM ends it, the agent drops it, and it never runs on the phone", async () => {
+    // A phone of its own: the sleep of the test above may still hold the first one.
+    const { device: phone, serial: busySerial } = await lab.addDevice({ serialno: "SIGNAL02" });
+    const token = await lease(busySerial);
+    const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: busySerial };
+    const ownership = async () => (await farm(["device", "ownership", "status", "--device", busySerial], lab.env)).json["ownership"] as { locked: boolean; waiting: number; recent: { request: string }[] };
+    try {
+      // The phone is busy with a job that ends when the test writes busy.go.
+      const busy = run(["shell", "--timeout", "600000", "--", "until [ -e /data/local/tmp/busy.go ]; do sleep 0.1; done; echo busy-done"], env);
+      await waitFor("the busy job to hold the phone", async () => (JSON.stringify(await ownership()).includes("busy.go") ? true : undefined), { timeoutMs: 30_000 });
+      const queued = run(["shell", "--timeout", "600000", "--", "echo ran > /data/local/tmp/cancelled.txt"], env);
+      // At the agent, waiting for the phone's lock.
+      await waitFor("the second change to wait for the phone", async () => ((await ownership()).waiting === 1 ? true : undefined), { timeoutMs: 30_000 });
+      queued.proc.kill("SIGTERM");
+      expect(await queued.exited).toEqual({ code: 143, signal: null });
+      // The agent was told: the waiter is gone and its call's outcome is on record, while the phone is still busy.
+      const entry = await waitFor("the cancelled call's outcome in the activity log", async () => {
+        const r = await farm(["activity", "--device", busySerial], lab.env);
+        return (r.json["entries"] as { command: string; outcome: string; detail: string }[]).find((e) => e.command === "runShell" && e.detail.includes("cancelled.txt"));
+      }, { timeoutMs: 60_000 });
+      expect(entry.outcome).toBe("CALL_CANCELLED");
+      expect((await ownership()).waiting).toBe(0);
+      // The phone comes free: nothing of the cancelled call runs then.
+      phone.state.fs.writeFile("/data/local/tmp/busy.go", Buffer.from("go\n"), ROOT);
+      expect(await busy.exited).toEqual({ code: 0, signal: null });
+      expect(JSON.parse(busy.stdout().trim())).toMatchObject({ ok: true, stdout: "busy-done\n" });
+      const after = await farm(["shell", "--", "echo", "after"], env);
+      expect(after.code, after.stdout + after.stderr).toBe(0);
+      expect(phone.state.fs.exists("/data/local/tmp/cancelled.txt", ROOT)).toBe(false);
+      expect(JSON.stringify((await ownership()).recent)).not.toContain("cancelled.txt");
+    } finally {
+      await farm(["lease", "release", "--lease", token], lab.env);
+    }
+  }, 180_000);
 
   it("farm wait polling for an element that never comes: SIGINT stops it, exit 130", async () => {
     const waiting = run(["wait", "--device", serial, "--text", "Never shown", "--timeout", "10m", "--verbose"], lab.env);

@@ -12,18 +12,19 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, FarmError, exitCodeFor, type FarmClient } from "@farm/client";
-import { runAdb, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { ROOT, runAdb, startAdbServer, type AdbServer, type SimDevice } from "../devsim/index.js";
 import { farm, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { startTcpBalancer } from "../support/tcp-balancer.js";
 
 let lab: Lab;
 let serial: string;
+let phone: SimDevice;
 let user: AdbServer | undefined;
 
 beforeAll(async () => {
   lab = await startLab("client-library");
-  ({ serial } = await lab.addDevice({ serialno: "LIB00001" }));
+  ({ serial, device: phone } = await lab.addDevice({ serialno: "LIB00001" }));
 }, 120_000);
 
 afterAll(async () => {
@@ -123,6 +124,35 @@ describe("@farm/client against a real lab", () => {
     const unleased = await failure(client.device(serial).tap(10, 10));
     expect(unleased.code).toBe("LEASE_REQUIRED");
     expect(await failure(client.device(serial).tap(10, -1))).toMatchObject({ code: "INVALID_ARGUMENT", field: "y" });
+  });
+
+  it("an aborted call waiting for a busy phone ends CALL_CANCELLED, the agent drops it, and it never runs; the phone's physical id prefix names it", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial, waitMs: 10_000 });
+    const ownership = async () => (await farm(["device", "ownership", "status", "--device", serial], lab.env)).json["ownership"] as { waiting: number };
+    // Busy until the test writes lib-busy.go.
+    const busy = lease.device.shell("until [ -e /data/local/tmp/lib-busy.go ]; do sleep 0.1; done; echo done", { timeoutMs: 600_000 });
+    // Awaited below; handled here too, so a failure above it leaves no unhandled rejection when the client closes.
+    busy.catch(() => undefined);
+    const free = () => phone.state.fs.writeFile("/data/local/tmp/lib-busy.go", Buffer.from("go\n"), ROOT);
+    try {
+      await waitFor("the busy job to hold the phone", async () => (JSON.stringify(await ownership()).includes("lib-busy.go") ? true : undefined), { timeoutMs: 30_000 });
+      const abort = new AbortController();
+      const queued = failure(lease.device.shell("echo ran > /data/local/tmp/lib-cancelled.txt", { timeoutMs: 600_000, signal: abort.signal }));
+      await waitFor("the change to wait for the phone", async () => ((await ownership()).waiting === 1 ? true : undefined), { timeoutMs: 30_000 });
+      abort.abort();
+      expect(await queued).toMatchObject({ code: "CALL_CANCELLED", exitCode: exitCodeFor("CALL_CANCELLED") });
+      // The agent was told: no change waits for the phone any more, while it is still busy.
+      await waitFor("the agent to drop the cancelled change", async () => ((await ownership()).waiting === 0 ? true : undefined), { timeoutMs: 60_000 });
+    } finally {
+      // The phone comes free whatever happened above: the tests after this one use it.
+      free();
+    }
+    expect(await busy).toMatchObject({ exitCode: 0, stdout: "done\n" });
+    // The same phone by a prefix of its physical id, as farm devices shows it.
+    const byId = client.device(`${lease.physicalId.slice(0, 15)}…`, { lease: lease.token });
+    expect(await byId.shell("echo after")).toMatchObject({ exitCode: 0, stdout: "after\n" });
+    expect(phone.state.fs.exists("/data/local/tmp/lib-cancelled.txt", ROOT)).toBe(false);
   });
 
   it("captures an evidence bundle into a new directory", async () => {

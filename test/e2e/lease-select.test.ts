@@ -2,7 +2,8 @@
  * Lease selectors against the farm's phones, end to end (standalone, real
  * adb server, simulated phones): a selector no phone can ever match is
  * refused at once; one a busy phone matches waits for it; a physical id as
- * `farm devices` shows it (cut, with …) is taken, an ambiguous one refused.
+ * `farm devices` shows it (cut, with …) is taken, an ambiguous one refused,
+ * by lease commands and as the --device of device commands.
  */
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,6 +81,38 @@ describe("lease selectors", () => {
       expect(r.json, args.join(" ")).toMatchObject({ ok: true, lease: { physicalId: alpha.physicalId } });
       await farm(["lease", "release", "--lease", (r.json["lease"] as { token: string }).token], lab.env);
     }
+  });
+
+  it("takes a physical id, cut as `farm devices` shows it, as --device of a device command (shell, screenshot, session, evidence)", async () => {
+    const beta = phones[2] as { serial: string; physicalId: string };
+    const shown = `${beta.physicalId.slice(0, 15)}…`;
+    const leased = await farm(["lease", "acquire", "--physical-id", shown, "--wait", "0s"], lab.env);
+    expect(leased.json, leased.stdout).toMatchObject({ ok: true, lease: { serial: beta.serial } });
+    const token = (leased.json["lease"] as { token: string }).token;
+    const env = { ...lab.env, FARM_LEASE: token };
+    try {
+      const shell = await farm(["shell", "--device", shown, "--", "getprop", "ro.product.model"], env);
+      expect(shell.json, shell.stdout + shell.stderr).toMatchObject({ ok: true, stdout: "Sel Beta\n" });
+      const file = `${lab.dir.path}/by-prefix.png`;
+      const shot = await farm(["screenshot", "--device", beta.physicalId.slice(0, 10), file], env);
+      expect(shot.json, shot.stdout + shot.stderr).toMatchObject({ ok: true, file });
+      const session = await farm(["session", "start", "--device", shown, "--name", "by prefix"], env);
+      expect(session.json, session.stdout + session.stderr).toMatchObject({ ok: true, session: { serial: beta.serial } });
+      const capture = await farm(["evidence", "capture", "--device", shown], env);
+      expect(capture.json, capture.stdout + capture.stderr).toMatchObject({ ok: true, status: "complete" });
+      // Each on the phone, recorded under the serial it is reported on.
+      const activity = (await farm(["activity", "--device", beta.serial], lab.env)).json["entries"] as { command: string; serial: string; outcome: string }[];
+      for (const command of ["runShell", "takeScreenshot", "startSession", "captureEvidence"]) {
+        expect(activity.find((e) => e.command === command), command).toMatchObject({ serial: beta.serial, outcome: "ok" });
+      }
+    } finally {
+      await farm(["lease", "release", "--lease", token], lab.env);
+    }
+    // Two phones' ids share "pd-": refused before anything is sent, naming both.
+    const ambiguous = await farmProcess(["shell", "--device", "pd-", "--", "true"], lab.env);
+    expect(ambiguous.json).toMatchObject({ ok: false, code: "DEVICE_AMBIGUOUS", field: "device", dispatched: false });
+    for (const p of phones) expect(ambiguous.json["message"]).toContain(p.physicalId);
+    expect(ambiguous.code).toBe(64);
   });
 
   it("refuses an ambiguous prefix with DEVICE_AMBIGUOUS, exit 64, listing the candidates", async () => {

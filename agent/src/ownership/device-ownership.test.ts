@@ -330,6 +330,43 @@ describe("DeviceOwnership.run", () => {
     expect(journal.recent("phys-a").map((a) => a.state)).toEqual(["settled", "settled"]);
   });
 
+  it("ends a run waiting for the lock when its caller cancels: CALL_CANCELLED, not dispatched, never run; status counts the waiters", async () => {
+    let release!: () => void;
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const first = fakeKind("long", (_d, req) => {
+      started();
+      return new Promise((resolve) => (release = () => resolve({ result: { echoed: req.text }, receipt: {} })));
+    });
+    const firstRun = own.run(first.kind, { text: "1" }, ctx(10_000));
+    await running;
+    expect(own.status("s1").waiting).toBe(0);
+
+    const second = ok();
+    const cancel = new AbortController();
+    const secondRun = rejection(own.run(second.kind, { text: "2" }, { ...ctx(10_000), signal: cancel.signal }));
+    // Waiting: counted in the phone's status (the lock is polled, so the waiter is counted at once).
+    expect(own.status("s1").waiting).toBe(1);
+    cancel.abort();
+    const r = await secondRun;
+    expect(r).toMatchObject({ code: Errors.CALL_CANCELLED.code, dispatched: false, ambiguous: false });
+    expect(r.actionId).toBeUndefined();
+    expect(own.status("s1").waiting).toBe(0);
+
+    // Once the phone is free the cancelled run stays gone: only the first was ever journaled.
+    release();
+    await firstRun;
+    expect(second.calls.dispatch).toBe(0);
+    expect(journal.recent("phys-a").map((a) => JSON.parse(a.requestJson) as unknown)).toEqual([{ text: "1" }]);
+
+    // Cancelled before it started: refused before the device is looked at.
+    const third = ok();
+    const gone = new AbortController();
+    gone.abort();
+    expect(await rejection(own.run(third.kind, { text: "3" }, { ...ctx(1000), signal: gone.signal }))).toMatchObject({ code: Errors.CALL_CANCELLED.code, dispatched: false });
+    expect(third.calls.dispatch).toBe(0);
+  });
+
   it("turns a pending entry left by a dead process into unknown and refuses on it", async () => {
     // Written under the lock by a process that died: the lock is free again.
     const left = journal.begin({ physicalId: "phys-a", agentId: "agent-dead", serial: "s1", kind: "shell", request: {}, bootId: "b", deadlineAt: Date.now(), requestedBy: "bob" });

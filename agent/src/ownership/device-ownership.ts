@@ -86,6 +86,19 @@ export interface ActionContext {
   mask?: ((request: Record<string, unknown>) => Record<string, unknown>) | undefined;
   /** The routed call's command id, for stage marks (FARM_STAGE_TRACE only). */
   traceId?: string;
+  /**
+   * Aborts when the caller cancels (or goes away). Until the action is
+   * journaled the call ends CALL_CANCELLED, not dispatched: a call waiting
+   * for a busy phone never runs after its caller left. Once journaled it runs
+   * to its end (a device job is detached on the phone) and its outcome is recorded.
+   */
+  signal?: AbortSignal | undefined;
+}
+
+/** A call its caller cancelled before its action was journaled: refused, nothing dispatched. */
+function refuseCancelled(ctx: ActionContext): void {
+  if (!ctx.signal?.aborted) return;
+  throw actionError(Errors.CALL_CANCELLED, `the caller cancelled the call before it reached ${ctx.serial}; nothing was sent to the phone`, NOT_DISPATCHED);
 }
 
 /**
@@ -138,6 +151,20 @@ export class DeviceOwnership {
 
   /** Long-lived holds of this process that their requester shares, by physical id. */
   private readonly shared = new Map<string, SharedHold>();
+  /** Changes waiting for each device's lock (or their turn beside a hold) now, by physical id: status shows them. */
+  private readonly waiters = new Map<string, number>();
+
+  /** Counts a wait for the device while `wait` runs. */
+  private async waitingFor<T>(physicalId: string, wait: () => Promise<T>): Promise<T> {
+    this.waiters.set(physicalId, (this.waiters.get(physicalId) ?? 0) + 1);
+    try {
+      return await wait();
+    } finally {
+      const n = (this.waiters.get(physicalId) ?? 1) - 1;
+      if (n > 0) this.waiters.set(physicalId, n);
+      else this.waiters.delete(physicalId);
+    }
+  }
 
   lockFile(physicalId: string): string {
     return join(this.deps.lockDir, `${physicalId}.lock`);
@@ -183,6 +210,7 @@ export class DeviceOwnership {
   }
 
   async run<Req, Res>(kind: ActionKind<Req, Res>, req: Req, ctx: ActionContext): Promise<{ action: ActionRow; result: Res }> {
+    refuseCancelled(ctx);
     const device = this.requireDevice(ctx.serial);
     if (device.identity.identityStatus === "duplicate") {
       throw actionError(
@@ -213,8 +241,9 @@ export class DeviceOwnership {
       // A tunnel (of another agent process of this host, or one starting or ending here): no use waiting for it.
       const holder = OsLock.holder(this.lockFile(physicalId));
       if (typeof holder?.["nextStep"] === "string" && !this.shared.has(physicalId)) throw this.heldByTunnel(physicalId);
-      lock = await OsLock.acquire(this.lockFile(physicalId), holding, hopDeadline(ctx.deadlineMs, 500));
+      lock = await this.waitingFor(physicalId, () => OsLock.acquire(this.lockFile(physicalId), holding, hopDeadline(ctx.deadlineMs, 500), undefined, ctx.signal));
     }
+    if (!lock) refuseCancelled(ctx);
     if (!lock) {
       const holder = OsLock.holder(this.lockFile(physicalId));
       throw actionError(
@@ -226,6 +255,7 @@ export class DeviceOwnership {
     if (ctx.traceId) stageTrace?.mark(ctx.traceId, "ag.locked");
     let mine: SharedHold | undefined;
     try {
+      refuseCancelled(ctx);
       if (this.deps.journal.orphanPending(physicalId) > 0) this.deps.onUnresolvedChange?.(physicalId);
       this.refuseUnresolved(physicalId, ctx.serial, this.deps.journal.unresolved(physicalId));
       const share = kind.sharedWithRequester;
@@ -265,11 +295,18 @@ export class DeviceOwnership {
     hold.turn = before.then(() => mine);
     try {
       let timer: NodeJS.Timeout | undefined;
-      const turn = await Promise.race([
+      let onCancel: (() => void) | undefined;
+      const turn = await this.waitingFor(physicalId, () => Promise.race([
         before.then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, hopDeadline(ctx.deadlineMs, 500) - Date.now())))),
-      ]);
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), Math.max(0, hopDeadline(ctx.deadlineMs, 500) - Date.now()));
+          onCancel = () => resolve(false);
+          ctx.signal?.addEventListener("abort", onCancel, { once: true });
+        }),
+      ]));
       clearTimeout(timer);
+      if (onCancel) ctx.signal?.removeEventListener("abort", onCancel);
+      refuseCancelled(ctx);
       if (!turn) {
         throw actionError(
           Errors.DEVICE_BUSY,
@@ -431,6 +468,7 @@ export class DeviceOwnership {
       identityStatus: d.identity.identityStatus,
       aliases: this.deps.watcher.aliasesOf(physicalId),
       history: this.deps.history.recent(physicalId).map((e) => ({ serial: e.serial, kind: e.kind, detail: e.detail, time: timestampFromMs(e.at) })),
+      waiting: this.waiters.get(physicalId) ?? 0,
     });
   }
 

@@ -64,9 +64,11 @@ export class OsLock {
     return lock;
   }
 
-  /** Polls (without blocking the event loop) until acquired or the deadline. */
-  static async acquire(file: string, holder: Record<string, unknown>, deadlineMs: number, pollMs = 25): Promise<OsLock | undefined> {
+  /** Polls (without blocking the event loop) until acquired, the deadline, or the signal aborts. */
+  static async acquire(file: string, holder: Record<string, unknown>, deadlineMs: number, pollMs = 25, signal?: AbortSignal): Promise<OsLock | undefined> {
     for (;;) {
+      // Undefined once the signal aborts, as at the deadline: the caller says why.
+      if (signal?.aborted) return undefined;
       const lock = OsLock.tryAcquire(file, holder);
       if (lock) return lock;
       if (Date.now() + pollMs > deadlineMs) return undefined;

@@ -49,8 +49,13 @@ export interface DispatchDeps {
   captures?: ((serial: string, step: StepCapture, untilMs: number) => Promise<StepCaptures>) | undefined;
 }
 
-/** Runs one routed call: finds its method, invokes the agent's service, answers with its response or error. */
-export type CallDispatcher = (call: AgentCall) => Promise<AgentCallResult>;
+/**
+ * Runs one routed call: finds its method, invokes the agent's service,
+ * answers with its response or error. `cancelled` aborts when the
+ * coordinator says the caller went away (AgentCallCancel): the handler
+ * sees it as ctx.signal.
+ */
+export type CallDispatcher = (call: AgentCall, cancelled?: AbortSignal) => Promise<AgentCallResult>;
 
 type UnaryHandler = (input: unknown, ctx: HandlerContext) => unknown;
 
@@ -74,7 +79,7 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
     }
   }
 
-  return async (call) => {
+  return async (call, cancelled) => {
     try {
       const found = methods.get(call.method);
       if (!found?.handler) throw farmError(Errors.NOT_IMPLEMENTED, `this agent does not implement ${call.method || "(no method)"}`);
@@ -85,7 +90,8 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
       } catch (err) {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the request for ${call.method} does not decode: ${(err as Error).message}`);
       }
-      const context = (c: AgentCall) => createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c) });
+      const context = (c: AgentCall) =>
+        createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c), ...(cancelled ? { requestSignal: cancelled } : {}) });
       const ctx = context(call);
       if (call.step && rulesOf(method).sessionStep && deps.shots) {
         const serial = String((input as { target?: { serial?: string } }).target?.serial ?? "");

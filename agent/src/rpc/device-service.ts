@@ -41,9 +41,11 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       requestedBy: c.requestedBy,
       ...(redactor ? { mask: (r: Record<string, unknown>) => redactor.json(r) as Record<string, unknown> } : {}),
       ...(stageTrace ? { traceId: c.commandId } : {}),
+      ...(ctx ? { signal: ctx.signal } : {}),
     };
   };
-  const signal = (c: CallContext) => AbortSignal.timeout(Math.max(1, c.deadlineMs - Date.now()));
+  // A read stops at its deadline, or when its caller cancels.
+  const signal = (c: CallContext, ctx: HandlerContext) => AbortSignal.any([AbortSignal.timeout(Math.max(1, c.deadlineMs - Date.now())), ctx.signal]);
 
   return {
     getOwnership(req) {
@@ -90,13 +92,13 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
     async getProperties(req, ctx) {
       const serial = serialOf(req.target);
       deps.ownership.requireDevice(serial);
-      const r = await shellV2(deps.evidence.adb, serial, "getprop", signal(callContext(ctx)));
+      const r = await shellV2(deps.evidence.adb, serial, "getprop", signal(callContext(ctx), ctx));
       return { properties: parseGetprop(r.stdout.toString("utf8")) };
     },
     async listPackages(req, ctx) {
       const serial = serialOf(req.target);
       deps.ownership.requireDevice(serial);
-      const r = await shellV2(deps.evidence.adb, serial, LIST_THIRD_PARTY, signal(callContext(ctx)));
+      const r = await shellV2(deps.evidence.adb, serial, LIST_THIRD_PARTY, signal(callContext(ctx), ctx));
       if (r.exitCode !== 0) throw farmError(Errors.ADB_REFUSED, `pm list packages exited ${r.exitCode}: ${r.stderr.toString("utf8").trim().slice(0, 200)}`);
       return packagePage(parsePackageList(r.stdout.toString("utf8")), req.pageSize, req.pageToken);
     },
@@ -107,7 +109,7 @@ export function agentDeviceService(deps: AgentServiceDeps): ServiceImpl<typeof D
       if (lines > 10_000) throw farmError(Errors.INVALID_ARGUMENT, "lines must be 1..10000", "lines");
       if (req.since && !/^[0-9: .-]{5,32}$/.test(req.since)) throw farmError(Errors.INVALID_ARGUMENT, "since must be a logcat time like '11-30 06:00:00.000'", "since");
       const command = req.since ? `logcat -d -v threadtime -T ${shQuote(req.since)}` : `logcat -d -v threadtime -t ${lines}`;
-      const r = await shellV2(deps.evidence.adb, serial, command, signal(callContext(ctx)));
+      const r = await shellV2(deps.evidence.adb, serial, command, signal(callContext(ctx), ctx));
       // farm's own step markers are not the user's log (session/step-markers.ts).
       return { text: withoutStepMarkers(r.stdout.toString("utf8")), truncated: r.truncated };
     },

@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { Backoff } from "@farm/shared/backoff";
-import { toErrorReport } from "@farm/shared/errors";
+import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
 import { FARM_VERSION, PROTOCOL_VERSION } from "@farm/shared/version";
 import { AgentService, AttachRequestSchema, type AgentCall, type AgentCallResult, type AttachRequest, type DeviceEvent as DeviceEventMessage, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -21,8 +21,8 @@ export interface UplinkOptions {
   backoff?: { initialMs: number; maxMs: number };
   /** Told whenever the attached state changes (tests and status output). */
   onStateChange?: (attached: boolean) => void;
-  /** Runs a routed call; its result goes back on the same stream. */
-  onCall?: (call: AgentCall) => Promise<AgentCallResult>;
+  /** Runs a routed call; its result goes back on the same stream. `cancelled` aborts when the coordinator cancels it. */
+  onCall?: (call: AgentCall, cancelled: AbortSignal) => Promise<AgentCallResult>;
   /** Adds what the watcher does not know (unresolved actions) to each device report sent. */
   decorate?: (report: DeviceReport) => DeviceReport;
 }
@@ -127,6 +127,8 @@ export class Uplink {
     this.aborter.signal.addEventListener("abort", onStop, { once: true });
     let heartbeat: NodeJS.Timeout | undefined;
     let unsubscribe: (() => void) | undefined;
+    // Calls of this stream still running, by command id: what a cancel from the coordinator aborts.
+    const running = new Map<string, AbortController>();
     out.push(
       create(AttachRequestSchema, {
         kind: {
@@ -151,11 +153,22 @@ export class Uplink {
           if (!run) continue;
           // Results of a stream that has since ended are dropped: the caller
           // has already been told the outcome is unknown.
-          stageTrace?.mark(res.kind.value.commandId, "ag.in");
-          void run(res.kind.value).then((r) => {
+          const commandId = res.kind.value.commandId;
+          stageTrace?.mark(commandId, "ag.in");
+          const cancel = new AbortController();
+          running.set(commandId, cancel);
+          void run(res.kind.value, cancel.signal).then((r) => {
+            running.delete(commandId);
             stageTrace?.mark(r.commandId, "ag.out");
             out.push(create(AttachRequestSchema, { kind: { case: "callResult", value: r } }));
           });
+          continue;
+        }
+        if (res.kind.case === "cancel") {
+          // A call that has answered already, or was never seen, has nothing to stop.
+          const id = res.kind.value.commandId;
+          running.get(id)?.abort(farmError(Errors.CALL_CANCELLED, "the caller cancelled the call (or went away)"));
+          running.delete(id);
           continue;
         }
         if (res.kind.case !== "helloAccepted" || this.attachedNow) continue;

@@ -65,6 +65,7 @@ export const ownershipStatus: Action<typeof ownershipOptions> = async (input) =>
       ? [
         `physical id  ${o.physicalId}  (${o.identityStatus}; aliases: ${o.aliases.join(", ")})`,
         `lock         ${o.locked ? `held by ${o.holder}` : "free"}`,
+        `waiting      ${o.waiting} (changes waiting for the lock)`,
         `unresolved   ${o.unresolved.length}`,
         "",
         table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...o.unresolved, ...o.recent.filter((r) => !o.unresolved.some((u) => u.actionId === r.actionId))].map(actionLine)),

@@ -127,7 +127,7 @@ function exitCodes(): string[] {
     [74, "| 74 | stdout failed other than by its reader closing (EX_IOERR) | |"],
     [
       130,
-      "| 130, 143 | stopped by SIGINT or SIGTERM (128 + the signal): the call in flight is cancelled (`CALL_CANCELLED`; a device command already sent may still finish on the phone, `ambiguous:true`); a lease wait so stopped leaves nothing queued or held | |",
+      "| 130, 143 | stopped by SIGINT or SIGTERM (128 + the signal): the call in flight is cancelled (`CALL_CANCELLED`), up to the agent: a change still waiting for a busy phone is dropped there and never runs (`farm device ownership status` counts the waiting ones); one already sent to the phone may still finish (`ambiguous:true`; its outcome is in `farm activity` and the ownership journal); a lease wait so stopped leaves nothing queued or held | |",
     ],
     [141, "| 141 | stdout's reader went away (`farm … \\| head`): the output stops quietly, as a writer killed by SIGPIPE | |"],
   ];

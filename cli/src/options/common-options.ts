@@ -18,7 +18,7 @@ export const clientOptions = {
 
 /** A device by serial (and agent), and the lease presented for it. */
 export const leasedDeviceOptions = {
-  device: text("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
+  device: text("--device <serial>", "Device serial, or a physical id (a unique prefix is enough, as farm devices shows it)", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   lease: text("--lease <token>", "Lease token (farm lease acquire)", { env: "FARM_LEASE" }),
 };

@@ -7,7 +7,7 @@ const outputDir = (what: string) => hidden(text("--output-dir <dir>", `${what} (
 // --timeout here is the device-work budget, not each call's deadline.
 export const captureOptions = {
   ...connectionOptions,
-  device: requiredText("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
+  device: requiredText("--device <serial>", "Device serial, or a physical id (a unique prefix is enough, as farm devices shows it)", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   // A leased phone's evidence is its holder's: the lease token shows you hold it under another token.
   lease: leasedDeviceOptions.lease,
@@ -37,7 +37,7 @@ export const verifyOptions = {};
 
 export const videoStartOptions = {
   ...clientOptions,
-  device: requiredText("--device <serial>", "Device serial", { env: "FARM_DEVICE" }),
+  device: requiredText("--device <serial>", "Device serial, or a physical id (a unique prefix is enough, as farm devices shows it)", { env: "FARM_DEVICE" }),
   agent: text("--agent <name>", "Agent name or id, for a serial on two hosts"),
   lease: leasedDeviceOptions.lease,
   durationSeconds: text("--duration-seconds <s>", "Length of the recording, 1..180 (required)"),

@@ -1,4 +1,5 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import { withReportedSerial } from "../routing/resolve-target.js";
 import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument, NOT_DISPATCHED } from "@farm/shared/errors";
 import { TIMEOUT_DEFAULT_MS, validateAppPackage, validateContext, validateLabel, validateTimeout } from "@farm/shared/evidence-options";
@@ -33,6 +34,7 @@ export function registerEvidenceService(
       validateContext(req.contextJson);
       const timeoutMs = req.timeoutMs === 0 ? TIMEOUT_DEFAULT_MS : validateTimeout(req.timeoutMs);
       validateAppPackage(req.appPackage);
+      req = withReportedSerial(deps.registry, req);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "captureEvidence", requestId: "", detail: req.label ? `label ${req.label.slice(0, 80)}` : "" };

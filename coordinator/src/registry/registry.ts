@@ -13,6 +13,11 @@ import { Liveness } from "./liveness.js";
 import type { AgentRow, ClaimRow, DeviceRow, RegistryStore, StoredRegistry } from "./registry-store.js";
 
 /** State shown for devices whose agent is not attached. */
+/** Physical ids begin so (agent/src/devices/physical-identity.ts): a target that does, and is no serial an agent reports, is taken as one. */
+const PHYSICAL_ID_PREFIX = "pd-";
+/** Ids as lists print them may end in an ellipsis where they were cut. */
+const CUT_ID = /(…|\.\.\.)$/u;
+
 export const AGENT_OFFLINE = "agent-offline";
 /** State shown for a serial whose agent's claim on it no admin has accepted: no leases, no routed commands. */
 export const QUARANTINED = "quarantined";
@@ -494,13 +499,52 @@ export class Registry {
   }
 
   /**
+   * The serial a device target names. A serial some agent reports is itself.
+   * A physical id, whole or a unique prefix (as `farm devices` shows it, cut
+   * with …), is the serial its phone is reported on (an online agent's
+   * first, when the phone has aliases), as git and docker take short ids:
+   * a prefix of several phones' ids fails DEVICE_AMBIGUOUS listing them,
+   * one phone online on two agents asks for --agent. Anything else is
+   * returned as given, for route() to refuse.
+   */
+  serialFor(given: string, agent = ""): string {
+    if (!given.startsWith(PHYSICAL_ID_PREFIX)) return given;
+    for (const a of this.agents.values()) if (a.devices.has(given)) return given;
+    const prefix = given.replace(CUT_ID, "");
+    const places = new Map<string, { agentName: string; serial: string; online: boolean }[]>();
+    for (const a of this.agents.values()) {
+      if (agent !== "" && a.id !== agent && a.name !== agent) continue;
+      for (const [serial, d] of a.devices) {
+        const id = d.properties.physicalId;
+        // An unaccepted claim never names a phone.
+        if (!id || d.quarantine || !id.startsWith(prefix)) continue;
+        places.set(id, [...(places.get(id) ?? []), { agentName: a.name, serial, online: a.session !== null }]);
+      }
+    }
+    const ids = [...places.keys()].sort();
+    const id = ids.includes(prefix) ? prefix : ids.length === 1 ? ids[0] : undefined;
+    if (id === undefined) {
+      if (ids.length === 0) return given;
+      const shown = ids.length > 10 ? `${ids.slice(0, 10).join(", ")}, … (${ids.length - 10} more)` : ids.join(", ");
+      throw actionError(Errors.DEVICE_AMBIGUOUS, `physical id prefix ${prefix} matches ${ids.length} phones: ${shown}; give more of the id`, { dispatched: false, ambiguous: false }, "target.serial");
+    }
+    const on = (places.get(id) ?? []).sort((x, y) => Number(y.online) - Number(x.online) || (x.agentName < y.agentName ? -1 : x.agentName > y.agentName ? 1 : x.serial < y.serial ? -1 : 1));
+    const onlineAgents = [...new Set(on.filter((p) => p.online).map((p) => p.agentName))];
+    if (onlineAgents.length > 1) {
+      throw actionError(Errors.DEVICE_AMBIGUOUS, `phone ${id} is reported by online agents ${onlineAgents.join(", ")}; name one with --agent`, { dispatched: false, ambiguous: false }, "target.agent");
+    }
+    return (on[0] as { serial: string }).serial;
+  }
+
+  /**
    * The one agent that reports this adb serial (optionally named). Only
    * attached agents whose claim on the serial counts are candidates: an
    * offline agent or a quarantined claim never makes a serial ambiguous, and
    * two usable agents need the agent named. A device whose agent is not
    * attached fails: a command is never re-routed through another alias.
    */
-  route(serial: string, agent = ""): Route {
+  route(given: string, agent = ""): Route {
+    const serial = this.serialFor(given, agent);
     const matches = [...this.agents.values()].filter(
       (a) => a.devices.has(serial) && (agent === "" || a.id === agent || a.name === agent),
     );

@@ -2,7 +2,7 @@ import { AsyncQueue } from "@farm/shared/async-queue";
 import { randomUUID } from "node:crypto";
 import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescMethodUnary, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { actionError, Errors, farmError, relayedError } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import { methodPath, rulesOf } from "@farm/shared/method-rules";
@@ -51,8 +51,13 @@ export abstract class AgentCaller implements AgentSession {
 
   abstract terminate(err: Error): void;
 
-  /** Sends one call (method path, encoded input) and waits for the agent's result until the caller's deadline. */
-  abstract exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, trace?: string): Promise<AgentCallResult>;
+  /**
+   * Sends one call (method path, encoded input) and waits for the agent's
+   * result until the caller's deadline. When `cancelled` aborts (the caller
+   * went away) the agent is told (AgentCallCancel) and its answer, which
+   * then comes soon, is still waited for: it says what was done.
+   */
+  abstract exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, trace?: string, cancelled?: AbortSignal): Promise<AgentCallResult>;
 
   /**
    * Calls one method of a service the agent implements, by its descriptor,
@@ -68,14 +73,19 @@ export abstract class AgentCaller implements AgentSession {
     request: MessageInitShape<I>,
     by: { tokenName: string; admin: boolean },
     callerDeadlineMs: number,
-    /** The client's trace id (FARM_STAGE_TRACE only). */
-    trace?: string,
-    /** Takes the agent's encoded answer as it is, or declines (undefined): then it is decoded. */
-    asIs?: (response: Uint8Array) => Message | undefined,
+    opts: {
+      /** The client's trace id (FARM_STAGE_TRACE only). */
+      trace?: string | undefined;
+      /** Takes the agent's encoded answer as it is, or declines (undefined): then it is decoded. */
+      asIs?: ((response: Uint8Array) => Message | undefined) | undefined;
+      /** The caller's signal (its handler context's): its abort is passed on to the agent. */
+      cancelled?: AbortSignal | undefined;
+    } = {},
   ): Promise<MessageShape<O>> {
+    const { trace, asIs } = opts;
     let result: AgentCallResult;
     try {
-      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, undefined, trace);
+      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, undefined, trace, opts.cancelled);
     } catch (err) {
       throw pointToJournal(err, method, request);
     }
@@ -94,10 +104,11 @@ export abstract class AgentCaller implements AgentSession {
     by: { tokenName: string; admin: boolean },
     callerDeadlineMs: number,
     step: MessageInitShape<typeof StepCaptureSchema>,
+    cancelled?: AbortSignal,
   ): Promise<{ response?: MessageShape<O>; error?: unknown; evidence?: StepEvidence }> {
     let result: AgentCallResult;
     try {
-      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, create(StepCaptureSchema, step));
+      result = await this.exchange(methodPath(method), toBinary(method.input, create(method.input, request)), by, callerDeadlineMs, create(StepCaptureSchema, step), undefined, cancelled);
     } catch (error) {
       return { error: pointToJournal(error, method, request) };
     }
@@ -129,7 +140,7 @@ export class AttachSession extends AgentCaller {
     return this.outgoing.push(msg);
   }
 
-  exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, trace?: string): Promise<AgentCallResult> {
+  exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, trace?: string, cancelled?: AbortSignal): Promise<AgentCallResult> {
     const commandId = randomUUID();
     if (trace) {
       stageTrace?.link(commandId, trace);
@@ -144,16 +155,27 @@ export class AttachSession extends AgentCaller {
         this.pending.delete(commandId);
         reject(actionError(Errors.COMMAND_TIMEOUT, `the agent did not answer within ${AGENT_ANSWER_GRACE_MS} ms after the deadline`, { dispatched: null, ambiguous: true }));
       }, Math.max(0, waitUntil - Date.now()));
+      // The caller went away: the agent stops what has not reached the phone yet, and answers.
+      const onCancel = () => {
+        // The caller's deadline is the agent's already (an earlier one): it answers DEVICE_BUSY or COMMAND_TIMEOUT itself.
+        if (ConnectError.from(cancelled?.reason).code === Code.DeadlineExceeded) return;
+        if (this.pending.has(commandId)) this.send(create(AttachResponseSchema, { kind: { case: "cancel", value: { commandId } } }));
+      };
+      const settled = () => {
+        clearTimeout(timer);
+        cancelled?.removeEventListener("abort", onCancel);
+      };
       this.pending.set(commandId, {
         resolve: (r) => {
-          clearTimeout(timer);
+          settled();
           resolve(r);
         },
         reject: (e) => {
-          clearTimeout(timer);
+          settled();
           reject(e);
         },
       });
+      cancelled?.addEventListener("abort", onCancel, { once: true });
       const call = create(AgentCallSchema, {
         commandId,
         method,

@@ -1,4 +1,5 @@
 import { checkDeviceFilePath } from "@farm/shared/device-files";
+import { withReportedSerial } from "./resolve-target.js";
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { fromBinary, toBinary, type DescMethod, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
@@ -144,7 +145,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       }
       : undefined;
     // The agent stops early enough for its answer to reach the caller in time.
-    return (r.session as AgentCaller).call(method, req, principal, deadline, stageTrace && (ctx.requestHeader.get(TRACE_HEADER) ?? undefined), asIs);
+    return (r.session as AgentCaller).call(method, req, principal, deadline, { trace: stageTrace && (ctx.requestHeader.get(TRACE_HEADER) ?? undefined), asIs, cancelled: ctx.signal });
   }
 
   /**
@@ -187,7 +188,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       }
       const agent = r.session as AgentCaller;
       agentToken = agent.tokenName;
-      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known, ...plan });
+      outcome = await agent.callStep(method, req, principal, deadline, { sessionId, sequence: step.sequence, knownSha256: step.known, ...plan }, ctx.signal);
     } catch (error) {
       outcome = { error };
     }
@@ -204,6 +205,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
       const trace = stageTrace && ctx.requestHeader.get(TRACE_HEADER);
       if (trace) stageTrace?.mark(trace, "co.in");
       const caller = requirePrincipal(ctx);
+      req = withReportedSerial(deps.registry, req);
       h?.before?.(req, caller, deps.log);
       const res = await route(method, req, ctx);
       const out = h?.view && !passedAsIs.has(res) ? h.view(res, caller, deps.summaries) : res;

@@ -59,7 +59,8 @@ async function* relayShell(
     pair = session instanceof RemoteAgentSession ? await session.openShell(sessionId, Date.now() + SHELL_JOIN_TIMEOUT_MS) : deps.relay.open(sessionId);
     const started = await session.call(
       AgentControlService.method.startShell,
-      { sessionId, ...(start.target ? { target: start.target } : {}), ...(start.size ? { size: start.size } : {}), term: start.term },
+      // The serial the phone is reported on (the caller may have named it by physical id).
+      { sessionId, ...(start.target ? { target: { ...start.target, serial: r.serial } } : {}), ...(start.size ? { size: start.size } : {}), term: start.term },
       principal,
       Date.now() + SHELL_JOIN_TIMEOUT_MS,
     );

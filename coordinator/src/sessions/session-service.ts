@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { withReportedSerial } from "../routing/resolve-target.js";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
@@ -54,6 +55,7 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
   router.service(SessionService, {
     startSession(req, ctx) {
       const principal = requirePrincipal(ctx);
+      req = withReportedSerial(deps.registry, req);
       const serial = req.target?.serial ?? "";
       // Masked before it is cut: a cut would leave a secret's prefix no mask matches.
       const mask = secretMask(req.secrets.map((x) => x.value));

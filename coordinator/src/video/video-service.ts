@@ -1,4 +1,5 @@
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
+import { withReportedSerial } from "../routing/resolve-target.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
@@ -139,6 +140,7 @@ export function registerVideoService(
       validateContext(req.contextJson);
       const seconds = validateDurationSeconds(req.durationSeconds);
       parseVideoSize(req.size);
+      req = withReportedSerial(deps.registry, req);
       const serial = req.target?.serial ?? "";
       if (serial === "") throw invalidArgument("target.serial", "a device serial is required");
       const entry = { caller: principal.tokenName, leaseId: "", serial, physicalId: "", agentId: "", command: "startVideo", requestId: "", detail: `${req.durationSeconds} s${req.size ? ` at ${req.size}` : ""}` };

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/agent_service.proto.
  */
 export const file_farm_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIn0KDkF0dGFjaFJlc3BvbnNlEjAKDmhlbGxvX2FjY2VwdGVkGAEgASgLMhYuZmFybS52MS5IZWxsb0FjY2VwdGVkSAASIgoEY2FsbBgDIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCLEAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwSIgoEc3RlcBgHIAEoCzIULmZhcm0udjEuU3RlcENhcHR1cmUirwEKC1N0ZXBDYXB0dXJlEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKA0SFAoMa25vd25fc2hhMjU2GAMgAygJEhAKCGNhcHR1cmVzGAQgAygJEiUKCXJlZGFjdGlvbhgFIAEoCzISLmZhcm0udjEuUmVkYWN0aW9uEhYKDmxvZ19maWx0ZXJzcGVjGAYgASgJEhMKC2xvZ19wYWNrYWdlGAcgASgJImUKCVJlZGFjdGlvbhIPCgdzZWNyZXRzGAEgAygJEg4KBmxhYmVscxgCIAMoCRIOCgZmaWVsZHMYAyADKAkSDwoHaGVhZGVycxgEIAMoCRIWCg51bm1hc2tfaGVhZGVycxgFIAMoCSL2AQoMU3RlcEV2aWRlbmNlEiEKBmJlZm9yZRgBIAEoCzIRLmZhcm0udjEuU3RlcFNob3QSIAoFYWZ0ZXIYAiABKAsyES5mYXJtLnYxLlN0ZXBTaG90Ei4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAQgASgNEiwKCGF0dGVtcHRzGAUgAygLMhouZmFybS52MS5TdGVwQXR0ZW1wdFJlcG9ydBIuCglhcnRpZmFjdHMYBiADKAsyGy5mYXJtLnYxLlN0ZXBBcnRpZmFjdFJlcG9ydCLKAQoSU3RlcEFydGlmYWN0UmVwb3J0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIPCgdibG9iX2lkGAQgASgJEg4KBnNoYTI1NhgFIAEoCRIMCgRzaXplGAYgASgDEhEKCW1pbWVfdHlwZRgHIAEoCRIMCgR3aGVuGAggASgJEhYKDnNraXBwZWRfcmVhc29uGAkgASgJEg8KB3dhcm5pbmcYCiABKAkSDQoFdG9rZW4YCyABKAkisAEKCFN0ZXBTaG90Eg8KB2Jsb2JfaWQYASABKAkSDgoGc2hhMjU2GAIgASgJEg0KBXdpZHRoGAMgASgNEg4KBmhlaWdodBgEIAEoDRIMCgRzaXplGAUgASgDEjAKDGNhcHR1cmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoFZXJyb3IYByABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvciJ+ChFTdGVwQXR0ZW1wdFJlcG9ydBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgCIAEoDRIkCgVlcnJvchgDIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yIoIBCg9BZ2VudENhbGxSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRIkCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yEhAKCHJlc3BvbnNlGAMgASgMEiMKBHN0ZXAYBCABKAsyFS5mYXJtLnYxLlN0ZXBFdmlkZW5jZSJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
+  fileDesc("ChtmYXJtL3YxL2FnZW50X3NlcnZpY2UucHJvdG8SB2Zhcm0udjEi5gIKDUF0dGFjaFJlcXVlc3QSJAoFaGVsbG8YASABKAsyEy5mYXJtLnYxLkFnZW50SGVsbG9IABInCgloZWFydGJlYXQYAiABKAsyEi5mYXJtLnYxLkhlYXJ0YmVhdEgAEi0KCWludmVudG9yeRgDIAEoCzIYLmZhcm0udjEuRGV2aWNlSW52ZW50b3J5SAASLgoNZGV2aWNlX2NoYW5nZRgEIAEoCzIVLmZhcm0udjEuRGV2aWNlQ2hhbmdlSAASLAoMZGV2aWNlX2V2ZW50GAYgASgLMhQuZmFybS52MS5EZXZpY2VFdmVudEgAEioKCGRyYWluaW5nGAcgASgLMhYuZmFybS52MS5BZ2VudERyYWluaW5nSAASLwoLY2FsbF9yZXN1bHQYCCABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdEgAQgYKBGtpbmRKBAgFEAZSDmNvbW1hbmRfcmVzdWx0Ih8KDUFnZW50RHJhaW5pbmcSDgoGcmVhc29uGAEgASgJIqkBCg5BdHRhY2hSZXNwb25zZRIwCg5oZWxsb19hY2NlcHRlZBgBIAEoCzIWLmZhcm0udjEuSGVsbG9BY2NlcHRlZEgAEiIKBGNhbGwYAyABKAsyEi5mYXJtLnYxLkFnZW50Q2FsbEgAEioKBmNhbmNlbBgEIAEoCzIYLmZhcm0udjEuQWdlbnRDYWxsQ2FuY2VsSABCBgoEa2luZEoECAIQA1IHY29tbWFuZCLEAQoJQWdlbnRDYWxsEhIKCmNvbW1hbmRfaWQYASABKAkSDgoGbWV0aG9kGAIgASgJEiwKCGRlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAUgASgIEg8KB3JlcXVlc3QYBiABKAwSIgoEc3RlcBgHIAEoCzIULmZhcm0udjEuU3RlcENhcHR1cmUiJQoPQWdlbnRDYWxsQ2FuY2VsEhIKCmNvbW1hbmRfaWQYASABKAkirwEKC1N0ZXBDYXB0dXJlEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKA0SFAoMa25vd25fc2hhMjU2GAMgAygJEhAKCGNhcHR1cmVzGAQgAygJEiUKCXJlZGFjdGlvbhgFIAEoCzISLmZhcm0udjEuUmVkYWN0aW9uEhYKDmxvZ19maWx0ZXJzcGVjGAYgASgJEhMKC2xvZ19wYWNrYWdlGAcgASgJImUKCVJlZGFjdGlvbhIPCgdzZWNyZXRzGAEgAygJEg4KBmxhYmVscxgCIAMoCRIOCgZmaWVsZHMYAyADKAkSDwoHaGVhZGVycxgEIAMoCRIWCg51bm1hc2tfaGVhZGVycxgFIAMoCSL2AQoMU3RlcEV2aWRlbmNlEiEKBmJlZm9yZRgBIAEoCzIRLmZhcm0udjEuU3RlcFNob3QSIAoFYWZ0ZXIYAiABKAsyES5mYXJtLnYxLlN0ZXBTaG90Ei4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2R1cmF0aW9uX21zGAQgASgNEiwKCGF0dGVtcHRzGAUgAygLMhouZmFybS52MS5TdGVwQXR0ZW1wdFJlcG9ydBIuCglhcnRpZmFjdHMYBiADKAsyGy5mYXJtLnYxLlN0ZXBBcnRpZmFjdFJlcG9ydCLKAQoSU3RlcEFydGlmYWN0UmVwb3J0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIPCgdibG9iX2lkGAQgASgJEg4KBnNoYTI1NhgFIAEoCRIMCgRzaXplGAYgASgDEhEKCW1pbWVfdHlwZRgHIAEoCRIMCgR3aGVuGAggASgJEhYKDnNraXBwZWRfcmVhc29uGAkgASgJEg8KB3dhcm5pbmcYCiABKAkSDQoFdG9rZW4YCyABKAkisAEKCFN0ZXBTaG90Eg8KB2Jsb2JfaWQYASABKAkSDgoGc2hhMjU2GAIgASgJEg0KBXdpZHRoGAMgASgNEg4KBmhlaWdodBgEIAEoDRIMCgRzaXplGAUgASgDEjAKDGNhcHR1cmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoFZXJyb3IYByABKAsyFS5mYXJtLnYxLkNvbW1hbmRFcnJvciJ+ChFTdGVwQXR0ZW1wdFJlcG9ydBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgCIAEoDRIkCgVlcnJvchgDIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yIoIBCg9BZ2VudENhbGxSZXN1bHQSEgoKY29tbWFuZF9pZBgBIAEoCRIkCgVlcnJvchgCIAEoCzIVLmZhcm0udjEuQ29tbWFuZEVycm9yEhAKCHJlc3BvbnNlGAMgASgMEiMKBHN0ZXAYBCABKAsyFS5mYXJtLnYxLlN0ZXBFdmlkZW5jZSJVCgxDb21tYW5kRXJyb3ISJAoGZGV0YWlsGAEgASgLMhQuZmFybS52MS5FcnJvckRldGFpbBIPCgdtZXNzYWdlGAIgASgJEg4KBnN0YXR1cxgDIAEoBSJmCgtEZXZpY2VFdmVudBIOCgZzZXJpYWwYASABKAkSEwoLcGh5c2ljYWxfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZkZXRhaWwYBCABKAkSFAoMdGltZV91bml4X21zGAUgASgDIrkBCgpBZ2VudEhlbGxvEhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIVCg1hZ2VudF92ZXJzaW9uGAUgASgJEhMKC2FkYl92ZXJzaW9uGAYgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgHIAEoDRIUCgxkcmFpbl9yZWFzb24YCCABKAkiRgoNSGVsbG9BY2NlcHRlZBIYChBwcm90b2NvbF92ZXJzaW9uGAEgASgNEhsKE2Nvb3JkaW5hdG9yX3ZlcnNpb24YAiABKAkiHQoJSGVhcnRiZWF0EhAKCHNlcXVlbmNlGAEgASgEIjkKD0RldmljZUludmVudG9yeRImCgdkZXZpY2VzGAEgAygLMhUuZmFybS52MS5EZXZpY2VSZXBvcnQiXAoMRGV2aWNlUmVwb3J0Eg4KBnNlcmlhbBgBIAEoCRINCgVzdGF0ZRgCIAEoCRItCgpwcm9wZXJ0aWVzGAMgASgLMhkuZmFybS52MS5EZXZpY2VQcm9wZXJ0aWVzIlkKDERldmljZUNoYW5nZRInCgZ1cHNlcnQYASABKAsyFS5mYXJtLnYxLkRldmljZVJlcG9ydEgAEhgKDnJlbW92ZWRfc2VyaWFsGAIgASgJSABCBgoEa2luZDJVCgxBZ2VudFNlcnZpY2USRQoGQXR0YWNoEhYuZmFybS52MS5BdHRhY2hSZXF1ZXN0GhcuZmFybS52MS5BdHRhY2hSZXNwb25zZSIGorsYAggCKAEwAWIGcHJvdG8z", [file_farm_v1_method_rules, file_farm_v1_error, file_farm_v1_registry, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message farm.v1.AttachRequest
@@ -116,6 +116,15 @@ export type AttachResponse = Message<"farm.v1.AttachResponse"> & {
      */
     value: AgentCall;
     case: "call";
+  } | {
+    /**
+     * The caller of an earlier call went away (cancelled, or its connection
+     * dropped): stop waiting for it.
+     *
+     * @generated from field: farm.v1.AgentCallCancel cancel = 4;
+     */
+    value: AgentCallCancel;
+    case: "cancel";
   } | { case: undefined; value?: undefined };
 };
 
@@ -191,6 +200,30 @@ export const AgentCallSchema: GenMessage<AgentCall> = /*@__PURE__*/
   messageDesc(file_farm_v1_agent_service, 3);
 
 /**
+ * Cancels the call of that id, if it is still running. A call still waiting
+ * for its phone (another action holds it) ends at once, not dispatched: it
+ * never runs. One already dispatched runs to its end (a device job is
+ * detached on the phone), and its answer says what it did. Reads stop.
+ * The agent answers the call itself as always; a cancel of an unknown or
+ * finished call is ignored.
+ *
+ * @generated from message farm.v1.AgentCallCancel
+ */
+export type AgentCallCancel = Message<"farm.v1.AgentCallCancel"> & {
+  /**
+   * @generated from field: string command_id = 1;
+   */
+  commandId: string;
+};
+
+/**
+ * Describes the message farm.v1.AgentCallCancel.
+ * Use `create(AgentCallCancelSchema)` to create a new message.
+ */
+export const AgentCallCancelSchema: GenMessage<AgentCallCancel> = /*@__PURE__*/
+  messageDesc(file_farm_v1_agent_service, 4);
+
+/**
  * @generated from message farm.v1.StepCapture
  */
 export type StepCapture = Message<"farm.v1.StepCapture"> & {
@@ -247,7 +280,7 @@ export type StepCapture = Message<"farm.v1.StepCapture"> & {
  * Use `create(StepCaptureSchema)` to create a new message.
  */
 export const StepCaptureSchema: GenMessage<StepCapture> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 4);
+  messageDesc(file_farm_v1_agent_service, 5);
 
 /**
  * Masking applied on the agent to logs, element trees and text it stores.
@@ -296,7 +329,7 @@ export type Redaction = Message<"farm.v1.Redaction"> & {
  * Use `create(RedactionSchema)` to create a new message.
  */
 export const RedactionSchema: GenMessage<Redaction> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 5);
+  messageDesc(file_farm_v1_agent_service, 6);
 
 /**
  * What the agent saw around a recorded step.
@@ -349,7 +382,7 @@ export type StepEvidence = Message<"farm.v1.StepEvidence"> & {
  * Use `create(StepEvidenceSchema)` to create a new message.
  */
 export const StepEvidenceSchema: GenMessage<StepEvidence> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 6);
+  messageDesc(file_farm_v1_agent_service, 7);
 
 /**
  * @generated from message farm.v1.StepArtifactReport
@@ -418,7 +451,7 @@ export type StepArtifactReport = Message<"farm.v1.StepArtifactReport"> & {
  * Use `create(StepArtifactReportSchema)` to create a new message.
  */
 export const StepArtifactReportSchema: GenMessage<StepArtifactReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 7);
+  messageDesc(file_farm_v1_agent_service, 8);
 
 /**
  * One screen capture: uploaded as a blob (blob_id), or already known to the
@@ -469,7 +502,7 @@ export type StepShot = Message<"farm.v1.StepShot"> & {
  * Use `create(StepShotSchema)` to create a new message.
  */
 export const StepShotSchema: GenMessage<StepShot> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 8);
+  messageDesc(file_farm_v1_agent_service, 9);
 
 /**
  * @generated from message farm.v1.StepAttemptReport
@@ -496,7 +529,7 @@ export type StepAttemptReport = Message<"farm.v1.StepAttemptReport"> & {
  * Use `create(StepAttemptReportSchema)` to create a new message.
  */
 export const StepAttemptReportSchema: GenMessage<StepAttemptReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 9);
+  messageDesc(file_farm_v1_agent_service, 10);
 
 /**
  * @generated from message farm.v1.AgentCallResult
@@ -534,7 +567,7 @@ export type AgentCallResult = Message<"farm.v1.AgentCallResult"> & {
  * Use `create(AgentCallResultSchema)` to create a new message.
  */
 export const AgentCallResultSchema: GenMessage<AgentCallResult> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 10);
+  messageDesc(file_farm_v1_agent_service, 11);
 
 /**
  * @generated from message farm.v1.CommandError
@@ -565,7 +598,7 @@ export type CommandError = Message<"farm.v1.CommandError"> & {
  * Use `create(CommandErrorSchema)` to create a new message.
  */
 export const CommandErrorSchema: GenMessage<CommandError> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 11);
+  messageDesc(file_farm_v1_agent_service, 12);
 
 /**
  * Something that happened to a device, for the activity history.
@@ -606,7 +639,7 @@ export type DeviceEvent = Message<"farm.v1.DeviceEvent"> & {
  * Use `create(DeviceEventSchema)` to create a new message.
  */
 export const DeviceEventSchema: GenMessage<DeviceEvent> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 12);
+  messageDesc(file_farm_v1_agent_service, 13);
 
 /**
  * First message on every stream.
@@ -662,7 +695,7 @@ export type AgentHello = Message<"farm.v1.AgentHello"> & {
  * Use `create(AgentHelloSchema)` to create a new message.
  */
 export const AgentHelloSchema: GenMessage<AgentHello> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 13);
+  messageDesc(file_farm_v1_agent_service, 14);
 
 /**
  * @generated from message farm.v1.HelloAccepted
@@ -684,7 +717,7 @@ export type HelloAccepted = Message<"farm.v1.HelloAccepted"> & {
  * Use `create(HelloAcceptedSchema)` to create a new message.
  */
 export const HelloAcceptedSchema: GenMessage<HelloAccepted> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 14);
+  messageDesc(file_farm_v1_agent_service, 15);
 
 /**
  * @generated from message farm.v1.Heartbeat
@@ -701,7 +734,7 @@ export type Heartbeat = Message<"farm.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 15);
+  messageDesc(file_farm_v1_agent_service, 16);
 
 /**
  * Full snapshot of the agent's devices; replaces whatever the coordinator
@@ -721,7 +754,7 @@ export type DeviceInventory = Message<"farm.v1.DeviceInventory"> & {
  * Use `create(DeviceInventorySchema)` to create a new message.
  */
 export const DeviceInventorySchema: GenMessage<DeviceInventory> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 16);
+  messageDesc(file_farm_v1_agent_service, 17);
 
 /**
  * @generated from message farm.v1.DeviceReport
@@ -748,7 +781,7 @@ export type DeviceReport = Message<"farm.v1.DeviceReport"> & {
  * Use `create(DeviceReportSchema)` to create a new message.
  */
 export const DeviceReportSchema: GenMessage<DeviceReport> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 17);
+  messageDesc(file_farm_v1_agent_service, 18);
 
 /**
  * @generated from message farm.v1.DeviceChange
@@ -779,7 +812,7 @@ export type DeviceChange = Message<"farm.v1.DeviceChange"> & {
  * Use `create(DeviceChangeSchema)` to create a new message.
  */
 export const DeviceChangeSchema: GenMessage<DeviceChange> = /*@__PURE__*/
-  messageDesc(file_farm_v1_agent_service, 18);
+  messageDesc(file_farm_v1_agent_service, 19);
 
 /**
  * The agent's uplink. Agents dial the coordinator (lab hosts sit behind NAT)
