@@ -155,6 +155,26 @@ describe("OcrPool", () => {
     expect(threads.map((thread) => thread.threadId)).toEqual([-1]); // -1: exited
   }, 60_000);
 
+  it("close() during a job's read of its image starts no worker for it afterwards", async () => {
+    // Under load, the 50 ms before close() in the test above can end before the
+    // first job has read its file: that job then started a worker after close().
+    const pool = new OcrPool({ workers: 1, maxQueue: 2 });
+    let release!: () => void;
+    const read = new Promise<void>((resolve) => (release = resolve));
+    const { result: settled, threads } = await spawnedDuring(async () => {
+      const job = pool.recognize(async () => {
+        await read;
+        return readFileSync(screenPng);
+      });
+      await pool.close();
+      release();
+      return Promise.allSettled([job]);
+    });
+    expect(settled[0]!.status === "rejected" && String(settled[0]!.reason)).toMatch(/closed/);
+    expect(pool.pending).toBe(0);
+    expect(threads).toHaveLength(0);
+  }, 60_000);
+
   it("fails only the job whose worker throws or dies, and replaces that worker", async () => {
     const pool = new OcrPool({ workers: 1, maxQueue: 2 });
     try {

@@ -96,6 +96,8 @@ export class OcrPool {
     try {
       // Read first: a missing file should not cost a worker.
       const png = typeof job.pngPath === "string" ? await readFile(job.pngPath) : await job.pngPath();
+      // Closed while reading: close() has already returned, so a worker started now would outlive it.
+      if (this.closed) throw closedError();
       thread = this.idle.pop() ?? (await this.start());
       if (this.closed) throw closedError();
       const page = await thread.recognize(png);
