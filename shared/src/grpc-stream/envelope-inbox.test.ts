@@ -82,4 +82,12 @@ describe("EnvelopeInbox", () => {
     expect(Buffer.from((await box.next())!.data).toString()).toBe("x");
     await expect(box.next()).rejects.toThrow(/gone/);
   });
+
+  it("drops what is ready when failed now (the caller gave up), even after its end", async () => {
+    const { box } = inbox();
+    box.push(grpcEnvelope(0, Buffer.from("x")));
+    box.end();
+    box.fail(new ConnectError("canceled", Code.Canceled), true);
+    await expect(box.next()).rejects.toThrow(/canceled/);
+  });
 });

@@ -84,12 +84,19 @@ export class EnvelopeInbox implements AsyncIterable<Envelope> {
     this.#signal();
   }
 
-  /** Ends the messages with an error: the taker gets what is ready, then this. */
-  fail(err: unknown): void {
-    if (this.#ended || this.#failed) return;
+  /**
+   * Ends the messages with an error: the taker gets what is ready, then
+   * this; with `now` (the caller gave up) what is ready is dropped too.
+   */
+  fail(err: unknown, now = false): void {
+    if (this.#failed || (this.#ended && !now)) return;
     this.#failed = true;
     this.#error = err;
     this.#parts = [];
+    if (now) {
+      this.#ready.length = 0;
+      this.#readyBytes = 0;
+    }
     this.#signal();
   }
 

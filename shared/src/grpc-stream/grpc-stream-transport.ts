@@ -96,7 +96,7 @@ export function grpcStream(opts: GrpcStreamOptions): StreamFn {
     const trailer = new Headers();
     let nodeError: unknown;
     const onAbort = () => {
-      inbox.fail(ConnectError.from(getAbortSignalReason(req.signal)));
+      inbox.fail(ConnectError.from(getAbortSignalReason(req.signal)), true);
       cancel();
     };
     req.signal.addEventListener("abort", onAbort);
