@@ -121,6 +121,15 @@ describe("the hand-framed streaming client against connect-node", () => {
     expect(trailer?.get("x-after")).toBe("t");
   });
 
+  it("sends large messages intact (their prefix written beside them, not copied before them)", async () => {
+    const url = await serveConnect(ShellService, { openShell: echo });
+    const big = Buffer.from(Array.from({ length: 300_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(""));
+    const out = await collect(shell(url).openShell(lines(big.toString(), "small", big.toString().slice(0, 20_000))));
+    expect(out.map((x) => x.length)).toEqual([300_000, 5, 20_000, 6]);
+    expect(out[0]).toBe(big.toString());
+    expect(out[2]).toBe(big.toString().slice(0, 20_000));
+  });
+
   it("answers each message as it is sent (a true bidi stream, not a buffered request)", async () => {
     const url = await serveConnect(ShellService, { openShell: echo });
     const queue: ((m: OpenShellRequest | undefined) => void)[] = [];
