@@ -9,7 +9,7 @@ import type { Http2SessionManager } from "@connectrpc/connect-node";
 import { errorFromNode, errorFromResetCode } from "../grpc-unary/h2-errors.js";
 import { toHeaders, toNodeHeaders } from "../grpc-unary/h2-headers.js";
 import { EnvelopeInbox, type Envelope } from "./envelope-inbox.js";
-import { writeEnvelopes } from "./write-envelopes.js";
+import { envelopeOf, writeEnvelopes } from "./write-envelopes.js";
 
 const gunzipAsync = promisify(gunzip);
 
@@ -131,7 +131,7 @@ export function grpcStream(opts: GrpcStreamOptions): StreamFn {
       })
     );
     // The request side: its messages as they come, each one envelope; a failing request iterable cancels the call.
-    writeEnvelopes(req.message, stream, (m) => toBinary(req.method.input, m)).then(
+    writeEnvelopes(req.message, stream, (m) => envelopeOf(toBinary(req.method.input, m))).then(
       () => {
         if (!stream.closed && !stream.destroyed && !stream.writableEnded) stream.end();
       },

@@ -16,28 +16,12 @@ export function envelopeOf(data: Uint8Array, flags = 0): Buffer {
  * holds this writer (and through it the producer) rather than letting
  * bytes pile up here. A sink closed before the end is a ConnectError.
  */
-export async function writeEnvelopes<T>(source: AsyncIterable<T>, sink: Writable, encode: (message: T) => Uint8Array | Promise<Uint8Array>): Promise<void> {
+export async function writeEnvelopes<T>(source: AsyncIterable<T>, sink: Writable, encode: (message: T) => Buffer | Promise<Buffer>): Promise<void> {
   for await (const message of source) {
-    const data = await encode(message);
+    const bytes = await encode(message);
     if (sink.destroyed || sink.writableEnded) throw new ConnectError("the stream closed before the message could be sent", Code.Aborted);
-    if (!writeEnvelope(sink, data)) await drained(sink);
+    if (!sink.write(bytes)) await drained(sink);
   }
-}
-
-/** Above this a message is not copied behind its prefix: the prefix and the bytes go in one corked write (one writev, no copy). */
-const COPY_MAX_BYTES = 16 * 1024;
-
-/** Writes one uncompressed message as an envelope; false when the sink asks to wait for 'drain'. */
-export function writeEnvelope(sink: Writable, data: Uint8Array): boolean {
-  if (data.byteLength <= COPY_MAX_BYTES) return sink.write(envelopeOf(data));
-  const prefix = Buffer.allocUnsafe(5);
-  prefix[0] = 0;
-  prefix.writeUInt32BE(data.byteLength, 1);
-  sink.cork();
-  sink.write(prefix);
-  const ok = sink.write(data);
-  sink.uncork();
-  return ok;
 }
 
 /** Resolves on 'drain'; rejects if the sink closes first. */
