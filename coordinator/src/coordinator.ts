@@ -66,6 +66,7 @@ import { DEFAULT_CAPTURES_PER_USER, DEFAULT_EVIDENCE_QUOTA_BYTES, EvidenceQuota 
 import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http/http-server.js";
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./http/request-gate.js";
 import { withMessageLimits } from "./http/message-limits.js";
+import { grpcStreamFastPath, recordingStreamRoutes, StreamRoutes } from "./http/grpc-stream-fast-path.js";
 import { grpcUnaryFastPath, recordingUnaryRoutes, UnaryRoutes } from "./http/grpc-unary-fast-path.js";
 import { errorLogInterceptor } from "./http/error-log-interceptor.js";
 import { peerKey, peerOf } from "./http/peer.js";
@@ -138,6 +139,11 @@ export interface CoordinatorOptions {
    * Connect's handler (default on; FARM_UNARY_FAST_PATH=0 turns it off, for measuring one against the other).
    */
   unaryFastPath?: boolean;
+  /**
+   * Serve streaming gRPC calls (HTTP/2, binary, uncompressed requests) on the stream fast path rather than
+   * through Connect's handler (default on; FARM_STREAM_FAST_PATH=0 turns it off).
+   */
+  streamFastPath?: boolean;
 }
 
 export interface RunningCoordinator {
@@ -249,7 +255,7 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   let selfUrl = "";
   const webdriver = webDriverEndpoint({ tokens, url: () => selfUrl, caFile: opts.tls?.certFile, insecure, log });
   const dashboard = dashboardHandler({ web, tokens, blobs, evidence: evidenceStore, sessionImages: { steps, images: sessionImages }, assetsDir: dashboardDir, insecure, log });
-  const unaryStats = { fast: 0 };
+  const unaryStats = { fast: 0, fastStreams: 0 };
   const metrics = await coordinatorMetrics({ registry, leases, activity, evidence: evidenceStore, videos: videoIndex, screens: screenFeeds, logcats: logcatFeeds, unary: unaryStats });
   const tlsCreds = opts.tls ? await readTlsCredentials(opts.tls) : undefined;
   if (!tlsCreds && insecure) log.warn("--insecure: tokens are accepted over cleartext from other machines; use only on a trusted network");
@@ -261,13 +267,14 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const interceptors = [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls, replicas })];
   const contextValues = (req: IncomingMessage | Http2ServerRequest) => createContextValues().set(peerKey, peerOf(req));
   const unaryRoutes = new UnaryRoutes();
+  const streamRoutes = new StreamRoutes();
   const handler = connectNodeAdapter({
     compressMinBytes: COMPRESS_MIN_BYTES,
     interceptors,
     contextValues,
     routes(connectRouter) {
       // Every service with its message size cap (message-limits.ts); its unary methods also on the fast path.
-      const router = withMessageLimits(recordingUnaryRoutes(connectRouter, unaryRoutes), log);
+      const router = withMessageLimits(recordingStreamRoutes(recordingUnaryRoutes(connectRouter, unaryRoutes), streamRoutes), log);
       registerHealthService(router, {
         services: servicesWithRules().filter((s) => s !== Health.typeName),
         serving: () => !closed.signal.aborted,
@@ -356,7 +363,10 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   });
   // Unary gRPC calls without Connect's per-call cost, the same interceptors and implementations (grpc-unary-fast-path.ts).
   const fastUnary = opts.unaryFastPath ?? process.env["FARM_UNARY_FAST_PATH"] !== "0";
-  const served = fastUnary ? grpcUnaryFastPath(handler, { routes: unaryRoutes, interceptors, contextValues, log, stats: unaryStats }) : handler;
+  // Streaming gRPC calls the same way (grpc-stream-fast-path.ts): the agents' control streams, remote adb, live feeds.
+  const fastStreams = opts.streamFastPath ?? process.env["FARM_STREAM_FAST_PATH"] !== "0";
+  const streamed = fastStreams ? grpcStreamFastPath(handler, { routes: streamRoutes, interceptors, contextValues, log, stats: unaryStats }) : handler;
+  const served = fastUnary ? grpcUnaryFastPath(streamed, { routes: unaryRoutes, interceptors, contextValues, log, stats: unaryStats }) : streamed;
   // Credentials and announced sizes are checked from the headers, before any body is read.
   const gated = requestGate(served, {
     replicas,

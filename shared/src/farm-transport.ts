@@ -4,6 +4,7 @@ import { createConnectTransport, createGrpcTransport, type Http2SessionManager }
 import type { DescMethod } from "@bufbuild/protobuf";
 import { DEADLINE_GRACE_MS } from "./deadline.js";
 import { Errors, farmError, invalidArgument } from "./errors.js";
+import { grpcStream } from "./grpc-stream/grpc-stream-transport.js";
 import { grpcUnary } from "./grpc-unary/grpc-unary-transport.js";
 import { ErrorDetailSchema } from "./gen/farm/v1/error_pb.js";
 import { rulesOf } from "./method-rules.js";
@@ -36,9 +37,15 @@ export interface FarmTransportOptions {
   /**
    * Unary calls over gRPC: "hand-framed" (grpc-unary/, on the same kept
    * session as the streams) by default, "connect" for connect-node's own
-   * gRPC transport. Streams always use connect-node's.
+   * gRPC transport.
    */
   unary?: "hand-framed" | "connect";
+  /**
+   * Streaming calls over gRPC: "hand-framed" (grpc-stream/) by default,
+   * "connect" for connect-node's; FARM_GRPC_STREAMS=connect in the
+   * environment sets the default (for measuring one against the other).
+   */
+  streams?: "hand-framed" | "connect";
   /** Told the transport's session manager, so whoever made the transport can close its connection (the CLI run in process). */
   track?: (manager: Http2SessionManager) => void;
 }
@@ -75,8 +82,10 @@ export function farmTransport(opts: FarmTransportOptions): Transport {
   const options = { baseUrl: opts.url, interceptors: [auth, ...(opts.interceptors ?? []), sendCallerTimeout], sessionManager };
   if (opts.protocol === "connect") return withDeadlineGrace(createConnectTransport({ ...options, httpVersion: "2" }));
   const grpc = createGrpcTransport(options);
-  if (opts.unary === "connect") return withDeadlineGrace(grpc);
-  return withDeadlineGrace({ unary: grpcUnary({ baseUrl: opts.url, sessions: sessionManager, interceptors: options.interceptors }), stream: grpc.stream.bind(grpc) });
+  const handFramedStreams = (opts.streams ?? (process.env["FARM_GRPC_STREAMS"] === "connect" ? "connect" : "hand-framed")) === "hand-framed";
+  const stream = handFramedStreams ? grpcStream({ baseUrl: opts.url, sessions: sessionManager, interceptors: options.interceptors }) : grpc.stream.bind(grpc);
+  const unary = opts.unary === "connect" ? grpc.unary.bind(grpc) : grpcUnary({ baseUrl: opts.url, sessions: sessionManager, interceptors: options.interceptors });
+  return withDeadlineGrace({ unary, stream });
 }
 
 /** The timeout the caller gave a call (ms), sent on the wire while the transport waits longer. */

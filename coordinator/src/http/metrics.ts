@@ -23,8 +23,8 @@ export async function coordinatorMetrics(src: {
   videos: VideoSessionIndex;
   screens?: { stats(): { phones: number; viewers: number; queuedBytes: number; resyncs: number } };
   logcats?: { stats(): { phones: number; viewers: number; queuedLines: number; dropped: number } };
-  /** Unary calls served on the fast path (grpc-unary-fast-path.ts). */
-  unary?: { fast: number };
+  /** Calls served on the fast paths: unary (grpc-unary-fast-path.ts) and streaming (grpc-stream-fast-path.ts). */
+  unary?: { fast: number; fastStreams?: number };
 }): Promise<CoordinatorMetrics> {
   const registry = new MetricsRegistry();
   const unary = src.unary;
@@ -36,6 +36,15 @@ export async function coordinatorMetrics(src: {
       collect() {
         this.reset();
         this.inc(unary.fast);
+      },
+    });
+    new Counter({
+      name: "farm_stream_fast_path_calls_total",
+      help: "Streaming gRPC calls the coordinator served on its fast path; other calls go through Connect's handler",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(unary.fastStreams ?? 0);
       },
     });
   }

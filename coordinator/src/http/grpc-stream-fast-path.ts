@@ -1,0 +1,179 @@
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { Writable } from "node:stream";
+import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, createHandlerContext, createMethodImplSpec, createServiceImplSpec, type ConnectRouter, type MethodImplSpec } from "@connectrpc/connect";
+import { compressionNegotiate, transformInvokeImplementation, type Compression } from "@connectrpc/connect/protocol";
+import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
+import { EnvelopeInbox } from "@farm/shared/grpc-stream/envelope-inbox";
+import { drained, envelopeOf } from "@farm/shared/grpc-stream/write-envelopes";
+import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
+import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
+import type { RequestHandler } from "./http-server.js";
+import type { UnaryFastPathOptions } from "./grpc-unary-fast-path.js";
+
+/** Connect's default when a service sets none (protocol/universal-handler.ts). */
+const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
+/** Whole request messages one call holds unread before its HTTP/2 stream is paused (flow control then holds the caller). */
+export const SERVE_HIGH_WATER_BYTES = 256 * 1024;
+
+type StreamSpec = Exclude<MethodImplSpec, { kind: "unary" }>;
+
+interface StreamRoute {
+  spec: StreamSpec;
+  readMaxBytes: number;
+  acceptCompression: readonly Compression[];
+}
+
+/** The streaming methods registered on a router, by request path, with the options Connect serves them with. */
+export class StreamRoutes {
+  readonly #byPath = new Map<string, StreamRoute>();
+
+  get(path: string): StreamRoute | undefined {
+    return this.#byPath.get(path);
+  }
+
+  add(spec: MethodImplSpec, options: { readMaxBytes?: number; acceptCompression?: Compression[]; grpc?: boolean } | undefined): void {
+    if (spec.kind === "unary" || options?.grpc === false) return;
+    this.#byPath.set(`/${spec.method.parent.typeName}/${spec.method.name}`, {
+      spec,
+      readMaxBytes: options?.readMaxBytes ?? 0xffffffff,
+      acceptCompression: options?.acceptCompression ?? CONNECT_ACCEPT_COMPRESSION,
+    });
+  }
+}
+
+/** The router with every streaming method also recorded in `routes`, with the options it is registered with. */
+export function recordingStreamRoutes(router: ConnectRouter, routes: StreamRoutes): ConnectRouter {
+  const recording: ConnectRouter = Object.create(router) as ConnectRouter;
+  recording.service = (service, implementation, options) => {
+    router.service(service, implementation, options);
+    for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) routes.add(spec, options);
+    return recording;
+  };
+  recording.rpc = (method, implementation, options) => {
+    router.rpc(method, implementation, options);
+    routes.add(createMethodImplSpec(method, implementation), options);
+    return recording;
+  };
+  return recording;
+}
+
+export interface StreamFastPathOptions extends Omit<UnaryFastPathOptions, "routes" | "stats"> {
+  routes: StreamRoutes;
+  /** Counts the calls served here (the coordinator's metrics). */
+  stats?: { fastStreams: number };
+}
+
+/**
+ * Serves streaming gRPC calls over HTTP/2 (binary protobuf, no request
+ * compression) without connect-node's pipes of async iterables: request
+ * messages are split from DATA chunks straight into an inbox that pauses
+ * the stream when the implementation reads slowly, and each answer is
+ * written as one envelope, waiting for 'drain' when the caller reads
+ * slowly. The same interceptors and implementation run
+ * (transformInvokeImplementation), with the same headers (sent with the
+ * first message, so implementations may still set them) and trailers as
+ * Connect's handler for the same outcome. Everything else goes to `next`.
+ */
+export function grpcStreamFastPath(next: RequestHandler, opts: StreamFastPathOptions): RequestHandler {
+  return (req, res) => {
+    if (req.httpVersionMajor !== 2 || req.method !== "POST") return next(req, res);
+    const route = opts.routes.get((req.url ?? "").split("?", 1)[0] ?? "");
+    const type = req.headers["content-type"];
+    const encoding = req.headers["grpc-encoding"];
+    if (!route || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return next(req, res);
+    if (opts.stats) opts.stats.fastStreams++;
+    const h2res = res as Http2ServerResponse;
+    serve(req as Http2ServerRequest, h2res, route, opts).catch((err: unknown) => {
+      opts.log.error("streaming call failed while answering", { method: route.spec.method.name, error: err instanceof Error ? err.message : String(err) });
+      if (!h2res.stream.destroyed) h2res.stream.destroy();
+    });
+  };
+}
+
+async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: StreamRoute, opts: StreamFastPathOptions): Promise<void> {
+  const { spec } = route;
+  const header = toHeaders(req.headers);
+  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
+  const context = createHandlerContext({
+    ...spec,
+    service: spec.method.parent,
+    requestMethod: "POST",
+    protocolName: "grpc",
+    timeoutMs: timeout.timeoutMs,
+    requestHeader: header,
+    url: `${req.stream.session?.encrypted === true ? "https" : "http"}://${req.authority}${req.url}`,
+    responseHeader: { "content-type": "application/grpc+proto" },
+    responseTrailer: { "grpc-status": "0" },
+    contextValues: opts.contextValues(req),
+  });
+  const compression = compressionNegotiate([...route.acceptCompression], null, header.get("grpc-accept-encoding"), "grpc-accept-encoding");
+  if (compression.response) context.responseHeader.set("grpc-encoding", compression.response.name);
+
+  const inbox = new EnvelopeInbox({ maxBytes: route.readMaxBytes, highWaterBytes: SERVE_HIGH_WATER_BYTES, pause: () => req.pause(), resume: () => req.resume() });
+  req.on("data", (chunk: Buffer) => {
+    try {
+      inbox.push(chunk);
+    } catch (err) {
+      inbox.fail(err);
+      req.pause();
+    }
+  });
+  req.once("end", () => inbox.end());
+  const input = requestMessages(inbox, spec.method.input, timeout.error);
+  const it = transformInvokeImplementation(spec, context, opts.interceptors)(input)[Symbol.asyncIterator]();
+
+  // A caller that leaves mid-call (RST_STREAM, a dropped connection) aborts ctx.signal and the request messages with Connect's code for it.
+  let answered = false;
+  req.stream.once("close", () => {
+    if (answered) return;
+    const reason = errorFromResetCode(req.stream.rstCode) ?? new ConnectError("the caller ended the call", Code.Canceled);
+    context.abort(reason);
+    inbox.fail(reason);
+    it.return?.().catch(() => undefined);
+  });
+  try {
+    for (let r = await it.next(); r.done !== true; r = await it.next()) {
+      const bytes = await envelope(toBinary(spec.method.output, r.value as MessageShape<DescMessage>), compression.response);
+      if (req.stream.closed || req.stream.destroyed) break;
+      if (!res.headersSent) res.writeHead(200, toNodeHeaders(context.responseHeader));
+      if (!res.write(bytes)) await drained(res as unknown as Writable);
+    }
+    answered = true;
+    context.abort(CALL_ENDED);
+  } catch (e) {
+    answered = true;
+    context.abort(e);
+    setTrailerStatus(context.responseTrailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
+  }
+  if (req.stream.closed || req.stream.destroyed) return;
+  if (!res.headersSent) res.writeHead(200, toNodeHeaders(context.responseHeader));
+  res.addTrailers(toNodeHeaders(context.responseTrailer));
+  res.end();
+}
+
+/** The request's messages, parsed as they are taken; the errors are Connect's for the same bytes. */
+async function* requestMessages<I extends DescMessage>(inbox: EnvelopeInbox, input: I, timeoutError: ConnectError | undefined): AsyncGenerator<MessageShape<I>, void, undefined> {
+  // As Connect's handler does: a bad grpc-timeout fails the call when its first message is asked for.
+  if (timeoutError) throw timeoutError;
+  for (let env = await inbox.next(); env !== undefined; env = await inbox.next()) {
+    if ((env.flags & 1) === 1) throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
+    let message: MessageShape<I>;
+    try {
+      message = fromBinary(input, env.data);
+    } catch (e) {
+      throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
+    }
+    yield message;
+  }
+}
+
+const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
+
+/** One envelope, compressed (flag 1) from the coordinator's threshold when the caller accepts it. */
+async function envelope(message: Uint8Array, compression: Compression | null): Promise<Buffer> {
+  if (compression && message.byteLength >= COMPRESS_MIN_BYTES) return envelopeOf(await compression.compress(message), 1);
+  return envelopeOf(message);
+}
