@@ -14,6 +14,9 @@ import { checkDeviceFilePath, DEVICE_FILE_MAX_BYTES } from "@farm/shared/device-
 import { LogcatService } from "@farm/shared/gen/farm/v1/logcat_service_pb";
 import { readBlobBytes } from "./blob-bytes.js";
 import { blobParts, downloadFile, uploadFile } from "./blob-files.js";
+import { Recording, VIDEO_START_RPC_MS } from "./recording.js";
+import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { parseVideoSize, validateDurationSeconds } from "@farm/shared/video-options";
 import { logcatFilter, logcatLines, type LogcatLine, type LogcatOptions } from "./logcat-lines.js";
 import { writePulledBundle } from "./bundle-writer.js";
 import { elementSelectorOf, type ElementBy } from "./element-selector.js";
@@ -299,5 +302,25 @@ export class Device {
     const call = { ...this.wire.options(this.scope, { signal }), timeoutMs: undefined };
     const stream = () => this.wire.client(LogcatService).watchLogcat({ target: this.target }, call);
     return logcatLines(stream, filter, signal);
+  }
+
+  /**
+   * Starts a screen recording (as `farm evidence video start`): at most
+   * durationSeconds (1..180), the size "WIDTHxHEIGHT" or the default. Its
+   * bundle is evidence like captureEvidence's; stop() ends it.
+   */
+  recordVideo(opts: CallOpts & { durationSeconds: number; size?: string | undefined; label?: string | undefined; context?: Record<string, unknown> | undefined }): Promise<Recording> {
+    return farmCall(async () => {
+      const durationSeconds = validateDurationSeconds(opts.durationSeconds);
+      parseVideoSize(opts.size);
+      const label = validateLabel(opts.label);
+      const context = validateContext(JSON.stringify(opts.context ?? {}));
+      const res = await this.wire.client(VideoService).startVideo(
+        { target: this.target, durationSeconds, size: opts.size ?? "", ...(label === null ? {} : { label }), contextJson: JSON.stringify(context), cliVersion: FARM_VERSION },
+        this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, VIDEO_START_RPC_MS) }),
+      );
+      if (!res.session) throw new FarmError(Errors.INTERNAL, "the coordinator answered without the recording", undefined, null);
+      return new Recording(this.wire, this.scope, res.session.sessionId);
+    });
   }
 }

@@ -18,6 +18,7 @@ export { connect, FarmClient, type AcquireOptions, type FarmClientOptions, type 
 export { FarmError } from "./farm-error.js";
 export { Lease, type StartSessionOptions } from "./lease.js";
 export type { LogcatLine, LogcatOptions } from "./logcat-lines.js";
+export { Recording, type RecordingState } from "./recording.js";
 export { RemoteAdb, type RemoteAdbOptions } from "./remote-adb.js";
 export type { SessionEnd } from "./session-calls.js";
 export { Session } from "./session.js";

@@ -250,6 +250,28 @@ describe("@farm/client against a real lab", () => {
     }
   });
 
+  it("records the screen: recordVideo, status, stop into a bundle that farm evidence verify accepts; bad input refused before it is sent", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    await expect(lease.device.recordVideo({ durationSeconds: 0 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "duration-seconds" });
+    // A changing scene: screenrecord, like the real one, writes frames only on change.
+    const animation = setInterval(() => phone.state.screen.changed(), 50);
+    try {
+      const rec = await lease.device.recordVideo({ durationSeconds: 30, size: "216x480", label: "from the library" });
+      await waitFor("the recording to run", async () => ((await rec.status()).status === "recording" ? true : undefined), { timeoutMs: 30_000 });
+      // A lower bound for a second frame (as video.test.ts): load only lengthens it; a stop before it is VIDEO_EMPTY.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const dir = join(lab.dir.path, "lib-video");
+      const done = await rec.stop({ outputDir: dir });
+      expect(done).toMatchObject({ recordingId: rec.recordingId, status: "complete", code: "", stored: true, manifestPath: join(dir, "manifest.json") });
+      expect(done.manifest).toMatchObject({ evidenceId: rec.recordingId, kind: "video", status: "complete" });
+      const verified = await farm(["evidence", "verify", dir], lab.env);
+      expect(verified.code, verified.stdout).toBe(0);
+    } finally {
+      clearInterval(animation);
+    }
+  });
+
   it("captures an evidence bundle into a new directory", async () => {
     await using client = await connect({ env: lab.env });
     await using lease = await client.acquire({ serial });
