@@ -253,7 +253,8 @@ export class Device {
     return farmCall(async () => {
       const path = checkDeviceFilePath(remotePath);
       const blobId = await uploadFile(this.wire.client(BlobService), local, { maxBytes: DEVICE_FILE_MAX_BYTES, call: this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? TRANSFER_ALLOWANCE_MS }) });
-      const res = await this.wire.client(DeviceService).pushFile({ target: this.target, blobId, path }, this.wire.options(this.scope, opts));
+      // The agent fetches the blob and pushes it to the phone within this call: a transfer's time, not a tap's.
+      const res = await this.wire.client(DeviceService).pushFile({ target: this.target, blobId, path }, this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
       return { ...outcomeOf(res), size: Number(res.size), sha256: res.sha256 };
     });
   }
@@ -267,7 +268,7 @@ export class Device {
       const localPath = typeof b === "string" ? b : undefined;
       const opts = (typeof b === "string" ? c : b) ?? {};
       if (localPath !== undefined && existsSync(localPath)) throw new FarmError(Errors.EVIDENCE_OUTPUT_EXISTS, `${localPath} already exists`, "localPath");
-      const res = await this.wire.client(DeviceService).pullFile({ target: this.target, path }, this.wire.options(this.scope, opts));
+      const res = await this.wire.client(DeviceService).pullFile({ target: this.target, path }, this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
       const size = Number(res.size);
       if (size > DEVICE_FILE_MAX_BYTES) throw new FarmError(Errors.FILE_TOO_LARGE, `${path} is ${size} bytes; files pulled are at most ${DEVICE_FILE_MAX_BYTES}`, "path", null);
       const blobs = this.wire.client(BlobService);
