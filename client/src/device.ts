@@ -7,8 +7,17 @@ import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { DeviceService, DeviceTargetSchema, SwipeSchema, TapSchema, type DeviceTarget, type GetUiTreeResponse, type ResolvedElement, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { FARM_VERSION } from "@farm/shared/version";
+import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { checkDeviceFilePath, DEVICE_FILE_MAX_BYTES } from "@farm/shared/device-files";
+import { LogcatService } from "@farm/shared/gen/farm/v1/logcat_service_pb";
 import { readBlobBytes } from "./blob-bytes.js";
+import { blobParts, downloadFile, uploadFile } from "./blob-files.js";
+import { Recording, VIDEO_START_RPC_MS } from "./recording.js";
+import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { parseVideoSize, validateDurationSeconds } from "@farm/shared/video-options";
+import { logcatFilter, logcatLines, type LogcatLine, type LogcatOptions } from "./logcat-lines.js";
 import { writePulledBundle } from "./bundle-writer.js";
 import { elementSelectorOf, type ElementBy } from "./element-selector.js";
 import { FarmError } from "./farm-error.js";
@@ -69,8 +78,26 @@ export interface CallOpts {
   signal?: AbortSignal | undefined;
 }
 
+export interface InstallResult extends ActionResult {
+  /** What `pm install` said, e.g. "Success". */
+  output: string;
+}
+
+export interface PushResult extends ActionResult {
+  /** The bytes now on the phone and their sha256, as the phone computed it. */
+  size: number;
+  sha256: string;
+}
+
+export interface PullResult {
+  size: number;
+  sha256: string;
+}
+
 /** Time for upload and transfer on top of a capture's device-work budget (as `farm evidence capture`). */
 const TRANSFER_ALLOWANCE_MS = 60_000;
+/** An install's least deadline, as `farm install`'s (pm install can be slow). */
+const INSTALL_MIN_TIMEOUT_MS = 120_000;
 /** The largest screenshot read into memory (the agent refuses larger PNGs). */
 const SCREENSHOT_MAX_BYTES = 64 * 1024 * 1024;
 const COORD_MAX = 99_999;
@@ -199,6 +226,102 @@ export class Device {
         manifestPath = join(outputDir, "manifest.json");
       }
       return { evidenceId: res.evidenceId, status: manifest.status, manifest, manifestPath };
+    });
+  }
+
+  /**
+   * Installs an APK (a local path or its bytes) as `farm install` does: the
+   * APK goes to the coordinator's blob store (sha256 checked there and on the
+   * agent), then the journaled, routed InstallApp. A refused APK is
+   * INSTALL_FAILED with the outcome.
+   */
+  install(apk: string | Uint8Array, opts: CallOpts = {}): Promise<InstallResult> {
+    return farmCall(async () => {
+      const blobId = await uploadFile(this.wire.client(BlobService), apk, { call: this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? INSTALL_MIN_TIMEOUT_MS }) });
+      const timeoutMs = opts.timeoutMs ?? Math.max(this.wire.timeoutMs, INSTALL_MIN_TIMEOUT_MS);
+      const res = await this.wire.client(DeviceService).installApp({ target: this.target, blobId }, this.wire.options(this.scope, { ...opts, timeoutMs }));
+      return { ...outcomeOf(res), output: res.output };
+    });
+  }
+
+  /**
+   * Puts a file (a local path or bytes) at `remotePath` on the phone (under
+   * /sdcard/Download/). The path and the size (at most 256 MiB) are checked
+   * before a byte of the file is read.
+   */
+  push(local: string | Uint8Array, remotePath: string, opts: CallOpts = {}): Promise<PushResult> {
+    return farmCall(async () => {
+      const path = checkDeviceFilePath(remotePath);
+      const blobId = await uploadFile(this.wire.client(BlobService), local, { maxBytes: DEVICE_FILE_MAX_BYTES, call: this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? TRANSFER_ALLOWANCE_MS }) });
+      // The agent fetches the blob and pushes it to the phone within this call: a transfer's time, not a tap's.
+      const res = await this.wire.client(DeviceService).pushFile({ target: this.target, blobId, path }, this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
+      return { ...outcomeOf(res), size: Number(res.size), sha256: res.sha256 };
+    });
+  }
+
+  /** A file from the phone (under /sdcard/Download/): its bytes, or written to `localPath` (a new file, 0600). */
+  pull(remotePath: string, opts?: CallOpts): Promise<PullResult & { bytes: Buffer }>;
+  pull(remotePath: string, localPath: string, opts?: CallOpts): Promise<PullResult & { file: string }>;
+  pull(remotePath: string, b?: string | CallOpts, c?: CallOpts): Promise<PullResult & ({ bytes: Buffer } | { file: string })> {
+    return farmCall(async () => {
+      const path = checkDeviceFilePath(remotePath);
+      const localPath = typeof b === "string" ? b : undefined;
+      const opts = (typeof b === "string" ? c : b) ?? {};
+      if (localPath !== undefined && existsSync(localPath)) throw new FarmError(Errors.EVIDENCE_OUTPUT_EXISTS, `${localPath} already exists`, "localPath");
+      const res = await this.wire.client(DeviceService).pullFile({ target: this.target, path }, this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
+      const size = Number(res.size);
+      if (size > DEVICE_FILE_MAX_BYTES) throw new FarmError(Errors.FILE_TOO_LARGE, `${path} is ${size} bytes; files pulled are at most ${DEVICE_FILE_MAX_BYTES}`, "path", null);
+      const blobs = this.wire.client(BlobService);
+      const call = this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? TRANSFER_ALLOWANCE_MS });
+      const damaged = (sha256: string) => new FarmError(Errors.EVIDENCE_TRANSFER_FAILED, `the pulled file's sha256 ${sha256} is not the one the phone reported (${res.sha256})`, undefined, null);
+      if (localPath !== undefined) {
+        const got = await downloadFile(blobs, res.blobId, localPath, { maxBytes: size, call });
+        if (got.sha256 !== res.sha256) {
+          await rm(localPath, { force: true });
+          throw damaged(got.sha256);
+        }
+        return { file: localPath, size: got.size, sha256: got.sha256 };
+      }
+      const { bytes, sha256 } = await readBlobBytes(blobParts(blobs, res.blobId, call), size);
+      if (sha256 !== res.sha256) throw damaged(sha256);
+      return { bytes, size: bytes.length, sha256 };
+    });
+  }
+
+  /**
+   * The phone's log, live (LogcatService.WatchLogcat, as the dashboard's
+   * Logs tab): first the newest lines the coordinator keeps (up to 500),
+   * then each new line. Ends when `signal` aborts, the loop breaks, the
+   * lease ends (LEASE_RELEASED / LEASE_EXPIRED) or the phone's stream ends.
+   * Lines are read as the loop asks for them: a slow loop holds one batch,
+   * and the coordinator drops lines for it (counted in `droppedBefore`).
+   */
+  logcat(opts: LogcatOptions & { signal?: AbortSignal | undefined } = {}): AsyncIterable<LogcatLine> {
+    // Checked here, before the stream is opened: bad options throw at the call, not at the first read.
+    const filter = logcatFilter(opts);
+    const { signal } = opts;
+    const call = { ...this.wire.options(this.scope, { signal }), timeoutMs: undefined };
+    const stream = () => this.wire.client(LogcatService).watchLogcat({ target: this.target }, call);
+    return logcatLines(stream, filter, signal);
+  }
+
+  /**
+   * Starts a screen recording (as `farm evidence video start`): at most
+   * durationSeconds (1..180), the size "WIDTHxHEIGHT" or the default. Its
+   * bundle is evidence like captureEvidence's; stop() ends it.
+   */
+  recordVideo(opts: CallOpts & { durationSeconds: number; size?: string | undefined; label?: string | undefined; context?: Record<string, unknown> | undefined }): Promise<Recording> {
+    return farmCall(async () => {
+      const durationSeconds = validateDurationSeconds(opts.durationSeconds);
+      parseVideoSize(opts.size);
+      const label = validateLabel(opts.label);
+      const context = validateContext(JSON.stringify(opts.context ?? {}));
+      const res = await this.wire.client(VideoService).startVideo(
+        { target: this.target, durationSeconds, size: opts.size ?? "", ...(label === null ? {} : { label }), contextJson: JSON.stringify(context), cliVersion: FARM_VERSION },
+        this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, VIDEO_START_RPC_MS) }),
+      );
+      if (!res.session) throw new FarmError(Errors.INTERNAL, "the coordinator answered without the recording", undefined, null);
+      return new Recording(this.wire, this.scope, res.session.sessionId);
     });
   }
 }

@@ -10,12 +10,15 @@
 import "./dispose-symbol.js";
 
 export { Errors, exitCodeFor, type ErrorCode } from "@farm/shared/error-codes";
+export type { TransferProgress } from "./blob-files.js";
 export { resolveConnection, type ConnectOptions } from "./connect.js";
-export { Device, type ActionResult, type CallOpts, type CaptureOptions, type CaptureResult, type Screenshot, type ShellResult, type TapResult } from "./device.js";
+export { Device, type ActionResult, type CallOpts, type CaptureOptions, type CaptureResult, type InstallResult, type PullResult, type PushResult, type Screenshot, type ShellResult, type TapResult } from "./device.js";
 export type { ElementBy } from "./element-selector.js";
 export { connect, FarmClient, type AcquireOptions, type FarmClientOptions, type PhoneSelector } from "./farm-client.js";
 export { FarmError } from "./farm-error.js";
 export { Lease, type StartSessionOptions } from "./lease.js";
+export type { LogcatLine, LogcatOptions } from "./logcat-lines.js";
+export { Recording, type RecordingState } from "./recording.js";
 export { RemoteAdb, type RemoteAdbOptions } from "./remote-adb.js";
 export type { SessionEnd } from "./session-calls.js";
 export { Session } from "./session.js";

@@ -6,13 +6,14 @@
  * session that `farm session show` then lists, and the lease goes back when
  * the scope ends, also when the test body throws.
  */
-import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { existsSync, statSync } from "node:fs";
+import { readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, FarmError, exitCodeFor, type FarmClient } from "@farm/client";
-import { ROOT, runAdb, startAdbServer, type AdbServer, type SimDevice } from "../devsim/index.js";
+import { buildSimApk, ROOT, runAdb, startAdbServer, type AdbServer, type SimDevice } from "../devsim/index.js";
 import { farm, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { startTcpBalancer } from "../support/tcp-balancer.js";
@@ -155,6 +156,122 @@ describe("@farm/client against a real lab", () => {
     expect(phone.state.fs.exists("/data/local/tmp/lib-cancelled.txt", ROOT)).toBe(false);
   });
 
+  it("installs an APK from a path and from bytes; a broken APK is INSTALL_FAILED with its outcome", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    const apk = join(lab.dir.path, "lib-app.apk");
+    await writeFile(apk, buildSimApk({ name: "com.example.libinstall", versionCode: 7, versionName: "7.0" }));
+    const fromFile = await lease.device.install(apk);
+    expect(fromFile).toMatchObject({ dispatched: true, ambiguous: false });
+    expect(fromFile.output).toMatch(/^Success/);
+    expect(fromFile.actionId).not.toBe("");
+    expect((await lease.device.shell("pm path com.example.libinstall")).stdout).toContain("package:");
+    const fromBytes = await lease.device.install(buildSimApk({ name: "com.example.libbytes", versionCode: 1, versionName: "1" }));
+    expect(fromBytes.output).toMatch(/^Success/);
+    expect((await lease.device.shell("pm path com.example.libbytes")).stdout).toContain("package:");
+    const broken = await failure(lease.device.install(Buffer.from("not an apk")));
+    expect(broken).toMatchObject({ code: "INSTALL_FAILED", exitCode: exitCodeFor("INSTALL_FAILED"), outcome: expect.objectContaining({ dispatched: true, ambiguous: false }) });
+    // The same failure the CLI gives for the same APK.
+    const file = join(lab.dir.path, "lib-broken.apk");
+    await writeFile(file, "not an apk");
+    const cli = await farm(["install", file], { ...lab.env, FARM_DEVICE: serial, FARM_LEASE: lease.token });
+    expect(cli.json).toMatchObject({ ok: false, code: broken.code, dispatched: true, ambiguous: false });
+    await expect(lease.device.install(join(lab.dir.path, "no-such.apk"))).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "file" });
+  });
+
+  it("pushes a file and bytes that the phone's cat and sha256sum read back, and pulls them to memory and to a new 0600 file", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    const d = lease.device;
+    const data = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251));
+    const sha = createHash("sha256").update(data).digest("hex");
+    const local = join(lab.dir.path, "lib-push.bin");
+    await writeFile(local, data);
+    const pushed = await d.push(local, "/sdcard/Download/lib-push.bin");
+    expect(pushed).toMatchObject({ size: data.length, sha256: sha, dispatched: true, ambiguous: false });
+    expect((await d.shell("sha256sum /sdcard/Download/lib-push.bin")).stdout).toBe(`${sha}  /sdcard/Download/lib-push.bin\n`);
+    await d.push(Buffer.from("hello from bytes\n"), "/sdcard/Download/lib-hello.txt");
+    expect((await d.shell("cat /sdcard/Download/lib-hello.txt")).stdout).toBe("hello from bytes\n");
+
+    const pulled = await d.pull("/sdcard/Download/lib-push.bin");
+    expect(pulled.sha256).toBe(sha);
+    expect(pulled.bytes.equals(data)).toBe(true);
+    const out = join(lab.dir.path, "lib-pulled.bin");
+    expect(await d.pull("/sdcard/Download/lib-push.bin", out)).toMatchObject({ file: out, size: data.length, sha256: sha });
+    expect((await readFile(out)).equals(data)).toBe(true);
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+
+    // Refused before anything is sent or read: a path outside the allowed directory, a file already there, a missing file.
+    await expect(d.push(local, "/data/local/tmp/x")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "path" });
+    await expect(d.pull("/sdcard/Download/../x")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "path" });
+    await expect(d.pull("/sdcard/Download/lib-push.bin", out)).rejects.toMatchObject({ code: "EVIDENCE_OUTPUT_EXISTS", field: "localPath" });
+    const none = await failure(d.pull("/sdcard/Download/lib-none.bin"));
+    expect(none).toMatchObject({ code: "NOT_FOUND", field: "path" });
+    // Past the limit (256 MiB): refused from the file's size, before a byte is read (a sparse file: no bytes to read anyway).
+    const huge = join(lab.dir.path, "lib-huge.bin");
+    await writeFile(huge, "");
+    await truncate(huge, 256 * 1024 * 1024 + 1);
+    expect(await failure(d.push(huge, "/sdcard/Download/lib-huge.bin"))).toMatchObject({ code: "FILE_TOO_LARGE", field: "file", exitCode: exitCodeFor("FILE_TOO_LARGE") });
+    expect(phone.state.fs.exists("/sdcard/Download/lib-huge.bin", ROOT)).toBe(false);
+  });
+
+  it("streams logcat lines as an async iterable: filtered by tag and level, ended by break and by an AbortSignal", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    const d = lease.device;
+    expect(() => d.logcat({ level: "X" as "V" })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT", field: "level" }));
+    // Writes the line again until the stream shows it: the stream may open after a first write (the backlog is only the newest lines).
+    const writer = setInterval(() => void d.shell("log -p w -t libtest hello from the library; log -p d -t libtest debug line").catch(() => undefined), 500);
+    try {
+      let seen: { tag: string; level: string; message: string } | undefined;
+      for await (const line of d.logcat({ tag: "libtest", level: "I" })) {
+        expect(line.tag).toBe("libtest");
+        expect(line.level).not.toBe("D");
+        seen = line;
+        break;
+      }
+      expect(seen).toMatchObject({ tag: "libtest", level: "W", message: "hello from the library" });
+
+      const abort = new AbortController();
+      let lines = 0;
+      for await (const line of d.logcat({ tag: ["libtest", "other"], signal: abort.signal })) {
+        expect(line.tag).toBe("libtest");
+        if (++lines === 2) abort.abort();
+      }
+      expect(lines).toBe(2);
+
+      // An abort while the loop waits for a line that never comes ends it quietly too.
+      const idle = new AbortController();
+      const waiting = d.logcat({ tag: "never-written", signal: idle.signal })[Symbol.asyncIterator]().next();
+      idle.abort();
+      expect(await waiting).toEqual({ done: true, value: undefined });
+    } finally {
+      clearInterval(writer);
+    }
+  });
+
+  it("records the screen: recordVideo, status, stop into a bundle that farm evidence verify accepts; bad input refused before it is sent", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    await expect(lease.device.recordVideo({ durationSeconds: 0 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", field: "duration-seconds" });
+    // A changing scene: screenrecord, like the real one, writes frames only on change.
+    const animation = setInterval(() => phone.state.screen.changed(), 50);
+    try {
+      const rec = await lease.device.recordVideo({ durationSeconds: 30, size: "216x480", label: "from the library" });
+      await waitFor("the recording to run", async () => ((await rec.status()).status === "recording" ? true : undefined), { timeoutMs: 30_000 });
+      // A lower bound for a second frame (as video.test.ts): load only lengthens it; a stop before it is VIDEO_EMPTY.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const dir = join(lab.dir.path, "lib-video");
+      const done = await rec.stop({ outputDir: dir });
+      expect(done).toMatchObject({ recordingId: rec.recordingId, status: "complete", code: "", stored: true, manifestPath: join(dir, "manifest.json") });
+      expect(done.manifest).toMatchObject({ evidenceId: rec.recordingId, kind: "video", status: "complete" });
+      const verified = await farm(["evidence", "verify", dir], lab.env);
+      expect(verified.code, verified.stdout).toBe(0);
+    } finally {
+      clearInterval(animation);
+    }
+  });
+
   it("captures an evidence bundle into a new directory", async () => {
     await using client = await connect({ env: lab.env });
     await using lease = await client.acquire({ serial });
@@ -183,6 +300,8 @@ describe("@farm/client against a real lab", () => {
         await session.steps();
         await session.end("passed");
         await lease.device.captureEvidence({});
+        await lease.device.push(Buffer.from("one connection\n"), "/sdcard/Download/lib-one.txt");
+        expect((await lease.device.pull("/sdcard/Download/lib-one.txt")).bytes.toString()).toBe("one connection\n");
       }
       expect(relay.accepted).toBe(1);
     } finally {

@@ -29,6 +29,8 @@ export async function pullFile(serial: string, path: string, deadlineMs: number,
   try {
     stats = await device.stat(path);
   } catch (err) {
+    // adbkit answers STAT's mode 0 (no such path) with an ENOENT error of its own, not with the stats.
+    if ((err as { code?: unknown }).code === "ENOENT") throw farmError(Errors.NOT_FOUND, `no file ${path} on the phone`, "path");
     throw farmError(Errors.FILE_TRANSFER_FAILED, `could not read ${path}: ${(err as Error).message}`, "path");
   }
   // adb's STAT answers a missing path with mode 0.
