@@ -12,6 +12,7 @@ import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
 import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
 import type { RequestHandler } from "./http-server.js";
 import type { UnaryFastPathOptions } from "./grpc-unary-fast-path.js";
+import { fastPathRoute } from "./fast-path-route.js";
 
 /** Connect's default when a service sets none (protocol/universal-handler.ts). */
 const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
@@ -79,11 +80,8 @@ export interface StreamFastPathOptions extends Omit<UnaryFastPathOptions, "route
  */
 export function grpcStreamFastPath(next: RequestHandler, opts: StreamFastPathOptions): RequestHandler {
   return (req, res) => {
-    if (req.httpVersionMajor !== 2 || req.method !== "POST") return next(req, res);
-    const route = opts.routes.get((req.url ?? "").split("?", 1)[0] ?? "");
-    const type = req.headers["content-type"];
-    const encoding = req.headers["grpc-encoding"];
-    if (!route || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return next(req, res);
+    const route = fastPathRoute(req, opts.routes);
+    if (!route) return next(req, res);
     if (opts.stats) opts.stats.fastStreams++;
     const h2res = res as Http2ServerResponse;
     serve(req as Http2ServerRequest, h2res, route, opts).catch((err: unknown) => {

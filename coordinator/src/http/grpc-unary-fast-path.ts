@@ -12,6 +12,7 @@ import type { Logger } from "@farm/shared/log";
 import type { RequestHandler } from "./http-server.js";
 import { logMalformed, malformedRequestError } from "./malformed-request.js";
 import { readUnaryMessage } from "./unary-envelope-reader.js";
+import { fastPathRoute } from "./fast-path-route.js";
 
 /** What Connect's defaults are for the options the coordinator does not set (protocol/universal-handler.ts, limit-io.ts). */
 const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
@@ -84,11 +85,8 @@ export interface UnaryFastPathOptions {
  */
 export function grpcUnaryFastPath(next: RequestHandler, opts: UnaryFastPathOptions): RequestHandler {
   return (req, res) => {
-    if (req.httpVersionMajor !== 2 || req.method !== "POST") return next(req, res);
-    const route = opts.routes.get((req.url ?? "").split("?", 1)[0] ?? "");
-    const type = req.headers["content-type"];
-    const encoding = req.headers["grpc-encoding"];
-    if (!route || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return next(req, res);
+    const route = fastPathRoute(req, opts.routes);
+    if (!route) return next(req, res);
     const h2res = res as Http2ServerResponse;
     if (opts.stats) opts.stats.fast++;
     serve(req as Http2ServerRequest, h2res, route, opts).catch((err: unknown) => {

@@ -10,6 +10,7 @@ import { errorFromNode, errorFromResetCode } from "../grpc-unary/h2-errors.js";
 import { toHeaders, toNodeHeaders } from "../grpc-unary/h2-headers.js";
 import { EnvelopeInbox, type Envelope } from "./envelope-inbox.js";
 import { envelopeOf, writeEnvelopes } from "./write-envelopes.js";
+import { requestPaths } from "../grpc-unary/request-paths.js";
 
 const gunzipAsync = promisify(gunzip);
 
@@ -44,19 +45,8 @@ export type StreamFn = Transport["stream"];
 export function grpcStream(opts: GrpcStreamOptions): StreamFn {
   const maxBytes = opts.readMaxBytes ?? STREAM_MESSAGE_MAX_BYTES;
   const highWaterBytes = opts.highWaterBytes ?? STREAM_HIGH_WATER_BYTES;
-  const origin = new URL(opts.baseUrl).origin;
   const interceptors = opts.interceptors ?? [];
-  const paths = new Map<string, string>();
-  function pathOf(reqUrl: string): string {
-    let path = paths.get(reqUrl);
-    if (path === undefined) {
-      const url = new URL(reqUrl);
-      if (url.origin !== origin) throw new ConnectError(`cannot make a request to ${url.origin}: the http2 session is connected to ${origin}`, Code.Internal);
-      path = url.pathname + url.search;
-      if (paths.size < 1000) paths.set(reqUrl, path);
-    }
-    return path;
-  }
+  const pathOf = requestPaths(opts.baseUrl);
 
   return function stream(method, signal, timeoutMs, header, input, contextValues) {
     const timeout = timeoutMs === undefined || timeoutMs <= 0 ? undefined : timeoutMs;

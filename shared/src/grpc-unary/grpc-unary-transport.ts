@@ -8,6 +8,7 @@ import { errorFromNode, errorFromResetCode } from "./h2-errors.js";
 import { toHeaders, toNodeHeaders } from "./h2-headers.js";
 import { runUnary } from "./run-unary.js";
 import { encodeEnvelope, UnaryEnvelopeReader } from "./unary-envelope.js";
+import { requestPaths } from "./request-paths.js";
 
 /** What a unary answer may hold unless the caller says otherwise: far above any farm answer, far below what would hurt the client. */
 export const UNARY_RESPONSE_MAX_BYTES = 64 * 1024 * 1024;
@@ -41,20 +42,8 @@ export type UnaryFn = <I extends DescMessage, O extends DescMessage>(
  */
 export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
   const maxBytes = opts.readMaxBytes ?? UNARY_RESPONSE_MAX_BYTES;
-  const origin = new URL(opts.baseUrl).origin;
   const interceptors = opts.interceptors ?? [];
-  /** The request path of each URL seen (one per method): URL parsing once, not per call. */
-  const paths = new Map<string, string>();
-  function pathOf(reqUrl: string): string {
-    let path = paths.get(reqUrl);
-    if (path === undefined) {
-      const url = new URL(reqUrl);
-      if (url.origin !== origin) throw new ConnectError(`cannot make a request to ${url.origin}: the http2 session is connected to ${origin}`, Code.Internal);
-      path = url.pathname + url.search;
-      if (paths.size < 1000) paths.set(reqUrl, path);
-    }
-    return path;
-  }
+  const pathOf = requestPaths(opts.baseUrl);
 
   return async function unary<I extends DescMessage, O extends DescMessage>(
     method: DescMethodUnary<I, O>,
