@@ -327,6 +327,17 @@ describe("the hand-framed streaming client against a bare HTTP/2 server", () => 
     expect(err?.rawMessage).toMatch(/message size 4294967295 is larger than configured readMaxBytes/);
   });
 
+  it("ends a call aborted while its stream is still being opened, though no answer ever comes", async () => {
+    // The client library's logcat aborted while waiting for the first line hung here: the abort came
+    // before the listener was added (during the session's request), and the server sends nothing.
+    const url = await serveBare(() => {});
+    const abort = new AbortController();
+    const first = shell(url).openShell(lines(), { signal: abort.signal })[Symbol.asyncIterator]().next();
+    abort.abort();
+    const err = await failure(first);
+    expect(err?.code).toBe(Code.Canceled);
+  });
+
   it("reads a trailers-only error with its status", async () => {
     const url = await serveBare((stream) => stream.respond({ ...ok, "grpc-status": String(Code.PermissionDenied), "grpc-message": "no%20way" }, { endStream: true }));
     const err = await failure(collect(shell(url).openShell(lines("x"))));

@@ -90,6 +90,8 @@ export function grpcStream(opts: GrpcStreamOptions): StreamFn {
       cancel();
     };
     req.signal.addEventListener("abort", onAbort);
+    // Aborted while the stream was being opened: no 'abort' event is left to come.
+    if (req.signal.aborted) onAbort();
     stream.on("data", (chunk: Buffer) => {
       opts.sessions.notifyResponseByteRead(stream);
       try {
