@@ -159,7 +159,13 @@ describe("farm standalone --cleanup", () => {
     await lab.restart();
     // The agent is back once the other phone is usable again.
     await stateBecomes(b.serial, "device");
-    expect(await listed(a.serial)).toMatchObject({ state: "needs-attention", attentionReason: expect.stringMatching(/com\.example\.stuck/) });
+    // The mark is kept by physical id: it shows once the agent has read this phone's identity again
+    // (b's being back says nothing of a's; until then a lease by serial is refused DEVICE_NOT_FOUND).
+    const back = await waitFor("phone a listed with its identity", async () => {
+      const d = (await listed(a.serial)) as (Listed & { properties?: { physicalId?: string } }) | undefined;
+      return d?.properties?.physicalId ? d : undefined;
+    }, { timeoutMs: 30_000 });
+    expect(back).toMatchObject({ state: "needs-attention", attentionReason: expect.stringMatching(/com\.example\.stuck/) });
 
     // Only an admin clears it.
     const bot = await farm(["token", "create", "--kind", "user", "--name", "cleanup-bot"], lab.env);
