@@ -69,6 +69,7 @@ import { withMessageLimits } from "./http/message-limits.js";
 import { grpcStreamFastPath } from "./http/grpc-stream-fast-path.js";
 import { grpcUnaryFastPath } from "./http/grpc-unary-fast-path.js";
 import { FastPathRoutes, recordingRouter } from "./http/fast-path-routes.js";
+import { ANSWER_COMPRESSION } from "./http/answer-compression.js";
 import { errorLogInterceptor } from "./http/error-log-interceptor.js";
 import { peerKey, peerOf } from "./http/peer.js";
 import { coordinatorMetrics } from "./http/metrics.js";
@@ -271,6 +272,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const streamRoutes = new FastPathRoutes("stream");
   const handler = connectNodeAdapter({
     compressMinBytes: COMPRESS_MIN_BYTES,
+    // The same list the fast paths fall back to (fast-path-routes.ts): gzip at level 1 for answers.
+    acceptCompression: ANSWER_COMPRESSION,
     interceptors,
     contextValues,
     routes(connectRouter) {

@@ -1,16 +1,13 @@
 import { createMethodImplSpec, createServiceImplSpec, type ConnectRouter, type MethodImplSpec } from "@connectrpc/connect";
 import type { Compression } from "@connectrpc/connect/protocol";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-
-/** Connect's default when a service sets none (protocol/universal-handler.ts). */
-const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
+import { ANSWER_COMPRESSION } from "./answer-compression.js";
 
 /** Which methods a fast path serves: the unary ones, or the streaming ones (client, server and bidi). */
 export type FastPathKind = "unary" | "stream";
 
 type SpecOf<K extends FastPathKind> = K extends "unary" ? Extract<MethodImplSpec, { kind: "unary" }> : Exclude<MethodImplSpec, { kind: "unary" }>;
 
-/** A method a fast path serves, with the options Connect serves it with. */
+/** A method a fast path serves, with the options Connect serves it with (compressions: the coordinator's, answer-compression.ts, when the service sets none). */
 export interface FastPathRoute<K extends FastPathKind> {
   spec: SpecOf<K>;
   readMaxBytes: number;
@@ -39,7 +36,7 @@ export class FastPathRoutes<K extends FastPathKind> {
     this.#byPath.set(`/${spec.method.parent.typeName}/${spec.method.name}`, {
       spec: spec as SpecOf<K>,
       readMaxBytes: options?.readMaxBytes ?? 0xffffffff,
-      acceptCompression: options?.acceptCompression ?? CONNECT_ACCEPT_COMPRESSION,
+      acceptCompression: options?.acceptCompression ?? ANSWER_COMPRESSION,
     });
   }
 }
