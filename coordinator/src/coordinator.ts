@@ -66,8 +66,10 @@ import { DEFAULT_CAPTURES_PER_USER, DEFAULT_EVIDENCE_QUOTA_BYTES, EvidenceQuota 
 import { createDualServer, createTlsServer, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type TlsCredentials } from "./http/http-server.js";
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, requestGate } from "./http/request-gate.js";
 import { withMessageLimits } from "./http/message-limits.js";
-import { grpcStreamFastPath, recordingStreamRoutes, StreamRoutes } from "./http/grpc-stream-fast-path.js";
-import { grpcUnaryFastPath, recordingUnaryRoutes, UnaryRoutes } from "./http/grpc-unary-fast-path.js";
+import { grpcStreamFastPath } from "./http/grpc-stream-fast-path.js";
+import { grpcUnaryFastPath } from "./http/grpc-unary-fast-path.js";
+import { FastPathRoutes, recordingRouter } from "./http/fast-path-routes.js";
+import { ANSWER_COMPRESSION } from "./http/answer-compression.js";
 import { errorLogInterceptor } from "./http/error-log-interceptor.js";
 import { peerKey, peerOf } from "./http/peer.js";
 import { coordinatorMetrics } from "./http/metrics.js";
@@ -266,15 +268,17 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
 
   const interceptors = [errorLogInterceptor(log, [opts.dataDir, tmpdir()]), authInterceptor(tokens, accessRules, { web, insecure, calls: openCalls, replicas })];
   const contextValues = (req: IncomingMessage | Http2ServerRequest) => createContextValues().set(peerKey, peerOf(req));
-  const unaryRoutes = new UnaryRoutes();
-  const streamRoutes = new StreamRoutes();
+  const unaryRoutes = new FastPathRoutes("unary");
+  const streamRoutes = new FastPathRoutes("stream");
   const handler = connectNodeAdapter({
     compressMinBytes: COMPRESS_MIN_BYTES,
+    // The same list the fast paths fall back to (fast-path-routes.ts): gzip at level 1 for answers.
+    acceptCompression: ANSWER_COMPRESSION,
     interceptors,
     contextValues,
     routes(connectRouter) {
       // Every service with its message size cap (message-limits.ts); its unary methods also on the fast path.
-      const router = withMessageLimits(recordingStreamRoutes(recordingUnaryRoutes(connectRouter, unaryRoutes), streamRoutes), log);
+      const router = withMessageLimits(recordingRouter(connectRouter, [unaryRoutes, streamRoutes]), log);
       registerHealthService(router, {
         services: servicesWithRules().filter((s) => s !== Health.typeName),
         serving: () => !closed.signal.aborted,

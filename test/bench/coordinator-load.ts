@@ -147,8 +147,13 @@ async function main(): Promise<void> {
     const serverMs: number[] = [];
     const list: number[] = [];
     const plain: number[] = [];
+    // CPU per whole listing, this (client) process and the coordinator: steadier than wall time on a loaded machine.
+    let clientCpuMs = 0;
+    let coordCpuS = 0;
     for (let i = 0; i < LIST_ROUNDS + 3; i++) {
       let total = 0;
+      const c0 = process.cpuUsage();
+      const s0 = cpuSeconds(coord.pid);
       const t0 = performance.now();
       await allDevices(farmRegistry, {
         onHeader: (h) => {
@@ -157,6 +162,8 @@ async function main(): Promise<void> {
         },
       });
       const t1 = performance.now();
+      const c = process.cpuUsage(c0);
+      const s1 = cpuSeconds(coord.pid);
       await allDevices(plainRegistry);
       const t2 = performance.now();
       // The first rounds warm both clients up.
@@ -164,7 +171,11 @@ async function main(): Promise<void> {
       list.push(t1 - t0);
       plain.push(t2 - t1);
       serverMs.push(total);
+      clientCpuMs += (c.user + c.system) / 1000;
+      coordCpuS += s1 - s0;
     }
+    const listClientCpuMs = clientCpuMs / LIST_ROUNDS;
+    const listCoordCpuMs = (coordCpuS * 1000) / LIST_ROUNDS;
     const listMedian = median(list);
     const plainMedian = median(plain);
     const serverMedian = median(serverMs);
@@ -223,6 +234,8 @@ async function main(): Promise<void> {
       listDevicesServerMedianMs: Number(serverMedian.toFixed(2)),
       listDevicesNoGzipMedianMs: Number(plainMedian.toFixed(2)),
       listDevicesDecodeMedianMs: Number(decodeMedian.toFixed(2)),
+      listDevicesClientCpuMs: Number(listClientCpuMs.toFixed(1)),
+      listDevicesCoordinatorCpuMs: Number(listCoordCpuMs.toFixed(1)),
       responseBytes: body.length,
       baselineEmptyRpcMs: Number(baselineRpc.toFixed(2)),
       listDevicesRatioToEmptyRpc: Number(r(listMedian / baselineRpc)),
@@ -262,6 +275,7 @@ async function main(): Promise<void> {
         (body.length / 1048576).toFixed(2)
       } MiB) ${decodeMedian.toFixed(1)} ms`,
     );
+    console.log(`  ListDevices CPU        per whole listing: the client ${listClientCpuMs.toFixed(1)} ms, the coordinator ${listCoordCpuMs.toFixed(1)} ms (its heartbeats included)`);
     console.log(
       `  peak RSS               ${mem.peakRss.toFixed(0)} MiB (idle ${idleMem.rss.toFixed(0)} MiB, ratio ${r(mem.peakRss / idleMem.rss)}; target ${RSS_TARGET_MIB} MiB); peak by the end of the attach ${
         attachedMem.peakRss.toFixed(0)

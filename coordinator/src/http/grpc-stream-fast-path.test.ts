@@ -17,7 +17,8 @@ import { farmTransport } from "@farm/shared/farm-transport";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
 import { OpenShellRequestSchema, OpenShellResponseSchema, ShellService, type OpenShellRequest, type OpenShellResponse } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { grpcEnvelope } from "@farm/shared/testing/grpc-envelope";
-import { grpcStreamFastPath, StreamRoutes } from "./grpc-stream-fast-path.js";
+import { grpcStreamFastPath } from "./grpc-stream-fast-path.js";
+import { FastPathRoutes } from "./fast-path-routes.js";
 
 let server: Http2Server | undefined;
 const sessions: ServerHttp2Session[] = [];
@@ -32,7 +33,7 @@ type Impl = unknown;
 
 /** A server with only the fast path: anything it leaves to `next` is a 404 the test would see. */
 async function serve(impls: { openShell?: Impl; watchShell?: Impl; uploadBlob?: Impl }, readMaxBytes = 1024 * 1024): Promise<{ url: string; stats: { fastStreams: number } }> {
-  const routes = new StreamRoutes();
+  const routes = new FastPathRoutes("stream");
   if (impls.openShell) routes.add(createMethodImplSpec(ShellService.method.openShell, impls.openShell as never), { readMaxBytes });
   if (impls.watchShell) routes.add(createMethodImplSpec(ShellService.method.watchShell, impls.watchShell as never), { readMaxBytes });
   if (impls.uploadBlob) routes.add(createMethodImplSpec(BlobService.method.uploadBlob, impls.uploadBlob as never), { readMaxBytes });

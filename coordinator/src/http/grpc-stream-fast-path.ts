@@ -1,10 +1,9 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Writable } from "node:stream";
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, createMethodImplSpec, createServiceImplSpec, type ConnectRouter, type MethodImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { compressionNegotiate, transformInvokeImplementation, type Compression } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import { EnvelopeInbox } from "@farm/shared/grpc-stream/envelope-inbox";
 import { drained, envelopeOf } from "@farm/shared/grpc-stream/write-envelopes";
@@ -13,56 +12,13 @@ import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
 import type { RequestHandler } from "./http-server.js";
 import type { UnaryFastPathOptions } from "./grpc-unary-fast-path.js";
 import { fastPathRoute } from "./fast-path-route.js";
+import type { FastPathRoute, FastPathRoutes } from "./fast-path-routes.js";
 
-/** Connect's default when a service sets none (protocol/universal-handler.ts). */
-const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
 /** Whole request messages one call holds unread before its HTTP/2 stream is paused (flow control then holds the caller). */
 export const SERVE_HIGH_WATER_BYTES = 256 * 1024;
 
-type StreamSpec = Exclude<MethodImplSpec, { kind: "unary" }>;
-
-interface StreamRoute {
-  spec: StreamSpec;
-  readMaxBytes: number;
-  acceptCompression: readonly Compression[];
-}
-
-/** The streaming methods registered on a router, by request path, with the options Connect serves them with. */
-export class StreamRoutes {
-  readonly #byPath = new Map<string, StreamRoute>();
-
-  get(path: string): StreamRoute | undefined {
-    return this.#byPath.get(path);
-  }
-
-  add(spec: MethodImplSpec, options: { readMaxBytes?: number; acceptCompression?: Compression[]; grpc?: boolean } | undefined): void {
-    if (spec.kind === "unary" || options?.grpc === false) return;
-    this.#byPath.set(`/${spec.method.parent.typeName}/${spec.method.name}`, {
-      spec,
-      readMaxBytes: options?.readMaxBytes ?? 0xffffffff,
-      acceptCompression: options?.acceptCompression ?? CONNECT_ACCEPT_COMPRESSION,
-    });
-  }
-}
-
-/** The router with every streaming method also recorded in `routes`, with the options it is registered with. */
-export function recordingStreamRoutes(router: ConnectRouter, routes: StreamRoutes): ConnectRouter {
-  const recording: ConnectRouter = Object.create(router) as ConnectRouter;
-  recording.service = (service, implementation, options) => {
-    router.service(service, implementation, options);
-    for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) routes.add(spec, options);
-    return recording;
-  };
-  recording.rpc = (method, implementation, options) => {
-    router.rpc(method, implementation, options);
-    routes.add(createMethodImplSpec(method, implementation), options);
-    return recording;
-  };
-  return recording;
-}
-
 export interface StreamFastPathOptions extends Omit<UnaryFastPathOptions, "routes" | "stats"> {
-  routes: StreamRoutes;
+  routes: FastPathRoutes<"stream">;
   /** Counts the calls served here (the coordinator's metrics). */
   stats?: { fastStreams: number };
 }
@@ -91,7 +47,7 @@ export function grpcStreamFastPath(next: RequestHandler, opts: StreamFastPathOpt
   };
 }
 
-async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: StreamRoute, opts: StreamFastPathOptions): Promise<void> {
+async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: FastPathRoute<"stream">, opts: StreamFastPathOptions): Promise<void> {
   const { spec } = route;
   const header = toHeaders(req.headers);
   const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);

@@ -1,9 +1,8 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, createServiceImplSpec, createMethodImplSpec, type ConnectRouter, type ContextValues, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, createHandlerContext, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import { findTrailerError, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
 import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
@@ -13,58 +12,10 @@ import type { RequestHandler } from "./http-server.js";
 import { logMalformed, malformedRequestError } from "./malformed-request.js";
 import { readUnaryMessage } from "./unary-envelope-reader.js";
 import { fastPathRoute } from "./fast-path-route.js";
-
-/** What Connect's defaults are for the options the coordinator does not set (protocol/universal-handler.ts, limit-io.ts). */
-const CONNECT_ACCEPT_COMPRESSION: Compression[] = [compressionGzip, compressionBrotli];
-
-type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
-
-interface UnaryRoute {
-  spec: UnarySpec;
-  readMaxBytes: number;
-  acceptCompression: readonly Compression[];
-}
-
-/** The unary methods registered on a router, by request path, with the options Connect serves them with. */
-export class UnaryRoutes {
-  readonly #byPath = new Map<string, UnaryRoute>();
-
-  get(path: string): UnaryRoute | undefined {
-    return this.#byPath.get(path);
-  }
-
-  add(spec: MethodImplSpec, options: { readMaxBytes?: number; acceptCompression?: Compression[]; grpc?: boolean } | undefined): void {
-    if (spec.kind !== "unary" || options?.grpc === false) return;
-    this.#byPath.set(`/${spec.method.parent.typeName}/${spec.method.name}`, {
-      spec,
-      readMaxBytes: options?.readMaxBytes ?? 0xffffffff,
-      acceptCompression: options?.acceptCompression ?? CONNECT_ACCEPT_COMPRESSION,
-    });
-  }
-}
-
-/**
- * The router with every unary method also recorded in `routes`, with the
- * options it is registered with: the fast path serves the same
- * implementation, under the same caps, as Connect.
- */
-export function recordingUnaryRoutes(router: ConnectRouter, routes: UnaryRoutes): ConnectRouter {
-  const recording: ConnectRouter = Object.create(router) as ConnectRouter;
-  recording.service = (service, implementation, options) => {
-    router.service(service, implementation, options);
-    for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) routes.add(spec, options);
-    return recording;
-  };
-  recording.rpc = (method, implementation, options) => {
-    router.rpc(method, implementation, options);
-    routes.add(createMethodImplSpec(method, implementation), options);
-    return recording;
-  };
-  return recording;
-}
+import type { FastPathRoute, FastPathRoutes } from "./fast-path-routes.js";
 
 export interface UnaryFastPathOptions {
-  routes: UnaryRoutes;
+  routes: FastPathRoutes<"unary">;
   /** The interceptors and context values Connect's adapter is given: the same for both paths. */
   interceptors: Interceptor[];
   contextValues(req: Http2ServerRequest): ContextValues;
@@ -96,7 +47,7 @@ export function grpcUnaryFastPath(next: RequestHandler, opts: UnaryFastPathOptio
   };
 }
 
-async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: UnaryRoute, opts: UnaryFastPathOptions): Promise<void> {
+async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: FastPathRoute<"unary">, opts: UnaryFastPathOptions): Promise<void> {
   const { spec } = route;
   // The routing benchmark's marks (stage-trace.ts): the call's context is made, its request read, its answer written.
   const tid = stageTrace && (req.headers[TRACE_HEADER] as string | undefined);
