@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { BlobPartSchema, type BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
+import { Errors } from "@farm/shared/error-codes";
 import { readBlobBytes } from "./blob-bytes.js";
 import { FarmError } from "./farm-error.js";
 
@@ -45,5 +46,16 @@ describe("readBlobBytes", () => {
     expect(await code(readBlobBytes(parts([chunk(data)]), 1024))).toBe("EVIDENCE_TRANSFER_FAILED");
     expect(await code(readBlobBytes(parts([]), 1024))).toBe("EVIDENCE_TRANSFER_FAILED");
     expect(await code(readBlobBytes(parts([header(data.length, sha(data)), header(data.length, sha(data))]), 1024))).toBe("EVIDENCE_TRANSFER_FAILED");
+  });
+
+  it("names its failures in the caller's terms (the CLI's visual checks: a screenshot's codes and noun)", async () => {
+    const terms = { transferFailed: Errors.SCREENSHOT_TRANSFER_FAILED, tooLarge: (size: number) => new FarmError(Errors.SCREENSHOT_TOO_LARGE, `the blob is ${size} bytes`, undefined, null), noun: "screenshot" };
+    const other = Buffer.from(data).fill(0x41, 0, 1);
+    const damaged = await readBlobBytes(parts([header(data.length, sha(data)), chunk(other)]), 1024, terms).then(() => undefined, (e: unknown) => e as FarmError);
+    expect(damaged).toMatchObject({ code: "SCREENSHOT_TRANSFER_FAILED" });
+    expect(damaged?.message).toMatch(/^the screenshot arrived damaged \(/);
+    const large = await readBlobBytes(parts([header(2048, sha(data))]), 1024, terms).then(() => undefined, (e: unknown) => e as FarmError);
+    expect(large).toMatchObject({ code: "SCREENSHOT_TOO_LARGE", message: "the blob is 2048 bytes" });
+    expect(large?.report()).toEqual({ ok: false, code: "SCREENSHOT_TOO_LARGE", message: "the blob is 2048 bytes" });
   });
 });

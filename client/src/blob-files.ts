@@ -37,6 +37,8 @@ async function* bytesAsBlobParts(bytes: Uint8Array, name: string): AsyncGenerato
 
 export interface UploadOptions {
   meter?: TransferProgress | undefined;
+  /** The name in the blob's header for bytes in memory (a file's is its base name). */
+  name?: string | undefined;
   /** Refused (FILE_TOO_LARGE, field "file") before a byte of the file is read. */
   maxBytes?: number | undefined;
   call?: CallOptions | undefined;
@@ -63,7 +65,7 @@ export async function uploadFile(client: Client<typeof BlobService>, file: strin
     parts = fileAsBlobParts(file);
   } else {
     if (o.maxBytes !== undefined && file.length > o.maxBytes) throw tooLarge(file.length, o.maxBytes);
-    parts = bytesAsBlobParts(file, "bytes");
+    parts = bytesAsBlobParts(file, o.name ?? "bytes");
   }
   const res = await client.uploadBlob(
     (async function* () {

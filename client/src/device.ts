@@ -4,7 +4,7 @@ import { Errors } from "@farm/shared/error-codes";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateAppPackage, validateContext, validateLabel, validateOutputDir, validateTimeout } from "@farm/shared/evidence-options";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
-import { DeviceService, DeviceTargetSchema, SwipeSchema, TapSchema, type DeviceTarget, type GetUiTreeResponse, type ResolvedElement, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
+import { DeviceService, DeviceTargetSchema, SwipeSchema, TapSchema, type DeviceTarget, type GetUiTreeResponse, type ResolvedElement, type SendInputRequest, type SendInputResponse } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { FARM_VERSION } from "@farm/shared/version";
 import { existsSync } from "node:fs";
@@ -18,7 +18,7 @@ import { Recording, VIDEO_START_RPC_MS } from "./recording.js";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { parseVideoSize, validateDurationSeconds } from "@farm/shared/video-options";
 import { logcatFilter, logcatLines, type LogcatLine, type LogcatOptions } from "./logcat-lines.js";
-import { writePulledBundle } from "./bundle-writer.js";
+import { pullBundle, type TransferStart } from "./evidence-pull.js";
 import { elementSelectorOf, type ElementBy } from "./element-selector.js";
 import { FarmError } from "./farm-error.js";
 import { farmCall } from "./to-farm-error.js";
@@ -76,6 +76,33 @@ export interface CaptureResult {
 export interface CallOpts {
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * Makes a device change idempotent (the CLI's --request-id): a retry with
+   * the same id gets the first call's answer instead of running again; the
+   * same id with other content is IDEMPOTENCY_CONFLICT.
+   */
+  requestId?: string | undefined;
+}
+
+/** What an APK install reports as it goes: its upload, then the moment the phone starts installing. */
+export interface InstallProgress {
+  onUpload?: TransferStart | undefined;
+  onInstalling?: (() => void | Promise<void>) | undefined;
+}
+
+export interface ScreenshotFile {
+  file: string;
+  width: number;
+  height: number;
+  /** The PNG's size and sha256 as the agent reported them (the file was checked against the sha256). */
+  size: number;
+  sha256: string;
+}
+
+export interface LogcatText {
+  text: string;
+  /** More lines matched than were kept. */
+  truncated: boolean;
 }
 
 export interface InstallResult extends ActionResult {
@@ -127,6 +154,11 @@ export class Device {
     this.target = create(DeviceTargetSchema, { serial, agent });
   }
 
+  /** The target of one call: with its request id, if it has one. */
+  private targetFor(opts: CallOpts | undefined): DeviceTarget {
+    return opts?.requestId ? create(DeviceTargetSchema, { serial: this.serial, agent: this.agent, requestId: opts.requestId }) : this.target;
+  }
+
   /** The same phone, its actions recorded as steps of `sessionId`. */
   inSession(sessionId: string): Device {
     return new Device(this.wire, this.serial, this.agent, { ...this.scope, session: sessionId });
@@ -136,7 +168,7 @@ export class Device {
   shell(command: string, opts: CallOpts = {}): Promise<ShellResult> {
     return farmCall(async () => {
       checkShellCommand(command);
-      const res = await this.wire.client(DeviceService).runShell({ target: this.target, command }, this.wire.options(this.scope, opts));
+      const res = await this.wire.client(DeviceService).runShell({ target: this.targetFor(opts), command }, this.wire.options(this.scope, opts));
       return { ...outcomeOf(res), exitCode: res.exitCode, stdout: Buffer.from(res.stdout).toString("utf8"), stderr: Buffer.from(res.stderr).toString("utf8") };
     });
   }
@@ -178,14 +210,49 @@ export class Device {
     });
   }
 
+  /**
+   * One input event as built by the caller (a tap, swipe, text or key
+   * message), checked only by the coordinator and the agent: tap, swipe,
+   * type and key check their arguments here first.
+   */
+  sendInput(kind: SendInputRequest["kind"], opts: CallOpts = {}): Promise<SendInputResponse> {
+    return farmCall(() => this.input(kind, opts));
+  }
+
   private input(kind: SendInputRequest["kind"], opts: CallOpts = {}) {
-    return this.wire.client(DeviceService).sendInput({ target: this.target, kind }, this.wire.options(this.scope, opts));
+    return this.wire.client(DeviceService).sendInput({ target: this.targetFor(opts), kind }, this.wire.options(this.scope, opts));
+  }
+
+  /** The phone's system properties (getprop), as the agent read them. */
+  properties(opts: CallOpts = {}): Promise<Record<string, string>> {
+    return farmCall(async () => (await this.wire.client(DeviceService).getProperties({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts))).properties);
+  }
+
+  /** Sets a system property (setprop): a journaled device change. */
+  setProperty(key: string, value: string, opts: CallOpts = {}): Promise<ActionResult> {
+    return farmCall(async () => outcomeOf(await this.wire.client(DeviceService).setProperty({ target: this.targetFor(opts), key, value }, this.wire.options(this.scope, opts))));
+  }
+
+  /** Reboots the phone: a journaled device change; the phone is offline for a while after. */
+  reboot(opts: CallOpts = {}): Promise<ActionResult> {
+    return farmCall(async () => outcomeOf(await this.wire.client(DeviceService).reboot({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts))));
+  }
+
+  /**
+   * The phone's log as text, once (as `farm logcat`): the last `lines`
+   * lines, or those since `since` (logcat's -T time); logcat() follows it live.
+   */
+  readLogcat(read: { lines?: number | undefined; since?: string | undefined } = {}, opts: CallOpts = {}): Promise<LogcatText> {
+    return farmCall(async () => {
+      const res = await this.wire.client(DeviceService).readLogcat({ target: this.targetFor(opts), lines: read.lines ?? 0, since: read.since ?? "" }, this.wire.options(this.scope, opts));
+      return { text: res.text, truncated: res.truncated };
+    });
   }
 
   /** The screen as a PNG in memory (fetched over the same connection, checked against its sha256). */
   screenshot(opts: CallOpts = {}): Promise<Screenshot> {
     return farmCall(async () => {
-      const shot = await this.wire.client(DeviceService).takeScreenshot({ target: this.target }, this.wire.options(this.scope, opts));
+      const shot = await this.wire.client(DeviceService).takeScreenshot({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts));
       const parts = (async function* (stream: AsyncIterable<{ part?: import("@farm/shared/gen/farm/v1/blob_pb").BlobPart | undefined }>) {
         for await (const r of stream) yield r.part;
       })(this.wire.client(BlobService).downloadBlob({ blobId: shot.blobId }, this.wire.options(this.scope, opts)));
@@ -195,9 +262,30 @@ export class Device {
     });
   }
 
+  /**
+   * The screen as a PNG written to `file` (a new file, 0600, written
+   * atomically) as `farm screenshot` does, checked against the sha256 the
+   * agent reported. The transfer has no deadline of its own (its size sets
+   * its time): `signal` stops it. `onDownload` gives the meter its bytes are
+   * counted on.
+   */
+  screenshotToFile(file: string, opts: CallOpts & { onDownload?: TransferStart | undefined } = {}): Promise<ScreenshotFile> {
+    return farmCall(async () => {
+      if (existsSync(file)) throw new FarmError(Errors.EVIDENCE_OUTPUT_EXISTS, `${file} already exists`, "file");
+      const shot = await this.wire.client(DeviceService).takeScreenshot({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts));
+      const call = { ...this.wire.options(this.scope, opts), timeoutMs: undefined };
+      const got = await downloadFile(this.wire.client(BlobService), shot.blobId, file, { meter: await opts.onDownload?.(), maxBytes: SCREENSHOT_MAX_BYTES, call });
+      if (got.sha256 !== shot.sha256) {
+        await rm(file, { force: true });
+        throw new FarmError(Errors.EVIDENCE_TRANSFER_FAILED, `the screenshot's sha256 ${got.sha256} is not the one the agent reported (${shot.sha256})`, undefined, null);
+      }
+      return { file, width: shot.width, height: shot.height, size: Number(shot.size), sha256: shot.sha256 };
+    });
+  }
+
   /** The screen's elements (UIAutomator, or the app's SDK with appPackage). */
   uiTree(opts: CallOpts & { appPackage?: string } = {}): Promise<GetUiTreeResponse> {
-    return farmCall(() => this.wire.client(DeviceService).getUiTree({ target: this.target, appPackage: opts.appPackage ?? "" }, this.wire.options(this.scope, opts)));
+    return farmCall(() => this.wire.client(DeviceService).getUiTree({ target: this.targetFor(opts), appPackage: opts.appPackage ?? "" }, this.wire.options(this.scope, opts)));
   }
 
   /**
@@ -206,7 +294,7 @@ export class Device {
    * capture is a result with its status (the manifest lists the errors),
    * not an error. In a session the still is attached to its timeline.
    */
-  captureEvidence(opts: CaptureOptions = {}): Promise<CaptureResult> {
+  captureEvidence(opts: CaptureOptions & { onDownload?: TransferStart | undefined; signal?: AbortSignal | undefined } = {}): Promise<CaptureResult> {
     return farmCall(async () => {
       // Every rule is checked before the phone, the coordinator or a file is touched.
       const label = validateLabel(opts.label);
@@ -217,12 +305,12 @@ export class Device {
       const client = this.wire.client(EvidenceService);
       const res = await client.captureEvidence(
         { target: this.target, ...(label === null ? {} : { label }), contextJson: JSON.stringify(context), timeoutMs, appPackage, cliVersion: FARM_VERSION },
-        this.wire.options(this.scope, { timeoutMs: timeoutMs + TRANSFER_ALLOWANCE_MS }),
+        this.wire.options(this.scope, { timeoutMs: timeoutMs + TRANSFER_ALLOWANCE_MS, signal: opts.signal }),
       );
       let manifest = JSON.parse(res.manifestJson) as EvidenceManifest;
       let manifestPath: string | null = null;
       if (outputDir) {
-        manifest = await writePulledBundle({ dir: outputDir, evidenceId: res.evidenceId, claim: true }, client.pullEvidence({ evidenceId: res.evidenceId }, this.wire.options(this.scope, { timeoutMs: TRANSFER_ALLOWANCE_MS })));
+        manifest = await pullBundle(this.wire, this.scope, res.evidenceId, outputDir, { timeoutMs: TRANSFER_ALLOWANCE_MS, signal: opts.signal, onDownload: opts.onDownload });
         manifestPath = join(outputDir, "manifest.json");
       }
       return { evidenceId: res.evidenceId, status: manifest.status, manifest, manifestPath };
@@ -235,11 +323,14 @@ export class Device {
    * agent), then the journaled, routed InstallApp. A refused APK is
    * INSTALL_FAILED with the outcome.
    */
-  install(apk: string | Uint8Array, opts: CallOpts = {}): Promise<InstallResult> {
+  install(apk: string | Uint8Array, opts: CallOpts & { progress?: InstallProgress | undefined } = {}): Promise<InstallResult> {
     return farmCall(async () => {
-      const blobId = await uploadFile(this.wire.client(BlobService), apk, { call: this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? INSTALL_MIN_TIMEOUT_MS }) });
+      // The upload has no deadline of its own (an APK's size sets its time, as `farm install`'s): `signal` stops it.
+      const upload = { ...this.wire.options(this.scope, opts), timeoutMs: undefined };
+      const blobId = await uploadFile(this.wire.client(BlobService), apk, { meter: await opts.progress?.onUpload?.(), call: upload });
+      await opts.progress?.onInstalling?.();
       const timeoutMs = opts.timeoutMs ?? Math.max(this.wire.timeoutMs, INSTALL_MIN_TIMEOUT_MS);
-      const res = await this.wire.client(DeviceService).installApp({ target: this.target, blobId }, this.wire.options(this.scope, { ...opts, timeoutMs }));
+      const res = await this.wire.client(DeviceService).installApp({ target: this.targetFor(opts), blobId }, this.wire.options(this.scope, { ...opts, timeoutMs }));
       return { ...outcomeOf(res), output: res.output };
     });
   }
@@ -254,7 +345,7 @@ export class Device {
       const path = checkDeviceFilePath(remotePath);
       const blobId = await uploadFile(this.wire.client(BlobService), local, { maxBytes: DEVICE_FILE_MAX_BYTES, call: this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? TRANSFER_ALLOWANCE_MS }) });
       // The agent fetches the blob and pushes it to the phone within this call: a transfer's time, not a tap's.
-      const res = await this.wire.client(DeviceService).pushFile({ target: this.target, blobId, path }, this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
+      const res = await this.wire.client(DeviceService).pushFile({ target: this.targetFor(opts), blobId, path }, this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
       return { ...outcomeOf(res), size: Number(res.size), sha256: res.sha256 };
     });
   }

@@ -13,7 +13,11 @@ import { Lease } from "./lease.js";
 import { acquireWithTicket } from "./lease-acquire.js";
 import { sessionStepsCall } from "./session-calls.js";
 import { farmCall, toFarmError } from "./to-farm-error.js";
-import { Wire } from "./wire.js";
+import { Wire, type CallScope } from "./wire.js";
+import { pullBundle, type TransferStart } from "./evidence-pull.js";
+import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
+import { validateOutputDir } from "@farm/shared/evidence-options";
+import { join } from "node:path";
 
 /** Which phone a lease may be: every given field must match (as `farm lease acquire`'s flags). */
 export interface PhoneSelector {
@@ -98,10 +102,32 @@ export class FarmClient {
 
   /**
    * A phone by serial, acting under a lease token held elsewhere (FARM_LEASE
-   * of `farm lease run`) or none (reads of a phone nobody leased).
+   * of `farm lease run`) or none (reads of a phone nobody leased); in a
+   * session, with the evidence each step records (capture, logPackage,
+   * logFilter: the CLI's --capture, --log-package, --log-filter).
    */
-  device(serial: string, opts: { lease?: string | undefined; agent?: string | undefined; session?: string | undefined } = {}): Device {
-    return new Device(this.#wire, serial, opts.agent ?? "", { lease: opts.lease, session: opts.session });
+  device(serial: string, opts: CallScope & { agent?: string | undefined } = {}): Device {
+    const { agent, ...scope } = opts;
+    return new Device(this.#wire, serial, agent ?? "", scope);
+  }
+
+  /**
+   * A stored evidence bundle (a capture, a recording, an exported session)
+   * written into `outputDir`, a new directory (as `farm evidence pull`),
+   * each file checked against the manifest as it arrives. A leased phone's
+   * bundle is its holder's: pass the lease (token) to read it.
+   */
+  pullEvidence(
+    evidenceId: string,
+    outputDir: string,
+    opts: Pick<CallScope, "lease" | "session"> & { timeoutMs?: number | undefined; signal?: AbortSignal | undefined; onDownload?: TransferStart | undefined } = {},
+  ): Promise<{ evidenceId: string; status: string; manifest: EvidenceManifest; manifestPath: string }> {
+    return farmCall(async () => {
+      const dir = validateOutputDir(outputDir);
+      const { lease, session, ...call } = opts;
+      const manifest = await pullBundle(this.#wire, { lease, session }, evidenceId, dir, call);
+      return { evidenceId, status: manifest.status, manifest, manifestPath: join(dir, "manifest.json") };
+    });
   }
 
   /** A session by id, with its step count and status. */

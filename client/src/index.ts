@@ -12,8 +12,24 @@ import "./dispose-symbol.js";
 export { Errors, exitCodeFor, type ErrorCode } from "@farm/shared/error-codes";
 export type { TransferProgress } from "./blob-files.js";
 export { resolveConnection, type ConnectOptions } from "./connect.js";
-export { Device, type ActionResult, type CallOpts, type CaptureOptions, type CaptureResult, type InstallResult, type PullResult, type PushResult, type Screenshot, type ShellResult, type TapResult } from "./device.js";
+export {
+  Device,
+  type ActionResult,
+  type CallOpts,
+  type CaptureOptions,
+  type CaptureResult,
+  type InstallProgress,
+  type InstallResult,
+  type LogcatText,
+  type PullResult,
+  type PushResult,
+  type Screenshot,
+  type ScreenshotFile,
+  type ShellResult,
+  type TapResult,
+} from "./device.js";
 export type { ElementBy } from "./element-selector.js";
+export type { TransferStart } from "./evidence-pull.js";
 export { connect, FarmClient, type AcquireOptions, type FarmClientOptions, type PhoneSelector } from "./farm-client.js";
 export { FarmError } from "./farm-error.js";
 export { Lease, type StartSessionOptions } from "./lease.js";

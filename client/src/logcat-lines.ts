@@ -15,18 +15,15 @@ export interface LogcatOptions {
   package?: string | undefined;
 }
 
-/** One logcat line (threadtime, parsed), and how many lines the coordinator dropped for this reader just before it. */
-export interface LogcatLine {
-  time: string;
-  pid: number;
-  tid: number;
-  level: string;
-  tag: string;
-  message: string;
-  package: string;
+/**
+ * One logcat line (threadtime, parsed): the fields of the protocol's
+ * LogLine (time, pid, tid, level, tag, message, package), and how many
+ * lines the coordinator dropped for this reader just before it.
+ */
+export type LogcatLine = Omit<LogLine, "$typeName" | "$unknown"> & {
   /** Lines missed because the reader fell behind (0 normally): the log is not whole here. */
   droppedBefore: number;
-}
+};
 
 /** The options as a line test, refused (INVALID_ARGUMENT with the field) before any call is made. */
 export function logcatFilter(opts: LogcatOptions): (l: LogLine) => boolean {

@@ -14,7 +14,21 @@ export function toFarmError(err: unknown): FarmError {
   const outcome = r.dispatched !== undefined || r.ambiguous !== undefined
     ? { dispatched: r.dispatched ?? null, ambiguous: r.ambiguous ?? false, ...(r.actionId ? { actionId: r.actionId } : {}), ...(r.agentId ? { agentId: r.agentId } : {}) }
     : null;
-  return new FarmError(spec, r.message, r.field, outcome, { cause: err });
+  const wrapped = new FarmError(spec, r.message, r.field, outcome, { cause: err });
+  asSent.set(wrapped, err);
+  return wrapped;
+}
+
+/** FarmErrors made from a call's failure, and that failure as it came. */
+const asSent = new WeakMap<FarmError, unknown>();
+
+/**
+ * The failure a FarmError was made from, as the transport raised it (the
+ * coordinator's error with its detail), or the error itself when the
+ * library raised it. The CLI reports this one, naming fields by its flags.
+ */
+export function failureAsSent(err: unknown): unknown {
+  return err instanceof FarmError && asSent.has(err) ? asSent.get(err) : err;
 }
 
 /** Runs one call, its failure as a FarmError. */

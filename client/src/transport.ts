@@ -17,14 +17,17 @@ export function serviceClient<S extends DescService>(
   config: ClientConfig & { verbose?: boolean },
   opts: { lease?: string | undefined; session?: string | undefined; capture?: string | undefined; logPackage?: string | undefined; logFilter?: string | undefined } = {},
 ): Client<S> {
-  if (!config.token) {
-    throw new FarmError(
-      Errors.UNAUTHENTICATED,
-      `no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run \`farm standalone\` locally${noStandaloneNote(config)}`,
-      "token",
-    );
-  }
+  if (!config.token) throw noTokenError(config);
   return createClient(service, clientTransport(config, { ...opts, interceptors: clientInterceptors(config) }));
+}
+
+/** The CLI's refusal when no token was found (it names the CLI's flags). */
+export function noTokenError(config: ClientConfig): FarmError {
+  return new FarmError(
+    Errors.UNAUTHENTICATED,
+    `no token: pass --token-file, set FARM_TOKEN, put a token in the config file, or run \`farm standalone\` locally${noStandaloneNote(config)}`,
+    "token",
+  );
 }
 
 /**

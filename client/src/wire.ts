@@ -7,10 +7,18 @@ import type { ClientConfig } from "./config.js";
 import { FarmError } from "./farm-error.js";
 import { CALLER_SIGNAL, clientInterceptors } from "./transport.js";
 
-/** What a call presents besides the token: the lease it acts under, the session it is a step of. */
+/**
+ * What a call presents besides the token: the lease it acts under, the
+ * session it is a step of, and (for a step) the evidence to record with it:
+ * `capture` as the CLI's --capture (e.g. "screenshot.before,deviceLog"),
+ * the device log narrowed to an app (logPackage) or a filter spec.
+ */
 export interface CallScope {
   lease?: string | undefined;
   session?: string | undefined;
+  capture?: string | undefined;
+  logPackage?: string | undefined;
+  logFilter?: string | undefined;
 }
 
 /**
@@ -60,6 +68,9 @@ export class Wire {
     const headers: Record<string, string> = {
       ...(scope.lease ? { "x-farm-lease": scope.lease } : {}),
       ...(scope.session ? { "x-farm-session": scope.session } : {}),
+      ...(scope.capture ? { "x-farm-capture": scope.capture } : {}),
+      ...(scope.logPackage ? { "x-farm-log-package": scope.logPackage } : {}),
+      ...(scope.logFilter ? { "x-farm-log-filter": scope.logFilter } : {}),
     };
     // The caller's signal rides to the transport's interceptor (abortedByCaller), which answers CALL_CANCELLED.
     return { timeoutMs: opts.timeoutMs ?? this.timeoutMs, headers, ...(opts.signal ? { contextValues: createContextValues().set(CALLER_SIGNAL, opts.signal) } : {}) };

@@ -272,6 +272,54 @@ describe("@farm/client against a real lab", () => {
     }
   });
 
+  it("does what the CLI's device commands do: a retry by request id, a screenshot file with its progress, properties, setprop, logcat text, raw input", async () => {
+    await using client = await connect({ env: lab.env });
+    await using lease = await client.acquire({ serial });
+    const d = lease.device;
+    // A retry with the same request id gets the first answer: $$ (a new shell's pid) would differ if it ran twice.
+    const first = await d.shell("echo once-$$", { requestId: "lib-retry-1" });
+    const retry = await d.shell("echo once-$$", { requestId: "lib-retry-1" });
+    expect(retry).toMatchObject({ actionId: first.actionId, stdout: first.stdout });
+    expect((await d.shell("echo once-$$")).actionId).not.toBe(first.actionId);
+    const conflict = await failure(d.shell("echo other", { requestId: "lib-retry-1" }));
+    expect(conflict).toMatchObject({ code: "IDEMPOTENCY_CONFLICT", exitCode: exitCodeFor("IDEMPOTENCY_CONFLICT") });
+
+    // The PNG written to a new file, its bytes counted by the meter the hook gave, and checked like farm screenshot's.
+    const file = join(lab.dir.path, "lib-shot.png");
+    const seen = { total: 0, bytes: 0, started: 0 };
+    const shot = await d.screenshotToFile(file, {
+      onDownload: () => {
+        seen.started++;
+        return { setTotal: (n) => (seen.total = n), add: (n) => (seen.bytes += n) };
+      },
+    });
+    expect(seen).toEqual({ started: 1, total: shot.size, bytes: shot.size });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(createHash("sha256").update(await readFile(file)).digest("hex")).toBe(shot.sha256);
+    expect(await sharp(file).metadata()).toMatchObject({ format: "png", width: shot.width, height: shot.height });
+    await expect(d.screenshotToFile(file)).rejects.toMatchObject({ code: "EVIDENCE_OUTPUT_EXISTS", field: "file" });
+    // The same answer as the CLI's.
+    const cliFile = join(lab.dir.path, "cli-shot.png");
+    const cli = await farm(["screenshot", cliFile], { ...lab.env, FARM_DEVICE: serial, FARM_LEASE: lease.token });
+    expect(cli.json).toMatchObject({ ok: true, file: cliFile, width: shot.width, height: shot.height });
+
+    expect((await d.properties())["ro.serialno"]).toBe("LIB00001");
+    const set = await d.setProperty("debug.farm.lib", "on");
+    expect(set).toMatchObject({ dispatched: true, ambiguous: false });
+    expect((await d.shell("getprop debug.farm.lib")).stdout).toBe("on\n");
+
+    const marker = `lib-text-${Date.now()}`;
+    await d.shell(`log -p i -t libtext ${marker}`);
+    const log = await waitFor("the line in the phone's log", async () => {
+      const r = await d.readLogcat({ lines: 500 });
+      return r.text.includes(marker) ? r : undefined;
+    });
+    expect(log.truncated).toBe(false);
+
+    // An input message as built: the key's name is the agent's to judge, as for `farm input key`.
+    expect(await d.sendInput({ case: "key", value: "KEYCODE_HOME" })).toMatchObject({ dispatched: true, ambiguous: false });
+  });
+
   it("captures an evidence bundle into a new directory", async () => {
     await using client = await connect({ env: lab.env });
     await using lease = await client.acquire({ serial });

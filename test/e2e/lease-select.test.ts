@@ -3,10 +3,13 @@
  * adb server, simulated phones): a selector no phone can ever match is
  * refused at once; one a busy phone matches waits for it; a physical id as
  * `farm devices` shows it (cut, with …) is taken, an ambiguous one refused,
- * by lease commands and as the --device of device commands.
+ * by lease commands and as the --device of device commands, the
+ * interactive shell, `farm adb connect` and a video recording included.
  */
 import { spawn } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn as ptySpawn } from "node-pty";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { runAdb, startAdbServer } from "../devsim/index.js";
 import { farm, farmBin, farmProcess, waitFor } from "../support/farm-process.js";
 import { startLab, type Lab } from "../support/lab.js";
 
@@ -114,6 +117,61 @@ describe("lease selectors", () => {
     for (const p of phones) expect(ambiguous.json["message"]).toContain(p.physicalId);
     expect(ambiguous.code).toBe(64);
   });
+
+  it("takes a physical id prefix for the interactive shell, `farm adb connect` and a video recording", async () => {
+    const beta = phones[2] as { serial: string; physicalId: string };
+    const prefix = beta.physicalId.slice(0, 12);
+    const leased = await farm(["lease", "acquire", "--device", prefix, "--wait", "0s"], lab.env);
+    expect(leased.json, leased.stdout).toMatchObject({ ok: true, lease: { serial: beta.serial } });
+    const token = (leased.json["lease"] as { token: string }).token;
+    const env = { ...lab.env, FARM_LEASE: token };
+    const user = await startAdbServer();
+    try {
+      // The interactive shell (no command: a terminal), in a pseudo-terminal.
+      const term = ptySpawn(process.execPath, [farmBin, "shell", "--device", prefix], { cols: 100, rows: 30, env: { ...process.env, ...env, TERM: "xterm" } as Record<string, string> });
+      onTestFinished(() => term.kill("SIGKILL"));
+      let screen = "";
+      term.onData((d) => (screen += d));
+      const exit = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+      const seen = (text: string) => waitFor(`"${text}" on the terminal`, () => (screen.includes(text) ? true : undefined), { intervalMs: 20 });
+      await seen("$ ");
+      // Only the phone's shell expands $(…): the echo of what was typed does not show the model.
+      term.write("echo model-$(getprop ro.product.model)\r");
+      await seen("model-Sel Beta");
+      term.write("exit 3\r");
+      expect(await exit).toBe(3);
+
+      // A tunnel into the user's own adb server.
+      const connected = await farm(["adb", "connect", "--device", prefix], { ...env, ANDROID_ADB_SERVER_PORT: String(user.port) });
+      expect(connected.json, connected.stdout + connected.stderr).toMatchObject({ ok: true, device: beta.serial });
+      const local = String(connected.json["serial"]);
+      const model = await waitFor("the tunnelled phone to answer in the user's adb", async () => {
+        const r = await runAdb(user.port, ["-s", local, "shell", "getprop", "ro.product.model"]);
+        return r.code === 0 ? r.stdout.trim() : undefined;
+      });
+      expect(model).toBe("Sel Beta");
+      expect((await farm(["adb", "disconnect", "--all"], { ...env, ANDROID_ADB_SERVER_PORT: String(user.port) })).json).toMatchObject({ ok: true });
+
+      // A screen recording of this phone, left to end at its time limit (an idle screen may make it VIDEO_EMPTY: the phone is what counts here).
+      const started = await farm(["evidence", "video", "start", "--device", prefix, "--duration-seconds", "1", "--size", "216x480"], env);
+      expect(started.json, started.stdout + started.stderr).toMatchObject({ ok: true });
+      const id = String(started.json["sessionId"]);
+      const stored = await waitFor("the recording to be stored", async () => {
+        const r = await farm(["evidence", "video", "status", "--recording", id], env);
+        return r.json["stored"] === true ? r.json : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 250 });
+      expect(stored).toMatchObject({ serial: beta.serial });
+
+      // Each ran on the phone the prefix names, recorded under its serial.
+      const activity = (await farm(["activity", "--device", beta.serial], lab.env)).json["entries"] as { command: string; serial: string; outcome: string }[];
+      for (const command of ["openShell", "adbTunnel", "startVideo"]) {
+        expect(activity.find((e) => e.command === command), `${command} in ${JSON.stringify(activity.map((e) => e.command))}`).toMatchObject({ serial: beta.serial });
+      }
+    } finally {
+      await user.stop();
+      await farm(["lease", "release", "--lease", token], lab.env);
+    }
+  }, 180_000);
 
   it("refuses an ambiguous prefix with DEVICE_AMBIGUOUS, exit 64, listing the candidates", async () => {
     const r = await farmProcess(["lease", "acquire", "--physical-id", "pd-", "--wait", "10s"], lab.env);

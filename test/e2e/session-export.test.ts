@@ -124,7 +124,11 @@ describe("session timeline and export", () => {
     expect(lines[0]).toMatch(new RegExp(`#1\\s+tap\\s+.*→ ok\\s+\\(\\d+ ms\\)\\s+before:${steps[0]?.before?.sha256?.slice(0, 8)}\\s+after:${steps[0]?.after?.sha256?.slice(0, 8)}`));
     expect(lines[3]).toMatch(/#4\s+tap\s+.*→ ELEMENT_NOT_FOUND: /);
     expect(lines[4]).toMatch(/before:failed\(SCREENSHOT_INVALID_PNG\)\s+after:failed\(SCREENSHOT_INVALID_PNG\)\s+ocr:skipped$/);
-    expect(lines[5]).toMatch(new RegExp(`#6\\s+evidence\\s+.*before:–\\s+after:evidence:${stillId.slice(0, 8)}/screenshot\\.png`));
+    expect(lines[5]).toMatch(new RegExp(`#6\\s+evidence\\s+.*before:–\\s+after:evidence:${stillId}/screenshot\\.png`));
+    // The bundle's id as the timeline shows it is one `farm evidence pull` takes.
+    const shownId = /after:evidence:([^/\s]+)\//.exec(lines[5] ?? "")?.[1] ?? "";
+    const pulled = await farm(["evidence", "pull", shownId, join(lab.dir.path, "pasted-still")], lab.env);
+    expect(pulled.json, pulled.stderr).toMatchObject({ ok: true, evidenceId: stillId });
 
     const ended = await farm(["session", "end"], env);
     expect(ended.code, ended.stderr).toBe(0);

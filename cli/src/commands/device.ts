@@ -3,15 +3,13 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { exitCodeFor } from "@farm/shared/error-codes";
 import { Errors } from "@farm/shared/errors";
 import { ActionRecordSchema, OwnershipSchema, SwipeSchema, TapSchema, type ActionRecord, type SendInputRequest } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
+import type { InstallResult, ScreenshotFile } from "@farm/client/device";
 import { CliError } from "../cli-error.js";
-import { downloadFile, uploadFile } from "../blob-client.js";
-import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
-import { TransferMeter, withProgress } from "../progress/progress.js";
+import { startProgress, TransferMeter, type Progress } from "../progress/progress.js";
 import type { abandonOptions, inputOptions, installOptions, logcatOptions, ownershipOptions, pinOptions, propsOptions, rebootOptions, receiptOptions, screenshotOptions, setpropOptions, shellOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";
-import { deviceClient, deviceTarget } from "./device-target.js";
+import { asCli, deviceClient, deviceTarget, libraryDevice } from "./device-target.js";
 
 const recordJson = (a: ActionRecord) => toJson(ActionRecordSchema, a, { alwaysEmitImplicit: true });
 
@@ -23,15 +21,15 @@ function actionLine(a: ActionRecord): string[] {
 /** `farm device shell` / `farm shell`: words after -- are the command; none opens a terminal. */
 export const shell: Action<typeof shellOptions> = async (input) => {
   const { opts, args: words, ctx } = input;
-  const { client, session } = deviceClient(input);
   if (words.length === 0) {
+    const { session } = deviceClient(input);
     const { runInteractiveShell } = await import("../interactive-shell.js");
     return runInteractiveShell(session.config, deviceTarget(opts), opts.lease || undefined);
   }
-  const res = await client.runShell({ target: deviceTarget(opts), command: words.join(" ") }, { timeoutMs: session.timeoutMs });
-  const stdout = Buffer.from(res.stdout).toString("utf8");
-  const stderr = Buffer.from(res.stderr).toString("utf8");
-  ctx.printer.result({ actionId: res.actionId, exitCode: res.exitCode, stdout, stderr, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => {
+  const { device, call } = libraryDevice(input);
+  const res = await asCli(device.shell(words.join(" "), call));
+  const { stdout, stderr } = res;
+  ctx.printer.result({ actionId: res.actionId, exitCode: res.exitCode, stdout, stderr, dispatched: res.dispatched, ambiguous: res.ambiguous }, () => {
     if (stderr) ctx.writeErr(stderr);
     return stdout.replace(/\n$/, "");
   });
@@ -40,9 +38,9 @@ export const shell: Action<typeof shellOptions> = async (input) => {
 
 export const setprop: Action<typeof setpropOptions> = async (input) => {
   const [key, value] = input.args as [string, string];
-  const { client, session } = deviceClient(input);
-  const res = await client.setProperty({ target: deviceTarget(input.opts), key, value }, { timeoutMs: session.timeoutMs });
-  input.ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `${key} set (action ${res.actionId})`);
+  const { device, call } = libraryDevice(input);
+  const res = await asCli(device.setProperty(key, value, call));
+  input.ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched, ambiguous: res.ambiguous }, () => `${key} set (action ${res.actionId})`);
   return 0;
 };
 
@@ -100,16 +98,16 @@ export const abandon: Action<typeof abandonOptions> = async (input) => {
 };
 
 export const props: Action<typeof propsOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.getProperties({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
-  const sorted = Object.fromEntries(Object.entries(res.properties).sort(([a], [b]) => (a < b ? -1 : 1)));
+  const { device, call } = libraryDevice(input);
+  const properties = await asCli(device.properties(call));
+  const sorted = Object.fromEntries(Object.entries(properties).sort(([a], [b]) => (a < b ? -1 : 1)));
   input.ctx.printer.result({ properties: sorted }, () => Object.entries(sorted).map(([k, v]) => `[${k}]: [${v}]`).join("\n"));
   return 0;
 };
 
 export const logcat: Action<typeof logcatOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.readLogcat({ target: deviceTarget(input.opts), lines: input.opts.lines ?? 0, since: input.opts.since ?? "" }, { timeoutMs: session.timeoutMs });
+  const { device, call } = libraryDevice(input);
+  const res = await asCli(device.readLogcat({ lines: input.opts.lines, since: input.opts.since }, call));
   input.ctx.printer.result({ text: res.text, truncated: res.truncated }, () => res.text.replace(/\n$/, ""));
   return 0;
 };
@@ -129,16 +127,16 @@ export const input: Action<typeof inputOptions> = async (inp) => {
   } else if (what === "text" && rest.length >= 1) kind = { case: "text", value: rest.join(" ") };
   else if (what === "key" && rest.length === 1) kind = { case: "key", value: rest[0] as string };
   else throw new CliError(Errors.INVALID_ARGUMENT, `usage: ${INPUT_USAGE}`, "input");
-  const { client, session } = deviceClient(inp);
-  const res = await client.sendInput({ target: deviceTarget(inp.opts), kind }, { timeoutMs: session.timeoutMs });
+  const { device, call } = libraryDevice(inp);
+  const res = await asCli(device.sendInput(kind, call));
   inp.ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `sent (action ${res.actionId})`);
   return 0;
 };
 
 export const reboot: Action<typeof rebootOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.reboot({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
-  input.ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => `rebooting (action ${res.actionId})`);
+  const { device, call } = libraryDevice(input);
+  const res = await asCli(device.reboot(call));
+  input.ctx.printer.result({ actionId: res.actionId, dispatched: res.dispatched, ambiguous: res.ambiguous }, () => `rebooting (action ${res.actionId})`);
   return 0;
 };
 
@@ -150,20 +148,40 @@ export const screenshot: Action<typeof screenshotOptions> = async (input) => {
   const file = positional ?? outputFile;
   if (!file) throw new CliError(Errors.INVALID_ARGUMENT, "a FILE.png to write is required", "output");
   if (existsSync(file)) throw new CliError(Errors.EVIDENCE_OUTPUT_EXISTS, `${file} already exists`, "output");
-  const { client, session } = deviceClient(input);
-  const shot = await client.takeScreenshot({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
-  const blobs = serviceClient(BlobService, session.config);
-  await withProgress(input.ctx, `downloading ${file}`, (p) => downloadFile(blobs, shot.blobId, file, new TransferMeter(`downloading ${file}`, p)));
-  input.ctx.printer.result({ file, width: shot.width, height: shot.height, bytes: Number(shot.size), sha256: shot.sha256 }, () => `${file}: ${shot.width}x${shot.height}, ${shot.size} bytes`);
+  const { device, call } = libraryDevice(input);
+  let downloading: Progress | undefined;
+  let shot: ScreenshotFile;
+  try {
+    shot = await asCli(device.screenshotToFile(file, { ...call, onDownload: async () => new TransferMeter(`downloading ${file}`, downloading = await startProgress(input.ctx, `downloading ${file}`)) }));
+  } finally {
+    downloading?.stop();
+  }
+  input.ctx.printer.result({ file, width: shot.width, height: shot.height, bytes: shot.size, sha256: shot.sha256 }, () => `${file}: ${shot.width}x${shot.height}, ${shot.size} bytes`);
   return 0;
 };
 
 export const install: Action<typeof installOptions> = async (input) => {
   const [apk] = input.args as [string];
-  const { client, session } = deviceClient(input);
-  const t = deviceTarget(input.opts);
-  const blobId = await withProgress(input.ctx, `uploading ${apk}`, (p) => uploadFile(serviceClient(BlobService, session.config), apk, new TransferMeter(`uploading ${apk}`, p)));
-  const res = await withProgress(input.ctx, `installing ${apk} on ${t.serial}`, () => client.installApp({ target: t, blobId }, { timeoutMs: Math.max(session.timeoutMs, 120_000) }));
-  input.ctx.printer.result({ actionId: res.actionId, output: res.output, dispatched: res.dispatched ?? null, ambiguous: res.ambiguous }, () => res.output);
+  const { device, call } = libraryDevice(input);
+  // Two progress lines, as before: the upload's bytes, then a spinner while the phone installs.
+  let uploading: Progress | undefined;
+  let installing: Progress | undefined;
+  let res: InstallResult;
+  try {
+    res = await asCli(device.install(apk, {
+      ...call,
+      progress: {
+        onUpload: async () => new TransferMeter(`uploading ${apk}`, uploading = await startProgress(input.ctx, `uploading ${apk}`)),
+        onInstalling: async () => {
+          uploading?.stop();
+          installing = await startProgress(input.ctx, `installing ${apk} on ${device.serial}`);
+        },
+      },
+    }));
+  } finally {
+    uploading?.stop();
+    installing?.stop();
+  }
+  input.ctx.printer.result({ actionId: res.actionId, output: res.output, dispatched: res.dispatched, ambiguous: res.ambiguous }, () => res.output);
   return 0;
 };

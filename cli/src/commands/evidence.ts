@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Exit, exitCodeFor } from "@farm/shared/error-codes";
 import { Errors } from "@farm/shared/errors";
@@ -7,18 +6,18 @@ import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
 import { validateAppPackage, validateContext, validateLabel, validateOutputDir, validateTimeout } from "@farm/shared/evidence-options";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
-import { FARM_VERSION } from "@farm/shared/version";
-import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { allPages } from "@farm/client/all-pages";
 import { serviceClient } from "@farm/client/transport";
 import { errorLine, table } from "../output.js";
 import { clientSession } from "../session.js";
-import { writePulledBundle } from "@farm/client/bundle-writer";
-import { TransferMeter, withProgress } from "../progress/progress.js";
+import { Device } from "@farm/client/device";
+import { pullBundle } from "@farm/client/evidence-pull";
+import { FarmClient } from "@farm/client/farm-client";
+import { startProgress, TransferMeter, type Progress } from "../progress/progress.js";
 import type { captureOptions, evidenceListOptions, pullOptions, verifyOptions } from "../tree/evidence-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";
-import { meteredPull } from "./metered-pull.js";
+import { asCli, libraryWire } from "./device-target.js";
 
 /** Time for upload and transfer on top of the device-work budget. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
@@ -66,33 +65,27 @@ export const capture: Action<typeof captureOptions> = async (input) => {
   // --timeout is the device-work budget here, not each call's deadline.
   const session = clientSession({ ...input, opts: { ...opts, timeout: undefined } });
   // In a session (FARM_SESSION), the still is attached to its timeline.
-  const client = serviceClient(EvidenceService, session.config, { lease: opts.lease || undefined, session: input.ctx.env["FARM_SESSION"] || undefined });
+  const scope = { lease: opts.lease || undefined, session: input.ctx.env["FARM_SESSION"] || undefined };
+  const wire = libraryWire(session);
+  const device = new Device(wire, serial, opts.agent ?? "", scope);
 
   // The output dir is claimed only once the coordinator has taken the device
   // and stored a bundle: a wrong device or a refusal leaves no directory behind.
-  const res = await client.captureEvidence(
-    {
-      target: create(DeviceTargetSchema, { serial, agent: opts.agent ?? "" }),
-      ...(label === null ? {} : { label }),
-      contextJson: JSON.stringify(context),
-      timeoutMs,
-      appPackage,
-      cliVersion: FARM_VERSION,
-    },
-    { timeoutMs: timeoutMs + TRANSFER_ALLOWANCE_MS },
-  );
+  const res = await asCli(device.captureEvidence({ label: label ?? undefined, context, timeoutMs, appPackage }));
   let manifestPath: string | null = null;
-  let manifest = JSON.parse(res.manifestJson) as EvidenceManifest;
+  let manifest = res.manifest;
   if (outputDir) {
+    let pulling: Progress | undefined;
     try {
-      const dir = outputDir;
-      manifest = await withProgress(
-        ctx,
-        `pulling ${res.evidenceId}`,
-        (p) => writePulledBundle({ dir, evidenceId: res.evidenceId, claim: true }, meteredPull(client.pullEvidence({ evidenceId: res.evidenceId }, { timeoutMs: TRANSFER_ALLOWANCE_MS }), new TransferMeter(`pulling ${res.evidenceId}`, p))),
-      );
+      // The directory was checked before the capture; taken meanwhile, the claim fails and says so.
+      manifest = await pullBundle(wire, scope, res.evidenceId, outputDir, {
+        timeoutMs: TRANSFER_ALLOWANCE_MS,
+        onDownload: async () => new TransferMeter(`pulling ${res.evidenceId}`, pulling = await startProgress(ctx, `pulling ${res.evidenceId}`)),
+      });
     } catch (err) {
       return failedAfterStore(ctx, err, res.evidenceId);
+    } finally {
+      pulling?.stop();
     }
     manifestPath = join(outputDir, "manifest.json");
   }
@@ -152,13 +145,18 @@ export const pull: Action<typeof pullOptions> = async (input) => {
   const [id] = input.args as [string];
   const outputDir = validateOutputDir(outputDirOf(input.args[1], opts.outputDir));
   const session = clientSession(input);
-  const client = serviceClient(EvidenceService, session.config);
+  const farm = new FarmClient(libraryWire(session));
   // Claimed when the coordinator starts sending: an unknown id creates nothing.
-  const manifest = await withProgress(
-    ctx,
-    `pulling ${id}`,
-    (p) => writePulledBundle({ dir: outputDir, evidenceId: id, claim: true }, meteredPull(client.pullEvidence({ evidenceId: id }, { timeoutMs: Math.max(session.timeoutMs, TRANSFER_ALLOWANCE_MS) }), new TransferMeter(`pulling ${id}`, p))),
-  );
+  let pulling: Progress | undefined;
+  let manifest: EvidenceManifest;
+  try {
+    ({ manifest } = await asCli(farm.pullEvidence(id, outputDir, {
+      timeoutMs: Math.max(session.timeoutMs, TRANSFER_ALLOWANCE_MS),
+      onDownload: async () => new TransferMeter(`pulling ${id}`, pulling = await startProgress(ctx, `pulling ${id}`)),
+    })));
+  } finally {
+    pulling?.stop();
+  }
   const manifestPath = join(outputDir, "manifest.json");
   ctx.printer.result({ evidenceId: id, status: manifest.status, manifestPath }, () => `evidence ${id} (${manifest.status}) written to ${outputDir}`);
   return 0;

@@ -132,11 +132,16 @@ export function stepJson(step: SessionStep): JsonObject {
   return toJson(SessionStepSchema, step) as JsonObject;
 }
 
-/** One line of an image in the timeline: sha256's first 8, a still bundle's file, a failed capture, or –. */
+/**
+ * One line of an image in the timeline: sha256's first 8, a still bundle's
+ * file, a failed capture, or –. The bundle's evidence id is whole: it is
+ * what `farm evidence pull` takes, and ids are never cut where they are
+ * shown to be pasted (only physical ids are, with … and prefixes taken).
+ */
 function imageWord(i: StepImage | undefined): string {
   if (!i) return "–";
   if (i.sha256) return i.sha256.slice(0, 8);
-  if (i.evidenceId) return `evidence:${i.evidenceId.slice(0, 8)}/${i.path}`;
+  if (i.evidenceId) return `evidence:${i.evidenceId}/${i.path}`;
   if (i.errorCode) return `failed(${i.errorCode})`;
   return "–";
 }

@@ -8,7 +8,7 @@ import type { inputOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";
 import type { uiTreeOptions } from "../tree/ui-commands.js";
 import { tappedLine, treeText } from "../ui-format.js";
-import { deviceClient, deviceTarget } from "./device-target.js";
+import { asCli, libraryDevice } from "./device-target.js";
 
 const SELECTOR_USAGE = "farm input tap --id RESOURCE_ID | --text TEXT | --desc CONTENT_DESC";
 
@@ -33,8 +33,8 @@ export const input: Action<typeof inputOptions> = async (inp) => {
   const [what, ...rest] = inp.args;
   const selector = elementSelector(what, rest, inp.opts);
   if (!selector) return (await import("./device.js")).input(inp);
-  const { client, session } = deviceClient(inp);
-  const res = await client.sendInput({ target: deviceTarget(inp.opts), kind: { case: "tap", value: create(TapSchema, { element: selector }) } }, { timeoutMs: session.timeoutMs });
+  const { device, call } = libraryDevice(inp);
+  const res = await asCli(device.sendInput({ case: "tap", value: create(TapSchema, { element: selector }) }, call));
   const element = res.element;
   inp.ctx.printer.result(
     {
@@ -50,8 +50,8 @@ export const input: Action<typeof inputOptions> = async (inp) => {
 
 /** `farm ui tree`: the screen's elements, indented; -o json is the GetUiTreeResponse message. */
 export const tree: Action<typeof uiTreeOptions> = async (inp) => {
-  const { client, session } = deviceClient(inp);
-  const res = await client.getUiTree({ target: deviceTarget(inp.opts), appPackage: inp.opts.appPackage ?? "" }, { timeoutMs: session.timeoutMs });
+  const { device, call } = libraryDevice(inp);
+  const res = await asCli(device.uiTree({ ...call, appPackage: inp.opts.appPackage ?? "" }));
   const json = toJson(GetUiTreeResponseSchema, res, { alwaysEmitImplicit: true }) as Record<string, unknown>;
   inp.ctx.printer.result(json, () => [`${res.source}: ${res.nodeCount} element${res.nodeCount === 1 ? "" : "s"}`, treeText(res.roots, inp.ctx.printer.wide)].filter(Boolean).join("\n"));
   return 0;

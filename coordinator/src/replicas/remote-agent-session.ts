@@ -1,4 +1,5 @@
-import { ConnectError, type Client } from "@connectrpc/connect";
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { actionError, Errors, farmError, type ActionOutcome } from "@farm/shared/errors";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
@@ -11,6 +12,8 @@ import type { ReplicaClients } from "./replica-clients.js";
 
 /** How long an attaching agent waits for the replica that held its stream to say whether it still does. */
 const HOLDS_TIMEOUT_MS = 2_000;
+/** How long a cancel is given to reach the replica holding the agent (a small unary call between replicas). */
+const CANCEL_TIMEOUT_MS = 2_000;
 
 /**
  * An agent whose control stream another replica holds: calls on it travel
@@ -43,13 +46,23 @@ export class RemoteAgentSession extends AgentCaller {
     }
   }
 
-  async exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture): Promise<AgentCallResult> {
+  async exchange(method: string, request: Uint8Array, by: { tokenName: string; admin: boolean }, callerDeadlineMs: number, step?: StepCapture, _trace?: string, cancelled?: AbortSignal): Promise<AgentCallResult> {
     const client = this.clients.client(this.replicaId);
     if (!client) throw actionError(Errors.AGENT_OFFLINE, `the coordinator replica holding agent ${this.agentId} is gone`, { dispatched: false, ambiguous: false });
     const call = create(AgentCallSchema, { method, requestedBy: by.tokenName, requestedByAdmin: by.admin, request, ...(step ? { step } : {}) });
+    const relayId = randomUUID();
+    // The caller went away: the holding replica tells the agent, and the call below still brings its answer (as AttachSession.exchange).
+    const onCancel = () => {
+      // A deadline is the agent's already (an earlier one): it answers for itself.
+      if (ConnectError.from(cancelled?.reason).code === Code.DeadlineExceeded) return;
+      // Lost on the way, the cancel leaves the call to run as if it had not been sent: nothing more to tell.
+      client.cancelAgentCall({ agentId: this.agentId, relayId }, { timeoutMs: CANCEL_TIMEOUT_MS }).catch(() => {});
+    };
+    cancelled?.addEventListener("abort", onCancel, { once: true });
+    if (cancelled?.aborted) onCancel();
     try {
       const res = await client.callAgent(
-        { agentId: this.agentId, call, callerDeadlineMs: BigInt(Math.floor(callerDeadlineMs)) },
+        { agentId: this.agentId, call, callerDeadlineMs: BigInt(Math.floor(callerDeadlineMs)), relayId },
         // The holding replica waits for the agent past the caller's deadline (AgentCaller.call): listen as long as a farm client does.
         { timeoutMs: Math.max(1, callerDeadlineMs - Date.now()) + DEADLINE_GRACE_MS },
       );
@@ -61,6 +74,8 @@ export class RemoteAgentSession extends AgentCaller {
       if (ce.findDetails(ErrorDetailSchema).length > 0) throw ce;
       // The hop itself failed: the call may or may not have reached the agent.
       throw actionError(Errors.AGENT_OFFLINE, `lost the coordinator replica holding agent ${this.agentId} mid-call: ${ce.rawMessage}`, { dispatched: null, ambiguous: true });
+    } finally {
+      cancelled?.removeEventListener("abort", onCancel);
     }
   }
 

@@ -3,7 +3,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { actionError, Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { OpenShellResponseSchema, type OpenShellResponse } from "@farm/shared/gen/farm/v1/shell_service_pb";
-import { CallAgentResponseSchema, HoldsAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { CallAgentResponseSchema, CancelAgentCallResponseSchema, HoldsAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { AdbTunnelDeps } from "../adb-tunnels/adb-tunnel-service.js";
 import { serveRelayAdbStream, serveRelayTunnel } from "../adb-tunnels/relayed-tunnel.js";
 import type { LiveScreenDeps } from "../live-screen/live-screen-service.js";
@@ -13,12 +13,14 @@ import { serveRelayLogcat } from "../live-logcat/relayed-logcat.js";
 import type { Registry } from "../registry/registry.js";
 import { AttachSession } from "../routing/agent-session.js";
 import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/shell-relay.js";
+import { RelayedCalls } from "./relayed-calls.js";
 
 /** Output passed on in pieces no larger than this: well under ReplicaService's message cap. */
 const RELAY_OUTPUT_CHUNK_BYTES = 64 * 1024;
 
 /** ReplicaService: what another replica asks of this one. */
-export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay; screens: LiveScreenDeps; logcats: LogcatServiceDeps; tunnels: AdbTunnelDeps }): void {
+export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay; screens: LiveScreenDeps; logcats: LogcatServiceDeps; tunnels: AdbTunnelDeps; relayed?: RelayedCalls }): void {
+  const relayed = deps.relayed ?? new RelayedCalls();
   router.service(ReplicaService, {
     holdsAgent(req) {
       const attached = deps.registry.agentSession(req.agentId);
@@ -34,8 +36,19 @@ export function registerReplicaService(router: ConnectRouter, deps: { registry: 
       if (!attached || !(attached.session instanceof AttachSession)) {
         throw actionError(Errors.AGENT_OFFLINE, `agent ${req.agentId} is not attached to this coordinator replica`, { dispatched: false, ambiguous: false });
       }
-      const result = await attached.session.exchange(call.method, call.request, { tokenName: call.requestedBy, admin: call.requestedByAdmin }, Number(req.callerDeadlineMs), call.step);
-      return create(CallAgentResponseSchema, { result });
+      // The caller there going away reaches the agent as a cancel from here (CancelAgentCall), its answer still sent back.
+      const running = relayed.begin(req.agentId, req.relayId);
+      try {
+        const result = await attached.session.exchange(call.method, call.request, { tokenName: call.requestedBy, admin: call.requestedByAdmin }, Number(req.callerDeadlineMs), call.step, undefined, running.signal);
+        return create(CallAgentResponseSchema, { result });
+      } finally {
+        running.end();
+      }
+    },
+
+    cancelAgentCall(req) {
+      if (req.relayId === "") throw invalidArgument("relay_id", "a relay id is required");
+      return create(CancelAgentCallResponseSchema, { running: relayed.cancel(req.agentId, req.relayId) });
     },
 
     async *relayShell(requests, ctx) {

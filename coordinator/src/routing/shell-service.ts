@@ -95,7 +95,8 @@ async function* relayShell(
       at: t0,
       caller: principal.tokenName,
       leaseId: r.leaseId,
-      serial,
+      // The serial the phone is reported on, not a physical id prefix the caller named it by.
+      serial: r.serial,
       physicalId: r.physicalId,
       agentId: r.agentId,
       command: "openShell",

@@ -23,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/replica_service.proto.
  */
 export const file_farm_v1_replica_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQipgEKElJlbGF5TG9nY2F0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBITCgtwaHlzaWNhbF9pZBgDIAEoCRIQCghsZWFzZV9pZBgEIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBSABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAYgASgIIkcKE1JlbGF5TG9nY2F0UmVzcG9uc2USHwoFbGluZXMYASADKAsyEC5mYXJtLnYxLkxvZ0xpbmUSDwoHZHJvcHBlZBgCIAEoDSJgChJSZWxheVR1bm5lbFJlcXVlc3QSKgoFc3RhcnQYASABKAsyGS5mYXJtLnYxLlJlbGF5VHVubmVsU3RhcnRIABIWCgxjbG9zZV9yZWFzb24YAiABKAlIAEIGCgRraW5kIoQBChBSZWxheVR1bm5lbFN0YXJ0EhAKCGFnZW50X2lkGAEgASgJEhEKCXR1bm5lbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSEwoLcGh5c2ljYWxfaWQYBCABKAkSEAoIbGVhc2VfaWQYBSABKAkSFAoMcmVxdWVzdGVkX2J5GAYgASgJIjIKE1JlbGF5VHVubmVsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSABCBgoEa2luZCJeChVSZWxheUFkYlN0cmVhbVJlcXVlc3QSLQoFc3RhcnQYASABKAsyHC5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJPChNSZWxheUFkYlN0cmVhbVN0YXJ0EhEKCXR1bm5lbF9pZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJEhQKDHJlcXVlc3RlZF9ieRgDIAEoCSJCChZSZWxheUFkYlN0cmVhbVJlc3BvbnNlEhAKBm9wZW5lZBgBIAEoCEgAEg4KBGRhdGEYAiABKAxIAEIGCgRraW5kImIKEENhbGxBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSIAoEY2FsbBgCIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsEhoKEmNhbGxlcl9kZWFkbGluZV9tcxgDIAEoAyI9ChFDYWxsQWdlbnRSZXNwb25zZRIoCgZyZXN1bHQYASABKAsyGC5mYXJtLnYxLkFnZW50Q2FsbFJlc3VsdCJiChFSZWxheVNoZWxsUmVxdWVzdBIUCgpzZXNzaW9uX2lkGAEgASgJSAASLwoIdG9fYWdlbnQYAiABKAsyGy5mYXJtLnYxLlNlcnZlU2hlbGxSZXNwb25zZUgAQgYKBGtpbmQicAoSUmVsYXlTaGVsbFJlc3BvbnNlEg8KBXJlYWR5GAEgASgISAASEAoGam9pbmVkGAIgASgISAASLwoJdG9fY2FsbGVyGAMgASgLMhouZmFybS52MS5PcGVuU2hlbGxSZXNwb25zZUgAQgYKBGtpbmQiJQoRSG9sZHNBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiIgoSSG9sZHNBZ2VudFJlc3BvbnNlEgwKBGhlbGQYASABKAgy2wQKDlJlcGxpY2FTZXJ2aWNlEk0KCkhvbGRzQWdlbnQSGi5mYXJtLnYxLkhvbGRzQWdlbnRSZXF1ZXN0GhsuZmFybS52MS5Ib2xkc0FnZW50UmVzcG9uc2UiBqK7GAIIBxJKCglDYWxsQWdlbnQSGS5mYXJtLnYxLkNhbGxBZ2VudFJlcXVlc3QaGi5mYXJtLnYxLkNhbGxBZ2VudFJlc3BvbnNlIgaiuxgCCAcSUQoKUmVsYXlTaGVsbBIaLmZhcm0udjEuUmVsYXlTaGVsbFJlcXVlc3QaGy5mYXJtLnYxLlJlbGF5U2hlbGxSZXNwb25zZSIGorsYAggHKAEwARJSCgtSZWxheVNjcmVlbhIbLmZhcm0udjEuUmVsYXlTY3JlZW5SZXF1ZXN0GhwuZmFybS52MS5SZWxheVNjcmVlblJlc3BvbnNlIgaiuxgCCAcwARJSCgtSZWxheUxvZ2NhdBIbLmZhcm0udjEuUmVsYXlMb2djYXRSZXF1ZXN0GhwuZmFybS52MS5SZWxheUxvZ2NhdFJlc3BvbnNlIgaiuxgCCAcwARJUCgtSZWxheVR1bm5lbBIbLmZhcm0udjEuUmVsYXlUdW5uZWxSZXF1ZXN0GhwuZmFybS52MS5SZWxheVR1bm5lbFJlc3BvbnNlIgaiuxgCCAcoATABEl0KDlJlbGF5QWRiU3RyZWFtEh4uZmFybS52MS5SZWxheUFkYlN0cmVhbVJlcXVlc3QaHy5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtUmVzcG9uc2UiBqK7GAIIBygBMAFiBnByb3RvMw", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_live_screen_service, file_farm_v1_logcat_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
+  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQipgEKElJlbGF5TG9nY2F0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBITCgtwaHlzaWNhbF9pZBgDIAEoCRIQCghsZWFzZV9pZBgEIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBSABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAYgASgIIkcKE1JlbGF5TG9nY2F0UmVzcG9uc2USHwoFbGluZXMYASADKAsyEC5mYXJtLnYxLkxvZ0xpbmUSDwoHZHJvcHBlZBgCIAEoDSJgChJSZWxheVR1bm5lbFJlcXVlc3QSKgoFc3RhcnQYASABKAsyGS5mYXJtLnYxLlJlbGF5VHVubmVsU3RhcnRIABIWCgxjbG9zZV9yZWFzb24YAiABKAlIAEIGCgRraW5kIoQBChBSZWxheVR1bm5lbFN0YXJ0EhAKCGFnZW50X2lkGAEgASgJEhEKCXR1bm5lbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSEwoLcGh5c2ljYWxfaWQYBCABKAkSEAoIbGVhc2VfaWQYBSABKAkSFAoMcmVxdWVzdGVkX2J5GAYgASgJIjIKE1JlbGF5VHVubmVsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSABCBgoEa2luZCJeChVSZWxheUFkYlN0cmVhbVJlcXVlc3QSLQoFc3RhcnQYASABKAsyHC5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJPChNSZWxheUFkYlN0cmVhbVN0YXJ0EhEKCXR1bm5lbF9pZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJEhQKDHJlcXVlc3RlZF9ieRgDIAEoCSJCChZSZWxheUFkYlN0cmVhbVJlc3BvbnNlEhAKBm9wZW5lZBgBIAEoCEgAEg4KBGRhdGEYAiABKAxIAEIGCgRraW5kInQKEENhbGxBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSIAoEY2FsbBgCIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsEhoKEmNhbGxlcl9kZWFkbGluZV9tcxgDIAEoAxIQCghyZWxheV9pZBgEIAEoCSI8ChZDYW5jZWxBZ2VudENhbGxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhAKCHJlbGF5X2lkGAIgASgJIioKF0NhbmNlbEFnZW50Q2FsbFJlc3BvbnNlEg8KB3J1bm5pbmcYASABKAgiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMrkFCg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElwKD0NhbmNlbEFnZW50Q2FsbBIfLmZhcm0udjEuQ2FuY2VsQWdlbnRDYWxsUmVxdWVzdBogLmZhcm0udjEuQ2FuY2VsQWdlbnRDYWxsUmVzcG9uc2UiBqK7GAIIBxJRCgpSZWxheVNoZWxsEhouZmFybS52MS5SZWxheVNoZWxsUmVxdWVzdBobLmZhcm0udjEuUmVsYXlTaGVsbFJlc3BvbnNlIgaiuxgCCAcoATABElIKC1JlbGF5U2NyZWVuEhsuZmFybS52MS5SZWxheVNjcmVlblJlcXVlc3QaHC5mYXJtLnYxLlJlbGF5U2NyZWVuUmVzcG9uc2UiBqK7GAIIBzABElIKC1JlbGF5TG9nY2F0EhsuZmFybS52MS5SZWxheUxvZ2NhdFJlcXVlc3QaHC5mYXJtLnYxLlJlbGF5TG9nY2F0UmVzcG9uc2UiBqK7GAIIBzABElQKC1JlbGF5VHVubmVsEhsuZmFybS52MS5SZWxheVR1bm5lbFJlcXVlc3QaHC5mYXJtLnYxLlJlbGF5VHVubmVsUmVzcG9uc2UiBqK7GAIIBygBMAESXQoOUmVsYXlBZGJTdHJlYW0SHi5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtUmVxdWVzdBofLmZhcm0udjEuUmVsYXlBZGJTdHJlYW1SZXNwb25zZSIGorsYAggHKAEwAWIGcHJvdG8z", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_live_screen_service, file_farm_v1_logcat_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
 
 /**
  * @generated from message farm.v1.RelayScreenRequest
@@ -380,6 +380,14 @@ export type CallAgentRequest = Message<"farm.v1.CallAgentRequest"> & {
    * @generated from field: int64 caller_deadline_ms = 3;
    */
   callerDeadlineMs: bigint;
+
+  /**
+   * Chosen by the sending replica: the id a CancelAgentCall names (empty:
+   * the call cannot be cancelled).
+   *
+   * @generated from field: string relay_id = 4;
+   */
+  relayId: string;
 };
 
 /**
@@ -388,6 +396,48 @@ export type CallAgentRequest = Message<"farm.v1.CallAgentRequest"> & {
  */
 export const CallAgentRequestSchema: GenMessage<CallAgentRequest> = /*@__PURE__*/
   messageDesc(file_farm_v1_replica_service, 10);
+
+/**
+ * @generated from message farm.v1.CancelAgentCallRequest
+ */
+export type CancelAgentCallRequest = Message<"farm.v1.CancelAgentCallRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string relay_id = 2;
+   */
+  relayId: string;
+};
+
+/**
+ * Describes the message farm.v1.CancelAgentCallRequest.
+ * Use `create(CancelAgentCallRequestSchema)` to create a new message.
+ */
+export const CancelAgentCallRequestSchema: GenMessage<CancelAgentCallRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 11);
+
+/**
+ * @generated from message farm.v1.CancelAgentCallResponse
+ */
+export type CancelAgentCallResponse = Message<"farm.v1.CancelAgentCallResponse"> & {
+  /**
+   * Whether the call was running here (false: not yet or no longer; a
+   * cancel for a call not yet here is applied when it comes).
+   *
+   * @generated from field: bool running = 1;
+   */
+  running: boolean;
+};
+
+/**
+ * Describes the message farm.v1.CancelAgentCallResponse.
+ * Use `create(CancelAgentCallResponseSchema)` to create a new message.
+ */
+export const CancelAgentCallResponseSchema: GenMessage<CancelAgentCallResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 12);
 
 /**
  * @generated from message farm.v1.CallAgentResponse
@@ -404,7 +454,7 @@ export type CallAgentResponse = Message<"farm.v1.CallAgentResponse"> & {
  * Use `create(CallAgentResponseSchema)` to create a new message.
  */
 export const CallAgentResponseSchema: GenMessage<CallAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 11);
+  messageDesc(file_farm_v1_replica_service, 13);
 
 /**
  * @generated from message farm.v1.RelayShellRequest
@@ -437,7 +487,7 @@ export type RelayShellRequest = Message<"farm.v1.RelayShellRequest"> & {
  * Use `create(RelayShellRequestSchema)` to create a new message.
  */
 export const RelayShellRequestSchema: GenMessage<RelayShellRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 12);
+  messageDesc(file_farm_v1_replica_service, 14);
 
 /**
  * @generated from message farm.v1.RelayShellResponse
@@ -478,7 +528,7 @@ export type RelayShellResponse = Message<"farm.v1.RelayShellResponse"> & {
  * Use `create(RelayShellResponseSchema)` to create a new message.
  */
 export const RelayShellResponseSchema: GenMessage<RelayShellResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 13);
+  messageDesc(file_farm_v1_replica_service, 15);
 
 /**
  * @generated from message farm.v1.HoldsAgentRequest
@@ -495,7 +545,7 @@ export type HoldsAgentRequest = Message<"farm.v1.HoldsAgentRequest"> & {
  * Use `create(HoldsAgentRequestSchema)` to create a new message.
  */
 export const HoldsAgentRequestSchema: GenMessage<HoldsAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 14);
+  messageDesc(file_farm_v1_replica_service, 16);
 
 /**
  * @generated from message farm.v1.HoldsAgentResponse
@@ -512,7 +562,7 @@ export type HoldsAgentResponse = Message<"farm.v1.HoldsAgentResponse"> & {
  * Use `create(HoldsAgentResponseSchema)` to create a new message.
  */
 export const HoldsAgentResponseSchema: GenMessage<HoldsAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 15);
+  messageDesc(file_farm_v1_replica_service, 17);
 
 /**
  * What coordinator replicas ask each other. A call that lands on a replica
@@ -524,9 +574,6 @@ export const HoldsAgentResponseSchema: GenMessage<HoldsAgentResponse> = /*@__PUR
  */
 export const ReplicaService: GenService<{
   /**
-   * Runs one call on an agent attached to this replica, for the replica
-   * that received it. The answer (or the agent's error) comes back as the
-   * agent sent it.
    * Whether this replica holds an agent's control stream, live: asked by a
    * replica an agent with that id is attaching to, which refuses a second
    * agent with an attached agent's id as one coordinator does.
@@ -539,12 +586,29 @@ export const ReplicaService: GenService<{
     output: typeof HoldsAgentResponseSchema;
   },
   /**
+   * Runs one call on an agent attached to this replica, for the replica
+   * that received it. The answer (or the agent's error) comes back as the
+   * agent sent it.
+   *
    * @generated from rpc farm.v1.ReplicaService.CallAgent
    */
   callAgent: {
     methodKind: "unary";
     input: typeof CallAgentRequestSchema;
     output: typeof CallAgentResponseSchema;
+  },
+  /**
+   * The caller of a CallAgent (by its relay_id) went away: this replica
+   * tells the agent (AgentCallCancel) as it does for its own callers, and
+   * the CallAgent still answers with what the agent did. A cancel that
+   * arrives before its call is kept briefly and applied when the call comes.
+   *
+   * @generated from rpc farm.v1.ReplicaService.CancelAgentCall
+   */
+  cancelAgentCall: {
+    methodKind: "unary";
+    input: typeof CancelAgentCallRequestSchema;
+    output: typeof CancelAgentCallResponseSchema;
   },
   /**
    * Carries an interactive shell between the replica that took the caller's
