@@ -9,7 +9,12 @@
  * instant and one under the pixel-usb latency profile; `farm shell -- true`
  * is set against `adb shell true` on the same phone.
  *
- *   node test/dist/bench/cli-cold-start.js [--runs 30]
+ *   node test/dist/bench/cli-cold-start.js [--runs 30] [--callgrind]
+ *
+ * --callgrind also counts the instructions (valgrind's callgrind, every
+ * thread) of one run each of `node -e 0`, `farm --version`, `farm devices`,
+ * `farm shell -- true` and `adb shell true` (its client): a count does not
+ * move with the machine's load, so it compares builds across runs too.
  *
  * Targets (issue 38): bundled `farm --version` <= 1.1x `node -e 0`, `farm
  * devices` <= 2x, `farm shell -- true` on the pixel-usb phone <= 1.2x
@@ -22,6 +27,7 @@
  * socket connects), and printing and exiting (after the call's answer).
  */
 import { spawn } from "node:child_process";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import { adbBinary } from "../devsim/index.js";
@@ -31,7 +37,7 @@ import { startLab } from "../support/lab.js";
 import { emitReport } from "./bench-report.js";
 import { median, percentile } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "30" }, warmup: { type: "string", default: "3" } } });
+const { values } = parseArgs({ options: { runs: { type: "string", default: "30" }, warmup: { type: "string", default: "3" }, callgrind: { type: "boolean", default: false } } });
 const RUNS = Number(values.runs);
 const WARMUP = Number(values.warmup);
 
@@ -66,6 +72,23 @@ function timeRun(c: Case): Promise<{ ms: number; err: string }> {
   });
 }
 
+/** Instructions one run of `c` executes under callgrind (all threads); throws unless it exits 0. */
+function instructions(c: Case): Promise<number> {
+  return new Promise((resolve, reject) => {
+    // The installed `farm` is a `#!/usr/bin/env node` script: run by node itself so callgrind counts node, not env.
+    const [cmd, args] = c.cmd === "farm" ? [process.execPath, [join(c.env["FARM_BIN_DIR"] ?? "", "farm"), ...c.args]] : [c.cmd, c.args];
+    const proc = spawn("valgrind", ["--tool=callgrind", "--callgrind-out-file=/dev/null", cmd, ...args], { env: c.env, stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    proc.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    proc.once("error", reject);
+    proc.once("exit", (code) => {
+      const n = /Collected : (\d+)/.exec(err);
+      if (code === 0 && n) resolve(Number(n[1]));
+      else reject(new Error(`${c.name} under callgrind exited ${code}: ${err.slice(-2000)}`));
+    });
+  });
+}
+
 async function main(): Promise<void> {
   const lab = await startLab("bench-cli");
   try {
@@ -83,7 +106,7 @@ async function main(): Promise<void> {
     if (!token) throw new Error(`lease acquire failed: ${lease.stdout}${lease.stderr}`);
 
     // The same environment for every command: the lab's home, JSON output, `farm` on PATH.
-    const env: NodeJS.ProcessEnv = { ...cli.env, ...lab.env, FARM_OUTPUT: "json", FARM_LEASE: token, FARM_DEVICE: serial };
+    const env: NodeJS.ProcessEnv = { ...cli.env, ...lab.env, FARM_OUTPUT: "json", FARM_LEASE: token, FARM_DEVICE: serial, FARM_BIN_DIR: dirname(cli.bin) };
     const mk = (name: string, cmd: string, args: string[]): Case => ({ name, cmd, args, env, times: [] });
     const node = process.execPath;
     const cases = [
@@ -126,6 +149,14 @@ async function main(): Promise<void> {
       }
     }
 
+    // Instructions (load-independent): one run each, against node -e 0's.
+    const counted: Record<string, number> = {};
+    if (values.callgrind) {
+      for (const c of [cases[0]!, cases[1]!, cases[3]!, cases[5]!, cases[6]!]) counted[c.name] = await instructions(c);
+      const node0 = counted[cases[0]!.name] ?? 1;
+      console.log("Instructions (callgrind, one run each, all threads):");
+      for (const [name, n] of Object.entries(counted)) console.log(`  ${name.padEnd(34)} ${(n / 1e6).toFixed(0).padStart(6)} M  ${(n / node0).toFixed(2)}x node -e 0`);
+    }
     const base = median(cases[0]!.times);
     const stat = (c: Case) => ({ median: median(c.times), p90: percentile(c.times, 90), ratio: median(c.times) / base });
     console.log(`CLI cold start, ${RUNS} runs each (after ${WARMUP} warm-up), interleaved; wall time spawn -> exit`);
@@ -203,6 +234,7 @@ async function main(): Promise<void> {
         probedLoadConfigMs: round(st.load),
         probedCallMs: round(st.call),
         probedPrintExitMs: round(st.after),
+        ...(values.callgrind ? { instructions: counted } : {}),
       },
     );
   } finally {

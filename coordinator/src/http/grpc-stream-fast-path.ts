@@ -1,12 +1,12 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import type { Writable } from "node:stream";
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { compressionNegotiate, transformInvokeImplementation, type Compression } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import { EnvelopeInbox } from "@farm/shared/grpc-stream/envelope-inbox";
-import { drained, envelopeOf } from "@farm/shared/grpc-stream/write-envelopes";
+import { drained, envelopeOf, writeEnvelope } from "@farm/shared/grpc-stream/write-envelopes";
+import { bytesEnvelope } from "@farm/shared/grpc-stream/bytes-envelope";
 import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
 import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
 import type { RequestHandler } from "./http-server.js";
@@ -90,10 +90,12 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: F
   });
   try {
     for (let r = await it.next(); r.done !== true; r = await it.next()) {
-      const bytes = await envelope(toBinary(spec.method.output, r.value as MessageShape<DescMessage>), compression.response);
+      // A bytes-only message (remote adb's data) goes out uncopied, unless compression applies.
+      const parts = compression.response ? undefined : bytesEnvelope(spec.method.output, r.value as MessageShape<DescMessage>);
+      const bytes = parts ?? (await envelope(toBinary(spec.method.output, r.value as MessageShape<DescMessage>), compression.response));
       if (req.stream.closed || req.stream.destroyed) break;
       if (!res.headersSent) res.writeHead(200, toNodeHeaders(context.responseHeader));
-      if (!res.write(bytes)) await drained(res as unknown as Writable);
+      if (!writeEnvelope(req.stream, bytes)) await drained(req.stream);
     }
     answered = true;
     context.abort(CALL_ENDED);

@@ -9,6 +9,7 @@ import type { Http2SessionManager } from "@connectrpc/connect-node";
 import { errorFromNode, errorFromResetCode } from "../grpc-unary/h2-errors.js";
 import { toHeaders, toNodeHeaders } from "../grpc-unary/h2-headers.js";
 import { EnvelopeInbox, type Envelope } from "./envelope-inbox.js";
+import { bytesEnvelope } from "./bytes-envelope.js";
 import { envelopeOf, writeEnvelopes } from "./write-envelopes.js";
 import { requestPaths } from "../grpc-unary/request-paths.js";
 
@@ -123,7 +124,7 @@ export function grpcStream(opts: GrpcStreamOptions): StreamFn {
       })
     );
     // The request side: its messages as they come, each one envelope; a failing request iterable cancels the call.
-    writeEnvelopes(req.message, stream, (m) => envelopeOf(toBinary(req.method.input, m))).then(
+    writeEnvelopes(req.message, stream, (m) => bytesEnvelope(req.method.input, m) ?? envelopeOf(toBinary(req.method.input, m))).then(
       () => {
         if (!stream.closed && !stream.destroyed && !stream.writableEnded) stream.end();
       },

@@ -11,16 +11,31 @@ export function envelopeOf(data: Uint8Array, flags = 0): Buffer {
 }
 
 /**
+ * Writes one envelope given whole or in parts (bytes-envelope.ts: a head,
+ * then a payload written as it is, not copied); parts go out in one corked
+ * writev. Returns what the last write returned: false when the sink is full.
+ */
+export function writeEnvelope(sink: Writable, bytes: Buffer | Buffer[]): boolean {
+  if (!Array.isArray(bytes)) return sink.write(bytes);
+  if (bytes.length === 1) return sink.write(bytes[0] as Buffer);
+  sink.cork();
+  let ok = true;
+  for (const b of bytes) ok = sink.write(b);
+  sink.uncork();
+  return ok;
+}
+
+/**
  * Writes the envelopes of `source` to `sink`, one at a time, waiting for
  * 'drain' whenever the sink's buffer is full: a peer that reads slowly
  * holds this writer (and through it the producer) rather than letting
  * bytes pile up here. A sink closed before the end is a ConnectError.
  */
-export async function writeEnvelopes<T>(source: AsyncIterable<T>, sink: Writable, encode: (message: T) => Buffer | Promise<Buffer>): Promise<void> {
+export async function writeEnvelopes<T>(source: AsyncIterable<T>, sink: Writable, encode: (message: T) => Buffer | Buffer[] | Promise<Buffer | Buffer[]>): Promise<void> {
   for await (const message of source) {
     const bytes = await encode(message);
     if (sink.destroyed || sink.writableEnded) throw new ConnectError("the stream closed before the message could be sent", Code.Aborted);
-    if (!sink.write(bytes)) await drained(sink);
+    if (!writeEnvelope(sink, bytes)) await drained(sink);
   }
 }
 
