@@ -177,10 +177,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const sessions = new Sessions(stores.sessions);
   // A session lives only as long as its lease: one that ended while we were down ends now.
   for (const s of await sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
-  leases.events.on("leaseEnded", (lease, origin) => {
+  leases.events.on("leaseEnded", (lease, origin, running) => {
     // Replicas: the one that ended the lease ends its sessions in the shared database; the others would
     // each read it again for nothing (a read per lease end per replica).
     if (origin === "elsewhere") return;
+    // The release statement saw no running session on it (PostgreSQL): nothing to end, unless a start
+    // here is still storing one (it is ended after that start, as before).
+    if (running === "none" && !sessions.startingUnder(lease.leaseId)) return;
     void sessions
       .endForLease(lease.leaseId)
       .then((ended) => {
