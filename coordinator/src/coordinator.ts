@@ -163,7 +163,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await ensurePrivateDir(opts.dataDir);
   const database = await openFarmDatabase(opts.database, opts.dataDir);
   const stores = createStores(database);
-  const tokens = new TokenStore(stores.tokens);
+  // Replicas: a revocation is answered once every replica's cache would refuse the token (token-store.ts).
+  const tokens = new TokenStore(stores.tokens, undefined, database.dialect === "postgres");
   // What others see in place of a secret (command-privacy.ts): one key per farm.
   const summaries = await SummaryKey.open(createSummaryKeyStore(database, opts.dataDir));
   const registry = await Registry.open(stores.registry, { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
@@ -420,6 +421,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     // The summary key rotated through another replica, or notices missed: read it again.
     const reloadKey = () => void summaries.reload().catch((err: unknown) => log.error("could not re-read the summary key", { error: (err as Error).message }));
     replication.bus.events.on("resync", reloadKey);
+    // A revocation's notice may be among those missed: authenticate every token against the database again.
+    replication.bus.events.on("resync", () => tokens.forgetAll());
     replication.bus.events.on("change", (c) => {
       if (c.kind === "summaryKey") reloadKey();
     });
