@@ -165,7 +165,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   await ensurePrivateDir(opts.dataDir);
   const database = await openFarmDatabase(opts.database, opts.dataDir);
   const stores = createStores(database);
-  const tokens = new TokenStore(stores.tokens);
+  // Replicas: a revocation is answered once every replica's cache would refuse the token (token-store.ts).
+  const tokens = new TokenStore(stores.tokens, undefined, database.dialect === "postgres");
   // What others see in place of a secret (command-privacy.ts): one key per farm.
   const summaries = await SummaryKey.open(createSummaryKeyStore(database, opts.dataDir));
   const registry = await Registry.open(stores.registry, { heartbeatMisses: opts.heartbeatMisses ?? 3, log });
@@ -179,10 +180,13 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   const sessions = new Sessions(stores.sessions);
   // A session lives only as long as its lease: one that ended while we were down ends now.
   for (const s of await sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
-  leases.events.on("leaseEnded", (lease, origin) => {
+  leases.events.on("leaseEnded", (lease, origin, running) => {
     // Replicas: the one that ended the lease ends its sessions in the shared database; the others would
     // each read it again for nothing (a read per lease end per replica).
     if (origin === "elsewhere") return;
+    // The release statement saw no running session on it (PostgreSQL): nothing to end, unless a start
+    // here is still storing one (it is ended after that start, as before).
+    if (running === "none" && !sessions.startingUnder(lease.leaseId)) return;
     void sessions
       .endForLease(lease.leaseId)
       .then((ended) => {
@@ -421,6 +425,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
     // The summary key rotated through another replica, or notices missed: read it again.
     const reloadKey = () => void summaries.reload().catch((err: unknown) => log.error("could not re-read the summary key", { error: (err as Error).message }));
     replication.bus.events.on("resync", reloadKey);
+    // A revocation's notice may be among those missed: authenticate every token against the database again.
+    replication.bus.events.on("resync", () => tokens.forgetAll());
     replication.bus.events.on("change", (c) => {
       if (c.kind === "summaryKey") reloadKey();
     });

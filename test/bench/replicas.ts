@@ -14,7 +14,7 @@
  *    against one SQLite coordinator carrying all of them; target <= 0.10.
  * PostgreSQL is a private cluster with its default durability (fsync on).
  *
- *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--only leases]
+ *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--idle-s 5] [--only leases]
  *
  * `--only leases|forwarded|fleet` runs one part (leases: SQLite baseline, replicas and the
  * bare-statement floor, same run);
@@ -48,6 +48,7 @@ const { values } = parseArgs({
     calls: { type: "string", default: "200" },
     agents: { type: "string", default: "1000" },
     "window-s": { type: "string", default: "15" },
+    "idle-s": { type: "string", default: "5" },
     only: { type: "string", default: "" },
     // Diagnosis only: PostgreSQL without fsync, to see how much of a cycle is the disk.
     "pg-no-fsync": { type: "boolean", default: false },
@@ -55,6 +56,7 @@ const { values } = parseArgs({
 });
 const AGENTS = Number(values.agents);
 const WINDOW_S = Number(values["window-s"]);
+const IDLE_S = Number(values["idle-s"]);
 const SECONDS = Number(values.seconds);
 const WORKERS = Number(values.workers);
 const CALLS = Number(values.calls);
@@ -102,6 +104,16 @@ async function start(dir: string, name: string, database: string | undefined, co
       for (const p of procs) await p.stop();
     },
   };
+}
+
+/**
+ * Each process's CPU (seconds per second) while nobody calls: heartbeats, membership, timers. On a
+ * loaded machine few cycles run in a window, and this background would count as most of a cycle's CPU.
+ */
+async function idleCpuRate(pids: number[]): Promise<number[]> {
+  const before = pids.map((pid) => cpuSeconds(pid));
+  await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+  return pids.map((pid, i) => (cpuSeconds(pid) - before[i]!) / IDLE_S);
 }
 
 async function cycles(leases: Client<typeof LeaseService>[]): Promise<number> {
@@ -182,17 +194,26 @@ interface LeaseFigures {
   floorPerSecond: number;
   statementsPerCycle: number;
   commitsPerCycle: number;
+  /** Less the database's background over as long with nobody calling. */
+  netStatementsPerCycle: number;
+  netCommitsPerCycle: number;
   sqliteCpuPerCycleMs: number;
   replicaCpuPerCycleMs: number;
+  /** Less what the same processes spent in as long a time with nobody calling. */
+  sqliteNetCpuPerCycleMs: number;
+  replicaNetCpuPerCycleMs: number;
   replicaCpuPerCycleEachMs: number[];
 }
 
 /** Lease cycles on one SQLite coordinator, then on three replicas, then the bare-statement floor: one run, one after the other. */
 async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: LeaseFigures; three: Awaited<ReturnType<typeof start>> }> {
   const one = await start(dir, "sqlite", undefined, 1);
+  const [sqliteIdle] = await idleCpuRate(one.procs.map((p) => p.pid));
   const cpuBefore = one.procs.map((p) => cpuSeconds(p.pid));
   const sqlitePerSecond = await cycles(one.leases);
-  const sqliteCpuPerCycleMs = (1000 * (cpuSeconds(one.procs[0]!.pid) - cpuBefore[0]!)) / (sqlitePerSecond * SECONDS);
+  const sqliteCpu = cpuSeconds(one.procs[0]!.pid) - cpuBefore[0]!;
+  const sqliteCpuPerCycleMs = (1000 * sqliteCpu) / (sqlitePerSecond * SECONDS);
+  const sqliteNetCpuPerCycleMs = (1000 * (sqliteCpu - sqliteIdle! * SECONDS)) / (sqlitePerSecond * SECONDS);
   await one.stop();
   const three = await start(dir, "replicas", pgUrl, 3);
   // What the database did per cycle: statements (pg_stat_statements) and committed transactions.
@@ -207,11 +228,17 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
     return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements) };
   };
   await stats.query("SELECT pg_stat_statements_reset()");
+  // The database's own background (heartbeats, membership) over as long with nobody calling, to take out below.
+  const idleBefore = await dbCounts();
+  const replicaIdle = await idleCpuRate(three.procs.map((p) => p.pid));
+  const idleAfter = await dbCounts();
   const before = await dbCounts();
   const replicaCpuBefore = three.procs.map((p) => cpuSeconds(p.pid));
   const replicaPerSecond = await cycles(three.leases);
   const cycleCount = replicaPerSecond * SECONDS;
-  const replicaCpuPerCycleEachMs = three.procs.map((p, i) => (1000 * (cpuSeconds(p.pid) - replicaCpuBefore[i]!)) / cycleCount);
+  const replicaCpu = three.procs.map((p, i) => cpuSeconds(p.pid) - replicaCpuBefore[i]!);
+  const replicaCpuPerCycleEachMs = replicaCpu.map((c) => (1000 * c) / cycleCount);
+  const replicaNetCpuPerCycleMs = replicaCpu.reduce((sum, c, i) => sum + (1000 * (c - replicaIdle[i]! * SECONDS)) / cycleCount, 0);
   const after = await dbCounts();
   const top = await stats.query<{ calls: string; query: string }>(
     `SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
@@ -227,8 +254,12 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
     // Includes the replicas' heartbeats and this bench's two count queries over the window.
     statementsPerCycle: (after.statements - before.statements) / cycleCount,
     commitsPerCycle: (after.commits - before.commits) / cycleCount,
+    netStatementsPerCycle: (after.statements - before.statements - ((idleAfter.statements - idleBefore.statements) * SECONDS) / IDLE_S) / cycleCount,
+    netCommitsPerCycle: (after.commits - before.commits - ((idleAfter.commits - idleBefore.commits) * SECONDS) / IDLE_S) / cycleCount,
     sqliteCpuPerCycleMs,
     replicaCpuPerCycleMs: replicaCpuPerCycleEachMs.reduce((a, b) => a + b, 0),
+    sqliteNetCpuPerCycleMs,
+    replicaNetCpuPerCycleMs,
     replicaCpuPerCycleEachMs,
   };
   console.log(`lease grant + release, 10 phones, ${WORKERS} callers, ${SECONDS} s (load average ${loadavg()[0]!.toFixed(1)})`);
@@ -242,7 +273,16 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
   console.log(
     `  coordinator CPU per cycle: one on SQLite ${sqliteCpuPerCycleMs.toFixed(1)} ms, three replicas together ${figures.replicaCpuPerCycleMs.toFixed(1)} ms (each ${replicaCpuPerCycleEachMs.map((x) => x.toFixed(1)).join(", ")})`,
   );
-  console.log(`  per cycle on PostgreSQL: ${figures.statementsPerCycle.toFixed(1)} statements, ${figures.commitsPerCycle.toFixed(1)} transactions; most run:`);
+  console.log(
+    `  less each process's CPU with nobody calling (${IDLE_S} s measured before): one on SQLite ${sqliteNetCpuPerCycleMs.toFixed(1)} ms, three replicas together ${replicaNetCpuPerCycleMs.toFixed(1)} ms (ratio ${
+      (replicaNetCpuPerCycleMs / sqliteNetCpuPerCycleMs).toFixed(2)
+    })`,
+  );
+  console.log(
+    `  per cycle on PostgreSQL: ${figures.statementsPerCycle.toFixed(1)} statements, ${figures.commitsPerCycle.toFixed(1)} transactions; less the background with nobody calling: ${figures.netStatementsPerCycle.toFixed(1)} statements, ${
+      figures.netCommitsPerCycle.toFixed(1)
+    } transactions; most run:`,
+  );
   for (const r of top.rows) console.log(`    ${r.calls.padStart(7)}  ${r.query}`);
   return { figures, three };
 }
@@ -359,8 +399,12 @@ async function main(): Promise<void> {
         replicasToTarget500: round(f.replicaPerSecond / 500, 2),
         statementsPerCycle: round(f.statementsPerCycle, 1),
         transactionsPerCycle: round(f.commitsPerCycle, 1),
+        netStatementsPerCycle: round(f.netStatementsPerCycle, 1),
+        netTransactionsPerCycle: round(f.netCommitsPerCycle, 1),
         sqliteCpuPerCycleMs: round(f.sqliteCpuPerCycleMs, 1),
         replicaCpuPerCycleMs: round(f.replicaCpuPerCycleMs, 1),
+        sqliteNetCpuPerCycleMs: round(f.sqliteNetCpuPerCycleMs, 1),
+        replicaNetCpuPerCycleMs: round(f.replicaNetCpuPerCycleMs, 1),
       });
       rows.push({
         measure: "lease cycles, three replicas on PostgreSQL",

@@ -188,6 +188,32 @@ describe("coordinator replicas on PostgreSQL", () => {
     expect((await farm(["lease", "release"], { ...envs[0], FARM_LEASE: (mine.json["lease"] as { token: string }).token })).code).toBe(0);
   });
 
+  it("ends a session when its lease is released through another replica, and a lease with none just ends", async () => {
+    const serial = serials[1] as string;
+    const acquired = await farm(["lease", "acquire", "--device", serial, "--ttl", "5m"], envs[1]);
+    expect(acquired.code, acquired.stdout + acquired.stderr).toBe(0);
+    const token = (acquired.json["lease"] as { token: string }).token;
+    const started = await farm(["session", "start", "--device", serial], { ...envs[1], FARM_LEASE: token });
+    expect(started.code, started.stdout + started.stderr).toBe(0);
+    const sessionId = String((started.json["session"] as { sessionId: string }).sessionId);
+    // Released through replica 2: its release statement sees the running session, and that replica ends it (after answering).
+    expect((await farm(["lease", "release"], { ...envs[2], FARM_LEASE: token })).code).toBe(0);
+    const status = async () => ((await farm(["session", "show", sessionId], envs[0])).json["session"] as { status: string }).status;
+    await waitFor("the session ended with its lease", async () => ((await status()) === "lease-ended" ? true : undefined));
+    const again = await farm(["lease", "acquire", "--device", serial], envs[0]);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect((await farm(["lease", "release"], { ...envs[2], FARM_LEASE: (again.json["lease"] as { token: string }).token })).code).toBe(0);
+  });
+
+  it("refuses a token revoked through one replica on the others in the next call, though they took it as live just before", async () => {
+    const created = await farm(["token", "create", "--kind", "user", "--name", "dave"], envs[0]);
+    const dave = (i: number) => ({ ...envs[i], FARM_TOKEN: String(created.json["token"]) });
+    // Replicas 1 and 2 authenticate dave (and remember the token as live for a while).
+    for (const i of [1, 2]) expect((await farm(["lease", "list"], dave(i))).code).toBe(0);
+    expect((await farm(["token", "revoke", "dave"], envs[0])).code).toBe(0);
+    for (const i of [1, 2]) expect((await farm(["lease", "list"], dave(i))).json).toMatchObject({ ok: false, code: "UNAUTHENTICATED" });
+  });
+
   it("ends an agent's stream on its replica when its token is revoked through another replica", async () => {
     // lab-1's agent is attached to replica 1; the admin revokes its token through replica 0.
     expect((await farm(["token", "revoke", "lab-1"], envs[0])).code).toBe(0);

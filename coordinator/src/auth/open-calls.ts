@@ -26,7 +26,7 @@ type Next = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | Strea
  * not enough for calls that last hours.
  */
 export class OpenCalls {
-  private readonly byToken = new Map<string, Set<AbortController>>();
+  private readonly byToken = new Map<string, Set<OpenCall>>();
 
   /** Open calls of a token, for tests and metrics. */
   count(tokenName: string): number {
@@ -38,7 +38,7 @@ export class OpenCalls {
     const calls = this.byToken.get(tokenName);
     if (!calls) return 0;
     this.byToken.delete(tokenName);
-    for (const c of calls) c.abort(revokedError(tokenName));
+    for (const c of calls) c.revoke(revokedError(tokenName));
     return calls.size;
   }
 
@@ -49,20 +49,36 @@ export class OpenCalls {
    * handlers that already stop on abort stop here too.
    */
   async run(tokenName: string, req: UnaryRequest | StreamRequest, next: Next): Promise<UnaryResponse | StreamResponse> {
-    const revoke = new AbortController();
-    const calls = this.byToken.get(tokenName) ?? new Set<AbortController>();
-    calls.add(revoke);
-    this.byToken.set(tokenName, calls);
-    // The handler's signal: the caller went away, its deadline passed, or the token was revoked.
+    // Every call passes here: a revocation reaches it by a direct call, not by event listeners on
+    // signals of its own (a unary call's listeners and controllers were most of its authentication cost).
     const handler = new AbortController();
+    // Streams check revocation between messages, on a signal: only they get one.
+    let streamRevoke = req.stream ? new AbortController() : undefined;
+    let revokedBy: Error | undefined;
+    let rejectRevoked: (reason: Error) => void = () => undefined;
+    // Only a revocation fails the call from here; every other abort is the handler's to answer.
+    const revoked = new Promise<never>((_, reject) => {
+      rejectRevoked = reject;
+    });
+    revoked.catch(() => undefined);
+    const call: OpenCall = {
+      revoke: (reason) => {
+        revokedBy = reason;
+        handler.abort(reason);
+        streamRevoke?.abort(reason);
+        rejectRevoked(reason);
+      },
+    };
+    const calls = this.byToken.get(tokenName) ?? new Set<OpenCall>();
+    calls.add(call);
+    this.byToken.set(tokenName, calls);
     let closed = false;
     const close = () => {
       if (closed) return;
       closed = true;
       req.signal.removeEventListener("abort", fromCaller);
-      revoke.signal.removeEventListener("abort", fromRevoke);
       const set = this.byToken.get(tokenName);
-      set?.delete(revoke);
+      set?.delete(call);
       if (set?.size === 0) this.byToken.delete(tokenName);
     };
     // A call its caller ended is no longer the token's to end (and its response may never be read).
@@ -70,28 +86,33 @@ export class OpenCalls {
       handler.abort(req.signal.reason);
       close();
     }
-    function fromRevoke(): void {
-      handler.abort(revoke.signal.reason);
-    }
-    revoke.signal.addEventListener("abort", fromRevoke, { once: true });
-    // Only a revocation fails the call from here; every other abort is the handler's to answer.
-    const revoked = new Promise<never>((_, reject) => revoke.signal.addEventListener("abort", () => reject(revoke.signal.reason as Error), { once: true }));
-    revoked.catch(() => undefined);
     if (req.signal.aborted) fromCaller();
     else req.signal.addEventListener("abort", fromCaller, { once: true });
+    const revocationSignal = (): AbortSignal => {
+      if (!streamRevoke) {
+        streamRevoke = new AbortController();
+        if (revokedBy) streamRevoke.abort(revokedBy);
+      }
+      return streamRevoke.signal;
+    };
     try {
-      const guarded = req.stream ? { ...req, signal: handler.signal, message: guard(req.message, revoke.signal) } : { ...req, signal: handler.signal };
+      const guarded = req.stream ? { ...req, signal: handler.signal, message: guard(req.message, revocationSignal()) } : { ...req, signal: handler.signal };
       const res = await Promise.race([next(guarded), revoked]);
       if (!res.stream) {
         close();
         return res;
       }
-      return { ...res, message: guard(res.message, revoke.signal, close) };
+      return { ...res, message: guard(res.message, revocationSignal(), close) };
     } catch (err) {
       close();
       throw err;
     }
   }
+}
+
+/** A call in flight, as its token's revocation reaches it. */
+interface OpenCall {
+  revoke(reason: Error): void;
 }
 
 /** The same messages until the source ends or the token is revoked (then its error). */

@@ -52,4 +52,24 @@ describe("TokenStore: recently authenticated tokens", () => {
     expect(await tokens.authenticate("farmu_nope")).toBe("unknown");
     expect(lookups.n).toBe(2);
   });
+
+  it("replicas: a revocation is answered once another replica that took the token as live just before refuses it, with no notice between them", async () => {
+    // Two replicas' token stores on one database (real clocks); no change notice travels between them.
+    const records = createTokenRecordStore(sqliteDatabase(":memory:"));
+    const a = new TokenStore(records, undefined, true);
+    const b = new TokenStore(records, undefined, true);
+    const { secret } = await a.create("ci", "user");
+    expect(await b.authenticate(secret)).toMatchObject({ tokenName: "ci" });
+    await a.revoke("ci");
+    await a.revokedEverywhere();
+    expect(await b.authenticate(secret)).toBe("revoked");
+    // Nothing left to wait for once it has passed; one coordinator alone (not shared) never waits: both
+    // resolve before the event loop's next turn (no timer).
+    const first = <T>(p: Promise<T>) => Promise.race([p.then(() => "resolved"), new Promise((r) => setImmediate(() => r("waiting")))]);
+    expect(await first(a.revokedEverywhere())).toBe("resolved");
+    const one = new TokenStore(records);
+    await one.create("solo", "user");
+    await one.revoke("solo");
+    expect(await first(one.revokedEverywhere())).toBe("resolved");
+  });
 });

@@ -42,7 +42,8 @@ export function registerTokenService(router: ConnectRouter, deps: TokenServiceDe
       if (!req.name) throw invalidArgument("name", "name is required");
       const by = requirePrincipal(ctx).tokenName;
       const info = toInfo(await deps.tokens.revoke(req.name));
-      await deps.onRevoked?.(req.name, by);
+      // Answered once the token is refused on every replica, not only here (what it held ends meanwhile).
+      await Promise.all([deps.onRevoked?.(req.name, by), deps.tokens.revokedEverywhere()]);
       return create(RevokeTokenResponseSchema, { info });
     },
   });

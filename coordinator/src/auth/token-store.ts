@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { decodePageToken, pageSizeOf, readPage, type Page, type PageRequest } from "../paging.js";
 import type { Role, TokenKind, TokenRecordStore, TokenRow } from "./token-record-store.js";
@@ -60,15 +61,44 @@ export class TokenStore {
    * arrives (`forget`), and at worst when the entry ages out.
    */
   private readonly recent = new Map<string, { principal: Principal; at: number }>();
+  /** Replicas: when the last revocation here is past every replica's cache (see `revokedEverywhere`). */
+  private fencedUntil = 0;
 
+  /**
+   * `shared`: other replicas keep caches like this one on the same
+   * database; a revocation here is then answered only once their entries
+   * for the token can no longer be used (`revokedEverywhere`).
+   */
   constructor(
     private readonly store: TokenRecordStore,
-    private readonly now: () => number = Date.now,
+    // Monotonic: a cache entry's age must not grow or shrink with a step of the wall clock.
+    private readonly now: () => number = () => performance.now(),
+    private readonly shared = false,
   ) {}
 
   /** Drops what is remembered of a token (revoked, perhaps through another replica). */
   forget(name: string): void {
     for (const [h, e] of this.recent) if (e.principal.tokenName === name) this.recent.delete(h);
+  }
+
+  /** Drops everything remembered (change notices were missed: a revocation may be among them). */
+  forgetAll(): void {
+    this.recent.clear();
+  }
+
+  /**
+   * Resolves once no replica can still take a token revoked here as live.
+   * Another replica's entry was read before the revocation committed, so it
+   * was made (its `at`, taken before its read) before this replica saw the
+   * revocation stored, and it ages out AUTH_CACHE_MS later: waiting that long
+   * after the commit is exact whether or not its notice arrived (lost, late,
+   * or the replica's listening connection down), and needs no answer from
+   * the others. The revocation notice usually makes them forget at once;
+   * this bounds it. One coordinator (not shared): at once.
+   */
+  async revokedEverywhere(): Promise<void> {
+    const wait = this.fencedUntil - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, Math.ceil(wait)));
   }
 
   /** A new token; user tokens default to operator. */
@@ -110,6 +140,8 @@ export class TokenStore {
   async revoke(name: string): Promise<TokenRecord> {
     this.forget(name);
     const row = await this.store.revoke(name, Date.now());
+    // Committed by now: entries elsewhere were made before this instant (monotonic clock: the wall clock may step).
+    if (this.shared) this.fencedUntil = Math.max(this.fencedUntil, performance.now() + AUTH_CACHE_MS);
     this.forget(name);
     if (!row) throw farmError(Errors.NOT_FOUND, `no token named "${name}"`, "name");
     return toRecord(row);

@@ -124,7 +124,7 @@ export function createRegistryStore(database: FarmDatabase): RegistryStore {
 }
 
 export function createLeaseStore(database: FarmDatabase): LeaseStore {
-  return database.dialect === "sqlite" ? new SqliteLeaseStore(database.db) : new PgLeaseStore(database.db);
+  return database.dialect === "sqlite" ? new SqliteLeaseStore(database.db) : new PgLeaseStore(database.db, database.pool);
 }
 
 export function createDeviceLabelStore(database: FarmDatabase): DeviceLabelStore {

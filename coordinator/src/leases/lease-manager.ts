@@ -25,9 +25,10 @@ export interface LeaseEvents {
   lease: [lease: LeaseRow];
   /**
    * A lease was released or expired (its state says which); `origin`: ended by this coordinator, or by
-   * another replica (which does the database's follow-up, such as ending the lease's sessions).
+   * another replica (which does the database's follow-up, such as ending the lease's sessions);
+   * `sessions` "none": the statement that ended it saw no running session on it (replicas' release).
    */
-  leaseEnded: [lease: LeaseRow, origin: "here" | "elsewhere"];
+  leaseEnded: [lease: LeaseRow, origin: "here" | "elsewhere", sessions?: "none"];
   /** The wait queue changed: every waiter, oldest first. */
   queue: [waiters: Waiter[]];
   /**
@@ -344,10 +345,11 @@ export class LeaseManager {
           if (row?.state === "active" && caller) requireLeaseHolder(row, caller, "release");
           throw await this.unknownToken(token, this.base);
         }
+        const { runningSessions, ...row } = ended;
         return this.committed(() => {
-          this.ended(ended, "here");
-          this.tell("lease", ended.leaseId, ended);
-          return ended;
+          this.ended(row, "here", runningSessions === false ? "none" : undefined);
+          this.tell("lease", row.leaseId, row);
+          return row;
         });
       })() :
       await this.inTurn(async () => {
@@ -832,7 +834,7 @@ export class LeaseManager {
   }
 
   /** Memory follows a lease the store ended (here or, by its notice, elsewhere). */
-  private ended(row: LeaseRow, origin: "here" | "elsewhere" = "elsewhere"): void {
+  private ended(row: LeaseRow, origin: "here" | "elsewhere" = "elsewhere", sessions?: "none"): void {
     this.rememberEnded(row.leaseId);
     // Whichever replica ended it: the hooks decide (the cleanup runs where the lease's baseline was read).
     this.ending(row);
@@ -841,14 +843,14 @@ export class LeaseManager {
       // Not known active here (its grant notice may still come): only its token goes. Ended by this
       // replica all the same: its watchers and what hangs off the lease (sessions) hear of it.
       if (this.byToken.get(row.tokenHash)?.leaseId === row.leaseId) this.byToken.delete(row.tokenHash);
-      if (origin === "here") this.later(() => this.events.emit("leaseEnded", row, "here"));
+      if (origin === "here") this.later(() => this.events.emit("leaseEnded", row, "here", sessions));
       return;
     }
     this.active.delete(cur.physicalId);
     this.byToken.delete(cur.tokenHash);
     cur.state = row.state;
     cur.endedAt = row.endedAt;
-    this.later(() => this.events.emit("leaseEnded", cur, origin));
+    this.later(() => this.events.emit("leaseEnded", cur, origin, sessions));
   }
 
   /** Memory follows an active lease as stored (granted or renewed elsewhere). */

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { type LeaseRow, type LeaseStore, type Waiter } from "./lease-store.js";
-import { createDeviceCleanupStore, createLeaseStore } from "../db/stores.js";
+import { createDeviceCleanupStore, createLeaseStore, createSessionStore } from "../db/stores.js";
 
 let opened: FarmDatabase | undefined;
 
@@ -147,5 +147,48 @@ describe.each(dialects)("LeaseStore on %s", (dialect) => {
     // Ended, the phone can be leased again.
     await s.insertLease(lease("l-2", "pd-1"));
     expect((await s.activeLeases()).map((l) => l.leaseId)).toEqual(["l-2"]);
+  });
+});
+
+describe("PgLeaseStore: the cycle's statements", () => {
+  it("tells in the release statement whether the lease has a running session, and runs the same statements bound to a transaction", async () => {
+    opened = await openTestDatabase("postgres");
+    const s = createLeaseStore(opened);
+    const sessions = createSessionStore(opened);
+    const session = (sessionId: string, leaseId: string) => ({
+      sessionId,
+      name: "n",
+      physicalId: "pd-1",
+      serial: "S-1",
+      agentId: "a-1",
+      leaseId,
+      owner: "h",
+      status: "running" as const,
+      createdAt: 1,
+      endedAt: null,
+      stepCount: 0,
+      failedStepCount: 0,
+      context: {},
+      ocr: false,
+      policyJson: "",
+      policySha256: "",
+      secretNames: [],
+    });
+    await s.insertLease(lease("l-1", "pd-1"));
+    await sessions.insert(session("s-1", "l-1"));
+    expect(await s.releaseByTokenHash("hash-l-1", 7)).toMatchObject({ leaseId: "l-1", state: "released", endedAt: 7, acquiredAt: 1, runningSessions: true });
+    await s.insertLease(lease("l-2", "pd-1"));
+    // A session of this lease that already ended does not count.
+    await sessions.insert(session("s-2", "l-2"));
+    await sessions.end("s-2", "passed", 8);
+    expect(await s.releaseByTokenHash("hash-l-2", 9)).toMatchObject({ leaseId: "l-2", runningSessions: false });
+    // Inside the lease lock's transaction the same statements run through it (no pool of their own).
+    const phone = { physicalId: "pd-2", agentId: "a-1", serial: "S-2" };
+    await s.exclusive(async (tx) => {
+      expect(await tx.insertLeaseOnAnyFree(unplaced("l-3"), [phone])).toEqual(phone);
+      expect(await tx.renewByTokenHash("hash-l-3", 0, 10)).toMatchObject({ leaseId: "l-3", expiresAt: 11, ttlMs: 1 });
+      expect(await tx.releaseByTokenHash("hash-l-3", 12, { tokenName: "h", admin: false })).toMatchObject({ leaseId: "l-3", endedAt: 12, runningSessions: false });
+    });
+    expect(await s.leaseByTokenHash("hash-l-3")).toMatchObject({ state: "released", endedAt: 12 });
   });
 });

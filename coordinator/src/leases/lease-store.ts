@@ -18,6 +18,9 @@ export interface LeaseRow {
   endedAt: number | null;
 }
 
+/** A lease a release ended, with what the statement also saw of its sessions (PostgreSQL; undefined: not read). */
+export type EndedLease = LeaseRow & { runningSessions?: boolean };
+
 /** The phone a lease is on. */
 export interface LeasePhone {
   physicalId: string;
@@ -81,7 +84,7 @@ export interface LeaseStore extends WaiterStore {
    * its holder or an admin (`caller` undefined: anyone). Returns the ended
    * row, or undefined (none active, or held by another).
    */
-  releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
+  releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<EndedLease | undefined>;
   /**
    * Renews the active lease with this token hash in one statement, only for
    * its holder or an admin (`caller` undefined: anyone): it now expires

@@ -1,14 +1,95 @@
-import { and, asc, eq, lte, sql } from "drizzle-orm";
+import { and, asc, eq, lte, sql, type SQL } from "drizzle-orm";
+import type pg from "pg";
 import type { PgCoordinatorDb } from "../db/open-postgres.js";
 import { leases, leaseWaiters } from "../db/pg-schema.js";
-import type { LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
+import type { EndedLease, LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
 
 // The farm-wide lease lock's key ("leas"), distinct from the migration lock's.
 const LEASE_LOCK = 0x6c656173;
 
+const COLUMNS = "lease_id, token_hash, holder, physical_id, agent_id, serial, acquired_at, expires_at, ttl_ms, state, ended_at";
+
+/*
+ * The statements every lease cycle runs (grant at once, release, renew), as
+ * SQL text with named prepared statements on the pool: PostgreSQL parses and
+ * plans each once per connection, and no query builder runs per call (drizzle
+ * and Kysely were a sixth of a replica's CPU per cycle). PostgreSQL only:
+ * SQLite decides in one process (sqlite-lease-store.ts).
+ */
+const GRANT_AT_ONCE = {
+  name: "farm_lease_grant_at_once",
+  // One statement, no lock: replicas grant concurrently. The caller passes the candidates from a random
+  // start, so replicas granting at the same moment mostly try different phones; two that try the same
+  // one meet at the unique index: one inserts, the other inserts nothing (DO NOTHING) and may try again.
+  text: `
+    INSERT INTO leases (${COLUMNS})
+    SELECT $1, $2, $3, c.physical_id, c.agent_id, c.serial, $4, $5, $6, 'active', NULL
+    FROM (SELECT e->>'p' AS physical_id, e->>'a' AS agent_id, e->>'s' AS serial, n
+          FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS t(e, n)) c
+    WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
+      AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.physical_id = c.physical_id AND l.state = 'active')
+      -- A phone with a cleanup row and no active lease awaits, runs or failed its cleanup (cleanup/device-cleanups.ts): not free.
+      AND NOT EXISTS (SELECT 1 FROM device_cleanup dc WHERE dc.physical_id = c.physical_id)
+    ORDER BY c.n
+    LIMIT 1
+    ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING
+    RETURNING physical_id, agent_id, serial`,
+};
+const RELEASE = {
+  name: "farm_lease_release",
+  // The holder rule in the statement ($3 null: anyone). Whether the lease has running sessions is read
+  // in the same statement, so a release with none (most) costs no second round trip to end them.
+  text: `
+    UPDATE leases SET state = 'released', ended_at = $2
+    WHERE token_hash = $1 AND state = 'active' AND ($3::text IS NULL OR holder = $3)
+    RETURNING ${COLUMNS},
+      EXISTS (SELECT 1 FROM sessions s WHERE s.lease_id = leases.lease_id AND s.status = 'running') AS running_sessions`,
+};
+const RENEW = {
+  name: "farm_lease_renew",
+  // $2: the new ttl, or null for the lease's own.
+  text: `
+    UPDATE leases SET ttl_ms = coalesce($2::bigint, ttl_ms), expires_at = $3::bigint + coalesce($2::bigint, ttl_ms)
+    WHERE token_hash = $1 AND state = 'active' AND ($4::text IS NULL OR holder = $4)
+    RETURNING ${COLUMNS}`,
+};
+
+type Raw = Record<string, unknown>;
+
+/** A row as the raw statements return it (int8 may come as text), in the store's shape. */
+function leaseOf(r: Raw): LeaseRow {
+  return {
+    leaseId: String(r["lease_id"]),
+    tokenHash: String(r["token_hash"]),
+    holder: String(r["holder"]),
+    physicalId: String(r["physical_id"]),
+    agentId: String(r["agent_id"]),
+    serial: String(r["serial"]),
+    acquiredAt: Number(r["acquired_at"]),
+    expiresAt: Number(r["expires_at"]),
+    ttlMs: Number(r["ttl_ms"]),
+    state: r["state"] as LeaseState,
+    endedAt: r["ended_at"] === null ? null : Number(r["ended_at"]),
+  };
+}
+
+/** The same text and values through drizzle, for a store bound to a transaction (no pool of its own). */
+function bound(text: string, values: readonly unknown[]): SQL {
+  return sql.join(text.split(/\$(\d+)/).map((part, i) => (i % 2 === 0 ? sql.raw(part) : sql`${values[Number(part) - 1]}`)));
+}
+
 /** Leases and the wait queue in the replicas' PostgreSQL database. */
 export class PgLeaseStore implements LeaseStore {
-  constructor(private readonly db: PgCoordinatorDb) {}
+  /** `pool`: where the hot statements run as named prepared statements; without it (a transaction's store) they go through `db`. */
+  constructor(
+    private readonly db: PgCoordinatorDb,
+    private readonly pool?: pg.Pool,
+  ) {}
+
+  private async run(statement: { name: string; text: string }, values: unknown[]): Promise<Raw[]> {
+    if (this.pool) return (await this.pool.query<Raw>({ name: statement.name, text: statement.text, values })).rows;
+    return (await this.db.execute<Raw>(bound(statement.text, values))).rows;
+  }
 
   activeLeases(): Promise<LeaseRow[]> {
     return this.db.select().from(leases).where(eq(leases.state, "active"));
@@ -45,47 +126,21 @@ export class PgLeaseStore implements LeaseStore {
 
   async insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[]): Promise<LeasePhone | undefined> {
     if (candidates.length === 0) return undefined;
-    // One statement, no lock (PostgreSQL only: replicas grant concurrently; SQLite has one writer and
-    // decides in one transaction). The caller passes the candidates from a random start, so replicas
-    // granting at the same moment mostly try different phones; two that try the same one meet at the
-    // unique index: one inserts, the other inserts nothing (DO NOTHING) and may try again.
-    const res = await this.db.execute<{ physical_id: string; agent_id: string; serial: string }>(sql`
-      INSERT INTO leases (lease_id, token_hash, holder, physical_id, agent_id, serial, acquired_at, expires_at, ttl_ms, state, ended_at)
-      SELECT ${lease.leaseId}, ${lease.tokenHash}, ${lease.holder}, c.physical_id, c.agent_id, c.serial,
-             ${lease.acquiredAt}, ${lease.expiresAt}, ${lease.ttlMs}, 'active', NULL
-      FROM (SELECT e->>'p' AS physical_id, e->>'a' AS agent_id, e->>'s' AS serial, n
-            FROM jsonb_array_elements(${JSON.stringify(candidates.map((c) => ({ p: c.physicalId, a: c.agentId, s: c.serial })))}::jsonb) WITH ORDINALITY AS t(e, n)) c
-      WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
-        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.physical_id = c.physical_id AND l.state = 'active')
-        -- A phone with a cleanup row and no active lease awaits, runs or failed its cleanup (cleanup/device-cleanups.ts): not free.
-        AND NOT EXISTS (SELECT 1 FROM device_cleanup dc WHERE dc.physical_id = c.physical_id)
-      ORDER BY c.n
-      LIMIT 1
-      ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING
-      RETURNING physical_id, agent_id, serial`);
-    const row = res.rows[0];
-    return row ? { physicalId: row.physical_id, agentId: row.agent_id, serial: row.serial } : undefined;
+    const phones = JSON.stringify(candidates.map((c) => ({ p: c.physicalId, a: c.agentId, s: c.serial })));
+    const [row] = await this.run(GRANT_AT_ONCE, [lease.leaseId, lease.tokenHash, lease.holder, lease.acquiredAt, lease.expiresAt, lease.ttlMs, phones]);
+    return row ? { physicalId: String(row["physical_id"]), agentId: String(row["agent_id"]), serial: String(row["serial"]) } : undefined;
   }
 
-  async releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
+  async releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<EndedLease | undefined> {
     const anyone = caller === undefined || caller.admin;
-    const [row] = await this.db
-      .update(leases)
-      .set({ state: "released", endedAt })
-      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
-      .returning();
-    return row;
+    const [row] = await this.run(RELEASE, [tokenHash, endedAt, anyone ? null : caller.tokenName]);
+    return row && { ...leaseOf(row), runningSessions: row["running_sessions"] === true };
   }
 
   async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
     const anyone = caller === undefined || caller.admin;
-    const ttl = ttlMs > 0 ? sql`${ttlMs}::bigint` : sql`${leases.ttlMs}`;
-    const [row] = await this.db
-      .update(leases)
-      .set({ ttlMs: sql`${ttl}`, expiresAt: sql`${now}::bigint + ${ttl}` })
-      .where(and(eq(leases.tokenHash, tokenHash), eq(leases.state, "active"), anyone ? undefined : eq(leases.holder, caller.tokenName)))
-      .returning();
-    return row;
+    const [row] = await this.run(RENEW, [tokenHash, ttlMs > 0 ? ttlMs : null, now, anyone ? null : caller.tokenName]);
+    return row && leaseOf(row);
   }
 
   async expireDue(now: number): Promise<LeaseRow[]> {

@@ -53,4 +53,37 @@ describe("change notices over LISTEN/NOTIFY", () => {
     await two.publish("agent", "agent-7");
     expect(await after).toMatchObject({ kind: "agent", id: "agent-7" });
   });
+
+  it("sends notices published while one is on its way together, in the order published, each still a notice of its own", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    const pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool.on("error", () => undefined);
+    cleanups.push(() => pool.end());
+    // Counts the statements the bus sends on the pool (the pool itself is real).
+    let statements = 0;
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      statements++;
+      return query(...args);
+    };
+    const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
+    cleanups.push(() => one.close());
+    const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
+    cleanups.push(() => two.close());
+    const heard: Change[] = [];
+    const all = new Promise<void>((resolve) =>
+      one.events.on("change", (c) => {
+        heard.push(c);
+        if (heard.length === 40) resolve();
+      })
+    );
+    const row = { leaseId: "x".repeat(300) };
+    await Promise.all(Array.from({ length: 40 }, (_, i) => two.publish("lease", `lease-${i}`, i % 2 === 0 ? row : undefined)));
+    await all;
+    expect(heard.map((c) => c.id)).toEqual(Array.from({ length: 40 }, (_, i) => `lease-${i}`));
+    expect(heard[0]).toEqual({ kind: "lease", id: "lease-0", from: "22222222-bbbb-4bbb-8bbb-000000000002", data: row });
+    // The first alone, the 39 published while it was on its way in statements of at most 16.
+    expect(statements).toBe(4);
+  });
 });

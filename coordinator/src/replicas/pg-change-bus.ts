@@ -5,6 +5,13 @@ import { CHANGE_KINDS, type Change, type ChangeBus, type ChangeKind } from "./ch
 
 const CHANNEL = "farm_changes";
 const KINDS: ReadonlySet<string> = new Set<ChangeKind>(CHANGE_KINDS);
+// At most this many notices in one statement (each its own NOTIFY, each under the 8000-byte cap).
+const NOTICES_PER_STATEMENT = 16;
+
+/** `SELECT pg_notify($1, $2), pg_notify($1, $3), …` for n notices on channel $1. */
+function notifyText(n: number): string {
+  return `SELECT ${Array.from({ length: n }, (_, i) => `pg_notify($1, $${i + 2})`).join(", ")}`;
+}
 
 /**
  * Change notices over PostgreSQL LISTEN/NOTIFY: one listening connection per
@@ -17,6 +24,8 @@ export class PgChangeBus implements ChangeBus {
   readonly events = new EventEmitter<{ change: [change: Change]; resync: [] }>();
   private client: pg.Client | undefined;
   private closed = false;
+  private readonly outbox: { payload: string; resolve: () => void; reject: (err: Error) => void }[] = [];
+  private sending = false;
   private retryMs = 100;
 
   private constructor(
@@ -35,7 +44,31 @@ export class PgChangeBus implements ChangeBus {
   async publish(kind: ChangeKind, id: string, data?: unknown): Promise<void> {
     // Ids are short (uuids, serials, names, activity ids, "<session uuid>/<seq>") and data is a lease row
     // (about 400 bytes); a notice stays far under PostgreSQL's 8000-byte cap.
-    await this.pool.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify(data === undefined ? { k: kind, i: id, f: this.replicaId } : { k: kind, i: id, f: this.replicaId, d: data })]);
+    const payload = JSON.stringify(data === undefined ? { k: kind, i: id, f: this.replicaId } : { k: kind, i: id, f: this.replicaId, d: data });
+    return new Promise((resolve, reject) => {
+      this.outbox.push({ payload, resolve, reject });
+      if (!this.sending) void this.send();
+    });
+  }
+
+  /**
+   * Sends what is waiting, one statement at a time: notices published while
+   * one is on its way go together in the next (one `pg_notify` each, so every
+   * receiver reads them as single notices), in the order published. Busy
+   * replicas send one statement for several changes instead of one each.
+   */
+  private async send(): Promise<void> {
+    this.sending = true;
+    while (this.outbox.length > 0) {
+      const batch = this.outbox.splice(0, NOTICES_PER_STATEMENT);
+      try {
+        await this.pool.query({ name: `farm_notify_${batch.length}`, text: notifyText(batch.length), values: [CHANNEL, ...batch.map((n) => n.payload)] });
+        for (const n of batch) n.resolve();
+      } catch (err) {
+        for (const n of batch) n.reject(err as Error);
+      }
+    }
+    this.sending = false;
   }
 
   async close(): Promise<void> {

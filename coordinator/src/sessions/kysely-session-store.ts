@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Selectable } from "kysely";
-import type { StoreDb } from "../db/store-db.js";
+import { preparedStatement, type StoreDb } from "../db/store-db.js";
 import type { StoreTables } from "../db/store-tables.js";
 import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./session-store.js";
 
@@ -12,7 +12,16 @@ type Stored = Selectable<StoreTables["sessions"]>;
  * in a form both take (JSON text, 1/0) and read back into one shape.
  */
 export class KyselySessionStore implements SessionStore {
-  constructor(private readonly db: StoreDb) {}
+  /** A lease's running sessions: read at every lease end (its building was most of a release's cost on SQLite). */
+  private readonly runningOf: (p: { leaseId: string }) => Promise<Stored[]>;
+
+  constructor(private readonly db: StoreDb) {
+    this.runningOf = preparedStatement(
+      db,
+      ["leaseId"],
+      (p: { leaseId: string }) => db.selectFrom("sessions").selectAll().where("status", "=", "running").where("leaseId", "=", p.leaseId).orderBy("createdAt", "asc").orderBy("sessionId", "asc"),
+    );
+  }
 
   async insert(row: SessionRow): Promise<void> {
     await this.db.insertInto("sessions").values(toStored(row)).execute();
@@ -36,8 +45,8 @@ export class KyselySessionStore implements SessionStore {
   }
 
   async running(leaseId?: string): Promise<SessionRow[]> {
-    let q = this.db.selectFrom("sessions").selectAll().where("status", "=", "running");
-    if (leaseId !== undefined) q = q.where("leaseId", "=", leaseId);
+    if (leaseId !== undefined) return (await this.runningOf({ leaseId })).map(fromStored);
+    const q = this.db.selectFrom("sessions").selectAll().where("status", "=", "running");
     return (await q.orderBy("createdAt", "asc").orderBy("sessionId", "asc").execute()).map(fromStored);
   }
 

@@ -194,6 +194,11 @@ export class Sessions {
     return readPage(page, scope, shape, (r: SessionRow) => [r.createdAt, r.sessionId] as const, () => rows);
   }
 
+  /** Whether a start or lease end is still running here for this lease. */
+  startingUnder(leaseId: string): boolean {
+    return this.byLease.has(leaseId);
+  }
+
   /** Runs `fn` after whatever runs for the lease (start, endForLease) has finished. */
   private underLease<T>(leaseId: string, fn: () => Promise<T>): Promise<T> {
     const before = this.byLease.get(leaseId) ?? Promise.resolve();
