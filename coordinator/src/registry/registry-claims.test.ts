@@ -122,6 +122,41 @@ describe("what an agent may claim", () => {
     expect(restarted.candidates()).toEqual([]);
   });
 
+  it("refuses to accept an alias before the agent has read the phone's identity: it would cover the adb serial only", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("SHARED", "pid-shared")]);
+    // A second agent on the same adb server lists the serial before it has read who the phone is.
+    await r.attach(hello("b", "lab-b"), session());
+    await r.replaceInventory("b", [create(DeviceReportSchema, { serial: "SHARED", state: "device" })]);
+    expect(stateOf(r, "lab-b", "SHARED")?.state).toBe("quarantined");
+    // Accepted now, its physical id (read next) would be a new claim, quarantined again: the alias would
+    // look accepted and then not be (attacker-claims' "online and offline agent" flake).
+    expect(await refusal(r.decideAlias("SHARED", "lab-b", "accepted", "admin"))).toMatchObject({ code: "DEVICE_IDENTITY_PENDING", field: "serial" });
+    expect(stateOf(r, "lab-b", "SHARED")?.state).toBe("quarantined");
+
+    await r.upsertDevice("b", report("SHARED", "pid-shared"));
+    expect((await r.decideAlias("SHARED", "lab-b", "accepted", "admin")).state).toBe("device");
+    // Both agents count: a command names one.
+    expect(failure(() => r.route("SHARED"))).toMatchObject({ code: "DEVICE_AMBIGUOUS", field: "target.agent" });
+    expect(r.candidates().map((c) => c.agentName)).toEqual(["lab-a", "lab-b"]);
+    // A report after the acceptance does not quarantine it again.
+    await r.upsertDevice("b", report("SHARED", "pid-shared"));
+    expect(failure(() => r.route("SHARED"))).toMatchObject({ code: "DEVICE_AMBIGUOUS" });
+  });
+
+  it("lets an admin reject an alias whose identity is not read yet: it stays out either way", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("SHARED", "pid-shared")]);
+    await r.attach(hello("b", "lab-b"), session());
+    await r.replaceInventory("b", [create(DeviceReportSchema, { serial: "SHARED", state: "device" })]);
+    expect((await r.decideAlias("SHARED", "lab-b", "rejected", "admin")).state).toBe("quarantined");
+    await r.upsertDevice("b", report("SHARED", "pid-shared"));
+    expect(stateOf(r, "lab-b", "SHARED")?.state).toBe("quarantined");
+    expect(r.route("SHARED").agentName).toBe("lab-a");
+  });
+
   it("refuses a decision on a serial the agent does not report", async () => {
     const r = await contested();
     expect(await refusal(r.decideAlias("NOPE", "lab-b", "accepted", "admin"))).toMatchObject({ code: "DEVICE_NOT_FOUND", field: "serial" });

@@ -662,6 +662,11 @@ export class Registry {
     if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${agent}`, "agent");
     const d = entry.devices.get(serial);
     if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
+    // Accepted now, the acceptance would cover the adb serial only: the physical id the agent reads next is a new
+    // claim, quarantined again, so the alias would look accepted and then not be. A rejection holds either way.
+    if (decision === "accepted" && !d.properties.physicalId) {
+      throw farmError(Errors.DEVICE_IDENTITY_PENDING, `agent ${entry.name} has not read the identity of the phone on ${serial} yet; accept once \`farm devices\` lists it with a physical id`, "serial");
+    }
     const keys = claimKeys(serial, d.properties.physicalId);
     const before = this.claims.saved(entry.id, keys);
     const changed = this.claims.decide(entry.id, keys, decision, by);
