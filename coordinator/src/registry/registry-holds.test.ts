@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { create, fromBinary } from "@bufbuild/protobuf";
-import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { fromBinary } from "@bufbuild/protobuf";
 import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
-import { Registry, type AgentSession } from "./registry.js";
+import { Registry } from "./registry.js";
 import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+import { bareReport, phoneReport as report, testHello as hello, testSession as session } from "./testing/registry-fixtures.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -12,10 +12,6 @@ afterEach(() => {
   opened?.close();
   opened = undefined;
 });
-
-const session = (): AgentSession => ({ terminate: () => undefined });
-const hello = (id: string, name: string) => create(AgentHelloSchema, { agentId: id, name, hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
-const report = (serial: string, physicalId: string): DeviceReport => create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok" } });
 
 const attached = session();
 
@@ -76,8 +72,7 @@ describe("phones held out of the pool by their cleanup", () => {
     const back = session();
     await again.attach(hello("a", "lab-a"), back);
     // The restarted agent lists its phones before it has read who they are (adb state only).
-    const bare = (serial: string) => create(DeviceReportSchema, { serial, state: "device" });
-    await again.replaceInventory("a", [bare("USB-1"), bare("10.0.0.7:5555"), bare("USB-2")]);
+    await again.replaceInventory("a", [bareReport("USB-1"), bareReport("10.0.0.7:5555"), bareReport("USB-2")]);
     const listed = () => Object.fromEntries(again.listDevices({}).map((d) => [d.serial, d.state]));
     expect(listed()).toEqual({ "USB-1": "identity-pending", "10.0.0.7:5555": "identity-pending", "USB-2": "identity-pending" });
     // The encoded listing (binary clients) says the same.
@@ -98,7 +93,7 @@ describe("phones held out of the pool by their cleanup", () => {
 
   it("keeps adb's own state for a phone whose identity is not read: offline and unauthorized say more than identity-pending", async () => {
     const r = await registry();
-    await r.replaceInventory("a", [create(DeviceReportSchema, { serial: "USB-3", state: "unauthorized" }), create(DeviceReportSchema, { serial: "USB-4", state: "offline" })]);
+    await r.replaceInventory("a", [bareReport("USB-3", "unauthorized"), bareReport("USB-4", "offline")]);
     expect(r.listDevices({}).map((d) => d.state)).toEqual(["unauthorized", "offline"]);
   });
 });
