@@ -164,7 +164,7 @@ describe("coordinator", () => {
           value: {
             devices: [
               { serial: "s2", state: "offline" },
-              { serial: "s1", state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN1", bootId: "b" } },
+              { serial: "s1", state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN1", bootId: "b", physicalId: "pd-s1", identityStatus: "ok" } },
             ],
           },
         },

@@ -139,6 +139,8 @@ export const Errors = {
   CLEANUP_FAILED: { code: "CLEANUP_FAILED", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
   /** The coordinator's --cleanup policy file does not parse or validate; the field names what. */
   CLEANUP_POLICY_INVALID: { code: "CLEANUP_POLICY_INVALID", status: Status.InvalidArgument, exit: Exit.CONFIG },
+  /** The agent has not read this serial's phone identity yet (listed identity-pending); try again once `farm devices` shows its physical id. */
+  DEVICE_IDENTITY_PENDING: { code: "DEVICE_IDENTITY_PENDING", status: Status.FailedPrecondition, exit: Exit.TEMPORARY },
   DEVICE_OWNERSHIP_UNRESOLVED: { code: "DEVICE_OWNERSHIP_UNRESOLVED", status: Status.FailedPrecondition, exit: Exit.TEMPORARY },
   DUPLICATE_IDENTITY: { code: "DUPLICATE_IDENTITY", status: Status.FailedPrecondition, exit: Exit.UNAVAILABLE },
 

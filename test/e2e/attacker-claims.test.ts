@@ -194,7 +194,8 @@ describe("a serial on an online and an offline agent", () => {
   it("is not ambiguous while one of them is offline, and the offline one can be removed", async () => {
     const shared = await phone(labAdb, "SHARED0001", "lab");
     const lab2 = await startAgent("lab2", labAdb);
-    await waitFor("the phone on lab2", async () => ((await devices()).some((d) => d.serial === shared.serial && d.agentName === "lab2") ? true : undefined), { timeoutMs: 30_000 });
+    // With its identity read: an alias is accepted on the phone's physical id too (refused DEVICE_IDENTITY_PENDING before).
+    await waitFor("the phone on lab2 with its identity", async () => ((await devices()).some((d) => d.serial === shared.serial && d.agentName === "lab2" && d.properties.physicalId !== "") ? true : undefined), { timeoutMs: 30_000 });
     // One phone legitimately on two hosts: accepted, then both agents are candidates.
     expect((await farm(["device", "alias", "accept", "--device", shared.serial, "--agent", "lab2"], env)).json["device"]).toMatchObject({ state: "device" });
     const both = await farm(["device", "props", "--device", shared.serial], env);

@@ -105,7 +105,8 @@ describe("dashboard", () => {
     firstSerial = serial;
     await page.goto(`${url}/dashboard/#/devices`);
     await expect.poll(() => row(serial).count(), { timeout: 15_000 }).toBe(1);
-    expect(await row(serial).locator("[data-cell=\"state\"]").textContent()).toBe("device");
+    // Listed identity-pending until the agent has read who the phone is, then device.
+    await expect.poll(() => row(serial).locator("[data-cell=\"state\"]").textContent(), { timeout: 15_000 }).toBe("device");
     // Plugged in while the page is open: it appears without a reload.
     const requests: string[] = [];
     page.on("request", (r) => requests.push(r.url()));

@@ -91,7 +91,7 @@ describe("stock gRPC client", () => {
       }),
     );
     expect(await first).toMatchObject({ kind: { case: "helloAccepted" } });
-    send(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: [{ serial: "emulator-5554", state: "device", properties: { model: "sdk_gphone64" } }] } } }));
+    send(create(AttachRequestSchema, { kind: { case: "inventory", value: { devices: [{ serial: "emulator-5554", state: "device", properties: { model: "sdk_gphone64", physicalId: "pd-grpc-js", identityStatus: "ok" } }] } } }));
 
     const devices = await waitFor("the reported device", async () => {
       const res = await unary(`/${RegistryService.typeName}/ListDevices`, ListDevicesRequestSchema, ListDevicesResponseSchema, create(ListDevicesRequestSchema), bearer(admin));

@@ -1,10 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
-import { toErrorReport } from "@farm/shared/errors";
-import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
-import { Registry, type AgentSession } from "./registry.js";
+import { Registry } from "./registry.js";
 import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+import { bareReport, failure, phoneReport as report, refusal, testHello as hello, testSession as session } from "./testing/registry-fixtures.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -13,38 +11,9 @@ afterEach(() => {
   opened = undefined;
 });
 
-const session = (): AgentSession => ({ terminate: () => undefined });
-const hello = (id: string, name: string) => create(AgentHelloSchema, { agentId: id, name, hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
-const report = (serial: string, physicalId: string, extra: { unresolved?: string[]; model?: string } = {}): DeviceReport =>
-  create(DeviceReportSchema, {
-    serial,
-    state: "device",
-    properties: { model: extra.model ?? "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok", unresolvedActionIds: extra.unresolved ?? [] },
-  });
-
 function registry(): Promise<Registry> {
   opened ??= openDatabase(":memory:");
   return Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 3 });
-}
-
-/** The error a call throws, as clients see it. */
-function failure(fn: () => unknown): ReturnType<typeof toErrorReport> {
-  try {
-    fn();
-  } catch (err) {
-    return toErrorReport(err);
-  }
-  throw new Error("expected the call to fail");
-}
-
-/** The error a change is refused with, as clients see it. */
-async function refusal(p: Promise<unknown>): Promise<ReturnType<typeof toErrorReport>> {
-  try {
-    await p;
-  } catch (err) {
-    return toErrorReport(err);
-  }
-  throw new Error("expected the change to be refused");
 }
 
 const stateOf = (r: Registry, agent: string, serial: string) => r.listDevices({ agent }).find((d) => d.serial === serial);
@@ -120,6 +89,41 @@ describe("what an agent may claim", () => {
     await restarted.replaceInventory("b", [report("FAKE-1", "pid-1")]);
     expect(stateOf(restarted, "lab-b", "FAKE-1")?.state).toBe("quarantined");
     expect(restarted.candidates()).toEqual([]);
+  });
+
+  it("refuses to accept an alias before the agent has read the phone's identity: it would cover the adb serial only", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("SHARED", "pid-shared")]);
+    // A second agent on the same adb server lists the serial before it has read who the phone is.
+    await r.attach(hello("b", "lab-b"), session());
+    await r.replaceInventory("b", [bareReport("SHARED")]);
+    expect(stateOf(r, "lab-b", "SHARED")?.state).toBe("quarantined");
+    // Accepted now, its physical id (read next) would be a new claim, quarantined again: the alias would
+    // look accepted and then not be (attacker-claims' "online and offline agent" flake).
+    expect(await refusal(r.decideAlias("SHARED", "lab-b", "accepted", "admin"))).toMatchObject({ code: "DEVICE_IDENTITY_PENDING", field: "serial" });
+    expect(stateOf(r, "lab-b", "SHARED")?.state).toBe("quarantined");
+
+    await r.upsertDevice("b", report("SHARED", "pid-shared"));
+    expect((await r.decideAlias("SHARED", "lab-b", "accepted", "admin")).state).toBe("device");
+    // Both agents count: a command names one.
+    expect(failure(() => r.route("SHARED"))).toMatchObject({ code: "DEVICE_AMBIGUOUS", field: "target.agent" });
+    expect(r.candidates().map((c) => c.agentName)).toEqual(["lab-a", "lab-b"]);
+    // A report after the acceptance does not quarantine it again.
+    await r.upsertDevice("b", report("SHARED", "pid-shared"));
+    expect(failure(() => r.route("SHARED"))).toMatchObject({ code: "DEVICE_AMBIGUOUS" });
+  });
+
+  it("lets an admin reject an alias whose identity is not read yet: it stays out either way", async () => {
+    const r = await registry();
+    await r.attach(hello("a", "lab-a"), session());
+    await r.replaceInventory("a", [report("SHARED", "pid-shared")]);
+    await r.attach(hello("b", "lab-b"), session());
+    await r.replaceInventory("b", [bareReport("SHARED")]);
+    expect((await r.decideAlias("SHARED", "lab-b", "rejected", "admin")).state).toBe("quarantined");
+    await r.upsertDevice("b", report("SHARED", "pid-shared"));
+    expect(stateOf(r, "lab-b", "SHARED")?.state).toBe("quarantined");
+    expect(r.route("SHARED").agentName).toBe("lab-a");
   });
 
   it("refuses a decision on a serial the agent does not report", async () => {

@@ -1,10 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
-import { toErrorReport } from "@farm/shared/errors";
-import { AgentHelloSchema, DeviceReportSchema, type DeviceReport } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { openDatabase, type OpenedDatabase } from "../db/open-database.js";
-import { Registry, type AgentSession } from "./registry.js";
+import { Registry } from "./registry.js";
 import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+import { failure, phoneReport as report, testHello as hello, testSession as session } from "./testing/registry-fixtures.js";
 
 let opened: OpenedDatabase | undefined;
 
@@ -12,10 +10,6 @@ afterEach(() => {
   opened?.close();
   opened = undefined;
 });
-
-const session = (): AgentSession => ({ terminate: () => undefined });
-const hello = (id: string, name: string) => create(AgentHelloSchema, { agentId: id, name, hostname: "h", agentVersion: "t", protocolVersion: 2, heartbeatIntervalMs: 1000 });
-const report = (serial: string, physicalId: string): DeviceReport => create(DeviceReportSchema, { serial, state: "device", properties: { model: "Pixel 7", apiLevel: 34, serialno: "SN", physicalId, identityStatus: "ok" } });
 
 /** lab-a: one phone on two serials (USB and TCP), another on one; lab-b claims the second phone's id, unaccepted. */
 async function farm(): Promise<Registry> {
@@ -26,15 +20,6 @@ async function farm(): Promise<Registry> {
   await r.attach(hello("b", "lab-b"), session());
   await r.replaceInventory("b", [report("FAKE-2", "pd-aaab2222")]);
   return r;
-}
-
-function failure(fn: () => unknown): ReturnType<typeof toErrorReport> {
-  try {
-    fn();
-  } catch (err) {
-    return toErrorReport(err);
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe("Registry.serialFor: a physical id or a unique prefix of one where a serial goes", () => {

@@ -25,6 +25,12 @@ export const QUARANTINED = "quarantined";
 export const NEEDS_ATTENTION = "needs-attention";
 /** A phone whose cleanup after a lease runs: no leases until it is done. */
 export const CLEANING = "cleaning";
+/**
+ * A serial adb shows as `device` whose phone identity the agent has not read
+ * yet: no leases, and whether it is marked (marks are kept by physical id) is
+ * not known, so it is not listed as plainly usable.
+ */
+export const IDENTITY_PENDING = "identity-pending";
 
 /** Why a phone is held out of the pool between users (the cleanup policy). */
 export interface DeviceHold {
@@ -656,6 +662,11 @@ export class Registry {
     if (!entry) throw farmError(Errors.NOT_FOUND, `no agent ${agent}`, "agent");
     const d = entry.devices.get(serial);
     if (!d) throw farmError(Errors.DEVICE_NOT_FOUND, `agent ${entry.name} reports no device with serial ${serial}`, "serial");
+    // Accepted now, the acceptance would cover the adb serial only: the physical id the agent reads next is a new
+    // claim, quarantined again, so the alias would look accepted and then not be. A rejection holds either way.
+    if (decision === "accepted" && !d.properties.physicalId) {
+      throw farmError(Errors.DEVICE_IDENTITY_PENDING, `agent ${entry.name} has not read the identity of the phone on ${serial} yet; accept once \`farm devices\` lists it with a physical id`, "serial");
+    }
     const keys = claimKeys(serial, d.properties.physicalId);
     const before = this.claims.saved(entry.id, keys);
     const changed = this.claims.decide(entry.id, keys, decision, by);
@@ -843,14 +854,21 @@ export class Registry {
     return this.holds.get(physicalId);
   }
 
-  /** Quarantine first (an admin has to act, online or not), then a cleanup's hold, then whether the agent is attached and has reported the device since. */
+  /**
+   * Quarantine first (an admin has to act, online or not), then a cleanup's
+   * mark, then whether the agent is attached and has reported the device
+   * since, then whether its identity is read (a mark could not be seen
+   * without it), then a running cleanup.
+   */
   private shownState(agent: AgentEntry, d: DeviceEntry): string {
     if (d.quarantine) return QUARANTINED;
     const hold = d.properties.physicalId ? this.holds.get(d.properties.physicalId) : undefined;
     if (hold?.state === NEEDS_ATTENTION) return NEEDS_ATTENTION;
     const online = agent.session !== null && !d.stale;
     if (!online) return AGENT_OFFLINE;
-    return hold && d.state === "device" ? hold.state : d.state;
+    if (d.state !== "device") return d.state;
+    if (!d.properties.physicalId) return IDENTITY_PENDING;
+    return hold ? hold.state : d.state;
   }
 
   /** After any change that may free or add a device. */

@@ -77,7 +77,7 @@ export const devicesView: View = (root, state) => {
   const stateFilter = h(
     "select",
     { id: "device-state" },
-    ["", "device", "offline", "unauthorized", "agent-offline", "quarantined", "cleaning", "needs-attention"].map((s) => h("option", { value: s }, s || "any")),
+    ["", "device", "identity-pending", "offline", "unauthorized", "agent-offline", "quarantined", "cleaning", "needs-attention"].map((s) => h("option", { value: s }, s || "any")),
   );
   stateFilter.value = state.deviceState;
   const count = h("p", { class: "count", "aria-live": "polite" });

@@ -229,7 +229,9 @@ export type Device = Message<"farm.v1.Device"> & {
 
   /**
    * adb state ("device", "offline", "unauthorized", ...) or "agent-offline"
-   * when the owning agent is not attached.
+   * when the owning agent is not attached, or "identity-pending" when adb
+   * shows it as "device" but the agent has not read its identity yet (no
+   * leases; whether it is marked needs-attention is not known until then).
    *
    * @generated from field: string state = 4;
    */
