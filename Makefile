@@ -24,17 +24,20 @@ system-deps:
 
 # Most of a clean `npm ci` here is compiling better-sqlite3's sqlite3.c (one file,
 # -O3, on one core: its binding waits for it, so node-gyp's JOBS does not help).
+# So npm ci only unpacks, and the packages' install scripts (the natives) run
+# after it: in `make build` beside tsc (scripts/build.sh), else here.
+PENDING := node_modules/.farm-natives-pending
 $(STAMP): package-lock.json package.json */package.json
-	npm ci --no-audit --no-fund
-	@touch $(STAMP)
+	npm ci --no-audit --no-fund --ignore-scripts
+	@touch $(PENDING) $(STAMP)
 
 deps: system-deps $(STAMP)
+	@if [ -f $(PENDING) ]; then npm rebuild --no-audit --no-fund && rm -f $(PENDING); fi
 
-# The CLI bundle (cli/bundle/package, esbuild) takes about a second: part of every build.
-build: deps
-	npx tsc -b
-	npm run build --silent -w dashboard
-	node scripts/bundle-cli.mjs
+# tsc, the dashboard, the CLI bundle (cli/bundle/package, esbuild; about a
+# second) and the natives still to build, side by side where they can be.
+build: system-deps $(STAMP)
+	@scripts/build.sh
 
 bundle: build
 
