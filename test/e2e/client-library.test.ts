@@ -257,10 +257,11 @@ describe("@farm/client against a real lab", () => {
     // A changing scene: screenrecord, like the real one, writes frames only on change.
     const animation = setInterval(() => phone.state.screen.changed(), 50);
     try {
+      const framesBefore = phone.state.recordedFrames.value;
       const rec = await lease.device.recordVideo({ durationSeconds: 30, size: "216x480", label: "from the library" });
       await waitFor("the recording to run", async () => ((await rec.status()).status === "recording" ? true : undefined), { timeoutMs: 30_000 });
-      // A lower bound for a second frame (as video.test.ts): load only lengthens it; a stop before it is VIDEO_EMPTY.
-      await new Promise((r) => setTimeout(r, 1_000));
+      // A stop before the second frame is VIDEO_EMPTY: wait until the encoder has taken three.
+      await phone.state.recordedFrames.reached(framesBefore + 3);
       const dir = join(lab.dir.path, "lib-video");
       const done = await rec.stop({ outputDir: dir });
       expect(done).toMatchObject({ recordingId: rec.recordingId, status: "complete", code: "", stored: true, manifestPath: join(dir, "manifest.json") });

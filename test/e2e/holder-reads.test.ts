@@ -79,11 +79,12 @@ describe("a leased phone's reads", () => {
     const ticker = setInterval(() => leased.device.state.screen.changed(), 50);
     try {
       for (const [what, args] of Object.entries(reads(leased.serial, out))) {
+        const framesBefore = leased.device.state.recordedFrames.value;
         const r = await farm(args, alice);
         expect(r.code, `${what}: ${r.stdout}`).toBe(0);
         if (what === "start a recording of it") {
-          // A recording stopped before its second frame has no timeline (VIDEO_EMPTY): give the ticking scene a second.
-          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          // A recording stopped before its second frame has no timeline (VIDEO_EMPTY): wait until the encoder has taken three.
+          await leased.device.state.recordedFrames.reached(framesBefore + 3);
           const stopped = await farm(["evidence", "video", "stop", "--session", String(r.json["sessionId"])], alice);
           expect(stopped.code, stopped.stdout).toBe(0);
         }

@@ -11,6 +11,7 @@ import { launcherApp } from "../screen/apps/launcher-app.js";
 import { Display, type Size } from "../screen/display.js";
 import { ScreenModel } from "../screen/screen-model.js";
 import { ScreenRenderer } from "../screen/screen-renderer.js";
+import { FrameCount } from "../screen/frame-count.js";
 import { SDK_ENDPOINT_FILE, SDK_ENDPOINT_SCHEMA, sdkSocketName, startSdkServer } from "./app-sdk-server.js";
 import { LogBuffer } from "./log-buffer.js";
 import { PackageManager } from "./package-manager.js";
@@ -50,6 +51,8 @@ export class DeviceState {
   readonly display: Display;
   readonly screen: ScreenModel;
   readonly renderer: ScreenRenderer;
+  /** Frames screenrecord has handed its encoder here (tests wait on it, not on the clock). */
+  readonly recordedFrames = new FrameCount();
   readonly sockets = new SocketNamespace();
   readonly log = new LogBuffer();
   /** Packages whose process serves the farm SDK HTTP API on localabstract. */

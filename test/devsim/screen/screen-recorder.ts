@@ -23,6 +23,8 @@ export interface RecordingOptions {
    * frame is flushed as soon as it is encoded, as MediaCodec hands it over.
    */
   h264?: (chunk: Buffer) => Promise<void>;
+  /** Called as each frame has been taken by the encoder's pipe. */
+  onFrame?: () => void;
 }
 
 /** In H.264 output, a key frame at least every this many frames (a new viewer waits at most this long for one). */
@@ -173,6 +175,7 @@ export class ScreenRecorder {
       });
     }
     this.frames++;
+    this.options.onFrame?.();
   }
 
   /** Frames keep the recording's size even if the display rotates or is resized. */

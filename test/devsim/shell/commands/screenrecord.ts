@@ -133,6 +133,7 @@ export const screenrecordCommand: ShellCommand = async (ctx) => {
     bitRate,
     timeLimitMs: (device.faults.current.screenrecordOverrun ? MAX_TIME_LIMIT_S : timeLimit) * 1000,
     ...(h264 ? { h264 } : {}),
+    onFrame: () => device.recordedFrames.add(),
   });
   let killedBy: number | undefined;
   const process = device.processes.spawn({
