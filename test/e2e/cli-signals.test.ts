@@ -5,9 +5,9 @@
  * lease on the way out. The cancel reaches the agent: a change still waiting
  * for a busy phone never runs once its caller has gone.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { farm, waitFor } from "../support/farm-process.js";
+import { startCli as run } from "../support/running-cli.js";
 import { startLab, type Lab } from "../support/lab.js";
 import { ROOT } from "../devsim/index.js";
 
@@ -22,25 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await lab?.stop();
 });
-
-interface Running {
-  proc: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: string | null }>;
-}
-
-/** The real CLI as a process of its own, JSON output; killed at the test's end if a signal did not end it. */
-function run(args: string[], env: NodeJS.ProcessEnv): Running {
-  const proc = spawn(process.execPath, [farmBin, ...args], { env: { ...process.env, ...env, FARM_OUTPUT: "json" }, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  proc.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
-  proc.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
-  onTestFinished(() => void (proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL")));
-  return { proc, stdout: () => out, stderr: () => err, exited };
-}
 
 async function lease(on = serial): Promise<string> {
   const r = await farm(["lease", "acquire", "--device", on, "--ttl", "2m"], lab.env);

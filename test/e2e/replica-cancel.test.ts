@@ -5,10 +5,10 @@
  * is heard by the agent through the replica holding it (CancelAgentCall),
  * as on one coordinator: the call ends CALL_CANCELLED and never runs.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../devsim/index.js";
-import { farm, farmBin, waitFor } from "../support/farm-process.js";
+import { farm, waitFor } from "../support/farm-process.js";
+import { startCli as run } from "../support/running-cli.js";
 import { startReplicaLab, type ReplicaLab } from "../support/replica-lab.js";
 
 let lab: ReplicaLab | undefined;
@@ -20,23 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await lab?.stop();
 });
-
-interface Running {
-  proc: ChildProcess;
-  stdout: () => string;
-  exited: Promise<{ code: number | null; signal: string | null }>;
-}
-
-/** The real CLI as a process of its own, JSON output; killed at the test's end if a signal did not end it. */
-function run(args: string[], env: NodeJS.ProcessEnv): Running {
-  const proc = spawn(process.execPath, [farmBin, ...args], { env: { ...process.env, ...env, FARM_OUTPUT: "json" }, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  proc.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
-  proc.stderr?.resume();
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
-  onTestFinished(() => void (proc.exitCode === null && proc.signalCode === null && proc.kill("SIGKILL")));
-  return { proc, stdout: () => out, exited };
-}
 
 describe("cancel across coordinator replicas", () => {
   it("a change waiting for a busy phone, sent through the replica not holding its agent: SIGTERM ends it, the agent drops it, and it never runs", async () => {

@@ -15,7 +15,7 @@ import { runScreen } from "./screen-source.js";
 /** The part of a simulated phone used here. */
 interface SimPhone {
   state: { screen: { start(pkg: string): unknown; home(): void } };
-  faults: { set(f: Record<string, unknown>): void };
+  faults: { set(f: Record<string, unknown>): void; isHung(service: string): boolean };
 }
 
 let lab: SimPhones<SimPhone>;
@@ -97,6 +97,21 @@ describe("live screen source", () => {
       expect(formats(events).map((f) => `${f.displayWidth}x${f.displayHeight}`)).toEqual(["720x1600", "1600x720"]);
     } finally {
       await shellV2(addr, serial, "settings put system user_rotation 0");
+    }
+  });
+
+  it("starts a silent screenrecord again instead of taking the phone for one without H.264", async () => {
+    // The first screenrecord is opened and never answers (as on a host too busy to start it in time); later ones work.
+    const isHung = phone.faults.isHung.bind(phone.faults);
+    let screenrecords = 0;
+    phone.faults.isHung = (service) => (service.startsWith("exec:screenrecord") ? ++screenrecords === 1 : isHung(service));
+    try {
+      const events = await collect((es) => es.some((e) => e.kind.case === "frame"), 30_000);
+      expect(screenrecords).toBe(2);
+      expect(formats(events)).toHaveLength(1);
+      expect(formats(events)[0]?.codec).toMatch(/^avc1\./);
+    } finally {
+      phone.faults.isHung = isHung;
     }
   });
 

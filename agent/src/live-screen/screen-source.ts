@@ -18,8 +18,14 @@ const sharp = createRequire(import.meta.url)("sharp") as (input?: Buffer, option
 const RECORD_LIMIT_S = 180;
 /** A pause this long after bytes means the frame they end is whole (screenrecord writes a frame at once). */
 const FRAME_IDLE_MS = 8;
-/** A stream that gives no frame within this long is taken as no H.264 on this phone. */
+/**
+ * A screenrecord that gives no frame within this long is stopped and started
+ * again with twice the wait: a busy host or phone can be that slow, and it
+ * says nothing of the encoder.
+ */
 const FIRST_FRAME_MS = 5_000;
+/** Stopped for silence this many times in a row, screenrecord is taken as giving no H.264 on this phone. */
+const SILENT_STARTS_MAX = 3;
 /** Images when there is no encoder: at most this many a second (a screencap takes most of that on a real phone). */
 const IMAGE_MAX_FPS = 4;
 /** Long side of a fallback image: enough to read and tap, small enough to send a few a second. */
@@ -80,13 +86,20 @@ function watchRotation(opts: ScreenSourceOptions, rotation: number, onTurn: () =
  */
 export async function runScreen(opts: ScreenSourceOptions): Promise<void> {
   let h264 = true;
+  let silentStarts = 0;
   while (!opts.signal.aborted) {
     const display = await displayOf(opts.adb, opts.serial, opts.signal);
     if (h264) {
-      const { frames, turned } = await streamH264(opts, display);
-      if (frames === 0 && !turned && !opts.signal.aborted) {
+      const firstFrameMs = FIRST_FRAME_MS * 2 ** silentStarts;
+      const { frames, turned, silent } = await streamH264(opts, display, firstFrameMs);
+      if (frames > 0 || turned || opts.signal.aborted) {
+        silentStarts = 0;
+      } else if (silent && ++silentStarts < SILENT_STARTS_MAX) {
+        opts.log.info("no frame from screenrecord yet; starting it again with a longer wait", { serial: opts.serial, waitedMs: firstFrameMs });
+      } else {
+        // It ended by itself without a frame (no encoder), or stayed silent every time.
         h264 = false;
-        opts.log.info("no H.264 from screenrecord; the live screen falls back to screencap images", { serial: opts.serial });
+        opts.log.info("no H.264 from screenrecord; the live screen falls back to screencap images", { serial: opts.serial, silent });
       }
     } else {
       await streamImages(opts, display);
@@ -94,8 +107,12 @@ export async function runScreen(opts: ScreenSourceOptions): Promise<void> {
   }
 }
 
-/** One screenrecord run, until it ends, the phone turns or the stream is stopped: how many frames it gave, and whether the phone turned. */
-async function streamH264(opts: ScreenSourceOptions, display: Display): Promise<{ frames: number; turned: boolean }> {
+/**
+ * One screenrecord run, until it ends, the phone turns or the stream is
+ * stopped: how many frames it gave, whether the phone turned, and whether it
+ * was stopped for giving no frame within firstFrameMs.
+ */
+async function streamH264(opts: ScreenSourceOptions, display: Display, firstFrameMs: number): Promise<{ frames: number; turned: boolean; silent: boolean }> {
   const { socket, leftover } = await openDeviceService(opts.adb, opts.serial, `exec:screenrecord --output-format=h264 --time-limit ${opts.recordLimitS ?? RECORD_LIMIT_S} -`, opts.signal);
   const splitter = new AccessUnitSplitter();
   let frames = 0;
@@ -108,9 +125,12 @@ async function streamH264(opts: ScreenSourceOptions, display: Display): Promise<
   let formatSent = false;
   const stop = () => socket.destroy();
   opts.signal.addEventListener("abort", stop, { once: true });
+  let silent = false;
   const noFrame = setTimeout(() => {
-    if (frames === 0) socket.destroy();
-  }, FIRST_FRAME_MS);
+    if (frames > 0) return;
+    silent = true;
+    socket.destroy();
+  }, firstFrameMs);
   const send = async (units: AccessUnit[]) => {
     for (const unit of units) {
       if (!formatSent) {
@@ -133,7 +153,7 @@ async function streamH264(opts: ScreenSourceOptions, display: Display): Promise<
     opts.signal.removeEventListener("abort", stop);
     socket.destroy();
   }
-  return { frames, turned };
+  return { frames, turned, silent };
 }
 
 /** Reads the socket through the splitter; a short pause flushes the frame the bytes so far end. */
