@@ -85,10 +85,8 @@ test: build
 	@scripts/test-unit.sh
 
 # The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
-# E2E_WORKERS: files at a time. Its tests mostly wait on processes and sockets
-# (about one core busy with two workers), so E2E_WORKERS=3 may be faster on two
-# cores; it stays 2 until a run on a quiet machine shows 3 faster and flake-free
-# (docs/testing.md).
+# E2E_WORKERS: files at a time. Three were measured on a quiet machine and were
+# no faster than two: the tier is then bound by the CPU (docs/testing.md).
 E2E_WORKERS ?= 2
 e2e: build
 	npx vitest run --project e2e --maxWorkers=$(E2E_WORKERS)
