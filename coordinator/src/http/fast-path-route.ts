@@ -1,5 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
+import { createHandlerContext, type ContextValues, type MethodImplSpec } from "@connectrpc/connect";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { toHeaders } from "@farm/shared/grpc-unary/h2-headers";
 
 /**
  * The route a fast path serves this request by, or undefined for Connect's
@@ -13,4 +16,27 @@ export function fastPathRoute<R>(req: IncomingMessage | Http2ServerRequest, rout
   const encoding = req.headers["grpc-encoding"];
   if (!route || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return undefined;
   return route;
+}
+
+/**
+ * What Connect's gRPC handler makes of a call's request before serving it:
+ * its headers, its grpc-timeout (a bad one fails the call where Connect
+ * would) and the handler context the implementation is given.
+ */
+export function fastPathCall(req: Http2ServerRequest, spec: MethodImplSpec, contextValues: ContextValues): { header: Headers; timeout: ReturnType<typeof parseTimeout>; context: ReturnType<typeof createHandlerContext> } {
+  const header = toHeaders(req.headers);
+  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
+  const context = createHandlerContext({
+    ...spec,
+    service: spec.method.parent,
+    requestMethod: "POST",
+    protocolName: "grpc",
+    timeoutMs: timeout.timeoutMs,
+    requestHeader: header,
+    url: `${req.stream.session?.encrypted === true ? "https" : "http"}://${req.authority}${req.url}`,
+    responseHeader: { "content-type": "application/grpc+proto" },
+    responseTrailer: { "grpc-status": "0" },
+    contextValues,
+  });
+  return { header, timeout, context };
 }

@@ -1,17 +1,17 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionNegotiate, transformInvokeImplementation, type Compression } from "@connectrpc/connect/protocol";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import { EnvelopeInbox } from "@farm/shared/grpc-stream/envelope-inbox";
 import { drained, envelopeOf, writeEnvelope } from "@farm/shared/grpc-stream/write-envelopes";
 import { bytesEnvelope } from "@farm/shared/grpc-stream/bytes-envelope";
 import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
-import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
+import { toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
 import type { RequestHandler } from "./http-server.js";
 import type { UnaryFastPathOptions } from "./grpc-unary-fast-path.js";
-import { fastPathRoute } from "./fast-path-route.js";
+import { fastPathCall, fastPathRoute } from "./fast-path-route.js";
 import type { FastPathRoute, FastPathRoutes } from "./fast-path-routes.js";
 
 /** Whole request messages one call holds unread before its HTTP/2 stream is paused (flow control then holds the caller). */
@@ -49,20 +49,7 @@ export function grpcStreamFastPath(next: RequestHandler, opts: StreamFastPathOpt
 
 async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: FastPathRoute<"stream">, opts: StreamFastPathOptions): Promise<void> {
   const { spec } = route;
-  const header = toHeaders(req.headers);
-  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
-  const context = createHandlerContext({
-    ...spec,
-    service: spec.method.parent,
-    requestMethod: "POST",
-    protocolName: "grpc",
-    timeoutMs: timeout.timeoutMs,
-    requestHeader: header,
-    url: `${req.stream.session?.encrypted === true ? "https" : "http"}://${req.authority}${req.url}`,
-    responseHeader: { "content-type": "application/grpc+proto" },
-    responseTrailer: { "grpc-status": "0" },
-    contextValues: opts.contextValues(req),
-  });
+  const { header, timeout, context } = fastPathCall(req, spec, opts.contextValues(req));
   const compression = compressionNegotiate([...route.acceptCompression], null, header.get("grpc-accept-encoding"), "grpc-accept-encoding");
   if (compression.response) context.responseHeader.set("grpc-encoding", compression.response.name);
 

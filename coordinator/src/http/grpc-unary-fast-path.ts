@@ -1,17 +1,17 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
-import { findTrailerError, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { COMPRESS_MIN_BYTES } from "@farm/shared/compression";
 import { errorFromResetCode } from "@farm/shared/grpc-unary/h2-errors";
-import { toHeaders, toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
+import { toNodeHeaders } from "@farm/shared/grpc-unary/h2-headers";
 import { stageTrace, TRACE_HEADER } from "@farm/shared/stage-trace";
 import type { Logger } from "@farm/shared/log";
 import type { RequestHandler } from "./http-server.js";
 import { logMalformed, malformedRequestError } from "./malformed-request.js";
 import { readUnaryMessage } from "./unary-envelope-reader.js";
-import { fastPathRoute } from "./fast-path-route.js";
+import { fastPathCall, fastPathRoute } from "./fast-path-route.js";
 import type { FastPathRoute, FastPathRoutes } from "./fast-path-routes.js";
 
 export interface UnaryFastPathOptions {
@@ -51,20 +51,7 @@ async function serve(req: Http2ServerRequest, res: Http2ServerResponse, route: F
   const { spec } = route;
   // The routing benchmark's marks (stage-trace.ts): the call's context is made, its request read, its answer written.
   const tid = stageTrace && (req.headers[TRACE_HEADER] as string | undefined);
-  const header = toHeaders(req.headers);
-  const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
-  const context = createHandlerContext({
-    ...spec,
-    service: spec.method.parent,
-    requestMethod: "POST",
-    protocolName: "grpc",
-    timeoutMs: timeout.timeoutMs,
-    requestHeader: header,
-    url: `${req.stream.session?.encrypted === true ? "https" : "http"}://${req.authority}${req.url}`,
-    responseHeader: { "content-type": "application/grpc+proto" },
-    responseTrailer: { "grpc-status": "0" },
-    contextValues: opts.contextValues(req),
-  });
+  const { header, timeout, context } = fastPathCall(req, spec, opts.contextValues(req));
   // A caller that leaves mid-call (RST_STREAM, a dropped connection) aborts ctx.signal with Connect's code for it.
   let answered = false;
   req.stream.once("close", () => {
