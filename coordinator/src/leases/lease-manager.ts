@@ -155,7 +155,7 @@ export class LeaseManager {
     if (selector.serial && !this.registry.physicalIdOf(selector.serial)) {
       // A physical id (or its prefix, as `farm devices` shows it) pasted where a serial goes: taken as one.
       if (selector.serial.startsWith(PHYSICAL_ID_PREFIX)) selector = { ...selector, serial: "", physicalId: selector.serial };
-      else throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
+      else throw this.registry.unresolvedSerial(selector.serial, "device");
     }
     // Refused at once when no phone can ever match, rather than waited on; a short physical id becomes the full one.
     selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id), (id) => {
@@ -900,7 +900,7 @@ export class LeaseManager {
 
   private requirePhysical(serial: string): string {
     const id = this.registry.physicalIdOf(serial);
-    if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
+    if (!id) throw this.registry.unresolvedSerial(serial, "device");
     return id;
   }
 }

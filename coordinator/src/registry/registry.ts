@@ -650,6 +650,21 @@ export class Registry {
   }
 
   /**
+   * Why a serial has no physical id to act on: an online agent lists it but
+   * has not read the phone's identity yet (temporary: it usually comes within
+   * seconds), or no agent reports it (or only a quarantined claim).
+   */
+  unresolvedSerial(serial: string, field: string): Error {
+    for (const a of this.agents.values()) {
+      const d = a.devices.get(serial);
+      if (d && !d.properties.physicalId && !d.quarantine && a.session !== null && !d.stale) {
+        return farmError(Errors.DEVICE_IDENTITY_PENDING, `agent ${a.name} lists ${serial} but has not read the phone's identity yet; try again once \`farm devices\` shows its physical id`, field);
+      }
+    }
+    return farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial}`, field);
+  }
+
+  /**
    * An admin's decision on an agent's claim on one of its serials (and the
    * physical id it reports there). Returns that device as listed now.
    */
