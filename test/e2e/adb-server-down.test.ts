@@ -62,7 +62,7 @@ describe("a dead adb server", () => {
     restarted = await startAdbServer({ port });
     const [host, devicePort] = serial.split(":") as [string, string];
     await adbConnect(port, host, Number(devicePort));
-    // Back, and its identity read again: a lease by serial needs the physical id (DEVICE_NOT_FOUND until then).
+    // Back, and its identity read again: a lease by serial needs the physical id (DEVICE_IDENTITY_PENDING until then).
     await waitFor("the phone back with its identity", async () => {
       const list = ((await farm(["devices"], lab.env)).json["devices"] ?? []) as { serial: string; state: string; properties?: { physicalId?: string } }[];
       const d = list.find((e) => e.serial === serial);

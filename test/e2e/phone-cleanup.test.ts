@@ -160,7 +160,7 @@ describe("farm standalone --cleanup", () => {
     // The agent is back once the other phone is usable again.
     await stateBecomes(b.serial, "device");
     // The mark is kept by physical id: it shows once the agent has read this phone's identity again
-    // (b's being back says nothing of a's; until then a lease by serial is refused DEVICE_NOT_FOUND).
+    // (b's being back says nothing of a's; until then a lease by serial is refused DEVICE_IDENTITY_PENDING).
     const back = await waitFor("phone a listed with its identity", async () => {
       const d = (await listed(a.serial)) as (Listed & { properties?: { physicalId?: string } }) | undefined;
       return d?.properties?.physicalId ? d : undefined;

@@ -23,6 +23,12 @@ export interface DeviceWatcherOptions {
   log: Logger;
   /** Upper bound for reading one device's properties. */
   propertyTimeoutMs?: number;
+  /**
+   * Waits between reads of an online phone's properties after one failed
+   * (doubling up to maxMs); without its identity the phone is listed
+   * identity-pending and cannot be leased by serial.
+   */
+  propertyRetry?: { initialMs: number; maxMs: number };
   backoff?: { initialMs: number; maxMs: number };
   /**
    * Checked before each (re)connection; when it says no, tracking waits and
@@ -67,6 +73,8 @@ export class DeviceWatcher {
   private tracker: AdbDeviceTracker | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
+  /** Property reads scheduled again after a failure, by serial. */
+  private readonly propertyRetries = new Map<string, { timer: NodeJS.Timeout; attempt: number }>();
   private adbVersionText = "";
 
   constructor(private readonly opts: DeviceWatcherOptions) {
@@ -89,6 +97,7 @@ export class DeviceWatcher {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearTimeout(this.retryTimer);
+    for (const serial of [...this.propertyRetries.keys()]) this.cancelPropertyRetry(serial);
     this.tracker?.stop();
   }
 
@@ -102,6 +111,11 @@ export class DeviceWatcher {
     const k = this.known.get(serial);
     if (!k || !k.facts || !k.identity) return undefined;
     return { serial, state: k.state, facts: k.facts, identity: k.identity };
+  }
+
+  /** Online phones whose properties will be read again after a failed read. */
+  get pendingIdentityReads(): number {
+    return this.propertyRetries.size;
   }
 
   /** Serials on this agent that are the same physical device. */
@@ -243,11 +257,13 @@ export class DeviceWatcher {
     if (prev && prev.state === state) return;
     const k: Known = { state, facts: prev?.facts, identity: prev?.identity, generation: (prev?.generation ?? 0) + 1 };
     this.known.set(serial, k);
+    this.cancelPropertyRetry(serial);
     this.emit({ kind: "upsert", report: this.report(serial, k) });
     if (state === "device") void this.loadProperties(serial, k.generation);
   }
 
   private remove(serial: string): void {
+    this.cancelPropertyRetry(serial);
     if (!this.known.delete(serial)) return;
     this.emit({ kind: "removed", serial });
     this.markDuplicates();
@@ -265,6 +281,7 @@ export class DeviceWatcher {
       ]);
       const k = this.known.get(serial);
       if (!k || k.generation !== generation) return;
+      this.cancelPropertyRetry(serial);
       k.facts = facts;
       k.identity = this.identify(serial, facts);
       this.opts.onFacts?.(serial, k.identity.physicalId, facts);
@@ -272,8 +289,38 @@ export class DeviceWatcher {
       this.markDuplicates();
     } catch (err) {
       this.opts.log.warn("could not read device properties", { serial, error: (err as Error).message });
+      this.retryProperties(serial, generation);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * A failed read is tried again while the phone stays online in the same
+   * state; nothing else would read it (adb reports no change), and until then
+   * the coordinator cannot tell which physical phone it is.
+   */
+  private retryProperties(serial: string, generation: number): void {
+    const k = this.known.get(serial);
+    if (this.stopped || !k || k.generation !== generation || k.state !== "device") return;
+    const { initialMs, maxMs } = this.opts.propertyRetry ?? { initialMs: 1_000, maxMs: 30_000 };
+    const attempt = (this.propertyRetries.get(serial)?.attempt ?? 0) + 1;
+    const delay = Math.min(maxMs, initialMs * 2 ** (attempt - 1));
+    clearTimeout(this.propertyRetries.get(serial)?.timer);
+    const timer = setTimeout(() => {
+      const retry = this.propertyRetries.get(serial);
+      if (retry?.timer !== timer) return;
+      // Kept (with its attempt count) until the read settles; a success or a state change clears it.
+      void this.loadProperties(serial, generation);
+    }, delay);
+    timer.unref();
+    this.propertyRetries.set(serial, { timer, attempt });
+  }
+
+  private cancelPropertyRetry(serial: string): void {
+    const retry = this.propertyRetries.get(serial);
+    if (!retry) return;
+    clearTimeout(retry.timer);
+    this.propertyRetries.delete(serial);
   }
 }

@@ -94,6 +94,31 @@ function leaseRow(db: OpenedDatabase, leaseId: string) {
   return db.db.select().from(leaseRows).all().find((r) => r.leaseId === leaseId);
 }
 
+describe("LeaseManager: a lease by serial", () => {
+  it("is refused as temporary (DEVICE_IDENTITY_PENDING) while the agent lists the serial without its identity, unless the caller waits: then it is granted once the identity is read", async () => {
+    opened = openDatabase(":memory:");
+    const { registry, leases } = await start(opened);
+    // Plugged in: adb lists it, its properties are not read yet.
+    await registry.upsertDevice("a-1", create(DeviceReportSchema, { serial: "S-3", state: "device" }));
+    const now = call(leases, "ci", sel({ serial: "S-3" }), { waitMs: 0 });
+    await expect(now.promise).rejects.toThrow(/has not read the phone's identity yet/);
+    expect(codeOf(now.error)).toBe("DEVICE_IDENTITY_PENDING");
+    // A serial nobody lists stays not found, waiting or not.
+    const unknown = call(leases, "ci", sel({ serial: "S-9" }), { waitMs: 60_000 });
+    await expect(unknown.promise).rejects.toThrow();
+    expect(codeOf(unknown.error)).toBe("DEVICE_NOT_FOUND");
+
+    const waiting = call(leases, "ci", sel({ serial: "S-3" }), { waitMs: 60_000 });
+    await settle();
+    expect(waiting.error).toBeUndefined();
+    expect(waiting.grant).toBeUndefined();
+    await registry.upsertDevice("a-1", create(DeviceReportSchema, { serial: "S-3", state: "device", properties: { physicalId: "pd-3", identityStatus: "ok", model: "Pixel 9", apiLevel: 35 } }));
+    const grant = await waiting.promise;
+    expect(grant.lease.physicalId).toBe("pd-3");
+    expect(grant.lease.serial).toBe("S-3");
+  });
+});
+
 describe("LeaseManager: FIFO", () => {
   it("grants a freed device to the oldest waiter it matches, skipping older waiters it does not", async () => {
     opened = openDatabase(":memory:");

@@ -152,13 +152,16 @@ export class LeaseManager {
     validateSelector(selector);
     if (opts.ttlMs < 1_000 || opts.ttlMs > MAX_TTL_MS) throw invalidArgument("ttl", `ttl must be within 1s..24h, got ${opts.ttlMs} ms`);
     if (opts.waitMs < 0 || opts.waitMs > MAX_WAIT_MS) throw invalidArgument("wait", "wait must be within 0..24h");
+    let identityPending = false;
     if (selector.serial && !this.registry.physicalIdOf(selector.serial)) {
       // A physical id (or its prefix, as `farm devices` shows it) pasted where a serial goes: taken as one.
       if (selector.serial.startsWith(PHYSICAL_ID_PREFIX)) selector = { ...selector, serial: "", physicalId: selector.serial };
-      else throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${selector.serial}`, "device");
+      // A phone whose identity is still being read is there: a caller who waits, waits for it (as for a busy one).
+      else if (opts.waitMs > 0 && this.registry.identityPendingOn(selector.serial) !== undefined) identityPending = true;
+      else throw this.registry.unresolvedSerial(selector.serial, "device");
     }
     // Refused at once when no phone can ever match, rather than waited on; a short physical id becomes the full one.
-    selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id), (id) => {
+    if (!identityPending) selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id), (id) => {
       const hold = this.registry.holdOf(id);
       return hold?.state === "needs-attention" ? hold.reason : undefined;
     });
@@ -900,7 +903,7 @@ export class LeaseManager {
 
   private requirePhysical(serial: string): string {
     const id = this.registry.physicalIdOf(serial);
-    if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial} (or its identity is not read yet)`, "device");
+    if (!id) throw this.registry.unresolvedSerial(serial, "device");
     return id;
   }
 }

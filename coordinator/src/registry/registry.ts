@@ -649,6 +649,24 @@ export class Registry {
     return undefined;
   }
 
+  /** The online agent that lists `serial` but has not read the phone's identity yet (it usually comes within seconds). */
+  identityPendingOn(serial: string): string | undefined {
+    for (const a of this.agents.values()) {
+      const d = a.devices.get(serial);
+      if (d && !d.properties.physicalId && !d.quarantine && a.session !== null && !d.stale) return a.name;
+    }
+    return undefined;
+  }
+
+  /** Why a serial has no physical id to act on: its identity is not read yet (temporary), or no agent reports it (or only a quarantined claim). */
+  unresolvedSerial(serial: string, field: string): Error {
+    const agent = this.identityPendingOn(serial);
+    if (agent !== undefined) {
+      return farmError(Errors.DEVICE_IDENTITY_PENDING, `agent ${agent} lists ${serial} but has not read the phone's identity yet; try again once \`farm devices\` shows its physical id`, field);
+    }
+    return farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${serial}`, field);
+  }
+
   /**
    * An admin's decision on an agent's claim on one of its serials (and the
    * physical id it reports there). Returns that device as listed now.

@@ -99,7 +99,7 @@ export function registerSessionService(router: ConnectRouter, deps: SessionServi
       let physicalId = req.physicalId;
       if (req.serial !== "") {
         const id = deps.registry.physicalIdOf(req.serial);
-        if (!id) throw farmError(Errors.DEVICE_NOT_FOUND, `no agent reports a device with serial ${req.serial} (or its identity is not read yet)`, "serial");
+        if (!id) throw deps.registry.unresolvedSerial(req.serial, "serial");
         if (physicalId !== "" && physicalId !== id) throw invalidArgument("physical_id", `serial ${req.serial} is physical device ${id}, not ${physicalId}`);
         physicalId = id;
       }
