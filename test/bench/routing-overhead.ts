@@ -63,10 +63,30 @@ interface Series {
   hop: number[];
   rtt: number[];
   commit: number[];
+  /** CPU per call: the standalone's main thread (coordinator and agent) and the bench process (client and the simulated phone), in ms. */
+  routedCpu: number[];
+  clientCpu: number[];
+  readCpu: number[];
 }
 
 /** The client's own marks (call site), by trace id: start and end on the monotonic clock. */
 const clientMarks = new Map<string, { start: number; end: number }>();
+/** Each timed routed call's wall time by trace id, for the tail's stages. */
+const wallById = new Map<string, number>();
+
+/**
+ * CPU a process's main thread has run so far, in ms: /proc's schedstat is in
+ * nanoseconds (stat's ticks are 10 ms, too coarse for one call). The main
+ * thread is where the coordinator and the agent run every call's JavaScript
+ * and the journal's SQLite.
+ */
+function mainThreadCpuMs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+}
+const ownCpuMs = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 async function measure(lab: Lab, admin: string, latency: LatencyProfileName, serialno: string, calls: number, floor: BareFloor, tag: string): Promise<Series> {
   const { serial, device } = await lab.addDevice({ serialno, latency, latencySeed: 23 });
@@ -85,7 +105,8 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
     void jobs.acknowledge(serial, action);
     return r;
   };
-  const s: Series = { bare: [], job: [], routed: [], read: [], hop: [], rtt: [], commit: [] };
+  const s: Series = { bare: [], job: [], routed: [], read: [], hop: [], rtt: [], commit: [], routedCpu: [], clientCpu: [], readCpu: [] };
+  const pid = lab.standalone.pid;
   const warm = Math.min(20, Math.ceil(calls / 4));
   // Interleaved, so every series sees the same machine noise.
   for (let i = 0; i < calls + warm; i++) {
@@ -101,18 +122,24 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
     const j = performance.now() - t;
     same(i);
     const shellId = `${tag}-shell-${i}`;
+    let cpu0 = mainThreadCpuMs(pid);
+    const own0 = ownCpuMs();
     let m0 = monotonicMs();
     t = performance.now();
     const r = await devices.runShell({ target: { serial }, command: "echo hi" }, { headers: { [TRACE_HEADER]: shellId } });
     const ro = performance.now() - t;
     clientMarks.set(shellId, { start: m0, end: monotonicMs() });
+    const routedCpu = mainThreadCpuMs(pid) - cpu0;
+    const clientCpu = ownCpuMs() - own0;
     if (r.exitCode !== 0) throw new Error("routed shell failed");
     const readId = `${tag}-read-${i}`;
+    cpu0 = mainThreadCpuMs(pid);
     m0 = monotonicMs();
     t = performance.now();
     await devices.getOwnership({ target: { serial } }, { headers: { [TRACE_HEADER]: readId } });
     const rd = performance.now() - t;
     clientMarks.set(readId, { start: m0, end: monotonicMs() });
+    const readCpu = mainThreadCpuMs(pid) - cpu0;
     const hop = await floor.unary();
     const rtt = await floor.streamRoundTrip();
     if (i < warm) {
@@ -127,6 +154,10 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
     s.hop.push(hop);
     s.rtt.push(rtt);
     s.commit.push(commit);
+    s.routedCpu.push(routedCpu);
+    s.clientCpu.push(clientCpu);
+    s.readCpu.push(readCpu);
+    wallById.set(shellId, ro);
   }
   return s;
 }
@@ -242,6 +273,42 @@ function stageTable(marks: Map<string, Map<string, number>>, prefix: string, sta
   };
 }
 
+/** A slow call: its wall time and the stages that ran longest over their median, largest first. */
+interface TailCall {
+  wallMs: number;
+  over: { name: string; ms: number; medianMs: number }[];
+}
+
+/**
+ * The slowest calls (the top 1 %, at least 3), stage by stage: which stage
+ * the time went to when a call lands in the p99 (the target is the p99).
+ */
+function stageTail(marks: Map<string, Map<string, number>>, prefix: string, stages: Stage[], rows: StageFigure[]): TailCall[] {
+  const whole = stages.filter((st) => !st.part);
+  const medianOf = new Map(rows.map((r) => [r.name, r.medianMs]));
+  const calls = [...wallById.entries()].filter(([id]) => id.startsWith(prefix) && marks.has(id)).sort((a, b) => b[1] - a[1]);
+  return calls.slice(0, Math.max(3, Math.ceil(calls.length / 100))).map(([id, wallMs]) => {
+    const m = marks.get(id) as Map<string, number>;
+    const over = whole
+      .filter((st) => st.parts.every(([a, b]) => m.has(a) && m.has(b)))
+      .map((st) => {
+        const took = st.parts.reduce((sum, [a, b]) => sum + ((m.get(b) as number) - (m.get(a) as number)), 0);
+        return { name: st.name, ms: took, medianMs: medianOf.get(st.name) ?? 0 };
+      })
+      .filter((x) => x.ms - x.medianMs >= 0.5)
+      .sort((a, b) => b.ms - b.medianMs - (a.ms - a.medianMs));
+    return { wallMs, over };
+  });
+}
+
+function printTail(title: string, tail: TailCall[]): void {
+  console.log(`  ${title}: the slowest ${tail.length} calls, stages 0.5 ms or more over their median`);
+  for (const c of tail) {
+    const parts = c.over.map((x) => `${x.name.trim()} ${x.ms.toFixed(2)} (median ${x.medianMs.toFixed(2)})`);
+    console.log(`    ${c.wallMs.toFixed(2).padStart(7)} ms: ${parts.length ? parts.join("; ") : "no single stage; spread over all"}`);
+  }
+}
+
 function printStages(title: string, t: { calls: number; rows: StageFigure[] }): void {
   console.log(`  ${title} (${t.calls} calls, medians; bare floor of the stage beside it, same rounds)`);
   for (const r of t.rows) {
@@ -304,6 +371,14 @@ async function main(): Promise<void> {
     );
     printStages("routed shell echo, stage by stage", shellStages);
     printStages("routed read (ownership status), stage by stage", readStages);
+    const tail = stageTail(marks, "instant-shell-", SHELL_STAGES, shellStages.rows);
+    printTail("routed shell echo, tail", tail);
+    const cpu = { routed: median(instant.routedCpu), client: median(instant.clientCpu), read: median(instant.readCpu) };
+    console.log(
+      `  CPU per call (medians; the standalone's main thread): routed shell ${cpu.routed.toFixed(3)} ms, routed read ${cpu.read.toFixed(3)} ms; the bench process (client and simulated phone) during the routed shell ${
+        cpu.client.toFixed(3)
+      } ms`,
+    );
     emitReport(
       "routing-overhead",
       [
@@ -314,6 +389,8 @@ async function main(): Promise<void> {
         { measure: "  of which the phone's job script", instant: addedMs(mj - mb), realistic: round(median(usb.job) / median(usb.bare), 2), profile: "pixel-usb", target: "", pass: null },
         { measure: "routed read (ownership status)", instant: ms(median(instant.read)), realistic: round(median(usb.read) / median(usb.bare), 2), profile: "pixel-usb", target: "<= the routed shell", pass: median(instant.read) <= mr },
         ...shellStages.rows.map((r) => ({ measure: `  shell stage: ${r.name}`, instant: ms(r.medianMs), realistic: null, target: r.floorMs !== undefined ? `floor ${ms(r.floorMs)}` : "", pass: null })),
+        { measure: "routed shell echo, standalone's CPU per call (main thread)", instant: ms(cpu.routed, 3), realistic: null, target: "", pass: null },
+        { measure: "routed read, standalone's CPU per call (main thread)", instant: ms(cpu.read, 3), realistic: null, target: "", pass: null },
         { measure: "empty RPC (health)", instant: ms(median(empty.slice(20))), realistic: null, target: "", pass: null },
       ],
       {
@@ -321,6 +398,8 @@ async function main(): Promise<void> {
         instant: { directMedianMs: round(mb, 2), routedMedianMs: round(mr, 2), directJobMedianMs: round(mj, 2), routedReadMedianMs: round(median(instant.read), 2) },
         floors: { hopMs: round(floors.hop, 3), streamRoundTripMs: round(floors.rtt, 3), commitMs: round(floors.commit, 3), jobShareMs: round(mj - mb, 3), sumMs: round(floorAdded, 3) },
         stages: { shell: shellStages, read: readStages },
+        tail,
+        cpuPerCallMs: { routedShell: round(cpu.routed, 3), routedRead: round(cpu.read, 3), benchProcessDuringShell: round(cpu.client, 3) },
         pixelUsb: { directMedianMs: round(median(usb.bare), 2), routedMedianMs: round(median(usb.routed), 2), directJobMedianMs: round(median(usb.job), 2), routedReadMedianMs: round(median(usb.read), 2) },
       },
     );
