@@ -21,6 +21,15 @@
  * hop is also split at the coordinator's request gate and unary fast path
  * (their marks; calls over --protocol connect do not pass there).
  *
+ * CPU, which a loaded machine inflates less than wall time: each stage one
+ * process marks at both ends shows that process's CPU beside its wall time,
+ * and each routed call the standalone main thread's CPU. The slowest 1 % of
+ * routed shells are printed stage by stage (what the p99 is made of). The
+ * direct echo and job are also made from a process of their own
+ * (direct-client.ts): in this process, which simulates the phone, their
+ * client never waits for a sleeping process between adb messages, while
+ * the agent does; both figures are printed, the target rows use the first.
+ *
  *   node test/dist/bench/routing-overhead.js [--calls 300] [--realistic-calls 40] [--protocol connect|grpc]
  */
 import { randomUUID } from "node:crypto";
