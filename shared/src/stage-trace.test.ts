@@ -23,17 +23,21 @@ describe("stage trace", () => {
     expect(run({})).toBe("off");
   });
 
-  it("writes each mark and link on the monotonic clock when the process exits, privately", () => {
+  it("writes each mark and link on the monotonic clock, with the process's CPU so far, when the process exits, privately", () => {
     const out = join(dir, "trace");
     expect(run({ FARM_STAGE_TRACE: out })).toBe("on");
     const files = readdirSync(out);
     expect(files).toHaveLength(1);
     const file = join(out, files[0] as string);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; stage: string; t?: number; to?: string });
+    const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; stage: string; t?: number; cpu?: number; to?: string });
     expect(lines.map((l) => [l.id, l.stage, l.to])).toEqual([["call-1", "a", undefined], ["cmd-1", "link", "call-1"], ["cmd-1", "b", undefined]]);
     const [a, , b] = lines;
     expect(typeof a?.t).toBe("number");
     expect((b?.t as number) >= (a?.t as number)).toBe(true);
+    // CPU so far: a started Node process has used some, and it never goes back.
+    expect(a?.cpu).toBeGreaterThan(0);
+    expect((b?.cpu as number) >= (a?.cpu as number)).toBe(true);
+    expect(lines[1]?.cpu).toBeUndefined();
   });
 });

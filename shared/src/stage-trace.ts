@@ -9,7 +9,11 @@ import { join } from "node:path";
  * clock (CLOCK_MONOTONIC through process.hrtime), in milliseconds, so the
  * marks of the client, the coordinator and the agent line up across
  * processes of one machine. Off, `stageTrace` is undefined and a mark is
- * one optional call that does nothing.
+ * one optional call that does nothing. Each mark also carries the CPU the
+ * process has used so far (user + system, all its threads), so a stage
+ * whose marks are made by one process shows how much of its time was work
+ * and how much waiting: the figure a loaded machine does not inflate as
+ * much as wall time.
  */
 export interface StageTrace {
   /** Records that call `id` reached `stage` now. */
@@ -30,6 +34,8 @@ export interface StageMark {
   stage: string;
   /** Monotonic milliseconds; absent on a link. */
   t?: number;
+  /** The process's CPU so far (user + system), in milliseconds; absent on a link. */
+  cpu?: number;
   /** On a link: the trace id this id belongs to. */
   to?: string;
 }
@@ -46,7 +52,9 @@ function startTrace(dir: string): StageTrace {
   });
   return {
     mark(id, stage) {
-      if (marks.length < MAX_MARKS) marks.push({ id, stage, t: Number(process.hrtime.bigint()) / 1e6 });
+      if (marks.length >= MAX_MARKS) return;
+      const u = process.cpuUsage();
+      marks.push({ id, stage, t: Number(process.hrtime.bigint()) / 1e6, cpu: (u.user + u.system) / 1000 });
     },
     link(id, to) {
       if (marks.length < MAX_MARKS) marks.push({ id, stage: "link", to });

@@ -47,6 +47,16 @@ export class ActivityLog {
     this.listeners.add(fn);
   }
 
+  /** Stops calling fn (a watcher's wiring, when the last watcher leaves). */
+  offRecord(fn: (row: ActivityRow) => void): void {
+    this.listeners.delete(fn);
+  }
+
+  /** How many are told of each entry. */
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
   /** One stored entry, or undefined; listeners are not told (the replica that stored it told its own). */
   get(id: number): Promise<ActivityRow | undefined> {
     return this.store.get(id);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { AgentHelloSchema, DeviceReportSchema } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import type { WatchResponse } from "@farm/shared/gen/farm/v1/watch_service_pb";
 import { createLogger } from "@farm/shared/log";
@@ -36,19 +37,20 @@ async function wired() {
   const leases = await LeaseManager.open(new SqliteLeaseStore(db), registry, labels, createLogger({ level: "error" }));
   const hub = new WatchHub();
   const sessions = new Sessions(createSessionStore(sqliteDatabaseOf(db)));
+  const activity = new ActivityLog(createActivityStore(sqliteDatabaseOf(db)));
   // Nothing here touches the evidence directory.
   wireWatchHub(hub, {
     registry,
     leases,
     labels,
-    activity: new ActivityLog(createActivityStore(sqliteDatabaseOf(db))),
+    activity,
     evidence: new EvidenceStore(createEvidenceIndexStore(sqliteDatabaseOf(db)), "/nonexistent"),
     videos: new VideoSessionIndex(new SqliteVideoSessionStore(db)),
     sessions,
     steps: new SessionSteps(new SqliteSessionStepStore(db)),
     log: createLogger({ level: "error" }),
   });
-  return { registry, leases, labels, hub, sessions };
+  return { registry, leases, labels, hub, sessions, activity };
 }
 
 const listening = (r: Registry) => (["agent", "device", "deviceRemoved"] as const).map((e) => r.events.listenerCount(e));
@@ -79,5 +81,26 @@ describe("watch wiring", () => {
     expect(listening(registry)).toEqual([0, 0, 0]);
     expect(labels.events.listenerCount("changed")).toBe(0);
     expect(sessions.events.listenerCount("session")).toBe(0);
+  });
+
+  it("builds activity messages only while the hub has watchers (every routed call writes an entry)", async () => {
+    const { hub, activity } = await wired();
+    const entry = { caller: "alice", leaseId: "l-1", serial: "S-1", physicalId: "pd-1", agentId: "a-1", command: "runShell", requestId: "", detail: "echo hi", outcome: "ok", durationMs: 3 };
+    expect(activity.listenerCount).toBe(0);
+    await activity.record({ ...entry, at: 1 });
+
+    const ac = new AbortController();
+    const watch = hub.subscribe(ac.signal);
+    expect((await watch.next()).value?.kind.case).toBe("ready");
+    expect(activity.listenerCount).toBe(1);
+    await activity.record({ ...entry, at: 2 });
+    const got = (await watch.next()).value as WatchResponse;
+    // The entry written while watched, not the one before.
+    expect(got.kind.case === "activity" && got.kind.value).toMatchObject({ caller: "alice", serial: "S-1", command: "runShell", outcome: "ok" });
+    expect(got.kind.case === "activity" && got.kind.value.time && timestampMs(got.kind.value.time)).toBe(2);
+
+    ac.abort();
+    expect((await watch.next()).done).toBe(true);
+    expect(activity.listenerCount).toBe(0);
   });
 });

@@ -79,9 +79,13 @@ export function wireWatchHub(hub: WatchHub, src: WatchSources): WatchWiring {
     src.leases.events.on("lease", onLease).on("leaseEnded", onLeaseEnded).on("queue", onQueue);
     src.labels.events.on("changed", onLabels);
     const onStep = (step: StoredStep) => hub.publish(messages.step(step));
+    // Every routed call writes an activity entry: its watch message is built only while someone watches.
+    const onActivity = (row: ActivityRow) => hub.publish(messages.activity(row));
     src.sessions.events.on("session", onSession);
     src.steps.events.on("step", onStep);
+    src.activity.onRecord(onActivity);
     return () => {
+      src.activity.offRecord(onActivity);
       src.steps.events.off("step", onStep);
       src.registry.events.off("agent", onAgent).off("device", onDevice).off("deviceRemoved", onDeviceRemoved);
       src.leases.events.off("lease", onLease).off("leaseEnded", onLeaseEnded).off("queue", onQueue);
@@ -89,7 +93,6 @@ export function wireWatchHub(hub: WatchHub, src: WatchSources): WatchWiring {
       src.sessions.events.off("session", onSession);
     };
   });
-  src.activity.onRecord((row) => hub.publish(messages.activity(row)));
   src.evidence.onPublish = (row) => {
     hub.publish(messages.evidence(row));
     stored.emit("evidence", row);
