@@ -21,6 +21,7 @@
  * bare-statement floor, same run);
  * `--pg-no-fsync` (diagnosis, not the figure to report) turns PostgreSQL's fsync off.
  */
+import { setMaxListeners } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -148,6 +149,8 @@ async function inBatches(n: number, width: number, fn: (i: number) => Promise<vo
 async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<{ cpu: number[]; online: number[] }> {
   const { procs, admin, urls } = await startCoordinators(dir, name, database, count);
   const stop = new AbortController();
+  // Every fake agent listens for the one stop.
+  setMaxListeners(0, stop.signal);
   try {
     const tokens = createClient(TokenService, createGrpcTransport({ baseUrl: urls[0]!, interceptors: [auth(admin)] }));
     // ATTACH_AT_ONCE agents attach side by side: one after the other, 1,000 took over 20 minutes at load 30.
@@ -227,6 +230,8 @@ interface LeaseFigures {
   floorPerSecond: number;
   statementsPerCycle: number;
   commitsPerCycle: number;
+  /** PostgreSQL sessions (connections) opened during the cycles' window. */
+  connectionsOpened: number;
   /** Less the database's background over as long with nobody calling. */
   netStatementsPerCycle: number;
   netCommitsPerCycle: number;
@@ -254,11 +259,12 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
   await stats.connect();
   await stats.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
   const dbCounts = async () => {
-    const x = await stats.query<{ commits: string; statements: string }>(
+    const x = await stats.query<{ commits: string; statements: string; sessions: string }>(
       `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits,
+              (SELECT sessions FROM pg_stat_database WHERE datname = current_database()) AS sessions,
               (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()) AS statements`,
     );
-    return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements) };
+    return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements), sessions: Number(x.rows[0]!.sessions) };
   };
   await stats.query("SELECT pg_stat_statements_reset()");
   // The database's own background (heartbeats, membership) over as long with nobody calling, to take out below.
@@ -287,6 +293,7 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
     // Includes the replicas' heartbeats and this bench's two count queries over the window.
     statementsPerCycle: (after.statements - before.statements) / cycleCount,
     commitsPerCycle: (after.commits - before.commits) / cycleCount,
+    connectionsOpened: after.sessions - before.sessions,
     netStatementsPerCycle: (after.statements - before.statements - ((idleAfter.statements - idleBefore.statements) * SECONDS) / IDLE_S) / cycleCount,
     netCommitsPerCycle: (after.commits - before.commits - ((idleAfter.commits - idleBefore.commits) * SECONDS) / IDLE_S) / cycleCount,
     sqliteCpuPerCycleMs,
@@ -314,7 +321,7 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
   console.log(
     `  per cycle on PostgreSQL: ${figures.statementsPerCycle.toFixed(1)} statements, ${figures.commitsPerCycle.toFixed(1)} transactions; less the background with nobody calling: ${figures.netStatementsPerCycle.toFixed(1)} statements, ${
       figures.netCommitsPerCycle.toFixed(1)
-    } transactions; most run:`,
+    } transactions; ${figures.connectionsOpened} connections opened during the cycles; most run:`,
   );
   for (const r of top.rows) console.log(`    ${r.calls.padStart(7)}  ${r.query}`);
   return { figures, three };
@@ -434,6 +441,7 @@ async function main(): Promise<void> {
         transactionsPerCycle: round(f.commitsPerCycle, 1),
         netStatementsPerCycle: round(f.netStatementsPerCycle, 1),
         netTransactionsPerCycle: round(f.netCommitsPerCycle, 1),
+        connectionsOpened: f.connectionsOpened,
         sqliteCpuPerCycleMs: round(f.sqliteCpuPerCycleMs, 1),
         replicaCpuPerCycleMs: round(f.replicaCpuPerCycleMs, 1),
         sqliteNetCpuPerCycleMs: round(f.sqliteNetCpuPerCycleMs, 1),
