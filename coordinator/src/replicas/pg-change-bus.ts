@@ -62,8 +62,9 @@ export class PgChangeBus implements ChangeBus {
         // an earlier one still waiting here would, so that one is not sent. It goes, and this one is
         // queued last, so it still follows whatever was published between the two (a cleanup's row, say).
         const superseded = this.pendingLease.get(id);
-        if (superseded) {
-          this.outbox.splice(this.outbox.indexOf(superseded), 1);
+        const at = superseded ? this.outbox.indexOf(superseded) : -1;
+        if (superseded && at >= 0) {
+          this.outbox.splice(at, 1);
           pending.resolve = () => {
             superseded.resolve();
             resolve();
