@@ -177,7 +177,8 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   registry.events.on("change", () => leases.kick(leases.dispatch()));
   labels.events.on("changed", () => leases.kick(leases.dispatch()));
   const activity = new ActivityLog(stores.activity);
-  const sessions = new Sessions(stores.sessions);
+  // A session is stored only under a lease still active in the database (a release through another replica may have just ended it).
+  const sessions = new Sessions(stores.sessions, Date.now, { underLiveLease: true });
   // A session lives only as long as its lease: one that ended while we were down ends now.
   for (const s of await sessions.settle(new Set(leases.list().leases.map((l) => l.leaseId)))) log.info("session ended: its lease ended", { sessionId: s.sessionId, leaseId: s.leaseId });
   leases.events.on("leaseEnded", (lease, origin, running) => {

@@ -8,7 +8,7 @@
  * Only the busiest `--window` seconds of each profile are counted, so start-up
  * and idle tails do not dilute the figures.
  *
- *   node test/dist/bench/cpu-profile-stages.js [--window 10] [--top 25] [--per-stage 4] file.cpuprofile…
+ *   node test/dist/bench/cpu-profile-stages.js [--window 10] [--top 25] [--per-stage 4] [--activities] file.cpuprofile…
  */
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
@@ -63,6 +63,30 @@ function stageOf(frames: ProfileNode["callFrame"][]): string {
   return leaf.url ? `other: ${leaf.url.replace(/^.*node_modules\//, "")}` : `native: ${leaf.functionName}`;
 }
 
+/**
+ * `--activities`: what the process was doing, by any frame on the stack rather than the innermost
+ * (a notice's receipt starts in pg's notification parser; a lease call in the HTTP/2 server), so a
+ * library's work is counted for the activity that called it. Async continuations with no such frame
+ * (a statement's result arriving) count as the library's.
+ */
+const ACTIVITIES: [RegExp, string][] = [
+  [/Notification|^deliver .*pg-change-bus|applyNotice|leaseRowOf/, "receiving notices (parse, apply, listeners)"],
+  [/pg-change-bus/, "publishing notices"],
+  [/membership|heartbeat|replica-store|agent-service|nextWithin/, "heartbeats, membership"],
+  [/node_modules\/(pg|pg-protocol|pg-pool|pg-types|drizzle-orm|kysely)\//, "pg client (statements sent, results read)"],
+  [/lease-service|lease-manager|lease-store/, "lease calls: farm's lease code"],
+  [/\/auth\//, "lease calls: authentication"],
+  [/http2|coordinator\/dist\/http|connectrpc|bufbuild/, "lease calls: HTTP/2, framing, protobuf"],
+  [/node:net|stream|writev|writeBuffer/, "sockets (no caller on the stack)"],
+  [/timers|listOnTimeout/, "timers"],
+];
+
+function activityOf(frames: ProfileNode["callFrame"][]): string {
+  if (frames[0]?.functionName === "(garbage collector)") return "GC";
+  for (const [re, name] of ACTIVITIES) if (frames.some((f) => re.test(`${f.functionName} ${f.url}`))) return name;
+  return "other (V8, microtasks)";
+}
+
 async function summarize(file: string, windowS: number, top: number, perStage: number): Promise<void> {
   const p = JSON.parse(await readFile(file, "utf8")) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
@@ -104,7 +128,7 @@ async function summarize(file: string, windowS: number, top: number, perStage: n
     const w = weight(i);
     const frames: ProfileNode["callFrame"][] = [];
     for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) frames.push((byId.get(n) as ProfileNode).callFrame);
-    const stage = stageOf(frames);
+    const stage = values.activities ? activityOf(frames) : stageOf(frames);
     stages.set(stage, (stages.get(stage) ?? 0) + w);
     const leaf = frames[0] as ProfileNode["callFrame"];
     const fn = `${leaf.functionName || "(anonymous)"} ${leaf.url.replace(/^.*node_modules\//, "").replace(/^.*\/(coordinator|shared)\/dist\//, "$1/")}:${leaf.lineNumber + 1}`;
@@ -126,6 +150,6 @@ async function summarize(file: string, windowS: number, top: number, perStage: n
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { window: { type: "string", default: "10" }, top: { type: "string", default: "25" }, "per-stage": { type: "string", default: "4" } },
+  options: { window: { type: "string", default: "10" }, top: { type: "string", default: "25" }, "per-stage": { type: "string", default: "4" }, activities: { type: "boolean", default: false } },
 });
 for (const f of positionals) await summarize(f, Number(values.window), Number(values.top), Number(values["per-stage"]));

@@ -15,11 +15,13 @@
  * PostgreSQL is a private cluster with its default durability (fsync on).
  *
  *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--idle-s 5] [--only leases]
+ *     [--agents 1000] [--window-s 15] [--attach-at-once 50]
  *
  * `--only leases|forwarded|fleet` runs one part (leases: SQLite baseline, replicas and the
  * bare-statement floor, same run);
  * `--pg-no-fsync` (diagnosis, not the figure to report) turns PostgreSQL's fsync off.
  */
+import { setMaxListeners } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -49,6 +51,8 @@ const { values } = parseArgs({
     agents: { type: "string", default: "1000" },
     "window-s": { type: "string", default: "15" },
     "idle-s": { type: "string", default: "5" },
+    // Fleet: how many agents attach at the same time.
+    "attach-at-once": { type: "string", default: "50" },
     only: { type: "string", default: "" },
     // Diagnosis only: PostgreSQL without fsync, to see how much of a cycle is the disk.
     "pg-no-fsync": { type: "boolean", default: false },
@@ -57,6 +61,7 @@ const { values } = parseArgs({
 const AGENTS = Number(values.agents);
 const WINDOW_S = Number(values["window-s"]);
 const IDLE_S = Number(values["idle-s"]);
+const ATTACH_AT_ONCE = Number(values["attach-at-once"]);
 const SECONDS = Number(values.seconds);
 const WORKERS = Number(values.workers);
 const CALLS = Number(values.calls);
@@ -132,21 +137,52 @@ async function cycles(leases: Client<typeof LeaseService>[]): Promise<number> {
   return n / SECONDS;
 }
 
+/** Runs `fn` for 0..n-1, at most `width` at a time. */
+async function inBatches(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(width, n) }, async () => {
+    while (next < n) await fn(next++);
+  }));
+}
+
 /** CPU of each coordinator process (fraction of a core) over a window, with AGENTS fake agents x 10 devices spread over them. */
-async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<number[]> {
+async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<{ cpu: number[]; online: number[] }> {
   const { procs, admin, urls } = await startCoordinators(dir, name, database, count);
   const stop = new AbortController();
+  // Every fake agent listens for the one stop.
+  setMaxListeners(0, stop.signal);
   try {
     const tokens = createClient(TokenService, createGrpcTransport({ baseUrl: urls[0]!, interceptors: [auth(admin)] }));
-    for (let a = 0; a < AGENTS; a++) {
+    // ATTACH_AT_ONCE agents attach side by side: one after the other, 1,000 took over 20 minutes at load 30.
+    const attached = Date.now();
+    await inBatches(AGENTS, ATTACH_AT_ONCE, async (a) => {
       const token = (await tokens.createToken({ name: `${name}-fleet-${a}`, kind: TokenKind.AGENT })).token;
       await attachFakeAgent({ url: urls[a % count]!, token, index: 100 + a, devices: fakeDevices(100 + a, 10), heartbeatMs: 5000, signal: stop.signal });
+    });
+    console.log(`  ${name}: ${AGENTS} agents attached in ${((Date.now() - attached) / 1000).toFixed(0)} s (load average ${loadavg()[0]!.toFixed(1)})`);
+    const registries = urls.map((url) => createClient(RegistryService, createGrpcTransport({ baseUrl: url, interceptors: [auth(admin)] })));
+    // Agents listed online by one coordinator, every page (a page holds at most 1,000).
+    const online = async (registry: (typeof registries)[number]) => {
+      let n = 0;
+      let pageToken = "";
+      do {
+        const page = await registry.listAgents({ pageSize: 1000, pageToken });
+        n += page.agents.filter((x) => x.online).length;
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "");
+      return n;
+    };
+    const onlineEach = () => Promise.all(registries.map(online));
+    try {
+      await waitFor("the fleet listed online on every coordinator", async () => ((await onlineEach()).every((n) => n >= AGENTS) ? true : undefined), { timeoutMs: 300_000 });
+    } catch {
+      // Measured all the same, and said: an agent a coordinator dropped (heartbeats late under load) does not come back here.
+      console.log(`  ${name}: not every agent listed online after 300 s: ${(await onlineEach()).join(", ")} of ${AGENTS}`);
     }
-    const registry = createClient(RegistryService, createGrpcTransport({ baseUrl: urls[count - 1]!, interceptors: [auth(admin)] }));
-    await waitFor("the fleet listed", async () => ((await registry.listAgents({ pageSize: 5000 })).agents.filter((x) => x.online).length >= AGENTS ? true : undefined), { timeoutMs: 300_000 });
     const before = procs.map((p) => cpuSeconds(p.pid));
     await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
-    return procs.map((p, i) => (cpuSeconds(p.pid) - (before[i] as number)) / WINDOW_S);
+    const cpu = procs.map((p, i) => (cpuSeconds(p.pid) - (before[i] as number)) / WINDOW_S);
+    return { cpu, online: await onlineEach() };
   } finally {
     stop.abort();
     for (const p of procs) await p.stop();
@@ -194,6 +230,8 @@ interface LeaseFigures {
   floorPerSecond: number;
   statementsPerCycle: number;
   commitsPerCycle: number;
+  /** PostgreSQL sessions (connections) opened during the cycles' window. */
+  connectionsOpened: number;
   /** Less the database's background over as long with nobody calling. */
   netStatementsPerCycle: number;
   netCommitsPerCycle: number;
@@ -221,11 +259,12 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
   await stats.connect();
   await stats.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
   const dbCounts = async () => {
-    const x = await stats.query<{ commits: string; statements: string }>(
+    const x = await stats.query<{ commits: string; statements: string; sessions: string }>(
       `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits,
+              (SELECT sessions FROM pg_stat_database WHERE datname = current_database()) AS sessions,
               (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()) AS statements`,
     );
-    return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements) };
+    return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements), sessions: Number(x.rows[0]!.sessions) };
   };
   await stats.query("SELECT pg_stat_statements_reset()");
   // The database's own background (heartbeats, membership) over as long with nobody calling, to take out below.
@@ -254,6 +293,7 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
     // Includes the replicas' heartbeats and this bench's two count queries over the window.
     statementsPerCycle: (after.statements - before.statements) / cycleCount,
     commitsPerCycle: (after.commits - before.commits) / cycleCount,
+    connectionsOpened: after.sessions - before.sessions,
     netStatementsPerCycle: (after.statements - before.statements - ((idleAfter.statements - idleBefore.statements) * SECONDS) / IDLE_S) / cycleCount,
     netCommitsPerCycle: (after.commits - before.commits - ((idleAfter.commits - idleBefore.commits) * SECONDS) / IDLE_S) / cycleCount,
     sqliteCpuPerCycleMs,
@@ -281,7 +321,7 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
   console.log(
     `  per cycle on PostgreSQL: ${figures.statementsPerCycle.toFixed(1)} statements, ${figures.commitsPerCycle.toFixed(1)} transactions; less the background with nobody calling: ${figures.netStatementsPerCycle.toFixed(1)} statements, ${
       figures.netCommitsPerCycle.toFixed(1)
-    } transactions; most run:`,
+    } transactions; ${figures.connectionsOpened} connections opened during the cycles; most run:`,
   );
   for (const r of top.rows) console.log(`    ${r.calls.padStart(7)}  ${r.query}`);
   return { figures, three };
@@ -401,6 +441,7 @@ async function main(): Promise<void> {
         transactionsPerCycle: round(f.commitsPerCycle, 1),
         netStatementsPerCycle: round(f.netStatementsPerCycle, 1),
         netTransactionsPerCycle: round(f.netCommitsPerCycle, 1),
+        connectionsOpened: f.connectionsOpened,
         sqliteCpuPerCycleMs: round(f.sqliteCpuPerCycleMs, 1),
         replicaCpuPerCycleMs: round(f.replicaCpuPerCycleMs, 1),
         sqliteNetCpuPerCycleMs: round(f.sqliteNetCpuPerCycleMs, 1),
@@ -440,8 +481,10 @@ async function main(): Promise<void> {
     }
     await three?.stop();
     if (only === "" || only === "fleet") {
-      const sqliteCpu = (await fleetCpu(dir.path, "fleet-sqlite", undefined, 1))[0] as number;
-      const replicaCpu = await fleetCpu(dir.path, "fleet-replicas", await newDatabase(cluster.url, "farm_fleet"), 3);
+      const sqlite = await fleetCpu(dir.path, "fleet-sqlite", undefined, 1);
+      const sqliteCpu = sqlite.cpu[0] as number;
+      const replicas = await fleetCpu(dir.path, "fleet-replicas", await newDatabase(cluster.url, "farm_fleet"), 3);
+      const replicaCpu = replicas.cpu;
       const busiest = Math.max(...replicaCpu);
       Object.assign(report, {
         fleetAgents: AGENTS,
@@ -449,8 +492,11 @@ async function main(): Promise<void> {
         replicaCpu: replicaCpu.map((c) => round(c, 3)),
         replicaCpuToTarget: round(busiest / 0.1, 2),
         replicaCpuToSqlite: round(busiest / sqliteCpu, 2),
+        sqliteOnline: sqlite.online,
+        replicaOnline: replicas.online,
       });
       console.log(`${AGENTS} agents x 10 devices, heartbeats every 5 s, over ${WINDOW_S} s (load average ${loadavg()[0]!.toFixed(1)})`);
+      console.log(`  agents listed online at the end: SQLite ${sqlite.online.join(", ")}; each replica ${replicas.online.join(", ")}`);
       console.log(`  one coordinator on SQLite     ${sqliteCpu.toFixed(3)} of a core`);
       console.log(`  each of three replicas        ${replicaCpu.map((c) => c.toFixed(3)).join(", ")} of a core  (busiest to the 0.10 target ${(busiest / 0.1).toFixed(2)}; to SQLite ${(busiest / sqliteCpu).toFixed(2)})`);
       rows.push({

@@ -72,6 +72,10 @@ export const leases = pgTable("leases", {
   ttlMs: ms("ttl_ms").notNull(),
   state: text("state", { enum: ["active", "released", "expired"] }).notNull(),
   endedAt: ms("ended_at"),
+  // PostgreSQL only (schema.ts has no such column): set by the statement that starts a session under
+  // the lease, so the release's statement sees a session started while it waited for the row
+  // (kysely-session-store.ts, pg-lease-store.ts). Not part of a LeaseRow.
+  hasSessions: boolean("has_sessions").notNull().default(false),
 }, (t) => [
   // The database itself refuses a second active lease on one phone, whichever replica asks.
   uniqueIndex("leases_one_active").on(t.physicalId).where(sql`state = 'active'`),

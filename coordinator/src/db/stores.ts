@@ -136,7 +136,7 @@ export function createActivityStore(database: FarmDatabase): ActivityStore {
 }
 
 export function createSessionStore(database: FarmDatabase): SessionStore {
-  return new KyselySessionStore(storeDbOf(database));
+  return new KyselySessionStore(storeDbOf(database), database.dialect);
 }
 
 export function createSessionStepStore(database: FarmDatabase): SessionStepStore {

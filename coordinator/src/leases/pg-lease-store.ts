@@ -43,7 +43,11 @@ const RELEASE = {
     UPDATE leases SET state = 'released', ended_at = $2
     WHERE token_hash = $1 AND state = 'active' AND ($3::text IS NULL OR holder = $3)
     RETURNING ${COLUMNS},
-      EXISTS (SELECT 1 FROM sessions s WHERE s.lease_id = leases.lease_id AND s.status = 'running') AS running_sessions`,
+      -- has_sessions: set by a session's start in its statement (kysely-session-store.ts). A start that
+      -- held this row when the release came is committed by the time the release reads the row again,
+      -- and the mark shows it; the EXISTS alone reads this statement's snapshot, from before that commit
+      -- (and it still finds sessions a replica of the previous version started without the mark).
+      (has_sessions OR EXISTS (SELECT 1 FROM sessions s WHERE s.lease_id = leases.lease_id AND s.status = 'running')) AS running_sessions`,
 };
 const RENEW = {
   name: "farm_lease_renew",
@@ -55,6 +59,21 @@ const RENEW = {
 };
 
 type Raw = Record<string, unknown>;
+
+/** A lease's columns as a LeaseRow has them (has_sessions is the store's own). */
+const LEASE_ROW = {
+  leaseId: leases.leaseId,
+  tokenHash: leases.tokenHash,
+  holder: leases.holder,
+  physicalId: leases.physicalId,
+  agentId: leases.agentId,
+  serial: leases.serial,
+  acquiredAt: leases.acquiredAt,
+  expiresAt: leases.expiresAt,
+  ttlMs: leases.ttlMs,
+  state: leases.state,
+  endedAt: leases.endedAt,
+};
 
 /** A row as the raw statements return it (int8 may come as text), in the store's shape. */
 function leaseOf(r: Raw): LeaseRow {
@@ -92,11 +111,11 @@ export class PgLeaseStore implements LeaseStore {
   }
 
   activeLeases(): Promise<LeaseRow[]> {
-    return this.db.select().from(leases).where(eq(leases.state, "active"));
+    return this.db.select(LEASE_ROW).from(leases).where(eq(leases.state, "active"));
   }
 
   async leaseByTokenHash(tokenHash: string): Promise<LeaseRow | undefined> {
-    const [row] = await this.db.select().from(leases).where(eq(leases.tokenHash, tokenHash)).limit(1);
+    const [row] = await this.db.select(LEASE_ROW).from(leases).where(eq(leases.tokenHash, tokenHash)).limit(1);
     return row;
   }
 
@@ -148,12 +167,12 @@ export class PgLeaseStore implements LeaseStore {
       .update(leases)
       .set({ state: "expired", endedAt: now })
       .where(and(eq(leases.state, "active"), lte(leases.expiresAt, now)))
-      .returning();
+      .returning(LEASE_ROW);
   }
 
   async activeLeaseOf(physicalId: string): Promise<LeaseRow | undefined> {
     // The partial unique index leases_one_active serves this.
-    const [row] = await this.db.select().from(leases).where(and(eq(leases.physicalId, physicalId), eq(leases.state, "active"))).limit(1);
+    const [row] = await this.db.select(LEASE_ROW).from(leases).where(and(eq(leases.physicalId, physicalId), eq(leases.state, "active"))).limit(1);
     return row;
   }
 
@@ -170,7 +189,7 @@ export class PgLeaseStore implements LeaseStore {
   }
 
   async leaseById(leaseId: string): Promise<LeaseRow | undefined> {
-    const [row] = await this.db.select().from(leases).where(eq(leases.leaseId, leaseId)).limit(1);
+    const [row] = await this.db.select(LEASE_ROW).from(leases).where(eq(leases.leaseId, leaseId)).limit(1);
     return row;
   }
 

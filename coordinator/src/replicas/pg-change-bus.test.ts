@@ -86,4 +86,34 @@ describe("change notices over LISTEN/NOTIFY", () => {
     // The first alone, the 39 published while it was on its way in statements of at most 16.
     expect(statements).toBe(4);
   });
+
+  it("sends a lease's latest row only, when an earlier notice of that lease still waits, after what was published between them", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    const pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool.on("error", () => undefined);
+    cleanups.push(() => pool.end());
+    const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
+    cleanups.push(() => one.close());
+    const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
+    cleanups.push(() => two.close());
+    const heard: Change[] = [];
+    const last = new Promise<void>((resolve) =>
+      one.events.on("change", (c) => {
+        heard.push(c);
+        if (c.id === "lease-9" && (c.data as { state: string }).state === "released") resolve();
+      })
+    );
+    const granted = { leaseId: "lease-9", state: "active" };
+    const released = { leaseId: "lease-9", state: "released" };
+    // The first goes at once; the others wait for it, and the release replaces the grant still waiting.
+    const sent = [two.publish("agent", "agent-1"), two.publish("lease", "lease-9", granted), two.publish("cleanup", "pd-1", { state: "leased" }), two.publish("lease", "lease-9", released)];
+    await Promise.all(sent);
+    await last;
+    expect(heard.map((c) => [c.kind, c.id, c.data])).toEqual([["agent", "agent-1", undefined], ["cleanup", "pd-1", { state: "leased" }], ["lease", "lease-9", released]]);
+    // A lease notice published after the last one left is sent again.
+    const again = nextChange(one);
+    await two.publish("lease", "lease-9", granted);
+    expect((await again).data).toEqual(granted);
+  });
 });

@@ -13,6 +13,14 @@ function notifyText(n: number): string {
   return `SELECT ${Array.from({ length: n }, (_, i) => `pg_notify($1, $${i + 2})`).join(", ")}`;
 }
 
+/** A notice waiting to be sent; `leaseId`: a lease notice carrying its row, which a later one for that lease replaces. */
+interface Pending {
+  payload: string;
+  resolve: () => void;
+  reject: (err: Error) => void;
+  leaseId: string | undefined;
+}
+
 /**
  * Change notices over PostgreSQL LISTEN/NOTIFY: one listening connection per
  * replica, notices sent on the pool. PostgreSQL delivers notices in commit
@@ -24,7 +32,9 @@ export class PgChangeBus implements ChangeBus {
   readonly events = new EventEmitter<{ change: [change: Change]; resync: [] }>();
   private client: pg.Client | undefined;
   private closed = false;
-  private readonly outbox: { payload: string; resolve: () => void; reject: (err: Error) => void }[] = [];
+  private readonly outbox: Pending[] = [];
+  /** The lease notice waiting in the outbox for each lease id (not yet on its way). */
+  private readonly pendingLease = new Map<string, Pending>();
   private sending = false;
   private retryMs = 100;
 
@@ -46,7 +56,28 @@ export class PgChangeBus implements ChangeBus {
     // (about 400 bytes); a notice stays far under PostgreSQL's 8000-byte cap.
     const payload = JSON.stringify(data === undefined ? { k: kind, i: id, f: this.replicaId } : { k: kind, i: id, f: this.replicaId, d: data });
     return new Promise((resolve, reject) => {
-      this.outbox.push({ payload, resolve, reject });
+      const pending: Pending = { payload, resolve, reject, leaseId: undefined };
+      if (kind === "lease" && data !== undefined) {
+        // A lease notice carries the whole row as committed: a later one (its release, a renewal) says all
+        // an earlier one still waiting here would, so that one is not sent. It goes, and this one is
+        // queued last, so it still follows whatever was published between the two (a cleanup's row, say).
+        const superseded = this.pendingLease.get(id);
+        const at = superseded ? this.outbox.indexOf(superseded) : -1;
+        if (superseded && at >= 0) {
+          this.outbox.splice(at, 1);
+          pending.resolve = () => {
+            superseded.resolve();
+            resolve();
+          };
+          pending.reject = (err) => {
+            superseded.reject(err);
+            reject(err);
+          };
+        }
+        pending.leaseId = id;
+        this.pendingLease.set(id, pending);
+      }
+      this.outbox.push(pending);
       if (!this.sending) void this.send();
     });
   }
@@ -61,6 +92,7 @@ export class PgChangeBus implements ChangeBus {
     this.sending = true;
     while (this.outbox.length > 0) {
       const batch = this.outbox.splice(0, NOTICES_PER_STATEMENT);
+      for (const n of batch) if (n.leaseId !== undefined && this.pendingLease.get(n.leaseId) === n) this.pendingLease.delete(n.leaseId);
       try {
         await this.pool.query({ name: `farm_notify_${batch.length}`, text: notifyText(batch.length), values: [CHANNEL, ...batch.map((n) => n.payload)] });
         for (const n of batch) n.resolve();

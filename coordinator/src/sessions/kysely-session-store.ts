@@ -1,5 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { Selectable } from "kysely";
+import { sql, type Selectable } from "kysely";
+import type { DatabaseDialect } from "../db/database.js";
 import { preparedStatement, type StoreDb } from "../db/store-db.js";
 import type { StoreTables } from "../db/store-tables.js";
 import type { SessionFilter, SessionRow, SessionState, SessionStore } from "./session-store.js";
@@ -15,7 +16,10 @@ export class KyselySessionStore implements SessionStore {
   /** A lease's running sessions: read at every lease end (its building was most of a release's cost on SQLite). */
   private readonly runningOf: (p: { leaseId: string }) => Promise<Stored[]>;
 
-  constructor(private readonly db: StoreDb) {
+  constructor(
+    private readonly db: StoreDb,
+    private readonly dialect: DatabaseDialect,
+  ) {
     this.runningOf = preparedStatement(
       db,
       ["leaseId"],
@@ -25,6 +29,40 @@ export class KyselySessionStore implements SessionStore {
 
   async insert(row: SessionRow): Promise<void> {
     await this.db.insertInto("sessions").values(toStored(row)).execute();
+  }
+
+  async insertUnderLease(row: SessionRow): Promise<"stored" | "released" | "expired" | "unknown"> {
+    const v = toStored(row);
+    const values = sql.join([
+      sql`${v.sessionId}`,
+      sql`${v.name}`,
+      sql`${v.physicalId}`,
+      sql`${v.serial}`,
+      sql`${v.agentId}`,
+      sql`${v.leaseId}`,
+      sql`${v.owner}`,
+      sql`${v.status}`,
+    ]);
+    const insert = this.dialect === "postgres" ?
+      // PostgreSQL: the lease row is updated (marked) in the same statement. A release committing at the
+      // same moment holds or waits for that row's lock: if it ended the lease first, the UPDATE finds it
+      // no longer active and nothing is stored; if this start locked it first, the release waits for
+      // this commit and then sees the mark (a row it waited for is read as committed, where a subquery
+      // on sessions would still read its older snapshot). Types are cast: INSERT … SELECT infers none.
+      sql`WITH live AS (UPDATE leases SET has_sessions = true WHERE lease_id = ${v.leaseId} AND state = 'active' RETURNING lease_id)
+          INSERT INTO sessions (${sql.raw(INSERT_COLUMNS)})
+          SELECT ${values}, ${v.createdAt}::bigint, ${v.endedAt}::bigint, ${v.stepCount}::int, ${v.failedStepCount}::int, ${v.context}::jsonb,
+                 ${v.ocr}::boolean, ${v.policyJson}, ${v.policySha256}, ${v.secretNames}::jsonb
+          FROM live` :
+      // SQLite: one writer, statements in turn; the release's own follow-up read (endForLease) comes after its commit.
+      sql`INSERT INTO sessions (${sql.raw(INSERT_COLUMNS)})
+          SELECT ${values}, ${v.createdAt}, ${v.endedAt}, ${v.stepCount}, ${v.failedStepCount}, ${v.context}, ${v.ocr}, ${v.policyJson}, ${v.policySha256}, ${v.secretNames}
+          WHERE EXISTS (SELECT 1 FROM leases WHERE lease_id = ${v.leaseId} AND state = 'active')`;
+    const done = await insert.execute(this.db);
+    if (Number(done.numAffectedRows ?? 0) === 1) return "stored";
+    const lease = await sql<{ state: string }>`SELECT state FROM leases WHERE lease_id = ${v.leaseId}`.execute(this.db);
+    const state = lease.rows[0]?.state;
+    return state === "released" || state === "expired" ? state : "unknown";
   }
 
   async get(sessionId: string): Promise<SessionRow | undefined> {
@@ -62,6 +100,8 @@ export class KyselySessionStore implements SessionStore {
     return (await q.orderBy("createdAt", "desc").orderBy("sessionId", "desc").limit(limit).execute()).map(fromStored);
   }
 }
+
+const INSERT_COLUMNS = "session_id, name, physical_id, serial, agent_id, lease_id, owner, status, created_at, ended_at, step_count, failed_step_count, context, ocr, policy_json, policy_sha256, secret_names";
 
 // JSON as text and a boolean as 1/0: SQLite stores them so, PostgreSQL's jsonb and boolean parse them.
 function toStored(row: SessionRow): Stored {

@@ -37,6 +37,15 @@ export interface SessionFilter {
 /** Where sessions are kept. Each method is one atomic write or read. */
 export interface SessionStore {
   insert(row: SessionRow): Promise<void>;
+  /**
+   * Stores a session only while its lease (`row.leaseId`) is active, in one
+   * statement: a session is never stored under a lease already ended, and
+   * on PostgreSQL the lease row is marked in that statement, so a release
+   * running at the same moment either refuses this start or sees it
+   * (pg-lease-store.ts's release). Returns "stored", or the lease's state
+   * when nothing was stored ("released", "expired"; "unknown": no such lease).
+   */
+  insertUnderLease(row: SessionRow): Promise<"stored" | "released" | "expired" | "unknown">;
   get(sessionId: string): Promise<SessionRow | undefined>;
   /**
    * Ends a session that is still running. Returns the ended row, or

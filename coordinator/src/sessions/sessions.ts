@@ -42,8 +42,9 @@ export interface SessionCaller {
 /**
  * Recorded sessions: one user's run on one phone under one lease. A session
  * ends once: by its owner (passed or failed) or when its lease ends. This
- * class checks no lease itself and listens to nothing: the coordinator
- * hands it the checked lease and tells it when a lease ends.
+ * class listens to nothing: the coordinator hands it the checked lease
+ * (which the insert checks again, `underLiveLease`) and tells it when a
+ * lease ends.
  */
 export class Sessions {
   readonly events = new EventEmitter<SessionEvents>();
@@ -56,9 +57,17 @@ export class Sessions {
    */
   private readonly byLease = new Map<string, Promise<unknown>>();
 
+  /**
+   * `underLiveLease`: a start stores its session only while the lease is
+   * still active in the database, in the insert's own statement (the
+   * coordinator's sessions; a lease checked a moment before may have ended
+   * since, through another replica). Without it (tests of this class alone)
+   * the lease is taken as checked.
+   */
   constructor(
     private readonly store: SessionStore,
     private readonly now: () => number = Date.now,
+    private readonly opts: { underLiveLease?: boolean } = {},
   ) {}
 
   /**
@@ -101,7 +110,14 @@ export class Sessions {
     };
     return this.underLease(lease.leaseId, async () => {
       // Stored before the caller learns the id (durable before visible).
-      await this.store.insert(row);
+      if (this.opts.underLiveLease) {
+        const stored = await this.store.insertUnderLease(row);
+        if (stored === "expired") throw farmError(Errors.LEASE_EXPIRED, `lease ${lease.leaseId} expired before the session was stored; acquire a new one`, "lease");
+        if (stored === "released") throw farmError(Errors.LEASE_RELEASED, `lease ${lease.leaseId} was released before the session was stored`, "lease");
+        if (stored === "unknown") throw farmError(Errors.LEASE_NOT_FOUND, `no lease ${lease.leaseId} is stored`, "lease");
+      } else {
+        await this.store.insert(row);
+      }
       if (secrets.length > 0) this.secrets.set(row.sessionId, secrets.map((x) => x.value));
       this.events.emit("session", row);
       return row;

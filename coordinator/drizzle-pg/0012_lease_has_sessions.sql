@@ -1,0 +1,1 @@
+ALTER TABLE "leases" ADD COLUMN "has_sessions" boolean DEFAULT false NOT NULL;
