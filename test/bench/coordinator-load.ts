@@ -35,6 +35,10 @@ const { values } = parseArgs({
     devices: { type: "string", default: "10" },
     "heartbeat-ms": { type: "string", default: "5000" },
     "window-s": { type: "string", default: "30" },
+    // Node options for the coordinator process alone (NODE_OPTIONS), e.g. "--max-semi-space-size=2": for measuring V8 settings.
+    "coordinator-node-options": { type: "string", default: "" },
+    // Which floors to measure after the coordinator: connect-node, bare (node:http2 alone), or none.
+    floors: { type: "string", default: "connect-node,bare" },
   },
 });
 const AGENTS = Number(values.agents);
@@ -47,6 +51,8 @@ const CPU_TARGET = 0.05;
 const LIST_TARGET_MS = 100;
 const RSS_TARGET_MIB = 150;
 const LIST_ROUNDS = 20;
+const FLOORS = values.floors === "none" ? [] : (values.floors ?? "").split(",");
+for (const f of FLOORS) if (f !== "connect-node" && f !== "bare") throw new Error(`--floors lists connect-node, bare or none, got ${f}`);
 
 async function timeCalls(n: number, call: () => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
@@ -80,7 +86,10 @@ async function endChild(proc: ChildProcess | undefined): Promise<void> {
 
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench");
-  const coord = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "data")], { FARM_LOG_LEVEL: "warn" });
+  const coord = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "data")], {
+    FARM_LOG_LEVEL: "warn",
+    ...(values["coordinator-node-options"] ? { NODE_OPTIONS: values["coordinator-node-options"] } : {}),
+  });
   let swarm: ChildProcess | undefined;
   let floor: ChildProcess | undefined;
   try {
@@ -196,25 +205,31 @@ async function main(): Promise<void> {
     const swarmMem = memoryMiB(swarmPid);
     await endChild(swarm);
 
-    // The floor: the same agents against a bare connect-node server that only reads their streams (attach-floor-server.ts).
-    const floorServer = await startChild("./attach-floor-server.js", []);
-    floor = floorServer.proc;
-    const floorPid = floor.pid as number;
-    await new Promise((r) => setTimeout(r, 1_000));
-    const floorIdleMem = memoryMiB(floorPid);
-    swarm = (await startChild("./agent-swarm.js", swarmArgs(floorServer.ready["url"] as string))).proc;
-    // As for the coordinator: the window starts once the streams are up.
-    await new Promise((r) => setTimeout(r, 2_000));
-    const floorLoad = await cpuOver(floorPid, WINDOW_S * 1000);
-    const floorCpu = floorLoad.user + floorLoad.system;
-    const floorMem = memoryMiB(floorPid);
-    await endChild(swarm);
-    await endChild(floor);
+    // The floors: the same agents against a server that only reads their streams (attach-floor-server.ts), connect-node's and bare node:http2.
+    const floors: Record<string, { cpu: number; user: number; system: number; idleRss: number; peakRss: number }> = {};
+    for (const kind of FLOORS) {
+      const floorServer = await startChild("./attach-floor-server.js", ["--kind", kind]);
+      floor = floorServer.proc;
+      const floorPid = floor.pid as number;
+      await new Promise((r) => setTimeout(r, 1_000));
+      const floorIdleMem = memoryMiB(floorPid);
+      swarm = (await startChild("./agent-swarm.js", swarmArgs(floorServer.ready["url"] as string))).proc;
+      // As for the coordinator: the window starts once the streams are up.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const floorLoad = await cpuOver(floorPid, WINDOW_S * 1000);
+      const floorMem = memoryMiB(floorPid);
+      floors[kind] = { cpu: floorLoad.user + floorLoad.system, user: floorLoad.user, system: floorLoad.system, idleRss: floorIdleMem.rss, peakRss: floorMem.peakRss };
+      await endChild(swarm);
+      await endChild(floor);
+    }
+    const cn = floors["connect-node"];
+    const bare = floors["bare"];
     const heartbeatsPerS = (AGENTS * 1000) / HEARTBEAT_MS;
     // CPU the heartbeats cost, per heartbeat, above the idle process.
     const perBeatUs = ((loadCpu - idle.user - idle.system) / heartbeatsPerS) * 1e6;
 
     const r = (x: number) => x.toFixed(3);
+    const floorText = (show: (f: { cpu: number; peakRss: number }) => string) => `${cn ? `bare connect-node ${show(cn)}; ` : ""}${bare ? `bare node:http2 ${show(bare)}; ` : ""}`;
     const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
     const report = {
       agents: AGENTS,
@@ -246,12 +261,16 @@ async function main(): Promise<void> {
       rssSteadyMiB: Number(steadyMem.rss.toFixed(1)),
       peakRssRatioToIdle: Number(r(mem.peakRss / idleMem.rss)),
       swarmPeakRssMiB: Number(swarmMem.peakRss.toFixed(1)),
-      floorCpuCores: Number(r(floorCpu)),
-      floorUserCores: Number(r(floorLoad.user)),
-      floorSystemCores: Number(r(floorLoad.system)),
-      cpuRatioToFloor: Number(r(loadCpu / floorCpu)),
-      floorIdleRssMiB: Number(floorIdleMem.rss.toFixed(1)),
-      floorPeakRssMiB: Number(floorMem.peakRss.toFixed(1)),
+      coordinatorNodeOptions: values["coordinator-node-options"],
+      floorCpuCores: cn ? Number(r(cn.cpu)) : null,
+      floorUserCores: cn ? Number(r(cn.user)) : null,
+      floorSystemCores: cn ? Number(r(cn.system)) : null,
+      cpuRatioToFloor: cn ? Number(r(loadCpu / cn.cpu)) : null,
+      floorIdleRssMiB: cn ? Number(cn.idleRss.toFixed(1)) : null,
+      floorPeakRssMiB: cn ? Number(cn.peakRss.toFixed(1)) : null,
+      bareFloorCpuCores: bare ? Number(r(bare.cpu)) : null,
+      bareFloorIdleRssMiB: bare ? Number(bare.idleRss.toFixed(1)) : null,
+      bareFloorPeakRssMiB: bare ? Number(bare.peakRss.toFixed(1)) : null,
     };
     console.log(`coordinator load: ${AGENTS} agents x ${DEVICES} devices, heartbeat ${HEARTBEAT_MS} ms (${heartbeatsPerS.toFixed(0)}/s), window ${WINDOW_S} s; the agents in another process`);
     console.log(`  agents online          ${agentsOnline}/${AGENTS} (attached in ${attachS.toFixed(1)} s)`);
@@ -260,11 +279,14 @@ async function main(): Promise<void> {
         r(loadCpu / CPU_TARGET)
       }); the agents' process ${pct(swarmCpu)}`,
     );
-    console.log(
-      `  floor                  a bare connect-node server reading the same streams: ${pct(floorCpu)} of one core (user ${pct(floorLoad.user)}, system ${pct(floorLoad.system)}; coordinator ${r(loadCpu / floorCpu)}x), peak RSS ${
-        floorMem.peakRss.toFixed(0)
-      } MiB (idle ${floorIdleMem.rss.toFixed(0)} MiB)`,
-    );
+    if (values["coordinator-node-options"]) console.log(`  coordinator's Node     NODE_OPTIONS=${values["coordinator-node-options"]}`);
+    for (const [kind, f] of Object.entries(floors)) {
+      console.log(
+        `  floor, ${kind.padEnd(15)}a server reading the same streams: ${pct(f.cpu)} of one core (user ${pct(f.user)}, system ${pct(f.system)}; coordinator ${r(loadCpu / f.cpu)}x), peak RSS ${f.peakRss.toFixed(0)} MiB (idle ${
+          f.idleRss.toFixed(0)
+        } MiB)`,
+      );
+    }
     console.log(
       `  ListDevices (${AGENTS * DEVICES})  median ${listMedian.toFixed(1)} ms, p90 ${percentile(list, 90).toFixed(1)} (ratio to the ${LIST_TARGET_MS} ms target ${r(listMedian / LIST_TARGET_MS)}; empty RPC ${baselineRpc.toFixed(2)} ms: ${
         r(listMedian / baselineRpc)
@@ -287,7 +309,7 @@ async function main(): Promise<void> {
         {
           measure: `coordinator CPU, ${AGENTS} agents x ${DEVICES} devices`,
           instant: `${pct(loadCpu)} of a core`,
-          baseline: `bare connect-node ${pct(floorCpu)}; idle ${pct(idle.user + idle.system)}`,
+          baseline: `${floorText((f) => pct(f.cpu))}idle ${pct(idle.user + idle.system)}`,
           realistic: null,
           target: `<= ${pct(CPU_TARGET)}`,
           pass: loadCpu <= CPU_TARGET,
@@ -303,7 +325,7 @@ async function main(): Promise<void> {
         {
           measure: "coordinator peak RSS under that load",
           instant: `${mem.peakRss.toFixed(0)} MiB`,
-          baseline: `bare connect-node ${floorMem.peakRss.toFixed(0)} MiB; idle ${idleMem.rss.toFixed(0)} MiB`,
+          baseline: `${floorText((f) => `${f.peakRss.toFixed(0)} MiB`)}idle ${idleMem.rss.toFixed(0)} MiB`,
           realistic: null,
           target: `<= ${RSS_TARGET_MIB} MiB`,
           pass: mem.peakRss <= RSS_TARGET_MIB,
