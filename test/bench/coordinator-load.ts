@@ -2,12 +2,15 @@
  * Coordinator load: many lightweight simulated agents (gRPC clients only, no
  * adb; agent-swarm.ts, a process of their own) attach to a real coordinator
  * process, each reporting devices and heartbeating at a real agent's default
- * interval; this process only measures. The floor beside them: the same
- * agents against a bare connect-node server (attach-floor-server.ts). Prints the coordinator's CPU as a fraction of one core, the
- * ListDevices latency over all devices, and peak RSS, each as a ratio to its
- * target and to a baseline measured in the same run.
+ * interval; this process only measures. The floors beside them: the same
+ * agents against a bare connect-node server and a bare node:http2 one
+ * (attach-floor-server.ts). Prints the coordinator's CPU as a fraction of
+ * one core, the ListDevices latency over all devices, and peak RSS, each as a
+ * ratio to its target and to a baseline measured in the same run. The
+ * coordinator runs with the Node options its systemd unit ships.
  *
  *   node test/dist/bench/coordinator-load.js [--agents 1000] [--devices 10] [--heartbeat-ms 5000] [--window-s 30]
+ *     [--floors connect-node,bare|none] [--coordinator-node-options=--max-semi-space-size=N]
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
@@ -22,6 +25,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ListDevicesResponseSchema, RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_pb";
 import { farmTransport } from "@farm/shared/farm-transport";
+import { decodeAnswer } from "@farm/shared/answer-decode";
 import { Health } from "@farm/shared/gen/grpc/health/v1/health_pb";
 import { startFarm } from "../support/farm-process.js";
 import { bearer } from "../support/fake-agent.js";
@@ -35,6 +39,11 @@ const { values } = parseArgs({
     devices: { type: "string", default: "10" },
     "heartbeat-ms": { type: "string", default: "5000" },
     "window-s": { type: "string", default: "30" },
+    // Node options for the coordinator process alone (NODE_OPTIONS), for measuring V8 settings; by default those the
+    // systemd unit ships (deploy/systemd/farm-coordinator.service), "" for Node's own defaults.
+    "coordinator-node-options": { type: "string" },
+    // Which floors to measure after the coordinator: connect-node, bare (node:http2 alone), or none.
+    floors: { type: "string", default: "connect-node,bare" },
   },
 });
 const AGENTS = Number(values.agents);
@@ -47,6 +56,14 @@ const CPU_TARGET = 0.05;
 const LIST_TARGET_MS = 100;
 const RSS_TARGET_MIB = 150;
 const LIST_ROUNDS = 20;
+/** The coordinator's Node options as installed: the systemd unit's NODE_OPTIONS (the container's entry point passes the same flags). */
+async function shippedNodeOptions(): Promise<string> {
+  const unit = await readFile(fileURLToPath(new URL("../../../deploy/systemd/farm-coordinator.service", import.meta.url)), "utf8");
+  return /^Environment=NODE_OPTIONS=(.*)$/m.exec(unit)?.[1]?.trim() ?? "";
+}
+const COORDINATOR_NODE_OPTIONS = values["coordinator-node-options"] ?? (await shippedNodeOptions());
+const FLOORS = values.floors === "none" ? [] : (values.floors ?? "").split(",");
+for (const f of FLOORS) if (f !== "connect-node" && f !== "bare") throw new Error(`--floors lists connect-node, bare or none, got ${f}`);
 
 async function timeCalls(n: number, call: () => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
@@ -80,7 +97,10 @@ async function endChild(proc: ChildProcess | undefined): Promise<void> {
 
 async function main(): Promise<void> {
   const dir = await makeTempDir("bench");
-  const coord = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "data")], { FARM_LOG_LEVEL: "warn" });
+  const coord = await startFarm(["coordinator", "--listen", "127.0.0.1:0", "--data-dir", join(dir.path, "data")], {
+    FARM_LOG_LEVEL: "warn",
+    ...(COORDINATOR_NODE_OPTIONS ? { NODE_OPTIONS: COORDINATOR_NODE_OPTIONS } : {}),
+  });
   let swarm: ChildProcess | undefined;
   let floor: ChildProcess | undefined;
   try {
@@ -182,7 +202,15 @@ async function main(): Promise<void> {
     // One page's bytes, and the client's decode of them.
     const pageRes = await registry.listDevices({ pageSize: 1000 });
     const body = toBinary(ListDevicesResponseSchema, pageRes);
-    const decodeMedian = median(await timeCalls(20, async () => fromBinary(ListDevicesResponseSchema, body)));
+    // farm's client reads pages with its own decoder (answer-decode.ts); protobuf-es's beside it, interleaved.
+    const decodeOwn: number[] = [];
+    const decodePbes: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      decodeOwn.push(...(await timeCalls(1, async () => decodeAnswer(ListDevicesResponseSchema, body))));
+      decodePbes.push(...(await timeCalls(1, async () => fromBinary(ListDevicesResponseSchema, body))));
+    }
+    const decodeMedian = median(decodeOwn);
+    const decodePbesMedian = median(decodePbes);
     // Every page: the default page is 100 agents.
     let agentsOnline = 0;
     let agentPage = "";
@@ -196,25 +224,31 @@ async function main(): Promise<void> {
     const swarmMem = memoryMiB(swarmPid);
     await endChild(swarm);
 
-    // The floor: the same agents against a bare connect-node server that only reads their streams (attach-floor-server.ts).
-    const floorServer = await startChild("./attach-floor-server.js", []);
-    floor = floorServer.proc;
-    const floorPid = floor.pid as number;
-    await new Promise((r) => setTimeout(r, 1_000));
-    const floorIdleMem = memoryMiB(floorPid);
-    swarm = (await startChild("./agent-swarm.js", swarmArgs(floorServer.ready["url"] as string))).proc;
-    // As for the coordinator: the window starts once the streams are up.
-    await new Promise((r) => setTimeout(r, 2_000));
-    const floorLoad = await cpuOver(floorPid, WINDOW_S * 1000);
-    const floorCpu = floorLoad.user + floorLoad.system;
-    const floorMem = memoryMiB(floorPid);
-    await endChild(swarm);
-    await endChild(floor);
+    // The floors: the same agents against a server that only reads their streams (attach-floor-server.ts), connect-node's and bare node:http2.
+    const floors: Record<string, { cpu: number; user: number; system: number; idleRss: number; peakRss: number }> = {};
+    for (const kind of FLOORS) {
+      const floorServer = await startChild("./attach-floor-server.js", ["--kind", kind]);
+      floor = floorServer.proc;
+      const floorPid = floor.pid as number;
+      await new Promise((r) => setTimeout(r, 1_000));
+      const floorIdleMem = memoryMiB(floorPid);
+      swarm = (await startChild("./agent-swarm.js", swarmArgs(floorServer.ready["url"] as string))).proc;
+      // As for the coordinator: the window starts once the streams are up.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const floorLoad = await cpuOver(floorPid, WINDOW_S * 1000);
+      const floorMem = memoryMiB(floorPid);
+      floors[kind] = { cpu: floorLoad.user + floorLoad.system, user: floorLoad.user, system: floorLoad.system, idleRss: floorIdleMem.rss, peakRss: floorMem.peakRss };
+      await endChild(swarm);
+      await endChild(floor);
+    }
+    const cn = floors["connect-node"];
+    const bare = floors["bare"];
     const heartbeatsPerS = (AGENTS * 1000) / HEARTBEAT_MS;
     // CPU the heartbeats cost, per heartbeat, above the idle process.
     const perBeatUs = ((loadCpu - idle.user - idle.system) / heartbeatsPerS) * 1e6;
 
     const r = (x: number) => x.toFixed(3);
+    const floorText = (show: (f: { cpu: number; peakRss: number }) => string) => `${cn ? `bare connect-node ${show(cn)}; ` : ""}${bare ? `bare node:http2 ${show(bare)}; ` : ""}`;
     const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
     const report = {
       agents: AGENTS,
@@ -234,6 +268,7 @@ async function main(): Promise<void> {
       listDevicesServerMedianMs: Number(serverMedian.toFixed(2)),
       listDevicesNoGzipMedianMs: Number(plainMedian.toFixed(2)),
       listDevicesDecodeMedianMs: Number(decodeMedian.toFixed(2)),
+      listDevicesDecodeProtobufEsMedianMs: Number(decodePbesMedian.toFixed(2)),
       listDevicesClientCpuMs: Number(listClientCpuMs.toFixed(1)),
       listDevicesCoordinatorCpuMs: Number(listCoordCpuMs.toFixed(1)),
       responseBytes: body.length,
@@ -246,12 +281,16 @@ async function main(): Promise<void> {
       rssSteadyMiB: Number(steadyMem.rss.toFixed(1)),
       peakRssRatioToIdle: Number(r(mem.peakRss / idleMem.rss)),
       swarmPeakRssMiB: Number(swarmMem.peakRss.toFixed(1)),
-      floorCpuCores: Number(r(floorCpu)),
-      floorUserCores: Number(r(floorLoad.user)),
-      floorSystemCores: Number(r(floorLoad.system)),
-      cpuRatioToFloor: Number(r(loadCpu / floorCpu)),
-      floorIdleRssMiB: Number(floorIdleMem.rss.toFixed(1)),
-      floorPeakRssMiB: Number(floorMem.peakRss.toFixed(1)),
+      coordinatorNodeOptions: COORDINATOR_NODE_OPTIONS,
+      floorCpuCores: cn ? Number(r(cn.cpu)) : null,
+      floorUserCores: cn ? Number(r(cn.user)) : null,
+      floorSystemCores: cn ? Number(r(cn.system)) : null,
+      cpuRatioToFloor: cn ? Number(r(loadCpu / cn.cpu)) : null,
+      floorIdleRssMiB: cn ? Number(cn.idleRss.toFixed(1)) : null,
+      floorPeakRssMiB: cn ? Number(cn.peakRss.toFixed(1)) : null,
+      bareFloorCpuCores: bare ? Number(r(bare.cpu)) : null,
+      bareFloorIdleRssMiB: bare ? Number(bare.idleRss.toFixed(1)) : null,
+      bareFloorPeakRssMiB: bare ? Number(bare.peakRss.toFixed(1)) : null,
     };
     console.log(`coordinator load: ${AGENTS} agents x ${DEVICES} devices, heartbeat ${HEARTBEAT_MS} ms (${heartbeatsPerS.toFixed(0)}/s), window ${WINDOW_S} s; the agents in another process`);
     console.log(`  agents online          ${agentsOnline}/${AGENTS} (attached in ${attachS.toFixed(1)} s)`);
@@ -260,11 +299,14 @@ async function main(): Promise<void> {
         r(loadCpu / CPU_TARGET)
       }); the agents' process ${pct(swarmCpu)}`,
     );
-    console.log(
-      `  floor                  a bare connect-node server reading the same streams: ${pct(floorCpu)} of one core (user ${pct(floorLoad.user)}, system ${pct(floorLoad.system)}; coordinator ${r(loadCpu / floorCpu)}x), peak RSS ${
-        floorMem.peakRss.toFixed(0)
-      } MiB (idle ${floorIdleMem.rss.toFixed(0)} MiB)`,
-    );
+    console.log(`  coordinator's Node     NODE_OPTIONS=${COORDINATOR_NODE_OPTIONS || "(none: Node's defaults)"}`);
+    for (const [kind, f] of Object.entries(floors)) {
+      console.log(
+        `  floor, ${kind.padEnd(15)}a server reading the same streams: ${pct(f.cpu)} of one core (user ${pct(f.user)}, system ${pct(f.system)}; coordinator ${r(loadCpu / f.cpu)}x), peak RSS ${f.peakRss.toFixed(0)} MiB (idle ${
+          f.idleRss.toFixed(0)
+        } MiB)`,
+      );
+    }
     console.log(
       `  ListDevices (${AGENTS * DEVICES})  median ${listMedian.toFixed(1)} ms, p90 ${percentile(list, 90).toFixed(1)} (ratio to the ${LIST_TARGET_MS} ms target ${r(listMedian / LIST_TARGET_MS)}; empty RPC ${baselineRpc.toFixed(2)} ms: ${
         r(listMedian / baselineRpc)
@@ -273,7 +315,7 @@ async function main(): Promise<void> {
     console.log(
       `  ListDevices split      registry ${serverMedian.toFixed(1)} ms over its ${Math.ceil((AGENTS * DEVICES) / 1000)} pages; the same pages not gzipped ${plainMedian.toFixed(1)} ms; client decode of one page (${
         (body.length / 1048576).toFixed(2)
-      } MiB) ${decodeMedian.toFixed(1)} ms`,
+      } MiB) ${decodeMedian.toFixed(1)} ms (protobuf-es's fromBinary ${decodePbesMedian.toFixed(1)} ms)`,
     );
     console.log(`  ListDevices CPU        per whole listing: the client ${listClientCpuMs.toFixed(1)} ms, the coordinator ${listCoordCpuMs.toFixed(1)} ms (its heartbeats included)`);
     console.log(
@@ -287,7 +329,7 @@ async function main(): Promise<void> {
         {
           measure: `coordinator CPU, ${AGENTS} agents x ${DEVICES} devices`,
           instant: `${pct(loadCpu)} of a core`,
-          baseline: `bare connect-node ${pct(floorCpu)}; idle ${pct(idle.user + idle.system)}`,
+          baseline: `${floorText((f) => pct(f.cpu))}idle ${pct(idle.user + idle.system)}`,
           realistic: null,
           target: `<= ${pct(CPU_TARGET)}`,
           pass: loadCpu <= CPU_TARGET,
@@ -303,7 +345,7 @@ async function main(): Promise<void> {
         {
           measure: "coordinator peak RSS under that load",
           instant: `${mem.peakRss.toFixed(0)} MiB`,
-          baseline: `bare connect-node ${floorMem.peakRss.toFixed(0)} MiB; idle ${idleMem.rss.toFixed(0)} MiB`,
+          baseline: `${floorText((f) => `${f.peakRss.toFixed(0)} MiB`)}idle ${idleMem.rss.toFixed(0)} MiB`,
           realistic: null,
           target: `<= ${RSS_TARGET_MIB} MiB`,
           pass: mem.peakRss <= RSS_TARGET_MIB,

@@ -255,6 +255,12 @@ describe(COORDINATOR, () => {
     expect(values(unit, "Service", "ExecStart")).toEqual(["/usr/bin/farm coordinator --config /etc/farm/coordinator.json"]);
   });
 
+  it("caps V8's young generation as the container image does (docs/performance.md, round 13)", () => {
+    expect(values(unit, "Service", "Environment")).toContain("NODE_OPTIONS=--max-semi-space-size=2");
+    const entry = /^ENTRYPOINT (.*)$/m.exec(readFileSync(join(deployDir, "container/Dockerfile"), "utf8"))?.[1];
+    expect(JSON.parse(entry ?? "[]")).toEqual(["node", "--max-semi-space-size=2", "/opt/farm/cli/dist/main.js", "coordinator", "--config", "/etc/farm/coordinator.json"]);
+  });
+
   it("reloads its certificate on SIGHUP", () => {
     expect(svc("ExecReload")).toBe("/bin/kill -HUP $MAINPID");
   });

@@ -1,9 +1,10 @@
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
-import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
+import { toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import { createMethodUrl, getAbortSignalReason } from "@connectrpc/connect/protocol";
 import { requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
+import { decodeAnswer } from "../answer-decode.js";
 import { errorFromNode, errorFromResetCode } from "./h2-errors.js";
 import { toHeaders, toNodeHeaders } from "./h2-headers.js";
 import { runUnary } from "./run-unary.js";
@@ -109,7 +110,7 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
           validateTrailer(t, h);
           if (bytes === undefined) throw headerError ?? new ConnectError("protocol error: missing output message for unary method", t.has("grpc-status") ? Code.Unimplemented : Code.Unknown);
           if (headerError) throw new ConnectError("protocol error: received output message for unary method with error status", Code.Unknown);
-          settle(undefined, { stream: false, service: req.service, method: req.method, header: h, trailer: t, message: fromBinary(req.method.output, bytes) });
+          settle(undefined, { stream: false, service: req.service, method: req.method, header: h, trailer: t, message: decodeAnswer(req.method.output, bytes) });
         } catch (err) {
           settle(err instanceof ConnectError ? err : ConnectError.from(err, Code.Internal));
         }
