@@ -6,6 +6,8 @@
  *     package.json                   name @farm/cli, bin farm -> lib/farm.cjs, natives as dependencies
  *     lib/farm.cjs                   the command's entry (cli/src/entry.ts), alone and CommonJS:
  *                                    answers `farm --version`, else loads lib/main.js
+ *     lib/hot.cjs                    the hot commands (farm shell, devices, …; cli/src/hot/hot-entry.ts),
+ *                                    one CommonJS file compiled with lib/hot.cjs.cache (a V8 code cache)
  *     lib/main.js                    the CLI: only what `farm --help` needs, the rest in chunks
  *     lib/worker-main.js             the agent's detached video worker (forked by path)
  *     lib/chunk-*.js                 code loaded lazily, per command
@@ -31,7 +33,8 @@
  * `npm install -g` installs (npm fetches and builds the natives).
  */
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -57,6 +60,32 @@ const NEVER_LOADED = ["pg-native"];
  * the CLI (./main.js) at run time, unless it answered `farm --version`.
  */
 const COMMAND_ENTRY = { src: "cli/dist/entry.js", out: "farm.cjs", loads: "./main.js" };
+
+/**
+ * The hot bundle: the CLI for the hot commands only (cli/src/tree/hot-path.ts),
+ * one CommonJS file that lib/farm.cjs compiles through vm.Script with a V8
+ * code cache made here (cli/src/hot/hot-bundle.ts): no ES module loader and
+ * little compiling on `farm shell`'s and `farm devices`' start. `imports`:
+ * the only import() targets it contains (repository paths of compiled
+ * modules, or package names); any other import() in it throws, since
+ * farm.cjs gives every other command line to lib/main.js.
+ */
+const HOT_ENTRY = {
+  src: "cli/dist/hot/hot-entry.js",
+  out: "hot.cjs",
+  cache: "hot.cjs.cache",
+  imports: [
+    "cli/dist/tree/hot-path.js",
+    "cli/dist/tree/run-leaf.js",
+    "cli/dist/tree/commander-errors.js",
+    "cli/dist/cli-error-report.js",
+    "cli/dist/commands/devices.js",
+    "cli/dist/commands/device.js",
+    "cli/dist/commands/ui.js",
+    "cli/dist/interactive-shell.js",
+    "ora",
+  ],
+};
 
 /**
  * Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require() for
@@ -163,6 +192,7 @@ async function main() {
   });
   dropRequireBanners(Object.keys(result.metafile.outputs).map((p) => resolve(root, p)).filter((p) => p.endsWith(".js")));
   await buildCommandEntry();
+  await buildHotBundle();
   // Everything but the CLI's own entry is there because some module asks for it.
   const unused = Object.keys(RUNTIME_FILES).filter((k) => k !== ENTRIES.main && !used.has(k));
   if (unused.length) fail(`no module references ${unused.join(", ")} any more: update RUNTIME_FILES in scripts/bundle-cli.mjs`);
@@ -251,6 +281,83 @@ async function buildCommandEntry() {
   if (result.warnings.length) fail(`${COMMAND_ENTRY.src}: ${result.warnings.map((w) => w.text).join("; ")}`);
   const text = readFileSync(join(libDir, COMMAND_ENTRY.out), "utf8");
   if (!text.includes(`import(${JSON.stringify(COMMAND_ENTRY.loads)})`)) fail(`${COMMAND_ENTRY.out} does not import ${COMMAND_ENTRY.loads} at run time`);
+}
+
+/**
+ * lib/hot.cjs and its code cache. The cache is made by running the bundle
+ * once (`farm devices` against a coordinator that is not there: the client,
+ * the call and the error path compile), so functions V8 compiles lazily are
+ * in it too; the run's error output is expected and checked.
+ */
+async function buildHotBundle() {
+  const src = join(root, HOT_ENTRY.src);
+  if (!existsSync(src)) fail(`${HOT_ENTRY.src} is missing: run \`npx tsc -b\` first (make bundle does)`);
+  const allowed = new Set(HOT_ENTRY.imports);
+  const found = new Set();
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: [src],
+    outfile: join(libDir, HOT_ENTRY.out),
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    external: [...EXTERNAL, ...NEVER_LOADED],
+    // hot-bundle.ts passes the bundle's own URL as this parameter (cli-main.ts finds main.js beside it).
+    define: { "import.meta.url": "__farm_hot_url" },
+    plugins: [
+      {
+        name: "farm-hot-imports",
+        setup(build) {
+          build.onResolve({ filter: /.*/ }, (args) => {
+            if (args.kind !== "dynamic-import") return undefined;
+            const target = args.path.startsWith(".") ? relative(root, resolve(args.resolveDir, args.path)) : args.path;
+            if (allowed.has(target)) {
+              found.add(target);
+              return undefined;
+            }
+            return { path: target, namespace: "farm-not-hot" };
+          });
+          build.onLoad({ filter: /.*/, namespace: "farm-not-hot" }, (args) => ({
+            contents: `throw new Error(${JSON.stringify(`farm: ${args.path} is not in the hot bundle (lib/hot.cjs); scripts/bundle-cli.mjs HOT_ENTRY.imports`)});`,
+            loader: "js",
+          }));
+          // Files located at run time (RUNTIME_FILES) cannot be: only cli-main.ts's main.js, beside the bundle in lib/.
+          build.onLoad({ filter: /\/(?:agent|coordinator|shared|cli|client)\/dist\/.*\.js$/ }, async (args) => {
+            const text = await readFile(args.path, "utf8");
+            const where = relative(root, args.path);
+            if (text.includes("import.meta") && where !== "cli/dist/cli-main.js") return { errors: [{ text: `${where} uses import.meta, which the hot bundle cannot locate; keep it out of the hot commands' imports` }] };
+            return undefined;
+          });
+        },
+      },
+    ],
+    logLevel: "silent",
+  });
+  if (result.warnings.length) fail(`${HOT_ENTRY.out}: ${result.warnings.map((w) => w.text).join("; ")}`);
+  const stale = [...allowed].filter((t) => !found.has(t));
+  if (stale.length) fail(`${HOT_ENTRY.out}: nothing imports ${stale.join(", ")} any more: update HOT_ENTRY.imports in scripts/bundle-cli.mjs`);
+  const loader = pathToFileURL(join(root, "cli/dist/hot/hot-bundle.js")).href;
+  const home = mkdtempSync(join(tmpdir(), "farm-hot-cache-"));
+  try {
+    const run = spawnSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const h = await import(${JSON.stringify(loader)}); const b = h.loadHotBundle(${JSON.stringify(libDir)}); h.writeCacheAtExit(${
+          JSON.stringify(libDir)
+        }, b); process.argv = [process.argv[0], "farm", "devices"]; await b.exports.runAsProcess();`,
+      ],
+      // A port nothing listens on: the call fails at once, after the client's code has run.
+      { encoding: "utf8", env: { ...process.env, FARM_HOME: home, FARM_CONFIG: join(home, "none.json"), FARM_COORDINATOR: "http://127.0.0.1:9", FARM_TOKEN: "farm-hot-cache", FARM_OUTPUT: "json" }, timeout: 60_000 },
+    );
+    if (!/"code":"COORDINATOR_UNAVAILABLE"|"code":"UNAVAILABLE"/.test(run.stdout) || !existsSync(join(libDir, HOT_ENTRY.cache))) {
+      fail(`making ${HOT_ENTRY.cache} failed (exit ${run.status}): ${run.stdout}${run.stderr}`);
+    }
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 /** Bytes of the output files a statically imports (what starts before any command is chosen). */

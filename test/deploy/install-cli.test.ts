@@ -18,7 +18,7 @@ import { repoRoot, runFarm, startInstalledFarm, type InstalledCli, type Service 
 import { installPackedCli } from "../support/packed-cli.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
 import { HEARTBEAT_INTERVAL } from "../support/heartbeat.js";
-import { waitFor } from "../support/farm-process.js";
+import { runCli, waitFor } from "../support/farm-process.js";
 
 let dir: TempDir;
 let cli: InstalledCli;
@@ -189,6 +189,45 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
       const stopped = await runFarm(["evidence", "video", "stop", "--recording", join(bundle, "manifest.json")], leased);
       expect(stopped.json, stopped.stdout + stopped.stderr).toMatchObject({ ok: true, status: "complete", stored: true });
       expect(statSync(join(bundle, "video.mp4")).size).toBeGreaterThan(0);
+    });
+  });
+
+  describe("the hot commands (farm shell, devices, screenshot, input)", () => {
+    /** Preloaded into `farm`: which scripts were compiled through vm.Script, with a code cache or not, and whether V8 took it. */
+    const probe = () => {
+      const file = join(dir.path, "vm-probe.cjs");
+      writeFileSync(
+        file,
+        [
+          "const vm = require('node:vm');",
+          "const Script = vm.Script;",
+          "const seen = [];",
+          "vm.Script = class extends Script { constructor(code, opts) { super(code, opts); seen.push({ file: opts && opts.filename, cached: opts !== undefined && opts.cachedData !== undefined, rejected: this.cachedDataRejected === true }); } };",
+          "process.once('exit', () => process.stderr.write('vm-probe ' + JSON.stringify(seen) + '\\n'));",
+        ].join("\n"),
+      );
+      return file;
+    };
+    const compiled = (stderr: string) => JSON.parse(/^vm-probe (.*)$/m.exec(stderr)?.[1] ?? "null") as { file: string; cached: boolean; rejected: boolean }[] | null;
+
+    it("run from lib/hot.cjs, compiled from the code cache shipped beside it, and answer as lib/main.js does", async () => {
+      const lib = join(cli.home, "lib");
+      expect(existsSync(join(lib, "hot.cjs.cache"))).toBe(true);
+      const env = { ...cli.env, FARM_HOME: join(dir.path, "hot-home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "http://127.0.0.1:1", FARM_TOKEN: "t", FARM_OUTPUT: "json", NODE_PATH: "" };
+      const probed = { ...env, NODE_OPTIONS: `--require ${probe()}` };
+      const hot = await runFarm(["devices"], probed);
+      expect(hot.json, hot.stdout + hot.stderr).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE" });
+      expect(compiled(hot.stderr)).toEqual([{ file: join(lib, "hot.cjs"), cached: true, rejected: false }]);
+      // Anything else is left to lib/main.js (ES modules): nothing compiled through vm.
+      const other = await runFarm(["lease", "list"], probed);
+      expect(other.json, other.stdout + other.stderr).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE" });
+      expect(compiled(other.stderr)).toEqual([]);
+      // The same command lines through lib/main.js: the same output and exit code.
+      for (const args of [["devices"], ["devices", "--wide"], ["shell", "--device", "X", "--", "true"], ["shell", "--timeout", "0", "--", "true"], ["screenshot", "--device", "X"], ["input", "--device", "X", "tap", "1", "2"]]) {
+        const viaHot = await runFarm(args, env);
+        const viaMain = await runCli(process.execPath, [join(lib, "main.js"), ...args], env);
+        expect({ code: viaHot.code, out: viaHot.stdout, err: viaHot.stderr }, args.join(" ")).toEqual({ code: viaMain.code, out: viaMain.stdout, err: viaMain.stderr });
+      }
     });
   });
 

@@ -1,5 +1,6 @@
 import { flagName, type OptionDecl } from "../options/option-decl.js";
 import type { LeafFlags } from "./run-leaf.js";
+import { HOT_COMMANDS } from "./hot-commands.js";
 import { shortcuts } from "./shortcuts.js";
 import type { AnyLeaf } from "./spec.js";
 
@@ -17,7 +18,7 @@ import type { AnyLeaf } from "./spec.js";
  * whose parse and error messages stay the only ones (hot-path.test.ts checks
  * both parsers agree on every command line it takes).
  */
-export const HOT_COMMANDS: readonly string[] = ["shell", "devices", "screenshot", "input"];
+export { HOT_COMMANDS };
 
 const hot = new Map(
   shortcuts.filter((s): s is AnyLeaf => s.kind === "leaf" && HOT_COMMANDS.includes(s.name)).map((s) => [s.name, s]),
