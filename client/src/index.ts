@@ -37,6 +37,6 @@ export type { LogcatLine, LogcatOptions } from "./logcat-lines.js";
 export { Recording, type RecordingInspection, type RecordingState } from "./recording.js";
 export { RemoteAdb, type RemoteAdbOptions } from "./remote-adb.js";
 export type { SessionEnd, SessionFilter } from "./session-calls.js";
-export { StepRecorder, type ClientStep, type RecordedStep, type StepFile, type StepShot } from "./session-steps.js";
+export { CLIENT_STEP_ACTIONS, StepRecorder, type ClientStep, type ClientStepAction, type RecordedStep, type StepFile, type StepShot } from "./session-steps.js";
 export { Session } from "./session.js";
 export { ShellSession, type OpenShellOptions, type TerminalSize } from "./shell-session.js";

@@ -206,6 +206,14 @@ describe("a step recorder", () => {
     expect(appended[1]?.before).toMatchObject({ errorCode: "DEVICE_OFFLINE", errorMessage: "gone" });
   });
 
+  it("refuses a kind of step the coordinator does not take before a file is uploaded", async () => {
+    const rec = await (farm as FarmClient).stepRecorder("s-run", "emulator-5554");
+    const r = await rec.record(step({ action: "my-check" as unknown as "wait", files: [{ name: "x.json", kind: "diagnosis", provider: "runner", mimeType: "application/json", when: "", bytes: Buffer.from("{}") }] }));
+    expect(r).toMatchObject({ ok: false, code: "INVALID_ARGUMENT" });
+    expect(uploads).toEqual([]);
+    expect(appended).toEqual([]);
+  });
+
   it("record() returns a failure instead of throwing it, so the step's own outcome is still reported", async () => {
     const rec = await (farm as FarmClient).stepRecorder("s-run", "emulator-5554");
     server?.close();

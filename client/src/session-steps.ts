@@ -34,10 +34,14 @@ export interface StepFile {
 /** A screenshot of a step: its PNG, or the error that kept it from being taken. */
 export type StepShot = { bytes: Uint8Array; sha256: string; capturedAt: number } | { errorCode: string; errorMessage: string; capturedAt: number };
 
+/** The kinds of step a caller may record itself (the coordinator refuses others). */
+export const CLIENT_STEP_ACTIONS = ["assert-visual", "wait"] as const;
+export type ClientStepAction = (typeof CLIENT_STEP_ACTIONS)[number];
+
 /** One step the caller made, as the timeline keeps it. */
 export interface ClientStep {
-  /** The step's action word, e.g. "wait" or "assert-visual". */
-  action: string;
+  /** The kind of check: the coordinator takes "wait" and "assert-visual" (as farm wait and farm assert visual record them). */
+  action: ClientStepAction;
   description: string;
   arguments: JsonObject;
   ok: boolean;
@@ -83,6 +87,10 @@ export class StepRecorder {
 
   /** Appends the step (its files and screenshots uploaded first); resolves to its sequence number (0 when the coordinator did not say). */
   async append(step: ClientStep): Promise<number> {
+    // Refused before a file is uploaded, as the coordinator would refuse it after.
+    if (!(CLIENT_STEP_ACTIONS as readonly string[]).includes(step.action)) {
+      throw new FarmError(Errors.INVALID_ARGUMENT, `a client step is one of ${CLIENT_STEP_ACTIONS.join(", ")}, got ${JSON.stringify(String(step.action).slice(0, 100))}`, "action");
+    }
     const blobs = this.wire.client(BlobService);
     const call = this.wire.options({}, { timeoutMs: this.timeoutMs });
     const upload = (bytes: Uint8Array, name: string) => uploadFile(blobs, bytes, { name, call: { timeoutMs: this.timeoutMs } });
