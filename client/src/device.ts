@@ -4,24 +4,40 @@ import { Errors } from "@farm/shared/error-codes";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateAppPackage, validateContext, validateLabel, validateOutputDir, validateTimeout } from "@farm/shared/evidence-options";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
-import { DeviceService, DeviceTargetSchema, SwipeSchema, TapSchema, type DeviceTarget, type GetUiTreeResponse, type ResolvedElement, type SendInputRequest, type SendInputResponse } from "@farm/shared/gen/farm/v1/device_service_pb";
+import {
+  DeviceService,
+  DeviceTargetSchema,
+  SwipeSchema,
+  TapSchema,
+  type ActionRecord,
+  type DeviceTarget,
+  type Ownership,
+  type GetUiTreeResponse,
+  type ResolvedElement,
+  type SendInputRequest,
+  type SendInputResponse,
+} from "@farm/shared/gen/farm/v1/device_service_pb";
 import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { FARM_VERSION } from "@farm/shared/version";
 import { existsSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { rm, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import { checkDeviceFilePath, DEVICE_FILE_MAX_BYTES } from "@farm/shared/device-files";
 import { LogcatService } from "@farm/shared/gen/farm/v1/logcat_service_pb";
-import { readBlobBytes } from "./blob-bytes.js";
+import { readBlobBytes, type BlobReadTerms } from "./blob-bytes.js";
 import { blobParts, downloadFile, uploadFile } from "./blob-files.js";
-import { Recording, VIDEO_START_RPC_MS } from "./recording.js";
+import { Recording, recordingStateOf, VIDEO_START_RPC_MS } from "./recording.js";
+import { claimBundleDir } from "./bundle-writer.js";
+import { ShellService } from "@farm/shared/gen/farm/v1/shell_service_pb";
+import { ShellSession, shellStart, type OpenShellOptions } from "./shell-session.js";
 import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { parseVideoSize, validateDurationSeconds } from "@farm/shared/video-options";
 import { logcatFilter, logcatLines, type LogcatLine, type LogcatOptions } from "./logcat-lines.js";
 import { pullBundle, type TransferStart } from "./evidence-pull.js";
 import { elementSelectorOf, type ElementBy } from "./element-selector.js";
 import { FarmError } from "./farm-error.js";
-import { farmCall } from "./to-farm-error.js";
+import type { StepShot } from "./session-steps.js";
+import { farmCall, toFarmError } from "./to-farm-error.js";
 import type { CallScope, Wire } from "./wire.js";
 
 /** What a device action did: its journal entry and whether it reached the phone (null: unknown). */
@@ -128,6 +144,14 @@ const INSTALL_MIN_TIMEOUT_MS = 120_000;
 /** The largest screenshot read into memory (the agent refuses larger PNGs). */
 const SCREENSHOT_MAX_BYTES = 64 * 1024 * 1024;
 const COORD_MAX = 99_999;
+/** A screenshot's download gets at least this long: a transfer's time, not a tap's. */
+const SCREENSHOT_DOWNLOAD_MIN_MS = 60_000;
+/** How a screenshot read into memory fails: SCREENSHOT_TRANSFER_FAILED, SCREENSHOT_TOO_LARGE (as `farm assert visual` has always said). */
+const SCREENSHOT_TERMS: BlobReadTerms = {
+  transferFailed: Errors.SCREENSHOT_TRANSFER_FAILED,
+  tooLarge: (size) => new FarmError(Errors.SCREENSHOT_TOO_LARGE, `the blob is ${size} bytes`, undefined, null),
+  noun: "screenshot",
+};
 
 function coordinate(v: number, field: string): number {
   if (!Number.isInteger(v) || v < 0 || v > COORD_MAX) throw new FarmError(Errors.INVALID_ARGUMENT, `${field} must be an integer in 0..${COORD_MAX}, got ${String(v)}`, field);
@@ -223,6 +247,38 @@ export class Device {
     return this.wire.client(DeviceService).sendInput({ target: this.targetFor(opts), kind }, this.wire.options(this.scope, opts));
   }
 
+  /**
+   * Who holds the phone and its change journal (`farm device ownership
+   * status`): the lock, the changes waiting for it, and the actions whose
+   * outcome is not known (unresolved) or recent.
+   */
+  ownership(opts: CallOpts = {}): Promise<Ownership | undefined> {
+    return farmCall(async () => (await this.wire.client(DeviceService).getOwnership({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts))).ownership);
+  }
+
+  /** Settles what the phone can prove of unresolved actions (`farm device ownership reconcile`); the rest stays unresolved. */
+  reconcileOwnership(opts: CallOpts = {}): Promise<{ settled: ActionRecord[]; unresolved: ActionRecord[] }> {
+    return farmCall(async () => {
+      const res = await this.wire.client(DeviceService).reconcileOwnership({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts));
+      return { settled: res.settled, unresolved: res.unresolved };
+    });
+  }
+
+  /** One journaled action with its output (`farm device ownership receipt`), for its lease holder; undefined when the journal has none. */
+  actionReceipt(actionId: string, opts: CallOpts = {}): Promise<ActionRecord | undefined> {
+    return farmCall(async () => (await this.wire.client(DeviceService).getActionReceipt({ target: this.targetFor(opts), actionId }, this.wire.options(this.scope, opts))).action);
+  }
+
+  /** Accepts an action's unknown outcome, with why (`farm device ownership abandon`): the holder for its own phone, an admin for any. */
+  abandonAction(actionId: string, reason: string, opts: CallOpts = {}): Promise<ActionRecord | undefined> {
+    return farmCall(async () => (await this.wire.client(DeviceService).abandonAction({ target: this.targetFor(opts), actionId, reason }, this.wire.options(this.scope, opts))).action);
+  }
+
+  /** Pins the phone's physical identity to `label` ("" removes the pin; admin): its physical id from then on. */
+  pinIdentity(label: string, opts: CallOpts = {}): Promise<{ physicalId: string }> {
+    return farmCall(async () => ({ physicalId: (await this.wire.client(DeviceService).pinIdentity({ target: this.targetFor(opts), label }, this.wire.options(this.scope, opts))).physicalId }));
+  }
+
   /** The phone's system properties (getprop), as the agent read them. */
   properties(opts: CallOpts = {}): Promise<Record<string, string>> {
     return farmCall(async () => (await this.wire.client(DeviceService).getProperties({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts))).properties);
@@ -253,13 +309,30 @@ export class Device {
   screenshot(opts: CallOpts = {}): Promise<Screenshot> {
     return farmCall(async () => {
       const shot = await this.wire.client(DeviceService).takeScreenshot({ target: this.targetFor(opts) }, this.wire.options(this.scope, opts));
-      const parts = (async function* (stream: AsyncIterable<{ part?: import("@farm/shared/gen/farm/v1/blob_pb").BlobPart | undefined }>) {
-        for await (const r of stream) yield r.part;
-      })(this.wire.client(BlobService).downloadBlob({ blobId: shot.blobId }, this.wire.options(this.scope, opts)));
-      const { bytes, sha256 } = await readBlobBytes(parts, SCREENSHOT_MAX_BYTES);
+      const download = this.wire.options(this.scope, { ...opts, timeoutMs: Math.max(opts.timeoutMs ?? this.wire.timeoutMs, SCREENSHOT_DOWNLOAD_MIN_MS) });
+      const { bytes, sha256 } = await readBlobBytes(blobParts(this.wire.client(BlobService), shot.blobId, download), SCREENSHOT_MAX_BYTES, SCREENSHOT_TERMS);
       if (sha256 !== shot.sha256) throw new FarmError(Errors.EVIDENCE_TRANSFER_FAILED, `the screenshot's sha256 ${sha256} is not the one the agent reported (${shot.sha256})`, undefined, null);
       return { png: bytes, width: shot.width, height: shot.height, sha256 };
     });
+  }
+
+  /**
+   * The screen for a step the caller records itself (StepRecorder): a
+   * screenshot that is not a step of its own (take it from a Device
+   * outside the session), or the error that kept it from being taken. Only
+   * a stop is thrown: `signal` aborted, or the connection's stop signal (the
+   * CLI's SIGINT/SIGTERM).
+   */
+  async stepShot(opts: CallOpts = {}): Promise<StepShot> {
+    const capturedAt = Date.now();
+    try {
+      const { png, sha256 } = await this.screenshot(opts);
+      return { bytes: png, sha256, capturedAt };
+    } catch (err) {
+      if (opts.signal?.aborted || this.wire.config.stopSignal?.aborted) throw err;
+      const e = toFarmError(err);
+      return { errorCode: e.code, errorMessage: e.message.slice(0, 1000), capturedAt };
+    }
   }
 
   /**
@@ -380,6 +453,25 @@ export class Device {
   }
 
   /**
+   * An interactive shell on the phone (`farm shell` with no command), for
+   * any terminal: write() keys in, iterate output() for what the phone's
+   * terminal prints, resize() when the window changes, then exitCode().
+   * The bad sizes are refused here; the stream has no deadline (a shell
+   * lasts as long as it is used): close() or `signal` ends it.
+   *
+   *   const sh = d.openShell({ size: { rows: 40, cols: 120 } });
+   *   sh.write("echo hi; exit 3\r");
+   *   for await (const bytes of sh.output()) process.stdout.write(bytes);
+   *   sh.exitCode(); // 3
+   */
+  openShell(opts: CallOpts & OpenShellOptions = {}): ShellSession {
+    const start = shellStart(this.targetFor(opts), opts);
+    const call = { ...this.wire.options(this.scope, opts), timeoutMs: undefined };
+    const client = this.wire.client(ShellService);
+    return new ShellSession((requests) => client.openShell(requests, call), start);
+  }
+
+  /**
    * The phone's log, live (LogcatService.WatchLogcat, as the dashboard's
    * Logs tab): first the newest lines the coordinator keeps (up to 500),
    * then each new line. Ends when `signal` aborts, the loop breaks, the
@@ -399,20 +491,36 @@ export class Device {
   /**
    * Starts a screen recording (as `farm evidence video start`): at most
    * durationSeconds (1..180), the size "WIDTHxHEIGHT" or the default. Its
-   * bundle is evidence like captureEvidence's; stop() ends it.
+   * bundle is evidence like captureEvidence's; stop() ends it. With
+   * outputDir (a new absolute directory, as `farm evidence video start
+   * DIR`), the directory is made before the start (and removed again if
+   * the start is refused), holds the active manifest while recording, and
+   * the finished bundle once status() or stop() sees it stored.
    */
-  recordVideo(opts: CallOpts & { durationSeconds: number; size?: string | undefined; label?: string | undefined; context?: Record<string, unknown> | undefined }): Promise<Recording> {
+  recordVideo(opts: CallOpts & { durationSeconds: number; size?: string | undefined; label?: string | undefined; context?: Record<string, unknown> | undefined; outputDir?: string | undefined }): Promise<Recording> {
     return farmCall(async () => {
+      // Every rule is checked before the phone, the coordinator or a file is touched.
       const durationSeconds = validateDurationSeconds(opts.durationSeconds);
       parseVideoSize(opts.size);
       const label = validateLabel(opts.label);
       const context = validateContext(JSON.stringify(opts.context ?? {}));
-      const res = await this.wire.client(VideoService).startVideo(
-        { target: this.target, durationSeconds, size: opts.size ?? "", ...(label === null ? {} : { label }), contextJson: JSON.stringify(context), cliVersion: FARM_VERSION },
-        this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, VIDEO_START_RPC_MS) }),
-      );
-      if (!res.session) throw new FarmError(Errors.INTERNAL, "the coordinator answered without the recording", undefined, null);
-      return new Recording(this.wire, this.scope, res.session.sessionId);
+      const outputDir = opts.outputDir === undefined ? null : validateOutputDir(opts.outputDir);
+      if (outputDir) await claimBundleDir(outputDir);
+      let res;
+      try {
+        res = await this.wire.client(VideoService).startVideo(
+          { target: this.target, durationSeconds, size: opts.size ?? "", ...(label === null ? {} : { label }), contextJson: JSON.stringify(context), cliVersion: FARM_VERSION },
+          this.wire.options(this.scope, { ...opts, timeoutMs: opts.timeoutMs ?? Math.max(this.wire.timeoutMs, VIDEO_START_RPC_MS) }),
+        );
+      } catch (err) {
+        // Refused before anything was recorded: the claimed directory is still empty.
+        if (outputDir) await rmdir(outputDir).catch(() => undefined);
+        throw err;
+      }
+      const started = recordingStateOf(res.session);
+      const rec = new Recording(this.wire, this.scope, started.recordingId, started, outputDir);
+      if (outputDir) await rec.updateBundle(outputDir, started);
+      return rec;
     });
   }
 }

@@ -11,8 +11,19 @@ import { asyncDispose } from "./dispose-symbol.js";
 import { FarmError } from "./farm-error.js";
 import { Lease } from "./lease.js";
 import { acquireWithTicket } from "./lease-acquire.js";
-import { sessionStepsCall } from "./session-calls.js";
-import { farmCall, toFarmError } from "./to-farm-error.js";
+import { endSessionCall, listSessionsCall, sessionStepsCall, startSessionCall, type SessionEnd, type SessionFilter } from "./session-calls.js";
+import { Session } from "./session.js";
+import { Recording, recordingStateOf, type RecordingState } from "./recording.js";
+import { VideoService } from "@farm/shared/gen/farm/v1/video_service_pb";
+import { allPages } from "./all-pages.js";
+import { validateSessionId } from "@farm/shared/video-options";
+import { openStepRecorder, type StepRecorder } from "./session-steps.js";
+import type { StartSessionOptions } from "./lease.js";
+import { validateContext } from "@farm/shared/evidence-options";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { farmCall, farmStream, toFarmError } from "./to-farm-error.js";
+import type { ReadSessionImageResponse } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { EvidenceService, type PullEvidenceResponse } from "@farm/shared/gen/farm/v1/evidence_service_pb";
 import { Wire, type CallScope } from "./wire.js";
 import { pullBundle, type TransferStart } from "./evidence-pull.js";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
@@ -130,13 +141,109 @@ export class FarmClient {
     });
   }
 
+  /**
+   * Starts a recorded session on a phone leased elsewhere (the lease token
+   * of `farm lease acquire` or FARM_LEASE), as `farm session start`; a
+   * Lease's own startSession() needs no token. `policyJson` is a capture
+   * policy document (checked by the coordinator), with its `secrets`.
+   */
+  startSession(
+    serial: string,
+    opts: StartSessionOptions & {
+      lease?: string | undefined;
+      agent?: string | undefined;
+      policyJson?: string | undefined;
+      secrets?: { name: string; value: string }[] | undefined;
+      signal?: AbortSignal | undefined;
+    } = {},
+  ): Promise<Session> {
+    return farmCall(async () => {
+      const context = validateContext(JSON.stringify(opts.context ?? {})) as JsonObject;
+      const device = this.device(serial, { lease: opts.lease, agent: opts.agent });
+      const info = await startSessionCall(
+        this.#wire.client(SessionService),
+        { serial, agent: opts.agent },
+        { name: opts.name, context, ocr: opts.ocr, policyJson: opts.policyJson, secrets: opts.secrets },
+        this.#wire.options({ lease: opts.lease }, opts),
+      );
+      return new Session(this.#wire, info, device);
+    });
+  }
+
+  /** Ends a session by id as passed or failed (its owner or an admin); the session as it ended. */
+  endSession(sessionId: string, status: SessionEnd, opts: { timeoutMs?: number | undefined } = {}): Promise<SessionMessage | undefined> {
+    return farmCall(() => endSessionCall(this.#wire.client(SessionService), sessionId, status, this.#wire.options({}, opts)));
+  }
+
+  /** The sessions that match `filter` (all pages), as `farm session list`. */
+  sessions(filter: SessionFilter = {}, opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<SessionMessage[]> {
+    return farmCall(() => listSessionsCall(this.#wire.client(SessionService), filter, this.#wire.options({}, opts)));
+  }
+
+  /**
+   * A recorder for steps the caller makes itself (a check, a wait) in a
+   * running session on the phone `serial`, as `farm wait` and `farm assert
+   * visual` record theirs: SESSION_NOT_FOUND, SESSION_ENDED or
+   * SESSION_MISMATCH when it cannot take them. `source` names where the
+   * session id came from in those messages.
+   */
+  stepRecorder(sessionId: string, serial: string, opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined; source?: string | undefined } = {}): Promise<StepRecorder> {
+    return farmCall(() => openStepRecorder(this.#wire, sessionId, serial, opts));
+  }
+
+  /**
+   * A screen recording by id (`farm evidence video status|stop|release|inspect
+   * --recording ID`), started here or elsewhere: its status(), stop(),
+   * release() and inspect(). Pass the lease (token) to act under it.
+   */
+  recording(recordingId: string, opts: Pick<CallScope, "lease"> = {}): Recording {
+    try {
+      validateSessionId(recordingId);
+    } catch (err) {
+      throw toFarmError(err);
+    }
+    return new Recording(this.#wire, { lease: opts.lease }, recordingId);
+  }
+
+  /** The recordings that match (newest first, all pages), as `farm evidence video list`. */
+  recordings(filter: { serial?: string | undefined; status?: string | undefined } = {}, opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<RecordingState[]> {
+    return farmCall(async () => {
+      const client = this.#wire.client(VideoService);
+      const request = { serial: filter.serial ?? "", status: filter.status ?? "" };
+      const rows = await allPages(async (page) => {
+        const res = await client.listVideoSessions({ ...request, ...page }, this.#wire.options({}, opts));
+        return { items: res.sessions, nextPageToken: res.nextPageToken };
+      });
+      return rows.map(recordingStateOf);
+    });
+  }
+
+  /**
+   * One of a session's stored screenshots (or other step files) by sha256,
+   * as it arrives: the first message carries the size, then the bytes in
+   * chunks (`farm session export` writes and checks them).
+   */
+  sessionImage(sessionId: string, sha256: string, opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): AsyncIterable<ReadSessionImageResponse> {
+    return farmStream(() => this.#wire.client(SessionService).readSessionImage({ sessionId, sha256 }, this.#wire.options({}, opts)));
+  }
+
+  /**
+   * A stored evidence bundle as it arrives: each file's header (path, size,
+   * sha256) and chunks, then the manifest. pullEvidence() writes and checks
+   * a whole bundle; this is for taking one file out of it.
+   */
+  evidenceStream(evidenceId: string, opts: Pick<CallScope, "lease"> & { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): AsyncIterable<PullEvidenceResponse> {
+    const { lease, ...call } = opts;
+    return farmStream(() => this.#wire.client(EvidenceService).pullEvidence({ evidenceId }, this.#wire.options({ lease }, call)));
+  }
+
   /** A session by id, with its step count and status. */
-  session(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<SessionMessage | undefined> {
+  session(sessionId: string, opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<SessionMessage | undefined> {
     return farmCall(async () => (await this.#wire.client(SessionService).getSession({ sessionId }, this.#wire.options({}, opts))).session);
   }
 
   /** A session's timeline, oldest step first (all pages). */
-  sessionSteps(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<SessionStep[]> {
+  sessionSteps(sessionId: string, opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<SessionStep[]> {
     return farmCall(() => sessionStepsCall(this.#wire.client(SessionService), sessionId, this.#wire.options({}, opts)));
   }
 

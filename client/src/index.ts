@@ -34,7 +34,9 @@ export { connect, FarmClient, type AcquireOptions, type FarmClientOptions, type 
 export { FarmError } from "./farm-error.js";
 export { Lease, type StartSessionOptions } from "./lease.js";
 export type { LogcatLine, LogcatOptions } from "./logcat-lines.js";
-export { Recording, type RecordingState } from "./recording.js";
+export { Recording, type RecordingInspection, type RecordingState } from "./recording.js";
 export { RemoteAdb, type RemoteAdbOptions } from "./remote-adb.js";
-export type { SessionEnd } from "./session-calls.js";
+export type { SessionEnd, SessionFilter } from "./session-calls.js";
+export { CLIENT_STEP_ACTIONS, StepRecorder, type ClientStep, type ClientStepAction, type RecordedStep, type StepFile, type StepShot } from "./session-steps.js";
 export { Session } from "./session.js";
+export { ShellSession, type OpenShellOptions, type TerminalSize } from "./shell-session.js";

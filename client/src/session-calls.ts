@@ -48,3 +48,29 @@ export function sessionStepsCall(client: Client<typeof SessionService>, sessionI
     return { items: res.steps, nextPageToken: res.nextPageToken };
   });
 }
+
+/** Which sessions to list: every given field must match (as `farm session list`'s flags). */
+export interface SessionFilter {
+  /** The phone's serial. */
+  serial?: string | undefined;
+  status?: "running" | "passed" | "failed" | "lease-ended" | undefined;
+  /** The user who started it. */
+  owner?: string | undefined;
+}
+
+const statusOf: Readonly<Record<NonNullable<SessionFilter["status"]>, SessionStatus>> = {
+  running: SessionStatus.RUNNING,
+  passed: SessionStatus.PASSED,
+  failed: SessionStatus.FAILED,
+  "lease-ended": SessionStatus.LEASE_ENDED,
+};
+
+/** The sessions that match, newest first as the coordinator lists them (all pages). */
+export function listSessionsCall(client: Client<typeof SessionService>, filter: SessionFilter, call: CallOptions): Promise<Session[]> {
+  if (filter.status !== undefined && !(filter.status in statusOf)) throw new FarmError(Errors.INVALID_ARGUMENT, `status must be one of ${Object.keys(statusOf).join(", ")}, got ${String(filter.status)}`, "status");
+  const request = { serial: filter.serial ?? "", status: filter.status ? statusOf[filter.status] : SessionStatus.UNSPECIFIED, owner: filter.owner ?? "" };
+  return allPages(async (page) => {
+    const res = await client.listSessions({ ...request, ...page }, call);
+    return { items: res.sessions, nextPageToken: res.nextPageToken };
+  });
+}

@@ -39,3 +39,12 @@ export async function farmCall<T>(call: () => Promise<T>): Promise<T> {
     throw toFarmError(err);
   }
 }
+
+/** A stream's messages as they arrive, its failure as a FarmError (breaking out of the loop ends the call). */
+export async function* farmStream<T>(open: () => AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    for await (const m of open()) yield m;
+  } catch (err) {
+    throw toFarmError(err);
+  }
+}

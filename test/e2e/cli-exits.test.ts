@@ -175,6 +175,25 @@ describe("exit codes", () => {
     expect(usage.code).toBe(64);
   });
 
+  it("the issue's own: a busy matching phone waited out is LEASE_WAIT_TIMEOUT, 75, after the wait; an unreachable coordinator is COORDINATOR_UNAVAILABLE, 69", async () => {
+    const held = await farm(["lease", "acquire", "--device", serial, "--ttl", "1m"], lab.env);
+    const token = (held.json["lease"] as { token: string }).token;
+    try {
+      // The phone matches but is busy: farm waits the whole --wait (it may come free), then says so with 75, try again later.
+      const started = performance.now();
+      const busy = await farmProcess(["lease", "acquire", "--device", serial, "--wait", "2s"], lab.env);
+      expect(busy.json).toMatchObject({ ok: false, code: "LEASE_WAIT_TIMEOUT" });
+      expect(busy.code).toBe(75);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(2_000);
+    } finally {
+      await farm(["lease", "release", "--lease", token], lab.env);
+    }
+    // Port 1 on loopback: nothing listens, the connection is refused.
+    const down = await farmProcess(["devices"], { ...lab.env, FARM_COORDINATOR: "http://127.0.0.1:1" });
+    expect(down.json).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE", field: "coordinator" });
+    expect(down.code).toBe(69);
+  }, 60_000);
+
   it("farm lease run passes the child's own code through, farm's codes included", async () => {
     for (const childCode of [0, 1, 3, 69]) {
       const r = await farmProcess(["lease", "run", "--device", serial, "--", "sh", "-c", `exit ${childCode}`], lab.env);

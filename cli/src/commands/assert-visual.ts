@@ -2,18 +2,15 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Errors } from "@farm/shared/errors";
-import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
-import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "@farm/client/transport";
 import { clientSession } from "../session.js";
 import type { assertVisualOptions } from "../tree/check-commands.js";
 import type { Action } from "../tree/spec.js";
-import { downloadBytes } from "../visual/blobs.js";
 import { clipMasks, compareImages, decodePng, encodePng, pctText, sha256Hex, type CompareResult } from "../visual/compare.js";
 import { writeVisualFiles } from "../visual/output-files.js";
 import { openSessionRecorder, recordStep, takeStepShot, type Recorded, type StepFile } from "../visual/session-step.js";
-import { deviceTarget } from "./device-target.js";
+import { asCli, deviceTarget } from "./device-target.js";
+import { libraryClient } from "./library-client.js";
 
 /** Baselines are screenshots: a few MiB. */
 const MAX_BASELINE_BYTES = 64 * 1024 * 1024;
@@ -64,17 +61,15 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
   const baselineSha = sha256Hex(baselineBytes);
 
   const session = clientSession(input);
+  const farm = libraryClient(session);
   // No session header: a screenshot is not a step; the check is one, appended below.
-  const client = serviceClient(DeviceService, session.config, { lease: opts.lease || undefined });
-  const signal = ctx.stopSignal;
-  const recorder = await openSessionRecorder(ctx.env, session, target.serial, signal);
+  const device = farm.device(target.serial, { lease: opts.lease || undefined, agent: target.agent });
+  const recorder = await openSessionRecorder(ctx.env, farm, target.serial, session.timeoutMs);
   const startMs = Date.now();
   const t0 = performance.now();
 
   const shotAt = Date.now();
-  const shot = await client.takeScreenshot({ target }, { timeoutMs: session.timeoutMs, signal });
-  const blobs = serviceClient(BlobService, session.config);
-  const { bytes: actualBytes, sha256: actualSha } = await downloadBytes(blobs, shot.blobId, { timeoutMs: Math.max(session.timeoutMs, 60_000), signal });
+  const { png: actualBytes, sha256: actualSha } = await asCli(device.screenshot({ timeoutMs: session.timeoutMs }));
   let actual;
   try {
     actual = await decodePng(actualBytes, "the screenshot", "screenshot");
@@ -101,7 +96,7 @@ export const assertVisual: Action<typeof assertVisualOptions> = async (input) =>
       ...(diffPng ? [{ name: "diff.png", kind: "visual", provider: "runner", mimeType: "image/png", when: "diff", bytes: diffPng }] : []),
     ];
     // The screen compared is the step's before; the screen once the check is done, its after (the same file when nothing moved).
-    const after = await takeStepShot(session, target, opts.lease, signal);
+    const after = await takeStepShot(device, session.timeoutMs);
     recorded = await recordStep(recorder, {
       action: "assert-visual",
       description: `visual check against ${name} (${engine}, threshold ${pctText(thresholdPct)})`,

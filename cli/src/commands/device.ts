@@ -24,7 +24,7 @@ export const shell: Action<typeof shellOptions> = async (input) => {
   if (words.length === 0) {
     const { session } = deviceClient(input);
     const { runInteractiveShell } = await import("../interactive-shell.js");
-    return runInteractiveShell(session.config, deviceTarget(opts), opts.lease || undefined);
+    return runInteractiveShell(session, deviceTarget(opts), opts.lease || undefined);
   }
   const { device, call } = libraryDevice(input);
   const res = await asCli(device.shell(words.join(" "), call));
@@ -45,8 +45,8 @@ export const setprop: Action<typeof setpropOptions> = async (input) => {
 };
 
 export const pin: Action<typeof pinOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.pinIdentity({ target: deviceTarget(input.opts), label: input.opts.label }, { timeoutMs: session.timeoutMs });
+  const { device, call } = libraryDevice(input);
+  const res = await asCli(device.pinIdentity(input.opts.label, call));
   input.ctx.printer.result({ physicalId: res.physicalId }, () => `pinned; physical id now ${res.physicalId}`);
   return 0;
 };
@@ -55,9 +55,8 @@ export const pin: Action<typeof pinOptions> = async (input) => {
 const unresolvedExit = exitCodeFor(Errors.DEVICE_OWNERSHIP_UNRESOLVED.code);
 
 export const ownershipStatus: Action<typeof ownershipOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.getOwnership({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
-  const o = res.ownership;
+  const { device, call } = libraryDevice(input);
+  const o = await asCli(device.ownership(call));
   input.ctx.printer.result({ ownership: o ? toJson(OwnershipSchema, o, { alwaysEmitImplicit: true }) : null }, () =>
     o
       ? [
@@ -73,8 +72,8 @@ export const ownershipStatus: Action<typeof ownershipOptions> = async (input) =>
 };
 
 export const reconcile: Action<typeof ownershipOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.reconcileOwnership({ target: deviceTarget(input.opts) }, { timeoutMs: session.timeoutMs });
+  const { device, call } = libraryDevice(input);
+  const res = await asCli(device.reconcileOwnership(call));
   input.ctx.printer.result(
     { settled: res.settled.map(recordJson), unresolved: res.unresolved.map(recordJson) },
     () => [`settled by proof: ${res.settled.length}`, `still unresolved: ${res.unresolved.length}`, "", table(["ACTION", "KIND", "STATE", "DISPATCHED", "NOTE"], [...res.settled, ...res.unresolved].map(actionLine))].join("\n"),
@@ -83,17 +82,16 @@ export const reconcile: Action<typeof ownershipOptions> = async (input) => {
 };
 
 export const receipt: Action<typeof receiptOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.getActionReceipt({ target: deviceTarget(input.opts), actionId: input.opts.actionId }, { timeoutMs: session.timeoutMs });
-  const a = res.action;
+  const { device, call } = libraryDevice(input);
+  const a = await asCli(device.actionReceipt(input.opts.actionId, call));
   input.ctx.printer.result({ action: a ? recordJson(a) : null }, () => (a ? JSON.stringify(recordJson(a), null, 2) : "not found"));
   return 0;
 };
 
 export const abandon: Action<typeof abandonOptions> = async (input) => {
-  const { client, session } = deviceClient(input);
-  const res = await client.abandonAction({ target: deviceTarget(input.opts), actionId: input.opts.actionId, reason: input.opts.reason }, { timeoutMs: session.timeoutMs });
-  input.ctx.printer.result({ action: res.action ? recordJson(res.action) : null }, () => `action ${res.action?.actionId} abandoned`);
+  const { device, call } = libraryDevice(input);
+  const action = await asCli(device.abandonAction(input.opts.actionId, input.opts.reason, call));
+  input.ctx.printer.result({ action: action ? recordJson(action) : null }, () => `action ${action?.actionId} abandoned`);
   return 0;
 };
 

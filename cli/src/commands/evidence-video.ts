@@ -1,30 +1,21 @@
-import { readFile, rmdir, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
-import { create } from "@bufbuild/protobuf";
-import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { errorSpecOf, exitCodeFor } from "@farm/shared/error-codes";
 import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { validateContext, validateLabel, validateOutputDir } from "@farm/shared/evidence-options";
-import { FARM_VERSION } from "@farm/shared/version";
 import { parseVideoSize, validateDurationSeconds, validateSessionId, videoFields } from "@farm/shared/video-options";
-import { DeviceTargetSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
-import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import { VideoService, type InspectVideoResponse, type VideoSession } from "@farm/shared/gen/farm/v1/video_service_pb";
-import { allPages } from "@farm/client/all-pages";
-import { serviceClient } from "@farm/client/transport";
+import type { Recording, RecordingState } from "@farm/client/recording";
 import { table } from "../output.js";
-import { clientSession, type ClientSession } from "../session.js";
-import { claimBundleDir, publishBundleFile, writePulledBundle } from "@farm/client/bundle-writer";
+import { clientSession } from "../session.js";
 import { startProgress } from "../progress/progress.js";
 import type { videoInspectOptions, videoListOptions, videoReleaseOptions, videoSessionOptions, videoStartOptions } from "../tree/evidence-commands.js";
 import type { Action, CommandContext } from "../tree/spec.js";
+import { asCli } from "./device-target.js";
 import { outputDirOf } from "./evidence.js";
+import { libraryClient } from "./library-client.js";
 
-// Video has fixed budgets (start 5 s, stop 15 s); --timeout is only the RPC deadline.
-const START_RPC_MS = 30_000;
-const STOP_RPC_MS = 80_000;
-const TRANSFER_MS = 60_000;
+// Video has fixed budgets (start 5 s, stop 15 s; @farm/client's Recording): --timeout is only the RPC deadline.
 const LIVE = new Set(["starting", "recording", "finalizing"]);
 
 /** `--recording` (or its old spelling `--session`, given once): an id, or the manifest path (or directory) of a bundle started with DIR. */
@@ -58,49 +49,24 @@ function checkTarget(device: string | undefined, sessionId: string, serial: stri
   }
 }
 
-/**
- * Brings a local bundle directory up to date: the active manifest while
- * recording, then the verified bundle from the store once terminal. A
- * terminal local bundle is never modified again.
- */
-async function refreshLocal(session: ClientSession, dir: string, s: VideoSession): Promise<void> {
-  const path = join(dir, "manifest.json");
-  const current = await readFile(path, "utf8").then((t) => JSON.parse(t) as EvidenceManifest, () => null);
-  if (current?.finishedAt) return;
-  if (s.stored) {
-    const client = serviceClient(EvidenceService, session.config);
-    await writePulledBundle({ dir, evidenceId: s.sessionId, claim: false }, client.pullEvidence({ evidenceId: s.sessionId }, { timeoutMs: TRANSFER_MS }));
-  } else if (s.manifestJson) {
-    const m = JSON.parse(s.manifestJson) as EvidenceManifest;
-    // Files come only with the terminal bundle; until then just the manifest.
-    if (!m.finishedAt) {
-      const text = s.manifestJson;
-      await publishBundleFile(dir, "manifest.json", text).catch((err: unknown) => {
-        throw farmError(Errors.EVIDENCE_CAPTURE_FAILED, `recording ${s.sessionId}: writing the active manifest into ${dir} failed: ${(err as Error).message}`);
-      });
-    }
-  }
-}
-
-function view(s: VideoSession, manifestPath: string | null, okWhen: (status: string) => boolean): Record<string, unknown> {
-  const manifest = s.manifestJson ? (JSON.parse(s.manifestJson) as EvidenceManifest) : null;
+function view(s: RecordingState, manifestPath: string | null, okWhen: (status: string) => boolean): Record<string, unknown> {
   const ok = okWhen(s.status) && s.code === "";
   return {
     ok,
     ...(ok ? {} : { code: s.code || Errors.EVIDENCE_CAPTURE_FAILED.code, message: s.message || `recording is ${s.status}` }),
-    recordingId: s.sessionId,
+    recordingId: s.recordingId,
     /** Deprecated: the old name of recordingId (a recording is not a test session), kept for scripts. */
-    sessionId: s.sessionId,
+    sessionId: s.recordingId,
     status: s.status,
     manifestPath,
     serial: s.serial,
-    agent: s.agentName || s.agentId,
+    agent: s.agent,
     workerAvailable: s.workerAvailable,
     stored: s.stored,
     recoveryState: s.recoveryState,
-    deadline: s.deadline ? new Date(timestampMs(s.deadline)).toISOString() : null,
-    video: manifest?.video ?? null,
-    errors: manifest?.errors ?? [],
+    deadline: s.deadline ? s.deadline.toISOString() : null,
+    video: s.manifest?.video ?? null,
+    errors: s.manifest?.errors ?? [],
   };
 }
 
@@ -132,69 +98,45 @@ function pretty(d: Record<string, unknown>): string {
     .join("\n");
 }
 
-/** `farm evidence video start [DIR]` (or the old `--output-dir DIR`). */
+/** `farm evidence video start [DIR]` (or the old `--output-dir DIR`): @farm/client's Device.recordVideo. */
 export const startVideo: Action<typeof videoStartOptions> = async (input) => {
   const { opts, ctx } = input;
   // Every rule is checked before any device, coordinator or file is touched.
-  const serial = opts.device;
   const durationSeconds = validateDurationSeconds(opts.durationSeconds);
-  const size = opts.size;
-  parseVideoSize(size);
-  const label = validateLabel(opts.label);
+  parseVideoSize(opts.size);
+  validateLabel(opts.label);
   const context = validateContext(opts.contextJson);
   const outputFlag = outputDirOf(input.args[0], opts.outputDir);
   const outputDir = outputFlag === undefined ? undefined : validateOutputDir(outputFlag);
-  const session = clientSession(input);
-  const client = serviceClient(VideoService, session.config, { lease: opts.lease || undefined });
-  if (outputDir) await claimBundleDir(outputDir);
-  let res;
-  try {
-    res = await client.startVideo(
-      {
-        target: create(DeviceTargetSchema, { serial, agent: opts.agent ?? "" }),
-        durationSeconds,
-        size: size ?? "",
-        ...(label === null ? {} : { label }),
-        contextJson: JSON.stringify(context),
-        cliVersion: FARM_VERSION,
-      },
-      { timeoutMs: Math.max(session.timeoutMs, START_RPC_MS) },
-    );
-  } catch (err) {
-    // Refused before anything was recorded: the claimed directory is still empty.
-    if (outputDir) await rmdir(outputDir).catch(() => undefined);
-    throw err;
-  }
-  const s = res.session as VideoSession;
-  let manifestPath: string | null = null;
-  if (outputDir) {
-    await refreshLocal(session, outputDir, s);
-    manifestPath = join(outputDir, "manifest.json");
-  }
-  const data = view(s, manifestPath, (status) => status === "recording");
+  const farm = libraryClient(clientSession(input));
+  // Only the lease: a recording is not a step of a session.
+  const device = farm.device(opts.device, { lease: opts.lease || undefined, agent: opts.agent ?? "" });
+  const rec = await asCli(device.recordVideo({ durationSeconds, size: opts.size, label: opts.label, context, outputDir }));
+  const s = rec.started as RecordingState;
+  const data = view(s, outputDir ? join(outputDir, "manifest.json") : null, (status) => status === "recording");
   ctx.printer.emit(data, () => pretty(data));
   return exitOf(data);
 };
 
-/** A live view of a stop: the session's stages as they change, polled while the stop call waits. */
-async function stopWithStages(ctx: CommandContext, client: ReturnType<typeof serviceClient<typeof VideoService>>, session: ClientSession, sessionId: string): Promise<VideoSession> {
-  const progress = await startProgress(ctx, `stopping ${sessionId}`);
+/** A live view of a stop: the recording's stages as they change, polled while the stop call waits. */
+async function stopWithStages(ctx: CommandContext, rec: Recording): Promise<RecordingState> {
+  const progress = await startProgress(ctx, `stopping ${rec.recordingId}`);
   let polling = true;
   const poll = (async () => {
     let last = "";
     while (polling) {
       await new Promise((r) => setTimeout(r, 500));
       if (!polling) break;
-      const s = await client.getVideoStatus({ sessionId }, { timeoutMs: 5_000 }).then((r) => r.session, () => undefined);
+      const s = await rec.status({ timeoutMs: 5_000 }).then((r) => r, () => undefined);
       const stage = s ? `${s.status}${s.recoveryState ? ` (${s.recoveryState})` : ""}` : "";
       if (stage && stage !== last) {
         last = stage;
-        progress.update(`stopping ${sessionId}: ${stage}`);
+        progress.update(`stopping ${rec.recordingId}: ${stage}`);
       }
     }
   })();
   try {
-    return (await client.stopVideo({ sessionId }, { timeoutMs: Math.max(session.timeoutMs, STOP_RPC_MS) })).session as VideoSession;
+    return await asCli(rec.stop());
   } finally {
     polling = false;
     await poll;
@@ -206,22 +148,21 @@ function sessionCommand(name: "status" | "stop"): Action<typeof videoSessionOpti
   return async (input) => {
     const { opts, ctx } = input;
     const target = await resolveSession(recordingArg(opts));
-    const session = clientSession(input);
-    const client = serviceClient(VideoService, session.config);
+    const rec = libraryClient(clientSession(input)).recording(target.sessionId);
     // A conflicting --device is refused before anything changes: from the
-    // local bundle when there is one, else from the session's saved target,
+    // local bundle when there is one, else from the recording's saved target,
     // read (status changes nothing) before a stop is ever sent.
-    let s: VideoSession | undefined;
+    let s: RecordingState | undefined;
     if (target.local) checkTarget(opts.device, target.sessionId, target.local.device.serial);
     else if (opts.device !== undefined) {
-      const saved = (await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })).session as VideoSession;
-      checkTarget(opts.device, saved.sessionId, saved.serial);
+      const saved = await asCli(rec.status());
+      checkTarget(opts.device, saved.recordingId, saved.serial);
       if (name === "status") s = saved;
     }
-    s ??= name === "stop" ? await stopWithStages(ctx, client, session, target.sessionId) : ((await client.getVideoStatus({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs })).session as VideoSession);
+    s ??= name === "stop" ? await stopWithStages(ctx, rec) : await asCli(rec.status());
     // The coordinator's record is the saved target; a local bundle that disagrees is not trusted.
-    checkTarget(opts.device, s.sessionId, s.serial);
-    if (target.dir) await refreshLocal(session, target.dir, s);
+    checkTarget(opts.device, s.recordingId, s.serial);
+    if (target.dir) await asCli(rec.updateBundle(target.dir, s));
     const manifestPath = target.dir ? join(target.dir, "manifest.json") : null;
     const data = view(s, manifestPath, name === "stop" ? (st) => st === "complete" : (st) => st === "complete" || LIVE.has(st));
     ctx.printer.emit(data, () => pretty(data));
@@ -235,8 +176,7 @@ export const stopVideo = sessionCommand("stop");
 export const inspectVideo: Action<typeof videoInspectOptions> = async (input) => {
   const { opts, ctx } = input;
   const target = await resolveSession(recordingArg(opts));
-  const session = clientSession(input);
-  const r: InspectVideoResponse = await serviceClient(VideoService, session.config).inspectVideo({ sessionId: target.sessionId }, { timeoutMs: session.timeoutMs });
+  const r = await asCli(libraryClient(clientSession(input)).recording(target.sessionId).inspect());
   const parse = (t: string) => {
     try {
       return JSON.parse(t) as unknown;
@@ -245,7 +185,7 @@ export const inspectVideo: Action<typeof videoInspectOptions> = async (input) =>
     }
   };
   const data = {
-    recording: r.session ? view(r.session, null, () => true) : null,
+    recording: r.state ? view(r.state, null, () => true) : null,
     // The recording worker's own state file (session.json in the recording's directory).
     sessionFile: parse(r.sessionJson),
     heartbeat: parse(r.heartbeatJson),
@@ -256,7 +196,7 @@ export const inspectVideo: Action<typeof videoInspectOptions> = async (input) =>
   };
   ctx.printer.result(data, () =>
     [
-      r.session ? pretty(view(r.session, null, () => true)) : "",
+      r.state ? pretty(view(r.state, null, () => true)) : "",
       `worker heartbeat: ${r.heartbeatJson}`,
       `lock: ${r.lockJson}`,
       `remote file: ${r.remoteFile || "(none)"}`,
@@ -271,11 +211,9 @@ export const inspectVideo: Action<typeof videoInspectOptions> = async (input) =>
 export const releaseVideo: Action<typeof videoReleaseOptions> = async (input) => {
   const { opts, ctx } = input;
   const target = await resolveSession(recordingArg(opts));
-  const reason = opts.reason;
-  const session = clientSession(input);
-  const res = await serviceClient(VideoService, session.config).releaseVideo({ sessionId: target.sessionId, reason }, { timeoutMs: session.timeoutMs });
+  const res = await asCli(libraryClient(clientSession(input)).recording(target.sessionId).release(opts.reason));
   // ok is the release's outcome (a finished recording is a no-op, not a failure); the recording's own state is in status and errors.
-  const { ok: _ok, code: _code, message: _message, ...data } = view(res.session as VideoSession, null, () => true);
+  const { ok: _ok, code: _code, message: _message, ...data } = view(res.state, null, () => true);
   const result = { ...data, released: res.released, message: res.note };
   ctx.printer.result(result, () => `${pretty(result)}\n${res.released ? "released" : "nothing released"}`);
   return 0;
@@ -283,14 +221,8 @@ export const releaseVideo: Action<typeof videoReleaseOptions> = async (input) =>
 
 export const listVideo: Action<typeof videoListOptions> = async (input) => {
   const { opts, ctx } = input;
-  const session = clientSession(input);
-  const client = serviceClient(VideoService, session.config);
-  const filter = { serial: opts.device ?? "", status: opts.status ?? "" };
-  const rows = await allPages(async (page) => {
-    const res = await client.listVideoSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
-    return { items: res.sessions, nextPageToken: res.nextPageToken };
-  });
-  const recordings = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createTime ? new Date(timestampMs(s.createTime)).toISOString() : null }));
+  const rows = await asCli(libraryClient(clientSession(input)).recordings({ serial: opts.device, status: opts.status }));
+  const recordings = rows.map((s): Record<string, unknown> => ({ ...view(s, null, () => true), createdAt: s.createdAt ? s.createdAt.toISOString() : null }));
   ctx.printer.result({ recordings }, () =>
     table(
       ["RECORDING", "STATUS", "DEVICE", "AGENT", "CREATED", "STOP"],

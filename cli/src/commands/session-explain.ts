@@ -140,7 +140,7 @@ export const explainSession: Action<typeof sessionExplainOptions> = async (input
     scenario = { source: "steps", file: opts.steps };
   } else {
     const sessionId = opts.session ?? "";
-    steps = scenarioFromSessionSteps(await listAllSteps(clientSession(input), sessionId, ctx.stopSignal));
+    steps = scenarioFromSessionSteps(await listAllSteps(clientSession(input), sessionId));
     scenario = { source: "session", sessionId };
   }
   const e = explainPolicy(policy, steps);

@@ -9,11 +9,9 @@ import { validateOutputDir } from "@farm/shared/evidence-options";
 import type { EvidenceManifest } from "@farm/shared/evidence-manifest";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { VerifiedFileWriter } from "@farm/shared/verified-file";
-import { EvidenceService } from "@farm/shared/gen/farm/v1/evidence_service_pb";
-import { SessionSchema, SessionService, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
+import { SessionSchema, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import sharp from "sharp";
 import { claimBundleDir } from "@farm/client/bundle-writer";
-import { serviceClient } from "@farm/client/transport";
 import { TransferMeter, withProgress, type Progress } from "../progress/progress.js";
 import { clientSession, type ClientSession } from "../session.js";
 import { SESSION_EXPORT_KIND, SESSION_TIMELINE_KIND, legacyImageName, type SessionExportFile, type SessionExportManifest } from "../session-export-verify.js";
@@ -21,6 +19,8 @@ import type { sessionExportOptions } from "../tree/session-commands.js";
 import type { Action } from "../tree/spec.js";
 import { outputDirOf } from "./evidence.js";
 import { listAllSteps, statusWord, stepJson } from "./session.js";
+import { asCli } from "./device-target.js";
+import { asCliStream, libraryClient } from "./library-client.js";
 
 /** Time for a transfer on top of the usual deadline. */
 const TRANSFER_ALLOWANCE_MS = 60_000;
@@ -100,8 +100,7 @@ async function fetchSessionImage(ex: Export, image: Pick<StepImage, "sha256" | "
   const { sha256 } = image;
   if (!shaPattern.test(sha256)) throw transferFailed(ex, `a step names screenshot "${sha256}", which is not a sha256`);
   const name = `${sha256}.${ARTIFACT_EXTENSIONS[mimeType] ?? "bin"}`;
-  const client = serviceClient(SessionService, ex.session.config);
-  const stream = client.readSessionImage({ sessionId: ex.sessionId, sha256 }, { timeoutMs: Math.max(ex.session.timeoutMs, TRANSFER_ALLOWANCE_MS), signal: ex.signal });
+  const stream = asCliStream(libraryClient(ex.session).sessionImage(ex.sessionId, sha256, { timeoutMs: Math.max(ex.session.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
   let incoming: IncomingImage | undefined;
   let size = 0;
   try {
@@ -134,8 +133,7 @@ async function fetchLegacyImage(ex: Export, image: StepImage): Promise<string> {
   const { evidenceId, path } = image;
   const name = legacyImageName(evidenceId, path);
   if (name === null) throw transferFailed(ex, `a step names still file "${evidenceId}/${path}", which is not a plain bundle file name`);
-  const client = serviceClient(EvidenceService, ex.session.config);
-  const stream = client.pullEvidence({ evidenceId }, { timeoutMs: Math.max(ex.session.timeoutMs, TRANSFER_ALLOWANCE_MS), signal: ex.signal });
+  const stream = asCliStream(libraryClient(ex.session).evidenceStream(evidenceId, { timeoutMs: Math.max(ex.session.timeoutMs, TRANSFER_ALLOWANCE_MS) }));
   let incoming: IncomingImage | undefined;
   let receiving = false;
   let expected: { size: number; sha256: string } | undefined;
@@ -246,10 +244,10 @@ export const exportSession: Action<typeof sessionExportOptions> = async (input) 
   const session = clientSession(input);
   const signal = ctx.stopSignal;
   // Nothing is created until the session is found and its timeline read.
-  const got = await serviceClient(SessionService, session.config).getSession({ sessionId }, { timeoutMs: session.timeoutMs, signal });
-  if (!got.session) throw farmError(Errors.INTERNAL, `the coordinator answered no session for ${sessionId}`);
-  const s = got.session;
-  const steps = await listAllSteps(session, sessionId, signal);
+  const got = await asCli(libraryClient(session).session(sessionId));
+  if (!got) throw farmError(Errors.INTERNAL, `the coordinator answered no session for ${sessionId}`);
+  const s = got;
+  const steps = await listAllSteps(session, sessionId);
 
   await claimBundleDir(dir);
   let finished = false;

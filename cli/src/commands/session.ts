@@ -2,16 +2,15 @@ import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Errors } from "@farm/shared/errors";
 import { validateContext } from "@farm/shared/evidence-options";
-import { SessionService, SessionStatus, SessionStepSchema, type Session, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { allPages } from "@farm/client/all-pages";
-import { endSessionCall, sessionStepsCall, startSessionCall } from "@farm/client/session-calls";
+import { SessionStatus, SessionStepSchema, type Session, type SessionStep, type StepImage } from "@farm/shared/gen/farm/v1/session_service_pb";
 import { CliError } from "../cli-error.js";
-import { serviceClient } from "@farm/client/transport";
 import { table } from "../output.js";
 import { clientSession, type ClientSession } from "../session.js";
 import type { sessionEndOptions, sessionListOptions, sessionShowOptions, sessionStartOptions, SESSION_STATUSES } from "../tree/session-commands.js";
 import type { Action } from "../tree/spec.js";
 import { sessionPolicyInput, type SessionPolicyInput } from "../session-policy-input.js";
+import { asCli } from "./device-target.js";
+import { libraryClient } from "./library-client.js";
 
 type StatusWord = (typeof SESSION_STATUSES)[number];
 
@@ -54,13 +53,23 @@ export async function startSessionOn(
   target: { serial: string; agent?: string | undefined; lease: string | undefined },
   opts: { name?: string | undefined; context?: JsonObject; ocr?: boolean; policy?: SessionPolicyInput },
 ): Promise<Session> {
-  const client = serviceClient(SessionService, session.config, { lease: target.lease || undefined });
-  return startSessionCall(client, target, { name: opts.name, context: opts.context, ocr: opts.ocr, policyJson: opts.policy?.policyJson, secrets: opts.policy?.secrets }, { timeoutMs: session.timeoutMs });
+  const started = await asCli(
+    libraryClient(session).startSession(target.serial, {
+      lease: target.lease || undefined,
+      agent: target.agent,
+      name: opts.name,
+      context: opts.context,
+      ocr: opts.ocr,
+      policyJson: opts.policy?.policyJson,
+      secrets: opts.policy?.secrets,
+    }),
+  );
+  return started.info;
 }
 
 /** Ends a session as passed or failed. */
 export async function endSessionAs(session: ClientSession, sessionId: string, status: "passed" | "failed", timeoutMs = session.timeoutMs): Promise<Session | undefined> {
-  return endSessionCall(serviceClient(SessionService, session.config), sessionId, status, { timeoutMs });
+  return asCli(libraryClient(session).endSession(sessionId, status, { timeoutMs }));
 }
 
 function describe(s: ReturnType<typeof sessionJson>): string {
@@ -95,13 +104,7 @@ export const endSession: Action<typeof sessionEndOptions> = async (input) => {
 
 export const listSessions: Action<typeof sessionListOptions> = async (input) => {
   const { opts, ctx } = input;
-  const session = clientSession(input);
-  const client = serviceClient(SessionService, session.config);
-  const filter = { serial: opts.device ?? "", status: opts.status ? statusByWord[opts.status] : SessionStatus.UNSPECIFIED, owner: opts.user ?? "" };
-  const rows = await allPages(async (page) => {
-    const res = await client.listSessions({ ...filter, ...page }, { timeoutMs: session.timeoutMs });
-    return { items: res.sessions, nextPageToken: res.nextPageToken };
-  });
+  const rows = await asCli(libraryClient(clientSession(input)).sessions({ serial: opts.device, status: opts.status, owner: opts.user }));
   const sessions = rows.map((s) => sessionJson(s)).filter((s) => s !== null);
   const wide = ctx.printer.wide;
   ctx.printer.result({ sessions }, () =>
@@ -122,9 +125,9 @@ export const listSessions: Action<typeof sessionListOptions> = async (input) => 
   return 0;
 };
 
-/** Every step of a session's timeline, oldest first (all pages). */
-export async function listAllSteps(session: ClientSession, sessionId: string, signal?: AbortSignal): Promise<SessionStep[]> {
-  return sessionStepsCall(serviceClient(SessionService, session.config), sessionId, { timeoutMs: session.timeoutMs, ...(signal ? { signal } : {}) });
+/** Every step of a session's timeline, oldest first (all pages); the run's stop signal (session.config) ends it. */
+export async function listAllSteps(session: ClientSession, sessionId: string): Promise<SessionStep[]> {
+  return asCli(libraryClient(session).sessionSteps(sessionId));
 }
 
 /** A step as protobuf JSON (camelCase, defaults left out, int64 as strings, timestamps as RFC 3339). */
@@ -166,11 +169,11 @@ export function stepLines(steps: readonly SessionStep[]): string[] {
 }
 
 export const showSession: Action<typeof sessionShowOptions> = async (input) => {
-  const session = clientSession(input);
+  const farm = libraryClient(clientSession(input));
   const id = input.args[0] ?? "";
-  const res = await serviceClient(SessionService, session.config).getSession({ sessionId: id }, { timeoutMs: session.timeoutMs });
-  const steps = await listAllSteps(session, id);
-  const s = sessionJson(res.session);
+  const got = await asCli(farm.session(id));
+  const steps = await asCli(farm.sessionSteps(id));
+  const s = sessionJson(got);
   input.ctx.printer.result({ session: s, steps: steps.map(stepJson) }, () => [describe(s), steps.length === 0 ? "  no steps recorded" : "timeline:", ...stepLines(steps).map((l) => `  ${l}`)].join("\n"));
   return 0;
 };

@@ -4,18 +4,17 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ErrorCode } from "@farm/shared/error-codes";
 import { Errors } from "@farm/shared/errors";
-import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { FARM_VERSION } from "@farm/shared/version";
 import { CliError } from "../cli-error.js";
 import { cliErrorReport } from "../cli-error-report.js";
-import { serviceClient } from "@farm/client/transport";
 import { errorLine } from "../output.js";
 import { clientSession } from "../session.js";
 import type { waitOptions } from "../tree/check-commands.js";
 import type { Action } from "../tree/spec.js";
 import { openSessionRecorder, recordStep, takeStepShot, type Recorded, type StepFile, type StepShot } from "../visual/session-step.js";
 import { diagnosisSummary, flatten, matchingElements, plainElement, PollTrace, selectorJson, selectorText, waitDiagnosis, type WaitSelector, type WaitSettings } from "../visual/wait-diagnosis.js";
-import { deviceTarget } from "./device-target.js";
+import { asCli, deviceTarget } from "./device-target.js";
+import { libraryClient } from "./library-client.js";
 
 const USAGE = "farm wait --id RESOURCE_ID | --text TEXT | --desc CONTENT_DESC [--gone]";
 
@@ -82,11 +81,12 @@ export const wait: Action<typeof waitOptions> = async (input) => {
   const target = deviceTarget({ ...opts, requestId: undefined });
   const settings: WaitSettings = { selector, gone: opts.gone, timeoutMs: opts.timeout, intervalMs: opts.interval, appPackage: opts.appPackage ?? "" };
   const signal = ctx.stopSignal;
-  const session = { ...clientSession(input), timeoutMs: CALL_TIMEOUT_MS };
-  const polls = serviceClient(DeviceService, session.config, { lease: opts.lease || undefined });
-  const recorder = await openSessionRecorder(ctx.env, session, target.serial, signal);
+  const farm = libraryClient({ ...clientSession(input), timeoutMs: CALL_TIMEOUT_MS });
+  // Without the session header: the polls and the screenshots are not steps; the wait is one, appended below.
+  const device = farm.device(target.serial, { lease: opts.lease || undefined, agent: target.agent });
+  const recorder = await openSessionRecorder(ctx.env, farm, target.serial, CALL_TIMEOUT_MS);
   // In a session the wait keeps the screen as it started and as it ended, like a routed step; --timeout starts after the first.
-  const shot = (): Promise<StepShot> => takeStepShot(session, target, opts.lease, signal);
+  const shot = (): Promise<StepShot> => takeStepShot(device, CALL_TIMEOUT_MS);
   const before = recorder ? await shot() : undefined;
 
   const startMs = Date.now();
@@ -100,7 +100,7 @@ export const wait: Action<typeof waitOptions> = async (input) => {
     const atMs = Math.round(started - t0);
     try {
       // What is left of the wait, but at least MIN_POLL_MS: a last poll cut to a few milliseconds would only fail.
-      const res = await polls.getUiTree({ target, appPackage: settings.appPackage }, { timeoutMs: Math.max(MIN_POLL_MS, Math.round(deadline - started)), signal });
+      const res = await asCli(device.uiTree({ appPackage: settings.appPackage, timeoutMs: Math.max(MIN_POLL_MS, Math.round(deadline - started)) }));
       const roots = res.roots.map(plainElement);
       const nodeCount = res.nodeCount || flatten(roots).length;
       const found = matchingElements(roots, selector);
