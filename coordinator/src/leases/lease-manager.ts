@@ -161,10 +161,12 @@ export class LeaseManager {
       else throw this.registry.unresolvedSerial(selector.serial, "device");
     }
     // Refused at once when no phone can ever match, rather than waited on; a short physical id becomes the full one.
-    if (!identityPending) selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id), (id) => {
-      const hold = this.registry.holdOf(id);
-      return hold?.state === "needs-attention" ? hold.reason : undefined;
-    });
+    if (!identityPending) {
+      selector = resolveSelector(selector, this.registry.knownPhones(), (id) => this.labels.of(id), (id) => {
+        const hold = this.registry.holdOf(id);
+        return hold?.state === "needs-attention" ? hold.reason : undefined;
+      });
+    }
     const ticket = opts.ticket || randomUUID();
     // Made here, where the caller waits; only its hash is stored (on the place, then on the lease).
     const token = newLeaseToken();
