@@ -5,7 +5,7 @@ import { DurationSequencer } from "./test/support/duration-sequencer.js";
 // or against devsim alone (state classes on in-memory SQLite, contract tests
 // with an in-process agent): `make test`. `e2e` starts real coordinators,
 // agents, adb servers and Chromium over loopback: `make e2e`.
-const UNIT = ["{shared,client,agent,coordinator,cli,dashboard}/src/**/*.test.ts", "test/{devsim,contract}/**/*.test.ts"];
+const UNIT = ["{shared,client,agent,coordinator,cli,dashboard}/src/**/*.test.ts", "test/{devsim,contract,support}/**/*.test.ts"];
 const E2E = ["test/{e2e,faults,deploy}/**/*.test.ts"];
 // FARM_TEST_NATIVE_DIST=1: our packages' built JavaScript (what @farm/* imports resolve to) is loaded by
 // Node, not transformed by Vite; about a third less CPU in the files measured, not yet the default
