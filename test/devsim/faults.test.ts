@@ -112,6 +112,20 @@ describe("hang and slow link", () => {
     expect((await adb(1, ["shell", "echo hi"])).stdout).toBe("hi\n");
   });
 
+  it("a held service is not run until the test releases it, then runs as sent", async () => {
+    const { device } = entry(1);
+    device.faults.set({ holdServicesContaining: ["held-mark"] });
+    const held = device.faults.held();
+    const shell = adb(1, ["shell", "echo ran > /data/local/tmp/held-mark"]);
+    await held;
+    // Other services still run while one is held.
+    expect((await adb(1, ["shell", "echo free"])).stdout).toBe("free\n");
+    expect(device.state.fs.exists("/data/local/tmp/held-mark", device.state.shellCaller)).toBe(false);
+    expect(device.faults.releaseHeld()).toBe(1);
+    expect((await shell).code).toBe(0);
+    expect(device.state.fs.readFile("/data/local/tmp/held-mark", device.state.shellCaller).toString()).toBe("ran\n");
+  });
+
   it("latency and bandwidth slow the link down", async () => {
     const { device } = entry(1);
     device.state.fs.writeFile("/data/local/tmp/one.bin", randomBytes(1024 * 1024), device.state.shellCaller);

@@ -9,7 +9,7 @@ import { Errors } from "@farm/shared/errors";
 import { JOB_DIR, jobBase, jobFiles, pruneJobStore, readJobRecord, runDeviceJob } from "@farm/agent/actions/device-job";
 import type { DispatchProgress } from "@farm/agent/ownership/device-ownership";
 import type { ActionRow } from "@farm/agent/ownership/ownership-journal";
-import { adbConnect, ROOT, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
+import { adbConnect, ROOT, SimDevice, startAdbServer, waitUntil, type AdbServer } from "../devsim/index.js";
 
 let adb: AdbServer;
 let phone: SimDevice;
@@ -122,7 +122,8 @@ describe("device jobs", () => {
     const r = await runDeviceJob(server(), serial, "echo two", second, AbortSignal.timeout(10_000), progress(), jobFiles(first));
     expect(r.stdout.toString()).toBe("two\n");
     const left = () => jobFiles(first).filter((f) => phone.state.fs.exists(f, ROOT));
-    for (let i = 0; i < 100 && left().length > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    // The removal is not waited for by the job: the test waits for it, within its own timeout.
+    await waitUntil(() => left().length === 0, { timeoutMs: 50_000, what: "the settled job's files removed" });
     expect(left()).toEqual([]);
     expect(phone.state.readFile(`${jobBase(second)}.done`)?.toString()).toBe(`farm-job 2 ${second.actionId} ${second.requestSha256} 0 end\n`);
   });
@@ -130,9 +131,16 @@ describe("device jobs", () => {
   it("keeps running when the caller gives up, and its record then proves it", async () => {
     const a = action();
     const p = progress();
-    await expect(runDeviceJob(server(), serial, "sleep 0.5; echo late > /data/local/tmp/late.txt", a, AbortSignal.timeout(150), p)).rejects.toMatchObject({ dispatched: true });
+    // The job waits for a file the test writes, and the caller gives up once the job has started (its
+    // .run mark): events, where a 150 ms deadline and a 0.5 s sleep raced each other under load.
+    const caller = new AbortController();
+    const run = runDeviceJob(server(), serial, "until [ -e /data/local/tmp/late-go ]; do sleep 0.05; done; echo late > /data/local/tmp/late.txt", a, caller.signal, p);
+    await waitUntil(() => phone.state.fs.exists(`${jobBase(a)}.run`, ROOT), { timeoutMs: 50_000, what: "the job's .run mark" });
+    caller.abort();
+    await expect(run).rejects.toMatchObject({ dispatched: true });
     expect(await readJobRecord(server(), serial, a, AbortSignal.timeout(5_000))).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 800));
+    phone.state.fs.writeFile("/data/local/tmp/late-go", Buffer.alloc(0), ROOT);
+    await waitUntil(() => phone.state.fs.exists(`${jobBase(a)}.done`, ROOT), { timeoutMs: 50_000, what: "the job's record" });
     expect(phone.state.readFile("/data/local/tmp/late.txt")?.toString()).toBe("late\n");
     expect(await readJobRecord(server(), serial, a, AbortSignal.timeout(5_000))).toMatchObject({ exitCode: 0 });
     // Bound to its action and request: the same record proves nothing else.

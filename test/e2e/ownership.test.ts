@@ -1,11 +1,8 @@
 /**
  * Physical identity and device ownership with real processes: the real adb
- * server, simulated phones (one in its own process so it can be frozen),
+ * server, simulated phones (one holds a job unrun, as a frozen phone would),
  * `farm standalone`, and the CLI.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adbConnect, adbDisconnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
@@ -24,9 +21,8 @@ let standalone: FarmProcess;
 let env: NodeJS.ProcessEnv;
 let standaloneArgs: string[];
 const sims: SimDevice[] = [];
-let external: { proc: ChildProcess; serial: string; exited: Promise<void> } | undefined;
-
-const devsimMain = createRequire(import.meta.url).resolve("@farm/test/devsim/main");
+/** The phone of the crash test, which the next test reuses. */
+let crashSerial: string | undefined;
 
 const leases = new Map<string, NodeJS.ProcessEnv>();
 
@@ -58,17 +54,6 @@ async function sim(opts: ConstructorParameters<typeof SimDevice>[0]): Promise<{ 
   return { device: d, serial: await adbConnect(adb.port, "127.0.0.1", port) };
 }
 
-/** A simulated phone in its own process, so the test can freeze it (SIGSTOP). */
-async function startExternalDevsim(): Promise<NonNullable<typeof external>> {
-  const proc = spawn(process.execPath, [devsimMain, "--devices", "1", "--adb-port", String(adb.port), "--format", "json"], { stdio: ["ignore", "pipe", "inherit"] });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).once("line", resolve);
-    void exited.then(() => reject(new Error("devsim exited")));
-  });
-  return { proc, serial: String((JSON.parse(line) as { serial: string }).serial), exited };
-}
-
 beforeAll(async () => {
   dir = await makeTempDir("ownership");
   adb = await startAdbServer();
@@ -79,11 +64,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await standalone?.stop();
-  if (external) {
-    external.proc.kill("SIGCONT");
-    external.proc.kill("SIGTERM");
-    await external.exited;
-  }
   for (const d of sims) await d.close();
   await adb?.stop();
   await dir?.remove();
@@ -165,25 +145,24 @@ describe("ownership journal", () => {
   });
 
   it("keeps an action whose answer never came unresolved across an agent crash, and settles it only on proof", async () => {
-    external = await startExternalDevsim();
-    const serial = external.serial;
+    const phone = await sim({ serialno: "CRASH00001" });
+    const serial = (crashSerial = phone.serial);
     await device(serial);
 
-    // The phone stops answering (frozen process); the agent journals and sends the action...
-    external.proc.kill("SIGSTOP");
+    // The phone takes the job's stream but runs it only when released (as a frozen phone would); the agent journals and sends the action...
+    phone.device.faults.set({ holdServicesContaining: ["persist.farm.proof"] });
     const pending = farm(["device", "setprop", "--device", serial, "persist.farm.proof", "yes", "--timeout", "60000"], await leaseEnv(serial));
-    await waitFor("the action to be journaled", async () => {
-      const s = await farm(["device", "ownership", "status", "--device", serial], env);
-      const o = s.json["ownership"] as { locked: boolean } | undefined;
-      return o?.locked ? true : undefined;
-    });
-    // ...and dies before the answer. The frozen phone then wakes and applies it.
+    await phone.device.faults.held();
+    const journaled = await farm(["device", "ownership", "status", "--device", serial], env);
+    expect(journaled.json["ownership"]).toMatchObject({ locked: true });
+    // ...and dies before the answer. The phone then runs it.
     standalone.kill("SIGKILL");
     await standalone.exited;
     const lost = await pending;
     expect(lost.code).toBe(69);
     expect(lost.json).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE", dispatched: null, ambiguous: true });
-    external.proc.kill("SIGCONT");
+    phone.device.faults.set({ holdServicesContaining: null });
+    expect(phone.device.faults.releaseHeld()).toBe(1);
 
     standalone = await startFarm(standaloneArgs, env);
     await device(serial);
@@ -215,7 +194,7 @@ describe("ownership journal", () => {
   });
 
   it("leaves an action it cannot prove unresolved until an admin abandons it", async () => {
-    const serial = external?.serial as string;
+    const serial = crashSerial as string;
     const pending = farm(["device", "shell", "--device", serial, "--", "sleep", "30"], await leaseEnv(serial));
     await waitFor("the action to be journaled", async () => {
       const s = await farm(["device", "ownership", "status", "--device", serial], env);

@@ -63,19 +63,19 @@ const readManifest = (bundle: string) => JSON.parse(readFileSync(join(bundle, "m
 const start = (serial: string, more: string[] = []) => farm(["evidence", "video", "start", "--device", serial, "--duration-seconds", "30", "--size", "216x480", ...more], env);
 
 /**
- * Stops a recording once it has had time for frames: screenrecord stamps
- * frames with the wall clock as the scene changes (every 50 ms here), and a
- * recording stopped before its second frame has no media timeline
- * (VIDEO_EMPTY). A lower bound, which load only lengthens; the CLI run as a
- * process used to give it by its start-up time alone.
+ * Stops a recording once the phone's screenrecord has handed its encoder
+ * three more frames (devsim's count): a recording stopped before its second
+ * frame has no media timeline (VIDEO_EMPTY). The recording is live once start
+ * answered, so frames counted from then are its own; an event, where a pause
+ * of a second was no promise under load and idle time on a quiet machine.
  */
-async function stopAfterFrames(sessionId: string): Promise<CliResult> {
-  await timeForFrames();
+async function stopAfterFrames(phone: SimDevice, sessionId: string): Promise<CliResult> {
+  await framesRecorded(phone);
   return farm(["evidence", "video", "stop", "--session", sessionId], env);
 }
 
-function timeForFrames(): Promise<void> {
-  return new Promise((r) => setTimeout(r, 1_000));
+function framesRecorded(phone: SimDevice, more = 3): Promise<void> {
+  return phone.state.recordedFrames.reached(phone.state.recordedFrames.value + more);
 }
 
 function ffprobeSize(file: string): { width: number; height: number; codec: string } {
@@ -143,7 +143,7 @@ describe("farm evidence video", () => {
   });
 
   it("records until stopped, verifies every frame, stores the bundle and fills --output-dir", async () => {
-    const { serials } = await addPhone("VIDSTOP");
+    const { phone, serials } = await addPhone("VIDSTOP");
     const bundle = out("stop");
     const started = await start(serials[0]!, ["--output-dir", bundle, "--label", "checkout flow", "--context-json", "{\"originalVerdict\":\"failed\"}"]);
     expect(started.code).toBe(0);
@@ -162,7 +162,7 @@ describe("farm evidence video", () => {
     const conflicting = await farm(["evidence", "video", "status", "--recording", bundle, "--device", "someone-else"], env);
     expect(conflicting.json).toMatchObject({ ok: false, code: "INVALID_ARGUMENT", field: "device" });
 
-    await new Promise((r) => setTimeout(r, 1_500));
+    await framesRecorded(phone);
     const stopped = await farm(["evidence", "video", "stop", "--session", join(bundle, "manifest.json")], env);
     expect(stopped.code).toBe(0);
     expect(stopped.json).toMatchObject({ ok: true, status: "complete", stored: true });
@@ -210,7 +210,8 @@ describe("farm evidence video", () => {
     const done = await waitFor("the capped recording to be stored", async () => {
       const r = await farm(["evidence", "video", "status", "--session", id], env);
       return r.json["status"] === "complete" && r.json["stored"] === true ? r : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 250 });
+      // Bounded by the test's own timeout: under load the worker's verification and the upload take what they take.
+    }, { timeoutMs: 110_000, intervalMs: 250 });
     expect(done.code).toBe(0);
     const bundle = out("cap");
     expect((await farm(["evidence", "pull", id, "--output-dir", bundle], env)).code).toBe(0);
@@ -221,10 +222,10 @@ describe("farm evidence video", () => {
     const stop = await farm(["evidence", "video", "stop", "--session", id], env);
     expect(stop.code).toBe(0);
     expect(stop.json).toMatchObject({ status: "complete" });
-  });
+  }, 120_000);
 
   it("refuses a second recording of one phone, also through its other serial", async () => {
-    const { serials } = await addPhone("VIDALIAS", { serials: 2 });
+    const { phone, serials } = await addPhone("VIDALIAS", { serials: 2 });
     expect(serials).toHaveLength(2);
     const first = await start(serials[0]!);
     expect(first.code).toBe(0);
@@ -239,7 +240,7 @@ describe("farm evidence video", () => {
     }
     // Concurrent stops: both see the one outcome. Each that arrives while it records writes its own request;
     // on a busy machine the second may start after the session ended, and a finished session is not touched.
-    await timeForFrames();
+    await framesRecorded(phone);
     const [a, b] = await Promise.all([farm(["evidence", "video", "stop", "--session", id], env), farm(["evidence", "video", "stop", "--session", id], env)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.json).toMatchObject({ status: "complete", sessionId: id });
@@ -250,11 +251,11 @@ describe("farm evidence video", () => {
     // The lock went with the finished session.
     const next = await start(serials[1]!);
     expect(next.code).toBe(0);
-    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
+    expect((await stopAfterFrames(phone, String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("records one of two starts at once through two serials of one phone and refuses the other as RECORDING_ACTIVE, every time", async () => {
-    const { serials } = await addPhone("VIDRACE", { serials: 2 });
+    const { phone, serials } = await addPhone("VIDRACE", { serials: 2 });
     // A race lost by luck would pass once: each round starts both at the same moment.
     for (let round = 0; round < 3; round++) {
       const results = await Promise.all(serials.map((serial) => start(serial)));
@@ -267,7 +268,7 @@ describe("farm evidence video", () => {
       expect(losers[0]!.json, `round ${round}`).toMatchObject({ ok: false, code: "EVIDENCE_RECORDING_ACTIVE" });
       expect(String(losers[0]!.json["message"])).toContain(id);
       // The winner finishes and gives the phone back for the next round.
-      const stopped = await stopAfterFrames(id);
+      const stopped = await stopAfterFrames(phone, id);
       expect(stopped.json, `round ${round}`).toMatchObject({ ok: true, status: "complete" });
     }
   });
@@ -312,7 +313,7 @@ describe("farm evidence video", () => {
     phone.faults.set({ screenrecordFails: null });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
+    expect((await stopAfterFrames(phone, String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("answers COMMAND_TIMEOUT with the session id when the recorder is not confirmed within 5 s, and stops it", async () => {
@@ -337,7 +338,7 @@ describe("farm evidence video", () => {
     // Its lock went with it.
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
+    expect((await stopAfterFrames(phone, String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("never calls corrupt media video.mp4", async () => {
@@ -345,7 +346,7 @@ describe("farm evidence video", () => {
     phone.faults.set({ screenrecordCorrupt: true });
     const bundle = out("corrupt");
     expect((await start(serials[0]!, ["--output-dir", bundle])).code).toBe(0);
-    await new Promise((r) => setTimeout(r, 1_500));
+    await framesRecorded(phone);
     const stopped = await farm(["evidence", "video", "stop", "--session", bundle], env);
     expect(stopped.code).toBe(69);
     expect(stopped.json["status"]).toBe("failed");
@@ -363,7 +364,7 @@ describe("farm evidence video", () => {
     const started = await start(serials[0]!);
     expect(started.code).toBe(0);
     const id = String(started.json["sessionId"]);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await framesRecorded(phone);
     await phone.vanish();
     const failed = await waitFor("the worker to give up", async () => {
       const r = await farm(["evidence", "video", "status", "--session", id], env);
@@ -389,7 +390,7 @@ describe("farm evidence video", () => {
     expect(released.json).toMatchObject({ ok: true, released: true, status: "failed", recoveryState: "released" });
     const next = await start(serials[0]!);
     expect(next.code).toBe(0);
-    expect((await stopAfterFrames(String(next.json["sessionId"]))).code).toBe(0);
+    expect((await stopAfterFrames(phone, String(next.json["sessionId"]))).code).toBe(0);
   });
 
   it("reports a killed worker as failed and keeps its lock: recovery is required", async () => {

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
+import { killWithThisProcess } from "./kill-with-this-process.js";
 
 /** The built CLI entry point; tests run the real binary. */
 export const farmBin = createRequire(import.meta.url).resolve("@farm/cli/main");
@@ -38,6 +39,10 @@ export async function startFarm(args: string[], env: NodeJS.ProcessEnv = {}, tim
     if (err.length > 1_000_000) err = err.slice(-500_000);
   });
   const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  // A file that loses its handle (a hook that timed out while this started, a test that throws
+  // before its stop) would leave the process running after the file's worker ends: killed then.
+  const orphanGuard = killWithThisProcess(proc.pid as number);
+  void exited.then(() => orphanGuard.release());
   const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
   const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`farm ${args[0]} not ready within ${timeoutMs} ms\n${err}`)), timeoutMs);

@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { chmod, chown, mkdtemp, readdir, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
@@ -68,6 +68,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
         if (attempt < 3) continue;
         throw err;
       }
+      const watchdog = startWatchdog(dir, asUser ? ["runuser", "-u", asUser.name, "--", join(bin, "pg_ctl")] : [join(bin, "pg_ctl")], data);
       let stopped = false;
       return {
         url: `postgres://farm@127.0.0.1:${port}/postgres`,
@@ -78,6 +79,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
           stopped = true;
           await exec("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => undefined);
           await rm(dir, { recursive: true, force: true });
+          watchdog.end();
         },
       };
     }
@@ -85,6 +87,29 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * A run killed by a signal (CI's timeout, Ctrl-C, the OOM killer) never calls stop(), and the
+ * postmaster would outlive it. So a detached shell (its own session: a signal to the run's process
+ * group does not reach it) reads a pipe from this process until it closes, which the kernel does
+ * however this process ends, then stops the cluster and removes its dir. stop() closes the pipe
+ * itself; the watchdog then finds nothing left to do. Returns what closes the pipe.
+ */
+function startWatchdog(dir: string, pgCtl: string[], data: string): { end(): void } {
+  const child = spawn("sh", ["-c", "cat >/dev/null; \"$@\" -D \"$FARM_PG_DATA\" -m immediate -w stop >/dev/null 2>&1; rm -rf \"$FARM_PG_DIR\"", "farm-pg-watchdog", ...pgCtl], {
+    detached: true,
+    stdio: ["pipe", "ignore", "ignore"],
+    env: { ...process.env, FARM_PG_DATA: data, FARM_PG_DIR: dir },
+  });
+  // Neither the child nor its pipe keeps this process alive.
+  child.unref();
+  const pipe = child.stdin as (NodeJS.WritableStream & { unref?: () => void; end(): void }) | null;
+  pipe?.unref?.();
+  // The watchdog gone early (sh missing) is no reason to fail a run.
+  child.stdin?.on("error", () => undefined);
+  child.on("error", () => undefined);
+  return { end: () => pipe?.end() };
 }
 
 function serverUser(): { name: string; uid: number; gid: number } {

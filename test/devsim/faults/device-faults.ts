@@ -7,6 +7,9 @@ import type { FaultSettings } from "./fault-settings.js";
 export class DeviceFaults {
   private settings: FaultSettings = {};
   private transferred = 0;
+  private readonly heldOpens: (() => void)[] = [];
+  private heldSeen = 0;
+  private readonly heldWaiters: { count: number; resolve: () => void }[] = [];
   /** Called when vanishAfterBytes is reached; wired to SimDevice.vanish(). */
   onVanish: () => void = () => {};
 
@@ -28,6 +31,36 @@ export class DeviceFaults {
   clear(): void {
     this.settings = {};
     this.transferred = 0;
+    this.releaseHeld();
+  }
+
+  /**
+   * For a service the holdServicesContaining fault matches: a promise that settles when the test
+   * releases it (the connection then opens it); undefined when the service runs now.
+   */
+  hold(service: string): Promise<void> | undefined {
+    if (!this.settings.holdServicesContaining?.some((part) => service.includes(part))) return undefined;
+    return new Promise<void>((resolve) => {
+      this.heldOpens.push(resolve);
+      this.heldSeen++;
+      for (const waiter of this.heldWaiters.filter((w) => this.heldSeen >= w.count)) {
+        this.heldWaiters.splice(this.heldWaiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
+  }
+
+  /** Resolves once `count` services in all have been held since this device started (the event tests wait on). */
+  held(count = 1): Promise<void> {
+    if (this.heldSeen >= count) return Promise.resolve();
+    return new Promise<void>((resolve) => this.heldWaiters.push({ count, resolve }));
+  }
+
+  /** Opens every held service now, in the order they arrived; returns how many. */
+  releaseHeld(): number {
+    const opens = this.heldOpens.splice(0);
+    for (const open of opens) open();
+    return opens.length;
   }
 
   /** Counts file bytes moved over sync; true (and vanishes) once the limit is reached. */

@@ -10,6 +10,13 @@ export interface FaultSettings {
   vanishAfterBytes?: number;
   /** Service-name prefixes (e.g. `sync:`, `shell:`, `exec:`) whose new streams are accepted and then never answered; `''` hangs every service. */
   hangServices?: string[];
+  /**
+   * Services whose name contains one of these strings are held as on a frozen phone: not answered and
+   * not run until `DeviceFaults.releaseHeld()`, then opened and run as if they had just arrived (a
+   * CLSE the host sent meanwhile names no stream yet and is ignored, as a frozen adbd would read it
+   * after the OPEN). In-process only (not in FAULT_KEYS): nothing remote could release them.
+   */
+  holdServicesContaining?: string[];
   /** Added delay for every packet the device sends. */
   latencyMs?: number;
   /** Device-to-host bandwidth limit. */

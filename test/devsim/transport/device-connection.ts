@@ -216,6 +216,12 @@ export class DeviceConnection {
       this.send(Command.OKAY, id, remoteId);
       return;
     }
+    // Hold fault: as a frozen phone, read the OPEN only once the test releases it.
+    const hold = this.host.device.state.faults.hold(name);
+    if (hold) {
+      await hold;
+      if (this.isClosed) return;
+    }
     // adbd forks a process for shell: and exec: before it answers.
     const latency = this.host.device.state.latency;
     if (!latency.instant && /^(shell|exec)(,[^:]*)?:/.test(name)) await latency.wait("shellOpenMs");
