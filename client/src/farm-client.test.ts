@@ -8,13 +8,10 @@
  * is sent, a lease released at the end of an `await using` scope.
  */
 import { createHash } from "node:crypto";
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
-import type { AddressInfo } from "node:net";
-import { join } from "node:path";
+import type { ServerHttp2Session } from "node:http2";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Errors, refusal } from "@farm/shared/errors";
 import { exitCodeFor } from "@farm/shared/error-codes";
 import { BlobPartSchema } from "@farm/shared/gen/farm/v1/blob_pb";
@@ -23,7 +20,8 @@ import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { LeaseSchema } from "@farm/shared/gen/farm/v1/lease_pb";
 import { LeaseService } from "@farm/shared/gen/farm/v1/lease_service_pb";
 import { SessionSchema, SessionService, SessionStepSchema } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { connect, FarmError, type FarmClient } from "./index.js";
+import { FarmError, type FarmClient } from "./index.js";
+import { farmFailure, startStandInCoordinator, type StandInCoordinator } from "./testing/stand-in-coordinator.js";
 
 const PNG = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4e10000000049454e44ae426082", "hex");
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
@@ -35,8 +33,8 @@ interface Seen {
   auth: string | null;
 }
 
-let server: Http2Server | undefined;
-let sessions: ServerHttp2Session[] = [];
+let standIn: StandInCoordinator | undefined;
+let sessions: readonly ServerHttp2Session[] = [];
 let seen: Seen[] = [];
 let farm: FarmClient | undefined;
 /** What the stand-in's screenshot announces (a damaged transfer when it differs from the bytes). */
@@ -97,28 +95,19 @@ function routes(router: ConnectRouter): void {
 
 beforeEach(async () => {
   seen = [];
-  sessions = [];
   announcedSha = sha(PNG);
-  server = createServer(connectNodeAdapter({ routes }));
-  server.on("session", (s) => sessions.push(s));
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // Nothing from this machine's environment or config file: the options alone.
-  farm = await connect({ coordinator: url, token: "farmu_lib", env: { FARM_HOME: join("/nonexistent", "farm-home"), FARM_CONFIG: "/nonexistent/config.json" } });
+  standIn = await startStandInCoordinator(routes);
+  farm = standIn.farm;
+  sessions = standIn.sessions;
 });
 
 afterEach(async () => {
-  farm?.close();
-  for (const s of sessions) s.destroy();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-  server = undefined;
+  await standIn?.close();
+  standIn = undefined;
 });
 
-async function failure(p: Promise<unknown>): Promise<FarmError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(FarmError);
-  return err as FarmError;
-}
+const failure = farmFailure;
 
 describe("@farm/client over one connection", () => {
   it("makes every call, unary and streaming, on one HTTP/2 connection, lease and session per call", async () => {

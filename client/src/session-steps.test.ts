@@ -8,13 +8,9 @@
  * step is recorded, and failures as FarmError with the table's code.
  */
 import { createHash } from "node:crypto";
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
-import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Errors, refusal } from "@farm/shared/errors";
 import { BlobPartSchema, type BlobPart } from "@farm/shared/gen/farm/v1/blob_pb";
 import { BlobService } from "@farm/shared/gen/farm/v1/blob_service_pb";
@@ -22,14 +18,14 @@ import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { SessionSchema, SessionService, SessionStatus, SessionStepSchema, type AppendSessionStepRequest, type ListSessionsRequest } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { connect, FarmError, type FarmClient } from "./index.js";
+import { FarmError, type FarmClient } from "./index.js";
+import { farmFailure, startStandInCoordinator, type StandInCoordinator } from "./testing/stand-in-coordinator.js";
 import type { ClientStep } from "./session-steps.js";
 
 const PNG = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4e10000000049454e44ae426082", "hex");
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
-let server: Http2Server | undefined;
-let h2: ServerHttp2Session[] = [];
+let standIn: StandInCoordinator | undefined;
 let farm: FarmClient | undefined;
 let calls: string[] = [];
 let lists: ListSessionsRequest[] = [];
@@ -110,26 +106,16 @@ beforeEach(async () => {
   uploads = [];
   startHeaders = undefined;
   screenshotFails = false;
-  h2 = [];
-  server = createServer(connectNodeAdapter({ routes }));
-  server.on("session", (s) => h2.push(s));
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  farm = await connect({ coordinator: url, token: "farmu_lib", env: { FARM_HOME: join("/nonexistent", "farm-home"), FARM_CONFIG: "/nonexistent/config.json" } });
+  standIn = await startStandInCoordinator(routes);
+  farm = standIn.farm;
 });
 
 afterEach(async () => {
-  farm?.close();
-  for (const s of h2) s.destroy();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-  server = undefined;
+  await standIn?.close();
+  standIn = undefined;
 });
 
-async function failure(p: Promise<unknown>): Promise<FarmError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(FarmError);
-  return err as FarmError;
-}
+const failure = farmFailure;
 
 const step = (over: Partial<ClientStep> = {}): ClientStep => ({
   action: "wait",
@@ -216,8 +202,7 @@ describe("a step recorder", () => {
 
   it("record() returns a failure instead of throwing it, so the step's own outcome is still reported", async () => {
     const rec = await (farm as FarmClient).stepRecorder("s-run", "emulator-5554");
-    server?.close();
-    for (const s of h2) s.destroy();
+    await standIn?.stopServing();
     const r = await rec.record(step());
     expect(r).toMatchObject({ ok: false, sessionId: "s-run", code: "COORDINATOR_UNAVAILABLE" });
   });

@@ -9,17 +9,13 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
-import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ShellService, type OpenShellRequest } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { VideoService, VideoSessionSchema } from "@farm/shared/gen/farm/v1/video_service_pb";
-import { connect, FarmError, type FarmClient } from "./index.js";
+import { FarmError, type FarmClient } from "./index.js";
+import { farmFailure, startStandInCoordinator, type StandInCoordinator } from "./testing/stand-in-coordinator.js";
 
-let server: Http2Server | undefined;
-let h2: ServerHttp2Session[] = [];
+let standIn: StandInCoordinator | undefined;
 let farm: FarmClient | undefined;
 let starts: { serial: string; rows: number; cols: number; term: string; lease: string | null; timeout: string | null }[] = [];
 let listed: { serial: string; status: string; pageToken: string }[] = [];
@@ -86,19 +82,13 @@ function routes(router: ConnectRouter): void {
 beforeEach(async () => {
   starts = [];
   listed = [];
-  h2 = [];
-  server = createServer(connectNodeAdapter({ routes }));
-  server.on("session", (s) => h2.push(s));
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  farm = await connect({ coordinator: url, token: "farmu_lib", timeoutMs: 100, env: { FARM_HOME: join("/nonexistent", "farm-home"), FARM_CONFIG: "/nonexistent/config.json" } });
+  standIn = await startStandInCoordinator(routes, { timeoutMs: 100 });
+  farm = standIn.farm;
 });
 
 afterEach(async () => {
-  farm?.close();
-  for (const s of h2) s.destroy();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-  server = undefined;
+  await standIn?.close();
+  standIn = undefined;
 });
 
 /** Reads the shell's output until `want` has arrived (or the shell ends). */
