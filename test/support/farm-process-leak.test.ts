@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, expect, it } from "vitest";
 import { waitFor } from "./farm-process.js";
+import { processAlive } from "./process-alive.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
 
 // A test file that loses a process startFarm started (a hook timed out while it started, a test threw
@@ -16,17 +17,8 @@ const TEST_MS = 300_000;
 let dir: TempDir | undefined;
 let lost: number | undefined;
 
-/** Running: in the process table and not a zombie. */
-const alive = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0] !== "Z";
-  } catch {
-    return false;
-  }
-};
-
 afterEach(async () => {
-  if (lost !== undefined && alive(lost)) process.kill(lost, "SIGKILL");
+  if (lost !== undefined && processAlive(lost)) process.kill(lost, "SIGKILL");
   await dir?.remove();
 });
 
@@ -41,5 +33,5 @@ it("kills a farm process its test file lost when the file's worker exits", async
   expect(lost).toBeGreaterThan(0);
   // The worker's exit sent it SIGKILL; it is gone once the kernel has acted on that (a zombie counts as gone).
   const pid = lost;
-  await waitFor("the lost coordinator gone", () => (alive(pid) ? undefined : true), { timeoutMs: TEST_MS });
+  await waitFor("the lost coordinator gone", () => (processAlive(pid) ? undefined : true), { timeoutMs: TEST_MS });
 }, TEST_MS);

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterEach, expect, it } from "vitest";
 import { waitFor } from "./farm-process.js";
+import { processAlive } from "./process-alive.js";
 import { makeTempDir, type TempDir } from "./temp-dir.js";
 
 // A vitest run killed by a signal never runs its global teardown: the PostgreSQL cluster of
@@ -17,17 +18,8 @@ const started: number[] = [];
 const TEST_MS = 300_000;
 let dir: TempDir | undefined;
 
-/** Running: in the process table and not a zombie (an orphaned postmaster's parent may not reap it at once). */
-const alive = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0] !== "Z";
-  } catch {
-    return false;
-  }
-};
-
 afterEach(async () => {
-  for (const pid of started.splice(0)) if (alive(pid)) process.kill(pid, "SIGKILL");
+  for (const pid of started.splice(0)) if (processAlive(pid)) process.kill(pid, "SIGKILL");
   await dir?.remove();
 });
 
@@ -53,9 +45,9 @@ it("stops and removes the run's PostgreSQL cluster when the vitest run is killed
   const data = String((await client.query<{ data_directory: string }>("SHOW data_directory")).rows[0]?.data_directory);
   await client.end();
   const postmaster = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
-  expect(alive(postmaster)).toBe(true);
+  expect(processAlive(postmaster)).toBe(true);
 
   run.kill("SIGKILL");
   await exited;
-  await waitFor("the cluster stopped and its dir removed", () => !alive(postmaster) && !existsSync(dirname(data)) ? true : undefined, { timeoutMs: TEST_MS });
+  await waitFor("the cluster stopped and its dir removed", () => !processAlive(postmaster) && !existsSync(dirname(data)) ? true : undefined, { timeoutMs: TEST_MS });
 }, TEST_MS + 10_000);
