@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
-import { type LeaseRow, type LeaseStore, type Waiter } from "./lease-store.js";
+import type { LeaseStore, Waiter } from "./lease-store.js";
 import { createDeviceCleanupStore, createLeaseStore, createSessionStore } from "../db/stores.js";
+import { activeLease } from "./testing/lease-fixtures.js";
 
 let opened: FarmDatabase | undefined;
 
@@ -13,19 +14,7 @@ afterEach(async () => {
 
 const selector = { serial: "", physicalId: "", labels: { rack: "b2" }, model: "Pixel 7", apiLevelMin: 30, apiLevelMax: 0, agent: "" };
 const waiter = (ticket: string, seq: number, replicaId: string | null = null, tokenHash: string | null = null): Waiter => ({ ticket, seq, holder: "h", selector, enqueuedAt: 1, waitDeadline: 2, ttlMs: 3, replicaId, tokenHash });
-const lease = (leaseId: string, physicalId: string): LeaseRow => ({
-  leaseId,
-  tokenHash: `hash-${leaseId}`,
-  holder: "h",
-  physicalId,
-  agentId: "a-1",
-  serial: "S-1",
-  acquiredAt: 1,
-  expiresAt: 2,
-  ttlMs: 1,
-  state: "active",
-  endedAt: null,
-});
+const lease = activeLease;
 
 /** A lease not yet on a phone: the grant at once picks one. */
 const unplaced = (leaseId: string) => ({ leaseId, tokenHash: `hash-${leaseId}`, holder: "h", acquiredAt: 1, expiresAt: 2, ttlMs: 1, state: "active" as const, endedAt: null });

@@ -8,6 +8,7 @@ import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import type { LeaseRow } from "../leases/lease-store.js";
 import type { SessionRow } from "./session-store.js";
 import { Sessions } from "./sessions.js";
+import { activeLease } from "../leases/testing/lease-fixtures.js";
 
 let opened: FarmDatabase | undefined;
 const clients: pg.Client[] = [];
@@ -17,19 +18,7 @@ afterEach(async () => {
   opened = undefined;
 });
 
-const lease = (leaseId: string, physicalId: string): LeaseRow => ({
-  leaseId,
-  tokenHash: `hash-${leaseId}`,
-  holder: "alice",
-  physicalId,
-  agentId: "a-1",
-  serial: "S-1",
-  acquiredAt: 1,
-  expiresAt: 2,
-  ttlMs: 1,
-  state: "active",
-  endedAt: null,
-});
+const lease = (leaseId: string, physicalId: string) => activeLease(leaseId, physicalId, "alice");
 const under = (l: LeaseRow) => ({ leaseId: l.leaseId, physicalId: l.physicalId, agentId: l.agentId, serial: l.serial });
 const start = { name: "run", context: {}, ocr: false };
 
