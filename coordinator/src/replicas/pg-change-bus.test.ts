@@ -13,6 +13,23 @@ afterEach(async () => {
 
 const log = createLogger({ level: "error" });
 
+/** A fresh database and pool (dropped after the test), and two replicas' buses on it; `beforeBuses` sees the pool first. */
+async function twoReplicas(max: number, beforeBuses: (pool: pg.Pool) => void = () => undefined): Promise<{ pool: pg.Pool; one: PgChangeBus; two: PgChangeBus }> {
+  const database = await createTestDatabase();
+  cleanups.push(() => database.drop());
+  const pool = new pg.Pool({ connectionString: database.url, max });
+  // pool.end() resolves while its clients still close; the drop's FORCE may then end one, which an
+  // idle client reports as the pool's error (the coordinator's own pool listens too: open-postgres.ts).
+  pool.on("error", () => undefined);
+  cleanups.push(() => pool.end());
+  beforeBuses(pool);
+  const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
+  cleanups.push(() => one.close());
+  const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
+  cleanups.push(() => two.close());
+  return { pool, one, two };
+}
+
 /** The next change the bus delivers, or a failure after `ms`. */
 function nextChange(bus: PgChangeBus, ms = 5_000): Promise<Change> {
   return new Promise((resolve, reject) => {
@@ -26,17 +43,7 @@ function nextChange(bus: PgChangeBus, ms = 5_000): Promise<Change> {
 
 describe("change notices over LISTEN/NOTIFY", () => {
   it("delivers another replica's notices, never a replica's own, and after a lost connection listens again and asks for a resync", async () => {
-    const database = await createTestDatabase();
-    cleanups.push(() => database.drop());
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    // pool.end() resolves while its clients still close; the drop's FORCE may then end one, which an
-    // idle client reports as the pool's error (the coordinator's own pool listens too: open-postgres.ts).
-    pool.on("error", () => undefined);
-    cleanups.push(() => pool.end());
-    const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
-    cleanups.push(() => one.close());
-    const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
-    cleanups.push(() => two.close());
+    const { pool, one, two } = await twoReplicas(2);
 
     const own: Change[] = [];
     two.events.on("change", (c) => own.push(c));
@@ -55,22 +62,15 @@ describe("change notices over LISTEN/NOTIFY", () => {
   });
 
   it("sends notices published while one is on its way together, in the order published, each still a notice of its own", async () => {
-    const database = await createTestDatabase();
-    cleanups.push(() => database.drop());
-    const pool = new pg.Pool({ connectionString: database.url, max: 4 });
-    pool.on("error", () => undefined);
-    cleanups.push(() => pool.end());
     // Counts the statements the bus sends on the pool (the pool itself is real).
     let statements = 0;
-    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      statements++;
-      return query(...args);
-    };
-    const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
-    cleanups.push(() => one.close());
-    const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
-    cleanups.push(() => two.close());
+    const { one, two } = await twoReplicas(4, (pool) => {
+      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+      (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        statements++;
+        return query(...args);
+      };
+    });
     const heard: Change[] = [];
     const all = new Promise<void>((resolve) =>
       one.events.on("change", (c) => {
@@ -88,15 +88,7 @@ describe("change notices over LISTEN/NOTIFY", () => {
   });
 
   it("sends a lease's latest row only, when an earlier notice of that lease still waits, after what was published between them", async () => {
-    const database = await createTestDatabase();
-    cleanups.push(() => database.drop());
-    const pool = new pg.Pool({ connectionString: database.url, max: 4 });
-    pool.on("error", () => undefined);
-    cleanups.push(() => pool.end());
-    const one = await PgChangeBus.open(database.url, pool, "11111111-aaaa-4aaa-8aaa-000000000001", log);
-    cleanups.push(() => one.close());
-    const two = await PgChangeBus.open(database.url, pool, "22222222-bbbb-4bbb-8bbb-000000000002", log);
-    cleanups.push(() => two.close());
+    const { one, two } = await twoReplicas(4);
     const heard: Change[] = [];
     const last = new Promise<void>((resolve) =>
       one.events.on("change", (c) => {
