@@ -18,7 +18,7 @@ import { DeviceService } from "@farm/shared/gen/farm/v1/device_service_pb";
 import { DeviceSchema } from "@farm/shared/gen/farm/v1/registry_pb";
 import { RegistryService } from "@farm/shared/gen/farm/v1/registry_service_pb";
 import { SessionSchema, SessionService, SessionStatus, SessionStepSchema, type AppendSessionStepRequest, type ListSessionsRequest } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { FarmError, type FarmClient } from "./index.js";
+import type { FarmClient } from "./index.js";
 import { farmFailure, startStandInCoordinator, type StandInCoordinator } from "./testing/stand-in-coordinator.js";
 import type { ClientStep } from "./session-steps.js";
 

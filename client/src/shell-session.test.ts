@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ShellService, type OpenShellRequest } from "@farm/shared/gen/farm/v1/shell_service_pb";
 import { VideoService, VideoSessionSchema } from "@farm/shared/gen/farm/v1/video_service_pb";
 import { FarmError, type FarmClient } from "./index.js";
-import { farmFailure, startStandInCoordinator, type StandInCoordinator } from "./testing/stand-in-coordinator.js";
+import { startStandInCoordinator, type StandInCoordinator } from "./testing/stand-in-coordinator.js";
 
 let standIn: StandInCoordinator | undefined;
 let farm: FarmClient | undefined;
