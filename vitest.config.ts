@@ -27,6 +27,9 @@ export default defineConfig({
     // Longest files first, from recorded durations when vitest has none of its own (a clean clone).
     sequence: { sequencer: DurationSequencer },
     maxWorkers: 2,
+    // expect.poll waits for a condition and returns as soon as it holds; Vitest's default bound
+    // (1 s) failed dashboard tests under load although the page got there (a first render at load 20).
+    expect: { poll: { timeout: 20_000 } },
     ...nativeDist,
     // Set per project, not at the root: a project that extends the root runs the root's global
     // setup again, and each run started two PostgreSQL clusters.
