@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connectionScope } from "@farm/client/connections";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { SessionStepSchema } from "@farm/shared/gen/farm/v1/session_service_pb";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { CliError } from "../cli-error.js";
 import { createPrinter, type OutputFormat } from "../output.js";
 import type { Runtime } from "../tree/build.js";
@@ -20,6 +20,11 @@ const STEPS = join(fixtures, "checkout.steps.yaml");
 const NO_CONFIG = { FARM_CONFIG: "/nonexistent/farm/config.json" };
 
 /** Runs `farm ARGV` in-process with no server, as main.ts would, collecting what it prints. */
+const removeAfter: string[] = [];
+afterEach(() => {
+  for (const dir of removeAfter.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
 async function farm(argv: string[], format: OutputFormat = "pretty", env: NodeJS.ProcessEnv = NO_CONFIG): Promise<{ out: string; exitCode?: number; error?: CliError }> {
   let out = "";
   const rt: Runtime = {
@@ -82,6 +87,7 @@ describe("farm session explain", () => {
 
   it("refuses an invalid policy, listing every problem with its path", async () => {
     const dir = mkdtempSync(join(tmpdir(), "farm-explain-"));
+    removeAfter.push(dir);
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "capture: [video.before]\ncapturePolicy:\n  - on: {event: screenChanged, idMatches: '*'}\n    capture: [elements]\nsecret: [X]\n");
     const r = await farm(["session", "explain", "--policy", bad, "--steps", STEPS]);
