@@ -3,7 +3,7 @@ import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import type { LeaseStore, Waiter } from "./lease-store.js";
 import { createDeviceCleanupStore, createLeaseStore, createSessionStore } from "../db/stores.js";
-import { activeLease } from "./testing/lease-fixtures.js";
+import { activeLease, runningSession } from "./testing/lease-fixtures.js";
 
 let opened: FarmDatabase | undefined;
 
@@ -144,25 +144,7 @@ describe("PgLeaseStore: the cycle's statements", () => {
     opened = await openTestDatabase("postgres");
     const s = createLeaseStore(opened);
     const sessions = createSessionStore(opened);
-    const session = (sessionId: string, leaseId: string) => ({
-      sessionId,
-      name: "n",
-      physicalId: "pd-1",
-      serial: "S-1",
-      agentId: "a-1",
-      leaseId,
-      owner: "h",
-      status: "running" as const,
-      createdAt: 1,
-      endedAt: null,
-      stepCount: 0,
-      failedStepCount: 0,
-      context: {},
-      ocr: false,
-      policyJson: "",
-      policySha256: "",
-      secretNames: [],
-    });
+    const session = runningSession;
     await s.insertLease(lease("l-1", "pd-1"));
     await sessions.insert(session("s-1", "l-1"));
     expect(await s.releaseByTokenHash("hash-l-1", 7)).toMatchObject({ leaseId: "l-1", state: "released", endedAt: 7, acquiredAt: 1, runningSessions: true });

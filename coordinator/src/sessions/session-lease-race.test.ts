@@ -6,9 +6,8 @@ import type { FarmDatabase } from "../db/database.js";
 import { createLeaseStore, createSessionStore } from "../db/stores.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import type { LeaseRow } from "../leases/lease-store.js";
-import type { SessionRow } from "./session-store.js";
 import { Sessions } from "./sessions.js";
-import { activeLease } from "../leases/testing/lease-fixtures.js";
+import { activeLease, runningSession } from "../leases/testing/lease-fixtures.js";
 
 let opened: FarmDatabase | undefined;
 const clients: pg.Client[] = [];
@@ -54,25 +53,7 @@ describe.each(dialects)("a session's start against its lease's end, on %s", (dia
 });
 
 describe("a session's start against its lease's release, on PostgreSQL", () => {
-  const session = (sessionId: string, leaseId: string): SessionRow => ({
-    sessionId,
-    name: "n",
-    physicalId: "pd-1",
-    serial: "S-1",
-    agentId: "a-1",
-    leaseId,
-    owner: "alice",
-    status: "running",
-    createdAt: 1,
-    endedAt: null,
-    stepCount: 0,
-    failedStepCount: 0,
-    context: {},
-    ocr: false,
-    policyJson: "",
-    policySha256: "",
-    secretNames: [],
-  });
+  const session = (sessionId: string, leaseId: string) => runningSession(sessionId, leaseId, "alice");
 
   /**
    * A client of its own on the test database, and how many statements on it wait for a lock (asked on
