@@ -417,8 +417,6 @@ export async function startCoordinator(opts: CoordinatorOptions): Promise<Runnin
   flush.unref();
   if (database.dialect === "postgres") {
     replication = await startReplication({ database, databaseUrl: opts.database ?? "", url: opts.replicaUrl ?? url, registry, leases, labels, log });
-    // The lease cycle's statements send their own notices, on the change bus's channel, as this replica.
-    leases.noticesInStatement(replication.id);
     // Activity, evidence, video sessions, sessions and steps made on any replica, for Watch streams here and there.
     shareWatchChanges(hub, watchSources, watchWiring, replication.bus);
     // Phones cleaning or needing attention, held out of leases on every replica.

@@ -18,11 +18,6 @@ import { LeaseManager, type Grant } from "./lease-manager.js";
 import { type LeaseRow } from "./lease-store.js";
 import type { Selector } from "./selector.js";
 import { createDeviceLabelStore, createLeaseStore, createRegistryStore } from "../db/stores.js";
-import { postgresDatabase } from "../db/database.js";
-import { openPostgres } from "../db/open-postgres.js";
-import { createTestDatabase } from "../db/testing/test-postgres.js";
-import { PgChangeBus } from "../replicas/pg-change-bus.js";
-import { leaseRowOf } from "../replicas/replication.js";
 
 const log = createLogger({ level: "error" });
 let opened: FarmDatabase | undefined;
@@ -160,42 +155,6 @@ describe("LeaseManager on PostgreSQL replicas", () => {
     await r2.applyNotice(sent[3]!);
     expect(r2.leaseOf("pd-1")).toBeUndefined();
     expect(ended).toEqual([`${again.lease.leaseId}:elsewhere`]);
-  });
-});
-
-describe("LeaseManager on PostgreSQL replicas: notices sent by the statements", () => {
-  it("asks nothing of publish for a grant, renewal or release, and a replica listening on the change channel applies each as it is committed", async () => {
-    const created = await createTestDatabase();
-    opened = postgresDatabase(await openPostgres(created.url, { poolSize: 4 }), () => created.drop());
-    if (opened.dialect !== "postgres") throw new Error("unreachable");
-    const r1 = await replica(opened, true);
-    const r2 = await replica(opened, true);
-    const published: string[] = [];
-    r1.share({ replicaId: "r-1", isLive: () => true, publish: async (kind, id) => void published.push(`${kind}:${id}`) });
-    r1.noticesInStatement("r-1");
-    r2.share({ replicaId: "r-2", isLive: () => true, publish: async () => undefined });
-    // B hears the channel as replication.ts wires it: a lease notice's row applied in place.
-    const bus = await PgChangeBus.open(created.url, opened.pool, "r-2", log);
-    const applied: LeaseRow[] = [];
-    bus.events.on("change", (c) => {
-      const row = leaseRowOf(c.data);
-      if (c.kind === "lease" && row) void r2.applyNotice(row).then(() => applied.push(row));
-    });
-    try {
-      const held = await acquire(r1, "alice", "t-a1");
-      await waitUntil(() => applied.length === 1);
-      expect(r2.leaseOf("pd-1")).toMatchObject({ leaseId: held.lease.leaseId, holder: "alice", state: "active", ttlMs: 60_000 });
-      await r1.renew(held.token, 120_000);
-      await waitUntil(() => applied.length === 2);
-      expect(r2.leaseOf("pd-1")).toMatchObject({ leaseId: held.lease.leaseId, ttlMs: 120_000 });
-      await r1.release(held.token);
-      await waitUntil(() => applied.length === 3);
-      expect(r2.leaseOf("pd-1")).toBeUndefined();
-      expect(applied.map((r) => r.state)).toEqual(["active", "active", "released"]);
-      expect(published.filter((p) => p.startsWith("lease:"))).toEqual([]);
-    } finally {
-      await bus.close();
-    }
   });
 });
 

@@ -91,8 +91,6 @@ export class LeaseManager {
   /** The store of the current turn (on PostgreSQL, its transaction). */
   private store: LeaseStore;
   private shared: SharedLeases | undefined;
-  /** Set on replicas: the one-statement grant, release and renewal send their own notice as this replica. */
-  private noticeFrom: string | undefined;
   /** What the current turn does once its changes are committed: events, hand-overs, notices. */
   private after: (() => void)[] = [];
   /** Grants committed for callers that had gone when they were handed over: released in the next turn. */
@@ -136,18 +134,6 @@ export class LeaseManager {
    */
   share(shared: SharedLeases): void {
     this.shared = shared;
-  }
-
-  /**
-   * Replicas whose notices travel on PostgreSQL's change channel
-   * (replicas/pg-change-bus.ts): a grant at once, a release and a renewal
-   * send their notice from their own statement, as `replicaId`, instead of
-   * through `publish` after it. It commits with the change, and a lease
-   * cycle is two statements instead of four (each notice was a statement
-   * and a transaction of its own). Receivers read it as any lease notice.
-   */
-  noticesInStatement(replicaId: string): void {
-    this.noticeFrom = replicaId;
   }
 
   /** Re-reads leases and the queue (another replica changed them), then grants what this replica's callers wait for. */
@@ -338,8 +324,7 @@ export class LeaseManager {
   /** Replicas: the database decides a renewal in one statement (holder rule included), outside the turn. */
   private async renewStored(token: string, ttlMs: number, caller?: LeaseCaller): Promise<LeaseRow> {
     if (ttlMs !== 0 && (ttlMs < 1_000 || ttlMs > MAX_TTL_MS)) throw invalidArgument("ttl", "ttl must be within 1s..24h");
-    const noticeFrom = this.noticeFrom;
-    const row = await this.base.renewByTokenHash(hash(token), ttlMs, this.now(), caller, noticeFrom);
+    const row = await this.base.renewByTokenHash(hash(token), ttlMs, this.now(), caller);
     if (!row) {
       const stored = await this.base.leaseByTokenHash(hash(token));
       if (stored?.state === "active" && caller) requireLeaseHolder(stored, caller, "renew");
@@ -347,7 +332,7 @@ export class LeaseManager {
     }
     return this.committed(() => {
       this.learned(row);
-      if (noticeFrom === undefined) this.tell("lease", row.leaseId, row);
+      this.tell("lease", row.leaseId, row);
       return this.active.get(row.physicalId) ?? row;
     });
   }
@@ -359,8 +344,7 @@ export class LeaseManager {
     // Not in turn either: releases run side by side.
     const lease = this.shared ?
       await (async () => {
-        const noticeFrom = this.noticeFrom;
-        const ended = await this.base.releaseByTokenHash(hash(token), this.now(), caller, noticeFrom);
+        const ended = await this.base.releaseByTokenHash(hash(token), this.now(), caller);
         if (!ended) {
           const row = await this.base.leaseByTokenHash(hash(token));
           if (row?.state === "active" && caller) requireLeaseHolder(row, caller, "release");
@@ -369,7 +353,7 @@ export class LeaseManager {
         const { runningSessions, ...row } = ended;
         return this.committed(() => {
           this.ended(row, "here", runningSessions === false ? "none" : undefined);
-          if (noticeFrom === undefined) this.tell("lease", row.leaseId, row);
+          this.tell("lease", row.leaseId, row);
           return row;
         });
       })() :
@@ -836,9 +820,8 @@ export class LeaseManager {
     const now = this.now();
     const template = { leaseId: randomUUID(), tokenHash: hash(token), holder, acquiredAt: now, expiresAt: now + ttlMs, ttlMs, state: "active" as const, endedAt: null };
     // A second try only for a race lost at the unique index (the first sees that phone taken now).
-    const noticeFrom = this.noticeFrom;
     for (let attempt = 0; attempt < 2; attempt++) {
-      const phone = await this.base.insertLeaseOnAnyFree(template, phones, noticeFrom);
+      const phone = await this.base.insertLeaseOnAnyFree(template, phones);
       if (!phone) continue;
       const lease: LeaseRow = { ...template, ...phone };
       return this.committed(() => {
@@ -848,7 +831,7 @@ export class LeaseManager {
         this.active.set(lease.physicalId, lease);
         this.byToken.set(lease.tokenHash, lease);
         this.later(() => this.events.emit("lease", lease));
-        if (noticeFrom === undefined) this.tell("lease", lease.leaseId, lease);
+        this.tell("lease", lease.leaseId, lease);
         return { lease, token };
       });
     }

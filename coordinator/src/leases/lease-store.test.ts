@@ -4,13 +4,6 @@ import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import type { LeaseStore, Waiter } from "./lease-store.js";
 import { createDeviceCleanupStore, createLeaseStore, createSessionStore } from "../db/stores.js";
 import { activeLease, runningSession } from "./testing/lease-fixtures.js";
-import { createLogger } from "@farm/shared/log";
-import { postgresDatabase } from "../db/database.js";
-import { openPostgres } from "../db/open-postgres.js";
-import { createTestDatabase } from "../db/testing/test-postgres.js";
-import type { Change } from "../replicas/change-bus.js";
-import { CHANGE_CHANNEL, PgChangeBus } from "../replicas/pg-change-bus.js";
-import { leaseRowOf } from "../replicas/replication.js";
 
 let opened: FarmDatabase | undefined;
 
@@ -168,59 +161,5 @@ describe("PgLeaseStore: the cycle's statements", () => {
       expect(await tx.releaseByTokenHash("hash-l-3", 12, { tokenName: "h", admin: false })).toMatchObject({ leaseId: "l-3", endedAt: 12, runningSessions: false });
     });
     expect(await s.leaseByTokenHash("hash-l-3")).toMatchObject({ state: "released", endedAt: 12 });
-  });
-});
-
-describe("PgLeaseStore: notices sent by the cycle's statements", () => {
-  it("sends the grant's, renewal's and release's notice from the statement itself, as another replica's change bus reads them; none for a grant that took nothing or without a replica id", async () => {
-    const created = await createTestDatabase();
-    opened = postgresDatabase(await openPostgres(created.url, { poolSize: 4 }), () => created.drop());
-    if (opened.dialect !== "postgres") throw new Error("unreachable");
-    const s = createLeaseStore(opened);
-    const other = await PgChangeBus.open(created.url, opened.pool, "r-2", createLogger({ level: "error" }));
-    const heard: Change[] = [];
-    let wake = () => undefined as void;
-    other.events.on("change", (c) => {
-      heard.push(c);
-      wake();
-    });
-    try {
-      const phone = { physicalId: "pd-1", agentId: "a-1", serial: "S-1" };
-      const quiet = { physicalId: "pd-2", agentId: "a-1", serial: "S-2" };
-      expect(await s.insertLeaseOnAnyFree(unplaced("l-1"), [phone], "r-1")).toEqual(phone);
-      // The phone is taken: nothing inserted, nothing told.
-      expect(await s.insertLeaseOnAnyFree(unplaced("l-2"), [phone], "r-1")).toBeUndefined();
-      // No replica id (SQLite's callers, a manager not sharing): no notice.
-      expect(await s.insertLeaseOnAnyFree(unplaced("l-3"), [quiet])).toEqual(quiet);
-      const renewed = await s.renewByTokenHash("hash-l-1", 5_000, 100, undefined, "r-1");
-      const released = await s.releaseByTokenHash("hash-l-1", 200, undefined, "r-1");
-      // Bound to the lease lock's transaction, the same statement tells at its commit.
-      const releasedInTurn = await s.exclusive((tx) => tx.releaseByTokenHash("hash-l-3", 300, undefined, "r-1"));
-      // A last notice of a third replica: PostgreSQL delivers in commit order, so all the above came before it.
-      await opened.pool.query("SELECT pg_notify($1, $2)", [CHANGE_CHANNEL, JSON.stringify({ k: "queue", i: "*", f: "r-9" })]);
-      await new Promise<void>((resolve) => {
-        wake = () => void (heard.at(-1)?.from === "r-9" && resolve());
-        wake();
-      });
-      const told = heard.slice(0, -1);
-      expect(told.map((c) => [c.kind, c.id, c.from])).toEqual([
-        ["lease", "l-1", "r-1"],
-        ["lease", "l-1", "r-1"],
-        ["lease", "l-1", "r-1"],
-        ["lease", "l-3", "r-1"],
-      ]);
-      const { runningSessions: _r, ...releasedRow } = released!;
-      const { runningSessions: _t, ...releasedInTurnRow } = releasedInTurn!;
-      expect(told.map((c) => leaseRowOf(c.data))).toEqual([
-        { ...unplaced("l-1"), ...phone },
-        renewed,
-        releasedRow,
-        releasedInTurnRow,
-      ]);
-      expect(renewed).toMatchObject({ expiresAt: 5_100, ttlMs: 5_000 });
-      expect(releasedRow).toMatchObject({ state: "released", endedAt: 200 });
-    } finally {
-      await other.close();
-    }
   });
 });

@@ -77,24 +77,21 @@ export interface LeaseStore extends WaiterStore {
    * statement, no lock: only while nobody waits in the queue, and only a
    * phone the database shows without an active lease. Returns the phone
    * taken, or undefined (none free, someone queued, or a race lost).
-   * `noticeFrom` (PostgreSQL; below too): the statement itself sends the
-   * change notice as this replica (see LeaseManager.noticesInStatement);
-   * SQLite has no other replica to tell and ignores it.
    */
-  insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[], noticeFrom?: string): Promise<LeasePhone | undefined>;
+  insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[]): Promise<LeasePhone | undefined>;
   /**
    * Ends the active lease with this token hash in one statement, only for
    * its holder or an admin (`caller` undefined: anyone). Returns the ended
    * row, or undefined (none active, or held by another).
    */
-  releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }, noticeFrom?: string): Promise<EndedLease | undefined>;
+  releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<EndedLease | undefined>;
   /**
    * Renews the active lease with this token hash in one statement, only for
    * its holder or an admin (`caller` undefined: anyone): it now expires
    * `ttlMs` (0: its own ttl) after `now`. Undefined when none is active or
    * it is another's.
    */
-  renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }, noticeFrom?: string): Promise<LeaseRow | undefined>;
+  renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined>;
   /** Expires every active lease due by `now` in one statement; returns those it ended. */
   expireDue(now: number): Promise<LeaseRow[]>;
   /** The active lease on a phone, as stored (one indexed read). */

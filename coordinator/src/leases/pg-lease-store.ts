@@ -2,27 +2,12 @@ import { and, asc, eq, lte, sql, type SQL } from "drizzle-orm";
 import type pg from "pg";
 import type { PgCoordinatorDb } from "../db/open-postgres.js";
 import { leases, leaseWaiters } from "../db/pg-schema.js";
-import { CHANGE_CHANNEL } from "../replicas/pg-change-bus.js";
 import type { EndedLease, LeasePhone, LeaseRow, LeaseState, LeaseStore, Waiter } from "./lease-store.js";
 
 // The farm-wide lease lock's key ("leas"), distinct from the migration lock's.
 const LEASE_LOCK = 0x6c656173;
 
 const COLUMNS = "lease_id, token_hash, holder, physical_id, agent_id, serial, acquired_at, expires_at, ttl_ms, state, ended_at";
-
-/**
- * The change notice of the row `c` (a CTE over a statement's RETURNING), sent
- * by that statement when `$n` (the replica id the notice is from) is not null:
- * it commits with the change and costs no statement, transaction or round trip
- * of its own. The payload is the change bus's ({k, i, f, d}: replicas/pg-change-bus.ts),
- * `d` the row as replicas/replication.ts' leaseRowOf reads it; the channel is the bus's.
- */
-function noticeOf(n: number): string {
-  return `CASE WHEN $${n}::text IS NULL THEN NULL ELSE pg_notify('${CHANGE_CHANNEL}', json_build_object('k', 'lease', 'i', c.lease_id, 'f', $${n}::text, 'd', json_build_object(
-      'leaseId', c.lease_id, 'tokenHash', c.token_hash, 'holder', c.holder, 'physicalId', c.physical_id, 'agentId', c.agent_id,
-      'serial', c.serial, 'acquiredAt', c.acquired_at, 'expiresAt', c.expires_at, 'ttlMs', c.ttl_ms, 'state', c.state,
-      'endedAt', c.ended_at))::text) END AS told`;
-}
 
 /*
  * The statements every lease cycle runs (grant at once, release, renew), as
@@ -36,49 +21,41 @@ const GRANT_AT_ONCE = {
   // One statement, no lock: replicas grant concurrently. The caller passes the candidates from a random
   // start, so replicas granting at the same moment mostly try different phones; two that try the same
   // one meet at the unique index: one inserts, the other inserts nothing (DO NOTHING) and may try again.
-  // $8: the replica id to send the grant's notice as (null: none).
   text: `
-    WITH c AS (
-      INSERT INTO leases (${COLUMNS})
-      SELECT $1, $2, $3, p.physical_id, p.agent_id, p.serial, $4, $5, $6, 'active', NULL
-      FROM (SELECT e->>'p' AS physical_id, e->>'a' AS agent_id, e->>'s' AS serial, n
-            FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS t(e, n)) p
-      WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
-        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.physical_id = p.physical_id AND l.state = 'active')
-        -- A phone with a cleanup row and no active lease awaits, runs or failed its cleanup (cleanup/device-cleanups.ts): not free.
-        AND NOT EXISTS (SELECT 1 FROM device_cleanup dc WHERE dc.physical_id = p.physical_id)
-      ORDER BY p.n
-      LIMIT 1
-      ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING
-      RETURNING ${COLUMNS})
-    SELECT physical_id, agent_id, serial, ${noticeOf(8)} FROM c`,
+    INSERT INTO leases (${COLUMNS})
+    SELECT $1, $2, $3, c.physical_id, c.agent_id, c.serial, $4, $5, $6, 'active', NULL
+    FROM (SELECT e->>'p' AS physical_id, e->>'a' AS agent_id, e->>'s' AS serial, n
+          FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS t(e, n)) c
+    WHERE NOT EXISTS (SELECT 1 FROM lease_waiters)
+      AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.physical_id = c.physical_id AND l.state = 'active')
+      -- A phone with a cleanup row and no active lease awaits, runs or failed its cleanup (cleanup/device-cleanups.ts): not free.
+      AND NOT EXISTS (SELECT 1 FROM device_cleanup dc WHERE dc.physical_id = c.physical_id)
+    ORDER BY c.n
+    LIMIT 1
+    ON CONFLICT (physical_id) WHERE state = 'active' DO NOTHING
+    RETURNING physical_id, agent_id, serial`,
 };
 const RELEASE = {
   name: "farm_lease_release",
   // The holder rule in the statement ($3 null: anyone). Whether the lease has running sessions is read
   // in the same statement, so a release with none (most) costs no second round trip to end them.
-  // $4: the replica id to send the release's notice as (null: none).
   text: `
-    WITH c AS (
-      UPDATE leases SET state = 'released', ended_at = $2
-      WHERE token_hash = $1 AND state = 'active' AND ($3::text IS NULL OR holder = $3)
-      RETURNING ${COLUMNS},
-        -- has_sessions: set by a session's start in its statement (kysely-session-store.ts). A start that
-        -- held this row when the release came is committed by the time the release reads the row again,
-        -- and the mark shows it; the EXISTS alone reads this statement's snapshot, from before that commit
-        -- (and it still finds sessions a replica of the previous version started without the mark).
-        (has_sessions OR EXISTS (SELECT 1 FROM sessions s WHERE s.lease_id = leases.lease_id AND s.status = 'running')) AS running_sessions)
-    SELECT *, ${noticeOf(4)} FROM c`,
+    UPDATE leases SET state = 'released', ended_at = $2
+    WHERE token_hash = $1 AND state = 'active' AND ($3::text IS NULL OR holder = $3)
+    RETURNING ${COLUMNS},
+      -- has_sessions: set by a session's start in its statement (kysely-session-store.ts). A start that
+      -- held this row when the release came is committed by the time the release reads the row again,
+      -- and the mark shows it; the EXISTS alone reads this statement's snapshot, from before that commit
+      -- (and it still finds sessions a replica of the previous version started without the mark).
+      (has_sessions OR EXISTS (SELECT 1 FROM sessions s WHERE s.lease_id = leases.lease_id AND s.status = 'running')) AS running_sessions`,
 };
 const RENEW = {
   name: "farm_lease_renew",
-  // $2: the new ttl, or null for the lease's own; $5: the replica id to send the renewal's notice as (null: none).
+  // $2: the new ttl, or null for the lease's own.
   text: `
-    WITH c AS (
-      UPDATE leases SET ttl_ms = coalesce($2::bigint, ttl_ms), expires_at = $3::bigint + coalesce($2::bigint, ttl_ms)
-      WHERE token_hash = $1 AND state = 'active' AND ($4::text IS NULL OR holder = $4)
-      RETURNING ${COLUMNS})
-    SELECT *, ${noticeOf(5)} FROM c`,
+    UPDATE leases SET ttl_ms = coalesce($2::bigint, ttl_ms), expires_at = $3::bigint + coalesce($2::bigint, ttl_ms)
+    WHERE token_hash = $1 AND state = 'active' AND ($4::text IS NULL OR holder = $4)
+    RETURNING ${COLUMNS}`,
 };
 
 type Raw = Record<string, unknown>;
@@ -166,22 +143,22 @@ export class PgLeaseStore implements LeaseStore {
     return ended.length > 0;
   }
 
-  async insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[], noticeFrom?: string): Promise<LeasePhone | undefined> {
+  async insertLeaseOnAnyFree(lease: Omit<LeaseRow, "physicalId" | "agentId" | "serial">, candidates: readonly LeasePhone[]): Promise<LeasePhone | undefined> {
     if (candidates.length === 0) return undefined;
     const phones = JSON.stringify(candidates.map((c) => ({ p: c.physicalId, a: c.agentId, s: c.serial })));
-    const [row] = await this.run(GRANT_AT_ONCE, [lease.leaseId, lease.tokenHash, lease.holder, lease.acquiredAt, lease.expiresAt, lease.ttlMs, phones, noticeFrom ?? null]);
+    const [row] = await this.run(GRANT_AT_ONCE, [lease.leaseId, lease.tokenHash, lease.holder, lease.acquiredAt, lease.expiresAt, lease.ttlMs, phones]);
     return row ? { physicalId: String(row["physical_id"]), agentId: String(row["agent_id"]), serial: String(row["serial"]) } : undefined;
   }
 
-  async releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }, noticeFrom?: string): Promise<EndedLease | undefined> {
+  async releaseByTokenHash(tokenHash: string, endedAt: number, caller?: { tokenName: string; admin: boolean }): Promise<EndedLease | undefined> {
     const anyone = caller === undefined || caller.admin;
-    const [row] = await this.run(RELEASE, [tokenHash, endedAt, anyone ? null : caller.tokenName, noticeFrom ?? null]);
+    const [row] = await this.run(RELEASE, [tokenHash, endedAt, anyone ? null : caller.tokenName]);
     return row && { ...leaseOf(row), runningSessions: row["running_sessions"] === true };
   }
 
-  async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }, noticeFrom?: string): Promise<LeaseRow | undefined> {
+  async renewByTokenHash(tokenHash: string, ttlMs: number, now: number, caller?: { tokenName: string; admin: boolean }): Promise<LeaseRow | undefined> {
     const anyone = caller === undefined || caller.admin;
-    const [row] = await this.run(RENEW, [tokenHash, ttlMs > 0 ? ttlMs : null, now, anyone ? null : caller.tokenName, noticeFrom ?? null]);
+    const [row] = await this.run(RENEW, [tokenHash, ttlMs > 0 ? ttlMs : null, now, anyone ? null : caller.tokenName]);
     return row && leaseOf(row);
   }
 

@@ -3,9 +3,7 @@ import pg from "pg";
 import type { Logger } from "@farm/shared/log";
 import { CHANGE_KINDS, type Change, type ChangeBus, type ChangeKind } from "./change-bus.js";
 
-/** The channel every replica listens on; the lease statements send their notices on it themselves (leases/pg-lease-store.ts). */
-export const CHANGE_CHANNEL = "farm_changes";
-const CHANNEL = CHANGE_CHANNEL;
+const CHANNEL = "farm_changes";
 const KINDS: ReadonlySet<string> = new Set<ChangeKind>(CHANGE_KINDS);
 // At most this many notices in one statement (each its own NOTIFY, each under the 8000-byte cap).
 const NOTICES_PER_STATEMENT = 16;
