@@ -41,6 +41,7 @@ const BENCHES = [
   "replicas",
   "byte-store",
   "store-ops",
+  "pg-statement-cost",
   "adb-stalled-streams",
   "webdriver",
   "webdriver-locators",
