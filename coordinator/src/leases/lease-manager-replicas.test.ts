@@ -128,6 +128,31 @@ describe("LeaseManager on PostgreSQL replicas", () => {
     expect(r1.leaseOf("pd-1")?.leaseId).toBe(bob.lease.leaseId);
   });
 
+  it("holder checks on replica A follow a lease released and granted through B before any notice reaches A", async () => {
+    opened = await openTestDatabase("postgres");
+    const r1 = await replica(opened, true);
+    const r2 = await replica(opened, true);
+    r1.share({ replicaId: "r-1", isLive: () => true, publish: async () => undefined });
+    r2.share({ replicaId: "r-2", isLive: () => true, publish: async () => undefined });
+    const alice = { tokenName: "alice", admin: false };
+    const bob = { tokenName: "bob", admin: false };
+    const held = await acquire(r1, "alice", "t-a1");
+    // Alice releases through B and Bob takes the phone through B; A heard of neither.
+    await r2.release(held.token, alice);
+    const bobs = await acquire(r2, "bob", "t-b1");
+    expect(r1.leaseOf("pd-1")?.leaseId).toBe(held.lease.leaseId);
+    // Bob's label change through A is his; Alice's is refused, as the database has it.
+    expect((await r1.setLabels("S-1", { team: "b" }, { ...bob, leaseToken: bobs.token })).labels).toEqual({ team: "b" });
+    await expect(r1.setLabels("S-1", { team: "a" }, { ...alice, leaseToken: held.token })).rejects.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER");
+    // Bob's read through A: memory refuses (it still shows Alice), the database allows.
+    await r1.requireHolderToRead("pd-1", bob, bobs.token, "read it");
+    await expect(r1.requireHolderToChange("pd-1", alice, held.token, "stop its recordings")).rejects.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER");
+    expect(await r1.isHolderStored("pd-1", "bob", null)).toBe(true);
+    expect(await r1.isHolderStored("pd-1", "alice", held.token)).toBe(false);
+    // A third user is refused a read by memory and by the database alike.
+    await expect(r1.requireHolderToRead("pd-1", { tokenName: "carol", admin: false }, null, "read it")).rejects.toSatisfy((e) => codeOf(e) === "LEASE_HELD_BY_OTHER");
+  });
+
   it("applies a lease notice's row without reading; a grant notice that arrives after its release is ignored", async () => {
     opened = await openTestDatabase("postgres");
     const r1 = await replica(opened, true);

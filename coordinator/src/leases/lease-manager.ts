@@ -480,9 +480,31 @@ export class LeaseManager {
    * A leased phone is its holder's: what hangs off the lease (labels,
    * recordings, app forwards) changes only by the holder (its token name, or
    * its lease token presented) or an admin. An unleased phone is anyone's.
+   *
+   * For a read of the phone, memory allows, and on replicas a refusal is
+   * confirmed by the database first (one indexed read, paid only when memory
+   * refuses), so a lease granted through another replica is its holder's
+   * here before its notice arrives. Memory can still allow a former holder a
+   * read for the milliseconds a release notice takes; every change of the
+   * phone is decided by the database.
    */
-  requireHolder(physicalId: string, caller: { tokenName: string; admin: boolean }, leaseToken: string | null, what: string): void {
+  async requireHolderToRead(physicalId: string, caller: { tokenName: string; admin: boolean }, leaseToken: string | null, what: string): Promise<void> {
     const lease = this.active.get(physicalId);
+    if (!lease || caller.admin || this.holds(lease, caller.tokenName, leaseToken)) return;
+    this.refuseUnlessHolder(physicalId, this.shared ? await this.base.activeLeaseOf(physicalId) : lease, caller, leaseToken, what);
+  }
+
+  /**
+   * For a change of what hangs off the lease (labels, recordings): on
+   * replicas decided by the database (one indexed read), so a lease released
+   * or granted through another replica counts here in the next call.
+   */
+  async requireHolderToChange(physicalId: string, caller: { tokenName: string; admin: boolean }, leaseToken: string | null, what: string): Promise<void> {
+    if (caller.admin) return;
+    this.refuseUnlessHolder(physicalId, this.shared ? await this.base.activeLeaseOf(physicalId) : this.active.get(physicalId), caller, leaseToken, what);
+  }
+
+  private refuseUnlessHolder(physicalId: string, lease: LeaseRow | undefined, caller: { tokenName: string; admin: boolean }, leaseToken: string | null, what: string): void {
     if (!lease || caller.admin || this.holds(lease, caller.tokenName, leaseToken)) return;
     throw farmError(
       Errors.LEASE_HELD_BY_OTHER,
@@ -492,9 +514,9 @@ export class LeaseManager {
     );
   }
 
-  /** Whether this caller holds the phone's active lease. */
-  isHolder(physicalId: string, tokenName: string, leaseToken: string | null): boolean {
-    const lease = this.active.get(physicalId);
+  /** Whether this caller holds the phone's active lease: decided by the database on replicas (one indexed read). */
+  async isHolderStored(physicalId: string, tokenName: string, leaseToken: string | null): Promise<boolean> {
+    const lease = this.shared ? await this.base.activeLeaseOf(physicalId) : this.active.get(physicalId);
     return lease !== undefined && this.holds(lease, tokenName, leaseToken);
   }
 
@@ -511,13 +533,13 @@ export class LeaseManager {
   /** Sets labels on the phone behind a serial; while it is leased, only its holder or an admin may (without `caller`: no check). */
   async setLabels(serial: string, labels: Record<string, string>, caller?: LabelCaller): Promise<{ physicalId: string; labels: Record<string, string> }> {
     const physicalId = this.requirePhysical(serial);
-    if (caller) this.requireHolder(physicalId, caller, caller.leaseToken, "change its labels");
+    if (caller) await this.requireHolderToChange(physicalId, caller, caller.leaseToken, "change its labels");
     return { physicalId, labels: await this.labels.set(physicalId, labels) };
   }
 
   async removeLabel(serial: string, key: string, caller?: LabelCaller): Promise<{ physicalId: string; labels: Record<string, string> }> {
     const physicalId = this.requirePhysical(serial);
-    if (caller) this.requireHolder(physicalId, caller, caller.leaseToken, "change its labels");
+    if (caller) await this.requireHolderToChange(physicalId, caller, caller.leaseToken, "change its labels");
     return { physicalId, labels: await this.labels.remove(physicalId, key) };
   }
 

@@ -134,7 +134,7 @@ export function registerDeviceService(router: ConnectRouter, deps: DeviceService
     entry.physicalId = r.physicalId;
     entry.agentId = r.agentId;
     entry.leaseId = r.leaseId;
-    if (method === DeviceService.method.abandonAction) requireAbandoner(deps.leases, r.physicalId, principal, ctx.requestHeader.get("x-farm-lease"));
+    if (method === DeviceService.method.abandonAction) await requireAbandoner(deps.leases, r.physicalId, principal, ctx.requestHeader.get("x-farm-lease"));
     // Only for a call without a request id: the idempotency cache may answer a later JSON caller with it.
     const asIsHook = hooks[method.localName]?.asIs;
     const asIs = asIsHook && !req.target?.requestId && isBinaryRequest(ctx.requestHeader.get("content-type"))
@@ -234,7 +234,7 @@ export async function routeFor(
 ): Promise<Route & { leaseId: string }> {
   const r = deps.registry.route(serial, agent);
   const rules = rulesOf(call.method);
-  if (rules.leaseHolderOnly) deps.leases.requireHolder(r.physicalId, call.caller, leaseToken, rules.leaseHolderAction || `call ${methodPath(call.method)} on it`);
+  if (rules.leaseHolderOnly) await deps.leases.requireHolderToRead(r.physicalId, call.caller, leaseToken, rules.leaseHolderAction || `call ${methodPath(call.method)} on it`);
   if (!mutation) return { ...r, leaseId: deps.leases.leaseOf(r.physicalId)?.leaseId ?? "" };
   const unresolved = deps.registry.unresolvedOn(r.physicalId);
   if (unresolved.length > 0) {
@@ -265,8 +265,8 @@ export async function routeFor(
  * phone too, only an admin). The agent lets a non-admin abandon only a
  * raw-adb action: which kind an action is, only its journal says.
  */
-function requireAbandoner(leases: LeaseManager, physicalId: string, caller: Principal, leaseToken: string | null): void {
-  if (caller.admin || leases.isHolder(physicalId, caller.tokenName, leaseToken)) return;
+async function requireAbandoner(leases: LeaseManager, physicalId: string, caller: Principal, leaseToken: string | null): Promise<void> {
+  if (caller.admin || (await leases.isHolderStored(physicalId, caller.tokenName, leaseToken))) return;
   throw farmError(
     Errors.LEASE_REQUIRED,
     `abandoning an action on ${physicalId} needs an admin, or the phone's lease (its holder may abandon a remote adb tunnel's raw-adb action)`,

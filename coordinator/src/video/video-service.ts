@@ -116,10 +116,11 @@ export function registerVideoService(
    * admin's); whoever started it may always stop it. Of an unleased phone,
    * only its starter or an admin.
    */
-  function requireMayStop(r: VideoSessionRow, caller: { tokenName: string; admin: boolean }, leaseToken: string | null): void {
+  async function requireMayStop(r: VideoSessionRow, caller: { tokenName: string; admin: boolean }, leaseToken: string | null): Promise<void> {
     if (caller.admin || caller.tokenName === r.requestedBy) return;
-    deps.leases.requireHolder(r.physicalId, caller, leaseToken, "stop its recordings");
-    if (deps.leases.isHolder(r.physicalId, caller.tokenName, leaseToken)) return;
+    // The database decides on replicas: a lease released or granted through another replica counts in the next call.
+    await deps.leases.requireHolderToChange(r.physicalId, caller, leaseToken, "stop its recordings");
+    if (await deps.leases.isHolderStored(r.physicalId, caller.tokenName, leaseToken)) return;
     throw farmError(Errors.PERMISSION_DENIED, `session ${r.sessionId} was started by ${r.requestedBy}; only they, the phone's lease holder or an admin may stop it`, "session_id");
   }
 
@@ -178,7 +179,7 @@ export function registerVideoService(
       const r = await row(req.sessionId);
       // A repeated stop of a finished, stored session returns the same outcome.
       if (await answeredFromIndex(r)) return { session: fromRow(r, true) };
-      requireMayStop(r, requirePrincipal(ctx), ctx.requestHeader.get("x-farm-lease"));
+      await requireMayStop(r, requirePrincipal(ctx), ctx.requestHeader.get("x-farm-lease"));
       const entry = { caller: requirePrincipal(ctx).tokenName, leaseId: "", serial: r.serial, physicalId: r.physicalId, agentId: r.agentId, command: "stopVideo", requestId: "", detail: `session ${r.sessionId}` };
       return deps.activity.track(entry, async (e) => {
         const res = await call(agentFor(r), VideoService.method.stopVideo, req, ctx, STOP_BUDGET_MS);
