@@ -294,6 +294,23 @@ describe("DeviceOwnership.run", () => {
     expect(journal.get(r.actionId as string)?.state).toBe("unknown");
   });
 
+  it("signals a dispatch's work after its cut (a started probe) to end only once the outcome is recorded", async () => {
+    let released: AbortSignal | undefined;
+    const k = fakeKind("probing", (_d, _r, _a, signal, progress) => {
+      progress.phase = "sent";
+      released = progress.released;
+      // Cut by its deadline, the dispatch still asks the phone; only the action's release (the overrun) ends that.
+      return new Promise((_, reject) => {
+        signal.addEventListener("abort", () => expect(progress.released.aborted).toBe(false));
+        progress.released.addEventListener("abort", () => reject(new Error("released")));
+      });
+    });
+    const r = await rejection(own.run(k.kind, { text: "x" }, ctx(150)));
+    expect(r).toMatchObject({ code: Errors.COMMAND_TIMEOUT.code, dispatched: null, ambiguous: true });
+    expect(journal.get(r.actionId as string)?.state).toBe("unknown");
+    expect(released?.aborted).toBe(true);
+  });
+
   it("makes a second run on the same physical device wait for the lock and time out without dispatching", async () => {
     let release!: () => void;
     let started!: () => void;

@@ -22,6 +22,14 @@ export interface DispatchProgress {
   phase: "before" | "sent" | "accepted";
   /** Persists facts observed on the way that reconcile may need as proof. */
   note(facts: Record<string, unknown>): void;
+  /**
+   * Aborted once the action's outcome is recorded and its lock released.
+   * What a dispatch does after its own signal was cut (asking the phone
+   * whether a cut job started) is bounded by this, not by a wall-clock
+   * margin of its own: a slow answer is waited for, and one that never
+   * comes before the lock's overrun leaves the outcome unknown.
+   */
+  released: AbortSignal;
 }
 
 /** How one kind of mutating action reaches the device and proves itself. */
@@ -382,9 +390,11 @@ export class DeviceOwnership {
     // A pending entry is not reported (the lock guards it): only an unknown outcome changes what the coordinator is told.
     const ids = { actionId: action.actionId, agentId: this.deps.agentId };
     const journal = this.deps.journal;
+    const released = new AbortController();
     const progress: DispatchProgress = {
       phase: "before",
       note: (facts) => journal.progress(action.actionId, facts),
+      released: released.signal,
     };
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, runDeadline - Date.now()));
@@ -440,6 +450,7 @@ export class DeviceOwnership {
       clearTimeout(timer);
       clearTimeout(overrun);
       abort.abort();
+      released.abort();
     }
   }
 
