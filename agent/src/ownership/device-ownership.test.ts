@@ -309,6 +309,8 @@ describe("DeviceOwnership.run", () => {
     expect(r).toMatchObject({ code: Errors.COMMAND_TIMEOUT.code, dispatched: null, ambiguous: true });
     expect(journal.get(r.actionId as string)?.state).toBe("unknown");
     expect(released?.aborted).toBe(true);
+    // One reason made once, not a DOMException (with its stack trace) built per action.
+    expect(released?.reason).toMatchObject({ message: "the action has ended" });
   });
 
   it("makes a second run on the same physical device wait for the lock and time out without dispatching", async () => {

@@ -119,6 +119,13 @@ export const LOCK_RELEASE_MARGIN_MS = 250;
 const phaseDispatched = { before: false, sent: null, accepted: true } as const;
 
 /**
+ * The reason an action's signals carry once its outcome is recorded: made
+ * once, since an abort without a reason builds a DOMException (a stack
+ * trace) per call, twice per action here.
+ */
+const ACTION_ENDED = new Error("the action has ended");
+
+/**
  * A device lock held by a long-lived action of this process (a tunnel)
  * that its requester's own actions share: the lock is released when the
  * last of them is done, so a change beside the tunnel never runs unlocked.
@@ -449,8 +456,8 @@ export class DeviceOwnership {
     } finally {
       clearTimeout(timer);
       clearTimeout(overrun);
-      abort.abort();
-      released.abort();
+      abort.abort(ACTION_ENDED);
+      released.abort(ACTION_ENDED);
     }
   }
 
