@@ -296,8 +296,10 @@ describe("DeviceOwnership.run", () => {
 
   it("signals a dispatch's work after its cut (a started probe) to end only once the outcome is recorded", async () => {
     let released: AbortSignal | undefined;
+    let late: DispatchProgress | undefined;
     const k = fakeKind("probing", (_d, _r, _a, signal, progress) => {
       progress.phase = "sent";
+      late = progress;
       released = progress.released;
       // Cut by its deadline, the dispatch still asks the phone; only the action's release (the overrun) ends that.
       return new Promise((_, reject) => {
@@ -311,6 +313,8 @@ describe("DeviceOwnership.run", () => {
     expect(released?.aborted).toBe(true);
     // One reason made once, not a DOMException (with its stack trace) built per action.
     expect(released?.reason).toMatchObject({ message: "the action has ended" });
+    // Asked for only after the outcome is recorded (a dispatch still running past its overrun): already aborted.
+    expect(late?.released.aborted).toBe(true);
   });
 
   it("makes a second run on the same physical device wait for the lock and time out without dispatching", async () => {

@@ -397,11 +397,16 @@ export class DeviceOwnership {
     // A pending entry is not reported (the lock guards it): only an unknown outcome changes what the coordinator is told.
     const ids = { actionId: action.actionId, agentId: this.deps.agentId };
     const journal = this.deps.journal;
-    const released = new AbortController();
+    // Made only when a dispatch asks for it (a cut job's probe): an AbortSignal costs microseconds to create.
+    let released: AbortController | undefined;
+    let ended = false;
     const progress: DispatchProgress = {
       phase: "before",
       note: (facts) => journal.progress(action.actionId, facts),
-      released: released.signal,
+      get released() {
+        if (ended) return AbortSignal.abort(ACTION_ENDED);
+        return (released ??= new AbortController()).signal;
+      },
     };
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, runDeadline - Date.now()));
@@ -457,7 +462,8 @@ export class DeviceOwnership {
       clearTimeout(timer);
       clearTimeout(overrun);
       abort.abort(ACTION_ENDED);
-      released.abort(ACTION_ENDED);
+      ended = true;
+      released?.abort(ACTION_ENDED);
     }
   }
 
