@@ -33,7 +33,7 @@ async function call(kind: string, serial: string): Promise<number> {
   }
   const action = { actionId: randomUUID(), requestSha256: "0".repeat(64), createdAt: Date.now() } as ActionRow;
   const t = performance.now();
-  const r = await jobs.run(serial, "echo hi", action, AbortSignal.timeout(10_000), { phase: "before", note: () => {} });
+  const r = await jobs.run(serial, "echo hi", action, AbortSignal.timeout(10_000), { phase: "before", note: () => {}, released: new AbortController().signal });
   const took = performance.now() - t;
   void jobs.acknowledge(serial, action);
   if (r.exitCode !== 0) throw new Error(`the job exited ${r.exitCode}`);

@@ -141,7 +141,7 @@ async function measure(lab: Lab, admin: string, latency: LatencyProfileName, ser
   const jobs = new DeviceJobs({ host: "127.0.0.1", port: lab.adb.port }, () => []);
   const runJob = async () => {
     const action = { actionId: randomUUID(), requestSha256: "0".repeat(64), createdAt: Date.now() } as ActionRow;
-    const r = await jobs.run(serial, "echo hi", action, AbortSignal.timeout(10_000), { phase: "before", note: () => {} });
+    const r = await jobs.run(serial, "echo hi", action, AbortSignal.timeout(10_000), { phase: "before", note: () => {}, released: new AbortController().signal });
     void jobs.acknowledge(serial, action);
     return r;
   };

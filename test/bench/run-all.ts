@@ -18,6 +18,7 @@ import type { BenchReport, BenchRow } from "./bench-report.js";
 const BENCHES = [
   "rpc-floor",
   "coordinator-unary",
+  "handler-context",
   "routing-overhead",
   "cli-cold-start",
   "client-library",

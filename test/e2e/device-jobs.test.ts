@@ -44,9 +44,9 @@ function action(over: Partial<ActionRow> = {}): ActionRow {
   };
 }
 
-function progress(): DispatchProgress & { notes: Record<string, unknown>[] } {
+function progress(released = new AbortController().signal): DispatchProgress & { notes: Record<string, unknown>[] } {
   const notes: Record<string, unknown>[] = [];
-  return { phase: "before", notes, note: (f) => notes.push(f) };
+  return { phase: "before", notes, note: (f) => notes.push(f), released };
 }
 
 beforeAll(async () => {
@@ -146,6 +146,56 @@ describe("device jobs", () => {
     // Bound to its action and request: the same record proves nothing else.
     expect(await readJobRecord(server(), serial, { ...a, requestSha256: "b".repeat(64) }, AbortSignal.timeout(5_000))).toBeUndefined();
   });
+
+  it("waits for the phone's answer on whether a cut job started, however slow: no wall-clock verdict (fails on main: its 200 ms probe deadline made a slow answer 'unknown'); no answer before release is unknown", async () => {
+    const a = action();
+    const p = progress();
+    const caller = new AbortController();
+    const run = runDeviceJob(server(), serial, "until [ -e /data/local/tmp/probe-go ]; do sleep 0.05; done", a, caller.signal, p);
+    let settled = false;
+    void run.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await waitUntil(() => phone.state.fs.exists(`${jobBase(a)}.run`, ROOT), { timeoutMs: 50_000, what: "the job's .run mark" });
+    // The phone is frozen for the probe of the .run mark (as a loaded host or a slow phone would be).
+    phone.faults.set({ holdServicesContaining: [`${a.actionId}.run ]`] });
+    const held = phone.faults.held(1);
+    caller.abort();
+    await held;
+    // Five times main's probe deadline. Not a margin this test needs: while the probe is held, no verdict can be reached.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(settled).toBe(false);
+    phone.faults.set({ holdServicesContaining: null });
+    expect(phone.faults.releaseHeld()).toBe(1);
+    await expect(run).rejects.toMatchObject({ dispatched: true });
+    expect(p.phase).toBe("accepted");
+    phone.state.fs.writeFile("/data/local/tmp/probe-go", Buffer.alloc(0), ROOT);
+    await waitUntil(() => phone.state.fs.exists(`${jobBase(a)}.done`, ROOT), { timeoutMs: 50_000, what: "the job's record" });
+
+    // A probe that gets no answer before the action is released leaves "dispatched" unknown.
+    await leavesUnknownWhenReleasedFirst();
+  });
+
+  async function leavesUnknownWhenReleasedFirst(): Promise<void> {
+    const a = action();
+    const release = new AbortController();
+    const p = progress(release.signal);
+    const caller = new AbortController();
+    const run = runDeviceJob(server(), serial, "until [ -e /data/local/tmp/probe-go2 ]; do sleep 0.05; done", a, caller.signal, p);
+    await waitUntil(() => phone.state.fs.exists(`${jobBase(a)}.run`, ROOT), { timeoutMs: 50_000, what: "the job's .run mark" });
+    phone.faults.set({ holdServicesContaining: [`${a.actionId}.run ]`] });
+    const held = phone.faults.held(2);
+    caller.abort();
+    await held;
+    release.abort();
+    await expect(run).rejects.toMatchObject({ dispatched: null });
+    expect(p.phase).toBe("sent");
+    phone.faults.set({ holdServicesContaining: null });
+    phone.faults.releaseHeld();
+    phone.state.fs.writeFile("/data/local/tmp/probe-go2", Buffer.alloc(0), ROOT);
+    await waitUntil(() => phone.state.fs.exists(`${jobBase(a)}.done`, ROOT), { timeoutMs: 50_000, what: "the job's record" });
+  }
 
   it("reads an older agent's record (version 1, renamed into place) and never takes a torn one as proof", async () => {
     const fs = phone.state.fs;

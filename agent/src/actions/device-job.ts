@@ -117,7 +117,7 @@ export async function runDeviceJob(
     const failure = toDispatchFailure(err);
     if (failure.dispatched === false) throw failure;
     // Cut before the exit status: the job may or may not have started. Its own marker says whether it did.
-    if (await jobStarted(adb, serial, action)) {
+    if (await jobStarted(adb, serial, action, progress.released)) {
       progress.phase = "accepted";
       throw new DispatchFailure(failure.message, true, failure.error);
     }
@@ -137,7 +137,7 @@ export async function runDeviceJob(
   const rec = parseRecord(line);
   if (!rec || rec.actionId !== action.actionId || rec.sha !== action.requestSha256) {
     // No record: the job's own mark says whether it started (its output file or its fork may have failed first).
-    const started = await jobStarted(adb, serial, action);
+    const started = await jobStarted(adb, serial, action, progress.released);
     if (started) progress.phase = "accepted";
     throw new DispatchFailure(`the job ended without a valid completion record (${JSON.stringify(line.slice(0, 120))})`, started || null, Errors.DEVICE_JOB_RECORD_MISSING);
   }
@@ -145,13 +145,18 @@ export async function runDeviceJob(
   return { exitCode: rec.exitCode, stdout: nl < 0 ? Buffer.alloc(0) : out.subarray(nl + 1), stderr: r.stderr, truncated: r.truncated, provenBy: `job completion record ${j}.done`, record: line };
 }
 
-/** How long a cut dispatch waits to learn whether its job started (within the lock's release margin). */
-const STARTED_PROBE_MS = 200;
-
-/** True when the job's marker shows it started; false when that cannot be read in time. */
-async function jobStarted(adb: AdbServerAddress, serial: string, action: ActionRow): Promise<boolean> {
+/**
+ * Whether a cut job started, from its `.run` mark (its first act): true when
+ * the mark is there; false when the phone says it is not, or could not be
+ * asked. Both false verdicts leave "dispatched" unknown to the caller, never
+ * "not dispatched". The probe has no deadline of its own (a margin that a
+ * loaded host or a slow phone overruns would turn "started" into
+ * "unknown"): it runs until the phone answers or the action is released,
+ * whose overrun bound already keeps the lock from being held for ever.
+ */
+async function jobStarted(adb: AdbServerAddress, serial: string, action: ActionRow, released: AbortSignal): Promise<boolean> {
   try {
-    const r = await shellV2(adb, serial, `[ -e ${jobBase(action)}.run ]`, AbortSignal.timeout(STARTED_PROBE_MS));
+    const r = await shellV2(adb, serial, `[ -e ${jobBase(action)}.run ]`, released);
     return r.exitCode === 0;
   } catch {
     return false;

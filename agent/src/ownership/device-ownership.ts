@@ -22,6 +22,14 @@ export interface DispatchProgress {
   phase: "before" | "sent" | "accepted";
   /** Persists facts observed on the way that reconcile may need as proof. */
   note(facts: Record<string, unknown>): void;
+  /**
+   * Aborted once the action's outcome is recorded and its lock released.
+   * What a dispatch does after its own signal was cut (asking the phone
+   * whether a cut job started) is bounded by this, not by a wall-clock
+   * margin of its own: a slow answer is waited for, and one that never
+   * comes before the lock's overrun leaves the outcome unknown.
+   */
+  released: AbortSignal;
 }
 
 /** How one kind of mutating action reaches the device and proves itself. */
@@ -109,6 +117,13 @@ function refuseCancelled(ctx: ActionContext): void {
 export const LOCK_RELEASE_MARGIN_MS = 250;
 
 const phaseDispatched = { before: false, sent: null, accepted: true } as const;
+
+/**
+ * The reason an action's signals carry once its outcome is recorded: made
+ * once, since an abort without a reason builds a DOMException (a stack
+ * trace) per call, twice per action here.
+ */
+const ACTION_ENDED = new Error("the action has ended");
 
 /**
  * A device lock held by a long-lived action of this process (a tunnel)
@@ -382,9 +397,16 @@ export class DeviceOwnership {
     // A pending entry is not reported (the lock guards it): only an unknown outcome changes what the coordinator is told.
     const ids = { actionId: action.actionId, agentId: this.deps.agentId };
     const journal = this.deps.journal;
+    // Made only when a dispatch asks for it (a cut job's probe): an AbortSignal costs microseconds to create.
+    let released: AbortController | undefined;
+    let ended = false;
     const progress: DispatchProgress = {
       phase: "before",
       note: (facts) => journal.progress(action.actionId, facts),
+      get released() {
+        if (ended) return AbortSignal.abort(ACTION_ENDED);
+        return (released ??= new AbortController()).signal;
+      },
     };
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, runDeadline - Date.now()));
@@ -439,7 +461,9 @@ export class DeviceOwnership {
     } finally {
       clearTimeout(timer);
       clearTimeout(overrun);
-      abort.abort();
+      abort.abort(ACTION_ENDED);
+      ended = true;
+      released?.abort(ACTION_ENDED);
     }
   }
 

@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "@farm/shared/log";
 import { toCommandError } from "@farm/shared/command-error";
 import { actionError, Errors, farmError, relayedError, toErrorReport } from "@farm/shared/errors";
@@ -25,6 +25,7 @@ import type { StepShooter } from "../session/step-shooter.js";
 import type { StepCaptures } from "../session/step-captures.js";
 import { maskStepTrees } from "../session/step-trees.js";
 import { stageTrace } from "@farm/shared/stage-trace";
+import { leanHandlerContext } from "@farm/shared/lean-handler-context";
 
 /** A step's before capture gets at most this long, and at most a quarter of the budget. */
 const BEFORE_MAX_MS = 5_000;
@@ -91,7 +92,7 @@ export function callDispatcher(deps: DispatchDeps): CallDispatcher {
         throw farmError(Errors.AGENT_PROTOCOL_VIOLATION, `the request for ${call.method} does not decode: ${(err as Error).message}`);
       }
       const context = (c: AgentCall) =>
-        createHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c), ...(cancelled ? { requestSignal: cancelled } : {}) });
+        leanHandlerContext({ service, method, protocolName: "farm-agent-call", requestMethod: "POST", url: `farm-agent:/${call.method}`, requestHeader: callHeaders(c), ...(cancelled ? { requestSignal: cancelled } : {}) });
       const ctx = context(call);
       if (call.step && rulesOf(method).sessionStep && deps.shots) {
         const serial = String((input as { target?: { serial?: string } }).target?.serial ?? "");

@@ -1,8 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
-import { createHandlerContext, type ContextValues, type MethodImplSpec } from "@connectrpc/connect";
+import type { ContextValues, MethodImplSpec } from "@connectrpc/connect";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { toHeaders } from "@farm/shared/grpc-unary/h2-headers";
+import { leanHandlerContext, type LeanHandlerContext } from "@farm/shared/lean-handler-context";
 
 /**
  * The route a fast path serves this request by, or undefined for Connect's
@@ -21,13 +22,15 @@ export function fastPathRoute<R>(req: IncomingMessage | Http2ServerRequest, rout
 /**
  * What Connect's gRPC handler makes of a call's request before serving it:
  * its headers, its grpc-timeout (a bad one fails the call where Connect
- * would) and the handler context the implementation is given.
+ * would) and the handler context the implementation is given (the same
+ * fields and signal as Connect's createHandlerContext, made with less:
+ * lean-handler-context.ts).
  */
-export function fastPathCall(req: Http2ServerRequest, spec: MethodImplSpec, contextValues: ContextValues): { header: Headers; timeout: ReturnType<typeof parseTimeout>; context: ReturnType<typeof createHandlerContext> } {
+export function fastPathCall(req: Http2ServerRequest, spec: MethodImplSpec, contextValues: ContextValues): { header: Headers; timeout: ReturnType<typeof parseTimeout>; context: LeanHandlerContext } {
   const header = toHeaders(req.headers);
   const timeout = parseTimeout(header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER);
-  const context = createHandlerContext({
-    ...spec,
+  const context = leanHandlerContext({
+    method: spec.method,
     service: spec.method.parent,
     requestMethod: "POST",
     protocolName: "grpc",
