@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
+import { stageTrace } from "@farm/shared/stage-trace";
 import { ByteBudget } from "./byte-budget.js";
 import { AgentAdbService, ServeAdbStreamRequestSchema, type ServeAdbStreamRequest, type ServeAdbStreamResponse } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 
@@ -42,6 +43,8 @@ export interface RelayOptions {
   onToDevice?: (bytes: number) => void;
   highWaterBytes?: number;
   lowWaterBytes?: number;
+  /** The stream's id in the remote adb benchmark's marks (stage-trace.ts), when tracing. */
+  trace?: string;
 }
 
 /**
@@ -104,8 +107,15 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
     onExhausted: () => (graceTimer ??= setTimeout(() => call.abort(), CLOSE_GRACE_MS).unref()),
   });
 
+  const marked = new Set<string>();
+  const mark = (stage: string) => {
+    if (!opts.trace || marked.has(stage)) return;
+    marked.add(stage);
+    stageTrace?.mark(opts.trace, stage);
+  };
   const socketClosed = new Promise<void>((resolve) => {
     socket.on("data", (chunk: Buffer) => {
+      mark("agent.device-data");
       opts.onFromDevice?.(chunk.length);
       held.from += chunk.length;
       budget.take(chunk.length);
@@ -114,7 +124,10 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
     });
     // The device (or the adb server) ended the stream: half-close ours so the
     // coordinator sees the end after the last bytes.
-    socket.on("end", () => outgoing.close());
+    socket.on("end", () => {
+      mark("agent.device-end");
+      outgoing.close();
+    });
     socket.on("error", () => undefined); // "close" follows
     socket.on("close", () => {
       outgoing.close();
@@ -135,6 +148,7 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
         if (res.kind.case !== "data" || res.kind.value.length === 0) continue;
         if (socket.destroyed || socket.writableEnded) continue; // the device side is gone; wait for the coordinator to end
         const n = res.kind.value.length;
+        mark("agent.to-device");
         // Over budget, the next response is not read: the call's window fills and the coordinator waits.
         await budget.room(n, call.signal);
         if (call.signal.aborted) break;

@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream";
+import { stageTrace } from "@farm/shared/stage-trace";
 import { A_CLSE, A_OKAY, A_WRTE } from "./adb-packet.js";
 
 /** What a stream needs from its connection. */
@@ -42,6 +43,9 @@ export class AdbdStream {
    * memory: the connection is dropped.
    */
   private hostWriteUnacked = false;
+  /** The stream's id in the remote adb benchmark's marks (stage-trace.ts): its service kind, when tracing. */
+  private trace: string | undefined;
+  private marked = new Set<string>();
 
   constructor(
     private readonly conn: StreamHost,
@@ -50,6 +54,8 @@ export class AdbdStream {
   ) {}
 
   async open(service: string, openStream: AdbStreamOpener): Promise<void> {
+    if (stageTrace) this.trace = `adb:${serviceKind(service)}`;
+    this.mark("cli.open");
     let duplex: Duplex;
     try {
       duplex = await openStream(service);
@@ -67,6 +73,7 @@ export class AdbdStream {
       return;
     }
     this.duplex = duplex;
+    this.mark("cli.opened");
     this.conn.send(A_OKAY, this.localId, this.remoteId);
     await this.pumpToHost(duplex);
   }
@@ -77,6 +84,7 @@ export class AdbdStream {
         // After the host closed, the rest is read and dropped until the phone's side ends.
         for (let off = 0; off < chunk.length && !this.done; off += this.conn.maxPayload) {
           const acked = new Promise<void>((resolve) => (this.ackWaiter = resolve));
+          this.mark("cli.first-wrte");
           this.conn.send(A_WRTE, this.localId, this.remoteId, chunk.subarray(off, off + this.conn.maxPayload));
           await acked;
         }
@@ -84,12 +92,21 @@ export class AdbdStream {
     } catch {
       // The backend failed or was cut: the stream ends either way.
     }
+    this.mark("cli.clse");
     if (!this.done) this.conn.send(A_CLSE, this.localId, this.remoteId);
     this.finish();
   }
 
+  /** Marks a stage once per stream, when tracing. */
+  private mark(stage: string): void {
+    if (!this.trace || this.marked.has(stage)) return;
+    this.marked.add(stage);
+    stageTrace?.mark(this.trace, stage);
+  }
+
   /** The host acknowledged our last WRTE. */
   onAck(): void {
+    this.mark("cli.host-okay");
     const w = this.ackWaiter;
     this.ackWaiter = undefined;
     w?.();
@@ -97,6 +114,7 @@ export class AdbdStream {
 
   /** Bytes from the host: acknowledged once the backend takes them. */
   onWrite(data: Buffer): void {
+    this.mark("cli.host-wrte");
     if (this.hostWriteUnacked && !this.done) {
       this.conn.protocolError(`the adb server sent another WRTE on stream ${this.localId} before its last one was acknowledged`);
       return;
@@ -114,6 +132,7 @@ export class AdbdStream {
 
   /** The host closed the stream: what it wrote still reaches the phone, then the backend is cut. */
   onHostClose(): void {
+    this.mark("cli.host-clse");
     if (this.done) return;
     this.markDone();
     const duplex = this.duplex;
