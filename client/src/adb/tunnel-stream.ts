@@ -23,6 +23,13 @@ export function tunnelStreamCalls(client: TunnelClient): TunnelStreamCalls {
 const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
 
 /**
+ * The phone's bytes a stream reads ahead of the host: what arrives while one
+ * WRTE waits for its OKAY is sent as the next WRTE (adbd-stream.ts), so this
+ * is about one WRTE's worth (adb's largest payload).
+ */
+const READ_AHEAD_BYTES = 1024 * 1024;
+
+/**
  * The write side of a call: at most one chunk waits, and its write callback
  * runs only when the RPC asks for the next message, so the bytes adb gives
  * us wait for the HTTP/2 stream instead of piling up in memory.
@@ -70,7 +77,7 @@ class TunnelStreamDuplex extends Duplex {
     private readonly responses: AsyncIterator<OpenAdbStreamResponse>,
     private readonly abort: AbortController,
   ) {
-    super({ allowHalfOpen: true, writableHighWaterMark: WRITE_AHEAD_BYTES });
+    super({ allowHalfOpen: true, writableHighWaterMark: WRITE_AHEAD_BYTES, readableHighWaterMark: READ_AHEAD_BYTES });
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
