@@ -20,6 +20,8 @@ export const OUTGOING_HIGH_WATER_BYTES = 256 * 1024;
 const OUTGOING_LOW_WATER_BYTES = 64 * 1024;
 /** Bytes for the device a stream may leave in its socket's buffer before it stops reading the coordinator. */
 export const SOCKET_AHEAD_BYTES = 2 * 1024 * 1024;
+/** The most device bytes one ServeAdbStream message carries when queued reads are joined (well under the call's 2 MiB message cap). */
+export const MESSAGE_BYTES = 256 * 1024;
 /** After the device side closed, how long the coordinator has to end its side before the call is cut. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -253,11 +255,32 @@ class ByteQueue implements AsyncIterable<ServeAdbStreamRequest> {
     n?.();
   }
 
+  /**
+   * The next message's bytes: the oldest chunk, joined with those queued
+   * behind it up to MESSAGE_BYTES. Chunks queue only while the call is
+   * slower than the socket (a pull), and there each message costs every
+   * hop its framing and a turn of its loop whatever its size: joined, the
+   * phone's 64 KiB reads travel as a few larger messages. Nothing waits to
+   * be joined: a lone chunk goes as it is.
+   */
+  private take(): Buffer | undefined {
+    const first = this.chunks.shift();
+    if (!first || this.chunks.length === 0 || first.length >= MESSAGE_BYTES) return first;
+    const parts = [first];
+    let size = first.length;
+    while (this.chunks.length > 0 && size + (this.chunks[0] as Buffer).length <= MESSAGE_BYTES) {
+      const next = this.chunks.shift() as Buffer;
+      parts.push(next);
+      size += next.length;
+    }
+    return parts.length === 1 ? first : Buffer.concat(parts, size);
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<ServeAdbStreamRequest, void, undefined> {
     try {
       if (this.first) yield this.first;
       for (;;) {
-        const chunk = this.chunks.shift();
+        const chunk = this.take();
         if (chunk) {
           const before = this.queued;
           this.queued -= chunk.length;
