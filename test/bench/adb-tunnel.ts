@@ -53,6 +53,26 @@ const mark = (stage: string) => {
   if (traceDir) clientMarks.push({ stage, t: monotonicMs() });
 };
 
+/** An `adb shell echo` stream's steps in the order they happen in one round (bytes flow while later steps open). */
+const SHELL_STEPS = [
+  "client.start",
+  "cli.open",
+  "coord.start",
+  "coord.ask-agent",
+  "agent.start",
+  "agent.service-okay",
+  "coord.joined",
+  "coord.opened",
+  "cli.opened",
+  "agent.device-data",
+  "coord.to-caller",
+  "cli.first-wrte",
+  "agent.device-end",
+  "coord.device-end",
+  "cli.clse",
+  "client.exit",
+];
+
 const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(1)}`;
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
@@ -237,10 +257,11 @@ if (traceDir) {
 
 /**
  * The tunnel's shell rounds step by step: each round is the marks from one
- * client.start to the next (rounds run one at a time), and each step's
- * median time after client.start is printed in order, with the time since
- * the step before it. Written by each process as it exits, so read after
- * the farm has stopped.
+ * client.start to the next (rounds run one at a time). For each step of
+ * SHELL_STEPS, the median over the rounds that have every step of the time
+ * since the step before it (a round whose output reached the agent before
+ * the CLI heard "opened" shows a negative step there). Written by each
+ * process as it exits, so read after the farm has stopped.
  */
 function printStages(dir: string): void {
   const marks = [...clientMarks];
@@ -253,29 +274,18 @@ function printStages(dir: string): void {
     }
   }
   marks.sort((a, b) => a.t - b.t);
-  const offsets = new Map<string, number[]>();
-  let start: number | undefined;
+  const rounds: Map<string, number>[] = [];
   for (const m of marks) {
-    if (m.stage === "client.start") start = m.t;
-    if (start === undefined) continue;
-    const list = offsets.get(m.stage) ?? [];
-    list.push(m.t - start);
-    offsets.set(m.stage, list);
+    if (m.stage === "client.start") rounds.push(new Map());
+    const round = rounds.at(-1);
+    if (round && !round.has(m.stage)) round.set(m.stage, m.t);
   }
-  const rows = [...offsets.entries()].map(([stage, ts]) => ({ stage, at: median(ts), n: ts.length })).sort((a, b) => a.at - b.at);
-  console.log(`adb shell echo through the tunnel, step by step (median ms after the adb client started, ${ROUNDS} rounds):`);
-  let prev = 0;
-  for (const r of rows) {
-    console.log(`  ${r.stage.padEnd(22)} ${r.at.toFixed(2).padStart(8)}   +${(r.at - prev).toFixed(2).padStart(6)}   (n=${r.n})`);
-    prev = r.at;
+  const whole = rounds.filter((r) => SHELL_STEPS.every((s) => r.has(s)));
+  console.log(`adb shell echo through the tunnel, step by step (median ms over ${whole.length} of ${rounds.length} rounds with every step):`);
+  for (let i = 1; i < SHELL_STEPS.length; i++) {
+    const [from, to] = [SHELL_STEPS[i - 1] as string, SHELL_STEPS[i] as string];
+    const step = median(whole.map((r) => (r.get(to) as number) - (r.get(from) as number)));
+    console.log(`  ${from.padEnd(20)} -> ${to.padEnd(20)} ${step.toFixed(2).padStart(8)}`);
   }
+  console.log(`  whole round (client.start -> client.exit) ${median(whole.map((r) => (r.get("client.exit") as number) - (r.get("client.start") as number))).toFixed(2)}`);
 }
-emitReport(
-  "adb-tunnel",
-  results.flatMap((r) => [
-    { measure: `adb push through the tunnel vs direct (${r.topology}; floor ${r.floorPushRatio.toFixed(2)}x)`, instant: `${r.pushRatio.toFixed(2)}x`, realistic: null, target: ">= 0.5x", pass: r.pushRatio >= 0.5 },
-    { measure: `adb pull through the tunnel vs direct (${r.topology}; floor ${r.floorPullRatio.toFixed(2)}x)`, instant: `${r.pullRatio.toFixed(2)}x`, realistic: null, target: "none (reported)", pass: null },
-    { measure: `adb shell echo through the tunnel, added (${r.topology}; floor ${signed(r.floorEchoAddedMs)} ms)`, instant: `${signed(r.echoAddedMs)} ms`, realistic: null, target: "<= +5 ms", pass: r.echoAddedMs <= 5 },
-  ]),
-  { results },
-);
