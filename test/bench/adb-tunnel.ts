@@ -69,6 +69,7 @@ const SHELL_STEPS = [
   "cli.first-wrte",
   "agent.device-end",
   "coord.device-end",
+  "cli.stream-end",
   "cli.clse",
   "client.exit",
 ];
