@@ -173,3 +173,39 @@ describe("the phone's bytes to the host", () => {
     expect((await next()).command).toBe(A_CLSE);
   });
 });
+
+describe("the host's close", () => {
+  it("lets what the host wrote reach the phone before its side is cut, even while a WRTE of ours waits for its OKAY", async () => {
+    const written: Buffer[] = [];
+    let release: (() => void) | undefined;
+    let finished = () => {};
+    const finalled = new Promise<void>((resolve) => (finished = resolve));
+    // A phone slow to take the host's bytes: each write completes when the test says so.
+    const phone = new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, done) {
+        written.push(chunk);
+        release = () => done();
+      },
+      final(done) {
+        finished();
+        done();
+      },
+    });
+    endpoint = await startLocalAdbd({ openStream: async () => phone, acceptPeer: () => true });
+    const { next, localId, socket } = await openAsHost(endpoint.port, "shell:cat");
+    // Our WRTE to the host, left unacknowledged.
+    phone.push(Buffer.from("out"));
+    expect((await next()).command).toBe(A_WRTE);
+    // The host writes (the phone has not taken it yet) and closes.
+    socket.write(encodePacket(A_WRTE, 7, localId, Buffer.from("in")));
+    expect((await next()).command).toBe(A_OKAY);
+    socket.write(encodePacket(A_CLSE, 7, localId));
+    while (!phone.writableEnded) await new Promise((r) => setImmediate(r));
+    expect(phone.destroyed).toBe(false);
+    release?.();
+    await finalled;
+    expect(Buffer.concat(written).toString()).toBe("in");
+    phone.push(null);
+  });
+});

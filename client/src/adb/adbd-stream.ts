@@ -113,7 +113,8 @@ export class AdbdStream {
         // Everything buffered, joined; null when nothing is (a read at the end makes "end" come).
         const chunk = duplex.read() as Buffer | null;
         if (chunk === null) {
-          if (ended || duplex.destroyed || this.done) break;
+          // Not on the host's close: what it wrote is still on its way to the phone (onHostClose's grace).
+          if (ended || duplex.destroyed) break;
           await event();
           continue;
         }
