@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { relayAdbStream, SOCKET_AHEAD_BYTES } from "./adb-stream.js";
+import { MESSAGE_BYTES, relayAdbStream, SOCKET_AHEAD_BYTES } from "./adb-stream.js";
 import { ByteBudget } from "./byte-budget.js";
 import { fakeServeAdbStream, readData } from "./fake-serve-adb-stream.js";
 
@@ -128,6 +128,53 @@ describe("relayAdbStream", () => {
     expect(ended).toBe(true);
     expect(data.length).toBe(total);
     expect(sha(data)).toBe(sha(payload));
+    call.end();
+  });
+
+  it("joins the device reads that queued while the call was busy into messages of at most MESSAGE_BYTES, in order; a lone read goes as it is", async () => {
+    const coord = fakeServeAdbStream();
+    const total = 1024 * 1024;
+    let reads = 0;
+    let counted = 0;
+    let allRead = () => {};
+    const read = new Promise<void>((resolve) => (allRead = resolve));
+    relayAdbStream({
+      streamId: "s",
+      socket: near,
+      leftover: Buffer.alloc(0),
+      serve: coord.serve,
+      highWaterBytes: 4 * total,
+      onFromDevice: (n) => {
+        reads += 1;
+        counted += n;
+        if (counted === total) allRead();
+      },
+    });
+    const call = await coord.nextCall();
+    const { requests } = call;
+    await requests.next();
+    const payload = Buffer.alloc(total);
+    for (let i = 0; i < total; i += 4) payload.writeUInt32LE(i, i);
+    far.write(payload);
+    // Nobody reads the call's requests until the device's bytes have all been read from its socket.
+    await read;
+    const sizes: number[] = [];
+    const got: Buffer[] = [];
+    while (got.reduce((n, b) => n + b.length, 0) < total) {
+      const m = await requests.next();
+      if (m.done || m.value.kind.case !== "data") throw new Error("the call ended early");
+      sizes.push(m.value.kind.value.length);
+      got.push(Buffer.from(m.value.kind.value));
+    }
+    expect(sha(Buffer.concat(got))).toBe(sha(payload));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(MESSAGE_BYTES);
+    expect(sizes.length).toBeLessThan(reads);
+    // Caught up: the next read travels alone, not held back to be joined.
+    const next = requests.next();
+    far.write("x");
+    const m = await next;
+    expect(m.value).toMatchObject({ kind: { case: "data" } });
+    expect(Buffer.from((m.value as { kind: { value: Uint8Array } }).kind.value).toString()).toBe("x");
     call.end();
   });
 

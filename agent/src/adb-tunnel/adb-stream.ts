@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
+import { stageTrace } from "@farm/shared/stage-trace";
 import { ByteBudget } from "./byte-budget.js";
 import { AgentAdbService, ServeAdbStreamRequestSchema, type ServeAdbStreamRequest, type ServeAdbStreamResponse } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 
@@ -19,6 +20,8 @@ export const OUTGOING_HIGH_WATER_BYTES = 256 * 1024;
 const OUTGOING_LOW_WATER_BYTES = 64 * 1024;
 /** Bytes for the device a stream may leave in its socket's buffer before it stops reading the coordinator. */
 export const SOCKET_AHEAD_BYTES = 2 * 1024 * 1024;
+/** The most device bytes one ServeAdbStream message carries when queued reads are joined (well under the call's 2 MiB message cap). */
+export const MESSAGE_BYTES = 256 * 1024;
 /** After the device side closed, how long the coordinator has to end its side before the call is cut. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -42,6 +45,8 @@ export interface RelayOptions {
   onToDevice?: (bytes: number) => void;
   highWaterBytes?: number;
   lowWaterBytes?: number;
+  /** The stream's id in the remote adb benchmark's marks (stage-trace.ts), when tracing. */
+  trace?: string;
 }
 
 /**
@@ -104,8 +109,15 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
     onExhausted: () => (graceTimer ??= setTimeout(() => call.abort(), CLOSE_GRACE_MS).unref()),
   });
 
+  const marked = new Set<string>();
+  const mark = (stage: string) => {
+    if (!opts.trace || marked.has(stage)) return;
+    marked.add(stage);
+    stageTrace?.mark(opts.trace, stage);
+  };
   const socketClosed = new Promise<void>((resolve) => {
     socket.on("data", (chunk: Buffer) => {
+      mark("agent.device-data");
       opts.onFromDevice?.(chunk.length);
       held.from += chunk.length;
       budget.take(chunk.length);
@@ -114,7 +126,10 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
     });
     // The device (or the adb server) ended the stream: half-close ours so the
     // coordinator sees the end after the last bytes.
-    socket.on("end", () => outgoing.close());
+    socket.on("end", () => {
+      mark("agent.device-end");
+      outgoing.close();
+    });
     socket.on("error", () => undefined); // "close" follows
     socket.on("close", () => {
       outgoing.close();
@@ -135,6 +150,7 @@ export function relayAdbStream(opts: RelayOptions): AdbStreamRelay {
         if (res.kind.case !== "data" || res.kind.value.length === 0) continue;
         if (socket.destroyed || socket.writableEnded) continue; // the device side is gone; wait for the coordinator to end
         const n = res.kind.value.length;
+        mark("agent.to-device");
         // Over budget, the next response is not read: the call's window fills and the coordinator waits.
         await budget.room(n, call.signal);
         if (call.signal.aborted) break;
@@ -239,11 +255,32 @@ class ByteQueue implements AsyncIterable<ServeAdbStreamRequest> {
     n?.();
   }
 
+  /**
+   * The next message's bytes: the oldest chunk, joined with those queued
+   * behind it up to MESSAGE_BYTES. Chunks queue only while the call is
+   * slower than the socket (a pull), and there each message costs every
+   * hop its framing and a turn of its loop whatever its size: joined, the
+   * phone's 64 KiB reads travel as a few larger messages. Nothing waits to
+   * be joined: a lone chunk goes as it is.
+   */
+  private take(): Buffer | undefined {
+    const first = this.chunks.shift();
+    if (!first || this.chunks.length === 0 || first.length >= MESSAGE_BYTES) return first;
+    const parts = [first];
+    let size = first.length;
+    while (this.chunks.length > 0 && size + (this.chunks[0] as Buffer).length <= MESSAGE_BYTES) {
+      const next = this.chunks.shift() as Buffer;
+      parts.push(next);
+      size += next.length;
+    }
+    return parts.length === 1 ? first : Buffer.concat(parts, size);
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<ServeAdbStreamRequest, void, undefined> {
     try {
       if (this.first) yield this.first;
       for (;;) {
-        const chunk = this.chunks.shift();
+        const chunk = this.take();
         if (chunk) {
           const before = this.queued;
           this.queued -= chunk.length;

@@ -5,6 +5,7 @@ import { openDeviceService, type OpenService } from "../adb/adb-service.js";
 import { toDispatchFailure } from "../actions/shell-outcome.js";
 import { checkCoordinatorId } from "../rpc/coordinator-id.js";
 import { SpareCalls } from "@farm/shared/spare-call";
+import { stageTrace } from "@farm/shared/stage-trace";
 import type { ServeAdbStreamRequest, ServeAdbStreamResponse } from "@farm/shared/gen/farm/v1/agent_adb_service_pb";
 import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
@@ -186,6 +187,9 @@ export class AdbTunnels {
       throw farmError(Errors.DEVICE_OFFLINE, `serial ${t.serial} now reaches another phone (${now}), not the tunnel's ${t.physicalId}`);
     }
     const kind = serviceKind(req.service);
+    // The remote adb benchmark's marks (stage-trace.ts): the stream's service kind is its id.
+    const trace = stageTrace ? `adb:${req.service.slice(0, req.service.indexOf(":") + 1)}` : undefined;
+    if (trace) stageTrace?.mark(trace, "agent.start");
     t.streams.set(req.streamId, undefined);
     t.markUsed();
     let opened: OpenService;
@@ -203,7 +207,9 @@ export class AdbTunnels {
       t.streams.delete(req.streamId);
       throw tunnelClosed(t);
     }
+    if (trace) stageTrace?.mark(trace, "agent.service-okay");
     const relay = relayAdbStream({
+      ...(trace ? { trace } : {}),
       streamId: req.streamId,
       socket: opened.socket,
       leftover: opened.leftover,

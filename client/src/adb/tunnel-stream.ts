@@ -4,6 +4,7 @@ import type { Client } from "@connectrpc/connect";
 import { AdbTunnelService, OpenAdbStreamRequestSchema, type OpenAdbStreamRequest, type OpenAdbStreamResponse } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { Errors, farmError } from "@farm/shared/errors";
 import { SpareCalls } from "@farm/shared/spare-call";
+import { stageTrace } from "@farm/shared/stage-trace";
 
 type TunnelClient = Client<typeof AdbTunnelService>;
 
@@ -21,6 +22,13 @@ export function tunnelStreamCalls(client: TunnelClient): TunnelStreamCalls {
  * moved at the speed of latency. Up to this much is acknowledged at once.
  */
 const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The phone's bytes a stream reads ahead of the host: what arrives while one
+ * WRTE waits for its OKAY is sent as the next WRTE (adbd-stream.ts), so this
+ * is about one WRTE's worth (adb's largest payload).
+ */
+const READ_AHEAD_BYTES = 1024 * 1024;
 
 /**
  * The write side of a call: at most one chunk waits, and its write callback
@@ -69,8 +77,10 @@ class TunnelStreamDuplex extends Duplex {
     private readonly feed: RequestFeed,
     private readonly responses: AsyncIterator<OpenAdbStreamResponse>,
     private readonly abort: AbortController,
+    /** The stream's id in the remote adb benchmark's marks (stage-trace.ts), when tracing. */
+    private readonly trace?: string,
   ) {
-    super({ allowHalfOpen: true, writableHighWaterMark: WRITE_AHEAD_BYTES });
+    super({ allowHalfOpen: true, writableHighWaterMark: WRITE_AHEAD_BYTES, readableHighWaterMark: READ_AHEAD_BYTES });
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
@@ -99,6 +109,7 @@ class TunnelStreamDuplex extends Duplex {
       for (;;) {
         const r = await this.responses.next();
         if (r.done) {
+          if (this.trace) stageTrace?.mark(this.trace, "cli.stream-end");
           this.push(null);
           return;
         }
@@ -125,7 +136,9 @@ export async function openTunnelStream(calls: TunnelStreamCalls, tunnelId: strin
   try {
     const first = await responses.next();
     if (first.done) throw farmError(Errors.TUNNEL_CLOSED, "the coordinator ended the adb stream before opening it");
-    const duplex = new TunnelStreamDuplex(feed, responses, abort);
+    const colon = service.indexOf(":");
+    const trace = stageTrace ? `adb:${colon < 0 ? service.slice(0, 40) : service.slice(0, colon + 1)}` : undefined;
+    const duplex = new TunnelStreamDuplex(feed, responses, abort, trace);
     // Bytes before `opened` are not expected; if they come, they are the stream's.
     if (first.value.kind.case === "data") duplex.push(first.value.kind.value);
     return duplex;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { Errors, farmError, invalidArgument, toErrorReport } from "@farm/shared/errors";
+import { stageTrace } from "@farm/shared/stage-trace";
 import type { Logger } from "@farm/shared/log";
 import type { Agent } from "@farm/shared/gen/farm/v1/registry_pb";
 import { AdbTunnelService, CloseTunnelResponseSchema, ListTunnelsResponseSchema, OpenAdbStreamResponseSchema, OpenTunnelResponseSchema } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
@@ -190,6 +191,15 @@ export async function* adbStream(
   signal: AbortSignal,
 ): AsyncGenerator<{ opened: true } | { data: Uint8Array }> {
   const { tunnelId, service } = start;
+  // The remote adb benchmark's marks (stage-trace.ts), once per stream: the stream's service kind is its id.
+  const trace = stageTrace ? `adb:${serviceKindOf(service)}` : undefined;
+  const marked = new Set<string>();
+  const mark = (stage: string) => {
+    if (!trace || marked.has(stage)) return;
+    marked.add(stage);
+    stageTrace?.mark(trace, stage);
+  };
+  mark("coord.start");
   if (service === "" || service.length > 1024) throw invalidArgument("start.service", "an adb service name of at most 1024 bytes");
   const t = deps.tunnels.own(tunnelId, principal.tokenName);
   if (t.streams.size >= deps.tunnels.limits.streamsPerTunnel) {
@@ -214,11 +224,14 @@ export async function* adbStream(
   let started = false;
   try {
     // Through another replica, that replica answers once the device accepted the service.
+    mark("coord.ask-agent");
+    void pair.joined.then(() => mark("coord.joined"), () => undefined);
     const answer = t.link ? pair.joined : agentOf(deps, t).call(AgentControlService.method.startAdbStream, { tunnelId, streamId, service }, principal, Date.now() + OPEN_TIMEOUT_MS);
     // The agent joins only once the device accepted the service, on a stream of its own that is
     // often quicker than the control stream's answer: whichever comes first opens the stream.
     // An answer that fails after the join cuts it.
     await Promise.race([answer, pair.joined]);
+    mark("coord.opened");
     started = true;
     answer.catch((err: unknown) => cut(err instanceof Error ? err : new Error(String(err))));
     // The device accepted the service: the caller hears so now, while the agent's byte stream joins
@@ -232,6 +245,7 @@ export async function* adbStream(
           const m = await incoming.next();
           if (m.done || stop.signal.aborted) break;
           if (!m.value) continue;
+          mark("coord.from-caller");
           t.bytesToDevice += m.value.length;
           t.lastActive = Date.now();
           deps.tunnels.touched(t);
@@ -243,11 +257,13 @@ export async function* adbStream(
       pair.toAgent.close();
     })();
     for await (const bytes of pair.toCaller) {
+      mark("coord.to-caller");
       t.bytesFromDevice += bytes.length;
       t.lastActive = Date.now();
       deps.tunnels.touched(t);
       yield { data: bytes };
     }
+    mark("coord.device-end");
     if (cutBy) throw cutBy;
   } finally {
     signal.removeEventListener("abort", onCallerGone);
@@ -384,4 +400,10 @@ export function registerAgentAdbService(router: ConnectRouter, deps: { relay: Ad
       for await (const bytes of pair.toAgent) yield create(ServeAdbStreamResponseSchema, { kind: { case: "data", value: bytes } });
     },
   });
+}
+
+/** The service's kind for the benchmark's marks ("shell,v2,raw:", "sync:"): never the command. */
+function serviceKindOf(service: string): string {
+  const colon = service.indexOf(":");
+  return colon < 0 ? service.slice(0, 40) : service.slice(0, colon + 1);
 }
