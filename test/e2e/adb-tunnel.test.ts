@@ -174,12 +174,15 @@ describe("farm adb connect", () => {
   });
 
   it("closes when the lease expires, and the activity log shows the tunnel", async () => {
-    const r = await farm(["lease", "acquire", "--device", serial, "--ttl", "4s"], lab.env);
+    const r = await farm(["lease", "acquire", "--device", serial], lab.env);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const token = (r.json["lease"] as { token: string }).token;
     const env = { ...lab.env, FARM_LEASE: token, FARM_DEVICE: serial, ANDROID_ADB_SERVER_PORT: String(user.port) };
     const tunnel = await connectForeground(env);
     expect(tunnel.answer).toMatchObject({ ok: true });
+    // Shortened only once the tunnel is open: a short TTL from the start could run out before a loaded machine opened it.
+    const renewed = await farm(["lease", "renew", "--ttl", "1s"], { ...lab.env, FARM_LEASE: token });
+    expect(renewed.code, renewed.stdout + renewed.stderr).toBe(0);
     expect(await tunnel.exited).toBe(77);
     expect(tunnel.lines.join("\n")).toMatch(/LEASE_EXPIRED/);
     const activity = await farm(["activity", "--device", serial], lab.env);
