@@ -82,9 +82,25 @@ interface DeviceEntry {
    * have the phone again), so it is listed agent-offline and never leased.
    */
   stale?: true;
-  /** Encoded Device as last listed, and the state/agent it was encoded for. */
-  /** The device as listed, encoded once until it changes: `bytes` is a view into `delimited` (length, then bytes). */
-  wire?: { key: string; bytes: Uint8Array; delimited: Uint8Array };
+  /** The device as listed, encoded once until what it was encoded with changes. */
+  wire?: DeviceWire;
+}
+
+/**
+ * A listed device's encoding (`delimited`: its length, then its bytes, as
+ * the repeated field carries it) and what else than the entry it was built
+ * from. The inputs are kept as they are rather than joined into one key
+ * string: a key cost every listing a new string per device (garbage) and
+ * every device a kept one; a view of the bare bytes is made only when asked.
+ */
+interface DeviceWire {
+  state: string;
+  agentName: string;
+  quarantine: string;
+  holdReason: string;
+  delimited: Uint8Array;
+  /** Where the message's bytes start in `delimited` (after the length). */
+  start: number;
 }
 
 /** A stored agent plus what only lives in memory: its stream, its devices, its draining. */
@@ -494,13 +510,15 @@ export class Registry {
    */
   listDevicesEncoded(filter: DeviceFilter, page: PageRequest, form: "bytes" | "delimited" = "bytes"): Page<Uint8Array> {
     return this.devicePage(filter, page, (agent, d, state) => {
-      const key = `${state}\0${agent.name}\0${d.quarantine}\0${this.holds.get(d.properties.physicalId)?.reason ?? ""}`;
-      if (d.wire?.key !== key) {
-        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state, this.holds.get(d.properties.physicalId)));
+      const hold = this.holds.get(d.properties.physicalId);
+      const holdReason = hold?.reason ?? "";
+      let w = d.wire;
+      if (!w || w.state !== state || w.agentName !== agent.name || w.quarantine !== d.quarantine || w.holdReason !== holdReason) {
+        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state, hold));
         const delimited = lengthDelimited(bytes);
-        d.wire = { key, delimited, bytes: delimited.subarray(delimited.length - bytes.length) };
+        w = d.wire = { state, agentName: agent.name, quarantine: d.quarantine, holdReason, delimited, start: delimited.length - bytes.length };
       }
-      return form === "delimited" ? d.wire.delimited : d.wire.bytes;
+      return form === "delimited" ? w.delimited : w.delimited.subarray(w.start);
     });
   }
 
