@@ -10,6 +10,7 @@ import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-
 import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 import { claimKeys, DeviceClaims } from "./device-claims.js";
 import { Liveness } from "./liveness.js";
+import { SharedStrings } from "./shared-strings.js";
 import type { AgentRow, ClaimRow, DeviceRow, RegistryStore, StoredRegistry } from "./registry-store.js";
 
 /** State shown for devices whose agent is not attached. */
@@ -174,6 +175,8 @@ export class Registry {
   readonly events = new EventEmitter<RegistryEvents>();
   private readonly agents = new Map<string, AgentEntry>();
   private readonly claims: DeviceClaims;
+  /** One copy of the property values phones report alike. */
+  private readonly shared = new SharedStrings();
   private readonly liveness: Liveness;
   /** Cached list for lease grants; dropped on every change. */
   private candidateCache: Candidate[] | undefined;
@@ -202,15 +205,25 @@ export class Registry {
     for (const row of stored.devices) {
       const agent = this.agents.get(row.agentId);
       if (!agent) continue;
-      const properties = parseProperties(row.properties);
+      const properties = this.shared.shareProperties(parseProperties(row.properties));
       agent.devices.set(row.serial, {
         serial: row.serial,
-        state: row.state,
+        state: this.shared.share(row.state),
         properties,
         updatedAt: row.updatedAt,
         quarantine: this.quarantineOf(agent.id, row.serial, properties.physicalId),
       });
     }
+  }
+
+  private toEntry(r: DeviceReport, now: number): DeviceEntry {
+    return {
+      serial: r.serial,
+      state: this.shared.share(r.state),
+      properties: this.shared.shareProperties(r.properties ?? create(DevicePropertiesSchema)),
+      updatedAt: now,
+      quarantine: "",
+    };
   }
 
   private now(): number {
@@ -307,7 +320,7 @@ export class Registry {
     const next = new Map<string, DeviceEntry>();
     const newClaims: ClaimRow[] = [];
     try {
-      for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now), newClaims));
+      for (const r of reports) next.set(r.serial, this.claimed(entry, this.toEntry(r, now), newClaims));
       // New claims commit with the inventory that makes them: one write, not one per device.
       const pending = await this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
       this.ownedElsewhere(entry, pending, [...next.values()]);
@@ -337,7 +350,7 @@ export class Registry {
     const newClaims: ClaimRow[] = [];
     let d: DeviceEntry;
     try {
-      d = this.claimed(entry, toEntry(report, this.now()), newClaims);
+      d = this.claimed(entry, this.toEntry(report, this.now()), newClaims);
       const pending = await this.store.saveDevice(toRow(agentId, d), newClaims);
       this.ownedElsewhere(entry, pending, [d]);
     } catch (err) {
@@ -423,8 +436,8 @@ export class Registry {
       }
       const devicesNow = new Map<string, DeviceEntry>();
       for (const d of stored.devices) {
-        const properties = parseProperties(d.properties);
-        devicesNow.set(d.serial, { serial: d.serial, state: d.state, properties, updatedAt: d.updatedAt, quarantine: this.quarantineOf(agentId, d.serial, properties.physicalId) });
+        const properties = this.shared.shareProperties(parseProperties(d.properties));
+        devicesNow.set(d.serial, { serial: d.serial, state: this.shared.share(d.state), properties, updatedAt: d.updatedAt, quarantine: this.quarantineOf(agentId, d.serial, properties.physicalId) });
       }
       const entry: AgentEntry = {
         ...row,
@@ -990,16 +1003,6 @@ function toDevice(agent: AgentEntry, d: DeviceEntry, state: string, hold?: Devic
     quarantineReason: d.quarantine,
     attentionReason: hold?.state === NEEDS_ATTENTION ? hold.reason : "",
   });
-}
-
-function toEntry(r: DeviceReport, now: number): DeviceEntry {
-  return {
-    serial: r.serial,
-    state: r.state,
-    properties: r.properties ?? create(DevicePropertiesSchema),
-    updatedAt: now,
-    quarantine: "",
-  };
 }
 
 function toRow(agentId: string, d: DeviceEntry): DeviceRow {
