@@ -89,7 +89,7 @@ interface DeviceEntry {
 
 /**
  * A listed device's encoding (`delimited`: its length, then its bytes, as
- * the repeated field carries it) and what else than the entry it was built
+ * the repeated field carries it) and the values besides the entry it was built
  * from. The inputs are kept as they are rather than joined into one key
  * string: a key cost every listing a new string per device (garbage) and
  * every device a kept one; a view of the bare bytes is made only when asked.
