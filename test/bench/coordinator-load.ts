@@ -344,7 +344,8 @@ async function main(): Promise<void> {
         },
         {
           measure: "coordinator peak RSS under that load",
-          instant: `${mem.peakRss.toFixed(0)} MiB`,
+          // The steady figure beside the peak: the peak swings 10-30 MiB between runs with the listings' garbage (docs/performance.md, round 14).
+          instant: `${mem.peakRss.toFixed(0)} MiB (steady ${steadyMem.rss.toFixed(0)} MiB)`,
           baseline: `${floorText((f) => `${f.peakRss.toFixed(0)} MiB`)}idle ${idleMem.rss.toFixed(0)} MiB`,
           realistic: null,
           target: `<= ${RSS_TARGET_MIB} MiB`,

@@ -10,6 +10,7 @@ import { checkInventory, checkReport, MAX_DEVICES_PER_AGENT } from "./inventory-
 import { partitionPoint, readPage, type Page, type PageRequest } from "../paging.js";
 import { claimKeys, DeviceClaims } from "./device-claims.js";
 import { Liveness } from "./liveness.js";
+import { SharedStrings } from "./shared-strings.js";
 import type { AgentRow, ClaimRow, DeviceRow, RegistryStore, StoredRegistry } from "./registry-store.js";
 
 /** State shown for devices whose agent is not attached. */
@@ -82,9 +83,25 @@ interface DeviceEntry {
    * have the phone again), so it is listed agent-offline and never leased.
    */
   stale?: true;
-  /** Encoded Device as last listed, and the state/agent it was encoded for. */
-  /** The device as listed, encoded once until it changes: `bytes` is a view into `delimited` (length, then bytes). */
-  wire?: { key: string; bytes: Uint8Array; delimited: Uint8Array };
+  /** The device as listed, encoded once until what it was encoded with changes. */
+  wire?: DeviceWire;
+}
+
+/**
+ * A listed device's encoding (`delimited`: its length, then its bytes, as
+ * the repeated field carries it) and the values besides the entry it was built
+ * from. The inputs are kept as they are rather than joined into one key
+ * string: a key cost every listing a new string per device (garbage) and
+ * every device a kept one; a view of the bare bytes is made only when asked.
+ */
+interface DeviceWire {
+  state: string;
+  agentName: string;
+  quarantine: string;
+  holdReason: string;
+  delimited: Uint8Array;
+  /** Where the message's bytes start in `delimited` (after the length). */
+  start: number;
 }
 
 /** A stored agent plus what only lives in memory: its stream, its devices, its draining. */
@@ -158,6 +175,8 @@ export class Registry {
   readonly events = new EventEmitter<RegistryEvents>();
   private readonly agents = new Map<string, AgentEntry>();
   private readonly claims: DeviceClaims;
+  /** One copy of the property values phones report alike. */
+  private readonly shared = new SharedStrings();
   private readonly liveness: Liveness;
   /** Cached list for lease grants; dropped on every change. */
   private candidateCache: Candidate[] | undefined;
@@ -186,15 +205,25 @@ export class Registry {
     for (const row of stored.devices) {
       const agent = this.agents.get(row.agentId);
       if (!agent) continue;
-      const properties = parseProperties(row.properties);
+      const properties = this.shared.shareProperties(parseProperties(row.properties));
       agent.devices.set(row.serial, {
         serial: row.serial,
-        state: row.state,
+        state: this.shared.share(row.state),
         properties,
         updatedAt: row.updatedAt,
         quarantine: this.quarantineOf(agent.id, row.serial, properties.physicalId),
       });
     }
+  }
+
+  private toEntry(r: DeviceReport, now: number): DeviceEntry {
+    return {
+      serial: r.serial,
+      state: this.shared.share(r.state),
+      properties: this.shared.shareProperties(r.properties ?? create(DevicePropertiesSchema)),
+      updatedAt: now,
+      quarantine: "",
+    };
   }
 
   private now(): number {
@@ -291,7 +320,7 @@ export class Registry {
     const next = new Map<string, DeviceEntry>();
     const newClaims: ClaimRow[] = [];
     try {
-      for (const r of reports) next.set(r.serial, this.claimed(entry, toEntry(r, now), newClaims));
+      for (const r of reports) next.set(r.serial, this.claimed(entry, this.toEntry(r, now), newClaims));
       // New claims commit with the inventory that makes them: one write, not one per device.
       const pending = await this.store.replaceDevices(agentId, [...next.values()].map((d) => toRow(agentId, d)), newClaims);
       this.ownedElsewhere(entry, pending, [...next.values()]);
@@ -321,7 +350,7 @@ export class Registry {
     const newClaims: ClaimRow[] = [];
     let d: DeviceEntry;
     try {
-      d = this.claimed(entry, toEntry(report, this.now()), newClaims);
+      d = this.claimed(entry, this.toEntry(report, this.now()), newClaims);
       const pending = await this.store.saveDevice(toRow(agentId, d), newClaims);
       this.ownedElsewhere(entry, pending, [d]);
     } catch (err) {
@@ -407,8 +436,8 @@ export class Registry {
       }
       const devicesNow = new Map<string, DeviceEntry>();
       for (const d of stored.devices) {
-        const properties = parseProperties(d.properties);
-        devicesNow.set(d.serial, { serial: d.serial, state: d.state, properties, updatedAt: d.updatedAt, quarantine: this.quarantineOf(agentId, d.serial, properties.physicalId) });
+        const properties = this.shared.shareProperties(parseProperties(d.properties));
+        devicesNow.set(d.serial, { serial: d.serial, state: this.shared.share(d.state), properties, updatedAt: d.updatedAt, quarantine: this.quarantineOf(agentId, d.serial, properties.physicalId) });
       }
       const entry: AgentEntry = {
         ...row,
@@ -494,13 +523,15 @@ export class Registry {
    */
   listDevicesEncoded(filter: DeviceFilter, page: PageRequest, form: "bytes" | "delimited" = "bytes"): Page<Uint8Array> {
     return this.devicePage(filter, page, (agent, d, state) => {
-      const key = `${state}\0${agent.name}\0${d.quarantine}\0${this.holds.get(d.properties.physicalId)?.reason ?? ""}`;
-      if (d.wire?.key !== key) {
-        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state, this.holds.get(d.properties.physicalId)));
+      const hold = this.holds.get(d.properties.physicalId);
+      const holdReason = hold?.reason ?? "";
+      let w = d.wire;
+      if (!w || w.state !== state || w.agentName !== agent.name || w.quarantine !== d.quarantine || w.holdReason !== holdReason) {
+        const bytes = toBinary(DeviceSchema, toDevice(agent, d, state, hold));
         const delimited = lengthDelimited(bytes);
-        d.wire = { key, delimited, bytes: delimited.subarray(delimited.length - bytes.length) };
+        w = d.wire = { state, agentName: agent.name, quarantine: d.quarantine, holdReason, delimited, start: delimited.length - bytes.length };
       }
-      return form === "delimited" ? d.wire.delimited : d.wire.bytes;
+      return form === "delimited" ? w.delimited : w.delimited.subarray(w.start);
     });
   }
 
@@ -972,16 +1003,6 @@ function toDevice(agent: AgentEntry, d: DeviceEntry, state: string, hold?: Devic
     quarantineReason: d.quarantine,
     attentionReason: hold?.state === NEEDS_ATTENTION ? hold.reason : "",
   });
-}
-
-function toEntry(r: DeviceReport, now: number): DeviceEntry {
-  return {
-    serial: r.serial,
-    state: r.state,
-    properties: r.properties ?? create(DevicePropertiesSchema),
-    updatedAt: now,
-    quarantine: "",
-  };
 }
 
 function toRow(agentId: string, d: DeviceEntry): DeviceRow {
