@@ -15,7 +15,7 @@
  * PostgreSQL is a private cluster with its default durability (fsync on).
  *
  *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--idle-s 5] [--only leases]
- *     [--agents 1000] [--window-s 15] [--attach-at-once 50]
+ *     [--agents 1000] [--window-s 15] [--attach-at-once 50] [--online-wait-s 600]
  *
  * `--only leases|forwarded|fleet` runs one part (leases: SQLite baseline, replicas and the
  * bare-statement floor, same run);
@@ -26,7 +26,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import pg from "pg";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -53,6 +53,8 @@ const { values } = parseArgs({
     "idle-s": { type: "string", default: "5" },
     // Fleet: how many agents attach at the same time.
     "attach-at-once": { type: "string", default: "50" },
+    // Fleet: how long to wait, from the first attach, for every coordinator to list every agent online.
+    "online-wait-s": { type: "string", default: "600" },
     only: { type: "string", default: "" },
     // Diagnosis only: PostgreSQL without fsync, to see how much of a cycle is the disk.
     "pg-no-fsync": { type: "boolean", default: false },
@@ -62,6 +64,7 @@ const AGENTS = Number(values.agents);
 const WINDOW_S = Number(values["window-s"]);
 const IDLE_S = Number(values["idle-s"]);
 const ATTACH_AT_ONCE = Number(values["attach-at-once"]);
+const ONLINE_WAIT_S = Number(values["online-wait-s"]);
 const SECONDS = Number(values.seconds);
 const WORKERS = Number(values.workers);
 const CALLS = Number(values.calls);
@@ -145,19 +148,63 @@ async function inBatches(n: number, width: number, fn: (i: number) => Promise<vo
   }));
 }
 
-/** CPU of each coordinator process (fraction of a core) over a window, with AGENTS fake agents x 10 devices spread over them. */
-async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<{ cpu: number[]; online: number[] }> {
+/** What happened to the fleet's agents before the window: drops (by coordinator and reason) and reconnections. */
+interface FleetChurn {
+  /** Drops by "coordinator index: code". */
+  drops: Record<string, number>;
+  reconnected: number;
+  /** Per drop, how long before it the agent had last sent a heartbeat (ms): under the 5 s interval means sent but not read in time. */
+  sinceLastBeatMs: number[];
+  /** The coordinators' own words, a few. */
+  samples: string[];
+  /** This process's (the fake agents') event-loop delay while attaching, p99 and max (ms): the senders' own lateness. */
+  senderDelayP99Ms: number;
+  senderDelayMaxMs: number;
+  /** Seconds from the first attach until every coordinator listed every agent online (undefined: not within the bound). */
+  allOnlineAfterS: number | undefined;
+}
+
+/**
+ * CPU of each coordinator process (fraction of a core) over a window, with AGENTS fake agents x 10
+ * devices spread over them. A fake agent a coordinator drops reconnects as a real one does (backoff
+ * with jitter, same token and identity); the window starts once every coordinator lists all of them
+ * online (bounded by `--online-wait-s`), and what was dropped, why, and how many came back is reported.
+ */
+async function fleetCpu(dir: string, name: string, database: string | undefined, count: number): Promise<{ cpu: number[]; online: number[]; churn: FleetChurn }> {
   const { procs, admin, urls } = await startCoordinators(dir, name, database, count);
   const stop = new AbortController();
   // Every fake agent listens for the one stop.
   setMaxListeners(0, stop.signal);
+  const churn: FleetChurn = { drops: {}, reconnected: 0, sinceLastBeatMs: [], samples: [], senderDelayP99Ms: 0, senderDelayMaxMs: 0, allOnlineAfterS: undefined };
+  const senderDelay = monitorEventLoopDelay({ resolution: 20 });
+  senderDelay.enable();
   try {
     const tokens = createClient(TokenService, createGrpcTransport({ baseUrl: urls[0]!, interceptors: [auth(admin)] }));
     // ATTACH_AT_ONCE agents attach side by side: one after the other, 1,000 took over 20 minutes at load 30.
     const attached = Date.now();
     await inBatches(AGENTS, ATTACH_AT_ONCE, async (a) => {
       const token = (await tokens.createToken({ name: `${name}-fleet-${a}`, kind: TokenKind.AGENT })).token;
-      await attachFakeAgent({ url: urls[a % count]!, token, index: 100 + a, devices: fakeDevices(100 + a, 10), heartbeatMs: 5000, signal: stop.signal });
+      const c = a % count;
+      await attachFakeAgent({
+        url: urls[c]!,
+        token,
+        index: 100 + a,
+        devices: fakeDevices(100 + a, 10),
+        heartbeatMs: 5000,
+        signal: stop.signal,
+        // The real agent's backoff (agent/src/uplink/uplink.ts).
+        reconnect: {
+          initialMs: 250,
+          maxMs: 15_000,
+          onDrop: (d) => {
+            const key = `${c}: ${d.code || "closed"}`;
+            churn.drops[key] = (churn.drops[key] ?? 0) + 1;
+            churn.sinceLastBeatMs.push(d.sinceLastBeatMs);
+            if (churn.samples.length < 3) churn.samples.push(`coordinator ${c}: ${d.message} (last sent ${d.sinceLastBeatMs} ms before)`);
+          },
+          onAttached: () => churn.reconnected++,
+        },
+      });
     });
     console.log(`  ${name}: ${AGENTS} agents attached in ${((Date.now() - attached) / 1000).toFixed(0)} s (load average ${loadavg()[0]!.toFixed(1)})`);
     const registries = urls.map((url) => createClient(RegistryService, createGrpcTransport({ baseUrl: url, interceptors: [auth(admin)] })));
@@ -174,16 +221,37 @@ async function fleetCpu(dir: string, name: string, database: string | undefined,
     };
     const onlineEach = () => Promise.all(registries.map(online));
     try {
-      await waitFor("the fleet listed online on every coordinator", async () => ((await onlineEach()).every((n) => n >= AGENTS) ? true : undefined), { timeoutMs: 300_000 });
+      await waitFor("the fleet listed online on every coordinator", async () => ((await onlineEach()).every((n) => n >= AGENTS) ? true : undefined), {
+        timeoutMs: Math.max(1000, attached + ONLINE_WAIT_S * 1000 - Date.now()),
+        intervalMs: 1000,
+      });
+      churn.allOnlineAfterS = (Date.now() - attached) / 1000;
     } catch {
-      // Measured all the same, and said: an agent a coordinator dropped (heartbeats late under load) does not come back here.
-      console.log(`  ${name}: not every agent listed online after 300 s: ${(await onlineEach()).join(", ")} of ${AGENTS}`);
+      // Measured all the same, and said.
+      console.log(`  ${name}: not every agent listed online after ${ONLINE_WAIT_S} s: ${(await onlineEach()).join(", ")} of ${AGENTS}`);
+    }
+    senderDelay.disable();
+    churn.senderDelayP99Ms = senderDelay.percentile(99) / 1e6;
+    churn.senderDelayMaxMs = senderDelay.max / 1e6;
+    const dropped = Object.values(churn.drops).reduce((a, b) => a + b, 0);
+    const sentLate = churn.sinceLastBeatMs.filter((ms) => ms > 5000 + 1000).length;
+    console.log(
+      `  ${name}: ${dropped} drops before the window (${Object.entries(churn.drops).map(([k, v]) => `${k} x${v}`).join("; ") || "none"}), ${churn.reconnected} reconnections; ` +
+        `all online ${churn.allOnlineAfterS === undefined ? "never" : `after ${churn.allOnlineAfterS.toFixed(0)} s`}`,
+    );
+    if (dropped > 0) {
+      console.log(
+        `  ${name}: at each drop the agent had sent its last heartbeat a median ${median(churn.sinceLastBeatMs).toFixed(0)} ms before (${sentLate} of ${dropped} more than an interval late: the sender's fault); ` +
+          `the senders' event-loop delay p99 ${churn.senderDelayP99Ms.toFixed(0)} ms, max ${churn.senderDelayMaxMs.toFixed(0)} ms`,
+      );
+      for (const line of churn.samples) console.log(`    ${line}`);
     }
     const before = procs.map((p) => cpuSeconds(p.pid));
     await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
     const cpu = procs.map((p, i) => (cpuSeconds(p.pid) - (before[i] as number)) / WINDOW_S);
-    return { cpu, online: await onlineEach() };
+    return { cpu, online: await onlineEach(), churn };
   } finally {
+    senderDelay.disable();
     stop.abort();
     for (const p of procs) await p.stop();
   }
@@ -494,6 +562,12 @@ async function main(): Promise<void> {
         replicaCpuToSqlite: round(busiest / sqliteCpu, 2),
         sqliteOnline: sqlite.online,
         replicaOnline: replicas.online,
+        sqliteDrops: sqlite.churn.drops,
+        replicaDrops: replicas.churn.drops,
+        sqliteReconnected: sqlite.churn.reconnected,
+        replicaReconnected: replicas.churn.reconnected,
+        sqliteAllOnlineAfterS: sqlite.churn.allOnlineAfterS === undefined ? null : round(sqlite.churn.allOnlineAfterS, 0),
+        replicaAllOnlineAfterS: replicas.churn.allOnlineAfterS === undefined ? null : round(replicas.churn.allOnlineAfterS, 0),
       });
       console.log(`${AGENTS} agents x 10 devices, heartbeats every 5 s, over ${WINDOW_S} s (load average ${loadavg()[0]!.toFixed(1)})`);
       console.log(`  agents listed online at the end: SQLite ${sqlite.online.join(", ")}; each replica ${replicas.online.join(", ")}`);
