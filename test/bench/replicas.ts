@@ -42,6 +42,7 @@ import { startPgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { cpuSeconds, median, percentile } from "./proc-stats.js";
 import { emitReport, round, type BenchRow } from "./bench-report.js";
+import { startBareFloor } from "./bare-floor.js";
 
 const { values } = parseArgs({
   options: {
@@ -405,6 +406,11 @@ interface ForwardedFigures {
   cpuSameMs: number;
   cpuForwardedMs: number;
   cpuUnaryMs: number;
+  /** Bare node:http2 floors from the same blocks (ms). */
+  floorUnaryMs: number;
+  floorStreamMs: number;
+  /** Per way (same, link, unary): CPU per call of replica 0, 1, 2 and the agent (ms). */
+  cpuByProcessMs: number[][];
 }
 
 /**
@@ -446,24 +452,46 @@ async function forwardedFigures(dir: string, three: Awaited<ReturnType<typeof st
     // CPU of the three replicas and the agent per call, besides latency: on a loaded machine the
     // latency is mostly waiting for a core, the CPU each call costs is not. Blocks of 20 of each, alternating.
     const pids = [...three.procs.map((p) => p.pid), agent.pid];
-    const cpuNow = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-    const ways = [{ via: devices[0]!, times: same, cpu: 0 }, { via: devices[1]!, times: forwarded, cpu: 0 }, { via: devices[2]!, times: unary, cpu: 0 }];
+    const cpuEach = () => pids.map((pid) => cpuSeconds(pid));
+    const ways = [
+      { name: "on the agent's replica (0)", via: devices[0]!, times: same, cpu: pids.map(() => 0) },
+      { name: "through replica 1, link", via: devices[1]!, times: forwarded, cpu: pids.map(() => 0) },
+      { name: "through replica 2, unary", via: devices[2]!, times: unary, cpu: pids.map(() => 0) },
+    ];
+    // The floors, same run, same blocks: a unary hop and a round trip on an open stream on bare node:http2.
+    const floor = await startBareFloor();
+    const floors = { unary: [] as number[], stream: [] as number[] };
     const BLOCK = 20;
-    for (let b = 0; b < Math.ceil(CALLS / BLOCK) + 1; b++) {
-      const warm = b === 0;
-      // The order of the three turns each round, so none always follows the same one.
-      for (let k = 0; k < ways.length; k++) {
-        const way = ways[(b + k) % ways.length]!;
-        const c0 = cpuNow();
-        for (let i = 0; i < BLOCK; i++) {
-          const t = performance.now();
-          await way.via.getOwnership({ target: { serial } });
-          if (!warm) way.times.push(performance.now() - t);
+    try {
+      for (let b = 0; b < Math.ceil(CALLS / BLOCK) + 1; b++) {
+        const warm = b === 0;
+        // The order of the three turns each round, so none always follows the same one.
+        for (let k = 0; k < ways.length; k++) {
+          const way = ways[(b + k) % ways.length]!;
+          const c0 = cpuEach();
+          for (let i = 0; i < BLOCK; i++) {
+            const t = performance.now();
+            await way.via.getOwnership({ target: { serial } });
+            if (!warm) way.times.push(performance.now() - t);
+          }
+          const c1 = cpuEach();
+          if (!warm) c1.forEach((c, j) => (way.cpu[j]! += c - c0[j]!));
         }
-        if (!warm) way.cpu += cpuNow() - c0;
+        for (let i = 0; i < BLOCK; i++) {
+          const u = await floor.unary();
+          const r = await floor.streamRoundTrip();
+          if (!warm) {
+            floors.unary.push(u);
+            floors.stream.push(r);
+          }
+        }
       }
+    } finally {
+      await floor.close();
     }
-    const [cpuSameMs, cpuForwardedMs, cpuUnaryMs] = ways.map((w) => (1000 * w.cpu) / w.times.length) as [number, number, number];
+    const perCall = (w: (typeof ways)[number]) => w.cpu.map((c) => (1000 * c) / w.times.length);
+    const total = (w: (typeof ways)[number]) => perCall(w).reduce((a, b) => a + b, 0);
+    const [cpuSameMs, cpuForwardedMs, cpuUnaryMs] = ways.map(total) as [number, number, number];
     console.log(`a read routed to the agent, ${same.length} calls each way (load average ${loadavg()[0]!.toFixed(1)})`);
     console.log(`  on the agent's replica        median ${median(same).toFixed(2)} ms, CPU (replicas and agent) ${cpuSameMs.toFixed(2)} ms a call`);
     const line = (what: string, t: number[], cpu: number) =>
@@ -477,7 +505,13 @@ async function forwardedFigures(dir: string, three: Awaited<ReturnType<typeof st
     console.log(
       `  the link against unary calls: added latency ${((median(forwarded) - median(same)) / (median(unary) - median(same))).toFixed(2)}, added CPU ${((cpuForwardedMs - cpuSameMs) / (cpuUnaryMs - cpuSameMs)).toFixed(2)}`,
     );
-    return { same, forwarded, unary, cpuSameMs, cpuForwardedMs, cpuUnaryMs };
+    console.log(
+      `  floors, same blocks (bare node:http2, no farm code): a unary hop median ${median(floors.unary).toFixed(2)} ms, a round trip on an open stream ${median(floors.stream).toFixed(2)} ms; ` +
+        `added by the link ${((median(forwarded) - median(same)) / median(floors.stream)).toFixed(1)}x the stream round trip`,
+    );
+    console.log(`  CPU per call by process (ms): replica 0 (holds the agent), replica 1 (link), replica 2 (unary), agent`);
+    for (const w of ways) console.log(`    ${w.name.padEnd(28)} ${perCall(w).map((c) => c.toFixed(2).padStart(6)).join("  ")}`);
+    return { same, forwarded, unary, cpuSameMs, cpuForwardedMs, cpuUnaryMs, floorUnaryMs: median(floors.unary), floorStreamMs: median(floors.stream), cpuByProcessMs: ways.map((w) => perCall(w).map((c) => round(c, 2))) };
   } finally {
     await agent.stop();
     await phone.close();
@@ -537,7 +571,7 @@ async function main(): Promise<void> {
       // Replicas of their own: replica 2 forwards by unary CallAgent, as before links.
       await three?.stop();
       three = await start(dir.path, "forwarded", await newDatabase(cluster.url, "farm_forwarded"), 3, (i): Record<string, string> => (i === 2 ? { FARM_REPLICA_LINKS: "off" } : {}));
-      const { same, forwarded, unary, cpuSameMs, cpuForwardedMs, cpuUnaryMs } = await forwardedFigures(dir.path, three);
+      const { same, forwarded, unary, cpuSameMs, cpuForwardedMs, cpuUnaryMs, floorUnaryMs, floorStreamMs, cpuByProcessMs } = await forwardedFigures(dir.path, three);
       const added = median(forwarded) - median(same);
       const addedUnary = median(unary) - median(same);
       Object.assign(report, {
@@ -554,6 +588,9 @@ async function main(): Promise<void> {
         unaryForwardedCpuPerCallMs: round(cpuUnaryMs, 2),
         linkToUnaryAddedLatency: round(added / addedUnary, 2),
         linkToUnaryAddedCpu: round((cpuForwardedMs - cpuSameMs) / (cpuUnaryMs - cpuSameMs), 2),
+        floorUnaryHopMs: round(floorUnaryMs, 3),
+        floorStreamRoundTripMs: round(floorStreamMs, 3),
+        cpuByProcessMs,
       });
       rows.push({
         measure: "read forwarded through another replica, added",
