@@ -10,6 +10,12 @@ import { createTestDatabase } from "@farm/coordinator/db/testing/test-postgres";
 import { adbConnect, SimDevice, startAdbServer, type AdbServer } from "../devsim/index.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
 import { makeTempDir, type TempDir } from "../support/temp-dir.js";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AsyncQueue } from "@farm/shared/async-queue";
+import { LinkRequestSchema, ReplicaService, type LinkRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { bearer } from "../support/fake-agent.js";
 
 interface Listed {
   serial: string;
@@ -118,6 +124,22 @@ describe("coordinator replicas on PostgreSQL", () => {
       body: JSON.stringify({ agentId: "x" }),
     });
     expect(forged.status).toBe(401);
+    // The link stream too (authenticated once, at its opening): a user token, and a forged replica credential.
+    const openLink = async (token: string) => {
+      const out = new AsyncQueue<LinkRequest>();
+      out.push(create(LinkRequestSchema, { id: 1n, kind: { case: "call", value: { agentId: "x", call: { method: "/farm.v1.DeviceService/GetOwnership" } } } }));
+      const link = createClient(ReplicaService, createGrpcTransport({ baseUrl: urlOf(0), interceptors: [bearer(token)] })).link(out);
+      try {
+        for await (const _ of link) return "answered";
+        return "ended";
+      } catch (err) {
+        return Code[ConnectError.from(err).code];
+      } finally {
+        out.close();
+      }
+    };
+    expect(await openLink(String(envs[0]?.["FARM_TOKEN"]))).toBe("PermissionDenied");
+    expect(await openLink(`farmr_00000000-0000-4000-8000-000000000000.${"A".repeat(43)}`)).toBe("Unauthenticated");
   });
 
   it("refuses a second agent presenting an attached agent's id through another replica, and keeps the first attached", async () => {

@@ -50,28 +50,51 @@ export class RemoteAgentSession extends AgentCaller {
     const client = this.clients.client(this.replicaId);
     if (!client) throw actionError(Errors.AGENT_OFFLINE, `the coordinator replica holding agent ${this.agentId} is gone`, { dispatched: false, ambiguous: false });
     const call = create(AgentCallSchema, { method, requestedBy: by.tokenName, requestedByAdmin: by.admin, request, ...(step ? { step } : {}) });
+    // The holding replica waits for the agent past the caller's deadline (AgentCaller.call): listen as long as a farm client does.
+    const timeoutMs = Math.max(1, callerDeadlineMs - Date.now()) + DEADLINE_GRACE_MS;
+    const callerDeadline = BigInt(Math.floor(callerDeadlineMs));
+    const link = this.clients.link(this.replicaId);
+    if (link) {
+      const sent = link.call({ agentId: this.agentId, call, callerDeadlineMs: callerDeadline }, timeoutMs);
+      try {
+        return await this.answered(sent.answer, cancelled, () => sent.cancel());
+      } catch (err) {
+        // A replica without Link (an older build) ran nothing: the call goes by CallAgent below.
+        if (!(link.unsupported && ConnectError.from(err).code === Code.Unimplemented)) throw err;
+      }
+    }
     const relayId = randomUUID();
-    // The caller went away: the holding replica tells the agent, and the call below still brings its answer (as AttachSession.exchange).
+    // Lost on the way, the cancel leaves the call to run as if it had not been sent: nothing more to tell.
+    const cancel = () => void client.cancelAgentCall({ agentId: this.agentId, relayId }, { timeoutMs: CANCEL_TIMEOUT_MS }).catch(() => {});
+    const answer = client.callAgent({ agentId: this.agentId, call, callerDeadlineMs: callerDeadline, relayId }, { timeoutMs }).then((res) => {
+      if (!res.result) throw actionError(Errors.AGENT_PROTOCOL_VIOLATION, "the replica holding the agent sent no result", { dispatched: null, ambiguous: true });
+      return res.result;
+    });
+    return this.answered(answer, cancelled, cancel);
+  }
+
+  /**
+   * A forwarded call's answer. The caller going away is passed on (`cancel`):
+   * the holding replica tells the agent, and the call still brings its answer
+   * (as AttachSession.exchange). A failure with the other replica's own error
+   * is its answer; any other is the hop lost, the call's outcome unknown.
+   */
+  private async answered(answer: Promise<AgentCallResult>, cancelled: AbortSignal | undefined, cancel: () => void): Promise<AgentCallResult> {
     const onCancel = () => {
       // A deadline is the agent's already (an earlier one): it answers for itself.
       if (ConnectError.from(cancelled?.reason).code === Code.DeadlineExceeded) return;
-      // Lost on the way, the cancel leaves the call to run as if it had not been sent: nothing more to tell.
-      client.cancelAgentCall({ agentId: this.agentId, relayId }, { timeoutMs: CANCEL_TIMEOUT_MS }).catch(() => {});
+      cancel();
     };
     cancelled?.addEventListener("abort", onCancel, { once: true });
     if (cancelled?.aborted) onCancel();
     try {
-      const res = await client.callAgent(
-        { agentId: this.agentId, call, callerDeadlineMs: BigInt(Math.floor(callerDeadlineMs)), relayId },
-        // The holding replica waits for the agent past the caller's deadline (AgentCaller.call): listen as long as a farm client does.
-        { timeoutMs: Math.max(1, callerDeadlineMs - Date.now()) + DEADLINE_GRACE_MS },
-      );
-      if (!res.result) throw actionError(Errors.AGENT_PROTOCOL_VIOLATION, "the replica holding the agent sent no result", { dispatched: null, ambiguous: true });
-      return res.result;
+      return await answer;
     } catch (err) {
       const ce = ConnectError.from(err);
       // The other replica's own answer (agent offline there, a deadline it judged): it knows the outcome.
       if (ce.findDetails(ErrorDetailSchema).length > 0) throw ce;
+      // A replica without Link: not the hop lost (the caller above goes by CallAgent).
+      if (ce.code === Code.Unimplemented) throw ce;
       // The hop itself failed: the call may or may not have reached the agent.
       throw actionError(Errors.AGENT_OFFLINE, `lost the coordinator replica holding agent ${this.agentId} mid-call: ${ce.rawMessage}`, { dispatched: null, ambiguous: true });
     } finally {

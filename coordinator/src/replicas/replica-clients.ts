@@ -6,6 +6,7 @@ import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import { wideWindowSessions } from "@farm/shared/http2-windows";
 import { ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { Membership } from "./membership.js";
+import { ReplicaLink } from "./replica-link.js";
 
 /**
  * Clients for the other replicas' ReplicaService, one kept HTTP/2
@@ -19,10 +20,17 @@ import type { Membership } from "./membership.js";
 export class ReplicaClients {
   private readonly clients = new Map<string, { url: string; client: Client<typeof ReplicaService> }>();
   private readonly gone = new Map<string, AbortController>();
+  private readonly links = new Map<string, { client: Client<typeof ReplicaService>; link: ReplicaLink }>();
 
-  constructor(private readonly membership: Membership) {
+  /** `links: false`: forwarded calls go by unary CallAgent only (the build before links; for comparing the two). */
+  constructor(
+    private readonly membership: Membership,
+    private readonly opts: { links?: boolean } = {},
+  ) {
     membership.events.on("gone", (id) => {
       this.clients.delete(id);
+      this.links.get(id)?.link.close();
+      this.links.delete(id);
       this.gone.get(id)?.abort();
       this.gone.delete(id);
     });
@@ -42,6 +50,31 @@ export class ReplicaClients {
       this.gone.set(replicaId, gone);
     }
     return gone.signal;
+  }
+
+  /**
+   * The link (ReplicaService.Link) to a live replica for forwarded calls,
+   * opened at first use and again after it ended; undefined when the
+   * replica is gone, does not know Link, or links are off.
+   */
+  link(replicaId: string): ReplicaLink | undefined {
+    if (this.opts.links === false) return undefined;
+    const client = this.client(replicaId);
+    if (!client) return undefined;
+    const kept = this.links.get(replicaId);
+    if (kept?.client === client) {
+      if (kept.link.unsupported) return undefined;
+      if (!kept.link.closed) return kept.link;
+    }
+    const link = new ReplicaLink(client, this.goneSignal(replicaId));
+    this.links.set(replicaId, { client, link });
+    return link;
+  }
+
+  /** Ends every link (this replica is leaving). */
+  closeLinks(): void {
+    for (const { link } of this.links.values()) link.close();
+    this.links.clear();
   }
 
   /** The client for a live replica, or undefined. */

@@ -3,7 +3,8 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { actionError, Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { ServeShellResponseSchema } from "@farm/shared/gen/farm/v1/agent_shell_service_pb";
 import { OpenShellResponseSchema, type OpenShellResponse } from "@farm/shared/gen/farm/v1/shell_service_pb";
-import { CallAgentResponseSchema, CancelAgentCallResponseSchema, HoldsAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import type { AgentCallResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
+import { type CallAgentRequest, CallAgentResponseSchema, CancelAgentCallResponseSchema, HoldsAgentResponseSchema, RelayShellResponseSchema, ReplicaService } from "@farm/shared/gen/farm/v1/replica_service_pb";
 import type { AdbTunnelDeps } from "../adb-tunnels/adb-tunnel-service.js";
 import { serveRelayAdbStream, serveRelayTunnel } from "../adb-tunnels/relayed-tunnel.js";
 import type { LiveScreenDeps } from "../live-screen/live-screen-service.js";
@@ -13,6 +14,7 @@ import { serveRelayLogcat } from "../live-logcat/relayed-logcat.js";
 import type { Registry } from "../registry/registry.js";
 import { AttachSession } from "../routing/agent-session.js";
 import { awaitJoin, SHELL_JOIN_TIMEOUT_MS, type ShellRelay } from "../routing/shell-relay.js";
+import { serveLink } from "./link-server.js";
 import { RelayedCalls } from "./relayed-calls.js";
 
 /** Output passed on in pieces no larger than this: well under ReplicaService's message cap. */
@@ -21,6 +23,17 @@ const RELAY_OUTPUT_CHUNK_BYTES = 64 * 1024;
 /** ReplicaService: what another replica asks of this one. */
 export function registerReplicaService(router: ConnectRouter, deps: { registry: Registry; relay: ShellRelay; screens: LiveScreenDeps; logcats: LogcatServiceDeps; tunnels: AdbTunnelDeps; relayed?: RelayedCalls }): void {
   const relayed = deps.relayed ?? new RelayedCalls();
+  /** Runs a call another replica sends on an agent attached here. */
+  const runHere = async (req: CallAgentRequest, signal: AbortSignal): Promise<AgentCallResult> => {
+    const call = req.call;
+    if (!call || call.method === "") throw invalidArgument("call", "a call is required");
+    const attached = deps.registry.agentSession(req.agentId);
+    // Only a stream this replica holds itself: a call is never passed on a second time.
+    if (!attached || !(attached.session instanceof AttachSession)) {
+      throw actionError(Errors.AGENT_OFFLINE, `agent ${req.agentId} is not attached to this coordinator replica`, { dispatched: false, ambiguous: false });
+    }
+    return attached.session.exchange(call.method, call.request, { tokenName: call.requestedBy, admin: call.requestedByAdmin }, Number(req.callerDeadlineMs), call.step, undefined, signal);
+  };
   router.service(ReplicaService, {
     holdsAgent(req) {
       const attached = deps.registry.agentSession(req.agentId);
@@ -29,21 +42,17 @@ export function registerReplicaService(router: ConnectRouter, deps: { registry: 
     },
 
     async callAgent(req) {
-      const call = req.call;
-      if (!call || call.method === "") throw invalidArgument("call", "a call is required");
-      const attached = deps.registry.agentSession(req.agentId);
-      // Only a stream this replica holds itself: a call is never passed on a second time.
-      if (!attached || !(attached.session instanceof AttachSession)) {
-        throw actionError(Errors.AGENT_OFFLINE, `agent ${req.agentId} is not attached to this coordinator replica`, { dispatched: false, ambiguous: false });
-      }
       // The caller there going away reaches the agent as a cancel from here (CancelAgentCall), its answer still sent back.
       const running = relayed.begin(req.agentId, req.relayId);
       try {
-        const result = await attached.session.exchange(call.method, call.request, { tokenName: call.requestedBy, admin: call.requestedByAdmin }, Number(req.callerDeadlineMs), call.step, undefined, running.signal);
-        return create(CallAgentResponseSchema, { result });
+        return create(CallAgentResponseSchema, { result: await runHere(req, running.signal) });
       } finally {
         running.end();
       }
+    },
+
+    link(requests, ctx) {
+      return serveLink(requests, ctx.signal, runHere);
     },
 
     cancelAgentCall(req) {

@@ -46,7 +46,8 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
   const store = createReplicaStore(opts.database);
   const membership = await Membership.join(store, { url: opts.url, log });
   const bus = await PgChangeBus.open(opts.databaseUrl, opts.database.pool, membership.id, log);
-  const clients = new ReplicaClients(membership);
+  // FARM_REPLICA_LINKS=off: forwarded calls by unary CallAgent, as before links (to compare the two in one run).
+  const clients = new ReplicaClients(membership, { links: process.env["FARM_REPLICA_LINKS"] !== "off" });
 
   const remoteOf = async (agentId: string): Promise<AgentSession | undefined> => {
     const row = await store.agentReplica(agentId);
@@ -114,6 +115,7 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
     async close() {
       const ours = registry.localAgents();
       await membership.leave();
+      clients.closeLinks();
       for (const agentId of ours) await bus.publish("agent", agentId).catch(failed("telling other replicas this one is leaving", agentId));
       await bus.close();
     },

@@ -10,6 +10,8 @@ import type { ServeShellResponse } from "./agent_shell_service_pb.js";
 import { file_farm_v1_agent_shell_service } from "./agent_shell_service_pb.js";
 import type { DeviceTarget } from "./device_service_pb.js";
 import { file_farm_v1_device_service } from "./device_service_pb.js";
+import type { ErrorDetail } from "./error_pb.js";
+import { file_farm_v1_error } from "./error_pb.js";
 import type { ScreenEvent } from "./live_screen_service_pb.js";
 import { file_farm_v1_live_screen_service } from "./live_screen_service_pb.js";
 import type { LogLine } from "./logcat_service_pb.js";
@@ -23,7 +25,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file farm/v1/replica_service.proto.
  */
 export const file_farm_v1_replica_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQipgEKElJlbGF5TG9nY2F0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBITCgtwaHlzaWNhbF9pZBgDIAEoCRIQCghsZWFzZV9pZBgEIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBSABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAYgASgIIkcKE1JlbGF5TG9nY2F0UmVzcG9uc2USHwoFbGluZXMYASADKAsyEC5mYXJtLnYxLkxvZ0xpbmUSDwoHZHJvcHBlZBgCIAEoDSJgChJSZWxheVR1bm5lbFJlcXVlc3QSKgoFc3RhcnQYASABKAsyGS5mYXJtLnYxLlJlbGF5VHVubmVsU3RhcnRIABIWCgxjbG9zZV9yZWFzb24YAiABKAlIAEIGCgRraW5kIoQBChBSZWxheVR1bm5lbFN0YXJ0EhAKCGFnZW50X2lkGAEgASgJEhEKCXR1bm5lbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSEwoLcGh5c2ljYWxfaWQYBCABKAkSEAoIbGVhc2VfaWQYBSABKAkSFAoMcmVxdWVzdGVkX2J5GAYgASgJIjIKE1JlbGF5VHVubmVsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSABCBgoEa2luZCJeChVSZWxheUFkYlN0cmVhbVJlcXVlc3QSLQoFc3RhcnQYASABKAsyHC5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJPChNSZWxheUFkYlN0cmVhbVN0YXJ0EhEKCXR1bm5lbF9pZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJEhQKDHJlcXVlc3RlZF9ieRgDIAEoCSJCChZSZWxheUFkYlN0cmVhbVJlc3BvbnNlEhAKBm9wZW5lZBgBIAEoCEgAEg4KBGRhdGEYAiABKAxIAEIGCgRraW5kInQKEENhbGxBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSIAoEY2FsbBgCIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsEhoKEmNhbGxlcl9kZWFkbGluZV9tcxgDIAEoAxIQCghyZWxheV9pZBgEIAEoCSI8ChZDYW5jZWxBZ2VudENhbGxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhAKCHJlbGF5X2lkGAIgASgJIioKF0NhbmNlbEFnZW50Q2FsbFJlc3BvbnNlEg8KB3J1bm5pbmcYASABKAgiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMrkFCg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElwKD0NhbmNlbEFnZW50Q2FsbBIfLmZhcm0udjEuQ2FuY2VsQWdlbnRDYWxsUmVxdWVzdBogLmZhcm0udjEuQ2FuY2VsQWdlbnRDYWxsUmVzcG9uc2UiBqK7GAIIBxJRCgpSZWxheVNoZWxsEhouZmFybS52MS5SZWxheVNoZWxsUmVxdWVzdBobLmZhcm0udjEuUmVsYXlTaGVsbFJlc3BvbnNlIgaiuxgCCAcoATABElIKC1JlbGF5U2NyZWVuEhsuZmFybS52MS5SZWxheVNjcmVlblJlcXVlc3QaHC5mYXJtLnYxLlJlbGF5U2NyZWVuUmVzcG9uc2UiBqK7GAIIBzABElIKC1JlbGF5TG9nY2F0EhsuZmFybS52MS5SZWxheUxvZ2NhdFJlcXVlc3QaHC5mYXJtLnYxLlJlbGF5TG9nY2F0UmVzcG9uc2UiBqK7GAIIBzABElQKC1JlbGF5VHVubmVsEhsuZmFybS52MS5SZWxheVR1bm5lbFJlcXVlc3QaHC5mYXJtLnYxLlJlbGF5VHVubmVsUmVzcG9uc2UiBqK7GAIIBygBMAESXQoOUmVsYXlBZGJTdHJlYW0SHi5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtUmVxdWVzdBofLmZhcm0udjEuUmVsYXlBZGJTdHJlYW1SZXNwb25zZSIGorsYAggHKAEwAWIGcHJvdG8z", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_live_screen_service, file_farm_v1_logcat_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
+  fileDesc("Ch1mYXJtL3YxL3JlcGxpY2Ffc2VydmljZS5wcm90bxIHZmFybS52MSKmAQoSUmVsYXlTY3JlZW5SZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEiUKBnRhcmdldBgCIAEoCzIVLmZhcm0udjEuRGV2aWNlVGFyZ2V0EhMKC3BoeXNpY2FsX2lkGAMgASgJEhAKCGxlYXNlX2lkGAQgASgJEhQKDHJlcXVlc3RlZF9ieRgFIAEoCRIaChJyZXF1ZXN0ZWRfYnlfYWRtaW4YBiABKAgiOgoTUmVsYXlTY3JlZW5SZXNwb25zZRIjCgVldmVudBgBIAEoCzIULmZhcm0udjEuU2NyZWVuRXZlbnQipgEKElJlbGF5TG9nY2F0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIlCgZ0YXJnZXQYAiABKAsyFS5mYXJtLnYxLkRldmljZVRhcmdldBITCgtwaHlzaWNhbF9pZBgDIAEoCRIQCghsZWFzZV9pZBgEIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBSABKAkSGgoScmVxdWVzdGVkX2J5X2FkbWluGAYgASgIIkcKE1JlbGF5TG9nY2F0UmVzcG9uc2USHwoFbGluZXMYASADKAsyEC5mYXJtLnYxLkxvZ0xpbmUSDwoHZHJvcHBlZBgCIAEoDSJgChJSZWxheVR1bm5lbFJlcXVlc3QSKgoFc3RhcnQYASABKAsyGS5mYXJtLnYxLlJlbGF5VHVubmVsU3RhcnRIABIWCgxjbG9zZV9yZWFzb24YAiABKAlIAEIGCgRraW5kIoQBChBSZWxheVR1bm5lbFN0YXJ0EhAKCGFnZW50X2lkGAEgASgJEhEKCXR1bm5lbF9pZBgCIAEoCRIOCgZzZXJpYWwYAyABKAkSEwoLcGh5c2ljYWxfaWQYBCABKAkSEAoIbGVhc2VfaWQYBSABKAkSFAoMcmVxdWVzdGVkX2J5GAYgASgJIjIKE1JlbGF5VHVubmVsUmVzcG9uc2USEwoJYWN0aW9uX2lkGAEgASgJSABCBgoEa2luZCJeChVSZWxheUFkYlN0cmVhbVJlcXVlc3QSLQoFc3RhcnQYASABKAsyHC5mYXJtLnYxLlJlbGF5QWRiU3RyZWFtU3RhcnRIABIOCgRkYXRhGAIgASgMSABCBgoEa2luZCJPChNSZWxheUFkYlN0cmVhbVN0YXJ0EhEKCXR1bm5lbF9pZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJEhQKDHJlcXVlc3RlZF9ieRgDIAEoCSJCChZSZWxheUFkYlN0cmVhbVJlc3BvbnNlEhAKBm9wZW5lZBgBIAEoCEgAEg4KBGRhdGEYAiABKAxIAEIGCgRraW5kInQKEENhbGxBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSIAoEY2FsbBgCIAEoCzISLmZhcm0udjEuQWdlbnRDYWxsEhoKEmNhbGxlcl9kZWFkbGluZV9tcxgDIAEoAxIQCghyZWxheV9pZBgEIAEoCSI8ChZDYW5jZWxBZ2VudENhbGxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhAKCHJlbGF5X2lkGAIgASgJIioKF0NhbmNlbEFnZW50Q2FsbFJlc3BvbnNlEg8KB3J1bm5pbmcYASABKAgiPQoRQ2FsbEFnZW50UmVzcG9uc2USKAoGcmVzdWx0GAEgASgLMhguZmFybS52MS5BZ2VudENhbGxSZXN1bHQiXgoLTGlua1JlcXVlc3QSCgoCaWQYASABKAQSKQoEY2FsbBgCIAEoCzIZLmZhcm0udjEuQ2FsbEFnZW50UmVxdWVzdEgAEhAKBmNhbmNlbBgDIAEoCEgAQgYKBGtpbmQicwoMTGlua1Jlc3BvbnNlEgoKAmlkGAEgASgEEioKBnJlc3VsdBgCIAEoCzIYLmZhcm0udjEuQWdlbnRDYWxsUmVzdWx0SAASIwoFZXJyb3IYAyABKAsyEi5mYXJtLnYxLkxpbmtFcnJvckgAQgYKBGtpbmQiUgoJTGlua0Vycm9yEg4KBnN0YXR1cxgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiQKBmRldGFpbBgDIAEoCzIULmZhcm0udjEuRXJyb3JEZXRhaWwiYgoRUmVsYXlTaGVsbFJlcXVlc3QSFAoKc2Vzc2lvbl9pZBgBIAEoCUgAEi8KCHRvX2FnZW50GAIgASgLMhsuZmFybS52MS5TZXJ2ZVNoZWxsUmVzcG9uc2VIAEIGCgRraW5kInAKElJlbGF5U2hlbGxSZXNwb25zZRIPCgVyZWFkeRgBIAEoCEgAEhAKBmpvaW5lZBgCIAEoCEgAEi8KCXRvX2NhbGxlchgDIAEoCzIaLmZhcm0udjEuT3BlblNoZWxsUmVzcG9uc2VIAEIGCgRraW5kIiUKEUhvbGRzQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiIKEkhvbGRzQWdlbnRSZXNwb25zZRIMCgRoZWxkGAEgASgIMvoFCg5SZXBsaWNhU2VydmljZRJNCgpIb2xkc0FnZW50EhouZmFybS52MS5Ib2xkc0FnZW50UmVxdWVzdBobLmZhcm0udjEuSG9sZHNBZ2VudFJlc3BvbnNlIgaiuxgCCAcSSgoJQ2FsbEFnZW50EhkuZmFybS52MS5DYWxsQWdlbnRSZXF1ZXN0GhouZmFybS52MS5DYWxsQWdlbnRSZXNwb25zZSIGorsYAggHElwKD0NhbmNlbEFnZW50Q2FsbBIfLmZhcm0udjEuQ2FuY2VsQWdlbnRDYWxsUmVxdWVzdBogLmZhcm0udjEuQ2FuY2VsQWdlbnRDYWxsUmVzcG9uc2UiBqK7GAIIBxI/CgRMaW5rEhQuZmFybS52MS5MaW5rUmVxdWVzdBoVLmZhcm0udjEuTGlua1Jlc3BvbnNlIgaiuxgCCAcoATABElEKClJlbGF5U2hlbGwSGi5mYXJtLnYxLlJlbGF5U2hlbGxSZXF1ZXN0GhsuZmFybS52MS5SZWxheVNoZWxsUmVzcG9uc2UiBqK7GAIIBygBMAESUgoLUmVsYXlTY3JlZW4SGy5mYXJtLnYxLlJlbGF5U2NyZWVuUmVxdWVzdBocLmZhcm0udjEuUmVsYXlTY3JlZW5SZXNwb25zZSIGorsYAggHMAESUgoLUmVsYXlMb2djYXQSGy5mYXJtLnYxLlJlbGF5TG9nY2F0UmVxdWVzdBocLmZhcm0udjEuUmVsYXlMb2djYXRSZXNwb25zZSIGorsYAggHMAESVAoLUmVsYXlUdW5uZWwSGy5mYXJtLnYxLlJlbGF5VHVubmVsUmVxdWVzdBocLmZhcm0udjEuUmVsYXlUdW5uZWxSZXNwb25zZSIGorsYAggHKAEwARJdCg5SZWxheUFkYlN0cmVhbRIeLmZhcm0udjEuUmVsYXlBZGJTdHJlYW1SZXF1ZXN0Gh8uZmFybS52MS5SZWxheUFkYlN0cmVhbVJlc3BvbnNlIgaiuxgCCAcoATABYgZwcm90bzM", [file_farm_v1_agent_service, file_farm_v1_agent_shell_service, file_farm_v1_device_service, file_farm_v1_error, file_farm_v1_live_screen_service, file_farm_v1_logcat_service, file_farm_v1_method_rules, file_farm_v1_shell_service]);
 
 /**
  * @generated from message farm.v1.RelayScreenRequest
@@ -457,6 +459,116 @@ export const CallAgentResponseSchema: GenMessage<CallAgentResponse> = /*@__PURE_
   messageDesc(file_farm_v1_replica_service, 13);
 
 /**
+ * @generated from message farm.v1.LinkRequest
+ */
+export type LinkRequest = Message<"farm.v1.LinkRequest"> & {
+  /**
+   * Chosen by the sending replica, unique on its stream: the answer and a
+   * cancel name it.
+   *
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from oneof farm.v1.LinkRequest.kind
+   */
+  kind: {
+    /**
+     * A call to run on an agent attached here (as CallAgent; relay_id unused).
+     *
+     * @generated from field: farm.v1.CallAgentRequest call = 2;
+     */
+    value: CallAgentRequest;
+    case: "call";
+  } | {
+    /**
+     * The caller of call `id` went away (as CancelAgentCall): the agent is
+     * told, and the call still answers with what the agent did.
+     *
+     * @generated from field: bool cancel = 3;
+     */
+    value: boolean;
+    case: "cancel";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.LinkRequest.
+ * Use `create(LinkRequestSchema)` to create a new message.
+ */
+export const LinkRequestSchema: GenMessage<LinkRequest> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 14);
+
+/**
+ * @generated from message farm.v1.LinkResponse
+ */
+export type LinkResponse = Message<"farm.v1.LinkResponse"> & {
+  /**
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from oneof farm.v1.LinkResponse.kind
+   */
+  kind: {
+    /**
+     * The agent's answer, as CallAgent's.
+     *
+     * @generated from field: farm.v1.AgentCallResult result = 2;
+     */
+    value: AgentCallResult;
+    case: "result";
+  } | {
+    /**
+     * The call failed here (the agent not attached, a deadline this replica
+     * judged): the error CallAgent would have answered.
+     *
+     * @generated from field: farm.v1.LinkError error = 3;
+     */
+    value: LinkError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message farm.v1.LinkResponse.
+ * Use `create(LinkResponseSchema)` to create a new message.
+ */
+export const LinkResponseSchema: GenMessage<LinkResponse> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 15);
+
+/**
+ * @generated from message farm.v1.LinkError
+ */
+export type LinkError = Message<"farm.v1.LinkError"> & {
+  /**
+   * The gRPC status code.
+   *
+   * @generated from field: int32 status = 1;
+   */
+  status: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: farm.v1.ErrorDetail detail = 3;
+   */
+  detail?: ErrorDetail | undefined;
+};
+
+/**
+ * Describes the message farm.v1.LinkError.
+ * Use `create(LinkErrorSchema)` to create a new message.
+ */
+export const LinkErrorSchema: GenMessage<LinkError> = /*@__PURE__*/
+  messageDesc(file_farm_v1_replica_service, 16);
+
+/**
  * @generated from message farm.v1.RelayShellRequest
  */
 export type RelayShellRequest = Message<"farm.v1.RelayShellRequest"> & {
@@ -487,7 +599,7 @@ export type RelayShellRequest = Message<"farm.v1.RelayShellRequest"> & {
  * Use `create(RelayShellRequestSchema)` to create a new message.
  */
 export const RelayShellRequestSchema: GenMessage<RelayShellRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 14);
+  messageDesc(file_farm_v1_replica_service, 17);
 
 /**
  * @generated from message farm.v1.RelayShellResponse
@@ -528,7 +640,7 @@ export type RelayShellResponse = Message<"farm.v1.RelayShellResponse"> & {
  * Use `create(RelayShellResponseSchema)` to create a new message.
  */
 export const RelayShellResponseSchema: GenMessage<RelayShellResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 15);
+  messageDesc(file_farm_v1_replica_service, 18);
 
 /**
  * @generated from message farm.v1.HoldsAgentRequest
@@ -545,7 +657,7 @@ export type HoldsAgentRequest = Message<"farm.v1.HoldsAgentRequest"> & {
  * Use `create(HoldsAgentRequestSchema)` to create a new message.
  */
 export const HoldsAgentRequestSchema: GenMessage<HoldsAgentRequest> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 16);
+  messageDesc(file_farm_v1_replica_service, 19);
 
 /**
  * @generated from message farm.v1.HoldsAgentResponse
@@ -562,7 +674,7 @@ export type HoldsAgentResponse = Message<"farm.v1.HoldsAgentResponse"> & {
  * Use `create(HoldsAgentResponseSchema)` to create a new message.
  */
 export const HoldsAgentResponseSchema: GenMessage<HoldsAgentResponse> = /*@__PURE__*/
-  messageDesc(file_farm_v1_replica_service, 17);
+  messageDesc(file_farm_v1_replica_service, 20);
 
 /**
  * What coordinator replicas ask each other. A call that lands on a replica
@@ -609,6 +721,23 @@ export const ReplicaService: GenService<{
     methodKind: "unary";
     input: typeof CancelAgentCallRequestSchema;
     output: typeof CancelAgentCallResponseSchema;
+  },
+  /**
+   * One long-lived stream per pair of replicas for forwarded agent calls:
+   * the work of CallAgent and CancelAgentCall as messages matched by id, so
+   * a call costs no HTTP/2 stream, headers or credential check of its own
+   * (the stream is authenticated once, as a replica's). The caller's
+   * identity travels in each AgentCall, decided where the call landed, as
+   * for CallAgent. Either side ending the stream fails the calls still
+   * waiting on it (their outcome unknown to the sender); a replica that
+   * does not know Link answers UNIMPLEMENTED and is called by CallAgent.
+   *
+   * @generated from rpc farm.v1.ReplicaService.Link
+   */
+  link: {
+    methodKind: "bidi_streaming";
+    input: typeof LinkRequestSchema;
+    output: typeof LinkResponseSchema;
   },
   /**
    * Carries an interactive shell between the replica that took the caller's
