@@ -107,6 +107,38 @@ describe("Liveness", () => {
     expect(ended).toHaveLength(1);
   });
 
+  it("does not count the time its reports wait to be written against an agent, and counts its silence from the write's end", async () => {
+    opened = openDatabase(":memory:");
+    const store = new SqliteRegistryStore(opened.db);
+    // The database is slow (as a replica's pool is when a fleet attaches): the inventory's write waits until let go.
+    let letGo: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const replaceDevices = store.replaceDevices.bind(store);
+    store.replaceDevices = async (...args) => {
+      await held;
+      return await replaceDevices(...args);
+    };
+    const registry = await Registry.open(store, { heartbeatMisses: 2, now: clock });
+    const ended: Error[] = [];
+    await registry.attach(hello, { terminate: (e) => ended.push(e) });
+    registry.heartbeat("a-1");
+    const written = registry.replaceInventory("a-1", []);
+    // Far past two intervals while the write waits: the agent's heartbeats wait unread behind it, so it is not ended.
+    now += 5_000;
+    const sweeping = registry.sweep();
+    expect(ended).toEqual([]);
+    expect(await sweeping).toEqual([]);
+    letGo();
+    await written;
+    // Its silence counts from the write's end: two intervals later it is in time, a millisecond more and it is not.
+    now += 2_000;
+    expect(await registry.sweep()).toEqual([]);
+    now += 1;
+    expect(await registry.sweep()).toEqual(["a-1"]);
+    expect(ended.map(codeOf)).toEqual(["AGENT_HEARTBEAT_MISSED"]);
+    expect(ended[0]?.message).toContain("no heartbeat for 7001 ms");
+  });
+
   it("skips sweeps before the earliest deadline, yet ends on time an agent that attached since with a shorter interval", async () => {
     opened = openDatabase(":memory:");
     const registry = await Registry.open(new SqliteRegistryStore(opened.db), { heartbeatMisses: 2, now: clock });

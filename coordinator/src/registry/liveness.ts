@@ -9,6 +9,13 @@ export interface LiveAgent {
   readonly id: string;
   readonly heartbeatIntervalMs: number;
   readonly lastHeartbeatAt: number | null;
+  /**
+   * Writes of this agent's reports still running (or queued) here: its next
+   * messages, heartbeats included, wait unread on its stream meanwhile.
+   */
+  readonly writing?: number;
+  /** When the last of those writes ended: the agent's silence counts from then at the earliest. */
+  readonly writtenAt?: number;
 }
 
 /**
@@ -44,8 +51,8 @@ export class Liveness {
 
   /** Counts this agent's deadline (it attached, or was read again): the next sweep looks at every agent if it comes first. */
   track(agent: LiveAgent): void {
-    if (agent.lastHeartbeatAt === null) return;
-    this.earliestDeadline = Math.min(this.earliestDeadline, agent.lastHeartbeatAt + agent.heartbeatIntervalMs * this.misses);
+    const deadline = deadlineOf(agent, this.misses);
+    if (deadline !== undefined) this.earliestDeadline = Math.min(this.earliestDeadline, deadline);
   }
 
   /**
@@ -60,9 +67,8 @@ export class Liveness {
 
   /** The error that ends an overdue agent's session, or undefined while it is in time (exactly at the deadline it still is). */
   overdue(agent: LiveAgent, now: number): Error | undefined {
-    if (agent.lastHeartbeatAt === null) return undefined;
-    const deadline = agent.lastHeartbeatAt + agent.heartbeatIntervalMs * this.misses;
-    if (now <= deadline) return undefined;
+    const deadline = deadlineOf(agent, this.misses);
+    if (deadline === undefined || agent.lastHeartbeatAt === null || now <= deadline) return undefined;
     return farmError(
       Errors.AGENT_HEARTBEAT_MISSED,
       `no heartbeat for ${now - agent.lastHeartbeatAt} ms (${this.misses} intervals of ${agent.heartbeatIntervalMs} ms)`,
@@ -102,4 +108,17 @@ export class Liveness {
     this.dirty.delete(agentId);
     this.announcedAt.delete(agentId);
   }
+}
+
+/**
+ * When an agent that stays silent becomes overdue: `misses` intervals after
+ * its last heartbeat, or after this coordinator last finished writing its
+ * reports, whichever is later. While such a write runs, none: the agent's
+ * messages wait unread behind it (on replicas, behind other agents' writes
+ * queued for the database), and this coordinator's own slowness must not
+ * end a live agent's session. Undefined also before its first heartbeat.
+ */
+function deadlineOf(agent: LiveAgent, misses: number): number | undefined {
+  if (agent.lastHeartbeatAt === null || (agent.writing ?? 0) > 0) return undefined;
+  return Math.max(agent.lastHeartbeatAt, agent.writtenAt ?? 0) + agent.heartbeatIntervalMs * misses;
 }

@@ -116,6 +116,9 @@ interface AgentEntry extends AgentRow {
   transport: string;
   /** Why its last stream ended (e.g. "token revoked"); a new attach starts without one. */
   offlineReason?: string;
+  /** Its reports being written here, and when the last such write ended (liveness waits for them: see deadlineOf). */
+  writing?: number;
+  writtenAt?: number;
 }
 
 /**
@@ -310,7 +313,29 @@ export class Registry {
 
   /** Replaces everything known about this agent's devices. */
   replaceInventory(agentId: string, reports: DeviceReport[]): Promise<void> {
-    return this.serialized(() => this.replaceStored(agentId, reports));
+    return this.writingFor(agentId, () => this.serialized(() => this.replaceStored(agentId, reports)));
+  }
+
+  /**
+   * Runs a write of what this agent reported, queue wait included. Its
+   * stream is not read meanwhile, so the time is not counted against its
+   * heartbeats: at a fleet's first start, hundreds of inventories queue for
+   * the store, and an agent waiting its turn was being ended for heartbeats
+   * it had sent and that were waiting unread.
+   */
+  private async writingFor<T>(agentId: string, write: () => Promise<T>): Promise<T> {
+    const entry = this.agents.get(agentId);
+    if (!entry) return await write();
+    entry.writing = (entry.writing ?? 0) + 1;
+    try {
+      return await write();
+    } finally {
+      entry.writing -= 1;
+      if (entry.writing === 0) {
+        entry.writtenAt = this.now();
+        this.liveness.track(entry);
+      }
+    }
   }
 
   private async replaceStored(agentId: string, reports: DeviceReport[]): Promise<void> {
@@ -338,7 +363,7 @@ export class Registry {
   }
 
   upsertDevice(agentId: string, report: DeviceReport): Promise<void> {
-    return this.serialized(() => this.upsertStored(agentId, report));
+    return this.writingFor(agentId, () => this.serialized(() => this.upsertStored(agentId, report)));
   }
 
   private async upsertStored(agentId: string, report: DeviceReport): Promise<void> {
@@ -365,6 +390,10 @@ export class Registry {
   }
 
   removeDevice(agentId: string, serial: string): Promise<void> {
+    return this.writingFor(agentId, () => this.removeDeviceStored(agentId, serial));
+  }
+
+  private removeDeviceStored(agentId: string, serial: string): Promise<void> {
     return this.serialized(async () => {
       const entry = this.requireAgent(agentId);
       await this.store.deleteDevice(agentId, serial);
