@@ -34,7 +34,8 @@ export const deviceShell = leaf({
   options: shellOptions,
   mutation: true,
   examples: ["farm shell --device SERIAL -- getprop ro.product.model", "farm shell --device SERIAL"],
-  load: async () => (await import("../commands/device.js")).shell,
+  // One request without Connect or protobuf-es for a plain `farm shell -- …`; commands/device.js's shell otherwise (hot/hot-shell.ts).
+  load: async () => (await import("../hot/hot-shell.js")).hotShell,
 });
 
 export const inputOptions = {
