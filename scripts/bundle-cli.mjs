@@ -82,6 +82,7 @@ const HOT_ENTRY = {
     "cli/dist/commands/devices.js",
     "cli/dist/commands/device.js",
     "cli/dist/hot/hot-shell.js",
+    "cli/dist/hot/hot-devices.js",
     "cli/dist/hot/one-call-replay.js",
     "@farm/shared/gen/farm/v1/device_service_pb",
     "@farm/client/to-farm-error",
