@@ -11,7 +11,7 @@ import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import { DeviceSchema } from "./gen/farm/v1/registry_pb.js";
 import { ListDevicesResponseSchema } from "./gen/farm/v1/registry_service_pb.js";
 import { hotDeviceJson } from "./hot-device-json.js";
-import { readPlainPage } from "./list-devices-decode.js";
+import { readPlainPage } from "./list-devices-read.js";
 import { seededRandom } from "./testing/seeded-random.js";
 
 function randomString(rand: () => number): string {

@@ -1,6 +1,6 @@
 import { hotDeviceJson } from "@farm/shared/hot-device-json";
 import { encodeListDevicesRequest } from "@farm/shared/hot-shell-codec";
-import { readPlainPage } from "@farm/shared/list-devices-decode";
+import { readPlainPage } from "@farm/shared/list-devices-read";
 import { printDevices } from "../commands/devices-table.js";
 import type { deviceListOptions } from "../tree/device-commands.js";
 import type { Action } from "../tree/spec.js";

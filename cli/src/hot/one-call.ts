@@ -1,5 +1,6 @@
-import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
-import { noDelaySessionOptions } from "@farm/shared/no-delay";
+import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type ClientSessionOptions, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
+import { connect as tcpConnect, isIP } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 
 /**
  * One gRPC request on a fresh `node:http2` session, recorded: what the hot
@@ -86,7 +87,7 @@ export function oneCall(req: OneCallRequest): Promise<OneCallOutcome> {
     };
     const onStop = () => cancel("stopped");
     try {
-      session = connect(req.origin, { ...noDelaySessionOptions(req.ca ? { ca: req.ca } : {}), settings: { initialWindowSize: STREAM_WINDOW_BYTES } });
+      session = connect(req.origin, { ...noDelaySession(req.ca), settings: { initialWindowSize: STREAM_WINDOW_BYTES } });
     } catch (error) {
       resolve({ sent: false, error });
       return;
@@ -121,6 +122,25 @@ export function oneCall(req: OneCallRequest): Promise<OneCallOutcome> {
     });
     s.end(req.body);
   });
+}
+
+/**
+ * The socket as shared/src/no-delay.ts makes it for the usual transport
+ * (Nagle off; TLS with ALPN h2, the host as servername unless it is an IP
+ * address, --ca-file's roots), written out here: that module's imports
+ * (farm's error table, Connect) cost the hot path its protobuf-es
+ * descriptors.
+ */
+function noDelaySession(ca: Buffer | undefined): ClientSessionOptions {
+  return {
+    createConnection: (authority: URL) => {
+      const port = Number(authority.port) || (authority.protocol === "https:" ? 443 : 80);
+      const host = authority.hostname.replace(/^\[|\]$/g, "");
+      return authority.protocol === "https:"
+        ? tlsConnect({ host, port, ALPNProtocols: ["h2"], ...(isIP(host) ? {} : { servername: host }), ...(ca ? { ca } : {}) }).setNoDelay(true)
+        : tcpConnect({ host, port, noDelay: true });
+    },
+  };
 }
 
 /** A message framed as gRPC sends it: no compression, a 4-byte big-endian length. */
