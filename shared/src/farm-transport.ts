@@ -137,7 +137,7 @@ function withDeadlineGrace(transport: Transport, graceMs = DEADLINE_GRACE_MS): T
 }
 
 /** This client's own give-up (Connect's bare deadline error) as a farm error; any other error as it is. */
-function gaveUp(err: unknown, method: DescMethod, input: unknown, timeoutMs: number | undefined, graceMs: number): unknown {
+export function gaveUp(err: unknown, method: DescMethod, input: unknown, timeoutMs: number | undefined, graceMs: number): unknown {
   const ce = ConnectError.from(err);
   if (ce.code !== Code.DeadlineExceeded || ce.findDetails(ErrorDetailSchema).length > 0 || timeoutMs === undefined) return err;
   const rules = rulesOf(method);

@@ -9,7 +9,12 @@
  * instant and one under the pixel-usb latency profile; `farm shell -- true`
  * is set against `adb shell true` on the same phone.
  *
- *   node test/dist/bench/cli-cold-start.js [--runs 30] [--callgrind]
+ *   node test/dist/bench/cli-cold-start.js [--runs 30] [--callgrind] [--baseline farm-cli-X.tgz]
+ *
+ * --baseline installs another packed CLI (e.g. `make pack` of main) beside
+ * this one and times its `farm devices` and pixel-usb `farm shell -- true`
+ * in the same interleaved rounds (and, with --callgrind, counts them): a
+ * before/after of a change on one loaded machine.
  *
  * --callgrind also counts the instructions (valgrind's callgrind, every
  * thread) of one run each of `node -e 0`, `farm --version`, `farm devices`,
@@ -27,17 +32,18 @@
  * socket connects), and printing and exiting (after the call's answer).
  */
 import { spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import { adbBinary } from "../devsim/index.js";
 import { farm, farmBin } from "../support/farm-process.js";
-import { installCli } from "../support/installed-cli.js";
+import { installCli, installTarball } from "../support/installed-cli.js";
 import { startLab } from "../support/lab.js";
 import { emitReport } from "./bench-report.js";
 import { median, percentile } from "./proc-stats.js";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "30" }, warmup: { type: "string", default: "3" }, callgrind: { type: "boolean", default: false } } });
+const { values } = parseArgs({ options: { runs: { type: "string", default: "30" }, warmup: { type: "string", default: "3" }, callgrind: { type: "boolean", default: false }, baseline: { type: "string" } } });
 const RUNS = Number(values.runs);
 const WARMUP = Number(values.warmup);
 
@@ -95,13 +101,16 @@ async function main(): Promise<void> {
     const t = performance.now();
     const cli = installCli(lab.dir.path);
     console.log(`bundled and installed in ${((performance.now() - t) / 1000).toFixed(1)} s into ${cli.prefix}`);
+    if (values.baseline) mkdirSync(join(lab.dir.path, "baseline"));
+    const baseline = values.baseline ? installTarball(join(lab.dir.path, "baseline"), values.baseline) : undefined;
+    if (baseline) console.log(`baseline ${values.baseline} installed into ${baseline.prefix}`);
     const { serial } = await lab.addDevice({ serialno: "COLD0001" });
     // The same pair on a phone under the pixel-usb latency profile: what a user sees.
     const { serial: usbSerial } = await lab.addDevice({ serialno: "COLD0002", latency: "pixel-usb", latencySeed: 4 });
-    const usbLease = await farm(["lease", "acquire", "--device", usbSerial, "--ttl", "10m"], lab.env);
+    const usbLease = await farm(["lease", "acquire", "--device", usbSerial, "--ttl", "60m"], lab.env);
     const usbToken = (usbLease.json["lease"] as { token: string } | undefined)?.token;
     if (!usbToken) throw new Error(`lease acquire failed: ${usbLease.stdout}${usbLease.stderr}`);
-    const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "10m"], lab.env);
+    const lease = await farm(["lease", "acquire", "--device", serial, "--ttl", "60m"], lab.env);
     const token = (lease.json["lease"] as { token: string } | undefined)?.token;
     if (!token) throw new Error(`lease acquire failed: ${lease.stdout}${lease.stderr}`);
 
@@ -121,11 +130,20 @@ async function main(): Promise<void> {
       mk("adb shell true (pixel-usb)", adbBinary(), ["-P", String(lab.adb.port), "-s", usbSerial, "shell", "true"]),
       { ...mk("farm shell -- true (pixel-usb, probed)", "farm", ["shell", "--verbose", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial, NODE_OPTIONS: `--import ${probe}` } },
     ];
+    // The baseline's commands, by absolute path (run by node, as callgrind runs `farm`).
+    const baseCases = baseline
+      ? [
+        mk("baseline: farm devices", node, [baseline.bin, "devices"]),
+        { ...mk("baseline: farm shell -- true (pixel-usb)", node, [baseline.bin, "shell", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial } },
+        mk("this: farm devices", node, [cli.bin, "devices"]),
+        { ...mk("this: farm shell -- true (pixel-usb)", node, [cli.bin, "shell", "--", "true"]), env: { ...env, FARM_LEASE: usbToken, FARM_DEVICE: usbSerial } },
+      ]
+      : [];
     const usbRpc: number[] = [];
     // Per probed run: Node's start and the process's end (the wall time the probe did not see), loading and config, the call, printing and exiting.
     const staged = { outside: [] as number[], load: [] as number[], call: [] as number[], after: [] as number[] };
     for (let i = 0; i < WARMUP + RUNS; i++) {
-      for (const c of cases) {
+      for (const c of [...cases, ...baseCases]) {
         const { ms, err } = await timeRun(c);
         if (i < WARMUP) continue;
         c.times.push(ms);
@@ -152,7 +170,11 @@ async function main(): Promise<void> {
     // Instructions (load-independent): one run each, against node -e 0's.
     const counted: Record<string, number> = {};
     if (values.callgrind) {
-      for (const c of [cases[0]!, cases[1]!, cases[3]!, cases[5]!, cases[6]!]) counted[c.name] = await instructions(c);
+      for (const c of [cases[0]!, cases[1]!, cases[3]!, cases[5]!, cases[6]!, ...baseCases]) {
+        counted[c.name] = await instructions(c);
+        // As they come: a count taken is kept even if a later one fails.
+        console.log(`  callgrind: ${c.name} ${counted[c.name]}`);
+      }
       const node0 = counted[cases[0]!.name] ?? 1;
       console.log("Instructions (callgrind, one run each, all threads):");
       for (const [name, n] of Object.entries(counted)) console.log(`  ${name.padEnd(34)} ${(n / 1e6).toFixed(0).padStart(6)} M  ${(n / node0).toFixed(2)}x node -e 0`);
@@ -163,6 +185,10 @@ async function main(): Promise<void> {
     for (const c of cases) {
       const s = stat(c);
       console.log(`  ${c.name.padEnd(34)} median ${s.median.toFixed(1).padStart(6)} ms  p90 ${s.p90.toFixed(1).padStart(6)} ms  ${s.ratio.toFixed(2)}x node -e 0`);
+    }
+    for (const c of baseCases) {
+      const s = stat(c);
+      console.log(`  ${c.name.padEnd(40)} median ${s.median.toFixed(1).padStart(6)} ms  p90 ${s.p90.toFixed(1).padStart(6)} ms  ${s.ratio.toFixed(2)}x node -e 0`);
     }
     const [, version, versionDist, devices, devicesDist, shell, adbShell, usbShell, usbAdbShell, probed] = cases.map(stat) as ReturnType<typeof stat>[];
     const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
@@ -235,6 +261,7 @@ async function main(): Promise<void> {
         probedCallMs: round(st.call),
         probedPrintExitMs: round(st.after),
         ...(values.callgrind ? { instructions: counted } : {}),
+        ...(baseline ? { baselineMedianMs: Object.fromEntries(baseCases.map((c) => [c.name, round(median(c.times))])) } : {}),
       },
     );
   } finally {

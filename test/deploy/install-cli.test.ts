@@ -189,7 +189,59 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
       const stopped = await runFarm(["evidence", "video", "stop", "--recording", join(bundle, "manifest.json")], leased);
       expect(stopped.json, stopped.stdout + stopped.stderr).toMatchObject({ ok: true, status: "complete", stored: true });
       expect(statSync(join(bundle, "video.mp4")).size).toBeGreaterThan(0);
+      // The phone goes back to the pool for the next test.
+      const released = await runFarm(["lease", "release"], leased);
+      expect(released.code, released.stdout + released.stderr).toBe(0);
     });
+
+    // 24 runs of the installed farm: half a minute quiet, minutes at load 25.
+    it("answers farm shell and farm devices through one request as the full client path does, refusals included", async () => {
+      const lease = await runFarm(["lease", "acquire", "--device", serial], env);
+      expect(lease.code, lease.stdout + lease.stderr).toBe(0);
+      const leased = { ...env, FARM_LEASE: (lease.json["lease"] as { token: string }).token };
+      // Counts fetch Headers made: Connect makes some for every call, the one-request path none.
+      const probe = join(dir.path, "headers-probe.cjs");
+      writeFileSync(probe, "const H = globalThis.Headers; let n = 0; globalThis.Headers = class extends H { constructor(...a) { super(...a); n++; } };\nprocess.once('exit', () => process.stderr.write('headers-probe ' + n + '\\n'));\n");
+      const made = (stderr: string) => Number(/^headers-probe (\d+)$/m.exec(stderr)?.[1] ?? Number.NaN);
+      // Ids and times differ from run to run (a table's "13s ago", and so its column widths, too); nothing else may.
+      const varying: [RegExp, string][] = [
+        [/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>"],
+        [/"actionId":"[^"]*"/g, "\"actionId\":\"<id>\""],
+        [/action [0-9A-Za-z_-]+/g, "action <id>"],
+        [/\b\d+ ms\b/g, "<n> ms"],
+        [/^headers-probe \d+\n/m, ""],
+        [/\b\d+[smhd] ago\b/g, "<t> ago"],
+        [/ +/g, " "],
+      ];
+      const same = (s: string) => varying.reduce((text, [re, by]) => text.replace(re, by), s);
+      // "plain": read by the one-request path itself; "replayed": its answer judged by the full client code; "full": the full path from the start.
+      const cases: [string, string[], NodeJS.ProcessEnv, "plain" | "replayed" | "full"][] = [
+        ["devices", ["devices"], env, "plain"],
+        ["devices, wide table", ["devices", "--output", "wide"], env, "plain"],
+        ["shell", ["shell", "--device", serial, "--", "echo", "hi"], leased, "plain"],
+        ["shell, exit 3 and stderr, pretty", ["shell", "--device", serial, "--output", "pretty", "--", "echo out; echo err >&2; exit 3"], leased, "plain"],
+        ["shell --verbose", ["shell", "--device", serial, "--verbose", "--", "true"], leased, "plain"],
+        ["shell without the lease (refused)", ["shell", "--device", serial, "--", "true"], env, "replayed"],
+        ["shell with another lease token (refused)", ["shell", "--device", serial, "--", "true"], { ...env, FARM_LEASE: "not-a-lease" }, "replayed"],
+        ["shell on an unknown device", ["shell", "--device", "NO-SUCH-PHONE", "--", "true"], leased, "replayed"],
+        ["shell with a bad token", ["shell", "--device", serial, "--", "true"], { ...leased, FARM_TOKEN: "not-a-token" }, "replayed"],
+        ["devices with a bad token", ["devices"], { ...env, FARM_TOKEN: "not-a-token" }, "full"],
+        ["shell, coordinator unreachable", ["shell", "--device", serial, "--", "true"], { ...leased, FARM_COORDINATOR: "http://127.0.0.1:1" }, "full"],
+        ["devices, coordinator unreachable", ["devices"], { ...env, FARM_COORDINATOR: "http://127.0.0.1:1" }, "full"],
+      ];
+      for (const [name, args, e, path] of cases) {
+        const probed = { ...e, NODE_OPTIONS: `--require ${probe}` };
+        const one = await runFarm(args, probed);
+        const full = await runFarm(args, { ...probed, FARM_ONE_CALL: "0" });
+        expect({ code: one.code, out: same(one.stdout), err: same(one.stderr) }, name).toEqual({ code: full.code, out: same(full.stdout), err: same(full.stderr) });
+        expect(made(full.stderr), name).toBeGreaterThan(0);
+        // A plain answer makes no Headers; a refusal is judged by the full client code (one-call-replay.ts), which does.
+        if (path === "plain") expect(made(one.stderr), name).toBe(0);
+        else expect(made(one.stderr), name).toBeGreaterThan(0);
+      }
+      const released = await runFarm(["lease", "release"], leased);
+      expect(released.code, released.stdout + released.stderr).toBe(0);
+    }, 300_000);
   });
 
   describe("the hot commands (farm shell, devices, screenshot, input)", () => {

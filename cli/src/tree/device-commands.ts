@@ -14,7 +14,8 @@ export const deviceList = leaf({
   summary: "List devices on every agent (wide: also manufacturer, ABI, boot id, pin, last update, quarantine reason)",
   options: deviceListOptions,
   examples: ["farm device list", "farm devices --state device -o wide"],
-  load: async () => (await import("../commands/devices.js")).listDevices,
+  // One request without Connect or protobuf-es for a one-page listing; commands/devices.js otherwise (hot/hot-devices.ts).
+  load: async () => (await import("../hot/hot-devices.js")).hotDevices,
 });
 
 export const deviceShowOptions = { ...clientOptions, agent: text("--agent <name>", "The agent, for a serial on two hosts") };
@@ -34,7 +35,8 @@ export const deviceShell = leaf({
   options: shellOptions,
   mutation: true,
   examples: ["farm shell --device SERIAL -- getprop ro.product.model", "farm shell --device SERIAL"],
-  load: async () => (await import("../commands/device.js")).shell,
+  // One request without Connect or protobuf-es for a plain `farm shell -- …`; commands/device.js's shell otherwise (hot/hot-shell.ts).
+  load: async () => (await import("../hot/hot-shell.js")).hotShell,
 });
 
 export const inputOptions = {
