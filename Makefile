@@ -12,7 +12,7 @@ help:
 	@echo "make demo   - start two simulated phones and farm standalone, list them"
 	@echo "make test   - install what is missing, build, run the checks and the unit tier (docs/testing.md)"
 	@echo "make e2e    - build, run the e2e tier: real coordinators, agents, adb and Chromium over loopback"
-	@echo "make test-all - both tiers, as CI runs them"
+	@echo "make test-all - the checks and both tiers in one run, as CI runs them"
 	@echo "make format - format the code (dprint); make lint checks it"
 	@echo "make bench  - run the benchmarks in test/bench"
 	@echo "make proto  - regenerate code from proto/ after a schema change"
@@ -82,7 +82,7 @@ format: deps
 # The checks (proto, migrations, lint) and the unit tier (state classes,
 # contract tests with an in-process agent, devsim), side by side.
 test: build
-	@scripts/test-unit.sh
+	@scripts/test-with-checks.sh --project unit
 
 # The e2e tier: real coordinator, agent, adb and Chromium processes over loopback.
 # E2E_WORKERS: files at a time. Three were measured on a quiet machine and were
@@ -91,7 +91,13 @@ E2E_WORKERS ?= 2
 e2e: build
 	npx vitest run --project e2e --maxWorkers=$(E2E_WORKERS)
 
-test-all: test e2e
+# Both tiers in one vitest run beside the checks, as CI runs them (.ci/run): one queue of
+# TEST_WORKERS files at a time, longest first over both tiers, so neither tier's tail leaves a
+# core idle (one tier after the other, two files at a time, left about half a core idle: the
+# figures are in docs/testing.md, "Where the time goes").
+TEST_WORKERS ?= 3
+test-all: build
+	@scripts/test-with-checks.sh --maxWorkers=$(TEST_WORKERS)
 
 demo: build
 	node test/dist/demo/main.js

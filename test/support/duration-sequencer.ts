@@ -3,8 +3,9 @@ import { relative } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
- * The order test files start in. Two workers take files from one queue, so
- * a long file started last is the run's tail: longest first. Vitest knows
+ * The order test files start in. Workers take files from one queue (both
+ * tiers' files when one run has both projects), so a long file started last
+ * is the run's tail: longest first. Vitest knows
  * the durations only from earlier runs on the same checkout (its cache in
  * node_modules/.vite), which a clean clone (CI) has not got: it then starts
  * the largest files first, and size says little (install-cli is short and
@@ -22,16 +23,14 @@ export class DurationSequencer extends BaseSequencer {
       const cached = this.ctx.cache.getFileTestResults(`${spec.project.name}:${path}`);
       return cached?.duration ?? recorded[path] ?? Number.POSITIVE_INFINITY;
     };
-    // From vitest's own order (projects one after the other; without durations, the largest files first),
-    // a stable sort: files with a duration longest first, unknown ones first and in vitest's order.
-    const byProject = new Map<string, TestSpecification[]>();
-    for (const spec of await super.sort(files)) byProject.set(spec.project.name, [...(byProject.get(spec.project.name) ?? []), spec]);
-    return [...byProject.values()].flatMap((specs) =>
-      specs.sort((a, b) => {
-        const [da, db] = [duration(a), duration(b)];
-        return da === db ? 0 : da > db ? -1 : 1;
-      })
-    );
+    // From vitest's own order (without durations, the largest files first), a stable sort over both
+    // tiers at once: files with a duration longest first, unknown ones first and in vitest's order.
+    // One run of both projects (`make test-all`) shares one queue of workers, so a long e2e file must
+    // not wait behind the unit tier's short ones.
+    return (await super.sort(files)).sort((a, b) => {
+      const [da, db] = [duration(a), duration(b)];
+      return da === db ? 0 : da > db ? -1 : 1;
+    });
   }
 }
 

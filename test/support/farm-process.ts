@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
-import { killWithThisProcess } from "./kill-with-this-process.js";
+import { killWithThisProcess } from "../devsim/host/kill-with-this-process.js";
 
 /** The built CLI entry point; tests run the real binary. */
 export const farmBin = createRequire(import.meta.url).resolve("@farm/cli/main");

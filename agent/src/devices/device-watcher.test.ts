@@ -10,14 +10,20 @@ interface FaultyPhone {
   faults: { set(changes: { hangServices?: string[] | null }): void };
 }
 
-let sim: SimPhones<FaultyPhone> | undefined;
+let starting: Promise<SimPhones<FaultyPhone>> | undefined;
 let watcher: DeviceWatcher | undefined;
+
+/** Starts the phones; afterEach stops them even if the test timed out while they were starting. */
+function startPhones(): Promise<SimPhones<FaultyPhone>> {
+  return (starting = startSimPhones<FaultyPhone>(1));
+}
 
 afterEach(async () => {
   watcher?.stop();
   watcher = undefined;
+  const sim = await starting?.catch(() => undefined);
+  starting = undefined;
   await sim?.stop();
-  sim = undefined;
 });
 
 /** Resolves with the first event the predicate accepts. */
@@ -35,7 +41,7 @@ const withIdentity = (e: DeviceEvent): e is { kind: "upsert"; report: DeviceRepo
 
 describe("DeviceWatcher", () => {
   it("reads a phone's identity again when the first read failed, so the phone does not stay identity-pending", async () => {
-    sim = await startSimPhones<FaultyPhone>(1);
+    const sim = await startPhones();
     const phone = sim.phones[0]!;
     // Every shell stream is accepted and never answered: getprop cannot finish.
     phone.device.faults.set({ hangServices: ["shell:", "shell,"] });
@@ -65,7 +71,7 @@ describe("DeviceWatcher", () => {
   });
 
   it("stops reading again once the phone is no longer online", async () => {
-    sim = await startSimPhones<FaultyPhone>(1);
+    const sim = await startPhones();
     const phone = sim.phones[0]!;
     phone.device.faults.set({ hangServices: ["shell:", "shell,"] });
     let failures = 0;
@@ -83,7 +89,6 @@ describe("DeviceWatcher", () => {
     watcher.start();
     await twice;
     await sim.stop();
-    sim = undefined;
     await gone;
     expect(watcher.pendingIdentityReads).toBe(0);
   });

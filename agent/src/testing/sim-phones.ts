@@ -8,6 +8,7 @@ import type { AdbServerAddress } from "../adb/adb-client.js";
 export interface SimPhones<P> {
   addr: AdbServerAddress;
   phones: { serial: string; device: P }[];
+  /** Stops devsim, then the adb server; a second call waits for the first. */
   stop(): Promise<void>;
 }
 
@@ -23,13 +24,15 @@ export async function startSimPhones<P = unknown>(devices: number | Record<strin
   const adb = await devsim.startAdbServer();
   try {
     const sim = await devsim.startDevsim({ devices, adbPort: adb.port });
+    let stopped: Promise<void> | undefined;
     return {
       addr: { host: "127.0.0.1", port: adb.port },
       phones: sim.devices,
-      async stop() {
+      // Once: a test may stop its phones itself, and its afterEach stops them again.
+      stop: () => (stopped ??= (async () => {
         await sim.stop();
         await adb.stop();
-      },
+      })()),
     };
   } catch (err) {
     await adb.stop();

@@ -6,6 +6,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { adbBinary, runAdb } from "./adb-cli.js";
 import { findFreePort } from "./free-port.js";
 import { hostRequest } from "./host-client.js";
+import { killWithThisProcess } from "./kill-with-this-process.js";
 
 export interface AdbServer {
   port: number;
@@ -71,13 +72,13 @@ async function startOn(port: number, timeoutMs: number): Promise<AdbServer> {
   const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
   void spawnError.catch(() => {});
 
-  // If this process exits without stop(), don't leave the server behind.
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
+  // If this process ends without stop() (a vitest worker is ended by a signal: no "exit" handler
+  // runs), the server and its HOME go with it.
+  const orphanGuard = child.pid === undefined ? undefined : killWithThisProcess(child.pid, { removeDir: home });
+  void exited.then(() => orphanGuard?.release());
 
   let stopped: Promise<void> | undefined;
   const stop = () => (stopped ??= (async () => {
-    process.off("exit", killOnExit);
     await shutDown(child, port, exited);
     await rm(home, { recursive: true, force: true });
   })());
