@@ -225,10 +225,19 @@ describe("OcrPool", () => {
     try {
       const { result: blank, threads: first } = await spawnedDuring(() => pool.recognize(smallBlankPng));
       expect(blank.observations).toEqual([]);
-      const job = pool.recognize(screenPng).catch((error: unknown) => error);
-      await new Promise((resolve) => setTimeout(resolve, 50));
       expect(first).toHaveLength(1);
-      await first[0]!.terminate();
+      const worker = first[0]!;
+      // Killed once the recognition is handed to the thread (tesseract.js posts it as a message), not after a wall-clock wait that a fast thread outran.
+      const handedOver = new Promise<void>((resolve) => {
+        const post = worker.postMessage.bind(worker);
+        worker.postMessage = (message: unknown, transfer?: Parameters<Thread["postMessage"]>[1]) => {
+          if ((message as { action?: unknown } | null)?.action === "recognize") resolve();
+          post(message, transfer);
+        };
+      });
+      const job = pool.recognize(screenPng).catch((error: unknown) => error);
+      await handedOver;
+      await worker.terminate();
       expect(String(await job)).toMatch(/OCR worker exited/);
       const { result: after, threads: second } = await spawnedDuring(() => pool.recognize(screenPng));
       expect(after.observations.map((o) => o.text)).toContain("Network");
