@@ -8,17 +8,18 @@ import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { FileSummaryKeyStore, SUMMARY_KEY_BYTES, SUMMARY_KEY_FILE, SummaryKey } from "./summary-key.js";
 import { createSummaryKeyStore } from "../db/stores.js";
 
-let dir: string | undefined;
+// Every dir a test made (the start-race test makes 50), all removed after it.
+const dirs: string[] = [];
 let opened: FarmDatabase | undefined;
 afterEach(async () => {
   await opened?.close();
   opened = undefined;
-  if (dir) await rm(dir, { recursive: true, force: true });
-  dir = undefined;
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 });
 
 async function dataDir(): Promise<string> {
-  dir = await mkdtemp(join(tmpdir(), "summary-key-"));
+  const dir = await mkdtemp(join(tmpdir(), "summary-key-"));
+  dirs.push(dir);
   return dir;
 }
 
