@@ -104,11 +104,12 @@ function cancelledBy(stop: AbortSignal): Interceptor {
  * it with the method, the outcome and the time until the answer (the
  * start of the stream, for a streaming call) on stderr.
  */
-function requestId(verbose: boolean, writeErr: (text: string) => void): Interceptor {
+export function requestId(verbose: boolean, writeErr: (text: string) => void, sent?: { id: string; started: number }): Interceptor {
+  // `sent`: a call already made (the CLI's one-request path replays its answer here): its id and start time.
   return (next) => async (req) => {
-    if (!req.header.has("x-request-id")) req.header.set("x-request-id", randomUUID());
+    if (!req.header.has("x-request-id")) req.header.set("x-request-id", sent?.id ?? randomUUID());
     const id = req.header.get("x-request-id") as string;
-    const started = performance.now();
+    const started = sent?.started ?? performance.now();
     const log = (outcome: string) => {
       if (verbose) writeErr(`farm: ${req.service.typeName}/${req.method.name} x-request-id=${id} ${outcome} ${Math.round(performance.now() - started)} ms\n`);
     };

@@ -1,14 +1,12 @@
 import { EventEmitter } from "node:events";
 import { constants } from "node:http2";
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
-import { ConnectError } from "@connectrpc/connect";
 import { DEADLINE_GRACE_MS } from "@farm/shared/deadline";
 import { gaveUp } from "@farm/shared/farm-transport";
 import { grpcUnary } from "@farm/shared/grpc-unary/grpc-unary-transport";
 import type { ClientConfig } from "@farm/client/config";
-import { clientInterceptors } from "@farm/client/transport";
+import { clientInterceptors, requestId } from "@farm/client/transport";
 import type { CallEvent, OneCallOutcome } from "./one-call.js";
 
 /**
@@ -41,19 +39,7 @@ export async function replayCall<I extends DescMessage, O extends DescMessage>(
   const sessions = { request: () => Promise.resolve(stream), notifyResponseByteRead: () => undefined } as unknown as Http2SessionManager;
   const writeErr = call.config.writeErr ?? ((s: string) => void process.stderr.write(s));
   // What the CLI's requestId interceptor prints with --verbose, with the real call's id and time.
-  const verbose: Interceptor = (next) => async (req) => {
-    const log = (what: string) => {
-      if (call.config.verbose) writeErr(`farm: ${req.service.typeName}/${req.method.name} x-request-id=${call.requestId} ${what} ${Math.round(performance.now() - call.started)} ms\n`);
-    };
-    try {
-      const res = await next(req);
-      log("ok");
-      return res;
-    } catch (err) {
-      log(`failed: ${ConnectError.from(err).rawMessage.slice(0, 120)}`);
-      throw err;
-    }
-  };
+  const verbose = requestId(call.config.verbose ?? false, writeErr, { id: call.requestId, started: call.started });
   const interceptors = [verbose, ...clientInterceptors({ ...call.config, verbose: false, stopSignal: stop.signal })];
   const unary = grpcUnary({ baseUrl: call.origin, sessions, interceptors });
   try {
