@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type Code, ConnectError } from "@connectrpc/connect";
-import { invalidArgument } from "@farm/shared/errors";
+import { Errors, farmError, invalidArgument } from "@farm/shared/errors";
 import { AsyncQueue } from "@farm/shared/async-queue";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
 import type { AgentCallResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
@@ -18,6 +18,13 @@ export type RunRelayedCall = (req: CallAgentRequest, signal: AbortSignal) => Pro
  * of them (as CallAgent's caller vanishing did not): the agent finishes
  * what it was sent, and its journal says what it did.
  */
+/**
+ * Calls one link may have running here at once: the same bound as the
+ * concurrent HTTP/2 streams a replica's unary CallAgent calls had
+ * (DEFAULT_CONNECTION_LIMITS), so a link holds no more than they could.
+ */
+export const MAX_LINK_CALLS = 1000;
+
 export async function* serveLink(requests: AsyncIterable<LinkRequest>, signal: AbortSignal, run: RunRelayedCall): AsyncGenerator<LinkResponse> {
   const out = new AsyncQueue<LinkResponse>();
   const running = new Map<bigint, AbortController>();
@@ -39,6 +46,15 @@ export async function* serveLink(requests: AsyncIterable<LinkRequest>, signal: A
           // An id still running is the sender's mistake: the first keeps it, this one is refused.
           if (running.has(req.id)) {
             out.push(create(LinkResponseSchema, { id: req.id, kind: { case: "error", value: linkError(invalidArgument("id", "a call with this id is already running on the link")) } }));
+            continue;
+          }
+          if (running.size >= MAX_LINK_CALLS) {
+            out.push(
+              create(LinkResponseSchema, {
+                id: req.id,
+                kind: { case: "error", value: linkError(farmError(Errors.TOO_MANY_STREAMS, `this link already has ${running.size} calls running (at most ${MAX_LINK_CALLS}); wait for some to end`)) },
+              }),
+            );
             continue;
           }
           const ctl = new AbortController();

@@ -4,8 +4,9 @@ import { describe, expect, it } from "vitest";
 import { actionError, Errors } from "@farm/shared/errors";
 import { AgentCallResultSchema, type AgentCallResult } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { ErrorDetailSchema } from "@farm/shared/gen/farm/v1/error_pb";
-import { ReplicaService, type CallAgentRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
-import { serveLink, type RunRelayedCall } from "./link-server.js";
+import { LinkRequestSchema, ReplicaService, type CallAgentRequest, type LinkRequest } from "@farm/shared/gen/farm/v1/replica_service_pb";
+import { AsyncQueue } from "@farm/shared/async-queue";
+import { fromLinkError, MAX_LINK_CALLS, serveLink, type RunRelayedCall } from "./link-server.js";
 import { ReplicaLink } from "./replica-link.js";
 
 /** A call the test answers when it wants, and the signal its cancel aborts. */
@@ -138,5 +139,26 @@ describe("a replica link", () => {
     expect(err?.code).toBe(Code.Unimplemented);
     expect(link.unsupported).toBe(true);
     expect(link.closed).toBe(true);
+  });
+
+  it(`runs at most ${MAX_LINK_CALLS} calls at once and refuses the next one TOO_MANY_STREAMS, taking calls again once one ends`, async () => {
+    const { run, next } = holding();
+    const requests = new AsyncQueue<LinkRequest>();
+    const answers = serveLink(requests, new AbortController().signal, run)[Symbol.asyncIterator]();
+    for (let id = 1n; id <= BigInt(MAX_LINK_CALLS) + 1n; id++) requests.push(create(LinkRequestSchema, { id, kind: { case: "call", value: call("Held") } }));
+    // The first answer out is the refusal of the call over the bound; the others are all running.
+    const refused = (await answers.next()).value!;
+    expect(refused.id).toBe(BigInt(MAX_LINK_CALLS) + 1n);
+    expect(refused.kind.case).toBe("error");
+    const err = fromLinkError(refused.kind.value as Parameters<typeof fromLinkError>[0]);
+    expect(err.findDetails(ErrorDetailSchema)[0]?.code).toBe("TOO_MANY_STREAMS");
+    const first = await next();
+    first.answer(result("c-1"));
+    expect((await answers.next()).value!.id).toBe(1n);
+    // One ended: the next call runs.
+    requests.push(create(LinkRequestSchema, { id: 5000n, kind: { case: "call", value: call("Held") } }));
+    for (let i = 1; i < MAX_LINK_CALLS; i++) await next();
+    expect((await next()).req.call?.method).toBe("Held");
+    requests.close();
   });
 });
