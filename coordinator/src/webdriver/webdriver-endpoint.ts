@@ -12,9 +12,20 @@ import { FarmCalls } from "./farm-calls.js";
 import { webDriverErrorOf } from "./farm-error-map.js";
 import { WebDriverError } from "./webdriver-error.js";
 import { matchRoute, unsupportedCommands, webDriverPath, type CommandName } from "./webdriver-routes.js";
-import { WebDriverSession } from "./webdriver-session.js";
+import type { WebDriverSession } from "./webdriver-session.js";
 
 type Req = IncomingMessage | Http2ServerRequest;
+
+let sessionClass: Promise<typeof WebDriverSession> | undefined;
+/**
+ * The session's module and its locators (XPath over xmldom, re2js), loaded
+ * by the first WebDriver session: a coordinator nobody drives through
+ * WebDriver never holds them (docs/performance.md, round 15).
+ */
+function webDriverSessionClass(): Promise<typeof WebDriverSession> {
+  sessionClass ??= import("./webdriver-session.js").then((m) => m.WebDriverSession);
+  return sessionClass;
+}
 type Res = ServerResponse | Http2ServerResponse;
 
 /** A command's JSON body: commands carry small objects. */
@@ -157,7 +168,7 @@ export function webDriverEndpoint(deps: WebDriverDeps): WebDriverEndpoint {
         recordedId = started.session?.sessionId;
       }
       const id = randomUUID();
-      const session = new WebDriverSession(id, calls, phone, request.implicitWaitMs, recordedId);
+      const session = new (await webDriverSessionClass())(id, calls, phone, request.implicitWaitMs, recordedId);
       if (request.app) await session.startActivity(request.app.package, request.app.activity);
       if (gone.signal.aborted) throw new WebDriverError("session not created", "CALL_CANCELLED: the client left before its session was made");
       const entry: Entry = {

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { setPriority } from "node:os";
 import { performance } from "node:perf_hooks";
 import type { Worker as Thread } from "node:worker_threads";
-import tesseract from "tesseract.js";
+import type tesseract from "tesseract.js";
 import { ENG_DATA_GZIPPED, engDataDir } from "./eng-data.js";
 
 /** A PNG to read: a file, or a reader of its bytes (a stored file in the database). */
@@ -189,6 +189,21 @@ class OcrThread {
  * createWorker() is the thread it spawned.
  */
 function startThread(spawned: (thread: OcrThread) => void, nice: number): Promise<OcrThread> {
+  return loadTesseract().then((lib) => startThreadWith(lib, spawned, nice));
+}
+
+let tesseractLib: Promise<typeof tesseract> | undefined;
+/**
+ * tesseract.js, loaded by the first OCR call: a coordinator whose sessions
+ * read no text never loads it (its modules are resident memory for the
+ * process's life; docs/performance.md, round 15).
+ */
+function loadTesseract(): Promise<typeof tesseract> {
+  tesseractLib ??= import("tesseract.js").then((m) => m.default);
+  return tesseractLib;
+}
+
+function startThreadWith(tesseract: typeof import("tesseract.js"), spawned: (thread: OcrThread) => void, nice: number): Promise<OcrThread> {
   const langPath = engDataDir();
   let startFailed!: (reason: unknown) => void;
   const failure = new Promise<never>((_, reject) => (startFailed = reject));
