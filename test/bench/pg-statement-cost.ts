@@ -33,7 +33,18 @@
  *    its end, so a data change carrying its notice waits for its WAL flush
  *    holding it: commits stop sharing flushes.
  *
- *   node test/dist/bench/pg-statement-cost.js [--cycles 1000] [--rounds 5] [--commit-s 3]
+ * 3. What receiving a notice costs a replica (fsync off): a PgChangeBus
+ *    listens in this process while PostgreSQL itself sends (a procedure, one
+ *    commit per notice, `--gap-ms` apart, so each arrives alone, as at a
+ *    replica's rates), ways taking turns in rounds: "another replica's
+ *    change" (a lease row, parsed and delivered), "own, dropped unparsed"
+ *    (this replica's, by the sender prefix), "own, parsed then dropped" (the
+ *    previous format, as every replica received its own before), "4 changes
+ *    coalesced in one notice" (per change), "on a channel not listened to"
+ *    (what a channel per replica would leave: the process's own idle).
+ *    Figures: this process's CPU per change, medians over rounds.
+ *
+ *   node test/dist/bench/pg-statement-cost.js [--cycles 1000] [--rounds 5] [--commit-s 3] [--notices 400] [--gap-ms 1] [--receive-only]
  */
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
@@ -49,7 +60,19 @@ import { startPgCluster } from "../support/pg-cluster.js";
 import { median } from "./proc-stats.js";
 import { emitReport, round } from "./bench-report.js";
 
-const { values } = parseArgs({ options: { cycles: { type: "string", default: "1000" }, rounds: { type: "string", default: "5" }, "commit-s": { type: "string", default: "3" } } });
+const { values } = parseArgs({
+  options: {
+    cycles: { type: "string", default: "1000" },
+    rounds: { type: "string", default: "5" },
+    "commit-s": { type: "string", default: "3" },
+    notices: { type: "string", default: "400" },
+    "gap-ms": { type: "string", default: "1" },
+    // Part 3 alone.
+    "receive-only": { type: "boolean", default: false },
+  },
+});
+const NOTICES = Number(values.notices);
+const GAP_MS = Number(values["gap-ms"]);
 const CYCLES = Number(values.cycles);
 const ROUNDS = Number(values.rounds);
 const COMMIT_S = Number(values["commit-s"]);
@@ -264,9 +287,68 @@ async function commitPart(): Promise<Record<string, { perSecond: number; ratio: 
   }
 }
 
+const RECEIVE_WAYS = ["another replica's change", "own, dropped unparsed", "own, parsed then dropped", "4 changes coalesced in one notice", "on a channel not listened to"] as const;
+
+/** Part 3: this process's CPU per change received, by way (see the header). */
+async function receivePart(): Promise<Record<string, { cpuUs: number; ratio: number }>> {
+  const cluster = await startPgCluster({ fast: true });
+  const pool = new pg.Pool({ connectionString: cluster.url, max: 2 });
+  const bus = await PgChangeBus.open(cluster.url, pool, REPLICA, createLogger({ level: "error" }));
+  const sender = new pg.Client({ connectionString: cluster.url });
+  await sender.connect();
+  try {
+    // PostgreSQL sends: one commit per notice (each delivered on its own), `gap` seconds apart.
+    await sender.query(`CREATE PROCEDURE bench_notify(ch text, payload text, n int, gap float8) LANGUAGE plpgsql AS $$
+      BEGIN FOR i IN 1..n LOOP PERFORM pg_notify(ch, payload); COMMIT; PERFORM pg_sleep(gap); END LOOP; END $$`);
+    const other = "22222222-bbbb-4bbb-8bbb-000000000002";
+    const row = { ...lease(), ...PHONES[0]! };
+    let delivered = 0;
+    bus.events.on("change", () => delivered++);
+    const ways: Record<(typeof RECEIVE_WAYS)[number], { channel: string; payload: string; changes: number; expect: number }> = {
+      "another replica's change": { channel: "farm_changes", payload: JSON.stringify({ f: other, k: "lease", i: row.leaseId, d: row }), changes: 1, expect: 1 },
+      "own, dropped unparsed": { channel: "farm_changes", payload: JSON.stringify({ f: REPLICA, k: "lease", i: row.leaseId, d: row }), changes: 1, expect: 0 },
+      "own, parsed then dropped": { channel: "farm_changes", payload: JSON.stringify({ k: "lease", i: row.leaseId, f: REPLICA, d: row }), changes: 1, expect: 0 },
+      "4 changes coalesced in one notice": { channel: "farm_changes", payload: JSON.stringify({ f: other, k: "lease", i: row.leaseId, m: [row, row, row, row] }), changes: 4, expect: 4 },
+      "on a channel not listened to": { channel: "farm_elsewhere", payload: JSON.stringify({ f: other, k: "lease", i: row.leaseId, d: row }), changes: 1, expect: 0 },
+    };
+    const samples: Record<string, number[]> = Object.fromEntries(RECEIVE_WAYS.map((w) => [w, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const name of r % 2 === 0 ? RECEIVE_WAYS : [...RECEIVE_WAYS].reverse()) {
+        const w = ways[name];
+        // The same change rate every way: a notice carrying 4 changes comes 4 gaps after the one before.
+        const n = Math.round(NOTICES / w.changes);
+        const want = delivered + n * w.expect;
+        const cpu0 = process.cpuUsage();
+        await sender.query("CALL bench_notify($1, $2, $3, $4)", [w.channel, w.payload, n, (GAP_MS * w.changes) / 1000]);
+        // The last notices may still be on their way: wait for those this way delivers (each way's own expectation).
+        while (delivered < want) await new Promise((res) => setImmediate(res));
+        const cpu = process.cpuUsage(cpu0);
+        if (delivered !== want) throw new Error(`${name}: delivered ${delivered}, expected ${want}`);
+        samples[name]!.push((cpu.user + cpu.system) / (n * w.changes));
+      }
+    }
+    const base = median(samples["another replica's change"]!);
+    return Object.fromEntries(RECEIVE_WAYS.map((w) => [w, { cpuUs: round(median(samples[w]!), 1), ratio: round(median(samples[w]!) / base, 2) }]));
+  } finally {
+    await sender.end();
+    await bus.close();
+    await pool.end();
+    await cluster.stop();
+  }
+}
+
 async function main(): Promise<void> {
+  if (values["receive-only"]) {
+    const receive = await receivePart();
+    console.log(`receiving notices (${NOTICES} changes a way, ${GAP_MS} ms apart, ${ROUNDS} rounds, load ${loadavg()[0]!.toFixed(1)}): CPU per change`);
+    for (const [w, x] of Object.entries(receive)) console.log(`  ${w.padEnd(36)} ${x.cpuUs.toFixed(1).padStart(7)} us  ${x.ratio.toFixed(2)}x`);
+    return;
+  }
   const cpu = await cpuPart();
   const commits = await commitPart();
+  const receive = await receivePart();
+  console.log(`receiving notices (${NOTICES} changes a way, ${GAP_MS} ms apart, ${ROUNDS} rounds, load ${loadavg()[0]!.toFixed(1)}): CPU per change`);
+  for (const [w, x] of Object.entries(receive)) console.log(`  ${w.padEnd(36)} ${x.cpuUs.toFixed(1).padStart(7)} us  ${x.ratio.toFixed(2)}x`);
   const statementsOnly = cpu["store, no notices"]!;
   const inOne = commits["change and notice in one statement"]!;
   emitReport("pg-statement-cost", [
@@ -286,7 +368,15 @@ async function main(): Promise<void> {
       target: "reported",
       pass: null,
     },
-  ], { cycles: CYCLES, rounds: ROUNDS, cpu, commits });
+    {
+      measure: "CPU per change received: own notice dropped unparsed, of another replica's",
+      instant: `${receive["own, dropped unparsed"]!.ratio}x`,
+      realistic: null,
+      baseline: `another replica's change ${receive["another replica's change"]!.cpuUs} us; coalesced 4 in one ${receive["4 changes coalesced in one notice"]!.ratio}x`,
+      target: "reported",
+      pass: null,
+    },
+  ], { cycles: CYCLES, rounds: ROUNDS, cpu, commits, receive });
 }
 
 await main();

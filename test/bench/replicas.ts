@@ -4,8 +4,13 @@
  *  - lease grant + release cycles per second (10 phones on lightweight
  *    agents, `--workers` callers in parallel; on replicas the callers and
  *    agents are spread over three replicas), target >= 500/s, against one
- *    SQLite coordinator and against the floor: the same grant and release
- *    as bare statements from plain pg clients on the same cluster;
+ *    SQLite coordinator and against the floors (lease-floors.ts): (a) the
+ *    same grant and release as bare statements from plain pg clients, (b)
+ *    with a notice per change heard by three listeners, (c) done by three
+ *    bare node:http2 servers; replicas both with notices coalesced (as
+ *    shipped) and one per change (FARM_CHANGE_NOTICES=single), CPU per
+ *    cycle by process, PostgreSQL's included (`--ways` adds connect-unary: the
+ *    lease calls served by Connect instead of the unary fast path);
  *  - the added median latency of a call forwarded to the replica holding the
  *    agent against the same call on that replica (a read routed to a real
  *    agent with a simulated phone), target <= 2 ms;
@@ -14,11 +19,11 @@
  *    against one SQLite coordinator carrying all of them; target <= 0.10.
  * PostgreSQL is a private cluster with its default durability (fsync on).
  *
- *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--idle-s 5] [--only leases]
+ *   node test/dist/bench/replicas.js [--seconds 5] [--workers 8] [--calls 200] [--idle-s 5] [--only leases] [--ways coalesced,single[,connect-unary]]
  *     [--agents 1000] [--window-s 15] [--attach-at-once 50] [--online-wait-s 600]
  *
- * `--only leases|forwarded|fleet` runs one part (leases: SQLite baseline, replicas and the
- * bare-statement floor, same run);
+ * `--only leases|forwarded|fleet` runs one part (leases: SQLite baseline, replicas both ways and the
+ * floors, same run);
  * `--pg-no-fsync` (diagnosis, not the figure to report) turns PostgreSQL's fsync off.
  */
 import { setMaxListeners } from "node:events";
@@ -38,11 +43,12 @@ import { TokenKind, TokenService } from "@farm/shared/gen/farm/v1/token_service_
 import { adbConnect, SimDevice, startAdbServer } from "../devsim/index.js";
 import { attachFakeAgent, fakeDevices } from "../support/fake-agent.js";
 import { farm, startFarm, waitFor, type FarmProcess } from "../support/farm-process.js";
-import { startPgCluster } from "../support/pg-cluster.js";
+import { startPgCluster, type PgCluster } from "../support/pg-cluster.js";
 import { makeTempDir } from "../support/temp-dir.js";
 import { cpuSeconds, median, percentile } from "./proc-stats.js";
 import { emitReport, round, type BenchRow } from "./bench-report.js";
 import { startBareFloor } from "./bare-floor.js";
+import { floorHttp2, floorStatements, postgresCpuSeconds, type FloorFigures } from "./lease-floors.js";
 
 const { values } = parseArgs({
   options: {
@@ -57,6 +63,10 @@ const { values } = parseArgs({
     // Fleet: how long to wait, from the first attach, for every coordinator to list every agent online.
     "online-wait-s": { type: "string", default: "600" },
     only: { type: "string", default: "" },
+    // Leases: the replica sets measured, in this order (run it both ways to see any order effect): coalesced
+    // notices (as shipped), single (one notice per change, as before), connect-unary (coalesced, every unary
+    // call served by Connect instead of the unary fast path: FARM_UNARY_FAST_PATH=0).
+    ways: { type: "string", default: "coalesced,single" },
     // Diagnosis only: PostgreSQL without fsync, to see how much of a cycle is the disk.
     "pg-no-fsync": { type: "boolean", default: false },
   },
@@ -69,6 +79,9 @@ const ONLINE_WAIT_S = Number(values["online-wait-s"]);
 const SECONDS = Number(values.seconds);
 const WORKERS = Number(values.workers);
 const CALLS = Number(values.calls);
+const WAY_ENV: Record<string, Record<string, string>> = { coalesced: {}, single: { FARM_CHANGE_NOTICES: "single" }, "connect-unary": { FARM_UNARY_FAST_PATH: "0" } };
+const WAYS = values.ways.split(",");
+if (!WAYS.includes("coalesced") || !WAYS.includes("single") || WAYS.some((w) => !(w in WAY_ENV))) throw new Error(`--ways takes coalesced and single (and connect-unary), in any order, not ${values.ways}`);
 const any = { serial: "", physicalId: "", labels: {}, model: "", apiLevelMin: 0, apiLevelMax: 0, agent: "" };
 
 function auth(token: string, lease: () => string = () => ""): Interceptor {
@@ -258,45 +271,9 @@ async function fleetCpu(dir: string, name: string, database: string | undefined,
   }
 }
 
-/**
- * The floor of a lease cycle on this cluster: the same two decisions with nothing of farm's in the
- * way, from plain pg clients (one connection per caller): a grant as one `UPDATE … WHERE id =
- * (SELECT … FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`, a release as one `UPDATE`.
- */
-async function floorCycles(url: string): Promise<number> {
-  const setup = new pg.Client({ connectionString: url });
-  await setup.connect();
-  await setup.query("CREATE TABLE IF NOT EXISTS bench_floor_phones (id int PRIMARY KEY, holder text)");
-  await setup.query("TRUNCATE bench_floor_phones");
-  await setup.query("INSERT INTO bench_floor_phones SELECT g, NULL FROM generate_series(1, 10) g");
-  await setup.end();
-  const clients = await Promise.all(Array.from({ length: WORKERS }, async () => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    return c;
-  }));
-  let n = 0;
-  const end = performance.now() + SECONDS * 1000;
-  await Promise.all(clients.map(async (c, w) => {
-    while (performance.now() < end) {
-      const g = await c.query<{ id: number }>(
-        "UPDATE bench_floor_phones SET holder = $1 WHERE id = (SELECT id FROM bench_floor_phones WHERE holder IS NULL LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
-        [`w${w}`],
-      );
-      const id = g.rows[0]?.id;
-      if (id === undefined) continue;
-      await c.query("UPDATE bench_floor_phones SET holder = NULL WHERE id = $1", [id]);
-      n++;
-    }
-  }));
-  for (const c of clients) await c.end();
-  return n / SECONDS;
-}
-
-interface LeaseFigures {
-  sqlitePerSecond: number;
-  replicaPerSecond: number;
-  floorPerSecond: number;
+/** One set of three replicas' lease cycles: rate, CPU by process, PostgreSQL's CPU, statements and notices per cycle. */
+interface ReplicaCycles {
+  perSecond: number;
   statementsPerCycle: number;
   commitsPerCycle: number;
   /** PostgreSQL sessions (connections) opened during the cycles' window. */
@@ -304,16 +281,105 @@ interface LeaseFigures {
   /** Less the database's background over as long with nobody calling. */
   netStatementsPerCycle: number;
   netCommitsPerCycle: number;
-  sqliteCpuPerCycleMs: number;
-  replicaCpuPerCycleMs: number;
+  cpuPerCycleMs: number;
   /** Less what the same processes spent in as long a time with nobody calling. */
-  sqliteNetCpuPerCycleMs: number;
-  replicaNetCpuPerCycleMs: number;
-  replicaCpuPerCycleEachMs: number[];
+  netCpuPerCycleMs: number;
+  cpuPerCycleEachMs: number[];
+  /** PostgreSQL's own CPU per cycle (all its processes; its background not taken out). */
+  postgresCpuPerCycleMs: number;
+  /** Notices on the change channel per cycle, and the changes they carried (coalesced: several in one). */
+  noticesPerCycle: number;
+  changesPerCycle: number;
+  top: { calls: string; query: string }[];
 }
 
-/** Lease cycles on one SQLite coordinator, then on three replicas, then the bare-statement floor: one run, one after the other. */
-async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: LeaseFigures; three: Awaited<ReturnType<typeof start>> }> {
+/** Three replicas on their own database (`env` for each), measured over `--seconds` after `--idle-s` with nobody calling; stopped after. */
+async function replicaCycles(dir: string, name: string, cluster: PgCluster, env: Record<string, string>): Promise<ReplicaCycles> {
+  const pgUrl = await newDatabase(cluster.url, name);
+  const three = await start(dir, name, pgUrl, 3, () => env);
+  try {
+    // What the database did per cycle: statements (pg_stat_statements) and committed transactions.
+    const stats = new pg.Client({ connectionString: pgUrl });
+    await stats.connect();
+    await stats.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    const dbCounts = async () => {
+      const x = await stats.query<{ commits: string; statements: string; sessions: string }>(
+        `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits,
+                (SELECT sessions FROM pg_stat_database WHERE datname = current_database()) AS sessions,
+                (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()) AS statements`,
+      );
+      return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements), sessions: Number(x.rows[0]!.sessions) };
+    };
+    await stats.query("SELECT pg_stat_statements_reset()");
+    // The notices on the channel, as one more listener hears them (counted in the window only).
+    let counting = false;
+    let notices = 0;
+    let changes = 0;
+    stats.on("notification", (n) => {
+      if (!counting) return;
+      notices++;
+      const m = (JSON.parse(n.payload ?? "{}") as { m?: unknown[] }).m;
+      changes += Array.isArray(m) ? m.length : 1;
+    });
+    await stats.query("LISTEN farm_changes");
+    // The database's own background (heartbeats, membership) over as long with nobody calling, to take out below.
+    const idleBefore = await dbCounts();
+    const idle = await idleCpuRate(three.procs.map((p) => p.pid));
+    const idleAfter = await dbCounts();
+    const before = await dbCounts();
+    const cpuBefore = three.procs.map((p) => cpuSeconds(p.pid));
+    const pgBefore = postgresCpuSeconds(cluster.dir);
+    counting = true;
+    const perSecond = await cycles(three.leases);
+    const cycleCount = perSecond * SECONDS;
+    const cpu = three.procs.map((p, i) => cpuSeconds(p.pid) - cpuBefore[i]!);
+    const pgCpu = postgresCpuSeconds(cluster.dir) - pgBefore;
+    const after = await dbCounts();
+    counting = false;
+    const top = await stats.query<{ calls: string; query: string }>(
+      `SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+       WHERE d.datname = current_database() ORDER BY calls DESC LIMIT 8`,
+    );
+    await stats.end();
+    const cpuPerCycleEachMs = cpu.map((c) => (1000 * c) / cycleCount);
+    return {
+      perSecond,
+      // Includes the replicas' heartbeats and this bench's two count queries over the window.
+      statementsPerCycle: (after.statements - before.statements) / cycleCount,
+      commitsPerCycle: (after.commits - before.commits) / cycleCount,
+      connectionsOpened: after.sessions - before.sessions,
+      netStatementsPerCycle: (after.statements - before.statements - ((idleAfter.statements - idleBefore.statements) * SECONDS) / IDLE_S) / cycleCount,
+      netCommitsPerCycle: (after.commits - before.commits - ((idleAfter.commits - idleBefore.commits) * SECONDS) / IDLE_S) / cycleCount,
+      cpuPerCycleMs: cpuPerCycleEachMs.reduce((a, b) => a + b, 0),
+      netCpuPerCycleMs: cpu.reduce((sum, c, i) => sum + (1000 * (c - idle[i]! * SECONDS)) / cycleCount, 0),
+      cpuPerCycleEachMs,
+      postgresCpuPerCycleMs: (1000 * pgCpu) / cycleCount,
+      noticesPerCycle: notices / cycleCount,
+      changesPerCycle: changes / cycleCount,
+      top: top.rows,
+    };
+  } finally {
+    await three.stop();
+  }
+}
+
+interface LeaseFigures {
+  sqlitePerSecond: number;
+  sqliteCpuPerCycleMs: number;
+  sqliteNetCpuPerCycleMs: number;
+  /** Notices coalesced (as shipped), and one notice per change (FARM_CHANGE_NOTICES=single, as before). */
+  coalesced: ReplicaCycles;
+  single: ReplicaCycles;
+  connectUnary: ReplicaCycles | undefined;
+  /** (a) the statements alone, (b) + a notice per change heard by three listeners, (c) + three bare HTTP/2 servers. */
+  floorStatements: FloorFigures;
+  floorNotices: FloorFigures;
+  floorHttp2: FloorFigures;
+  floorHttp2PostgresCpuPerCycleMs: number;
+}
+
+/** Lease cycles on one SQLite coordinator, on three replicas each way (in `--ways`' order), then the floors: one run, one after the other. */
+async function leaseFigures(dir: string, cluster: PgCluster): Promise<LeaseFigures> {
   const one = await start(dir, "sqlite", undefined, 1);
   const [sqliteIdle] = await idleCpuRate(one.procs.map((p) => p.pid));
   const cpuBefore = one.procs.map((p) => cpuSeconds(p.pid));
@@ -322,78 +388,62 @@ async function leaseFigures(dir: string, pgUrl: string): Promise<{ figures: Leas
   const sqliteCpuPerCycleMs = (1000 * sqliteCpu) / (sqlitePerSecond * SECONDS);
   const sqliteNetCpuPerCycleMs = (1000 * (sqliteCpu - sqliteIdle! * SECONDS)) / (sqlitePerSecond * SECONDS);
   await one.stop();
-  const three = await start(dir, "replicas", pgUrl, 3);
-  // What the database did per cycle: statements (pg_stat_statements) and committed transactions.
-  const stats = new pg.Client({ connectionString: pgUrl });
-  await stats.connect();
-  await stats.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-  const dbCounts = async () => {
-    const x = await stats.query<{ commits: string; statements: string; sessions: string }>(
-      `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS commits,
-              (SELECT sessions FROM pg_stat_database WHERE datname = current_database()) AS sessions,
-              (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()) AS statements`,
-    );
-    return { commits: Number(x.rows[0]!.commits), statements: Number(x.rows[0]!.statements), sessions: Number(x.rows[0]!.sessions) };
-  };
-  await stats.query("SELECT pg_stat_statements_reset()");
-  // The database's own background (heartbeats, membership) over as long with nobody calling, to take out below.
-  const idleBefore = await dbCounts();
-  const replicaIdle = await idleCpuRate(three.procs.map((p) => p.pid));
-  const idleAfter = await dbCounts();
-  const before = await dbCounts();
-  const replicaCpuBefore = three.procs.map((p) => cpuSeconds(p.pid));
-  const replicaPerSecond = await cycles(three.leases);
-  const cycleCount = replicaPerSecond * SECONDS;
-  const replicaCpu = three.procs.map((p, i) => cpuSeconds(p.pid) - replicaCpuBefore[i]!);
-  const replicaCpuPerCycleEachMs = replicaCpu.map((c) => (1000 * c) / cycleCount);
-  const replicaNetCpuPerCycleMs = replicaCpu.reduce((sum, c, i) => sum + (1000 * (c - replicaIdle[i]! * SECONDS)) / cycleCount, 0);
-  const after = await dbCounts();
-  const top = await stats.query<{ calls: string; query: string }>(
-    `SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-     WHERE d.datname = current_database() ORDER BY calls DESC LIMIT 8`,
-  );
-  await stats.end();
-  // The floor right after, on the same cluster, while the replicas sit idle.
-  const floorPerSecond = await floorCycles(pgUrl);
-  const figures: LeaseFigures = {
+  const ways: Record<string, ReplicaCycles> = {};
+  for (const way of WAYS) ways[way] = await replicaCycles(dir, `replicas_${way.replace("-", "_")}`, cluster, WAY_ENV[way]!);
+  // The floors right after, on the same cluster, with no replica running.
+  const floorUrl = await newDatabase(cluster.url, "farm_floor");
+  const floorA = await floorStatements(floorUrl, WORKERS, SECONDS);
+  const floorB = await floorStatements(floorUrl, WORKERS, SECONDS, true);
+  const pgBefore = postgresCpuSeconds(cluster.dir);
+  const floorC = await floorHttp2(floorUrl, WORKERS, SECONDS);
+  const floorHttp2PostgresCpuPerCycleMs = (1000 * (postgresCpuSeconds(cluster.dir) - pgBefore)) / (floorC.perSecond * SECONDS);
+  const f: LeaseFigures = {
     sqlitePerSecond,
-    replicaPerSecond,
-    floorPerSecond,
-    // Includes the replicas' heartbeats and this bench's two count queries over the window.
-    statementsPerCycle: (after.statements - before.statements) / cycleCount,
-    commitsPerCycle: (after.commits - before.commits) / cycleCount,
-    connectionsOpened: after.sessions - before.sessions,
-    netStatementsPerCycle: (after.statements - before.statements - ((idleAfter.statements - idleBefore.statements) * SECONDS) / IDLE_S) / cycleCount,
-    netCommitsPerCycle: (after.commits - before.commits - ((idleAfter.commits - idleBefore.commits) * SECONDS) / IDLE_S) / cycleCount,
     sqliteCpuPerCycleMs,
-    replicaCpuPerCycleMs: replicaCpuPerCycleEachMs.reduce((a, b) => a + b, 0),
     sqliteNetCpuPerCycleMs,
-    replicaNetCpuPerCycleMs,
-    replicaCpuPerCycleEachMs,
+    coalesced: ways["coalesced"]!,
+    single: ways["single"]!,
+    connectUnary: ways["connect-unary"],
+    floorStatements: floorA,
+    floorNotices: floorB,
+    floorHttp2: floorC,
+    floorHttp2PostgresCpuPerCycleMs,
   };
+  const ms = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(", ");
   console.log(`lease grant + release, 10 phones, ${WORKERS} callers, ${SECONDS} s (load average ${loadavg()[0]!.toFixed(1)})`);
-  console.log(`  one coordinator on SQLite     ${Math.round(sqlitePerSecond)} cycles/s`);
+  console.log(`  one coordinator on SQLite     ${Math.round(sqlitePerSecond)} cycles/s; CPU per cycle ${sqliteCpuPerCycleMs.toFixed(2)} ms (net of background ${sqliteNetCpuPerCycleMs.toFixed(2)})`);
+  for (const way of WAYS) {
+    const r = ways[way]!;
+    console.log(
+      `  three replicas, ${way.padEnd(13)} ${Math.round(r.perSecond)} cycles/s  (to SQLite ${(r.perSecond / sqlitePerSecond).toFixed(2)}; to (c) ${(r.perSecond / floorC.perSecond).toFixed(2)}; to the 500/s target ${
+        (r.perSecond / 500).toFixed(2)
+      })`,
+    );
+    console.log(
+      `    CPU per cycle: replicas ${r.cpuPerCycleMs.toFixed(2)} ms (each ${ms(r.cpuPerCycleEachMs)}; net of background ${r.netCpuPerCycleMs.toFixed(2)}, ${(r.netCpuPerCycleMs / sqliteNetCpuPerCycleMs).toFixed(2)}x SQLite), PostgreSQL ${
+        r.postgresCpuPerCycleMs.toFixed(2)
+      } ms`,
+    );
+    console.log(
+      `    per cycle: ${r.noticesPerCycle.toFixed(2)} notices carrying ${r.changesPerCycle.toFixed(2)} changes; ${r.statementsPerCycle.toFixed(1)} statements, ${r.commitsPerCycle.toFixed(1)} transactions (net ${
+        r.netStatementsPerCycle.toFixed(1)
+      }, ${r.netCommitsPerCycle.toFixed(1)}); ${r.connectionsOpened} connections opened; most run:`,
+    );
+    for (const t of r.top) console.log(`      ${t.calls.padStart(7)}  ${t.query}`);
+  }
+  const c = f.coalesced;
+  console.log(`  floors, same cluster, ${WORKERS} callers:`);
+  console.log(`    (a) the two statements from plain pg clients            ${Math.round(floorA.perSecond)} cycles/s`);
+  console.log(`    (b) + a notice per change, three plain listeners        ${Math.round(floorB.perSecond)} cycles/s`);
   console.log(
-    `  three replicas on PostgreSQL  ${Math.round(replicaPerSecond)} cycles/s  (ratio to SQLite ${(replicaPerSecond / sqlitePerSecond).toFixed(2)}; to the floor ${(replicaPerSecond / floorPerSecond).toFixed(2)}; to the 500/s target ${
-      (replicaPerSecond / 500).toFixed(2)
-    })`,
-  );
-  console.log(`  floor: bare SKIP LOCKED grant + one-statement release from plain pg clients  ${Math.round(floorPerSecond)} cycles/s`);
-  console.log(
-    `  coordinator CPU per cycle: one on SQLite ${sqliteCpuPerCycleMs.toFixed(1)} ms, three replicas together ${figures.replicaCpuPerCycleMs.toFixed(1)} ms (each ${replicaCpuPerCycleEachMs.map((x) => x.toFixed(1)).join(", ")})`,
+    `    (c) + three bare node:http2 servers doing (b)'s work    ${Math.round(floorC.perSecond)} cycles/s; CPU per cycle: servers ${ms(floorC.serverCpuPerCycleMs)} ms (sum ${
+      floorC.serverCpuPerCycleMs.reduce((a, b) => a + b, 0).toFixed(2)
+    }), PostgreSQL ${floorHttp2PostgresCpuPerCycleMs.toFixed(2)} ms`,
   );
   console.log(
-    `  less each process's CPU with nobody calling (${IDLE_S} s measured before): one on SQLite ${sqliteNetCpuPerCycleMs.toFixed(1)} ms, three replicas together ${replicaNetCpuPerCycleMs.toFixed(1)} ms (ratio ${
-      (replicaNetCpuPerCycleMs / sqliteNetCpuPerCycleMs).toFixed(2)
-    })`,
+    `    farm (coalesced) / (c): ${(c.perSecond / floorC.perSecond).toFixed(2)} of the rate, ${(c.cpuPerCycleMs / floorC.serverCpuPerCycleMs.reduce((a, b) => a + b, 0)).toFixed(2)}x the servers' CPU per cycle`,
   );
-  console.log(
-    `  per cycle on PostgreSQL: ${figures.statementsPerCycle.toFixed(1)} statements, ${figures.commitsPerCycle.toFixed(1)} transactions; less the background with nobody calling: ${figures.netStatementsPerCycle.toFixed(1)} statements, ${
-      figures.netCommitsPerCycle.toFixed(1)
-    } transactions; ${figures.connectionsOpened} connections opened during the cycles; most run:`,
-  );
-  for (const r of top.rows) console.log(`    ${r.calls.padStart(7)}  ${r.query}`);
-  return { figures, three };
+  return f;
 }
 
 interface ForwardedFigures {
@@ -538,33 +588,47 @@ async function main(): Promise<void> {
     const report: Record<string, unknown> = { seconds: SECONDS, workers: WORKERS, loadAverage: loadavg()[0] };
     let three: Awaited<ReturnType<typeof start>> | undefined;
     if (only === "" || only === "leases") {
-      const run = await leaseFigures(dir.path, pgUrl);
-      three = run.three;
-      const f = run.figures;
+      const f = await leaseFigures(dir.path, cluster);
+      const c = f.coalesced;
+      const serversCpu = f.floorHttp2.serverCpuPerCycleMs.reduce((a, b) => a + b, 0);
+      const way = (r: ReplicaCycles) => ({
+        cyclesPerSecond: Math.round(r.perSecond),
+        cpuPerCycleMs: round(r.cpuPerCycleMs, 2),
+        netCpuPerCycleMs: round(r.netCpuPerCycleMs, 2),
+        cpuPerCycleEachMs: r.cpuPerCycleEachMs.map((x) => round(x, 2)),
+        postgresCpuPerCycleMs: round(r.postgresCpuPerCycleMs, 2),
+        noticesPerCycle: round(r.noticesPerCycle, 2),
+        changesPerCycle: round(r.changesPerCycle, 2),
+        netStatementsPerCycle: round(r.netStatementsPerCycle, 1),
+        netTransactionsPerCycle: round(r.netCommitsPerCycle, 1),
+      });
       Object.assign(report, {
         sqliteCyclesPerSecond: Math.round(f.sqlitePerSecond),
-        replicaCyclesPerSecond: Math.round(f.replicaPerSecond),
-        floorCyclesPerSecond: Math.round(f.floorPerSecond),
-        replicasToSqlite: round(f.replicaPerSecond / f.sqlitePerSecond, 2),
-        replicasToFloor: round(f.replicaPerSecond / f.floorPerSecond, 2),
-        replicasToTarget500: round(f.replicaPerSecond / 500, 2),
-        statementsPerCycle: round(f.statementsPerCycle, 1),
-        transactionsPerCycle: round(f.commitsPerCycle, 1),
-        netStatementsPerCycle: round(f.netStatementsPerCycle, 1),
-        netTransactionsPerCycle: round(f.netCommitsPerCycle, 1),
-        connectionsOpened: f.connectionsOpened,
-        sqliteCpuPerCycleMs: round(f.sqliteCpuPerCycleMs, 1),
-        replicaCpuPerCycleMs: round(f.replicaCpuPerCycleMs, 1),
-        sqliteNetCpuPerCycleMs: round(f.sqliteNetCpuPerCycleMs, 1),
-        replicaNetCpuPerCycleMs: round(f.replicaNetCpuPerCycleMs, 1),
+        sqliteCpuPerCycleMs: round(f.sqliteCpuPerCycleMs, 2),
+        sqliteNetCpuPerCycleMs: round(f.sqliteNetCpuPerCycleMs, 2),
+        replicaCyclesPerSecond: Math.round(c.perSecond),
+        replicasToSqlite: round(c.perSecond / f.sqlitePerSecond, 2),
+        replicasToTarget500: round(c.perSecond / 500, 2),
+        coalesced: way(c),
+        single: way(f.single),
+        ...(f.connectUnary ? { connectUnary: way(f.connectUnary), fastPathToConnectNetCpu: round(c.netCpuPerCycleMs / f.connectUnary.netCpuPerCycleMs, 2) } : {}),
+        coalescedToSingleRate: round(c.perSecond / f.single.perSecond, 2),
+        coalescedToSingleNetCpu: round(c.netCpuPerCycleMs / f.single.netCpuPerCycleMs, 2),
+        floorStatementsPerSecond: Math.round(f.floorStatements.perSecond),
+        floorNoticesPerSecond: Math.round(f.floorNotices.perSecond),
+        floorHttp2PerSecond: Math.round(f.floorHttp2.perSecond),
+        floorHttp2ServerCpuPerCycleMs: f.floorHttp2.serverCpuPerCycleMs.map((x) => round(x, 2)),
+        floorHttp2PostgresCpuPerCycleMs: round(f.floorHttp2PostgresCpuPerCycleMs, 2),
+        replicasToFloorHttp2: round(c.perSecond / f.floorHttp2.perSecond, 2),
+        replicasCpuToFloorHttp2: round(c.cpuPerCycleMs / serversCpu, 2),
       });
       rows.push({
         measure: "lease cycles, three replicas on PostgreSQL",
-        instant: `${Math.round(f.replicaPerSecond)}/s`,
+        instant: `${Math.round(c.perSecond)}/s`,
         realistic: null,
-        baseline: `one SQLite coordinator ${Math.round(f.sqlitePerSecond)}/s; bare statements ${Math.round(f.floorPerSecond)}/s`,
+        baseline: `one SQLite coordinator ${Math.round(f.sqlitePerSecond)}/s; bare HTTP/2 servers doing the statements and notices ${Math.round(f.floorHttp2.perSecond)}/s`,
         target: ">= 500/s",
-        pass: f.replicaPerSecond >= 500,
+        pass: c.perSecond >= 500,
       });
     }
     if (only === "" || only === "forwarded") {

@@ -45,7 +45,8 @@ export async function startReplication(opts: ReplicationOptions): Promise<Replic
   if (opts.database.dialect !== "postgres") throw new Error("replicas share a PostgreSQL database");
   const store = createReplicaStore(opts.database);
   const membership = await Membership.join(store, { url: opts.url, log });
-  const bus = await PgChangeBus.open(opts.databaseUrl, opts.database.pool, membership.id, log);
+  // FARM_CHANGE_NOTICES=single: one notice per change, sent at once, as before coalescing (to compare the two in one run).
+  const bus = await PgChangeBus.open(opts.databaseUrl, opts.database.pool, membership.id, log, { coalesce: process.env["FARM_CHANGE_NOTICES"] !== "single" });
   // FARM_REPLICA_LINKS=off: forwarded calls by unary CallAgent, as before links (to compare the two in one run).
   const clients = new ReplicaClients(membership, { links: process.env["FARM_REPLICA_LINKS"] !== "off" });
 
