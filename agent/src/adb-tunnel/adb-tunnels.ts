@@ -89,6 +89,9 @@ export class AdbTunnels {
 
   /** Follows the tunnel's action: once it has settled (or failed to start), the tunnel is gone. */
   track(tunnel: AdbTunnel, run: Promise<unknown>): void {
+    // The first stream's open (often the only one: `adb shell CMD`) finds its connection ready too.
+    // Selecting the transport reaches only the adb server, not the phone: it may precede the device lock.
+    if (this.opts.warmTransport) this.warmFor(tunnel).prepare();
     const fields = () => ({ tunnelId: tunnel.tunnelId, serial: tunnel.serial, actionId: tunnel.actionId });
     void run.then(
       () => this.opts.log?.info("adb tunnel closed", { ...fields(), reason: tunnel.stopReason }),
@@ -242,6 +245,11 @@ export class AdbTunnels {
   /** Where a stream of this tunnel opens its service: a fresh connection each time, or the tunnel's warm one. */
   private transportFor(t: AdbTunnel): { open(service: string, signal: AbortSignal): Promise<OpenService> } {
     if (!this.opts.warmTransport) return { open: (service, signal) => openDeviceService(this.opts.adb, t.serial, service, signal) };
+    return this.warmFor(t);
+  }
+
+  /** The tunnel's warm connection, made on first use. */
+  private warmFor(t: AdbTunnel): WarmTransport {
     let warm = this.warm.get(t);
     if (!warm) {
       const own = new WarmTransport(this.opts.adb, t.serial);
