@@ -152,6 +152,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     adb: opts.adb,
     serve: serveAdbStreamOver(adbTransport),
     spareCalls: true,
+    warmTransport: true,
     physicalIdOf: (serial) => watcher.device(serial)?.identity.physicalId,
     log,
     ...(opts.adbTunnelBudgetBytes !== undefined ? { tunnelBudgetBytes: opts.adbTunnelBudgetBytes } : {}),

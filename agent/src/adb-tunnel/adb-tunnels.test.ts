@@ -240,6 +240,23 @@ describe("remote adb tunnels", () => {
     expect(next.signal.aborted).toBe(true);
   });
 
+  it("with warm transports, opens each stream on the tunnel's connection made ahead, and still refuses a bad service before the phone is touched", async () => {
+    await tunnels.stopAll("replaced by one with warm transports");
+    tunnels = new AdbTunnels({ adb: addr, serve: coordinator.serve, physicalIdOf: (s) => phones.get(s), log, warmTransport: true, onServiceRefused: (rule) => refusedRules.push(rule) });
+    const deps: Pick<AgentServiceDeps, "ownership" | "adbTunnels" | "rawAdb" | "log"> = { ownership, adbTunnels: tunnels, rawAdb: rawAdbAction(), log };
+    const route = { service: AgentControlService, impl: agentControlService(deps as AgentServiceDeps) } as unknown as ServiceRoute;
+    dispatch = callDispatcher({ routes: [route], drainReason: () => "", log, hostPaths: [] });
+    await startTunnel("t1");
+    for (const [id, word] of [["s1", "one"], ["s2", "two"], ["s3", "three"]] as const) {
+      const stream = await openStream("t1", id, `shell:echo ${word}`);
+      expect(await readData(stream.requests)).toEqual({ data: Buffer.from(`${word}\n`), ended: true });
+      stream.end();
+    }
+    expect((await startStream("t1", "s4", "reboot:bootloader")).error).toMatchObject({ code: "INVALID_ARGUMENT", field: "service" });
+    expect(tunnels.bytes("t1")).toMatchObject({ fromDevice: 4 + 4 + 6 });
+    expect((await stopTunnel("t1")).error).toBeUndefined();
+  });
+
   it("holds the phone for its owner: anyone else is refused at once as busy, naming the tunnel, its owner and how to close it", async () => {
     const opened = await startTunnel("t1", { requestedBy: "alice" });
     // Refused at once, not after waiting out the deadline (60 s here).

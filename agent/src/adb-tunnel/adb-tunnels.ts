@@ -11,6 +11,7 @@ import { relayAdbStream, type ServeAdbStream } from "./adb-stream.js";
 import { AdbTunnel, type TunnelInfo } from "./adb-tunnel.js";
 import { ByteBudget } from "./byte-budget.js";
 import { checkAdbService, refusalOf, serviceKind } from "./service-names.js";
+import { WarmTransport } from "./warm-transport.js";
 
 /** Streams one tunnel may have open at once (adb opens one per shell, sync, forward...); the coordinator's cap is lower. */
 export const MAX_STREAMS_PER_TUNNEL = 64;
@@ -36,6 +37,13 @@ export interface AdbTunnelsOptions {
    * take the calls one by one do not.
    */
   spareCalls?: boolean;
+  /**
+   * Keeps one connection per tunnel to the adb server with the phone's
+   * transport already selected, so a stream's open is the service request
+   * alone (warm-transport.ts): the agent does; tests that take the adb
+   * server's connections one by one do not.
+   */
+  warmTransport?: boolean;
   /** Counts a service refused before it reached the phone, by the rule that refused it ("not-a-device-service" when none did). */
   onServiceRefused?: (rule: string) => void;
 }
@@ -57,6 +65,8 @@ export class AdbTunnels {
   private readonly tunnels = new Map<string, AdbTunnel>();
   /** Each running tunnel's spare ServeAdbStream call (with spareCalls). */
   private readonly spares = new Map<AdbTunnel, SpareCalls<ServeAdbStreamRequest, ServeAdbStreamResponse>>();
+  /** Each running tunnel's next adb server connection, transport selected (with warmTransport). */
+  private readonly warm = new Map<AdbTunnel, WarmTransport>();
   private linkUp = true;
   /** What every tunnel's streams hold here; each tunnel's budget counts into it. */
   readonly budget: ByteBudget;
@@ -79,6 +89,9 @@ export class AdbTunnels {
 
   /** Follows the tunnel's action: once it has settled (or failed to start), the tunnel is gone. */
   track(tunnel: AdbTunnel, run: Promise<unknown>): void {
+    // The first stream's open (often the only one: `adb shell CMD`) finds its connection ready too.
+    // Selecting the transport reaches only the adb server, not the phone: it may precede the device lock.
+    if (this.opts.warmTransport) this.warmFor(tunnel).prepare();
     const fields = () => ({ tunnelId: tunnel.tunnelId, serial: tunnel.serial, actionId: tunnel.actionId });
     void run.then(
       () => this.opts.log?.info("adb tunnel closed", { ...fields(), reason: tunnel.stopReason }),
@@ -91,6 +104,8 @@ export class AdbTunnels {
       if (this.tunnels.get(tunnel.tunnelId) === tunnel) this.tunnels.delete(tunnel.tunnelId);
       this.spares.get(tunnel)?.close();
       this.spares.delete(tunnel);
+      this.warm.get(tunnel)?.close();
+      this.warm.delete(tunnel);
       tunnel.finish();
     });
   }
@@ -194,7 +209,7 @@ export class AdbTunnels {
     t.markUsed();
     let opened: OpenService;
     try {
-      opened = await openDeviceService(this.opts.adb, t.serial, req.service, AbortSignal.any([AbortSignal.timeout(Math.max(0, deadlineMs - Date.now())), t.signal]));
+      opened = await this.transportFor(t).open(req.service, AbortSignal.any([AbortSignal.timeout(Math.max(0, deadlineMs - Date.now())), t.signal]));
     } catch (err) {
       t.streams.delete(req.streamId);
       if (!t.open) throw tunnelClosed(t);
@@ -225,6 +240,25 @@ export class AdbTunnels {
       if (t.streams.get(req.streamId) === relay) t.streams.delete(req.streamId);
       this.opts.log?.debug("adb stream closed", { tunnelId: t.tunnelId, streamId: req.streamId });
     });
+  }
+
+  /** Where a stream of this tunnel opens its service: a fresh connection each time, or the tunnel's warm one. */
+  private transportFor(t: AdbTunnel): { open(service: string, signal: AbortSignal): Promise<OpenService> } {
+    if (!this.opts.warmTransport) return { open: (service, signal) => openDeviceService(this.opts.adb, t.serial, service, signal) };
+    return this.warmFor(t);
+  }
+
+  /** The tunnel's warm connection, made on first use. */
+  private warmFor(t: AdbTunnel): WarmTransport {
+    let warm = this.warm.get(t);
+    if (!warm) {
+      const own = new WarmTransport(this.opts.adb, t.serial);
+      warm = own;
+      this.warm.set(t, own);
+      // Closing: its spare connection goes, and none is made again.
+      t.signal.addEventListener("abort", () => own.close(), { once: true });
+    }
+    return warm;
   }
 
   /** How a stream of this tunnel starts its ServeAdbStream call: on the tunnel's spare, when spares are on. */

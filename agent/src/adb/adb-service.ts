@@ -34,11 +34,33 @@ export interface OpenService {
  * deadline, both of which farm reports.
  */
 export function openDeviceService(addr: AdbServerAddress, serial: string, service: string, signal?: AbortSignal): Promise<OpenService> {
+  return talk(connect({ host: addr.host, port: addr.port }), { serial, service }, signal);
+}
+
+/**
+ * A connection to the adb server with the phone's transport already
+ * selected (host:transport:SERIAL answered OKAY), ready for one service:
+ * openServiceOn sends it. Nothing is sent to the device until then.
+ */
+export function selectTransport(addr: AdbServerAddress, serial: string, signal?: AbortSignal): Promise<Socket> {
+  return talk(connect({ host: addr.host, port: addr.port }), { serial }, signal).then((o) => o.socket);
+}
+
+/** Opens `service` on a connection selectTransport made: resolves once the device accepted it. */
+export function openServiceOn(socket: Socket, service: string, signal?: AbortSignal): Promise<OpenService> {
+  return talk(socket, { service }, signal);
+}
+
+/**
+ * The adb server's side of a service request on `socket`: the transport
+ * request when `serial` is given (on connect), then the service when given;
+ * resolves after the last OKAY.
+ */
+function talk(socket: Socket, steps: { serial?: string; service?: string }, signal?: AbortSignal): Promise<OpenService> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: addr.host, port: addr.port });
     socket.setNoDelay(true);
     let phase: ServicePhase = "before";
-    let stage: "transport" | "service" = "transport";
+    let stage: "transport" | "service" = steps.serial !== undefined ? "transport" : "service";
     let buf: Buffer = Buffer.alloc(0);
     let done = false;
     const fail = (e: AdbServiceError) => {
@@ -52,6 +74,10 @@ export function openDeviceService(addr: AdbServerAddress, serial: string, servic
     if (signal?.aborted) return onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
     const request = (text: string) => socket.write(text.length.toString(16).padStart(4, "0") + text);
+    const sendService = () => {
+      request(steps.service as string);
+      phase = "sent";
+    };
     const onData = (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       while (!done && buf.length >= 4) {
@@ -66,10 +92,9 @@ export function openDeviceService(addr: AdbServerAddress, serial: string, servic
         }
         if (status !== "OKAY") return fail(new AdbServiceError(`unexpected adb reply ${JSON.stringify(status)}`, phase, "ADB_CONNECTION_LOST"));
         buf = buf.subarray(4);
-        if (stage === "transport") {
+        if (stage === "transport" && steps.service !== undefined) {
           stage = "service";
-          request(service);
-          phase = "sent";
+          sendService();
           continue;
         }
         done = true;
@@ -82,7 +107,14 @@ export function openDeviceService(addr: AdbServerAddress, serial: string, servic
     };
     const onError = (e: Error) => fail(new AdbServiceError(`adb server connection failed: ${e.message}`, phase, "ADB_CONNECTION_LOST"));
     const onClose = () => fail(new AdbServiceError("the adb server closed the connection", phase, "ADB_CONNECTION_LOST"));
-    socket.once("connect", () => request(`host:transport:${serial}`));
+    if (steps.serial !== undefined) {
+      const serial = steps.serial;
+      socket.once("connect", () => request(`host:transport:${serial}`));
+    } else if (socket.destroyed) {
+      return onClose();
+    } else {
+      sendService();
+    }
     socket.on("data", onData);
     socket.on("error", onError);
     socket.on("close", onClose);

@@ -108,9 +108,11 @@ class TunnelStreamDuplex extends Duplex {
     try {
       for (;;) {
         const r = await this.responses.next();
-        if (r.done) {
+        // The phone's side ended: said as a message by a coordinator that knows how, else by the call's end.
+        if (r.done || r.value.kind.case === "end") {
           if (this.trace) stageTrace?.mark(this.trace, "cli.stream-end");
           this.push(null);
+          if (!r.done) void drain(this.responses);
           return;
         }
         if (r.value.kind.case === "data" && !this.push(r.value.kind.value)) return;
@@ -120,6 +122,19 @@ class TunnelStreamDuplex extends Duplex {
     } finally {
       this.reading = false;
     }
+  }
+}
+
+/**
+ * Reads a call to its end after the phone's side ended, so it ends as a
+ * finished call (its spare is replaced at once) rather than a cancelled
+ * one; nothing it says then changes the stream, which has ended.
+ */
+async function drain(responses: AsyncIterator<OpenAdbStreamResponse>): Promise<void> {
+  try {
+    while (!(await responses.next()).done);
+  } catch {
+    /* cut after the end: nothing was lost */
   }
 }
 

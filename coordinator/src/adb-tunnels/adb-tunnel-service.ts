@@ -177,11 +177,12 @@ export async function* holdTunnel(
 
 /**
  * One adb stream in a caller's tunnel: yields "opened" once the device
- * accepted the service, then the device's bytes, while `incoming` carries
- * the caller's to the device. On a tunnel held through another replica the
+ * accepted the service, then the device's bytes, then "end" once the
+ * phone's side ended with all of them sent, while `incoming` carries the
+ * caller's to the device. On a tunnel held through another replica the
  * stream travels over ReplicaService.RelayAdbStream; otherwise the agent
  * joins it here. Ends when either side ends, the tunnel closes, or `signal`
- * aborts (the caller went away).
+ * aborts (the caller went away); a cut throws instead of saying "end".
  */
 export async function* adbStream(
   deps: AdbTunnelDeps,
@@ -189,7 +190,7 @@ export async function* adbStream(
   start: { tunnelId: string; service: string },
   incoming: AsyncIterator<Uint8Array | undefined>,
   signal: AbortSignal,
-): AsyncGenerator<{ opened: true } | { data: Uint8Array }> {
+): AsyncGenerator<{ opened: true } | { data: Uint8Array } | { end: true }> {
   const { tunnelId, service } = start;
   // The remote adb benchmark's marks (stage-trace.ts), once per stream: the stream's service kind is its id.
   const trace = stageTrace ? `adb:${serviceKindOf(service)}` : undefined;
@@ -222,6 +223,8 @@ export async function* adbStream(
   const onCallerGone = () => cut(farmError(Errors.TUNNEL_CLOSED, "the adb stream's caller went away"));
   signal.addEventListener("abort", onCallerGone, { once: true });
   let started = false;
+  /** The phone's side ended and the caller was told: the caller's going away after that cuts nothing. */
+  let ended = false;
   try {
     // Through another replica, that replica answers once the device accepted the service.
     mark("coord.ask-agent");
@@ -265,6 +268,10 @@ export async function* adbStream(
     }
     mark("coord.device-end");
     if (cutBy) throw cutBy;
+    // Said as a message: the call's trailers took about twice a message's time to reach the caller,
+    // and a short command's output waited for them before its CLSE.
+    ended = true;
+    yield { end: true };
   } finally {
     signal.removeEventListener("abort", onCallerGone);
     t.streams.delete(cut);
@@ -273,12 +280,12 @@ export async function* adbStream(
     pair.toAgent.close();
     if (t.link) {
       // The relay's end tells the agent's replica, which cuts the stream on the agent.
-      if (cutBy || signal.aborted) stop.abort();
+      if (!ended && (cutBy || signal.aborted)) stop.abort();
     } else {
       deps.relay.forget(streamId);
       // Cut here: the agent may be writing to a phone that reads nothing, where the end of its
       // ServeAdbStream call cannot reach it. Told directly, it closes the phone's side and frees the bytes.
-      if (started && (cutBy || signal.aborted)) void stopStreamOnAgent(deps, t, streamId, principal);
+      if (started && !ended && (cutBy || signal.aborted)) void stopStreamOnAgent(deps, t, streamId, principal);
     }
   }
 }
@@ -320,7 +327,9 @@ export function registerAdbTunnelService(router: ConnectRouter, deps: AdbTunnelD
         },
       };
       for await (const m of adbStream(deps, principal, first.value.kind.value, incoming, ctx.signal)) {
-        yield "opened" in m ? create(OpenAdbStreamResponseSchema, { kind: { case: "opened", value: true } }) : create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: m.data } });
+        if ("opened" in m) yield create(OpenAdbStreamResponseSchema, { kind: { case: "opened", value: true } });
+        else if ("end" in m) yield create(OpenAdbStreamResponseSchema, { kind: { case: "end", value: true } });
+        else yield create(OpenAdbStreamResponseSchema, { kind: { case: "data", value: m.data } });
       }
     },
 

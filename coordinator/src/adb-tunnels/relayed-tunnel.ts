@@ -70,6 +70,8 @@ export async function* serveRelayAdbStream(deps: AdbTunnelDeps, requests: AsyncI
     },
   };
   for await (const m of adbStream(deps, { tokenName: start.requestedBy, admin: false }, start, incoming, signal)) {
-    yield "opened" in m ? create(RelayAdbStreamResponseSchema, { kind: { case: "opened", value: true } }) : create(RelayAdbStreamResponseSchema, { kind: { case: "data", value: m.data } });
+    if ("opened" in m) yield create(RelayAdbStreamResponseSchema, { kind: { case: "opened", value: true } });
+    else if ("end" in m) yield create(RelayAdbStreamResponseSchema, { kind: { case: "end", value: true } });
+    else yield create(RelayAdbStreamResponseSchema, { kind: { case: "data", value: m.data } });
   }
 }

@@ -107,6 +107,7 @@ export async function openTunnelLink(
       const streamAbort = linkedAbort(cutSignal, signal);
       void (async () => {
         let opened = false;
+        let ended = false;
         try {
           for await (const m of client.relayAdbStream(out(), { signal: streamAbort.signal })) {
             if (m.kind.case === "opened") {
@@ -115,11 +116,16 @@ export async function openTunnelLink(
             } else if (m.kind.case === "data") {
               // Not read further until the caller's side takes it: the agent's replica waits, and so does the phone.
               if (!(await pair.toCaller.push(m.kind.value))) break;
+            } else if (m.kind.case === "end") {
+              // The phone's side ended: the caller hears it now; the call's own end follows.
+              ended = true;
+              pair.toCaller.close();
             }
           }
           if (!opened) refuse(farmError(Errors.TUNNEL_CLOSED, "the adb stream ended before the device accepted it"));
         } catch (err) {
-          if (!cutSignal.aborted) {
+          // After the phone's end was passed on, the call's own end has nothing left to say.
+          if (!cutSignal.aborted && !ended) {
             const e = lost(err, "mid-stream");
             refuse(e);
             if (opened) onCut(e);
