@@ -414,7 +414,6 @@ async function buildPlainBundle() {
     logLevel: "silent",
   }).catch((err) => fail(`${PLAIN_ENTRY.out}: ${err.message}`));
   if (result.warnings.length) fail(`${PLAIN_ENTRY.out}: ${result.warnings.map((w) => w.text).join("; ")}`);
-  if (process.env["FARM_PLAIN_NO_CACHE"] === "1") return;
   const loader = pathToFileURL(join(root, "cli/dist/hot/hot-bundle.js")).href;
   const home = mkdtempSync(join(tmpdir(), "farm-plain-cache-"));
   try {
