@@ -36,6 +36,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isBuiltin } from "node:module";
 import { tmpdir } from "node:os";
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
@@ -414,6 +415,10 @@ async function buildPlainBundle() {
     logLevel: "silent",
   }).catch((err) => fail(`${PLAIN_ENTRY.out}: ${err.message}`));
   if (result.warnings.length) fail(`${PLAIN_ENTRY.out}: ${result.warnings.map((w) => w.text).join("; ")}`);
+  // lib/farm.cjs runs it with its own require (cli/src/hot/hot-bundle.ts `builtins`): Node's built-in modules only.
+  const required = [...readFileSync(join(libDir, PLAIN_ENTRY.out), "utf8").matchAll(/\brequire\((["'])([^"']+)\1\)/g)].map((m) => m[2]);
+  const notBuiltin = required.filter((name) => !isBuiltin(name));
+  if (notBuiltin.length) fail(`${PLAIN_ENTRY.out} requires ${notBuiltin.join(", ")}: it may require Node's built-in modules only (lib/farm.cjs gives it its own require)`);
   const loader = pathToFileURL(join(root, "cli/dist/hot/hot-bundle.js")).href;
   const home = mkdtempSync(join(tmpdir(), "farm-plain-cache-"));
   try {

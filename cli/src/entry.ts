@@ -25,7 +25,8 @@ if (answerLocalVersion(process.argv.slice(2), process.env, (s) => void process.s
   const argv = process.argv.slice(2);
   // Only ever run as lib/farm.cjs (CommonJS), where __dirname is lib/.
   const dir = typeof __dirname === "string" && namesHotCommand(argv, process.env) ? __dirname : undefined;
-  const plain = dir === undefined ? undefined : loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE);
+  // The plain runner requires Node's built-ins only: this file's own require serves it.
+  const plain = dir === undefined ? undefined : loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE, require);
   const full = (handover?: Handover) => {
     const hot = dir === undefined ? undefined : loadHotBundle<HotBundle>(dir);
     // Either CLI judges a call the plain runner made (recorded-call.ts): the same command in both.

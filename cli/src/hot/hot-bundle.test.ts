@@ -78,6 +78,19 @@ describe("loadHotBundle", () => {
     expect(loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE)?.cacheRejected).toBe(true);
   });
 
+  it("a bundle given the caller's require (the plain runner: built-ins only) runs with it and gets no URL", () => {
+    const dir = bundleDir(text);
+    writeFileSync(join(dir, PLAIN_BUNDLE), `// ${n++}\nexports.runPlain = async () => undefined; exports.same = require === globalThis.__farmGiven; exports.url = __farm_hot_url; exports.path = require("node:path").sep;`);
+    const given = ((name: string) => (name === "node:path" ? { sep: "/" } : undefined)) as unknown as NodeJS.Require;
+    (globalThis as Record<string, unknown>)["__farmGiven"] = given;
+    try {
+      const exports = loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE, given)?.exports as unknown as Record<string, unknown>;
+      expect(exports).toMatchObject({ same: true, url: undefined, path: "/" });
+    } finally {
+      delete (globalThis as Record<string, unknown>)["__farmGiven"];
+    }
+  });
+
   it("a bundle that throws while loading throws (a broken install is not hidden)", () => {
     expect(() => loadHotBundle(bundleDir("throw new Error('broken bundle');"))).toThrow("broken bundle");
   });

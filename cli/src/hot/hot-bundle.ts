@@ -54,8 +54,16 @@ function wrap(source: string): string {
   return `(function (exports, require, module, __filename, __dirname, ${HOT_URL_PARAM}) {${body}\n})`;
 }
 
-/** The hot bundle (or `name`, the plain runner) in dir, run; undefined when dir has none (the unbundled CLI, or a package built before it). */
-export function loadHotBundle<T = HotBundle>(dir: string, name = HOT_BUNDLE): LoadedHotBundle<T> | undefined {
+/**
+ * The hot bundle (or `name`, the plain runner) in dir, run; undefined when
+ * dir has none (the unbundled CLI, or a package built before it).
+ * `builtins`: the caller's own require, for a bundle that requires Node's
+ * built-in modules only and never reads import.meta.url (lib/one.cjs;
+ * scripts/bundle-cli.mjs checks both): it then gets that require instead
+ * of one made with createRequire, and no URL (together about 1 % of a
+ * plain `farm shell`'s instructions).
+ */
+export function loadHotBundle<T = HotBundle>(dir: string, name = HOT_BUNDLE, builtins?: NodeJS.Require): LoadedHotBundle<T> | undefined {
   const file = join(dir, name);
   if (!existsSync(file)) return undefined;
   let cachedData: Buffer | undefined;
@@ -72,7 +80,7 @@ export function loadHotBundle<T = HotBundle>(dir: string, name = HOT_BUNDLE): Lo
   });
   const module = { exports: {} as T };
   const fn = script.runInThisContext() as (...args: unknown[]) => void;
-  fn.call(module.exports, module.exports, createRequire(file), module, file, dir, pathToFileURL(file).href);
+  fn.call(module.exports, module.exports, builtins ?? createRequire(file), module, file, dir, builtins ? undefined : pathToFileURL(file).href);
   return { exports: module.exports, cacheRejected: cachedData ? script.cachedDataRejected === true : undefined, createCache: () => script.createCachedData() };
 }
 
