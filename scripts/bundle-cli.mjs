@@ -6,6 +6,8 @@
  *     package.json                   name @farm/cli, bin farm -> lib/farm.cjs, natives as dependencies
  *     lib/farm.cjs                   the command's entry (cli/src/entry.ts), alone and CommonJS:
  *                                    answers `farm --version`, else loads lib/main.js
+ *     lib/one.cjs                    the plain runner: a plain `farm shell -- …`/`farm devices` and nothing
+ *                                    else (cli/src/hot/plain-entry.ts), with lib/one.cjs.cache
  *     lib/hot.cjs                    the hot commands (farm shell, devices, …; cli/src/hot/hot-entry.ts),
  *                                    one CommonJS file compiled with lib/hot.cjs.cache (a V8 code cache)
  *     lib/main.js                    the CLI: only what `farm --help` needs, the rest in chunks
@@ -34,6 +36,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isBuiltin } from "node:module";
 import { tmpdir } from "node:os";
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
@@ -91,6 +94,18 @@ const HOT_ENTRY = {
     "ora",
   ],
 };
+
+/**
+ * The plain runner (cli/src/hot/plain-run.ts): only what a plain success of
+ * `farm shell -- …` or `farm devices` runs, one CommonJS file that
+ * lib/farm.cjs loads before lib/hot.cjs (which it loads only when the
+ * plain runner hands a run over). Every import() in it (the command tree's
+ * load() of each leaf, which the plain runner never calls) becomes a module
+ * that throws. Its code cache is made by running it once against a
+ * port nothing listens on (`farm shell -- true`: parse, resolve, plan and
+ * the call's start compile).
+ */
+const PLAIN_ENTRY = { src: "cli/dist/hot/plain-entry.js", out: "one.cjs", cache: "one.cjs.cache" };
 
 /**
  * Bundled CommonJS (prom-client, node-forge, adbkit, …) calls require() for
@@ -198,6 +213,7 @@ async function main() {
   dropRequireBanners(Object.keys(result.metafile.outputs).map((p) => resolve(root, p)).filter((p) => p.endsWith(".js")));
   await buildCommandEntry();
   await buildHotBundle();
+  await buildPlainBundle();
   // Everything but the CLI's own entry is there because some module asks for it.
   const unused = Object.keys(RUNTIME_FILES).filter((k) => k !== ENTRIES.main && !used.has(k));
   if (unused.length) fail(`no module references ${unused.join(", ")} any more: update RUNTIME_FILES in scripts/bundle-cli.mjs`);
@@ -359,6 +375,67 @@ async function buildHotBundle() {
     );
     if (!/"code":"COORDINATOR_UNAVAILABLE"|"code":"UNAVAILABLE"/.test(run.stdout) || !existsSync(join(libDir, HOT_ENTRY.cache))) {
       fail(`making ${HOT_ENTRY.cache} failed (exit ${run.status}): ${run.stdout}${run.stderr}`);
+    }
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+/** lib/one.cjs and its code cache; see PLAIN_ENTRY. */
+async function buildPlainBundle() {
+  const src = join(root, PLAIN_ENTRY.src);
+  if (!existsSync(src)) fail(`${PLAIN_ENTRY.src} is missing: run \`npx tsc -b\` first (make bundle does)`);
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: [src],
+    outfile: join(libDir, PLAIN_ENTRY.out),
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    external: [...EXTERNAL, ...NEVER_LOADED],
+    plugins: [
+      {
+        name: "farm-plain-only",
+        setup(build) {
+          // Every import() (the tree's leaves' load(), which the plain runner replaces) throws: the full path is lib/hot.cjs's.
+          build.onResolve({ filter: /.*/ }, (args) => (args.kind === "dynamic-import" ? { path: args.path, namespace: "farm-not-plain" } : undefined));
+          build.onLoad({ filter: /.*/, namespace: "farm-not-plain" }, (args) => ({
+            contents: `throw new Error(${JSON.stringify(`farm: ${args.path} is not in the plain runner (lib/${PLAIN_ENTRY.out}; cli/src/hot/plain-run.ts)`)});`,
+            loader: "js",
+          }));
+          build.onLoad({ filter: /\/(?:agent|coordinator|shared|cli|client)\/dist\/.*\.js$/ }, async (args) => {
+            const text = await readFile(args.path, "utf8");
+            if (text.includes("import.meta")) return { errors: [{ text: `${relative(root, args.path)} uses import.meta, which lib/${PLAIN_ENTRY.out} cannot locate` }] };
+            return undefined;
+          });
+        },
+      },
+    ],
+    logLevel: "silent",
+  }).catch((err) => fail(`${PLAIN_ENTRY.out}: ${err.message}`));
+  if (result.warnings.length) fail(`${PLAIN_ENTRY.out}: ${result.warnings.map((w) => w.text).join("; ")}`);
+  // lib/farm.cjs runs it with its own require (cli/src/hot/hot-bundle.ts `builtins`): Node's built-in modules only.
+  const required = [...readFileSync(join(libDir, PLAIN_ENTRY.out), "utf8").matchAll(/\brequire\((["'])([^"']+)\1\)/g)].map((m) => m[2]);
+  const notBuiltin = required.filter((name) => !isBuiltin(name));
+  if (notBuiltin.length) fail(`${PLAIN_ENTRY.out} requires ${notBuiltin.join(", ")}: it may require Node's built-in modules only (lib/farm.cjs gives it its own require)`);
+  const loader = pathToFileURL(join(root, "cli/dist/hot/hot-bundle.js")).href;
+  const home = mkdtempSync(join(tmpdir(), "farm-plain-cache-"));
+  try {
+    const run = spawnSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const h = await import(${JSON.stringify(loader)}); const dir = ${JSON.stringify(libDir)}; const b = h.loadHotBundle(dir, ${JSON.stringify(PLAIN_ENTRY.out)}); ` +
+        `h.writeCacheAtExit(dir, b, ${JSON.stringify(PLAIN_ENTRY.out)}); const r = await b.exports.runPlain(["shell", "--", "true"], process.env); r.takeSignal(); ` +
+        `process.stdout.write(JSON.stringify({ command: r.call?.command, sent: r.call?.outcome.sent }));`,
+      ],
+      // A port nothing listens on: the call is not sent, after the plain runner's code has run.
+      { encoding: "utf8", env: { ...process.env, FARM_HOME: home, FARM_CONFIG: join(home, "none.json"), FARM_COORDINATOR: "http://127.0.0.1:9", FARM_TOKEN: "farm-plain-cache", FARM_DEVICE: "cache", FARM_OUTPUT: "json" }, timeout: 60_000 },
+    );
+    if (run.stdout !== JSON.stringify({ command: "shell", sent: false }) || !existsSync(join(libDir, PLAIN_ENTRY.cache))) {
+      fail(`making ${PLAIN_ENTRY.cache} failed (exit ${run.status}): ${run.stdout}${run.stderr}`);
     }
   } finally {
     rmSync(home, { recursive: true, force: true });

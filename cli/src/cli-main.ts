@@ -7,6 +7,7 @@ import { createPrinter, exitCodeOf, type OutputSinks } from "./output.js";
 import type { Runtime } from "./tree/build.js";
 import { isVersionQuery } from "./version/fast-version.js";
 import { watchStdout } from "./stdout-watch.js";
+import { presetRecordedCall, type Handover } from "./hot/recorded-call.js";
 
 /**
  * The farm CLI. Start-up loads only the command tree's declarations
@@ -29,13 +30,20 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
   };
   // A reader that closes stdout (`| head`) stops the command as SIGPIPE would, quietly.
   const stdout = sinks ? undefined : watchStdout(process.stdout, () => onSignal());
-  const code = await run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined, () => received, options);
+  presetRecordedCall(options.handover?.call);
+  const running = run(argv, env, stop, onSignal, sinks, stdout ? (s) => stdout.write(s) : undefined, () => received, options);
+  // lib/one.cjs's signal handlers give way to run's (installed before its first await); a signal it got counts here.
+  const signal = options.handover?.takeSignal();
+  if (signal) onSignal(signal);
+  const code = await running;
   return stdout?.exitCode ?? code;
 }
 
 export interface MainOptions {
   /** false: parse every command with commander, the hot ones too (tests compare both paths). */
   hotPath?: boolean;
+  /** What lib/one.cjs (hot/plain-run.ts) did before it handed this run over: the call it made, a signal it got. */
+  handover?: Handover | undefined;
 }
 
 /** The hot path's commands never print the tree (only completion does); the tree is not loaded to describe it. */
@@ -112,6 +120,7 @@ async function run(
     // A command that failed returns no code of its own: the error's, or the signal's that stopped it.
     return signalledCode(signalled()) ?? exitCodeFor(report.code);
   } finally {
+    presetRecordedCall(undefined);
     connections.closeAll();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -126,8 +135,8 @@ async function reportOf(err: unknown): Promise<ErrorReport> {
 }
 
 /** Runs the CLI as this process: its arguments, environment, stdout and stderr, and its exit code. */
-export async function runAsProcess(): Promise<void> {
-  const code = await main(process.argv.slice(2));
+export async function runAsProcess(handover?: Handover): Promise<void> {
+  const code = await main(process.argv.slice(2), process.env, undefined, { handover });
   // A closed stdout has nothing left to flush.
   if (process.stdout.destroyed) process.exit(code);
   // Flush stdout before exiting so piped JSON is never cut short.

@@ -8,7 +8,7 @@
  * that prefix alone, `farm` answers --version, and a coordinator and an agent
  * serve a simulated phone that is leased, driven, screenshotted and recorded.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FARM_VERSION } from "@farm/shared/version";
@@ -199,17 +199,27 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
       const lease = await runFarm(["lease", "acquire", "--device", serial], env);
       expect(lease.code, lease.stdout + lease.stderr).toBe(0);
       const leased = { ...env, FARM_LEASE: (lease.json["lease"] as { token: string }).token };
-      // Counts fetch Headers made: Connect makes some for every call, the one-request path none.
+      // Counts fetch Headers made (Connect makes some for every call, the one-request path none) and names the bundles compiled through vm.Script.
       const probe = join(dir.path, "headers-probe.cjs");
-      writeFileSync(probe, "const H = globalThis.Headers; let n = 0; globalThis.Headers = class extends H { constructor(...a) { super(...a); n++; } };\nprocess.once('exit', () => process.stderr.write('headers-probe ' + n + '\\n'));\n");
-      const made = (stderr: string) => Number(/^headers-probe (\d+)$/m.exec(stderr)?.[1] ?? Number.NaN);
+      writeFileSync(
+        probe,
+        [
+          "const H = globalThis.Headers; let n = 0; globalThis.Headers = class extends H { constructor(...a) { super(...a); n++; } };",
+          "const vm = require('node:vm'); const S = vm.Script; const seen = [];",
+          "vm.Script = class extends S { constructor(code, opts) { super(code, opts); seen.push(require('node:path').basename(opts.filename)); } };",
+          "process.once('exit', () => process.stderr.write('headers-probe ' + n + ' ' + seen.join(',') + '\\n'));",
+          "",
+        ].join("\n"),
+      );
+      const made = (stderr: string) => Number(/^headers-probe (\d+) /m.exec(stderr)?.[1] ?? Number.NaN);
+      const bundles = (stderr: string) => /^headers-probe \d+ (.*)$/m.exec(stderr)?.[1];
       // Ids and times differ from run to run (a table's "13s ago", and so its column widths, too); nothing else may.
       const varying: [RegExp, string][] = [
         [/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>"],
         [/"actionId":"[^"]*"/g, "\"actionId\":\"<id>\""],
         [/action [0-9A-Za-z_-]+/g, "action <id>"],
         [/\b\d+ ms\b/g, "<n> ms"],
-        [/^headers-probe \d+\n/m, ""],
+        [/^headers-probe \d+ .*\n/m, ""],
         [/\b\d+[smhd] ago\b/g, "<t> ago"],
         [/ +/g, " "],
       ];
@@ -238,10 +248,40 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
         // A plain answer makes no Headers; a refusal is judged by the full client code (one-call-replay.ts), which does.
         if (path === "plain") expect(made(one.stderr), name).toBe(0);
         else expect(made(one.stderr), name).toBeGreaterThan(0);
+        // A plain answer runs lib/one.cjs alone; anything else is handed to lib/hot.cjs, which judges the call already made.
+        expect(bundles(one.stderr), name).toBe(path === "plain" ? "one.cjs" : "one.cjs,hot.cjs");
+        expect(bundles(full.stderr), name).toBe("one.cjs,hot.cjs");
       }
       const released = await runFarm(["lease", "release"], leased);
       expect(released.code, released.stdout + released.stderr).toBe(0);
     }, 300_000);
+
+    it("farm shell stopped by SIGTERM during lib/one.cjs's request: handed to lib/hot.cjs with the signal, exit 143 as the full path's", async () => {
+      const lease = await runFarm(["lease", "acquire", "--device", serial], env);
+      expect(lease.code, lease.stdout + lease.stderr).toBe(0);
+      const leased = { ...env, FARM_LEASE: (lease.json["lease"] as { token: string }).token, FARM_DEVICE: serial };
+      try {
+        const shell = spawn(cli.bin, ["shell", "--timeout", "600000", "--", "sleep", "600"], { env: leased, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        shell.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+        const exited = new Promise<number | null>((resolve) => shell.once("exit", (code) => resolve(code)));
+        try {
+          // Running on the phone: the plain runner's call is in flight.
+          await waitFor("the sleep on the phone", async () => {
+            const s = await runFarm(["device", "ownership", "status", "--device", serial], env);
+            return JSON.stringify(s.json["ownership"]).includes("sleep 600") ? true : undefined;
+          }, { timeoutMs: 60_000 });
+          shell.kill("SIGTERM");
+          expect(await exited).toBe(143);
+        } finally {
+          if (shell.exitCode === null) shell.kill("SIGKILL");
+        }
+        // Sent before the signal: the envelope says the outcome is unknown, as the full path's cancel does (e2e cli-signals).
+        expect(JSON.parse(out.trim())).toMatchObject({ ok: false, code: "CALL_CANCELLED", dispatched: null, ambiguous: true });
+      } finally {
+        await runFarm(["lease", "release"], leased);
+      }
+    }, 180_000);
   });
 
   describe("the hot commands (farm shell, devices, screenshot, input)", () => {
@@ -262,14 +302,16 @@ describe("npm install -g farm-cli-VERSION.tgz into an empty prefix", () => {
     };
     const compiled = (stderr: string) => JSON.parse(/^vm-probe (.*)$/m.exec(stderr)?.[1] ?? "null") as { file: string; cached: boolean; rejected: boolean }[] | null;
 
-    it("run from lib/hot.cjs, compiled from the code cache shipped beside it, and answer as lib/main.js does", async () => {
+    it("run from lib/one.cjs and lib/hot.cjs, compiled from the code caches shipped beside them, and answer as lib/main.js does", async () => {
       const lib = join(cli.home, "lib");
       expect(existsSync(join(lib, "hot.cjs.cache"))).toBe(true);
+      expect(existsSync(join(lib, "one.cjs.cache"))).toBe(true);
       const env = { ...cli.env, FARM_HOME: join(dir.path, "hot-home"), FARM_CONFIG: join(dir.path, "none.json"), FARM_COORDINATOR: "http://127.0.0.1:1", FARM_TOKEN: "t", FARM_OUTPUT: "json", NODE_PATH: "" };
       const probed = { ...env, NODE_OPTIONS: `--require ${probe()}` };
       const hot = await runFarm(["devices"], probed);
       expect(hot.json, hot.stdout + hot.stderr).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE" });
-      expect(compiled(hot.stderr)).toEqual([{ file: join(lib, "hot.cjs"), cached: true, rejected: false }]);
+      // The plain runner first (nothing could be sent), then the hot bundle, each from its own code cache.
+      expect(compiled(hot.stderr)).toEqual([{ file: join(lib, "one.cjs"), cached: true, rejected: false }, { file: join(lib, "hot.cjs"), cached: true, rejected: false }]);
       // Anything else is left to lib/main.js (ES modules): nothing compiled through vm.
       const other = await runFarm(["lease", "list"], probed);
       expect(other.json, other.stdout + other.stderr).toMatchObject({ ok: false, code: "COORDINATOR_UNAVAILABLE" });

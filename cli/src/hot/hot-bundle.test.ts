@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOT_BUNDLE, HOT_CACHE, loadHotBundle } from "./hot-bundle.js";
+import { CACHE_SUFFIX, HOT_BUNDLE, HOT_CACHE, loadHotBundle, PLAIN_BUNDLE, type PlainBundle } from "./hot-bundle.js";
 
 /**
  * The loader of the installed CLI's hot bundle (lib/hot.cjs). Whether V8
@@ -59,6 +59,36 @@ describe("loadHotBundle", () => {
     const loaded = loadHotBundle(dir);
     expect(loaded?.cacheRejected).toBe(true);
     expect(loaded?.exports.isHotCommand(["devices"], {})).toBe(true);
+  });
+
+  it("loads another bundle by name with that bundle's own cache (lib/one.cjs, the plain runner), not the hot bundle's", () => {
+    const dir = bundleDir(text);
+    // A new source for every load: V8's own compilation cache in this process would answer a known one first.
+    const plain = () => writeFileSync(join(dir, PLAIN_BUNDLE), `// ${n++}\nexports.runPlain = async () => undefined; exports.file = __filename;`);
+    plain();
+    const made = loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE);
+    expect((made?.exports as unknown as Record<string, unknown>)["file"]).toBe(join(dir, PLAIN_BUNDLE));
+    expect(made?.cacheRejected).toBeUndefined();
+    // A damaged hot.cjs.cache is not looked at for one.cjs; a damaged one.cjs.cache is.
+    writeFileSync(join(dir, HOT_CACHE), Buffer.from("not a V8 code cache, long enough to be looked at".repeat(4)));
+    plain();
+    expect(loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE)?.cacheRejected).toBeUndefined();
+    writeFileSync(join(dir, PLAIN_BUNDLE + CACHE_SUFFIX), Buffer.from("not a V8 code cache either, long enough to be looked at".repeat(4)));
+    plain();
+    expect(loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE)?.cacheRejected).toBe(true);
+  });
+
+  it("a bundle given the caller's require (the plain runner: built-ins only) runs with it and gets no URL", () => {
+    const dir = bundleDir(text);
+    writeFileSync(join(dir, PLAIN_BUNDLE), `// ${n++}\nexports.runPlain = async () => undefined; exports.same = require === globalThis.__farmGiven; exports.url = __farm_hot_url; exports.path = require("node:path").sep;`);
+    const given = ((name: string) => (name === "node:path" ? { sep: "/" } : undefined)) as unknown as NodeJS.Require;
+    (globalThis as Record<string, unknown>)["__farmGiven"] = given;
+    try {
+      const exports = loadHotBundle<PlainBundle>(dir, PLAIN_BUNDLE, given)?.exports as unknown as Record<string, unknown>;
+      expect(exports).toMatchObject({ same: true, url: undefined, path: "/" });
+    } finally {
+      delete (globalThis as Record<string, unknown>)["__farmGiven"];
+    }
   });
 
   it("a bundle that throws while loading throws (a broken install is not hidden)", () => {

@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { constants, Script } from "node:vm";
+import type { Handover } from "./recorded-call.js";
 
 /**
  * Loads the hot bundle (lib/hot.cjs, built from hot-entry.ts by
@@ -17,7 +18,12 @@ import { constants, Script } from "node:vm";
  * It travels in the same package as the bundle it was made from.
  */
 export const HOT_BUNDLE = "hot.cjs";
-export const HOT_CACHE = "hot.cjs.cache";
+/** The plain runner (plain-entry.ts): only what a plain success of `farm shell`/`farm devices` runs. */
+export const PLAIN_BUNDLE = "one.cjs";
+/** A bundle's code cache: its file name and this. */
+export const CACHE_SUFFIX = ".cache";
+/** lib/hot.cjs's. */
+export const HOT_CACHE = HOT_BUNDLE + CACHE_SUFFIX;
 
 /** The parameter the bundle's import.meta.url is defined as (esbuild `define`). */
 export const HOT_URL_PARAM = "__farm_hot_url";
@@ -25,11 +31,16 @@ export const HOT_URL_PARAM = "__farm_hot_url";
 /** What hot-entry.ts exports. */
 export interface HotBundle {
   isHotCommand(argv: readonly string[], env: NodeJS.ProcessEnv): boolean;
-  runAsProcess(): Promise<void>;
+  runAsProcess(handover?: Handover): Promise<void>;
 }
 
-export interface LoadedHotBundle {
-  exports: HotBundle;
+/** What plain-entry.ts exports. */
+export interface PlainBundle {
+  runPlain(argv: string[], env: NodeJS.ProcessEnv): Promise<Handover | undefined>;
+}
+
+export interface LoadedHotBundle<T = HotBundle> {
+  exports: T;
   /** undefined: no cache file; true: V8 refused it and compiled from source. */
   cacheRejected: boolean | undefined;
   /** The code cache of everything compiled so far (bundle-time: after a run, lazily compiled functions included). */
@@ -43,13 +54,21 @@ function wrap(source: string): string {
   return `(function (exports, require, module, __filename, __dirname, ${HOT_URL_PARAM}) {${body}\n})`;
 }
 
-/** The hot bundle in dir, run; undefined when dir has none (the unbundled CLI, or a package built before it). */
-export function loadHotBundle(dir: string): LoadedHotBundle | undefined {
-  const file = join(dir, HOT_BUNDLE);
+/**
+ * The hot bundle (or `name`, the plain runner) in dir, run; undefined when
+ * dir has none (the unbundled CLI, or a package built before it).
+ * `builtins`: the caller's own require, for a bundle that requires Node's
+ * built-in modules only and never reads import.meta.url (lib/one.cjs;
+ * scripts/bundle-cli.mjs checks both): it then gets that require instead
+ * of one made with createRequire, and no URL (together about 1 % of a
+ * plain `farm shell`'s instructions).
+ */
+export function loadHotBundle<T = HotBundle>(dir: string, name = HOT_BUNDLE, builtins?: NodeJS.Require): LoadedHotBundle<T> | undefined {
+  const file = join(dir, name);
   if (!existsSync(file)) return undefined;
   let cachedData: Buffer | undefined;
   try {
-    cachedData = readFileSync(join(dir, HOT_CACHE));
+    cachedData = readFileSync(file + CACHE_SUFFIX);
   } catch {
     cachedData = undefined;
   }
@@ -59,13 +78,13 @@ export function loadHotBundle(dir: string): LoadedHotBundle | undefined {
     // import() of the natives (external to the bundle) goes to Node's own loader, as in any module.
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
-  const module = { exports: {} as HotBundle };
+  const module = { exports: {} as T };
   const fn = script.runInThisContext() as (...args: unknown[]) => void;
-  fn.call(module.exports, module.exports, createRequire(file), module, file, dir, pathToFileURL(file).href);
+  fn.call(module.exports, module.exports, builtins ?? createRequire(file), module, file, dir, builtins ? undefined : pathToFileURL(file).href);
   return { exports: module.exports, cacheRejected: cachedData ? script.cachedDataRejected === true : undefined, createCache: () => script.createCachedData() };
 }
 
-/** Writes dir's code cache when this process exits (scripts/bundle-cli.mjs, after a run of the hot bundle). */
-export function writeCacheAtExit(dir: string, loaded: LoadedHotBundle): void {
-  process.once("exit", () => writeFileSync(join(dir, HOT_CACHE), loaded.createCache()));
+/** Writes the code cache of dir's bundle `name` when this process exits (scripts/bundle-cli.mjs, after a run of it). */
+export function writeCacheAtExit(dir: string, loaded: LoadedHotBundle<unknown>, name = HOT_BUNDLE): void {
+  process.once("exit", () => writeFileSync(join(dir, name + CACHE_SUFFIX), loaded.createCache()));
 }

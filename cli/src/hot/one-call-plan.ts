@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { clientSession, type ClientSession, type SessionInput } from "../session.js";
 import { frame, type OneCallRequest } from "./one-call.js";
+import type { RecordedCall } from "./recorded-call.js";
 
 /** What grpc-unary-transport.ts accepts in one answer (UNARY_RESPONSE_MAX_BYTES). */
 const ANSWER_MAX_BYTES = 64 * 1024 * 1024;
@@ -30,8 +31,16 @@ export interface CallPlan {
  * that transport would first refuse or do something else (no token, an
  * address it would not send a token to, a CA file it cannot read, a run
  * already stopped): the command then takes its full path, which says so.
+ * `recorded`: the call lib/one.cjs already made (recorded-call.ts), planned
+ * again only to be judged: its x-request-id is kept.
  */
-export function planCall(input: SessionInput & { ctx: { stopSignal?: AbortSignal | undefined } }, path: string, message: Uint8Array, scope: Record<string, string>): CallPlan | undefined {
+export function planCall(
+  input: SessionInput & { ctx: { stopSignal?: AbortSignal | undefined } },
+  path: string,
+  message: Uint8Array,
+  scope: Record<string, string>,
+  recorded?: RecordedCall,
+): CallPlan | undefined {
   let session: ClientSession;
   try {
     session = clientSession(input);
@@ -51,8 +60,9 @@ export function planCall(input: SessionInput & { ctx: { stopSignal?: AbortSignal
     }
   }
   const stop = input.ctx.stopSignal;
-  if (stop?.aborted) return undefined;
-  const requestId = randomUUID();
+  // A call the plain runner already made was planned before any stop: it is judged, not sent again.
+  if (stop?.aborted && !recorded) return undefined;
+  const requestId = recorded?.requestId ?? randomUUID();
   const timeoutMs = session.timeoutMs;
   const headers: Record<string, string> = {
     "content-type": "application/grpc+proto",
