@@ -38,9 +38,16 @@ export function widenConnectionWindow(session: Http2Session): void {
  * per-stream window is a setting, the connection's is not).
  */
 export class WideWindowSessionManager extends Http2SessionManager {
+  /** Sessions already widened: reading a session's state (to check) builds an object of a dozen fields per request otherwise. */
+  readonly #widened = new WeakSet<Http2Session>();
+
   override async request(...args: Parameters<Http2SessionManager["request"]>): ReturnType<Http2SessionManager["request"]> {
     const stream = await super.request(...args);
-    if (stream.session) widenConnectionWindow(stream.session);
+    const session = stream.session;
+    if (session && !this.#widened.has(session)) {
+      widenConnectionWindow(session);
+      this.#widened.add(session);
+    }
     return stream;
   }
 }

@@ -16,6 +16,7 @@
  *   node test/dist/bench/rpc-floor.js [--calls 2000] [--batch 50] [--no-coordinator]
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connect as h2connect, constants, createServer as createH2Server, type ClientHttp2Session, type ServerHttp2Stream } from "node:http2";
@@ -28,6 +29,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { farmTransport } from "@farm/shared/farm-transport";
+import { Wire } from "@farm/client/wire";
 import { noDelaySessionOptions } from "@farm/shared/no-delay";
 import { AgentService, AttachRequestSchema, AttachResponseSchema, type AttachRequest, type AttachResponse } from "@farm/shared/gen/farm/v1/agent_service_pb";
 import { DeviceService, OwnershipSchema } from "@farm/shared/gen/farm/v1/device_service_pb";
@@ -209,7 +211,14 @@ interface Case {
   server: () => number;
   times: number[];
   cpuMs: number;
+  /** This process's main-thread CPU over the case's calls (the client's work; the server is in another process). */
+  clientCpuMs: number;
   close?: () => void;
+}
+
+/** This process's main-thread CPU so far, in ms (schedstat is in ns; stat's 10 ms ticks are too coarse per batch). */
+function ownMainThreadCpuMs(): number {
+  return Number(readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
 }
 
 function rawTcp(port: number): Promise<{ run: () => Promise<unknown>; close: () => void }> {
@@ -329,7 +338,7 @@ async function main(): Promise<void> {
     const ports = await new Promise<Ports>((r) => child.once("message", (m) => r(m as Ports)));
     const serverPid = () => child.pid as number;
     const cases: Case[] = [];
-    const add = (name: string, kind: Case["kind"], run: () => Promise<unknown>, server = serverPid, close?: () => void) => cases.push({ name, kind, run, server, times: [], cpuMs: 0, ...(close ? { close } : {}) });
+    const add = (name: string, kind: Case["kind"], run: () => Promise<unknown>, server = serverPid, close?: () => void) => cases.push({ name, kind, run, server, times: [], cpuMs: 0, clientCpuMs: 0, ...(close ? { close } : {}) });
 
     const tcp = await rawTcp(ports.tcp);
     add("raw TCP, length-prefixed", "unary", tcp.run, serverPid, tcp.close);
@@ -358,6 +367,11 @@ async function main(): Promise<void> {
     add("connect-node gRPC client -> bare http2 server", "unary", () => createClient(Health, grpcToBare).check(REQUEST));
     const farmToBare = farmTransport({ url: bareUrl, token: "t" });
     add("farm client (hand-framed) -> bare http2 server", "unary", () => createClient(Health, farmToBare).check(REQUEST));
+    // As @farm/client makes every call: its interceptors (request id, explained errors, caller's signal), a deadline, a lease header.
+    const wire = new Wire({ coordinator: bareUrl, coordinatorSource: "bench", token: "t", caFile: undefined, insecure: false }, 30_000);
+    closers.push(() => wire.close());
+    const wireOpts = wire.options({ lease: "farml_bench" });
+    add("farm client as @farm/client calls (interceptors, deadline) -> bare http2 server", "unary", () => wire.client(Health).check(REQUEST, wireOpts));
     const farmOwnGrpcJs = farmTransport({ url: `http://127.0.0.1:${ports.grpcJs}`, token: "t" });
     add("farm client (hand-framed) -> grpc-js server", "unary", () => createClient(Health, farmOwnGrpcJs).check(REQUEST));
     const bs = await bareStream(session);
@@ -387,24 +401,27 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const c of cases) {
         const cpu0 = cpuSeconds(c.server());
+        const own0 = ownMainThreadCpuMs();
         for (let i = 0; i < BATCH; i++) {
           const s = performance.now();
           await c.run();
           c.times.push(performance.now() - s);
         }
+        c.clientCpuMs += ownMainThreadCpuMs() - own0;
         c.cpuMs += (cpuSeconds(c.server()) - cpu0) * 1000;
       }
     }
 
     const tcpMedian = median(cases[0]?.times ?? []);
     console.log(`one RPC hop between two processes on loopback, a small protobuf each way; ${rounds} interleaved rounds of ${BATCH} calls per client`);
-    console.log(`  ${"client and server".padEnd(74)} ${"median".padStart(8)} ${"p99".padStart(8)} ${"× TCP".padStart(6)}  server CPU/call`);
+    console.log(`  ${"client and server".padEnd(74)} ${"median".padStart(8)} ${"p99".padStart(8)} ${"× TCP".padStart(6)}  server CPU/call  client CPU/call`);
     const rows = cases.map((c) => {
       const med = median(c.times);
       const p99 = percentile(c.times, 99);
       const cpu = c.cpuMs / c.times.length;
-      console.log(`  ${c.name.padEnd(74)} ${med.toFixed(3).padStart(8)} ${p99.toFixed(3).padStart(8)} ${(med / tcpMedian).toFixed(1).padStart(6)}  ${cpu.toFixed(3)} ms`);
-      return { client: c.name, kind: c.kind, medianMs: round(med), p99Ms: round(p99), timesTcp: round(med / tcpMedian, 2), serverCpuMsPerCall: round(cpu) };
+      const own = c.clientCpuMs / c.times.length;
+      console.log(`  ${c.name.padEnd(74)} ${med.toFixed(3).padStart(8)} ${p99.toFixed(3).padStart(8)} ${(med / tcpMedian).toFixed(1).padStart(6)}  ${cpu.toFixed(3)} ms         ${own.toFixed(3)} ms`);
+      return { client: c.name, kind: c.kind, medianMs: round(med), p99Ms: round(p99), timesTcp: round(med / tcpMedian, 2), serverCpuMsPerCall: round(cpu), clientCpuMsPerCall: round(own) };
     });
     const find = (name: string) => rows.find((r) => r.client === name);
     const before = find("farm client (connect's unary) -> connect server");
@@ -413,7 +430,7 @@ async function main(): Promise<void> {
     emitReport(
       "rpc-floor",
       rows.map((r) => ({
-        measure: `one hop: ${r.client} (${r.kind === "stream" ? "round trip" : "unary"}; server CPU ${r.serverCpuMsPerCall.toFixed(2)} ms)`,
+        measure: `one hop: ${r.client} (${r.kind === "stream" ? "round trip" : "unary"}; server CPU ${r.serverCpuMsPerCall.toFixed(2)} ms, client CPU ${r.clientCpuMsPerCall.toFixed(2)} ms)`,
         instant: `${r.medianMs.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)}, ${r.timesTcp.toFixed(1)}x TCP`,
         realistic: null,
         target: "",

@@ -65,6 +65,29 @@ export async function authenticateRequest(store: TokenStore, headers: Headers, w
   return principal;
 }
 
+/** A replica's bearer credential (authenticateRequest's first case). */
+const REPLICA_BEARER = /^Bearer\s+farmr_\S+$/i;
+
+/**
+ * authenticateRequest on a Node request's headers, as the request gate
+ * checks every call: a single Authorization header that is not a replica's
+ * is checked as it is (what authenticateRequest does with it), without
+ * building fetch Headers of the whole request first; anything else (a
+ * cookie, a replica, repeated or missing headers) through `headersOf` and
+ * authenticateRequest.
+ */
+export function authenticateNodeHeaders(
+  store: TokenStore,
+  node: Readonly<Record<string, string | string[] | undefined>>,
+  headersOf: () => Headers,
+  web?: WebSessions,
+  replicas?: ReplicaVerifier,
+): Promise<Principal> {
+  const authorization = node["authorization"];
+  if (typeof authorization === "string" && authorization !== "" && !(replicas && REPLICA_BEARER.test(authorization))) return authenticate(store, authorization);
+  return authenticateRequest(store, headersOf(), web, replicas);
+}
+
 /** The dashboard's own HTTP endpoints are for people: an agent token gets nothing there. */
 export async function authenticateUser(store: TokenStore, headers: Headers, web?: WebSessions): Promise<Principal> {
   const principal = await authenticateRequest(store, headers, web);

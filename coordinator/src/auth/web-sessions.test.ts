@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toErrorReport } from "@farm/shared/errors";
-import { authenticateRequest, authenticateUser } from "./auth.js";
+import { authenticateNodeHeaders, authenticateRequest, authenticateUser } from "./auth.js";
 import type { FarmDatabase } from "../db/database.js";
 import { dialects, openTestDatabase } from "../db/testing/test-database.js";
 import { hashToken, TokenStore } from "./token-store.js";
@@ -125,5 +125,43 @@ describe.each(dialects)("dashboard sessions on %s", (dialect) => {
     const lab2 = await tokens.create("lab-2", "agent");
     expect(await refused(authenticateUser(tokens, new Headers({ authorization: `Bearer ${lab2.secret}` }), web))).toMatchObject({ message: expect.stringMatching(/agent tokens get nothing/) });
     expect(await authenticateRequest(tokens, new Headers({ authorization: `Bearer ${lab2.secret}` }), web)).toMatchObject({ kind: "agent" });
+  });
+
+  it("are checked the same from a Node request's headers as from fetch Headers (the request gate's way), whatever the credentials", async () => {
+    const ivy = await tokens.create("ivy", "user");
+    const gone = await tokens.create("gone", "user");
+    await tokens.revoke("gone");
+    const s = await signedIn(web.signIn(ivy.secret));
+    const verified: string[] = [];
+    const replicas = { verify: (bearer: string) => (verified.push(bearer), Promise.resolve(bearer === "farmr_good" ? "r2" : undefined)) };
+    const cases: Record<string, string | string[]>[] = [
+      { authorization: `Bearer ${ivy.secret}` },
+      { authorization: `bearer  ${ivy.secret}` },
+      { authorization: `Bearer ${gone.secret}` },
+      { authorization: "Bearer farmu_unknown" },
+      { authorization: `Basic ${ivy.secret}` },
+      { authorization: "" },
+      {},
+      { authorization: "Bearer farmr_good" },
+      { authorization: "Bearer farmr_bad" },
+      { cookie: `farm_session=${s.id}`, host: "farm:7420", origin: "http://farm:7420" },
+      { cookie: `farm_session=${s.id}`, host: "farm:7420", origin: "http://evil.example" },
+      { authorization: `Bearer ${ivy.secret}`, cookie: "farm_session=forged" },
+      { cookie: ["farm_session=forged", `farm_session=${s.id}`] },
+    ];
+    const fetchHeaders = (node: Record<string, string | string[]>) => {
+      const h = new Headers();
+      for (const [k, v] of Object.entries(node)) h.set(k, Array.isArray(v) ? v.join(", ") : v);
+      return h;
+    };
+    const outcome = (p: Promise<unknown>) => p.then((principal) => ({ principal }), (err: unknown) => ({ refused: toErrorReport(err) }));
+    for (const node of cases) {
+      for (const reps of [undefined, replicas]) {
+        const expected = await outcome(authenticateRequest(tokens, fetchHeaders(node), web, reps));
+        expect(await outcome(authenticateNodeHeaders(tokens, node, () => fetchHeaders(node), web, reps)), JSON.stringify(node)).toEqual(expected);
+      }
+    }
+    // Both ways asked the replicas about each replica credential, and nothing else.
+    expect(verified).toEqual(["farmr_good", "farmr_good", "farmr_bad", "farmr_bad"]);
   });
 });

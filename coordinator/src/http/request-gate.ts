@@ -3,7 +3,7 @@ import { constants as h2constants, type Http2ServerRequest } from "node:http2";
 import { ConnectError } from "@connectrpc/connect";
 import { Errors, farmError, toErrorReport } from "@farm/shared/errors";
 import type { Logger } from "@farm/shared/log";
-import { authenticateRequest, requireSafeTransport, type ReplicaVerifier } from "../auth/auth.js";
+import { authenticateNodeHeaders, requireSafeTransport, type ReplicaVerifier } from "../auth/auth.js";
 import type { RequestHandler } from "./http-server.js";
 import { BLOB_MAX_BYTES } from "../evidence/blob-store.js";
 import { limitsOf, plainBodyMax } from "./message-limits.js";
@@ -87,7 +87,7 @@ export function requestGate(handler: RequestHandler, opts: RequestGateOptions): 
     const admit = async () => {
       let principal: Principal;
       try {
-        principal = await authenticateRequest(opts.tokens, headersOf(req), opts.web, opts.replicas);
+        principal = await authenticateNodeHeaders(opts.tokens, req.headers, () => headersOf(req), opts.web, opts.replicas);
       } catch (err) {
         if (refusedCodes.has(toErrorReport(err).code)) return refuseRpc(req, res, ConnectError.from(err));
         opts.log.error("could not check a caller's credentials", { method, error: err instanceof Error ? err.message : String(err) });

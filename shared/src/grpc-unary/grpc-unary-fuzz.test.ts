@@ -10,8 +10,8 @@
 import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { Http2SessionManager } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { DeviceService, RunShellResponseSchema } from "../gen/farm/v1/device_service_pb.js";
 import { grpcUnary } from "./grpc-unary-transport.js";
@@ -141,5 +141,84 @@ describe("the unary client against random answers, fuzzed", () => {
     // Both outcomes were reached: the fuzz exercised the success path and the refusals.
     expect(outcomes.ok).toBeGreaterThan(0);
     expect(outcomes.failed).toBeGreaterThan(0);
+  });
+});
+
+describe("the unary client judges answers as connect-node's gRPC client does, fuzzed", () => {
+  let server: Http2Server;
+  const sessions: ServerHttp2Session[] = [];
+  let url = "";
+  let answer: (s: import("node:http2").ServerHttp2Stream) => void = () => {};
+  beforeAll(async () => {
+    server = createServer();
+    server.on("session", (s) => {
+      sessions.push(s);
+      s.on("error", () => {});
+    });
+    server.on("stream", (s) => {
+      s.on("error", () => {});
+      answer(s);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const s of sessions) s.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  // The usual answer is read without connect's validators (grpc-unary-transport.ts, plainOk): every answer near that shortcut's edges
+  // (content types, statuses in headers and trailers, status details saying OK or not, repeated fields) must end as connect's client ends it.
+  it("succeeds exactly when connect's client does, with the same message, and fails with the same code", async () => {
+    const sessionManager = new Http2SessionManager(url);
+    const unary = grpcUnary({ baseUrl: url, sessions: sessionManager });
+    const connect = createClient(DeviceService, createGrpcTransport({ baseUrl: url }));
+    const valid = toBinary(RunShellResponseSchema, create(RunShellResponseSchema, { exitCode: 2, stdout: Buffer.from("ok") }));
+    // A google.rpc.Status by hand (field 1 the code, field 2 the message), as grpc-status-details-bin carries it: code 0 says OK.
+    const details = (code: number) => Buffer.from([...(code ? [0x08, code] : []), 0x12, 12, ...Buffer.from("from details")]).toString("base64").replace(/=+$/, "");
+    const outcomes = { ok: 0, failed: 0 };
+    for (let seed = 1; seed <= 400; seed++) {
+      const r = rng(seed);
+      const pick = <T>(xs: T[]): T => xs[int(r, xs.length)] as T;
+      const contentType = pick(["application/grpc", "application/grpc+proto", "application/grpc", "Application/GRPC", "application/grpc+json", "application/grpc; charset=utf-8", "text/plain"]);
+      const statusCode = int(r, 6) === 0 ? pick([204, 400, 503]) : 200;
+      const head: Record<string, string | string[]> = {};
+      const trail: Record<string, string | string[]> = {};
+      if (int(r, 6) === 0) head["grpc-status"] = pick(["0", "3", "x"]);
+      if (int(r, 8) === 0) head["grpc-status-details-bin"] = details(pick([0, Code.Unknown, Code.NotFound]));
+      if (int(r, 8) === 0) head["grpc-encoding"] = pick(["identity", "gzip", "br"]);
+      const status = pick(["0", "0", "0", "5", "00", " 0", "", "99"]);
+      if (int(r, 8)) trail["grpc-status"] = status;
+      if (int(r, 3) === 0) trail["grpc-message"] = pick(["boom", "%20spaced", ""]);
+      if (int(r, 6) === 0) trail["grpc-status-details-bin"] = details(pick([0, Code.Unknown, Code.Unavailable]));
+      if (int(r, 10) === 0) trail["x-many"] = ["a", "b"];
+      const body = int(r, 6) === 0 ? Buffer.alloc(0) : envelope(valid);
+      const trailersOnly = int(r, 8) === 0;
+      answer = (s) => {
+        if (trailersOnly) {
+          s.respond({ ":status": statusCode, "content-type": contentType, ...head, ...trail }, { endStream: true });
+          return;
+        }
+        s.respond({ ":status": statusCode, "content-type": contentType, ...head }, { waitForTrailers: true });
+        s.once("wantTrailers", () => s.sendTrailers(trail));
+        s.end(body);
+      };
+      const mine = await unary(DeviceService.method.runShell, undefined, 20_000, undefined, { command: "x" }).then((res) => res.message, (e: unknown) => ConnectError.from(e));
+      const theirs = await connect.runShell({ command: "x" }, { timeoutMs: 20_000 }).then((m) => m, (e: unknown) => ConnectError.from(e));
+      const what = `seed ${seed}: ${JSON.stringify({ statusCode, contentType, head, trail, trailersOnly, body: body.length })}`;
+      if (theirs instanceof ConnectError) {
+        expect(mine, what).toBeInstanceOf(ConnectError);
+        expect((mine as ConnectError).code, `${what}: ${(mine as ConnectError).message} against ${theirs.message}`).toBe(theirs.code);
+        outcomes.failed++;
+      } else {
+        expect(mine, what).not.toBeInstanceOf(ConnectError);
+        // Bytes fields come as Buffer slices from one, Uint8Array from the other: compared encoded.
+        expect(Buffer.from(toBinary(RunShellResponseSchema, mine as never)).equals(toBinary(RunShellResponseSchema, theirs)), what).toBe(true);
+        outcomes.ok++;
+      }
+    }
+    sessionManager.abort();
+    expect(outcomes.ok).toBeGreaterThan(50);
+    expect(outcomes.failed).toBeGreaterThan(50);
   });
 });

@@ -1,5 +1,5 @@
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
-import { toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
+import { toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import { createMethodUrl, getAbortSignalReason } from "@connectrpc/connect/protocol";
 import { requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
@@ -80,8 +80,10 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
     }
     return new Promise<UnaryResponse<I, O>>((resolve, reject) => {
       const reader = new UnaryEnvelopeReader(maxBytes);
+      /** The answer's headers and trailers as Node gives them; as fetch Headers only once judged by connect's rules or read (answerOf). */
+      let nodeHeader: IncomingHttpHeaders | undefined;
+      let nodeTrailer: IncomingHttpHeaders | undefined;
       let header: Headers | undefined;
-      let trailer: Headers | undefined;
       /** An error status in the headers: a trailers-only answer. */
       let headerError: ConnectError | undefined;
       let settled = false;
@@ -103,8 +105,18 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
         if (settled || finishing) return;
         finishing = true;
         try {
-          const h = header ?? new Headers();
-          const t = trailer ?? new Headers();
+          // The usual answer (status 200, gRPC content type, no status in the headers, grpc-status 0 in the trailers) passes connect's
+          // checks below without an error, so it is read without building its Headers first.
+          if (header === undefined && nodeHeader !== undefined && nodeTrailer !== undefined && plainOk(nodeHeader, nodeTrailer)) {
+            const encoding = nodeHeader["grpc-encoding"];
+            const bytes = await reader.decoded(typeof encoding === "string" ? encoding : null);
+            if (bytes !== undefined) {
+              settle(undefined, answerOf(req, decodeAnswer(req.method.output, bytes), nodeHeader, nodeTrailer));
+              return;
+            }
+          }
+          const h = header ?? (nodeHeader ? toHeaders(nodeHeader) : new Headers());
+          const t = nodeTrailer ? toHeaders(nodeTrailer) : new Headers();
           const bytes = await reader.decoded(h.get("grpc-encoding"));
           // An error status in the trailers wins, then one in the headers (trailers-only); a missing status or message is a protocol error.
           validateTrailer(t, h);
@@ -116,6 +128,9 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
         }
       };
       stream.on("response", (h: IncomingHttpHeaders) => {
+        nodeHeader = h;
+        // Headers connect's validateResponse would pass with no error are judged when the answer is complete (finish).
+        if (plainOkHeader(h)) return;
         header = toHeaders(h);
         try {
           const status = Number(h[":status"] ?? 0);
@@ -134,13 +149,13 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
         }
       });
       stream.on("trailers", (t: IncomingHttpHeaders) => {
-        trailer = toHeaders(t);
+        nodeTrailer = t;
         // Trailers come after the last DATA frame; should some of it still wait in the stream's buffer, 'end' follows it.
         if (stream.readableLength === 0) void finish();
       });
       // Without a status yet, the end may be a reset (the connection dropped): 'close' knows its code.
       stream.on("end", () => {
-        if (trailer !== undefined || header?.has("grpc-status")) void finish();
+        if (nodeTrailer !== undefined || header?.has("grpc-status")) void finish();
       });
       stream.on("error", (err: unknown) => settle(errorFromNode(err)));
       stream.on("close", () => {
@@ -152,6 +167,40 @@ export function grpcUnary(opts: GrpcUnaryOptions): UnaryFn {
       stream.end(body);
     });
   }
+}
+
+/**
+ * Response headers connect's validateResponse passes with no error and no
+ * header status: HTTP 200, a binary gRPC content type, no grpc-status (nor
+ * its details). Anything else, repeated fields included, goes through it.
+ */
+function plainOkHeader(h: IncomingHttpHeaders): boolean {
+  const type = h["content-type"];
+  // Node gives the response's :status as a number (its IncomingHttpHeaders type says string).
+  return (h[":status"] as unknown) === 200 && (type === "application/grpc" || type === "application/grpc+proto") && h["grpc-status"] === undefined && h["grpc-status-details-bin"] === undefined;
+}
+
+/** An answer validateResponse and validateTrailer pass with no error: plain headers, trailers with grpc-status "0" and no details. */
+function plainOk(h: IncomingHttpHeaders, t: IncomingHttpHeaders): boolean {
+  return plainOkHeader(h) && t["grpc-status"] === "0" && t["grpc-status-details-bin"] === undefined;
+}
+
+/** A successful answer whose header and trailer become fetch Headers only when read (an interceptor, onHeader, onTrailer). */
+function answerOf<I extends DescMessage, O extends DescMessage>(req: UnaryRequest<I, O>, message: MessageShape<O>, h: IncomingHttpHeaders, t: IncomingHttpHeaders): UnaryResponse<I, O> {
+  let header: Headers | undefined;
+  let trailer: Headers | undefined;
+  return {
+    stream: false,
+    service: req.service,
+    method: req.method,
+    message,
+    get header() {
+      return header ??= toHeaders(h);
+    },
+    get trailer() {
+      return trailer ??= toHeaders(t);
+    },
+  };
 }
 
 /** Large answers come gzipped (shared/src/compression.ts): this client inflates gzip, and offers nothing else. */
