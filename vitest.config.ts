@@ -15,6 +15,8 @@ const nativeDist = process.env["FARM_TEST_NATIVE_DIST"] === "0" ? {} : { server:
 // One private PostgreSQL cluster per tier (storage tests, replicas); each file makes its own databases.
 // One run dir per tier for what files build once and share (the packed CLI: test/support/packed-cli.ts).
 const globalSetup = ["test/support/pg-global-setup.ts", "test/support/run-dir-global-setup.ts"];
+// FARM_TEST_CPU_LOG=FILE: each file notes its CPU there (test/support/cpu-per-file.ts; scripts/test-cpu.mjs prints the table).
+const setupFiles = process.env["FARM_TEST_CPU_LOG"] ? ["test/support/cpu-per-file.ts"] : [];
 
 export default defineConfig({
   test: {
@@ -27,6 +29,7 @@ export default defineConfig({
     // Longest files first, from recorded durations when vitest has none of its own (a clean clone).
     sequence: { sequencer: DurationSequencer },
     maxWorkers: 2,
+    setupFiles,
     // expect.poll waits for a condition and returns as soon as it holds; Vitest's default bound
     // (1 s) failed dashboard tests under load although the page got there (a first render at load 20).
     expect: { poll: { timeout: 20_000 } },

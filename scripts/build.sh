@@ -22,11 +22,19 @@ trap 'rm -rf "$logs"' EXIT
 
 declare -A pids
 
-# Starts `name cmd...` in the background, its output in $logs/name.
+# Starts `name cmd...` in the background, its output in $logs/name. When it ends it prints
+# `build: name: … s wall, … s user, … s sys (… s to … s)`, the seconds since the build began: what
+# ran beside what, and where a core was idle.
 start() {
   local name=$1
   shift
-  ("$@") >"$logs/$name" 2>&1 &
+  (
+    t0=$SECONDS rc=0
+    TIMEFORMAT="build: $name: %0R s wall, %0U s user, %0S s sys"
+    { time "$@" >"$logs/$name" 2>&1; } 2>"$logs/$name.time" || rc=$?
+    echo "$(cat "$logs/$name.time") ($t0 s to $SECONDS s)"
+    exit "$rc"
+  ) &
   pids[$name]=$!
 }
 
@@ -53,13 +61,14 @@ if [ -f "$PENDING" ]; then
   start natives natives
   steps+=(natives)
 fi
-npx tsc -b shared
+start shared npx tsc -b shared
+finish shared
 start dashboard npx vite build dashboard
 start libs npx tsc -b client agent
 start coordinator npx tsc -b coordinator
 finish libs coordinator
-npx tsc -b cli test
-finish dashboard
+start cli-test npx tsc -b cli test
+finish cli-test dashboard
 start typecheck npx tsc -p dashboard/tsconfig.json
 start bundle node scripts/bundle-cli.mjs
 finish typecheck bundle ${steps[@]+"${steps[@]}"}

@@ -33,7 +33,7 @@ import { resumeStagedUploads } from "./evidence/staged-uploads.js";
 import { VideoSessions } from "./video/video-sessions.js";
 import { agentMetrics } from "./agent-metrics.js";
 import { IosDevices } from "./ios/ios-devices.js";
-import { parseDevicectl } from "./ios/devicectl.js";
+import { parseDevicectl, resetDevicectlDir } from "./ios/devicectl.js";
 import type { ListenAddress } from "@farm/shared/listen-address";
 import { createLogger, type Logger } from "@farm/shared/log";
 import { ensurePrivateDir } from "@farm/shared/secure-file";
@@ -76,6 +76,8 @@ export interface AgentOptions {
   adbTunnelBudgetBytes?: number;
   /** Bytes all remote adb streams may hold here (DEFAULT_AGENT_BUDGET_BYTES). */
   adbAgentBudgetBytes?: number;
+  /** How long a recording whose recorder was cut off looks for its exit (RECORDER_EXIT_WAIT_MS). */
+  videoRecorderWaitMs?: number;
 }
 
 export interface RunningAgent {
@@ -140,9 +142,20 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const transport = coordinatorTransport(opts.coordinatorUrl, opts.token, { caFile: opts.caFile, insecure: opts.insecure });
   if (opts.insecure && !opts.coordinatorUrl.startsWith("https:")) log.warn("--insecure: the agent token may cross the network in cleartext");
   const agentInfo = { id: identity.id, host: hostname(), version: FARM_VERSION };
-  const ios = opts.devicectl ? new IosDevices({ tool: parseDevicectl(opts.devicectl), watcher, log }) : undefined;
+  const devicectl = opts.devicectl ? parseDevicectl(opts.devicectl, join(opts.dataDir, "devicectl")) : undefined;
+  if (devicectl) await resetDevicectlDir(devicectl);
+  const ios = devicectl ? new IosDevices({ tool: devicectl, watcher, log }) : undefined;
   ios?.start();
-  const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
+  const video = new VideoSessions({
+    adb: opts.adb,
+    dataDir: opts.dataDir,
+    lockDir,
+    transport,
+    watcher,
+    agent: agentInfo,
+    log,
+    ...(opts.videoRecorderWaitMs !== undefined ? { recorderExitWaitMs: opts.videoRecorderWaitMs } : {}),
+  });
   await video.init();
   const screens = new LiveScreens({ adb: opts.adb, serve: serveScreenOver(transport), log });
   const logcats = new LiveLogcats({ adb: opts.adb, serve: serveLogcatOver(transport), log });

@@ -1,6 +1,6 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ensurePrivateDir } from "@farm/shared/secure-file";
 import { runBounded } from "../video/bounded-process.js";
 
 /**
@@ -10,6 +10,12 @@ import { runBounded } from "../video/bounded-process.js";
  */
 export interface Devicectl {
   command: string[];
+  /**
+   * Where each run's output file and copies go (a dir per run, removed when it ends): in the
+   * agent's data dir, not /tmp, so that a run the agent was killed in leaves its dir where the
+   * agent's next start removes it (resetDevicectlDir).
+   */
+  workDir: string;
 }
 
 export interface DevicectlDevice {
@@ -22,15 +28,21 @@ export interface DevicectlDevice {
 const TOOL_TIMEOUT_MS = 15_000;
 const OUTPUT_CAP = 4 * 1024 * 1024;
 
-/** "xcrun devicectl" → the argv prefix. */
-export function parseDevicectl(text: string): Devicectl {
+/** "xcrun devicectl" → the argv prefix; workDir as in Devicectl. */
+export function parseDevicectl(text: string, workDir: string): Devicectl {
   const command = text.trim().split(/\s+/).filter(Boolean);
   if (command.length === 0) throw new Error("empty devicectl command");
-  return { command };
+  return { command, workDir };
+}
+
+/** Empties (or makes) the tool's workDir, private to the agent: what runs of an earlier, killed agent left goes. */
+export async function resetDevicectlDir(tool: Devicectl): Promise<void> {
+  await rm(tool.workDir, { recursive: true, force: true });
+  await ensurePrivateDir(tool.workDir);
 }
 
 async function run(tool: Devicectl, args: string[], timeoutMs: number): Promise<{ json: unknown; stderr: string }> {
-  const dir = await mkdtemp(join(tmpdir(), "farm-devicectl-"));
+  const dir = await mkdtemp(join(tool.workDir, "run-"));
   const out = join(dir, "out.json");
   try {
     const [bin, ...pre] = tool.command as [string, ...string[]];
@@ -60,7 +72,7 @@ export async function listDevices(tool: Devicectl, timeoutMs = TOOL_TIMEOUT_MS):
  * --domain-type appDataContainer`), refusing anything over maxBytes.
  */
 export async function copyFromAppContainer(tool: Devicectl, device: string, bundleId: string, source: string, maxBytes: number, timeoutMs = TOOL_TIMEOUT_MS): Promise<Buffer> {
-  const dir = await mkdtemp(join(tmpdir(), "farm-devicectl-copy-"));
+  const dir = await mkdtemp(join(tool.workDir, "copy-"));
   const dest = join(dir, "copied");
   try {
     await run(tool, ["device", "copy", "from", "--device", device, "--domain-type", "appDataContainer", "--domain-identifier", bundleId, "--source", source, "--destination", dest], timeoutMs);
