@@ -1,4 +1,3 @@
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import { once } from "node:events";
 import type { Duplex } from "node:stream";
 import { create } from "@bufbuild/protobuf";
@@ -6,6 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { AdbTunnelService, OpenAdbStreamResponseSchema, type OpenAdbStreamResponse } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 import { afterEach, describe, expect, it } from "vitest";
+import { listenH2 } from "./testing/listen-h2.js";
 import { openTunnelStream, tunnelStreamCalls } from "./tunnel-stream.js";
 
 // The CLI's end of one adb stream against a coordinator over real gRPC
@@ -41,23 +41,11 @@ async function serve(messages: OpenAdbStreamResponse[], release: Promise<void>):
       });
     },
   });
-  const server: Http2Server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = address && typeof address === "object" ? address.port : 0;
-  const sessions = new Set<ServerHttp2Session>();
-  server.on("session", (s) => {
-    sessions.add(s);
-    s.once("close", () => sessions.delete(s));
-  });
+  const { url, stop } = await listenH2(handler);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     callEnded,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sessions) s.destroy();
-        server.close(() => resolve());
-      }),
+    stop,
   };
 }
 

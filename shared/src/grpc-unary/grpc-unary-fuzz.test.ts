@@ -7,7 +7,7 @@
  * must settle on the server's answer (a hang would end in the test's long
  * deadline, which is asserted never to be what ended a call).
  */
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
+import { createServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -74,12 +74,14 @@ describe("the unary envelope reader, fuzzed", () => {
   });
 });
 
-describe("the unary client against random answers, fuzzed", () => {
+/**
+ * A bare node:http2 server for one describe block, listening from beforeAll to afterAll: each stream is
+ * given to `answer` as the block last set it (per seed). `url` is set once it listens.
+ */
+function answeringServer(): { url: string; answer: (s: ServerHttp2Stream) => void } {
+  const state = { url: "", answer: (_s: ServerHttp2Stream) => {} };
   let server: Http2Server;
   const sessions: ServerHttp2Session[] = [];
-  let url = "";
-  /** What the server answers next, set per seed. */
-  let answer: (s: import("node:http2").ServerHttp2Stream) => void = () => {};
   beforeAll(async () => {
     server = createServer();
     server.on("session", (s) => {
@@ -88,19 +90,25 @@ describe("the unary client against random answers, fuzzed", () => {
     });
     server.on("stream", (s) => {
       s.on("error", () => {});
-      answer(s);
+      state.answer(s);
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(async () => {
     for (const s of sessions) s.destroy();
     await new Promise((resolve) => server.close(resolve));
   });
+  return state;
+}
+
+describe("the unary client against random answers, fuzzed", () => {
+  /** What the server answers next (`answer`), set per seed. */
+  const srv = answeringServer();
 
   it("settles every call with a message or a ConnectError", async () => {
-    const sessionManager = new Http2SessionManager(url);
-    const unary = grpcUnary({ baseUrl: url, sessions: sessionManager, readMaxBytes: 4096 });
+    const sessionManager = new Http2SessionManager(srv.url);
+    const unary = grpcUnary({ baseUrl: srv.url, sessions: sessionManager, readMaxBytes: 4096 });
     const valid = toBinary(RunShellResponseSchema, create(RunShellResponseSchema, { exitCode: 2, stdout: Buffer.from("ok") }));
     const outcomes = { ok: 0, failed: 0 };
     for (let seed = 1; seed <= 300; seed++) {
@@ -118,7 +126,7 @@ describe("the unary client against random answers, fuzzed", () => {
       const statusCode = int(r, 8) === 0 ? [200, 204, 400, 404, 503][int(r, 5)] as number : 200;
       const contentType = ["application/grpc", "application/grpc+proto", "text/html"][int(r, 8) === 0 ? 2 : int(r, 2)] as string;
       const pieces = chunked(r, body);
-      answer = (s) => {
+      srv.answer = (s) => {
         if (trailersOnly) {
           s.respond({ ":status": statusCode, "content-type": contentType, ...trailers }, { endStream: true });
           return;
@@ -145,34 +153,14 @@ describe("the unary client against random answers, fuzzed", () => {
 });
 
 describe("the unary client judges answers as connect-node's gRPC client does, fuzzed", () => {
-  let server: Http2Server;
-  const sessions: ServerHttp2Session[] = [];
-  let url = "";
-  let answer: (s: import("node:http2").ServerHttp2Stream) => void = () => {};
-  beforeAll(async () => {
-    server = createServer();
-    server.on("session", (s) => {
-      sessions.push(s);
-      s.on("error", () => {});
-    });
-    server.on("stream", (s) => {
-      s.on("error", () => {});
-      answer(s);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    for (const s of sessions) s.destroy();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  const srv = answeringServer();
 
   // The usual answer is read without connect's validators (grpc-unary-transport.ts, plainOk): every answer near that shortcut's edges
   // (content types, statuses in headers and trailers, status details saying OK or not, repeated fields) must end as connect's client ends it.
   it("succeeds exactly when connect's client does, with the same message, and fails with the same code", async () => {
-    const sessionManager = new Http2SessionManager(url);
-    const unary = grpcUnary({ baseUrl: url, sessions: sessionManager });
-    const connect = createClient(DeviceService, createGrpcTransport({ baseUrl: url }));
+    const sessionManager = new Http2SessionManager(srv.url);
+    const unary = grpcUnary({ baseUrl: srv.url, sessions: sessionManager });
+    const connect = createClient(DeviceService, createGrpcTransport({ baseUrl: srv.url }));
     const valid = toBinary(RunShellResponseSchema, create(RunShellResponseSchema, { exitCode: 2, stdout: Buffer.from("ok") }));
     // A google.rpc.Status by hand (field 1 the code, field 2 the message), as grpc-status-details-bin carries it: code 0 says OK.
     const details = (code: number) => Buffer.from([...(code ? [0x08, code] : []), 0x12, 12, ...Buffer.from("from details")]).toString("base64").replace(/=+$/, "");
@@ -194,7 +182,7 @@ describe("the unary client judges answers as connect-node's gRPC client does, fu
       if (int(r, 10) === 0) trail["x-many"] = ["a", "b"];
       const body = int(r, 6) === 0 ? Buffer.alloc(0) : envelope(valid);
       const trailersOnly = int(r, 8) === 0;
-      answer = (s) => {
+      srv.answer = (s) => {
         if (trailersOnly) {
           s.respond({ ":status": statusCode, "content-type": contentType, ...head, ...trail }, { endStream: true });
           return;

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Errors, farmError } from "@farm/shared/errors";
+import { listenH2 } from "./listen-h2.js";
 import { AdbTunnelService, OpenAdbStreamResponseSchema, OpenTunnelResponseSchema, TunnelSchema, type OpenAdbStreamRequest, type Tunnel } from "@farm/shared/gen/farm/v1/adb_tunnel_service_pb";
 
 /**
@@ -100,25 +100,13 @@ export async function startFakeTunnelService(opts: { serial: string; openOnDevic
       });
     },
   });
-  const server: Http2Server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = address && typeof address === "object" ? address.port : 0;
-  const sessions = new Set<ServerHttp2Session>();
-  server.on("session", (s) => {
-    sessions.add(s);
-    s.once("close", () => sessions.delete(s));
-  });
+  const { url, stop } = await listenH2(handler);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     tunnels,
     leaseHeaders,
     waitingStreamCalls: () => waiting,
     close: (tunnelId, err) => closers.get(tunnelId)?.(err),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sessions) s.destroy();
-        server.close(() => resolve());
-      }),
+    stop,
   };
 }
