@@ -76,8 +76,6 @@ export interface AgentOptions {
   adbTunnelBudgetBytes?: number;
   /** Bytes all remote adb streams may hold here (DEFAULT_AGENT_BUDGET_BYTES). */
   adbAgentBudgetBytes?: number;
-  /** How long a recording whose recorder was cut off looks for its exit (RECORDER_EXIT_WAIT_MS). */
-  videoRecorderWaitMs?: number;
 }
 
 export interface RunningAgent {
@@ -146,16 +144,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   if (devicectl) await resetDevicectlDir(devicectl);
   const ios = devicectl ? new IosDevices({ tool: devicectl, watcher, log }) : undefined;
   ios?.start();
-  const video = new VideoSessions({
-    adb: opts.adb,
-    dataDir: opts.dataDir,
-    lockDir,
-    transport,
-    watcher,
-    agent: agentInfo,
-    log,
-    ...(opts.videoRecorderWaitMs !== undefined ? { recorderExitWaitMs: opts.videoRecorderWaitMs } : {}),
-  });
+  const video = new VideoSessions({ adb: opts.adb, dataDir: opts.dataDir, lockDir, transport, watcher, agent: agentInfo, log });
   await video.init();
   const screens = new LiveScreens({ adb: opts.adb, serve: serveScreenOver(transport), log });
   const logcats = new LiveLogcats({ adb: opts.adb, serve: serveLogcatOver(transport), log });

@@ -27,9 +27,6 @@ export interface RecorderIdentity {
  * then on only the worker writes it, except an operator's release of a
  * session whose worker is gone.
  */
-/** How long a recorder whose stream was hung up may take to leave the process list, unless the agent says otherwise. */
-export const RECORDER_EXIT_WAIT_MS = 10_000;
-
 export interface VideoSessionRecord {
   sessionId: string;
   /** Random; binds heartbeats and stop requests to this worker. */
@@ -56,11 +53,6 @@ export interface VideoSessionRecord {
   device: EvidenceDevice;
   /** Metadata that could not be read at start; they make usable video partial. */
   metadataErrors: EvidenceError[];
-  /**
-   * How long the worker looks for a cut-off recorder's exit before leaving the lock to an operator
-   * (the agent's --video-recorder-wait; RECORDER_EXIT_WAIT_MS when absent, as in older sessions).
-   */
-  recorderExitWaitMs?: number;
 }
 
 export interface Heartbeat {

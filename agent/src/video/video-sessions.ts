@@ -24,7 +24,7 @@ import { checkRecorder, listRecorders } from "./recorder-identity.js";
 import type { WorkerMessage } from "./video-worker.js";
 import { initialVideo, videoManifest } from "./video-manifest.js";
 import { videoStatus } from "./video-status.js";
-import { acquireVideoLock, ensureVideoDirs, readVideoLock, RECORDER_EXIT_WAIT_MS, releaseVideoLock, videoLockFile, VideoSessionFiles, type VideoLockHolder, type VideoSessionRecord } from "./video-session-files.js";
+import { acquireVideoLock, ensureVideoDirs, readVideoLock, releaseVideoLock, videoLockFile, VideoSessionFiles, type VideoLockHolder, type VideoSessionRecord } from "./video-session-files.js";
 
 /** Start answers within this long of spawning the worker. */
 export const START_ACK_MS = 5_000;
@@ -43,8 +43,6 @@ export interface VideoDeps {
   watcher: DeviceWatcher;
   agent: { id: string; host: string; version: string };
   log: Logger;
-  /** VideoSessionRecord.recorderExitWaitMs for the sessions this agent starts (default RECORDER_EXIT_WAIT_MS). */
-  recorderExitWaitMs?: number;
 }
 
 const workerScript = fileURLToPath(new URL("./worker-main.js", import.meta.url));
@@ -152,7 +150,6 @@ export class VideoSessions {
       lockFile,
       device: meta,
       metadataErrors,
-      recorderExitWaitMs: this.deps.recorderExitWaitMs ?? RECORDER_EXIT_WAIT_MS,
     };
     try {
       await mkdir(join(files.dir, "stop-requests"), { recursive: true, mode: 0o700 });

@@ -13,7 +13,7 @@ import { checkRecorder, listRecorders } from "./recorder-identity.js";
 import { initialVideo, videoManifest } from "./video-manifest.js";
 import { waitForChange } from "./wait-for-change.js";
 import { PullError, pullRemoteFile } from "./remote-pull.js";
-import { HEARTBEAT_INTERVAL_MS, RECORDER_EXIT_WAIT_MS, releaseVideoLock, VideoSessionFiles, type VideoSessionRecord } from "./video-session-files.js";
+import { HEARTBEAT_INTERVAL_MS, releaseVideoLock, VideoSessionFiles, type VideoSessionRecord } from "./video-session-files.js";
 
 /** How long the worker looks for its live recorder before giving up on startup. */
 const STARTUP_WINDOW_MS = 4_500;
@@ -22,6 +22,8 @@ const STDERR_CAP = 1024 * 1024;
 /** Past the device's time limit, how long a recorder may take to finish its file. */
 const FINISH_GRACE_MS = 15_000;
 const SHELL_STEP_MS = 5_000;
+/** How long a recorder whose stream was hung up may take to leave the process list. */
+const RECORDER_EXIT_WAIT_MS = 10_000;
 
 /** Messages to the agent that started the worker (over IPC, while it listens). */
 export type WorkerMessage = { type: "recording" } | { type: "failed"; code: ManifestErrorCode; message: string };
@@ -311,7 +313,7 @@ export async function runVideoWorker(sessionDir: string, send: (m: WorkerMessage
     // The lock goes once the recorder's end is known; otherwise an operator decides.
     let recorderGone = recEnd.kind === "exit";
     // A hung-up recorder (SIGHUP) finishes its file and exits; give it the time to, then look.
-    for (const until = Date.now() + (rec.recorderExitWaitMs ?? RECORDER_EXIT_WAIT_MS); !recorderGone && Date.now() < until;) {
+    for (const until = Date.now() + RECORDER_EXIT_WAIT_MS; !recorderGone && Date.now() < until;) {
       try {
         recorderGone = (await listRecorders(adb, rec.serial, rec.remotePath, step())).length === 0;
       } catch {

@@ -42,7 +42,6 @@ export const runAgent: Action<typeof agentRunOptions> = async ({ opts, sources, 
     ...(opts.name ? { name: opts.name } : {}),
     ...(opts.adbTunnelBudget !== undefined ? { adbTunnelBudgetBytes: opts.adbTunnelBudget } : {}),
     ...(opts.adbAgentBudget !== undefined ? { adbAgentBudgetBytes: opts.adbAgentBudget } : {}),
-    ...(opts.videoRecorderWait !== undefined ? { videoRecorderWaitMs: opts.videoRecorderWait } : {}),
   });
   ctx.printer.result({ agentId: agent.id, name: agent.name, dataDir, metricsUrl: agent.metricsUrl ?? null }, () => `agent ${agent.name} (${agent.id}) started`);
   // SIGTERM (systemctl stop) and a remote `farm agent drain` end the same way.

@@ -22,7 +22,6 @@ export const agentConfigKeys = {
   devicectl: "string",
   adbTunnelBudget: "string",
   adbAgentBudget: "string",
-  videoRecorderWait: "number",
 } as const;
 
 export const agentRunOptions = {
@@ -49,10 +48,6 @@ export const agentRunOptions = {
   adbAgentBudget: {
     ...parsed("--adb-agent-budget <size>", "Bytes all remote adb streams may hold in the agent (e.g. 32M); past it they wait", parseByteSize, { config: "adbAgentBudget" }),
     defaultText: "16M",
-  },
-  videoRecorderWait: {
-    ...parsed("--video-recorder-wait <ms>", "How long a recording whose recorder was cut off (phone gone, adb restarted) looks for its exit before an operator must release it", intIn(0, 600_000), { config: "videoRecorderWait" }),
-    defaultText: "10000",
   },
 };
 export const agentRun = leaf({
